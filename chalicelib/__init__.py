@@ -1,0 +1,1 @@
+"""assay: serverless evaluation of LLM agents (see ../shared/DESIGN.md)."""

@@ -1,0 +1,75 @@
+"""SQS adapter: case-task messages and visibility extension (DESIGN §5, §6, §11 Queues)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class QueueSendError(Exception):
+    """Some messages could not be sent; `failed` lists their bodies."""
+
+    def __init__(self, failed: list[dict[str, Any]]) -> None:
+        super().__init__(f"{len(failed)} message(s) not sent")
+        self.failed = failed
+
+
+class SqsQueue:
+    """One SQS queue, addressed by name; its URL is looked up once.
+
+    Args:
+        client_factory: returns a boto3 SQS client (built lazily, never at import).
+        queue_name: the queue's name (see `chalicelib.names`).
+    """
+
+    def __init__(self, client_factory: Callable[[], Any], queue_name: str) -> None:
+        self._client_factory = client_factory
+        self._client: Any = None
+        self.queue_name = queue_name
+        self._url: str | None = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self._client_factory()
+        return self._client
+
+    @property
+    def url(self) -> str:
+        if self._url is None:
+            self._url = self.client.get_queue_url(QueueName=self.queue_name)["QueueUrl"]
+        return self._url
+
+    def send(self, bodies: Sequence[dict[str, Any]]) -> None:
+        """Send JSON bodies, ten per request; every entry's `Failed` is checked.
+
+        Raises:
+            QueueSendError: with the bodies that could not be sent after one retry.
+        """
+        failed: list[dict[str, Any]] = []
+        for start in range(0, len(bodies), 10):
+            chunk = list(bodies[start:start + 10])
+            for _ in range(2):
+                entries = [{"Id": str(i), "MessageBody": json.dumps(b, separators=(",", ":"))}
+                           for i, b in enumerate(chunk)]
+                resp = self.client.send_message_batch(QueueUrl=self.url, Entries=entries)
+                bad = {int(f["Id"]) for f in resp.get("Failed", [])}
+                chunk = [b for i, b in enumerate(chunk) if i in bad]
+                if not chunk:
+                    break
+            failed.extend(chunk)
+        if failed:
+            raise QueueSendError(failed)
+
+    def send_one(self, body: dict[str, Any]) -> None:
+        """Send one JSON body (one request)."""
+        self.client.send_message(QueueUrl=self.url, MessageBody=json.dumps(body, separators=(",", ":")))
+
+    def extend_visibility(self, receipt_handle: str, seconds: int) -> None:
+        """Keep a message invisible `seconds` more while its long case runs."""
+        self.client.change_message_visibility(
+            QueueUrl=self.url, ReceiptHandle=receipt_handle, VisibilityTimeout=seconds)

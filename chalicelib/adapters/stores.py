@@ -1,0 +1,456 @@
+"""Stores: the services' view of DynamoDB. Every PynamoDB call of assay lives here.
+
+Rows are returned as PynamoDB model instances for reading only; services never save, update
+or query them directly. Cross-worker decisions are conditional writes (DESIGN §1, §5, §6).
+No `scan` anywhere: reads go through keys or GSIs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pynamodb.connection import Connection
+from pynamodb.exceptions import DoesNotExist, PutError, TransactWriteError, UpdateError
+from pynamodb.transactions import TransactWrite
+
+from chalicelib.adapters.tables import (
+    AgentRow,
+    AgentVersionRow,
+    AttemptRow,
+    DatasetCaseRow,
+    DatasetRow,
+    OrganizationRow,
+    RunRow,
+)
+from chalicelib.domain.enums import RunStatus
+from chalicelib.errors import ConflictError, NotFoundError
+
+log = logging.getLogger(__name__)
+
+WAITING = "1"
+"""Value of `waiting_flag` on organizations that have runs waiting for a slot."""
+
+
+def _reason_codes(exc: TransactWriteError) -> list[str | None]:
+    codes: list[str | None] = []
+    for reason in exc.cancellation_reasons or []:
+        code = getattr(reason, "code", None) if reason is not None else None
+        codes.append(None if code in (None, "None") else code)
+    return codes
+
+
+class Transactions:
+    """Builds `TransactWrite` blocks on one connection to the configured endpoint."""
+
+    def __init__(self) -> None:
+        self._connection: Connection | None = None
+
+    def reset(self) -> None:
+        self._connection = None
+
+    def write(self) -> TransactWrite:
+        if self._connection is None:
+            self._connection = Connection(region=RunRow.Meta.region, host=RunRow.Meta.host)
+        return TransactWrite(connection=self._connection)
+
+
+# --- organizations ---------------------------------------------------------------------------
+
+
+class OrganizationStore:
+    """Organizations: slot counter `in_flight`, concurrency limit, waiting runs (DESIGN §6)."""
+
+    def get(self, org_id: str) -> OrganizationRow | None:
+        try:
+            return OrganizationRow.get(org_id, consistent_read=True)
+        except DoesNotExist:
+            return None
+
+    def ensure(self, org_id: str, *, concurrency_limit: int, now_iso: str) -> OrganizationRow:
+        """The organization row, created on first use with `concurrency_limit` slots."""
+        row = self.get(org_id)
+        if row is not None:
+            return row
+        row = OrganizationRow(org_id, concurrency_limit=concurrency_limit, in_flight=0,
+                              waiting=[], created_at=now_iso)
+        try:
+            row.save(condition=OrganizationRow.org_id.does_not_exist())
+        except PutError:
+            pass
+        return self.get(org_id)  # type: ignore[return-value]
+
+    def add_waiting(self, org_id: str, run_id: str, now_ms: int) -> None:
+        """Put a run at the end of the organization's waiting line."""
+        row = OrganizationRow(org_id)
+        row.update(actions=[
+            OrganizationRow.waiting.set(OrganizationRow.waiting.append([run_id])),
+            OrganizationRow.waiting_flag.set(WAITING),
+            OrganizationRow.waiting_since_ms.set(OrganizationRow.waiting_since_ms | now_ms),
+        ])
+
+    def remove_waiting(self, org_id: str, run_id: str) -> None:
+        """Take a run out of the waiting line (conditional on the position read; retried)."""
+        for _ in range(5):
+            org = self.get(org_id)
+            if org is None or run_id not in (org.waiting or []):
+                return
+            pos = org.waiting.index(run_id)
+            actions = [OrganizationRow.waiting[pos].remove()]
+            if len(org.waiting) == 1:
+                actions += [OrganizationRow.waiting_flag.remove(), OrganizationRow.waiting_since_ms.remove()]
+            try:
+                OrganizationRow(org_id).update(
+                    actions=actions, condition=OrganizationRow.waiting[pos] == run_id)
+                return
+            except UpdateError:
+                continue
+
+    def orgs_with_waiting_runs(self) -> Iterator[OrganizationRow]:
+        """Organizations with a waiting run (sparse GSI, eventually consistent)."""
+        return OrganizationRow.waiting_index.query(WAITING)
+
+    def set_limit(self, org_id: str, limit: int) -> None:
+        OrganizationRow(org_id).update(actions=[OrganizationRow.concurrency_limit.set(limit)])
+
+
+# --- agents ----------------------------------------------------------------------------------
+
+
+class AgentStore:
+    """Agents (draft edited in place) and their immutable versions."""
+
+    def create(self, row: AgentRow) -> None:
+        try:
+            row.save(condition=AgentRow.agent_id.does_not_exist())
+        except PutError as exc:
+            raise ConflictError(f"agent {row.agent_id} already exists", field="agent_id") from exc
+
+    def get(self, org_id: str, agent_id: str) -> AgentRow:
+        """Raises NotFoundError for an unknown agent or one of another organization."""
+        try:
+            return AgentRow.get(org_id, agent_id, consistent_read=True)
+        except DoesNotExist:
+            raise NotFoundError(f"agent {agent_id} not found", field="agent_id") from None
+
+    def list(self, org_id: str) -> list[AgentRow]:
+        return list(AgentRow.query(org_id))
+
+    def update_draft(self, org_id: str, agent_id: str, spec: dict[str, Any], spec_hash: str,
+                     now_iso: str, name: str | None = None) -> None:
+        actions = [AgentRow.draft_spec.set(spec), AgentRow.draft_spec_hash.set(spec_hash),
+                   AgentRow.draft_updated_at.set(now_iso)]
+        if name is not None:
+            actions.append(AgentRow.name.set(name))
+        AgentRow(org_id, agent_id).update(actions=actions, condition=AgentRow.agent_id.exists())
+
+    def get_version(self, agent_id: str, version: int) -> AgentVersionRow | None:
+        try:
+            return AgentVersionRow.get(agent_id, version, consistent_read=True)
+        except DoesNotExist:
+            return None
+
+    def list_versions(self, agent_id: str) -> list[AgentVersionRow]:
+        return list(AgentVersionRow.query(agent_id, scan_index_forward=False))
+
+    def publish(self, version_row: AgentVersionRow) -> bool:
+        """Write a new immutable version and raise the agent's `latest_version`, atomically.
+
+        Returns False when the same version with the same spec hash exists already (a no-op).
+        Raises:
+            ConflictError: the version exists with another spec.
+        """
+        tx = _TX.write()
+        with_agent = AgentRow(version_row.org_id, version_row.agent_id)
+        try:
+            with tx as t:
+                t.save(version_row, condition=AgentVersionRow.version.does_not_exist())
+                t.update(with_agent, actions=[
+                    AgentRow.latest_version.set(version_row.version),
+                    AgentRow.live_version.set(version_row.version),
+                ], condition=AgentRow.agent_id.exists()
+                    & (AgentRow.latest_version < version_row.version))
+            return True
+        except TransactWriteError as exc:
+            codes = _reason_codes(exc)
+            existing = self.get_version(version_row.agent_id, version_row.version)
+            if existing is not None:
+                if existing.spec_hash == version_row.spec_hash:
+                    return False
+                raise ConflictError(
+                    f"version {version_row.version} of agent {version_row.agent_id} is already "
+                    "published with another spec; versions are immutable", field="version") from exc
+            if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
+                # An older version number than the latest: store it without moving `latest_version`.
+                try:
+                    version_row.save(condition=AgentVersionRow.version.does_not_exist())
+                    return True
+                except PutError:
+                    return self.publish(version_row)
+            raise
+
+
+# --- datasets --------------------------------------------------------------------------------
+
+
+class DatasetStore:
+    """Dataset headers (version 0), immutable versions and their cases."""
+
+    def create(self, header: DatasetRow) -> None:
+        header.save(condition=DatasetRow.dataset_id.does_not_exist())
+
+    def get(self, org_id: str, dataset_id: str, version: int = 0) -> DatasetRow:
+        """Raises NotFoundError for an unknown dataset/version or one of another organization."""
+        try:
+            row = DatasetRow.get(dataset_id, version, consistent_read=True)
+        except DoesNotExist:
+            what = f"dataset {dataset_id}" + (f" version {version}" if version else "")
+            raise NotFoundError(f"{what} not found",
+                                field="dataset_version" if version else "dataset_id") from None
+        if row.org_id != org_id:
+            raise NotFoundError(f"dataset {dataset_id} not found", field="dataset_id")
+        return row
+
+    def list(self, org_id: str) -> list[DatasetRow]:
+        return [r for r in DatasetRow.org_index.query(org_id, scan_index_forward=False) if r.version == 0]
+
+    def add_version(self, header: DatasetRow, version_row: DatasetRow,
+                    cases: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Write the cases, then the version row, then move the header's `latest_version`.
+
+        Cases go first so a version is never visible without them; the version row is
+        conditional, so two concurrent imports of the same number cannot both win.
+        Raises:
+            ConflictError: the version number was taken meanwhile.
+        """
+        key = f"{version_row.dataset_id}#{version_row.version}"
+        with DatasetCaseRow.batch_write() as batch:
+            for case_id, case in cases:
+                batch.save(DatasetCaseRow(key, case_id, case=case))
+        try:
+            version_row.save(condition=DatasetRow.version.does_not_exist())
+        except PutError as exc:
+            raise ConflictError("another version was added at the same time; retry",
+                                field="version") from exc
+        header.update(actions=[DatasetRow.latest_version.set(version_row.version)],
+                      condition=DatasetRow.latest_version < version_row.version)
+
+    def get_case(self, dataset_id: str, version: int, case_id: str) -> dict[str, Any] | None:
+        try:
+            return DatasetCaseRow.get(f"{dataset_id}#{version}", case_id).case
+        except DoesNotExist:
+            return None
+
+    def cases(self, dataset_id: str, version: int) -> list[dict[str, Any]]:
+        return [r.case for r in DatasetCaseRow.query(f"{dataset_id}#{version}")]
+
+
+# --- runs and attempts -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RecordOutcome:
+    """What `RunStore.record_attempt` did: `written` False means the attempt existed already."""
+
+    written: bool
+
+
+class RecordConflict(Exception):
+    """The run row changed since it was read (another worker claimed or released): read, retry."""
+
+
+class RunStore:
+    """Eval runs, their attempts, and the conditional writes that move them (DESIGN §5-§7)."""
+
+    # -- runs
+
+    def create(self, row: RunRow) -> None:
+        row.save(condition=RunRow.run_id.does_not_exist())
+
+    def get(self, run_id: str) -> RunRow | None:
+        try:
+            return RunRow.get(run_id, consistent_read=True)
+        except DoesNotExist:
+            return None
+
+    def get_for_org(self, org_id: str, run_id: str) -> RunRow:
+        """Raises NotFoundError for an unknown run or one of another organization."""
+        row = self.get(run_id)
+        if row is None or row.org_id != org_id:
+            raise NotFoundError(f"eval run {run_id} not found", field="run_id")
+        return row
+
+    def list_by_agent(self, agent_id: str, limit: int = 50, start: dict | None = None):
+        return RunRow.agent_index.query(agent_id, scan_index_forward=False, limit=limit,
+                                        last_evaluated_key=start)
+
+    def list_by_org(self, org_id: str, limit: int = 50, start: dict | None = None):
+        return RunRow.org_index.query(org_id, scan_index_forward=False, limit=limit,
+                                      last_evaluated_key=start)
+
+    def list_by_dataset(self, dataset_id: str, limit: int = 50, start: dict | None = None):
+        return RunRow.dataset_index.query(dataset_id, scan_index_forward=False, limit=limit,
+                                          last_evaluated_key=start)
+
+    def stale(self, status: RunStatus, before_ms: int) -> Iterator[RunRow]:
+        """Runs in `status` whose heartbeat is older than `before_ms` (GSI; the sweep re-checks)."""
+        return RunRow.status_index.query(status.value, RunRow.heartbeat_at_ms < before_ms)
+
+    def claim_tasks(self, run: RunRow, k: int, org_id: str, org_limit: int,
+                    now_ms: int, now_iso: str) -> bool:
+        """Claim the run's next `k` tasks and `k` organization slots in one transaction.
+
+        Conditional on the run's `next_index` as read and on the organization having `k` free
+        slots; returns False when either moved (the caller reads again).
+        """
+        actions = [RunRow.next_index.set(run.next_index + k), RunRow.slots.add(k),
+                   RunRow.heartbeat_at_ms.set(now_ms)]
+        if run.status == RunStatus.QUEUED:
+            actions += [RunRow.status.set(RunStatus.RUNNING.value), RunRow.started_at.set(now_iso)]
+        try:
+            with _TX.write() as t:
+                t.update(RunRow(run.run_id), actions=actions,
+                         condition=(RunRow.next_index == run.next_index)
+                         & RunRow.status.is_in(RunStatus.QUEUED.value, RunStatus.RUNNING.value)
+                         & (RunRow.tasks_total >= run.next_index + k))
+                t.update(OrganizationRow(org_id), actions=[OrganizationRow.in_flight.add(k)],
+                         condition=OrganizationRow.in_flight <= org_limit - k)
+            return True
+        except TransactWriteError:
+            return False
+
+    def record_attempt(self, run: RunRow, attempt: AttemptRow, *, counters: dict[str, int],
+                       claim_next: bool, release_slot: bool, now_ms: int) -> RecordOutcome:
+        """Write one attempt once, with the run's counters, in ONE transaction (DESIGN §5).
+
+        Args:
+            run: the run as read; its `next_index` guards a claim.
+            attempt: the row to put (`attribute_not_exists`); `successor` set when claiming.
+            counters: run attributes to ADD (`recorded`, `passed`, `cost_micros`, ...).
+            claim_next: also take the run's next task (`next_index` + 1, conditional on the value read
+                and on the run still running): the slot passes to that task.
+            release_slot: no task to pass the slot to: give it back to the run and organization
+                (conditional on the run still holding one, so a swept run is never released twice).
+        Returns:
+            RecordOutcome(written=False) when the attempt existed already (a redelivery).
+        Raises:
+            RecordConflict: the run moved since it was read; read it again and retry.
+        """
+        actions = [getattr(RunRow, name).add(value) for name, value in counters.items() if value]
+        actions.append(RunRow.heartbeat_at_ms.set(now_ms))
+        condition = None
+        if claim_next:
+            actions.append(RunRow.next_index.set(run.next_index + 1))
+            condition = (RunRow.next_index == run.next_index) & (RunRow.status == RunStatus.RUNNING.value)
+        elif release_slot:
+            actions.append(RunRow.slots.add(-1))
+            condition = RunRow.slots > 0
+        try:
+            with _TX.write() as t:
+                t.save(attempt, condition=AttemptRow.attempt_key.does_not_exist())
+                t.update(RunRow(run.run_id), actions=actions, condition=condition)
+                if release_slot and not claim_next:
+                    t.update(OrganizationRow(run.org_id), actions=[OrganizationRow.in_flight.add(-1)],
+                             condition=OrganizationRow.in_flight > 0)
+            return RecordOutcome(written=True)
+        except TransactWriteError as exc:
+            codes = _reason_codes(exc)
+            if codes and codes[0] == "ConditionalCheckFailed":
+                return RecordOutcome(written=False)
+            if any(c == "ConditionalCheckFailed" for c in codes[1:]) or any(
+                    c == "TransactionConflict" for c in codes):
+                raise RecordConflict(str(codes)) from exc
+            raise
+
+    def set_phase(self, run_id: str, *, expect_phase: str, expect_recorded: int,
+                  actions: list, ) -> bool:
+        """Move a run's phase; exactly one caller wins (conditional on phase and `recorded`)."""
+        try:
+            RunRow(run_id).update(actions=actions,
+                                  condition=(RunRow.phase == expect_phase)
+                                  & (RunRow.recorded == expect_recorded))
+            return True
+        except UpdateError:
+            return False
+
+    def update(self, run_id: str, actions: list, condition=None) -> bool:
+        """A conditional update of a run; False when the condition failed."""
+        try:
+            RunRow(run_id).update(actions=actions, condition=condition)
+            return True
+        except UpdateError as exc:
+            if "ConditionalCheckFailed" in str(exc):
+                return False
+            raise
+
+    def end_and_release(self, run: RunRow, *, status: RunStatus, reason: str, now_iso: str,
+                        condition) -> bool:
+        """End a run and give all its slots back to the organization in one transaction.
+
+        `condition` is checked on the run (e.g. its heartbeat and progress as read by the sweep).
+        """
+        try:
+            with _TX.write() as t:
+                t.update(RunRow(run.run_id), actions=[
+                    RunRow.status.set(status.value), RunRow.reason.set(reason),
+                    RunRow.completed_at.set(now_iso), RunRow.slots.set(0)],
+                    condition=condition & (RunRow.slots == run.slots))
+                if run.slots:
+                    t.update(OrganizationRow(run.org_id),
+                             actions=[OrganizationRow.in_flight.add(-run.slots)],
+                             condition=OrganizationRow.in_flight >= run.slots)
+            return True
+        except TransactWriteError:
+            return False
+
+    def delete(self, run_id: str) -> None:
+        """Delete a run and every attempt it kept."""
+        with AttemptRow.batch_write() as batch:
+            for row in AttemptRow.query(run_id, attributes_to_get=["run_id", "attempt_key"]):
+                batch.delete(row)
+        RunRow(run_id).delete()
+
+    # -- attempts
+
+    def get_attempt(self, run_id: str, key: str) -> AttemptRow | None:
+        try:
+            return AttemptRow.get(run_id, key, consistent_read=True)
+        except DoesNotExist:
+            return None
+
+    def attempt_exists(self, run_id: str, key: str) -> bool:
+        try:
+            AttemptRow.get(run_id, key, consistent_read=True, attributes_to_get=["attempt_key"])
+            return True
+        except DoesNotExist:
+            return False
+
+    def attempts(self, run_id: str) -> list[AttemptRow]:
+        return list(AttemptRow.query(run_id, consistent_read=True))
+
+    def attempt_keys(self, run_id: str) -> set[str]:
+        return {r.attempt_key for r in AttemptRow.query(run_id, consistent_read=True,
+                                                        attributes_to_get=["attempt_key"])}
+
+    def attempts_after(self, run_id: str, cursor: str, limit: int) -> list[AttemptRow]:
+        """Attempts recorded after `cursor` (a `recorded_key`), in recorded order."""
+        return list(AttemptRow.order_index.query(
+            run_id, AttemptRow.recorded_key > cursor, limit=limit, consistent_read=True))
+
+    def put_attempt_once(self, attempt: AttemptRow) -> bool:
+        """Write an attempt unless one exists (the sweep's failed attempts); True if written."""
+        try:
+            attempt.save(condition=AttemptRow.attempt_key.does_not_exist())
+            return True
+        except PutError:
+            return False
+
+
+_TX = Transactions()
+
+
+def reset_connections() -> None:
+    """Forget cached connections (after `tables.configure` points at another endpoint)."""
+    _TX.reset()

@@ -1,0 +1,349 @@
+"""The one definition of every DynamoDB table (DESIGN §4), as PynamoDB models.
+
+`infra/resources.py` creates the tables from these models (moto server, LocalStack, AWS), so the
+schema lives here once. Table names carry the stack's prefix and the endpoint is the stack's:
+`configure()` sets both at start-up (bootstrap), never at import.
+
+Times: ISO-8601 UTC strings with `Z` for display fields, epoch milliseconds (`*_ms`) where a
+value is sorted or compared. Money: integer micro-USD (`*_micros`), never binary floats.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pynamodb.attributes import (
+    BooleanAttribute,
+    JSONAttribute,
+    ListAttribute,
+    MapAttribute,
+    NumberAttribute,
+    UnicodeAttribute,
+)
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, LocalSecondaryIndex
+from pynamodb.models import Model
+
+
+class _Base(Model):
+    class Meta:
+        abstract = True
+        region = "us-east-1"
+        table_name = "unset"
+        billing_mode = "PAY_PER_REQUEST"
+
+
+# --- organizations ---------------------------------------------------------------------------
+
+
+class WaitingIndex(GlobalSecondaryIndex):
+    """Sparse: only organizations with runs waiting for a slot carry `waiting_flag`."""
+
+    class Meta:
+        index_name = "waiting"
+        projection = AllProjection()
+
+    waiting_flag = UnicodeAttribute(hash_key=True)
+    waiting_since_ms = NumberAttribute(range_key=True)
+
+
+class OrganizationRow(_Base):
+    """An organization (tenant): its slot counter and the runs waiting for a slot (DESIGN §6)."""
+
+    class Meta(_Base.Meta):
+        table_name = "organizations"
+
+    org_id = UnicodeAttribute(hash_key=True)
+    name = UnicodeAttribute(default="")
+    concurrency_limit = NumberAttribute()
+    in_flight = NumberAttribute(default=0)
+    waiting = ListAttribute(of=UnicodeAttribute, default=list)
+    waiting_flag = UnicodeAttribute(null=True)
+    waiting_since_ms = NumberAttribute(null=True)
+    monthly_budget_micros = NumberAttribute(null=True)
+    created_at = UnicodeAttribute()
+    waiting_index = WaitingIndex()
+
+
+# --- agents and versions ---------------------------------------------------------------------
+
+
+class AgentRow(_Base):
+    """An agent: its draft (edited in place) and its latest published version number."""
+
+    class Meta(_Base.Meta):
+        table_name = "agents"
+
+    org_id = UnicodeAttribute(hash_key=True)
+    agent_id = UnicodeAttribute(range_key=True)
+    name = UnicodeAttribute()
+    draft_spec = JSONAttribute()
+    draft_spec_hash = UnicodeAttribute()
+    draft_updated_at = UnicodeAttribute()
+    latest_version = NumberAttribute(default=0)
+    live_version = NumberAttribute(null=True)
+    monthly_budget_micros = NumberAttribute(null=True)
+    created_at = UnicodeAttribute()
+    created_by = UnicodeAttribute(default="")
+
+
+class AgentVersionRow(_Base):
+    """An immutable published version of an agent."""
+
+    class Meta(_Base.Meta):
+        table_name = "agent_versions"
+
+    agent_id = UnicodeAttribute(hash_key=True)
+    version = NumberAttribute(range_key=True)
+    org_id = UnicodeAttribute()
+    spec = JSONAttribute()
+    spec_hash = UnicodeAttribute()
+    model_profile_id = UnicodeAttribute(null=True)
+    published_at = UnicodeAttribute()
+    published_by = UnicodeAttribute(default="")
+    source = UnicodeAttribute(default="api")
+
+
+# --- datasets --------------------------------------------------------------------------------
+
+
+class DatasetOrgIndex(GlobalSecondaryIndex):
+    class Meta:
+        index_name = "org_created"
+        projection = AllProjection()
+
+    org_id = UnicodeAttribute(hash_key=True)
+    created_at = UnicodeAttribute(range_key=True)
+
+
+class DatasetRow(_Base):
+    """A dataset header (`version` 0) or one immutable dataset version (`version` >= 1)."""
+
+    class Meta(_Base.Meta):
+        table_name = "datasets"
+
+    dataset_id = UnicodeAttribute(hash_key=True)
+    version = NumberAttribute(range_key=True)
+    org_id = UnicodeAttribute()
+    name = UnicodeAttribute(default="")
+    created_at = UnicodeAttribute()
+    created_by = UnicodeAttribute(default="")
+    latest_version = NumberAttribute(default=0)
+    scoring = JSONAttribute(null=True)
+    case_ids = ListAttribute(of=UnicodeAttribute, null=True)
+    case_count = NumberAttribute(default=0)
+    ungraded_cases = NumberAttribute(default=0)
+    org_index = DatasetOrgIndex()
+
+
+class DatasetCaseRow(_Base):
+    """One case of one dataset version, keyed `dataset_id#version` and the stable `case_id`."""
+
+    class Meta(_Base.Meta):
+        table_name = "dataset_cases"
+
+    dataset_key = UnicodeAttribute(hash_key=True)
+    case_id = UnicodeAttribute(range_key=True)
+    case = JSONAttribute()
+
+
+# --- eval runs and attempts ------------------------------------------------------------------
+
+
+class RunOrgIndex(GlobalSecondaryIndex):
+    class Meta:
+        index_name = "org_created"
+        projection = AllProjection()
+
+    org_id = UnicodeAttribute(hash_key=True)
+    created_at = UnicodeAttribute(range_key=True)
+
+
+class RunAgentIndex(GlobalSecondaryIndex):
+    class Meta:
+        index_name = "agent_created"
+        projection = AllProjection()
+
+    agent_id = UnicodeAttribute(hash_key=True)
+    created_at = UnicodeAttribute(range_key=True)
+
+
+class RunDatasetIndex(GlobalSecondaryIndex):
+    class Meta:
+        index_name = "dataset_created"
+        projection = AllProjection()
+
+    dataset_id = UnicodeAttribute(hash_key=True)
+    created_at = UnicodeAttribute(range_key=True)
+
+
+class RunStatusIndex(GlobalSecondaryIndex):
+    """Serves the sweep: running/queued runs by how long ago they last moved."""
+
+    class Meta:
+        index_name = "status_heartbeat"
+        projection = AllProjection()
+
+    status = UnicodeAttribute(hash_key=True)
+    heartbeat_at_ms = NumberAttribute(range_key=True)
+
+
+class RunRow(_Base):
+    """An eval run: header, arms, phase, task cursor, slots and counters (DESIGN §4-§7).
+
+    `arms` is a list of maps `{arm_id, role, model_profile_id, version, draft, spec, spec_hash}`;
+    the spec is copied onto the run at start so every case answers the same content.
+    Task `i` of the answering phase is case `case_ids[i // len(arms)]` on arm `arms[i % len(arms)]`.
+    """
+
+    class Meta(_Base.Meta):
+        table_name = "eval_runs"
+
+    run_id = UnicodeAttribute(hash_key=True)
+    org_id = UnicodeAttribute()
+    agent_id = UnicodeAttribute()
+    dataset_id = UnicodeAttribute()
+    dataset_version = NumberAttribute()
+    created_at = UnicodeAttribute()
+    created_by = UnicodeAttribute(default="")
+    status = UnicodeAttribute()
+    phase = UnicodeAttribute()
+    purpose = UnicodeAttribute(default="check")
+    candidate = UnicodeAttribute()
+    resolved_version = NumberAttribute(null=True)
+    draft = BooleanAttribute(default=False)
+    spec_hash = UnicodeAttribute()
+    environment_id = UnicodeAttribute(null=True)
+    arms = JSONAttribute()
+    case_ids = ListAttribute(of=UnicodeAttribute)
+    scoring = JSONAttribute()
+    settings = JSONAttribute(default=dict)
+    tasks = JSONAttribute(null=True)
+    tasks_total = NumberAttribute()
+    next_index = NumberAttribute(default=0)
+    slots = NumberAttribute(default=0)
+    expected = NumberAttribute()
+    recorded = NumberAttribute(default=0)
+    passed = NumberAttribute(default=0)
+    failed = NumberAttribute(default=0)
+    incomplete = NumberAttribute(default=0)
+    ungraded = NumberAttribute(default=0)
+    crashed = NumberAttribute(default=0)
+    cost_micros = NumberAttribute(default=0)
+    input_tokens = NumberAttribute(default=0)
+    output_tokens = NumberAttribute(default=0)
+    heartbeat_at_ms = NumberAttribute()
+    started_at = UnicodeAttribute(null=True)
+    completed_at = UnicodeAttribute(null=True)
+    reason = UnicodeAttribute(null=True)
+    outcome = JSONAttribute(null=True)
+    enqueue_errors = NumberAttribute(default=0)
+    org_index = RunOrgIndex()
+    agent_index = RunAgentIndex()
+    dataset_index = RunDatasetIndex()
+    status_index = RunStatusIndex()
+
+
+class AttemptOrderIndex(LocalSecondaryIndex):
+    """Attempts of a run in the order they were recorded: the live-updates cursor."""
+
+    class Meta:
+        index_name = "recorded_order"
+        projection = AllProjection()
+
+    run_id = UnicodeAttribute(hash_key=True)
+    recorded_key = UnicodeAttribute(range_key=True)
+
+
+class AttemptRow(_Base):
+    """One attempt of one case on one arm, written once (DESIGN §5).
+
+    `attempt_key` is `arm_id#case_id#attempt` (attempt zero-padded to 3 digits);
+    `recorded_key` is `<epoch ms, 13 digits>#<attempt_key>`. `successor` holds the task this
+    attempt's write claimed, so a redelivered message can re-send it.
+    """
+
+    class Meta(_Base.Meta):
+        table_name = "attempts"
+
+    run_id = UnicodeAttribute(hash_key=True)
+    attempt_key = UnicodeAttribute(range_key=True)
+    recorded_key = UnicodeAttribute()
+    arm_id = UnicodeAttribute()
+    case_id = UnicodeAttribute()
+    attempt = NumberAttribute()
+    state = UnicodeAttribute()
+    answer = UnicodeAttribute(null=True)
+    answer_ref = UnicodeAttribute(null=True)
+    calls = JSONAttribute(default=list)
+    scores = JSONAttribute(default=list)
+    reason = UnicodeAttribute(default="")
+    error = UnicodeAttribute(null=True)
+    crash = BooleanAttribute(default=False)
+    cost_micros = NumberAttribute(default=0)
+    input_tokens = NumberAttribute(default=0)
+    output_tokens = NumberAttribute(default=0)
+    latency_ms = NumberAttribute(default=0)
+    model = UnicodeAttribute(null=True)
+    recorded_at = UnicodeAttribute()
+    successor = JSONAttribute(null=True)
+    order_index = AttemptOrderIndex()
+
+
+ALL_MODELS: tuple[type[Model], ...] = (
+    OrganizationRow,
+    AgentRow,
+    AgentVersionRow,
+    DatasetRow,
+    DatasetCaseRow,
+    RunRow,
+    AttemptRow,
+)
+"""Every table of assay, in creation order."""
+
+_BASE_NAMES: dict[type[Model], str] = {m: m.Meta.table_name for m in ALL_MODELS}
+
+
+def configure(*, prefix: str, endpoint_url: str | None, region: str) -> None:
+    """Point every model at one stack: table names `prefix + base name`, one endpoint, one region.
+
+    Safe to call again (tests re-point models at a fresh moto server); connections are rebuilt.
+    """
+    for model, base in _BASE_NAMES.items():
+        model.Meta.table_name = f"{prefix}{base}"
+        model.Meta.host = endpoint_url
+        model.Meta.region = region
+        model._connection = None
+        for index in model._indexes.values():
+            index.Meta.model = model
+            index._connection = None  # type: ignore[attr-defined]
+
+
+def table_name(model: type[Model]) -> str:
+    """The configured table name of `model`."""
+    return model.Meta.table_name
+
+
+def create_table_params(model: type[Model]) -> dict[str, Any]:
+    """`CreateTable` parameters for `model` (keys, GSIs, LSIs, on-demand billing)."""
+    schema = model._get_schema()
+    params: dict[str, Any] = {
+        "TableName": model.Meta.table_name,
+        "AttributeDefinitions": schema["attribute_definitions"],
+        "KeySchema": schema["key_schema"],
+        "BillingMode": "PAY_PER_REQUEST",
+    }
+    def index(raw: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "IndexName": raw["index_name"],
+            "KeySchema": sorted(raw["key_schema"], key=lambda k: k["KeyType"] != "HASH"),
+            "Projection": raw["projection"],
+        }
+
+    gsis = [index(g) for g in schema.get("global_secondary_indexes", [])]
+    lsis = [index(i) for i in schema.get("local_secondary_indexes", [])]
+    params["KeySchema"] = sorted(params["KeySchema"], key=lambda k: k["KeyType"] != "HASH")
+    if gsis:
+        params["GlobalSecondaryIndexes"] = gsis
+    if lsis:
+        params["LocalSecondaryIndexes"] = lsis
+    return params

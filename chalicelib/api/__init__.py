@@ -1,0 +1,1 @@
+"""HTTP routes (Chalice blueprints), request schemas, and the one error → status mapping."""

@@ -1,0 +1,162 @@
+"""What every route shares: bearer-token identity, JSON bodies, and error → HTTP mapping.
+
+Chalice's REST middleware never sees exceptions raised in views (DESIGN §11), so mapping is a
+decorator on each view: `@api_view(bp)`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import jwt
+from chalice import Blueprint, Response
+from pydantic import BaseModel, ValidationError
+
+from chalicelib import bootstrap
+from chalicelib.domain.identity import Identity
+from chalicelib.errors import (
+    AssayError,
+    BudgetExceededError,
+    ConflictError,
+    ForbiddenError,
+    InvalidInputError,
+    NotFoundError,
+    UnauthenticatedError,
+)
+
+log = logging.getLogger(__name__)
+
+STATUS: dict[type[AssayError], int] = {
+    InvalidInputError: 400,
+    UnauthenticatedError: 401,
+    BudgetExceededError: 402,
+    ForbiddenError: 403,
+    NotFoundError: 404,
+    ConflictError: 409,
+}
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def error_response(exc: AssayError) -> Response:
+    """`{"error": {"code", "message", "field"?, ...details}}` with the mapped status."""
+    status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 400)
+    body: dict[str, Any] = {"code": type(exc).__name__.removesuffix("Error").lower() or "error",
+                            "message": exc.message}
+    if exc.field:
+        body["field"] = exc.field
+    body.update(exc.details)
+    headers = {"Content-Type": "application/json"}
+    if status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="assay"'
+    return Response(body={"error": body}, status_code=status, headers=headers)
+
+
+def issue_token(org_id: str, user_id: str, *, secret: str, issuer: str = "assay",
+                ttl_seconds: int | None = None, now_s: int | None = None) -> str:
+    """A signed HS256 bearer token naming an organization (`org`) and user (`sub`)."""
+    claims: dict[str, Any] = {"sub": user_id, "org": org_id, "iss": issuer}
+    if ttl_seconds is not None and now_s is not None:
+        claims["iat"] = now_s
+        claims["exp"] = now_s + ttl_seconds
+    return jwt.encode(claims, secret, algorithm="HS256")
+
+
+def identity_from(headers: dict[str, str]) -> Identity:
+    """The caller named by the `Authorization: Bearer <jwt>` header.
+
+    Raises:
+        UnauthenticatedError: no header, not a bearer token, a bad signature, expired, or no org/sub.
+    """
+    auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
+    if not auth:
+        raise UnauthenticatedError("missing Authorization: Bearer <token> header", field="Authorization")
+    scheme, _, token = auth.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise UnauthenticatedError("Authorization must be 'Bearer <token>'", field="Authorization")
+    settings = bootstrap.container().settings
+    try:
+        claims = jwt.decode(token.strip(), settings.assay_jwt_secret, algorithms=["HS256"],
+                            issuer=settings.assay_jwt_issuer, options={"require": ["sub", "org"]})
+    except jwt.PyJWTError as exc:
+        raise UnauthenticatedError(f"invalid token: {exc}", field="Authorization") from None
+    if not isinstance(claims.get("org"), str) or not isinstance(claims.get("sub"), str):
+        raise UnauthenticatedError("token must name org and sub as strings", field="Authorization")
+    return Identity(org_id=claims["org"], user_id=claims["sub"])
+
+
+def json_body(bp: Blueprint) -> Any:
+    """The request's JSON body. Raises InvalidInputError for a missing or malformed body."""
+    raw = bp.current_request.raw_body
+    if not raw:
+        raise InvalidInputError("a JSON body is required", field="body")
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"malformed JSON: {exc}", field="body") from None
+
+
+def parse(model: type[M], data: Any) -> M:
+    """Validate `data` into `model`; the first problem becomes a 400 naming its field."""
+    if not isinstance(data, dict):
+        raise InvalidInputError("the body must be a JSON object", field="body")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "body"
+        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+        raise InvalidInputError(f"{loc}: {msg}", field=loc) from None
+
+
+def query_param(bp: Blueprint, name: str, default: str | None = None) -> str | None:
+    params = bp.current_request.query_params or {}
+    return params.get(name, default)
+
+
+def int_param(bp: Blueprint, name: str, default: int) -> int:
+    raw = query_param(bp, name)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidInputError(f"{name} must be an integer", field=name) from None
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def api_view(bp: Blueprint, *, auth: bool = True) -> Callable[[F], F]:
+    """Wrap a view: authenticate, call it with `(container, identity, **url_params)`, map errors.
+
+    A view returns a JSON-able value (200), or a `(value, status)` tuple, or a Chalice Response.
+    """
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                c = bootstrap.container()
+                who = identity_from(bp.current_request.headers or {}) if auth else None
+                result = fn(c, who, *args, **kwargs)
+            except AssayError as exc:
+                return error_response(exc)
+            except Exception:  # noqa: BLE001 - never a bare 500 without a JSON body
+                log.exception("unhandled error in %s", fn.__name__)
+                return Response(body={"error": {"code": "internal", "message": "internal error"}},
+                                status_code=500, headers={"Content-Type": "application/json"})
+            if isinstance(result, Response):
+                return result
+            if isinstance(result, tuple):
+                body, status = result
+                return Response(body=body, status_code=status, headers={"Content-Type": "application/json"})
+            return result
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

@@ -1,0 +1,232 @@
+"""Every HTTP route of assay. Handlers parse, call one service, shape the response."""
+
+from __future__ import annotations
+
+from chalice import Blueprint
+
+from chalicelib.api.common import api_view, int_param, json_body, parse, query_param
+from chalicelib.api.schemas import (
+    AddDatasetVersion,
+    AgentSummaries,
+    CreateAgent,
+    CreateDataset,
+    Publish,
+    StartRun,
+    UpdateDraft,
+)
+from chalicelib.errors import InvalidInputError
+from chalicelib.services import agents as agent_service
+from chalicelib.services import datasets as dataset_service
+from chalicelib.services import runs as run_service
+from chalicelib.services import summaries as summary_service
+
+bp = Blueprint(__name__)
+
+
+# --- agents ----------------------------------------------------------------------------------
+
+
+@bp.route("/api/v1/agents", methods=["POST"])
+@api_view(bp)
+def create_agent(c, who):
+    body = parse(CreateAgent, json_body(bp))
+    row = agent_service.create_agent(c, who, name=body.name, spec=body.spec, agent_id=body.agent_id)
+    return agent_service.agent_view(row), 201
+
+
+@bp.route("/api/v1/agents", methods=["GET"])
+@api_view(bp)
+def list_agents(c, who):
+    return {"agents": [agent_service.agent_view(r) for r in c.agents.list(who.org_id)]}
+
+
+@bp.route("/api/v1/agents/{agent_id}", methods=["GET"])
+@api_view(bp)
+def get_agent(c, who, agent_id):
+    return agent_service.agent_view(c.agents.get(who.org_id, agent_id))
+
+
+@bp.route("/api/v1/agents/{agent_id}/draft", methods=["GET"])
+@api_view(bp)
+def get_draft(c, who, agent_id):
+    return agent_service.agent_view(c.agents.get(who.org_id, agent_id))["draft"]
+
+
+@bp.route("/api/v1/agents/{agent_id}/draft", methods=["PUT"])
+@api_view(bp)
+def update_draft(c, who, agent_id):
+    body = parse(UpdateDraft, json_body(bp))
+    row = agent_service.update_draft(c, who, agent_id, spec=body.spec, name=body.name)
+    return agent_service.agent_view(row)
+
+
+@bp.route("/api/v1/agents/{agent_id}/versions", methods=["POST"])
+@api_view(bp)
+def publish_version(c, who, agent_id):
+    raw = bp.current_request.raw_body
+    body = parse(Publish, json_body(bp)) if raw else Publish()
+    row, created = agent_service.publish(c, who, agent_id, version=body.version)
+    return {**agent_service.version_view(row), "created": created}, 201 if created else 200
+
+
+@bp.route("/api/v1/agents/{agent_id}/versions", methods=["GET"])
+@api_view(bp)
+def list_versions(c, who, agent_id):
+    c.agents.get(who.org_id, agent_id)
+    return {"versions": [agent_service.version_view(r) for r in c.agents.list_versions(agent_id)]}
+
+
+@bp.route("/api/v1/agents/{agent_id}/versions/{version}", methods=["GET"])
+@api_view(bp)
+def get_version(c, who, agent_id, version):
+    if not version.isdigit():
+        raise InvalidInputError("version must be a positive integer", field="version")
+    return agent_service.version_view(agent_service.get_version(c, who, agent_id, int(version)))
+
+
+# --- datasets --------------------------------------------------------------------------------
+
+
+@bp.route("/api/v1/datasets", methods=["POST"])
+@api_view(bp)
+def create_dataset(c, who):
+    body = parse(CreateDataset, json_body(bp))
+    return dataset_service.dataset_view(dataset_service.create_dataset(
+        c, who, name=body.name, dataset_id=body.dataset_id)), 201
+
+
+@bp.route("/api/v1/datasets", methods=["GET"])
+@api_view(bp)
+def list_datasets(c, who):
+    return {"datasets": [dataset_service.dataset_view(r) for r in c.datasets.list(who.org_id)]}
+
+
+@bp.route("/api/v1/datasets/{dataset_id}", methods=["GET"])
+@api_view(bp)
+def get_dataset(c, who, dataset_id):
+    header = c.datasets.get(who.org_id, dataset_id)
+    latest = c.datasets.get(who.org_id, dataset_id, int(header.latest_version)) if header.latest_version else None
+    return dataset_service.dataset_view(header, latest)
+
+
+@bp.route("/api/v1/datasets/{dataset_id}/versions", methods=["POST"])
+@api_view(bp)
+def add_dataset_version(c, who, dataset_id):
+    body = parse(AddDatasetVersion, json_body(bp))
+    header, row = dataset_service.add_version(
+        c, who, dataset_id, scoring=body.scoring, cases=body.cases,
+        source=body.source.model_dump() if body.source else None)
+    return dataset_service.dataset_view(header, row), 201
+
+
+@bp.route("/api/v1/datasets/{dataset_id}/versions/{version}/cases", methods=["GET"])
+@api_view(bp)
+def list_cases(c, who, dataset_id, version):
+    row = dataset_service.resolve_version(c, who, dataset_id, int(version) if version.isdigit() else version)
+    return {"dataset_id": dataset_id, "version": int(row.version),
+            "cases": c.datasets.cases(dataset_id, int(row.version))}
+
+
+@bp.route("/api/v1/datasets/{dataset_id}/eval-runs", methods=["GET"])
+@api_view(bp)
+def list_dataset_runs(c, who, dataset_id):
+    return run_service.list_runs(c, who, dataset_id=dataset_id, limit=int_param(bp, "limit", 50),
+                                 cursor=query_param(bp, "cursor"))
+
+
+# --- eval runs -------------------------------------------------------------------------------
+
+
+@bp.route("/api/v1/agents/{agent_id}/eval-runs", methods=["POST"])
+@api_view(bp)
+def start_run(c, who, agent_id):
+    body = parse(StartRun, json_body(bp))
+    run, warnings = run_service.start_run(c, who, agent_id, body.model_dump())
+    return {**run_service.run_view(run), "warnings": warnings}, 201
+
+
+@bp.route("/api/v1/agents/{agent_id}/eval-runs", methods=["GET"])
+@api_view(bp)
+def list_agent_runs(c, who, agent_id):
+    return run_service.list_runs(c, who, agent_id=agent_id, limit=int_param(bp, "limit", 50),
+                                 cursor=query_param(bp, "cursor"), draft=query_param(bp, "draft"))
+
+
+@bp.route("/api/v1/eval-runs", methods=["GET"])
+@api_view(bp)
+def list_org_runs(c, who):
+    return run_service.list_runs(c, who, limit=int_param(bp, "limit", 50), cursor=query_param(bp, "cursor"))
+
+
+@bp.route("/api/v1/eval-runs/{run_id}", methods=["GET"])
+@api_view(bp)
+def get_run(c, who, run_id):
+    return run_service.read_run(c, who, run_id)
+
+
+@bp.route("/api/v1/eval-runs/{run_id}", methods=["DELETE"])
+@api_view(bp)
+def delete_run(c, who, run_id):
+    run_service.delete_run(c, who, run_id)
+    return {"run_id": run_id, "deleted": True}
+
+
+@bp.route("/api/v1/eval-runs/{run_id}/cancel", methods=["POST"])
+@api_view(bp)
+def cancel_run(c, who, run_id):
+    return run_service.run_view(run_service.cancel_run(c, who, run_id))
+
+
+@bp.route("/api/v1/eval-runs/{run_id}/progress", methods=["GET"])
+@api_view(bp)
+def run_progress(c, who, run_id):
+    return run_service.progress_view(c.runs.get_for_org(who.org_id, run_id))
+
+
+def _events(c, who, run_id):
+    wait = query_param(bp, "wait")
+    try:
+        wait_s = float(wait) if wait is not None else None
+    except ValueError:
+        raise InvalidInputError("wait must be a number of seconds", field="wait") from None
+    return run_service.events(c, who, run_id, after=query_param(bp, "after", "") or "",
+                              wait_s=wait_s, limit=int_param(bp, "limit", 100))
+
+
+@bp.route("/api/v1/eval-runs/{run_id}/events", methods=["GET"])
+@api_view(bp)
+def run_events(c, who, run_id):
+    return _events(c, who, run_id)
+
+
+# Seed 001's own paths.
+@bp.route("/api/evaluations/progress/{run_id}", methods=["GET"])
+@api_view(bp)
+def seed_progress(c, who, run_id):
+    return run_service.progress_view(c.runs.get_for_org(who.org_id, run_id))
+
+
+@bp.route("/api/evaluations/stream/{run_id}", methods=["GET"])
+@api_view(bp)
+def seed_stream(c, who, run_id):
+    return _events(c, who, run_id)
+
+
+# --- verdicts --------------------------------------------------------------------------------
+
+
+def _summaries(c, who):
+    body = parse(AgentSummaries, json_body(bp))
+    return {"summaries": summary_service.summarize_agents(c, who, body.agents)}
+
+
+@bp.route("/api/v1/agent-summaries", methods=["POST"])
+@api_view(bp)
+def agent_summaries(c, who):
+    return _summaries(c, who)
+
+
+@bp.route("/api/evaluations/agent-summaries", methods=["POST"])
+@api_view(bp)
+def seed_agent_summaries(c, who):
+    return _summaries(c, who)

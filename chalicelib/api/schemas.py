@@ -1,0 +1,75 @@
+"""Request bodies of the HTTP API (pydantic v2); unknown fields are refused with a 400 naming them."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CreateAgent(Body):
+    name: str = Field(min_length=1, max_length=200)
+    """A person's name for the agent."""
+    spec: dict[str, Any]
+    """The draft spec (`runtime` plus what that runtime needs)."""
+    agent_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-]{1,64}$")
+    """An id of the caller's choosing; generated when absent."""
+
+
+class UpdateDraft(Body):
+    spec: dict[str, Any] | None = None
+    """The new draft spec."""
+    name: str | None = Field(None, min_length=1, max_length=200)
+
+
+class Publish(Body):
+    version: StrictInt | None = Field(None, ge=1)
+    """The version number to publish; default the latest + 1."""
+
+
+class CreateDataset(Body):
+    name: str = Field(min_length=1, max_length=200)
+    dataset_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-]{1,64}$")
+
+
+class Source(Body):
+    format: Literal["jsonl", "csv", "gsm8k"]
+    """How `content` is written."""
+    content: str
+    """The file's text."""
+    limit: StrictInt | None = Field(None, ge=1)
+    """Keep only the first N cases."""
+
+
+class AddDatasetVersion(Body):
+    scoring: dict[str, Any]
+    """`{"required": [scorer names], "settings": {scorer: {...}}}`."""
+    cases: list[Any] | None = None
+    """Cases given inline (`case_id`, `input`, `reference`, `tags`, `checks`, ...)."""
+    source: Source | None = None
+    """Or a file to import."""
+
+
+class StartRun(Body):
+    """The body of `/eval-runs` and (issue 4) `/eval-runs/estimate`."""
+
+    dataset_id: str = Field(min_length=1)
+    dataset_version: StrictInt | Literal["latest"] | None = None
+    """A dataset version number, default the latest."""
+    candidate: Literal["draft", "version", "latest", "published"] | StrictInt = "version"
+    """`draft`, or a published version (`version` with `version`, or directly a selector)."""
+    version: StrictInt | Literal["latest", "published"] | None = None
+    """With `candidate: "version"`: a number, `latest` (default) or `published`."""
+    environment_id: str | None = None
+    """The environment whose test connections the cases use."""
+
+
+class AgentSummaries(Body):
+    model_config = ConfigDict(extra="allow")
+
+    agents: list[Any]
+    """`[{"agentId": "...", "version": 3 | "draft"}]`."""

@@ -1,0 +1,282 @@
+"""The `assay` command: demo, dev, run, watch, import, summaries, bench, token.
+
+`demo` and `dev` start the embedded stack (moto's server on 127.0.0.1, the routes over HTTP, a
+poller per queue handler, the schedules). The other commands talk to a running assay over HTTP
+(`--url`, default `$ASSAY_URL`, and `--token`, default `$ASSAY_TOKEN`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+DEFAULT_ORG = "org_default"
+DEFAULT_USER = "dev@assay.local"
+
+
+def _token(org: str = DEFAULT_ORG, user: str = DEFAULT_USER) -> str:
+    from chalicelib.api.common import issue_token
+    from chalicelib.config import get_settings
+
+    s = get_settings()
+    return issue_token(org, user, secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer)
+
+
+def _quiet_logs() -> None:
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for noisy in ("werkzeug", "botocore", "moto", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+
+
+def _stack(workers: int, env: dict[str, str] | None = None, tick_seconds: float | None = None):
+    from chalicelib.local.stack import EmbeddedStack
+
+    return EmbeddedStack(env=env or {}, workers=workers, tick_seconds=tick_seconds).start()
+
+
+# --- demo ------------------------------------------------------------------------------------
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from chalicelib import demo, names
+
+    console = Console()
+    data_dir = Path(args.data_dir) if args.data_dir else demo.default_data_dir()
+    if not (data_dir / "test.jsonl").exists():
+        console.print(f"[red]GSM8K data not found in {data_dir}[/red] (use --data-dir)")
+        return 2
+    _quiet_logs()
+    t0 = time.monotonic()
+    console.print("[bold]assay demo[/bold]: starting the embedded stack (moto server on 127.0.0.1)…")
+    stack = _stack(args.workers)
+    try:
+        import boto3
+
+        sqs = boto3.client("sqs", endpoint_url=stack.endpoint_url, region_name=stack.settings.aws_default_region)
+        events_url = stack.queue_urls[names.AGENT_EVENTS_QUEUE]
+
+        def send_event(body: dict[str, Any]) -> None:
+            sqs.send_message(QueueUrl=events_url, MessageBody=json.dumps(body))
+
+        api = demo.Api(stack.api_url, _token())
+        console.print(f"API on {stack.api_url}; publishing four recorded models through the agent-events queue, "
+                      f"importing GSM8K ({args.limit or 'all'} cases), running one eval per version…")
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console) as bar:
+            tasks: dict[int, Any] = {}
+
+            def on_progress(progress: dict[int, dict[str, Any]]) -> None:
+                for version, p in progress.items():
+                    if version not in tasks:
+                        tasks[version] = bar.add_task(f"v{version} {demo.MODELS[version - 1]:<18}",
+                                                      total=p["expected"], status=p["status"])
+                    bar.update(tasks[version], completed=p["recorded"], total=p["expected"], status=p["status"])
+
+            results, summaries = demo.run_demo(
+                api, send_event=send_event, org_id=DEFAULT_ORG, data_dir=data_dir,
+                work_dir=Path(args.work_dir), limit=args.limit, latency_ms=args.latency_ms,
+                on_progress=on_progress)
+        table = Table(title="GSM8K: one eval run per published version (graded by numeric_answer)")
+        for col in ("version", "model", "pass rate", "passed/total", "verdict", "wall time", "run"):
+            table.add_column(col)
+        for r in results:
+            rate = f"{r.pass_rate * 100:.1f}%" if r.pass_rate is not None else "-"
+            table.add_row(f"v{r.version}", r.model, rate, f"{r.passed}/{r.total}", r.verdict,
+                          f"{r.wall_s:.1f} s", r.run_id)
+        console.print(table)
+        console.print("[bold]POST /api/evaluations/agent-summaries[/bold]")
+        console.print_json(data=summaries)
+        console.print(f"demo finished in {time.monotonic() - t0:.1f} s")
+        bad = [r for r in results if r.status != "completed"]
+        return 1 if bad else 0
+    finally:
+        stack.stop()
+
+
+# --- dev -------------------------------------------------------------------------------------
+
+
+def cmd_dev(args: argparse.Namespace) -> int:
+    _quiet_logs()
+    stack = _stack(args.workers)
+    print(f"assay dev: API on {stack.api_url}  (AWS endpoint {stack.endpoint_url})")
+    print(f"export ASSAY_URL={stack.api_url}")
+    print(f"export ASSAY_TOKEN={_token()}")
+    print(f"  (organization {DEFAULT_ORG}, user {DEFAULT_USER}); Ctrl-C stops")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stack.stop()
+    return 0
+
+
+# --- HTTP commands ---------------------------------------------------------------------------
+
+
+def _api(args: argparse.Namespace):
+    from chalicelib.demo import Api
+
+    url = args.url or os.environ.get("ASSAY_URL")
+    token = args.token or os.environ.get("ASSAY_TOKEN")
+    if not url or not token:
+        sys.exit("set --url/--token or ASSAY_URL/ASSAY_TOKEN (assay dev prints both)")
+    return Api(url, token)
+
+
+def watch(api: Any, run_id: str) -> dict[str, Any]:
+    """Show a progress bar fed by the progress endpoint until the run ends; returns the last progress."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn(run_id), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
+                  TimeElapsedColumn()) as bar:
+        task = None
+        while True:
+            p = api.call("GET", f"/api/v1/eval-runs/{run_id}/progress")
+            if task is None:
+                task = bar.add_task(run_id, total=p["expected"], status=p["status"])
+            bar.update(task, completed=p["recorded"], total=p["expected"], status=p["status"])
+            if p["status"] not in ("queued", "running"):
+                return p
+            time.sleep(0.5)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    api = _api(args)
+    body: dict[str, Any] = {"dataset_id": args.dataset}
+    if args.draft:
+        body["candidate"] = "draft"
+    else:
+        body["candidate"] = "version"
+        body["version"] = int(args.version) if str(args.version).isdigit() else args.version
+    run = api.call("POST", f"/api/v1/agents/{args.agent}/eval-runs", json=body)
+    for w in run.get("warnings", []):
+        print(f"warning: {w}")
+    print(run["run_id"])
+    if args.watch:
+        watch(api, run["run_id"])
+        print(json.dumps(api.call("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"], indent=2))
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    p = watch(_api(args), args.run_id)
+    return 0 if p["status"] == "completed" else 1
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    api = _api(args)
+    text = Path(args.file).read_text(encoding="utf-8")
+    fmt = args.format or ("gsm8k" if "gsm8k" in args.file else Path(args.file).suffix.lstrip("."))
+    if args.create:
+        api.call("POST", "/api/v1/datasets", json={"name": args.create, "dataset_id": args.dataset})
+    source: dict[str, Any] = {"format": fmt, "content": text}
+    if args.limit:
+        source["limit"] = args.limit
+    out = api.call("POST", f"/api/v1/datasets/{args.dataset}/versions",
+                   json={"scoring": {"required": args.scorer}, "source": source})
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+def cmd_summaries(args: argparse.Namespace) -> int:
+    api = _api(args)
+    agents = []
+    for item in args.agent_versions:
+        agent_id, _, version = item.partition("@")
+        agents.append({"agentId": agent_id, "version": int(version) if version.isdigit() else version or "draft"})
+    print(json.dumps(api.call("POST", "/api/v1/agent-summaries", json={"agents": agents}), indent=2))
+    return 0
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    print(_token(args.org, args.user))
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from bench.pipeline import main as bench_main
+
+    return bench_main(["--cases", str(args.cases), "--sleep-ms", str(args.sleep_ms),
+                       "--concurrency", str(args.concurrency)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="assay", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("demo", help="the embedded stack and a real eval run on GSM8K")
+    p.add_argument("--limit", type=int, default=None, help="cases to import (default: all 1,319)")
+    p.add_argument("--latency-ms", type=float, default=20.0, help="simulated agent latency per answer")
+    p.add_argument("--data-dir", default=None, help="folder with test.jsonl and example_model_solutions.jsonl")
+    p.add_argument("--work-dir", default=".assay", help="where recordings are written")
+    p.add_argument("--workers", type=int, default=8, help="poller threads for the case queue")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("dev", help="run the embedded stack until Ctrl-C and print a token")
+    p.add_argument("--workers", type=int, default=8)
+    p.set_defaults(func=cmd_dev)
+
+    def remote(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--url", default=None)
+        p.add_argument("--token", default=None)
+
+    p = sub.add_parser("run", help="start an eval run")
+    remote(p)
+    p.add_argument("agent")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--version", default="latest")
+    p.add_argument("--draft", action="store_true")
+    p.add_argument("--watch", action="store_true")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("watch", help="a progress bar for a run")
+    remote(p)
+    p.add_argument("run_id")
+    p.set_defaults(func=cmd_watch)
+
+    p = sub.add_parser("import", help="add a dataset version from a JSONL, CSV or GSM8K file")
+    remote(p)
+    p.add_argument("dataset")
+    p.add_argument("file")
+    p.add_argument("--format", choices=["jsonl", "csv", "gsm8k"])
+    p.add_argument("--scorer", action="append", required=True, help="a required scorer (repeatable)")
+    p.add_argument("--create", metavar="NAME", help="create the dataset first, with this name")
+    p.add_argument("--limit", type=int)
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("summaries", help="verdicts for agent versions (AGENT@VERSION or AGENT@draft)")
+    remote(p)
+    p.add_argument("agent_versions", nargs="+")
+    p.set_defaults(func=cmd_summaries)
+
+    p = sub.add_parser("token", help="print a bearer token signed with the configured secret")
+    p.add_argument("--org", default=DEFAULT_ORG)
+    p.add_argument("--user", default=DEFAULT_USER)
+    p.set_defaults(func=cmd_token)
+
+    p = sub.add_parser("bench", help="the pipeline benchmark (bench/pipeline.py)")
+    p.add_argument("--cases", type=int, default=500)
+    p.add_argument("--sleep-ms", type=float, default=200)
+    p.add_argument("--concurrency", type=int, default=6)
+    p.set_defaults(func=cmd_bench)
+
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

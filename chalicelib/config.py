@@ -1,0 +1,72 @@
+"""Settings, read once from the environment into one typed object.
+
+Nothing below `bootstrap` reads `os.environ`: services and the domain receive the values
+they need as arguments. Defaults are the seeds' (004 "Settings", 001 "One task per case").
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every tunable of assay, with the seeds' defaults."""
+
+    model_config = SettingsConfigDict(env_prefix="", extra="ignore", frozen=True)
+
+    evaluation_case_timeout_seconds: int = Field(600, ge=1)
+    """Bound on one case attempt, in seconds (seed 001 `EVALUATION_CASE_TIMEOUT_SECONDS`)."""
+    eval_run_concurrency: int = Field(3, ge=1, le=100)
+    """Case attempts one run has in flight at once."""
+    eval_org_concurrency: int = Field(6, ge=1, le=1000)
+    """Case attempts one organization has in flight at once, across its runs."""
+    eval_reruns: int = Field(2, ge=0, le=5)
+    """Reruns of a flipped case."""
+    eval_baseline_cache_hours: int = Field(24, ge=0)
+    """How old a matching baseline may be and still be reused, in hours."""
+    eval_significance: float = Field(0.05, gt=0, lt=1)
+    """Level below which the McNemar test over confirmed flips is a verdict."""
+    eval_efficiency_tolerance: float = Field(0.05, ge=0)
+    """Relative change in cost, tokens or latency counted as none."""
+    eval_fallback_input_tokens: int = Field(2000, ge=0)
+    eval_fallback_output_tokens: int = Field(400, ge=0)
+    eval_fallback_case_cost_usd: float = Field(0.05, ge=0)
+    eval_estimate_sample: int = Field(50, ge=1)
+    eval_abandoned_after_minutes: float = Field(10, gt=0)
+    """Minutes a running run may stand still (no heartbeat, no progress) before the sweep fails it."""
+    eval_heartbeat_seconds: float = Field(60, gt=0)
+    """How often a working case says its run is alive, in seconds."""
+    eval_suite_dependency_debounce_seconds: int = Field(600, ge=0)
+
+    assay_resource_prefix: str = "assay-"
+    """Prefix of every table, queue and bucket name (one stack per prefix)."""
+    assay_jwt_secret: str = "assay-local-dev-secret-change-me-0123456789"
+    """HS256 secret that signs and checks bearer tokens."""
+    assay_jwt_issuer: str = "assay"
+    assay_agent_retries: int = Field(2, ge=0, le=10)
+    """Retries of a provider error (5xx, 408, 429, timeout) before an attempt is `incomplete`."""
+    assay_retry_backoff_seconds: float = Field(0.5, ge=0)
+    assay_events_wait_seconds: float = Field(20, ge=0, le=25)
+    """Longest wait of the live-updates long-poll, in seconds (API Gateway cuts at 29)."""
+    assay_answer_inline_bytes: int = Field(300_000, ge=1_000)
+    """Answers larger than this go to the results bucket; the attempt keeps a pointer."""
+    assay_recordings_dir: str = ""
+    """Where `recorded` runtimes look for relative recording files (empty: the working dir)."""
+
+    aws_endpoint_url: str | None = None
+    """Endpoint of every AWS client (moto server or LocalStack); unset means AWS itself."""
+    aws_default_region: str = "us-east-1"
+
+    @property
+    def visibility_timeout_seconds(self) -> int:
+        """Case-task visibility timeout: the Lambda timeout (case timeout + 60 s) plus a margin (DESIGN §11 Queues)."""
+        return self.evaluation_case_timeout_seconds + 120
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process's settings, read from the environment once."""
+    return Settings()

@@ -1,0 +1,82 @@
+"""Every state, verdict and trigger as a StrEnum whose values are the API's strings."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class RunStatus(StrEnum):
+    """An eval run's status (seed 001 "Runs", seed 004 "Running and cancelling")."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    BUDGET_EXCEEDED = "budget_exceeded"
+
+    @property
+    def ended(self) -> bool:
+        """True once nothing more will start for the run."""
+        return self not in (RunStatus.QUEUED, RunStatus.RUNNING)
+
+
+class RunPhase(StrEnum):
+    """Where a running run is: first answers, reruns of flips, or the final computation."""
+
+    ANSWERING = "answering"
+    CONFIRMING = "confirming"
+    FINALIZING = "finalizing"
+    DONE = "done"
+
+
+class AttemptState(StrEnum):
+    """How one attempt came out (seed 004 "Results")."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    INCOMPLETE = "incomplete"
+    UNGRADED = "ungraded"
+
+
+class ArmRole(StrEnum):
+    """Which side of a comparison an arm is."""
+
+    CANDIDATE = "candidate"
+    BASELINE = "baseline"
+
+
+class Verdict(StrEnum):
+    """The one word beside an agent version (seed 000 "The four outcomes")."""
+
+    PASS = "pass"
+    PARTIAL = "partial"
+    FAIL = "fail"
+    NONE = "none"
+
+
+class RuntimeKind(StrEnum):
+    """How an agent is asked (DESIGN §8)."""
+
+    HTTP = "http"
+    OPENAI = "openai"
+    LAMBDA = "lambda"
+    PYTHON = "python"
+    RECORDED = "recorded"
+
+
+class CallStatus(StrEnum):
+    """What happened to a tool call an agent made (seed 004 "Results")."""
+
+    EXECUTED = "executed"
+    BLOCKED = "blocked"
+    REPLAYED = "replayed"
+    DIVERGENT = "divergent"
+    INTENDED = "intended"
+
+
+class Split(StrEnum):
+    """A case's fixed train/holdout assignment."""
+
+    TRAIN = "train"
+    HOLDOUT = "holdout"

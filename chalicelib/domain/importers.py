@@ -1,0 +1,348 @@
+"""Dataset sources -> `list[Case]` (DESIGN §3 "case": stable `case_id`; §10 the GSM8K data).
+
+Three source kinds, all given as TEXT (the caller reads files or uploads; this module does
+no I/O):
+
+- `jsonl`: one JSON object per line, with `Case`'s fields (`input` may be spelled `question`);
+  keys `Case` does not have go into `metadata`.
+- `csv`: a header row; columns `case_id`, `input` (or `question`), `reference`, `tags`
+  (`;`-separated), and `counter_example`, `note`, `split` when present; every other column
+  goes into `metadata`.
+- `gsm8k`: the GSM8K lines, `{"question", "answer"}` as in `test.jsonl` (the answer is a
+  worked solution ending `#### N`) or `{"question", "ground_truth"}` as in
+  `example_model_solutions.jsonl` (ending `A: N`). The reference is that final number; the
+  worked solution is kept in `metadata["solution"]`. The models' recorded answers on the
+  second shape are recordings, not case data, and are ignored here.
+
+Case ids are stable so runs on different versions can be compared case by case (seed 004
+"Comparing with a baseline"): a given id is kept; a GSM8K question without one gets
+`gsm8k_case_id(question)`; any other case without one gets `case-` + the first 12 hex
+digits of sha256 of its input. Two cases with one id in a source are refused.
+
+Errors are `InvalidInputError` with `field="source"` and `details["line"]` = the 1-based
+line of the source (for CSV, the line the record starts on; the header is line 1).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from collections.abc import Iterator
+from enum import StrEnum
+from typing import Any
+
+from pydantic import ValidationError
+
+from chalicelib.domain.models import Case
+from chalicelib.domain.scorers import final_number, format_number, validate_checks
+from chalicelib.errors import InvalidInputError
+
+SOURCE_FIELD = "source"
+"""The `field` every import error names: the dataset text as a whole (its `line` says where)."""
+
+_ID_HEX = 12
+"""Hex digits of sha256 in a derived case id: 48 bits, so collisions in one dataset are negligible."""
+
+_CASE_FIELDS = frozenset(Case.model_fields)
+
+
+class SourceKind(StrEnum):
+    """The dataset source formats `parse` understands."""
+
+    JSONL = "jsonl"
+    CSV = "csv"
+    GSM8K = "gsm8k"
+
+
+def _sha_hex(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:_ID_HEX]
+
+
+def gsm8k_case_id(question: str) -> str:
+    """The stable id of a GSM8K question: `gsm8k-` + first 12 hex of sha256(question, UTF-8).
+
+    The exact question text is hashed (no trimming), so the same question has the same id in
+    every dataset version and in the models' recordings, which are joined to cases by it.
+    """
+    return "gsm8k-" + _sha_hex(question)
+
+
+def derived_case_id(input_text: str) -> str:
+    """The id of a jsonl/csv case that came without one: `case-` + first 12 hex of sha256(input)."""
+    return "case-" + _sha_hex(input_text)
+
+
+def _error(line: int, message: str) -> InvalidInputError:
+    return InvalidInputError(f"line {line}: {message}", field=SOURCE_FIELD, line=line)
+
+
+def _json_lines(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line of a JSON-lines text.
+
+    Raises:
+        InvalidInputError: a line that is not JSON, or not a JSON object.
+    """
+    # split("\n") rather than splitlines(): a U+2028 inside a JSON string must not split a line.
+    for number, line in enumerate(text.lstrip("\ufeff").split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise _error(number, f"not valid JSON ({exc.msg} at column {exc.colno})") from exc
+        if not isinstance(value, dict):
+            raise _error(number, f"expected a JSON object, got {type(value).__name__}")
+        yield number, value
+
+
+def _text(value: Any, name: str, line: int) -> str | None:
+    """A scalar source value as text (numbers as written: a reference 18 is "18")."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _error(line, f"{name} must be text, got {type(value).__name__}")
+    return str(value)
+
+
+def _tags(value: Any, line: int) -> list[str]:
+    """Tags from a list or a `;`-separated string; blanks dropped, order kept, repeats removed."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        parts = value.split(";")
+    elif isinstance(value, list) and all(isinstance(tag, str) for tag in value):
+        parts = value
+    else:
+        raise _error(line, "tags must be a list of strings or a ';'-separated string")
+    return list(dict.fromkeys(tag.strip() for tag in parts if tag.strip()))
+
+
+def _build(fields: dict[str, Any], line: int) -> Case:
+    """A `Case` from already-mapped fields, with pydantic's complaints named by line and field.
+
+    Raises:
+        InvalidInputError: an empty input, a field of the wrong shape, or a bad check.
+    """
+    if not (fields.get("input") or "").strip():
+        raise _error(line, "input is empty")
+    try:
+        case = Case(**fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise _error(line, f"{where}: {first['msg']}") from exc
+    try:
+        validate_checks(case)
+    except InvalidInputError as exc:
+        raise _error(line, f"{exc.field}: {exc.message}") from exc
+    return case
+
+
+class _Ids:
+    """Case ids seen so far in one source, to refuse a repeat by the line that repeats it."""
+
+    def __init__(self) -> None:
+        self._lines: dict[str, int] = {}
+
+    def claim(self, case_id: str, line: int, *, derived: bool) -> None:
+        """Record `case_id` for `line`; `derived` says it came from the input, for the hint."""
+        if case_id in self._lines:
+            first = self._lines[case_id]
+            hint = "; the same input, so give each a case_id to keep both" if derived else ""
+            raise _error(line, f"duplicate case_id {case_id!r} (first on line {first}{hint})")
+        self._lines[case_id] = line
+
+
+def _given_id(value: Any, line: int) -> str | None:
+    """A source's case id, trimmed; None when absent or blank."""
+    text = _text(value, "case_id", line)
+    return text.strip() if text and text.strip() else None
+
+
+def parse_jsonl(text: str) -> list[Case]:
+    """Cases from JSON lines, one object per non-blank line.
+
+    Each object has `Case`'s fields: `input` (or `question`), and optionally `case_id`,
+    `history`, `reference`, `counter_example`, `tags` (list or `;`-separated), `checks`,
+    `expected_calls`, `split`, `note`, `metadata`. Any other key is kept in `metadata`
+    (an explicit `metadata` object wins on a clash). Numbers given for `case_id`,
+    `reference` or `counter_example` are read as their text.
+
+    Args:
+        text: the whole source.
+
+    Returns:
+        The cases in source order.
+
+    Raises:
+        InvalidInputError: a line that is not a JSON object, an empty input, a field of the
+            wrong shape, a bad check, or a case_id already used; the message and
+            `details["line"]` name the line.
+    """
+    cases: list[Case] = []
+    ids = _Ids()
+    for line, obj in _json_lines(text):
+        obj = dict(obj)
+        if "input" not in obj and "question" in obj:
+            obj["input"] = obj.pop("question")
+        extra = {key: obj.pop(key) for key in list(obj) if key not in _CASE_FIELDS}
+        metadata = obj.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise _error(line, "metadata must be a JSON object")
+        obj["metadata"] = {**extra, **metadata}
+        obj["input"] = _text(obj.get("input"), "input", line)
+        for name in ("reference", "counter_example"):
+            if name in obj:
+                obj[name] = _text(obj[name], name, line)
+        obj["tags"] = _tags(obj.get("tags"), line)
+        given = _given_id(obj.get("case_id"), line)
+        obj["case_id"] = given or derived_case_id(obj["input"] or "")
+        case = _build(obj, line)
+        ids.claim(case.case_id, line, derived=given is None)
+        cases.append(case)
+    return cases
+
+
+_CSV_COLUMNS = ("case_id", "input", "reference", "counter_example", "tags", "note", "split")
+"""CSV columns that are `Case` fields; every other column goes into `metadata`."""
+
+
+def parse_csv(text: str) -> list[Case]:
+    """Cases from CSV with a header row.
+
+    Columns: `input` (or `question`) is required; `case_id`, `reference`, `counter_example`,
+    `tags` (`;`-separated), `note` and `split` fill those fields; any other column is kept as
+    text in `metadata`. An empty cell is an absent value (no reference, a derived id, no
+    metadata key).
+
+    Args:
+        text: the whole source (a leading UTF-8 BOM is ignored).
+
+    Returns:
+        The cases in source order.
+
+    Raises:
+        InvalidInputError: no `input`/`question` column (line 1), a row with more cells than
+            the header, an empty input, a bad split, or a case_id already used; the message
+            and `details["line"]` name the line the record starts on.
+    """
+    reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""))
+    try:
+        header = [name.strip() for name in next(reader)]
+    except StopIteration:
+        return []
+    except csv.Error as exc:
+        raise _error(1, f"not valid CSV ({exc})") from exc
+    if "input" not in header and "question" in header:
+        header = ["input" if name == "question" else name for name in header]
+    if "input" not in header:
+        raise _error(1, "the header has no input (or question) column")
+
+    cases: list[Case] = []
+    ids = _Ids()
+    start = reader.line_num + 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise _error(start, f"not valid CSV ({exc})") from exc
+        line, start = start, reader.line_num + 1
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) > len(header):
+            raise _error(line, f"{len(row)} cells but the header has {len(header)} columns")
+        cells = dict(zip(header, row, strict=False))  # short rows: missing cells are absent
+        fields: dict[str, Any] = {
+            name: cells[name] for name in _CSV_COLUMNS if cells.get(name, "").strip()
+        }
+        fields["tags"] = _tags(fields.get("tags"), line)
+        fields["metadata"] = {
+            name: value
+            for name, value in cells.items()
+            if name and name not in _CSV_COLUMNS and value.strip()
+        }
+        fields["input"] = cells.get("input", "")
+        given = _given_id(cells.get("case_id"), line)
+        fields["case_id"] = given or derived_case_id(fields["input"])
+        case = _build(fields, line)
+        ids.claim(case.case_id, line, derived=given is None)
+        cases.append(case)
+    return cases
+
+
+def _final_answer(solution: str) -> str | None:
+    """The reference of a GSM8K solution: its final number, written plainly ("2,125" -> "2125")."""
+    number = final_number(solution)
+    return format_number(number) if number is not None else None
+
+
+def parse_gsm8k(text: str) -> list[Case]:
+    """Cases from GSM8K JSON lines.
+
+    Each line has `question` and either `answer` (test.jsonl: a worked solution ending
+    `#### N`) or `ground_truth` (example_model_solutions.jsonl: ending `A: N`). The case's
+    input is the question as given; its reference is the final number after the last marker,
+    as plain digits ("#### 1,600" -> "1600"); `metadata["solution"]` keeps the full worked
+    solution. The id is `case_id` if the line gives one, else `gsm8k_case_id(question)`.
+    Other keys (the models' recorded answers with the authors' `is_correct`) are not case
+    data and are dropped: nothing of them may reach scoring.
+
+    Args:
+        text: the whole source.
+
+    Returns:
+        The cases in source order.
+
+    Raises:
+        InvalidInputError: a line that is not a JSON object, an empty question, no
+            `answer`/`ground_truth`, a solution with no final number, or a repeated question
+            (hence case_id); the message and `details["line"]` name the line.
+    """
+    cases: list[Case] = []
+    ids = _Ids()
+    for line, obj in _json_lines(text):
+        question = _text(obj.get("question"), "question", line) or ""
+        solution = obj.get("answer", obj.get("ground_truth"))
+        if not isinstance(solution, str) or not solution.strip():
+            raise _error(line, "a GSM8K line needs an answer (or ground_truth) solution")
+        reference = _final_answer(solution)
+        if reference is None:
+            raise _error(line, "the solution has no final number")
+        given = _given_id(obj.get("case_id"), line)
+        case = _build(
+            {
+                "case_id": given or gsm8k_case_id(question),
+                "input": question,
+                "reference": reference,
+                "metadata": {"solution": solution},
+            },
+            line,
+        )
+        ids.claim(case.case_id, line, derived=given is None)
+        cases.append(case)
+    return cases
+
+
+_PARSERS = {
+    SourceKind.JSONL: parse_jsonl,
+    SourceKind.CSV: parse_csv,
+    SourceKind.GSM8K: parse_gsm8k,
+}
+
+
+def parse(kind: str, text: str) -> list[Case]:
+    """Cases from a source of the given kind ("jsonl" | "csv" | "gsm8k").
+
+    Raises:
+        InvalidInputError: field `kind` for an unknown kind; otherwise as the parser raises.
+    """
+    try:
+        parser = _PARSERS[SourceKind(kind)]
+    except ValueError as exc:
+        known = ", ".join(SourceKind)
+        raise InvalidInputError(f"unknown source kind {kind!r} (known: {known})", field="kind") from exc
+    return parser(text)

@@ -1,0 +1,210 @@
+"""Pure rules of a run: which task comes next, how a case settles, and what a run adds up to.
+
+Seed 001 "Runs" and seed 004 "Running and cancelling" / "Results".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from chalicelib.domain.enums import AttemptState, RunStatus, Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One case attempt to run: what a case-task message carries besides org and run."""
+
+    arm_id: str
+    case_id: str
+    attempt: int
+
+    @property
+    def key(self) -> str:
+        """`arm#case#attempt`, the attempt row's sort key (attempt zero-padded to 3 digits)."""
+        return attempt_key(self.arm_id, self.case_id, self.attempt)
+
+
+def attempt_key(arm_id: str, case_id: str, attempt: int) -> str:
+    """The attempts table's sort key for one attempt."""
+    return f"{arm_id}#{case_id}#{attempt:03d}"
+
+
+def task_at(index: int, arm_ids: Sequence[str], case_ids: Sequence[str],
+            extra_tasks: Sequence[Sequence[object]] | None = None) -> Task:
+    """The run's `index`-th task.
+
+    First answers come first, case by case with every arm of a case side by side (so both sides
+    meet the provider at the same moment): task `i < len(arms)*len(cases)` is case
+    `case_ids[i // len(arms)]` on arm `arm_ids[i % len(arms)]`, attempt 1. Later tasks (reruns,
+    added when a phase changes) are `extra_tasks[i - first]` as `[arm_id, case_id, attempt]`.
+
+    Raises:
+        IndexError: past the last task.
+    """
+    first = len(arm_ids) * len(case_ids)
+    if index < first:
+        return Task(arm_ids[index % len(arm_ids)], case_ids[index // len(arm_ids)], 1)
+    arm_id, case_id, attempt = (extra_tasks or [])[index - first]
+    return Task(str(arm_id), str(case_id), int(attempt))  # type: ignore[call-overload]
+
+
+def slots_to_claim(*, run_limit: int, run_slots: int, pending: int, org_free: int) -> int:
+    """Slots a run may claim now (DESIGN §6): `min(run limit - held, pending, org free)`, never < 0."""
+    return max(0, min(run_limit - run_slots, pending, org_free))
+
+
+def settle(states: Iterable[AttemptState]) -> AttemptState:
+    """A case's settled state from its tries, first answer first (seed 004 "What the verdict says").
+
+    The majority of the decided tries (passed/failed) wins; a tie is `incomplete`. With no decided
+    try, the first try's state stands (`incomplete` or `ungraded`).
+    """
+    tries = list(states)
+    if not tries:
+        return AttemptState.INCOMPLETE
+    passed = sum(1 for s in tries if s is AttemptState.PASSED)
+    failed = sum(1 for s in tries if s is AttemptState.FAILED)
+    if passed == failed == 0:
+        return tries[0]
+    if passed == failed:
+        return AttemptState.INCOMPLETE
+    return AttemptState.PASSED if passed > failed else AttemptState.FAILED
+
+
+def verdict_word(total: int, passed: int) -> Verdict:
+    """The verdict word from summed totals (seed 000 "The four outcomes").
+
+    `none` when no test covers the version; `pass` when every test passed; `fail` when none did;
+    `partial` otherwise.
+    """
+    if total <= 0:
+        return Verdict.NONE
+    if passed >= total:
+        return Verdict.PASS
+    if passed == 0:
+        return Verdict.FAIL
+    return Verdict.PARTIAL
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The `q`-th percentile (0..100) by linear interpolation; None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptFacts:
+    """The parts of an attempt the summaries read."""
+
+    case_id: str
+    attempt: int
+    state: AttemptState
+    score: float = 0.0
+    cost_micros: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    crash: bool = False
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ArmSummary:
+    """One arm summarised on the quality axis and the efficiency axis (seed 004 "Results").
+
+    Counts are of cases (each settled over its tries); `pass_rate` is over decided cases only.
+    """
+
+    cases: int
+    passed: int
+    failed: int
+    incomplete: int
+    ungraded: int
+    crashed: int
+    first_passed: int
+    pass_rate: float | None
+    first_pass_rate: float | None
+    average_score: float | None
+    cost_micros: int
+    input_tokens: int
+    output_tokens: int
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    undecided_reasons: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def decided(self) -> int:
+        return self.passed + self.failed
+
+
+def summarize_arm(attempts: Iterable[AttemptFacts], case_ids: Sequence[str]) -> ArmSummary:
+    """Summarise one arm over `case_ids`; a case with no attempt counts as `incomplete`.
+
+    Args:
+        attempts: every attempt of the arm (any order, any attempt number).
+        case_ids: the cases the arm was asked; attempts of other cases are ignored.
+    """
+    by_case: dict[str, list[AttemptFacts]] = {cid: [] for cid in case_ids}
+    for a in attempts:
+        if a.case_id in by_case:
+            by_case[a.case_id].append(a)
+    counts = {s: 0 for s in AttemptState}
+    first_passed = first_decided = crashed = 0
+    scores: list[float] = []
+    latencies: list[float] = []
+    cost = tin = tout = 0
+    reasons: dict[str, int] = {}
+    for tries in by_case.values():
+        tries.sort(key=lambda a: a.attempt)
+        settled = settle(a.state for a in tries)
+        counts[settled] += 1
+        if settled in (AttemptState.INCOMPLETE, AttemptState.UNGRADED):
+            why = (tries[0].reason if tries else "") or ("not answered" if not tries else settled.value)
+            reasons[why] = reasons.get(why, 0) + 1
+        if not tries:
+            continue
+        first = tries[0]
+        if first.state in (AttemptState.PASSED, AttemptState.FAILED):
+            first_decided += 1
+            first_passed += first.state is AttemptState.PASSED
+        crashed += first.crash
+        if first.state in (AttemptState.PASSED, AttemptState.FAILED):
+            scores.append(first.score)
+        for a in tries:
+            cost += a.cost_micros
+            tin += a.input_tokens
+            tout += a.output_tokens
+            latencies.append(a.latency_ms)
+    decided = counts[AttemptState.PASSED] + counts[AttemptState.FAILED]
+    return ArmSummary(
+        cases=len(by_case),
+        passed=counts[AttemptState.PASSED],
+        failed=counts[AttemptState.FAILED],
+        incomplete=counts[AttemptState.INCOMPLETE],
+        ungraded=counts[AttemptState.UNGRADED],
+        crashed=crashed,
+        first_passed=first_passed,
+        pass_rate=(counts[AttemptState.PASSED] / decided) if decided else None,
+        first_pass_rate=(first_passed / first_decided) if first_decided else None,
+        average_score=(sum(scores) / len(scores)) if scores else None,
+        cost_micros=cost,
+        input_tokens=tin,
+        output_tokens=tout,
+        latency_p50_ms=percentile(latencies, 50),
+        latency_p95_ms=percentile(latencies, 95),
+        undecided_reasons=reasons,
+    )
+
+
+def is_stale_heartbeat(*, status: RunStatus, heartbeat_at_ms: int, now_ms: int,
+                       abandoned_after_minutes: float) -> bool:
+    """True when a run has stood still long enough for the sweep (seed 004 "Running and cancelling")."""
+    if status not in (RunStatus.RUNNING, RunStatus.QUEUED):
+        return False
+    return now_ms - heartbeat_at_ms >= abandoned_after_minutes * 60_000

@@ -1,0 +1,449 @@
+"""moto's server, embedded in our process, with the two fixes our design needs (DESIGN §11).
+
+moto 5.2.5 as shipped has two problems for a service that decides everything with
+conditional writes:
+
+1. `TransactWriteItems` is not atomic under concurrent requests. The server handles each request
+   on its own thread and moto checks conditions, then writes, with no lock; with 24 threads doing
+   the same conditional put we saw two winners. We serialize every DynamoDB request (and only
+   those: SQS long polls must keep running side by side, or one 1 s poll would stall the stack).
+2. `DynamoDBBackend.transact_write_items` deep-copies every table a transaction touches, so its
+   cost grows with table size (57 ms per transaction at 2,000 items, ~200 ms at 8,000). We replace
+   it with a version that snapshots only the items the transaction touches and puts exactly those
+   back when it fails.
+
+The same WSGI wrapper counts AWS requests by operation; the benchmark reads those counts.
+
+moto keeps its state in process-global backends: two servers started in one process share it,
+and so does `moto.mock_aws` used in the same process. Call `reset()` between tests.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import logging
+import threading
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import parse_qs
+
+log = logging.getLogger(__name__)
+
+EMPTY_RECEIVE_KEY = "sqs.ReceiveMessage.empty"
+"""Key of `MotoHandle.requests()` counting ReceiveMessage responses with no message.
+
+A subset of `sqs.ReceiveMessage`, not extra requests: `total_requests()` leaves it out.
+"""
+
+
+# --- 2. transactions with a cost independent of table size ----------------------------------
+
+_original_transact_write_items: Callable[..., None] | None = None
+
+
+def _item_snapshot(table: Any, key: dict[str, Any]) -> tuple[Any, Any, Any, bool, Any]:
+    """`(table, hash, range, bucket existed, deep copy of the item or None)` for one key.
+
+    moto stores items as `table.items[hash] -> Item` or, with a range key,
+    `table.items[hash][range] -> Item` (a defaultdict: reading a missing hash creates an empty
+    bucket, hence `bucket existed`). Updates mutate the stored `Item` in place, so the snapshot
+    must be a copy; one item is cheap to copy, the table was not.
+    """
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    hash_value = DynamoType(key[table.hash_key_attr])
+    range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+    had_bucket = hash_value in table.items
+    if range_value is None:
+        current = table.items.get(hash_value)
+    else:
+        current = table.items[hash_value].get(range_value) if had_bucket else None
+    return table, hash_value, range_value, had_bucket, copy.deepcopy(current)
+
+
+def _restore(snapshot: tuple[Any, Any, Any, bool, Any]) -> None:
+    """Put one item back exactly as `_item_snapshot` saw it (absent stays absent)."""
+    table, hash_value, range_value, had_bucket, item = snapshot
+    if range_value is None:
+        if item is None:
+            table.items.pop(hash_value, None)
+        else:
+            table.items[hash_value] = item
+        return
+    if item is not None:
+        table.items[hash_value][range_value] = item
+        return
+    bucket = table.items.get(hash_value)
+    if bucket is not None:
+        bucket.pop(range_value, None)
+        if not bucket and not had_bucket:
+            del table.items[hash_value]
+
+
+def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+    """moto 5.2.5's `DynamoDBBackend.transact_write_items` with per-item rollback.
+
+    Same loop, checks and errors as moto's (compare with
+    moto/dynamodb/models/__init__.py); the only change is the backup: moto deep-copies every
+    touched table up front and swaps the copies back in on failure, we copy each touched item
+    just before its operation and put those items back, in reverse order, on failure.
+    Raises `TransactionCanceledException` (with one reason per operation) when any operation
+    fails, and re-raises `MultipleTransactionsException` / `MockValidationException` as moto does.
+    Stream records of a cancelled transaction are not withdrawn (moto's table swap dropped them);
+    assay uses no streams.
+    """
+    from moto.dynamodb.comparisons import get_filter_expression
+    from moto.dynamodb.exceptions import (
+        ConditionalCheckFailed,
+        MockValidationException,
+        MultipleTransactionsException,
+        TooManyTransactionsException,
+        TransactionCanceledException,
+        TransactWriteSingleOpException,
+    )
+
+    if len(transact_items) > 100:
+        raise TooManyTransactionsException()
+    snapshots: list[tuple[Any, Any, Any, bool, Any]] = []
+
+    def rollback() -> None:
+        for snapshot in reversed(snapshots):
+            _restore(snapshot)
+
+    target_items: set[tuple[str, str]] = set()
+
+    def check_unicity(table_name: str, key: dict[str, Any]) -> None:
+        item = (str(table_name), str(dict(sorted(key.items()))))
+        if item in target_items:
+            raise MultipleTransactionsException()
+        target_items.add(item)
+
+    errors: list[tuple[str, str, dict[str, Any]] | tuple[None, None, None]] = []
+    for item in transact_items:
+        original_item: dict[str, Any] | None = None
+        if len(list(item.keys())) > 1:
+            raise TransactWriteSingleOpException
+        try:
+            op_type, op = next(iter(item.items()))
+            if op_type not in {"ConditionCheck", "Put", "Delete", "Update"}:
+                raise ValueError("Unsupported transaction operation")
+            table_name = op["TableName"]
+            condition_expression = op.get("ConditionExpression")
+            expression_attribute_names = op.get("ExpressionAttributeNames")
+            expression_attribute_values = op.get("ExpressionAttributeValues")
+            return_values_on_condition_check_failure = op.get("ReturnValuesOnConditionCheckFailure")
+
+            if op_type == "Put":
+                attrs = op["Item"]
+                table = self.get_table(table_name)
+                key = {table.hash_key_attr: attrs[table.hash_key_attr]}
+                if table.range_key_attr is not None:
+                    key[table.range_key_attr] = attrs[table.range_key_attr]
+            else:
+                key = op["Key"]
+
+            check_unicity(table_name, key)
+            if op_type != "ConditionCheck":
+                try:
+                    snapshots.append(_item_snapshot(self.get_table(table_name), key))
+                except Exception:  # noqa: BLE001
+                    # No usable key (unknown table, missing key attribute): the operation below
+                    # fails on the same input before it writes anything, so there is nothing to save.
+                    pass
+
+            current = self.get_item(table_name, key)
+            if condition_expression is not None:
+                condition_op = get_filter_expression(
+                    condition_expression, expression_attribute_names, expression_attribute_values
+                )
+                if not condition_op.expr(current):
+                    if return_values_on_condition_check_failure == "ALL_OLD" and current:
+                        original_item = current.to_json()["Attributes"]
+                    raise ConditionalCheckFailed(item=original_item)
+
+            if op_type == "Put":
+                self.put_item(
+                    table_name,
+                    op["Item"],
+                    condition_expression=condition_expression,
+                    expression_attribute_names=expression_attribute_names,
+                    expression_attribute_values=expression_attribute_values,
+                )
+            elif op_type == "Delete":
+                self.delete_item(
+                    table_name,
+                    key,
+                    condition_expression=condition_expression,
+                    expression_attribute_names=expression_attribute_names,
+                    expression_attribute_values=expression_attribute_values,
+                )
+            elif op_type == "Update":
+                self.update_item(
+                    table_name,
+                    key,
+                    update_expression=op["UpdateExpression"],
+                    condition_expression=condition_expression,
+                    expression_attribute_names=expression_attribute_names,
+                    expression_attribute_values=expression_attribute_values,
+                )
+            errors.append((None, None, None))
+        except (MultipleTransactionsException, MockValidationException):
+            rollback()
+            raise
+        except ConditionalCheckFailed as e:
+            errors.append(("ConditionalCheckFailed", str(e.message), original_item))  # type: ignore[arg-type]
+        except Exception as e:  # noqa: BLE001 - moto reports any other failure as a reason too
+            errors.append((type(e).__name__, str(e), original_item))  # type: ignore[arg-type]
+
+    if any(code is not None for code, _, _ in errors):
+        rollback()
+        raise TransactionCanceledException(errors)
+
+
+def patch_transact_write_items() -> None:
+    """Install `_transact_write_items` on moto's `DynamoDBBackend` (process-wide, idempotent).
+
+    Affects every moto backend in the process, `mock_aws` included; the semantics are moto's.
+    """
+    global _original_transact_write_items
+    from moto.dynamodb.models import DynamoDBBackend
+
+    if _original_transact_write_items is None:
+        _original_transact_write_items = DynamoDBBackend.transact_write_items
+        DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
+
+
+def unpatch_transact_write_items() -> None:
+    """Put moto's own `transact_write_items` back (to reproduce the slow case by hand)."""
+    global _original_transact_write_items
+    from moto.dynamodb.models import DynamoDBBackend
+
+    if _original_transact_write_items is not None:
+        DynamoDBBackend.transact_write_items = _original_transact_write_items  # type: ignore[method-assign]
+        _original_transact_write_items = None
+
+
+# --- request counting and 1. the DynamoDB lock -----------------------------------------------
+
+
+class RequestCounter:
+    """Thread-safe counts of AWS requests keyed `"service.Operation"` (e.g. `dynamodb.PutItem`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+
+    def add(self, key: str) -> None:
+        with self._lock:
+            self._counts[key] += 1
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._counts.clear()
+
+
+def _credential_service(environ: dict[str, Any]) -> str | None:
+    """The signing service of a SigV4 request (`sqs`, `s3`, ...), from its credential scope."""
+    auth = environ.get("HTTP_AUTHORIZATION", "")
+    scope = ""
+    if "Credential=" in auth:
+        scope = auth.split("Credential=", 1)[1].split(",", 1)[0]
+    else:  # presigned URL
+        scope = parse_qs(environ.get("QUERY_STRING", "")).get("X-Amz-Credential", [""])[0]
+    parts = scope.split("/")
+    return parts[3] if len(parts) >= 5 else None
+
+
+def _form_action(environ: dict[str, Any]) -> str | None:
+    """`Action` of a query-protocol request; the body is read and put back for moto."""
+    action = parse_qs(environ.get("QUERY_STRING", "")).get("Action", [None])[0]
+    if action:
+        return action
+    if not environ.get("CONTENT_TYPE", "").startswith("application/x-www-form-urlencoded"):
+        return None
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return None
+    body = environ["wsgi.input"].read(length) if length > 0 else b""
+    environ["wsgi.input"] = io.BytesIO(body)
+    return parse_qs(body.decode("utf-8", "replace")).get("Action", [None])[0]
+
+
+def _operation(environ: dict[str, Any]) -> str:
+    """`"service.Operation"` of one request: X-Amz-Target, else `Action`, else S3's method."""
+    target = environ.get("HTTP_X_AMZ_TARGET", "")
+    method = environ.get("REQUEST_METHOD", "GET")
+    if target.startswith("DynamoDB_"):
+        return "dynamodb." + target.split(".", 1)[-1]
+    if target.startswith("AmazonSQS."):
+        return "sqs." + target.split(".", 1)[-1]
+    service = _credential_service(environ) or "unknown"
+    if target:
+        return f"{service}.{target.split('.', 1)[-1]}"
+    if service == "s3":
+        return f"s3.{method}"
+    action = _form_action(environ)
+    return f"{service}.{action or method}"
+
+
+def _receive_was_empty(status: str, body: bytes) -> bool:
+    """True when a 200 ReceiveMessage response (JSON or XML protocol) holds no message."""
+    if not status.startswith("200"):
+        return False
+    stripped = body.lstrip()
+    if stripped.startswith(b"{"):
+        try:
+            return not json.loads(body).get("Messages")
+        except ValueError:
+            return False
+    return b"<Message>" not in body
+
+
+class _CountingSerializingApp:
+    """WSGI middleware in front of moto: counts requests, serializes DynamoDB ones.
+
+    Responses of serialized requests are read to the end inside the lock, so no DynamoDB work
+    (moto may build a body lazily) escapes it.
+    """
+
+    def __init__(self, app: Callable[..., Iterable[bytes]], counter: RequestCounter,
+                 serialize_dynamodb: bool) -> None:
+        self._app = app
+        self._counter = counter
+        self._serialize = serialize_dynamodb
+        self._dynamodb_lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO", "").startswith("/moto-api"):
+            return self._app(environ, start_response)
+        operation = _operation(environ)
+        self._counter.add(operation)
+        if operation.startswith("dynamodb.") and self._serialize:
+            with self._dynamodb_lock:
+                return self._buffered(environ, start_response)[1]
+        if operation == "sqs.ReceiveMessage":
+            status, body = self._buffered(environ, start_response)
+            if _receive_was_empty(status, body[0]):
+                self._counter.add(EMPTY_RECEIVE_KEY)
+            return body
+        return self._app(environ, start_response)
+
+    def _buffered(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> tuple[str, list[bytes]]:
+        seen: list[str] = []
+
+        def capture(status: str, headers: Any, exc_info: Any = None) -> Any:
+            seen.append(status)
+            return start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
+
+        result = self._app(environ, capture)
+        try:
+            body = b"".join(result)
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+        return (seen[0] if seen else ""), [body]
+
+
+# --- the server ------------------------------------------------------------------------------
+
+
+class MotoHandle:
+    """A running embedded moto server.
+
+    Attributes: `url` (`http://127.0.0.1:<port>`). Methods: `stop()`, `reset()` (wipe every
+    backend), `requests()` / `total_requests()` / `reset_counts()` (AWS request counts).
+    """
+
+    def __init__(self, server: Any, url: str, counter: RequestCounter) -> None:
+        self._server = server
+        self.url = url
+        self._counter = counter
+        self._stopped = False
+
+    def stop(self) -> None:
+        """Shut the server down and free its port (idempotent)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._server.stop()
+        inner = getattr(self._server, "_server", None)
+        if inner is not None:
+            inner.server_close()  # ThreadedMotoServer.stop leaves the socket open
+
+    def reset(self) -> None:
+        """Wipe every moto backend in this process (`POST /moto-api/reset`); counts are kept.
+
+        Raises `urllib.error.URLError` if the server is not running.
+        """
+        request = urllib.request.Request(f"{self.url}/moto-api/reset", data=b"", method="POST")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            response.read()
+
+    def requests(self) -> dict[str, int]:
+        """Requests served since start or `reset_counts()`, by `"service.Operation"`.
+
+        DynamoDB and SQS by operation (`dynamodb.TransactWriteItems`, `sqs.ReceiveMessage`), S3 by
+        HTTP method (`s3.PUT`). `EMPTY_RECEIVE_KEY` (`sqs.ReceiveMessage.empty`) counts the
+        ReceiveMessage responses that held no message; it is a subset, not extra requests.
+        """
+        return self._counter.snapshot()
+
+    def total_requests(self) -> int:
+        """Sum of `requests()` without the `.empty` subset."""
+        return sum(n for key, n in self._counter.snapshot().items() if key != EMPTY_RECEIVE_KEY)
+
+    def reset_counts(self) -> None:
+        """Zero every request count."""
+        self._counter.clear()
+
+
+def start_moto_server(*, serialize_dynamodb: bool = True, patch_transactions: bool = True) -> MotoHandle:
+    """Start moto's `ThreadedMotoServer` on 127.0.0.1, on a port the OS picks, and return its handle.
+
+    `serialize_dynamodb` and `patch_transactions` exist so the unpatched behaviour can be
+    reproduced by hand; leave both on. `patch_transactions=False` does not remove a patch that an
+    earlier call installed (see `unpatch_transact_write_items`).
+    """
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from moto.server import ThreadedMotoServer
+    from werkzeug.serving import make_server
+
+    if patch_transactions:
+        patch_transact_write_items()
+    counter = RequestCounter()
+
+    class QuietHandler(MotoRequestHandler):
+        def log_request(self, *args: Any, **kwargs: Any) -> None:  # one line per request is noise
+            pass
+
+    class EmbeddedMotoServer(ThreadedMotoServer):
+        # ThreadedMotoServer builds its WSGI app inside `_server_entry`; this is the same body
+        # with our middleware around the app and a quiet request handler.
+        def _server_entry(self) -> None:
+            app = _CountingSerializingApp(
+                DomainDispatcherApplication(create_backend_app), counter, serialize_dynamodb
+            )
+            self._server = make_server(self._ip_address, self._port, app, True,
+                                       request_handler=QuietHandler)
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    server = EmbeddedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    log.info("moto server on http://%s:%s", host, port)
+    return MotoHandle(server, f"http://{host}:{port}", counter)

@@ -1,0 +1,222 @@
+"""The embedded stack: the whole service in one process (`assay dev`, `assay demo`, e2e tests).
+
+`EmbeddedStack` starts moto's server on 127.0.0.1 (or uses `AWS_ENDPOINT_URL`, e.g. LocalStack),
+points the process at it, creates every resource from `infra/`, serves the Chalice routes over
+HTTP, polls every queue that has an `on_sqs_message` handler and fires every `@app.schedule`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+_DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+API_LAMBDA_TIMEOUT_SECONDS = 29
+"""API Gateway cuts requests at 29 s; the routes' Lambda context counts down from this."""
+
+
+def reset_process_state() -> None:
+    """Make the process re-read settings from the environment and rebuild its adapters.
+
+    Uses `chalicelib.bootstrap.reset()`; while that module (or an adapter it builds) is missing,
+    falls back to clearing the settings cache.
+    """
+    try:
+        from chalicelib import bootstrap
+
+        bootstrap.reset()
+    except ImportError:
+        from chalicelib.config import get_settings
+
+        get_settings.cache_clear()
+
+
+def _make_local_chalice(app: Any) -> None:
+    # chalice.local.create_local_server does this by rewriting the bases of its one module-level
+    # `CustomLocalChalice` class, which breaks (inheritance cycle) when the same app is served a
+    # second time, e.g. by a later stack in the same test session. A class per app avoids that.
+    # LocalChalice keeps `app.current_request` per thread, which concurrent requests need.
+    from chalice.local import LocalChalice
+
+    if not isinstance(app, LocalChalice):
+        cls = app.__class__
+        app.__class__ = type(f"Local{cls.__name__}", (LocalChalice, cls), {})
+
+
+class EmbeddedStack:
+    """moto (or LocalStack) + resources + HTTP routes + SQS pollers + scheduler, in this process.
+
+    Use as a context manager, or call `start()` / `stop()`.
+
+    Args:
+        app_module: module with a Chalice `app` attribute; default `import app` (the repo's).
+        env: environment overrides applied for the stack's life (e.g.
+            `{"EVAL_RUN_CONCURRENCY": "2"}`); `AWS_ENDPOINT_URL` here selects LocalStack.
+        workers: threads per SQS handler.
+        poll_wait_seconds: long-poll wait of each receive (stop takes about this long).
+        tick_seconds: if set, every schedule fires this often instead of on its expression.
+        scheduler: start the scheduler's background thread (`self.scheduler` exists either way,
+            so `fire_all()` works).
+        pollers: start the SQS pollers.
+
+    Attributes (after `start()`): `api_url` (`http://127.0.0.1:<port>`), `moto` (`MotoHandle`,
+    or None when using an external endpoint), `endpoint_url`, `queue_urls` (by queue name),
+    `settings`, `app`, `pollers` (`Pollers` or None), `scheduler` (`Scheduler`).
+
+    Raises (from `start()`): whatever bootstrap or the app import raises; the partly started
+    stack is stopped first.
+    """
+
+    def __init__(self, app_module: ModuleType | None = None, *, env: Mapping[str, str] | None = None,
+                 workers: int = 8, poll_wait_seconds: int = 1, tick_seconds: float | None = None,
+                 scheduler: bool = True, pollers: bool = True) -> None:
+        self._app_module = app_module
+        self._env_overrides = dict(env or {})
+        self._workers = workers
+        self._poll_wait_seconds = poll_wait_seconds
+        self._tick_seconds = tick_seconds
+        self._run_scheduler = scheduler
+        self._run_pollers = pollers
+        self._saved_env: dict[str, str | None] = {}
+        self._http: Any = None
+        self._http_thread: threading.Thread | None = None
+        self.api_url: str = ""
+        self.moto: Any = None
+        self.endpoint_url: str = ""
+        self.queue_urls: dict[str, str] = {}
+        self.settings: Any = None
+        self.app: Any = None
+        self.pollers: Any = None
+        self.scheduler: Any = None
+
+    # -- environment ---------------------------------------------------------------------------
+
+    def _set_env(self, name: str, value: str | None) -> None:
+        if name not in self._saved_env:
+            self._saved_env[name] = os.environ.get(name)
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+    def _restore_env(self) -> None:
+        for name, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._saved_env.clear()
+
+    # -- life ----------------------------------------------------------------------------------
+
+    def start(self) -> EmbeddedStack:
+        """Start everything (see class doc); returns self."""
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        from chalicelib.config import Settings
+        from chalicelib.local.motoserver import start_moto_server
+        from infra.resources import bootstrap
+
+        for name, value in self._env_overrides.items():
+            self._set_env(name, value)
+        endpoint = Settings().aws_endpoint_url
+        if endpoint is None:
+            self.moto = start_moto_server()
+            endpoint = self.moto.url
+            # Only moto's dummy keys: real ones (or a profile) must never reach a local endpoint.
+            for name, value in _DUMMY_CREDENTIALS.items():
+                self._set_env(name, value)
+            self._set_env("AWS_SESSION_TOKEN", None)
+            self._set_env("AWS_PROFILE", None)
+        else:
+            for name, value in _DUMMY_CREDENTIALS.items():  # LocalStack takes any key
+                if not os.environ.get(name):
+                    self._set_env(name, value)
+        self.endpoint_url = endpoint
+        self._set_env("AWS_ENDPOINT_URL", endpoint)
+        self._set_env("AWS_DEFAULT_REGION", os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
+
+        reset_process_state()
+        from chalicelib.config import get_settings
+
+        self.settings = settings = get_settings()
+        self.queue_urls = bootstrap(endpoint, settings.aws_default_region,
+                                    settings.assay_resource_prefix,
+                                    settings.evaluation_case_timeout_seconds)
+
+        module = self._app_module or importlib.import_module("app")
+        self.app = module.app
+        self._serve_http()
+
+        from chalicelib.local.poller import start_pollers
+        from chalicelib.local.scheduler import Scheduler
+
+        if self._run_pollers:
+            self.pollers = start_pollers(self.app, endpoint_url=endpoint,
+                                         region=settings.aws_default_region, workers=self._workers,
+                                         wait_seconds=self._poll_wait_seconds, app_module=module)
+        self.scheduler = Scheduler(self.app, tick_seconds=self._tick_seconds,
+                                   region=settings.aws_default_region, app_module=module)
+        if self._run_scheduler:
+            self.scheduler.start()
+        log.info("embedded stack: api %s, aws %s", self.api_url, endpoint)
+
+    def _serve_http(self) -> None:
+        from chalice.config import Config
+        from chalice.local import ChaliceRequestHandler, LocalDevServer
+
+        class QuietHandler(ChaliceRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib's name
+                log.debug("api: " + format, *args)
+
+        _make_local_chalice(self.app)
+        config = Config.create(chalice_stage="dev", app_name=self.app.app_name,
+                               chalice_app=self.app, lambda_timeout=API_LAMBDA_TIMEOUT_SECONDS)
+        # Port 0: the OS picks a free port; LocalDevServer's default server is threaded.
+        http = LocalDevServer(self.app, config, "127.0.0.1", 0, handler_cls=QuietHandler)
+        port = http.server.server_address[1]
+        self.api_url = f"http://127.0.0.1:{port}"
+        # Not LocalDevServer.serve_forever: it prints a banner with the requested port (0).
+        self._http_thread = threading.Thread(target=http.server.serve_forever, name="api-http",
+                                             daemon=True)
+        self._http_thread.start()
+        self._http = http  # only now: shutdown() of a server that never served blocks forever
+
+    def stop(self) -> None:
+        """Stop everything that was started, restore the environment; idempotent."""
+        if self.scheduler is not None:
+            self.scheduler.stop()
+        if self.pollers is not None:
+            self.pollers.stop()
+            self.pollers = None
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server.server_close()
+            self._http = None
+        if self.moto is not None:
+            self.moto.stop()
+        if self._saved_env:
+            self._restore_env()
+            try:
+                reset_process_state()
+            except Exception:  # noqa: BLE001 - stopping must not fail on a rebuild elsewhere
+                log.warning("resetting process state after stop failed", exc_info=True)
+
+    def __enter__(self) -> EmbeddedStack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

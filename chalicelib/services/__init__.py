@@ -1,0 +1,1 @@
+"""Use cases of assay; they talk to storage, queues and agents only through the ports."""

@@ -1,0 +1,72 @@
+"""Messages from publish pipelines on the agent-events queue.
+
+Schema (documented in the README):
+
+    {"type": "version_published", "org_id": "...", "agent_id": "...", "version": 3,
+     "spec": {...}, "published_by": "release-bot"}
+
+A malformed message is not retried: it goes straight to the DLQ with its reason, so a bad
+message can never loop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from chalicelib.bootstrap import Container
+from chalicelib.domain.identity import Identity
+from chalicelib.errors import AssayError
+from chalicelib.services import agents as agent_service
+
+log = logging.getLogger(__name__)
+
+
+class VersionPublished(BaseModel):
+    """A publish pipeline published `version` of `agent_id` with `spec`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = Field(pattern="^version_published$")
+    org_id: str = Field(min_length=1)
+    agent_id: str = Field(min_length=1)
+    version: int = Field(ge=1)
+    spec: dict[str, Any]
+    published_by: str = "pipeline"
+
+
+class MalformedEventError(Exception):
+    """The message can never be processed; `reason` says why."""
+
+
+def handle(c: Container, body: str) -> dict[str, Any]:
+    """Apply one agent event.
+
+    Returns `{"agent_id", "version", "created"}`.
+    Raises:
+        MalformedEventError: bad JSON, an unknown type, missing fields, an unknown agent, a bad
+            spec, or a version re-published with another spec — none of which a retry can fix.
+    """
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise MalformedEventError(f"not JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("type") != "version_published":
+        kind = data.get("type") if isinstance(data, dict) else None
+        raise MalformedEventError(f"unknown event type {kind!r}; expected 'version_published'")
+    try:
+        event = VersionPublished.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise MalformedEventError(f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    who = Identity(event.org_id, event.published_by)
+    try:
+        row, created = agent_service.publish(c, who, event.agent_id, version=event.version,
+                                             spec=event.spec, source="pipeline")
+    except AssayError as exc:
+        raise MalformedEventError(exc.message) from None
+    log.info("agent %s version %s published by pipeline (created=%s)", event.agent_id, event.version, created)
+    return {"agent_id": row.agent_id, "version": int(row.version), "created": created}

@@ -1,0 +1,109 @@
+"""Agents, drafts and published versions; the publish pipeline's `version_published` events."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from chalicelib.adapters.tables import AgentRow, AgentVersionRow
+from chalicelib.bootstrap import Container
+from chalicelib.clock import iso
+from chalicelib.domain.identity import Identity
+from chalicelib.domain.spec import spec_hash
+from chalicelib.errors import InvalidInputError, NotFoundError
+
+
+def _validate_spec(c: Container, spec: Any, field: str = "spec") -> dict[str, Any]:
+    from chalicelib.adapters.runtimes import validate_spec
+
+    if not isinstance(spec, dict):
+        raise InvalidInputError(f"{field} must be a JSON object", field=field)
+    validate_spec(spec, c.runtimes)
+    return spec
+
+
+def agent_view(row: AgentRow) -> dict[str, Any]:
+    """The API shape of an agent."""
+    return {
+        "agent_id": row.agent_id, "name": row.name, "org_id": row.org_id,
+        "latest_version": int(row.latest_version or 0) or None,
+        "live_version": int(row.live_version) if row.live_version else None,
+        "draft": {"spec": row.draft_spec, "spec_hash": row.draft_spec_hash,
+                  "updated_at": row.draft_updated_at},
+        "created_at": row.created_at,
+    }
+
+
+def version_view(row: AgentVersionRow) -> dict[str, Any]:
+    return {"agent_id": row.agent_id, "version": int(row.version), "spec": row.spec,
+            "spec_hash": row.spec_hash, "model_profile_id": row.model_profile_id,
+            "published_at": row.published_at, "published_by": row.published_by, "source": row.source}
+
+
+def create_agent(c: Container, who: Identity, *, name: str, spec: dict[str, Any],
+                 agent_id: str | None = None) -> AgentRow:
+    """Create an agent whose draft is `spec`.
+
+    Raises:
+        InvalidInputError: the spec names an unknown runtime or misses a field it needs.
+        ConflictError: `agent_id` is taken in the organization.
+    """
+    spec = _validate_spec(c, spec)
+    now = iso(c.clock.now())
+    row = AgentRow(who.org_id, agent_id or f"agt_{uuid.uuid4().hex[:12]}", name=name,
+                   draft_spec=spec, draft_spec_hash=spec_hash(spec), draft_updated_at=now,
+                   latest_version=0, created_at=now, created_by=who.user_id)
+    c.agents.create(row)
+    return row
+
+
+def update_draft(c: Container, who: Identity, agent_id: str, *, spec: dict[str, Any] | None,
+                 name: str | None = None) -> AgentRow:
+    """Replace the draft spec (and/or rename); `spec_hash` and `updated_at` follow.
+
+    Saving the same spec again keeps `updated_at` and the hash, so it never makes a verdict stale.
+    """
+    row = c.agents.get(who.org_id, agent_id)
+    if spec is not None:
+        spec = _validate_spec(c, spec)
+        h = spec_hash(spec)
+        if h != row.draft_spec_hash or name is not None:
+            c.agents.update_draft(who.org_id, agent_id, spec,
+                                  h, iso(c.clock.now()) if h != row.draft_spec_hash else row.draft_updated_at,
+                                  name=name)
+    elif name is not None:
+        c.agents.update_draft(who.org_id, agent_id, row.draft_spec, row.draft_spec_hash,
+                              row.draft_updated_at, name=name)
+    return c.agents.get(who.org_id, agent_id)
+
+
+def publish(c: Container, who: Identity, agent_id: str, *, version: int | None = None,
+            spec: dict[str, Any] | None = None, source: str = "api") -> tuple[AgentVersionRow, bool]:
+    """Publish `spec` (default: the draft) as `version` (default: latest + 1).
+
+    Returns:
+        (the version row, created) — created is False when the same version with the same spec
+        existed already (re-publishing is a no-op).
+    Raises:
+        NotFoundError: unknown agent. InvalidInputError: bad spec or version < 1.
+        ConflictError: the version exists with another spec (versions are immutable).
+    """
+    agent = c.agents.get(who.org_id, agent_id)
+    spec = _validate_spec(c, spec) if spec is not None else agent.draft_spec
+    if version is None:
+        version = int(agent.latest_version or 0) + 1
+    if version < 1:
+        raise InvalidInputError("version must be a positive integer", field="version")
+    row = AgentVersionRow(agent_id, version, org_id=who.org_id, spec=spec, spec_hash=spec_hash(spec),
+                          model_profile_id=spec.get("model_profile_id"),
+                          published_at=iso(c.clock.now()), published_by=who.user_id, source=source)
+    created = c.agents.publish(row)
+    return (row if created else c.agents.get_version(agent_id, version)), created  # type: ignore[return-value]
+
+
+def get_version(c: Container, who: Identity, agent_id: str, version: int) -> AgentVersionRow:
+    c.agents.get(who.org_id, agent_id)
+    row = c.agents.get_version(agent_id, version)
+    if row is None:
+        raise NotFoundError(f"version {version} of agent {agent_id} not found", field="version")
+    return row

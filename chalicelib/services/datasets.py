@@ -1,0 +1,142 @@
+"""Datasets and their immutable versions: cases given inline or imported (JSONL, CSV, GSM8K)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pydantic import ValidationError
+
+from chalicelib.adapters.tables import DatasetRow
+from chalicelib.bootstrap import Container
+from chalicelib.clock import iso
+from chalicelib.domain import importers, scorers
+from chalicelib.domain.identity import Identity
+from chalicelib.domain.models import Case, ScoringConfig
+from chalicelib.errors import InvalidInputError
+
+
+def dataset_view(header: DatasetRow, version: DatasetRow | None = None) -> dict[str, Any]:
+    """The API shape of a dataset (and of one of its versions when given)."""
+    out: dict[str, Any] = {"dataset_id": header.dataset_id, "name": header.name,
+                           "latest_version": int(header.latest_version or 0) or None,
+                           "created_at": header.created_at}
+    if version is not None:
+        out["version"] = {"version": int(version.version), "case_count": int(version.case_count),
+                          "ungraded_cases": int(version.ungraded_cases or 0),
+                          "scoring": version.scoring, "created_at": version.created_at,
+                          "created_by": version.created_by}
+    return out
+
+
+def parse_scoring(raw: Any) -> ScoringConfig:
+    """Validate a scoring block. Raises InvalidInputError naming the field."""
+    if raw is None:
+        raise InvalidInputError("scoring is required: name the scorers every case must pass",
+                                field="scoring")
+    try:
+        scoring = ScoringConfig.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise InvalidInputError(f"scoring.{loc}: {err['msg']}", field=f"scoring.{loc}") from None
+    scorers.validate_scoring(scoring)
+    return scoring
+
+
+def parse_cases(raw: Any) -> list[Case]:
+    """Validate inline cases. Raises InvalidInputError naming `cases[i].field`."""
+    if not isinstance(raw, list):
+        raise InvalidInputError("cases must be a list", field="cases")
+    out: list[Case] = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise InvalidInputError(f"cases[{i}] must be an object", field=f"cases[{i}]")
+        try:
+            case = Case.model_validate(item)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"])
+            raise InvalidInputError(f"cases[{i}].{loc}: {err['msg']}", field=f"cases[{i}].{loc}") from None
+        if case.case_id in seen:
+            raise InvalidInputError(f"cases[{i}].case_id {case.case_id!r} is used twice",
+                                    field=f"cases[{i}].case_id")
+        seen.add(case.case_id)
+        out.append(case)
+    return out
+
+
+def create_dataset(c: Container, who: Identity, *, name: str, dataset_id: str | None = None) -> DatasetRow:
+    """Create an empty dataset (its versions are added with `add_version`)."""
+    header = DatasetRow(dataset_id or f"ds_{uuid.uuid4().hex[:12]}", 0, org_id=who.org_id, name=name,
+                        created_at=iso(c.clock.now()), created_by=who.user_id, latest_version=0)
+    try:
+        c.datasets.create(header)
+    except Exception as exc:  # noqa: BLE001 - a taken id is the only expected failure
+        from chalicelib.errors import ConflictError
+        raise ConflictError(f"dataset {header.dataset_id} already exists", field="dataset_id") from exc
+    return header
+
+
+def add_version(c: Container, who: Identity, dataset_id: str, *, scoring: Any,
+                cases: Any = None, source: dict[str, Any] | None = None) -> tuple[DatasetRow, DatasetRow]:
+    """Add the next immutable version from inline `cases` or an import `source`.
+
+    Args:
+        scoring: `{"required": [...], "settings": {...}}`.
+        cases: a list of case objects, or None when `source` is given.
+        source: `{"format": "jsonl"|"csv"|"gsm8k", "content": "<text>", "limit": N?}`.
+    Returns:
+        (header, the new version row).
+    Raises:
+        InvalidInputError: no cases, malformed cases or source, unknown scorers.
+        NotFoundError: unknown dataset. ConflictError: a concurrent version took the number.
+    """
+    header = c.datasets.get(who.org_id, dataset_id)
+    scoring_cfg = parse_scoring(scoring)
+    if (cases is None) == (source is None):
+        raise InvalidInputError("give exactly one of cases or source", field="cases")
+    if source is not None:
+        if not isinstance(source, dict) or not isinstance(source.get("content"), str):
+            raise InvalidInputError("source must be {format, content}", field="source.content")
+        fmt = source.get("format")
+        if fmt not in ("jsonl", "csv", "gsm8k"):
+            raise InvalidInputError("source.format must be one of jsonl, csv, gsm8k", field="source.format")
+        parsed = importers.parse(fmt, source["content"])
+        limit = source.get("limit")
+        if limit is not None:
+            if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+                raise InvalidInputError("source.limit must be a positive integer", field="source.limit")
+            parsed = parsed[:limit]
+    else:
+        parsed = parse_cases(cases)
+    if not parsed:
+        raise InvalidInputError("a dataset version needs at least one case", field="cases")
+    ungraded = sum(1 for case in parsed if not scorers.is_gradable(case, scoring_cfg))
+    version = int(header.latest_version or 0) + 1
+    row = DatasetRow(dataset_id, version, org_id=who.org_id, name=header.name,
+                     created_at=iso(c.clock.now()), created_by=who.user_id,
+                     scoring=scoring_cfg.model_dump(mode="json"),
+                     case_ids=[case.case_id for case in parsed], case_count=len(parsed),
+                     ungraded_cases=ungraded)
+    c.datasets.add_version(header, row, [(case.case_id, case.model_dump(mode="json")) for case in parsed])
+    return c.datasets.get(who.org_id, dataset_id), row
+
+
+def resolve_version(c: Container, who: Identity, dataset_id: str, version: Any) -> DatasetRow:
+    """A dataset version by number or `latest` (the default).
+
+    Raises:
+        NotFoundError: unknown dataset or version. InvalidInputError: a dataset with no version yet.
+    """
+    header = c.datasets.get(who.org_id, dataset_id)
+    if version in (None, "latest"):
+        if not header.latest_version:
+            raise InvalidInputError(f"dataset {dataset_id} has no version yet: add cases first",
+                                    field="dataset_version")
+        version = int(header.latest_version)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise InvalidInputError("dataset_version must be a positive integer or 'latest'",
+                                field="dataset_version")
+    return c.datasets.get(who.org_id, dataset_id, version)

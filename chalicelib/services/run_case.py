@@ -1,0 +1,303 @@
+"""One case attempt: ask the agent, grade, record once, pass the slot on (DESIGN §5-§7).
+
+Delivery is at least once. The attempt row is written with `attribute_not_exists` in one
+transaction with the run's counters and the claim of the run's next task, so a redelivered
+message changes nothing and the slot it held is passed on exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from chalicelib.adapters.stores import RecordConflict
+from chalicelib.adapters.tables import AttemptRow, RunRow
+from chalicelib.bootstrap import Container
+from chalicelib.clock import epoch_ms, iso
+from chalicelib.domain import scorers
+from chalicelib.domain.enums import AttemptState, RunPhase, RunStatus
+from chalicelib.domain.models import AgentAnswer, Case, CaseRequest, ScoringConfig
+from chalicelib.domain.money import token_cost_micros
+from chalicelib.domain.redaction import redact, redact_value
+from chalicelib.domain.runs import Task
+from chalicelib.errors import AgentCrashError, ProviderError
+from chalicelib.services import slots
+
+log = logging.getLogger(__name__)
+
+RETRYABLE = {408, 429}
+"""Provider statuses worth another try besides 5xx and none at all (timeouts, resets)."""
+
+
+@dataclass
+class AttemptResult:
+    """What one attempt came to, before it is written."""
+
+    state: AttemptState
+    answer: str | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    scores: list[dict[str, Any]] = field(default_factory=list)
+    reason: str = ""
+    error: str | None = None
+    crash: bool = False
+    cost_micros: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    model: str | None = None
+
+
+def parse_message(body: str) -> Task | None:
+    """The task a case-task message names, or None when it is malformed."""
+    try:
+        data = json.loads(body)
+        return Task(str(data["arm_id"]), str(data["case_id"]), int(data["attempt"])), str(data["run_id"])  # type: ignore[return-value]
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+# --- asking ----------------------------------------------------------------------------------
+
+
+def _retryable(exc: ProviderError) -> bool:
+    return exc.status is None or exc.status in RETRYABLE or exc.status >= 500
+
+
+def ask_and_grade(c: Container, run: RunRow, arm: dict[str, Any], case: Case, task: Task) -> AttemptResult:
+    """Ask the arm's agent the case (retrying provider errors), then grade the answer.
+
+    Expected failures are states, not exceptions: provider errors after retries → `incomplete`,
+    the agent's own failure → `failed` with `crash`, a scorer that raised → `incomplete`.
+    """
+    from chalicelib.adapters.runtimes import runtime_for
+
+    settings = c.settings
+    spec = arm["spec"]
+    request = CaseRequest(run_id=run.run_id, case_id=case.case_id, attempt=task.attempt,
+                          input=case.input, history=case.history, metadata={"tags": case.tags})
+    deadline = time.monotonic() + settings.evaluation_case_timeout_seconds
+    started = time.monotonic()
+    tries = 0
+    while True:
+        tries += 1
+        try:
+            runtime = runtime_for(spec, c.runtimes)
+            answer: AgentAnswer = runtime.ask(spec, request, max(0.001, deadline - time.monotonic()))
+            break
+        except ProviderError as exc:
+            latency = (time.monotonic() - started) * 1000
+            if exc.status in (401, 403):
+                return AttemptResult(AttemptState.INCOMPLETE, latency_ms=latency, error=redact(str(exc)),
+                                     reason="provider rejected the credentials")
+            if not _retryable(exc) or tries > settings.assay_agent_retries \
+                    or time.monotonic() >= deadline:
+                return AttemptResult(AttemptState.INCOMPLETE, latency_ms=latency, error=redact(str(exc)),
+                                     reason=f"provider error after {tries} tries: {redact(str(exc))}"[:500])
+            time.sleep(min(settings.assay_retry_backoff_seconds * tries,
+                           max(0.0, deadline - time.monotonic())))
+        except AgentCrashError as exc:
+            return AttemptResult(AttemptState.FAILED, crash=True, error=redact(str(exc)),
+                                 reason=f"agent crashed: {redact(str(exc))}"[:500],
+                                 latency_ms=(time.monotonic() - started) * 1000)
+    latency = (time.monotonic() - started) * 1000
+    scoring = ScoringConfig.model_validate(run.scoring)
+    # Grading reads the original answer in memory; only the redacted one is kept (seed 004).
+    grade = scorers.grade(case, answer, scoring)
+    cost = answer.cost_micros if answer.cost_micros is not None else token_cost_micros(
+        answer.usage.input_tokens, answer.usage.output_tokens, spec.get("price"))
+    return AttemptResult(
+        state=grade.state, answer=redact(answer.answer),
+        calls=[redact_value(call.model_dump(mode="json")) for call in answer.calls],
+        scores=[s.model_dump(mode="json") for s in grade.scores], reason=grade.reason,
+        cost_micros=cost, input_tokens=answer.usage.input_tokens,
+        output_tokens=answer.usage.output_tokens, latency_ms=latency, model=answer.model)
+
+
+class _KeepAlive:
+    """While a long case runs: heartbeat the run and keep the message invisible (DESIGN §7.2)."""
+
+    def __init__(self, c: Container, run_id: str, receipt_handle: str | None) -> None:
+        self._c, self._run_id, self._receipt = c, run_id, receipt_handle
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name=f"keepalive-{run_id}")
+
+    def __enter__(self) -> _KeepAlive:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+
+    def _loop(self) -> None:
+        interval = self._c.settings.eval_heartbeat_seconds
+        while not self._stop.wait(interval):
+            try:
+                self._c.runs.update(self._run_id, [RunRow.heartbeat_at_ms.set(epoch_ms(self._c.clock.now()))],
+                                    condition=RunRow.status == RunStatus.RUNNING.value)
+                if self._receipt:
+                    self._c.case_queue.extend_visibility(self._receipt,
+                                                         self._c.settings.visibility_timeout_seconds)
+            except Exception:  # noqa: BLE001 - a missed heartbeat is what the sweep is for
+                log.exception("heartbeat of run %s failed", self._run_id)
+
+
+# --- recording -------------------------------------------------------------------------------
+
+
+def _attempt_row(c: Container, run: RunRow, task: Task, result: AttemptResult, successor: Task | None,
+                 now_ms: int, now_iso: str) -> AttemptRow:
+    answer, answer_ref = result.answer, None
+    if answer is not None and len(answer.encode("utf-8")) > c.settings.assay_answer_inline_bytes:
+        answer_ref = c.bucket.put_text(f"answers/{run.run_id}/{task.key}.txt", answer)
+        answer = answer[:1000]
+    return AttemptRow(
+        run.run_id, task.key, recorded_key=f"{now_ms:013d}#{task.key}", arm_id=task.arm_id,
+        case_id=task.case_id, attempt=task.attempt, state=result.state.value, answer=answer,
+        answer_ref=answer_ref, calls=result.calls, scores=result.scores, reason=result.reason,
+        error=result.error, crash=result.crash, cost_micros=result.cost_micros,
+        input_tokens=result.input_tokens, output_tokens=result.output_tokens,
+        latency_ms=round(result.latency_ms, 3), model=result.model, recorded_at=now_iso,
+        successor=slots.message(run, successor) if successor else None)
+
+
+def record(c: Container, run: RunRow, task: Task, result: AttemptResult) -> bool:
+    """Write the attempt once with the run's counters, and pass its slot on (DESIGN §5, §6).
+
+    Returns True when this call wrote the attempt, False when it existed (a redelivery).
+    """
+    counters = {"recorded": 1, result.state.value: 1, "crashed": int(result.crash),
+                "cost_micros": result.cost_micros, "input_tokens": result.input_tokens,
+                "output_tokens": result.output_tokens}
+    for _ in range(100):
+        now = c.clock.now()
+        claim = run.status == RunStatus.RUNNING and int(run.next_index) < int(run.tasks_total)
+        successor = slots.task_of(run, int(run.next_index)) if claim else None
+        row = _attempt_row(c, run, task, result, successor, epoch_ms(now), iso(now))
+        try:
+            outcome = c.runs.record_attempt(run, row, counters=counters, claim_next=claim,
+                                            release_slot=not claim and int(run.slots) > 0,
+                                            now_ms=epoch_ms(now))
+        except RecordConflict:
+            fresh = c.runs.get(run.run_id)
+            if fresh is None:
+                return False
+            run = fresh
+            continue
+        if not outcome.written:
+            on_duplicate(c, run, task)
+            return False
+        if successor is not None:
+            slots.send_tasks(c, run, [successor])
+        else:
+            after_release(c, run.org_id, run.run_id)
+        return True
+    raise RuntimeError(f"run {run.run_id}: could not record {task.key} after 100 tries")
+
+
+def after_release(c: Container, org_id: str, run_id: str) -> None:
+    """A slot went back to the organization: hand it on, and see whether the phase is over."""
+    slots.assign_free_slots(c, org_id)
+    from chalicelib.services import finalize
+
+    finalize.advance_if_done(c, run_id)
+
+
+def on_duplicate(c: Container, run: RunRow, task: Task) -> None:
+    """A redelivered task whose attempt is recorded: finish what its first delivery may not have.
+
+    Re-sends the successor its write claimed unless that successor is recorded already (its own
+    write is conditional, so a second copy cannot count twice), or redoes the idempotent
+    hand-off and phase check when it claimed none.
+    """
+    row = c.runs.get_attempt(run.run_id, task.key)
+    if row is None:
+        return
+    if row.successor:
+        succ = row.successor
+        if not c.runs.attempt_exists(run.run_id, Task(succ["arm_id"], succ["case_id"], int(succ["attempt"])).key):
+            c.case_queue.send([succ])
+    else:
+        after_release(c, run.org_id, run.run_id)
+
+
+def record_unqueued(c: Container, run_id: str, task: Task) -> None:
+    """A claimed task that could not be queued: `incomplete`, and its slot given back."""
+    run = c.runs.get(run_id)
+    if run is None:
+        return
+    # It never ran, so it must not pass its slot to another task of the run: end it like a cancel.
+    result = AttemptResult(AttemptState.INCOMPLETE, reason="could not be queued")
+    _record_without_claim(c, run, task, result)
+
+
+def _record_without_claim(c: Container, run: RunRow, task: Task, result: AttemptResult) -> None:
+    counters = {"recorded": 1, result.state.value: 1}
+    for _ in range(100):
+        now = c.clock.now()
+        row = _attempt_row(c, run, task, result, None, epoch_ms(now), iso(now))
+        try:
+            c.runs.record_attempt(run, row, counters=counters, claim_next=False,
+                                  release_slot=int(run.slots) > 0, now_ms=epoch_ms(now))
+            break
+        except RecordConflict:
+            fresh = c.runs.get(run.run_id)
+            if fresh is None:
+                return
+            run = fresh
+    after_release(c, run.org_id, run.run_id)
+
+
+# --- entry points ----------------------------------------------------------------------------
+
+
+def handle_task(c: Container, body: str, *, receive_count: int = 1, receipt_handle: str | None = None) -> None:
+    """Run one case-task message end to end. Raises only for bugs and AWS failures (so SQS
+    redelivers); every expected outcome is recorded as an attempt state."""
+    parsed = parse_message(body)
+    if parsed is None:
+        log.error("malformed case task dropped: %.200s", body)
+        return
+    task, run_id = parsed  # type: ignore[misc]
+    run = c.runs.get(run_id)
+    if run is None:
+        log.info("case task for deleted run %s dropped", run_id)
+        return
+    if receive_count > 1 and c.runs.attempt_exists(run_id, task.key):
+        on_duplicate(c, run, task)
+        return
+    status = RunStatus(run.status)
+    if status.ended:
+        # Nothing else starts once a run ended; its slot is given back by recording the task.
+        reason = {RunStatus.CANCELLED: "cancelled", RunStatus.BUDGET_EXCEEDED: "budget exceeded"}.get(
+            status, f"run {status.value}")
+        record(c, run, task, AttemptResult(AttemptState.INCOMPLETE, reason=reason))
+        return
+    arm = next((a for a in run.arms if a["arm_id"] == task.arm_id), None)
+    raw_case = c.datasets.get_case(run.dataset_id, int(run.dataset_version), task.case_id)
+    if arm is None or raw_case is None:
+        record(c, run, task, AttemptResult(AttemptState.INCOMPLETE, reason="unknown arm or case"))
+        return
+    with _KeepAlive(c, run_id, receipt_handle):
+        result = ask_and_grade(c, run, arm, Case.model_validate(raw_case), task)
+    record(c, run, task, result)
+
+
+def handle_dead_task(c: Container, body: str, *, receive_count: int | None = None) -> None:
+    """A case task that kept failing reached the DLQ: record it `incomplete` and pass its slot on."""
+    parsed = parse_message(body)
+    if parsed is None:
+        log.error("malformed dead case task dropped: %.200s", body)
+        return
+    task, run_id = parsed  # type: ignore[misc]
+    run = c.runs.get(run_id)
+    if run is None:
+        return
+    if c.runs.attempt_exists(run_id, task.key):
+        on_duplicate(c, run, task)
+        return
+    record(c, run, task, AttemptResult(
+        AttemptState.INCOMPLETE, reason=f"gave up after {receive_count or 'several'} deliveries"))

@@ -1,0 +1,252 @@
+"""Starting, reading, cancelling and deleting eval runs (seed 001, seed 004 "Running and cancelling")."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from chalicelib.adapters.tables import AttemptRow, RunRow
+from chalicelib.bootstrap import Container
+from chalicelib.clock import epoch_ms, iso
+from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
+from chalicelib.domain.identity import Identity
+from chalicelib.domain.money import micros_to_usd
+from chalicelib.domain.spec import spec_hash
+from chalicelib.errors import ConflictError, InvalidInputError, NotFoundError
+from chalicelib.services import datasets as dataset_service
+from chalicelib.services import finalize, slots
+
+
+def _ungraded_warning(n: int) -> str:
+    noun = "case has" if n == 1 else "cases have"
+    return f"{n} {noun} nothing to grade {'it' if n == 1 else 'them'}. The result will be inconclusive."
+
+
+def resolve_candidate(c: Container, who: Identity, agent_id: str, candidate: Any,
+                      version: Any) -> tuple[dict[str, Any], int | None, bool]:
+    """The spec to run, its resolved version (None for the draft) and whether it is the draft.
+
+    `candidate` is `"draft"`, `"version"` (with `version` a number, `"latest"` or `"published"`,
+    default latest), or directly a number, `"latest"` or `"published"`. The version is resolved
+    once, here, and pinned on the run (seed 001 "What a run pins").
+    Raises:
+        InvalidInputError: a version asked of an agent never published, or a bad selector.
+        NotFoundError: unknown agent or version.
+    """
+    agent = c.agents.get(who.org_id, agent_id)
+    if candidate == "draft":
+        return agent.draft_spec, None, True
+    selector = version if candidate in (None, "version") else candidate
+    if selector is None:
+        selector = "latest"
+    latest = int(agent.latest_version or 0)
+    if latest == 0:
+        raise InvalidInputError(f"agent {agent_id} was never published: run its draft instead "
+                                '(candidate: "draft")', field="candidate")
+    if selector == "latest":
+        number = latest
+    elif selector == "published":
+        number = int(agent.live_version or latest)
+    elif isinstance(selector, int) and not isinstance(selector, bool) and selector >= 1:
+        number = selector
+    else:
+        raise InvalidInputError('version must be a positive integer, "latest" or "published"',
+                                field="version" if candidate in (None, "version") else "candidate")
+    row = c.agents.get_version(agent_id, number)
+    if row is None:
+        raise NotFoundError(f"version {number} of agent {agent_id} not found", field="version")
+    return row.spec, number, False
+
+
+def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> tuple[RunRow, list[str]]:
+    """Start an eval run: pin the candidate and the dataset version, write the run, claim slots.
+
+    Args:
+        body: validated start body (see `api.schemas.StartRun`) as a dict.
+    Returns:
+        (the run as written, warnings for the caller).
+    Raises:
+        NotFoundError: unknown agent, version, dataset, dataset version or environment.
+        InvalidInputError: what could tell nothing (seed 004 "What is refused").
+    """
+    from chalicelib.adapters.runtimes import validate_spec
+
+    spec, resolved, is_draft = resolve_candidate(c, who, agent_id, body.get("candidate"), body.get("version"))
+    if body.get("environment_id") not in (None, "default"):
+        raise NotFoundError(f"environment {body['environment_id']} not found", field="environment_id")
+    dataset_version = dataset_service.resolve_version(c, who, body["dataset_id"], body.get("dataset_version"))
+    case_count = int(dataset_version.case_count or 0)
+    if case_count == 0:
+        raise InvalidInputError("the dataset version has no cases", field="dataset_version")
+    ungraded = int(dataset_version.ungraded_cases or 0)
+    if ungraded >= case_count:
+        raise InvalidInputError("no required scorer applies to any case: add a check, an expected "
+                                "tool call or grading criteria", field="dataset_version")
+    validate_spec(spec, c.runtimes)
+    now = c.clock.now()
+    settings = c.settings
+    c.orgs.ensure(who.org_id, concurrency_limit=settings.eval_org_concurrency, now_iso=iso(now))
+    arms = [{"arm_id": "candidate", "role": ArmRole.CANDIDATE.value, "version": resolved, "draft": is_draft,
+             "spec": spec, "spec_hash": spec_hash(spec), "model_profile_id": spec.get("model_profile_id")}]
+    total = len(arms) * case_count
+    run = RunRow(
+        f"run_{uuid.uuid4().hex[:16]}", org_id=who.org_id, agent_id=agent_id,
+        dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
+        created_at=iso(now), created_by=who.user_id, status=RunStatus.QUEUED.value,
+        phase=RunPhase.ANSWERING.value, purpose="check",
+        candidate="draft" if is_draft else "version", resolved_version=resolved, draft=is_draft,
+        spec_hash=spec_hash(spec), environment_id=body.get("environment_id"), arms=arms,
+        case_ids=list(dataset_version.case_ids or []), scoring=dataset_version.scoring,
+        settings={"run_concurrency": settings.eval_run_concurrency,
+                  "case_timeout_seconds": settings.evaluation_case_timeout_seconds},
+        tasks=None, tasks_total=total, next_index=0, slots=0, expected=total,
+        heartbeat_at_ms=epoch_ms(now))
+    c.runs.create(run)
+    slots.enqueue_run(c, run)
+    warnings = [_ungraded_warning(ungraded)] if ungraded else []
+    return c.runs.get(run.run_id) or run, warnings
+
+
+def progress_view(run: RunRow) -> dict[str, Any]:
+    """Progress = recorded results against the total, read from the database (seed 001 "Progress")."""
+    expected, recorded = int(run.expected), int(run.recorded)
+    return {"run_id": run.run_id, "status": run.status, "phase": run.phase,
+            "recorded": recorded, "expected": expected, "total": expected,
+            "fraction": (min(recorded, expected) / expected) if expected else 1.0,
+            "passed": int(run.passed), "failed": int(run.failed), "incomplete": int(run.incomplete),
+            "ungraded": int(run.ungraded), "in_flight": int(run.slots)}
+
+
+def run_view(run: RunRow, *, with_summaries: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The API shape of a run header (arms without their specs: those need agents:edit)."""
+    outcome = run.outcome
+    return {
+        "run_id": run.run_id, "agent_id": run.agent_id, "status": run.status, "phase": run.phase,
+        "purpose": run.purpose, "candidate": run.candidate,
+        "resolved_version": int(run.resolved_version) if run.resolved_version is not None else None,
+        "draft": bool(run.draft), "spec_hash": run.spec_hash,
+        "dataset_id": run.dataset_id, "dataset_version": int(run.dataset_version),
+        "environment_id": run.environment_id, "created_at": run.created_at, "created_by": run.created_by,
+        "started_at": run.started_at, "completed_at": run.completed_at, "reason": run.reason,
+        "progress": progress_view(run),
+        "cost_usd": micros_to_usd(int(run.cost_micros or 0)),
+        "tokens": {"input": int(run.input_tokens or 0), "output": int(run.output_tokens or 0)},
+        "arms": [{k: v for k, v in a.items() if k != "spec"} for a in run.arms],
+        "outcome": {k: v for k, v in outcome.items() if k != "arms"} if outcome else None,
+        "summaries": with_summaries if with_summaries is not None else (outcome or {}).get("arms"),
+    }
+
+
+def attempt_view(c: Container, row: AttemptRow, *, full_answer: bool = False) -> dict[str, Any]:
+    """The API shape of one attempt."""
+    answer = row.answer
+    if full_answer and row.answer_ref:
+        answer = c.bucket.get_text(row.answer_ref)
+    scores = row.scores or []
+    decided = [s.get("score", 0.0) for s in scores if s.get("passed") is not None]
+    return {"arm_id": row.arm_id, "case_id": row.case_id, "attempt": int(row.attempt), "state": row.state,
+            "passed": row.state == "passed", "score": (sum(decided) / len(decided)) if decided else None,
+            "answer": answer, "answer_ref": row.answer_ref, "calls": row.calls, "scores": scores,
+            "reason": row.reason, "error": row.error, "crash": bool(row.crash),
+            "cost_usd": micros_to_usd(int(row.cost_micros or 0)),
+            "tokens": {"input": int(row.input_tokens or 0), "output": int(row.output_tokens or 0)},
+            "latency_ms": float(row.latency_ms or 0), "model": row.model, "recorded_at": row.recorded_at}
+
+
+def read_run(c: Container, who: Identity, run_id: str, *, with_results: bool = True) -> dict[str, Any]:
+    """One run with each arm's summary, its outcome and (by default) every attempt."""
+    run = c.runs.get_for_org(who.org_id, run_id)
+    attempts = c.runs.attempts(run_id)
+    summaries = None
+    if not run.outcome or run.status != RunStatus.COMPLETED:
+        summaries = {arm: finalize.summary_view(s) for arm, s in finalize.summarize(run, attempts).items()}
+    view = run_view(run, with_summaries=summaries)
+    if with_results:
+        view["results"] = [attempt_view(c, a) for a in sorted(attempts, key=lambda r: r.attempt_key)]
+    return view
+
+
+def cancel_run(c: Container, who: Identity, run_id: str) -> RunRow:
+    """Cancel: running cases finish and are kept, nothing else starts (seed 004).
+
+    Each running case keeps its organization slot until it ends. Raises ConflictError when the
+    run has already ended.
+    """
+    run = c.runs.get_for_org(who.org_id, run_id)
+    if RunStatus(run.status).ended:
+        raise ConflictError(f"eval run {run_id} already ended ({run.status})", field="run_id")
+    ok = c.runs.update(run_id, [RunRow.status.set(RunStatus.CANCELLED.value),
+                                RunRow.reason.set(f"cancelled by {who.user_id}"),
+                                RunRow.completed_at.set(iso(c.clock.now()))],
+                       condition=RunRow.status.is_in(RunStatus.QUEUED.value, RunStatus.RUNNING.value))
+    if not ok:
+        return cancel_run(c, who, run_id)
+    c.orgs.remove_waiting(run.org_id, run_id)
+    return c.runs.get(run_id)  # type: ignore[return-value]
+
+
+def delete_run(c: Container, who: Identity, run_id: str) -> None:
+    """Delete an ended run and every attempt it kept. Raises ConflictError while it runs."""
+    run = c.runs.get_for_org(who.org_id, run_id)
+    if not RunStatus(run.status).ended or int(run.slots) > 0:
+        raise ConflictError("the run is still running: cancel it and wait for its running cases first",
+                            field="run_id")
+    c.runs.delete(run_id)
+
+
+def list_runs(c: Container, who: Identity, *, agent_id: str | None = None, dataset_id: str | None = None,
+              limit: int = 50, cursor: str | None = None, draft: str | None = None) -> dict[str, Any]:
+    """Runs newest first, a page at a time (`cursor` from the previous page's `next_cursor`)."""
+    import base64
+    import json
+
+    if not 1 <= limit <= 200:
+        raise InvalidInputError("limit must be between 1 and 200", field="limit")
+    start = None
+    if cursor:
+        try:
+            start = json.loads(base64.urlsafe_b64decode(cursor.encode()).decode())
+        except ValueError:
+            raise InvalidInputError("cursor is not one this API gave", field="cursor") from None
+    current_hash = None
+    if agent_id is not None:
+        agent = c.agents.get(who.org_id, agent_id)
+        current_hash = agent.draft_spec_hash
+        result = c.runs.list_by_agent(agent_id, limit=limit, start=start)
+    elif dataset_id is not None:
+        c.datasets.get(who.org_id, dataset_id)
+        result = c.runs.list_by_dataset(dataset_id, limit=limit, start=start)
+    else:
+        result = c.runs.list_by_org(who.org_id, limit=limit, start=start)
+    rows = [r for r in result if r.org_id == who.org_id]
+    if draft == "current":
+        rows = [r for r in rows if r.draft and r.spec_hash == current_hash]
+    elif draft == "earlier":
+        rows = [r for r in rows if r.draft and r.spec_hash != current_hash]
+    elif draft is not None:
+        raise InvalidInputError('draft must be "current" or "earlier"', field="draft")
+    last = result.last_evaluated_key
+    return {"runs": [run_view(r) for r in rows],
+            "next_cursor": base64.urlsafe_b64encode(json.dumps(last).encode()).decode() if last else None}
+
+
+def events(c: Container, who: Identity, run_id: str, *, after: str = "", wait_s: float | None = None,
+           limit: int = 100) -> dict[str, Any]:
+    """Attempts recorded after the cursor `after`, waiting up to `wait_s` seconds for one (a bounded
+    long-poll: Lambda behind API Gateway cannot stream, DESIGN §11 Live updates)."""
+    run = c.runs.get_for_org(who.org_id, run_id)
+    wait = c.settings.assay_events_wait_seconds if wait_s is None else wait_s
+    deadline = time.monotonic() + max(0.0, min(wait, 25.0))
+    while True:
+        rows = c.runs.attempts_after(run_id, after, limit)
+        if rows or RunStatus(run.status).ended or time.monotonic() >= deadline:
+            break
+        time.sleep(0.25)
+        run = c.runs.get(run_id) or run
+    if rows:
+        run = c.runs.get(run_id) or run
+    return {"run_id": run_id, "events": [{"type": "attempt_recorded", "cursor": r.recorded_key,
+                                          **attempt_view(c, r)} for r in rows],
+            "cursor": rows[-1].recorded_key if rows else after, "status": run.status,
+            "progress": progress_view(run), "done": RunStatus(run.status).ended and not rows}

@@ -1,0 +1,82 @@
+"""Agent summaries: the verdict word beside an agent version (seed 000 "Verdicts").
+
+An evaluation is the dataset a version was measured on. Each evaluation contributes its latest
+completed run only, matched on the run's pinned version (exact match; a draft matches runs of
+the draft), and the contributions are summed. Staleness applies to drafts only: a run whose
+spec hash differs from the draft as it is now tested something that no longer exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chalicelib.adapters.tables import RunRow
+from chalicelib.bootstrap import Container
+from chalicelib.domain.enums import RunStatus
+from chalicelib.domain.identity import Identity
+from chalicelib.domain.runs import verdict_word
+from chalicelib.errors import InvalidInputError
+
+
+def _matches(run: RunRow, version: int | str) -> bool:
+    if version == "draft":
+        return bool(run.draft)
+    return not run.draft and run.resolved_version is not None and int(run.resolved_version) == version
+
+
+def summarize_agents(c: Container, who: Identity, agents: Any) -> list[dict[str, Any]]:
+    """One summary per `{agentId, version}` asked.
+
+    Returns:
+        `[{agent_id, agentId, version, total, passed, evaluations, last_completed_at, stale, verdict}]`.
+    Raises:
+        InvalidInputError: a malformed entry (naming `agents[i].field`). NotFoundError: unknown agent.
+    """
+    if not isinstance(agents, list) or not agents:
+        raise InvalidInputError("agents must be a non-empty list of {agentId, version}", field="agents")
+    if len(agents) > 100:
+        raise InvalidInputError("at most 100 agents per request", field="agents")
+    out = []
+    runs_by_agent: dict[str, list[RunRow]] = {}
+    for i, entry in enumerate(agents):
+        if not isinstance(entry, dict):
+            raise InvalidInputError(f"agents[{i}] must be an object", field=f"agents[{i}]")
+        agent_id = entry.get("agentId", entry.get("agent_id"))
+        version = entry.get("version")
+        if not isinstance(agent_id, str) or not agent_id:
+            raise InvalidInputError(f"agents[{i}].agentId is required", field=f"agents[{i}].agentId")
+        if version != "draft" and (not isinstance(version, int) or isinstance(version, bool) or version < 1):
+            raise InvalidInputError(f'agents[{i}].version must be a positive integer or "draft"',
+                                    field=f"agents[{i}].version")
+        agent = c.agents.get(who.org_id, agent_id)
+        if agent_id not in runs_by_agent:
+            runs_by_agent[agent_id] = [r for r in _all_runs(c, agent_id)
+                                       if r.org_id == who.org_id and r.status == RunStatus.COMPLETED
+                                       and r.outcome]
+        latest: dict[str, RunRow] = {}
+        for run in runs_by_agent[agent_id]:
+            if not _matches(run, version):
+                continue
+            held = latest.get(run.dataset_id)
+            if held is None or (run.completed_at or "") > (held.completed_at or ""):
+                latest[run.dataset_id] = run
+        total = sum(int(r.outcome.get("total", 0)) for r in latest.values())
+        passed = sum(int(r.outcome.get("passed", 0)) for r in latest.values())
+        stale = version == "draft" and any(r.spec_hash != agent.draft_spec_hash for r in latest.values())
+        out.append({"agent_id": agent_id, "agentId": agent_id, "version": version, "total": total,
+                    "passed": passed, "failed": total - passed, "evaluations": len(latest),
+                    "last_completed_at": max((r.completed_at for r in latest.values()), default=None),
+                    "stale": stale, "verdict": verdict_word(total, passed).value,
+                    "run_ids": sorted(r.run_id for r in latest.values())})
+    return out
+
+
+def _all_runs(c: Container, agent_id: str) -> list[RunRow]:
+    rows: list[RunRow] = []
+    start = None
+    while True:
+        page = c.runs.list_by_agent(agent_id, limit=200, start=start)
+        rows.extend(page)
+        start = page.last_evaluated_key
+        if not start:
+            return rows

@@ -1,0 +1,100 @@
+"""The one-minute sweep and slot tick (seed 004 "Running and cancelling", DESIGN §6-§7.5).
+
+A running run whose heartbeat and progress stood still for `EVAL_ABANDONED_AFTER_MINUTES` is
+failed (conditional on the values read, so a run that moves meanwhile is left alone); its
+running cases are failed, the rest skipped, and its slots released exactly once. A slow run
+that still heartbeats is never swept. Every recorded attempt stays readable.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from chalicelib.adapters.tables import AttemptRow, RunRow
+from chalicelib.bootstrap import Container
+from chalicelib.clock import epoch_ms, iso
+from chalicelib.domain.enums import AttemptState, RunPhase, RunStatus
+from chalicelib.services import finalize, slots
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SweepReport:
+    """What one sweep did (run ids)."""
+
+    failed: list[str] = field(default_factory=list)
+    finalized: list[str] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)
+    slots_started: int = 0
+
+
+def _abandoned_reason(minutes: float) -> str:
+    return (f"abandoned: no heartbeat and no progress for {minutes:g} minutes; the recorded results "
+            "are kept, start the run again")
+
+
+def fail_running_cases(c: Container, run: RunRow, reason: str, now: datetime) -> int:
+    """Write a `failed` attempt for every task the run claimed that has no attempt yet."""
+    keys = c.runs.attempt_keys(run.run_id)
+    written = 0
+    for index in range(int(run.next_index)):
+        task = slots.task_of(run, index)
+        if task.key in keys:
+            continue
+        row = AttemptRow(run.run_id, task.key, recorded_key=f"{epoch_ms(now):013d}#{task.key}",
+                         arm_id=task.arm_id, case_id=task.case_id, attempt=task.attempt,
+                         state=AttemptState.FAILED.value, reason=reason, recorded_at=iso(now))
+        written += c.runs.put_attempt_once(row)
+    return written
+
+
+def sweep(c: Container) -> SweepReport:
+    """Fail abandoned runs, free slots of ended runs, and hand free slots to waiting runs."""
+    now = c.clock.now()
+    minutes = c.settings.eval_abandoned_after_minutes
+    cutoff = epoch_ms(now) - int(minutes * 60_000)
+    report = SweepReport()
+    for candidate in c.runs.stale(RunStatus.RUNNING, cutoff):
+        run = c.runs.get(candidate.run_id)
+        if run is None or run.status != RunStatus.RUNNING or int(run.heartbeat_at_ms) >= cutoff:
+            continue
+        if run.phase == RunPhase.FINALIZING:
+            finalize.finalize(c, run.run_id)
+            report.finalized.append(run.run_id)
+            continue
+        reason = _abandoned_reason(minutes)
+        if c.runs.end_and_release(run, status=RunStatus.FAILED, reason=reason, now_iso=iso(now),
+                                  condition=(RunRow.status == RunStatus.RUNNING.value)
+                                  & (RunRow.heartbeat_at_ms == run.heartbeat_at_ms)
+                                  & (RunRow.recorded == run.recorded)):
+            fail_running_cases(c, run, "the run was abandoned while this case ran", now)
+            c.orgs.remove_waiting(run.org_id, run.run_id)
+            report.failed.append(run.run_id)
+    for candidate in c.runs.stale(RunStatus.QUEUED, cutoff):
+        run = c.runs.get(candidate.run_id)
+        if run is None or run.status != RunStatus.QUEUED:
+            continue
+        org = c.orgs.get(run.org_id)
+        if org is not None and run.run_id in (org.waiting or []):
+            continue  # still in line for a slot: a queued run may wait as long as its job is queued
+        if c.runs.end_and_release(run, status=RunStatus.FAILED, now_iso=iso(now),
+                                  reason="failed: nothing was left to run it",
+                                  condition=RunRow.status == RunStatus.QUEUED.value):
+            report.failed.append(run.run_id)
+    for status in (RunStatus.CANCELLED, RunStatus.BUDGET_EXCEEDED, RunStatus.FAILED):
+        for candidate in c.runs.stale(status, cutoff):
+            run = c.runs.get(candidate.run_id)
+            if run is None or int(run.slots) <= 0 or int(run.heartbeat_at_ms) >= cutoff:
+                continue
+            # A case a dead worker left running under an ended run: fail it and free its slot.
+            if c.runs.end_and_release(run, status=RunStatus(run.status), reason=run.reason or status.value,
+                                      now_iso=run.completed_at or iso(now),
+                                      condition=RunRow.heartbeat_at_ms == run.heartbeat_at_ms):
+                fail_running_cases(c, run, "its worker stopped after the run ended", now)
+                report.released.append(run.run_id)
+    for org in c.orgs.orgs_with_waiting_runs():
+        report.slots_started += slots.assign_free_slots(c, org.org_id)
+    return report

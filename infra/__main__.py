@@ -1,0 +1,38 @@
+"""`python -m infra [--endpoint-url URL] [--region R] [--prefix P] [--case-timeout-seconds N]`.
+
+Creates every table, queue and the bucket (idempotent) and prints the queue URLs as JSON.
+Defaults come from the same settings the app reads (`AWS_ENDPOINT_URL`, `AWS_DEFAULT_REGION`,
+`ASSAY_RESOURCE_PREFIX`, `EVALUATION_CASE_TIMEOUT_SECONDS`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+from chalicelib.config import get_settings
+from infra.resources import bootstrap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse `argv`, bootstrap, print `{queue name: url}`; returns the exit status."""
+    settings = get_settings()
+    parser = argparse.ArgumentParser(prog="python -m infra", description=__doc__.splitlines()[0])
+    parser.add_argument("--endpoint-url", default=settings.aws_endpoint_url,
+                        help="moto server or LocalStack URL; omit for AWS itself")
+    parser.add_argument("--region", default=settings.aws_default_region)
+    parser.add_argument("--prefix", default=settings.assay_resource_prefix, help="table-name prefix")
+    parser.add_argument("--case-timeout-seconds", type=int,
+                        default=settings.evaluation_case_timeout_seconds)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    urls = bootstrap(args.endpoint_url or None, args.region, args.prefix, args.case_timeout_seconds)
+    json.dump(urls, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,187 @@
+"""The one definition of assay's queues and bucket, and `bootstrap()` that creates every resource.
+
+Tables are defined once, as PynamoDB models, in `chalicelib.adapters.tables`; queues and the
+bucket here. `bootstrap()` targets moto server, LocalStack (`endpoint_url` set) or AWS
+(`endpoint_url=None`) and may be run any number of times.
+
+Queue names are fixed (`chalicelib.names`): Chalice needs them when `app.py` is imported, before
+any settings are read. Only table names carry the stack's prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from chalicelib import names
+
+log = logging.getLogger(__name__)
+
+DLQ_RETENTION_SECONDS = 14 * 24 * 3600
+"""SQS's maximum. A standard queue's message keeps its first enqueue time when it moves to the
+DLQ, so the DLQ must keep messages longer than the source queue (default 4 days) does."""
+DLQ_VISIBILITY_TIMEOUT_SECONDS = 120
+"""The case-tasks DLQ has a handler (records the attempt `incomplete`): a few DynamoDB writes."""
+AGENT_EVENTS_VISIBILITY_TIMEOUT_SECONDS = 60
+AGENT_EVENTS_MAX_RECEIVE_COUNT = 5
+VISIBILITY_MARGIN_SECONDS = 60
+"""Case-task visibility = case timeout + this margin (DESIGN §11 Queues)."""
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    """A work queue and its dead-letter queue.
+
+    `visibility_timeout_seconds` and `max_receive_count` apply to the work queue; SQS moves a
+    message to `dlq_name` on the receive after its `max_receive_count`-th.
+    """
+
+    name: str
+    dlq_name: str
+    max_receive_count: int
+    visibility_timeout_seconds: int
+
+
+def queue_specs(case_timeout_seconds: int) -> tuple[QueueSpec, ...]:
+    """Every queue of assay, for a case timeout in seconds."""
+    return (
+        QueueSpec(
+            name=names.CASE_TASKS_QUEUE,
+            dlq_name=names.CASE_TASKS_DLQ,
+            max_receive_count=names.MAX_RECEIVE_COUNT,
+            visibility_timeout_seconds=case_timeout_seconds + VISIBILITY_MARGIN_SECONDS,
+        ),
+        QueueSpec(
+            name=names.AGENT_EVENTS_QUEUE,
+            dlq_name=names.AGENT_EVENTS_DLQ,
+            max_receive_count=AGENT_EVENTS_MAX_RECEIVE_COUNT,
+            visibility_timeout_seconds=AGENT_EVENTS_VISIBILITY_TIMEOUT_SECONDS,
+        ),
+    )
+
+
+BUCKET_NAME = names.RESULTS_BUCKET
+
+
+def _client(service: str, endpoint_url: str | None, region: str) -> Any:
+    import boto3
+
+    session = boto3.session.Session()
+    kwargs: dict[str, Any] = {"endpoint_url": endpoint_url, "region_name": region}
+    if endpoint_url and session.get_credentials() is None:
+        # moto and LocalStack accept any key, but botocore refuses to sign without one.
+        kwargs |= {"aws_access_key_id": "test", "aws_secret_access_key": "test"}
+    return session.client(service, **kwargs)
+
+
+def _error_code(exc: Exception) -> str:
+    return getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+
+
+def ensure_queue(sqs: Any, name: str, attributes: dict[str, str]) -> str:
+    """Create queue `name` with `attributes`, or set them on the existing queue; return its URL."""
+    from botocore.exceptions import ClientError
+
+    try:
+        url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+    except ClientError as missing:
+        # `QueueDoesNotExist` (JSON protocol) or `AWS.SimpleQueueService.NonExistentQueue` (query)
+        if not any(s in _error_code(missing) for s in ("QueueDoesNotExist", "NonExistentQueue")):
+            raise
+        try:
+            return sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+        except ClientError as exc:  # created meanwhile by another bootstrap, with other attributes
+            if "Exist" not in _error_code(exc):
+                raise
+            url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+    sqs.set_queue_attributes(QueueUrl=url, Attributes=attributes)
+    return url
+
+
+def ensure_tables(endpoint_url: str | None, region: str, prefix: str) -> list[str]:
+    """Create every table of `tables.ALL_MODELS` that does not exist; return all table names.
+
+    Points the PynamoDB models at this stack (`tables.configure`) as a side effect. Waits until
+    each new table is ACTIVE (immediate on moto and LocalStack).
+    """
+    from chalicelib.adapters import tables
+
+    tables.configure(prefix=prefix, endpoint_url=endpoint_url, region=region)
+    dynamodb = _client("dynamodb", endpoint_url, region)
+    created: list[str] = []
+    for model in tables.ALL_MODELS:
+        params = tables.create_table_params(model)
+        try:
+            dynamodb.create_table(**params)
+            created.append(params["TableName"])
+        except dynamodb.exceptions.ResourceInUseException:
+            pass  # already there
+    waiter = dynamodb.get_waiter("table_exists")
+    for name in created:
+        waiter.wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 120})
+    return [tables.table_name(m) for m in tables.ALL_MODELS]
+
+
+def ensure_bucket(endpoint_url: str | None, region: str, bucket: str = BUCKET_NAME) -> str:
+    """Create the results bucket if this account does not own it yet; return its name.
+
+    Raises `botocore.exceptions.ClientError` (`BucketAlreadyExists`) if another account owns
+    the name (S3 bucket names are global on AWS).
+    """
+    s3 = _client("s3", endpoint_url, region)
+    kwargs: dict[str, Any] = {"Bucket": bucket}
+    if region != "us-east-1":  # us-east-1 refuses an explicit LocationConstraint
+        kwargs["CreateBucketConfiguration"] = {"LocationConstraint": region}
+    try:
+        s3.create_bucket(**kwargs)
+    except s3.exceptions.BucketAlreadyOwnedByYou:
+        pass
+    return bucket
+
+
+def ensure_queues(endpoint_url: str | None, region: str, case_timeout_seconds: int) -> dict[str, str]:
+    """Create every queue of `queue_specs` and its DLQ (RedrivePolicy); return URLs by queue name."""
+    sqs = _client("sqs", endpoint_url, region)
+    urls: dict[str, str] = {}
+    for spec in queue_specs(case_timeout_seconds):
+        dlq_url = ensure_queue(sqs, spec.dlq_name, {
+            "MessageRetentionPeriod": str(DLQ_RETENTION_SECONDS),
+            "VisibilityTimeout": str(DLQ_VISIBILITY_TIMEOUT_SECONDS),
+        })
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
+            "Attributes"]["QueueArn"]
+        urls[spec.dlq_name] = dlq_url
+        urls[spec.name] = ensure_queue(sqs, spec.name, {
+            "VisibilityTimeout": str(spec.visibility_timeout_seconds),
+            "RedrivePolicy": json.dumps({
+                "deadLetterTargetArn": dlq_arn,
+                "maxReceiveCount": spec.max_receive_count,
+            }),
+        })
+    return urls
+
+
+def bootstrap(endpoint_url: str | None, region: str, prefix: str, case_timeout_seconds: int) -> dict[str, str]:
+    """Create every table, queue (with its DLQ) and the bucket; safe to run again.
+
+    Args:
+        endpoint_url: moto server or LocalStack URL; None for AWS itself.
+        region: AWS region name, e.g. `us-east-1`.
+        prefix: table-name prefix of the stack, e.g. `assay-`.
+        case_timeout_seconds: bound on one case attempt; the case-tasks visibility timeout is
+            this plus `VISIBILITY_MARGIN_SECONDS`.
+
+    Returns:
+        Queue URL by queue name, DLQs included (`{"assay-case-tasks": "http://...", ...}`).
+
+    Raises:
+        botocore.exceptions.ClientError: any refusal other than "already exists".
+    """
+    table_names = ensure_tables(endpoint_url, region, prefix)
+    urls = ensure_queues(endpoint_url, region, case_timeout_seconds)
+    ensure_bucket(endpoint_url, region)
+    log.info("bootstrapped %d tables, %d queues, bucket %s at %s", len(table_names), len(urls),
+             BUCKET_NAME, endpoint_url or "AWS")
+    return urls

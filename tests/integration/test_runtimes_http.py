@@ -1,0 +1,186 @@
+"""The `http` runtime against a local stdlib HTTP server running in a thread."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from chalicelib.adapters.runtimes.http import HttpRuntime
+from chalicelib.domain.enums import CallStatus
+from chalicelib.domain.models import CaseRequest
+from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
+
+# input text → (status, body); the body is sent as JSON unless it is bytes.
+REPLIES: dict[str, tuple[int, Any]] = {
+    "answer": (
+        200,
+        {
+            "answer": "4",
+            "calls": [
+                {"name": "calc", "arguments": {"expr": "2+2"}, "result": 4},
+                {"name": "rm", "arguments": {"path": "/"}, "status": "blocked"},
+            ],
+            "usage": {"input_tokens": 30, "output_tokens": 2, "total_tokens": 32},
+            "model": "agent-model-1",
+            "cost_usd": "0.0000125",
+        },
+    ),
+    "crash": (200, {"error": "tool search raised KeyError", "crash": True}),
+    "crash500": (500, {"error": "step limit reached", "crash": True}),
+    "upstream": (200, {"error": "model provider overloaded", "crash": False}),
+    "unavailable": (503, b"<html>Service Unavailable</html>"),
+    "throttled": (429, {"error": "slow down"}),
+    "notfound": (404, b"nope"),
+    "unauthorized": (401, {"error": "bad token"}),
+    "noanswer": (200, {"calls": []}),
+    "notjson": (200, b"plain text"),
+    "badcalls": (200, {"answer": "x", "calls": [{"name": "t", "status": "exploded"}]}),
+}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    received: list[dict[str, Any]] = []
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        Handler.received.append({"headers": dict(self.headers), "body": body})
+        if body["input"] == "sleep":
+            time.sleep(1.5)
+        status, reply = REPLIES.get(body["input"], (200, {"answer": f"you said {body['input']}"}))
+        data = reply if isinstance(reply, bytes) else json.dumps(reply).encode()
+        try:
+            self.send_response(status)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.daemon = True
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/ask"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def runtime() -> Iterator[HttpRuntime]:
+    rt = HttpRuntime()
+    yield rt
+    rt.close()
+
+
+def ask(runtime: HttpRuntime, url: str, text: str, timeout_s: float = 5, **spec: Any):
+    request = CaseRequest(
+        run_id="run-1", case_id="case-1", attempt=2, input=text, metadata={"tag": "math"}
+    )
+    return runtime.ask({"runtime": "http", "url": url, **spec}, request, timeout_s)
+
+
+def test_answer_calls_usage_model_cost(runtime: HttpRuntime, url: str) -> None:
+    answer = ask(runtime, url, "answer")
+    assert answer.answer == "4"
+    assert [(c.name, c.status) for c in answer.calls] == [
+        ("calc", CallStatus.EXECUTED),
+        ("rm", CallStatus.BLOCKED),
+    ]
+    assert answer.calls[0].result == 4
+    assert (answer.usage.input_tokens, answer.usage.output_tokens) == (30, 2)
+    assert answer.model == "agent-model-1"
+    assert answer.cost_micros == 13  # 12.5 micro-USD rounds half up
+
+
+def test_posts_the_case_json_and_headers(runtime: HttpRuntime, url: str) -> None:
+    Handler.received.clear()
+    assert ask(runtime, url, "hello", headers={"X-Agent-Key": "k1"}).answer == "you said hello"
+    [received] = Handler.received
+    assert received["body"] == {
+        "run_id": "run-1",
+        "case_id": "case-1",
+        "attempt": 2,
+        "input": "hello",
+        "history": [],
+        "metadata": {"tag": "math"},
+    }
+    assert received["headers"]["X-Agent-Key"] == "k1"
+
+
+@pytest.mark.parametrize("text", ["crash", "crash500"])
+def test_agent_reported_crash(runtime: HttpRuntime, url: str, text: str) -> None:
+    with pytest.raises(AgentCrashError, match="raised KeyError|step limit"):
+        ask(runtime, url, text)
+
+
+def test_reported_non_crash_error_is_retryable(runtime: HttpRuntime, url: str) -> None:
+    with pytest.raises(ProviderError, match="overloaded"):
+        ask(runtime, url, "upstream")
+
+
+@pytest.mark.parametrize(("text", "status"), [("unavailable", 503), ("throttled", 429)])
+def test_retryable_statuses(runtime: HttpRuntime, url: str, text: str, status: int) -> None:
+    with pytest.raises(ProviderError) as info:
+        ask(runtime, url, text)
+    assert info.value.status == status
+
+
+def test_other_4xx_is_a_crash(runtime: HttpRuntime, url: str) -> None:
+    with pytest.raises(AgentCrashError, match="HTTP 404"):
+        ask(runtime, url, "notfound")
+    with pytest.raises(AgentCrashError, match="credentials rejected"):
+        ask(runtime, url, "unauthorized")
+
+
+def test_no_answer_and_non_json_are_provider_errors(runtime: HttpRuntime, url: str) -> None:
+    with pytest.raises(ProviderError, match="no answer"):
+        ask(runtime, url, "noanswer")
+    with pytest.raises(ProviderError, match="not JSON"):
+        ask(runtime, url, "notjson")
+
+
+def test_malformed_calls_are_a_crash(runtime: HttpRuntime, url: str) -> None:
+    with pytest.raises(AgentCrashError, match="malformed"):
+        ask(runtime, url, "badcalls")
+
+
+def test_timeout(runtime: HttpRuntime, url: str) -> None:
+    started = time.monotonic()
+    with pytest.raises(ProviderError, match="timed out") as info:
+        ask(runtime, url, "sleep", timeout_s=0.3)
+    assert time.monotonic() - started < 1.2
+    assert info.value.status is None
+
+
+def test_connection_refused(runtime: HttpRuntime) -> None:
+    with pytest.raises(ProviderError, match="could not be reached"):
+        ask(runtime, "http://127.0.0.1:9/ask", "hi", timeout_s=2)
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({}, "spec.url"),
+        ({"url": "not a url"}, "spec.url"),
+        ({"url": "http://x", "headers": {"a": 1}}, "spec.headers"),
+        ({"url": "http://x", "headers": ["a"]}, "spec.headers"),
+    ],
+)
+def test_validate(spec: dict, field: str) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        HttpRuntime().validate({"runtime": "http", **spec})
+    assert info.value.field == field

@@ -1,0 +1,226 @@
+"""The `openai` runtime against the fake OpenAI server, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from chalicelib.adapters.runtimes import is_retryable_status
+from chalicelib.adapters.runtimes.openai import OpenAIRuntime
+from chalicelib.domain.enums import CallStatus
+from chalicelib.domain.models import CaseRequest
+from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
+from tests.support.fake_openai import FakeOpenAI
+
+SCRIPT = {
+    "rules": [
+        {
+            "match": "What is 2+2?",
+            "answer": "4",
+            "usage": {"prompt_tokens": 21, "completion_tokens": 1},
+            "model": "fake-4o-2024",
+        },
+        {
+            "match": "weather?",
+            "tool_calls": [
+                {"name": "get_weather", "arguments": {"city": "Paris", "unit": "C"}},
+                {"name": "broken", "arguments": "{not json"},
+            ],
+        },
+        {"match": "boom500", "status": 500},
+        {"match": "busy", "status": 429, "error": "rate limited"},
+        {"match": "slowpoke", "status": 408},
+        {"match": "badkey", "status": 401, "error": "Incorrect API key provided"},
+        {"match": "badreq", "status": 400, "error": "context too long"},
+        {"match": "flaky", "fail_status": 503, "fail_times": 1, "answer": "recovered"},
+        {"match": "sleepy", "delay_ms": 1500, "answer": "too late"},
+        {"match": "empty", "raw": {"id": "x", "choices": []}},
+        {"contains": "grade this", "answer": {"passed": True, "score": 1.0, "reason": "ok"}},
+    ]
+}
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(SCRIPT) as server:
+        yield server
+
+
+@pytest.fixture()
+def runtime() -> Iterator[OpenAIRuntime]:
+    rt = OpenAIRuntime(environ={"FAKE_KEY": "sk-test-123"})
+    yield rt
+    rt.close()
+
+
+def spec(fake: FakeOpenAI, **extra: object) -> dict:
+    return {"runtime": "openai", "base_url": fake.base_url, "model": "fake-4o", **extra}
+
+
+def case(text: str, history: list | None = None) -> CaseRequest:
+    return CaseRequest(run_id="r1", case_id="c1", attempt=1, input=text, history=history or [])
+
+
+def test_answer_usage_and_model(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
+    answer = runtime.ask(spec(fake), case("What is 2+2?"), timeout_s=5)
+    assert answer.answer == "4"
+    assert (answer.usage.input_tokens, answer.usage.output_tokens) == (21, 1)
+    assert answer.model == "fake-4o-2024"
+    assert answer.calls == []
+
+
+def test_tool_calls_are_recorded_as_intended(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+    answer = runtime.ask(spec(fake, tools=tools), case("weather?"), timeout_s=5)
+    assert answer.answer == ""
+    assert [c.name for c in answer.calls] == ["get_weather", "broken"]
+    assert all(c.status is CallStatus.INTENDED for c in answer.calls)
+    assert answer.calls[0].arguments == {"city": "Paris", "unit": "C"}
+    assert answer.calls[1].arguments == {"_unparsed": "{not json"}
+    sent = fake.requests()[-1]["body"]
+    assert sent["tools"] == tools
+
+
+@pytest.mark.parametrize(("text", "status"), [("boom500", 500), ("busy", 429), ("slowpoke", 408)])
+def test_retryable_statuses_raise_provider_error(
+    fake: FakeOpenAI, runtime: OpenAIRuntime, text: str, status: int
+) -> None:
+    with pytest.raises(ProviderError) as info:
+        runtime.ask(spec(fake), case(text), timeout_s=5)
+    assert info.value.status == status
+    assert is_retryable_status(info.value.status)
+
+
+def test_rejected_credentials_are_a_non_retryable_provider_error(
+    fake: FakeOpenAI, runtime: OpenAIRuntime
+) -> None:
+    with pytest.raises(ProviderError) as info:
+        runtime.ask(spec(fake, api_key_env="FAKE_KEY"), case("badkey"), timeout_s=5)
+    assert info.value.status == 401
+    assert "credentials rejected" in str(info.value)
+    assert "Incorrect API key" in str(info.value)
+    assert not is_retryable_status(info.value.status)
+
+
+def test_missing_key_variable_is_reported_as_credentials(fake: FakeOpenAI) -> None:
+    rt = OpenAIRuntime(environ={})
+    with pytest.raises(ProviderError) as info:
+        rt.ask(spec(fake, api_key_env="NOT_SET_ANYWHERE"), case("What is 2+2?"), timeout_s=5)
+    assert info.value.status == 401
+    assert "NOT_SET_ANYWHERE" in str(info.value)
+
+
+def test_other_4xx_is_a_crash(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
+    with pytest.raises(AgentCrashError, match="context too long"):
+        runtime.ask(spec(fake), case("badreq"), timeout_s=5)
+
+
+def test_each_ask_is_one_try(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
+    fake.set_script(SCRIPT)  # fresh rule counters
+    with pytest.raises(ProviderError) as info:
+        runtime.ask(spec(fake), case("flaky"), timeout_s=5)
+    assert info.value.status == 503
+    assert runtime.ask(spec(fake), case("flaky"), timeout_s=5).answer == "recovered"
+
+
+def test_delay_past_timeout_is_a_provider_error(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
+    started = time.monotonic()
+    with pytest.raises(ProviderError, match="timed out") as info:
+        runtime.ask(spec(fake), case("sleepy"), timeout_s=0.3)
+    assert time.monotonic() - started < 1.2
+    assert info.value.status is None
+
+
+def test_no_choices_is_no_answer(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
+    with pytest.raises(ProviderError, match="no answer"):
+        runtime.ask(spec(fake), case("empty"), timeout_s=5)
+
+
+def test_connection_refused_is_a_provider_error(runtime: OpenAIRuntime) -> None:
+    dead = {"runtime": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"}
+    with pytest.raises(ProviderError) as info:
+        runtime.ask(dead, case("hi"), timeout_s=2)
+    assert info.value.status is None
+
+
+def test_system_prompt_history_temperature_and_key_are_sent(
+    fake: FakeOpenAI, runtime: OpenAIRuntime
+) -> None:
+    fake.reset()
+    history = [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello! How can I help?"},
+    ]
+    s = spec(
+        fake,
+        system_prompt="You are terse.",
+        max_tokens=64,
+        api_key_env="FAKE_KEY",
+        extra_headers={"X-Team": "evals"},
+    )
+    answer = runtime.ask(s, case("What is 2+2?", history), timeout_s=5)
+    assert answer.answer == "4"
+    [received] = fake.requests()
+    body = received["body"]
+    assert received["path"] == "/v1/chat/completions"
+    assert body["model"] == "fake-4o"
+    assert body["temperature"] == 0.0
+    assert body["max_tokens"] == 64
+    assert body["messages"] == [
+        {"role": "system", "content": "You are terse."},
+        *history,
+        {"role": "user", "content": "What is 2+2?"},
+    ]
+    assert received["headers"]["authorization"] == "Bearer sk-test-123"
+    assert received["headers"]["x-team"] == "evals"
+
+
+def test_explicit_temperature_is_sent(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
+    fake.reset()
+    runtime.ask(spec(fake, temperature=0.7), case("anything"), timeout_s=5)
+    assert fake.requests()[0]["body"]["temperature"] == 0.7
+    assert "authorization" not in fake.requests()[0]["headers"]
+
+
+def test_default_rule_echoes(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
+    answer = runtime.ask(spec(fake), case("hello there"), timeout_s=5)
+    assert answer.answer == "echo: hello there"
+    assert answer.model == "fake-4o"
+    assert answer.usage.output_tokens == 3
+
+
+def test_judge_style_json_answer(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
+    answer = runtime.ask(spec(fake), case("Please grade this answer: 4"), timeout_s=5)
+    assert json.loads(answer.answer) == {"passed": True, "score": 1.0, "reason": "ok"}
+
+
+def test_script_file_on_the_command_line(tmp_path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"default": {"answer": "from file", "model": "file-model"}}))
+    with FakeOpenAI(script_file=script) as server:
+        answer = OpenAIRuntime().ask(spec(server), case("anything"), timeout_s=5)
+    assert (answer.answer, answer.model) == ("from file", "file-model")
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"base_url": "ftp://x"}, "spec.base_url"),
+        ({"model": ""}, "spec.model"),
+        ({"api_key_env": "not a name"}, "spec.api_key_env"),
+        ({"temperature": 3}, "spec.temperature"),
+        ({"temperature": True}, "spec.temperature"),
+        ({"max_tokens": 0}, "spec.max_tokens"),
+        ({"tools": [{"type": "function"}]}, "spec.tools[0]"),
+        ({"extra_headers": {"X": 1}}, "spec.extra_headers"),
+        ({"system_prompt": 5}, "spec.system_prompt"),
+    ],
+)
+def test_validate_names_the_field(extra: dict, field: str) -> None:
+    base = {"runtime": "openai", "base_url": "https://api.example/v1", "model": "m"}
+    with pytest.raises(InvalidInputError) as info:
+        OpenAIRuntime().validate({**base, **extra})
+    assert info.value.field == field

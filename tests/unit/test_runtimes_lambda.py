@@ -1,0 +1,156 @@
+"""The `lambda` runtime with a stub boto3 client (moto's Lambda needs Docker)."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError
+
+from chalicelib.adapters.runtimes import is_retryable_status
+from chalicelib.adapters.runtimes.lambda_ import LambdaRuntime
+from chalicelib.domain.models import CaseRequest
+from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
+
+
+class StubLambda:
+    """Answers `invoke` with a scripted response or exception; records the calls."""
+
+    def __init__(self, result: Any = None, *, error: Exception | None = None,
+                 function_error: str | None = None, delay_s: float = 0) -> None:
+        self.result, self.error = result, error
+        self.function_error, self.delay_s = function_error, delay_s
+        self.calls: list[dict[str, Any]] = []
+
+    def invoke(self, **kwargs: Any) -> dict[str, Any]:
+        self.calls.append(kwargs)
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        if self.error:
+            raise self.error
+        body = self.result if isinstance(self.result, bytes) else json.dumps(self.result).encode()
+        response: dict[str, Any] = {"StatusCode": 200, "Payload": io.BytesIO(body)}
+        if self.function_error:
+            response["FunctionError"] = self.function_error
+        return response
+
+
+def client_error(code: str, status: int) -> ClientError:
+    return ClientError(
+        {"Error": {"Code": code, "Message": f"{code} happened"},
+         "ResponseMetadata": {"HTTPStatusCode": status}},
+        "Invoke",
+    )
+
+
+def request() -> CaseRequest:
+    return CaseRequest(run_id="r", case_id="c1", attempt=1, input="2+2?")
+
+
+SPEC = {"runtime": "lambda", "function_name": "my-agent"}
+
+
+def ask(stub: StubLambda, spec: dict | None = None, timeout_s: float = 2):
+    return LambdaRuntime(lambda: stub).ask(spec or SPEC, request(), timeout_s)
+
+
+def test_answer_payload_and_invoke_arguments() -> None:
+    stub = StubLambda({"answer": "4", "usage": {"input_tokens": 5, "output_tokens": 1}})
+    answer = ask(stub, {**SPEC, "qualifier": "live"})
+    assert answer.answer == "4" and answer.usage.input_tokens == 5
+    [call] = stub.calls
+    assert call["FunctionName"] == "my-agent"
+    assert call["InvocationType"] == "RequestResponse"
+    assert call["Qualifier"] == "live"
+    assert json.loads(call["Payload"])["input"] == "2+2?"
+
+
+def test_string_payload_is_the_answer() -> None:
+    assert ask(StubLambda("four")).answer == "four"
+
+
+def test_proxy_style_response() -> None:
+    ok = {"statusCode": 200, "body": json.dumps({"answer": "proxied"})}
+    assert ask(StubLambda(ok)).answer == "proxied"
+    with pytest.raises(ProviderError) as info:
+        ask(StubLambda({"statusCode": 502, "body": "bad gateway"}))
+    assert info.value.status == 502
+
+
+def test_function_error_is_a_crash() -> None:
+    payload = {"errorMessage": "division by zero", "errorType": "ZeroDivisionError"}
+    with pytest.raises(AgentCrashError, match="ZeroDivisionError: division by zero"):
+        ask(StubLambda(payload, function_error="Unhandled"))
+
+
+def test_agent_reported_crash() -> None:
+    with pytest.raises(AgentCrashError, match="loop"):
+        ask(StubLambda({"error": "loop detected", "crash": True}))
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        (client_error("TooManyRequestsException", 429), 429),
+        (client_error("ServiceException", 500), 500),
+        (client_error("EC2ThrottledException", 502), 502),
+        (EndpointConnectionError(endpoint_url="http://lambda"), None),
+    ],
+)
+def test_throttling_5xx_and_transport_errors_are_retryable(
+    error: Exception, status: int | None
+) -> None:
+    with pytest.raises(ProviderError) as info:
+        ask(StubLambda(error=error))
+    assert info.value.status == status
+    assert is_retryable_status(info.value.status)
+
+
+def test_access_denied_is_credentials_rejected() -> None:
+    with pytest.raises(ProviderError, match="credentials rejected") as info:
+        ask(StubLambda(error=client_error("AccessDeniedException", 403)))
+    assert not is_retryable_status(info.value.status)
+
+
+def test_other_4xx_is_a_crash() -> None:
+    with pytest.raises(AgentCrashError, match="ResourceNotFoundException"):
+        ask(StubLambda(error=client_error("ResourceNotFoundException", 404)))
+
+
+def test_timeout_is_a_provider_error() -> None:
+    with pytest.raises(ProviderError, match="timed out"):
+        ask(StubLambda("late", delay_s=0.5), timeout_s=0.05)
+
+
+def test_empty_payload_is_no_answer() -> None:
+    with pytest.raises(ProviderError, match="no answer"):
+        ask(StubLambda(b""))
+
+
+def test_client_is_built_lazily_once() -> None:
+    built: list[StubLambda] = []
+
+    def factory() -> StubLambda:
+        built.append(StubLambda("ok"))
+        return built[-1]
+
+    rt = LambdaRuntime(factory)
+    rt.validate(SPEC)
+    assert built == []
+    rt.ask(SPEC, request(), 1)
+    rt.ask(SPEC, request(), 1)
+    assert len(built) == 1
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [({}, "spec.function_name"), ({"function_name": " "}, "spec.function_name"),
+     ({"function_name": "f", "qualifier": 1}, "spec.qualifier")],
+)
+def test_validate(spec: dict, field: str) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        LambdaRuntime().validate({"runtime": "lambda", **spec})
+    assert info.value.field == field

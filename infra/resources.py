@@ -163,7 +163,8 @@ def ensure_queues(endpoint_url: str | None, region: str, case_timeout_seconds: i
     return urls
 
 
-def bootstrap(endpoint_url: str | None, region: str, prefix: str, case_timeout_seconds: int) -> dict[str, str]:
+def bootstrap(endpoint_url: str | None, region: str, prefix: str,
+              case_timeout_seconds: int) -> dict[str, str]:
     """Create every table, queue (with its DLQ) and the bucket; safe to run again.
 
     Args:

@@ -8,6 +8,8 @@ No `scan` anywhere: reads go through keys or GSIs.
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -196,7 +198,17 @@ class AgentStore:
 
 
 class DatasetStore:
-    """Dataset headers (version 0), immutable versions and their cases."""
+    """Dataset headers (version 0), immutable versions and their cases.
+
+    A dataset version never changes once written, so its cases are cached per process (a warm
+    Lambda keeps them): a case attempt then reads no case from DynamoDB. The cache holds the
+    `max_cached_versions` most recently used versions.
+    """
+
+    def __init__(self, max_cached_versions: int = 8) -> None:
+        self._cases: OrderedDict[str, dict[str, dict[str, Any]]] = OrderedDict()
+        self._max = max_cached_versions
+        self._lock = threading.Lock()
 
     def create(self, header: DatasetRow) -> None:
         header.save(condition=DatasetRow.dataset_id.does_not_exist())
@@ -238,10 +250,21 @@ class DatasetStore:
                       condition=DatasetRow.latest_version < version_row.version)
 
     def get_case(self, dataset_id: str, version: int, case_id: str) -> dict[str, Any] | None:
-        try:
-            return DatasetCaseRow.get(f"{dataset_id}#{version}", case_id).case
-        except DoesNotExist:
-            return None
+        """One case of an immutable version (the whole version is loaded and cached on first use)."""
+        key = f"{dataset_id}#{version}"
+        with self._lock:
+            cases = self._cases.get(key)
+            if cases is not None:
+                self._cases.move_to_end(key)
+        if cases is None:
+            cases = {r.case_id: r.case for r in DatasetCaseRow.query(key)}
+            if not cases:
+                return None  # not written yet (or unknown): never cache an absence
+            with self._lock:
+                self._cases[key] = cases
+                while len(self._cases) > self._max:
+                    self._cases.popitem(last=False)
+        return cases.get(case_id)
 
     def cases(self, dataset_id: str, version: int) -> list[dict[str, Any]]:
         return [r.case for r in DatasetCaseRow.query(f"{dataset_id}#{version}")]

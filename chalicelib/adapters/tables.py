@@ -193,6 +193,8 @@ class RunRow(_Base):
     `arms` is a list of maps `{arm_id, role, model_profile_id, version, draft, spec, spec_hash}`;
     the spec is copied onto the run at start so every case answers the same content.
     Task `i` of the answering phase is case `case_ids[i // len(arms)]` on arm `arms[i % len(arms)]`.
+    The case ids are kept as one newline-joined string (`case_ids_text`): the run row is read on
+    every case attempt, and one string costs far less to (de)serialize than a list of thousands.
     """
 
     class Meta(_Base.Meta):
@@ -214,7 +216,7 @@ class RunRow(_Base):
     spec_hash = UnicodeAttribute()
     environment_id = UnicodeAttribute(null=True)
     arms = JSONAttribute()
-    case_ids = ListAttribute(of=UnicodeAttribute)
+    case_ids_text = UnicodeAttribute()
     scoring = JSONAttribute()
     settings = JSONAttribute(default=dict)
     tasks = JSONAttribute(null=True)
@@ -239,6 +241,15 @@ class RunRow(_Base):
     enqueue_errors = NumberAttribute(default=0)
     org_index = RunOrgIndex()
     agent_index = RunAgentIndex()
+
+    @property
+    def case_ids(self) -> list[str]:
+        """The run's case ids in task order (parsed once per row object)."""
+        cached = self.__dict__.get("_case_ids")
+        if cached is None:
+            cached = self.case_ids_text.split("\n") if self.case_ids_text else []
+            self.__dict__["_case_ids"] = cached
+        return cached
     dataset_index = RunDatasetIndex()
     status_index = RunStatusIndex()
 

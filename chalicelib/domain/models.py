@@ -39,8 +39,8 @@ class Check(Frozen):
 class Case(Frozen):
     """One case of a dataset version. `case_id` is stable across versions (seed 004 "Comparing")."""
 
-    case_id: str
-    """Stable identifier, unique within the dataset."""
+    case_id: str = Field(min_length=1, max_length=256, pattern=r"^[^\r\n]+$")
+    """Stable identifier, unique within the dataset (one line)."""
     input: str
     """The question put to the agent (the last user turn)."""
     history: list[dict[str, Any]] = Field(default_factory=list)

@@ -323,7 +323,16 @@ class _CountingSerializingApp:
         self._dynamodb_lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if environ.get("PATH_INFO", "").startswith("/moto-api"):
+        path = environ.get("PATH_INFO", "")
+        if path.startswith(COUNTS_PATH):
+            # The counts of a server in another process (`start_moto_process`) are read over HTTP.
+            if environ.get("REQUEST_METHOD") == "POST":
+                self._counter.clear()
+            body = json.dumps(self._counter.snapshot()).encode()
+            start_response("200 OK", [("Content-Type", "application/json"),
+                                      ("Content-Length", str(len(body)))])
+            return [body]
+        if path.startswith("/moto-api"):
             return self._app(environ, start_response)
         operation = _operation(environ)
         self._counter.add(operation)
@@ -337,7 +346,8 @@ class _CountingSerializingApp:
             return body
         return self._app(environ, start_response)
 
-    def _buffered(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> tuple[str, list[bytes]]:
+    def _buffered(self, environ: dict[str, Any],
+                  start_response: Callable[..., Any]) -> tuple[str, list[bytes]]:
         seen: list[str] = []
 
         def capture(status: str, headers: Any, exc_info: Any = None) -> Any:
@@ -355,6 +365,9 @@ class _CountingSerializingApp:
 
 
 # --- the server ------------------------------------------------------------------------------
+
+COUNTS_PATH = "/_assay/requests"
+"""GET: the request counts as JSON; POST: zero them (served by our middleware, not moto)."""
 
 
 class MotoHandle:
@@ -430,12 +443,28 @@ def start_moto_server(*, serialize_dynamodb: bool = True, patch_transactions: bo
         def log_request(self, *args: Any, **kwargs: Any) -> None:  # one line per request is noise
             pass
 
+    class FastDispatcher(DomainDispatcherApplication):
+        # moto matches every request's host against hundreds of URL patterns (and lists its
+        # modules) before dispatching: a fifth of the embedded stack's CPU under load. The answer
+        # depends on the host alone, so remember it.
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._backend_by_host: dict[str | None, Any] = {}
+
+        def get_backend_for_host(self, host: str | None) -> Any:
+            try:
+                return self._backend_by_host[host]
+            except KeyError:
+                backend = super().get_backend_for_host(host)
+                self._backend_by_host[host] = backend
+                return backend
+
     class EmbeddedMotoServer(ThreadedMotoServer):
         # ThreadedMotoServer builds its WSGI app inside `_server_entry`; this is the same body
         # with our middleware around the app and a quiet request handler.
         def _server_entry(self) -> None:
             app = _CountingSerializingApp(
-                DomainDispatcherApplication(create_backend_app), counter, serialize_dynamodb
+                FastDispatcher(create_backend_app), counter, serialize_dynamodb
             )
             self._server = make_server(self._ip_address, self._port, app, True,
                                        request_handler=QuietHandler)
@@ -447,3 +476,84 @@ def start_moto_server(*, serialize_dynamodb: bool = True, patch_transactions: bo
     host, port = server.get_host_and_port()
     log.info("moto server on http://%s:%s", host, port)
     return MotoHandle(server, f"http://{host}:{port}", counter)
+
+
+class MotoProcessHandle(MotoHandle):
+    """A moto server running in a child process (its own interpreter, so its own GIL).
+
+    Same interface as `MotoHandle`; counts are read over HTTP from `COUNTS_PATH`.
+    """
+
+    def __init__(self, process: Any, url: str) -> None:
+        self._process = process
+        self.url = url
+        self._stopped = False
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        self._process.terminate()
+        try:
+            self._process.wait(timeout=10)
+        except Exception:  # noqa: BLE001 - a child that will not stop is killed
+            self._process.kill()
+
+    def _counts(self, method: str) -> dict[str, int]:
+        request = urllib.request.Request(f"{self.url}{COUNTS_PATH}", data=b"" if method == "POST" else None,
+                                         method=method)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read())
+
+    def requests(self) -> dict[str, int]:
+        return self._counts("GET")
+
+    def total_requests(self) -> int:
+        return sum(n for key, n in self.requests().items() if key != EMPTY_RECEIVE_KEY)
+
+    def reset_counts(self) -> None:
+        self._counts("POST")
+
+
+def start_moto_process(timeout_s: float = 60.0) -> MotoProcessHandle:
+    """Start `start_moto_server()` in a child Python process and return its handle.
+
+    The embedded stack runs moto out of process so the server's CPU work (moto parses, evaluates
+    and serializes every request in Python) does not compete for one GIL with the handlers it
+    serves. The child exits with its parent (it watches its stdin).
+
+    Raises:
+        RuntimeError: the child did not report its URL within `timeout_s` seconds.
+    """
+    import subprocess
+    import sys
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chalicelib.local.motoserver"], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True)
+    line = ""
+    import select
+
+    ready, _, _ = select.select([process.stdout], [], [], timeout_s)
+    if ready:
+        line = process.stdout.readline().strip()  # type: ignore[union-attr]
+    if not line.startswith("http://127.0.0.1:"):
+        process.kill()
+        raise RuntimeError(f"moto server process did not start (said {line!r})")
+    return MotoProcessHandle(process, line)
+
+
+def _serve_in_child() -> None:
+    """Entry point of the child process: serve until the parent closes our stdin."""
+    import sys
+
+    handle = start_moto_server()
+    print(handle.url, flush=True)
+    try:
+        sys.stdin.read()  # returns when the parent exits or closes the pipe
+    finally:
+        handle.stop()
+
+
+if __name__ == "__main__":
+    _serve_in_child()

@@ -269,8 +269,13 @@ def start_pollers(app: Any, *, endpoint_url: str | None, region: str, workers: i
         import boto3
         from botocore.config import Config
 
-        return boto3.session.Session().client(
-            "sqs", endpoint_url=endpoint_url, region_name=region,
+        session = boto3.session.Session()
+        keys: dict[str, str] = {}
+        if endpoint_url and session.get_credentials() is None:
+            # moto and LocalStack take any key, but botocore refuses to sign without one.
+            keys = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+        return session.client(
+            "sqs", endpoint_url=endpoint_url, region_name=region, **keys,
             config=Config(max_pool_connections=pool, retries={"max_attempts": 5, "mode": "standard"},
                           read_timeout=wait_seconds + 30))
 

@@ -65,6 +65,8 @@ class EmbeddedStack:
         scheduler: start the scheduler's background thread (`self.scheduler` exists either way,
             so `fire_all()` works).
         pollers: start the SQS pollers.
+        moto_process: run moto's server in a child process (its own GIL: the default, and what
+            keeps a loaded stack near its concurrency floor) rather than in this one.
 
     Attributes (after `start()`): `api_url` (`http://127.0.0.1:<port>`), `moto` (`MotoHandle`,
     or None when using an external endpoint), `endpoint_url`, `queue_urls` (by queue name),
@@ -76,8 +78,9 @@ class EmbeddedStack:
 
     def __init__(self, app_module: ModuleType | None = None, *, env: Mapping[str, str] | None = None,
                  workers: int = 8, poll_wait_seconds: int = 1, tick_seconds: float | None = None,
-                 scheduler: bool = True, pollers: bool = True) -> None:
+                 scheduler: bool = True, pollers: bool = True, moto_process: bool = True) -> None:
         self._app_module = app_module
+        self._moto_process = moto_process
         self._env_overrides = dict(env or {})
         self._workers = workers
         self._poll_wait_seconds = poll_wait_seconds
@@ -127,14 +130,14 @@ class EmbeddedStack:
 
     def _start(self) -> None:
         from chalicelib.config import Settings
-        from chalicelib.local.motoserver import start_moto_server
+        from chalicelib.local.motoserver import start_moto_process, start_moto_server
         from infra.resources import bootstrap
 
         for name, value in self._env_overrides.items():
             self._set_env(name, value)
         endpoint = Settings().aws_endpoint_url
         if endpoint is None:
-            self.moto = start_moto_server()
+            self.moto = start_moto_process() if self._moto_process else start_moto_server()
             endpoint = self.moto.url
             # Only moto's dummy keys: real ones (or a profile) must never reach a local endpoint.
             for name, value in _DUMMY_CREDENTIALS.items():

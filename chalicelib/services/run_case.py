@@ -283,7 +283,9 @@ def handle_task(c: Container, body: str, *, receive_count: int = 1, receipt_hand
         return
     with _KeepAlive(c, run_id, receipt_handle):
         result = ask_and_grade(c, run, arm, Case.model_validate(raw_case), task)
-    record(c, run, task, result)
+    # Other tasks of the run claimed successors while this one ran: read the cursor afresh so the
+    # claim in `record` rarely meets a conflict.
+    record(c, c.runs.get(run_id) or run, task, result)
 
 
 def handle_dead_task(c: Container, body: str, *, receive_count: int | None = None) -> None:

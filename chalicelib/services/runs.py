@@ -97,7 +97,7 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) 
         phase=RunPhase.ANSWERING.value, purpose="check",
         candidate="draft" if is_draft else "version", resolved_version=resolved, draft=is_draft,
         spec_hash=spec_hash(spec), environment_id=body.get("environment_id"), arms=arms,
-        case_ids=list(dataset_version.case_ids or []), scoring=dataset_version.scoring,
+        case_ids_text="\n".join(dataset_version.case_ids or []), scoring=dataset_version.scoring,
         settings={"run_concurrency": settings.eval_run_concurrency,
                   "case_timeout_seconds": settings.evaluation_case_timeout_seconds},
         tasks=None, tasks_total=total, next_index=0, slots=0, expected=total,

@@ -95,8 +95,8 @@ def test_concurrent_conditional_transactions_have_one_winner(aws_client: Client)
 
 
 def test_transaction_latency_does_not_grow_with_table_size(aws_client: Client) -> None:
-    # Unpatched, moto deep-copies each touched table per transaction: ~57 ms at 2,000 items,
-    # ~200 ms at 8,000, so 10,000 vs 100 items would be a ratio of 50 or more.
+    # Unpatched, moto deep-copies each touched table per transaction: this test then measured
+    # medians of 8 ms (100 items) and 209 ms (10,000 items), a ratio of 25. Patched: about 1.
     ddb = aws_client("dynamodb")
     _create_table(ddb, "small")
     _create_table(ddb, "big")
@@ -156,7 +156,8 @@ def test_cancelled_transaction_restores_every_touched_item(aws_client: Client) -
                         "UpdateExpression": "SET v = :v", "ExpressionAttributeValues": {":v": {"S": "new"}}}},
             {"Put": {"TableName": "plain", "Item": {"pk": {"S": "replaced"}, "v": {"S": "new"}}}},
             {"Delete": {"TableName": "plain", "Key": {"pk": {"S": "doomed"}}}},
-            {"Put": {"TableName": "ranged", "Item": {"pk": {"S": "run-1"}, "sk": {"S": "a#001"}, "v": {"S": "new"}}}},
+            {"Put": {"TableName": "ranged",
+                     "Item": {"pk": {"S": "run-1"}, "sk": {"S": "a#001"}, "v": {"S": "new"}}}},
             # the one that fails, last, after every write above has been applied
             {"ConditionCheck": {"TableName": "plain", "Key": {"pk": {"S": "guard"}},
                                 "ConditionExpression": "#s = :open",

@@ -1,0 +1,37 @@
+# assay: `make demo` (the embedded stack and a real eval run), `make test` (every test).
+# Both set up a Python 3.12 virtualenv in .venv first: the Lambda runtime follows the local
+# Python, and on 3.11 `chalice package` silently ships no scipy.
+
+VENV := .venv
+PY := $(VENV)/bin/python
+PY312 := $(shell for c in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /root/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
+	if [ -x "$$(command -v $$c 2>/dev/null)" ] && $$c -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then command -v $$c; break; fi; done)
+
+.PHONY: setup demo dev test bench clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@if [ -z "$(PY312)" ]; then \
+		echo "assay needs Python 3.12 (found none: tried python3.12 and ~/.pyenv/versions/3.12*)."; \
+		echo "Install it (e.g. 'pyenv install 3.12') and run make again."; exit 1; fi
+	@if [ ! -x $(PY) ] || ! $(PY) -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then \
+		rm -rf $(VENV); $(PY312) -m venv $(VENV); fi
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+demo: setup
+	$(VENV)/bin/assay demo $(ARGS)
+
+dev: setup
+	$(VENV)/bin/assay dev
+
+test: setup
+	$(PY) -m pytest $(ARGS)
+
+bench: setup
+	$(PY) -m bench.pipeline $(ARGS)
+
+clean:
+	rm -rf $(VENV) .assay .pytest_cache

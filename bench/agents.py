@@ -1,0 +1,62 @@
+"""Agents for benchmarks and tests, asked through the `python` runtime.
+
+`sleepy` sleeps, answers, and records how many of its calls were in flight at once, per run
+and in total, so a benchmark or test can check the concurrency limits from the agent's side.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from typing import Any
+
+_lock = threading.Lock()
+_in_flight: dict[str, int] = defaultdict(int)
+_peak: dict[str, int] = defaultdict(int)
+_calls: dict[str, int] = defaultdict(int)
+
+
+def _enter(keys: list[str]) -> None:
+    with _lock:
+        for k in keys:
+            _in_flight[k] += 1
+            _calls[k] += 1
+            _peak[k] = max(_peak[k], _in_flight[k])
+
+
+def _leave(keys: list[str]) -> None:
+    with _lock:
+        for k in keys:
+            _in_flight[k] -= 1
+
+
+def sleepy(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """Sleep `options["sleep_ms"]`, then answer `options.get("answer", "42")`.
+
+    In-flight counts are kept under `run:<run_id>` and under `options["probe"]` (a name the
+    caller picks for everything it wants counted together).
+    """
+    keys = [f"run:{request['run_id']}"]
+    if options.get("probe"):
+        keys.append(str(options["probe"]))
+    _enter(keys)
+    try:
+        time.sleep(float(options.get("sleep_ms", 0)) / 1000.0)
+        answers = options.get("answers") or {}
+        return {"answer": str(answers.get(request["case_id"], options.get("answer", "42"))),
+                "usage": {"input_tokens": 100, "output_tokens": 20}}
+    finally:
+        _leave(keys)
+
+
+def peak(key: str) -> int:
+    """Most calls seen in flight at once under `key`."""
+    with _lock:
+        return _peak[key]
+
+
+def calls(key: str) -> int:
+    """Calls seen under `key`."""
+    with _lock:
+        return _calls[key]

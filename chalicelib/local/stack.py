@@ -160,7 +160,7 @@ class EmbeddedStack:
                                     settings.assay_resource_prefix,
                                     settings.evaluation_case_timeout_seconds)
 
-        module = self._app_module or importlib.import_module("app")
+        module = self._module = self._app_module or importlib.import_module("app")
         self.app = module.app
         self._serve_http()
 
@@ -176,6 +176,21 @@ class EmbeddedStack:
         if self._run_scheduler:
             self.scheduler.start()
         log.info("embedded stack: api %s, aws %s", self.api_url, endpoint)
+
+    def pause_pollers(self) -> None:
+        """Stop delivering queue messages (tests deliver by hand meanwhile); messages stay queued."""
+        if self.pollers is not None:
+            self.pollers.stop()
+            self.pollers = None
+
+    def resume_pollers(self) -> None:
+        """Start the pollers again after `pause_pollers()`."""
+        from chalicelib.local.poller import start_pollers
+
+        if self.pollers is None:
+            self.pollers = start_pollers(self.app, endpoint_url=self.endpoint_url,
+                                         region=self.settings.aws_default_region, workers=self._workers,
+                                         wait_seconds=self._poll_wait_seconds, app_module=self._module)
 
     def _serve_http(self) -> None:
         from chalice.config import Config

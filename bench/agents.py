@@ -60,3 +60,17 @@ def calls(key: str) -> int:
     """Calls seen under `key`."""
     with _lock:
         return _calls[key]
+
+
+def numbered(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """Like `sleepy`, but every answer carries its call number (`"42 call-7"`), so a test can
+    tell which call's answer was kept. Calls are counted per `probe#case_id`."""
+    key = f"{options.get('probe', '')}#{request['case_id']}"
+    _enter([key, str(options.get("probe", ""))])
+    try:
+        time.sleep(float(options.get("sleep_ms", 0)) / 1000.0)
+        with _lock:
+            n = _calls[str(options.get("probe", ""))]
+        return {"answer": f"{options.get('answer', '42')} call-{n}"}
+    finally:
+        _leave([key, str(options.get("probe", ""))])

@@ -32,3 +32,20 @@ def epoch_ms(dt: datetime) -> int:
 def parse_iso(text: str) -> datetime:
     """Inverse of `iso` (accepts any ISO-8601 with `Z` or an offset)."""
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+class FixedClock:
+    """A clock that says what it is told (tests; replaying a schedule)."""
+
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def now(self) -> datetime:
+        return self.at
+
+    def advance(self, **delta: float) -> datetime:
+        """Move the clock forward by `timedelta(**delta)`; returns the new time."""
+        from datetime import timedelta
+
+        self.at = self.at + timedelta(**delta)
+        return self.at

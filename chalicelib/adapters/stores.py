@@ -318,8 +318,8 @@ class RunStore:
                                           last_evaluated_key=start)
 
     def stale(self, status: RunStatus, before_ms: int) -> Iterator[RunRow]:
-        """Runs in `status` whose heartbeat is older than `before_ms` (GSI; the sweep re-checks)."""
-        return RunRow.status_index.query(status.value, RunRow.heartbeat_at_ms < before_ms)
+        """Runs in `status` whose heartbeat is at or before `before_ms` (GSI; the sweep re-checks)."""
+        return RunRow.status_index.query(status.value, RunRow.heartbeat_at_ms <= before_ms)
 
     def claim_tasks(self, run: RunRow, k: int, org_id: str, org_limit: int,
                     now_ms: int, now_iso: str) -> bool:

@@ -180,7 +180,8 @@ def summarize_arm(attempts: Iterable[AttemptFacts], case_ids: Sequence[str]) -> 
             cost += a.cost_micros
             tin += a.input_tokens
             tout += a.output_tokens
-            latencies.append(a.latency_ms)
+            if a.state is not AttemptState.INCOMPLETE:  # no answer came back: no latency to report
+                latencies.append(a.latency_ms)
     decided = counts[AttemptState.PASSED] + counts[AttemptState.FAILED]
     return ArmSummary(
         cases=len(by_case),

@@ -59,7 +59,7 @@ def sweep(c: Container) -> SweepReport:
     report = SweepReport()
     for candidate in c.runs.stale(RunStatus.RUNNING, cutoff):
         run = c.runs.get(candidate.run_id)
-        if run is None or run.status != RunStatus.RUNNING or int(run.heartbeat_at_ms) >= cutoff:
+        if run is None or run.status != RunStatus.RUNNING or int(run.heartbeat_at_ms) > cutoff:
             continue
         if run.phase == RunPhase.FINALIZING:
             finalize.finalize(c, run.run_id)
@@ -87,7 +87,7 @@ def sweep(c: Container) -> SweepReport:
     for status in (RunStatus.CANCELLED, RunStatus.BUDGET_EXCEEDED, RunStatus.FAILED):
         for candidate in c.runs.stale(status, cutoff):
             run = c.runs.get(candidate.run_id)
-            if run is None or int(run.slots) <= 0 or int(run.heartbeat_at_ms) >= cutoff:
+            if run is None or int(run.slots) <= 0 or int(run.heartbeat_at_ms) > cutoff:
                 continue
             # A case a dead worker left running under an ended run: fail it and free its slot.
             if c.runs.end_and_release(run, status=RunStatus(run.status), reason=run.reason or status.value,

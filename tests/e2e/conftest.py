@@ -119,3 +119,16 @@ def sleepy_spec(sleep_ms: float = 0, probe: str | None = None, answer: str = "42
 def cases(n: int, reference: str = "42") -> list[dict[str, Any]]:
     """`n` simple cases `c000..` expecting `reference`."""
     return [{"case_id": f"c{i:03d}", "input": f"question {i}", "reference": reference} for i in range(n)]
+
+
+@pytest.fixture
+def limits(container):
+    """Set the run and organization limits for organizations created from now on."""
+    original = container.settings
+
+    def apply(run_limit: int, org_limit: int) -> None:
+        bootstrap.override(settings=original.model_copy(
+            update={"eval_run_concurrency": run_limit, "eval_org_concurrency": org_limit}))
+
+    yield apply
+    bootstrap.override(settings=original)

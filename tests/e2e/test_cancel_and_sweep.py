@@ -1,0 +1,115 @@
+"""Cancel and the sweep (seed 004 "Running and cancelling", seed 001 "Stuck runs")."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+from bench import agents
+from chalicelib import bootstrap, names
+from chalicelib.clock import FixedClock, SystemClock
+from chalicelib.services import run_case, sweep
+from tests.e2e.conftest import cases, sleepy_spec
+from tests.e2e.manual import Queue
+
+
+def test_cancel_lets_running_cases_finish_and_starts_nothing_else(api, container):
+    probe = f"c-{uuid.uuid4().hex}"
+    ds = api.dataset(cases(12))
+    run = api.start(api.agent(sleepy_spec(sleep_ms=400, probe=probe)), ds)
+    api.wait(run["run_id"], until=lambda p: p["recorded"] >= 3)
+    cancelled = api.ok("POST", f"/api/v1/eval-runs/{run['run_id']}/cancel")
+    assert cancelled["status"] == "cancelled"
+    # Running cases hold their organization slots until they end.
+    in_flight_at_cancel = container.orgs.get(api.org_id).in_flight
+    asked_at_cancel = agents.calls(probe)
+    assert 1 <= in_flight_at_cancel <= 3
+    deadline = time.monotonic() + 20
+    while container.orgs.get(api.org_id).in_flight and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert container.orgs.get(api.org_id).in_flight == 0
+    time.sleep(0.5)
+    assert agents.calls(probe) == asked_at_cancel, "a case started after the cancel"
+    full = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    assert full["status"] == "cancelled"
+    answered = [r for r in full["results"] if r["state"] == "passed"]
+    assert len(answered) == asked_at_cancel, "every case that ran is kept"
+    assert all(r["reason"] == "cancelled" for r in full["results"] if r["state"] == "incomplete")
+    assert len(full["results"]) < 12
+    status, body = api.call("POST", f"/api/v1/eval-runs/{run['run_id']}/cancel")
+    assert status == 409 and body["error"]["field"] == "run_id"
+
+
+@pytest.fixture
+def frozen(stack, container):
+    """Pollers paused and the clock fixed at a known instant; both restored afterwards."""
+    stack.pause_pollers()
+    clock = FixedClock(datetime(2026, 11, 29, 12, 0, tzinfo=UTC))
+    bootstrap.override(clock=clock)
+    yield clock
+    bootstrap.override(clock=SystemClock())
+    Queue(stack).drain()
+    stack.resume_pollers()
+
+
+def test_the_sweep_fails_a_run_that_stood_still_and_frees_its_slots_once(api, container, frozen, stack):
+    minutes = container.settings.eval_abandoned_after_minutes  # 10
+    ds = api.dataset(cases(8))
+    run = api.start(api.agent(sleepy_spec()), ds)
+    run_id = run["run_id"]
+    assert container.orgs.get(api.org_id).in_flight == 3  # three tasks claimed and queued, none ran
+
+    frozen.advance(minutes=minutes - 1)
+    assert run_id not in sweep.sweep(container).failed, "swept before standing still long enough"
+
+    frozen.advance(minutes=1)
+    report = sweep.sweep(container)
+    assert run_id in report.failed
+    full = api.ok("GET", f"/api/v1/eval-runs/{run_id}")
+    assert full["status"] == "failed" and full["reason"].startswith("abandoned")
+    # The three running cases failed, the five never started are skipped (no attempt).
+    assert sorted((r["case_id"], r["state"]) for r in full["results"]) == [
+        ("c000", "failed"), ("c001", "failed"), ("c002", "failed")]
+    assert container.orgs.get(api.org_id).in_flight == 0
+    assert sweep.sweep(container).failed == [], "a swept run is not swept twice"
+
+    # The dead worker's messages come back later: they change nothing and free nothing twice.
+    q = Queue(stack)
+    for d in q.receive():
+        run_case.handle_task(container, d.body, receive_count=d.receive_count)
+        q.delete(d)
+    assert container.orgs.get(api.org_id).in_flight == 0
+    after = api.ok("GET", f"/api/v1/eval-runs/{run_id}")
+    assert after["status"] == "failed" and len(after["results"]) == 3
+
+
+def test_a_slow_run_that_still_heartbeats_is_never_swept(api, container, frozen):
+    ds = api.dataset(cases(3))
+    run = api.start(api.agent(sleepy_spec()), ds)
+    for _ in range(5):  # 45 minutes of a case that takes long, heartbeating every 9 minutes
+        frozen.advance(minutes=9)
+        assert container.runs.update(run["run_id"], [
+            container.runs.get(run["run_id"]).__class__.heartbeat_at_ms.set(int(frozen.at.timestamp() * 1000))])
+        assert run["run_id"] not in sweep.sweep(container).failed
+    assert api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/progress")["status"] == "running"
+
+
+def test_the_sweep_fails_a_queued_run_that_nothing_is_left_to_run(api, container, frozen, limits):
+    limits(2, 2)
+    ds = api.dataset(cases(2))
+    agent = api.agent(sleepy_spec())
+    first, lost, waiting = (api.start(agent, ds) for _ in range(3))
+    assert (first["status"], lost["status"], waiting["status"]) == ("running", "queued", "queued")
+    # Drop the middle run from the organization's line, as a lost hand-off would.
+    container.orgs.remove_waiting(api.org_id, lost["run_id"])
+    frozen.advance(minutes=container.settings.eval_abandoned_after_minutes + 1)
+    report = sweep.sweep(container)
+    assert sorted(report.failed) == sorted([first["run_id"], lost["run_id"]])
+    assert api.ok("GET", f"/api/v1/eval-runs/{lost['run_id']}")["reason"] == "failed: nothing was left to run it"
+    # The slots the abandoned first run held go to the run still in line.
+    assert report.slots_started == 2
+    assert api.ok("GET", f"/api/v1/eval-runs/{waiting['run_id']}/progress")["status"] == "running"
+    assert container.orgs.get(api.org_id).in_flight == 2

@@ -1,0 +1,167 @@
+"""At-least-once delivery on the real queue: redeliveries, concurrent duplicates, crashed workers and
+the DLQ never lose an attempt nor count one twice (DESIGN §5-§6, seed 001 "Results are recorded once").
+
+Pollers are paused: each test plays SQS and Lambda by hand against the moto server.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+
+from bench import agents
+from chalicelib import names
+from chalicelib.services import run_case
+from tests.e2e.conftest import cases
+from tests.e2e.manual import Queue
+
+
+@pytest.fixture
+def queue(stack):
+    stack.pause_pollers()
+    q = Queue(stack)
+    q.drain()
+    yield q
+    q.drain()
+    Queue(stack, names.CASE_TASKS_DLQ).drain()
+    stack.resume_pollers()
+
+
+def numbered_spec(probe: str) -> dict:
+    return {"runtime": "python", "entrypoint": "bench.agents:numbered", "options": {"probe": probe}}
+
+
+def progress(api, run_id):
+    p = api.ok("GET", f"/api/v1/eval-runs/{run_id}/progress")
+    assert p["recorded"] <= p["expected"], p
+    return p
+
+
+def answers_by_case(api, run_id) -> dict[str, str]:
+    run = api.ok("GET", f"/api/v1/eval-runs/{run_id}")
+    return {r["case_id"]: r["answer"] for r in run["results"]}
+
+
+def test_every_message_delivered_three_times_two_at_once_counts_each_attempt_once(api, queue, container):
+    probe = f"p-{uuid.uuid4().hex}"
+    ds = api.dataset(cases(5), required=["contains"])
+    run = api.start(api.agent(numbered_spec(probe)), ds)
+    kept: dict[str, str] = {}
+    handled = 0
+    while progress(api, run["run_id"])["status"] == "running":
+        batch = queue.receive()
+        assert batch or handled < 100, "the run stalled with nothing queued"
+        for d in batch:
+            twins = [threading.Thread(target=run_case.handle_task, args=(container, d.body),
+                                      kwargs={"receive_count": 1}) for _ in range(2)]
+            for t in twins:
+                t.start()
+            for t in twins:
+                t.join()
+            case_id = d.task["case_id"]
+            kept.setdefault(case_id, answers_by_case(api, run["run_id"])[case_id])
+            run_case.handle_task(container, d.body, receive_count=2)
+            queue.delete(d)
+            handled += 1
+            assert answers_by_case(api, run["run_id"])[case_id] == kept[case_id], \
+                "a later delivery replaced the first recorded answer"
+    final = progress(api, run["run_id"])
+    assert final["status"] == "completed"
+    assert (final["recorded"], final["expected"], final["passed"]) == (5, 5, 5)
+    full = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    assert sorted(r["case_id"] for r in full["results"]) == [f"c{i:03d}" for i in range(5)]
+    assert full["outcome"]["total"] == 5 and full["outcome"]["passed"] == 5
+    assert answers_by_case(api, run["run_id"]) == kept
+    assert container.orgs.get(api.org_id).in_flight == 0
+
+
+def test_a_worker_killed_between_the_answer_and_the_write_loses_nothing(api, queue, container, monkeypatch):
+    probe = f"p-{uuid.uuid4().hex}"
+    ds = api.dataset(cases(4), required=["contains"])
+    run = api.start(api.agent(numbered_spec(probe)), ds)
+    real_record = run_case.record
+    crashed: list[str] = []
+
+    def crash_once(c, run_row, task, result):
+        if task.case_id == "c001" and not crashed:
+            crashed.append(task.case_id)
+            raise SystemExit("worker killed after the agent answered")
+        return real_record(c, run_row, task, result)
+
+    monkeypatch.setattr(run_case, "record", crash_once)
+    while progress(api, run["run_id"])["status"] == "running":
+        for d in queue.receive():
+            try:
+                run_case.handle_task(container, d.body, receive_count=d.receive_count)
+            except SystemExit:
+                queue.release(d)  # the message was never deleted: SQS redelivers it
+                continue
+            queue.delete(d)
+    final = progress(api, run["run_id"])
+    assert crashed == ["c001"]
+    assert (final["status"], final["recorded"], final["passed"]) == ("completed", 4, 4)
+    assert agents.calls(f"{probe}#c001") == 2, "the redelivered task asks the agent again"
+    assert agents.calls(f"{probe}#c002") == 1
+    assert container.orgs.get(api.org_id).in_flight == 0
+
+
+def test_a_worker_killed_between_the_write_and_the_delete_counts_nothing_twice(api, queue, container):
+    probe = f"p-{uuid.uuid4().hex}"
+    ds = api.dataset(cases(6), required=["contains"])
+    run = api.start(api.agent(numbered_spec(probe)), ds)
+    undeleted = 0
+    while progress(api, run["run_id"])["status"] == "running":
+        for d in queue.receive():
+            run_case.handle_task(container, d.body, receive_count=d.receive_count)
+            if d.receive_count == 1 and d.task["case_id"] in ("c000", "c003", "c005"):
+                undeleted += 1
+                queue.release(d)  # killed before DeleteMessage: it comes back
+            else:
+                queue.delete(d)
+    final = progress(api, run["run_id"])
+    assert undeleted == 3
+    assert (final["status"], final["recorded"], final["expected"], final["passed"]) == ("completed", 6, 6, 6)
+    for i in range(6):
+        assert agents.calls(f"{probe}#c{i:03d}") == 1, "a recorded attempt is never asked again"
+    assert container.orgs.get(api.org_id).in_flight == 0
+
+
+def test_a_message_that_keeps_failing_reaches_the_dlq_and_is_recorded_incomplete(api, queue, container, monkeypatch, stack):
+    ds = api.dataset(cases(4))
+    run = api.start(api.agent({"runtime": "python", "entrypoint": "bench.agents:sleepy"}), ds)
+    real = run_case.ask_and_grade
+
+    def broken_for_c002(c, run_row, arm, case, task):
+        if case.case_id == "c002":
+            raise RuntimeError("worker bug on this case")
+        return real(c, run_row, arm, case, task)
+
+    monkeypatch.setattr(run_case, "ask_and_grade", broken_for_c002)
+    dlq = Queue(stack, names.CASE_TASKS_DLQ)
+    receives = 0
+    dead = []
+    while progress(api, run["run_id"])["status"] == "running":
+        for d in queue.receive():
+            try:
+                run_case.handle_task(container, d.body, receive_count=d.receive_count)
+            except RuntimeError:
+                receives += 1
+                queue.release(d)
+                continue
+            queue.delete(d)
+        for d in dlq.receive():
+            dead.append(d.task["case_id"])
+            run_case.handle_dead_task(container, d.body, receive_count=d.receive_count)
+            dlq.delete(d)
+    assert receives == names.MAX_RECEIVE_COUNT
+    assert dead == ["c002"]
+    full = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    assert full["status"] == "completed"
+    states = {r["case_id"]: r["state"] for r in full["results"]}
+    assert states == {"c000": "passed", "c001": "passed", "c002": "incomplete", "c003": "passed"}
+    c002 = next(r for r in full["results"] if r["case_id"] == "c002")
+    assert "gave up after" in c002["reason"]
+    assert full["outcome"]["incomplete"] == 1 and full["outcome"]["passed"] == 3
+    assert container.orgs.get(api.org_id).in_flight == 0

@@ -298,6 +298,24 @@ class RunStore:
         except DoesNotExist:
             return None
 
+    CURSOR_ATTRIBUTES = ("run_id", "status", "phase", "next_index", "tasks_total", "slots", "tasks",
+                         "recorded", "expected", "heartbeat_at_ms")
+    """What changes on a run while it runs; the rest (arms, case ids, scoring) is fixed at start."""
+
+    def refresh(self, run: RunRow) -> RunRow | None:
+        """`run` with its changing attributes read again (consistent, projected: a small read).
+
+        Returns a new row object; None when the run was deleted.
+        """
+        try:
+            fresh = RunRow.get(run.run_id, consistent_read=True, attributes_to_get=list(self.CURSOR_ATTRIBUTES))
+        except DoesNotExist:
+            return None
+        merged = RunRow.from_raw_data(run.serialize())
+        for name in self.CURSOR_ATTRIBUTES:
+            setattr(merged, name, getattr(fresh, name))
+        return merged
+
     def get_for_org(self, org_id: str, run_id: str) -> RunRow:
         """Raises NotFoundError for an unknown run or one of another organization."""
         row = self.get(run_id)

@@ -21,11 +21,14 @@ and so does `moto.mock_aws` used in the same process. Call `reset()` between tes
 from __future__ import annotations
 
 import copy
+import http.server
 import io
 import json
 import logging
+import sys
 import threading
 import urllib.request
+from urllib.parse import unquote
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -366,6 +369,96 @@ class _CountingSerializingApp:
 
 # --- the server ------------------------------------------------------------------------------
 
+
+class _KeepAliveHandler(http.server.BaseHTTPRequestHandler):
+    """HTTP/1.1 with keep-alive in front of a WSGI app.
+
+    werkzeug's development server (what moto ships) closes the connection after every response,
+    so each AWS request paid a TCP handshake and a new server thread. Our clients (botocore,
+    PynamoDB) keep connections open; this handler serves request after request on one
+    connection. Request bodies come with Content-Length or chunked; responses always carry a
+    Content-Length (the app's body is buffered).
+    """
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # status line, headers and body leave in one flush anyway
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - one line per request is noise
+        pass
+
+    def _body(self) -> bytes:
+        length = self.headers.get("Content-Length")
+        if length is not None:
+            return self.rfile.read(int(length))
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        return b""
+
+    def _environ(self, body: bytes) -> dict[str, Any]:
+        path, _, query = self.path.partition("?")
+        environ: dict[str, Any] = {
+            "REQUEST_METHOD": self.command, "SCRIPT_NAME": "", "PATH_INFO": unquote(path),
+            "QUERY_STRING": query, "RAW_URI": self.path, "REQUEST_URI": self.path,
+            "SERVER_NAME": self.server.server_address[0], "SERVER_PORT": str(self.server.server_address[1]),
+            "SERVER_PROTOCOL": self.request_version, "REMOTE_ADDR": self.client_address[0],
+            "CONTENT_LENGTH": str(len(body)), "wsgi.version": (1, 0), "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(body), "wsgi.errors": sys.stderr, "wsgi.multithread": True,
+            "wsgi.multiprocess": False, "wsgi.run_once": False,
+        }
+        if self.headers.get("Content-Type"):
+            environ["CONTENT_TYPE"] = self.headers["Content-Type"]
+        for name, value in self.headers.items():
+            key = "HTTP_" + name.upper().replace("-", "_")
+            if key in ("HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH"):
+                continue
+            environ[key] = f"{environ[key]},{value}" if key in environ else value
+        return environ
+
+    def _serve(self) -> None:
+        body = self._body()
+        state: dict[str, Any] = {}
+
+        def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            state["status"], state["headers"] = status, headers
+            return lambda data: state.setdefault("written", []).append(data)
+
+        result = self.server.app(self._environ(body), start_response)  # type: ignore[attr-defined]
+        try:
+            payload = b"".join(state.get("written", [])) + b"".join(result)
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+        code, _, reason = state["status"].partition(" ")
+        self.send_response_only(int(code), reason)
+        for name, value in state["headers"]:
+            if name.lower() not in ("content-length", "connection", "transfer-encoding"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = do_OPTIONS = _serve
+
+
+class KeepAliveWSGIServer(http.server.ThreadingHTTPServer):
+    """A threaded HTTP server for a WSGI app, one thread per kept-alive connection."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], app: Callable[..., Iterable[bytes]]) -> None:
+        self.app = app
+        super().__init__(address, _KeepAliveHandler)
+
 COUNTS_PATH = "/_assay/requests"
 """GET: the request counts as JSON; POST: zero them (served by our middleware, not moto)."""
 
@@ -427,21 +520,12 @@ def start_moto_server(*, serialize_dynamodb: bool = True, patch_transactions: bo
     reproduced by hand; leave both on. `patch_transactions=False` does not remove a patch that an
     earlier call installed (see `unpatch_transact_write_items`).
     """
-    from moto.moto_server.werkzeug_app import (
-        DomainDispatcherApplication,
-        MotoRequestHandler,
-        create_backend_app,
-    )
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
     from moto.server import ThreadedMotoServer
-    from werkzeug.serving import make_server
 
     if patch_transactions:
         patch_transact_write_items()
     counter = RequestCounter()
-
-    class QuietHandler(MotoRequestHandler):
-        def log_request(self, *args: Any, **kwargs: Any) -> None:  # one line per request is noise
-            pass
 
     class FastDispatcher(DomainDispatcherApplication):
         # moto matches every request's host against hundreds of URL patterns (and lists its
@@ -466,8 +550,7 @@ def start_moto_server(*, serialize_dynamodb: bool = True, patch_transactions: bo
             app = _CountingSerializingApp(
                 FastDispatcher(create_backend_app), counter, serialize_dynamodb
             )
-            self._server = make_server(self._ip_address, self._port, app, True,
-                                       request_handler=QuietHandler)
+            self._server = KeepAliveWSGIServer((self._ip_address, self._port), app)
             self._server_ready_event.set()
             self._server.serve_forever()
 

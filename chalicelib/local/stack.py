@@ -197,6 +197,8 @@ class EmbeddedStack:
         from chalice.local import ChaliceRequestHandler, LocalDevServer
 
         class QuietHandler(ChaliceRequestHandler):
+            disable_nagle_algorithm = True  # headers and body are separate sends (see motoserver)
+
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib's name
                 log.debug("api: " + format, *args)
 

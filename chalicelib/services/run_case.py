@@ -182,7 +182,7 @@ def record(c: Container, run: RunRow, task: Task, result: AttemptResult) -> bool
                                             release_slot=not claim and int(run.slots) > 0,
                                             now_ms=epoch_ms(now))
         except RecordConflict:
-            fresh = c.runs.get(run.run_id)
+            fresh = c.runs.refresh(run)
             if fresh is None:
                 return False
             run = fresh
@@ -285,7 +285,7 @@ def handle_task(c: Container, body: str, *, receive_count: int = 1, receipt_hand
         result = ask_and_grade(c, run, arm, Case.model_validate(raw_case), task)
     # Other tasks of the run claimed successors while this one ran: read the cursor afresh so the
     # claim in `record` rarely meets a conflict.
-    record(c, c.runs.get(run_id) or run, task, result)
+    record(c, c.runs.refresh(run) or run, task, result)
 
 
 def handle_dead_task(c: Container, body: str, *, receive_count: int | None = None) -> None:

@@ -52,6 +52,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from chalicelib import demo, names
 
     console = Console()
+    if not console.is_terminal:
+        console = Console(width=120)  # a log file gets the whole table, not 80 columns of it
     data_dir = Path(args.data_dir) if args.data_dir else demo.default_data_dir()
     if not (data_dir / "test.jsonl").exists():
         console.print(f"[red]GSM8K data not found in {data_dir}[/red] (use --data-dir)")

@@ -74,3 +74,13 @@ def numbered(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]
         return {"answer": f"{options.get('answer', '42')} call-{n}"}
     finally:
         _leave([key, str(options.get("probe", ""))])
+
+
+def crashing(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """An agent whose tool raises on every case: its attempts are `failed` with `crash: true`."""
+    raise ValueError(f"tool lookup_order raised on {request['case_id']}")
+
+
+def verbose(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """Answers `options["size"]` characters ending in the expected `42` (large answers go to S3)."""
+    return {"answer": "x" * int(options.get("size", 1000)) + " 42"}

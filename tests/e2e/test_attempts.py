@@ -1,0 +1,141 @@
+"""What each attempt keeps and how it comes out (seed 004 "Results", DESIGN §7.2, §8)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from bench import agents
+from chalicelib import bootstrap
+from tests.e2e.conftest import cases, sleepy_spec
+from tests.support.fake_openai import FakeOpenAI
+
+
+@pytest.fixture
+def settings(container):
+    """Change settings for what runs next; restored afterwards."""
+    original = container.settings
+
+    def apply(**update):
+        bootstrap.override(settings=original.model_copy(update=update))
+
+    yield apply
+    bootstrap.override(settings=original)
+
+
+def results(api, run_id) -> dict[str, dict]:
+    return {r["case_id"]: r for r in api.ok("GET", f"/api/v1/eval-runs/{run_id}")["results"]}
+
+
+def test_an_openai_compatible_agent_is_asked_and_its_usage_priced(api):
+    script = {"rules": [{"contains": "question 0", "answer": "The answer is 42",
+                         "usage": {"prompt_tokens": 1000, "completion_tokens": 200}, "model": "m-1"},
+                        {"contains": "question 1", "answer": "41",
+                         "usage": {"prompt_tokens": 10, "completion_tokens": 2}},
+                        {"contains": "question 2", "tool_calls": [{"name": "refund", "arguments": {"id": 7}}],
+                         "answer": "42"}]}
+    with FakeOpenAI(script) as fake:
+        spec = {"runtime": "openai", "base_url": fake.base_url, "model": "m-1", "temperature": 0,
+                "system_prompt": "Answer with a number.",
+                "price": {"input_per_mtok_usd": "0.15", "output_per_mtok_usd": "0.60"}}
+        run = api.start(api.agent(spec), api.dataset(cases(3), required=["contains"]))
+        assert api.wait(run["run_id"])["status"] == "completed"
+        sent = fake.requests()
+    by_case = results(api, run["run_id"])
+    assert [by_case[c]["state"] for c in ("c000", "c001", "c002")] == ["passed", "failed", "passed"]
+    # 1000 in at $0.15/M + 200 out at $0.60/M = 150 + 120 micro-USD
+    assert by_case["c000"]["cost_usd"] == 0.00027
+    assert by_case["c000"]["tokens"] == {"input": 1000, "output": 200} and by_case["c000"]["model"] == "m-1"
+    assert by_case["c002"]["calls"] == [{"name": "refund", "arguments": {"id": 7}, "status": "intended",
+                                         "result": None}]
+    assert by_case["c001"]["scores"][0]["scorer"] == "contains" and by_case["c001"]["scores"][0]["passed"] is False
+    assert all(r["body"]["messages"][0] == {"role": "system", "content": "Answer with a number."} for r in sent)
+    assert all(r["body"]["temperature"] == 0 for r in sent)
+
+
+def test_provider_failures_after_retries_are_incomplete_and_a_rejected_key_says_so(api):
+    script = {"rules": [{"contains": "question 0", "status": 503, "error": "overloaded"},
+                        {"contains": "question 1", "fail_status": 429, "fail_times": 1, "answer": "42"},
+                        {"contains": "question 2", "status": 401, "error": "bad key"}]}
+    with FakeOpenAI(script) as fake:
+        spec = {"runtime": "openai", "base_url": fake.base_url, "model": "m"}
+        run = api.start(api.agent(spec), api.dataset(cases(3), required=["contains"]))
+        assert api.wait(run["run_id"])["status"] == "completed"
+        asked = [r["body"]["messages"][-1]["content"] for r in fake.requests()]
+    by_case = results(api, run["run_id"])
+    assert by_case["c000"]["state"] == "incomplete"
+    assert by_case["c000"]["reason"].startswith("provider error after 3 tries")  # 1 try + 2 retries
+    assert asked.count("question 0") == 3
+    assert by_case["c001"]["state"] == "passed"                                    # a 429 once, then fine
+    assert by_case["c002"]["state"] == "incomplete"
+    assert by_case["c002"]["reason"] == "provider rejected the credentials"
+    assert asked.count("question 2") == 1                                          # not retried
+    outcome = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"]
+    assert (outcome["passed"], outcome["incomplete"], outcome["pass_rate"]) == (1, 2, 1.0)
+
+
+def test_the_agents_own_failure_is_a_failed_attempt_marked_as_a_crash(api):
+    spec = {"runtime": "python", "entrypoint": "bench.agents:crashing"}
+    run = api.start(api.agent(spec), api.dataset(cases(2)))
+    assert api.wait(run["run_id"])["status"] == "completed"
+    r = results(api, run["run_id"])["c000"]
+    assert (r["state"], r["crash"]) == ("failed", True)
+    assert "tool lookup_order raised on c000" in r["reason"]
+    outcome = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"]
+    assert (outcome["failed"], outcome["crashed"], outcome["verdict"]) == (2, 2, "fail")
+
+
+def test_a_case_past_its_timeout_is_incomplete(api, settings):
+    settings(evaluation_case_timeout_seconds=1, assay_agent_retries=0)
+    run = api.start(api.agent(sleepy_spec(sleep_ms=2500)), api.dataset(cases(1)))
+    assert api.wait(run["run_id"], timeout_s=30)["status"] == "completed"
+    r = results(api, run["run_id"])["c000"]
+    assert r["state"] == "incomplete" and "timed out" in r["reason"]
+
+
+def test_a_long_case_heartbeats_and_keeps_its_message_invisible(api, settings, stack, container):
+    settings(eval_heartbeat_seconds=0.3)
+    before = stack.moto.requests().get("sqs.ChangeMessageVisibility", 0)
+    run = api.start(api.agent(sleepy_spec(sleep_ms=1600)), api.dataset(cases(1)))
+    time.sleep(0.2)
+    first_beat = container.runs.get(run["run_id"]).heartbeat_at_ms
+    time.sleep(1.0)
+    assert container.runs.get(run["run_id"]).heartbeat_at_ms > first_beat, "no heartbeat while the case ran"
+    assert api.wait(run["run_id"])["status"] == "completed"
+    assert stack.moto.requests().get("sqs.ChangeMessageVisibility", 0) - before >= 2
+
+
+def test_an_answer_too_large_for_dynamodb_is_kept_in_the_results_bucket(api, settings):
+    settings(assay_answer_inline_bytes=5_000)
+    spec = {"runtime": "python", "entrypoint": "bench.agents:verbose", "options": {"size": 20_000}}
+    run = api.start(api.agent(spec), api.dataset(cases(1), required=["contains"]))
+    assert api.wait(run["run_id"])["status"] == "completed"
+    r = results(api, run["run_id"])["c000"]
+    assert r["state"] == "passed"
+    assert r["answer_ref"].startswith("s3://assay-results/answers/")
+    assert len(r["answer"]) == 1000
+    events = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/events?wait=0")
+    assert events["events"][0]["answer_ref"] == r["answer_ref"]
+
+
+def test_the_draft_is_copied_onto_the_run_when_it_starts(api, container):
+    probe = f"d-{uuid.uuid4().hex}"
+    agent = api.agent(sleepy_spec(sleep_ms=200, probe=probe, answer="42"))
+    run = api.start(agent, api.dataset(cases(6)))
+    api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": sleepy_spec(answer="wrong")})
+    assert api.wait(run["run_id"])["status"] == "completed"
+    outcome = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"]
+    assert outcome["passed"] == 6, "cases answered by the edited draft"
+    assert agents.calls(probe) == 6
+
+
+def test_latest_is_resolved_once_when_the_run_starts(api):
+    agent = api.agent(sleepy_spec(sleep_ms=100), publish=1)
+    run = api.start(agent, api.dataset(cases(4)), candidate="version", version="latest")
+    api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": sleepy_spec(answer="0")})
+    api.ok("POST", f"/api/v1/agents/{agent}/versions")
+    assert api.wait(run["run_id"])["status"] == "completed"
+    full = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    assert full["resolved_version"] == 1 and full["outcome"]["passed"] == 4

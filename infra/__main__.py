@@ -1,8 +1,11 @@
-"""`python -m infra [--endpoint-url URL] [--region R] [--prefix P] [--case-timeout-seconds N]`.
+"""`python -m infra [--endpoint-url URL] [--region R] [--prefix P] [--case-timeout-seconds N]`
+or `python -m infra cloudformation [--prefix P] [--case-timeout-seconds N] > stack.json`.
 
-Creates every table, queue and the bucket (idempotent) and prints the queue URLs as JSON.
-Defaults come from the same settings the app reads (`AWS_ENDPOINT_URL`, `AWS_DEFAULT_REGION`,
-`ASSAY_RESOURCE_PREFIX`, `EVALUATION_CASE_TIMEOUT_SECONDS`).
+Without a command: creates every table, queue and the bucket (idempotent) against an endpoint
+and prints the queue URLs as JSON. `cloudformation`: prints the CloudFormation template of the
+same resources (deploy it before `chalice package`'s stack). Defaults come from the same
+settings the app reads (`AWS_ENDPOINT_URL`, `AWS_DEFAULT_REGION`, `ASSAY_RESOURCE_PREFIX`,
+`EVALUATION_CASE_TIMEOUT_SECONDS`).
 """
 
 from __future__ import annotations
@@ -13,13 +16,36 @@ import logging
 import sys
 
 from chalicelib.config import get_settings
-from infra.resources import bootstrap
+
+
+def cloudformation_main(argv: list[str]) -> int:
+    """`python -m infra cloudformation ...`: print the template as JSON; returns the exit status."""
+    from infra.cloudformation import template
+
+    settings = get_settings()
+    parser = argparse.ArgumentParser(prog="python -m infra cloudformation",
+                                     description="Print the CloudFormation template (JSON) of "
+                                                 "assay's tables, queues and bucket.")
+    parser.add_argument("--prefix", default=settings.assay_resource_prefix, help="table-name prefix")
+    parser.add_argument("--case-timeout-seconds", type=int,
+                        default=settings.evaluation_case_timeout_seconds)
+    args = parser.parse_args(argv)
+    json.dump(template(args.prefix, args.case_timeout_seconds), sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse `argv`, bootstrap, print `{queue name: url}`; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["cloudformation"]:
+        return cloudformation_main(argv[1:])
+    from infra.resources import bootstrap
+
     settings = get_settings()
-    parser = argparse.ArgumentParser(prog="python -m infra", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m infra", description=__doc__.splitlines()[0],
+        epilog="`python -m infra cloudformation --help`: the CloudFormation template instead.")
     parser.add_argument("--endpoint-url", default=settings.aws_endpoint_url,
                         help="moto server or LocalStack URL; omit for AWS itself")
     parser.add_argument("--region", default=settings.aws_default_region)

@@ -23,11 +23,11 @@ DLQ_RETENTION_SECONDS = 14 * 24 * 3600
 """SQS's maximum. A standard queue's message keeps its first enqueue time when it moves to the
 DLQ, so the DLQ must keep messages longer than the source queue (default 4 days) does."""
 DLQ_VISIBILITY_TIMEOUT_SECONDS = 120
-"""The case-tasks DLQ has a handler (records the attempt `incomplete`): a few DynamoDB writes."""
+"""The case-tasks DLQ has a handler (records the attempt `incomplete`): a few DynamoDB writes.
+Its Lambda timeout (`.chalice/config.json`, `handle_dead_case`) must not exceed this."""
 AGENT_EVENTS_VISIBILITY_TIMEOUT_SECONDS = 60
+"""Its Lambda timeout (`.chalice/config.json`, `handle_agent_event`) must not exceed this."""
 AGENT_EVENTS_MAX_RECEIVE_COUNT = 5
-VISIBILITY_MARGIN_SECONDS = 60
-"""Case-task visibility = case timeout + this margin (DESIGN §11 Queues)."""
 
 
 @dataclass(frozen=True)
@@ -35,13 +35,29 @@ class QueueSpec:
     """A work queue and its dead-letter queue.
 
     `visibility_timeout_seconds` and `max_receive_count` apply to the work queue; SQS moves a
-    message to `dlq_name` on the receive after its `max_receive_count`-th.
+    message to `dlq_name` on the receive after its `max_receive_count`-th. The `dlq_*` fields
+    apply to the dead-letter queue. `bootstrap()` and `infra.cloudformation` both read these.
     """
 
     name: str
     dlq_name: str
     max_receive_count: int
     visibility_timeout_seconds: int
+    dlq_visibility_timeout_seconds: int = DLQ_VISIBILITY_TIMEOUT_SECONDS
+    dlq_retention_seconds: int = DLQ_RETENTION_SECONDS
+
+
+def case_tasks_visibility_seconds(case_timeout_seconds: int) -> int:
+    """Visibility timeout of the case-tasks queue for a case timeout, in seconds.
+
+    The app's own formula (`Settings.visibility_timeout_seconds`, which the keep-alive also uses
+    to extend a long case's message), evaluated for `case_timeout_seconds` without reading the
+    environment: the Lambda timeout (case timeout + 60 s) plus a margin (DESIGN §11 Queues).
+    """
+    from chalicelib.config import Settings
+
+    return Settings.model_construct(
+        evaluation_case_timeout_seconds=case_timeout_seconds).visibility_timeout_seconds
 
 
 def queue_specs(case_timeout_seconds: int) -> tuple[QueueSpec, ...]:
@@ -51,7 +67,7 @@ def queue_specs(case_timeout_seconds: int) -> tuple[QueueSpec, ...]:
             name=names.CASE_TASKS_QUEUE,
             dlq_name=names.CASE_TASKS_DLQ,
             max_receive_count=names.MAX_RECEIVE_COUNT,
-            visibility_timeout_seconds=case_timeout_seconds + VISIBILITY_MARGIN_SECONDS,
+            visibility_timeout_seconds=case_tasks_visibility_seconds(case_timeout_seconds),
         ),
         QueueSpec(
             name=names.AGENT_EVENTS_QUEUE,
@@ -147,8 +163,8 @@ def ensure_queues(endpoint_url: str | None, region: str, case_timeout_seconds: i
     urls: dict[str, str] = {}
     for spec in queue_specs(case_timeout_seconds):
         dlq_url = ensure_queue(sqs, spec.dlq_name, {
-            "MessageRetentionPeriod": str(DLQ_RETENTION_SECONDS),
-            "VisibilityTimeout": str(DLQ_VISIBILITY_TIMEOUT_SECONDS),
+            "MessageRetentionPeriod": str(spec.dlq_retention_seconds),
+            "VisibilityTimeout": str(spec.dlq_visibility_timeout_seconds),
         })
         dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
             "Attributes"]["QueueArn"]
@@ -172,7 +188,7 @@ def bootstrap(endpoint_url: str | None, region: str, prefix: str,
         region: AWS region name, e.g. `us-east-1`.
         prefix: table-name prefix of the stack, e.g. `assay-`.
         case_timeout_seconds: bound on one case attempt; the case-tasks visibility timeout is
-            this plus `VISIBILITY_MARGIN_SECONDS`.
+            `case_tasks_visibility_seconds(case_timeout_seconds)`.
 
     Returns:
         Queue URL by queue name, DLQs included (`{"assay-case-tasks": "http://...", ...}`).

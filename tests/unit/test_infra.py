@@ -1,0 +1,384 @@
+"""Deploy artefacts: the CloudFormation template, `.chalice/policy.json`, `.chalice/config.json`.
+
+The template must describe exactly what `infra.resources.bootstrap()` creates locally (one
+definition: `tables.create_table_params`, `resources.queue_specs`); the hand-written IAM policy
+must cover every DynamoDB, SQS, S3 and Lambda call the code makes (`chalice gen-policy` misses
+every PynamoDB call, DESIGN §11), on assay's resources only, and never allow `Scan`.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chalicelib import names
+from chalicelib.adapters import tables
+from chalicelib.config import Settings
+from infra.cloudformation import template
+from infra.resources import BUCKET_NAME, queue_specs
+
+ROOT = Path(__file__).resolve().parents[2]
+PREFIX = "assay-"
+CASE_TIMEOUT = 600
+ACCOUNT_REGION = "us-east-1:123456789012"
+
+
+def _resources(tpl: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in tpl["Resources"].items() if v["Type"] == kind}
+
+
+@pytest.fixture(scope="module")
+def tpl() -> dict[str, Any]:
+    return template(prefix=PREFIX, case_timeout_seconds=CASE_TIMEOUT)
+
+
+def _base_name(model: Any) -> str:
+    return tables._BASE_NAMES[model]  # noqa: SLF001 - the unprefixed table name
+
+
+def _indexes(params: dict[str, Any], key: str) -> dict[str, Any]:
+    return {i["IndexName"]: (i["KeySchema"], i["Projection"]) for i in params.get(key, [])}
+
+
+# --- tables ----------------------------------------------------------------------------------
+
+
+def test_one_table_per_model_with_the_same_keys_and_indexes(tpl):
+    by_name = {r["Properties"]["TableName"]: r for r in _resources(tpl, "AWS::DynamoDB::Table").values()}
+    assert len(by_name) == len(tables.ALL_MODELS)
+    for model in tables.ALL_MODELS:
+        expected = tables.create_table_params(model)
+        resource = by_name[f"{PREFIX}{_base_name(model)}"]
+        props = resource["Properties"]
+        assert props["KeySchema"] == expected["KeySchema"]
+        assert sorted(props["AttributeDefinitions"], key=lambda a: a["AttributeName"]) == sorted(
+            expected["AttributeDefinitions"], key=lambda a: a["AttributeName"])
+        assert props["BillingMode"] == "PAY_PER_REQUEST"
+        assert "ProvisionedThroughput" not in props
+        for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
+            assert _indexes(props, key) == _indexes(expected, key), (model.__name__, key)
+            for index in props.get(key, []):
+                assert "ProvisionedThroughput" not in index
+        assert resource["DeletionPolicy"] == "Retain"  # evaluation history outlives the stack
+
+
+def test_every_index_the_models_declare_is_in_the_template(tpl):
+    declared = {(_base_name(m), i.Meta.index_name)
+                for m in tables.ALL_MODELS for i in m._indexes.values()}
+    in_template = {(r["Properties"]["TableName"].removeprefix(PREFIX), i["IndexName"])
+                   for r in _resources(tpl, "AWS::DynamoDB::Table").values()
+                   for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes")
+                   for i in r["Properties"].get(key, [])}
+    assert declared == in_template
+    assert ("attempts", "recorded_order") in in_template  # the LSI
+    assert ("eval_runs", "status_heartbeat") in in_template  # the sweep's GSI
+
+
+def test_the_template_does_not_repoint_the_models():
+    before = [(m.Meta.table_name, getattr(m.Meta, "host", None)) for m in tables.ALL_MODELS]
+    template(prefix="elsewhere-", case_timeout_seconds=CASE_TIMEOUT)
+    assert [(m.Meta.table_name, getattr(m.Meta, "host", None)) for m in tables.ALL_MODELS] == before
+
+
+# --- queues and bucket -----------------------------------------------------------------------
+
+
+def _queues(tpl: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    return {r["Properties"]["QueueName"]: (k, r["Properties"])
+            for k, r in _resources(tpl, "AWS::SQS::Queue").items()}
+
+
+@pytest.mark.parametrize("case_timeout", [CASE_TIMEOUT, 30, 900])
+def test_queues_have_their_dlq_and_follow_the_case_timeout(case_timeout):
+    queues = _queues(template(prefix=PREFIX, case_timeout_seconds=case_timeout))
+    specs = queue_specs(case_timeout)
+    assert set(queues) == {s.name for s in specs} | {s.dlq_name for s in specs}
+    assert {names.CASE_TASKS_QUEUE, names.CASE_TASKS_DLQ, names.AGENT_EVENTS_QUEUE,
+            names.AGENT_EVENTS_DLQ} <= set(queues)
+    for spec in specs:
+        _, props = queues[spec.name]
+        dlq_id, dlq = queues[spec.dlq_name]
+        redrive = props["RedrivePolicy"]
+        assert redrive["deadLetterTargetArn"] == {"Fn::GetAtt": [dlq_id, "Arn"]}
+        assert redrive["maxReceiveCount"] == spec.max_receive_count >= 5
+        assert props["VisibilityTimeout"] == spec.visibility_timeout_seconds
+        assert "RedrivePolicy" not in dlq
+        # A message keeps its first enqueue time in the DLQ: the DLQ must keep it longer.
+        assert dlq["MessageRetentionPeriod"] > props.get("MessageRetentionPeriod", 4 * 24 * 3600)
+    case_tasks = queues[names.CASE_TASKS_QUEUE][1]
+    assert case_tasks["RedrivePolicy"]["maxReceiveCount"] == names.MAX_RECEIVE_COUNT
+    assert case_tasks["VisibilityTimeout"] >= case_timeout + 60
+    assert case_tasks["VisibilityTimeout"] == Settings(
+        evaluation_case_timeout_seconds=case_timeout).visibility_timeout_seconds
+
+
+def test_default_template_follows_the_settings(monkeypatch):
+    monkeypatch.setenv("EVALUATION_CASE_TIMEOUT_SECONDS", "300")
+    monkeypatch.setenv("ASSAY_RESOURCE_PREFIX", "team7-")
+    tpl = template()
+    assert _queues(tpl)[names.CASE_TASKS_QUEUE][1]["VisibilityTimeout"] == Settings().visibility_timeout_seconds
+    assert all(r["Properties"]["TableName"].startswith("team7-")
+               for r in _resources(tpl, "AWS::DynamoDB::Table").values())
+
+
+def test_bucket_is_the_results_bucket_and_private(tpl):
+    (bucket,) = _resources(tpl, "AWS::S3::Bucket").values()
+    assert bucket["Properties"]["BucketName"] == BUCKET_NAME == names.RESULTS_BUCKET
+    assert all(bucket["Properties"]["PublicAccessBlockConfiguration"].values())
+
+
+def test_cli_prints_the_template_as_json():
+    out = subprocess.run([sys.executable, "-m", "infra", "cloudformation", "--prefix", "cli-",
+                          "--case-timeout-seconds", "120"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60, check=True).stdout
+    tpl = json.loads(out)
+    assert tpl["AWSTemplateFormatVersion"] == "2010-09-09"
+    assert tpl == template(prefix="cli-", case_timeout_seconds=120)
+
+
+def test_template_deploys_on_moto_cloudformation(tpl, monkeypatch):
+    """moto's CloudFormation creates every resource; what it builds matches the template."""
+    import boto3
+    from moto import mock_aws
+
+    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)  # an e2e stack may have pointed boto3 elsewhere
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    region = "us-east-1"
+    with mock_aws():
+        cfn = boto3.client("cloudformation", region_name=region)
+        cfn.create_stack(StackName="assay-data", TemplateBody=json.dumps(tpl))
+        stack = cfn.describe_stacks(StackName="assay-data")["Stacks"][0]
+        assert stack["StackStatus"] == "CREATE_COMPLETE", stack.get("StackStatusReason")
+        dynamodb = boto3.client("dynamodb", region_name=region)
+        assert sorted(dynamodb.list_tables()["TableNames"]) == sorted(
+            f"{PREFIX}{_base_name(m)}" for m in tables.ALL_MODELS)
+        sqs = boto3.client("sqs", region_name=region)
+        url = sqs.get_queue_url(QueueName=names.CASE_TASKS_QUEUE)["QueueUrl"]
+        attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        assert int(attrs["VisibilityTimeout"]) == queue_specs(CASE_TIMEOUT)[0].visibility_timeout_seconds
+        redrive = json.loads(attrs["RedrivePolicy"])
+        assert redrive["deadLetterTargetArn"].endswith(f":{names.CASE_TASKS_DLQ}")
+        assert int(redrive["maxReceiveCount"]) == names.MAX_RECEIVE_COUNT
+        boto3.client("s3", region_name=region).head_bucket(Bucket=BUCKET_NAME)
+
+
+# --- Lambda settings against the queues ------------------------------------------------------
+
+
+@cache
+def _chalice_config() -> dict[str, Any]:
+    return json.loads((ROOT / ".chalice" / "config.json").read_text())
+
+
+def _lambda_setting(function_name: str, stage: str, name: str) -> Any:
+    from chalice.config import Config
+
+    config = Config(chalice_stage=stage, function_name=function_name,
+                    config_from_disk=_chalice_config())
+    return getattr(config, name)
+
+
+def _stages() -> list[str]:
+    return sorted(_chalice_config().get("stages", {})) or ["dev"]
+
+
+def test_chalice_config_uses_the_hand_written_policy():
+    cfg = _chalice_config()
+    assert cfg["autogen_policy"] is False
+    assert cfg["iam_policy_file"] == "policy.json"
+
+
+def test_lambda_runtime_is_python_312():
+    assert _lambda_setting("api_handler", "dev", "lambda_python_version") == "python3.12"
+
+
+@pytest.mark.parametrize("stage", _stages())
+def test_sqs_handlers_finish_within_their_queue_visibility(stage):
+    """AWS refuses an SQS event source whose queue is visible again before the function times out."""
+    from app import app
+
+    visibility = {name: props.get("VisibilityTimeout", 30)
+                  for name, (_, props) in _queues(template(prefix=PREFIX)).items()}
+    sqs_sources = [e for e in app.event_sources if type(e).__name__ == "SQSEventConfig"]
+    assert {e.queue for e in sqs_sources} == {names.CASE_TASKS_QUEUE, names.CASE_TASKS_DLQ,
+                                              names.AGENT_EVENTS_QUEUE}
+    for source in sqs_sources:
+        timeout = _lambda_setting(source.name, stage, "lambda_timeout")
+        assert source.batch_size == 1  # Chalice cannot report partial batch failures
+        assert timeout <= visibility[source.queue], (source.name, timeout, source.queue)
+    case_handler = next(e.name for e in sqs_sources if e.queue == names.CASE_TASKS_QUEUE)
+    assert _lambda_setting(case_handler, stage, "lambda_timeout") >= \
+        Settings().evaluation_case_timeout_seconds
+
+
+# --- IAM policy ------------------------------------------------------------------------------
+
+
+@cache
+def _policy() -> dict[str, Any]:
+    return json.loads((ROOT / ".chalice" / "policy.json").read_text())
+
+
+def _pattern(value: str, *, ignore_case: bool) -> re.Pattern[str]:
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in value)
+    return re.compile(f"^{regex}$", re.IGNORECASE if ignore_case else 0)
+
+
+def _listed(statement: dict[str, Any], key: str) -> list[str]:
+    value = statement.get(key, [])
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _matches(statement: dict[str, Any], action: str, resource: str) -> bool:
+    return (any(_pattern(a, ignore_case=True).match(action) for a in _listed(statement, "Action"))
+            and any(_pattern(r, ignore_case=False).match(resource)
+                    for r in _listed(statement, "Resource")))
+
+
+def allowed(action: str, resource: str) -> bool:
+    """IAM's verdict on `action` over `resource` for this policy alone (no conditions used)."""
+    statements = _policy()["Statement"]
+    if any(s["Effect"] == "Deny" and _matches(s, action, resource) for s in statements):
+        return False
+    return any(s["Effect"] == "Allow" and _matches(s, action, resource) for s in statements)
+
+
+PYNAMODB_ACTIONS: dict[str, set[str]] = {
+    # PynamoDB method (on a model, an index, a batch or a TransactWrite) -> DynamoDB IAM actions.
+    # `TransactWriteItems` has no IAM action of its own: each of its parts needs the action of the
+    # matching single-item call (PutItem, UpdateItem, DeleteItem, ConditionCheckItem).
+    "get": {"GetItem"}, "refresh": {"GetItem"}, "batch_get": {"BatchGetItem"},
+    "save": {"PutItem"}, "update": {"UpdateItem"}, "delete": {"DeleteItem"},
+    "condition_check": {"ConditionCheckItem"}, "batch_write": {"BatchWriteItem"},
+    "query": {"Query"}, "count": {"Query"}, "scan": {"Scan"},
+    "exists": {"DescribeTable"}, "describe_table": {"DescribeTable"},
+}
+"""Dict `.get`/`.update` calls in stores.py map to actions we need anyway: harmless."""
+
+
+def _called_methods(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    return {node.func.attr for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
+
+
+def _store_actions() -> set[str]:
+    called = _called_methods(ROOT / "chalicelib" / "adapters" / "stores.py")
+    return {f"dynamodb:{a}" for m in called & PYNAMODB_ACTIONS.keys() for a in PYNAMODB_ACTIONS[m]}
+
+
+def _table_arn(base: str, prefix: str = PREFIX) -> str:
+    return f"arn:aws:dynamodb:{ACCOUNT_REGION}:table/{prefix}{base}"
+
+
+def test_policy_is_a_valid_document():
+    policy = _policy()
+    assert policy["Version"] == "2012-10-17"
+    for statement in policy["Statement"]:
+        assert statement["Effect"] in ("Allow", "Deny")
+        assert _listed(statement, "Action") and _listed(statement, "Resource")
+        assert all(re.fullmatch(r"[a-z0-9-]+:[A-Za-z0-9*?]+", a) for a in _listed(statement, "Action"))
+
+
+def test_stores_make_the_calls_we_expect():
+    actions = _store_actions()
+    # The run engine's writes (DESIGN §5, §6) and its reads; if this fails, stores.py changed.
+    assert {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+            "dynamodb:Query", "dynamodb:BatchWriteItem"} <= actions
+    assert "TransactWrite" in (ROOT / "chalicelib" / "adapters" / "stores.py").read_text()
+
+
+def test_policy_covers_every_dynamodb_call_of_the_stores_on_every_table():
+    needed = _store_actions() | {"dynamodb:ConditionCheckItem", "dynamodb:DescribeTable"}
+    for model in tables.ALL_MODELS:
+        for action in sorted(needed):
+            assert allowed(action, _table_arn(_base_name(model))), (action, _base_name(model))
+
+
+def test_policy_allows_queries_on_every_index():
+    for model in tables.ALL_MODELS:
+        params = tables.create_table_params(model)
+        for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
+            for index in params.get(key, []):
+                arn = f"{_table_arn(_base_name(model))}/index/{index['IndexName']}"
+                assert allowed("dynamodb:Query", arn), arn
+
+
+def test_policy_never_allows_scan_nor_other_tables():
+    statements = _policy()["Statement"]
+    assert not any(_pattern(a, ignore_case=True).match("dynamodb:Scan")
+                   for s in statements if s["Effect"] == "Allow" for a in _listed(s, "Action"))
+    assert "scan" not in _called_methods(ROOT / "chalicelib" / "adapters" / "stores.py")
+    for action in ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"):
+        assert not allowed(action, _table_arn("organizations", prefix="billing-"))
+        assert not allowed(action, "arn:aws:dynamodb:us-east-1:123456789012:table/*")
+    assert not allowed("dynamodb:DeleteTable", _table_arn("eval_runs"))
+    assert not allowed("dynamodb:CreateTable", _table_arn("eval_runs"))
+
+
+def _boto3_actions(path: Path, service: str) -> set[str]:
+    """`client.send_message_batch(` -> `sqs:SendMessage` (a batch needs its single call's action)."""
+    special = {"invoke": "InvokeFunction"}
+    out = set()
+    for method in re.findall(r"client\.([a-z_]+)\(", path.read_text()):
+        camel = special.get(method) or "".join(p.capitalize() for p in method.split("_"))
+        out.add(f"{service}:{camel.removesuffix('Batch')}")
+    return out
+
+
+def test_policy_covers_the_queue_bucket_and_lambda_calls():
+    from app import app
+
+    sqs_calls = (_boto3_actions(ROOT / "chalicelib" / "adapters" / "queue.py", "sqs")
+                 | _boto3_actions(ROOT / "chalicelib" / "workers" / "handlers.py", "sqs"))
+    assert {"sqs:SendMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl"} <= sqs_calls
+    for queue in (names.CASE_TASKS_QUEUE, names.CASE_TASKS_DLQ, names.AGENT_EVENTS_QUEUE,
+                  names.AGENT_EVENTS_DLQ):
+        for action in sqs_calls:
+            assert allowed(action, f"arn:aws:sqs:{ACCOUNT_REGION}:{queue}"), (action, queue)
+    # What Lambda's SQS event source mapping does with the function's role.
+    for source in app.event_sources:
+        queue = getattr(source, "queue", None)
+        if queue:
+            for action in ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"):
+                assert allowed(action, f"arn:aws:sqs:{ACCOUNT_REGION}:{queue}"), (action, queue)
+    assert not allowed("sqs:SendMessage", f"arn:aws:sqs:{ACCOUNT_REGION}:someone-elses-queue")
+
+    s3_calls = _boto3_actions(ROOT / "chalicelib" / "adapters" / "bucket.py", "s3")
+    assert s3_calls == {"s3:PutObject", "s3:GetObject"}
+    for action in s3_calls:
+        assert allowed(action, f"arn:aws:s3:::{names.RESULTS_BUCKET}/answers/run-1/a#c#001.txt")
+        assert not allowed(action, "arn:aws:s3:::another-bucket/key")
+
+    lambda_calls = _boto3_actions(ROOT / "chalicelib" / "adapters" / "runtimes" / "lambda_.py", "lambda")
+    assert lambda_calls == {"lambda:InvokeFunction"}
+    assert allowed("lambda:InvokeFunction", f"arn:aws:lambda:{ACCOUNT_REGION}:function:my-agent")
+
+    for action in ("logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"):
+        assert allowed(action, f"arn:aws:logs:{ACCOUNT_REGION}:log-group:/aws/lambda/assay-dev:*")
+
+
+# --- what Chalice bundles --------------------------------------------------------------------
+
+
+def test_requirements_txt_is_pyproject_without_the_local_only_packages():
+    """`chalice package` bundles requirements.txt; it must match pyproject's pins."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    local_only = {"chalice", "rich", "moto"}  # the CLI, the embedded stack and the tests
+    expected = {d for d in project["dependencies"]
+                if re.match(r"[A-Za-z0-9_.-]+", d).group(0).lower() not in local_only}
+    lines = (ROOT / "requirements.txt").read_text().splitlines()
+    bundled = {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+    assert bundled == expected
+    assert any(d.startswith("scipy") for d in bundled)  # the McNemar test runs in the Lambda

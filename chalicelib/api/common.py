@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -56,6 +57,20 @@ def error_response(exc: AssayError) -> Response:
     return Response(body={"error": body}, status_code=status, headers=headers)
 
 
+def shape_chalice_errors(event: Any, get_response: Callable[[Any], Response]) -> Response:
+    """HTTP middleware: Chalice's own refusals (405 wrong method, 415 media type, its 500) in our shape.
+
+    Chalice answers those before any view runs, as `{"Code", "Message"}`; every error body of
+    the API is `{"error": {"code", "message"}}`.
+    """
+    response = get_response(event)
+    body = response.body
+    if response.status_code >= 400 and isinstance(body, dict) and set(body) == {"Code", "Message"}:
+        code = re.sub(r"(?<!^)(?=[A-Z])", "_", str(body["Code"]).removesuffix("Error")).lower()
+        response.body = {"error": {"code": code, "message": str(body["Message"])}}
+    return response
+
+
 def issue_token(org_id: str, user_id: str, *, secret: str, issuer: str = "assay",
                 ttl_seconds: int | None = None, now_s: int | None = None) -> str:
     """A signed HS256 bearer token naming an organization (`org`) and user (`sub`)."""
@@ -86,6 +101,9 @@ def identity_from(headers: dict[str, str]) -> Identity:
         raise UnauthenticatedError(f"invalid token: {exc}", field="Authorization") from None
     if not isinstance(claims.get("org"), str) or not isinstance(claims.get("sub"), str):
         raise UnauthenticatedError("token must name org and sub as strings", field="Authorization")
+    if not claims["org"] or claims["org"].startswith("#"):
+        # `#...` partitions are the service's own (e.g. the agent-id claims).
+        raise UnauthenticatedError("token names no valid organization", field="Authorization")
     return Identity(org_id=claims["org"], user_id=claims["sub"])
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from chalice import Blueprint
 
-from chalicelib.api.common import api_view, int_param, json_body, parse, query_param
+from chalicelib.api.common import api_view, int_param, json_body, parse, query_param, shape_chalice_errors
 from chalicelib.api.schemas import (
     AddDatasetVersion,
     AgentSummaries,
@@ -21,6 +21,33 @@ from chalicelib.services import runs as run_service
 from chalicelib.services import summaries as summary_service
 
 bp = Blueprint(__name__)
+bp.register_middleware(shape_chalice_errors, "http")
+
+
+def _cursor(hash_name: str, hash_value: str) -> str | None:
+    """The `cursor` query parameter, checked to be one this API gave for this listing.
+
+    A listing's cursor is the last key of its index (`run_id`, the index's hash key and
+    `created_at`). Anything else (garbage, another listing's or organization's cursor) is a 400
+    here rather than an error from the database.
+    """
+    import base64
+    import binascii
+    import json
+
+    raw = query_param(bp, "cursor")
+    if not raw:
+        return None
+    try:
+        key = json.loads(base64.urlsafe_b64decode(raw.encode()).decode())
+    except (ValueError, binascii.Error, UnicodeError):
+        key = None
+    names = {"run_id", hash_name, "created_at"}
+    if not (isinstance(key, dict) and set(key) == names
+            and all(isinstance(v, dict) and set(v) == {"S"} and isinstance(v["S"], str) for v in key.values())
+            and key[hash_name]["S"] == hash_value):
+        raise InvalidInputError("cursor is not one this API gave", field="cursor")
+    return raw
 
 
 # --- agents ----------------------------------------------------------------------------------
@@ -72,16 +99,20 @@ def publish_version(c, who, agent_id):
 @bp.route("/api/v1/agents/{agent_id}/versions", methods=["GET"])
 @api_view(bp)
 def list_versions(c, who, agent_id):
-    c.agents.get(who.org_id, agent_id)
-    return {"versions": [agent_service.version_view(r) for r in c.agents.list_versions(agent_id)]}
+    return {"versions": [agent_service.version_view(r) for r in agent_service.list_versions(c, who, agent_id)]}
 
 
 @bp.route("/api/v1/agents/{agent_id}/versions/{version}", methods=["GET"])
 @api_view(bp)
 def get_version(c, who, agent_id, version):
-    if not version.isdigit():
+    if not _is_number(version):
         raise InvalidInputError("version must be a positive integer", field="version")
     return agent_service.version_view(agent_service.get_version(c, who, agent_id, int(version)))
+
+
+def _is_number(text: str) -> bool:
+    """ASCII digits only: `str.isdigit` also takes "²", which `int` refuses."""
+    return text.isascii() and text.isdigit()
 
 
 # --- datasets --------------------------------------------------------------------------------
@@ -122,7 +153,7 @@ def add_dataset_version(c, who, dataset_id):
 @bp.route("/api/v1/datasets/{dataset_id}/versions/{version}/cases", methods=["GET"])
 @api_view(bp)
 def list_cases(c, who, dataset_id, version):
-    row = dataset_service.resolve_version(c, who, dataset_id, int(version) if version.isdigit() else version)
+    row = dataset_service.resolve_version(c, who, dataset_id, int(version) if _is_number(version) else version)
     return {"dataset_id": dataset_id, "version": int(row.version),
             "cases": c.datasets.cases(dataset_id, int(row.version))}
 
@@ -131,7 +162,7 @@ def list_cases(c, who, dataset_id, version):
 @api_view(bp)
 def list_dataset_runs(c, who, dataset_id):
     return run_service.list_runs(c, who, dataset_id=dataset_id, limit=int_param(bp, "limit", 50),
-                                 cursor=query_param(bp, "cursor"))
+                                 cursor=_cursor("dataset_id", dataset_id))
 
 
 # --- eval runs -------------------------------------------------------------------------------
@@ -149,13 +180,13 @@ def start_run(c, who, agent_id):
 @api_view(bp)
 def list_agent_runs(c, who, agent_id):
     return run_service.list_runs(c, who, agent_id=agent_id, limit=int_param(bp, "limit", 50),
-                                 cursor=query_param(bp, "cursor"), draft=query_param(bp, "draft"))
+                                 cursor=_cursor("agent_id", agent_id), draft=query_param(bp, "draft"))
 
 
 @bp.route("/api/v1/eval-runs", methods=["GET"])
 @api_view(bp)
 def list_org_runs(c, who):
-    return run_service.list_runs(c, who, limit=int_param(bp, "limit", 50), cursor=query_param(bp, "cursor"))
+    return run_service.list_runs(c, who, limit=int_param(bp, "limit", 50), cursor=_cursor("org_id", who.org_id))
 
 
 @bp.route("/api/v1/eval-runs/{run_id}", methods=["GET"])
@@ -189,8 +220,20 @@ def _events(c, who, run_id):
         wait_s = float(wait) if wait is not None else None
     except ValueError:
         raise InvalidInputError("wait must be a number of seconds", field="wait") from None
-    return run_service.events(c, who, run_id, after=query_param(bp, "after", "") or "",
-                              wait_s=wait_s, limit=int_param(bp, "limit", 100))
+    limit = int_param(bp, "limit", 100)
+    if not 1 <= limit <= 1000:
+        raise InvalidInputError("limit must be between 1 and 1000", field="limit")
+    after = query_param(bp, "after", "") or ""
+    # DynamoDB refuses an empty string as a key value (`recorded_key > ""`): from the start, ask
+    # for what follows a cursor that sorts before every recorded key, and give back "" as given.
+    body = run_service.events(c, who, run_id, after=after or _BEFORE_ANY_EVENT, wait_s=wait_s, limit=limit)
+    if body["cursor"] == _BEFORE_ANY_EVENT:
+        body["cursor"] = after
+    return body
+
+
+_BEFORE_ANY_EVENT = "0"
+"""Sorts before every `recorded_key` (`<13-digit epoch ms>#<attempt key>`)."""
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/events", methods=["GET"])

@@ -15,7 +15,7 @@ import json
 import logging
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from chalicelib.bootstrap import Container
 from chalicelib.domain.identity import Identity
@@ -31,9 +31,10 @@ class VersionPublished(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     type: str = Field(pattern="^version_published$")
-    org_id: str = Field(min_length=1)
+    org_id: str = Field(min_length=1, pattern=r"^[^#]")
     agent_id: str = Field(min_length=1)
-    version: int = Field(ge=1)
+    version: StrictInt = Field(ge=1)
+    """A JSON number: `true` or `"3"` is malformed, not version 1 or 3."""
     spec: dict[str, Any]
     published_by: str = "pipeline"
 

@@ -59,6 +59,9 @@ def parse_cases(raw: Any) -> list[Case]:
             err = exc.errors()[0]
             loc = ".".join(str(p) for p in err["loc"])
             raise InvalidInputError(f"cases[{i}].{loc}: {err['msg']}", field=f"cases[{i}].{loc}") from None
+        if not case.input.strip():
+            raise InvalidInputError(f"cases[{i}].input is empty", field=f"cases[{i}].input")
+        scorers.validate_checks(case, field=f"cases[{i}].checks")
         if case.case_id in seen:
             raise InvalidInputError(f"cases[{i}].case_id {case.case_id!r} is used twice",
                                     field=f"cases[{i}].case_id")
@@ -73,7 +76,9 @@ def create_dataset(c: Container, who: Identity, *, name: str, dataset_id: str | 
                         created_at=iso(c.clock.now()), created_by=who.user_id, latest_version=0)
     try:
         c.datasets.create(header)
-    except Exception as exc:  # noqa: BLE001 - a taken id is the only expected failure
+    except Exception as exc:  # noqa: BLE001 - the store raises its driver's error
+        if "ConditionalCheckFailed" not in str(exc):
+            raise  # an outage is not a taken id
         from chalicelib.errors import ConflictError
         raise ConflictError(f"dataset {header.dataset_id} already exists", field="dataset_id") from exc
     return header

@@ -7,6 +7,7 @@ nothing a caller sends can produce a 500.
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 import httpx
@@ -145,20 +146,30 @@ def test_another_organization_s_agent_dataset_and_run_are_404_everywhere(new_api
     assert owner.ok("GET", f"/api/v1/agents/{agent}/draft")["spec"] == sleepy_spec()
 
 
-def test_an_agent_id_chosen_by_two_organizations_keeps_their_versions_apart(new_api):
+def test_an_agent_id_taken_by_one_organization_cannot_be_taken_by_another(new_api):
     a, b = new_api(), new_api()
-    a.ok("POST", "/api/v1/agents", json={"name": "a", "spec": sleepy_spec(answer="A"), "agent_id": "shared-name"})
-    b.ok("POST", "/api/v1/agents", json={"name": "b", "spec": sleepy_spec(answer="B"), "agent_id": "shared-name"})
-    a.ok("POST", "/api/v1/agents/shared-name/versions")
+    agent_id = f"shared-{uuid.uuid4().hex[:8]}"
+    a.ok("POST", "/api/v1/agents", json={"name": "a", "spec": sleepy_spec(answer="A"), "agent_id": agent_id})
+    a.ok("POST", f"/api/v1/agents/{agent_id}/versions")
 
-    # B sees none of A's versions, and can publish its own version 1 with its own spec.
-    assert b.ok("GET", "/api/v1/agents/shared-name/versions")["versions"] == []
-    status, body = b.call("GET", "/api/v1/agents/shared-name/versions/1")
-    error_of(status, body, 404)
-    status, body = b.call("POST", "/api/v1/agents/shared-name/versions")
-    assert status == 201, body
-    assert body["spec"]["options"]["answer"] == "B"
-    assert a.ok("GET", "/api/v1/agents/shared-name/versions/1")["spec"]["options"]["answer"] == "A"
+    # Versions and runs are keyed by agent id: B may not get a second agent under A's id.
+    status, body = b.call("POST", "/api/v1/agents", json={"name": "b", "spec": sleepy_spec(answer="B"),
+                                                          "agent_id": agent_id})
+    error = error_of(status, body, 409, field="agent_id")
+    assert a.org_id not in error["message"]
+    # ...so A's versions stay A's: B sees no agent, no version, no spec.
+    for path in (f"/api/v1/agents/{agent_id}", f"/api/v1/agents/{agent_id}/versions",
+                 f"/api/v1/agents/{agent_id}/versions/1"):
+        status, body = b.call("GET", path)
+        error_of(status, body, 404)
+    assert b.ok("GET", "/api/v1/agents")["agents"] == []
+    assert a.ok("GET", f"/api/v1/agents/{agent_id}/versions/1")["spec"]["options"]["answer"] == "A"
+
+
+def test_a_token_cannot_name_the_service_s_own_partitions(stack, new_api):
+    api = new_api(org_id="#agent-ids")
+    status, body = api.call("GET", "/api/v1/agents")
+    error_of(status, body, 401, field="Authorization")
 
 
 # --- bad input is a 400 naming the field, never a 500 ---------------------------------------
@@ -195,8 +206,11 @@ def test_wrong_types_are_400_naming_the_field(api):
     error_of(status, body, 400, field="name")
     status, body = api.call("POST", "/api/v1/agents", json={"name": "a", "spec": "python"})
     error_of(status, body, 400, field="spec")
-    status, body = api.call("GET", f"/api/v1/agents/{agent}/versions/abc")
-    error_of(status, body, 400, field="version")
+    for bad in ("abc", "%C2%B2", "-1"):  # "%C2%B2" is "²", which str.isdigit takes and int() does not
+        status, body = api.call("GET", f"/api/v1/agents/{agent}/versions/{bad}")
+        error_of(status, body, 400, field="version")
+        status, body = api.call("GET", f"/api/v1/datasets/{ds}/versions/{bad}/cases")
+        error_of(status, body, 400, field="dataset_version")
     status, body = api.call("GET", "/api/v1/eval-runs?limit=lots")
     error_of(status, body, 400, field="limit")
     status, body = api.call("GET", "/api/v1/eval-runs?limit=0")
@@ -211,11 +225,12 @@ def test_wrong_types_are_400_naming_the_field(api):
     error_of(status, body, 400, field="agents")
 
 
-def test_a_cursor_that_decodes_to_something_else_is_400_not_500(api):
+def test_a_cursor_this_api_did_not_give_the_caller_is_400_not_500(api):
     import base64
     import json
 
-    for value in (1, "x", [1], {"nope": 1}, None):
+    for value in (1, "x", [1], {"nope": 1}, None,
+                  {"run_id": {"S": "r"}, "org_id": {"S": "org_someone_else"}, "created_at": {"S": "x"}}):
         cursor = base64.urlsafe_b64encode(json.dumps(value).encode()).decode()
         status, body = api.call("GET", f"/api/v1/eval-runs?cursor={cursor}")
         error_of(status, body, 400, field="cursor")
@@ -383,3 +398,13 @@ def test_a_duplicate_agent_or_dataset_id_in_one_organization_is_409(api):
     api.ok("POST", "/api/v1/datasets", json={"name": "d", "dataset_id": f"ds-{api.org_id}"})
     status, body = api.call("POST", "/api/v1/datasets", json={"name": "d", "dataset_id": f"ds-{api.org_id}"})
     error_of(status, body, 409, field="dataset_id")
+
+
+def test_a_wrong_method_or_media_type_is_refused_in_the_same_error_shape(api):
+    status, body = api.call("DELETE", "/api/v1/agents")
+    error = error_of(status, body, 405)
+    assert error["code"] == "method_not_allowed"
+    status, body = api.call("POST", "/api/v1/agents", content=b'{"name": "a", "spec": {}}',
+                            headers={"Content-Type": "text/plain"})
+    error = error_of(status, body, 415)
+    assert error["code"] == "unsupported_media_type" and "text/plain" in error["message"]

@@ -223,31 +223,45 @@ class DatasetStore:
                                 field="dataset_version" if version else "dataset_id") from None
         if row.org_id != org_id:
             raise NotFoundError(f"dataset {dataset_id} not found", field="dataset_id")
+        if version and row.ready is False:
+            raise NotFoundError(f"dataset {dataset_id} version {version} is still being written",
+                                field="dataset_version")
         return row
 
     def list(self, org_id: str) -> list[DatasetRow]:
         return [r for r in DatasetRow.org_index.query(org_id, scan_index_forward=False) if r.version == 0]
 
+    def next_version(self, dataset_id: str) -> int:
+        """One more than the highest version number claimed so far (written or being written)."""
+        last = list(DatasetRow.query(dataset_id, scan_index_forward=False, limit=1))
+        return int(last[0].version) + 1 if last else 1
+
     def add_version(self, header: DatasetRow, version_row: DatasetRow,
                     cases: Sequence[tuple[str, dict[str, Any]]]) -> None:
-        """Write the cases, then the version row, then move the header's `latest_version`.
+        """Claim the version number, write its cases, then mark it ready and move `latest_version`.
 
-        Cases go first so a version is never visible without them; the version row is
-        conditional, so two concurrent imports of the same number cannot both win.
+        The number is claimed first (a conditional put of the row, not yet `ready`), so two
+        concurrent imports can never write cases under the same version; readers ignore a version
+        until it is ready.
         Raises:
-            ConflictError: the version number was taken meanwhile.
+            ConflictError: the version number was taken meanwhile (nothing was written).
         """
-        key = f"{version_row.dataset_id}#{version_row.version}"
-        with DatasetCaseRow.batch_write() as batch:
-            for case_id, case in cases:
-                batch.save(DatasetCaseRow(key, case_id, case=case))
+        version_row.ready = False
         try:
             version_row.save(condition=DatasetRow.version.does_not_exist())
         except PutError as exc:
             raise ConflictError("another version was added at the same time; retry",
                                 field="version") from exc
-        header.update(actions=[DatasetRow.latest_version.set(version_row.version)],
-                      condition=DatasetRow.latest_version < version_row.version)
+        key = f"{version_row.dataset_id}#{version_row.version}"
+        with DatasetCaseRow.batch_write() as batch:
+            for case_id, case in cases:
+                batch.save(DatasetCaseRow(key, case_id, case=case))
+        version_row.update(actions=[DatasetRow.ready.set(True)])
+        try:
+            header.update(actions=[DatasetRow.latest_version.set(version_row.version)],
+                          condition=DatasetRow.latest_version < version_row.version)
+        except UpdateError:
+            pass  # a later version became ready first: it stays the latest
 
     def get_case(self, dataset_id: str, version: int, case_id: str) -> dict[str, Any] | None:
         """One case of an immutable version (the whole version is loaded and cached on first use)."""
@@ -475,10 +489,21 @@ class RunStore:
         return {r.attempt_key for r in AttemptRow.query(run_id, consistent_read=True,
                                                         attributes_to_get=["attempt_key"])}
 
-    def attempts_after(self, run_id: str, cursor: str, limit: int) -> list[AttemptRow]:
-        """Attempts recorded after `cursor` (a `recorded_key`), in recorded order."""
-        return list(AttemptRow.order_index.query(
-            run_id, AttemptRow.recorded_key > cursor, limit=limit, consistent_read=True))
+    def attempts_after(self, run_id: str, cursor: str, limit: int, *, until: str | None = None) -> list[AttemptRow]:
+        """Attempts with `cursor < recorded_key <= until`, in recorded order.
+
+        An empty `cursor` means from the first attempt; `until` None means no upper bound.
+        """
+        if cursor and until:
+            condition = AttemptRow.recorded_key.between(cursor, until)
+        elif cursor:
+            condition = AttemptRow.recorded_key > cursor
+        elif until:
+            condition = AttemptRow.recorded_key <= until
+        else:
+            condition = None
+        rows = AttemptRow.order_index.query(run_id, condition, limit=limit + 1, consistent_read=True)
+        return [r for r in rows if r.recorded_key != cursor][:limit]
 
     def put_attempt_once(self, attempt: AttemptRow) -> bool:
         """Write an attempt unless one exists (the sweep's failed attempts); True if written."""

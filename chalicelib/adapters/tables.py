@@ -16,7 +16,6 @@ from pynamodb.attributes import (
     BooleanAttribute,
     JSONAttribute,
     ListAttribute,
-    MapAttribute,
     NumberAttribute,
     UnicodeAttribute,
 )
@@ -132,6 +131,8 @@ class DatasetRow(_Base):
     case_ids = ListAttribute(of=UnicodeAttribute, null=True)
     case_count = NumberAttribute(default=0)
     ungraded_cases = NumberAttribute(default=0)
+    ready = BooleanAttribute(default=True)
+    """False while a version's cases are being written (the number is claimed first)."""
     org_index = DatasetOrgIndex()
 
 

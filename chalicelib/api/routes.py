@@ -220,20 +220,8 @@ def _events(c, who, run_id):
         wait_s = float(wait) if wait is not None else None
     except ValueError:
         raise InvalidInputError("wait must be a number of seconds", field="wait") from None
-    limit = int_param(bp, "limit", 100)
-    if not 1 <= limit <= 1000:
-        raise InvalidInputError("limit must be between 1 and 1000", field="limit")
-    after = query_param(bp, "after", "") or ""
-    # DynamoDB refuses an empty string as a key value (`recorded_key > ""`): from the start, ask
-    # for what follows a cursor that sorts before every recorded key, and give back "" as given.
-    body = run_service.events(c, who, run_id, after=after or _BEFORE_ANY_EVENT, wait_s=wait_s, limit=limit)
-    if body["cursor"] == _BEFORE_ANY_EVENT:
-        body["cursor"] = after
-    return body
-
-
-_BEFORE_ANY_EVENT = "0"
-"""Sorts before every `recorded_key` (`<13-digit epoch ms>#<attempt key>`)."""
+    return run_service.events(c, who, run_id, after=query_param(bp, "after", "") or "",
+                              wait_s=wait_s, limit=int_param(bp, "limit", 100))
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/events", methods=["GET"])

@@ -119,7 +119,7 @@ def add_version(c: Container, who: Identity, dataset_id: str, *, scoring: Any,
     if not parsed:
         raise InvalidInputError("a dataset version needs at least one case", field="cases")
     ungraded = sum(1 for case in parsed if not scorers.is_gradable(case, scoring_cfg))
-    version = int(header.latest_version or 0) + 1
+    version = c.datasets.next_version(dataset_id)
     row = DatasetRow(dataset_id, version, org_id=who.org_id, name=header.name,
                      created_at=iso(c.clock.now()), created_by=who.user_id,
                      scoring=scoring_cfg.model_dump(mode="json"),

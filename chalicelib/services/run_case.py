@@ -19,7 +19,7 @@ from chalicelib.adapters.tables import AttemptRow, RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain import scorers
-from chalicelib.domain.enums import AttemptState, RunPhase, RunStatus
+from chalicelib.domain.enums import AttemptState, RunStatus
 from chalicelib.domain.models import AgentAnswer, Case, CaseRequest, ScoringConfig
 from chalicelib.domain.money import token_cost_micros
 from chalicelib.domain.redaction import redact, redact_value

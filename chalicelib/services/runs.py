@@ -231,22 +231,38 @@ def list_runs(c: Container, who: Identity, *, agent_id: str | None = None, datas
             "next_cursor": base64.urlsafe_b64encode(json.dumps(last).encode()).decode() if last else None}
 
 
+EVENTS_SETTLE_MS = 2_000
+"""How old an attempt's `recorded_key` must be before the live updates hand it out.
+
+The key's time is taken just before the attempt's transaction commits, so two workers can commit
+out of key order; a reader that moved its cursor past a later key would never see the earlier
+one. Holding back the newest two seconds (far beyond a transaction's latency) keeps the cursor
+behind every write still in flight. An ended run has nothing in flight: everything is handed out.
+"""
+
+
 def events(c: Container, who: Identity, run_id: str, *, after: str = "", wait_s: float | None = None,
            limit: int = 100) -> dict[str, Any]:
     """Attempts recorded after the cursor `after`, waiting up to `wait_s` seconds for one (a bounded
-    long-poll: Lambda behind API Gateway cannot stream, DESIGN §11 Live updates)."""
+    long-poll: Lambda behind API Gateway cannot stream, DESIGN §11 Live updates).
+
+    Returns `{run_id, events: [attempt + cursor], cursor, status, progress, done}`; pass `cursor`
+    back as `after`. Every attempt is handed out exactly once, in recorded order.
+    """
+    if not 1 <= limit <= 1000:
+        raise InvalidInputError("limit must be between 1 and 1000", field="limit")
     run = c.runs.get_for_org(who.org_id, run_id)
     wait = c.settings.assay_events_wait_seconds if wait_s is None else wait_s
     deadline = time.monotonic() + max(0.0, min(wait, 25.0))
     while True:
-        rows = c.runs.attempts_after(run_id, after, limit)
-        if rows or RunStatus(run.status).ended or time.monotonic() >= deadline:
+        ended = RunStatus(run.status).ended and int(run.slots) == 0
+        until = None if ended else f"{epoch_ms(c.clock.now()) - EVENTS_SETTLE_MS:013d}#\uffff"
+        rows = c.runs.attempts_after(run_id, after, limit, until=until)
+        if rows or ended or time.monotonic() >= deadline:
             break
         time.sleep(0.25)
-        run = c.runs.get(run_id) or run
-    if rows:
         run = c.runs.get(run_id) or run
     return {"run_id": run_id, "events": [{"type": "attempt_recorded", "cursor": r.recorded_key,
                                           **attempt_view(c, r)} for r in rows],
             "cursor": rows[-1].recorded_key if rows else after, "status": run.status,
-            "progress": progress_view(run), "done": RunStatus(run.status).ended and not rows}
+            "progress": progress_view(run), "done": ended and not rows}

@@ -15,10 +15,13 @@ from typing import Any
 
 import httpx
 import pytest
+from datetime import UTC, datetime
 
 from chalicelib import bootstrap
 from chalicelib.api.common import issue_token
+from chalicelib.clock import FixedClock, SystemClock
 from chalicelib.local.stack import EmbeddedStack
+from tests.e2e.manual import Queue
 
 
 @pytest.fixture(scope="session")
@@ -132,3 +135,15 @@ def limits(container):
 
     yield apply
     bootstrap.override(settings=original)
+
+
+@pytest.fixture
+def frozen(stack, container):
+    """Pollers paused and the clock fixed at a known instant; both restored afterwards."""
+    stack.pause_pollers()
+    clock = FixedClock(datetime(2026, 11, 29, 12, 0, tzinfo=UTC))
+    bootstrap.override(clock=clock)
+    yield clock
+    bootstrap.override(clock=SystemClock())
+    Queue(stack).drain()
+    stack.resume_pollers()

@@ -205,3 +205,27 @@ def test_a_run_with_every_case_graded_has_no_warning(api):
     run = api.start(agent, ds)
     assert run["warnings"] == []
     api.wait(run["run_id"])
+
+
+def test_concurrent_imports_never_mix_their_cases_into_one_version(api):
+    import threading
+
+    ds = api.ok("POST", "/api/v1/datasets", json={"name": "race"})["dataset_id"]
+    bodies = {side: [{"case_id": f"{side}{i:02d}", "input": f"{side} {i}", "reference": "1"} for i in range(20)]
+              for side in ("a", "b")}
+    statuses: dict[str, int] = {}
+
+    def post(side: str) -> None:
+        statuses[side] = api.call("POST", f"/api/v1/datasets/{ds}/versions",
+                                  json={"scoring": {"required": ["equals"]}, "cases": bodies[side]})[0]
+
+    threads = [threading.Thread(target=post, args=(side,)) for side in bodies]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(statuses.values()) in ([201, 201], [201, 409])
+    latest = api.ok("GET", f"/api/v1/datasets/{ds}")["latest_version"]
+    for version in range(1, latest + 1):
+        ids = sorted(c["case_id"] for c in api.ok("GET", f"/api/v1/datasets/{ds}/versions/{version}/cases")["cases"])
+        assert ids in (sorted(c["case_id"] for c in bodies["a"]), sorted(c["case_id"] for c in bodies["b"]))

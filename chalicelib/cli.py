@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from chalicelib.demo import ApiError
+
 DEFAULT_ORG = "org_default"
 DEFAULT_USER = "dev@assay.local"
 
@@ -90,12 +92,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 work_dir=Path(args.work_dir), limit=args.limit, latency_ms=args.latency_ms,
                 on_progress=on_progress)
         table = Table(title="GSM8K: one eval run per published version (graded by numeric_answer)")
-        for col in ("version", "model", "pass rate", "passed/total", "verdict", "wall time", "run"):
+        for col in ("version", "model", "pass rate", "passed/total", "verdict", "queued", "wall time", "run"):
             table.add_column(col)
         for r in results:
             rate = f"{r.pass_rate * 100:.1f}%" if r.pass_rate is not None else "-"
             table.add_row(f"v{r.version}", r.model, rate, f"{r.passed}/{r.total}", r.verdict,
-                          f"{r.wall_s:.1f} s", r.run_id)
+                          f"{r.queued_s:.1f} s", f"{r.wall_s:.1f} s", r.run_id)
+        console.print("queued: waiting for a slot (the organization runs at most EVAL_ORG_CONCURRENCY cases at once); "
+                      "wall time: from the first slot to completion. Verdict words (seed 000): pass = every case "
+                      "passed, fail = none did, partial = some did, none = never evaluated.")
         console.print(table)
         console.print("[bold]POST /api/evaluations/agent-summaries[/bold]")
         console.print_json(data=summaries)
@@ -112,10 +117,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_dev(args: argparse.Namespace) -> int:
     _quiet_logs()
     stack = _stack(args.workers)
-    print(f"assay dev: API on {stack.api_url}  (AWS endpoint {stack.endpoint_url})")
+    print(f"assay dev: API on {stack.api_url}, AWS (moto) on {stack.endpoint_url}")
     print(f"export ASSAY_URL={stack.api_url}")
     print(f"export ASSAY_TOKEN={_token()}")
-    print(f"  (organization {DEFAULT_ORG}, user {DEFAULT_USER}); Ctrl-C stops")
+    print(f"# the token is for organization {DEFAULT_ORG}, user {DEFAULT_USER}; to reach the queues with boto3 or the aws CLI:")
+    print(f"export AWS_ENDPOINT_URL={stack.endpoint_url} AWS_DEFAULT_REGION={stack.settings.aws_default_region} "
+          "AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing")
+    print("# Ctrl-C stops", flush=True)
+    import signal
+
+    def stop(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         while True:
             time.sleep(3600)
@@ -225,24 +239,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--latency-ms", type=float, default=20.0, help="simulated agent latency per answer")
     p.add_argument("--data-dir", default=None, help="folder with test.jsonl and example_model_solutions.jsonl")
     p.add_argument("--work-dir", default=".assay", help="where recordings are written")
-    p.add_argument("--workers", type=int, default=8, help="poller threads for the case queue")
+    p.add_argument("--workers", type=int, default=8, help="poller threads per queue handler")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("dev", help="run the embedded stack until Ctrl-C and print a token")
-    p.add_argument("--workers", type=int, default=8)
+    p.add_argument("--workers", type=int, default=8, help="poller threads per queue handler")
     p.set_defaults(func=cmd_dev)
 
     def remote(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--url", default=None)
-        p.add_argument("--token", default=None)
+        p.add_argument("--url", default=None, help="assay's API (default $ASSAY_URL; `assay dev` prints it)")
+        p.add_argument("--token", default=None, help="a bearer token (default $ASSAY_TOKEN)")
 
     p = sub.add_parser("run", help="start an eval run")
     remote(p)
-    p.add_argument("agent")
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--version", default="latest")
-    p.add_argument("--draft", action="store_true")
-    p.add_argument("--watch", action="store_true")
+    p.add_argument("agent", help="the agent's id")
+    p.add_argument("--dataset", required=True, help="the dataset's id (its latest version runs)")
+    p.add_argument("--version", default="latest", help="a version number, latest or published (default latest)")
+    p.add_argument("--draft", action="store_true", help="run the agent's draft instead of a version")
+    p.add_argument("--watch", action="store_true", help="show a progress bar, then the outcome")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("watch", help="a progress bar for a run")
@@ -271,13 +285,17 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_token)
 
     p = sub.add_parser("bench", help="the pipeline benchmark (bench/pipeline.py)")
-    p.add_argument("--cases", type=int, default=500)
-    p.add_argument("--sleep-ms", type=float, default=200)
-    p.add_argument("--concurrency", type=int, default=6)
+    p.add_argument("--cases", type=int, default=500, help="cases in the run")
+    p.add_argument("--sleep-ms", type=float, default=200, help="the agent's latency per case")
+    p.add_argument("--concurrency", type=int, default=6, help="EVAL_RUN_CONCURRENCY")
     p.set_defaults(func=cmd_bench)
 
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except ApiError as exc:
+        print(f"assay: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

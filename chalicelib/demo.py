@@ -61,20 +61,30 @@ class VersionResult:
     total: int
     pass_rate: float | None
     verdict: str
+    queued_s: float
+    """From the start request until the run got its first slot (waiting behind the org's limit)."""
     wall_s: float
+    """From its first slot until it completed."""
+
+
+class ApiError(Exception):
+    """An assay API call answered 4xx/5xx; the message has the status and the error body."""
 
 
 class Api:
-    """A small HTTP client for the assay API (raises with the error body on 4xx/5xx)."""
+    """A small HTTP client for the assay API (raises ApiError with the error body on 4xx/5xx)."""
 
     def __init__(self, base_url: str, token: str) -> None:
         self.http = httpx.Client(base_url=base_url, timeout=60.0,
                                  headers={"Authorization": f"Bearer {token}"})
 
     def call(self, method: str, path: str, **kwargs: Any) -> Any:
-        resp = self.http.request(method, path, **kwargs)
+        try:
+            resp = self.http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise ApiError(f"{method} {self.http.base_url}{path}: {exc}") from None
         if resp.status_code >= 400:
-            raise RuntimeError(f"{method} {path} -> {resp.status_code}: {resp.text}")
+            raise ApiError(f"{method} {path} -> {resp.status_code}: {resp.text}")
         return resp.json()
 
 
@@ -134,12 +144,13 @@ def run_demo(api: Api, *, send_event: Callable[[dict[str, Any]], None], org_id: 
         outcome = full.get("outcome") or {}
         from chalicelib.clock import parse_iso
 
-        wall = 0.0
+        queued = wall = 0.0
         if full.get("started_at") and full.get("completed_at"):
+            queued = (parse_iso(full["started_at"]) - parse_iso(full["created_at"])).total_seconds()
             wall = (parse_iso(full["completed_at"]) - parse_iso(full["started_at"])).total_seconds()
         results.append(VersionResult(version, MODELS[version - 1], run["run_id"], full["status"],
                                      outcome.get("passed", 0), outcome.get("total", 0),
-                                     outcome.get("pass_rate"), outcome.get("verdict", "none"), wall))
+                                     outcome.get("pass_rate"), outcome.get("verdict", "none"), queued, wall))
     summaries = api.call("POST", "/api/evaluations/agent-summaries",
                          json={"agents": [{"agentId": agent_id, "version": v} for v in runs]})
     return results, summaries

@@ -42,6 +42,9 @@ STATUS: dict[type[AssayError], int] = {
 
 M = TypeVar("M", bound=BaseModel)
 
+_UNION_BRANCH = re.compile(r"^(int|str|float|bool|none|list\[.*\]|dict\[.*\]|literal\[.*\]|function-.*)$")
+"""Parts of a pydantic error location that name a union's branch, not a field (`version.int`)."""
+
 
 def error_response(exc: AssayError) -> Response:
     """`{"error": {"code", "message", "field"?, ...details}}` with the mapped status."""
@@ -125,8 +128,18 @@ def parse(model: type[M], data: Any) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "body"
+        errors = exc.errors()
+        err = errors[0]
+
+        def field_of(e: Any) -> str:
+            return ".".join(str(p) for p in e["loc"] if not _UNION_BRANCH.match(str(p))) or "body"
+
+        loc = field_of(err)
+        # A union reports one error per branch: say every way the field could have been right.
+        same = [e["msg"] for e in errors if field_of(e) == loc and e["type"] != "extra_forbidden"]
+        if len(same) > 1:
+            err = {**err, "msg": " or ".join(dict.fromkeys(m.removeprefix("Input should be ") for m in same))}
+            err["msg"] = "input should be " + err["msg"]
         msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
         raise InvalidInputError(f"{loc}: {msg}", field=loc) from None
 

@@ -6,6 +6,7 @@ exceptions: these errors are refusals and bugs only.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -27,6 +28,39 @@ class AssayError(Exception):
 
 class InvalidInputError(AssayError):
     """The request is malformed or asks for something that could tell nothing (HTTP 400)."""
+
+
+_UNION_BRANCH = re.compile(r"^(int|str|float|bool|none|list\[.*\]|dict\[.*\]|literal\[.*\]|function-.*)$")
+"""Parts of a pydantic error location that name a union's branch, not a field (`version.int`)."""
+
+
+def invalid_input(exc: Any, prefix: str = "") -> InvalidInputError:
+    """A 400 naming the field of a pydantic `ValidationError`'s first problem.
+
+    Args:
+        exc: the ValidationError.
+        prefix: where the validated object sits in the request, e.g. `cases[3]` or `scoring`.
+    Returns:
+        InvalidInputError with `field` like `cases[3].input` and a message saying what was wrong;
+        a union's errors are joined ("input should be a valid integer or 'latest'").
+    """
+    errors = exc.errors()
+    first = errors[0]
+
+    def field_of(e: Any) -> str:
+        parts = [str(p) for p in e["loc"] if not _UNION_BRANCH.match(str(p))]
+        return ".".join(p for p in [prefix, ".".join(parts)] if p) or "body"
+
+    field = field_of(first)
+    if first["type"] == "extra_forbidden":
+        msg = "unknown field"
+    else:
+        same = [e["msg"] for e in errors if field_of(e) == field and e["type"] != "extra_forbidden"]
+        if len(same) > 1:
+            msg = "input should be " + " or ".join(dict.fromkeys(m.removeprefix("Input should be ") for m in same))
+        else:
+            msg = first["msg"]
+    return InvalidInputError(f"{field}: {msg}", field=field)
 
 
 class UnauthenticatedError(AssayError):

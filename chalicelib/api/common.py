@@ -27,6 +27,7 @@ from chalicelib.errors import (
     InvalidInputError,
     NotFoundError,
     UnauthenticatedError,
+    invalid_input,
 )
 
 log = logging.getLogger(__name__)
@@ -42,8 +43,7 @@ STATUS: dict[type[AssayError], int] = {
 
 M = TypeVar("M", bound=BaseModel)
 
-_UNION_BRANCH = re.compile(r"^(int|str|float|bool|none|list\[.*\]|dict\[.*\]|literal\[.*\]|function-.*)$")
-"""Parts of a pydantic error location that name a union's branch, not a field (`version.int`)."""
+
 
 
 def error_response(exc: AssayError) -> Response:
@@ -128,20 +128,7 @@ def parse(model: type[M], data: Any) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        errors = exc.errors()
-        err = errors[0]
-
-        def field_of(e: Any) -> str:
-            return ".".join(str(p) for p in e["loc"] if not _UNION_BRANCH.match(str(p))) or "body"
-
-        loc = field_of(err)
-        # A union reports one error per branch: say every way the field could have been right.
-        same = [e["msg"] for e in errors if field_of(e) == loc and e["type"] != "extra_forbidden"]
-        if len(same) > 1:
-            err = {**err, "msg": " or ".join(dict.fromkeys(m.removeprefix("Input should be ") for m in same))}
-            err["msg"] = "input should be " + err["msg"]
-        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
-        raise InvalidInputError(f"{loc}: {msg}", field=loc) from None
+        raise invalid_input(exc) from None
 
 
 def query_param(bp: Blueprint, name: str, default: str | None = None) -> str | None:

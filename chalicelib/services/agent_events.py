@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from chalicelib.bootstrap import Container
 from chalicelib.domain.identity import Identity
-from chalicelib.errors import AssayError
+from chalicelib.errors import AssayError, invalid_input
 from chalicelib.services import agents as agent_service
 
 log = logging.getLogger(__name__)
@@ -61,8 +61,7 @@ def handle(c: Container, body: str) -> dict[str, Any]:
     try:
         event = VersionPublished.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise MalformedEventError(f"{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        raise MalformedEventError(invalid_input(exc).message) from None
     who = Identity(event.org_id, event.published_by)
     try:
         row, created = agent_service.publish(c, who, event.agent_id, version=event.version,

@@ -13,7 +13,7 @@ from chalicelib.clock import iso
 from chalicelib.domain import importers, scorers
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.models import Case, ScoringConfig
-from chalicelib.errors import InvalidInputError
+from chalicelib.errors import InvalidInputError, invalid_input
 
 
 def dataset_view(header: DatasetRow, version: DatasetRow | None = None) -> dict[str, Any]:
@@ -37,9 +37,7 @@ def parse_scoring(raw: Any) -> ScoringConfig:
     try:
         scoring = ScoringConfig.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise InvalidInputError(f"scoring.{loc}: {err['msg']}", field=f"scoring.{loc}") from None
+        raise invalid_input(exc, "scoring") from None
     scorers.validate_scoring(scoring)
     return scoring
 
@@ -56,9 +54,7 @@ def parse_cases(raw: Any) -> list[Case]:
         try:
             case = Case.model_validate(item)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ".".join(str(p) for p in err["loc"])
-            raise InvalidInputError(f"cases[{i}].{loc}: {err['msg']}", field=f"cases[{i}].{loc}") from None
+            raise invalid_input(exc, f"cases[{i}]") from None
         if not case.input.strip():
             raise InvalidInputError(f"cases[{i}].input is empty", field=f"cases[{i}].input")
         scorers.validate_checks(case, field=f"cases[{i}].checks")

@@ -51,11 +51,11 @@ class AttemptResult:
     model: str | None = None
 
 
-def parse_message(body: str) -> Task | None:
-    """The task a case-task message names, or None when it is malformed."""
+def parse_message(body: str) -> tuple[str, Task] | None:
+    """`(run_id, task)` of a case-task message, or None when it is malformed."""
     try:
         data = json.loads(body)
-        return Task(str(data["arm_id"]), str(data["case_id"]), int(data["attempt"])), str(data["run_id"])  # type: ignore[return-value]
+        return str(data["run_id"]), Task(str(data["arm_id"]), str(data["case_id"]), int(data["attempt"]))
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -164,9 +164,11 @@ def _attempt_row(c: Container, run: RunRow, task: Task, result: AttemptResult, s
         successor=slots.message(run, successor) if successor else None)
 
 
-def record(c: Container, run: RunRow, task: Task, result: AttemptResult) -> bool:
+def record(c: Container, run: RunRow, task: Task, result: AttemptResult, *, pass_slot: bool = True) -> bool:
     """Write the attempt once with the run's counters, and pass its slot on (DESIGN §5, §6).
 
+    Args:
+        pass_slot: claim the run's next task for this slot; False gives the slot back instead.
     Returns True when this call wrote the attempt, False when it existed (a redelivery).
     """
     counters = {"recorded": 1, result.state.value: 1, "crashed": int(result.crash),
@@ -174,7 +176,7 @@ def record(c: Container, run: RunRow, task: Task, result: AttemptResult) -> bool
                 "output_tokens": result.output_tokens}
     for _ in range(100):
         now = c.clock.now()
-        claim = run.status == RunStatus.RUNNING and int(run.next_index) < int(run.tasks_total)
+        claim = pass_slot and run.status == RunStatus.RUNNING and int(run.next_index) < int(run.tasks_total)
         successor = slots.task_of(run, int(run.next_index)) if claim else None
         row = _attempt_row(c, run, task, result, successor, epoch_ms(now), iso(now))
         try:
@@ -225,50 +227,47 @@ def on_duplicate(c: Container, run: RunRow, task: Task) -> None:
 
 
 def record_unqueued(c: Container, run_id: str, task: Task) -> None:
-    """A claimed task that could not be queued: `incomplete`, and its slot given back."""
+    """A claimed task that could not be queued: `incomplete`, and its slot given back (a send that
+    just failed would likely fail again for a successor)."""
     run = c.runs.get(run_id)
-    if run is None:
-        return
-    # It never ran, so it must not pass its slot to another task of the run: end it like a cancel.
-    result = AttemptResult(AttemptState.INCOMPLETE, reason="could not be queued")
-    _record_without_claim(c, run, task, result)
-
-
-def _record_without_claim(c: Container, run: RunRow, task: Task, result: AttemptResult) -> None:
-    counters = {"recorded": 1, result.state.value: 1}
-    for _ in range(100):
-        now = c.clock.now()
-        row = _attempt_row(c, run, task, result, None, epoch_ms(now), iso(now))
-        try:
-            c.runs.record_attempt(run, row, counters=counters, claim_next=False,
-                                  release_slot=int(run.slots) > 0, now_ms=epoch_ms(now))
-            break
-        except RecordConflict:
-            fresh = c.runs.get(run.run_id)
-            if fresh is None:
-                return
-            run = fresh
-    after_release(c, run.org_id, run.run_id)
+    if run is not None:
+        record(c, run, task, AttemptResult(AttemptState.INCOMPLETE, reason="could not be queued"),
+               pass_slot=False)
 
 
 # --- entry points ----------------------------------------------------------------------------
 
 
-def handle_task(c: Container, body: str, *, receive_count: int = 1, receipt_handle: str | None = None) -> None:
-    """Run one case-task message end to end. Raises only for bugs and AWS failures (so SQS
-    redelivers); every expected outcome is recorded as an attempt state."""
+def _unrecorded(c: Container, body: str, *, check_recorded: bool) -> tuple[RunRow, Task] | None:
+    """The run and task a message names, or None when there is nothing left to do for it: a
+    malformed message, a deleted run, or an attempt already recorded (whose hand-off
+    `on_duplicate` then finishes)."""
     parsed = parse_message(body)
     if parsed is None:
         log.error("malformed case task dropped: %.200s", body)
-        return
-    task, run_id = parsed  # type: ignore[misc]
+        return None
+    run_id, task = parsed
     run = c.runs.get(run_id)
     if run is None:
         log.info("case task for deleted run %s dropped", run_id)
-        return
-    if receive_count > 1 and c.runs.attempt_exists(run_id, task.key):
+        return None
+    if check_recorded and c.runs.attempt_exists(run_id, task.key):
         on_duplicate(c, run, task)
+        return None
+    return run, task
+
+
+def handle_task(c: Container, body: str, *, receive_count: int = 1, receipt_handle: str | None = None) -> None:
+    """Run one case-task message end to end. Raises only for bugs and AWS failures (so SQS
+    redelivers); every expected outcome is recorded as an attempt state.
+
+    A first delivery skips the check for an existing attempt (the conditional write catches a
+    duplicate anyway); a redelivery checks first, so a recorded case is never asked again.
+    """
+    found = _unrecorded(c, body, check_recorded=receive_count > 1)
+    if found is None:
         return
+    run, task = found
     status = RunStatus(run.status)
     if status.ended:
         # Nothing else starts once a run ended; its slot is given back by recording the task.
@@ -281,7 +280,7 @@ def handle_task(c: Container, body: str, *, receive_count: int = 1, receipt_hand
     if arm is None or raw_case is None:
         record(c, run, task, AttemptResult(AttemptState.INCOMPLETE, reason="unknown arm or case"))
         return
-    with _KeepAlive(c, run_id, receipt_handle):
+    with _KeepAlive(c, run.run_id, receipt_handle):
         result = ask_and_grade(c, run, arm, Case.model_validate(raw_case), task)
     # Other tasks of the run claimed successors while this one ran: read the cursor afresh so the
     # claim in `record` rarely meets a conflict.
@@ -290,16 +289,8 @@ def handle_task(c: Container, body: str, *, receive_count: int = 1, receipt_hand
 
 def handle_dead_task(c: Container, body: str, *, receive_count: int | None = None) -> None:
     """A case task that kept failing reached the DLQ: record it `incomplete` and pass its slot on."""
-    parsed = parse_message(body)
-    if parsed is None:
-        log.error("malformed dead case task dropped: %.200s", body)
-        return
-    task, run_id = parsed  # type: ignore[misc]
-    run = c.runs.get(run_id)
-    if run is None:
-        return
-    if c.runs.attempt_exists(run_id, task.key):
-        on_duplicate(c, run, task)
-        return
-    record(c, run, task, AttemptResult(
-        AttemptState.INCOMPLETE, reason=f"gave up after {receive_count or 'several'} deliveries"))
+    found = _unrecorded(c, body, check_recorded=True)
+    if found is not None:
+        run, task = found
+        record(c, run, task, AttemptResult(
+            AttemptState.INCOMPLETE, reason=f"gave up after {receive_count or 'several'} deliveries"))

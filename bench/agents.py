@@ -84,3 +84,14 @@ def crashing(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]
 def verbose(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
     """Answers `options["size"]` characters ending in the expected `42` (large answers go to S3)."""
     return {"answer": "x" * int(options.get("size", 1000)) + " 42"}
+
+
+def flaky(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """Answers right (`options["answer"]`, default "42") with probability `options["p"]` (0.5),
+    drawn from a generator seeded by `options["seed"]`, the case and the attempt: the same spec
+    gives the same answers on every run, and a rerun is a fresh draw."""
+    import random
+
+    rng = random.Random(f"{options.get('seed', 0)}#{request['case_id']}#{request['attempt']}")
+    right = rng.random() < float(options.get("p", 0.5))
+    return {"answer": str(options.get("answer", "42")) if right else "0"}

@@ -208,6 +208,25 @@ def cancel_run(c, who, run_id):
     return run_service.run_view(run_service.cancel_run(c, who, run_id))
 
 
+@bp.route("/api/v1/eval-runs/{run_id}/comparison", methods=["GET"])
+@api_view(bp)
+def run_comparison(c, who, run_id):
+    return run_service.comparison(c, who, run_id)
+
+
+@bp.route("/api/v1/eval-runs/{run_id}/cases", methods=["GET"])
+@api_view(bp)
+def run_cases(c, who, run_id):
+    return run_service.cases(c, who, run_id, outcome=query_param(bp, "outcome"), tag=query_param(bp, "tag"),
+                             arm_id=query_param(bp, "arm_id"), case_id=query_param(bp, "case_id"))
+
+
+@bp.route("/api/v1/eval-runs/{run_id}/arms/{arm_id}/spec", methods=["GET"])
+@api_view(bp)
+def run_arm_spec(c, who, run_id, arm_id):
+    return run_service.arm_spec(c, who, run_id, arm_id)
+
+
 @bp.route("/api/v1/eval-runs/{run_id}/progress", methods=["GET"])
 @api_view(bp)
 def run_progress(c, who, run_id):

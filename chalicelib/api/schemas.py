@@ -66,6 +66,10 @@ class StartRun(Body):
     """With `candidate: "version"`: a number, `latest` (default) or `published`."""
     environment_id: str | None = None
     """The environment whose test connections the cases use."""
+    paired_baseline: bool = False
+    """Run the version before the candidate in the same run, as the baseline (seed 004)."""
+    reruns: StrictInt | None = Field(None, ge=0, le=5)
+    """Reruns of each flipped case on both sides (default EVAL_RERUNS); a baseline needs >= 1."""
 
 
 class AgentSummaries(Body):

@@ -80,3 +80,33 @@ class Split(StrEnum):
 
     TRAIN = "train"
     HOLDOUT = "holdout"
+
+
+class CaseOutcome(StrEnum):
+    """How one case compares between a candidate and its baseline (seed 004 "Comparing with a baseline")."""
+
+    REGRESSION = "regression"
+    FIXED = "fixed"
+    UNCHANGED = "unchanged"
+    INCOMPLETE = "incomplete"
+    NOT_COMPARED = "not_compared"
+    CHANGED = "changed"
+
+
+class ComparisonVerdict(StrEnum):
+    """What a comparison says on confirmed flips; `worse`/`better` also name McNemar's `overall`
+    (seed 004 "What the verdict says")."""
+
+    WORSE = "worse"
+    BETTER = "better"
+    MIXED = "mixed"
+    NO_DIFFERENCE = "no_difference"
+    INVALID = "invalid"
+
+
+class EfficiencyAxis(StrEnum):
+    """How one lower-is-better efficiency quantity moved (seed 004 "Two axes, quality first")."""
+
+    BETTER = "better"
+    WORSE = "worse"
+    UNCHANGED = "unchanged"

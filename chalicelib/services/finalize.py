@@ -15,7 +15,9 @@ from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain.enums import ArmRole, AttemptState, RunPhase, RunStatus
 from chalicelib.domain.money import micros_to_usd
-from chalicelib.domain.runs import ArmSummary, AttemptFacts, summarize_arm, verdict_word
+from chalicelib.domain import compare
+from chalicelib.domain.runs import ArmSummary, AttemptFacts, settle, summarize_arm, verdict_word
+from chalicelib.services import slots
 
 log = logging.getLogger(__name__)
 
@@ -71,25 +73,113 @@ def outcome_of(run: RunRow, summaries: dict[str, ArmSummary]) -> dict[str, Any]:
             "undecided": s.incomplete + s.ungraded}
 
 
+def settled_state(tries: list[AttemptRow]) -> str | None:
+    """A case's settled state on one arm (majority of decided tries), or None when never asked."""
+    if not tries:
+        return None
+    return settle(AttemptState(r.state) for r in sorted(tries, key=lambda r: int(r.attempt))).value
+
+
+def _by_case(run: RunRow, attempts: list[AttemptRow], arm_id: str) -> dict[str, list[AttemptFacts]]:
+    out: dict[str, list[AttemptFacts]] = {}
+    for row in attempts:
+        if row.arm_id == arm_id:
+            out.setdefault(row.case_id, []).append(facts(row))
+    for tries in out.values():
+        tries.sort(key=lambda a: a.attempt)
+    return out
+
+
+def _arm_ids(run: RunRow, role: ArmRole) -> list[str]:
+    return [a["arm_id"] for a in run.arms if a["role"] == role]
+
+
+def confirming_tasks(run: RunRow, attempts: list[AttemptRow]) -> list[list[Any]]:
+    """The reruns of every flipped case, on every candidate arm and on the baseline (seed 004 "A flip
+    is confirmed before it counts"); none when the run has no baseline or asked for no reruns."""
+    baseline = _arm_ids(run, ArmRole.BASELINE)
+    reruns = int((run.settings or {}).get("reruns", 0))
+    if not baseline or reruns < 1:
+        return []
+    base = _by_case(run, attempts, baseline[0])
+    flipped: list[str] = []
+    for arm_id in _arm_ids(run, ArmRole.CANDIDATE):
+        cand = _by_case(run, attempts, arm_id)
+        for case_id in run.case_ids:
+            first_c, first_b = cand.get(case_id), base.get(case_id)
+            # Both sides answered the same dataset version: no case changed between them.
+            outcome = compare.compare_case(first_c[0].state if first_c else None,
+                                           first_b[0].state if first_b else None,
+                                           candidate_fp=None, baseline_fp=None)
+            if outcome in (compare.CaseOutcome.REGRESSION, compare.CaseOutcome.FIXED) and case_id not in flipped:
+                flipped.append(case_id)
+    ordered = [cid for cid in run.case_ids if cid in flipped]
+    return [list(t) for t in compare.rerun_tasks(ordered, _arm_ids(run, ArmRole.CANDIDATE), baseline[0], reruns)]
+
+
 def advance_if_done(c: Container, run_id: str) -> None:
-    """If every expected attempt is recorded, move the phase on; the one winner finalizes."""
+    """If every expected attempt is recorded, move the phase on (exactly one caller wins each move):
+    answering → confirming (reruns of the flips, through the same queue and slots) → finalizing."""
     run = c.runs.get(run_id)
     if run is None or run.status != RunStatus.RUNNING or int(run.recorded) < int(run.expected):
         return
     if run.phase == RunPhase.ANSWERING:
-        if c.runs.set_phase(run_id, expect_phase=RunPhase.ANSWERING.value, expect_recorded=int(run.recorded),
-                            actions=[RunRow.phase.set(RunPhase.FINALIZING.value)]):
-            finalize(c, run_id)
+        extra = confirming_tasks(run, c.runs.attempts(run_id))
+        if extra:
+            n = len(extra)
+            if c.runs.set_phase(run_id, expect_phase=RunPhase.ANSWERING.value, expect_recorded=int(run.recorded),
+                                actions=[RunRow.phase.set(RunPhase.CONFIRMING.value),
+                                         RunRow.tasks.set((run.tasks or []) + extra),
+                                         RunRow.tasks_total.set(int(run.tasks_total) + n),
+                                         RunRow.expected.set(int(run.expected) + n)]):
+                fresh = c.runs.get(run_id)
+                if fresh is not None:
+                    slots.enqueue_run(c, fresh)
+            return
+        expect = RunPhase.ANSWERING
+    elif run.phase == RunPhase.CONFIRMING:
+        expect = RunPhase.CONFIRMING
+    else:
+        return
+    if c.runs.set_phase(run_id, expect_phase=expect.value, expect_recorded=int(run.recorded),
+                        actions=[RunRow.phase.set(RunPhase.FINALIZING.value)]):
+        finalize(c, run_id)
+
+
+def comparison_of(c: Container, run: RunRow, attempts: list[AttemptRow]) -> dict[str, Any] | None:
+    """The first candidate compared with the baseline, as the API shows it; None without a baseline."""
+    baseline = _arm_ids(run, ArmRole.BASELINE)
+    if not baseline:
+        return None
+    cases = {cid: c.datasets.get_case(run.dataset_id, int(run.dataset_version), cid) or {} for cid in run.case_ids}
+    # Both sides of a run answered the same dataset version, so a case is the same on both.
+    fps = {cid: compare.case_fingerprint(case) for cid, case in cases.items()}
+    result = compare.compare_arms(
+        _by_case(run, attempts, _arm_ids(run, ArmRole.CANDIDATE)[0]), _by_case(run, attempts, baseline[0]),
+        candidate_fps=fps, baseline_fps=fps, baseline_rerun=True,
+        reruns_expected=int((run.settings or {}).get("reruns", 0)), invalid_reason=None,
+        significance=c.settings.eval_significance,
+        questions={cid: case.get("input", "") for cid, case in cases.items()})
+    return {"candidate_arm_id": _arm_ids(run, ArmRole.CANDIDATE)[0], "baseline_arm_id": baseline[0],
+            **result.as_dict(),
+            "cases": [{"case_id": cid, "outcome": str(result.outcomes[cid])} for cid in run.case_ids
+                      if cid in result.outcomes]}
 
 
 def finalize(c: Container, run_id: str) -> None:
-    """Compute the summaries and outcome and complete the run (idempotent: conditional on the phase)."""
+    """Compute the summaries, the comparison and the outcome, and complete the run (idempotent:
+    conditional on the phase)."""
     run = c.runs.get(run_id)
     if run is None or run.phase != RunPhase.FINALIZING or run.status != RunStatus.RUNNING:
         return
-    summaries = summarize(run, c.runs.attempts(run_id))
+    attempts = c.runs.attempts(run_id)
+    summaries = summarize(run, attempts)
     outcome = outcome_of(run, summaries)
     outcome["arms"] = {arm_id: summary_view(s) for arm_id, s in summaries.items()}
+    comparison = comparison_of(c, run, attempts)
+    if comparison is not None:
+        outcome["comparison"] = comparison
+        outcome["comparison_verdict"] = comparison["verdict"]
     c.runs.update(run_id, [RunRow.status.set(RunStatus.COMPLETED.value), RunRow.phase.set(RunPhase.DONE.value),
                            RunRow.outcome.set(outcome), RunRow.completed_at.set(iso(c.clock.now()))],
                   condition=(RunRow.phase == RunPhase.FINALIZING.value)

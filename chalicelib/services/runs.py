@@ -59,6 +59,38 @@ def resolve_candidate(c: Container, who: Identity, agent_id: str, candidate: Any
     return row.spec, number, False
 
 
+def _arm(arm_id: str, role: ArmRole, spec: dict[str, Any], version: int | None, draft: bool) -> dict[str, Any]:
+    """One side of a run: what it runs (the spec copied at start) and how it is labelled."""
+    return {"arm_id": arm_id, "role": role.value, "version": version, "draft": draft, "spec": spec,
+            "spec_hash": spec_hash(spec), "model_profile_id": spec.get("model_profile_id")}
+
+
+def resolve_baseline(c: Container, who: Identity, agent_id: str, candidate_version: int | None,
+                     draft: bool) -> tuple[dict[str, Any], int]:
+    """The version before the candidate, to run beside it (seed 004 "A baseline in the same run").
+
+    For a draft that is the published version (the live one, else the latest); for version N it
+    is N - 1. Chosen once, at start, and kept on the run as an arm of its own.
+    Raises:
+        InvalidInputError: a baseline for a first version (or a draft never published).
+    """
+    agent = c.agents.get(who.org_id, agent_id)
+    if draft:
+        number = int(agent.live_version or agent.latest_version or 0)
+        if number == 0:
+            raise InvalidInputError("the draft has no published version to compare with: run it without "
+                                    "a baseline", field="paired_baseline")
+    else:
+        number = int(candidate_version or 0) - 1
+        if number < 1:
+            raise InvalidInputError("a first version has nothing before it to compare with",
+                                    field="paired_baseline")
+    row = c.agents.get_version(agent_id, number)
+    if row is None:
+        raise NotFoundError(f"version {number} of agent {agent_id} not found", field="paired_baseline")
+    return row.spec, number
+
+
 def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> tuple[RunRow, list[str]]:
     """Start an eval run: pin the candidate and the dataset version, write the run, claim slots.
 
@@ -86,9 +118,15 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) 
     validate_spec(spec, c.runtimes)
     now = c.clock.now()
     settings = c.settings
+    reruns = settings.eval_reruns if body.get("reruns") is None else int(body["reruns"])
+    arms = [_arm("candidate", ArmRole.CANDIDATE, spec, resolved, is_draft)]
+    if body.get("paired_baseline"):
+        if reruns < 1:
+            raise InvalidInputError("a run compared with a baseline needs at least one rerun", field="reruns")
+        base_spec, base_version = resolve_baseline(c, who, agent_id, resolved, is_draft)
+        validate_spec(base_spec, c.runtimes)
+        arms.append(_arm("baseline", ArmRole.BASELINE, base_spec, base_version, False))
     c.orgs.ensure(who.org_id, concurrency_limit=settings.eval_org_concurrency, now_iso=iso(now))
-    arms = [{"arm_id": "candidate", "role": ArmRole.CANDIDATE.value, "version": resolved, "draft": is_draft,
-             "spec": spec, "spec_hash": spec_hash(spec), "model_profile_id": spec.get("model_profile_id")}]
     total = len(arms) * case_count
     run = RunRow(
         f"run_{uuid.uuid4().hex[:16]}", org_id=who.org_id, agent_id=agent_id,
@@ -98,7 +136,7 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) 
         candidate="draft" if is_draft else "version", resolved_version=resolved, draft=is_draft,
         spec_hash=spec_hash(spec), environment_id=body.get("environment_id"), arms=arms,
         case_ids_text="\n".join(dataset_version.case_ids or []), scoring=dataset_version.scoring,
-        settings={"run_concurrency": settings.eval_run_concurrency,
+        settings={"run_concurrency": settings.eval_run_concurrency, "reruns": reruns,
                   "case_timeout_seconds": settings.evaluation_case_timeout_seconds},
         tasks=None, tasks_total=total, next_index=0, slots=0, expected=total,
         heartbeat_at_ms=epoch_ms(now))
@@ -266,3 +304,70 @@ def events(c: Container, who: Identity, run_id: str, *, after: str = "", wait_s:
                                           **attempt_view(c, r)} for r in rows],
             "cursor": rows[-1].recorded_key if rows else after, "status": run.status,
             "progress": progress_view(run), "done": ended and not rows}
+
+
+def comparison(c: Container, who: Identity, run_id: str) -> dict[str, Any]:
+    """The first candidate arm against its baseline (seed 004 "Comparing with a baseline").
+
+    Raises NotFoundError for a run without a baseline.
+    """
+    run = c.runs.get_for_org(who.org_id, run_id)
+    kept = (run.outcome or {}).get("comparison")
+    if kept is None:
+        kept = finalize.comparison_of(c, run, c.runs.attempts(run_id))
+    if kept is None:
+        raise NotFoundError(f"eval run {run_id} has no baseline to compare with", field="run_id")
+    return {"run_id": run_id, "status": run.status, **kept}
+
+
+def cases(c: Container, who: Identity, run_id: str, *, outcome: str | None = None, tag: str | None = None,
+          arm_id: str | None = None, case_id: str | None = None) -> dict[str, Any]:
+    """Every case of the run: what it expects, its comparison outcome and every attempt per arm.
+
+    Filters: `outcome` (a comparison outcome such as `regression`, or a settled state such as
+    `failed`), `tag`, `arm_id`, `case_id`.
+    Raises NotFoundError for an unknown arm.
+    """
+    run = c.runs.get_for_org(who.org_id, run_id)
+    arm_ids = [a["arm_id"] for a in run.arms]
+    if arm_id is not None and arm_id not in arm_ids:
+        raise NotFoundError(f"arm {arm_id} not found in run {run_id}", field="arm_id")
+    attempts = c.runs.attempts(run_id)
+    compared = comparison(c, who, run_id) if any(a["role"] == ArmRole.BASELINE for a in run.arms) else None
+    outcomes = {f["case_id"]: f["outcome"] for f in (compared or {}).get("cases", [])}
+    by_case: dict[str, list[AttemptRow]] = {}
+    for row in attempts:
+        by_case.setdefault(row.case_id, []).append(row)
+    out = []
+    for cid in run.case_ids:
+        if case_id is not None and cid != case_id:
+            continue
+        case = c.datasets.get_case(run.dataset_id, int(run.dataset_version), cid) or {}
+        if tag is not None and tag not in (case.get("tags") or []):
+            continue
+        rows = sorted(by_case.get(cid, []), key=lambda r: r.attempt_key)
+        sides = {}
+        for arm in arm_ids:
+            if arm_id is not None and arm != arm_id:
+                continue
+            tries = [r for r in rows if r.arm_id == arm]
+            sides[arm] = {"settled": finalize.settled_state(tries),
+                          "attempts": [attempt_view(c, r) for r in tries]}
+        entry = {"case_id": cid, "expects": {k: case.get(k) for k in
+                                             ("input", "history", "reference", "checks", "expected_calls", "tags")},
+                 "outcome": outcomes.get(cid), "arms": sides}
+        if outcome is not None and outcome != entry["outcome"] and all(
+                s["settled"] != outcome for s in sides.values()):
+            continue
+        out.append(entry)
+    return {"run_id": run_id, "cases": out}
+
+
+def arm_spec(c: Container, who: Identity, run_id: str, arm_id: str) -> dict[str, Any]:
+    """The spec one side ran, as it was copied onto the run at start."""
+    run = c.runs.get_for_org(who.org_id, run_id)
+    arm = next((a for a in run.arms if a["arm_id"] == arm_id), None)
+    if arm is None:
+        raise NotFoundError(f"arm {arm_id} not found in run {run_id}", field="arm_id")
+    return {"run_id": run_id, "arm_id": arm_id, "version": arm.get("version"), "draft": arm.get("draft"),
+            "spec_hash": arm["spec_hash"], "spec": arm["spec"]}

@@ -1,0 +1,92 @@
+"""A baseline in the same run, confirmed flips and the verdict, end to end through the API
+(seed 004 "Comparing with a baseline", "A flip is confirmed before it counts", "What the verdict says")."""
+
+from __future__ import annotations
+
+from tests.e2e.conftest import cases, sleepy_spec
+
+
+def publish(api, agent_id: str, spec: dict) -> None:
+    api.ok("PUT", f"/api/v1/agents/{agent_id}/draft", json={"spec": spec})
+    api.ok("POST", f"/api/v1/agents/{agent_id}/versions")
+
+
+def test_a_deterministic_regression_of_three_cases_is_worse_and_names_them(api):
+    ds = api.dataset(cases(10))
+    agent = api.agent(sleepy_spec())
+    publish(api, agent, sleepy_spec())                                               # v1: all pass
+    broken = {"c002": "7", "c005": "7", "c007": "7"}
+    publish(api, agent, sleepy_spec(answers={**broken, "c009": "42"}))              # v2 breaks three
+    run = api.start(agent, ds, candidate="version", version=2, paired_baseline=True)
+    assert [a["arm_id"] for a in run["arms"]] == ["candidate", "baseline"]
+    assert run["arms"][1]["version"] == 1
+    assert api.wait(run["run_id"])["status"] == "completed"
+    full = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    # 10 first answers per side + 2 reruns of each of the 3 flipped cases on both sides.
+    assert full["progress"]["recorded"] == 10 * 2 + 3 * 2 * 2
+    comparison = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")
+    assert comparison["verdict"] == "worse"
+    assert sorted(f["case_id"] for f in comparison["flips"] if f["confirmed"]) == ["c002", "c005", "c007"]
+    assert all(f["outcome"] == "regression" for f in comparison["flips"])
+    assert {f["case_id"]: f["question"] for f in comparison["flips"]}["c005"] == "question 5"
+    assert comparison["counts"]["regression"] == 3 and comparison["counts"]["unchanged"] == 7
+    assert full["outcome"]["comparison_verdict"] == "worse"
+    regressions = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/cases?outcome=regression")["cases"]
+    assert [c["case_id"] for c in regressions] == ["c002", "c005", "c007"]
+    c005 = regressions[1]
+    assert [a["attempt"] for a in c005["arms"]["candidate"]["attempts"]] == [1, 2, 3]
+    assert c005["arms"]["baseline"]["settled"] == "passed" and c005["arms"]["candidate"]["settled"] == "failed"
+    spec = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/arms/baseline/spec")
+    assert spec["version"] == 1 and spec["spec"]["options"].get("answers") is None
+
+
+def test_a_flaky_agent_that_changed_nothing_confirms_no_flip(api):
+    # Right 80% of the time on every try: a first answer flips with chance 2 x 0.8 x 0.2 = 0.32; a
+    # regression confirms only if both candidate reruns fail and both baseline reruns pass
+    # (0.2^2 x 0.8^2 = 0.0256), a fix likewise, so almost no flip holds.
+    ds = api.dataset(cases(16))
+    flaky = {"runtime": "python", "entrypoint": "bench.agents:flaky", "options": {"p": 0.8, "seed": 1}}
+    agent = api.agent(flaky)
+    publish(api, agent, flaky)
+    publish(api, agent, {**flaky, "options": {"p": 0.8, "seed": 2}})   # same agent, other draws
+    run = api.start(agent, ds, candidate="version", version=2, paired_baseline=True, reruns=2)
+    assert api.wait(run["run_id"])["status"] == "completed"
+    comparison = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")
+    assert len(comparison["flips"]) >= 3, "a coin-flip agent flips on first answers"
+    assert comparison["verdict"] == "no_difference"
+    assert comparison["overall"] is None
+    assert any("changed once" in note for note in comparison["notes"])
+
+
+def test_a_baseline_needs_a_version_before_it_and_at_least_one_rerun(api):
+    ds = api.dataset(cases(2))
+    agent = api.agent(sleepy_spec(), publish=1)
+    status, body = api.call("POST", f"/api/v1/agents/{agent}/eval-runs",
+                            json={"dataset_id": ds, "candidate": "version", "version": 1, "paired_baseline": True})
+    assert status == 400 and body["error"]["field"] == "paired_baseline"
+    api.ok("POST", f"/api/v1/agents/{agent}/versions")
+    status, body = api.call("POST", f"/api/v1/agents/{agent}/eval-runs",
+                            json={"dataset_id": ds, "version": 2, "paired_baseline": True, "reruns": 0})
+    assert status == 400 and body["error"]["field"] == "reruns"
+    never = api.agent(sleepy_spec())
+    status, body = api.call("POST", f"/api/v1/agents/{never}/eval-runs",
+                            json={"dataset_id": ds, "candidate": "draft", "paired_baseline": True})
+    assert status == 400 and body["error"]["field"] == "paired_baseline"
+
+
+def test_a_draft_is_compared_with_the_published_version(api):
+    ds = api.dataset(cases(4))
+    agent = api.agent(sleepy_spec(answers={"c000": "0"}), publish=1)              # v1 fails c000
+    api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": sleepy_spec()})  # the draft fixes it
+    run = api.start(agent, ds, paired_baseline=True)
+    assert api.wait(run["run_id"])["status"] == "completed"
+    comparison = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")
+    assert comparison["verdict"] == "better"
+    assert [(f["case_id"], f["outcome"], f["confirmed"]) for f in comparison["flips"]] == [("c000", "fixed", True)]
+
+
+def test_a_run_without_a_baseline_has_no_comparison(api):
+    run = api.start(api.agent(sleepy_spec()), api.dataset(cases(2)))
+    api.wait(run["run_id"])
+    status, body = api.call("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")
+    assert status == 404 and body["error"]["field"] == "run_id"

@@ -36,10 +36,12 @@ def facts(row: AttemptRow) -> AttemptFacts:
 
 def summary_view(s: ArmSummary) -> dict[str, Any]:
     """The API shape of an arm summary: quality and efficiency kept apart (seed 004 "Results")."""
+    interval = compare.wilson_interval(s.passed, s.decided)
     return {
         "quality": {
             "cases": s.cases, "passed": s.passed, "failed": s.failed, "incomplete": s.incomplete,
             "ungraded": s.ungraded, "crashed": s.crashed, "pass_rate": s.pass_rate,
+            "pass_rate_interval_95": list(interval) if interval else None,
             "first_pass_rate": s.first_pass_rate, "average_score": s.average_score,
             "undecided": s.incomplete + s.ungraded, "undecided_reasons": s.undecided_reasons,
         },
@@ -60,6 +62,31 @@ def summarize(run: RunRow, attempts: list[AttemptRow]) -> dict[str, ArmSummary]:
         if row.arm_id in by_arm:
             by_arm[row.arm_id].append(facts(row))
     return {arm_id: summarize_arm(rows, run.case_ids) for arm_id, rows in by_arm.items()}
+
+
+def could_not_run(attempts: list[AttemptRow], arm_id: str) -> str | None:
+    """The one error every first answer of an arm failed with, when they all did (a setup error:
+    the side "could not run" and says so instead of a verdict, seed 004 "Results")."""
+    firsts = [r for r in attempts if r.arm_id == arm_id and int(r.attempt) == 1]
+    errors = {r.error for r in firsts}
+    if firsts and len(errors) == 1 and None not in errors and all(r.state != "passed" for r in firsts):
+        return next(iter(errors))
+    return None
+
+
+def arm_views(c: Container, run: RunRow, attempts: list[AttemptRow],
+              summaries: dict[str, ArmSummary]) -> dict[str, dict[str, Any]]:
+    """Each arm's summary with its per-tag summaries and, when it could not run, why."""
+    tags = {cid: (c.datasets.get_case(run.dataset_id, int(run.dataset_version), cid) or {}).get("tags") or []
+            for cid in run.case_ids}
+    views = {}
+    for arm_id, summary in summaries.items():
+        view = summary_view(summary)
+        by_tag = compare.summarize_by_tag(_by_case(run, attempts, arm_id), tags)
+        view["tags"] = {tag: summary_view(s) for tag, s in sorted(by_tag.items())}
+        view["could_not_run"] = could_not_run(attempts, arm_id)
+        views[arm_id] = view
+    return views
 
 
 def outcome_of(run: RunRow, summaries: dict[str, ArmSummary]) -> dict[str, Any]:
@@ -154,16 +181,24 @@ def comparison_of(c: Container, run: RunRow, attempts: list[AttemptRow]) -> dict
     cases = {cid: c.datasets.get_case(run.dataset_id, int(run.dataset_version), cid) or {} for cid in run.case_ids}
     # Both sides of a run answered the same dataset version, so a case is the same on both.
     fps = {cid: compare.case_fingerprint(case) for cid, case in cases.items()}
+    cand_arm, base_arm = _arm_ids(run, ArmRole.CANDIDATE)[0], baseline[0]
+    broken = {arm: err for arm in (cand_arm, base_arm) if (err := could_not_run(attempts, arm))}
     result = compare.compare_arms(
         _by_case(run, attempts, _arm_ids(run, ArmRole.CANDIDATE)[0]), _by_case(run, attempts, baseline[0]),
         candidate_fps=fps, baseline_fps=fps, baseline_rerun=True,
         reruns_expected=int((run.settings or {}).get("reruns", 0)), invalid_reason=None,
         significance=c.settings.eval_significance,
         questions={cid: case.get("input", "") for cid, case in cases.items()})
-    return {"candidate_arm_id": _arm_ids(run, ArmRole.CANDIDATE)[0], "baseline_arm_id": baseline[0],
-            **result.as_dict(),
+    summaries = summarize(run, attempts)
+    view = {"candidate_arm_id": cand_arm, "baseline_arm_id": base_arm, **result.as_dict(),
+            "efficiency": {name: (str(axis) if axis else None) for name, axis in compare.efficiency_axes(
+                summaries[cand_arm], summaries[base_arm], c.settings.eval_efficiency_tolerance).items()},
             "cases": [{"case_id": cid, "outcome": str(result.outcomes[cid])} for cid in run.case_ids
                       if cid in result.outcomes]}
+    if broken:
+        # A side that could not run says so instead of a verdict.
+        view.update(verdict=None, overall=None, could_not_run=broken)
+    return view
 
 
 def finalize(c: Container, run_id: str) -> None:
@@ -175,7 +210,7 @@ def finalize(c: Container, run_id: str) -> None:
     attempts = c.runs.attempts(run_id)
     summaries = summarize(run, attempts)
     outcome = outcome_of(run, summaries)
-    outcome["arms"] = {arm_id: summary_view(s) for arm_id, s in summaries.items()}
+    outcome["arms"] = arm_views(c, run, attempts, summaries)
     comparison = comparison_of(c, run, attempts)
     if comparison is not None:
         outcome["comparison"] = comparison

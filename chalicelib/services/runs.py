@@ -35,6 +35,8 @@ def resolve_candidate(c: Container, who: Identity, agent_id: str, candidate: Any
         NotFoundError: unknown agent or version.
     """
     agent = c.agents.get(who.org_id, agent_id)
+    if version is not None and candidate not in (None, "version"):
+        raise InvalidInputError(f'version goes with candidate "version", not {candidate!r}', field="version")
     if candidate == "draft":
         return agent.draft_spec, None, True
     selector = version if candidate in (None, "version") else candidate
@@ -198,7 +200,7 @@ def read_run(c: Container, who: Identity, run_id: str, *, with_results: bool = T
     attempts = c.runs.attempts(run_id)
     summaries = None
     if not run.outcome or run.status != RunStatus.COMPLETED:
-        summaries = {arm: finalize.summary_view(s) for arm, s in finalize.summarize(run, attempts).items()}
+        summaries = finalize.arm_views(c, run, attempts, finalize.summarize(run, attempts))
     view = run_view(run, with_summaries=summaries)
     if with_results:
         view["results"] = [attempt_view(c, a) for a in sorted(attempts, key=lambda r: r.attempt_key)]

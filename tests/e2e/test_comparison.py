@@ -90,3 +90,45 @@ def test_a_run_without_a_baseline_has_no_comparison(api):
     api.wait(run["run_id"])
     status, body = api.call("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")
     assert status == 404 and body["error"]["field"] == "run_id"
+
+
+def test_each_arm_is_summarised_per_tag_with_an_interval_and_efficiency_beside_the_verdict(api):
+    tagged = [{"case_id": f"c{i:03d}", "input": f"question {i}", "reference": "42",
+               "tags": ["math"] + (["hard"] if i < 2 else [])} for i in range(6)]
+    ds = api.dataset(tagged)
+    agent = api.agent(sleepy_spec())
+    publish(api, agent, sleepy_spec(answers={"c000": "0", "c001": "0"}))   # v1 fails both hard cases
+    publish(api, agent, sleepy_spec(answers={"c001": "0"}))                # v2 fixes c000
+    run = api.start(agent, ds, candidate="version", version=2, paired_baseline=True, reruns=1)
+    api.wait(run["run_id"])
+    full = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    cand, base = full["summaries"]["candidate"], full["summaries"]["baseline"]
+    assert (cand["quality"]["passed"], base["quality"]["passed"]) == (5, 4)
+    assert cand["tags"]["hard"]["quality"]["passed"] == 1 and cand["tags"]["hard"]["quality"]["cases"] == 2
+    assert base["tags"]["hard"]["quality"]["pass_rate"] == 0.0
+    assert cand["tags"]["math"]["quality"]["cases"] == 6
+    low, high = cand["quality"]["pass_rate_interval_95"]
+    assert round(low, 4) == 0.4365 and round(high, 4) == 0.9699          # Wilson, 5 of 6
+    assert cand["could_not_run"] is None
+    comparison = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")
+    assert comparison["verdict"] == "better"
+    # No price: nothing spent on either side; 7 answers of 120 tokens over 6 cases on both sides.
+    assert set(comparison["efficiency"]) == {"cost_per_passed_case_micros", "tokens_per_case",
+                                             "latency_p50_ms", "latency_p95_ms"}
+    assert comparison["efficiency"]["cost_per_passed_case_micros"] == "unchanged"
+    assert comparison["efficiency"]["tokens_per_case"] == "unchanged"
+    assert cand["efficiency"]["tokens_per_case"] == 140.0
+    assert comparison["pass_rate_before"] == 4 / 6 and comparison["pass_rate_after"] == 5 / 6
+
+
+def test_a_side_whose_every_answer_failed_with_one_error_says_so_instead_of_a_verdict(api):
+    ds = api.dataset(cases(3))
+    agent = api.agent(sleepy_spec())
+    publish(api, agent, sleepy_spec())
+    publish(api, agent, {"runtime": "http", "url": "http://127.0.0.1:9/answer"})   # nothing listens there
+    run = api.start(agent, ds, candidate="version", version=2, paired_baseline=True, reruns=1)
+    api.wait(run["run_id"], timeout_s=120)
+    full = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    assert full["summaries"]["candidate"]["could_not_run"]
+    comparison = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")
+    assert comparison["verdict"] is None and "candidate" in comparison["could_not_run"]

@@ -69,7 +69,10 @@ class StartRun(Body):
     paired_baseline: bool = False
     """Run the version before the candidate in the same run, as the baseline (seed 004)."""
     reruns: StrictInt | None = Field(None, ge=0, le=5)
-    """Reruns of each flipped case on both sides (default EVAL_RERUNS); a baseline needs >= 1."""
+    """Reruns of each flipped case on both sides (default EVAL_RERUNS); a baseline needs >= 1.
+    For a stability run: how often every case is asked again (default 1)."""
+    stability: bool = False
+    """Measure how steady the answers are: every case asked, then asked again; nothing compared."""
 
 
 class AgentSummaries(Body):

@@ -122,10 +122,14 @@ def _arm_ids(run: RunRow, role: ArmRole) -> list[str]:
 
 
 def confirming_tasks(run: RunRow, attempts: list[AttemptRow]) -> list[list[Any]]:
-    """The reruns of every flipped case, on every candidate arm and on the baseline (seed 004 "A flip
-    is confirmed before it counts"); none when the run has no baseline or asked for no reruns."""
+    """What a run asks once its first answers are in: for a stability run every case again (seed 004
+    "How steady the answers are"); otherwise the reruns of every flipped case, on every candidate
+    arm and on the baseline ("A flip is confirmed before it counts"); none without a baseline or
+    reruns."""
     baseline = _arm_ids(run, ArmRole.BASELINE)
     reruns = int((run.settings or {}).get("reruns", 0))
+    if run.purpose == "stability":
+        return [list(t) for t in compare.rerun_tasks(run.case_ids, _arm_ids(run, ArmRole.CANDIDATE), None, reruns)]
     if not baseline or reruns < 1:
         return []
     base = _by_case(run, attempts, baseline[0])
@@ -211,6 +215,9 @@ def finalize(c: Container, run_id: str) -> None:
     summaries = summarize(run, attempts)
     outcome = outcome_of(run, summaries)
     outcome["arms"] = arm_views(c, run, attempts, summaries)
+    if run.purpose == "stability":
+        cand = _by_case(run, attempts, _arm_ids(run, ArmRole.CANDIDATE)[0])
+        outcome["stability"] = compare.stability({cid: [a.state for a in tries] for cid, tries in cand.items()})
     comparison = comparison_of(c, run, attempts)
     if comparison is not None:
         outcome["comparison"] = comparison

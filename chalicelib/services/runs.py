@@ -120,8 +120,15 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) 
     validate_spec(spec, c.runtimes)
     now = c.clock.now()
     settings = c.settings
-    reruns = settings.eval_reruns if body.get("reruns") is None else int(body["reruns"])
+    stability = bool(body.get("stability"))
+    default_reruns = 1 if stability else settings.eval_reruns
+    reruns = default_reruns if body.get("reruns") is None else int(body["reruns"])
     arms = [_arm("candidate", ArmRole.CANDIDATE, spec, resolved, is_draft)]
+    if stability and body.get("paired_baseline"):
+        raise InvalidInputError("a stability run compares nothing: leave out paired_baseline",
+                                field="paired_baseline")
+    if stability and reruns < 1:
+        raise InvalidInputError("a stability run asks every case again at least once", field="reruns")
     if body.get("paired_baseline"):
         if reruns < 1:
             raise InvalidInputError("a run compared with a baseline needs at least one rerun", field="reruns")
@@ -134,7 +141,7 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) 
         f"run_{uuid.uuid4().hex[:16]}", org_id=who.org_id, agent_id=agent_id,
         dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
         created_at=iso(now), created_by=who.user_id, status=RunStatus.QUEUED.value,
-        phase=RunPhase.ANSWERING.value, purpose="check",
+        phase=RunPhase.ANSWERING.value, purpose="stability" if stability else "check",
         candidate="draft" if is_draft else "version", resolved_version=resolved, draft=is_draft,
         spec_hash=spec_hash(spec), environment_id=body.get("environment_id"), arms=arms,
         case_ids_text="\n".join(dataset_version.case_ids or []), scoring=dataset_version.scoring,
@@ -174,6 +181,7 @@ def run_view(run: RunRow, *, with_summaries: dict[str, Any] | None = None) -> di
         "tokens": {"input": int(run.input_tokens or 0), "output": int(run.output_tokens or 0)},
         "arms": [{k: v for k, v in a.items() if k != "spec"} for a in run.arms],
         "outcome": {k: v for k, v in outcome.items() if k != "arms"} if outcome else None,
+        "stability": (outcome or {}).get("stability"),
         "summaries": with_summaries if with_summaries is not None else (outcome or {}).get("arms"),
     }
 

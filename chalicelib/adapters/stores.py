@@ -263,25 +263,28 @@ class DatasetStore:
         except UpdateError:
             pass  # a later version became ready first: it stays the latest
 
-    def get_case(self, dataset_id: str, version: int, case_id: str) -> dict[str, Any] | None:
-        """One case of an immutable version (the whole version is loaded and cached on first use)."""
+    def _version_cases(self, dataset_id: str, version: int) -> dict[str, dict[str, Any]]:
         key = f"{dataset_id}#{version}"
         with self._lock:
             cases = self._cases.get(key)
             if cases is not None:
                 self._cases.move_to_end(key)
-        if cases is None:
-            cases = {r.case_id: r.case for r in DatasetCaseRow.query(key)}
-            if not cases:
-                return None  # not written yet (or unknown): never cache an absence
+                return cases
+        cases = {r.case_id: r.case for r in DatasetCaseRow.query(key)}
+        if cases:  # an absence (not written yet, or unknown) is never cached
             with self._lock:
                 self._cases[key] = cases
                 while len(self._cases) > self._max:
                     self._cases.popitem(last=False)
-        return cases.get(case_id)
+        return cases
+
+    def get_case(self, dataset_id: str, version: int, case_id: str) -> dict[str, Any] | None:
+        """One case of an immutable version (the whole version is loaded and cached on first use)."""
+        return self._version_cases(dataset_id, version).get(case_id)
 
     def cases(self, dataset_id: str, version: int) -> list[dict[str, Any]]:
-        return [r.case for r in DatasetCaseRow.query(f"{dataset_id}#{version}")]
+        """Every case of an immutable version, by case id (cached like `get_case`)."""
+        return list(self._version_cases(dataset_id, version).values())
 
 
 # --- runs and attempts -----------------------------------------------------------------------

@@ -71,6 +71,8 @@ class StartRun(Body):
     reruns: StrictInt | None = Field(None, ge=0, le=5)
     """Reruns of each flipped case on both sides (default EVAL_RERUNS); a baseline needs >= 1.
     For a stability run: how often every case is asked again (default 1)."""
+    baseline_run_id: str | None = Field(None, min_length=1)
+    """An earlier completed run of the same agent and dataset to compare with."""
     stability: bool = False
     """Measure how steady the answers are: every case asked, then asked again; nothing compared."""
 

@@ -8,6 +8,7 @@ kept on the run as `outcome` so listings never recompute it.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.adapters.tables import AttemptRow, RunRow
@@ -15,6 +16,7 @@ from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain.enums import ArmRole, AttemptState, RunPhase, RunStatus
 from chalicelib.domain.money import micros_to_usd
+from chalicelib.domain.spec import spec_hash
 from chalicelib.domain import compare
 from chalicelib.domain.runs import ArmSummary, AttemptFacts, settle, summarize_arm, verdict_word
 from chalicelib.services import slots
@@ -121,31 +123,79 @@ def _arm_ids(run: RunRow, role: ArmRole) -> list[str]:
     return [a["arm_id"] for a in run.arms if a["role"] == role]
 
 
-def confirming_tasks(run: RunRow, attempts: list[AttemptRow]) -> list[list[Any]]:
+def all_attempts(c: Container, run: RunRow) -> list[AttemptRow]:
+    """The run's attempts, plus the first answers a baseline arm borrowed from an earlier run
+    (relabelled with this run's arm id; they cost this run nothing)."""
+    rows = c.runs.attempts(run.run_id)
+    for arm in run.arms:
+        if arm.get("answers", True) or not arm.get("source_run_id"):
+            continue
+        for row in c.runs.attempts(arm["source_run_id"]):
+            if row.arm_id == arm["source_arm_id"] and int(row.attempt) == 1:
+                copy = AttemptRow.from_raw_data(row.serialize())
+                copy.run_id, copy.arm_id = run.run_id, arm["arm_id"]
+                copy.attempt_key = f"{arm['arm_id']}#{row.case_id}#001"
+                copy.cost_micros = 0
+                rows.append(copy)
+    return rows
+
+
+@dataclass(frozen=True)
+class Sides:
+    """The first candidate arm and the baseline arm of a run, ready to compare."""
+
+    candidate: dict[str, list[AttemptFacts]]
+    baseline: dict[str, list[AttemptFacts]]
+    candidate_fps: dict[str, str]
+    baseline_fps: dict[str, str]
+    baseline_arm: dict[str, Any]
+    invalid_reason: str | None
+
+
+def sides(c: Container, run: RunRow, attempts: list[AttemptRow]) -> Sides | None:
+    """Both sides of the comparison; None for a run without a baseline."""
+    base_arm = next((a for a in run.arms if a["role"] == ArmRole.BASELINE), None)
+    if base_arm is None:
+        return None
+
+    def fps(version: int) -> dict[str, str]:
+        return {case["case_id"]: compare.case_fingerprint(case) for case in c.datasets.cases(run.dataset_id, version)}
+
+    cand_fps = fps(int(run.dataset_version))
+    source_version = int(base_arm.get("source_dataset_version") or run.dataset_version)
+    base_fps = cand_fps if source_version == int(run.dataset_version) else fps(source_version)
+    invalid = None
+    if base_arm.get("source_run_id"):
+        source = c.runs.get(base_arm["source_run_id"])
+        if source is not None and spec_hash(source.scoring) != spec_hash(run.scoring):
+            invalid = "the sides were scored with different scoring settings"
+    return Sides(_by_case(run, attempts, _arm_ids(run, ArmRole.CANDIDATE)[0]),
+                 _by_case(run, attempts, base_arm["arm_id"]), cand_fps, base_fps, base_arm, invalid)
+
+
+def confirming_tasks(c: Container, run: RunRow, attempts: list[AttemptRow]) -> list[list[Any]]:
     """What a run asks once its first answers are in: for a stability run every case again (seed 004
     "How steady the answers are"); otherwise the reruns of every flipped case, on every candidate
-    arm and on the baseline ("A flip is confirmed before it counts"); none without a baseline or
-    reruns."""
-    baseline = _arm_ids(run, ArmRole.BASELINE)
+    arm and on the baseline unless it is the candidate itself at an earlier time ("A flip is
+    confirmed before it counts"); none without a baseline or reruns."""
     reruns = int((run.settings or {}).get("reruns", 0))
+    candidates = _arm_ids(run, ArmRole.CANDIDATE)
     if run.purpose == "stability":
-        return [list(t) for t in compare.rerun_tasks(run.case_ids, _arm_ids(run, ArmRole.CANDIDATE), None, reruns)]
-    if not baseline or reruns < 1:
+        return [list(t) for t in compare.rerun_tasks(run.case_ids, candidates, None, reruns)]
+    both = sides(c, run, attempts)
+    if both is None or reruns < 1 or both.invalid_reason:
         return []
-    base = _by_case(run, attempts, baseline[0])
-    flipped: list[str] = []
-    for arm_id in _arm_ids(run, ArmRole.CANDIDATE):
-        cand = _by_case(run, attempts, arm_id)
-        for case_id in run.case_ids:
-            first_c, first_b = cand.get(case_id), base.get(case_id)
-            # Both sides answered the same dataset version: no case changed between them.
-            outcome = compare.compare_case(first_c[0].state if first_c else None,
-                                           first_b[0].state if first_b else None,
-                                           candidate_fp=None, baseline_fp=None)
-            if outcome in (compare.CaseOutcome.REGRESSION, compare.CaseOutcome.FIXED) and case_id not in flipped:
-                flipped.append(case_id)
-    ordered = [cid for cid in run.case_ids if cid in flipped]
-    return [list(t) for t in compare.rerun_tasks(ordered, _arm_ids(run, ArmRole.CANDIDATE), baseline[0], reruns)]
+    flipped = []
+    for case_id in run.case_ids:
+        first_c, first_b = both.candidate.get(case_id), both.baseline.get(case_id)
+        outcome = compare.compare_case(first_c[0].state if first_c else None,
+                                       first_b[0].state if first_b else None,
+                                       candidate_fp=both.candidate_fps.get(case_id),
+                                       baseline_fp=both.baseline_fps.get(case_id))
+        if outcome in (compare.CaseOutcome.REGRESSION, compare.CaseOutcome.FIXED):
+            flipped.append(case_id)
+    rerun_base = both.baseline_arm["arm_id"] if both.baseline_arm.get("rerun", True) else None
+    return [list(t) for t in compare.rerun_tasks(flipped, candidates, rerun_base, reruns)]
 
 
 def advance_if_done(c: Container, run_id: str) -> None:
@@ -155,7 +205,7 @@ def advance_if_done(c: Container, run_id: str) -> None:
     if run is None or run.status != RunStatus.RUNNING or int(run.recorded) < int(run.expected):
         return
     if run.phase == RunPhase.ANSWERING:
-        extra = confirming_tasks(run, c.runs.attempts(run_id))
+        extra = confirming_tasks(c, run, all_attempts(c, run))
         if extra:
             n = len(extra)
             if c.runs.set_phase(run_id, expect_phase=RunPhase.ANSWERING.value, expect_recorded=int(run.recorded),
@@ -179,22 +229,23 @@ def advance_if_done(c: Container, run_id: str) -> None:
 
 def comparison_of(c: Container, run: RunRow, attempts: list[AttemptRow]) -> dict[str, Any] | None:
     """The first candidate compared with the baseline, as the API shows it; None without a baseline."""
-    baseline = _arm_ids(run, ArmRole.BASELINE)
-    if not baseline:
+    both = sides(c, run, attempts)
+    if both is None:
         return None
-    cases = {cid: c.datasets.get_case(run.dataset_id, int(run.dataset_version), cid) or {} for cid in run.case_ids}
-    # Both sides of a run answered the same dataset version, so a case is the same on both.
-    fps = {cid: compare.case_fingerprint(case) for cid, case in cases.items()}
-    cand_arm, base_arm = _arm_ids(run, ArmRole.CANDIDATE)[0], baseline[0]
+    cand_arm, base_arm = _arm_ids(run, ArmRole.CANDIDATE)[0], both.baseline_arm["arm_id"]
     broken = {arm: err for arm in (cand_arm, base_arm) if (err := could_not_run(attempts, arm))}
+    questions = {case["case_id"]: case.get("input", "")
+                 for case in c.datasets.cases(run.dataset_id, int(run.dataset_version))}
     result = compare.compare_arms(
-        _by_case(run, attempts, _arm_ids(run, ArmRole.CANDIDATE)[0]), _by_case(run, attempts, baseline[0]),
-        candidate_fps=fps, baseline_fps=fps, baseline_rerun=True,
-        reruns_expected=int((run.settings or {}).get("reruns", 0)), invalid_reason=None,
-        significance=c.settings.eval_significance,
-        questions={cid: case.get("input", "") for cid, case in cases.items()})
+        both.candidate, both.baseline, candidate_fps=both.candidate_fps, baseline_fps=both.baseline_fps,
+        baseline_rerun=both.baseline_arm.get("rerun", True),
+        reruns_expected=int((run.settings or {}).get("reruns", 0)), invalid_reason=both.invalid_reason,
+        significance=c.settings.eval_significance, questions=questions)
     summaries = summarize(run, attempts)
-    view = {"candidate_arm_id": cand_arm, "baseline_arm_id": base_arm, **result.as_dict(),
+    view = {"candidate_arm_id": cand_arm, "baseline_arm_id": base_arm,
+            "baseline": {k: both.baseline_arm.get(k) for k in ("version", "source_run_id", "source_completed_at",
+                                                                "source_dataset_version", "rerun")},
+            **result.as_dict(),
             "efficiency": {name: (str(axis) if axis else None) for name, axis in compare.efficiency_axes(
                 summaries[cand_arm], summaries[base_arm], c.settings.eval_efficiency_tolerance).items()},
             "cases": [{"case_id": cid, "outcome": str(result.outcomes[cid])} for cid in run.case_ids
@@ -211,7 +262,7 @@ def finalize(c: Container, run_id: str) -> None:
     run = c.runs.get(run_id)
     if run is None or run.phase != RunPhase.FINALIZING or run.status != RunStatus.RUNNING:
         return
-    attempts = c.runs.attempts(run_id)
+    attempts = all_attempts(c, run)
     summaries = summarize(run, attempts)
     outcome = outcome_of(run, summaries)
     outcome["arms"] = arm_views(c, run, attempts, summaries)

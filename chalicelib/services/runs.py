@@ -15,7 +15,7 @@ from chalicelib.domain.money import micros_to_usd
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import ConflictError, InvalidInputError, NotFoundError
 from chalicelib.services import datasets as dataset_service
-from chalicelib.services import finalize, slots
+from chalicelib.services import baselines, finalize, slots
 
 
 def _ungraded_warning(n: int) -> str:
@@ -67,30 +67,16 @@ def _arm(arm_id: str, role: ArmRole, spec: dict[str, Any], version: int | None, 
             "spec_hash": spec_hash(spec), "model_profile_id": spec.get("model_profile_id")}
 
 
-def resolve_baseline(c: Container, who: Identity, agent_id: str, candidate_version: int | None,
-                     draft: bool) -> tuple[dict[str, Any], int]:
-    """The version before the candidate, to run beside it (seed 004 "A baseline in the same run").
-
-    For a draft that is the published version (the live one, else the latest); for version N it
-    is N - 1. Chosen once, at start, and kept on the run as an arm of its own.
-    Raises:
-        InvalidInputError: a baseline for a first version (or a draft never published).
-    """
+def version_before(c: Container, who: Identity, agent_id: str, candidate_version: int | None,
+                   draft: bool) -> tuple[int, dict[str, Any]] | None:
+    """The version before the candidate and its spec: for a draft the published version (the live one,
+    else the latest), for version N version N - 1; None when there is none (seed 004)."""
     agent = c.agents.get(who.org_id, agent_id)
-    if draft:
-        number = int(agent.live_version or agent.latest_version or 0)
-        if number == 0:
-            raise InvalidInputError("the draft has no published version to compare with: run it without "
-                                    "a baseline", field="paired_baseline")
-    else:
-        number = int(candidate_version or 0) - 1
-        if number < 1:
-            raise InvalidInputError("a first version has nothing before it to compare with",
-                                    field="paired_baseline")
+    number = int(agent.live_version or agent.latest_version or 0) if draft else int(candidate_version or 0) - 1
+    if number < 1:
+        return None
     row = c.agents.get_version(agent_id, number)
-    if row is None:
-        raise NotFoundError(f"version {number} of agent {agent_id} not found", field="paired_baseline")
-    return row.spec, number
+    return (number, row.spec) if row is not None else None
 
 
 def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> tuple[RunRow, list[str]]:
@@ -124,19 +110,33 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) 
     default_reruns = 1 if stability else settings.eval_reruns
     reruns = default_reruns if body.get("reruns") is None else int(body["reruns"])
     arms = [_arm("candidate", ArmRole.CANDIDATE, spec, resolved, is_draft)]
-    if stability and body.get("paired_baseline"):
-        raise InvalidInputError("a stability run compares nothing: leave out paired_baseline",
-                                field="paired_baseline")
+    for field in ("paired_baseline", "baseline_run_id"):
+        if stability and body.get(field):
+            raise InvalidInputError(f"a stability run compares nothing: leave out {field}", field=field)
     if stability and reruns < 1:
         raise InvalidInputError("a stability run asks every case again at least once", field="reruns")
-    if body.get("paired_baseline"):
-        if reruns < 1:
-            raise InvalidInputError("a run compared with a baseline needs at least one rerun", field="reruns")
-        base_spec, base_version = resolve_baseline(c, who, agent_id, resolved, is_draft)
-        validate_spec(base_spec, c.runtimes)
-        arms.append(_arm("baseline", ArmRole.BASELINE, base_spec, base_version, False))
+    if body.get("paired_baseline") and body.get("baseline_run_id"):
+        raise InvalidInputError("name either paired_baseline or baseline_run_id", field="baseline_run_id")
+    if (body.get("paired_baseline") or body.get("baseline_run_id")) and reruns < 1:
+        raise InvalidInputError("a run compared with a baseline needs at least one rerun", field="reruns")
+    before = version_before(c, who, agent_id, resolved, is_draft)
+    if body.get("paired_baseline") and before is None:
+        raise InvalidInputError("a first version has nothing before it to compare with" if not is_draft else
+                                "the draft has no published version to compare with: run it without a "
+                                "baseline", field="paired_baseline")
+    info: dict[str, Any] = {}
+    if not stability:
+        base_arm, info = baselines.choose(
+            c, who, agent_id, candidate_spec=spec, version_before=before[0] if before else None,
+            dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
+            scoring=dataset_version.scoring, environment_id=body.get("environment_id"), body=body,
+            before_spec=before[1] if before else None, paired=bool(body.get("paired_baseline")),
+            now_ms=epoch_ms(now))
+        if base_arm is not None:
+            validate_spec(base_arm["spec"], c.runtimes)
+            arms.append(base_arm)
     c.orgs.ensure(who.org_id, concurrency_limit=settings.eval_org_concurrency, now_iso=iso(now))
-    total = len(arms) * case_count
+    total = sum(1 for a in arms if a.get("answers", True)) * case_count
     run = RunRow(
         f"run_{uuid.uuid4().hex[:16]}", org_id=who.org_id, agent_id=agent_id,
         dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
@@ -146,7 +146,7 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) 
         spec_hash=spec_hash(spec), environment_id=body.get("environment_id"), arms=arms,
         case_ids_text="\n".join(dataset_version.case_ids or []), scoring=dataset_version.scoring,
         settings={"run_concurrency": settings.eval_run_concurrency, "reruns": reruns,
-                  "case_timeout_seconds": settings.evaluation_case_timeout_seconds},
+                  "case_timeout_seconds": settings.evaluation_case_timeout_seconds, **info},
         tasks=None, tasks_total=total, next_index=0, slots=0, expected=total,
         heartbeat_at_ms=epoch_ms(now))
     c.runs.create(run)
@@ -182,6 +182,8 @@ def run_view(run: RunRow, *, with_summaries: dict[str, Any] | None = None) -> di
         "arms": [{k: v for k, v in a.items() if k != "spec"} for a in run.arms],
         "outcome": {k: v for k, v in outcome.items() if k != "arms"} if outcome else None,
         "stability": (outcome or {}).get("stability"),
+        "reused_baseline_run_id": (run.settings or {}).get("reused_baseline_run_id"),
+        "missing_baseline_version": (run.settings or {}).get("missing_baseline_version"),
         "summaries": with_summaries if with_summaries is not None else (outcome or {}).get("arms"),
     }
 
@@ -205,7 +207,7 @@ def attempt_view(c: Container, row: AttemptRow, *, full_answer: bool = False) ->
 def read_run(c: Container, who: Identity, run_id: str, *, with_results: bool = True) -> dict[str, Any]:
     """One run with each arm's summary, its outcome and (by default) every attempt."""
     run = c.runs.get_for_org(who.org_id, run_id)
-    attempts = c.runs.attempts(run_id)
+    attempts = finalize.all_attempts(c, run)
     summaries = None
     if not run.outcome or run.status != RunStatus.COMPLETED:
         summaries = finalize.arm_views(c, run, attempts, finalize.summarize(run, attempts))
@@ -324,7 +326,7 @@ def comparison(c: Container, who: Identity, run_id: str) -> dict[str, Any]:
     run = c.runs.get_for_org(who.org_id, run_id)
     kept = (run.outcome or {}).get("comparison")
     if kept is None:
-        kept = finalize.comparison_of(c, run, c.runs.attempts(run_id))
+        kept = finalize.comparison_of(c, run, finalize.all_attempts(c, run))
     if kept is None:
         raise NotFoundError(f"eval run {run_id} has no baseline to compare with", field="run_id")
     return {"run_id": run_id, "status": run.status, **kept}
@@ -342,7 +344,7 @@ def cases(c: Container, who: Identity, run_id: str, *, outcome: str | None = Non
     arm_ids = [a["arm_id"] for a in run.arms]
     if arm_id is not None and arm_id not in arm_ids:
         raise NotFoundError(f"arm {arm_id} not found in run {run_id}", field="arm_id")
-    attempts = c.runs.attempts(run_id)
+    attempts = finalize.all_attempts(c, run)
     compared = comparison(c, who, run_id) if any(a["role"] == ArmRole.BASELINE for a in run.arms) else None
     outcomes = {f["case_id"]: f["outcome"] for f in (compared or {}).get("cases", [])}
     by_case: dict[str, list[AttemptRow]] = {}

@@ -25,8 +25,8 @@ def run_limit(run: RunRow) -> int:
 
 
 def task_of(run: RunRow, index: int) -> Task:
-    """The run's `index`-th task."""
-    return task_at(index, [a["arm_id"] for a in run.arms], run.case_ids, run.tasks)
+    """The run's `index`-th task (first answers only on the arms that answer here)."""
+    return task_at(index, [a["arm_id"] for a in run.arms if a.get("answers", True)], run.case_ids, run.tasks)
 
 
 def message(run: RunRow, task: Task) -> dict:

@@ -132,3 +132,83 @@ def test_a_side_whose_every_answer_failed_with_one_error_says_so_instead_of_a_ve
     assert full["summaries"]["candidate"]["could_not_run"]
     comparison = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")
     assert comparison["verdict"] is None and "candidate" in comparison["could_not_run"]
+
+
+def test_a_recent_matching_baseline_arm_is_reused_for_its_first_answers_at_no_cost(api):
+    ds = api.dataset(cases(6))
+    agent = api.agent(sleepy_spec())
+    publish(api, agent, sleepy_spec())                                  # v1 passes everything
+    publish(api, agent, sleepy_spec(answers={"c004": "1"}))            # v2 breaks c004
+    first = api.start(agent, ds, candidate="version", version=2, paired_baseline=True, reruns=1)
+    api.wait(first["run_id"])
+    second = api.start(agent, ds, candidate="version", version=2, paired_baseline=True, reruns=1)
+    assert second["reused_baseline_run_id"] == first["run_id"]
+    baseline_arm = second["arms"][1]
+    assert (baseline_arm["source_run_id"], baseline_arm["answers"], baseline_arm["version"]) == (
+        first["run_id"], False, 1)
+    api.wait(second["run_id"])
+    full = api.ok("GET", f"/api/v1/eval-runs/{second['run_id']}")
+    # 6 candidate first answers + 1 rerun of c004 on each side; the baseline's first answers are borrowed.
+    assert full["progress"]["recorded"] == 6 + 2
+    comparison = api.ok("GET", f"/api/v1/eval-runs/{second['run_id']}/comparison")
+    assert comparison["verdict"] == "worse" and comparison["baseline"]["source_run_id"] == first["run_id"]
+    assert [(f["case_id"], f["confirmed"]) for f in comparison["flips"]] == [("c004", True)]
+    borrowed = [r for r in full["results"] if r["arm_id"] == "baseline" and r["attempt"] == 1]
+    assert len(borrowed) == 6 and all(r["cost_usd"] == 0 for r in borrowed)
+
+
+def test_a_baseline_arm_on_another_dataset_version_is_not_reused(api):
+    ds = api.dataset(cases(3))
+    agent = api.agent(sleepy_spec())
+    publish(api, agent, sleepy_spec())
+    publish(api, agent, sleepy_spec())
+    first = api.start(agent, ds, candidate="version", version=2, paired_baseline=True)
+    api.wait(first["run_id"])
+    api.ok("POST", f"/api/v1/datasets/{ds}/versions",
+           json={"scoring": {"required": ["equals"]}, "cases": cases(3)})   # version 2 of the dataset
+    second = api.start(agent, ds, candidate="version", version=2, paired_baseline=True)
+    assert second["reused_baseline_run_id"] is None
+    assert second["arms"][1]["answers"] is True
+
+
+def test_without_asking_a_run_is_compared_with_the_last_run_of_the_version_before(api):
+    ds = api.dataset(cases(5))
+    agent = api.agent(sleepy_spec())
+    publish(api, agent, sleepy_spec(answers={"c001": "0"}))            # v1 fails c001
+    alone = api.start(agent, ds, candidate="version", version=1)
+    assert alone["missing_baseline_version"] is None and len(alone["arms"]) == 1   # nothing before v1
+    api.wait(alone["run_id"])
+    publish(api, agent, sleepy_spec())                                  # v2 fixes it
+    run = api.start(agent, ds, candidate="version", version=2)
+    assert run["reused_baseline_run_id"] == alone["run_id"]
+    api.wait(run["run_id"])
+    comparison = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")
+    assert comparison["verdict"] == "better"
+    assert [(f["case_id"], f["outcome"]) for f in comparison["flips"]] == [("c001", "fixed")]
+
+
+def test_with_no_run_of_the_version_before_the_run_says_which_version_is_missing(api):
+    agent = api.agent(sleepy_spec())
+    publish(api, agent, sleepy_spec())
+    publish(api, agent, sleepy_spec())
+    run = api.start(agent, api.dataset(cases(2)), candidate="version", version=2)
+    assert run["missing_baseline_version"] == 1 and len(run["arms"]) == 1
+
+
+def test_an_earlier_run_of_the_same_version_is_a_baseline_that_is_not_rerun(api):
+    ds = api.dataset(cases(4))
+    agent = api.agent(sleepy_spec(answers={"c002": "0"}), publish=1)
+    earlier = api.start(agent, ds, candidate="version", version=1)
+    api.wait(earlier["run_id"])
+    run = api.start(agent, ds, candidate="version", version=1, baseline_run_id=earlier["run_id"])
+    assert run["arms"][1]["rerun"] is False, "the candidate itself at an earlier time"
+    api.wait(run["run_id"])
+    comparison = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")
+    assert comparison["verdict"] == "no_difference" and comparison["counts"]["unchanged"] == 4
+    other = api.dataset(cases(4))
+    status, body = api.call("POST", f"/api/v1/agents/{agent}/eval-runs",
+                            json={"dataset_id": other, "version": 1, "baseline_run_id": earlier["run_id"]})
+    assert status == 400 and body["error"]["field"] == "baseline_run_id"
+    status, body = api.call("POST", f"/api/v1/agents/{agent}/eval-runs",
+                            json={"dataset_id": ds, "version": 1, "baseline_run_id": "run_nope"})
+    assert status == 404 and body["error"]["field"] == "baseline_run_id"

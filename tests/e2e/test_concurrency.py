@@ -25,8 +25,8 @@ def test_three_concurrent_runs_never_exceed_the_run_or_organization_limit(api, c
         assert agents.calls(f"run:{run['run_id']}") == 9
         assert 1 <= agents.peak(f"run:{run['run_id']}") <= run_limit
     assert agents.peak(probe) <= org_limit
-    # With three runs waiting, the organization's slots are used up to its limit.
-    assert agents.peak(probe) == min(org_limit, 3 * run_limit)
+    # The runs shared the organization's slots: more attempts ran at once than one run may have.
+    assert agents.peak(probe) > run_limit
     org = container.orgs.get(api.org_id)
     assert (org.in_flight, org.concurrency_limit, org.waiting) == (0, org_limit, [])
 

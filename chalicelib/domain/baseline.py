@@ -1,0 +1,69 @@
+"""Which earlier answers a run is compared with (seed 004 "Comparing with a baseline").
+
+The baseline is chosen once, when the run starts, from plain records of earlier arms; these rules
+decide, the service only gathers the records and writes the choice onto the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ArmRecord:
+    """One side of an earlier completed run, as far as choosing a baseline goes."""
+
+    run_id: str
+    arm_id: str
+    version: int | None
+    """The published version it ran; None for a draft."""
+    spec_hash: str
+    model: str | None
+    dataset_id: str
+    dataset_version: int
+    scoring_hash: str
+    environment_id: str | None
+    completed_at_ms: int
+    answered_here: bool
+    """False when its own first answers were borrowed from another run."""
+    every_case_answered: bool
+    """Every case got a first answer that was not left incomplete."""
+
+
+def _same_conditions(a: ArmRecord, *, version: int, dataset_id: str, scoring_hash: str,
+                     environment_id: str | None, model: str | None) -> bool:
+    return (a.version == version and a.dataset_id == dataset_id and a.scoring_hash == scoring_hash
+            and a.environment_id == environment_id and a.model == model and a.answered_here
+            and a.every_case_answered)
+
+
+def reusable_baseline(records: Iterable[ArmRecord], *, version: int, dataset_id: str, dataset_version: int,
+                      scoring_hash: str, environment_id: str | None, model: str | None, now_ms: int,
+                      cache_hours: float) -> ArmRecord | None:
+    """A completed arm that may stand in for running the baseline in this run ("A baseline in the
+    same run"): same version, dataset version, model, scoring (and judge) and environment, finished
+    within `cache_hours`. The newest such arm, or None."""
+    horizon = now_ms - int(cache_hours * 3_600_000)
+    fits = [a for a in records
+            if a.dataset_version == dataset_version and a.completed_at_ms >= horizon
+            and _same_conditions(a, version=version, dataset_id=dataset_id, scoring_hash=scoring_hash,
+                                 environment_id=environment_id, model=model)]
+    return max(fits, key=lambda a: a.completed_at_ms, default=None)
+
+
+def default_baseline(records: Iterable[ArmRecord], *, version: int, dataset_id: str, scoring_hash: str,
+                     environment_id: str | None, model: str | None) -> ArmRecord | None:
+    """The default, cheap baseline ("The default baseline is cheap"): the last completed run of the
+    same dataset (any version of it) on `version` as published, on its own model, every case
+    answered, graded with the same scoring, in the same environment. None when there is none."""
+    fits = [a for a in records
+            if _same_conditions(a, version=version, dataset_id=dataset_id, scoring_hash=scoring_hash,
+                                environment_id=environment_id, model=model)]
+    return max(fits, key=lambda a: a.completed_at_ms, default=None)
+
+
+def is_candidate_itself(candidate_spec_hash: str, candidate_model: str | None, baseline: ArmRecord) -> bool:
+    """A baseline that is the candidate at an earlier time (same spec on the same model) is not
+    rerun: its reruns would only be the candidate's again ("A flip is confirmed before it counts")."""
+    return baseline.spec_hash == candidate_spec_hash and baseline.model == candidate_model

@@ -48,6 +48,11 @@ class Container:
         return AgentStore()
 
     @cached_property
+    def model_profiles(self):
+        from chalicelib.adapters.stores import ModelProfileStore
+        return ModelProfileStore()
+
+    @cached_property
     def datasets(self):
         from chalicelib.adapters.stores import DatasetStore
         return DatasetStore()

@@ -87,7 +87,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                                                       total=p["expected"], status=p["status"])
                     bar.update(tasks[version], completed=p["recorded"], total=p["expected"], status=p["status"])
 
-            results, summaries = demo.run_demo(
+            results, summaries, (agent_id, dataset_id) = demo.run_demo(
                 api, send_event=send_event, org_id=DEFAULT_ORG, data_dir=data_dir,
                 work_dir=Path(args.work_dir), limit=args.limit, latency_ms=args.latency_ms,
                 on_progress=on_progress)
@@ -104,11 +104,56 @@ def cmd_demo(args: argparse.Namespace) -> int:
         console.print(table)
         console.print("[bold]POST /api/evaluations/agent-summaries[/bold]")
         console.print_json(data=summaries)
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[status]} {task.fields[phase]}"), TimeElapsedColumn(),
+                      console=console) as bar:
+            task = bar.add_task("v4 against v3 (paired)", total=None, status="", phase="")
+
+            def on_compare(p: dict[str, Any]) -> None:
+                bar.update(task, completed=p["recorded"], total=p["expected"], status=p["status"], phase=p["phase"])
+
+            full, comparison = demo.run_comparison(api, agent_id, dataset_id, on_compare)
+        print_comparison(console, full, comparison)
         console.print(f"demo finished in {time.monotonic() - t0:.1f} s")
-        bad = [r for r in results if r.status != "completed"]
+        bad = [r for r in results if r.status != "completed"] + ([full] if full["status"] != "completed" else [])
         return 1 if bad else 0
     finally:
         stack.stop()
+
+
+def print_comparison(console: Any, full: dict[str, Any], comparison: dict[str, Any]) -> None:
+    """The comparison of a run with its baseline, as a person reads it."""
+    from rich.table import Table
+
+    def rate(r: float | None, interval: list[float] | None) -> str:
+        if r is None:
+            return "-"
+        text = f"{r * 100:.1f}%"
+        return f"{text} (95% CI {interval[0] * 100:.1f}-{interval[1] * 100:.1f}%)" if interval else text
+
+    base = comparison.get("baseline") or {}
+    source = f", first answers from {base['source_run_id']}" if base.get("source_run_id") else ""
+    console.print(f"[bold]v{full['resolved_version']} against v{base.get('version')}[/bold] "
+                  f"(run {full['run_id']}{source}; every flip rerun once on both sides)")
+    counts = Table(title="cases by outcome")
+    for name in comparison["counts"]:
+        counts.add_column(name)
+    counts.add_row(*(str(n) for n in comparison["counts"].values()))
+    console.print(counts)
+    quality = {arm: s["quality"] for arm, s in (full.get("summaries") or {}).items()}
+    cand, before = quality.get("candidate", {}), quality.get("baseline", {})
+    p = comparison.get("p_value")
+    console.print(f"confirmed flips: {comparison['confirmed_regressions']} regressions, "
+                  f"{comparison['confirmed_fixes']} fixes (of {len(comparison['flips'])} flips)")
+    console.print(f"verdict: [bold]{comparison['verdict']}[/bold]   overall (exact McNemar): "
+                  f"{comparison['overall']}" + (f", p = {p:.3g}" if p is not None else ""))
+    console.print(f"pass rate before: {rate(before.get('pass_rate'), before.get('pass_rate_interval_95'))}   "
+                  f"after: {rate(cand.get('pass_rate'), cand.get('pass_rate_interval_95'))}")
+    for note in comparison.get("notes", []):
+        console.print(f"note: {note}")
+    broke = [f for f in comparison["flips"] if f["confirmed"] and f["outcome"] == "regression"][:1]
+    for f in broke:
+        console.print(f"for example, it now breaks {f['case_id']}: {f['question'][:100]}…")
 
 
 # --- dev -------------------------------------------------------------------------------------

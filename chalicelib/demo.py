@@ -153,4 +153,22 @@ def run_demo(api: Api, *, send_event: Callable[[dict[str, Any]], None], org_id: 
                                      outcome.get("pass_rate"), outcome.get("verdict", "none"), queued, wall))
     summaries = api.call("POST", "/api/evaluations/agent-summaries",
                          json={"agents": [{"agentId": agent_id, "version": v} for v in runs]})
-    return results, summaries
+    return results, summaries, (agent_id, dataset["dataset_id"])
+
+
+def run_comparison(api: Api, agent_id: str, dataset_id: str,
+                   on_progress: Callable[[dict[str, Any]], None] | None = None) -> tuple[dict, dict]:
+    """Version 4 against version 3 with a baseline in the same run (v3's recent run stands in for
+    its first answers; every flip is rerun on both sides). Returns (run, comparison)."""
+    run = api.call("POST", f"/api/v1/agents/{agent_id}/eval-runs",
+                   json={"dataset_id": dataset_id, "candidate": "version", "version": len(MODELS),
+                         "paired_baseline": True, "reruns": 1})
+    while True:
+        progress = api.call("GET", f"/api/v1/eval-runs/{run['run_id']}/progress")
+        if on_progress:
+            on_progress(progress)
+        if progress["status"] not in ("queued", "running"):
+            break
+        time.sleep(0.25)
+    full = api.call("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    return full, api.call("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")

@@ -24,6 +24,7 @@ from chalicelib.adapters.tables import (
     AttemptRow,
     DatasetCaseRow,
     DatasetRow,
+    ModelProfileRow,
     OrganizationRow,
     RunRow,
 )
@@ -192,6 +193,31 @@ class AgentStore:
                 except PutError:
                     return self.publish(version_row)
             raise
+
+
+# --- model profiles --------------------------------------------------------------------------
+
+
+class ModelProfileStore:
+    """Model profiles of an organization."""
+
+    def create(self, row: ModelProfileRow) -> None:
+        """Raises ConflictError when the id is taken in the organization."""
+        try:
+            row.save(condition=ModelProfileRow.model_profile_id.does_not_exist())
+        except PutError as exc:
+            raise ConflictError(f"model profile {row.model_profile_id} already exists",
+                                field="model_profile_id") from exc
+
+    def get(self, org_id: str, model_profile_id: str, *, field: str = "model_profile_id") -> ModelProfileRow:
+        """Raises NotFoundError (naming `field`) for an unknown profile."""
+        try:
+            return ModelProfileRow.get(org_id, model_profile_id, consistent_read=True)
+        except DoesNotExist:
+            raise NotFoundError(f"model profile {model_profile_id} not found", field=field) from None
+
+    def list(self, org_id: str) -> list[ModelProfileRow]:
+        return list(ModelProfileRow.query(org_id))
 
 
 # --- datasets --------------------------------------------------------------------------------

@@ -102,6 +102,24 @@ class AgentVersionRow(_Base):
     source = UnicodeAttribute(default="api")
 
 
+class ModelProfileRow(_Base):
+    """A model profile: which model an arm runs on, with what settings, at what price (seed 004
+    "Comparing models"). Its `settings` are laid over an agent's spec for the arms that use it."""
+
+    class Meta(_Base.Meta):
+        table_name = "model_profiles"
+
+    org_id = UnicodeAttribute(hash_key=True)
+    model_profile_id = UnicodeAttribute(range_key=True)
+    name = UnicodeAttribute(default="")
+    model = UnicodeAttribute()
+    settings = JSONAttribute(default=dict)
+    temperature = NumberAttribute(null=True)
+    price = JSONAttribute(null=True)
+    created_at = UnicodeAttribute()
+    created_by = UnicodeAttribute(default="")
+
+
 # --- datasets --------------------------------------------------------------------------------
 
 
@@ -305,6 +323,7 @@ ALL_MODELS: tuple[type[Model], ...] = (
     OrganizationRow,
     AgentRow,
     AgentVersionRow,
+    ModelProfileRow,
     DatasetRow,
     DatasetCaseRow,
     RunRow,

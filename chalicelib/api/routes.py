@@ -10,6 +10,7 @@ from chalicelib.api.schemas import (
     AgentSummaries,
     CreateAgent,
     CreateDataset,
+    CreateModelProfile,
     Publish,
     StartRun,
     UpdateDraft,
@@ -17,6 +18,7 @@ from chalicelib.api.schemas import (
 from chalicelib.errors import InvalidInputError
 from chalicelib.services import agents as agent_service
 from chalicelib.services import datasets as dataset_service
+from chalicelib.services import model_profiles as profile_service
 from chalicelib.services import runs as run_service
 from chalicelib.services import summaries as summary_service
 
@@ -115,6 +117,28 @@ def _is_number(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
+# --- model profiles --------------------------------------------------------------------------
+
+
+@bp.route("/api/v1/model-profiles", methods=["POST"])
+@api_view(bp)
+def create_model_profile(c, who):
+    body = parse(CreateModelProfile, json_body(bp))
+    return profile_service.view(profile_service.create(c, who, **body.model_dump())), 201
+
+
+@bp.route("/api/v1/model-profiles", methods=["GET"])
+@api_view(bp)
+def list_model_profiles(c, who):
+    return {"model_profiles": [profile_service.view(r) for r in c.model_profiles.list(who.org_id)]}
+
+
+@bp.route("/api/v1/model-profiles/{model_profile_id}", methods=["GET"])
+@api_view(bp)
+def get_model_profile(c, who, model_profile_id):
+    return profile_service.view(c.model_profiles.get(who.org_id, model_profile_id))
+
+
 # --- datasets --------------------------------------------------------------------------------
 
 
@@ -211,7 +235,7 @@ def cancel_run(c, who, run_id):
 @bp.route("/api/v1/eval-runs/{run_id}/comparison", methods=["GET"])
 @api_view(bp)
 def run_comparison(c, who, run_id):
-    return run_service.comparison(c, who, run_id)
+    return run_service.comparison(c, who, run_id, arm_id=query_param(bp, "arm_id"))
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/cases", methods=["GET"])

@@ -73,8 +73,23 @@ class StartRun(Body):
     For a stability run: how often every case is asked again (default 1)."""
     baseline_run_id: str | None = Field(None, min_length=1)
     """An earlier completed run of the same agent and dataset to compare with."""
+    model_profile_ids: list[str] | None = Field(None, min_length=1, max_length=5)
+    """Run the candidate once per model profile, each as an arm; a baseline runs on the first."""
     stability: bool = False
     """Measure how steady the answers are: every case asked, then asked again; nothing compared."""
+
+
+class CreateModelProfile(Body):
+    model_profile_id: str = Field(pattern=r"^[A-Za-z0-9_\-.]{1,64}$")
+    """The profile's id, chosen by the caller."""
+    model: str = Field(min_length=1)
+    """The provider's model name."""
+    name: str = ""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """Spec keys laid over an agent's spec on this profile (e.g. `base_url`, `api_key_env`)."""
+    temperature: float | None = Field(None, ge=0, le=2)
+    price: dict[str, Any] | None = None
+    """`{"input_per_mtok_usd", "output_per_mtok_usd"}`, USD per 1M tokens."""
 
 
 class AgentSummaries(Body):

@@ -87,7 +87,8 @@ def choose(c: Container, who: Identity, agent_id: str, *, candidate_spec: dict[s
         if source.agent_id != agent_id or source.dataset_id != dataset_id:
             raise InvalidInputError("baseline_run_id must be a run of the same agent and dataset",
                                     field="baseline_run_id")
-        records = [r for r in arm_records(source) if r.arm_id == "candidate" and r.answered_here]
+        first_candidate = next(a["arm_id"] for a in source.arms if a["role"] == ArmRole.CANDIDATE)
+        records = [r for r in arm_records(source) if r.arm_id == first_candidate and r.answered_here]
         if not records:
             raise InvalidInputError("baseline_run_id must name a completed run", field="baseline_run_id")
         rec = records[0]

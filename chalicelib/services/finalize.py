@@ -152,8 +152,8 @@ class Sides:
     invalid_reason: str | None
 
 
-def sides(c: Container, run: RunRow, attempts: list[AttemptRow]) -> Sides | None:
-    """Both sides of the comparison; None for a run without a baseline."""
+def sides(c: Container, run: RunRow, attempts: list[AttemptRow], arm_id: str | None = None) -> Sides | None:
+    """A candidate arm (default the first) and the baseline; None for a run without a baseline."""
     base_arm = next((a for a in run.arms if a["role"] == ArmRole.BASELINE), None)
     if base_arm is None:
         return None
@@ -169,7 +169,7 @@ def sides(c: Container, run: RunRow, attempts: list[AttemptRow]) -> Sides | None
         source = c.runs.get(base_arm["source_run_id"])
         if source is not None and spec_hash(source.scoring) != spec_hash(run.scoring):
             invalid = "the sides were scored with different scoring settings"
-    return Sides(_by_case(run, attempts, _arm_ids(run, ArmRole.CANDIDATE)[0]),
+    return Sides(_by_case(run, attempts, arm_id or _arm_ids(run, ArmRole.CANDIDATE)[0]),
                  _by_case(run, attempts, base_arm["arm_id"]), cand_fps, base_fps, base_arm, invalid)
 
 
@@ -182,18 +182,23 @@ def confirming_tasks(c: Container, run: RunRow, attempts: list[AttemptRow]) -> l
     candidates = _arm_ids(run, ArmRole.CANDIDATE)
     if run.purpose == "stability":
         return [list(t) for t in compare.rerun_tasks(run.case_ids, candidates, None, reruns)]
-    both = sides(c, run, attempts)
-    if both is None or reruns < 1 or both.invalid_reason:
+    flipped: list[str] = []
+    both = None
+    for arm_id in candidates:   # every model's flips, each rerun on every arm and the baseline
+        both = sides(c, run, attempts, arm_id)
+        if both is None or reruns < 1 or both.invalid_reason:
+            return []
+        for case_id in run.case_ids:
+            first_c, first_b = both.candidate.get(case_id), both.baseline.get(case_id)
+            outcome = compare.compare_case(first_c[0].state if first_c else None,
+                                           first_b[0].state if first_b else None,
+                                           candidate_fp=both.candidate_fps.get(case_id),
+                                           baseline_fp=both.baseline_fps.get(case_id))
+            if outcome in (compare.CaseOutcome.REGRESSION, compare.CaseOutcome.FIXED) and case_id not in flipped:
+                flipped.append(case_id)
+    if both is None:
         return []
-    flipped = []
-    for case_id in run.case_ids:
-        first_c, first_b = both.candidate.get(case_id), both.baseline.get(case_id)
-        outcome = compare.compare_case(first_c[0].state if first_c else None,
-                                       first_b[0].state if first_b else None,
-                                       candidate_fp=both.candidate_fps.get(case_id),
-                                       baseline_fp=both.baseline_fps.get(case_id))
-        if outcome in (compare.CaseOutcome.REGRESSION, compare.CaseOutcome.FIXED):
-            flipped.append(case_id)
+    flipped = [cid for cid in run.case_ids if cid in flipped]
     rerun_base = both.baseline_arm["arm_id"] if both.baseline_arm.get("rerun", True) else None
     return [list(t) for t in compare.rerun_tasks(flipped, candidates, rerun_base, reruns)]
 
@@ -227,12 +232,14 @@ def advance_if_done(c: Container, run_id: str) -> None:
         finalize(c, run_id)
 
 
-def comparison_of(c: Container, run: RunRow, attempts: list[AttemptRow]) -> dict[str, Any] | None:
-    """The first candidate compared with the baseline, as the API shows it; None without a baseline."""
-    both = sides(c, run, attempts)
+def comparison_of(c: Container, run: RunRow, attempts: list[AttemptRow],
+                  arm_id: str | None = None) -> dict[str, Any] | None:
+    """A candidate arm (default the first) compared with the baseline, as the API shows it; None
+    without a baseline."""
+    both = sides(c, run, attempts, arm_id)
     if both is None:
         return None
-    cand_arm, base_arm = _arm_ids(run, ArmRole.CANDIDATE)[0], both.baseline_arm["arm_id"]
+    cand_arm, base_arm = arm_id or _arm_ids(run, ArmRole.CANDIDATE)[0], both.baseline_arm["arm_id"]
     broken = {arm: err for arm in (cand_arm, base_arm) if (err := could_not_run(attempts, arm))}
     questions = {case["case_id"]: case.get("input", "")
                  for case in c.datasets.cases(run.dataset_id, int(run.dataset_version))}

@@ -16,6 +16,7 @@ from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import ConflictError, InvalidInputError, NotFoundError
 from chalicelib.services import datasets as dataset_service
 from chalicelib.services import baselines, finalize, slots
+from chalicelib.services import model_profiles as profile_service
 
 
 def _ungraded_warning(n: int) -> str:
@@ -105,11 +106,20 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) 
                                 "tool call or grading criteria", field="dataset_version")
     validate_spec(spec, c.runtimes)
     now = c.clock.now()
+
     settings = c.settings
     stability = bool(body.get("stability"))
     default_reruns = 1 if stability else settings.eval_reruns
     reruns = default_reruns if body.get("reruns") is None else int(body["reruns"])
-    arms = [_arm("candidate", ArmRole.CANDIDATE, spec, resolved, is_draft)]
+    profiles = [c.model_profiles.get(who.org_id, pid, field=f"model_profile_ids[{i}]")
+                for i, pid in enumerate(body.get("model_profile_ids") or [])]
+    if len({p.model_profile_id for p in profiles}) < len(profiles):
+        raise InvalidInputError("a model profile is named twice", field="model_profile_ids")
+    arms = [_arm("candidate" if i == 0 else f"candidate:{p.model_profile_id}", ArmRole.CANDIDATE,
+                 profile_service.apply(spec, p), resolved, is_draft) for i, p in enumerate(profiles)] \
+        or [_arm("candidate", ArmRole.CANDIDATE, spec, resolved, is_draft)]
+    for arm in arms[1:]:
+        validate_spec(arm["spec"], c.runtimes)
     for field in ("paired_baseline", "baseline_run_id"):
         if stability and body.get(field):
             raise InvalidInputError(f"a stability run compares nothing: leave out {field}", field=field)
@@ -126,11 +136,14 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) 
                                 "baseline", field="paired_baseline")
     info: dict[str, Any] = {}
     if not stability:
+        before_spec = before[1] if before else None
+        if before_spec is not None and profiles and body.get("paired_baseline"):
+            before_spec = profile_service.apply(before_spec, profiles[0])   # the baseline runs on the first model
         base_arm, info = baselines.choose(
-            c, who, agent_id, candidate_spec=spec, version_before=before[0] if before else None,
+            c, who, agent_id, candidate_spec=arms[0]["spec"], version_before=before[0] if before else None,
             dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
             scoring=dataset_version.scoring, environment_id=body.get("environment_id"), body=body,
-            before_spec=before[1] if before else None, paired=bool(body.get("paired_baseline")),
+            before_spec=before_spec, paired=bool(body.get("paired_baseline")),
             now_ms=epoch_ms(now))
         if base_arm is not None:
             validate_spec(base_arm["spec"], c.runtimes)
@@ -318,15 +331,19 @@ def events(c: Container, who: Identity, run_id: str, *, after: str = "", wait_s:
             "progress": progress_view(run), "done": ended and not rows}
 
 
-def comparison(c: Container, who: Identity, run_id: str) -> dict[str, Any]:
-    """The first candidate arm against its baseline (seed 004 "Comparing with a baseline").
+def comparison(c: Container, who: Identity, run_id: str, arm_id: str | None = None) -> dict[str, Any]:
+    """A candidate arm (default the first) against its baseline (seed 004 "Comparing with a baseline";
+    with several models every arm is compared with the baseline on the first).
 
-    Raises NotFoundError for a run without a baseline.
+    Raises NotFoundError for a run without a baseline, or an arm that is not a candidate of the run.
     """
     run = c.runs.get_for_org(who.org_id, run_id)
-    kept = (run.outcome or {}).get("comparison")
+    candidates = [a["arm_id"] for a in run.arms if a["role"] == ArmRole.CANDIDATE]
+    if arm_id is not None and arm_id not in candidates:
+        raise NotFoundError(f"candidate arm {arm_id} not found in run {run_id}", field="arm_id")
+    kept = (run.outcome or {}).get("comparison") if arm_id in (None, candidates[0]) else None
     if kept is None:
-        kept = finalize.comparison_of(c, run, finalize.all_attempts(c, run))
+        kept = finalize.comparison_of(c, run, finalize.all_attempts(c, run), arm_id=arm_id)
     if kept is None:
         raise NotFoundError(f"eval run {run_id} has no baseline to compare with", field="run_id")
     return {"run_id": run_id, "status": run.status, **kept}

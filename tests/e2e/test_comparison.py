@@ -212,3 +212,36 @@ def test_an_earlier_run_of_the_same_version_is_a_baseline_that_is_not_rerun(api)
     status, body = api.call("POST", f"/api/v1/agents/{agent}/eval-runs",
                             json={"dataset_id": ds, "version": 1, "baseline_run_id": "run_nope"})
     assert status == 404 and body["error"]["field"] == "baseline_run_id"
+
+
+def test_several_models_run_side_by_side_and_each_is_compared_with_the_baseline_on_the_first(api):
+    for pid, model, price in (("small", "m-small", "0.10"), ("large", "m-large", "1.00")):
+        api.ok("POST", "/api/v1/model-profiles", json={
+            "model_profile_id": pid, "model": model, "temperature": 0,
+            "price": {"input_per_mtok_usd": price, "output_per_mtok_usd": price}})
+    status, body = api.call("POST", "/api/v1/model-profiles", json={"model_profile_id": "small", "model": "x"})
+    assert status == 409
+    ds = api.dataset(cases(4))
+    agent = api.agent(sleepy_spec())
+    publish(api, agent, sleepy_spec())
+    publish(api, agent, sleepy_spec(answers={"c003": "1"}))
+    run = api.start(agent, ds, candidate="version", version=2, paired_baseline=True, reruns=1,
+                    model_profile_ids=["small", "large"])
+    assert [(a["arm_id"], a["role"], a["model_profile_id"]) for a in run["arms"]] == [
+        ("candidate", "candidate", "small"), ("candidate:large", "candidate", "large"),
+        ("baseline", "baseline", "small")]
+    assert api.wait(run["run_id"])["status"] == "completed"
+    full = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    # 100 in + 20 out per answer: $0.10/M -> 12 micro-USD; $1.00/M -> 120 micro-USD.
+    small, large = full["summaries"]["candidate"], full["summaries"]["candidate:large"]
+    assert small["efficiency"]["cost_usd"] == 5 * 12 / 1e6     # 4 first answers + 1 rerun
+    assert large["efficiency"]["cost_usd"] == 5 * 120 / 1e6
+    for arm in ("candidate", "candidate:large"):
+        comparison = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison?arm_id={arm}")
+        assert comparison["candidate_arm_id"] == arm and comparison["verdict"] == "worse"
+        assert [f["case_id"] for f in comparison["flips"] if f["confirmed"]] == ["c003"]
+    status, body = api.call("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison?arm_id=baseline")
+    assert status == 404 and body["error"]["field"] == "arm_id"
+    status, body = api.call("POST", f"/api/v1/agents/{agent}/eval-runs",
+                            json={"dataset_id": ds, "model_profile_ids": ["small", "nope"]})
+    assert status == 404 and body["error"]["field"] == "model_profile_ids[1]"

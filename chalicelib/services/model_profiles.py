@@ -1,0 +1,55 @@
+"""Model profiles: which model an arm runs on (seed 004 "Comparing models").
+
+A profile's settings are laid over an agent's spec for the arms that use it, so one agent version
+can be run on several models side by side in one run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chalicelib.adapters.tables import ModelProfileRow
+from chalicelib.bootstrap import Container
+from chalicelib.clock import iso
+from chalicelib.domain.identity import Identity
+from chalicelib.domain.money import to_decimal
+from chalicelib.errors import InvalidInputError
+
+PRICE_KEYS = ("input_per_mtok_usd", "output_per_mtok_usd")
+
+
+def view(row: ModelProfileRow) -> dict[str, Any]:
+    """The API shape of a model profile."""
+    return {"model_profile_id": row.model_profile_id, "name": row.name, "model": row.model,
+            "settings": row.settings, "temperature": row.temperature, "price": row.price,
+            "created_at": row.created_at}
+
+
+def create(c: Container, who: Identity, *, model_profile_id: str, model: str, name: str = "",
+           settings: dict[str, Any] | None = None, temperature: float | None = None,
+           price: dict[str, Any] | None = None) -> ModelProfileRow:
+    """Create a profile. Raises InvalidInputError for a bad price, ConflictError for a taken id."""
+    if price is not None:
+        if set(price) != set(PRICE_KEYS):
+            raise InvalidInputError(f"price needs exactly {', '.join(PRICE_KEYS)} (USD per 1M tokens)",
+                                    field="price")
+        try:
+            price = {k: str(to_decimal(price[k], field=f"price.{k}")) for k in PRICE_KEYS}
+        except ValueError as exc:
+            raise InvalidInputError(str(exc), field="price") from None
+    row = ModelProfileRow(who.org_id, model_profile_id, name=name or model_profile_id, model=model,
+                          settings=settings or {}, temperature=temperature, price=price,
+                          created_at=iso(c.clock.now()), created_by=who.user_id)
+    c.model_profiles.create(row)
+    return row
+
+
+def apply(spec: dict[str, Any], profile: ModelProfileRow) -> dict[str, Any]:
+    """`spec` run on `profile`: its settings over the spec, then its model, temperature and price."""
+    out = {**spec, **(profile.settings or {}), "model": profile.model,
+           "model_profile_id": profile.model_profile_id}
+    if profile.temperature is not None:
+        out["temperature"] = float(profile.temperature)
+    if profile.price:
+        out["price"] = dict(profile.price)
+    return out

@@ -245,3 +245,34 @@ def test_several_models_run_side_by_side_and_each_is_compared_with_the_baseline_
     status, body = api.call("POST", f"/api/v1/agents/{agent}/eval-runs",
                             json={"dataset_id": ds, "model_profile_ids": ["small", "nope"]})
     assert status == 404 and body["error"]["field"] == "model_profile_ids[1]"
+
+
+def test_sides_scored_with_different_scoring_settings_are_invalid_and_give_no_verdict(api):
+    ds = api.dataset(cases(3))                                                   # version 1: equals
+    agent = api.agent(sleepy_spec(answers={"c000": "0"}), publish=1)
+    earlier = api.start(agent, ds, candidate="version", version=1)
+    api.wait(earlier["run_id"])
+    api.ok("POST", f"/api/v1/datasets/{ds}/versions",                           # version 2: contains
+           json={"scoring": {"required": ["contains"]}, "cases": cases(3)})
+    publish(api, agent, sleepy_spec())
+    run = api.start(agent, ds, candidate="version", version=2, baseline_run_id=earlier["run_id"], reruns=1)
+    api.wait(run["run_id"])
+    full = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    assert full["progress"]["recorded"] == 3, "an invalid comparison asks for no reruns"
+    comparison = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")
+    assert comparison["verdict"] == "invalid"
+    assert comparison["invalid_reason"] == "the sides were scored with different scoring settings"
+    assert comparison["confirmed_fixes"] == 0
+
+
+def test_a_run_compared_without_reruns_says_so_and_confirms_no_flip(api):
+    ds = api.dataset(cases(3))
+    agent = api.agent(sleepy_spec(answers={"c000": "0"}), publish=1)
+    api.wait(api.start(agent, ds, candidate="version", version=1)["run_id"])
+    publish(api, agent, sleepy_spec())
+    run = api.start(agent, ds, candidate="version", version=2, reruns=0)        # the default baseline
+    api.wait(run["run_id"])
+    comparison = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")
+    assert [(f["case_id"], f["confirmed"]) for f in comparison["flips"]] == [("c000", False)]
+    assert comparison["verdict"] == "no_difference"
+    assert any("without reruns" in note for note in comparison["notes"])

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import time
 import uuid
 from typing import Any
@@ -258,37 +261,49 @@ def delete_run(c: Container, who: Identity, run_id: str) -> None:
     c.runs.delete(run_id)
 
 
+def _decode_cursor(cursor: str | None, hash_name: str, hash_value: str) -> dict[str, Any] | None:
+    """The index key a listing's `cursor` stands for, checked to be one this API gave for this
+    listing (the last key of its index: `run_id`, the index's hash key and `created_at`).
+
+    Raises InvalidInputError for anything else (garbage, another listing's or organization's cursor).
+    """
+    if not cursor:
+        return None
+    try:
+        key = json.loads(base64.urlsafe_b64decode(cursor.encode()).decode())
+    except (ValueError, binascii.Error, UnicodeError):
+        key = None
+    if not (isinstance(key, dict) and set(key) == {"run_id", hash_name, "created_at"}
+            and all(isinstance(v, dict) and set(v) == {"S"} and isinstance(v["S"], str) for v in key.values())
+            and key[hash_name]["S"] == hash_value):
+        raise InvalidInputError("cursor is not one this API gave", field="cursor")
+    return key
+
+
 def list_runs(c: Container, who: Identity, *, agent_id: str | None = None, dataset_id: str | None = None,
               limit: int = 50, cursor: str | None = None, draft: str | None = None) -> dict[str, Any]:
-    """Runs newest first, a page at a time (`cursor` from the previous page's `next_cursor`)."""
-    import base64
-    import json
+    """Runs newest first, a page at a time (`cursor` from the previous page's `next_cursor`).
 
+    `draft="current"` keeps the runs of the draft as it stands now (same spec hash), `"earlier"` the
+    runs of other drafts. Raises InvalidInputError for a bad limit, cursor or draft filter.
+    """
     if not 1 <= limit <= 200:
         raise InvalidInputError("limit must be between 1 and 200", field="limit")
-    start = None
-    if cursor:
-        try:
-            start = json.loads(base64.urlsafe_b64decode(cursor.encode()).decode())
-        except ValueError:
-            raise InvalidInputError("cursor is not one this API gave", field="cursor") from None
+    if draft not in (None, "current", "earlier"):
+        raise InvalidInputError('draft must be "current" or "earlier"', field="draft")
     current_hash = None
     if agent_id is not None:
-        agent = c.agents.get(who.org_id, agent_id)
-        current_hash = agent.draft_spec_hash
-        result = c.runs.list_by_agent(agent_id, limit=limit, start=start)
+        current_hash = c.agents.get(who.org_id, agent_id).draft_spec_hash
+        result = c.runs.list_by_agent(agent_id, limit=limit, start=_decode_cursor(cursor, "agent_id", agent_id))
     elif dataset_id is not None:
         c.datasets.get(who.org_id, dataset_id)
-        result = c.runs.list_by_dataset(dataset_id, limit=limit, start=start)
+        result = c.runs.list_by_dataset(dataset_id, limit=limit,
+                                        start=_decode_cursor(cursor, "dataset_id", dataset_id))
     else:
-        result = c.runs.list_by_org(who.org_id, limit=limit, start=start)
+        result = c.runs.list_by_org(who.org_id, limit=limit, start=_decode_cursor(cursor, "org_id", who.org_id))
     rows = [r for r in result if r.org_id == who.org_id]
-    if draft == "current":
-        rows = [r for r in rows if r.draft and r.spec_hash == current_hash]
-    elif draft == "earlier":
-        rows = [r for r in rows if r.draft and r.spec_hash != current_hash]
-    elif draft is not None:
-        raise InvalidInputError('draft must be "current" or "earlier"', field="draft")
+    if draft is not None:
+        rows = [r for r in rows if r.draft and (r.spec_hash == current_hash) == (draft == "current")]
     last = result.last_evaluated_key
     return {"runs": [run_view(r) for r in rows],
             "next_cursor": base64.urlsafe_b64encode(json.dumps(last).encode()).decode() if last else None}

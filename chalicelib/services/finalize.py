@@ -1,8 +1,10 @@
-"""Phase changes and the final computation of a run (DESIGN §7.3-§7.4).
+"""Phase changes and the final computation of a run (DESIGN §7.3-§7.4, seed 004 "Comparing").
 
-The write that sees `recorded == expected` moves the phase with a conditional update, so
-exactly one worker finalizes. Finalizing is pure domain code over the attempts; its result is
-kept on the run as `outcome` so listings never recompute it.
+When `recorded == expected`, the phase moves with an update conditional on the phase and on
+`recorded`, so exactly one worker wins each move: answering → confirming (the reruns of every
+flip, or a stability run's re-asks, added as tasks and sent through the same queue and slots) →
+finalizing. Finalizing is pure domain code over the attempts (`domain.runs`, `domain.compare`);
+its result is kept on the run as `outcome` so listings never recompute it.
 """
 
 from __future__ import annotations

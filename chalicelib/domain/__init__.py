@@ -1,4 +1,4 @@
-"""Pure rules of assay: no boto3, no clock reads, no environment reads.
+"""Pure rules of assay: no AWS SDK, no clock reads, no settings read from the process.
 
 Everything here takes plain data (and `now` where time matters) and returns plain data.
 """

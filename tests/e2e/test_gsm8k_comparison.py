@@ -44,8 +44,8 @@ def expected_flips(before: str, after: str) -> tuple[int, int, int]:
     return regressions, fixes, unchanged
 
 
-@pytest.mark.skipif(not DATA.exists(), reason="../shared/data/gsm8k is not beside the repository")
 def test_v4_against_v3_and_v3_against_v2_on_every_gsm8k_case(api, tmp_path):
+    assert DATA.is_dir(), f"GSM8K data not found at {DATA}: ../shared must be beside the repository"
     recordings = demo.write_recordings(DATA, tmp_path)
     ds = api.ok("POST", "/api/v1/datasets", json={"name": "GSM8K"})["dataset_id"]
     api.ok("POST", f"/api/v1/datasets/{ds}/versions", json={

@@ -53,6 +53,16 @@ class Container:
         return ModelProfileStore()
 
     @cached_property
+    def spend(self):
+        from chalicelib.adapters.stores import SpendStore
+        return SpendStore()
+
+    @cached_property
+    def judges(self):
+        from chalicelib.adapters.stores import JudgeStore
+        return JudgeStore()
+
+    @cached_property
     def datasets(self):
         from chalicelib.adapters.stores import DatasetStore
         return DatasetStore()

@@ -24,9 +24,11 @@ from chalicelib.adapters.tables import (
     AttemptRow,
     DatasetCaseRow,
     DatasetRow,
+    JudgeRow,
     ModelProfileRow,
     OrganizationRow,
     RunRow,
+    SpendRow,
 )
 from chalicelib.domain.enums import RunStatus
 from chalicelib.errors import ConflictError, NotFoundError
@@ -54,10 +56,26 @@ class Transactions:
     def reset(self) -> None:
         self._connection = None
 
-    def write(self) -> TransactWrite:
+    def _conn(self) -> Connection:
         if self._connection is None:
             self._connection = Connection(region=RunRow.Meta.region, host=RunRow.Meta.host)
-        return TransactWrite(connection=self._connection)
+        return self._connection
+
+    def write(self) -> TransactWrite:
+        return TransactWrite(connection=self._conn())
+
+    def batch_get(self, request_items: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+        """One `BatchGetItem` over several tables (retrying unprocessed keys); raw items per table."""
+        found: dict[str, list[dict[str, Any]]] = {name: [] for name in request_items}
+        pending = request_items
+        for _ in range(10):
+            reply = self._conn().dispatch("BatchGetItem", {"RequestItems": pending})
+            for name, items in reply.get("Responses", {}).items():
+                found[name].extend(items)
+            pending = reply.get("UnprocessedKeys") or {}
+            if not pending:
+                return found
+        raise RuntimeError("BatchGetItem left keys unprocessed after 10 tries")
 
 
 # --- organizations ---------------------------------------------------------------------------
@@ -117,6 +135,120 @@ class OrganizationStore:
 
     def set_limit(self, org_id: str, limit: int) -> None:
         OrganizationRow(org_id).update(actions=[OrganizationRow.concurrency_limit.set(limit)])
+
+
+# --- budgets and spend -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BudgetReading:
+    """Monthly budgets (None: no budget) and this month's spend, in micro-USD."""
+
+    org_budget_micros: int | None
+    org_spent_micros: int
+    agent_budget_micros: int | None
+    agent_spent_micros: int
+
+
+class SpendStore:
+    """Monthly budgets (on the organization and agent rows) and spend counters (`spend` table)."""
+
+    def read(self, org_id: str, agent_id: str | None, month: str) -> BudgetReading:
+        """Both budgets and both month counters in ONE `BatchGetItem` (strongly consistent): the
+        check before every model request must cost one request, not four. Without `agent_id`
+        only the organization's are read."""
+        org_key, agent_key = f"org#{org_id}#{month}", f"agent#{agent_id}#{month}"
+        budget = {"ConsistentRead": True, "ProjectionExpression": "monthly_budget_micros"}
+        items: dict[str, Any] = {
+            OrganizationRow.Meta.table_name: {"Keys": [{"org_id": {"S": org_id}}], **budget},
+            SpendRow.Meta.table_name: {"Keys": [{"key": {"S": org_key}}], "ConsistentRead": True}}
+        if agent_id:
+            items[AgentRow.Meta.table_name] = {
+                "Keys": [{"org_id": {"S": org_id}, "agent_id": {"S": agent_id}}], **budget}
+            items[SpendRow.Meta.table_name]["Keys"].append({"key": {"S": agent_key}})
+        found = _TX.batch_get(items)
+
+        def budget_of(table: str) -> int | None:
+            rows = found.get(table) or []
+            raw = rows[0].get("monthly_budget_micros") if rows else None
+            return int(raw["N"]) if raw and "N" in raw else None
+
+        spent = {item["key"]["S"]: int(item.get("spent_micros", {}).get("N", 0))
+                 for item in found[SpendRow.Meta.table_name]}
+        return BudgetReading(budget_of(OrganizationRow.Meta.table_name), spent.get(org_key, 0),
+                             budget_of(AgentRow.Meta.table_name), spent.get(agent_key, 0))
+
+    def charge(self, org_id: str, agent_id: str, month: str, micros: int, *, judge: bool) -> None:
+        """Add one model request's real cost to the organization's and the agent's month.
+
+        Plain `ADD` updates, outside any transaction: a counter every worker of the organization
+        touches would make transactions conflict, and the money is spent whether or not the
+        attempt is recorded later.
+        """
+        for key in (f"org#{org_id}#{month}", f"agent#{agent_id}#{month}"):
+            actions = [SpendRow.spent_micros.add(micros), SpendRow.requests.add(1)]
+            if judge:
+                actions.append(SpendRow.judge_micros.add(micros))
+            SpendRow(key).update(actions=actions)
+
+    def set_org_budget(self, org_id: str, micros: int | None) -> None:
+        """Set (None: remove) an organization's monthly budget. The row must exist."""
+        action = OrganizationRow.monthly_budget_micros.remove() if micros is None \
+            else OrganizationRow.monthly_budget_micros.set(micros)
+        OrganizationRow(org_id).update(actions=[action])
+
+    def set_agent_budget(self, org_id: str, agent_id: str, micros: int | None) -> None:
+        """Set (None: remove) an agent's monthly budget. Raises NotFoundError for an unknown agent."""
+        action = AgentRow.monthly_budget_micros.remove() if micros is None \
+            else AgentRow.monthly_budget_micros.set(micros)
+        try:
+            AgentRow(org_id, agent_id).update(actions=[action], condition=AgentRow.agent_id.exists())
+        except UpdateError as exc:
+            if "ConditionalCheckFailed" in str(exc):
+                raise NotFoundError(f"agent {agent_id} not found", field="agent_id") from None
+            raise
+
+
+# --- judges ----------------------------------------------------------------------------------
+
+
+class JudgeStore:
+    """Judges: a header row (version 0) and immutable published versions."""
+
+    def create(self, header: JudgeRow) -> None:
+        """Raises ConflictError when the id is taken (in any organization)."""
+        try:
+            header.save(condition=JudgeRow.judge_id.does_not_exist())
+        except PutError as exc:
+            raise ConflictError(f"judge {header.judge_id} already exists", field="judge_id") from exc
+
+    def get(self, org_id: str, judge_id: str, version: int = 0, *, field: str = "judge_id") -> JudgeRow:
+        """Raises NotFoundError for an unknown judge or version, or one of another organization."""
+        try:
+            row = JudgeRow.get(judge_id, version, consistent_read=True)
+        except DoesNotExist:
+            row = None
+        if row is None or row.org_id != org_id:
+            what = f"judge {judge_id}" if version == 0 else f"version {version} of judge {judge_id}"
+            raise NotFoundError(f"{what} not found", field=field)
+        return row
+
+    def versions(self, judge_id: str) -> list[JudgeRow]:
+        return [r for r in JudgeRow.query(judge_id, JudgeRow.version > 0)]
+
+    def publish(self, header: JudgeRow, row: JudgeRow) -> bool:
+        """Write version `row.version` and move the header's latest to it, in one transaction.
+
+        Returns False when another publish took that number first (the caller reads again).
+        """
+        try:
+            with _TX.write() as t:
+                t.save(row, condition=JudgeRow.version.does_not_exist())
+                t.update(JudgeRow(header.judge_id, 0), actions=[JudgeRow.latest_version.set(row.version)],
+                         condition=JudgeRow.latest_version == int(header.latest_version or 0))
+            return True
+        except TransactWriteError:
+            return False
 
 
 # --- agents ----------------------------------------------------------------------------------
@@ -533,6 +665,29 @@ class RunStore:
             condition = None
         rows = AttemptRow.order_index.query(run_id, condition, limit=limit + 1, consistent_read=True)
         return [r for r in rows if r.recorded_key != cursor][:limit]
+
+    def regrade_attempt(self, row: AttemptRow, *, state: str, scores: list[dict[str, Any]], reason: str,
+                        judge_cost_micros: int, judge_calls: int, entry: dict[str, Any]) -> bool:
+        """Replace an attempt's grade (grading again) and move the run's counters with it, in one
+        transaction conditional on the grade as read; False when somebody regraded it meanwhile."""
+        seen = len(row.regraded or [])
+        condition = (AttemptRow.state == row.state) & (
+            AttemptRow.regraded.does_not_exist() if row.regraded is None else AttemptRow.regraded.size() == seen)
+        run_actions = [RunRow.judge_cost_micros.add(judge_cost_micros), RunRow.judge_calls.add(judge_calls)]
+        if state != row.state:
+            run_actions += [getattr(RunRow, row.state).add(-1), getattr(RunRow, state).add(1)]
+        try:
+            with _TX.write() as t:
+                t.update(AttemptRow(row.run_id, row.attempt_key), condition=condition, actions=[
+                    AttemptRow.state.set(state), AttemptRow.scores.set(scores), AttemptRow.reason.set(reason),
+                    AttemptRow.judge_cost_micros.add(judge_cost_micros), AttemptRow.judge_calls.add(judge_calls),
+                    AttemptRow.regraded.set((row.regraded or []) + [entry])])
+                t.update(RunRow(row.run_id), actions=run_actions)
+            return True
+        except TransactWriteError as exc:
+            if any(code == "ConditionalCheckFailed" for code in _reason_codes(exc)):
+                return False
+            raise
 
     def put_attempt_once(self, attempt: AttemptRow) -> bool:
         """Write an attempt unless one exists (the sweep's failed attempts); True if written."""

@@ -120,6 +120,43 @@ class ModelProfileRow(_Base):
     created_by = UnicodeAttribute(default="")
 
 
+class SpendRow(_Base):
+    """One month's spend of an organization or an agent (DESIGN §4 `spend`), in micro-USD.
+
+    `key` is `org#<org_id>#<YYYY-MM>` or `agent#<agent_id>#<YYYY-MM>` (UTC months; agent ids are
+    unique across organizations). Counters only grow, by `ADD`, after every model request.
+    """
+
+    class Meta(_Base.Meta):
+        table_name = "spend"
+
+    key = UnicodeAttribute(hash_key=True)
+    spent_micros = NumberAttribute(default=0)
+    """Everything spent this month: the agent's answers and the judge's grading."""
+    judge_micros = NumberAttribute(default=0)
+    """The part of `spent_micros` the judge spent."""
+    requests = NumberAttribute(default=0)
+    """Model requests charged."""
+
+
+class JudgeRow(_Base):
+    """A judge header (`version` 0: name, latest version) or one immutable published judge
+    version (`version` >= 1: its spec and rubric hash), seed 004 "A different judge invalidates"."""
+
+    class Meta(_Base.Meta):
+        table_name = "judges"
+
+    judge_id = UnicodeAttribute(hash_key=True)
+    version = NumberAttribute(range_key=True)
+    org_id = UnicodeAttribute()
+    name = UnicodeAttribute(default="")
+    latest_version = NumberAttribute(default=0)
+    spec = JSONAttribute(null=True)
+    rubric_hash = UnicodeAttribute(null=True)
+    created_at = UnicodeAttribute()
+    created_by = UnicodeAttribute(default="")
+
+
 # --- datasets --------------------------------------------------------------------------------
 
 
@@ -250,8 +287,13 @@ class RunRow(_Base):
     ungraded = NumberAttribute(default=0)
     crashed = NumberAttribute(default=0)
     cost_micros = NumberAttribute(default=0)
+    """What the agent's answers cost (the judge's grading is `judge_cost_micros`)."""
+    judge_cost_micros = NumberAttribute(default=0)
+    judge_calls = NumberAttribute(default=0)
     input_tokens = NumberAttribute(default=0)
     output_tokens = NumberAttribute(default=0)
+    gradings = JSONAttribute(null=True)
+    """Every "grade again" of the run: `[{by, at, score_ids, changed}]`."""
     heartbeat_at_ms = NumberAttribute()
     started_at = UnicodeAttribute(null=True)
     completed_at = UnicodeAttribute(null=True)
@@ -309,7 +351,13 @@ class AttemptRow(_Base):
     reason = UnicodeAttribute(default="")
     error = UnicodeAttribute(null=True)
     crash = BooleanAttribute(default=False)
+    guardrail = UnicodeAttribute(null=True)
+    """Why a guardrail blocked the answer (then graded as a refusal), else None."""
     cost_micros = NumberAttribute(default=0)
+    judge_cost_micros = NumberAttribute(default=0)
+    judge_calls = NumberAttribute(default=0)
+    regraded = JSONAttribute(null=True)
+    """Each time the answer was graded again: `[{by, at, state_before, state}]`."""
     input_tokens = NumberAttribute(default=0)
     output_tokens = NumberAttribute(default=0)
     latency_ms = NumberAttribute(default=0)
@@ -324,6 +372,8 @@ ALL_MODELS: tuple[type[Model], ...] = (
     AgentRow,
     AgentVersionRow,
     ModelProfileRow,
+    SpendRow,
+    JudgeRow,
     DatasetRow,
     DatasetCaseRow,
     RunRow,

@@ -10,13 +10,21 @@ from chalicelib.api.schemas import (
     AgentSummaries,
     CreateAgent,
     CreateDataset,
+    CreateJudge,
     CreateModelProfile,
+    GradeAgain,
     Publish,
+    Rescore,
+    SetBudget,
     StartRun,
     UpdateDraft,
 )
 from chalicelib.errors import InvalidInputError
 from chalicelib.services import agents as agent_service
+from chalicelib.services import budgets as budget_service
+from chalicelib.services import estimates as estimate_service
+from chalicelib.services import grading as grading_service
+from chalicelib.services import judges as judge_service
 from chalicelib.services import datasets as dataset_service
 from chalicelib.services import model_profiles as profile_service
 from chalicelib.services import runs as run_service
@@ -113,6 +121,64 @@ def get_model_profile(c, who, model_profile_id):
     return profile_service.view(c.model_profiles.get(who.org_id, model_profile_id))
 
 
+# --- budgets ---------------------------------------------------------------------------------
+
+
+@bp.route("/api/v1/budget", methods=["GET"])
+@api_view(bp)
+def get_org_budget(c, who):
+    return budget_service.org_view(c, who)
+
+
+@bp.route("/api/v1/budget", methods=["PUT"])
+@api_view(bp)
+def set_org_budget(c, who):
+    return budget_service.set_org_budget(c, who, parse(SetBudget, json_body(bp)).monthly_usd)
+
+
+@bp.route("/api/v1/agents/{agent_id}/budget", methods=["GET"])
+@api_view(bp)
+def get_agent_budget(c, who, agent_id):
+    return budget_service.agent_view(c, who, agent_id)
+
+
+@bp.route("/api/v1/agents/{agent_id}/budget", methods=["PUT"])
+@api_view(bp)
+def set_agent_budget(c, who, agent_id):
+    return budget_service.set_agent_budget(c, who, agent_id, parse(SetBudget, json_body(bp)).monthly_usd)
+
+
+# --- judges ----------------------------------------------------------------------------------
+
+
+@bp.route("/api/v1/judges", methods=["POST"])
+@api_view(bp)
+def create_judge(c, who):
+    body = parse(CreateJudge, json_body(bp))
+    return judge_service.header_view(judge_service.create(c, who, name=body.name, judge_id=body.judge_id)), 201
+
+
+@bp.route("/api/v1/judges/{judge_id}", methods=["GET"])
+@api_view(bp)
+def get_judge(c, who, judge_id):
+    return {**judge_service.header_view(c.judges.get(who.org_id, judge_id)),
+            "versions": [judge_service.version_view(r) for r in c.judges.versions(judge_id)]}
+
+
+@bp.route("/api/v1/judges/{judge_id}/versions", methods=["POST"])
+@api_view(bp)
+def publish_judge(c, who, judge_id):
+    return judge_service.version_view(judge_service.publish(c, who, judge_id, json_body(bp))), 201
+
+
+@bp.route("/api/v1/judges/{judge_id}/versions/{version}", methods=["GET"])
+@api_view(bp)
+def get_judge_version(c, who, judge_id, version):
+    if not _is_number(version) or int(version) < 1:
+        raise InvalidInputError("version must be a positive integer", field="version")
+    return judge_service.version_view(c.judges.get(who.org_id, judge_id, int(version), field="version"))
+
+
 # --- datasets --------------------------------------------------------------------------------
 
 
@@ -163,7 +229,21 @@ def list_dataset_runs(c, who, dataset_id):
                                  cursor=query_param(bp, "cursor"))
 
 
+@bp.route("/api/v1/datasets/{dataset_id}/scores/rescore", methods=["POST"])
+@api_view(bp)
+def rescore(c, who, dataset_id):
+    body = parse(Rescore, json_body(bp))
+    return grading_service.rescore(c, who, dataset_id, score_ids=body.score_ids, run_id=body.run_id)
+
+
 # --- eval runs -------------------------------------------------------------------------------
+
+
+@bp.route("/api/v1/agents/{agent_id}/eval-runs/estimate", methods=["POST"])
+@api_view(bp)
+def estimate_run(c, who, agent_id):
+    body = parse(StartRun, json_body(bp))
+    return estimate_service.estimate(c, who, agent_id, body.model_dump())
 
 
 @bp.route("/api/v1/agents/{agent_id}/eval-runs", methods=["POST"])
@@ -204,6 +284,13 @@ def delete_run(c, who, run_id):
 @api_view(bp)
 def cancel_run(c, who, run_id):
     return run_service.run_view(run_service.cancel_run(c, who, run_id))
+
+
+@bp.route("/api/v1/eval-runs/{run_id}/grade-again", methods=["POST"])
+@api_view(bp)
+def grade_again(c, who, run_id):
+    body = parse(GradeAgain, json_body(bp)) if bp.current_request.raw_body else GradeAgain()
+    return grading_service.grade_again(c, who, run_id, body.score_ids)
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/comparison", methods=["GET"])

@@ -97,3 +97,25 @@ class AgentSummaries(Body):
 
     agents: list[Any]
     """`[{"agentId": "...", "version": 3 | "draft"}]`."""
+
+
+class SetBudget(Body):
+    monthly_usd: Any = Field(...)
+    """The monthly budget in USD (a number or a decimal string); null removes it (checked by the service)."""
+
+
+class CreateJudge(Body):
+    name: str = Field(min_length=1, max_length=200)
+    judge_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-]{1,64}$")
+
+
+class GradeAgain(Body):
+    score_ids: list[str] | None = Field(None, min_length=1, max_length=1000)
+    """Judge scores to grade again (`<run_id>:<attempt_key>:judge`); default every one not graded."""
+
+
+class Rescore(Body):
+    score_ids: list[str] | None = Field(None, min_length=1, max_length=1000)
+    """Judge scores to grade again, of any runs over the dataset."""
+    run_id: str | None = Field(None, min_length=1)
+    """Or every score of this run that is not graded."""

@@ -100,6 +100,11 @@ class AgentAnswer(Frozen):
     """The model that answered, as the provider named it."""
     cost_micros: int | None = None
     """Cost in micro-USD when the runtime knows it; else priced from usage and the spec's prices."""
+    guardrail: str | None = None
+    """Why a guardrail blocked the answer (the agent's own, or the provider's content filter or
+    refusal), e.g. "provider content filter"; `answer` is then the refusal text, graded like any
+    answer (a blocked answer is neither a crash nor a provider error). None when nothing blocked
+    it."""
 
 
 class CaseRequest(Frozen):

@@ -112,6 +112,8 @@ class AttemptFacts:
     latency_ms: float = 0.0
     crash: bool = False
     reason: str = ""
+    judge: str | None = None
+    """The fingerprint key of the judge that graded it, None when no judge did."""
 
 
 @dataclass(frozen=True, slots=True)

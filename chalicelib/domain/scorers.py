@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -61,6 +61,7 @@ class ScorerName(StrEnum):
     JSON_SCHEMA = "json_schema"
     NUMERIC_ANSWER = "numeric_answer"
     TOOL_CALLS = "tool_calls"
+    JUDGE = "judge"
 
 
 DEFAULT_TOLERANCE = 1e-6
@@ -639,6 +640,55 @@ class ToolCallsScorer(Scorer):
 
 
 # ---------------------------------------------------------------------------------------
+# The model judge
+# ---------------------------------------------------------------------------------------
+
+
+class JudgeScorer(Scorer):
+    """`judge`: a published judge grades the answer against its criteria (seed 004 "Results").
+
+    Settings: `{"judge_id": "...", "version": N}` - `version` pins a published judge version;
+    without it the latest version at grading time grades. The service lays the resolved
+    judge over the settings as `resolved: {"version", "spec", "fingerprint"}` before grading, so
+    `applies` can see which criteria reach a case. The model request itself is made by the
+    `judge` callable `grade` is given; this class never asks anything.
+    """
+
+    name = "judge"
+
+    def applies(self, case: Case, settings: Settings) -> bool:
+        from chalicelib.domain.judge import JudgeSpec, applicable_criteria
+
+        resolved = settings.get("resolved")
+        if not resolved:
+            return True
+        return bool(applicable_criteria(case, JudgeSpec.model_validate(resolved["spec"]).criteria))
+
+    def score(self, case: Case, answer: AgentAnswer, settings: Settings) -> ScoreResult:
+        raise RuntimeError("the judge is asked through grade(judge=...)")
+
+    def check_settings(self, settings: Settings, field: str) -> None:
+        unknown = sorted(set(settings) - {"judge_id", "version"})
+        if unknown:
+            raise InvalidInputError(f"unknown judge setting {unknown[0]!r}", field=f"{field}.{unknown[0]}")
+        if not isinstance(settings.get("judge_id"), str) or not settings["judge_id"]:
+            raise InvalidInputError("the judge scorer needs judge_id", field=f"{field}.judge_id")
+        version = settings.get("version")
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
+            raise InvalidInputError("judge version must be a positive integer (or absent: the latest)",
+                                    field=f"{field}.version")
+
+    def check_params(self, params: Settings, field: str) -> None:
+        raise InvalidInputError("the judge is configured in scoring.settings.judge, not per case",
+                                field=f"{field}.scorer")
+
+
+JudgeFn = Callable[[Case, AgentAnswer, Settings], ScoreResult]
+"""Asks the judge about one answer (settings as laid over by the service) and returns its score;
+a judge that fails or is skipped returns a score with `passed` None, never raises."""
+
+
+# ---------------------------------------------------------------------------------------
 # Registry and grading
 # ---------------------------------------------------------------------------------------
 
@@ -660,6 +710,7 @@ for _scorer in (
     JsonSchemaScorer(),
     NumericAnswerScorer(),
     ToolCallsScorer(),
+    JudgeScorer(),
 ):
     register_scorer(_scorer)
 
@@ -688,6 +739,9 @@ def validate_scoring(scoring: ScoringConfig) -> None:
             raise InvalidInputError(
                 f"unknown scorer {name!r} (known: {known})", field=f"scoring.required[{i}]"
             )
+    if JudgeScorer.name in scoring.required and JudgeScorer.name not in scoring.settings:
+        raise InvalidInputError("the judge scorer needs scoring.settings.judge = {judge_id, version?}",
+                                field="scoring.settings.judge")
     for name, settings in scoring.settings.items():
         field = f"scoring.settings.{name}"
         if name not in SCORERS:
@@ -742,7 +796,7 @@ def _error(name: str, exc: Exception) -> ScoreResult:
     return ScoreResult(scorer=name, passed=None, score=0.0, error=True, reason=reason)
 
 
-def grade(case: Case, answer: AgentAnswer, scoring: ScoringConfig) -> Grade:
+def grade(case: Case, answer: AgentAnswer, scoring: ScoringConfig, *, judge: JudgeFn | None = None) -> Grade:
     """Grade one answer to one case (seed 004 "Results": the attempt's `state`).
 
     Every required scorer that applies is run, in `scoring.required` order. The state:
@@ -754,6 +808,8 @@ def grade(case: Case, answer: AgentAnswer, scoring: ScoringConfig) -> Grade:
         case: the case asked.
         answer: what the agent answered (text and calls).
         scoring: the dataset version's scoring config.
+        judge: asks the model judge when `judge` is required and applies; without one the judge
+            is skipped and the answer is not graded by it (`passed` None).
 
     Returns:
         The `Grade`: its state, every `ScoreResult` (only scorers that applied), and a reason
@@ -772,10 +828,23 @@ def grade(case: Case, answer: AgentAnswer, scoring: ScoringConfig) -> Grade:
         try:
             if not scorer.applies(case, settings):
                 continue
+            if name == JudgeScorer.name:
+                scores.append(judge(case, answer, settings) if judge is not None else ScoreResult(
+                    scorer=name, passed=None, reason="judge skipped: not asked"))
+                continue
             scores.append(scorer.score(case, answer, settings))
         except Exception as exc:  # noqa: BLE001 - a scorer raising must stay this attempt's problem
             scores.append(_error(name, exc))
 
+    return combine(scores, scoring)
+
+
+def combine(scores: Sequence[ScoreResult], scoring: ScoringConfig) -> Grade:
+    """The grade that `scores` (each applicable scorer's verdict) give an answer; see `grade`.
+
+    Grading again replaces one score and combines the set anew.
+    """
+    scores = list(scores)
     errors = [s for s in scores if s.error]
     if errors:
         reason = "; ".join(f"{s.scorer}: {s.reason}" for s in errors)

@@ -44,8 +44,16 @@ def arm_records(run: RunRow) -> list[ArmRecord]:
             dataset_version=int(run.dataset_version), scoring_hash=spec_hash(run.scoring),
             environment_id=run.environment_id, completed_at_ms=epoch_ms(parse_iso(run.completed_at)),
             answered_here=arm.get("answers", True),
-            every_case_answered=quality.get("incomplete", 1) == 0 and quality.get("cases", 0) == len(run.case_ids)))
+            every_case_answered=quality.get("incomplete", 1) == 0 and quality.get("cases", 0) == len(run.case_ids),
+            judge_key=_one_judge((arms_outcome.get(arm["arm_id"]) or {}).get("judges"))))
     return out
+
+
+def _one_judge(keys: list[str] | None) -> str | None:
+    """The judge that graded an arm; "" (matches no judge) when several did."""
+    if not keys:
+        return None
+    return keys[0] if len(keys) == 1 else ""
 
 
 def _recent_records(c: Container, agent_id: str, org_id: str) -> list[ArmRecord]:
@@ -65,13 +73,14 @@ def borrowed_arm(record: ArmRecord, source: RunRow, *, rerun: bool) -> dict[str,
 def choose(c: Container, who: Identity, agent_id: str, *, candidate_spec: dict[str, Any],
            version_before: int | None, dataset_id: str, dataset_version: int, scoring: dict[str, Any],
            environment_id: str | None, body: dict[str, Any], before_spec: dict[str, Any] | None,
-           paired: bool, now_ms: int) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+           paired: bool, now_ms: int, judge_key: str | None = None) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """The baseline arm for a new run, or None, and what to tell the caller.
 
     Args:
         version_before: the version before the candidate (None when there is none), and
         before_spec: its published spec; it runs on its own model.
         paired: `paired_baseline` was asked (it then runs here unless a recent arm stands in).
+        judge_key: the judge grading now; an arm graded by another judge is not reused.
     Returns:
         (arm or None, `{"reused_baseline_run_id"?, "missing_baseline_version"?}`).
     Raises:
@@ -102,7 +111,7 @@ def choose(c: Container, who: Identity, agent_id: str, *, candidate_spec: dict[s
         rec = reusable_baseline(records, version=version_before, dataset_id=dataset_id,
                                 dataset_version=dataset_version, scoring_hash=scoring_hash,
                                 environment_id=environment_id, model=model, now_ms=now_ms,
-                                cache_hours=c.settings.eval_baseline_cache_hours)
+                                cache_hours=c.settings.eval_baseline_cache_hours, judge_key=judge_key)
         if rec is None:
             return ({"arm_id": "baseline", "role": ArmRole.BASELINE.value, "version": version_before,
                      "draft": False, "spec": before_spec, "spec_hash": spec_hash(before_spec),
@@ -110,7 +119,7 @@ def choose(c: Container, who: Identity, agent_id: str, *, candidate_spec: dict[s
                      "rerun": not (spec_hash(before_spec) == cand_hash and model == cand_model)}, {})
     else:
         rec = default_baseline(records, version=version_before, dataset_id=dataset_id, scoring_hash=scoring_hash,
-                               environment_id=environment_id, model=model)
+                               environment_id=environment_id, model=model, judge_key=judge_key)
         if rec is None:
             return None, {"missing_baseline_version": version_before}
     source = c.runs.get(rec.run_id)

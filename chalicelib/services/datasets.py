@@ -114,7 +114,11 @@ def add_version(c: Container, who: Identity, dataset_id: str, *, scoring: Any,
         parsed = parse_cases(cases)
     if not parsed:
         raise InvalidInputError("a dataset version needs at least one case", field="cases")
-    ungraded = sum(1 for case in parsed if not scorers.is_gradable(case, scoring_cfg))
+    from chalicelib.services import judges
+
+    # The judge must exist and be published; it decides which cases its criteria reach.
+    effective = judges.effective_scoring(scoring_cfg, judges.of_scoring(c, who.org_id, scoring_cfg))
+    ungraded = sum(1 for case in parsed if not scorers.is_gradable(case, effective))
     version = c.datasets.next_version(dataset_id)
     row = DatasetRow(dataset_id, version, org_id=who.org_id, name=header.name,
                      created_at=iso(c.clock.now()), created_by=who.user_id,
@@ -123,6 +127,25 @@ def add_version(c: Container, who: Identity, dataset_id: str, *, scoring: Any,
                      ungraded_cases=ungraded)
     c.datasets.add_version(header, row, [(case.case_id, case.model_dump(mode="json")) for case in parsed])
     return c.datasets.get(who.org_id, dataset_id), row
+
+
+def coverage(c: Container, version: DatasetRow, judge: Any) -> tuple[int, int]:
+    """`(cases nothing grades, cases the judge grades)` of a dataset version, with `judge` (a
+    `judges.ResolvedJudge` or None) the judge grading now: republishing a judge with other
+    criteria scopes changes both, so they are counted when a run is planned."""
+    from chalicelib.domain.judge import JUDGE_SCORER
+    from chalicelib.services import judges
+
+    if judge is None:
+        return int(version.ungraded_cases or 0), 0
+    effective = judges.effective_scoring(version.scoring, judge)
+    ungraded = judged = 0
+    for raw in c.datasets.cases(version.dataset_id, int(version.version)):
+        case = Case.model_validate(raw)
+        names = scorers.applicable_scorers(case, effective)
+        ungraded += not names
+        judged += JUDGE_SCORER in names
+    return ungraded, judged
 
 
 def resolve_version(c: Container, who: Identity, dataset_id: str, version: Any) -> DatasetRow:

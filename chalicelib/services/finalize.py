@@ -20,6 +20,7 @@ from chalicelib.domain.enums import ArmRole, AttemptState, RunPhase, RunStatus
 from chalicelib.domain.money import micros_to_usd
 from chalicelib.domain.spec import spec_hash
 from chalicelib.domain import compare
+from chalicelib.domain import judge as judge_rules
 from chalicelib.domain.runs import ArmSummary, AttemptFacts, settle, summarize_arm, verdict_word
 from chalicelib.services import slots
 
@@ -35,7 +36,7 @@ def facts(row: AttemptRow) -> AttemptFacts:
         score=(sum(decided) / len(decided)) if decided else 0.0,
         cost_micros=int(row.cost_micros or 0), input_tokens=int(row.input_tokens or 0),
         output_tokens=int(row.output_tokens or 0), latency_ms=float(row.latency_ms or 0),
-        crash=bool(row.crash), reason=row.reason or "")
+        crash=bool(row.crash), reason=row.reason or "", judge=judge_rules.score_judge_key(scores))
 
 
 def summary_view(s: ArmSummary) -> dict[str, Any]:
@@ -60,12 +61,28 @@ def summary_view(s: ArmSummary) -> dict[str, Any]:
 
 
 def summarize(run: RunRow, attempts: list[AttemptRow]) -> dict[str, ArmSummary]:
-    """Each arm's summary over the run's cases."""
-    by_arm: dict[str, list[AttemptFacts]] = {a["arm_id"]: [] for a in run.arms}
-    for row in attempts:
-        if row.arm_id in by_arm:
-            by_arm[row.arm_id].append(facts(row))
-    return {arm_id: summarize_arm(rows, run.case_ids) for arm_id, rows in by_arm.items()}
+    """Each arm's summary over the run's cases (a case graded by two judges counts the tries of
+    the one that graded more of them)."""
+    return {arm["arm_id"]: summarize_arm([f for tries in _by_case(run, attempts, arm["arm_id"]).values() for f in tries],
+                                         run.case_ids) for arm in run.arms}
+
+
+def judge_keys(attempts: list[AttemptRow], arm_id: str) -> set[str]:
+    """The judges (fingerprint keys) that graded an arm's answers."""
+    return {key for r in attempts if r.arm_id == arm_id and (key := judge_rules.score_judge_key(r.scores or []))}
+
+
+def ungraded_score_ids(run: RunRow, attempts: list[AttemptRow]) -> list[str]:
+    """The judge scores that graded nothing (the judge failed or was skipped): what "grade again"
+    grades (seed 004 "Results"). A score id is `<run_id>:<attempt_key>:judge`."""
+    return [score_id(run.run_id, r.attempt_key) for r in sorted(attempts, key=lambda r: r.attempt_key)
+            if r.run_id == run.run_id and r.attempt_key.startswith(r.arm_id + "#")
+            and any(s.get("scorer") == judge_rules.JUDGE_SCORER and s.get("passed") is None for s in r.scores or [])]
+
+
+def score_id(run_id: str, attempt_key: str) -> str:
+    """The id of an attempt's judge score."""
+    return f"{run_id}:{attempt_key}:{judge_rules.JUDGE_SCORER}"
 
 
 def could_not_run(attempts: list[AttemptRow], arm_id: str) -> str | None:
@@ -89,8 +106,17 @@ def arm_views(c: Container, run: RunRow, attempts: list[AttemptRow],
         by_tag = compare.summarize_by_tag(_by_case(run, attempts, arm_id), tags)
         view["tags"] = {tag: summary_view(s) for tag, s in sorted(by_tag.items())}
         view["could_not_run"] = could_not_run(attempts, arm_id)
+        view["judges"] = sorted(judge_keys(attempts, arm_id))
+        # Exact history for the next estimate: what this arm's own answers cost, over how many.
+        own = [] if _borrowed(run, arm_id) else [r for r in attempts if r.arm_id == arm_id]
+        view["efficiency"]["cost_micros"] = sum(int(r.cost_micros or 0) for r in own)
+        view["efficiency"]["attempts"] = len(own)
         views[arm_id] = view
     return views
+
+
+def _borrowed(run: RunRow, arm_id: str) -> bool:
+    return any(a["arm_id"] == arm_id and not a.get("answers", True) for a in run.arms)
 
 
 def outcome_of(run: RunRow, summaries: dict[str, ArmSummary]) -> dict[str, Any]:
@@ -116,8 +142,9 @@ def _by_case(run: RunRow, attempts: list[AttemptRow], arm_id: str) -> dict[str, 
     for row in attempts:
         if row.arm_id == arm_id:
             out.setdefault(row.case_id, []).append(facts(row))
-    for tries in out.values():
+    for case_id, tries in out.items():
         tries.sort(key=lambda a: a.attempt)
+        out[case_id] = judge_rules.majority_judge(tries, lambda a: a.judge)
     return out
 
 
@@ -167,11 +194,14 @@ def sides(c: Container, run: RunRow, attempts: list[AttemptRow], arm_id: str | N
     source_version = int(base_arm.get("source_dataset_version") or run.dataset_version)
     base_fps = cand_fps if source_version == int(run.dataset_version) else fps(source_version)
     invalid = None
+    cand_arm = arm_id or _arm_ids(run, ArmRole.CANDIDATE)[0]
     if base_arm.get("source_run_id"):
         source = c.runs.get(base_arm["source_run_id"])
         if source is not None and spec_hash(source.scoring) != spec_hash(run.scoring):
             invalid = "the sides were scored with different scoring settings"
-    return Sides(_by_case(run, attempts, arm_id or _arm_ids(run, ArmRole.CANDIDATE)[0]),
+    invalid = invalid or judge_rules.invalid_reason(judge_keys(attempts, cand_arm),
+                                                    judge_keys(attempts, base_arm["arm_id"]))
+    return Sides(_by_case(run, attempts, cand_arm),
                  _by_case(run, attempts, base_arm["arm_id"]), cand_fps, base_fps, base_arm, invalid)
 
 
@@ -265,13 +295,9 @@ def comparison_of(c: Container, run: RunRow, attempts: list[AttemptRow],
     return view
 
 
-def finalize(c: Container, run_id: str) -> None:
-    """Compute the summaries, the comparison and the outcome, and complete the run (idempotent:
-    conditional on the phase)."""
-    run = c.runs.get(run_id)
-    if run is None or run.phase != RunPhase.FINALIZING or run.status != RunStatus.RUNNING:
-        return
-    attempts = all_attempts(c, run)
+def compute_outcome(c: Container, run: RunRow, attempts: list[AttemptRow]) -> dict[str, Any]:
+    """The run's `outcome`: the first candidate's numbers, every arm's summary, the stability
+    figures or the comparison with the baseline."""
     summaries = summarize(run, attempts)
     outcome = outcome_of(run, summaries)
     outcome["arms"] = arm_views(c, run, attempts, summaries)
@@ -282,6 +308,15 @@ def finalize(c: Container, run_id: str) -> None:
     if comparison is not None:
         outcome["comparison"] = comparison
         outcome["comparison_verdict"] = comparison["verdict"]
+    return outcome
+
+
+def finalize(c: Container, run_id: str) -> None:
+    """Compute the outcome and complete the run (idempotent: conditional on the phase)."""
+    run = c.runs.get(run_id)
+    if run is None or run.phase != RunPhase.FINALIZING or run.status != RunStatus.RUNNING:
+        return
+    outcome = compute_outcome(c, run, all_attempts(c, run))
     c.runs.update(run_id, [RunRow.status.set(RunStatus.COMPLETED.value), RunRow.phase.set(RunPhase.DONE.value),
                            RunRow.outcome.set(outcome), RunRow.completed_at.set(iso(c.clock.now()))],
                   condition=(RunRow.phase == RunPhase.FINALIZING.value)

@@ -14,24 +14,22 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from chalicelib.adapters.runtimes.http import is_retryable_status
 from chalicelib.adapters.stores import RecordConflict
 from chalicelib.adapters.tables import AttemptRow, RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain import scorers
 from chalicelib.domain.enums import AttemptState, RunStatus
-from chalicelib.domain.models import AgentAnswer, Case, CaseRequest, ScoringConfig
+from chalicelib.domain import judge as judge_rules
+from chalicelib.domain.models import AgentAnswer, Case, CaseRequest, Grade, ScoreResult, ScoringConfig
 from chalicelib.domain.money import token_cost_micros
 from chalicelib.domain.redaction import redact, redact_value
 from chalicelib.domain.runs import Task
-from chalicelib.errors import AgentCrashError, ProviderError
-from chalicelib.services import slots
+from chalicelib.errors import AgentCrashError, AssayError, ProviderError
+from chalicelib.services import budgets, judges, slots
 
 log = logging.getLogger(__name__)
-
-RETRYABLE = {408, 429}
-"""Provider statuses worth another try besides 5xx and none at all (timeouts, resets)."""
-
 
 @dataclass
 class AttemptResult:
@@ -49,6 +47,11 @@ class AttemptResult:
     output_tokens: int = 0
     latency_ms: float = 0.0
     model: str | None = None
+    guardrail: str | None = None
+    judge_cost_micros: int = 0
+    judge_calls: int = 0
+    budget_exceeded: budgets.Exhausted | None = None
+    """Set when a budget ran out before a model request: the run ends `budget_exceeded`."""
 
 
 def parse_message(body: str) -> tuple[str, Task] | None:
@@ -63,15 +66,14 @@ def parse_message(body: str) -> tuple[str, Task] | None:
 # --- asking ----------------------------------------------------------------------------------
 
 
-def _retryable(exc: ProviderError) -> bool:
-    return exc.status is None or exc.status in RETRYABLE or exc.status >= 500
-
-
 def ask_and_grade(c: Container, run: RunRow, arm: dict[str, Any], case: Case, task: Task) -> AttemptResult:
     """Ask the arm's agent the case (retrying provider errors), then grade the answer.
 
-    Expected failures are states, not exceptions: provider errors after retries → `incomplete`,
-    the agent's own failure → `failed` with `crash`, a scorer that raised → `incomplete`.
+    Both budgets are checked before every model request (the agent's tries and the judge's) and
+    each request's real cost is charged to them (seed 004 "What each case runs as"). Expected
+    failures are states, not exceptions: provider errors after retries → `incomplete`, the
+    agent's own failure → `failed` with `crash`, a scorer that raised → `incomplete`, a budget
+    spent before the agent was asked → `incomplete` with `budget_exceeded` set.
     """
     from chalicelib.adapters.runtimes import runtime_for
 
@@ -84,6 +86,10 @@ def ask_and_grade(c: Container, run: RunRow, arm: dict[str, Any], case: Case, ta
     tries = 0
     while True:
         tries += 1
+        spent = budgets.check(c, run.org_id, run.agent_id)
+        if spent is not None:
+            return AttemptResult(AttemptState.INCOMPLETE, reason=spent.reason, budget_exceeded=spent,
+                                 latency_ms=(time.monotonic() - started) * 1000)
         try:
             runtime = runtime_for(spec, c.runtimes)
             answer: AgentAnswer = runtime.ask(spec, request, max(0.001, deadline - time.monotonic()))
@@ -93,7 +99,7 @@ def ask_and_grade(c: Container, run: RunRow, arm: dict[str, Any], case: Case, ta
             if exc.status in (401, 403):
                 return AttemptResult(AttemptState.INCOMPLETE, latency_ms=latency, error=redact(str(exc)),
                                      reason="provider rejected the credentials")
-            if not _retryable(exc) or tries > settings.assay_agent_retries \
+            if not is_retryable_status(exc.status) or tries > settings.assay_agent_retries \
                     or time.monotonic() >= deadline:
                 return AttemptResult(AttemptState.INCOMPLETE, latency_ms=latency, error=redact(str(exc)),
                                      reason=f"provider error after {tries} tries: {redact(str(exc))}"[:500])
@@ -104,17 +110,45 @@ def ask_and_grade(c: Container, run: RunRow, arm: dict[str, Any], case: Case, ta
                                  reason=f"agent crashed: {redact(str(exc))}"[:500],
                                  latency_ms=(time.monotonic() - started) * 1000)
     latency = (time.monotonic() - started) * 1000
-    scoring = ScoringConfig.model_validate(run.scoring)
-    # Grading reads the original answer in memory; only the redacted one is kept (seed 004).
-    grade = scorers.grade(case, answer, scoring)
     cost = answer.cost_micros if answer.cost_micros is not None else token_cost_micros(
         answer.usage.input_tokens, answer.usage.output_tokens, spec.get("price"))
+    budgets.charge(c, run.org_id, run.agent_id, cost)
+    # Grading reads the original answer in memory; only the redacted one is kept (seed 004).
+    grade, asker = grade_answer(c, run, case, answer)
     return AttemptResult(
         state=grade.state, answer=redact(answer.answer),
         calls=[redact_value(call.model_dump(mode="json")) for call in answer.calls],
         scores=[s.model_dump(mode="json") for s in grade.scores], reason=grade.reason,
         cost_micros=cost, input_tokens=answer.usage.input_tokens,
-        output_tokens=answer.usage.output_tokens, latency_ms=latency, model=answer.model)
+        output_tokens=answer.usage.output_tokens, latency_ms=latency, model=answer.model,
+        guardrail=answer.guardrail, judge_cost_micros=asker.cost_micros if asker else 0,
+        judge_calls=asker.calls if asker else 0, budget_exceeded=asker.exhausted if asker else None)
+
+
+def grade_answer(c: Container, run: RunRow, case: Case, answer: AgentAnswer,
+                 scores: list[dict[str, Any]] | None = None) -> tuple[Grade, judges.Asker | None]:
+    """Grade an answer with the run's scoring and, when it names one, the judge grading now.
+
+    A judge that cannot be resolved leaves the answer not graded by it, saying why. With `scores`
+    (grading again) only the judge is asked again: the other scorers' verdicts are kept.
+    Returns the grade and the judge's asker (its cost and calls), None without a judge.
+    """
+    scoring = ScoringConfig.model_validate(run.scoring)
+    asker: judges.Asker | None = None
+    judge_fn: scorers.JudgeFn | None = None
+    try:
+        asker = judges.for_run(c, run)
+        judge_fn = asker
+    except AssayError as exc:
+        problem = exc.message
+        judge_fn = lambda *_: judge_rules.not_graded(f"judge skipped: {problem}", None)  # noqa: E731
+    effective = judges.effective_scoring(scoring, asker.judge if asker else None)
+    if scores is None:
+        return scorers.grade(case, answer, effective, judge=judge_fn), asker
+    kept = [ScoreResult.model_validate(s) for s in scores if s.get("scorer") != judge_rules.JUDGE_SCORER]
+    fresh = scorers.grade(case, answer, ScoringConfig(required=[judge_rules.JUDGE_SCORER],
+                                                      settings=effective.settings), judge=judge_fn)
+    return scorers.combine(kept + fresh.scores, scoring), asker
 
 
 class _KeepAlive:
@@ -158,7 +192,8 @@ def _attempt_row(c: Container, run: RunRow, task: Task, result: AttemptResult, s
         run.run_id, task.key, recorded_key=f"{now_ms:013d}#{task.key}", arm_id=task.arm_id,
         case_id=task.case_id, attempt=task.attempt, state=result.state.value, answer=answer,
         answer_ref=answer_ref, calls=result.calls, scores=result.scores, reason=result.reason,
-        error=result.error, crash=result.crash, cost_micros=result.cost_micros,
+        error=result.error, crash=result.crash, guardrail=result.guardrail, cost_micros=result.cost_micros,
+        judge_cost_micros=result.judge_cost_micros, judge_calls=result.judge_calls,
         input_tokens=result.input_tokens, output_tokens=result.output_tokens,
         latency_ms=round(result.latency_ms, 3), model=result.model, recorded_at=now_iso,
         successor=slots.message(run, successor) if successor else None)
@@ -172,7 +207,8 @@ def record(c: Container, run: RunRow, task: Task, result: AttemptResult, *, pass
     Returns True when this call wrote the attempt, False when it existed (a redelivery).
     """
     counters = {"recorded": 1, result.state.value: 1, "crashed": int(result.crash),
-                "cost_micros": result.cost_micros, "input_tokens": result.input_tokens,
+                "cost_micros": result.cost_micros, "judge_cost_micros": result.judge_cost_micros,
+                "judge_calls": result.judge_calls, "input_tokens": result.input_tokens,
                 "output_tokens": result.output_tokens}
     for _ in range(100):
         now = c.clock.now()
@@ -282,6 +318,11 @@ def handle_task(c: Container, body: str, *, receive_count: int = 1, receipt_hand
         return
     with _KeepAlive(c, run.run_id, receipt_handle):
         result = ask_and_grade(c, run, arm, Case.model_validate(raw_case), task)
+    if result.budget_exceeded is not None:
+        # Running cases finish; nothing else starts, and what was never asked stays incomplete.
+        from chalicelib.services import runs
+
+        runs.end_run(c, run, RunStatus.BUDGET_EXCEEDED, result.budget_exceeded.reason)
     # Other tasks of the run claimed successors while this one ran: read the cursor afresh so the
     # claim in `record` rarely meets a conflict.
     record(c, c.runs.refresh(run) or run, task, result)

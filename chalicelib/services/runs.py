@@ -7,6 +7,7 @@ import binascii
 import json
 import time
 import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.adapters.tables import AttemptRow, RunRow
@@ -16,9 +17,9 @@ from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.money import micros_to_usd
 from chalicelib.domain.spec import spec_hash
-from chalicelib.errors import ConflictError, InvalidInputError, NotFoundError
+from chalicelib.errors import BudgetExceededError, ConflictError, InvalidInputError, NotFoundError
 from chalicelib.services import datasets as dataset_service
-from chalicelib.services import baselines, finalize, slots
+from chalicelib.services import baselines, estimates, finalize, judges, slots
 from chalicelib.services import model_profiles as profile_service
 
 
@@ -83,15 +84,38 @@ def version_before(c: Container, who: Identity, agent_id: str, candidate_version
     return (number, row.spec) if row is not None else None
 
 
-def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> tuple[RunRow, list[str]]:
-    """Start an eval run: pin the candidate and the dataset version, write the run, claim slots.
+@dataclass
+class Plan:
+    """Everything a start decides before anything is written or spent (shared by the estimate)."""
+
+    agent_id: str
+    spec: dict[str, Any]
+    version: int | None
+    draft: bool
+    dataset: Any
+    """The dataset version row."""
+    case_count: int
+    ungraded: int
+    """Cases no required scorer applies to (with the judge grading now)."""
+    judged: int
+    """Cases the judge applies to (0 without a judge)."""
+    judge: judges.ResolvedJudge | None
+    arms: list[dict[str, Any]]
+    info: dict[str, Any]
+    """`reused_baseline_run_id` / `missing_baseline_version` when they apply."""
+    reruns: int
+    stability: bool
+    warnings: list[str] = field(default_factory=list)
+
+
+def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> Plan:
+    """Check a start body and decide what the run would be: the candidate, the dataset version, the
+    arms and the baseline (chosen once, here). Nothing is written.
 
     Args:
         body: validated start body (see `api.schemas.StartRun`) as a dict.
-    Returns:
-        (the run as written, warnings for the caller).
     Raises:
-        NotFoundError: unknown agent, version, dataset, dataset version or environment.
+        NotFoundError: unknown agent, version, dataset, dataset version, environment or judge.
         InvalidInputError: what could tell nothing (seed 004 "What is refused").
     """
     from chalicelib.adapters.runtimes import validate_spec
@@ -103,13 +127,12 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) 
     case_count = int(dataset_version.case_count or 0)
     if case_count == 0:
         raise InvalidInputError("the dataset version has no cases", field="dataset_version")
-    ungraded = int(dataset_version.ungraded_cases or 0)
+    judge = judges.of_scoring(c, who.org_id, dataset_version.scoring)
+    ungraded, judged = dataset_service.coverage(c, dataset_version, judge)
     if ungraded >= case_count:
         raise InvalidInputError("no required scorer applies to any case: add a check, an expected "
                                 "tool call or grading criteria", field="dataset_version")
     validate_spec(spec, c.runtimes)
-    now = c.clock.now()
-
     settings = c.settings
     stability = bool(body.get("stability"))
     default_reruns = 1 if stability else settings.eval_reruns
@@ -123,9 +146,9 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) 
         or [_arm("candidate", ArmRole.CANDIDATE, spec, resolved, is_draft)]
     for arm in arms[1:]:
         validate_spec(arm["spec"], c.runtimes)
-    for field in ("paired_baseline", "baseline_run_id"):
-        if stability and body.get(field):
-            raise InvalidInputError(f"a stability run compares nothing: leave out {field}", field=field)
+    for name in ("paired_baseline", "baseline_run_id"):
+        if stability and body.get(name):
+            raise InvalidInputError(f"a stability run compares nothing: leave out {name}", field=name)
     if stability and reruns < 1:
         raise InvalidInputError("a stability run asks every case again at least once", field="reruns")
     if body.get("paired_baseline") and body.get("baseline_run_id"):
@@ -147,28 +170,58 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) 
             dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
             scoring=dataset_version.scoring, environment_id=body.get("environment_id"), body=body,
             before_spec=before_spec, paired=bool(body.get("paired_baseline")),
-            now_ms=epoch_ms(now))
+            now_ms=epoch_ms(c.clock.now()), judge_key=judge.key if judge else None)
         if base_arm is not None:
             validate_spec(base_arm["spec"], c.runtimes)
             arms.append(base_arm)
+    warnings = [_ungraded_warning(ungraded)] if ungraded else []
+    if judge is not None:
+        if judge.spec.temperature > 0:
+            warnings.append(f"the judge grades at temperature {judge.spec.temperature:g}: the same answer may be "
+                            "graded differently twice")
+        tested = {baselines.model_of(a["spec"]) for a in arms if a["role"] == ArmRole.CANDIDATE} | \
+            {a["spec"].get("model") for a in arms if a["role"] == ArmRole.CANDIDATE}
+        if judge.model in tested:
+            warnings.append(f"the judge runs on {judge.model}, the model being tested: it grades its own answers")
+    return Plan(agent_id, spec, resolved, is_draft, dataset_version, case_count, ungraded, judged, judge, arms,
+                info, reruns, stability, warnings)
+
+
+def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> tuple[RunRow, list[str]]:
+    """Start an eval run: plan it, price it, refuse past a budget, write it, claim slots.
+
+    Returns:
+        (the run as written, warnings for the caller).
+    Raises:
+        what `plan_run` raises; BudgetExceededError (402) when the first pass plus the rerun ceiling
+        exceeds what is left of the agent's or the organization's monthly budget.
+    """
+    plan = plan_run(c, who, agent_id, body)
+    priced = estimates.price(c, who, plan)
+    if not priced["within_budget"]:
+        raise BudgetExceededError(estimates.refusal(priced), field="budget", estimate=priced)
+    now = c.clock.now()
+    settings = c.settings
     c.orgs.ensure(who.org_id, concurrency_limit=settings.eval_org_concurrency, now_iso=iso(now))
-    total = sum(1 for a in arms if a.get("answers", True)) * case_count
+    arms, dataset_version = plan.arms, plan.dataset
+    total = sum(1 for a in arms if a.get("answers", True)) * plan.case_count
     run = RunRow(
         f"run_{uuid.uuid4().hex[:16]}", org_id=who.org_id, agent_id=agent_id,
         dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
         created_at=iso(now), created_by=who.user_id, status=RunStatus.QUEUED.value,
-        phase=RunPhase.ANSWERING.value, purpose="stability" if stability else "check",
-        candidate="draft" if is_draft else "version", resolved_version=resolved, draft=is_draft,
-        spec_hash=spec_hash(spec), environment_id=body.get("environment_id"), arms=arms,
+        phase=RunPhase.ANSWERING.value, purpose="stability" if plan.stability else "check",
+        candidate="draft" if plan.draft else "version", resolved_version=plan.version, draft=plan.draft,
+        spec_hash=spec_hash(plan.spec), environment_id=body.get("environment_id"), arms=arms,
         case_ids_text="\n".join(dataset_version.case_ids or []), scoring=dataset_version.scoring,
-        settings={"run_concurrency": settings.eval_run_concurrency, "reruns": reruns,
-                  "case_timeout_seconds": settings.evaluation_case_timeout_seconds, **info},
+        settings={"run_concurrency": settings.eval_run_concurrency, "reruns": plan.reruns,
+                  "case_timeout_seconds": settings.evaluation_case_timeout_seconds, **plan.info,
+                  "warnings": plan.warnings, "judge_model": plan.judge.model if plan.judge else None,
+                  "estimate": {k: priced[k] for k in ("first_pass_usd", "rerun_ceiling_usd", "total_usd", "basis")}},
         tasks=None, tasks_total=total, next_index=0, slots=0, expected=total,
         heartbeat_at_ms=epoch_ms(now))
     c.runs.create(run)
     slots.enqueue_run(c, run)
-    warnings = [_ungraded_warning(ungraded)] if ungraded else []
-    return c.runs.get(run.run_id) or run, warnings
+    return c.runs.get(run.run_id) or run, plan.warnings
 
 
 def progress_view(run: RunRow) -> dict[str, Any]:
@@ -194,6 +247,11 @@ def run_view(run: RunRow, *, with_summaries: dict[str, Any] | None = None) -> di
         "started_at": run.started_at, "completed_at": run.completed_at, "reason": run.reason,
         "progress": progress_view(run),
         "cost_usd": micros_to_usd(int(run.cost_micros or 0)),
+        "judge_cost_usd": micros_to_usd(int(run.judge_cost_micros or 0)),
+        "total_cost_usd": micros_to_usd(int(run.cost_micros or 0) + int(run.judge_cost_micros or 0)),
+        "judge_calls": int(run.judge_calls or 0),
+        "warnings": list((run.settings or {}).get("warnings") or []),
+        "gradings": run.gradings or [],
         "tokens": {"input": int(run.input_tokens or 0), "output": int(run.output_tokens or 0)},
         "arms": [{k: v for k, v in a.items() if k != "spec"} for a in run.arms],
         "outcome": {k: v for k, v in outcome.items() if k != "arms"} if outcome else None,
@@ -214,8 +272,9 @@ def attempt_view(c: Container, row: AttemptRow, *, full_answer: bool = False) ->
     return {"arm_id": row.arm_id, "case_id": row.case_id, "attempt": int(row.attempt), "state": row.state,
             "passed": row.state == "passed", "score": (sum(decided) / len(decided)) if decided else None,
             "answer": answer, "answer_ref": row.answer_ref, "calls": row.calls, "scores": scores,
-            "reason": row.reason, "error": row.error, "crash": bool(row.crash),
+            "reason": row.reason, "error": row.error, "crash": bool(row.crash), "guardrail": row.guardrail,
             "cost_usd": micros_to_usd(int(row.cost_micros or 0)),
+            "judge_cost_usd": micros_to_usd(int(row.judge_cost_micros or 0)), "regraded": row.regraded or [],
             "tokens": {"input": int(row.input_tokens or 0), "output": int(row.output_tokens or 0)},
             "latency_ms": float(row.latency_ms or 0), "model": row.model, "recorded_at": row.recorded_at}
 
@@ -228,6 +287,7 @@ def read_run(c: Container, who: Identity, run_id: str, *, with_results: bool = T
     if not run.outcome or run.status != RunStatus.COMPLETED:
         summaries = finalize.arm_views(c, run, attempts, finalize.summarize(run, attempts))
     view = run_view(run, with_summaries=summaries)
+    view["ungraded_score_ids"] = finalize.ungraded_score_ids(run, attempts)
     if with_results:
         view["results"] = [attempt_view(c, a) for a in sorted(attempts, key=lambda r: r.attempt_key)]
     return view
@@ -240,16 +300,21 @@ def cancel_run(c: Container, who: Identity, run_id: str) -> RunRow:
     run has already ended.
     """
     run = c.runs.get_for_org(who.org_id, run_id)
-    if RunStatus(run.status).ended:
-        raise ConflictError(f"eval run {run_id} already ended ({run.status})", field="run_id")
-    ok = c.runs.update(run_id, [RunRow.status.set(RunStatus.CANCELLED.value),
-                                RunRow.reason.set(f"cancelled by {who.user_id}"),
-                                RunRow.completed_at.set(iso(c.clock.now()))],
-                       condition=RunRow.status.is_in(RunStatus.QUEUED.value, RunStatus.RUNNING.value))
-    if not ok:
-        return cancel_run(c, who, run_id)
-    c.orgs.remove_waiting(run.org_id, run_id)
+    if not end_run(c, run, RunStatus.CANCELLED, f"cancelled by {who.user_id}"):
+        raise ConflictError(f"eval run {run_id} already ended ({(c.runs.get(run_id) or run).status})",
+                            field="run_id")
     return c.runs.get(run_id)  # type: ignore[return-value]
+
+
+def end_run(c: Container, run: RunRow, status: RunStatus, reason: str) -> bool:
+    """End a queued or running run as `status` (cancelled, budget_exceeded): its running cases
+    finish and keep their slots until they do; nothing else starts. False when it had ended."""
+    ok = c.runs.update(run.run_id, [RunRow.status.set(status.value), RunRow.reason.set(reason),
+                                    RunRow.completed_at.set(iso(c.clock.now()))],
+                       condition=RunRow.status.is_in(RunStatus.QUEUED.value, RunStatus.RUNNING.value))
+    if ok:
+        c.orgs.remove_waiting(run.org_id, run.run_id)
+    return ok
 
 
 def delete_run(c: Container, who: Identity, run_id: str) -> None:

@@ -41,6 +41,30 @@ REPLIES: dict[str, tuple[int, Any]] = {
     "noanswer": (200, {"calls": []}),
     "notjson": (200, b"plain text"),
     "badcalls": (200, {"answer": "x", "calls": [{"name": "t", "status": "exploded"}]}),
+    # Guardrail blocks: answers graded as refusals, never crashes or provider errors.
+    "guard_str": (200, {"guardrail": "pii detected", "usage": {"input_tokens": 5}}),
+    "guard_str_answer": (200, {"answer": "I can't share that.", "guardrail": " pii detected "}),
+    "guard_obj": (200, {"answer": None, "guardrail": {"blocked": True, "reason": "self-harm"}}),
+    "guard_obj_answer": (
+        200,
+        {
+            "answer": "Sorry, I can't help with that.",
+            "guardrail": {"blocked": True, "reason": "self-harm"},
+            "calls": [{"name": "moderate", "arguments": {}, "result": "flagged"}],
+        },
+    ),
+    "guard_obj_blank": (200, {"answer": "  ", "guardrail": {"blocked": True}}),
+    "guard_off": (200, {"answer": "4", "guardrail": {"blocked": False, "reason": "n/a"}}),
+    "guard_off_noanswer": (200, {"guardrail": {"blocked": False}}),
+    "guard_empty": (200, {"answer": "4", "guardrail": ""}),
+    "guard_null": (200, {"answer": "4", "guardrail": None}),
+    "guard_and_error": (200, {"error": "tool raised", "crash": True, "guardrail": "pii"}),
+    "guard_bad_int": (200, {"answer": "x", "guardrail": 5}),
+    "guard_bad_bool": (200, {"guardrail": True}),
+    "guard_bad_list": (200, {"guardrail": ["pii"]}),
+    "guard_bad_blocked": (200, {"guardrail": {"blocked": "yes", "reason": "pii"}}),
+    "guard_no_blocked": (200, {"answer": "x", "guardrail": {"reason": "pii"}}),
+    "guard_bad_reason": (200, {"guardrail": {"blocked": True, "reason": 3}}),
 }
 
 
@@ -156,6 +180,71 @@ def test_no_answer_and_non_json_are_provider_errors(runtime: HttpRuntime, url: s
 def test_malformed_calls_are_a_crash(runtime: HttpRuntime, url: str) -> None:
     with pytest.raises(AgentCrashError, match="malformed"):
         ask(runtime, url, "badcalls")
+
+
+def test_answers_carry_no_guardrail_by_default(runtime: HttpRuntime, url: str) -> None:
+    assert ask(runtime, url, "answer").guardrail is None
+    assert ask(runtime, url, "hello").guardrail is None
+
+
+def test_guardrail_string_without_answer_is_a_refusal(runtime: HttpRuntime, url: str) -> None:
+    answer = ask(runtime, url, "guard_str")
+    assert answer.guardrail == "pii detected"
+    assert answer.answer == "Blocked by guardrail: pii detected"
+    assert answer.usage.input_tokens == 5  # the rest of the payload is still read
+
+
+def test_guardrail_string_keeps_the_refusal_text(runtime: HttpRuntime, url: str) -> None:
+    answer = ask(runtime, url, "guard_str_answer")
+    assert (answer.guardrail, answer.answer) == ("pii detected", "I can't share that.")
+
+
+def test_guardrail_object_form(runtime: HttpRuntime, url: str) -> None:
+    answer = ask(runtime, url, "guard_obj")
+    assert answer.guardrail == "self-harm"
+    assert answer.answer == "Blocked by guardrail: self-harm"
+    answer = ask(runtime, url, "guard_obj_answer")
+    assert answer.guardrail == "self-harm"
+    assert answer.answer == "Sorry, I can't help with that."
+    assert [c.name for c in answer.calls] == ["moderate"]
+    answer = ask(runtime, url, "guard_obj_blank")  # blocked without a reason or text
+    assert answer.guardrail == "unspecified"
+    assert answer.answer == "Blocked by guardrail: unspecified"
+
+
+@pytest.mark.parametrize("text", ["guard_off", "guard_empty", "guard_null"])
+def test_guardrail_that_did_not_block(runtime: HttpRuntime, url: str, text: str) -> None:
+    answer = ask(runtime, url, text)
+    assert (answer.answer, answer.guardrail) == ("4", None)
+
+
+def test_unblocked_guardrail_without_answer_is_no_answer(runtime: HttpRuntime, url: str) -> None:
+    with pytest.raises(ProviderError, match="no answer"):
+        ask(runtime, url, "guard_off_noanswer")
+
+
+def test_an_error_wins_over_a_guardrail(runtime: HttpRuntime, url: str) -> None:
+    with pytest.raises(AgentCrashError, match="tool raised"):
+        ask(runtime, url, "guard_and_error")
+
+
+@pytest.mark.parametrize(
+    ("text", "detail"),
+    [
+        ("guard_bad_int", "guardrail must be"),
+        ("guard_bad_bool", "guardrail must be"),
+        ("guard_bad_list", "guardrail must be"),
+        ("guard_bad_blocked", "guardrail.blocked"),
+        ("guard_no_blocked", "guardrail.blocked"),
+        ("guard_bad_reason", "guardrail.reason"),
+    ],
+)
+def test_malformed_guardrail_is_a_crash(
+    runtime: HttpRuntime, url: str, text: str, detail: str
+) -> None:
+    with pytest.raises(AgentCrashError, match="malformed") as info:
+        ask(runtime, url, text)
+    assert detail in str(info.value)
 
 
 def test_timeout(runtime: HttpRuntime, url: str) -> None:

@@ -13,7 +13,20 @@ from chalicelib.adapters.runtimes.openai import OpenAIRuntime
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.models import CaseRequest
 from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
-from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI, completion
+
+
+def completion_with(**message: object) -> dict:
+    """A raw chat.completion whose only message has these fields (OpenAI always sends
+    `refusal`, null unless the model refused)."""
+    return {
+        "id": "x",
+        "model": "raw-model",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", **message}, "finish_reason": "stop"}
+        ],
+    }
+
 
 SCRIPT = {
     "rules": [
@@ -39,6 +52,18 @@ SCRIPT = {
         {"match": "sleepy", "delay_ms": 1500, "answer": "too late"},
         {"match": "empty", "raw": {"id": "x", "choices": []}},
         {"contains": "grade this", "answer": {"passed": True, "score": 1.0, "reason": "ok"}},
+        {"match": "filtered", "finish_reason": "content_filter", "answer": None},
+        {"match": "filtered blank", "finish_reason": "content_filter", "answer": "  "},
+        {"match": "filtered partial", "finish_reason": "content_filter", "answer": "Step one is"},
+        {
+            "match": "refused",
+            "refusal": "I'm sorry, I can't help with that.",
+            "usage": {"prompt_tokens": 9, "completion_tokens": 8},
+        },
+        {"match": "refused and filtered", "refusal": "No.", "finish_reason": "content_filter"},
+        {"match": "null refusal", "raw": completion_with(content="fine", refusal=None)},
+        {"match": "empty refusal", "raw": completion_with(content="fine", refusal="")},
+        {"match": "bad refusal", "raw": completion_with(content=None, refusal=5)},
     ]
 }
 
@@ -190,6 +215,70 @@ def test_default_rule_echoes(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
     assert answer.answer == "echo: hello there"
     assert answer.model == "fake-4o"
     assert answer.usage.output_tokens == 3
+
+
+def test_plain_answers_carry_no_guardrail(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
+    assert runtime.ask(spec(fake), case("What is 2+2?"), timeout_s=5).guardrail is None
+    assert runtime.ask(spec(fake), case("weather?"), timeout_s=5).guardrail is None
+
+
+def test_content_filter_without_content_is_a_refusal(
+    fake: FakeOpenAI, runtime: OpenAIRuntime
+) -> None:
+    for text in ("filtered", "filtered blank"):
+        answer = runtime.ask(spec(fake), case(text), timeout_s=5)
+        assert answer.guardrail == "provider content filter"
+        assert answer.answer == "Blocked by the provider's content filter"
+        assert answer.model == "fake-4o"
+
+
+def test_content_filter_keeps_the_content_it_let_through(
+    fake: FakeOpenAI, runtime: OpenAIRuntime
+) -> None:
+    answer = runtime.ask(spec(fake), case("filtered partial"), timeout_s=5)
+    assert (answer.answer, answer.guardrail) == ("Step one is", "provider content filter")
+
+
+def test_model_refusal_is_the_answer(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
+    answer = runtime.ask(spec(fake), case("refused"), timeout_s=5)
+    assert answer.guardrail == "model refusal"
+    assert answer.answer == "I'm sorry, I can't help with that."
+    assert (answer.usage.input_tokens, answer.usage.output_tokens) == (9, 8)
+
+
+def test_content_filter_with_a_refusal_answers_the_refusal(
+    fake: FakeOpenAI, runtime: OpenAIRuntime
+) -> None:
+    answer = runtime.ask(spec(fake), case("refused and filtered"), timeout_s=5)
+    assert (answer.answer, answer.guardrail) == ("No.", "provider content filter")
+
+
+@pytest.mark.parametrize("text", ["null refusal", "empty refusal"])
+def test_null_or_empty_refusal_is_no_guardrail(
+    fake: FakeOpenAI, runtime: OpenAIRuntime, text: str
+) -> None:
+    answer = runtime.ask(spec(fake), case(text), timeout_s=5)
+    assert (answer.answer, answer.guardrail) == ("fine", None)
+
+
+def test_malformed_refusal_is_a_crash(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
+    with pytest.raises(AgentCrashError, match="malformed"):
+        runtime.ask(spec(fake), case("bad refusal"), timeout_s=5)
+
+
+def test_fake_finish_reason_and_refusal_rule_keys() -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    refused = completion({"refusal": "No.", "answer": "ignored"}, body, 0)
+    [choice] = refused["choices"]
+    assert choice["message"]["content"] is None
+    assert choice["message"]["refusal"] == "No."
+    assert choice["finish_reason"] == "stop"
+    filtered = completion({"finish_reason": "content_filter", "answer": None}, body, 1)
+    assert filtered["choices"][0]["message"] == {"role": "assistant", "content": None}
+    assert filtered["choices"][0]["finish_reason"] == "content_filter"
+    calls = completion({"tool_calls": [{"name": "t"}], "finish_reason": "length"}, body, 2)
+    assert calls["choices"][0]["finish_reason"] == "length"
+    assert completion({}, body, 3)["choices"][0]["message"]["content"] == "echo: hi"
 
 
 def test_judge_style_json_answer(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:

@@ -18,11 +18,18 @@ given must hold): ``match`` (exact text), ``contains`` (substring), ``regex`` (r
 ``match_model`` (the request's model). Behaviour keys of a rule:
 
 - ``answer``: the assistant's content (string; a JSON object is sent as its JSON text, handy for
-  judges returning grades). ``echo: true`` answers ``"echo: <last user message>"``.
+  judges returning grades); ``"answer": null`` sends content null. Without ``answer`` (and
+  without ``tool_calls``/``refusal``), or with ``echo: true``, it answers
+  ``"echo: <last user message>"``.
 - ``tool_calls``: ``[{"name": ..., "arguments": {...} | "raw json text"}]``; content is null
   and finish_reason ``tool_calls`` unless ``answer`` is also given.
 - ``usage``: ``{"prompt_tokens", "completion_tokens"}``; default: word counts.
 - ``model``: the response's model; default the request's.
+- ``finish_reason``: the choice's finish_reason, overriding ``stop``/``tool_calls`` (e.g.
+  ``"content_filter"`` for a provider content-filter block; give ``"answer": null`` for one
+  without content, or ``answer`` for partial content).
+- ``refusal``: a model refusal (OpenAI structured outputs): the message gets this
+  ``refusal`` string and content null (``answer`` is ignored).
 - ``status`` + ``error``: always answer this HTTP status with an OpenAI-style error body.
 - ``fail_status`` + ``fail_times``: answer ``fail_status`` for the first N matching requests,
   then succeed (per rule, counted across the process until ``/_reset``).
@@ -109,11 +116,18 @@ def completion(rule: dict[str, Any], body: dict[str, Any], serial: int) -> dict[
     """The chat.completion object a rule answers with."""
     text = last_user_text(body)
     content: Any = rule.get("answer")
-    if rule.get("echo") or (content is None and not rule.get("tool_calls")):
+    refusal = rule.get("refusal")
+    if rule.get("echo") or (
+        "answer" not in rule and not rule.get("tool_calls") and refusal is None
+    ):
         content = f"echo: {text}"
+    if refusal is not None:
+        content = None
     if content is not None and not isinstance(content, str):
         content = json.dumps(content)
     message: dict[str, Any] = {"role": "assistant", "content": content}
+    if refusal is not None:
+        message["refusal"] = refusal
     finish = "stop"
     if rule.get("tool_calls"):
         message["tool_calls"] = [
@@ -130,11 +144,12 @@ def completion(rule: dict[str, Any], body: dict[str, Any], serial: int) -> dict[
             for i, call in enumerate(rule["tool_calls"])
         ]
         finish = "tool_calls"
+    finish = rule.get("finish_reason") or finish
     usage = rule.get("usage") or {
         "prompt_tokens": sum(
             len(str(m.get("content") or "").split()) for m in body.get("messages") or []
         ),
-        "completion_tokens": len((content or "").split()),
+        "completion_tokens": len((content or refusal or "").split()),
     }
     total = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
     usage = {**usage, "total_tokens": total}

@@ -80,6 +80,17 @@ def test_proxy_style_response() -> None:
     assert info.value.status == 502
 
 
+def test_guardrail_block_is_an_answer() -> None:
+    answer = ask(StubLambda({"answer": "I can't help with that.", "guardrail": "jailbreak"}))
+    assert (answer.answer, answer.guardrail) == ("I can't help with that.", "jailbreak")
+    proxied = {"statusCode": 200, "body": json.dumps({"guardrail": {"blocked": True}})}
+    answer = ask(StubLambda(proxied))
+    assert (answer.answer, answer.guardrail) == ("Blocked by guardrail: unspecified", "unspecified")
+    assert ask(StubLambda({"answer": "4", "guardrail": {"blocked": False}})).guardrail is None
+    with pytest.raises(AgentCrashError, match="malformed"):
+        ask(StubLambda({"answer": "4", "guardrail": {"blocked": 1}}))
+
+
 def test_function_error_is_a_crash() -> None:
     payload = {"errorMessage": "division by zero", "errorType": "ZeroDivisionError"}
     with pytest.raises(AgentCrashError, match="ZeroDivisionError: division by zero"):

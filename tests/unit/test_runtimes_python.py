@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from chalicelib.adapters.runtimes.python import PythonRuntime
-from chalicelib.domain.enums import CallStatus
-from chalicelib.domain.models import CaseRequest
+from chalicelib.domain.enums import AttemptState, CallStatus
+from chalicelib.domain.models import Case, CaseRequest, Check, ScoringConfig
+from chalicelib.domain.scorers import grade
 from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
 
 AGENT_SOURCE = '''
@@ -46,6 +47,9 @@ def slow_agent(request, options):
 
 def weird_agent(request, options):
     return 42
+
+def guarded_agent(request, options):
+    return {"guardrail": options["guardrail"], "model": "py-model"}
 
 class Agents:
     @staticmethod
@@ -123,6 +127,25 @@ def test_timeout_is_a_provider_error(module: str) -> None:
             spec(module, "slow_agent", options={"sleep_s": 1.0}), request(), timeout_s=0.1
         )
     assert time.monotonic() - started < 0.5
+
+
+def test_a_guardrail_block_is_an_answer_graded_as_a_refusal(module: str) -> None:
+    s = spec(module, "guarded_agent", options={"guardrail": {"blocked": True, "reason": "pii"}})
+    answer = PythonRuntime().ask(s, request(), timeout_s=2)
+    assert answer.guardrail == "pii"
+    assert answer.answer == "Blocked by guardrail: pii"
+    assert answer.model == "py-model"
+    # A case that expects the agent to refuse passes on the refusal text.
+    checks = [Check(scorer="icontains", value="blocked")]
+    case = Case(case_id="case-9", input="leak it", checks=checks)
+    graded = grade(case, answer, ScoringConfig(required=["icontains"]))
+    assert graded.state is AttemptState.PASSED
+
+
+def test_a_malformed_guardrail_is_a_crash(module: str) -> None:
+    s = spec(module, "guarded_agent", options={"guardrail": 7})
+    with pytest.raises(AgentCrashError, match="malformed"):
+        PythonRuntime().ask(s, request(), timeout_s=2)
 
 
 def test_a_non_answer_return_is_a_crash(module: str) -> None:

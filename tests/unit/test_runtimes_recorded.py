@@ -27,6 +27,9 @@ LINES = [
     {"case_id": "c1", "answer": "a later duplicate, ignored"},
     {"case_id": "c3", "answer": "blocked one", "calls": [{"name": "rm", "status": "blocked"}]},
     {"case_id": "crashy", "error": "tool raised", "crash": True},
+    {"case_id": "guarded", "guardrail": {"blocked": True, "reason": "pii"}},
+    {"case_id": "guarded-text", "answer": "I won't share that.", "guardrail": "pii"},
+    {"case_id": "bad-guard", "guardrail": 3},
 ]
 
 
@@ -83,6 +86,20 @@ def test_missing_case_is_divergent(recordings: Path) -> None:
 def test_recorded_crash_replays_as_crash(recordings: Path) -> None:
     with pytest.raises(AgentCrashError, match="tool raised"):
         RecordedRuntime(str(recordings)).ask(spec(), request("crashy"), timeout_s=1)
+
+
+def test_recorded_guardrail_block_replays_as_a_refusal(recordings: Path) -> None:
+    rt = RecordedRuntime(str(recordings))
+    answer = rt.ask(spec(), request("guarded"), timeout_s=1)
+    assert (answer.answer, answer.guardrail) == ("Blocked by guardrail: pii", "pii")
+    answer = rt.ask(spec(), request("guarded-text"), timeout_s=1)
+    assert (answer.answer, answer.guardrail) == ("I won't share that.", "pii")
+    assert rt.ask(spec(), request("c1"), timeout_s=1).guardrail is None
+
+
+def test_recorded_malformed_guardrail_is_a_crash(recordings: Path) -> None:
+    with pytest.raises(AgentCrashError, match="malformed"):
+        RecordedRuntime(str(recordings)).ask(spec(), request("bad-guard"), timeout_s=1)
 
 
 def test_relative_path_resolves_against_the_base_dir(
@@ -152,6 +169,11 @@ def test_inline_answers() -> None:
     assert rt.ask(s, request("c1"), 1).answer == "just text"
     answer = rt.ask(s, request("other", "Q2"), 1)
     assert (answer.answer, answer.usage.output_tokens) == ("obj", 3)
+    assert answer.guardrail is None
+    guarded = {"runtime": "recorded", "inline": {"c1": {"guardrail": "self-harm"}}}
+    rt.validate(guarded)
+    answer = rt.ask(guarded, request("c1"), 1)
+    assert (answer.answer, answer.guardrail) == ("Blocked by guardrail: self-harm", "self-harm")
     with pytest.raises(DivergentCallError):
         rt.ask(s, request("c9"), 1)
 

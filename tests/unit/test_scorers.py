@@ -409,7 +409,17 @@ def test_validate_scoring_refuses_a_negative_tolerance() -> None:
 
 
 def test_validate_scoring_accepts_every_builtin_scorer() -> None:
-    validate_scoring(scoring(*sorted(SCORERS), json_schema={"schema": PERSON}, tool_calls={"ordered": False}))
+    validate_scoring(scoring(*sorted(SCORERS), json_schema={"schema": PERSON}, tool_calls={"ordered": False},
+                             judge={"judge_id": "j1"}))
+
+
+def test_the_judge_scorer_needs_its_settings() -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        validate_scoring(scoring("judge"))
+    assert raised.value.field == "scoring.settings.judge"
+    with pytest.raises(InvalidInputError) as raised:
+        validate_scoring(scoring("judge", judge={"judge_id": "j1", "version": 0}))
+    assert raised.value.field == "scoring.settings.judge.version"
 
 
 def test_validate_checks_names_the_check_missing_its_pattern() -> None:

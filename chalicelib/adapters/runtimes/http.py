@@ -13,14 +13,32 @@ also return::
                 "status": "executed", "result": ...}],  # status defaults to "executed"
      "usage": {"input_tokens": 12, "output_tokens": 3},  # optional
      "model": "gpt-4o-mini-2024-07-18",               # optional, the model that answered
-     "cost_usd": "0.000021"}                          # optional, USD (string or number)
+     "cost_usd": "0.000021",                          # optional, USD (string or number)
+     "guardrail": "pii detected"}                     # optional, see "Guardrail blocks" below
 
 or an agent-reported error ``{"error": "tool search raised", "crash": true}``.
+
+Guardrail blocks (seed 004 "Results": a guardrail block is graded as a refusal). A guardrail
+(the agent's own, or its provider's filter) that blocked the answer is neither a crash nor a
+provider error: the answer is the refusal text, graded by the scorers like any answer, and
+`AgentAnswer.guardrail` names why. `guardrail` is one of:
+
+- absent, null or "" → nothing blocked the answer;
+- a non-empty string → blocked, the string is the reason;
+- ``{"blocked": true, "reason": "pii detected"}`` → blocked (`reason` optional, default
+  "unspecified"); ``{"blocked": false, ...}`` → nothing blocked it (`reason` ignored).
+
+When blocked and `answer` is absent, null or blank, the answer is
+``"Blocked by guardrail: <reason>"`` so the scorers have a refusal to grade; a non-blank
+`answer` is kept as the refusal text. Any other `guardrail` value (a number, a list, an object
+whose `blocked` is not a boolean or whose `reason` is not a string) makes the payload
+malformed, like malformed `calls` or `usage` → `AgentCrashError`. An `error` in the same
+payload wins over the guardrail.
 
 Classification (seed 004 "Results"): the caller retries only `ProviderError`; each `ask` is one
 try bounded by `timeout_s`.
 
-- 2xx with an answer payload → `AgentAnswer`.
+- 2xx with an answer payload → `AgentAnswer` (with `guardrail` set when one blocked it).
 - A body `{"error": ..., "crash": true}` (or `crash` absent), at any status → `AgentCrashError`:
   the agent said its own run failed. `{"error": ..., "crash": false}` → `ProviderError` (the
   agent says something upstream of it failed; worth retrying).
@@ -57,6 +75,12 @@ _ERROR_TEXT_LIMIT = 500
 """Characters of a response body kept in an error message: enough to read, not a whole page."""
 
 _URL_RE = re.compile(r"^https?://[^\s/]+", re.IGNORECASE)
+
+GUARDRAIL_ANSWER_PREFIX = "Blocked by guardrail: "
+"""The refusal text of a blocked payload without an answer is this prefix plus the reason."""
+
+UNSPECIFIED_GUARDRAIL_REASON = "unspecified"
+"""The reason of a `{"blocked": true}` guardrail that gives none."""
 
 
 # --- shared helpers ------------------------------------------------------------------------------
@@ -197,13 +221,14 @@ def answer_from_payload(
         default_model: model when the payload names none.
 
     Returns:
-        The answer.
+        The answer; when a `guardrail` blocked it, `guardrail` is the reason and `answer` the
+        refusal text (the payload's answer, else "Blocked by guardrail: <reason>").
 
     Raises:
         AgentCrashError: the payload reports the agent's own failure, or is malformed
-            (wrong types, an unknown call status).
+            (wrong types, an unknown call status, a malformed guardrail).
         ProviderError: the payload reports an upstream failure (`crash: false`) or holds no
-            answer at all.
+            answer at all (and no guardrail block).
     """
     if not isinstance(payload, dict):
         raise AgentCrashError(f"{source} returned {type(payload).__name__}, not a JSON object")
@@ -212,7 +237,14 @@ def answer_from_payload(
         if payload.get("crash", True) is False:
             raise ProviderError(message)
         raise AgentCrashError(message)
+    try:
+        guardrail = guardrail_from(payload.get("guardrail"))
+    except (ValueError, TypeError) as exc:
+        raise AgentCrashError(f"{source} returned a malformed answer: {clip(str(exc))}") from exc
     answer = payload.get("answer")
+    blank = answer is None or (isinstance(answer, str) and not answer.strip())
+    if guardrail is not None and blank:
+        answer = GUARDRAIL_ANSWER_PREFIX + guardrail
     if answer is None:
         raise ProviderError(f"{source} returned no answer")
     if not isinstance(answer, str):
@@ -228,7 +260,46 @@ def answer_from_payload(
     except (ValidationError, ValueError, TypeError) as exc:
         raise AgentCrashError(f"{source} returned a malformed answer: {clip(str(exc))}") from exc
     return AgentAnswer(
-        answer=answer, calls=calls, usage=usage, model=model, cost_micros=cost_micros
+        answer=answer,
+        calls=calls,
+        usage=usage,
+        model=model,
+        cost_micros=cost_micros,
+        guardrail=guardrail,
+    )
+
+
+def guardrail_from(raw: Any) -> str | None:
+    """The reason a payload's `guardrail` value says the answer was blocked, or None.
+
+    Args:
+        raw: the payload's `guardrail`: None, a string (the reason; "" = not blocked) or
+            `{"blocked": bool, "reason"?: str}`.
+
+    Returns:
+        The reason (stripped; "unspecified" for `{"blocked": true}` without one), or None
+        when nothing blocked the answer.
+
+    Raises:
+        TypeError: any other value (wrong type, `blocked` not a boolean, `reason` not a
+            string).
+    """
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        return raw.strip() or None
+    if isinstance(raw, dict):
+        blocked = raw.get("blocked")
+        if not isinstance(blocked, bool):
+            raise TypeError("guardrail.blocked must be true or false")
+        if not blocked:
+            return None
+        reason = raw.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            raise TypeError("guardrail.reason must be a string")
+        return (reason or "").strip() or UNSPECIFIED_GUARDRAIL_REASON
+    raise TypeError(
+        'guardrail must be a string (the reason) or an object {"blocked": bool, "reason": str}'
     )
 
 

@@ -19,6 +19,17 @@ tools); each tool call becomes `ToolCall(status="intended")` with its JSON argum
 tools are never executed. Usage comes from `usage.prompt_tokens/completion_tokens`, the model
 from the response's `model` (else the spec's).
 
+Guardrail blocks (seed 004 "Results": graded as a refusal, neither a crash nor a provider
+error) set `AgentAnswer.guardrail`:
+
+- `choices[0].finish_reason == "content_filter"` → guardrail "provider content filter"; the
+  answer is the (possibly partial) content when it is not blank, else the message's `refusal`,
+  else "Blocked by the provider's content filter".
+- otherwise a message with a non-empty `refusal` string (OpenAI structured outputs) →
+  guardrail "model refusal"; the answer is the refusal text.
+
+A `refusal` that is neither a string nor null makes the completion malformed.
+
 Errors — the caller retries a `ProviderError` only when its status is None, 408, 429 or 5xx
 (`http.is_retryable_status`):
 
@@ -55,6 +66,15 @@ from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
 
 DEFAULT_TEMPERATURE = 0.0
 """Temperature sent when the spec sets none (judges rely on 0 for repeatable grades)."""
+
+CONTENT_FILTER_GUARDRAIL = "provider content filter"
+"""`AgentAnswer.guardrail` when the provider's content filter stopped the completion."""
+
+CONTENT_FILTER_ANSWER = "Blocked by the provider's content filter"
+"""The answer of a content-filtered completion that carries no text."""
+
+REFUSAL_GUARDRAIL = "model refusal"
+"""`AgentAnswer.guardrail` when the model refused (the message's `refusal` field)."""
 
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -200,17 +220,33 @@ def parse_chat_response(
         source: names the provider in error messages.
         default_model: model when the response names none.
 
+    Returns:
+        The answer; a content-filtered or refused completion sets `guardrail` (see the
+        module docstring) and its answer is the refusal text.
+
     Raises:
         ProviderError: no choices (some gateways answer 200 with only an `error`).
-        AgentCrashError: a malformed choice or usage.
+        AgentCrashError: a malformed choice, refusal or usage.
     """
     if not isinstance(data, dict) or not data.get("choices"):
         error = data.get("error") if isinstance(data, dict) else None
         detail = f": {clip(str(error))}" if error else ""
         raise ProviderError(f"{source} returned no answer{detail}")
     try:
-        message = data["choices"][0]["message"]
+        choice = data["choices"][0]
+        message = choice["message"]
         answer = _content_text(message.get("content"))
+        refusal = message.get("refusal")
+        if refusal is not None and not isinstance(refusal, str):
+            raise TypeError(f"message.refusal is {type(refusal).__name__}")
+        refusal = (refusal or "").strip()
+        guardrail: str | None = None
+        if choice.get("finish_reason") == "content_filter":
+            guardrail = CONTENT_FILTER_GUARDRAIL
+            if not answer.strip():
+                answer = refusal or CONTENT_FILTER_ANSWER
+        elif refusal:
+            guardrail, answer = REFUSAL_GUARDRAIL, refusal
         calls = [_tool_call(raw) for raw in message.get("tool_calls") or []]
         if message.get("function_call"):  # the pre-tools API some servers still speak
             calls.append(_tool_call({"function": message["function_call"]}))
@@ -220,7 +256,13 @@ def parse_chat_response(
             f"{source} returned a malformed completion: {clip(str(exc))}"
         ) from exc
     model = data.get("model") if isinstance(data.get("model"), str) else None
-    return AgentAnswer(answer=answer, calls=calls, usage=usage, model=model or default_model)
+    return AgentAnswer(
+        answer=answer,
+        calls=calls,
+        usage=usage,
+        model=model or default_model,
+        guardrail=guardrail,
+    )
 
 
 def _content_text(content: Any) -> str:

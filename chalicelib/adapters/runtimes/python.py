@@ -9,8 +9,10 @@ Spec::
 The function is called as ``function(request: dict, options: dict) -> dict | str`` where
 `request` is `CaseRequest.model_dump(mode="json")` and `options` a deep copy of the spec's
 options (so a function cannot change the spec). A `str` is the answer text; a `dict` is the
-answer payload of the `http` runtime (`answer`, `calls`, `usage`, `model`, `cost_usd`, or
-`{"error": ..., "crash": true}`).
+answer payload of the `http` runtime (`answer`, `calls`, `usage`, `model`, `cost_usd`,
+`guardrail`, or `{"error": ..., "crash": true}`). A guardrail block
+(``{"guardrail": "pii detected"}``, answer optional) is an answer graded as a refusal, not a
+crash.
 
 Errors: a `ProviderError` or `AgentCrashError` the function raises propagates unchanged; any
 other exception becomes `AgentCrashError` with its text (the agent's own run failed). The call

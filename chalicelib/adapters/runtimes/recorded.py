@@ -15,11 +15,13 @@ Each JSONL line (blank lines skipped) is an answer payload of the `http` runtime
      "calls": [{"name": "calc", "arguments": {"expr": "2+2"}}],
      "usage": {"input_tokens": 12, "output_tokens": 1}, "model": "...", "cost_usd": "0.00001"}
 
-A line needs `case_id` or `input`. An `inline` value is such a payload or just the answer text;
-its key is the case id. Lookup is by `case_id`, else by the exact `input` text; when a case id or
-input appears twice the first line wins. A case the recording lacks raises
-`DivergentCallError` (the attempt fails with `crash: true`). Calls without a status are
-`replayed`.
+A line needs `case_id` or `input`, and an `answer` unless it records an `error` or a
+`guardrail` block (whose refusal text then defaults to "Blocked by guardrail: <reason>"; a
+blocked line replays as a graded refusal, not a crash). An `inline` value is such a payload
+or just the answer text; its key is the case id. Lookup is by `case_id`, else by the exact
+`input` text; when a case id or input appears twice the first line wins. A case the recording
+lacks raises `DivergentCallError` (the attempt fails with `crash: true`). Calls without a
+status are `replayed`.
 
 Recording files are parsed once per resolved path and cached (thread-safe); a file whose
 modification time or size changed is parsed again.
@@ -65,7 +67,12 @@ def _add(recording: Recording, entry: dict[str, Any], where: str) -> None:
         raise ValueError(f"{where}: case_id must be a string")
     if text is not None and not isinstance(text, str):
         raise ValueError(f"{where}: input must be a string")
-    if not isinstance(entry.get("answer"), str) and not entry.get("error"):
+    if (
+        not isinstance(entry.get("answer"), str)
+        and not entry.get("error")
+        and not entry.get("guardrail")
+    ):
+        # A guardrail value is checked when replayed (a malformed one fails that attempt).
         raise ValueError(f"{where}: answer must be a string")
     # setdefault: the first line for a case id or an input wins.
     if case_id is not None:
@@ -78,7 +85,8 @@ def parse_jsonl(text: str, source: str) -> Recording:
     """Parse recording JSONL text.
 
     Raises:
-        ValueError: a line that is not a JSON object with `answer` and `case_id`/`input`;
+        ValueError: a line that is not a JSON object with `case_id`/`input` and an `answer`
+            (or `error`, or `guardrail`);
             the message names the line number, never its content (it may be any file).
     """
     recording = Recording()

@@ -1,0 +1,207 @@
+"""The model judge's rules: its published spec, which criteria a case is graded on, the prompt it
+is asked with, how its reply becomes a score, and its fingerprint (seed 004 "Results", "A
+different judge invalidates the comparison").
+
+Pure: asking the model is the service's job (`services.judging`); everything around the request
+is here and unit-tested.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from pydantic import Field, field_validator, model_validator
+
+from chalicelib.domain.models import Case, Frozen, ScoreResult
+from chalicelib.domain.spec import spec_hash
+
+JUDGE_SCORER = "judge"
+"""The scorer name a dataset's `scoring.required` lists to be graded by a judge."""
+
+PROMPT_V1 = (
+    "You are a strict, impartial grader of an AI agent's answer. Grade the ANSWER to the QUESTION "
+    "against each criterion separately, on a whole-number scale from 1 (not met at all) to {scale_max} "
+    "(fully met). Judge only what the answer says; the reference answer, when given, is what a correct "
+    "answer would say.{instructions}\n"
+    'Reply with JSON only, no prose around it: {{"grades": [{{"criterion_id": "<id>", "score": <1-{scale_max}>, '
+    '"reason": "<one sentence>"}}]}}, one entry for every criterion listed.'
+)
+PROMPTS: dict[str, str] = {"1": PROMPT_V1}
+"""The judge's own prompt by version. A new wording is a new version: the fingerprint changes."""
+
+
+class Criterion(Frozen):
+    """One thing the judge grades; scoped to cases with any of `tags` (none: every case)."""
+
+    criterion_id: str = Field(pattern=r"^[A-Za-z0-9_\-.]{1,64}$")
+    text: str = Field(min_length=1, max_length=2000)
+    tags: list[str] = Field(default_factory=list)
+
+
+class JudgeSpec(Frozen):
+    """What a published judge version grades with (the body of `POST /judges/{id}/versions`)."""
+
+    model_profile_id: str = Field(min_length=1)
+    """The model profile the judge is asked on (its model, price and connection settings)."""
+    criteria: list[Criterion] = Field(min_length=1, max_length=50)
+    scale_max: int = Field(5, ge=2, le=10)
+    """Each criterion is graded 1..scale_max."""
+    threshold: int = Field(4, ge=1)
+    """A criterion passes at a grade >= threshold; the answer passes when every applicable one does."""
+    prompt_version: str = "1"
+    """Version of the judge's own prompt (`PROMPTS`)."""
+    temperature: float = Field(0.0, ge=0, le=2)
+    """0 grades the same answer the same way twice; higher is allowed with a warning."""
+    instructions: str = Field("", max_length=4000)
+    """Extra guidance for the judge, part of the rubric."""
+
+    @field_validator("prompt_version")
+    @classmethod
+    def _known_prompt(cls, value: str) -> str:
+        if value not in PROMPTS:
+            raise ValueError(f"unknown judge prompt version (known: {', '.join(sorted(PROMPTS))})")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> JudgeSpec:
+        if self.threshold > self.scale_max:
+            raise ValueError("threshold must be at most scale_max")
+        ids = [c.criterion_id for c in self.criteria]
+        if len(set(ids)) < len(ids):
+            raise ValueError("criteria: a criterion_id is used twice")
+        return self
+
+
+def rubric_hash(spec: JudgeSpec) -> str:
+    """The rubric's fingerprint: criteria (with their tag scopes), scale, threshold, instructions."""
+    return spec_hash(spec.model_dump(mode="json", include={"criteria", "scale_max", "threshold", "instructions"}))
+
+
+def fingerprint(judge_id: str, version: int, model: str, spec: JudgeSpec) -> dict[str, Any]:
+    """What every judge score records: which judge graded it (seed 004)."""
+    return {"judge_id": judge_id, "judge_version": version, "model": model,
+            "rubric_hash": rubric_hash(spec), "prompt_version": spec.prompt_version}
+
+
+def fingerprint_key(fp: Mapping[str, Any]) -> str:
+    """One comparable string per judge fingerprint (two scores with equal keys had the same judge)."""
+    return (f"{fp.get('judge_id')}@{fp.get('judge_version')}|{fp.get('model')}|"
+            f"{str(fp.get('rubric_hash'))[:16]}|prompt {fp.get('prompt_version')}")
+
+
+def score_judge_key(scores: Iterable[Mapping[str, Any]]) -> str | None:
+    """The fingerprint key of the judge score among an attempt's scores, None when no judge graded it."""
+    for s in scores:
+        if s.get("scorer") == JUDGE_SCORER and s.get("fingerprint") and s.get("passed") is not None:
+            return fingerprint_key(s["fingerprint"])
+    return None
+
+
+def applicable_criteria(case: Case, criteria: Sequence[Criterion]) -> list[Criterion]:
+    """The criteria that grade `case`: unscoped ones, and those sharing a tag with it (a case with
+    several matching tags gets each criterion once; unmatched criteria are left out entirely)."""
+    tags = set(case.tags)
+    return [c for c in criteria if not c.tags or tags.intersection(c.tags)]
+
+
+def messages(spec: JudgeSpec, case: Case, answer: str, criteria: Sequence[Criterion]) -> tuple[str, str]:
+    """`(system prompt, user message)` the judge is asked with."""
+    extra = f" {spec.instructions.strip()}" if spec.instructions.strip() else ""
+    system = PROMPTS[spec.prompt_version].format(scale_max=spec.scale_max, instructions=extra)
+    listed = "\n".join(f"- {c.criterion_id}: {c.text}" for c in criteria)
+    reference = case.reference if case.reference is not None else "(none given)"
+    user = (f"QUESTION:\n{case.input}\n\nREFERENCE ANSWER:\n{reference}\n\nANSWER:\n{answer}\n\n"
+            f"CRITERIA:\n{listed}")
+    return system, user
+
+
+class JudgeReplyError(ValueError):
+    """The judge's reply could not be read as grades: the answer is not graded."""
+
+
+_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+
+
+def _grades_object(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        found = _OBJECT.search(text or "")   # models wrap JSON in prose or ``` fences
+        if found is None:
+            raise JudgeReplyError("the judge's reply holds no JSON object") from None
+        try:
+            return json.loads(found.group(0))
+        except ValueError:
+            raise JudgeReplyError("the judge's reply is not valid JSON") from None
+
+
+def parse_reply(text: str, spec: JudgeSpec, criteria: Sequence[Criterion],
+                fp: Mapping[str, Any]) -> ScoreResult:
+    """The judge's score from its reply: passed when every criterion is graded >= threshold.
+
+    `score` is the mean grade over `scale_max` (0..1); the reason lists each criterion's grade.
+    Raises JudgeReplyError for a reply without a whole-number grade in 1..scale_max for every
+    criterion asked.
+    """
+    data = _grades_object(text)
+    grades = data.get("grades") if isinstance(data, dict) else None
+    if not isinstance(grades, list):
+        raise JudgeReplyError('the judge\'s reply has no "grades" list')
+    by_id: dict[str, tuple[int, str]] = {}
+    for item in grades:
+        if not isinstance(item, dict) or not isinstance(item.get("criterion_id"), str):
+            continue
+        value = item.get("score")
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+            raise JudgeReplyError(f"criterion {item['criterion_id']}: score {value!r} is not a whole number")
+        if not 1 <= int(value) <= spec.scale_max:
+            raise JudgeReplyError(f"criterion {item['criterion_id']}: score {value} is outside 1..{spec.scale_max}")
+        by_id[item["criterion_id"]] = (int(value), str(item.get("reason") or "")[:500])
+    missing = [c.criterion_id for c in criteria if c.criterion_id not in by_id]
+    if missing:
+        raise JudgeReplyError(f"the judge gave no grade for {', '.join(missing)}")
+    marks = [(c.criterion_id, *by_id[c.criterion_id]) for c in criteria]
+    failing = [m for m in marks if m[1] < spec.threshold]
+    shown = failing or marks
+    reason = "; ".join(f"{cid}: {g}/{spec.scale_max}" + (f" ({why})" if why else "") for cid, g, why in shown)
+    return ScoreResult(scorer=JUDGE_SCORER, passed=not failing,
+                       score=sum(g for _, g, _ in marks) / (spec.scale_max * len(marks)),
+                       reason=reason, fingerprint=dict(fp))
+
+
+def not_graded(reason: str, fp: Mapping[str, Any] | None) -> ScoreResult:
+    """A judge score that decides nothing (the judge failed or was skipped): neither pass nor fail."""
+    return ScoreResult(scorer=JUDGE_SCORER, passed=None, score=0.0, reason=reason,
+                       fingerprint=dict(fp) if fp else None)
+
+
+T = TypeVar("T")
+
+
+def majority_judge(tries: Sequence[T], key_of: Any) -> list[T]:
+    """A case's tries graded by the judge that graded most of them (seed 004: "a case whose tries
+    carry two judges' grades settles by whichever graded more of them"); a tie goes to the judge
+    of the earliest try. Tries no judge graded stay. `key_of(try)` gives its judge key or None."""
+    keys = [key_of(t) for t in tries]
+    counts = Counter(k for k in keys if k is not None)
+    if len(counts) <= 1:
+        return list(tries)
+    top = max(counts.values())
+    winner = next(k for k in keys if k is not None and counts[k] == top)
+    return [t for t, k in zip(tries, keys, strict=True) if k is None or k == winner]
+
+
+def invalid_reason(candidate_keys: Iterable[str], baseline_keys: Iterable[str]) -> str | None:
+    """Why two sides' grades cannot be compared, or None: a judge that changed within a side, or
+    sides graded by different judges (model, version, rubric or prompt)."""
+    cand, base = set(candidate_keys), set(baseline_keys)
+    if len(cand) > 1 or len(base) > 1:
+        return "the judge changed while the run's cases were graded"
+    if cand and base and cand != base:
+        return (f"the sides were graded by different judges ({next(iter(cand))} against "
+                f"{next(iter(base))}): a flip would say something about the grading, not the agent")
+    return None

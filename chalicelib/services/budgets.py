@@ -1,0 +1,123 @@
+"""Monthly budgets and what is spent against them (seed 004 "The budget it leaves",
+"What each case runs as").
+
+An eval spends from the agent's and the organization's monthly budgets (UTC calendar months).
+Every model request - an agent's answer or a judge's grade - is checked against both before it
+is sent, and its real cost is added to both month counters once it is back. The estimate only
+decides whether a run may start; these checks are what stop one already running.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from chalicelib.adapters.stores import BudgetReading
+from chalicelib.bootstrap import Container
+from chalicelib.clock import iso
+from chalicelib.domain.identity import Identity
+from chalicelib.domain.money import micros_to_usd, usd_to_micros
+from chalicelib.errors import InvalidInputError
+
+
+def month_of(now: datetime) -> str:
+    """The budget month of `now`: `YYYY-MM` in UTC."""
+    return now.strftime("%Y-%m")
+
+
+@dataclass(frozen=True)
+class Exhausted:
+    """Which budget is spent, for the run's reason."""
+
+    scope: str
+    """`agent` or `organization`."""
+    budget_micros: int
+    spent_micros: int
+
+    @property
+    def reason(self) -> str:
+        return (f"budget exceeded: the {self.scope}'s monthly budget of ${micros_to_usd(self.budget_micros):.2f} "
+                f"is spent (${micros_to_usd(self.spent_micros):.2f} this month)")
+
+
+def exhausted(reading: BudgetReading) -> Exhausted | None:
+    """The first budget with nothing left (spent >= budget), agent first; None while both have room."""
+    for scope, budget, spent in (("agent", reading.agent_budget_micros, reading.agent_spent_micros),
+                                 ("organization", reading.org_budget_micros, reading.org_spent_micros)):
+        if budget is not None and spent >= budget:
+            return Exhausted(scope, budget, spent)
+    return None
+
+
+def read(c: Container, org_id: str, agent_id: str) -> BudgetReading:
+    """Both budgets and this month's spend (one request)."""
+    return c.spend.read(org_id, agent_id, month_of(c.clock.now()))
+
+
+def check(c: Container, org_id: str, agent_id: str) -> Exhausted | None:
+    """What must be checked before a model request is sent: None when both budgets have room."""
+    return exhausted(read(c, org_id, agent_id))
+
+
+def charge(c: Container, org_id: str, agent_id: str, micros: int, *, judge: bool = False) -> None:
+    """Add a model request's real cost (micro-USD) to both month counters; nothing for a free one."""
+    if micros > 0:
+        c.spend.charge(org_id, agent_id, month_of(c.clock.now()), micros, judge=judge)
+
+
+def _usd(micros: int | None) -> float | None:
+    return None if micros is None else micros_to_usd(micros)
+
+
+def view(reading: BudgetReading, *, scope: str, now: datetime) -> dict[str, Any]:
+    """The API shape of one budget: `{scope, month, monthly_usd, spent_usd, remaining_usd}`."""
+    budget, spent = ((reading.agent_budget_micros, reading.agent_spent_micros) if scope == "agent"
+                     else (reading.org_budget_micros, reading.org_spent_micros))
+    return {"scope": scope, "month": month_of(now), "monthly_usd": _usd(budget), "spent_usd": micros_to_usd(spent),
+            "remaining_usd": None if budget is None else micros_to_usd(budget - spent)}
+
+
+def parse_budget(raw: Any) -> int | None:
+    """`monthly_usd` of a budget body as micro-USD; None removes the budget.
+
+    Raises InvalidInputError (field `monthly_usd`) for anything but a non-negative number or null.
+    """
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        raise InvalidInputError("monthly_usd must be a non-negative number of USD, or null for no budget",
+                                field="monthly_usd")
+    try:
+        return usd_to_micros(raw)
+    except ValueError:
+        raise InvalidInputError("monthly_usd must be a non-negative number of USD, or null for no budget",
+                                field="monthly_usd") from None
+
+
+def set_org_budget(c: Container, who: Identity, raw: Any) -> dict[str, Any]:
+    """Set the organization's monthly budget (`monthly_usd`, null for none) and return its view."""
+    micros = parse_budget(raw)
+    now = c.clock.now()
+    c.orgs.ensure(who.org_id, concurrency_limit=c.settings.eval_org_concurrency, now_iso=iso(now))
+    c.spend.set_org_budget(who.org_id, micros)
+    return org_view(c, who)
+
+
+def set_agent_budget(c: Container, who: Identity, agent_id: str, raw: Any) -> dict[str, Any]:
+    """Set an agent's monthly budget. Raises NotFoundError for an unknown agent."""
+    micros = parse_budget(raw)
+    c.spend.set_agent_budget(who.org_id, agent_id, micros)
+    return agent_view(c, who, agent_id)
+
+
+def org_view(c: Container, who: Identity) -> dict[str, Any]:
+    """The organization's budget this month."""
+    return view(c.spend.read(who.org_id, None, month_of(c.clock.now())), scope="organization", now=c.clock.now())
+
+
+def agent_view(c: Container, who: Identity, agent_id: str) -> dict[str, Any]:
+    """An agent's budget this month. Raises NotFoundError for an unknown agent."""
+    c.agents.get(who.org_id, agent_id)
+    return {"agent_id": agent_id,
+            **view(read(c, who.org_id, agent_id), scope="agent", now=c.clock.now())}

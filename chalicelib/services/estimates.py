@@ -1,0 +1,133 @@
+"""What a run would cost, before anything is spent (seed 004 "Starting a run", "The budget it leaves").
+
+Each model is priced from the agent's history on it (its average cost per case over its last
+`EVAL_ESTIMATE_SAMPLE` completed runs there), else as a typical case at the model's own price, else
+at `EVAL_FALLBACK_CASE_COST_USD`; the judge the same way from its own history. The arithmetic is
+`domain.estimate`; this module gathers the history and the budgets.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from chalicelib.bootstrap import Container
+from chalicelib.domain import estimate as rules
+from chalicelib.domain.enums import RunStatus
+from chalicelib.domain.identity import Identity
+from chalicelib.domain.money import micros_to_usd, usd_to_micros
+from chalicelib.services import baselines, budgets
+
+if TYPE_CHECKING:
+    from chalicelib.services.runs import Plan
+
+RECENT_RUNS = 200
+"""How many of the agent's newest runs are searched for its history."""
+
+
+def _history(c: Container, agent_id: str, org_id: str) -> tuple[dict[str | None, rules.CostHistory],
+                                                                  dict[str | None, rules.CostHistory]]:
+    """The agent's cost history per model (answers) and per judge model (grading), each over its
+    last `EVAL_ESTIMATE_SAMPLE` completed runs on that model."""
+    sample = c.settings.eval_estimate_sample
+    answers: dict[str | None, list[int]] = {}
+    grading: dict[str | None, list[int]] = {}
+    for run in c.runs.list_by_agent(agent_id, limit=RECENT_RUNS):
+        if run.org_id != org_id or run.status != RunStatus.COMPLETED:
+            continue
+        arms_outcome = (run.outcome or {}).get("arms") or {}
+        this_run: dict[str | None, list[int]] = {}
+        for arm in run.arms:
+            eff = (arms_outcome.get(arm["arm_id"]) or {}).get("efficiency") or {}
+            if arm.get("answers", True) and eff.get("attempts"):
+                acc = this_run.setdefault(baselines.model_of(arm["spec"]), [0, 0])
+                acc[0] += int(eff.get("cost_micros") or 0)
+                acc[1] += int(eff["attempts"])
+        judge_model = (run.settings or {}).get("judge_model")
+        for totals, model, cost, count in (
+                *((answers, m, v[0], v[1]) for m, v in this_run.items()),
+                *([(grading, judge_model, int(run.judge_cost_micros or 0), int(run.judge_calls or 0))]
+                  if judge_model and int(run.judge_calls or 0) else [])):
+            acc = totals.setdefault(model, [0, 0, 0])
+            if acc[2] < sample:   # this model's newest `sample` runs only
+                acc[0], acc[1], acc[2] = acc[0] + cost, acc[1] + count, acc[2] + 1
+    return ({m: rules.CostHistory(*v) for m, v in answers.items()},
+            {m: rules.CostHistory(*v) for m, v in grading.items()})
+
+
+def price(c: Container, who: Identity, plan: Plan) -> dict[str, Any]:
+    """The estimate of a planned run, with the budgets it leaves (the `/estimate` response).
+
+    Returns `{cases, ungraded_cases, judged_cases, arms: [...], judge, first_pass_usd,
+    rerun_ceiling_usd, total_usd, basis, reused_baseline_run_id, missing_baseline_version,
+    budgets: {agent, organization}, agent_after_usd, org_after_usd, within_budget, warnings}`;
+    money in USD, computed exactly in micro-USD.
+    """
+    s = c.settings
+    fallback = {"fallback_input_tokens": s.eval_fallback_input_tokens,
+                "fallback_output_tokens": s.eval_fallback_output_tokens,
+                "fallback_case_micros": usd_to_micros(s.eval_fallback_case_cost_usd)}
+    answers, grading = _history(c, plan.agent_id, who.org_id)
+    arm_plans = []
+    for arm in plan.arms:
+        model = baselines.model_of(arm["spec"])
+        per_case, basis = rules.unit_cost(answers.get(model), arm["spec"].get("price"), **fallback)
+        arm_plans.append(rules.ArmPlan(arm["arm_id"], arm["role"], model, per_case, basis,
+                                       answers=arm.get("answers", True), rerun=arm.get("rerun", True)))
+    judge_plan = None
+    if plan.judge is not None:
+        per_call, basis = rules.unit_cost(grading.get(plan.judge.model), plan.judge.runtime_spec.get("price"),
+                                          **fallback)
+        judge_plan = rules.JudgePlan(per_call, basis, plan.judged)
+    est = rules.estimate(cases=plan.case_count, arms=arm_plans, judge=judge_plan, reruns=plan.reruns,
+                         stability=plan.stability)
+    reading = budgets.read(c, who.org_id, plan.agent_id)
+    exposure = est.total_micros
+    agent_after = rules.remaining_after(reading.agent_budget_micros, reading.agent_spent_micros, exposure)
+    org_after = rules.remaining_after(reading.org_budget_micros, reading.org_spent_micros, exposure)
+    now = c.clock.now()
+    return {
+        "agent_id": plan.agent_id, "dataset_id": plan.dataset.dataset_id, "dataset_version": int(plan.dataset.version),
+        "candidate": "draft" if plan.draft else "version", "resolved_version": plan.version,
+        "cases": plan.case_count, "ungraded_cases": plan.ungraded, "judged_cases": plan.judged,
+        "reruns": plan.reruns,
+        "arms": [{"arm_id": a.arm_id, "role": a.role, "model": a.model, "basis": str(a.basis),
+                  "per_case_usd": micros_to_usd(a.per_case_micros), "first_pass_usd": micros_to_usd(a.first_pass_micros),
+                  "rerun_ceiling_usd": micros_to_usd(a.rerun_ceiling_micros),
+                  "runs_sampled": (answers.get(a.model).runs if answers.get(a.model) and a.basis == "history" else 0),
+                  **({"reused_run_id": plan.info.get("reused_baseline_run_id")} if a.basis == "reused" else {})}
+                 for a in est.arms],
+        "judge": None if plan.judge is None else {
+            "judge_id": plan.judge.judge_id, "version": plan.judge.version, "model": plan.judge.model,
+            "basis": str(judge_plan.basis), "per_call_usd": micros_to_usd(rules.round_half_up(judge_plan.per_call)),
+            "first_pass_usd": micros_to_usd(est.judge_first_pass_micros),
+            "rerun_ceiling_usd": micros_to_usd(est.judge_rerun_ceiling_micros)},
+        "first_pass_usd": micros_to_usd(est.first_pass_micros),
+        "rerun_ceiling_usd": micros_to_usd(est.rerun_ceiling_micros),
+        "total_usd": micros_to_usd(est.total_micros), "basis": str(est.basis),
+        "reused_baseline_run_id": plan.info.get("reused_baseline_run_id"),
+        "missing_baseline_version": plan.info.get("missing_baseline_version"),
+        "budgets": {"agent": budgets.view(reading, scope="agent", now=now),
+                    "organization": budgets.view(reading, scope="organization", now=now)},
+        "agent_after_usd": None if agent_after is None else micros_to_usd(agent_after),
+        "org_after_usd": None if org_after is None else micros_to_usd(org_after),
+        "within_budget": rules.fits(reading.agent_budget_micros, reading.agent_spent_micros, exposure)
+        and rules.fits(reading.org_budget_micros, reading.org_spent_micros, exposure),
+        "warnings": list(plan.warnings),
+    }
+
+
+def refusal(priced: dict[str, Any]) -> str:
+    """Why a start past a budget is refused (the 402's message)."""
+    short = [name for name, key in (("agent", "agent_after_usd"), ("organization", "org_after_usd"))
+             if priced[key] is not None and priced[key] < 0]
+    return (f"the run could cost up to ${priced['total_usd']:.2f} (first pass ${priced['first_pass_usd']:.2f} plus "
+            f"reruns up to ${priced['rerun_ceiling_usd']:.2f}), more than is left of the "
+            f"{' and the '.join(short)} monthly budget")
+
+
+def estimate(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    """`POST /agents/{id}/eval-runs/estimate`: plan the run as a start would and price it; nothing
+    is written. Raises what `runs.plan_run` raises."""
+    from chalicelib.services.runs import plan_run
+
+    return price(c, who, plan_run(c, who, agent_id, body))

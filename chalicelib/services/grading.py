@@ -1,0 +1,134 @@
+"""Grade again: the judge grades kept answers anew, without asking the agent (seed 004 "Results").
+
+An answer the judge failed on or skipped is not graded; grading it again reads the answer kept on
+the attempt, asks the judge grading the dataset now (checking the budgets before each request),
+and replaces that attempt's judge score. The other scorers' verdicts stay. The run's counters
+move with each changed grade in the same transaction, and a completed run's summaries,
+comparison and outcome are computed again. Who did it is kept on each attempt and on the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from chalicelib.adapters.tables import AttemptRow, RunRow
+from chalicelib.bootstrap import Container
+from chalicelib.clock import iso
+from chalicelib.domain.enums import RunStatus
+from chalicelib.domain.identity import Identity
+from chalicelib.domain.judge import JUDGE_SCORER
+from chalicelib.domain.models import AgentAnswer, Case, ToolCall
+from chalicelib.domain.money import micros_to_usd
+from chalicelib.errors import BudgetExceededError, ConflictError, InvalidInputError, NotFoundError
+from chalicelib.services import finalize
+from chalicelib.services.run_case import grade_answer
+
+
+def _judged(row: AttemptRow) -> bool:
+    return any(s.get("scorer") == JUDGE_SCORER for s in row.scores or [])
+
+
+def _targets(run: RunRow, rows: list[AttemptRow], score_ids: Sequence[str] | None,
+             field: str) -> list[AttemptRow]:
+    """The attempts whose judge scores to grade again: the named ones, else the ungraded ones."""
+    if score_ids is None:
+        wanted = set(finalize.ungraded_score_ids(run, rows))
+        return [r for r in rows if finalize.score_id(run.run_id, r.attempt_key) in wanted]
+    by_id = {finalize.score_id(run.run_id, r.attempt_key): r for r in rows}
+    out = []
+    for i, sid in enumerate(score_ids):
+        row = by_id.get(sid)
+        if row is None:
+            raise NotFoundError(f"score {sid} not found in eval run {run.run_id}", field=f"{field}[{i}]")
+        if not _judged(row):
+            raise InvalidInputError(f"score {sid}: no judge graded this answer (nothing to grade again)",
+                                    field=f"{field}[{i}]")
+        if row not in out:
+            out.append(row)
+    return out
+
+
+def grade_again(c: Container, who: Identity, run_id: str, score_ids: Sequence[str] | None = None,
+                *, field: str = "score_ids") -> dict[str, Any]:
+    """Grade again the judge scores `score_ids` of a run (default: every one not graded).
+
+    Returns `{run_id, graded, changed, still_ungraded, judge_cost_usd, stopped, scores: [...]}`.
+    Raises:
+        NotFoundError: unknown run or score. ConflictError: the run is still running (its grades
+        would race the final computation). InvalidInputError: a score no judge gave.
+        BudgetExceededError: a budget was spent before the first answer could be graded.
+    """
+    run = c.runs.get_for_org(who.org_id, run_id)
+    if not RunStatus(run.status).ended:
+        raise ConflictError(f"eval run {run_id} is still running: grade again once it has ended", field="run_id")
+    rows = c.runs.attempts(run_id)
+    targets = _targets(run, rows, score_ids, field)
+    cases = {case["case_id"]: case for case in c.datasets.cases(run.dataset_id, int(run.dataset_version))}
+    now = iso(c.clock.now())
+    results: list[dict[str, Any]] = []
+    cost = changed = 0
+    stopped = None
+    for row in targets:
+        answer_text = c.bucket.get_text(row.answer_ref) if row.answer_ref else (row.answer or "")
+        answer = AgentAnswer(answer=answer_text, calls=[ToolCall.model_validate(x) for x in row.calls or []])
+        grade, asker = grade_answer(c, run, Case.model_validate(cases[row.case_id]), answer, scores=row.scores or [])
+        spent = asker.cost_micros if asker else 0
+        if asker is not None and asker.exhausted is not None and not asker.calls:
+            stopped = asker.exhausted.reason
+            break
+        entry = {"by": who.user_id, "at": now, "state_before": row.state, "state": grade.state.value}
+        if not c.runs.regrade_attempt(row, state=grade.state.value, scores=[s.model_dump(mode="json") for s in grade.scores],
+                                      reason=grade.reason, judge_cost_micros=spent,
+                                      judge_calls=asker.calls if asker else 0, entry=entry):
+            results.append({"score_id": finalize.score_id(run_id, row.attempt_key), "skipped": "graded meanwhile"})
+            continue
+        cost += spent
+        changed += grade.state.value != row.state
+        results.append({"score_id": finalize.score_id(run_id, row.attempt_key), "state_before": row.state,
+                        "state": grade.state.value, "reason": grade.reason})
+    if stopped and not results:
+        raise BudgetExceededError(f"nothing was graded again: {stopped}", field="budget")
+    graded = [r for r in results if "state" in r]
+    if graded:
+        fresh = c.runs.get(run_id) or run
+        actions = [RunRow.gradings.set((fresh.gradings or []) + [
+            {"by": who.user_id, "at": now, "graded": len(graded), "changed": changed,
+             "judge_cost_usd": micros_to_usd(cost)}])]
+        if fresh.status == RunStatus.COMPLETED:
+            # The outcome rests on these grades: compare again (no reruns: a new flip stays unconfirmed).
+            actions.append(RunRow.outcome.set(finalize.compute_outcome(c, fresh, finalize.all_attempts(c, fresh))))
+        c.runs.update(run_id, actions)
+    after = c.runs.get(run_id) or run
+    return {"run_id": run_id, "graded": len(graded), "changed": changed,
+            "still_ungraded": finalize.ungraded_score_ids(after, c.runs.attempts(run_id)),
+            "judge_cost_usd": micros_to_usd(cost), "stopped": stopped, "scores": results}
+
+
+def rescore(c: Container, who: Identity, dataset_id: str, *, score_ids: Sequence[str] | None,
+            run_id: str | None) -> dict[str, Any]:
+    """`POST /datasets/{id}/scores/rescore`: grade again scores of runs over this dataset - the
+    named `score_ids` (`<run_id>:<attempt_key>:judge`), or every ungraded one of `run_id`.
+
+    Raises NotFoundError for an unknown dataset, run or score, or a run over another dataset;
+    InvalidInputError when neither is given.
+    """
+    c.datasets.get(who.org_id, dataset_id)
+    if not score_ids and not run_id:
+        raise InvalidInputError("name the score_ids to grade again, or a run_id", field="score_ids")
+    by_run: dict[str, list[str]] = {}
+    for i, sid in enumerate(score_ids or []):
+        owner = sid.split(":", 1)[0] if ":" in sid else ""
+        if run_id and owner != run_id:
+            raise InvalidInputError(f"score {sid} is not of run {run_id}", field=f"score_ids[{i}]")
+        by_run.setdefault(owner, []).append(sid)
+    if run_id and not score_ids:
+        by_run[run_id] = []
+    for owner in by_run:
+        run = c.runs.get(owner)
+        if run is None or run.org_id != who.org_id or run.dataset_id != dataset_id:
+            raise NotFoundError(f"eval run {owner or '?'} over dataset {dataset_id} not found", field="score_ids"
+                                if score_ids else "run_id")
+    runs = [grade_again(c, who, owner, ids or None) for owner, ids in by_run.items()]
+    return {"dataset_id": dataset_id, "runs": runs, "graded": sum(r["graded"] for r in runs),
+            "changed": sum(r["changed"] for r in runs)}

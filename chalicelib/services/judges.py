@@ -1,0 +1,239 @@
+"""Judges: published, immutable grading specs, and asking one about an answer (seed 004
+"Results", "A different judge invalidates the comparison").
+
+A judge version copies its model profile (model, price, connection settings) when it is
+published, so a version always grades the same way. A dataset names its judge in
+`scoring.settings.judge`: with a `version` it is pinned; without one the latest version at
+grading time grades, which is how a judge can change under a running run (the comparison then
+says so and gives no verdict).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from chalicelib.adapters.runtimes.http import is_retryable_status
+from chalicelib.adapters.tables import JudgeRow, RunRow
+from chalicelib.bootstrap import Container
+from chalicelib.clock import iso
+from chalicelib.domain import judge as rules
+from chalicelib.domain.models import AgentAnswer, Case, CaseRequest, ScoreResult, ScoringConfig
+from chalicelib.domain.money import token_cost_micros
+from chalicelib.domain.redaction import redact
+from chalicelib.errors import AgentCrashError, ConflictError, InvalidInputError, ProviderError, invalid_input
+from chalicelib.services import budgets
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ResolvedJudge:
+    """One published judge version, ready to ask."""
+
+    judge_id: str
+    version: int
+    spec: rules.JudgeSpec
+    runtime_spec: dict[str, Any]
+    """The `openai` runtime spec it is asked through (model, base_url, price, temperature...)."""
+    fingerprint: dict[str, Any]
+
+    @property
+    def model(self) -> str:
+        return str(self.runtime_spec.get("model"))
+
+    @property
+    def key(self) -> str:
+        return rules.fingerprint_key(self.fingerprint)
+
+
+# --- publishing ------------------------------------------------------------------------------
+
+
+def header_view(row: JudgeRow) -> dict[str, Any]:
+    return {"judge_id": row.judge_id, "name": row.name, "latest_version": int(row.latest_version or 0) or None,
+            "created_at": row.created_at, "created_by": row.created_by}
+
+
+def version_view(row: JudgeRow) -> dict[str, Any]:
+    spec = dict(row.spec or {})
+    runtime = spec.pop("runtime", {})
+    resolved = _resolved(row)
+    return {"judge_id": row.judge_id, "version": int(row.version), "spec": spec, "model": runtime.get("model"),
+            "rubric_hash": row.rubric_hash, "fingerprint": resolved.fingerprint,
+            "published_at": row.created_at, "published_by": row.created_by}
+
+
+def create(c: Container, who: Any, *, name: str, judge_id: str | None = None) -> JudgeRow:
+    """Create a judge (publish its versions with `publish`). Raises ConflictError for a taken id."""
+    row = JudgeRow(judge_id or f"judge_{uuid.uuid4().hex[:12]}", 0, org_id=who.org_id, name=name,
+                   latest_version=0, created_at=iso(c.clock.now()), created_by=who.user_id)
+    c.judges.create(row)
+    return row
+
+
+def publish(c: Container, who: Any, judge_id: str, body: Any) -> JudgeRow:
+    """Publish the next version of a judge from a `JudgeSpec` body.
+
+    Raises:
+        InvalidInputError: a malformed spec, or a model profile the `openai` runtime cannot ask.
+        NotFoundError: unknown judge or model profile.
+    """
+    from chalicelib.adapters.runtimes import validate_spec
+
+    header = c.judges.get(who.org_id, judge_id)
+    if not isinstance(body, dict):
+        raise InvalidInputError("the body must be a JSON object (a judge spec)", field="body")
+    try:
+        spec = rules.JudgeSpec.model_validate(body)
+    except ValidationError as exc:
+        raise invalid_input(exc) from None
+    profile = c.model_profiles.get(who.org_id, spec.model_profile_id, field="model_profile_id")
+    runtime = {"runtime": "openai", **(profile.settings or {}), "model": profile.model,
+               "temperature": spec.temperature}
+    if profile.price:
+        runtime["price"] = dict(profile.price)
+    if not runtime.get("base_url"):
+        raise InvalidInputError(f"model profile {profile.model_profile_id} has no base_url in its settings: a judge "
+                                "is asked through an OpenAI-compatible endpoint", field="model_profile_id")
+    try:
+        validate_spec(runtime, c.runtimes)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"model profile {profile.model_profile_id} cannot ask a judge: {exc.message}",
+                                field="model_profile_id") from None
+    stored = {**spec.model_dump(mode="json"), "runtime": runtime}
+    for _ in range(5):
+        number = int(header.latest_version or 0) + 1
+        row = JudgeRow(judge_id, number, org_id=who.org_id, name=header.name, spec=stored,
+                       rubric_hash=rules.rubric_hash(spec), created_at=iso(c.clock.now()),
+                       created_by=who.user_id)
+        if c.judges.publish(header, row):
+            return row
+        header = c.judges.get(who.org_id, judge_id)
+    raise ConflictError(f"judge {judge_id} is being published by somebody else: try again", field="judge_id")
+
+
+def _resolved(row: JudgeRow) -> ResolvedJudge:
+    stored = dict(row.spec or {})
+    runtime = stored.pop("runtime")
+    spec = rules.JudgeSpec.model_validate(stored)
+    return ResolvedJudge(row.judge_id, int(row.version), spec, runtime,
+                         rules.fingerprint(row.judge_id, int(row.version), str(runtime.get("model")), spec))
+
+
+_versions: dict[tuple[str, int], ResolvedJudge] = {}
+"""Published versions never change: each is read once per process."""
+
+
+def resolve(c: Container, org_id: str, pin: dict[str, Any], *, field: str = "scoring.settings.judge") -> ResolvedJudge:
+    """The judge version a dataset's `scoring.settings.judge` names now: the pinned `version`, else
+    the latest published one (read afresh each time, so a republish is seen at once).
+
+    Raises NotFoundError (unknown judge or version), InvalidInputError (a judge never published).
+    """
+    judge_id = pin["judge_id"]
+    version = pin.get("version")
+    if version is None:
+        header = c.judges.get(org_id, judge_id, field=f"{field}.judge_id")
+        version = int(header.latest_version or 0)
+        if version == 0:
+            raise InvalidInputError(f"judge {judge_id} has no published version yet", field=f"{field}.judge_id")
+    cached = _versions.get((judge_id, int(version)))
+    if cached is None:
+        row = c.judges.get(org_id, judge_id, int(version), field=f"{field}.version")
+        cached = _versions.setdefault((judge_id, int(version)), _resolved(row))
+    return cached
+
+
+def of_scoring(c: Container, org_id: str, scoring: dict[str, Any] | ScoringConfig) -> ResolvedJudge | None:
+    """The judge grading with `scoring` now, or None when it names none."""
+    cfg = scoring if isinstance(scoring, ScoringConfig) else ScoringConfig.model_validate(scoring)
+    if rules.JUDGE_SCORER not in cfg.required:
+        return None
+    return resolve(c, org_id, dict(cfg.settings.get(rules.JUDGE_SCORER) or {}))
+
+
+def effective_scoring(scoring: dict[str, Any] | ScoringConfig, judge: ResolvedJudge | None) -> ScoringConfig:
+    """`scoring` with the resolved judge laid over its settings, for the domain's `grade`/`applies`."""
+    cfg = scoring if isinstance(scoring, ScoringConfig) else ScoringConfig.model_validate(scoring)
+    if judge is None:
+        return cfg
+    settings = dict(cfg.settings)
+    settings[rules.JUDGE_SCORER] = {**settings.get(rules.JUDGE_SCORER, {}), "resolved": {
+        "version": judge.version, "spec": judge.spec.model_dump(mode="json"), "fingerprint": judge.fingerprint}}
+    return ScoringConfig(required=cfg.required, settings=settings)
+
+
+# --- asking ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Asker:
+    """Asks one judge about answers of one run, checking the budgets before every request and
+    adding each request's real cost to them (seed 004 "What each case runs as").
+
+    Used as `grade(..., judge=asker)`. A judge that fails or is skipped gives a score with
+    `passed` None (not graded), never an exception: one case's failure stays its own.
+    """
+
+    c: Container
+    org_id: str
+    agent_id: str
+    judge: ResolvedJudge
+    cost_micros: int = 0
+    calls: int = 0
+    exhausted: budgets.Exhausted | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def __call__(self, case: Case, answer: AgentAnswer, settings: Any) -> ScoreResult:
+        judge, fp = self.judge, self.judge.fingerprint
+        criteria = rules.applicable_criteria(case, judge.spec.criteria)
+        system, user = rules.messages(judge.spec, case, answer.answer, criteria)
+        spec = {**judge.runtime_spec, "system_prompt": system}
+        request = CaseRequest(run_id="judge", case_id=case.case_id, attempt=1, input=user)
+        timeout = float(self.c.settings.evaluation_case_timeout_seconds)
+        deadline = time.monotonic() + timeout
+        tries = 0
+        while True:
+            tries += 1
+            self.exhausted = budgets.check(self.c, self.org_id, self.agent_id)
+            if self.exhausted is not None:
+                return rules.not_graded(f"judge skipped: {self.exhausted.reason}", fp)
+            try:
+                from chalicelib.adapters.runtimes import runtime_for
+
+                reply = runtime_for(spec, self.c.runtimes).ask(spec, request, max(0.001, deadline - time.monotonic()))
+            except ProviderError as exc:
+                if exc.status in (401, 403) or not is_retryable_status(exc.status) or tries > self.c.settings.assay_agent_retries \
+                        or time.monotonic() >= deadline:
+                    return rules.not_graded(f"judge failed: {redact(str(exc))}"[:500], fp)
+                time.sleep(min(self.c.settings.assay_retry_backoff_seconds * tries,
+                               max(0.0, deadline - time.monotonic())))
+                continue
+            except AgentCrashError as exc:
+                return rules.not_graded(f"judge failed: the provider refused the request: {redact(str(exc))}"[:500], fp)
+            break
+        cost = reply.cost_micros if reply.cost_micros is not None else token_cost_micros(
+            reply.usage.input_tokens, reply.usage.output_tokens, spec.get("price"))
+        self.calls += 1
+        self.cost_micros += cost
+        budgets.charge(self.c, self.org_id, self.agent_id, cost, judge=True)
+        try:
+            return rules.parse_reply(reply.answer, judge.spec, criteria, fp)
+        except rules.JudgeReplyError as exc:
+            return rules.not_graded(f"judge failed: {exc}", fp)
+
+
+def for_run(c: Container, run: RunRow) -> Asker | None:
+    """An asker for the judge grading `run`'s dataset now, or None without a judge.
+
+    A judge that cannot be resolved (never published, version gone) raises NotFoundError or
+    InvalidInputError: the caller leaves the answer not graded and says why.
+    """
+    resolved = of_scoring(c, run.org_id, run.scoring)
+    return Asker(c, run.org_id, run.agent_id, resolved) if resolved else None

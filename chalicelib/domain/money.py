@@ -33,6 +33,13 @@ def micros_to_usd(micros: int) -> float:
     return float(Decimal(micros) / MICROS_PER_USD)
 
 
+def usd_text(micros: int) -> str:
+    """Micro-USD as a person reads it: `$3.00`, `$0.006`, `$0.000540` → `$0.00054` (exact, 2-6 decimals)."""
+    text = f"{Decimal(micros) / MICROS_PER_USD:.6f}".rstrip("0")
+    whole, _, frac = text.partition(".")
+    return f"${whole}.{frac.ljust(2, '0')}"
+
+
 def token_cost_micros(input_tokens: int, output_tokens: int, price: dict[str, Any] | None) -> int:
     """Cost of one answer in micro-USD from a spec's `price` block.
 

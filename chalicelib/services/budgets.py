@@ -17,7 +17,7 @@ from chalicelib.adapters.stores import BudgetReading
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain.identity import Identity
-from chalicelib.domain.money import micros_to_usd, usd_to_micros
+from chalicelib.domain.money import micros_to_usd, usd_text, usd_to_micros
 from chalicelib.errors import InvalidInputError
 
 
@@ -37,8 +37,8 @@ class Exhausted:
 
     @property
     def reason(self) -> str:
-        return (f"budget exceeded: the {self.scope}'s monthly budget of ${micros_to_usd(self.budget_micros):.2f} "
-                f"is spent (${micros_to_usd(self.spent_micros):.2f} this month)")
+        return (f"budget exceeded: the {self.scope}'s monthly budget of {usd_text(self.budget_micros)} "
+                f"is spent ({usd_text(self.spent_micros)} this month)")
 
 
 def exhausted(reading: BudgetReading) -> Exhausted | None:

@@ -14,7 +14,7 @@ from chalicelib.bootstrap import Container
 from chalicelib.domain import estimate as rules
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.identity import Identity
-from chalicelib.domain.money import micros_to_usd, usd_to_micros
+from chalicelib.domain.money import micros_to_usd, usd_text, usd_to_micros
 from chalicelib.services import baselines, budgets
 
 if TYPE_CHECKING:
@@ -118,10 +118,11 @@ def price(c: Container, who: Identity, plan: Plan) -> dict[str, Any]:
 
 def refusal(priced: dict[str, Any]) -> str:
     """Why a start past a budget is refused (the 402's message)."""
-    short = [name for name, key in (("agent", "agent_after_usd"), ("organization", "org_after_usd"))
+    short = [name for name, key in (("agent's", "agent_after_usd"), ("organization's", "org_after_usd"))
              if priced[key] is not None and priced[key] < 0]
-    return (f"the run could cost up to ${priced['total_usd']:.2f} (first pass ${priced['first_pass_usd']:.2f} plus "
-            f"reruns up to ${priced['rerun_ceiling_usd']:.2f}), more than is left of the "
+    return (f"the run could cost up to {usd_text(usd_to_micros(priced['total_usd']))} (first pass "
+            f"{usd_text(usd_to_micros(priced['first_pass_usd']))} plus reruns up to "
+            f"{usd_text(usd_to_micros(priced['rerun_ceiling_usd']))}), more than is left of the "
             f"{' and the '.join(short)} monthly budget")
 
 

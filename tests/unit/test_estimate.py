@@ -316,3 +316,13 @@ def test_remaining_after():
     assert remaining_after(3_000_000, 500_000, 2_000_000) == 500_000    # 3_000_000 - 500_000 - 2_000_000
     assert remaining_after(3_000_000, 500_000, 2_500_000) == 0          # exactly used up
     assert remaining_after(3_000_000, 500_000, 2_600_000) == -100_000   # 3_000_000 - 500_000 - 2_600_000
+
+
+def test_usd_text_is_exact_and_readable() -> None:
+    from chalicelib.domain.money import usd_text
+
+    assert usd_text(3_000_000) == "$3.00"
+    assert usd_text(6_000) == "$0.006"
+    assert usd_text(540) == "$0.00054"
+    assert usd_text(1) == "$0.000001"
+    assert usd_text(0) == "$0.00"

@@ -87,6 +87,28 @@ def test_the_agents_own_failure_is_a_failed_attempt_marked_as_a_crash(api):
     assert (outcome["failed"], outcome["crashed"], outcome["verdict"]) == (2, 2, "fail")
 
 
+def test_a_guardrail_block_is_graded_as_a_refusal_not_a_crash(api):
+    script = {"rules": [{"contains": "question 0", "answer": None, "finish_reason": "content_filter"},
+                        {"contains": "question 1", "refusal": "I can't help with that."},
+                        {"contains": "question 2", "answer": "42"}]}
+    cases_ = [{"case_id": "c000", "input": "question 0", "reference": "blocked"},      # expects the refusal
+              {"case_id": "c001", "input": "question 1", "reference": "42"},
+              {"case_id": "c002", "input": "question 2", "reference": "42"}]
+    with FakeOpenAI(script) as fake:
+        spec = {"runtime": "openai", "base_url": fake.base_url, "model": "m"}
+        run = api.start(api.agent(spec), api.dataset(cases_, required=["icontains"]))
+        assert api.wait(run["run_id"])["status"] == "completed"
+    by_case = results(api, run["run_id"])
+    blocked, refused, fine = by_case["c000"], by_case["c001"], by_case["c002"]
+    assert (blocked["state"], blocked["crash"], blocked["guardrail"]) == ("passed", False, "provider content filter")
+    assert blocked["answer"] == "Blocked by the provider's content filter"
+    assert (refused["state"], refused["crash"], refused["guardrail"]) == ("failed", False, "model refusal")
+    assert refused["answer"] == "I can't help with that." and refused["scores"][0]["scorer"] == "icontains"
+    assert (fine["state"], fine["guardrail"]) == ("passed", None)
+    outcome = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"]
+    assert (outcome["passed"], outcome["failed"], outcome["crashed"], outcome["incomplete"]) == (2, 1, 0, 0)
+
+
 def test_a_case_past_its_timeout_is_incomplete(api, settings):
     settings(evaluation_case_timeout_seconds=1, assay_agent_retries=0)
     run = api.start(api.agent(sleepy_spec(sleep_ms=2500)), api.dataset(cases(1)))

@@ -9,7 +9,7 @@ is here and unit-tested.
 from __future__ import annotations
 
 import json
-import re
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -77,8 +77,15 @@ class JudgeSpec(Frozen):
 
 
 def rubric_hash(spec: JudgeSpec) -> str:
-    """The rubric's fingerprint: criteria (with their tag scopes), scale, threshold, instructions."""
-    return spec_hash(spec.model_dump(mode="json", include={"criteria", "scale_max", "threshold", "instructions"}))
+    """The rubric's fingerprint: criteria (with their tag scopes), scale, threshold, instructions.
+
+    Only what changes the grading counts: criteria in id order, tags as a set, instructions
+    without surrounding whitespace (the judge is asked the same way either side of such edits).
+    """
+    criteria = sorted(({"criterion_id": c.criterion_id, "text": c.text, "tags": sorted(set(c.tags))}
+                       for c in spec.criteria), key=lambda c: c["criterion_id"])
+    return spec_hash({"criteria": criteria, "scale_max": spec.scale_max, "threshold": spec.threshold,
+                      "instructions": spec.instructions.strip()})
 
 
 def fingerprint(judge_id: str, version: int, model: str, spec: JudgeSpec) -> dict[str, Any]:
@@ -123,20 +130,25 @@ class JudgeReplyError(ValueError):
     """The judge's reply could not be read as grades: the answer is not graded."""
 
 
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
-
-
 def _grades_object(text: str) -> Any:
+    """The reply's JSON object: the whole text, else the first object in it holding "grades"
+    (models wrap JSON in prose or ``` fences, and prose may hold braces of its own)."""
     try:
         return json.loads(text)
     except ValueError:
-        found = _OBJECT.search(text or "")   # models wrap JSON in prose or ``` fences
-        if found is None:
-            raise JudgeReplyError("the judge's reply holds no JSON object") from None
+        pass
+    decoder = json.JSONDecoder()
+    found_object = False
+    for start in (i for i, ch in enumerate(text or "") if ch == "{"):
         try:
-            return json.loads(found.group(0))
+            value, _ = decoder.raw_decode(text, start)
         except ValueError:
-            raise JudgeReplyError("the judge's reply is not valid JSON") from None
+            continue
+        found_object = True
+        if isinstance(value, dict) and "grades" in value:
+            return value
+    raise JudgeReplyError('the judge\'s reply holds no JSON object with "grades"' if found_object
+                          else "the judge's reply holds no JSON object")
 
 
 def parse_reply(text: str, spec: JudgeSpec, criteria: Sequence[Criterion],
@@ -147,16 +159,21 @@ def parse_reply(text: str, spec: JudgeSpec, criteria: Sequence[Criterion],
     Raises JudgeReplyError for a reply without a whole-number grade in 1..scale_max for every
     criterion asked.
     """
+    if not criteria:
+        raise JudgeReplyError("no criterion was asked")
     data = _grades_object(text)
     grades = data.get("grades") if isinstance(data, dict) else None
     if not isinstance(grades, list):
         raise JudgeReplyError('the judge\'s reply has no "grades" list')
+    asked = {c.criterion_id for c in criteria}
     by_id: dict[str, tuple[int, str]] = {}
     for item in grades:
-        if not isinstance(item, dict) or not isinstance(item.get("criterion_id"), str):
+        # Grades of criteria nobody asked about are ignored, however malformed.
+        if not isinstance(item, dict) or item.get("criterion_id") not in asked:
             continue
         value = item.get("score")
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+                or value != int(value):
             raise JudgeReplyError(f"criterion {item['criterion_id']}: score {value!r} is not a whole number")
         if not 1 <= int(value) <= spec.scale_max:
             raise JudgeReplyError(f"criterion {item['criterion_id']}: score {value} is outside 1..{spec.scale_max}")

@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     assay_retry_backoff_seconds: float = Field(0.5, ge=0)
     assay_events_wait_seconds: float = Field(20, ge=0, le=25)
     """Longest wait of the live-updates long-poll, in seconds (API Gateway cuts at 29)."""
+    assay_grade_again_seconds: float = Field(20, gt=0, le=25)
+    """How long one "grade again" call grades before it answers with what is left (`pending`)."""
     assay_answer_inline_bytes: int = Field(300_000, ge=1_000)
     """Answers larger than this go to the results bucket; the attempt keeps a pointer."""
     assay_recordings_dir: str = ""

@@ -673,7 +673,8 @@ class RunStore:
         seen = len(row.regraded or [])
         condition = (AttemptRow.state == row.state) & (
             AttemptRow.regraded.does_not_exist() if row.regraded is None else AttemptRow.regraded.size() == seen)
-        run_actions = [RunRow.judge_cost_micros.add(judge_cost_micros), RunRow.judge_calls.add(judge_calls)]
+        run_actions = [RunRow.judge_cost_micros.add(judge_cost_micros), RunRow.judge_calls.add(judge_calls),
+                       RunRow.regrades.add(1)]
         if state != row.state:
             run_actions += [getattr(RunRow, row.state).add(-1), getattr(RunRow, state).add(1)]
         try:

@@ -292,8 +292,10 @@ class RunRow(_Base):
     judge_calls = NumberAttribute(default=0)
     input_tokens = NumberAttribute(default=0)
     output_tokens = NumberAttribute(default=0)
-    gradings = JSONAttribute(null=True)
-    """Every "grade again" of the run: `[{by, at, score_ids, changed}]`."""
+    gradings = ListAttribute(null=True)
+    """Every "grade again" of the run: `[{by, at, graded, changed, judge_cost_usd}]`."""
+    regrades = NumberAttribute(null=True)
+    """How many answers were graded again: the outcome is recomputed conditional on it."""
     heartbeat_at_ms = NumberAttribute()
     started_at = UnicodeAttribute(null=True)
     completed_at = UnicodeAttribute(null=True)

@@ -9,6 +9,7 @@ comparison and outcome are computed again. Who did it is kept on each attempt an
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,7 +54,9 @@ def grade_again(c: Container, who: Identity, run_id: str, score_ids: Sequence[st
                 *, field: str = "score_ids") -> dict[str, Any]:
     """Grade again the judge scores `score_ids` of a run (default: every one not graded).
 
-    Returns `{run_id, graded, changed, still_ungraded, judge_cost_usd, stopped, scores: [...]}`.
+    Answers are graded one after another until `ASSAY_GRADE_AGAIN_SECONDS` have passed (an API
+    call must answer within API Gateway's 29 s); what was left is listed as `pending`: call again.
+    Returns `{run_id, graded, changed, still_ungraded, pending, judge_cost_usd, stopped, scores: [...]}`.
     Raises:
         NotFoundError: unknown run or score. ConflictError: the run is still running (its grades
         would race the final computation). InvalidInputError: a score no judge gave.
@@ -69,7 +72,12 @@ def grade_again(c: Container, who: Identity, run_id: str, score_ids: Sequence[st
     results: list[dict[str, Any]] = []
     cost = changed = 0
     stopped = None
-    for row in targets:
+    deadline = time.monotonic() + c.settings.assay_grade_again_seconds
+    pending: list[str] = []
+    for i, row in enumerate(targets):
+        if time.monotonic() >= deadline:
+            pending = [finalize.score_id(run_id, r.attempt_key) for r in targets[i:]]
+            break
         answer_text = c.bucket.get_text(row.answer_ref) if row.answer_ref else (row.answer or "")
         answer = AgentAnswer(answer=answer_text, calls=[ToolCall.model_validate(x) for x in row.calls or []])
         grade, asker = grade_answer(c, run, Case.model_validate(cases[row.case_id]), answer, scores=row.scores or [])
@@ -91,18 +99,29 @@ def grade_again(c: Container, who: Identity, run_id: str, score_ids: Sequence[st
         raise BudgetExceededError(f"nothing was graded again: {stopped}", field="budget")
     graded = [r for r in results if "state" in r]
     if graded:
-        fresh = c.runs.get(run_id) or run
-        actions = [RunRow.gradings.set((fresh.gradings or []) + [
+        c.runs.update(run_id, [RunRow.gradings.set((RunRow.gradings | []).append([
             {"by": who.user_id, "at": now, "graded": len(graded), "changed": changed,
-             "judge_cost_usd": micros_to_usd(cost)}])]
-        if fresh.status == RunStatus.COMPLETED:
-            # The outcome rests on these grades: compare again (no reruns: a new flip stays unconfirmed).
-            actions.append(RunRow.outcome.set(finalize.compute_outcome(c, fresh, finalize.all_attempts(c, fresh))))
-        c.runs.update(run_id, actions)
-    after = c.runs.get(run_id) or run
+             "judge_cost_usd": micros_to_usd(cost)}]))])
+        recompute_outcome(c, run_id)
     return {"run_id": run_id, "graded": len(graded), "changed": changed,
-            "still_ungraded": finalize.ungraded_score_ids(after, c.runs.attempts(run_id)),
+            "still_ungraded": finalize.ungraded_score_ids(run, c.runs.attempts(run_id)), "pending": pending,
             "judge_cost_usd": micros_to_usd(cost), "stopped": stopped, "scores": results}
+
+
+def recompute_outcome(c: Container, run_id: str) -> None:
+    """A completed run's outcome computed again from its grades as they stand (no reruns: a flip
+    that appears now stays unconfirmed). Written only if no grade moved since it was read
+    (`regrades`), so two people grading at once never leave an outcome older than the grades."""
+    for _ in range(10):
+        run = c.runs.get(run_id)
+        if run is None or run.status != RunStatus.COMPLETED:
+            return
+        seen = int(run.regrades or 0)
+        outcome = finalize.compute_outcome(c, run, finalize.all_attempts(c, run))
+        if c.runs.update(run_id, [RunRow.outcome.set(outcome)], condition=RunRow.regrades == seen
+                         if seen else RunRow.regrades.does_not_exist()):
+            return
+    raise ConflictError(f"eval run {run_id} keeps being graded again: try again", field="run_id")
 
 
 def rescore(c: Container, who: Identity, dataset_id: str, *, score_ids: Sequence[str] | None,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pynamodb.connection import Connection
+from pynamodb.expressions.condition import size
 from pynamodb.exceptions import DoesNotExist, PutError, TransactWriteError, UpdateError
 from pynamodb.transactions import TransactWrite
 
@@ -510,6 +511,13 @@ class RunStore:
         return RunRow.dataset_index.query(dataset_id, scan_index_forward=False, limit=limit,
                                           last_evaluated_key=start)
 
+    def recent_active(self, org_id: str, limit: int) -> list[RunRow]:
+        """The organization's queued or running runs among its newest `limit` (projected: only what
+        their committed spend needs)."""
+        rows = RunRow.org_index.query(org_id, scan_index_forward=False, limit=limit, attributes_to_get=[
+            "run_id", "org_id", "agent_id", "created_at", "status", "settings", "cost_micros", "judge_cost_micros"])
+        return [r for r in rows if r.status in (RunStatus.QUEUED.value, RunStatus.RUNNING.value)]
+
     def stale(self, status: RunStatus, before_ms: int) -> Iterator[RunRow]:
         """Runs in `status` whose heartbeat is at or before `before_ms` (GSI; the sweep re-checks)."""
         return RunRow.status_index.query(status.value, RunRow.heartbeat_at_ms <= before_ms)
@@ -672,7 +680,7 @@ class RunStore:
         transaction conditional on the grade as read; False when somebody regraded it meanwhile."""
         seen = len(row.regraded or [])
         condition = (AttemptRow.state == row.state) & (
-            AttemptRow.regraded.does_not_exist() if row.regraded is None else AttemptRow.regraded.size() == seen)
+            AttemptRow.regraded.does_not_exist() if row.regraded is None else size(AttemptRow.regraded) == seen)
         run_actions = [RunRow.judge_cost_micros.add(judge_cost_micros), RunRow.judge_calls.add(judge_calls),
                        RunRow.regrades.add(1)]
         if state != row.state:
@@ -682,13 +690,18 @@ class RunStore:
                 t.update(AttemptRow(row.run_id, row.attempt_key), condition=condition, actions=[
                     AttemptRow.state.set(state), AttemptRow.scores.set(scores), AttemptRow.reason.set(reason),
                     AttemptRow.judge_cost_micros.add(judge_cost_micros), AttemptRow.judge_calls.add(judge_calls),
-                    AttemptRow.regraded.set((row.regraded or []) + [entry])])
+                    AttemptRow.regraded.set((AttemptRow.regraded | []).append([entry]))])
                 t.update(RunRow(row.run_id), actions=run_actions)
             return True
         except TransactWriteError as exc:
             if any(code == "ConditionalCheckFailed" for code in _reason_codes(exc)):
                 return False
             raise
+
+    def add_judge_cost(self, run_id: str, micros: int, calls: int) -> None:
+        """Count judge requests whose grades were not kept (the money was spent all the same)."""
+        if micros or calls:
+            RunRow(run_id).update(actions=[RunRow.judge_cost_micros.add(micros), RunRow.judge_calls.add(calls)])
 
     def put_attempt_once(self, attempt: AttemptRow) -> bool:
         """Write an attempt unless one exists (the sweep's failed attempts); True if written."""

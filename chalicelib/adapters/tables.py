@@ -296,6 +296,8 @@ class RunRow(_Base):
     """Every "grade again" of the run: `[{by, at, graded, changed, judge_cost_usd}]`."""
     regrades = NumberAttribute(null=True)
     """How many answers were graded again: the outcome is recomputed conditional on it."""
+    grading_until_ms = NumberAttribute(null=True)
+    """While somebody grades the run again: when their claim lapses (one at a time per run)."""
     heartbeat_at_ms = NumberAttribute()
     started_at = UnicodeAttribute(null=True)
     completed_at = UnicodeAttribute(null=True)
@@ -358,7 +360,7 @@ class AttemptRow(_Base):
     cost_micros = NumberAttribute(default=0)
     judge_cost_micros = NumberAttribute(default=0)
     judge_calls = NumberAttribute(default=0)
-    regraded = JSONAttribute(null=True)
+    regraded = ListAttribute(null=True)
     """Each time the answer was graded again: `[{by, at, state_before, state}]`."""
     input_tokens = NumberAttribute(default=0)
     output_tokens = NumberAttribute(default=0)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 
 class Body(BaseModel):
@@ -66,16 +66,16 @@ class StartRun(Body):
     """With `candidate: "version"`: a number, `latest` (default) or `published`."""
     environment_id: str | None = None
     """The environment whose test connections the cases use."""
-    paired_baseline: bool = False
+    paired_baseline: StrictBool = False
     """Run the version before the candidate in the same run, as the baseline (seed 004)."""
     reruns: StrictInt | None = Field(None, ge=0, le=5)
     """Reruns of each flipped case on both sides (default EVAL_RERUNS); a baseline needs >= 1.
     For a stability run: how often every case is asked again (default 1)."""
     baseline_run_id: str | None = Field(None, min_length=1)
     """An earlier completed run of the same agent and dataset to compare with."""
-    model_profile_ids: list[str] | None = Field(None, min_length=1, max_length=5)
+    model_profile_ids: list[Annotated[str, Field(min_length=1)]] | None = Field(None, min_length=1, max_length=5)
     """Run the candidate once per model profile, each as an arm; a baseline runs on the first."""
-    stability: bool = False
+    stability: StrictBool = False
     """Measure how steady the answers are: every case asked, then asked again; nothing compared."""
 
 
@@ -109,13 +109,17 @@ class CreateJudge(Body):
     judge_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-]{1,64}$")
 
 
+ScoreId = Annotated[str, Field(pattern=r"^[^:]+:.+:judge$", max_length=600)]
+"""`<run_id>:<arm#case#attempt>:judge`, as `ungraded_score_ids` lists them."""
+
+
 class GradeAgain(Body):
-    score_ids: list[str] | None = Field(None, min_length=1, max_length=1000)
+    score_ids: list[ScoreId] | None = Field(None, min_length=1, max_length=1000)
     """Judge scores to grade again (`<run_id>:<attempt_key>:judge`); default every one not graded."""
 
 
 class Rescore(Body):
-    score_ids: list[str] | None = Field(None, min_length=1, max_length=1000)
+    score_ids: list[ScoreId] | None = Field(None, min_length=1, max_length=1000)
     """Judge scores to grade again, of any runs over the dataset."""
     run_id: str | None = Field(None, min_length=1)
     """Or every score of this run that is not graded."""

@@ -255,7 +255,8 @@ def remaining_after(budget_micros: int | None, spent_micros: int, exposure_micro
 
 def fits(budget_micros: int | None, spent_micros: int, exposure_micros: int) -> bool:
     """Whether a run may start against one budget: the exposure (first pass plus rerun ceiling) does
-    not exceed what is left. Exactly the remainder fits; one micro-USD more is a `402`."""
+    not exceed what is left. Exactly the remainder fits; one micro-USD more is a `402`. A budget
+    already spent admits nothing, not even a free run: every model request would be refused."""
     if budget_micros is None:
         return True
-    return exposure_micros <= budget_micros - spent_micros
+    return spent_micros < budget_micros and exposure_micros <= budget_micros - spent_micros

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictInt, ValidationInfo, field_validator
 
 from chalicelib.domain.models import Case, Frozen, ScoreResult
 from chalicelib.domain.spec import spec_hash
@@ -48,13 +48,13 @@ class JudgeSpec(Frozen):
     model_profile_id: str = Field(min_length=1)
     """The model profile the judge is asked on (its model, price and connection settings)."""
     criteria: list[Criterion] = Field(min_length=1, max_length=50)
-    scale_max: int = Field(5, ge=2, le=10)
+    scale_max: StrictInt = Field(5, ge=2, le=10)
     """Each criterion is graded 1..scale_max."""
-    threshold: int = Field(4, ge=1)
+    threshold: StrictInt = Field(4, ge=1, validate_default=True)
     """A criterion passes at a grade >= threshold; the answer passes when every applicable one does."""
     prompt_version: str = "1"
     """Version of the judge's own prompt (`PROMPTS`)."""
-    temperature: float = Field(0.0, ge=0, le=2)
+    temperature: float = Field(0.0, ge=0, le=2, allow_inf_nan=False)
     """0 grades the same answer the same way twice; higher is allowed with a warning."""
     instructions: str = Field("", max_length=4000)
     """Extra guidance for the judge, part of the rubric."""
@@ -66,14 +66,20 @@ class JudgeSpec(Frozen):
             raise ValueError(f"unknown judge prompt version (known: {', '.join(sorted(PROMPTS))})")
         return value
 
-    @model_validator(mode="after")
-    def _consistent(self) -> JudgeSpec:
-        if self.threshold > self.scale_max:
+    @field_validator("threshold")
+    @classmethod
+    def _within_scale(cls, value: int, info: ValidationInfo) -> int:
+        if value > info.data.get("scale_max", 5):
             raise ValueError("threshold must be at most scale_max")
-        ids = [c.criterion_id for c in self.criteria]
+        return value
+
+    @field_validator("criteria")
+    @classmethod
+    def _unique_ids(cls, value: list[Criterion]) -> list[Criterion]:
+        ids = [c.criterion_id for c in value]
         if len(set(ids)) < len(ids):
-            raise ValueError("criteria: a criterion_id is used twice")
-        return self
+            raise ValueError("a criterion_id is used twice")
+        return value
 
 
 def rubric_hash(spec: JudgeSpec) -> str:
@@ -177,6 +183,9 @@ def parse_reply(text: str, spec: JudgeSpec, criteria: Sequence[Criterion],
             raise JudgeReplyError(f"criterion {item['criterion_id']}: score {value!r} is not a whole number")
         if not 1 <= int(value) <= spec.scale_max:
             raise JudgeReplyError(f"criterion {item['criterion_id']}: score {value} is outside 1..{spec.scale_max}")
+        earlier = by_id.get(item["criterion_id"])
+        if earlier is not None and earlier[0] != int(value):
+            raise JudgeReplyError(f"criterion {item['criterion_id']} was graded twice ({earlier[0]} and {int(value)})")
         by_id[item["criterion_id"]] = (int(value), str(item.get("reason") or "")[:500])
     missing = [c.criterion_id for c in criteria if c.criterion_id not in by_id]
     if missing:

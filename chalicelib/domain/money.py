@@ -7,19 +7,26 @@ from typing import Any
 
 MICROS_PER_USD = 1_000_000
 
+MAX_PRICE_PER_MTOK_USD = Decimal(1_000_000)
+"""The highest token price accepted, USD per 1M tokens (far above any model's; beyond it a typo)."""
+MAX_BUDGET_USD = Decimal(1_000_000_000_000)
+"""The highest monthly budget accepted, USD."""
 
-def to_decimal(value: Any, *, field: str) -> Decimal:
-    """A non-negative Decimal from a JSON number or string.
+
+def to_decimal(value: Any, *, field: str, maximum: Decimal | None = None) -> Decimal:
+    """A non-negative Decimal from a JSON number or string, at most `maximum` when given.
 
     Raises:
-        ValueError: naming `field` when `value` is not a non-negative number.
+        ValueError: naming `field` when `value` is not a non-negative number (or is too large).
     """
     try:
-        d = Decimal(str(value))
+        d = Decimal(str(value).strip())
     except (InvalidOperation, ValueError) as exc:
         raise ValueError(f"{field} must be a number, got {value!r}") from exc
     if not d.is_finite() or d < 0:
         raise ValueError(f"{field} must be a non-negative number, got {value!r}")
+    if maximum is not None and d > maximum:
+        raise ValueError(f"{field} must be at most {maximum}, got {value!r}")
     return d
 
 
@@ -52,6 +59,8 @@ def token_cost_micros(input_tokens: int, output_tokens: int, price: dict[str, An
     """
     if not price:
         return 0
-    cost = to_decimal(price.get("input_per_mtok_usd", 0), field="price.input_per_mtok_usd") * input_tokens
-    cost += to_decimal(price.get("output_per_mtok_usd", 0), field="price.output_per_mtok_usd") * output_tokens
+    cost = to_decimal(price.get("input_per_mtok_usd", 0), field="price.input_per_mtok_usd",
+                      maximum=MAX_PRICE_PER_MTOK_USD) * input_tokens
+    cost += to_decimal(price.get("output_per_mtok_usd", 0), field="price.output_per_mtok_usd",
+                       maximum=MAX_PRICE_PER_MTOK_USD) * output_tokens
     return int(cost.quantize(Decimal(1), ROUND_HALF_UP))

@@ -9,15 +9,18 @@ decides whether a run may start; these checks are what stop one already running.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from chalicelib.adapters.stores import BudgetReading
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain.identity import Identity
-from chalicelib.domain.money import micros_to_usd, usd_text, usd_to_micros
+from chalicelib.domain.money import MAX_BUDGET_USD, micros_to_usd, usd_text, usd_to_micros
 from chalicelib.errors import InvalidInputError
 
 
@@ -78,21 +81,32 @@ def view(reading: BudgetReading, *, scope: str, now: datetime) -> dict[str, Any]
             "remaining_usd": None if budget is None else micros_to_usd(budget - spent)}
 
 
+_PLAIN_USD = re.compile(r"[0-9]+(\.[0-9]{1,6})?")
+
+
 def parse_budget(raw: Any) -> int | None:
     """`monthly_usd` of a budget body as micro-USD; None removes the budget.
 
-    Raises InvalidInputError (field `monthly_usd`) for anything but a non-negative number or null.
+    A JSON number or a plain decimal string (`"25"`, `"25.50"`), at most 6 decimals (a micro-USD)
+    and at most `MAX_BUDGET_USD`. Raises InvalidInputError (field `monthly_usd`) otherwise.
     """
     if raw is None:
         return None
+    problem = "monthly_usd must be a non-negative amount of USD with at most 6 decimals, or null for no budget"
     if isinstance(raw, bool) or not isinstance(raw, int | float | str):
-        raise InvalidInputError("monthly_usd must be a non-negative number of USD, or null for no budget",
-                                field="monthly_usd")
-    try:
-        return usd_to_micros(raw)
-    except ValueError:
-        raise InvalidInputError("monthly_usd must be a non-negative number of USD, or null for no budget",
-                                field="monthly_usd") from None
+        raise InvalidInputError(problem, field="monthly_usd")
+    if isinstance(raw, str):
+        text = raw.strip()
+    elif math.isfinite(raw):
+        text = format(Decimal(str(raw)), "f")      # 1e-06 -> "0.000001", 12.50 -> "12.5"
+        text = text.rstrip("0").rstrip(".") if "." in text else text
+    else:
+        text = "nan"
+    if not _PLAIN_USD.fullmatch(text):
+        raise InvalidInputError(problem, field="monthly_usd")
+    if Decimal(text) > MAX_BUDGET_USD:
+        raise InvalidInputError(f"monthly_usd must be at most {MAX_BUDGET_USD}", field="monthly_usd")
+    return usd_to_micros(text)
 
 
 def set_org_budget(c: Container, who: Identity, raw: Any) -> dict[str, Any]:

@@ -54,13 +54,27 @@ def _history(c: Container, agent_id: str, org_id: str) -> tuple[dict[str | None,
             {m: rules.CostHistory(*v) for m, v in grading.items()})
 
 
+def _committed(c: Container, org_id: str, agent_id: str) -> tuple[int, int]:
+    """What runs already started may still spend, `(this agent's, the organization's)` in micro-USD:
+    each queued or running run's estimate less what it has spent so far. Counted against the budgets
+    so that runs started together cannot each claim the same remainder."""
+    agent = org = 0
+    for run in c.runs.recent_active(org_id, RECENT_RUNS):
+        estimated = int(((run.settings or {}).get("estimate") or {}).get("total_micros") or 0)
+        left = max(0, estimated - int(run.cost_micros or 0) - int(run.judge_cost_micros or 0))
+        org += left
+        agent += left if run.agent_id == agent_id else 0
+    return agent, org
+
+
 def price(c: Container, who: Identity, plan: Plan) -> dict[str, Any]:
     """The estimate of a planned run, with the budgets it leaves (the `/estimate` response).
 
     Returns `{cases, ungraded_cases, judged_cases, arms: [...], judge, first_pass_usd,
     rerun_ceiling_usd, total_usd, basis, reused_baseline_run_id, missing_baseline_version,
-    budgets: {agent, organization}, agent_after_usd, org_after_usd, within_budget, warnings}`;
-    money in USD, computed exactly in micro-USD.
+    budgets: {agent, organization}, agent_committed_usd, org_committed_usd, agent_after_usd,
+    org_after_usd, within_budget, warnings}`; money in USD, computed exactly in micro-USD.
+    `*_after_usd` = budget - spent this month - what started runs may still spend - this run's total.
     """
     s = c.settings
     fallback = {"fallback_input_tokens": s.eval_fallback_input_tokens,
@@ -82,8 +96,10 @@ def price(c: Container, who: Identity, plan: Plan) -> dict[str, Any]:
                          stability=plan.stability)
     reading = budgets.read(c, who.org_id, plan.agent_id)
     exposure = est.total_micros
-    agent_after = rules.remaining_after(reading.agent_budget_micros, reading.agent_spent_micros, exposure)
-    org_after = rules.remaining_after(reading.org_budget_micros, reading.org_spent_micros, exposure)
+    agent_committed, org_committed = _committed(c, who.org_id, plan.agent_id)
+    agent_used, org_used = reading.agent_spent_micros + agent_committed, reading.org_spent_micros + org_committed
+    agent_after = rules.remaining_after(reading.agent_budget_micros, agent_used, exposure)
+    org_after = rules.remaining_after(reading.org_budget_micros, org_used, exposure)
     now = c.clock.now()
     return {
         "agent_id": plan.agent_id, "dataset_id": plan.dataset.dataset_id, "dataset_version": int(plan.dataset.version),
@@ -110,8 +126,10 @@ def price(c: Container, who: Identity, plan: Plan) -> dict[str, Any]:
                     "organization": budgets.view(reading, scope="organization", now=now)},
         "agent_after_usd": None if agent_after is None else micros_to_usd(agent_after),
         "org_after_usd": None if org_after is None else micros_to_usd(org_after),
-        "within_budget": rules.fits(reading.agent_budget_micros, reading.agent_spent_micros, exposure)
-        and rules.fits(reading.org_budget_micros, reading.org_spent_micros, exposure),
+        "agent_committed_usd": micros_to_usd(agent_committed), "org_committed_usd": micros_to_usd(org_committed),
+        "within_budget": rules.fits(reading.agent_budget_micros, agent_used, exposure)
+        and rules.fits(reading.org_budget_micros, org_used, exposure),
+        "total_micros": est.total_micros,
         "warnings": list(plan.warnings),
     }
 

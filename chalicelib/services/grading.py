@@ -15,7 +15,7 @@ from typing import Any
 
 from chalicelib.adapters.tables import AttemptRow, RunRow
 from chalicelib.bootstrap import Container
-from chalicelib.clock import iso
+from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.judge import JUDGE_SCORER
@@ -28,6 +28,10 @@ from chalicelib.services.run_case import grade_answer
 
 def _judged(row: AttemptRow) -> bool:
     return any(s.get("scorer") == JUDGE_SCORER for s in row.scores or [])
+
+
+def _undecided(row: AttemptRow) -> bool:
+    return any(s.get("scorer") == JUDGE_SCORER and s.get("passed") is None for s in row.scores or [])
 
 
 def _targets(run: RunRow, rows: list[AttemptRow], score_ids: Sequence[str] | None,
@@ -67,6 +71,22 @@ def grade_again(c: Container, who: Identity, run_id: str, score_ids: Sequence[st
         raise ConflictError(f"eval run {run_id} is still running: grade again once it has ended", field="run_id")
     rows = c.runs.attempts(run_id)
     targets = _targets(run, rows, score_ids, field)
+    # One grader at a time per run: two would ask (and pay) the judge twice for the same answers.
+    now_ms = epoch_ms(c.clock.now())
+    lease_ms = int((c.settings.assay_grade_again_seconds + 10) * 1000)
+    if not c.runs.update(run_id, [RunRow.grading_until_ms.set(now_ms + lease_ms)],
+                         condition=RunRow.grading_until_ms.does_not_exist() | (RunRow.grading_until_ms < now_ms)):
+        raise ConflictError(f"eval run {run_id} is being graded again by somebody else: try again in a moment",
+                            field="run_id")
+    try:
+        return _grade(c, who, run, targets)
+    finally:
+        c.runs.update(run_id, [RunRow.grading_until_ms.remove()],
+                      condition=RunRow.grading_until_ms == now_ms + lease_ms)
+
+
+def _grade(c: Container, who: Identity, run: RunRow, targets: list[AttemptRow]) -> dict[str, Any]:
+    run_id = run.run_id
     cases = {case["case_id"]: case for case in c.datasets.cases(run.dataset_id, int(run.dataset_version))}
     now = iso(c.clock.now())
     results: list[dict[str, Any]] = []
@@ -85,10 +105,20 @@ def grade_again(c: Container, who: Identity, run_id: str, score_ids: Sequence[st
         if asker is not None and asker.exhausted is not None and not asker.calls:
             stopped = asker.exhausted.reason
             break
+        new_judge = next((s for s in grade.scores if s.scorer == JUDGE_SCORER), None)
+        if new_judge is not None and new_judge.passed is None and not _undecided(row):
+            # A judge that fails now never takes away a grade it gave before.
+            c.runs.add_judge_cost(row.run_id, spent, asker.calls if asker else 0)
+            results.append({"score_id": finalize.score_id(run_id, row.attempt_key), "state_before": row.state,
+                            "kept": row.state, "reason": f"the earlier grade is kept: {new_judge.reason}"})
+            cost += spent
+            continue
         entry = {"by": who.user_id, "at": now, "state_before": row.state, "state": grade.state.value}
         if not c.runs.regrade_attempt(row, state=grade.state.value, scores=[s.model_dump(mode="json") for s in grade.scores],
                                       reason=grade.reason, judge_cost_micros=spent,
                                       judge_calls=asker.calls if asker else 0, entry=entry):
+            c.runs.add_judge_cost(row.run_id, spent, asker.calls if asker else 0)
+            cost += spent
             results.append({"score_id": finalize.score_id(run_id, row.attempt_key), "skipped": "graded meanwhile"})
             continue
         cost += spent

@@ -12,7 +12,7 @@ from chalicelib.adapters.tables import ModelProfileRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain.identity import Identity
-from chalicelib.domain.money import to_decimal
+from chalicelib.domain.money import MAX_PRICE_PER_MTOK_USD, to_decimal
 from chalicelib.errors import InvalidInputError
 
 PRICE_KEYS = ("input_per_mtok_usd", "output_per_mtok_usd")
@@ -34,7 +34,8 @@ def create(c: Container, who: Identity, *, model_profile_id: str, model: str, na
             raise InvalidInputError(f"price needs exactly {', '.join(PRICE_KEYS)} (USD per 1M tokens)",
                                     field="price")
         try:
-            price = {k: str(to_decimal(price[k], field=f"price.{k}")) for k in PRICE_KEYS}
+            price = {k: str(to_decimal(price[k], field=f"price.{k}", maximum=MAX_PRICE_PER_MTOK_USD))
+                     for k in PRICE_KEYS}
         except ValueError as exc:
             raise InvalidInputError(str(exc), field="price") from None
     row = ModelProfileRow(who.org_id, model_profile_id, name=name or model_profile_id, model=model,

@@ -216,7 +216,8 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) 
         settings={"run_concurrency": settings.eval_run_concurrency, "reruns": plan.reruns,
                   "case_timeout_seconds": settings.evaluation_case_timeout_seconds, **plan.info,
                   "warnings": plan.warnings, "judge_model": plan.judge.model if plan.judge else None,
-                  "estimate": {k: priced[k] for k in ("first_pass_usd", "rerun_ceiling_usd", "total_usd", "basis")}},
+                  "estimate": {k: priced[k] for k in ("first_pass_usd", "rerun_ceiling_usd", "total_usd",
+                                                      "total_micros", "basis")}},
         tasks=None, tasks_total=total, next_index=0, slots=0, expected=total,
         heartbeat_at_ms=epoch_ms(now))
     c.runs.create(run)

@@ -139,7 +139,8 @@ def test_a_run_that_exhausts_a_budget_ends_budget_exceeded_and_spends_no_further
     assert status == 200 and body["within_budget"] is False and body["agent_after_usd"] < 0
 
 
-@pytest.mark.parametrize("value", ["abc", -1, True, [], {"usd": 1}])
+@pytest.mark.parametrize("value", ["abc", -1, True, [], {"usd": 1}, "1e22", 1e308, 10**40, "١٢", "1_000",
+                                   4e-07, "0.0000001", "NaN", "Infinity"])
 def test_a_bad_budget_is_a_400_naming_the_field(api, value):
     status, body = api.call("PUT", "/api/v1/budget", json={"monthly_usd": value})
     assert status == 400 and body["error"]["field"] == "monthly_usd", body
@@ -175,3 +176,44 @@ def test_refusals_come_before_the_estimate(api):
     est = estimate(api, first, some)
     assert est["ungraded_cases"] == 1
     assert est["warnings"] == ["1 case has nothing to grade it. The result will be inconclusive."]
+
+
+def test_runs_already_started_count_against_the_budget(api, frozen):
+    # Pollers paused: the first run is queued and has spent nothing yet.
+    agent = api.agent(sleepy_spec())
+    ds = api.dataset(cases(4))
+    api.ok("PUT", f"/api/v1/agents/{agent}/budget", json={"monthly_usd": "0.30"})
+    first = api.start(agent, ds)                     # 4 x $0.05 = $0.20 of $0.30
+    est = estimate(api, agent, ds)
+    assert est["agent_committed_usd"] == 0.2 and est["org_committed_usd"] == 0.2
+    assert est["agent_after_usd"] == -0.1 and est["within_budget"] is False   # 0.30 - 0.20 - 0.20
+    status, body = api.call("POST", f"/api/v1/agents/{agent}/eval-runs", json={"dataset_id": ds, "candidate": "draft"})
+    assert status == 402, body
+    api.ok("POST", f"/api/v1/eval-runs/{first['run_id']}/cancel")
+    assert estimate(api, agent, ds)["within_budget"] is True                  # a cancelled run commits nothing
+
+
+def test_a_spent_budget_admits_not_even_a_free_run(api):
+    agent = api.agent(priced("0", "0"))
+    api.ok("PUT", f"/api/v1/agents/{agent}/budget", json={"monthly_usd": 0})
+    ds = api.dataset(cases(2))
+    est = estimate(api, agent, ds)
+    assert est["total_usd"] == 0 and est["within_budget"] is False
+    assert api.call("POST", f"/api/v1/agents/{agent}/eval-runs", json={"dataset_id": ds, "candidate": "draft"})[0] == 402
+
+
+@pytest.mark.parametrize("price", [{"input_per_mtok_usd": "1e30", "output_per_mtok_usd": "0"},
+                                   {"input_per_mtok_usd": "NaN", "output_per_mtok_usd": "0"}])
+def test_an_absurd_price_is_refused_when_the_spec_is_saved(api, price):
+    status, body = api.call("POST", "/api/v1/agents", json={"name": "a", "spec": {**sleepy_spec(), "price": price}})
+    assert status == 400 and body["error"]["field"] == "spec.price.input_per_mtok_usd", body
+    status, body = api.call("POST", "/api/v1/model-profiles", json={"model_profile_id": "p", "model": "m",
+                                                                   "price": price})
+    assert status == 400 and body["error"]["field"] == "price", body
+
+
+def test_an_empty_model_profile_id_is_a_400(api):
+    agent = api.agent(sleepy_spec())
+    status, body = api.call("POST", f"/api/v1/agents/{agent}/eval-runs/estimate",
+                            json={"dataset_id": api.dataset(cases(1)), "candidate": "draft", "model_profile_ids": [""]})
+    assert status == 400 and body["error"]["field"] == "model_profile_ids.0", body

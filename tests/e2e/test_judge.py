@@ -148,6 +148,41 @@ def test_grading_again_reads_the_kept_answer_and_recomputes_the_outcome(api, fak
     assert status == 404 and body["error"]["field"] == "score_ids[0]"
     status, body = api.call("POST", f"/api/v1/datasets/{ds}/scores/rescore", json={})
     assert status == 400 and body["error"]["field"] == "score_ids"
+    for bad in ("", "nocolon", ":x:judge"):
+        status, body = api.call("POST", f"/api/v1/datasets/{ds}/scores/rescore", json={"score_ids": [bad]})
+        assert status == 400 and body["error"]["field"] == "score_ids.0", (bad, body)
+
+    # Grading the same answer again and again works; a judge that fails now keeps the earlier grade.
+    again = api.ok("POST", f"/api/v1/eval-runs/{run['run_id']}/grade-again", json={"score_ids": [sid, sid]})
+    assert again["graded"] == 1 and again["scores"][0]["state"] == "passed"
+    fake.set_script({"default": {"status": 400, "error": "model gone"}})
+    kept = api.ok("POST", f"/api/v1/eval-runs/{run['run_id']}/grade-again", json={"score_ids": [sid]})
+    assert kept["graded"] == 0 and kept["scores"][0]["kept"] == "passed"
+    assert "earlier grade is kept" in kept["scores"][0]["reason"]
+    final = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    assert final["outcome"]["passed"] == 5 and final["progress"]["passed"] == 5
+    assert len(by_case(final)["c1"]["regraded"]) == 2
+
+
+def test_two_people_grading_one_run_again_never_ask_the_judge_twice(api, fake, judge_setup):
+    import concurrent.futures
+
+    _, ds = judge_setup
+    agent = api.agent(sleepy_spec(answers={f"c{i}": "broken" for i in range(5)}))
+    run = api.start(agent, ds)
+    api.wait(run["run_id"])
+    fake.set_script({"default": {"answer": grades(5), "usage": USAGE, "delay_ms": 200}})
+    fake.reset()
+    url = f"/api/v1/eval-runs/{run['run_id']}/grade-again"
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        replies = list(pool.map(lambda _: api.call("POST", url), range(2)))
+    statuses = sorted(status for status, _ in replies)
+    assert statuses in ([200, 200], [200, 409]), replies
+    graded = sum(body["graded"] for status, body in replies if status == 200)
+    assert graded == 5 and len(fake.requests()) == 5      # each answer graded, and paid for, once
+    view = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    assert view["judge_calls"] == 5 + 5 and view["outcome"]["passed"] == 5
+    assert sum(g["graded"] for g in view["gradings"]) == 5
 
 
 def test_a_different_judge_makes_the_comparison_invalid_and_is_never_reused(api, fake, judge_setup):
@@ -190,7 +225,10 @@ def test_judge_warnings_and_bad_judges(api, fake, judge_setup):
 
     status, body = api.call("POST", f"/api/v1/judges/{judge}/versions", json={
         "model_profile_id": "grader", "threshold": 9, "criteria": [{"criterion_id": "x", "text": "y"}]})
-    assert status == 400 and "threshold" in body["error"]["message"]
+    assert status == 400 and body["error"]["field"] == "threshold", body
+    status, body = api.call("POST", f"/api/v1/judges/{judge}/versions", json={
+        "model_profile_id": "grader", "criteria": [{"criterion_id": "x", "text": "y"}, {"criterion_id": "x", "text": "z"}]})
+    assert status == 400 and body["error"]["field"] == "criteria", body
     status, body = api.call("POST", f"/api/v1/judges/{judge}/versions", json={
         "model_profile_id": "nope", "criteria": [{"criterion_id": "x", "text": "y"}]})
     assert status == 404 and body["error"]["field"] == "model_profile_id"

@@ -305,6 +305,8 @@ def test_fits_exactly_at_the_budget_and_not_one_micro_over():
     assert fits(3_000_000, 1_000_000, 2_000_000)      # 3_000_000 - 1_000_000 spent = 2_000_000 left
     assert not fits(3_000_000, 1_000_000, 2_000_001)  # one micro over what is left
     assert not fits(3_000_000, 3_500_000, 0)          # already overspent: -500_000 left
+    assert not fits(0, 0, 0)                          # a zero budget admits not even a free run
+    assert not fits(3_000_000, 3_000_000, 0)          # spent exactly: every request would be refused
 
 
 def test_no_budget_always_fits():

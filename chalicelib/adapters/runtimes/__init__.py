@@ -25,6 +25,7 @@ from chalicelib.adapters.runtimes.lambda_ import LambdaRuntime
 from chalicelib.adapters.runtimes.openai import OpenAIRuntime
 from chalicelib.adapters.runtimes.python import PythonRuntime
 from chalicelib.adapters.runtimes.recorded import RecordedRuntime
+from chalicelib.domain.money import MAX_PRICE_PER_MTOK_USD
 from chalicelib.domain.enums import RuntimeKind
 from chalicelib.domain.models import Usage
 from chalicelib.errors import InvalidInputError
@@ -161,5 +162,8 @@ def spec_prices(spec: Mapping[str, Any]) -> Prices | None:
             ) from None
         if not value.is_finite() or value < 0:
             raise InvalidInputError(f"{field} must be a non-negative decimal", field=field)
+        if value > MAX_PRICE_PER_MTOK_USD:
+            raise InvalidInputError(f"{field} must be at most {MAX_PRICE_PER_MTOK_USD} USD per 1M tokens",
+                                    field=field)
         values.append(value)
     return Prices(input_per_mtok_usd=values[0], output_per_mtok_usd=values[1])

@@ -272,3 +272,24 @@ def test_criteria_scoped_to_tags_leave_unmatched_cases_ungraded(api, fake, judge
     # Two matching tags, one criterion, one judge call: counted once.
     assert len(fake.requests()) == 1
     assert fake.requests()[0]["body"]["messages"][-1]["content"].count("- polite:") == 1
+
+
+def test_a_judge_republished_during_a_run_makes_its_comparison_invalid(api, fake, judge_setup, limits):
+    limits(1, 1)                                          # one case at a time: the change lands mid-run
+    judge, ds = judge_setup
+    agent = api.agent(sleepy_spec(answers=ANSWERS, sleep_ms=150), publish=1)
+    api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": sleepy_spec(answers={**ANSWERS, "c1": "good"},
+                                                                            sleep_ms=150)})
+    api.ok("POST", f"/api/v1/agents/{agent}/versions")
+    run = api.start(agent, ds, candidate="version", version=2, paired_baseline=True)
+    api.wait(run["run_id"], until=lambda p: p["recorded"] >= 2)
+    publish_judge(api, judge, instructions="A second opinion.")
+    api.wait(run["run_id"])
+    view = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    versions = {judge_score(r)["fingerprint"]["judge_version"] for r in view["results"]
+                if judge_score(r)["fingerprint"]}
+    assert versions == {1, 2}
+    comparison = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")
+    assert comparison["verdict"] == "invalid"
+    assert comparison["invalid_reason"] == "the judge changed while the run's cases were graded"
+    assert comparison["overall"] is None

@@ -63,6 +63,31 @@ class Container:
         return JudgeStore()
 
     @cached_property
+    def environments(self):
+        from chalicelib.adapters.stores import EnvironmentStore
+        return EnvironmentStore()
+
+    @cached_property
+    def suites(self):
+        from chalicelib.adapters.stores import SuiteStore
+        return SuiteStore()
+
+    @cached_property
+    def promotions(self):
+        from chalicelib.adapters.stores import PromotionStore
+        return PromotionStore()
+
+    @cached_property
+    def notifications(self):
+        from chalicelib.adapters.stores import NotificationStore
+        return NotificationStore()
+
+    @cached_property
+    def mailer(self):
+        from chalicelib.adapters.mailer import SesMailer
+        return SesMailer(lambda: self._client("ses"), self.settings.assay_email_sender)
+
+    @cached_property
     def datasets(self):
         from chalicelib.adapters.stores import DatasetStore
         return DatasetStore()

@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     assay_recordings_dir: str = ""
     """Where `recorded` runtimes look for relative recording files (empty: the working dir)."""
 
+    assay_email_sender: str = "assay@example.com"
+    """The verified SES sender of owner notices (verified by `infra` on a local stack)."""
+
     aws_endpoint_url: str | None = None
     """Endpoint of every AWS client (moto server or LocalStack); unset means AWS itself."""
     aws_default_region: str = "us-east-1"

@@ -25,11 +25,16 @@ from chalicelib.adapters.tables import (
     AttemptRow,
     DatasetCaseRow,
     DatasetRow,
+    EnvironmentRow,
     JudgeRow,
     ModelProfileRow,
+    NotificationRow,
     OrganizationRow,
+    PromotionRow,
     RunRow,
     SpendRow,
+    SuiteResultRow,
+    SuiteRow,
 )
 from chalicelib.domain.enums import RunStatus
 from chalicelib.errors import ConflictError, NotFoundError
@@ -252,6 +257,162 @@ class JudgeStore:
             return False
 
 
+# --- environments, suites, promotions, notifications -----------------------------------------
+
+
+class EnvironmentStore:
+    """Environments of an organization and the versions they serve."""
+
+    def create(self, row: EnvironmentRow) -> None:
+        """Raises ConflictError when the id is taken in the organization."""
+        try:
+            row.save(condition=EnvironmentRow.environment_id.does_not_exist())
+        except PutError as exc:
+            raise ConflictError(f"environment {row.environment_id} already exists", field="environment_id") from exc
+
+    def get(self, org_id: str, environment_id: str, *, field: str = "environment_id") -> EnvironmentRow:
+        """Raises NotFoundError for an unknown environment."""
+        try:
+            return EnvironmentRow.get(org_id, environment_id, consistent_read=True)
+        except DoesNotExist:
+            raise NotFoundError(f"environment {environment_id} not found", field=field) from None
+
+    def list(self, org_id: str) -> list[EnvironmentRow]:
+        return list(EnvironmentRow.query(org_id, consistent_read=True))
+
+    def serve(self, org_id: str, environment_id: str, agent_id: str, version: int, *,
+              expect: int | None) -> bool:
+        """Serve `version` of an agent, conditional on the version served as read (`expect`)."""
+        row = self.get(org_id, environment_id)
+        if (row.serving or {}).get(agent_id) != expect:
+            return False
+        try:
+            EnvironmentRow(org_id, environment_id).update(
+                actions=[EnvironmentRow.serving.set({**(row.serving or {}), agent_id: version})],
+                condition=EnvironmentRow.serving == row.serving)
+            return True
+        except UpdateError:
+            return False
+
+    def delete(self, org_id: str, environment_id: str) -> None:
+        EnvironmentRow(org_id, environment_id).delete()
+
+
+class SuiteStore:
+    """Suites and their results. Every change of a suite's waiting triggers or active run is a
+    conditional write on what was read (`updated_at` is the suite's version stamp)."""
+
+    def create(self, row: SuiteRow) -> None:
+        try:
+            row.save(condition=SuiteRow.suite_id.does_not_exist())
+        except PutError as exc:
+            raise ConflictError(f"suite {row.suite_id} already exists", field="suite_id") from exc
+
+    def get(self, agent_id: str, suite_id: str) -> SuiteRow | None:
+        try:
+            return SuiteRow.get(agent_id, suite_id, consistent_read=True)
+        except DoesNotExist:
+            return None
+
+    def of_agent(self, agent_id: str) -> list[SuiteRow]:
+        return list(SuiteRow.query(agent_id, consistent_read=True))
+
+    def of_org(self, org_id: str) -> list[SuiteRow]:
+        return list(SuiteRow.org_index.query(org_id))
+
+    def update(self, row: SuiteRow, actions: list, *, stamp: str) -> bool:
+        """Apply `actions` and a new `updated_at` stamp if the suite is as read; False otherwise."""
+        try:
+            SuiteRow(row.agent_id, row.suite_id).update(
+                actions=[*actions, SuiteRow.updated_at.set(stamp)],
+                condition=SuiteRow.updated_at == row.updated_at)
+            return True
+        except UpdateError as exc:
+            if "ConditionalCheckFailed" in str(exc):
+                return False
+            raise
+
+    def delete(self, row: SuiteRow) -> None:
+        SuiteRow(row.agent_id, row.suite_id).delete()
+
+    def due_to_fire(self, now_ms: int) -> list[SuiteRow]:
+        """Suites whose schedule is due (sparse GSI, eventually consistent: the claim re-checks)."""
+        return list(SuiteRow.fire_index.query("1", SuiteRow.next_fire_at_ms <= now_ms))
+
+    def due_to_start(self, now_ms: int) -> list[SuiteRow]:
+        """Suites with a waiting trigger that is due."""
+        return list(SuiteRow.due_index.query("1", SuiteRow.due_at_ms <= now_ms))
+
+    def add_result(self, row: SuiteResultRow) -> bool:
+        """Keep a result once (False when it was kept already: a run has one result)."""
+        try:
+            row.save(condition=SuiteResultRow.started_key.does_not_exist())
+            return True
+        except PutError:
+            return False
+
+    def update_result(self, suite_id: str, started_key: str, actions: list) -> None:
+        SuiteResultRow(suite_id, started_key).update(actions=actions)
+
+    def results(self, suite_id: str, limit: int = 100) -> list[SuiteResultRow]:
+        """Newest first."""
+        return list(SuiteResultRow.query(suite_id, scan_index_forward=False, limit=limit))
+
+    def result_of_run(self, suite_id: str, run_id: str) -> SuiteResultRow | None:
+        return next((r for r in self.results(suite_id, 200) if r.run_id == run_id), None)
+
+    def delete_results(self, suite_id: str) -> None:
+        with SuiteResultRow.batch_write() as batch:
+            for r in SuiteResultRow.query(suite_id, attributes_to_get=["suite_id", "started_key"]):
+                batch.delete(r)
+
+
+class PromotionStore:
+    def create(self, row: PromotionRow) -> None:
+        row.save(condition=PromotionRow.promotion_id.does_not_exist())
+
+    def get(self, agent_id: str, promotion_id: str) -> PromotionRow | None:
+        try:
+            return PromotionRow.get(agent_id, promotion_id, consistent_read=True)
+        except DoesNotExist:
+            return None
+
+    def of_agent(self, agent_id: str, limit: int = 100) -> list[PromotionRow]:
+        return list(PromotionRow.query(agent_id, scan_index_forward=False, limit=limit))
+
+    def decide(self, row: PromotionRow, actions: list) -> bool:
+        """Update a waiting promotion (conditional on it still waiting as read)."""
+        try:
+            PromotionRow(row.agent_id, row.promotion_id).update(
+                actions=actions, condition=(PromotionRow.status == "waiting") & (PromotionRow.guards == row.guards))
+            return True
+        except UpdateError as exc:
+            if "ConditionalCheckFailed" in str(exc):
+                return False
+            raise
+
+
+class NotificationStore:
+    def add(self, row: NotificationRow) -> None:
+        row.save()
+
+    def of(self, recipient: str, limit: int = 100) -> list[NotificationRow]:
+        return list(NotificationRow.query(recipient, scan_index_forward=False, limit=limit))
+
+    def mark_read(self, recipient: str, notification_id: str) -> bool:
+        try:
+            NotificationRow(recipient, notification_id).update(
+                actions=[NotificationRow.read.set(True)], condition=NotificationRow.notification_id.exists())
+            return True
+        except UpdateError as exc:
+            if "ConditionalCheckFailed" in str(exc):
+                return False
+            raise
+
+    def set_emailed(self, recipient: str, notification_id: str) -> None:
+        NotificationRow(recipient, notification_id).update(actions=[NotificationRow.emailed.set(True)])
+
+
 # --- agents ----------------------------------------------------------------------------------
 
 
@@ -348,6 +509,9 @@ class ModelProfileStore:
             return ModelProfileRow.get(org_id, model_profile_id, consistent_read=True)
         except DoesNotExist:
             raise NotFoundError(f"model profile {model_profile_id} not found", field=field) from None
+
+    def delete(self, org_id: str, model_profile_id: str) -> None:
+        ModelProfileRow(org_id, model_profile_id).delete()
 
     def list(self, org_id: str) -> list[ModelProfileRow]:
         return list(ModelProfileRow.query(org_id))
@@ -515,7 +679,8 @@ class RunStore:
         """The organization's queued or running runs among its newest `limit` (projected: only what
         their committed spend needs)."""
         rows = RunRow.org_index.query(org_id, scan_index_forward=False, limit=limit, attributes_to_get=[
-            "run_id", "org_id", "agent_id", "created_at", "status", "settings", "cost_micros", "judge_cost_micros"])
+            "run_id", "org_id", "agent_id", "created_at", "status", "settings", "cost_micros", "judge_cost_micros",
+            "environment_id", "arms"])
         return [r for r in rows if r.status in (RunStatus.QUEUED.value, RunStatus.RUNNING.value)]
 
     def stale(self, status: RunStatus, before_ms: int) -> Iterator[RunRow]:

@@ -157,6 +157,172 @@ class JudgeRow(_Base):
     created_by = UnicodeAttribute(default="")
 
 
+# --- environments, suites, promotions, notifications -----------------------------------------
+
+
+class EnvironmentRow(_Base):
+    """An environment of an organization: which version of each agent it serves (seed 004 "Suites")."""
+
+    class Meta(_Base.Meta):
+        table_name = "environments"
+
+    org_id = UnicodeAttribute(hash_key=True)
+    environment_id = UnicodeAttribute(range_key=True)
+    name = UnicodeAttribute(default="")
+    default = BooleanAttribute(default=False)
+    serving = JSONAttribute(default=dict)
+    """`{agent_id: version}`."""
+    created_at = UnicodeAttribute()
+    created_by = UnicodeAttribute(default="")
+
+
+class SuiteFireIndex(GlobalSecondaryIndex):
+    """Sparse: suites with a schedule carry `fire_flag`; the tick reads those due by `next_fire_at_ms`."""
+
+    class Meta:
+        index_name = "next_fire"
+        projection = AllProjection()
+
+    fire_flag = UnicodeAttribute(hash_key=True)
+    next_fire_at_ms = NumberAttribute(range_key=True)
+
+
+class SuiteDueIndex(GlobalSecondaryIndex):
+    """Sparse: suites with a trigger waiting carry `due_flag`; the tick starts those due by `due_at_ms`."""
+
+    class Meta:
+        index_name = "due"
+        projection = AllProjection()
+
+    due_flag = UnicodeAttribute(hash_key=True)
+    due_at_ms = NumberAttribute(range_key=True)
+
+
+class SuiteOrgIndex(GlobalSecondaryIndex):
+    class Meta:
+        index_name = "org_suites"
+        projection = AllProjection()
+
+    org_id = UnicodeAttribute(hash_key=True)
+    suite_id = UnicodeAttribute(range_key=True)
+
+
+class SuiteRow(_Base):
+    """A suite: what it checks, when, against which bar, as whom, and what is waiting (seed 004 "Suites").
+
+    `pending` holds the triggers waiting to run, one per version (a later trigger for a waiting
+    version is absorbed); `active_run_id` is the one eval run it has going.
+    """
+
+    class Meta(_Base.Meta):
+        table_name = "suites"
+
+    agent_id = UnicodeAttribute(hash_key=True)
+    suite_id = UnicodeAttribute(range_key=True)
+    org_id = UnicodeAttribute()
+    name = UnicodeAttribute(default="")
+    dataset_id = UnicodeAttribute()
+    dataset_version = NumberAttribute(null=True)
+    """Pinned dataset version; None reads the latest when a run starts."""
+    environment_id = UnicodeAttribute(null=True)
+    """The environment whose version it checks; None is the organization's default one."""
+    threshold = JSONAttribute(default=dict)
+    max_run_usd_micros = NumberAttribute(null=True)
+    triggers = JSONAttribute(default=dict)
+    guards = BooleanAttribute(default=False)
+    pins = JSONAttribute(null=True)
+    """A guard's pins: `{dataset_version, scoring_hash, judge_version}`."""
+    history = JSONAttribute(default=list)
+    """Who changed what: owner changes, pin moves (`agent.environment_guards_changed`)."""
+    owner = UnicodeAttribute()
+    paused = BooleanAttribute(default=False)
+    paused_reason = UnicodeAttribute(null=True)
+    pending = JSONAttribute(default=list)
+    active_run_id = UnicodeAttribute(null=True)
+    active_trigger = JSONAttribute(null=True)
+    last_publish_version = NumberAttribute(default=0)
+    notified = JSONAttribute(default=dict)
+    """Per version, whether its owner was told of the current run of bad results."""
+    last_result = JSONAttribute(null=True)
+    fire_flag = UnicodeAttribute(null=True)
+    next_fire_at_ms = NumberAttribute(null=True)
+    due_flag = UnicodeAttribute(null=True)
+    due_at_ms = NumberAttribute(null=True)
+    created_at = UnicodeAttribute()
+    updated_at = UnicodeAttribute()
+    fire_index = SuiteFireIndex()
+    due_index = SuiteDueIndex()
+    org_index = SuiteOrgIndex()
+
+
+class SuiteResultRow(_Base):
+    """One result of a suite: its word, why, the cases behind it and the run (seed 004 "What a result must meet")."""
+
+    class Meta(_Base.Meta):
+        table_name = "suite_results"
+
+    suite_id = UnicodeAttribute(hash_key=True)
+    started_key = UnicodeAttribute(range_key=True)
+    """`<started_at ISO>#<result id>`: newest last."""
+    result_id = UnicodeAttribute()
+    org_id = UnicodeAttribute()
+    agent_id = UnicodeAttribute()
+    trigger = JSONAttribute()
+    version = NumberAttribute(null=True)
+    run_id = UnicodeAttribute(null=True)
+    purpose = UnicodeAttribute(default="suite")
+    result = UnicodeAttribute()
+    reasons = JSONAttribute(default=list)
+    cases_broken = JSONAttribute(default=list)
+    cases_undecided = JSONAttribute(default=list)
+    overall = UnicodeAttribute(null=True)
+    details = JSONAttribute(default=dict)
+    started_at = UnicodeAttribute()
+    completed_at = UnicodeAttribute(null=True)
+
+
+class PromotionRow(_Base):
+    """A promotion of a version onto an environment, waiting for its guards or done."""
+
+    class Meta(_Base.Meta):
+        table_name = "promotions"
+
+    agent_id = UnicodeAttribute(hash_key=True)
+    promotion_id = UnicodeAttribute(range_key=True)
+    org_id = UnicodeAttribute()
+    environment_id = UnicodeAttribute()
+    version = NumberAttribute()
+    from_version = NumberAttribute(null=True)
+    status = UnicodeAttribute()
+    """`waiting` (its guards run), `promoted`, or `refused`."""
+    guards = JSONAttribute(default=dict)
+    """`{suite_id: {"result": word|None, "run_id", "reasons"}}`."""
+    reason = UnicodeAttribute(null=True)
+    created_at = UnicodeAttribute()
+    created_by = UnicodeAttribute(default="")
+    decided_at = UnicodeAttribute(null=True)
+
+
+class NotificationRow(_Base):
+    """One notice for one person (the notification center)."""
+
+    class Meta(_Base.Meta):
+        table_name = "notifications"
+
+    recipient = UnicodeAttribute(hash_key=True)
+    """`<org_id>#<user_id>`."""
+    notification_id = UnicodeAttribute(range_key=True)
+    """`<created_at ISO>#<id>`: newest last."""
+    org_id = UnicodeAttribute()
+    kind = UnicodeAttribute()
+    title = UnicodeAttribute()
+    body = UnicodeAttribute(default="")
+    links = JSONAttribute(default=dict)
+    read = BooleanAttribute(default=False)
+    emailed = BooleanAttribute(default=False)
+    created_at = UnicodeAttribute()
+
+
 # --- datasets --------------------------------------------------------------------------------
 
 
@@ -378,6 +544,11 @@ ALL_MODELS: tuple[type[Model], ...] = (
     ModelProfileRow,
     SpendRow,
     JudgeRow,
+    EnvironmentRow,
+    SuiteRow,
+    SuiteResultRow,
+    PromotionRow,
+    NotificationRow,
     DatasetRow,
     DatasetCaseRow,
     RunRow,

@@ -75,9 +75,13 @@ def shape_chalice_errors(event: Any, get_response: Callable[[Any], Response]) ->
 
 
 def issue_token(org_id: str, user_id: str, *, secret: str, issuer: str = "assay",
-                ttl_seconds: int | None = None, now_s: int | None = None) -> str:
-    """A signed HS256 bearer token naming an organization (`org`) and user (`sub`)."""
+                ttl_seconds: int | None = None, now_s: int | None = None,
+                permissions: list[str] | None = None) -> str:
+    """A signed HS256 bearer token naming an organization (`org`) and user (`sub`), and optionally
+    what they may do (`permissions`; without it, everything)."""
     claims: dict[str, Any] = {"sub": user_id, "org": org_id, "iss": issuer}
+    if permissions is not None:
+        claims["permissions"] = list(permissions)
     if ttl_seconds is not None and now_s is not None:
         claims["iat"] = now_s
         claims["exp"] = now_s + ttl_seconds
@@ -107,7 +111,11 @@ def identity_from(headers: dict[str, str]) -> Identity:
     if not claims["org"] or claims["org"].startswith("#"):
         # `#...` partitions are the service's own (e.g. the agent-id claims).
         raise UnauthenticatedError("token names no valid organization", field="Authorization")
-    return Identity(org_id=claims["org"], user_id=claims["sub"])
+    perms = claims.get("permissions")
+    if perms is not None and not (isinstance(perms, list) and all(isinstance(p, str) for p in perms)):
+        raise UnauthenticatedError("token permissions must be a list of strings", field="Authorization")
+    return Identity(org_id=claims["org"], user_id=claims["sub"],
+                    permissions=frozenset(perms) if perms is not None else None)
 
 
 def json_body(bp: Blueprint) -> Any:

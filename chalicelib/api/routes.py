@@ -10,7 +10,11 @@ from chalicelib.api.schemas import (
     AgentSummaries,
     CreateAgent,
     CreateDataset,
+    CreateEnvironment,
     CreateJudge,
+    EmailSettings,
+    Promote,
+    SuiteBody,
     CreateModelProfile,
     GradeAgain,
     Publish,
@@ -22,12 +26,16 @@ from chalicelib.api.schemas import (
 from chalicelib.errors import InvalidInputError
 from chalicelib.services import agents as agent_service
 from chalicelib.services import budgets as budget_service
+from chalicelib.services import environments as environment_service
 from chalicelib.services import estimates as estimate_service
 from chalicelib.services import grading as grading_service
 from chalicelib.services import judges as judge_service
 from chalicelib.services import datasets as dataset_service
 from chalicelib.services import model_profiles as profile_service
+from chalicelib.services import notifications as notification_service
+from chalicelib.services import promotions as promotion_service
 from chalicelib.services import runs as run_service
+from chalicelib.services import suites as suite_service
 from chalicelib.services import summaries as summary_service
 
 bp = Blueprint(__name__)
@@ -119,6 +127,153 @@ def list_model_profiles(c, who):
 @api_view(bp)
 def get_model_profile(c, who, model_profile_id):
     return profile_service.view(c.model_profiles.get(who.org_id, model_profile_id))
+
+
+@bp.route("/api/v1/model-profiles/{model_profile_id}", methods=["DELETE"])
+@api_view(bp)
+def delete_model_profile(c, who, model_profile_id):
+    profile_service.delete(c, who, model_profile_id)
+    return {"model_profile_id": model_profile_id, "deleted": True}
+
+
+# --- environments and promotions ---------------------------------------------------------------
+
+
+@bp.route("/api/v1/environments", methods=["POST"])
+@api_view(bp)
+def create_environment(c, who):
+    body = parse(CreateEnvironment, json_body(bp))
+    return environment_service.view(environment_service.create(
+        c, who, environment_id=body.environment_id, name=body.name, default=body.default)), 201
+
+
+@bp.route("/api/v1/environments", methods=["GET"])
+@api_view(bp)
+def list_environments(c, who):
+    return {"environments": [environment_service.view(e) for e in c.environments.list(who.org_id)]}
+
+
+@bp.route("/api/v1/environments/{environment_id}", methods=["GET"])
+@api_view(bp)
+def get_environment(c, who, environment_id):
+    return environment_service.view(c.environments.get(who.org_id, environment_id))
+
+
+@bp.route("/api/v1/environments/{environment_id}", methods=["DELETE"])
+@api_view(bp)
+def delete_environment(c, who, environment_id):
+    environment_service.delete(c, who, environment_id)
+    return {"environment_id": environment_id, "deleted": True}
+
+
+@bp.route("/api/v1/agents/{agent_id}/promotions", methods=["POST"])
+@api_view(bp)
+def promote(c, who, agent_id):
+    body = parse(Promote, json_body(bp))
+    row = promotion_service.promote(c, who, agent_id, body.environment_id, body.version)
+    return promotion_service.view(row), 201 if row.status == "promoted" else 202
+
+
+@bp.route("/api/v1/agents/{agent_id}/promotions", methods=["GET"])
+@api_view(bp)
+def list_promotions(c, who, agent_id):
+    return {"promotions": promotion_service.list_promotions(c, who, agent_id)}
+
+
+@bp.route("/api/v1/agents/{agent_id}/promotions/{promotion_id}", methods=["GET"])
+@api_view(bp)
+def get_promotion(c, who, agent_id, promotion_id):
+    return promotion_service.view(promotion_service.get(c, who, agent_id, promotion_id))
+
+
+# --- suites ----------------------------------------------------------------------------------
+
+
+def _suite_body():
+    return parse(SuiteBody, json_body(bp)).model_dump(exclude_unset=True)
+
+
+@bp.route("/api/v1/agents/{agent_id}/suites", methods=["POST"])
+@api_view(bp)
+def create_suite(c, who, agent_id):
+    body = _suite_body()
+    if not body.get("dataset_id"):
+        raise InvalidInputError("dataset_id is required", field="dataset_id")
+    row, priced = suite_service.create(c, who, agent_id, body)
+    return {**suite_service.view(row), "price": priced}, 201
+
+
+@bp.route("/api/v1/agents/{agent_id}/suites", methods=["GET"])
+@api_view(bp)
+def list_suites(c, who, agent_id):
+    c.agents.get(who.org_id, agent_id)
+    return {"suites": [suite_service.view(r) for r in c.suites.of_agent(agent_id) if r.org_id == who.org_id]}
+
+
+@bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}", methods=["GET"])
+@api_view(bp)
+def get_suite(c, who, agent_id, suite_id):
+    return suite_service.view(suite_service.get(c, who, agent_id, suite_id))
+
+
+@bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}", methods=["PATCH"])
+@api_view(bp)
+def update_suite(c, who, agent_id, suite_id):
+    row, priced = suite_service.update(c, who, agent_id, suite_id, _suite_body())
+    return {**suite_service.view(row), "price": priced}
+
+
+@bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}", methods=["DELETE"])
+@api_view(bp)
+def delete_suite(c, who, agent_id, suite_id):
+    suite_service.delete(c, who, agent_id, suite_id)
+    return {"suite_id": suite_id, "deleted": True}
+
+
+@bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}/pause", methods=["POST"])
+@api_view(bp)
+def pause_suite(c, who, agent_id, suite_id):
+    return suite_service.view(suite_service.set_paused(c, who, agent_id, suite_id, True))
+
+
+@bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}/resume", methods=["POST"])
+@api_view(bp)
+def resume_suite(c, who, agent_id, suite_id):
+    return suite_service.view(suite_service.set_paused(c, who, agent_id, suite_id, False))
+
+
+@bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}/run", methods=["POST"])
+@api_view(bp)
+def run_suite_now(c, who, agent_id, suite_id):
+    return suite_service.run_now(c, who, agent_id, suite_id), 202
+
+
+@bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}/results", methods=["GET"])
+@api_view(bp)
+def suite_results(c, who, agent_id, suite_id):
+    return {"results": suite_service.results(c, who, agent_id, suite_id, limit=int_param(bp, "limit", 50))}
+
+
+# --- notifications ---------------------------------------------------------------------------
+
+
+@bp.route("/api/v1/notifications", methods=["GET"])
+@api_view(bp)
+def list_notifications(c, who):
+    return {"notifications": notification_service.list_for(c, who, unread=query_param(bp, "unread") == "true")}
+
+
+@bp.route("/api/v1/notifications/{notification_id}/read", methods=["POST"])
+@api_view(bp)
+def read_notification(c, who, notification_id):
+    notification_service.mark_read(c, who, notification_id)
+    return {"notification_id": notification_id, "read": True}
+
+
+@bp.route("/api/v1/notifications/settings", methods=["PUT"])
+@api_view(bp)
+def notification_settings(c, who):
+    return notification_service.set_email(c, who, parse(EmailSettings, json_body(bp)).email)
 
 
 # --- budgets ---------------------------------------------------------------------------------

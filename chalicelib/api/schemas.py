@@ -123,3 +123,43 @@ class Rescore(Body):
     """Judge scores to grade again, of any runs over the dataset."""
     run_id: str | None = Field(None, min_length=1)
     """Or every score of this run that is not graded."""
+
+
+Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9_\-]{1,64}$")]
+
+
+class CreateEnvironment(Body):
+    environment_id: Id
+    name: str = Field("", max_length=200)
+    default: StrictBool = False
+    """The organization's default environment (its first one is)."""
+
+
+class Promote(Body):
+    environment_id: str = Field(min_length=1)
+    version: StrictInt = Field(ge=1)
+
+
+class SuiteBody(Body):
+    """A suite (create: `dataset_id` required; update: any subset)."""
+
+    suite_id: Id | None = None
+    name: str | None = Field(None, max_length=200)
+    dataset_id: str | None = Field(None, min_length=1)
+    dataset_version: StrictInt | None = Field(None, ge=1)
+    """Pinned dataset version; absent or null: the latest when a run starts."""
+    environment_id: str | None = Field(None, min_length=1)
+    """The environment whose version it checks; absent: the default one."""
+    threshold: dict[str, Any] | None = None
+    """`{min_pass_rate?, max_regressions?, max_cost_per_pass_rise_pct?, max_p95_latency_rise_pct?}`."""
+    max_run_usd: Any = None
+    triggers: dict[str, Any] | None = None
+    """`{schedule?: {cron, timezone}, on_publish?, on_promotion?, on_dependency_change?}`."""
+    guards: StrictBool | None = None
+    """Guard its environment: promotions onto it wait for this suite to pass."""
+    move_pins: StrictBool | None = None
+    """Move a guard's pins to the dataset version and judge publication now (`promotions:override`)."""
+
+
+class EmailSettings(Body):
+    email: StrictBool

@@ -335,6 +335,11 @@ class _CountingSerializingApp:
             start_response("200 OK", [("Content-Type", "application/json"),
                                       ("Content-Length", str(len(body)))])
             return [body]
+        if path.startswith(SES_SENT_PATH):
+            body = json.dumps(_ses_sent()).encode()
+            start_response("200 OK", [("Content-Type", "application/json"),
+                                      ("Content-Length", str(len(body)))])
+            return [body]
         if path.startswith("/moto-api"):
             return self._app(environ, start_response)
         operation = _operation(environ)
@@ -461,6 +466,21 @@ class KeepAliveWSGIServer(http.server.ThreadingHTTPServer):
 
 COUNTS_PATH = "/_assay/requests"
 """GET: the request counts as JSON; POST: zero them (served by our middleware, not moto)."""
+
+SES_SENT_PATH = "/_assay/ses/sent"
+"""GET: every email moto's SES accepted, as JSON (moto keeps them only in its own process)."""
+
+
+def _ses_sent() -> list[dict[str, Any]]:
+    from moto.ses import ses_backends
+
+    out = []
+    for account in ses_backends.values():
+        for backend in account.values():
+            for m in backend.sent_messages:
+                out.append({"source": getattr(m, "source", None), "destinations": getattr(m, "destinations", None),
+                            "subject": getattr(m, "subject", None), "body": getattr(m, "body", None)})
+    return out
 
 
 class MotoHandle:

@@ -159,6 +159,10 @@ class EmbeddedStack:
         self.queue_urls = bootstrap(endpoint, settings.aws_default_region,
                                     settings.assay_resource_prefix,
                                     settings.evaluation_case_timeout_seconds)
+        # Owner notices are mailed from a verified sender: verify it on the local stack.
+        from chalicelib import bootstrap as composition
+
+        composition.container().mailer.verify_sender()
 
         module = self._module = self._app_module or importlib.import_module("app")
         self.app = module.app

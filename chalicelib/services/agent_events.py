@@ -4,6 +4,12 @@ Schema (documented in the README):
 
     {"type": "version_published", "org_id": "...", "agent_id": "...", "version": 3,
      "spec": {...}, "published_by": "release-bot"}
+    {"type": "dependency_changed", "org_id": "...", "agent_id": "...", "version": 3,
+     "dependency": {"kind": "skill" | "context_file" | "knowledge_base", "id": "...",
+                    "change": "edited" | "added" | "reingested" | "deleted"}}
+
+(`version` of a dependency change is the version that binds it; absent, the change concerns
+whatever version each suite checks.)
 
 A malformed message is not retried: it goes straight to the DLQ with its reason, so a bad
 message can never loop.
@@ -39,6 +45,26 @@ class VersionPublished(BaseModel):
     published_by: str = "pipeline"
 
 
+class Dependency(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = Field(pattern="^(skill|context_file|knowledge_base)$")
+    id: str = Field(min_length=1)
+    change: str = Field("edited", pattern="^(edited|added|reingested|deleted)$")
+
+
+class DependencyChanged(BaseModel):
+    """A skill, context file or knowledge-base document a version binds changed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = Field(pattern="^dependency_changed$")
+    org_id: str = Field(min_length=1, pattern=r"^[^#]")
+    agent_id: str = Field(min_length=1)
+    version: StrictInt | None = Field(None, ge=1)
+    dependency: Dependency
+
+
 class MalformedEventError(Exception):
     """The message can never be processed; `reason` says why."""
 
@@ -55,9 +81,12 @@ def handle(c: Container, body: str) -> dict[str, Any]:
         data = json.loads(body)
     except ValueError as exc:
         raise MalformedEventError(f"not JSON: {exc}") from None
-    if not isinstance(data, dict) or data.get("type") != "version_published":
-        kind = data.get("type") if isinstance(data, dict) else None
-        raise MalformedEventError(f"unknown event type {kind!r}; expected 'version_published'")
+    kind = data.get("type") if isinstance(data, dict) else None
+    if kind == "dependency_changed":
+        return _dependency_changed(c, data)
+    if kind != "version_published":
+        raise MalformedEventError(f"unknown event type {kind!r}; expected 'version_published' or "
+                                  "'dependency_changed'")
     try:
         event = VersionPublished.model_validate(data)
     except ValidationError as exc:
@@ -70,3 +99,20 @@ def handle(c: Container, body: str) -> dict[str, Any]:
         raise MalformedEventError(exc.message) from None
     log.info("agent %s version %s published by pipeline (created=%s)", event.agent_id, event.version, created)
     return {"agent_id": row.agent_id, "version": int(row.version), "created": created}
+
+
+def _dependency_changed(c: Container, data: dict[str, Any]) -> dict[str, Any]:
+    from chalicelib.services import suites
+
+    try:
+        event = DependencyChanged.model_validate(data)
+    except ValidationError as exc:
+        raise MalformedEventError(invalid_input(exc).message) from None
+    try:
+        c.agents.get(event.org_id, event.agent_id)
+    except AssayError as exc:
+        raise MalformedEventError(exc.message) from None
+    taken = suites.on_dependency_changed(c, event.org_id, event.agent_id, event.version)
+    log.info("agent %s dependency %s %s: %d suites due", event.agent_id, event.dependency.kind,
+             event.dependency.change, taken)
+    return {"agent_id": event.agent_id, "version": event.version, "suites": taken}

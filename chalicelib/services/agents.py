@@ -145,6 +145,10 @@ def publish(c: Container, who: Identity, agent_id: str, *, version: int | None =
     if existing is not None and existing.org_id != who.org_id:
         raise ConflictError(f"version {version} of agent {agent_id} cannot be published", field="version")
     created = c.agents.publish(row)
+    # Suites on publish check every new version; a redelivered publish finds them triggered already.
+    from chalicelib.services import suites
+
+    suites.on_published(c, who.org_id, agent_id, version)
     return (row if created else c.agents.get_version(agent_id, version)), created  # type: ignore[return-value]
 
 

@@ -129,7 +129,7 @@ def add_version(c: Container, who: Identity, dataset_id: str, *, scoring: Any,
     return c.datasets.get(who.org_id, dataset_id), row
 
 
-def coverage(c: Container, version: DatasetRow, judge: Any) -> tuple[int, int]:
+def coverage(c: Container, version: DatasetRow, judge: Any, scoring: dict[str, Any] | None = None) -> tuple[int, int]:
     """`(cases nothing grades, cases the judge grades)` of a dataset version, with `judge` (a
     `judges.ResolvedJudge` or None) the judge grading now: republishing a judge with other
     criteria scopes changes both, so they are counted when a run is planned."""
@@ -138,7 +138,7 @@ def coverage(c: Container, version: DatasetRow, judge: Any) -> tuple[int, int]:
 
     if judge is None:
         return int(version.ungraded_cases or 0), 0
-    effective = judges.effective_scoring(version.scoring, judge)
+    effective = judges.effective_scoring(scoring or version.scoring, judge)
     ungraded = judged = 0
     for raw in c.datasets.cases(version.dataset_id, int(version.version)):
         case = Case.model_validate(raw)

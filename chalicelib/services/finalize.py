@@ -63,7 +63,7 @@ def summary_view(s: ArmSummary) -> dict[str, Any]:
 def summarize(run: RunRow, attempts: list[AttemptRow]) -> dict[str, ArmSummary]:
     """Each arm's summary over the run's cases (a case graded by two judges counts the tries of
     the one that graded more of them)."""
-    return {arm["arm_id"]: summarize_arm([f for tries in _by_case(run, attempts, arm["arm_id"]).values() for f in tries],
+    return {arm["arm_id"]: summarize_arm([f for tries in by_case(run, attempts, arm["arm_id"]).values() for f in tries],
                                          run.case_ids) for arm in run.arms}
 
 
@@ -103,7 +103,7 @@ def arm_views(c: Container, run: RunRow, attempts: list[AttemptRow],
     views = {}
     for arm_id, summary in summaries.items():
         view = summary_view(summary)
-        by_tag = compare.summarize_by_tag(_by_case(run, attempts, arm_id), tags)
+        by_tag = compare.summarize_by_tag(by_case(run, attempts, arm_id), tags)
         view["tags"] = {tag: summary_view(s) for tag, s in sorted(by_tag.items())}
         view["could_not_run"] = could_not_run(attempts, arm_id)
         view["judges"] = sorted(judge_keys(attempts, arm_id))
@@ -137,7 +137,8 @@ def settled_state(tries: list[AttemptRow]) -> str | None:
     return settle(AttemptState(r.state) for r in sorted(tries, key=lambda r: int(r.attempt))).value
 
 
-def _by_case(run: RunRow, attempts: list[AttemptRow], arm_id: str) -> dict[str, list[AttemptFacts]]:
+def by_case(run: RunRow, attempts: list[AttemptRow], arm_id: str) -> dict[str, list[AttemptFacts]]:
+    """An arm's tries per case, first first (a case graded by two judges keeps the majority judge's)."""
     out: dict[str, list[AttemptFacts]] = {}
     for row in attempts:
         if row.arm_id == arm_id:
@@ -201,8 +202,8 @@ def sides(c: Container, run: RunRow, attempts: list[AttemptRow], arm_id: str | N
             invalid = "the sides were scored with different scoring settings"
     invalid = invalid or judge_rules.invalid_reason(judge_keys(attempts, cand_arm),
                                                     judge_keys(attempts, base_arm["arm_id"]))
-    return Sides(_by_case(run, attempts, cand_arm),
-                 _by_case(run, attempts, base_arm["arm_id"]), cand_fps, base_fps, base_arm, invalid)
+    return Sides(by_case(run, attempts, cand_arm),
+                 by_case(run, attempts, base_arm["arm_id"]), cand_fps, base_fps, base_arm, invalid)
 
 
 def confirming_tasks(c: Container, run: RunRow, attempts: list[AttemptRow]) -> list[list[Any]]:
@@ -262,6 +263,18 @@ def advance_if_done(c: Container, run_id: str) -> None:
     if c.runs.set_phase(run_id, expect_phase=expect.value, expect_recorded=int(run.recorded),
                         actions=[RunRow.phase.set(RunPhase.FINALIZING.value)]):
         finalize(c, run_id)
+        ended(c, run_id)
+
+
+def ended(c: Container, run_id: str) -> None:
+    """A run ended: what follows it (a suite's result and what that decides) happens now. A failure
+    there never undoes the run's end; the tick and later events pick the suite up again."""
+    from chalicelib.services import suites
+
+    try:
+        suites.run_ended(c, run_id)
+    except Exception:  # noqa: BLE001 - the run is over whatever its suite makes of it
+        log.exception("suite follow-up of run %s failed", run_id)
 
 
 def comparison_of(c: Container, run: RunRow, attempts: list[AttemptRow],
@@ -302,7 +315,7 @@ def compute_outcome(c: Container, run: RunRow, attempts: list[AttemptRow]) -> di
     outcome = outcome_of(run, summaries)
     outcome["arms"] = arm_views(c, run, attempts, summaries)
     if run.purpose == "stability":
-        cand = _by_case(run, attempts, _arm_ids(run, ArmRole.CANDIDATE)[0])
+        cand = by_case(run, attempts, _arm_ids(run, ArmRole.CANDIDATE)[0])
         outcome["stability"] = compare.stability({cid: [a.state for a in tries] for cid, tries in cand.items()})
     comparison = comparison_of(c, run, attempts)
     if comparison is not None:

@@ -158,6 +158,14 @@ def of_scoring(c: Container, org_id: str, scoring: dict[str, Any] | ScoringConfi
     return resolve(c, org_id, dict(cfg.settings.get(rules.JUDGE_SCORER) or {}))
 
 
+def pin_scoring(scoring: dict[str, Any], judge_version: int | None) -> dict[str, Any]:
+    """`scoring` with its judge pinned to `judge_version` (a guard's pin); unchanged without one."""
+    judge = (scoring.get("settings") or {}).get(rules.JUDGE_SCORER)
+    if judge_version is None or judge is None:
+        return scoring
+    return {**scoring, "settings": {**scoring["settings"], rules.JUDGE_SCORER: {**judge, "version": judge_version}}}
+
+
 def effective_scoring(scoring: dict[str, Any] | ScoringConfig, judge: ResolvedJudge | None) -> ScoringConfig:
     """`scoring` with the resolved judge laid over its settings, for the domain's `grade`/`applies`."""
     cfg = scoring if isinstance(scoring, ScoringConfig) else ScoringConfig.model_validate(scoring)

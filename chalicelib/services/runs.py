@@ -106,14 +106,23 @@ class Plan:
     reruns: int
     stability: bool
     warnings: list[str] = field(default_factory=list)
+    scoring: dict[str, Any] = field(default_factory=dict)
+    """The dataset version's scoring, with a pinned judge version when one is pinned."""
 
 
-def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> Plan:
+def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *,
+             baseline_version: int | None = None, default_baseline: bool = True,
+             judge_version: int | None = None) -> Plan:
     """Check a start body and decide what the run would be: the candidate, the dataset version, the
     arms and the baseline (chosen once, here). Nothing is written.
 
     Args:
         body: validated start body (see `api.schemas.StartRun`) as a dict.
+        baseline_version: with `paired_baseline`, the version run beside the candidate instead of
+            the version before it (a promotion's: the version the environment serves).
+        default_baseline: False leaves a run with neither `paired_baseline` nor `baseline_run_id`
+            without a baseline (a suite's first measurement), instead of the cheap default.
+        judge_version: grade with this judge version, whatever the dataset names (a guard's pin).
     Raises:
         NotFoundError: unknown agent, version, dataset, dataset version, environment or judge.
         InvalidInputError: what could tell nothing (seed 004 "What is refused").
@@ -122,13 +131,14 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -
 
     spec, resolved, is_draft = resolve_candidate(c, who, agent_id, body.get("candidate"), body.get("version"))
     if body.get("environment_id") not in (None, "default"):
-        raise NotFoundError(f"environment {body['environment_id']} not found", field="environment_id")
+        c.environments.get(who.org_id, body["environment_id"])
     dataset_version = dataset_service.resolve_version(c, who, body["dataset_id"], body.get("dataset_version"))
     case_count = int(dataset_version.case_count or 0)
     if case_count == 0:
         raise InvalidInputError("the dataset version has no cases", field="dataset_version")
-    judge = judges.of_scoring(c, who.org_id, dataset_version.scoring)
-    ungraded, judged = dataset_service.coverage(c, dataset_version, judge)
+    scoring = judges.pin_scoring(dataset_version.scoring, judge_version)
+    judge = judges.of_scoring(c, who.org_id, scoring)
+    ungraded, judged = dataset_service.coverage(c, dataset_version, judge, scoring)
     if ungraded >= case_count:
         raise InvalidInputError("no required scorer applies to any case: add a check, an expected "
                                 "tool call or grading criteria", field="dataset_version")
@@ -156,19 +166,22 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -
     if (body.get("paired_baseline") or body.get("baseline_run_id")) and reruns < 1:
         raise InvalidInputError("a run compared with a baseline needs at least one rerun", field="reruns")
     before = version_before(c, who, agent_id, resolved, is_draft)
+    if baseline_version is not None:
+        row = c.agents.get_version(agent_id, baseline_version)
+        before = (baseline_version, row.spec) if row is not None and row.org_id == who.org_id else None
     if body.get("paired_baseline") and before is None:
         raise InvalidInputError("a first version has nothing before it to compare with" if not is_draft else
                                 "the draft has no published version to compare with: run it without a "
                                 "baseline", field="paired_baseline")
     info: dict[str, Any] = {}
-    if not stability:
+    if not stability and (default_baseline or body.get("paired_baseline") or body.get("baseline_run_id")):
         before_spec = before[1] if before else None
         if before_spec is not None and profiles and body.get("paired_baseline"):
             before_spec = profile_service.apply(before_spec, profiles[0])   # the baseline runs on the first model
         base_arm, info = baselines.choose(
             c, who, agent_id, candidate_spec=arms[0]["spec"], version_before=before[0] if before else None,
             dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
-            scoring=dataset_version.scoring, environment_id=body.get("environment_id"), body=body,
+            scoring=scoring, environment_id=body.get("environment_id"), body=body,
             before_spec=before_spec, paired=bool(body.get("paired_baseline")),
             now_ms=epoch_ms(c.clock.now()), judge_key=judge.key if judge else None)
         if base_arm is not None:
@@ -184,20 +197,25 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -
         if judge.model in tested:
             warnings.append(f"the judge runs on {judge.model}, the model being tested: it grades its own answers")
     return Plan(agent_id, spec, resolved, is_draft, dataset_version, case_count, ungraded, judged, judge, arms,
-                info, reruns, stability, warnings)
+                info, reruns, stability, warnings, scoring)
 
 
-def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> tuple[RunRow, list[str]]:
+def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *,
+              planned: tuple[Plan, dict[str, Any]] | None = None, purpose: str | None = None,
+              extra_settings: dict[str, Any] | None = None) -> tuple[RunRow, list[str]]:
     """Start an eval run: plan it, price it, refuse past a budget, write it, claim slots.
 
+    Args:
+        planned: a plan and its price already made (a suite plans and prices before it starts).
+        purpose: the run's purpose (`check`, `stability`, `suite`, `gate`).
+        extra_settings: kept in the run's settings (a suite's id and trigger).
     Returns:
         (the run as written, warnings for the caller).
     Raises:
         what `plan_run` raises; BudgetExceededError (402) when the first pass plus the rerun ceiling
         exceeds what is left of the agent's or the organization's monthly budget.
     """
-    plan = plan_run(c, who, agent_id, body)
-    priced = estimates.price(c, who, plan)
+    plan, priced = planned or (lambda p: (p, estimates.price(c, who, p)))(plan_run(c, who, agent_id, body))
     if not priced["within_budget"]:
         raise BudgetExceededError(estimates.refusal(priced), field="budget", estimate=priced)
     now = c.clock.now()
@@ -209,15 +227,15 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) 
         f"run_{uuid.uuid4().hex[:16]}", org_id=who.org_id, agent_id=agent_id,
         dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
         created_at=iso(now), created_by=who.user_id, status=RunStatus.QUEUED.value,
-        phase=RunPhase.ANSWERING.value, purpose="stability" if plan.stability else "check",
+        phase=RunPhase.ANSWERING.value, purpose=purpose or ("stability" if plan.stability else "check"),
         candidate="draft" if plan.draft else "version", resolved_version=plan.version, draft=plan.draft,
         spec_hash=spec_hash(plan.spec), environment_id=body.get("environment_id"), arms=arms,
-        case_ids_text="\n".join(dataset_version.case_ids or []), scoring=dataset_version.scoring,
+        case_ids_text="\n".join(dataset_version.case_ids or []), scoring=plan.scoring,
         settings={"run_concurrency": settings.eval_run_concurrency, "reruns": plan.reruns,
                   "case_timeout_seconds": settings.evaluation_case_timeout_seconds, **plan.info,
                   "warnings": plan.warnings, "judge_model": plan.judge.model if plan.judge else None,
                   "estimate": {k: priced[k] for k in ("first_pass_usd", "rerun_ceiling_usd", "total_usd",
-                                                      "total_micros", "basis")}},
+                                                      "total_micros", "basis")}, **(extra_settings or {})},
         tasks=None, tasks_total=total, next_index=0, slots=0, expected=total,
         heartbeat_at_ms=epoch_ms(now))
     c.runs.create(run)
@@ -258,6 +276,7 @@ def run_view(run: RunRow, *, with_summaries: dict[str, Any] | None = None) -> di
         "outcome": {k: v for k, v in outcome.items() if k != "arms"} if outcome else None,
         "stability": (outcome or {}).get("stability"),
         "reused_baseline_run_id": (run.settings or {}).get("reused_baseline_run_id"),
+        "suite_id": (run.settings or {}).get("suite_id"),
         "missing_baseline_version": (run.settings or {}).get("missing_baseline_version"),
         "summaries": with_summaries if with_summaries is not None else (outcome or {}).get("arms"),
     }
@@ -315,6 +334,7 @@ def end_run(c: Container, run: RunRow, status: RunStatus, reason: str) -> bool:
                        condition=RunRow.status.is_in(RunStatus.QUEUED.value, RunStatus.RUNNING.value))
     if ok:
         c.orgs.remove_waiting(run.org_id, run.run_id)
+        finalize.ended(c, run.run_id)
     return ok
 
 

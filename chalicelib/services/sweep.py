@@ -63,6 +63,7 @@ def sweep(c: Container) -> SweepReport:
             continue
         if run.phase == RunPhase.FINALIZING:
             finalize.finalize(c, run.run_id)
+            finalize.ended(c, run.run_id)
             report.finalized.append(run.run_id)
             continue
         reason = _abandoned_reason(minutes)
@@ -72,6 +73,7 @@ def sweep(c: Container) -> SweepReport:
                                   & (RunRow.recorded == run.recorded)):
             fail_running_cases(c, run, "the run was abandoned while this case ran", now)
             c.orgs.remove_waiting(run.org_id, run.run_id)
+            finalize.ended(c, run.run_id)
             report.failed.append(run.run_id)
     for candidate in c.runs.stale(RunStatus.QUEUED, cutoff):
         run = c.runs.get(candidate.run_id)
@@ -83,6 +85,7 @@ def sweep(c: Container) -> SweepReport:
         if c.runs.end_and_release(run, status=RunStatus.FAILED, now_iso=iso(now),
                                   reason="failed: nothing was left to run it",
                                   condition=RunRow.status == RunStatus.QUEUED.value):
+            finalize.ended(c, run.run_id)
             report.failed.append(run.run_id)
     for status in (RunStatus.CANCELLED, RunStatus.BUDGET_EXCEEDED, RunStatus.FAILED):
         for candidate in c.runs.stale(status, cutoff):

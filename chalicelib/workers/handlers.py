@@ -8,7 +8,7 @@ import logging
 from chalice import Blueprint
 
 from chalicelib import bootstrap, names
-from chalicelib.services import agent_events, run_case, sweep
+from chalicelib.services import agent_events, run_case, suites, sweep
 
 log = logging.getLogger(__name__)
 
@@ -59,3 +59,11 @@ def sweep_runs(event):
     report = sweep.sweep(bootstrap.container())
     if report.failed or report.released or report.finalized:
         log.info("sweep: %s", json.dumps(report.__dict__))
+
+
+@bp.schedule("rate(1 minute)")
+def suite_tick(event):
+    """Fire due suite schedules (in their time zones) and start due waiting triggers."""
+    report = suites.tick(bootstrap.container())
+    if any(report.values()):
+        log.info("suite tick: %s", json.dumps(report))

@@ -1,0 +1,36 @@
+"""Email through SES: the owner notices of suites (seed 004 "Who it runs as, and who is told")."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class SesMailer:
+    """Sends plain-text mail from one verified sender."""
+
+    def __init__(self, client_factory: Callable[[], Any], sender: str) -> None:
+        self._factory = client_factory
+        self._client: Any = None
+        self.sender = sender
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self._factory()
+        return self._client
+
+    def send(self, to: str, subject: str, body: str) -> str:
+        """Send one message; returns SES's message id. Raises botocore's errors (the caller decides)."""
+        reply = self.client.send_email(
+            Source=self.sender, Destination={"ToAddresses": [to]},
+            Message={"Subject": {"Data": subject[:200], "Charset": "UTF-8"},
+                     "Body": {"Text": {"Data": body, "Charset": "UTF-8"}}})
+        return str(reply.get("MessageId", ""))
+
+    def verify_sender(self) -> None:
+        """Ask SES to verify the sender (on a local stack moto verifies it at once)."""
+        self.client.verify_email_identity(EmailAddress=self.sender)

@@ -1,0 +1,200 @@
+"""What a suite result must meet, and which triggers a suite keeps (seed 004 "Suites", "What a
+result must meet", "When a suite runs").
+
+Pure: the service turns a finished eval run into `RunFacts` and stores the `Judgement`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pydantic import Field, StrictInt
+
+from chalicelib.domain.models import Frozen
+
+
+class SuiteResult(StrEnum):
+    """The word a suite result reads."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    INCONCLUSIVE = "inconclusive"
+    ERROR = "error"
+    BASELINE_SET = "baseline_set"
+    NOT_RUN = "not_run"
+
+    @property
+    def bad(self) -> bool:
+        """Results the owner is told of (failed, inconclusive, not run)."""
+        return self in (SuiteResult.FAILED, SuiteResult.INCONCLUSIVE, SuiteResult.NOT_RUN)
+
+
+class Threshold(Frozen):
+    """The bar every result must meet."""
+
+    min_pass_rate: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
+    """Minimum settled pass rate (0..1) over every case; None sets no floor."""
+    max_regressions: StrictInt = Field(0, ge=0)
+    """Confirmed regressions allowed (none by default: one fails the result)."""
+    max_cost_per_pass_rise_pct: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """Largest allowed rise of cost per passed case against the baseline, in percent."""
+    max_p95_latency_rise_pct: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """Largest allowed rise of p95 latency against the baseline, in percent."""
+
+
+class Schedule(Frozen):
+    cron: str = Field(min_length=1, max_length=100)
+    """5-field Unix cron read on the wall clock of `timezone`."""
+    timezone: str = Field("UTC", min_length=1, max_length=64)
+
+
+class Triggers(Frozen):
+    """When a suite runs (any combination)."""
+
+    schedule: Schedule | None = None
+    on_publish: bool = False
+    on_promotion: bool = False
+    on_dependency_change: bool = False
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a finished eval run says about the candidate, as far as a suite result goes."""
+
+    status: str
+    """The run's status: completed, failed, cancelled, budget_exceeded."""
+    total: int
+    passed: int
+    undecided: Sequence[str] = ()
+    """Cases the candidate left incomplete or ungraded (settled)."""
+    first_crashes: Sequence[str] = ()
+    """Cases whose first answer crashed (counted apart from the settled majority)."""
+    compared: bool = False
+    """The run had a baseline to compare with."""
+    invalid_reason: str | None = None
+    confirmed_regressions: Sequence[str] = ()
+    overall: str | None = None
+    cost_per_pass_micros: tuple[int | None, int | None] = (None, None)
+    """(candidate, baseline)."""
+    p95_latency_ms: tuple[float | None, float | None] = (None, None)
+    could_not_run: str | None = None
+    reason: str | None = None
+    """Why the run ended as it did (its `reason`)."""
+    note: str | None = None
+    """Said beside the result whatever it is (e.g. why nothing was compared)."""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A suite result: its word, every reason it fell short, and the cases behind it."""
+
+    result: SuiteResult
+    reasons: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)
+    undecided: list[str] = field(default_factory=list)
+    overall: str | None = None
+
+
+def rise_pct(new: float | None, old: float | None) -> float | None:
+    """The rise from `old` to `new` in percent; None when either is unknown. From a zero baseline
+    any positive increase is an infinite rise (seed 004: "exceeded by any positive increase")."""
+    if new is None or old is None:
+        return None
+    if old == 0:
+        return math.inf if new > 0 else 0.0
+    return (new - old) / old * 100.0
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f}%"
+
+
+def judge(threshold: Threshold, facts: RunFacts) -> Judgement:
+    """The result of a suite run (seed 004 "What a result must meet").
+
+    `error` when the run failed. `failed` when something fails outright: more confirmed
+    regressions than allowed, any crash among first answers, a pass rate under the minimum even
+    were every undecided case to pass, or an efficiency ceiling exceeded. Otherwise
+    `inconclusive` when the run was cancelled or ran out of budget, the comparison is invalid,
+    a side could not run, or a case is left undecided. Otherwise `baseline_set` for a first
+    measurement with neither a minimum nor a baseline, else `passed`. McNemar's direction is
+    carried along and never decides.
+    """
+    broken = list(facts.confirmed_regressions)
+    undecided = list(facts.undecided)
+    note = [facts.note] if facts.note else []
+    if facts.status == "failed":
+        return Judgement(SuiteResult.ERROR, [f"the eval run failed: {facts.reason or 'no reason given'}", *note],
+                         broken, undecided, facts.overall)
+    fails: list[str] = []
+    if len(broken) > threshold.max_regressions:
+        fails.append(f"{len(broken)} confirmed regression{'s' if len(broken) != 1 else ''}, "
+                     f"{threshold.max_regressions} allowed")
+    if facts.first_crashes:
+        fails.append(f"the agent crashed on {len(facts.first_crashes)} case{'s' if len(facts.first_crashes) != 1 else ''}'"
+                     f" first answers")
+        broken += [c for c in facts.first_crashes if c not in broken]
+    if threshold.min_pass_rate is not None and facts.total:
+        best = (facts.passed + len(undecided)) / facts.total
+        if best < threshold.min_pass_rate:
+            rate = facts.passed / facts.total
+            fails.append(f"pass rate {_pct(rate)} is below the minimum {_pct(threshold.min_pass_rate)}"
+                         + (f" even were every undecided case to pass ({_pct(best)})" if undecided else ""))
+    comparable = facts.compared and facts.invalid_reason is None and facts.could_not_run is None
+    if comparable:
+        for name, limit, (new, old), unit in (
+                ("cost per passed case", threshold.max_cost_per_pass_rise_pct, facts.cost_per_pass_micros, ""),
+                ("p95 latency", threshold.max_p95_latency_rise_pct, facts.p95_latency_ms, "")):
+            rise = rise_pct(new, old) if limit is not None else None
+            if rise is not None and limit is not None and rise > limit:
+                shown = "from zero" if math.isinf(rise) else f"{rise:.1f}%"
+                fails.append(f"{name} rose {shown}, more than the {limit:g}% allowed")
+    if fails:
+        return Judgement(SuiteResult.FAILED, fails + note, broken, undecided, facts.overall)
+    doubts: list[str] = []
+    if facts.status in ("cancelled", "budget_exceeded"):
+        doubts.append(f"the eval run was {'cancelled' if facts.status == 'cancelled' else 'stopped: budget exceeded'}"
+                      + (f" ({facts.reason})" if facts.reason else ""))
+    if facts.invalid_reason:
+        doubts.append(f"the comparison is invalid: {facts.invalid_reason}")
+    if facts.could_not_run:
+        doubts.append(f"a side could not run: {facts.could_not_run}")
+    if undecided:
+        doubts.append(f"{len(undecided)} case{'s' if len(undecided) != 1 else ''} left undecided: "
+                      + ", ".join(undecided[:10]) + ("…" if len(undecided) > 10 else ""))
+    if doubts:
+        return Judgement(SuiteResult.INCONCLUSIVE, doubts + note, broken, undecided, facts.overall)
+    if threshold.min_pass_rate is None and not facts.compared:
+        return Judgement(SuiteResult.BASELINE_SET,
+                         ["a first measurement with no minimum and nothing earlier to compare: "
+                          "a reference for later results, not a pass", *note], broken, undecided, facts.overall)
+    return Judgement(SuiteResult.PASSED, note, broken, undecided, facts.overall)
+
+
+def absorb(pending: Sequence[dict[str, Any]], trigger: dict[str, Any]) -> list[dict[str, Any]]:
+    """The waiting triggers after `trigger` arrives (seed 004 "When a suite runs").
+
+    A suite waiting to check a version absorbs the next trigger for the same version: the waiting
+    entry stays (keeping its earlier due time, so a burst of dependency changes is one run due
+    after the first), and takes on what the new one adds - a gate or a paired baseline. Triggers
+    for other versions wait in arrival order.
+    """
+    out = [dict(p) for p in pending]
+    for entry in out:
+        if entry.get("version") == trigger.get("version"):
+            entry["kinds"] = sorted(set(entry.get("kinds", [entry.get("kind")])) | {trigger["kind"]})
+            entry["due_at_ms"] = min(int(entry["due_at_ms"]), int(trigger["due_at_ms"]))
+            for key in ("baseline_version", "promotion_id", "by"):
+                if trigger.get(key) is not None and entry.get(key) is None:
+                    entry[key] = trigger[key]
+            if trigger["kind"] == "gate":
+                entry["kind"] = "gate"          # a gate decides a promotion: it wins
+                entry["promotion_id"] = trigger.get("promotion_id")
+                entry["baseline_version"] = trigger.get("baseline_version")
+            return out
+    out.append({**trigger, "kinds": [trigger["kind"]]})
+    return out

@@ -1,0 +1,86 @@
+"""Environments: each serves a version of an agent; promotions move what it serves (seed 004
+"Suites", environments' "Guarding a promotion with evals")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chalicelib.adapters.tables import EnvironmentRow
+from chalicelib.bootstrap import Container
+from chalicelib.clock import iso
+from chalicelib.domain.identity import Identity
+from chalicelib.errors import ConflictError, NotFoundError
+
+RECENT_RUNS = 200
+"""How many of the organization's newest runs are checked for queued or running ones."""
+
+
+def view(row: EnvironmentRow) -> dict[str, Any]:
+    return {"environment_id": row.environment_id, "name": row.name, "default": bool(row.default),
+            "serving": {k: int(v) for k, v in (row.serving or {}).items()}, "created_at": row.created_at,
+            "created_by": row.created_by}
+
+
+def create(c: Container, who: Identity, *, environment_id: str, name: str = "", default: bool = False) -> EnvironmentRow:
+    """Create an environment; the organization's first is its default. Raises ConflictError for a taken id."""
+    first = not c.environments.list(who.org_id)
+    row = EnvironmentRow(who.org_id, environment_id, name=name or environment_id, default=default or first,
+                         serving={}, created_at=iso(c.clock.now()), created_by=who.user_id)
+    c.environments.create(row)
+    if row.default and not first:
+        for other in c.environments.list(who.org_id):
+            if other.environment_id != environment_id and other.default:
+                EnvironmentRow(who.org_id, other.environment_id).update(actions=[EnvironmentRow.default.set(False)])
+    return row
+
+
+def default_of(c: Container, org_id: str) -> EnvironmentRow | None:
+    """The organization's default environment, None when it has none."""
+    return next((e for e in c.environments.list(org_id) if e.default), None)
+
+
+def resolve(c: Container, org_id: str, environment_id: str | None) -> EnvironmentRow:
+    """The named environment, or the default one for None. Raises NotFoundError."""
+    if environment_id is None:
+        row = default_of(c, org_id)
+        if row is None:
+            raise NotFoundError("the organization has no default environment: create one", field="environment_id")
+        return row
+    return c.environments.get(org_id, environment_id)
+
+
+def served(c: Container, org_id: str, environment_id: str | None, agent_id: str) -> int | None:
+    """The version of `agent_id` an environment serves, None when it serves none."""
+    version = (resolve(c, org_id, environment_id).serving or {}).get(agent_id)
+    return int(version) if version is not None else None
+
+
+def active_runs_using(c: Container, org_id: str, *, environment_id: str | None = None,
+                      model_profile_id: str | None = None) -> list[str]:
+    """Queued or running runs that name the environment or run an arm on the model profile."""
+    out = []
+    for run in c.runs.recent_active(org_id, RECENT_RUNS):
+        if environment_id is not None and run.environment_id == environment_id:
+            out.append(run.run_id)
+        elif model_profile_id is not None and any(a.get("model_profile_id") == model_profile_id
+                                                  for a in run.arms or []):
+            out.append(run.run_id)
+    return out
+
+
+def delete(c: Container, who: Identity, environment_id: str) -> None:
+    """Remove an environment: refused (409) while a run uses it; its suites pause, saying why.
+
+    Raises NotFoundError for an unknown one.
+    """
+    from chalicelib.services import suites
+
+    row = c.environments.get(who.org_id, environment_id)
+    busy = active_runs_using(c, who.org_id, environment_id=environment_id)
+    if busy:
+        raise ConflictError(f"environment {environment_id} is used by eval run {busy[0]} (queued or running): "
+                            "wait for it or cancel it", field="environment_id", run_ids=busy)
+    c.environments.delete(who.org_id, environment_id)
+    for suite in c.suites.of_org(who.org_id):
+        if suite.environment_id == environment_id or (suite.environment_id is None and row.default):
+            suites.pause(c, suite, f"its environment {environment_id} was removed: choose another to resume it")

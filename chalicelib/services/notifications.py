@@ -1,0 +1,89 @@
+"""Owner notices: the notification center and email through SES (seed 004 "Who it runs as, and
+who is told")."""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from typing import Any
+
+from chalicelib.adapters.tables import NotificationRow, SuiteResultRow, SuiteRow
+from chalicelib.bootstrap import Container
+from chalicelib.clock import epoch_ms, iso
+from chalicelib.domain.identity import Identity
+from chalicelib.errors import NotFoundError
+
+log = logging.getLogger(__name__)
+
+SETTINGS_ID = "#settings"
+"""The notification-table row of a person's preferences (`emailed` = email on)."""
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+def recipient(org_id: str, user_id: str) -> str:
+    return f"{org_id}#{user_id}"
+
+
+def view(row: NotificationRow) -> dict[str, Any]:
+    return {"notification_id": row.notification_id, "kind": row.kind, "title": row.title, "body": row.body,
+            "links": row.links, "read": bool(row.read), "emailed": bool(row.emailed), "created_at": row.created_at}
+
+
+def email_on(c: Container, org_id: str, user_id: str) -> bool:
+    """Whether a person gets notices by email: on by default when their user id is an address."""
+    rows = [r for r in c.notifications.of(recipient(org_id, user_id), limit=1000) if r.notification_id == SETTINGS_ID]
+    return bool(_EMAIL.match(user_id)) and (rows[0].emailed if rows else True)
+
+
+def set_email(c: Container, who: Identity, on: bool) -> dict[str, Any]:
+    c.notifications.add(NotificationRow(recipient(who.org_id, who.user_id), SETTINGS_ID, org_id=who.org_id,
+                                        kind="settings", title="settings", emailed=on, created_at=iso(c.clock.now())))
+    return {"email": on and bool(_EMAIL.match(who.user_id)), "address": who.user_id if _EMAIL.match(who.user_id) else None}
+
+
+def notify(c: Container, org_id: str, user_id: str, *, kind: str, title: str, body: str,
+           links: dict[str, Any]) -> NotificationRow:
+    """Put a notice in a person's center and, where they have it on, email it. A mail that cannot be
+    sent is logged: the notice stays in the center either way."""
+    now = iso(c.clock.now())
+    notice_id = f"n{epoch_ms(c.clock.now()):013d}{uuid.uuid4().hex[:8]}"   # sorts by time, safe in a URL
+    row = NotificationRow(recipient(org_id, user_id), notice_id, org_id=org_id, kind=kind,
+                          title=title, body=body, links=links, read=False, emailed=False, created_at=now)
+    c.notifications.add(row)
+    if email_on(c, org_id, user_id):
+        try:
+            c.mailer.send(user_id, title, body)
+            c.notifications.set_emailed(row.recipient, row.notification_id)
+            row.emailed = True
+        except Exception:  # noqa: BLE001 - the center has it; mail is best effort
+            log.exception("could not email %s", user_id)
+    return row
+
+
+def suite_result(c: Container, suite: SuiteRow, result: SuiteResultRow) -> NotificationRow:
+    """Tell a suite's owner of a bad result, naming the cases that broke or went undecided."""
+    name = suite.name or suite.suite_id
+    title = f"Suite {name}: {result.result.replace('_', ' ')} on version {result.version}"
+    lines = [f"Suite {name} of agent {suite.agent_id} came out {result.result} on version {result.version}."]
+    lines += [f"- {r}" for r in result.reasons]
+    if result.cases_broken:
+        lines.append("Cases that broke: " + ", ".join(result.cases_broken[:50]))
+    if result.cases_undecided:
+        lines.append("Cases left undecided (incomplete or ungraded): " + ", ".join(result.cases_undecided[:50]))
+    if result.run_id:
+        lines.append(f"Eval run: {result.run_id}")
+    return notify(c, suite.org_id, suite.owner, kind="suite_result", title=title, body="\n".join(lines),
+                  links={"suite_id": suite.suite_id, "agent_id": suite.agent_id, "run_id": result.run_id,
+                         "result_id": result.result_id})
+
+
+def list_for(c: Container, who: Identity, *, unread: bool = False) -> list[dict[str, Any]]:
+    rows = [r for r in c.notifications.of(recipient(who.org_id, who.user_id)) if r.notification_id != SETTINGS_ID]
+    return [view(r) for r in rows if not (unread and r.read)]
+
+
+def mark_read(c: Container, who: Identity, notification_id: str) -> None:
+    if notification_id == SETTINGS_ID or not c.notifications.mark_read(recipient(who.org_id, who.user_id),
+                                                                       notification_id):
+        raise NotFoundError(f"notification {notification_id} not found", field="notification_id")

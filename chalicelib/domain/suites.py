@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field, StrictInt
+from pydantic import Field, StrictBool, StrictInt
 
 from chalicelib.domain.models import Frozen
 
@@ -56,9 +56,9 @@ class Triggers(Frozen):
     """When a suite runs (any combination)."""
 
     schedule: Schedule | None = None
-    on_publish: bool = False
-    on_promotion: bool = False
-    on_dependency_change: bool = False
+    on_publish: StrictBool = False
+    on_promotion: StrictBool = False
+    on_dependency_change: StrictBool = False
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def rise_pct(new: float | None, old: float | None) -> float | None:
         return None
     if old == 0:
         return math.inf if new > 0 else 0.0
-    return (new - old) / old * 100.0
+    return (new - old) * 100.0 / old      # multiply first: 100 -> 107 is exactly 7.0, not 7.000000000000001
 
 
 def _pct(x: float) -> str:
@@ -135,8 +135,9 @@ def judge(threshold: Threshold, facts: RunFacts) -> Judgement:
         fails.append(f"{len(broken)} confirmed regression{'s' if len(broken) != 1 else ''}, "
                      f"{threshold.max_regressions} allowed")
     if facts.first_crashes:
-        fails.append(f"the agent crashed on {len(facts.first_crashes)} case{'s' if len(facts.first_crashes) != 1 else ''}'"
-                     f" first answers")
+        n = len(facts.first_crashes)
+        fails.append(f"the agent crashed on {n} case{'s' if n != 1 else ''}' first answers" if n != 1
+                     else "the agent crashed on 1 case's first answer")
         broken += [c for c in facts.first_crashes if c not in broken]
     if threshold.min_pass_rate is not None and facts.total:
         best = (facts.passed + len(undecided)) / facts.total

@@ -500,13 +500,18 @@ def _start(c: Container, row: SuiteRow, entry: dict[str, Any]) -> str | None:
         _record(c, row, entry, None, Judgement(SuiteResult.NOT_RUN, [exc.message]), started=started)
         _release(c, row, STARTING)
         return None
-    if not c.suites.update(row, [SuiteRow.active_run_id.set(run.run_id),
-                                 SuiteRow.active_trigger.set({**_trigger_view(entry), "run_id": run.run_id})],
-                           stamp=_stamp(c)):
-        # Somebody changed the suite meanwhile (an edit): the claim is ours all the same.
+    for _ in range(20):
         fresh = c.suites.get(row.agent_id, row.suite_id)
-        if fresh is not None and fresh.active_run_id == STARTING:
-            c.suites.update(fresh, [SuiteRow.active_run_id.set(run.run_id)], stamp=_stamp(c))
+        if fresh is None or fresh.active_run_id != STARTING:
+            break
+        if c.suites.update(fresh, [SuiteRow.active_run_id.set(run.run_id),
+                                   SuiteRow.active_trigger.set({**_trigger_view(entry), "run_id": run.run_id})],
+                           stamp=_stamp(c)):
+            break
+    ended = c.runs.get(run.run_id)
+    if ended is not None and RunStatus(ended.status).ended:
+        # It ended before the suite named it as its run (a small run is quick): finish now.
+        run_ended(c, run.run_id)
     return run.run_id
 
 

@@ -63,7 +63,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _quiet_logs()
     t0 = time.monotonic()
     console.print("[bold]assay demo[/bold]: starting the embedded stack (moto server on 127.0.0.1)…")
-    stack = _stack(args.workers)
+    # Flips are rerun once (not EVAL_RERUNS' default twice): the recorded answers never change, and
+    # the demo stays within its few minutes.
+    stack = _stack(args.workers, env={"EVAL_RERUNS": "1"})
     try:
         import boto3
 
@@ -75,7 +77,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
         api = demo.Api(stack.api_url, _token())
         console.print(f"API on {stack.api_url}; publishing four recorded models through the agent-events queue, "
-                      f"importing GSM8K ({args.limit or 'all'} cases), running one eval per version…")
+                      f"importing GSM8K ({args.limit or 'all'} cases), measuring v1 and v2 in production…")
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console) as bar:
             tasks: dict[int, Any] = {}
@@ -87,11 +89,32 @@ def cmd_demo(args: argparse.Namespace) -> int:
                                                       total=p["expected"], status=p["status"])
                     bar.update(tasks[version], completed=p["recorded"], total=p["expected"], status=p["status"])
 
-            results, summaries, (agent_id, dataset_id) = demo.run_demo(
+            results, (agent_id, dataset_id) = demo.run_demo(
                 api, send_event=send_event, org_id=DEFAULT_ORG, data_dir=data_dir,
                 work_dir=Path(args.work_dir), limit=args.limit, latency_ms=args.latency_ms,
                 on_progress=on_progress)
-        table = Table(title="GSM8K: one eval run per published version (graded by numeric_answer)")
+        console.print(f"[bold]Guarded promotions[/bold]: {demo.ENVIRONMENT} serves v2; a suite guards it with a "
+                      f"{demo.GUARD['min_pass_rate']:.0%} minimum pass rate and up to "
+                      f"{demo.GUARD['max_regressions']} confirmed regressions; promoting v3, then v4 "
+                      "(each guard run checks the version beside v2; flips rerun once, EVAL_RERUNS=1)…")
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[status]} {task.fields[phase]}"), TimeElapsedColumn(),
+                      console=console) as bar:
+            gate_tasks: dict[int, Any] = {}
+
+            def on_gate(version: int, p: dict[str, Any]) -> None:
+                if version not in gate_tasks:
+                    gate_tasks[version] = bar.add_task(f"guard: v{version} beside v2", total=None, status="",
+                                                       phase="")
+                bar.update(gate_tasks[version], completed=p["recorded"], total=p["expected"], status=p["status"],
+                           phase=p["phase"])
+
+            _, outcomes = demo.run_promotions(api, agent_id, dataset_id, on_gate)
+        for outcome in outcomes:
+            print_gate(console, outcome)
+        results += [demo.version_result(api, o.version, o.run["run_id"]) for o in outcomes if o.run]
+        table = Table(title="GSM8K: each published version's eval run (graded by numeric_answer; v3 and v4 "
+                            "measured by the guard)")
         for col in ("version", "model", "pass rate", "passed/total", "verdict", "queued", "wall time", "run"):
             table.add_column(col)
         for r in results:
@@ -103,22 +126,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
                       "passed, fail = none did, partial = some did, none = never evaluated.")
         console.print(table)
         console.print("[bold]POST /api/evaluations/agent-summaries[/bold]")
-        console.print_json(data=summaries)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("{task.fields[status]} {task.fields[phase]}"), TimeElapsedColumn(),
-                      console=console) as bar:
-            task = bar.add_task("v4 against v3 (paired)", total=None, status="", phase="")
-
-            def on_compare(p: dict[str, Any]) -> None:
-                bar.update(task, completed=p["recorded"], total=p["expected"], status=p["status"], phase=p["phase"])
-
-            full, comparison = demo.run_comparison(api, agent_id, dataset_id, on_compare)
-        print_comparison(console, full, comparison)
+        console.print_json(data=demo.summaries(api, agent_id))
         console.print(f"demo finished in {time.monotonic() - t0:.1f} s")
-        bad = [r for r in results if r.status != "completed"] + ([full] if full["status"] != "completed" else [])
+        bad = [r for r in results if r.status != "completed"] + \
+            [o for o in outcomes if not o.run or o.run["status"] != "completed"]
+        expected = {3: "refused", 4: "promoted"}
+        bad += [o for o in outcomes if o.promotion["status"] != expected[o.version]]
         return 1 if bad else 0
     finally:
         stack.stop()
+
+
+def print_gate(console: Any, outcome: Any) -> None:
+    """A guarded promotion: what the guard said and why, then its comparison."""
+    promotion, result = outcome.promotion, outcome.result or {}
+    word = {"promoted": "[green]promoted[/green]", "refused": "[red]held back[/red]"}.get(promotion["status"],
+                                                                                     promotion["status"])
+    console.print(f"\n[bold]Promoting v{outcome.version} onto {promotion['environment_id']}[/bold]: {word} — "
+                  f"{result.get('label') or 'guard'} result [bold]{result.get('result')}[/bold]")
+    for reason in result.get("reasons") or ["it met the threshold"]:
+        console.print(f"  - {reason}")
+    if outcome.run and outcome.comparison:
+        print_comparison(console, outcome.run, outcome.comparison)
 
 
 def print_comparison(console: Any, full: dict[str, Any], comparison: dict[str, Any]) -> None:
@@ -134,7 +163,7 @@ def print_comparison(console: Any, full: dict[str, Any], comparison: dict[str, A
     base = comparison.get("baseline") or {}
     source = f", first answers from {base['source_run_id']}" if base.get("source_run_id") else ""
     console.print(f"[bold]v{full['resolved_version']} against v{base.get('version')}[/bold] "
-                  f"(run {full['run_id']}{source}; every flip rerun once on both sides)")
+                  f"(run {full['run_id']}{source}; every flip rerun on both sides)")
     counts = Table(title="cases by outcome")
     for name in comparison["counts"]:
         counts.add_column(name)

@@ -90,8 +90,10 @@ class Api:
 
 def run_demo(api: Api, *, send_event: Callable[[dict[str, Any]], None], org_id: str, data_dir: Path,
              work_dir: Path, limit: int | None, latency_ms: float,
-             on_progress: Callable[[dict[int, dict[str, Any]]], None] | None = None) -> tuple[list[VersionResult], Any]:
-    """Publish, import, run and summarise; returns each version's result and the summaries.
+             on_progress: Callable[[dict[int, dict[str, Any]]], None] | None = None,
+             ) -> tuple[list[VersionResult], tuple[str, str]]:
+    """Publish the four versions, import GSM8K, and run `FIRST_RUNS`; returns their results and
+    `(agent_id, dataset_id)`.
 
     Args:
         send_event: puts one message on the agent-events queue (the publish pipeline).
@@ -123,11 +125,14 @@ def run_demo(api: Api, *, send_event: Callable[[dict[str, Any]], None], org_id: 
             raise RuntimeError("the publish pipeline's events were not applied within 60 s")
         time.sleep(0.2)
 
+    # The runs are made in `production`, the environment the guard checks: the version it serves
+    # then stands in as the gate's baseline (a recent matching arm is reused, not asked again).
+    api.call("POST", "/api/v1/environments", json={"environment_id": ENVIRONMENT, "name": "Production"})
     runs: dict[int, dict[str, Any]] = {}
-    for version in range(1, len(MODELS) + 1):
+    for version in FIRST_RUNS:
         runs[version] = api.call("POST", f"/api/v1/agents/{agent_id}/eval-runs",
                                  json={"dataset_id": dataset["dataset_id"], "candidate": "version",
-                                       "version": version})
+                                       "version": version, "environment_id": ENVIRONMENT})
     progress: dict[int, dict[str, Any]] = {}
     while True:
         for version, run in runs.items():
@@ -138,37 +143,77 @@ def run_demo(api: Api, *, send_event: Callable[[dict[str, Any]], None], org_id: 
             break
         time.sleep(0.25)
 
-    results = []
-    for version, run in runs.items():
-        full = api.call("GET", f"/api/v1/eval-runs/{run['run_id']}")
-        outcome = full.get("outcome") or {}
-        from chalicelib.clock import parse_iso
-
-        queued = wall = 0.0
-        if full.get("started_at") and full.get("completed_at"):
-            queued = (parse_iso(full["started_at"]) - parse_iso(full["created_at"])).total_seconds()
-            wall = (parse_iso(full["completed_at"]) - parse_iso(full["started_at"])).total_seconds()
-        results.append(VersionResult(version, MODELS[version - 1], run["run_id"], full["status"],
-                                     outcome.get("passed", 0), outcome.get("total", 0),
-                                     outcome.get("pass_rate"), outcome.get("verdict", "none"), queued, wall))
-    summaries = api.call("POST", "/api/evaluations/agent-summaries",
-                         json={"agents": [{"agentId": agent_id, "version": v} for v in runs]})
-    return results, summaries, (agent_id, dataset["dataset_id"])
+    return [version_result(api, version, run["run_id"]) for version, run in runs.items()], \
+        (agent_id, dataset["dataset_id"])
 
 
-def run_comparison(api: Api, agent_id: str, dataset_id: str,
-                   on_progress: Callable[[dict[str, Any]], None] | None = None) -> tuple[dict, dict]:
-    """Version 4 against version 3 with a baseline in the same run (v3's recent run stands in for
-    its first answers; every flip is rerun on both sides). Returns (run, comparison)."""
-    run = api.call("POST", f"/api/v1/agents/{agent_id}/eval-runs",
-                   json={"dataset_id": dataset_id, "candidate": "version", "version": len(MODELS),
-                         "paired_baseline": True, "reruns": 1})
-    while True:
-        progress = api.call("GET", f"/api/v1/eval-runs/{run['run_id']}/progress")
-        if on_progress:
-            on_progress(progress)
-        if progress["status"] not in ("queued", "running"):
-            break
-        time.sleep(0.25)
-    full = api.call("GET", f"/api/v1/eval-runs/{run['run_id']}")
-    return full, api.call("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")
+def version_result(api: Api, version: int, run_id: str) -> VersionResult:
+    """A run's first candidate as a row of the demo's table."""
+    from chalicelib.clock import parse_iso
+
+    full = api.call("GET", f"/api/v1/eval-runs/{run_id}")
+    outcome = full.get("outcome") or {}
+    queued = wall = 0.0
+    if full.get("started_at") and full.get("completed_at"):
+        queued = (parse_iso(full["started_at"]) - parse_iso(full["created_at"])).total_seconds()
+        wall = (parse_iso(full["completed_at"]) - parse_iso(full["started_at"])).total_seconds()
+    return VersionResult(version, MODELS[version - 1], run_id, full["status"], outcome.get("passed", 0),
+                         outcome.get("total", 0), outcome.get("pass_rate"), outcome.get("verdict", "none"),
+                         queued, wall)
+
+
+def summaries(api: Api, agent_id: str) -> Any:
+    """Seed 000's summaries of every version (each from its latest completed run on the dataset)."""
+    return api.call("POST", "/api/evaluations/agent-summaries",
+                    json={"agents": [{"agentId": agent_id, "version": v} for v in range(1, len(MODELS) + 1)]})
+
+
+FIRST_RUNS = (1, 2)
+"""Versions measured first; 3 and 4 are measured by the guard when they are promoted."""
+
+
+ENVIRONMENT = "production"
+GUARD = {"min_pass_rate": 0.5, "max_regressions": 80}
+"""The demo's guard: a 50 % floor, and up to 80 confirmed regressions against what is served."""
+
+
+@dataclass
+class GateOutcome:
+    """One guarded promotion: the promotion as decided, the guard's result, its run and comparison."""
+
+    version: int
+    promotion: dict[str, Any]
+    result: dict[str, Any] | None
+    run: dict[str, Any] | None
+    comparison: dict[str, Any] | None
+
+
+def run_promotions(api: Api, agent_id: str, dataset_id: str,
+                   on_progress: Callable[[int, dict[str, Any]], None] | None = None) -> tuple[dict, list[GateOutcome]]:
+    """`production` serves version 2; a suite guards it (`GUARD`); versions 3 and 4 are promoted
+    in turn, each waiting for the guard's run of it beside version 2. Returns (suite, outcomes)."""
+    api.call("POST", f"/api/v1/agents/{agent_id}/promotions", json={"environment_id": ENVIRONMENT, "version": 2})
+    suite = api.call("POST", f"/api/v1/agents/{agent_id}/suites", json={
+        "name": "production guard", "dataset_id": dataset_id, "environment_id": ENVIRONMENT, "guards": True,
+        "threshold": GUARD})
+    outcomes = []
+    for version in (3, 4):
+        promotion = api.call("POST", f"/api/v1/agents/{agent_id}/promotions",
+                             json={"environment_id": ENVIRONMENT, "version": version})
+        pid = promotion["promotion_id"]
+        while promotion["status"] == "waiting":
+            view = api.call("GET", f"/api/v1/agents/{agent_id}/suites/{suite['suite_id']}")
+            run_id = view.get("active_run_id")
+            if on_progress and run_id and run_id != "starting":
+                on_progress(version, api.call("GET", f"/api/v1/eval-runs/{run_id}/progress"))
+            time.sleep(0.25)
+            promotion = api.call("GET", f"/api/v1/agents/{agent_id}/promotions/{pid}")
+        run_id = ((promotion.get("guards") or {}).get(suite["suite_id"]) or {}).get("run_id")
+        result = next((r for r in api.call("GET", f"/api/v1/agents/{agent_id}/suites/{suite['suite_id']}/results")
+                       ["results"] if r["run_id"] == run_id), None) if run_id else None
+        run = api.call("GET", f"/api/v1/eval-runs/{run_id}") if run_id else None
+        comparison = api.call("GET", f"/api/v1/eval-runs/{run_id}/comparison") if run_id else None
+        if on_progress and run:
+            on_progress(version, run["progress"])
+        outcomes.append(GateOutcome(version, promotion, result, run, comparison))
+    return suite, outcomes

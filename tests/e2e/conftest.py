@@ -119,6 +119,17 @@ def sleepy_spec(sleep_ms: float = 0, probe: str | None = None, answer: str = "42
     return {"runtime": "python", "entrypoint": "bench.agents:sleepy", "options": options}
 
 
+def wait_for(check: Callable[[], Any], timeout_s: float = 60.0, every_s: float = 0.05) -> Any:
+    """Call `check` until it returns something truthy (returned), failing the test after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out after {timeout_s} s"
+        time.sleep(every_s)
+
+
 def cases(n: int, reference: str = "42") -> list[dict[str, Any]]:
     """`n` simple cases `c000..` expecting `reference`."""
     return [{"case_id": f"c{i:03d}", "input": f"question {i}", "reference": reference} for i in range(n)]

@@ -13,7 +13,7 @@ import boto3
 import pytest
 
 from chalicelib import names
-from tests.e2e.conftest import sleepy_spec
+from tests.e2e.conftest import sleepy_spec, wait_for
 
 
 def sha256_of_canonical_json(value: Any) -> str:
@@ -179,16 +179,6 @@ class AgentEvents:
 @pytest.fixture
 def events(stack) -> AgentEvents:
     return AgentEvents(stack)
-
-
-def wait_for(fn, timeout_s: float = 10.0):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = fn()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def test_a_version_published_message_registers_the_version(api, events):

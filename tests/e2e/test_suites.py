@@ -8,7 +8,6 @@ paused (`frozen`) a started run stays queued, which is all a trigger test needs.
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 from datetime import UTC, datetime
 from typing import Any
@@ -17,9 +16,8 @@ import pytest
 
 from chalicelib import bootstrap
 from chalicelib.api.common import issue_token
-from chalicelib.clock import FixedClock, SystemClock
 from chalicelib.services import agent_events, suites
-from tests.e2e.conftest import Api, cases, sleepy_spec
+from tests.e2e.conftest import Api, cases, sleepy_spec, wait_for
 
 CASES = cases(5)
 ALL_PASS = {f"c{i:03d}": "42" for i in range(5)}
@@ -61,16 +59,6 @@ def results(api: Api, agent: str, suite_id: str) -> list[dict[str, Any]]:
 
 def runs_of(api: Api, agent: str) -> list[dict[str, Any]]:
     return api.ok("GET", f"/api/v1/agents/{agent}/eval-runs")["runs"]
-
-
-def wait_for(check, timeout_s: float = 60.0):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
 
 
 @pytest.fixture(autouse=True)
@@ -269,7 +257,8 @@ def test_a_failing_publish_tells_its_owner_once_in_the_center_and_by_email(api, 
     assert result["cases_broken"] == ["c000", "c001"]
     run = api.ok("GET", f"/api/v1/eval-runs/{result['run_id']}")
     assert run["suite_id"] == sid and [a["version"] for a in run["arms"]] == [2, 1]
-    [notice] = api.ok("GET", "/api/v1/notifications")["notifications"]
+    # The notice follows the result (and its mail, the notice): wait for both.
+    [notice] = wait_for(lambda: [n for n in api.ok("GET", "/api/v1/notifications")["notifications"] if n["emailed"]])
     assert notice["kind"] == "suite_result" and "failed on version 2" in notice["title"]
     assert "Cases that broke: c000, c001" in notice["body"] and notice["emailed"] is True
     mail = [m for m in ses_sent(stack) if m["destinations"]["ToAddresses"] == [api.user_id]

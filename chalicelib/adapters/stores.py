@@ -139,6 +139,21 @@ class OrganizationStore:
         """Organizations with a waiting run (sparse GSI, eventually consistent)."""
         return OrganizationRow.waiting_index.query(WAITING)
 
+    def set_default_environment(self, org_id: str, environment_id: str | None, *, only_if_unset: bool = False) -> bool:
+        """Name the organization's default environment (None: none). With `only_if_unset`, only when
+        it names none yet; False when that condition failed."""
+        action = OrganizationRow.default_environment_id.set(environment_id) if environment_id is not None \
+            else OrganizationRow.default_environment_id.remove()
+        try:
+            OrganizationRow(org_id).update(
+                actions=[action],
+                condition=OrganizationRow.default_environment_id.does_not_exist() if only_if_unset else None)
+            return True
+        except UpdateError as exc:
+            if "ConditionalCheckFailed" in str(exc):
+                return False
+            raise
+
     def set_limit(self, org_id: str, limit: int) -> None:
         OrganizationRow(org_id).update(actions=[OrganizationRow.concurrency_limit.set(limit)])
 
@@ -368,8 +383,39 @@ class SuiteStore:
 
 
 class PromotionStore:
-    def create(self, row: PromotionRow) -> None:
-        row.save(condition=PromotionRow.promotion_id.does_not_exist())
+    """Promotions, and one lock row per (agent, environment) while a promotion onto it waits."""
+
+    @staticmethod
+    def lock_id(environment_id: str) -> str:
+        return f"lock#{environment_id}"
+
+    def create_waiting(self, row: PromotionRow) -> bool:
+        """Write a promotion and take its environment's lock in one transaction; False when another
+        promotion of the agent onto that environment holds the lock."""
+        lock = PromotionRow(row.agent_id, self.lock_id(row.environment_id), org_id=row.org_id,
+                            environment_id=row.environment_id, version=row.version, status="lock",
+                            reason=row.promotion_id, created_at=row.created_at)
+        try:
+            with _TX.write() as t:
+                t.save(lock, condition=PromotionRow.promotion_id.does_not_exist())
+                t.save(row, condition=PromotionRow.promotion_id.does_not_exist())
+            return True
+        except TransactWriteError:
+            return False
+
+    def unlock(self, row: PromotionRow) -> None:
+        """Give the environment's lock back (only if this promotion holds it)."""
+        try:
+            PromotionRow(row.agent_id, self.lock_id(row.environment_id)).delete(
+                condition=PromotionRow.reason == row.promotion_id)
+        except Exception as exc:  # noqa: BLE001 - a lock already gone is fine
+            if "ConditionalCheckFailed" not in str(exc):
+                raise
+
+    def holder(self, agent_id: str, environment_id: str) -> str | None:
+        """The promotion holding the lock of an environment, if any."""
+        row = self.get(agent_id, self.lock_id(environment_id))
+        return row.reason if row is not None else None
 
     def get(self, agent_id: str, promotion_id: str) -> PromotionRow | None:
         try:
@@ -378,7 +424,10 @@ class PromotionStore:
             return None
 
     def of_agent(self, agent_id: str, limit: int = 100) -> list[PromotionRow]:
-        return list(PromotionRow.query(agent_id, scan_index_forward=False, limit=limit))
+        """Newest first (lock rows left out)."""
+        rows = PromotionRow.query(agent_id, PromotionRow.promotion_id.startswith("p"), scan_index_forward=False,
+                                  limit=limit)
+        return list(rows)
 
     def decide(self, row: PromotionRow, actions: list) -> bool:
         """Update a waiting promotion (conditional on it still waiting as read)."""

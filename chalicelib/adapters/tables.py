@@ -59,6 +59,8 @@ class OrganizationRow(_Base):
     waiting_flag = UnicodeAttribute(null=True)
     waiting_since_ms = NumberAttribute(null=True)
     monthly_budget_micros = NumberAttribute(null=True)
+    default_environment_id = UnicodeAttribute(null=True)
+    """The environment a suite without one checks (one value: a default is never two or none)."""
     created_at = UnicodeAttribute()
     waiting_index = WaitingIndex()
 
@@ -169,7 +171,6 @@ class EnvironmentRow(_Base):
     org_id = UnicodeAttribute(hash_key=True)
     environment_id = UnicodeAttribute(range_key=True)
     name = UnicodeAttribute(default="")
-    default = BooleanAttribute(default=False)
     serving = JSONAttribute(default=dict)
     """`{agent_id: version}`."""
     created_at = UnicodeAttribute()
@@ -240,7 +241,8 @@ class SuiteRow(_Base):
     pending = JSONAttribute(default=list)
     active_run_id = UnicodeAttribute(null=True)
     active_trigger = JSONAttribute(null=True)
-    last_publish_version = NumberAttribute(default=0)
+    published_seen = JSONAttribute(default=list)
+    """Versions whose publish it took (a redelivered publish event is not taken twice)."""
     notified = JSONAttribute(default=dict)
     """Per version, whether its owner was told of the current run of bad results."""
     last_result = JSONAttribute(null=True)

@@ -143,20 +143,22 @@ def delete_model_profile(c, who, model_profile_id):
 @api_view(bp)
 def create_environment(c, who):
     body = parse(CreateEnvironment, json_body(bp))
-    return environment_service.view(environment_service.create(
-        c, who, environment_id=body.environment_id, name=body.name, default=body.default)), 201
+    row = environment_service.create(c, who, environment_id=body.environment_id, name=body.name, default=body.default)
+    return environment_service.view(row, environment_service.default_id(c, who.org_id)), 201
 
 
 @bp.route("/api/v1/environments", methods=["GET"])
 @api_view(bp)
 def list_environments(c, who):
-    return {"environments": [environment_service.view(e) for e in c.environments.list(who.org_id)]}
+    default = environment_service.default_id(c, who.org_id)
+    return {"environments": [environment_service.view(e, default) for e in c.environments.list(who.org_id)]}
 
 
 @bp.route("/api/v1/environments/{environment_id}", methods=["GET"])
 @api_view(bp)
 def get_environment(c, who, environment_id):
-    return environment_service.view(c.environments.get(who.org_id, environment_id))
+    return environment_service.view(c.environments.get(who.org_id, environment_id),
+                                    environment_service.default_id(c, who.org_id))
 
 
 @bp.route("/api/v1/environments/{environment_id}", methods=["DELETE"])

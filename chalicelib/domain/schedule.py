@@ -62,7 +62,7 @@ def _zone(tz: object) -> ZoneInfo:
     """
     if not isinstance(tz, str) or not tz.strip():
         raise CronError("time zone: an IANA time zone name is required, e.g. 'Europe/Warsaw' or 'UTC'")
-    if tz in _NOT_ZONES or tz.startswith("right/"):
+    if tz in _NOT_ZONES or tz == "Factory" or tz.startswith(("right/", "posix/")):
         raise CronError(f"time zone: {tz!r} is not an IANA time zone name")
     try:
         return ZoneInfo(tz)

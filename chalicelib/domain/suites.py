@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field, StrictBool, StrictInt
+from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
 from chalicelib.domain.models import Frozen
 
@@ -36,13 +36,15 @@ class SuiteResult(StrEnum):
 class Threshold(Frozen):
     """The bar every result must meet."""
 
-    min_pass_rate: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    min_pass_rate: StrictInt | StrictFloat | None = Field(None, ge=0, le=1, allow_inf_nan=False)
     """Minimum settled pass rate (0..1) over every case; None sets no floor."""
-    max_regressions: StrictInt = Field(0, ge=0)
+    max_regressions: StrictInt = Field(0, ge=0, le=1_000_000)
     """Confirmed regressions allowed (none by default: one fails the result)."""
-    max_cost_per_pass_rise_pct: float | None = Field(None, ge=0, allow_inf_nan=False)
+    max_cost_per_pass_rise_pct: StrictInt | StrictFloat | None = Field(None, ge=0, le=1_000_000, allow_inf_nan=False)
     """Largest allowed rise of cost per passed case against the baseline, in percent."""
-    max_p95_latency_rise_pct: float | None = Field(None, ge=0, allow_inf_nan=False)
+    max_p95_latency_rise_pct: StrictInt | StrictFloat | None = Field(None, ge=0, le=1_000_000, allow_inf_nan=False)
     """Largest allowed rise of p95 latency against the baseline, in percent."""
 
 
@@ -71,6 +73,8 @@ class RunFacts:
     passed: int
     undecided: Sequence[str] = ()
     """Cases the candidate left incomplete or ungraded (settled)."""
+    failed_cases: Sequence[str] = ()
+    """Cases the candidate failed (settled): named when the pass rate misses the minimum."""
     first_crashes: Sequence[str] = ()
     """Cases whose first answer crashed (counted apart from the settled majority)."""
     compared: bool = False
@@ -142,6 +146,7 @@ def judge(threshold: Threshold, facts: RunFacts) -> Judgement:
     if threshold.min_pass_rate is not None and facts.total:
         best = (facts.passed + len(undecided)) / facts.total
         if best < threshold.min_pass_rate:
+            broken += [c for c in facts.failed_cases if c not in broken]
             rate = facts.passed / facts.total
             fails.append(f"pass rate {_pct(rate)} is below the minimum {_pct(threshold.min_pass_rate)}"
                          + (f" even were every undecided case to pass ({_pct(best)})" if undecided else ""))

@@ -85,27 +85,32 @@ _PLAIN_USD = re.compile(r"[0-9]+(\.[0-9]{1,6})?")
 
 
 def parse_budget(raw: Any) -> int | None:
-    """`monthly_usd` of a budget body as micro-USD; None removes the budget.
+    """`monthly_usd` of a budget body as micro-USD; None removes the budget (see `parse_usd`)."""
+    return parse_usd(raw, "monthly_usd")
+
+
+def parse_usd(raw: Any, field: str) -> int | None:
+    """An amount of USD from a request as micro-USD; None for null.
 
     A JSON number or a plain decimal string (`"25"`, `"25.50"`), at most 6 decimals (a micro-USD)
-    and at most `MAX_BUDGET_USD`. Raises InvalidInputError (field `monthly_usd`) otherwise.
+    and at most `MAX_BUDGET_USD`. Raises InvalidInputError naming `field` otherwise.
     """
     if raw is None:
         return None
-    problem = "monthly_usd must be a non-negative amount of USD with at most 6 decimals, or null for no budget"
+    problem = f"{field} must be a non-negative amount of USD with at most 6 decimals, or null"
     if isinstance(raw, bool) or not isinstance(raw, int | float | str):
-        raise InvalidInputError(problem, field="monthly_usd")
+        raise InvalidInputError(problem, field=field)
     if isinstance(raw, str):
-        text = raw.strip()
+        text = raw
     elif math.isfinite(raw):
         text = format(Decimal(str(raw)), "f")      # 1e-06 -> "0.000001", 12.50 -> "12.5"
         text = text.rstrip("0").rstrip(".") if "." in text else text
     else:
         text = "nan"
     if not _PLAIN_USD.fullmatch(text):
-        raise InvalidInputError(problem, field="monthly_usd")
+        raise InvalidInputError(problem, field=field)
     if Decimal(text) > MAX_BUDGET_USD:
-        raise InvalidInputError(f"monthly_usd must be at most {MAX_BUDGET_USD}", field="monthly_usd")
+        raise InvalidInputError(f"{field} must be at most {MAX_BUDGET_USD}", field=field)
     return usd_to_micros(text)
 
 

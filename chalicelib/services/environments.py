@@ -15,28 +15,40 @@ RECENT_RUNS = 200
 """How many of the organization's newest runs are checked for queued or running ones."""
 
 
-def view(row: EnvironmentRow) -> dict[str, Any]:
-    return {"environment_id": row.environment_id, "name": row.name, "default": bool(row.default),
+def view(row: EnvironmentRow, default_id: str | None = None) -> dict[str, Any]:
+    return {"environment_id": row.environment_id, "name": row.name, "default": row.environment_id == default_id,
             "serving": {k: int(v) for k, v in (row.serving or {}).items()}, "created_at": row.created_at,
             "created_by": row.created_by}
 
 
 def create(c: Container, who: Identity, *, environment_id: str, name: str = "", default: bool = False) -> EnvironmentRow:
-    """Create an environment; the organization's first is its default. Raises ConflictError for a taken id."""
-    first = not c.environments.list(who.org_id)
-    row = EnvironmentRow(who.org_id, environment_id, name=name or environment_id, default=default or first,
-                         serving={}, created_at=iso(c.clock.now()), created_by=who.user_id)
+    """Create an environment; the organization's first is its default, and `default` makes it so.
+    Raises ConflictError for a taken id."""
+    now = iso(c.clock.now())
+    row = EnvironmentRow(who.org_id, environment_id, name=name or environment_id,
+                         serving={}, created_at=now, created_by=who.user_id)
     c.environments.create(row)
-    if row.default and not first:
-        for other in c.environments.list(who.org_id):
-            if other.environment_id != environment_id and other.default:
-                EnvironmentRow(who.org_id, other.environment_id).update(actions=[EnvironmentRow.default.set(False)])
+    org = c.orgs.ensure(who.org_id, concurrency_limit=c.settings.eval_org_concurrency, now_iso=now)
+    if default or not org.default_environment_id:
+        # One attribute on the organization names the default: concurrent creates leave exactly one.
+        c.orgs.set_default_environment(who.org_id, environment_id, only_if_unset=not default)
     return row
+
+
+def default_id(c: Container, org_id: str) -> str | None:
+    org = c.orgs.get(org_id)
+    return org.default_environment_id if org is not None else None
 
 
 def default_of(c: Container, org_id: str) -> EnvironmentRow | None:
     """The organization's default environment, None when it has none."""
-    return next((e for e in c.environments.list(org_id) if e.default), None)
+    env_id = default_id(c, org_id)
+    if env_id is None:
+        return None
+    try:
+        return c.environments.get(org_id, env_id)
+    except NotFoundError:
+        return None
 
 
 def resolve(c: Container, org_id: str, environment_id: str | None) -> EnvironmentRow:
@@ -59,8 +71,10 @@ def active_runs_using(c: Container, org_id: str, *, environment_id: str | None =
                       model_profile_id: str | None = None) -> list[str]:
     """Queued or running runs that name the environment or run an arm on the model profile."""
     out = []
+    default = default_id(c, org_id) if environment_id is not None else None
     for run in c.runs.recent_active(org_id, RECENT_RUNS):
-        if environment_id is not None and run.environment_id == environment_id:
+        if environment_id is not None and (run.environment_id == environment_id or (
+                run.environment_id in (None, "default") and environment_id == default)):
             out.append(run.run_id)
         elif model_profile_id is not None and any(a.get("model_profile_id") == model_profile_id
                                                   for a in run.arms or []):
@@ -75,12 +89,15 @@ def delete(c: Container, who: Identity, environment_id: str) -> None:
     """
     from chalicelib.services import suites
 
-    row = c.environments.get(who.org_id, environment_id)
+    c.environments.get(who.org_id, environment_id)
+    was_default = default_id(c, who.org_id) == environment_id
     busy = active_runs_using(c, who.org_id, environment_id=environment_id)
     if busy:
         raise ConflictError(f"environment {environment_id} is used by eval run {busy[0]} (queued or running): "
                             "wait for it or cancel it", field="environment_id", run_ids=busy)
     c.environments.delete(who.org_id, environment_id)
+    if was_default:
+        c.orgs.set_default_environment(who.org_id, None)
     for suite in c.suites.of_org(who.org_id):
-        if suite.environment_id == environment_id or (suite.environment_id is None and row.default):
+        if suite.environment_id == environment_id or (suite.environment_id is None and was_default):
             suites.pause(c, suite, f"its environment {environment_id} was removed: choose another to resume it")

@@ -59,11 +59,6 @@ def promote(c: Container, who: Identity, agent_id: str, environment_id: str, ver
     served = int(served) if served is not None else None
     if served == version:
         raise ConflictError(f"environment {environment_id} serves version {version} already", field="version")
-    waiting = [p for p in c.promotions.of_agent(agent_id) if p.status == "waiting"
-               and p.environment_id == environment_id]
-    if waiting:
-        raise ConflictError(f"promotion {waiting[0].promotion_id} onto {environment_id} is still waiting for its "
-                            "guards", field="environment_id")
     guards = guards_of(c, who.org_id, agent_id, environment_id)
     paused = [g for g in guards if g.paused]
     if paused:
@@ -74,7 +69,10 @@ def promote(c: Container, who: Identity, agent_id: str, environment_id: str, ver
                              environment_id=environment_id, version=version, from_version=served,
                              status="waiting", guards={g.suite_id: {"result": None} for g in guards},
                              created_at=now, created_by=who.user_id)
-    c.promotions.create(promotion)
+    if not c.promotions.create_waiting(promotion):
+        holder = c.promotions.holder(agent_id, environment_id)
+        raise ConflictError(f"promotion {holder} onto {environment_id} is still waiting for its guards",
+                            field="environment_id")
     if not guards:
         _serve(c, promotion)
     else:
@@ -88,12 +86,16 @@ def _serve(c: Container, promotion: PromotionRow) -> None:
     """Serve the promoted version (conditional on the environment still serving `from_version`)."""
     now = iso(c.clock.now())
     expect = int(promotion.from_version) if promotion.from_version is not None else None
-    ok = c.environments.serve(promotion.org_id, promotion.environment_id, promotion.agent_id,
-                              int(promotion.version), expect=expect)
-    status, reason = ("promoted", None) if ok else \
-        ("refused", "the environment changed while the guards ran: promote again")
-    c.promotions.decide(promotion, [PromotionRow.status.set(status), PromotionRow.decided_at.set(now)]
+    try:
+        ok = c.environments.serve(promotion.org_id, promotion.environment_id, promotion.agent_id,
+                                  int(promotion.version), expect=expect)
+        reason = None if ok else "the environment changed while the guards ran: promote again"
+    except NotFoundError:
+        ok, reason = False, f"environment {promotion.environment_id} was removed"
+    c.promotions.decide(promotion, [PromotionRow.status.set("promoted" if ok else "refused"),
+                                    PromotionRow.decided_at.set(now)]
                         + ([PromotionRow.reason.set(reason)] if reason else []))
+    c.promotions.unlock(promotion)
     if ok:
         suites.on_promoted(c, promotion.org_id, promotion.agent_id, promotion.environment_id,
                            int(promotion.version), expect)
@@ -115,11 +117,25 @@ def on_gate_result(c: Container, agent_id: str, promotion_id: str, suite_id: str
                         PromotionRow.reason.set(f"guard {suite_id} came out {result.result}: {why}")]
         if not c.promotions.decide(promotion, actions):
             continue
-        if not refused and all(g.get("result") == SuiteResult.PASSED for g in guards.values()):
+        if refused:
+            c.promotions.unlock(promotion)
+        elif all(g.get("result") == SuiteResult.PASSED for g in guards.values()):
             fresh = c.promotions.get(agent_id, promotion_id)
             if fresh is not None:
                 _serve(c, fresh)
         return
+
+
+def refuse(c: Container, agent_id: str, promotion_id: str, reason: str) -> None:
+    """Refuse a waiting promotion (its guard cannot check it) and free its environment."""
+    for _ in range(20):
+        promotion = c.promotions.get(agent_id, promotion_id)
+        if promotion is None or promotion.status != "waiting":
+            return
+        if c.promotions.decide(promotion, [PromotionRow.status.set("refused"), PromotionRow.reason.set(reason),
+                                           PromotionRow.decided_at.set(iso(c.clock.now()))]):
+            c.promotions.unlock(promotion)
+            return
 
 
 def list_promotions(c: Container, who: Identity, agent_id: str) -> list[dict[str, Any]]:

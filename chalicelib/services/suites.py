@@ -11,6 +11,8 @@ waiting promotion when it was a gate, and starts the next waiting trigger.
 from __future__ import annotations
 
 import logging
+import random
+import time
 import uuid
 from typing import Any
 
@@ -23,12 +25,12 @@ from chalicelib.domain import schedule
 from chalicelib.domain.enums import ArmRole, AttemptState, RunStatus
 from chalicelib.domain.runs import settle
 from chalicelib.domain.identity import Identity
-from chalicelib.domain.money import micros_to_usd, usd_to_micros
+from chalicelib.domain.money import micros_to_usd
 from chalicelib.domain.suites import Judgement, RunFacts, SuiteResult, Threshold, Triggers, absorb, judge
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import AssayError, BudgetExceededError, ConflictError, InvalidInputError, NotFoundError, \
     invalid_input
-from chalicelib.services import environments, estimates, finalize, judges, notifications
+from chalicelib.services import budgets, environments, estimates, finalize, judges, notifications
 from chalicelib.services import datasets as dataset_service
 
 log = logging.getLogger(__name__)
@@ -89,30 +91,25 @@ def get(c: Container, who: Identity, agent_id: str, suite_id: str) -> SuiteRow:
 def _parse(body: dict[str, Any], *, partial: bool) -> dict[str, Any]:
     """Validate the parts of a suite body given. Raises InvalidInputError naming the field."""
     out: dict[str, Any] = {}
-    try:
-        if "threshold" in body or not partial:
-            out["threshold"] = Threshold.model_validate(body.get("threshold") or {}).model_dump(mode="json")
-        if "triggers" in body or not partial:
-            triggers = Triggers.model_validate(body.get("triggers") or {})
-            if triggers.schedule is not None:
-                try:
-                    schedule.validate(triggers.schedule.cron, triggers.schedule.timezone)
-                except schedule.CronError as exc:
-                    raise InvalidInputError(str(exc), field="triggers.schedule.cron" if str(exc).startswith("cron")
-                                            else "triggers.schedule.timezone") from None
-            out["triggers"] = triggers.model_dump(mode="json")
-    except ValidationError as exc:
-        first = exc.errors()[0]["loc"][0] if exc.errors() and exc.errors()[0]["loc"] else ""
-        raise invalid_input(exc, "threshold" if first in Threshold.model_fields else "triggers") from None
-    if "max_run_usd" in body:
-        raw = body["max_run_usd"]
+    if "threshold" in body or not partial:
         try:
-            out["max_run_usd_micros"] = None if raw is None else usd_to_micros(raw)
-        except (ValueError, ArithmeticError):
-            raise InvalidInputError("max_run_usd must be a non-negative amount of USD, or null", field="max_run_usd") \
-                from None
-        if raw is not None and (isinstance(raw, bool) or out["max_run_usd_micros"] > usd_to_micros(10**9)):
-            raise InvalidInputError("max_run_usd must be a non-negative amount of USD, or null", field="max_run_usd")
+            out["threshold"] = Threshold.model_validate(body.get("threshold") or {}).model_dump(mode="json")
+        except ValidationError as exc:
+            raise invalid_input(exc, "threshold") from None
+    if "triggers" in body or not partial:
+        try:
+            triggers = Triggers.model_validate(body.get("triggers") or {})
+        except ValidationError as exc:
+            raise invalid_input(exc, "triggers") from None
+        if triggers.schedule is not None:
+            try:
+                schedule.validate(triggers.schedule.cron, triggers.schedule.timezone)
+            except schedule.CronError as exc:
+                raise InvalidInputError(str(exc), field="triggers.schedule.cron" if str(exc).startswith("cron")
+                                        else "triggers.schedule.timezone") from None
+        out["triggers"] = triggers.model_dump(mode="json")
+    if "max_run_usd" in body:
+        out["max_run_usd_micros"] = budgets.parse_usd(body["max_run_usd"], "max_run_usd")
     return out
 
 
@@ -144,9 +141,11 @@ def create(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> 
     parsed = _parse(body, partial=False)
     dataset = dataset_service.resolve_version(c, who, body["dataset_id"], body.get("dataset_version") or "latest")
     env_id = body.get("environment_id")
-    environments.resolve(c, who.org_id, env_id)
+    env = environments.resolve(c, who.org_id, env_id)
     now = c.clock.now()
     guards = bool(body.get("guards"))
+    if guards:
+        env_id = env.environment_id   # a guard guards this environment, whatever becomes the default later
     row = SuiteRow(agent_id, body.get("suite_id") or f"suite_{uuid.uuid4().hex[:12]}", org_id=who.org_id,
                    name=body.get("name") or "", dataset_id=body["dataset_id"],
                    dataset_version=body.get("dataset_version"), environment_id=env_id,
@@ -175,9 +174,14 @@ def update(c: Container, who: Identity, agent_id: str, suite_id: str, body: dict
         now = c.clock.now()
         actions: list = []
         history = list(row.history or [])
-        for key in ("name", "dataset_id", "environment_id"):
+        for key in ("name", "dataset_id"):
+            if key in body and body[key] is None:
+                raise InvalidInputError(f"{key} cannot be null", field=key)
             if key in body:
                 actions.append(getattr(SuiteRow, key).set(body[key]))
+        if "environment_id" in body:   # null: the organization's default environment
+            actions.append(SuiteRow.environment_id.set(body["environment_id"]) if body["environment_id"] is not None
+                           else SuiteRow.environment_id.remove())
         if "environment_id" in body:
             environments.resolve(c, who.org_id, body["environment_id"])
         if "dataset_version" in body:
@@ -195,6 +199,14 @@ def update(c: Container, who: Identity, agent_id: str, suite_id: str, body: dict
         if "triggers" in parsed:
             actions += _next_fire_actions(parsed["triggers"], epoch_ms(now))
         guards = bool(body.get("guards", row.guards))
+        guarded = sorted(k for k in ("threshold", "environment_id", "dataset_id", "dataset_version", "max_run_usd")
+                         if k in body)
+        if row.guards and guarded:
+            # A guard's bar and what it checks decide promotions: changing them is an override.
+            who.require("promotions:override", f"changing a guard's {', '.join(guarded)}")
+        if guards and (not row.guards or "environment_id" in body):
+            actions.append(SuiteRow.environment_id.set(
+                environments.resolve(c, who.org_id, body.get("environment_id", row.environment_id)).environment_id))
         dataset_id = body.get("dataset_id", row.dataset_id)
         new_pins = None
         if guards and (not row.guards or "dataset_version" in body or "dataset_id" in body or body.get("move_pins")):
@@ -204,6 +216,11 @@ def update(c: Container, who: Identity, agent_id: str, suite_id: str, body: dict
                 history.append({"at": iso(now), "by": who.user_id, "change": "agent.environment_guards_changed",
                                 "old": row.pins, "new": new_pins})
         if "guards" in body:
+            if row.guards and not guards:
+                # Taking a guard off opens its environment to unchecked promotions.
+                who.require("promotions:override", "taking a guard off its environment")
+                history.append({"at": iso(now), "by": who.user_id, "change": "agent.environment_guards_changed",
+                                "old": row.pins, "new": None})
             actions.append(SuiteRow.guards.set(guards))
             if not guards:
                 actions.append(SuiteRow.pins.remove())
@@ -212,6 +229,7 @@ def update(c: Container, who: Identity, agent_id: str, suite_id: str, body: dict
         if row.owner != who.user_id:
             history.append({"at": iso(now), "by": who.user_id, "change": "owner", "old": row.owner,
                             "new": who.user_id})
+            actions.append(SuiteRow.notified.set({}))   # the new owner is told of bad results from now on
         history.append({"at": iso(now), "by": who.user_id, "change": "updated",
                         "fields": sorted(k for k in body if k != "move_pins")})
         actions += [SuiteRow.owner.set(who.user_id), SuiteRow.history.set(history[-100:])]
@@ -237,11 +255,18 @@ def _stamp(c: Container) -> str:
 
 
 def pause(c: Container, row: SuiteRow, reason: str) -> None:
-    """Pause a suite (idempotent); nothing waiting runs while it is paused."""
+    """Pause a suite (idempotent); nothing waiting runs while it is paused, and a promotion waiting
+    for its check is refused (a paused guard opens no gate)."""
+    from chalicelib.services import promotions
+
     for _ in range(10):
+        dropped = [p for p in row.pending or [] if p.get("kind") == "gate" and p.get("promotion_id")]
         if c.suites.update(row, [SuiteRow.paused.set(True), SuiteRow.paused_reason.set(reason),
                                  SuiteRow.pending.set([]), SuiteRow.due_flag.remove(), SuiteRow.due_at_ms.remove()],
                            stamp=_stamp(c)):
+            for gate in dropped:
+                promotions.refuse(c, row.agent_id, gate["promotion_id"],
+                                  f"guard {row.suite_id} was paused before it checked the version: {reason}")
             return
         row = c.suites.get(row.agent_id, row.suite_id) or row
 
@@ -310,14 +335,17 @@ def trigger(c: Container, row: SuiteRow, kind: str, *, version: int | None, by: 
         if row.paused:
             return False
         active = row.active_trigger or {}
-        if row.active_run_id and row.active_run_id != STARTING and kind != "gate" \
+        if row.active_run_id and row.active_run_id != STARTING and kind not in ("gate", "dependency") \
                 and version is not None and active.get("version") == version:
-            return True   # the run going now checks this very version: it answers this trigger too
+            # The run going now checks this very version: it answers this trigger too. (Not a changed
+            # dependency - the run measured the old one - and not a gate, which decides a promotion.)
+            return True
         pending = absorb(row.pending or [], entry)
         due = min(int(p["due_at_ms"]) for p in pending)
         if c.suites.update(row, [SuiteRow.pending.set(pending), SuiteRow.due_flag.set(FLAG),
                                  SuiteRow.due_at_ms.set(due)], stamp=_stamp(c)):
             break
+        _backoff()
         fresh = c.suites.get(row.agent_id, row.suite_id)
         if fresh is None:
             return False
@@ -338,16 +366,31 @@ def run_now(c: Container, who: Identity, agent_id: str, suite_id: str) -> dict[s
 
 
 def on_published(c: Container, org_id: str, agent_id: str, version: int) -> None:
-    """A version was published: every suite on publish checks it beside the version before."""
+    """A version was published: every suite on publish checks it beside the version before. Each
+    version is taken once per suite (a redelivered publish event finds it taken)."""
     for row in c.suites.of_agent(agent_id):
         if row.org_id != org_id or not (row.triggers or {}).get("on_publish") or row.paused:
             continue
-        if int(row.last_publish_version or 0) >= version:
-            continue   # a redelivered event, or an older version published late
-        if c.suites.update(row, [SuiteRow.last_publish_version.set(version)], stamp=_stamp(c)):
-            fresh = c.suites.get(agent_id, row.suite_id)
-            if fresh is not None:
-                trigger(c, fresh, "publish", version=version, baseline_version=version - 1 if version > 1 else None)
+        try:
+            for _ in range(50):
+                seen = list(row.published_seen or [])
+                if version in seen:
+                    break
+                if c.suites.update(row, [SuiteRow.published_seen.set((seen + [version])[-200:])], stamp=_stamp(c)):
+                    fresh = c.suites.get(agent_id, row.suite_id)
+                    if fresh is not None:
+                        trigger(c, fresh, "publish", version=version,
+                                baseline_version=version - 1 if version > 1 else None)
+                    break
+                _backoff()
+                row = c.suites.get(agent_id, row.suite_id) or row
+        except AssayError as exc:   # the publish stands; the suite says why it did not start
+            log.error("suite %s could not take the publish of version %s: %s", row.suite_id, version, exc.message)
+
+
+def _backoff() -> None:
+    """A short random pause before retrying a write another worker won (spreads a burst)."""
+    time.sleep(random.uniform(0.002, 0.02))  # noqa: S311 - jitter, not security
 
 
 def on_promoted(c: Container, org_id: str, agent_id: str, environment_id: str, version: int,
@@ -385,13 +428,14 @@ def on_dependency_changed(c: Container, org_id: str, agent_id: str, version: int
 
 
 def _last_result(c: Container, row: SuiteRow, version: int) -> tuple[SuiteResultRow | None, SuiteResultRow | None]:
-    """(the last passing result of `version`, the last result of `version`)."""
+    """(the last good result of `version` - passed, or the baseline a first measurement set - and
+    the last result of `version`)."""
     last_pass = last = None
     for result in c.suites.results(row.suite_id, 200):
         if result.version != version or result.result == SuiteResult.NOT_RUN:
             continue
         last = last or result
-        if result.result == SuiteResult.PASSED and result.run_id:
+        if result.result in (SuiteResult.PASSED, SuiteResult.BASELINE_SET) and result.run_id:
             last_pass = result
             break
     return last_pass, last
@@ -411,7 +455,7 @@ def _plan(c: Container, who: Identity, row: SuiteRow, entry: dict[str, Any]) -> 
     pins = row.pins if row.guards else None
     body: dict[str, Any] = {"dataset_id": row.dataset_id, "candidate": "version", "version": version,
                             "dataset_version": (pins or {}).get("dataset_version") or row.dataset_version,
-                            "environment_id": row.environment_id}
+                            "environment_id": environments.resolve(c, row.org_id, row.environment_id).environment_id}
     judge_version = (pins or {}).get("judge_version")
     kind = entry["kind"]
     paired_with: int | None = None
@@ -540,8 +584,9 @@ def facts_of(c: Container, run: RunRow) -> RunFacts:
     cand = next(a["arm_id"] for a in run.arms if a["role"] == ArmRole.CANDIDATE)
     summary = summaries[cand]
     by_case = finalize.by_case(run, attempts, cand)
-    undecided = [cid for cid in run.case_ids
-                 if settle(a.state for a in by_case.get(cid, [])) in (AttemptState.INCOMPLETE, AttemptState.UNGRADED)]
+    settled = {cid: settle(a.state for a in by_case.get(cid, [])) for cid in run.case_ids}
+    undecided = [cid for cid, state in settled.items() if state in (AttemptState.INCOMPLETE, AttemptState.UNGRADED)]
+    failed_cases = [cid for cid, state in settled.items() if state is AttemptState.FAILED]
     crashes = [r.case_id for r in attempts if r.arm_id == cand and int(r.attempt) == 1 and r.crash]
     comparison = (run.outcome or {}).get("comparison") if run.status == RunStatus.COMPLETED else None
     if comparison is None and any(a["role"] == ArmRole.BASELINE for a in run.arms):
@@ -552,6 +597,7 @@ def facts_of(c: Container, run: RunRow) -> RunFacts:
                    if f.get("outcome") == "regression" and f.get("confirmed")]
     return RunFacts(
         status=run.status, total=summary.cases, passed=summary.passed, undecided=undecided,
+        failed_cases=failed_cases,
         first_crashes=sorted(set(crashes), key=run.case_ids.index), compared=comparison is not None,
         invalid_reason=(comparison or {}).get("invalid_reason"), confirmed_regressions=regressions,
         overall=(comparison or {}).get("overall"),
@@ -575,10 +621,13 @@ def run_ended(c: Container, run_id: str) -> None:
     if row is None:
         return
     entry = dict((run.settings or {}).get("suite_trigger") or {})
-    judgement = judge(Threshold.model_validate(row.threshold or {}), facts_of(c, run))
-    _record(c, row, entry, run, judgement, started=run.created_at)
-    _release(c, row, run_id)
-    advance(c, row.agent_id, row.suite_id)
+    try:
+        judgement = judge(Threshold.model_validate(row.threshold or {}), facts_of(c, run))
+        _record(c, row, entry, run, judgement, started=run.created_at)
+    finally:
+        # Whatever became of the result, the suite is free for what waits next.
+        _release(c, row, run_id)
+        advance(c, row.agent_id, row.suite_id)
 
 
 def _record(c: Container, row: SuiteRow, entry: dict[str, Any], run: RunRow | None, judgement: Judgement, *,

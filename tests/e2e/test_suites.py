@@ -353,3 +353,122 @@ def test_what_a_running_run_uses_cannot_be_removed_and_a_removed_environment_pau
     environment(api, agent, serving=1, env_id="production")
     api.ok("PATCH", f"/api/v1/agents/{agent}/suites/{sid}", json={"environment_id": "production"})
     assert api.ok("POST", f"/api/v1/agents/{agent}/suites/{sid}/resume")["paused"] is False
+
+
+# --- what trying to break it found ---------------------------------------------------------
+
+
+def test_pausing_a_guard_refuses_the_promotion_waiting_for_it(api, frozen):
+    agent = agent_with_versions(api, 0, 0)
+    environment(api, agent, serving=1)
+    sid = suite(api, agent, api.dataset(CASES), guards=True)["suite_id"]
+    api.ok("POST", f"/api/v1/agents/{agent}/suites/{sid}/run")        # busy: the gate has to wait
+    promo = api.ok("POST", f"/api/v1/agents/{agent}/promotions", json={"environment_id": "production", "version": 2})
+    assert [p["kind"] for p in suite_view(api, agent, sid)["pending"]] == ["gate"]
+    api.ok("POST", f"/api/v1/agents/{agent}/suites/{sid}/pause")
+    refused = api.ok("GET", f"/api/v1/agents/{agent}/promotions/{promo['promotion_id']}")
+    assert refused["status"] == "refused" and "was paused" in refused["reason"]
+    api.ok("POST", f"/api/v1/agents/{agent}/suites/{sid}/resume")
+    again = api.call("POST", f"/api/v1/agents/{agent}/promotions", json={"environment_id": "production", "version": 2})
+    assert again[0] == 202, again                                     # the environment is free again
+
+
+def test_concurrent_promotions_onto_one_environment_are_one_at_a_time(api, frozen):
+    import concurrent.futures
+
+    agent = agent_with_versions(api, 0, 0)
+    environment(api, agent, serving=1)
+    suite(api, agent, api.dataset(CASES), guards=True)
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        replies = list(pool.map(lambda _: api.call("POST", f"/api/v1/agents/{agent}/promotions",
+                                                   json={"environment_id": "production", "version": 2}), range(4)))
+    assert sorted(status for status, _ in replies) == [202, 409, 409, 409], replies
+    assert len(api.ok("GET", f"/api/v1/agents/{agent}/promotions")["promotions"]) == 2   # v1's and one of these
+
+
+def test_a_guard_keeps_its_environment_and_its_changes_need_an_override(api, new_api):
+    agent = agent_with_versions(api, 0, 4)
+    environment(api, agent, serving=1)
+    guard = suite(api, agent, api.dataset(CASES), guards=True, threshold={"min_pass_rate": 1})
+    assert guard["environment_id"] == "production"                    # pinned, not "the default"
+    api.ok("POST", "/api/v1/environments", json={"environment_id": "other", "default": True})
+    promo = api.ok("POST", f"/api/v1/agents/{agent}/promotions", json={"environment_id": "production", "version": 2})
+    assert promo["status"] == "waiting"
+    done = wait_for(lambda: (p := api.ok("GET", f"/api/v1/agents/{agent}/promotions/{promo['promotion_id']}"))
+                    ["status"] != "waiting" and p)
+    assert done["status"] == "refused"
+    failing = results(api, agent, guard["suite_id"])[0]
+    assert failing["cases_broken"] == ["c000", "c001", "c002", "c003"]   # named: the minimum failed on them
+    limited = new_api(org_id=api.org_id, user_id="dev@example.com",
+                      token=issue_token(api.org_id, "dev@example.com",
+                                        secret=bootstrap.container().settings.assay_jwt_secret,
+                                        permissions=["agents:edit"]))
+    for change in ({"guards": False}, {"threshold": {"max_regressions": 1000}}, {"environment_id": "other"}):
+        status, body = limited.call("PATCH", f"/api/v1/agents/{agent}/suites/{guard['suite_id']}", json=change)
+        assert status == 403 and body["error"]["permission"] == "promotions:override", (change, body)
+    off = api.ok("PATCH", f"/api/v1/agents/{agent}/suites/{guard['suite_id']}", json={"guards": False})
+    assert off["guards"] is False and off["history"][-2]["change"] == "agent.environment_guards_changed"
+
+
+def test_every_concurrent_publish_is_checked_once(api):
+    import concurrent.futures
+
+    agent = agent_with_versions(api, 0)
+    environment(api, agent, serving=1)
+    sid = suite(api, agent, api.dataset(CASES), triggers={"on_publish": True})["suite_id"]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        replies = list(pool.map(lambda v: api.call("POST", f"/api/v1/agents/{agent}/versions", json={"version": v}),
+                                range(2, 6)))
+    assert all(status == 201 for status, _ in replies), replies
+    checked = wait_for(lambda: (r := results(api, agent, sid)) and len(r) >= 4 and r, timeout_s=90)
+    assert sorted(r["version"] for r in checked) == [2, 3, 4, 5]
+
+
+def test_a_dependency_change_during_a_run_of_that_version_runs_again_later(api, frozen, container):
+    frozen.at = datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
+    agent = agent_with_versions(api, 0)
+    environment(api, agent, serving=1)
+    sid = suite(api, agent, api.dataset(CASES), triggers={"on_dependency_change": True})["suite_id"]
+    api.ok("POST", f"/api/v1/agents/{agent}/suites/{sid}/run")
+    agent_events.handle(container, json.dumps({"type": "dependency_changed", "org_id": api.org_id, "agent_id": agent,
+                                               "version": 1, "dependency": {"kind": "skill", "id": "s"}}))
+    assert [p["kind"] for p in suite_view(api, agent, sid)["pending"]] == ["dependency"]
+
+
+def test_without_a_minimum_the_next_run_compares_with_the_baseline_the_first_set(api):
+    agent = agent_with_versions(api, 0)
+    environment(api, agent, serving=1)
+    sid = suite(api, agent, api.dataset(CASES))["suite_id"]
+    api.ok("POST", f"/api/v1/agents/{agent}/suites/{sid}/run")
+    first = wait_for(lambda: results(api, agent, sid))[0]
+    assert first["result"] == "baseline_set"
+    api.ok("POST", f"/api/v1/agents/{agent}/suites/{sid}/run")
+    second = wait_for(lambda: (r := results(api, agent, sid)) and len(r) == 2 and r[0])
+    assert second["result"] == "passed", second
+    run = api.ok("GET", f"/api/v1/eval-runs/{second['run_id']}")
+    assert run["reused_baseline_run_id"] == first["run_id"]
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"threshold": {"bogus": 1}}, "threshold.bogus"),
+    ({"threshold": {"min_pass_rate": True}}, "threshold.min_pass_rate"),
+    ({"threshold": {"max_regressions": 10**40}}, "threshold.max_regressions"),
+    ({"max_run_usd": "1_000"}, "max_run_usd"),
+    ({"max_run_usd": "0.0000001"}, "max_run_usd"),
+    ({"triggers": {"schedule": {"cron": "0 6 * * *", "timezone": "posix/Europe/Warsaw"}}}, "triggers.schedule.timezone"),
+])
+def test_more_bad_suite_bodies_name_their_field(api, body, field):
+    agent = agent_with_versions(api, 0)
+    environment(api, agent, serving=1)
+    status, reply = api.call("POST", f"/api/v1/agents/{agent}/suites", json={"dataset_id": api.dataset(CASES), **body})
+    assert status == 400 and reply["error"]["field"] == field, reply
+
+
+def test_concurrent_default_environments_leave_exactly_one_default(api):
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        list(pool.map(lambda i: api.ok("POST", "/api/v1/environments", json={"environment_id": f"e{i}", "default": True}),
+                      range(6)))
+    envs = api.ok("GET", "/api/v1/environments")["environments"]
+    assert sum(e["default"] for e in envs) == 1

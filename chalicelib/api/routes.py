@@ -173,7 +173,7 @@ def delete_environment(c, who, environment_id):
 def promote(c, who, agent_id):
     body = parse(Promote, json_body(bp))
     row = promotion_service.promote(c, who, agent_id, body.environment_id, body.version)
-    return promotion_service.view(row), 201 if row.status == "promoted" else 202
+    return promotion_service.view(row), 202 if row.status == "waiting" else 201
 
 
 @bp.route("/api/v1/agents/{agent_id}/promotions", methods=["GET"])

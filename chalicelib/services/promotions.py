@@ -77,8 +77,10 @@ def promote(c: Container, who: Identity, agent_id: str, environment_id: str, ver
         _serve(c, promotion)
     else:
         for g in guards:
-            suites.trigger(c, g, "gate", version=version, baseline_version=served,
-                           promotion_id=promotion.promotion_id, by=who.user_id)
+            if not suites.trigger(c, g, "gate", version=version, baseline_version=served,
+                                  promotion_id=promotion.promotion_id, by=who.user_id):
+                refuse(c, agent_id, promotion.promotion_id, f"guard {g.suite_id} is paused: it cannot check the version")
+                break
     return c.promotions.get(agent_id, promotion.promotion_id) or promotion
 
 
@@ -136,6 +138,13 @@ def refuse(c: Container, agent_id: str, promotion_id: str, reason: str) -> None:
                                            PromotionRow.decided_at.set(iso(c.clock.now()))]):
             c.promotions.unlock(promotion)
             return
+
+
+def guard_removed(c: Container, agent_id: str, suite_id: str, reason: str) -> None:
+    """A guard was taken off or deleted: the promotions still waiting for it are refused."""
+    for promotion in c.promotions.of_agent(agent_id):
+        if promotion.status == "waiting" and suite_id in (promotion.guards or {}):
+            refuse(c, agent_id, promotion.promotion_id, reason)
 
 
 def list_promotions(c: Container, who: Identity, agent_id: str) -> list[dict[str, Any]]:

@@ -234,6 +234,10 @@ def update(c: Container, who: Identity, agent_id: str, suite_id: str, body: dict
                         "fields": sorted(k for k in body if k != "move_pins")})
         actions += [SuiteRow.owner.set(who.user_id), SuiteRow.history.set(history[-100:])]
         if c.suites.update(row, actions, stamp=_stamp(c)):
+            if row.guards and not guards:
+                from chalicelib.services import promotions
+
+                promotions.guard_removed(c, agent_id, suite_id, f"guard {suite_id} was taken off before it decided")
             fresh = c.suites.get(agent_id, suite_id)
             return fresh, price(c, who, fresh)  # type: ignore[arg-type]
     raise ConflictError(f"suite {suite_id} keeps changing: try again", field="suite_id")
@@ -247,6 +251,9 @@ def delete(c: Container, who: Identity, agent_id: str, suite_id: str) -> None:
                             field="suite_id")
     c.suites.delete(row)
     c.suites.delete_results(suite_id)
+    from chalicelib.services import promotions
+
+    promotions.guard_removed(c, agent_id, suite_id, f"guard {suite_id} was deleted before it decided")
 
 
 def _stamp(c: Container) -> str:
@@ -436,8 +443,11 @@ def _last_result(c: Container, row: SuiteRow, version: int) -> tuple[SuiteResult
             continue
         last = last or result
         if result.result in (SuiteResult.PASSED, SuiteResult.BASELINE_SET) and result.run_id:
-            last_pass = result
-            break
+            # Only a run that is still there, over the dataset the suite checks now, can stand in.
+            run = c.runs.get(result.run_id)
+            if run is not None and run.dataset_id == row.dataset_id and run.status == RunStatus.COMPLETED:
+                last_pass = result
+                break
     return last_pass, last
 
 
@@ -538,7 +548,8 @@ def _start(c: Container, row: SuiteRow, entry: dict[str, Any]) -> str | None:
                                       f"max_run_usd (${micros_to_usd(int(cap))})", field="max_run_usd")
         purpose = "gate" if entry["kind"] == "gate" else "suite"
         run, _ = runs.start_run(c, who, row.agent_id, {}, planned=(plan, priced), purpose=purpose,
-                                extra_settings={"suite_id": row.suite_id, "suite_trigger": _trigger_view(entry),
+                                extra_settings={"suite_id": row.suite_id, "suite_created_at": row.created_at,
+                                                "suite_trigger": _trigger_view(entry),
                                                 "suite_note": priced.get("note")})
     except AssayError as exc:
         _record(c, row, entry, None, Judgement(SuiteResult.NOT_RUN, [exc.message]), started=started)
@@ -595,6 +606,9 @@ def facts_of(c: Container, run: RunRow) -> RunFacts:
     base_summary = summaries.get(base) if base else None
     regressions = [f["case_id"] for f in (comparison or {}).get("flips", [])
                    if f.get("outcome") == "regression" and f.get("confirmed")]
+    counts = (comparison or {}).get("counts") or {}
+    if comparison is not None and not any(counts.get(k) for k in ("regression", "fixed", "unchanged", "incomplete")):
+        comparison = None   # no case in common with the baseline: nothing was compared
     return RunFacts(
         status=run.status, total=summary.cases, passed=summary.passed, undecided=undecided,
         failed_cases=failed_cases,
@@ -617,10 +631,16 @@ def run_ended(c: Container, run_id: str) -> None:
     suite_id = (run.settings or {}).get("suite_id") if run is not None else None
     if run is None or not suite_id or not RunStatus(run.status).ended:
         return
-    row = c.suites.get(run.agent_id, suite_id)
-    if row is None:
-        return
     entry = dict((run.settings or {}).get("suite_trigger") or {})
+    row = c.suites.get(run.agent_id, suite_id)
+    if row is None or row.created_at != (run.settings or {}).get("suite_created_at", row.created_at):
+        # The suite that started it is gone (a new one may have its id): nobody's result; a gate's
+        # promotion cannot be decided by it.
+        if entry.get("kind") == "gate" and entry.get("promotion_id"):
+            from chalicelib.services import promotions
+
+            promotions.refuse(c, run.agent_id, entry["promotion_id"], f"guard {suite_id} was removed before it decided")
+        return
     try:
         judgement = judge(Threshold.model_validate(row.threshold or {}), facts_of(c, run))
         _record(c, row, entry, run, judgement, started=run.created_at)

@@ -472,3 +472,36 @@ def test_concurrent_default_environments_leave_exactly_one_default(api):
                       range(6)))
     envs = api.ok("GET", "/api/v1/environments")["environments"]
     assert sum(e["default"] for e in envs) == 1
+
+
+def test_a_guard_taken_off_or_deleted_refuses_the_promotion_waiting_for_it(api, frozen):
+    agent = agent_with_versions(api, 0, 0)
+    environment(api, agent, serving=1)
+    sid = suite(api, agent, api.dataset(CASES), guards=True)["suite_id"]
+    api.ok("POST", f"/api/v1/agents/{agent}/suites/{sid}/run")        # busy: the gate waits
+    promo = api.ok("POST", f"/api/v1/agents/{agent}/promotions", json={"environment_id": "production", "version": 2})
+    api.ok("PATCH", f"/api/v1/agents/{agent}/suites/{sid}", json={"guards": False})
+    api.ok("DELETE", f"/api/v1/agents/{agent}/suites/{sid}")
+    refused = api.ok("GET", f"/api/v1/agents/{agent}/promotions/{promo['promotion_id']}")
+    assert refused["status"] == "refused" and "taken off" in refused["reason"]
+    status, body = api.call("POST", f"/api/v1/agents/{agent}/promotions", json={"environment_id": "production",
+                                                                              "version": 2})
+    assert status == 201 and body["status"] == "promoted"              # no guard left: at once
+
+
+def test_a_reference_run_that_is_gone_or_of_another_dataset_is_not_compared_with(api):
+    agent = agent_with_versions(api, 0)
+    environment(api, agent, serving=1)
+    ds = api.dataset(CASES)
+    sid = suite(api, agent, ds)["suite_id"]
+    api.ok("POST", f"/api/v1/agents/{agent}/suites/{sid}/run")
+    first = wait_for(lambda: results(api, agent, sid))[0]
+    api.ok("DELETE", f"/api/v1/eval-runs/{first['run_id']}")
+    api.ok("POST", f"/api/v1/agents/{agent}/suites/{sid}/run")
+    second = wait_for(lambda: (r := results(api, agent, sid)) and len(r) == 2 and r[0])
+    assert second["result"] == "baseline_set", second                  # measured afresh, not "not_run"
+    other = api.dataset([{"case_id": "x1", "input": "q", "reference": "nope"}])
+    api.ok("PATCH", f"/api/v1/agents/{agent}/suites/{sid}", json={"dataset_id": other})
+    api.ok("POST", f"/api/v1/agents/{agent}/suites/{sid}/run")
+    third = wait_for(lambda: (r := results(api, agent, sid)) and len(r) == 3 and r[0])
+    assert third["result"] == "baseline_set", third                    # nothing in common: never "passed"

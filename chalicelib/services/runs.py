@@ -215,7 +215,10 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], 
         what `plan_run` raises; BudgetExceededError (402) when the first pass plus the rerun ceiling
         exceeds what is left of the agent's or the organization's monthly budget.
     """
-    plan, priced = planned or (lambda p: (p, estimates.price(c, who, p)))(plan_run(c, who, agent_id, body))
+    if planned is None:
+        plan = plan_run(c, who, agent_id, body)
+        planned = plan, estimates.price(c, who, plan)
+    plan, priced = planned
     if not priced["within_budget"]:
         raise BudgetExceededError(estimates.refusal(priced), field="budget", estimate=priced)
     now = c.clock.now()

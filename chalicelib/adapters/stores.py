@@ -178,6 +178,15 @@ class SpendStore:
         """Both budgets and both month counters in ONE `BatchGetItem` (strongly consistent): the
         check before every model request must cost one request, not four. Without `agent_id`
         only the organization's are read."""
+        return self._read(org_id, agent_id, month, None)[1]
+
+    def read_with_run(self, run_id: str, org_id: str, agent_id: str, month: str) -> tuple[RunRow | None, BudgetReading]:
+        """A run (consistent) and its budgets in the same single `BatchGetItem`: a case task's first
+        read and its first budget check in one request."""
+        return self._read(org_id, agent_id, month, run_id)
+
+    def _read(self, org_id: str, agent_id: str | None, month: str,
+              run_id: str | None) -> tuple[RunRow | None, BudgetReading]:
         org_key, agent_key = f"org#{org_id}#{month}", f"agent#{agent_id}#{month}"
         budget = {"ConsistentRead": True, "ProjectionExpression": "monthly_budget_micros"}
         items: dict[str, Any] = {
@@ -187,6 +196,8 @@ class SpendStore:
             items[AgentRow.Meta.table_name] = {
                 "Keys": [{"org_id": {"S": org_id}, "agent_id": {"S": agent_id}}], **budget}
             items[SpendRow.Meta.table_name]["Keys"].append({"key": {"S": agent_key}})
+        if run_id:
+            items[RunRow.Meta.table_name] = {"Keys": [{"run_id": {"S": run_id}}], "ConsistentRead": True}
         found = _TX.batch_get(items)
 
         def budget_of(table: str) -> int | None:
@@ -196,8 +207,10 @@ class SpendStore:
 
         spent = {item["key"]["S"]: int(item.get("spent_micros", {}).get("N", 0))
                  for item in found[SpendRow.Meta.table_name]}
-        return BudgetReading(budget_of(OrganizationRow.Meta.table_name), spent.get(org_key, 0),
-                             budget_of(AgentRow.Meta.table_name), spent.get(agent_key, 0))
+        runs = found.get(RunRow.Meta.table_name) or []
+        return (RunRow.from_raw_data(runs[0]) if runs else None,
+                BudgetReading(budget_of(OrganizationRow.Meta.table_name), spent.get(org_key, 0),
+                              budget_of(AgentRow.Meta.table_name), spent.get(agent_key, 0)))
 
     def charge(self, org_id: str, agent_id: str, month: str, micros: int, *, judge: bool) -> None:
         """Add one model request's real cost to the organization's and the agent's month.

@@ -169,6 +169,10 @@ def api_view(bp: Blueprint, *, auth: bool = True) -> Callable[[F], F]:
             try:
                 c = bootstrap.container()
                 who = identity_from(bp.current_request.headers or {}) if auth else None
+                empty = next((name for name, value in kwargs.items() if isinstance(value, str) and not value), None)
+                if empty is not None:
+                    # `…/suites//results`: nothing has an empty id (and DynamoDB refuses empty keys).
+                    raise NotFoundError(f"{empty} is empty", field=empty)
                 result = fn(c, who, *args, **kwargs)
             except AssayError as exc:
                 return error_response(exc)

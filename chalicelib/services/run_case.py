@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.adapters.runtimes.http import is_retryable_status
-from chalicelib.adapters.stores import RecordConflict
+from chalicelib.adapters.stores import BudgetReading, RecordConflict
 from chalicelib.adapters.tables import AttemptRow, RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
@@ -66,7 +66,8 @@ def parse_message(body: str) -> tuple[str, Task] | None:
 # --- asking ----------------------------------------------------------------------------------
 
 
-def ask_and_grade(c: Container, run: RunRow, arm: dict[str, Any], case: Case, task: Task) -> AttemptResult:
+def ask_and_grade(c: Container, run: RunRow, arm: dict[str, Any], case: Case, task: Task, *,
+                  budget_read: BudgetReading | None = None) -> AttemptResult:
     """Ask the arm's agent the case (retrying provider errors), then grade the answer.
 
     Both budgets are checked before every model request (the agent's tries and the judge's) and
@@ -74,6 +75,7 @@ def ask_and_grade(c: Container, run: RunRow, arm: dict[str, Any], case: Case, ta
     failures are states, not exceptions: provider errors after retries → `incomplete`, the
     agent's own failure → `failed` with `crash`, a scorer that raised → `incomplete`, a budget
     spent before the agent was asked → `incomplete` with `budget_exceeded` set.
+    `budget_read`: the budgets as read with the run a moment ago, used for the first try's check.
     """
     from chalicelib.adapters.runtimes import runtime_for
 
@@ -86,7 +88,8 @@ def ask_and_grade(c: Container, run: RunRow, arm: dict[str, Any], case: Case, ta
     tries = 0
     while True:
         tries += 1
-        spent = budgets.check(c, run.org_id, run.agent_id)
+        spent = budgets.exhausted(budget_read) if tries == 1 and budget_read is not None \
+            else budgets.check(c, run.org_id, run.agent_id)
         if spent is not None:
             return AttemptResult(AttemptState.INCOMPLETE, reason=spent.reason, budget_exceeded=spent,
                                  latency_ms=(time.monotonic() - started) * 1000)
@@ -274,23 +277,43 @@ def record_unqueued(c: Container, run_id: str, task: Task) -> None:
 # --- entry points ----------------------------------------------------------------------------
 
 
-def _unrecorded(c: Container, body: str, *, check_recorded: bool) -> tuple[RunRow, Task] | None:
-    """The run and task a message names, or None when there is nothing left to do for it: a
-    malformed message, a deleted run, or an attempt already recorded (whose hand-off
-    `on_duplicate` then finishes)."""
+_RUN_OWNERS: dict[str, tuple[str, str]] = {}
+"""`run_id -> (org_id, agent_id)`, which never change: once a process knows them, a task's run and
+its budgets come in one read."""
+
+
+def _load_run(c: Container, run_id: str) -> tuple[RunRow | None, BudgetReading | None]:
+    """The run (consistent) and, when the process has seen the run before, its budgets read in the
+    same request (else None: they are read before the first model request)."""
+    owner = _RUN_OWNERS.get(run_id)
+    if owner is None:
+        run = c.runs.get(run_id)
+        if run is not None:
+            if len(_RUN_OWNERS) > 10_000:
+                _RUN_OWNERS.clear()
+            _RUN_OWNERS[run_id] = (run.org_id, run.agent_id)
+        return run, None
+    return c.spend.read_with_run(run_id, owner[0], owner[1], budgets.month_of(c.clock.now()))
+
+
+def _unrecorded(c: Container, body: str, *,
+                check_recorded: bool) -> tuple[RunRow, Task, BudgetReading | None] | None:
+    """The run and task a message names (and the run's budgets when read with it), or None when
+    there is nothing left to do for it: a malformed message, a deleted run, or an attempt already
+    recorded (whose hand-off `on_duplicate` then finishes)."""
     parsed = parse_message(body)
     if parsed is None:
         log.error("malformed case task dropped: %.200s", body)
         return None
     run_id, task = parsed
-    run = c.runs.get(run_id)
+    run, reading = _load_run(c, run_id)
     if run is None:
         log.info("case task for deleted run %s dropped", run_id)
         return None
     if check_recorded and c.runs.attempt_exists(run_id, task.key):
         on_duplicate(c, run, task)
         return None
-    return run, task
+    return run, task, reading
 
 
 def handle_task(c: Container, body: str, *, receive_count: int = 1, receipt_handle: str | None = None) -> None:
@@ -303,7 +326,7 @@ def handle_task(c: Container, body: str, *, receive_count: int = 1, receipt_hand
     found = _unrecorded(c, body, check_recorded=receive_count > 1)
     if found is None:
         return
-    run, task = found
+    run, task, reading = found
     status = RunStatus(run.status)
     if status.ended:
         # Nothing else starts once a run ended; its slot is given back by recording the task.
@@ -317,7 +340,7 @@ def handle_task(c: Container, body: str, *, receive_count: int = 1, receipt_hand
         record(c, run, task, AttemptResult(AttemptState.INCOMPLETE, reason="unknown arm or case"))
         return
     with _KeepAlive(c, run.run_id, receipt_handle):
-        result = ask_and_grade(c, run, arm, Case.model_validate(raw_case), task)
+        result = ask_and_grade(c, run, arm, Case.model_validate(raw_case), task, budget_read=reading)
     if result.budget_exceeded is not None:
         # Running cases finish; nothing else starts, and what was never asked stays incomplete.
         from chalicelib.services import runs
@@ -332,6 +355,6 @@ def handle_dead_task(c: Container, body: str, *, receive_count: int | None = Non
     """A case task that kept failing reached the DLQ: record it `incomplete` and pass its slot on."""
     found = _unrecorded(c, body, check_recorded=True)
     if found is not None:
-        run, task = found
+        run, task, _ = found
         record(c, run, task, AttemptResult(
             AttemptState.INCOMPLETE, reason=f"gave up after {receive_count or 'several'} deliveries"))

@@ -58,7 +58,8 @@ def view(row: SuiteRow) -> dict[str, Any]:
         "paused_reason": row.paused_reason, "pending": row.pending or [], "active_run_id": row.active_run_id,
         "last_result": row.last_result,
         "next_fire_at": iso_ms(row.next_fire_at_ms) if row.next_fire_at_ms is not None else None,
-        "history": row.history or [], "created_at": row.created_at, "updated_at": row.updated_at}
+        "history": row.history or [], "created_at": row.created_at,
+        "updated_at": row.updated_at.split("#", 1)[0]}   # the stamp's nonce is for conditional writes only
 
 
 def iso_ms(ms: Any) -> str:

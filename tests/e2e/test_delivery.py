@@ -133,10 +133,10 @@ def test_a_message_that_keeps_failing_reaches_the_dlq_and_is_recorded_incomplete
     run = api.start(api.agent({"runtime": "python", "entrypoint": "bench.agents:sleepy"}), ds)
     real = run_case.ask_and_grade
 
-    def broken_for_c002(c, run_row, arm, case, task):
+    def broken_for_c002(c, run_row, arm, case, task, **kw):
         if case.case_id == "c002":
             raise RuntimeError("worker bug on this case")
-        return real(c, run_row, arm, case, task)
+        return real(c, run_row, arm, case, task, **kw)
 
     monkeypatch.setattr(run_case, "ask_and_grade", broken_for_c002)
     dlq = Queue(stack, names.CASE_TASKS_DLQ)

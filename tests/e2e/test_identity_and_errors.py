@@ -408,3 +408,10 @@ def test_a_wrong_method_or_media_type_is_refused_in_the_same_error_shape(api):
                             headers={"Content-Type": "text/plain"})
     error = error_of(status, body, 415)
     assert error["code"] == "unsupported_media_type" and "text/plain" in error["message"]
+
+
+@pytest.mark.parametrize("path", ["/api/v1/agents/a/suites//results", "/api/v1/eval-runs//progress",
+                                  "/api/v1/agents//promotions/x"])
+def test_an_empty_id_in_the_path_is_a_404_not_a_500(api, path):
+    status, body = api.call("GET", path)
+    assert status == 404 and body["error"]["field"], body

@@ -11,23 +11,20 @@ says so and gives no verdict).
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
-from chalicelib.adapters.runtimes.http import is_retryable_status
 from chalicelib.adapters.tables import JudgeRow, RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain import judge as rules
 from chalicelib.domain.models import AgentAnswer, Case, CaseRequest, ScoreResult, ScoringConfig
-from chalicelib.domain.money import token_cost_micros
 from chalicelib.domain.redaction import redact
-from chalicelib.errors import AgentCrashError, ConflictError, InvalidInputError, ProviderError, invalid_input
-from chalicelib.services import budgets
+from chalicelib.errors import ConflictError, InvalidInputError, invalid_input
+from chalicelib.services import asking, budgets
 
 log = logging.getLogger(__name__)
 
@@ -204,33 +201,18 @@ class Asker:
         system, user = rules.messages(judge.spec, case, answer.answer, criteria)
         spec = {**judge.runtime_spec, "system_prompt": system}
         request = CaseRequest(run_id="judge", case_id=case.case_id, attempt=1, input=user)
-        timeout = float(self.c.settings.evaluation_case_timeout_seconds)
-        deadline = time.monotonic() + timeout
-        tries = 0
-        while True:
-            tries += 1
-            self.exhausted = budgets.check(self.c, self.org_id, self.agent_id)
-            if self.exhausted is not None:
-                return rules.not_graded(f"judge skipped: {self.exhausted.reason}", fp)
-            try:
-                from chalicelib.adapters.runtimes import runtime_for
-
-                reply = runtime_for(spec, self.c.runtimes).ask(spec, request, max(0.001, deadline - time.monotonic()))
-            except ProviderError as exc:
-                if exc.status in (401, 403) or not is_retryable_status(exc.status) or tries > self.c.settings.assay_agent_retries \
-                        or time.monotonic() >= deadline:
-                    return rules.not_graded(f"judge failed: {redact(str(exc))}"[:500], fp)
-                time.sleep(min(self.c.settings.assay_retry_backoff_seconds * tries,
-                               max(0.0, deadline - time.monotonic())))
-                continue
-            except AgentCrashError as exc:
-                return rules.not_graded(f"judge failed: the provider refused the request: {redact(str(exc))}"[:500], fp)
-            break
-        cost = reply.cost_micros if reply.cost_micros is not None else token_cost_micros(
-            reply.usage.input_tokens, reply.usage.output_tokens, spec.get("price"))
+        asked = asking.ask(self.c, self.org_id, self.agent_id, spec, request, judge=True)
+        self.exhausted = asked.exhausted
+        if asked.exhausted is not None:
+            return rules.not_graded(f"judge skipped: {asked.exhausted.reason}", fp)
+        if asked.crash is not None:
+            return rules.not_graded(f"judge failed: the provider refused the request: {redact(str(asked.crash))}"[:500],
+                                    fp)
+        if asked.provider_error is not None:
+            return rules.not_graded(f"judge failed: {redact(str(asked.provider_error))}"[:500], fp)
+        reply = asked.answer
         self.calls += 1
-        self.cost_micros += cost
-        budgets.charge(self.c, self.org_id, self.agent_id, cost, judge=True)
+        self.cost_micros += asked.cost_micros
         try:
             return rules.parse_reply(reply.answer, judge.spec, criteria, fp)
         except rules.JudgeReplyError as exc:

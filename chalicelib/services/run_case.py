@@ -10,11 +10,9 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from chalicelib.adapters.runtimes.http import is_retryable_status
 from chalicelib.adapters.stores import BudgetReading, RecordConflict
 from chalicelib.adapters.tables import AttemptRow, RunRow
 from chalicelib.bootstrap import Container
@@ -23,11 +21,10 @@ from chalicelib.domain import scorers
 from chalicelib.domain.enums import AttemptState, RunStatus
 from chalicelib.domain import judge as judge_rules
 from chalicelib.domain.models import AgentAnswer, Case, CaseRequest, Grade, ScoreResult, ScoringConfig
-from chalicelib.domain.money import token_cost_micros
 from chalicelib.domain.redaction import redact, redact_value
 from chalicelib.domain.runs import Task
-from chalicelib.errors import AgentCrashError, AssayError, ProviderError
-from chalicelib.services import budgets, judges, slots
+from chalicelib.errors import AssayError
+from chalicelib.services import asking, budgets, judges, slots
 
 log = logging.getLogger(__name__)
 
@@ -77,45 +74,23 @@ def ask_and_grade(c: Container, run: RunRow, arm: dict[str, Any], case: Case, ta
     spent before the agent was asked → `incomplete` with `budget_exceeded` set.
     `budget_read`: the budgets as read with the run a moment ago, used for the first try's check.
     """
-    from chalicelib.adapters.runtimes import runtime_for
-
-    settings = c.settings
     spec = arm["spec"]
     request = CaseRequest(run_id=run.run_id, case_id=case.case_id, attempt=task.attempt,
                           input=case.input, history=case.history, metadata={"tags": case.tags})
-    deadline = time.monotonic() + settings.evaluation_case_timeout_seconds
-    started = time.monotonic()
-    tries = 0
-    while True:
-        tries += 1
-        spent = budgets.exhausted(budget_read) if tries == 1 and budget_read is not None \
-            else budgets.check(c, run.org_id, run.agent_id)
-        if spent is not None:
-            return AttemptResult(AttemptState.INCOMPLETE, reason=spent.reason, budget_exceeded=spent,
-                                 latency_ms=(time.monotonic() - started) * 1000)
-        try:
-            runtime = runtime_for(spec, c.runtimes)
-            answer: AgentAnswer = runtime.ask(spec, request, max(0.001, deadline - time.monotonic()))
-            break
-        except ProviderError as exc:
-            latency = (time.monotonic() - started) * 1000
-            if exc.status in (401, 403):
-                return AttemptResult(AttemptState.INCOMPLETE, latency_ms=latency, error=redact(str(exc)),
-                                     reason="provider rejected the credentials")
-            if not is_retryable_status(exc.status) or tries > settings.assay_agent_retries \
-                    or time.monotonic() >= deadline:
-                return AttemptResult(AttemptState.INCOMPLETE, latency_ms=latency, error=redact(str(exc)),
-                                     reason=f"provider error after {tries} tries: {redact(str(exc))}"[:500])
-            time.sleep(min(settings.assay_retry_backoff_seconds * tries,
-                           max(0.0, deadline - time.monotonic())))
-        except AgentCrashError as exc:
-            return AttemptResult(AttemptState.FAILED, crash=True, error=redact(str(exc)),
-                                 reason=f"agent crashed: {redact(str(exc))}"[:500],
-                                 latency_ms=(time.monotonic() - started) * 1000)
-    latency = (time.monotonic() - started) * 1000
-    cost = answer.cost_micros if answer.cost_micros is not None else token_cost_micros(
-        answer.usage.input_tokens, answer.usage.output_tokens, spec.get("price"))
-    budgets.charge(c, run.org_id, run.agent_id, cost)
+    asked = asking.ask(c, run.org_id, run.agent_id, spec, request, budget_read=budget_read)
+    latency = asked.latency_ms
+    if asked.exhausted is not None:
+        return AttemptResult(AttemptState.INCOMPLETE, reason=asked.exhausted.reason, budget_exceeded=asked.exhausted,
+                             latency_ms=latency)
+    if asked.crash is not None:
+        return AttemptResult(AttemptState.FAILED, crash=True, error=redact(str(asked.crash)),
+                             reason=f"agent crashed: {redact(str(asked.crash))}"[:500], latency_ms=latency)
+    if asked.provider_error is not None:
+        exc = asked.provider_error
+        reason = "provider rejected the credentials" if exc.status in (401, 403) else \
+            f"provider error after {asked.tries} tries: {redact(str(exc))}"[:500]
+        return AttemptResult(AttemptState.INCOMPLETE, latency_ms=latency, error=redact(str(exc)), reason=reason)
+    answer, cost = asked.answer, asked.cost_micros   # no exhaustion, crash or provider error: an answer
     # Grading reads the original answer in memory; only the redacted one is kept (seed 004).
     grade, asker = grade_answer(c, run, case, answer)
     return AttemptResult(

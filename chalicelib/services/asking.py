@@ -1,0 +1,75 @@
+"""One model request as assay makes it: within the case timeout, retrying provider errors, checking
+both monthly budgets before every try and charging the real cost after (DESIGN §8, seed 004 "What
+each case runs as"). The agent's answers and the judge's grades are both asked this way.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from chalicelib.adapters.runtimes.http import is_retryable_status
+from chalicelib.adapters.stores import BudgetReading
+from chalicelib.bootstrap import Container
+from chalicelib.domain.models import AgentAnswer, CaseRequest
+from chalicelib.domain.money import token_cost_micros
+from chalicelib.errors import AgentCrashError, ProviderError
+from chalicelib.services import budgets
+
+
+@dataclass
+class Asked:
+    """How one request came out: an answer (with its cost), or why there is none."""
+
+    answer: AgentAnswer | None = None
+    cost_micros: int = 0
+    tries: int = 0
+    latency_ms: float = 0.0
+    exhausted: budgets.Exhausted | None = None
+    """A budget was spent before a try: nothing more was sent."""
+    provider_error: ProviderError | None = None
+    """The provider failed and retrying could not help (credentials, 4xx) or ran out of tries or time."""
+    crash: AgentCrashError | None = None
+    """The agent's own failure, or a request the provider refused."""
+
+
+def ask(c: Container, org_id: str, agent_id: str, spec: dict[str, Any], request: CaseRequest, *,
+        budget_read: BudgetReading | None = None, judge: bool = False) -> Asked:
+    """Ask `spec`'s runtime once, retrying provider errors with a retryable status (None, 408, 429,
+    5xx) up to `ASSAY_AGENT_RETRIES` times with linear backoff, all within
+    `EVALUATION_CASE_TIMEOUT_SECONDS`. Both budgets are checked before every try (`budget_read`:
+    the budgets as read a moment ago, used for the first try); the answer's cost (micro-USD, from
+    the runtime or priced from usage with `spec["price"]`) is charged to them, as the judge's when
+    `judge`. Never raises for an expected failure: see `Asked`.
+    """
+    from chalicelib.adapters.runtimes import runtime_for
+
+    settings = c.settings
+    deadline = time.monotonic() + settings.evaluation_case_timeout_seconds
+    started = time.monotonic()
+    out = Asked()
+    while True:
+        out.tries += 1
+        out.exhausted = budgets.exhausted(budget_read) if out.tries == 1 and budget_read is not None \
+            else budgets.check(c, org_id, agent_id)
+        if out.exhausted is not None:
+            break
+        try:
+            out.answer = runtime_for(spec, c.runtimes).ask(spec, request, max(0.001, deadline - time.monotonic()))
+            break
+        except ProviderError as exc:
+            if not is_retryable_status(exc.status) or out.tries > settings.assay_agent_retries \
+                    or time.monotonic() >= deadline:
+                out.provider_error = exc
+                break
+            time.sleep(min(settings.assay_retry_backoff_seconds * out.tries, max(0.0, deadline - time.monotonic())))
+        except AgentCrashError as exc:
+            out.crash = exc
+            break
+    out.latency_ms = (time.monotonic() - started) * 1000
+    if out.answer is not None:
+        out.cost_micros = out.answer.cost_micros if out.answer.cost_micros is not None else token_cost_micros(
+            out.answer.usage.input_tokens, out.answer.usage.output_tokens, spec.get("price"))
+        budgets.charge(c, org_id, agent_id, out.cost_micros, judge=judge)
+    return out

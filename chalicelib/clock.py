@@ -29,6 +29,11 @@ def epoch_ms(dt: datetime) -> int:
     return int(dt.timestamp() * 1000)
 
 
+def from_epoch_ms(ms: int) -> datetime:
+    """The aware UTC datetime of epoch milliseconds."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
 def parse_iso(text: str) -> datetime:
     """Inverse of `iso` (accepts any ISO-8601 with `Z` or an offset)."""
     return datetime.fromisoformat(text.replace("Z", "+00:00"))

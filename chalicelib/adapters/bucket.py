@@ -5,20 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from chalicelib.adapters.lazy import LazyClient
 
-class ResultsBucket:
+
+class ResultsBucket(LazyClient):
     """The results bucket; the client is built lazily."""
 
     def __init__(self, client_factory: Callable[[], Any], bucket: str) -> None:
-        self._client_factory = client_factory
-        self._client: Any = None
+        super().__init__(client_factory)
         self.bucket = bucket
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = self._client_factory()
-        return self._client
 
     def put_text(self, key: str, text: str) -> str:
         """Store `text` under `key`; returns the `s3://bucket/key` pointer kept on the attempt."""

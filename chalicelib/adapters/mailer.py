@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
-log = logging.getLogger(__name__)
+from chalicelib.adapters.lazy import LazyClient
 
 
-class SesMailer:
+class SesMailer(LazyClient):
     """Sends plain-text mail from one verified sender."""
 
     def __init__(self, client_factory: Callable[[], Any], sender: str) -> None:
-        self._factory = client_factory
-        self._client: Any = None
+        super().__init__(client_factory)
         self.sender = sender
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = self._factory()
-        return self._client
 
     def send(self, to: str, subject: str, body: str) -> str:
         """Send one message; returns SES's message id. Raises botocore's errors (the caller decides)."""

@@ -7,6 +7,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from chalicelib.adapters.lazy import LazyClient
+
 log = logging.getLogger(__name__)
 
 
@@ -18,7 +20,7 @@ class QueueSendError(Exception):
         self.failed = failed
 
 
-class SqsQueue:
+class SqsQueue(LazyClient):
     """One SQS queue, addressed by name; its URL is looked up once.
 
     Args:
@@ -27,16 +29,9 @@ class SqsQueue:
     """
 
     def __init__(self, client_factory: Callable[[], Any], queue_name: str) -> None:
-        self._client_factory = client_factory
-        self._client: Any = None
+        super().__init__(client_factory)
         self.queue_name = queue_name
         self._url: str | None = None
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = self._client_factory()
-        return self._client
 
     @property
     def url(self) -> str:

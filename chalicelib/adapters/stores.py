@@ -53,6 +53,17 @@ def _reason_codes(exc: TransactWriteError) -> list[str | None]:
     return codes
 
 
+def _conditional_update(row: Any, actions: list, condition: Any = None) -> bool:
+    """`row.update(actions, condition)`; False when the condition failed (anything else raises)."""
+    try:
+        row.update(actions=actions, condition=condition)
+        return True
+    except UpdateError as exc:
+        if "ConditionalCheckFailed" in str(exc):
+            return False
+        raise
+
+
 class Transactions:
     """Builds `TransactWrite` blocks on one connection to the configured endpoint."""
 
@@ -144,15 +155,9 @@ class OrganizationStore:
         it names none yet; False when that condition failed."""
         action = OrganizationRow.default_environment_id.set(environment_id) if environment_id is not None \
             else OrganizationRow.default_environment_id.remove()
-        try:
-            OrganizationRow(org_id).update(
-                actions=[action],
-                condition=OrganizationRow.default_environment_id.does_not_exist() if only_if_unset else None)
-            return True
-        except UpdateError as exc:
-            if "ConditionalCheckFailed" in str(exc):
-                return False
-            raise
+        return _conditional_update(
+            OrganizationRow(org_id), [action],
+            OrganizationRow.default_environment_id.does_not_exist() if only_if_unset else None)
 
     def set_limit(self, org_id: str, limit: int) -> None:
         OrganizationRow(org_id).update(actions=[OrganizationRow.concurrency_limit.set(limit)])
@@ -235,12 +240,8 @@ class SpendStore:
         """Set (None: remove) an agent's monthly budget. Raises NotFoundError for an unknown agent."""
         action = AgentRow.monthly_budget_micros.remove() if micros is None \
             else AgentRow.monthly_budget_micros.set(micros)
-        try:
-            AgentRow(org_id, agent_id).update(actions=[action], condition=AgentRow.agent_id.exists())
-        except UpdateError as exc:
-            if "ConditionalCheckFailed" in str(exc):
-                raise NotFoundError(f"agent {agent_id} not found", field="agent_id") from None
-            raise
+        if not _conditional_update(AgentRow(org_id, agent_id), [action], AgentRow.agent_id.exists()):
+            raise NotFoundError(f"agent {agent_id} not found", field="agent_id")
 
 
 # --- judges ----------------------------------------------------------------------------------
@@ -350,15 +351,8 @@ class SuiteStore:
 
     def update(self, row: SuiteRow, actions: list, *, stamp: str) -> bool:
         """Apply `actions` and a new `updated_at` stamp if the suite is as read; False otherwise."""
-        try:
-            SuiteRow(row.agent_id, row.suite_id).update(
-                actions=[*actions, SuiteRow.updated_at.set(stamp)],
-                condition=SuiteRow.updated_at == row.updated_at)
-            return True
-        except UpdateError as exc:
-            if "ConditionalCheckFailed" in str(exc):
-                return False
-            raise
+        return _conditional_update(SuiteRow(row.agent_id, row.suite_id), [*actions, SuiteRow.updated_at.set(stamp)],
+                                   SuiteRow.updated_at == row.updated_at)
 
     def delete(self, row: SuiteRow) -> None:
         SuiteRow(row.agent_id, row.suite_id).delete()
@@ -378,9 +372,6 @@ class SuiteStore:
             return True
         except PutError:
             return False
-
-    def update_result(self, suite_id: str, started_key: str, actions: list) -> None:
-        SuiteResultRow(suite_id, started_key).update(actions=actions)
 
     def results(self, suite_id: str, limit: int = 100) -> list[SuiteResultRow]:
         """Newest first."""
@@ -444,14 +435,8 @@ class PromotionStore:
 
     def decide(self, row: PromotionRow, actions: list) -> bool:
         """Update a waiting promotion (conditional on it still waiting as read)."""
-        try:
-            PromotionRow(row.agent_id, row.promotion_id).update(
-                actions=actions, condition=(PromotionRow.status == "waiting") & (PromotionRow.guards == row.guards))
-            return True
-        except UpdateError as exc:
-            if "ConditionalCheckFailed" in str(exc):
-                return False
-            raise
+        return _conditional_update(PromotionRow(row.agent_id, row.promotion_id), actions,
+                                   (PromotionRow.status == "waiting") & (PromotionRow.guards == row.guards))
 
 
 class NotificationStore:
@@ -462,14 +447,8 @@ class NotificationStore:
         return list(NotificationRow.query(recipient, scan_index_forward=False, limit=limit))
 
     def mark_read(self, recipient: str, notification_id: str) -> bool:
-        try:
-            NotificationRow(recipient, notification_id).update(
-                actions=[NotificationRow.read.set(True)], condition=NotificationRow.notification_id.exists())
-            return True
-        except UpdateError as exc:
-            if "ConditionalCheckFailed" in str(exc):
-                return False
-            raise
+        return _conditional_update(NotificationRow(recipient, notification_id), [NotificationRow.read.set(True)],
+                                   NotificationRow.notification_id.exists())
 
     def set_emailed(self, recipient: str, notification_id: str) -> None:
         NotificationRow(recipient, notification_id).update(actions=[NotificationRow.emailed.set(True)])
@@ -828,13 +807,7 @@ class RunStore:
 
     def update(self, run_id: str, actions: list, condition=None) -> bool:
         """A conditional update of a run; False when the condition failed."""
-        try:
-            RunRow(run_id).update(actions=actions, condition=condition)
-            return True
-        except UpdateError as exc:
-            if "ConditionalCheckFailed" in str(exc):
-                return False
-            raise
+        return _conditional_update(RunRow(run_id), actions, condition)
 
     def end_and_release(self, run: RunRow, *, status: RunStatus, reason: str, now_iso: str,
                         condition) -> bool:

@@ -278,7 +278,6 @@ class SuiteResultRow(_Base):
     cases_broken = JSONAttribute(default=list)
     cases_undecided = JSONAttribute(default=list)
     overall = UnicodeAttribute(null=True)
-    details = JSONAttribute(default=dict)
     started_at = UnicodeAttribute()
     completed_at = UnicodeAttribute(null=True)
 

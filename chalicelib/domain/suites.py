@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt
+from pydantic import Field, StrictBool, StrictFloat, StrictInt
 
 from chalicelib.domain.models import Frozen
 
@@ -35,8 +35,6 @@ class SuiteResult(StrEnum):
 
 class Threshold(Frozen):
     """The bar every result must meet."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     min_pass_rate: StrictInt | StrictFloat | None = Field(None, ge=0, le=1, allow_inf_nan=False)
     """Minimum settled pass rate (0..1) over every case; None sets no floor."""

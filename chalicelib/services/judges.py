@@ -219,11 +219,12 @@ class Asker:
             return rules.not_graded(f"judge failed: {exc}", fp)
 
 
-def for_run(c: Container, run: RunRow) -> Asker | None:
-    """An asker for the judge grading `run`'s dataset now, or None without a judge.
+def for_run(c: Container, run: RunRow, scoring: ScoringConfig) -> Asker | None:
+    """An asker for the judge grading `run`'s dataset now (`scoring`: the run's, validated), or
+    None without a judge.
 
     A judge that cannot be resolved (never published, version gone) raises NotFoundError or
     InvalidInputError: the caller leaves the answer not graded and says why.
     """
-    resolved = of_scoring(c, run.org_id, run.scoring)
+    resolved = of_scoring(c, run.org_id, scoring)
     return Asker(c, run.org_id, run.agent_id, resolved) if resolved else None

@@ -115,7 +115,7 @@ def grade_answer(c: Container, run: RunRow, case: Case, answer: AgentAnswer,
     asker: judges.Asker | None = None
     judge_fn: scorers.JudgeFn | None = None
     try:
-        asker = judges.for_run(c, run)
+        asker = judges.for_run(c, run, scoring)
         judge_fn = asker
     except AssayError as exc:
         problem = exc.message

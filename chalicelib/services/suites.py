@@ -14,13 +14,14 @@ import logging
 import random
 import time
 import uuid
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from chalicelib.adapters.tables import RunRow, SuiteResultRow, SuiteRow
 from chalicelib.bootstrap import Container
-from chalicelib.clock import epoch_ms, iso
+from chalicelib.clock import epoch_ms, from_epoch_ms, iso
 from chalicelib.domain import schedule
 from chalicelib.domain.enums import ArmRole, AttemptState, RunStatus
 from chalicelib.domain.runs import settle
@@ -57,15 +58,9 @@ def view(row: SuiteRow) -> dict[str, Any]:
         "guards": bool(row.guards), "pins": row.pins, "owner": row.owner, "paused": bool(row.paused),
         "paused_reason": row.paused_reason, "pending": row.pending or [], "active_run_id": row.active_run_id,
         "last_result": row.last_result,
-        "next_fire_at": iso_ms(row.next_fire_at_ms) if row.next_fire_at_ms is not None else None,
+        "next_fire_at": iso(from_epoch_ms(int(row.next_fire_at_ms))) if row.next_fire_at_ms is not None else None,
         "history": row.history or [], "created_at": row.created_at,
         "updated_at": row.updated_at.split("#", 1)[0]}   # the stamp's nonce is for conditional writes only
-
-
-def iso_ms(ms: Any) -> str:
-    from datetime import UTC, datetime
-
-    return iso(datetime.fromtimestamp(int(ms) / 1000, tz=UTC))
 
 
 def result_view(row: SuiteResultRow) -> dict[str, Any]:
@@ -73,7 +68,7 @@ def result_view(row: SuiteResultRow) -> dict[str, Any]:
             "label": "Before promotion" if row.purpose == "gate" else None, "purpose": row.purpose,
             "trigger": row.trigger, "version": int(row.version) if row.version is not None else None,
             "run_id": row.run_id, "reasons": row.reasons, "cases_broken": row.cases_broken,
-            "cases_undecided": row.cases_undecided, "overall": row.overall, "details": row.details,
+            "cases_undecided": row.cases_undecided, "overall": row.overall,
             "started_at": row.started_at, "completed_at": row.completed_at}
 
 
@@ -114,14 +109,17 @@ def _parse(body: dict[str, Any], *, partial: bool) -> dict[str, Any]:
     return out
 
 
-def _next_fire_actions(triggers: dict[str, Any], now_ms: int) -> list:
-    from datetime import UTC, datetime
-
+def _next_fire_ms(triggers: dict[str, Any] | None, now: datetime) -> int | None:
+    """When a suite's schedule fires next after `now` (epoch ms), None without a schedule."""
     sched = (triggers or {}).get("schedule")
-    if not sched:
+    return epoch_ms(schedule.next_fire(sched["cron"], sched["timezone"], now)) if sched else None
+
+
+def _next_fire_actions(triggers: dict[str, Any], now: datetime) -> list:
+    nxt = _next_fire_ms(triggers, now)
+    if nxt is None:
         return [SuiteRow.fire_flag.remove(), SuiteRow.next_fire_at_ms.remove()]
-    nxt = schedule.next_fire(sched["cron"], sched["timezone"], datetime.fromtimestamp(now_ms / 1000, tz=UTC))
-    return [SuiteRow.fire_flag.set(FLAG), SuiteRow.next_fire_at_ms.set(epoch_ms(nxt))]
+    return [SuiteRow.fire_flag.set(FLAG), SuiteRow.next_fire_at_ms.set(nxt)]
 
 
 def _pins(c: Container, who: Identity, dataset_id: str, dataset_version: int | None) -> dict[str, Any]:
@@ -155,10 +153,8 @@ def create(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> 
                    pins=_pins(c, who, dataset.dataset_id, body.get("dataset_version")) if guards else None,
                    history=[{"at": iso(now), "by": who.user_id, "change": "created"}], owner=who.user_id,
                    paused=False, pending=[], notified={}, created_at=iso(now), updated_at=iso(now))
-    sched = parsed["triggers"].get("schedule")
-    if sched:
-        row.fire_flag = FLAG
-        row.next_fire_at_ms = epoch_ms(schedule.next_fire(sched["cron"], sched["timezone"], now))
+    row.next_fire_at_ms = _next_fire_ms(parsed["triggers"], now)
+    row.fire_flag = FLAG if row.next_fire_at_ms is not None else None
     c.suites.create(row)
     return row, price(c, who, row)
 
@@ -198,7 +194,7 @@ def update(c: Container, who: Identity, agent_id: str, suite_id: str, body: dict
             actions.append(SuiteRow.max_run_usd_micros.set(parsed["max_run_usd_micros"])
                            if parsed["max_run_usd_micros"] is not None else SuiteRow.max_run_usd_micros.remove())
         if "triggers" in parsed:
-            actions += _next_fire_actions(parsed["triggers"], epoch_ms(now))
+            actions += _next_fire_actions(parsed["triggers"], now)
         guards = bool(body.get("guards", row.guards))
         guarded = sorted(k for k in ("threshold", "environment_id", "dataset_id", "dataset_version", "max_run_usd")
                          if k in body)
@@ -701,10 +697,9 @@ def tick(c: Container) -> dict[str, int]:
     now_ms = epoch_ms(now)
     fired = started = cleared = 0
     for row in c.suites.due_to_fire(now_ms):
-        sched = (row.triggers or {}).get("schedule")
-        if not sched or row.next_fire_at_ms is None or int(row.next_fire_at_ms) > now_ms:
+        nxt = _next_fire_ms(row.triggers, now)
+        if nxt is None or row.next_fire_at_ms is None or int(row.next_fire_at_ms) > now_ms:
             continue
-        nxt = epoch_ms(schedule.next_fire(sched["cron"], sched["timezone"], now))
         # Claim this fire by moving next_fire past now: every fire missed so far collapses into one.
         if not c.suites.update(row, [SuiteRow.next_fire_at_ms.set(nxt)], stamp=_stamp(c)):
             continue

@@ -56,9 +56,10 @@ def _one_judge(keys: list[str] | None) -> str | None:
     return keys[0] if len(keys) == 1 else ""
 
 
-def _recent_records(c: Container, agent_id: str, org_id: str) -> list[ArmRecord]:
-    page = c.runs.list_by_agent(agent_id, limit=RECENT_RUNS)
-    return [rec for run in page if run.org_id == org_id for rec in arm_records(run)]
+def recent_runs(c: Container, agent_id: str) -> list[RunRow]:
+    """The agent's newest `RECENT_RUNS` runs (read once per start: the baseline and the estimate
+    both search them)."""
+    return list(c.runs.list_by_agent(agent_id, limit=RECENT_RUNS))
 
 
 def borrowed_arm(record: ArmRecord, source: RunRow, *, rerun: bool) -> dict[str, Any]:
@@ -73,7 +74,8 @@ def borrowed_arm(record: ArmRecord, source: RunRow, *, rerun: bool) -> dict[str,
 def choose(c: Container, who: Identity, agent_id: str, *, candidate_spec: dict[str, Any],
            version_before: int | None, dataset_id: str, dataset_version: int, scoring: dict[str, Any],
            environment_id: str | None, body: dict[str, Any], before_spec: dict[str, Any] | None,
-           paired: bool, now_ms: int, judge_key: str | None = None) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+           paired: bool, now_ms: int, judge_key: str | None = None,
+           recent: list[RunRow] | None = None) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """The baseline arm for a new run, or None, and what to tell the caller.
 
     Args:
@@ -81,6 +83,7 @@ def choose(c: Container, who: Identity, agent_id: str, *, candidate_spec: dict[s
         before_spec: its published spec; it runs on its own model.
         paired: `paired_baseline` was asked (it then runs here unless a recent arm stands in).
         judge_key: the judge grading now; an arm graded by another judge is not reused.
+        recent: the agent's newest runs, when the caller read them already.
     Returns:
         (arm or None, `{"reused_baseline_run_id"?, "missing_baseline_version"?}`).
     Raises:
@@ -106,7 +109,8 @@ def choose(c: Container, who: Identity, agent_id: str, *, candidate_spec: dict[s
     if version_before is None or before_spec is None:
         return None, {}
     model = model_of(before_spec)
-    records = _recent_records(c, agent_id, who.org_id)
+    records = [rec for run in (recent if recent is not None else recent_runs(c, agent_id))
+               if run.org_id == who.org_id for rec in arm_records(run)]
     if paired:
         rec = reusable_baseline(records, version=version_before, dataset_id=dataset_id,
                                 dataset_version=dataset_version, scoring_hash=scoring_hash,

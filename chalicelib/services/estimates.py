@@ -10,28 +10,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from chalicelib.adapters.tables import RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.domain import estimate as rules
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.money import micros_to_usd, usd_text, usd_to_micros
-from chalicelib.services import baselines, budgets
+from chalicelib.services import baselines, budgets, environments
 
 if TYPE_CHECKING:
     from chalicelib.services.runs import Plan
 
-RECENT_RUNS = 200
-"""How many of the agent's newest runs are searched for its history."""
-
-
-def _history(c: Container, agent_id: str, org_id: str) -> tuple[dict[str | None, rules.CostHistory],
-                                                                  dict[str | None, rules.CostHistory]]:
+def _history(c: Container, recent: list[RunRow], org_id: str) -> tuple[dict[str | None, rules.CostHistory],
+                                                                      dict[str | None, rules.CostHistory]]:
     """The agent's cost history per model (answers) and per judge model (grading), each over its
-    last `EVAL_ESTIMATE_SAMPLE` completed runs on that model."""
+    last `EVAL_ESTIMATE_SAMPLE` completed runs on that model, from its newest runs `recent`."""
     sample = c.settings.eval_estimate_sample
     answers: dict[str | None, list[int]] = {}
     grading: dict[str | None, list[int]] = {}
-    for run in c.runs.list_by_agent(agent_id, limit=RECENT_RUNS):
+    for run in recent:
         if run.org_id != org_id or run.status != RunStatus.COMPLETED:
             continue
         arms_outcome = (run.outcome or {}).get("arms") or {}
@@ -59,7 +56,7 @@ def _committed(c: Container, org_id: str, agent_id: str) -> tuple[int, int]:
     each queued or running run's estimate less what it has spent so far. Counted against the budgets
     so that runs started together cannot each claim the same remainder."""
     agent = org = 0
-    for run in c.runs.recent_active(org_id, RECENT_RUNS):
+    for run in c.runs.recent_active(org_id, environments.RECENT_RUNS):
         estimated = int(((run.settings or {}).get("estimate") or {}).get("total_micros") or 0)
         left = max(0, estimated - int(run.cost_micros or 0) - int(run.judge_cost_micros or 0))
         org += left
@@ -80,7 +77,7 @@ def price(c: Container, who: Identity, plan: Plan) -> dict[str, Any]:
     fallback = {"fallback_input_tokens": s.eval_fallback_input_tokens,
                 "fallback_output_tokens": s.eval_fallback_output_tokens,
                 "fallback_case_micros": usd_to_micros(s.eval_fallback_case_cost_usd)}
-    answers, grading = _history(c, plan.agent_id, who.org_id)
+    answers, grading = _history(c, plan.recent_runs, who.org_id)
     arm_plans = []
     for arm in plan.arms:
         model = baselines.model_of(arm["spec"])

@@ -108,6 +108,8 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     scoring: dict[str, Any] = field(default_factory=dict)
     """The dataset version's scoring, with a pinned judge version when one is pinned."""
+    recent_runs: list[RunRow] = field(default_factory=list)
+    """The agent's newest runs (its baseline and its cost history come from them)."""
 
 
 def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *,
@@ -173,6 +175,7 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *
         raise InvalidInputError("a first version has nothing before it to compare with" if not is_draft else
                                 "the draft has no published version to compare with: run it without a "
                                 "baseline", field="paired_baseline")
+    recent = baselines.recent_runs(c, agent_id)
     info: dict[str, Any] = {}
     if not stability and (default_baseline or body.get("paired_baseline") or body.get("baseline_run_id")):
         before_spec = before[1] if before else None
@@ -183,7 +186,7 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *
             dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
             scoring=scoring, environment_id=body.get("environment_id"), body=body,
             before_spec=before_spec, paired=bool(body.get("paired_baseline")),
-            now_ms=epoch_ms(c.clock.now()), judge_key=judge.key if judge else None)
+            now_ms=epoch_ms(c.clock.now()), judge_key=judge.key if judge else None, recent=recent)
         if base_arm is not None:
             validate_spec(base_arm["spec"], c.runtimes)
             arms.append(base_arm)
@@ -197,7 +200,7 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *
         if judge.model in tested:
             warnings.append(f"the judge runs on {judge.model}, the model being tested: it grades its own answers")
     return Plan(agent_id, spec, resolved, is_draft, dataset_version, case_count, ungraded, judged, judge, arms,
-                info, reruns, stability, warnings, scoring)
+                info, reruns, stability, warnings, scoring, recent)
 
 
 def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *,

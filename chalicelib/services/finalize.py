@@ -74,9 +74,10 @@ def judge_keys(attempts: list[AttemptRow], arm_id: str) -> set[str]:
 
 def ungraded_score_ids(run: RunRow, attempts: list[AttemptRow]) -> list[str]:
     """The judge scores that graded nothing (the judge failed or was skipped): what "grade again"
-    grades (seed 004 "Results"). A score id is `<run_id>:<attempt_key>:judge`."""
+    grades (seed 004 "Results"). A score id is `<run_id>:<attempt_key>:judge`. First answers a
+    baseline borrowed from another run are that run's to grade again, not this one's."""
     return [score_id(run.run_id, r.attempt_key) for r in sorted(attempts, key=lambda r: r.attempt_key)
-            if r.run_id == run.run_id and r.attempt_key.startswith(r.arm_id + "#")
+            if not (int(r.attempt) == 1 and _borrowed(run, r.arm_id))
             and any(s.get("scorer") == judge_rules.JUDGE_SCORER and s.get("passed") is None for s in r.scores or [])]
 
 

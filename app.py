@@ -1,10 +1,15 @@
-"""assay's Chalice app: registers the blueprints; nothing else."""
+"""assay's Chalice app: refuses an unsafe deployed stage, registers the blueprints and answers
+wrong methods; nothing else."""
 
 from chalice import Chalice
 
+from chalicelib.api.common import answer_other_methods
 from chalicelib.api.routes import bp as api_routes
+from chalicelib.bootstrap import check_deployment
 from chalicelib.workers.handlers import bp as workers
 
+check_deployment()  # a deployed stage with the built-in signing secret fails its cold start here
 app = Chalice(app_name="assay")
 app.register_blueprint(api_routes)
 app.register_blueprint(workers)
+answer_other_methods(app)  # a wrong method is 405 on API Gateway too, never its 403

@@ -12,6 +12,8 @@ from collections import defaultdict
 from typing import Any
 
 _lock = threading.Lock()
+_changed = threading.Condition(_lock)
+_opened: set[str] = set()
 _in_flight: dict[str, int] = defaultdict(int)
 _peak: dict[str, int] = defaultdict(int)
 _calls: dict[str, int] = defaultdict(int)
@@ -23,25 +25,39 @@ def _enter(keys: list[str]) -> None:
             _in_flight[k] += 1
             _calls[k] += 1
             _peak[k] = max(_peak[k], _in_flight[k])
+        _changed.notify_all()
+
+
+def _hold(key: str, until: int, at_most_s: float) -> None:
+    """A barrier that opens once: wait until `until` calls are in flight under `key` together (or
+    `at_most_s` passed), so a test proves overlap by state rather than by how long calls sleep."""
+    with _changed:
+        _changed.wait_for(lambda: key in _opened or _in_flight[key] >= until, timeout=at_most_s)
+        _opened.add(key)
 
 
 def _leave(keys: list[str]) -> None:
     with _lock:
         for k in keys:
             _in_flight[k] -= 1
+        _changed.notify_all()
 
 
 def sleepy(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
     """Sleep `options["sleep_ms"]`, then answer `options.get("answer", "42")`.
 
     In-flight counts are kept under `run:<run_id>` and under `options["probe"]` (a name the
-    caller picks for everything it wants counted together).
+    caller picks for everything it wants counted together). With `options["hold_until"]` = N, the
+    first calls of a probe wait (at most `hold_max_ms`, default 30 s) until N of them are in flight
+    at once, then every call goes on.
     """
     keys = [f"run:{request['run_id']}"]
     if options.get("probe"):
         keys.append(str(options["probe"]))
     _enter(keys)
     try:
+        if options.get("probe") and options.get("hold_until"):
+            _hold(str(options["probe"]), int(options["hold_until"]), float(options.get("hold_max_ms", 30_000)) / 1000)
         time.sleep(float(options.get("sleep_ms", 0)) / 1000.0)
         answers = options.get("answers") or {}
         return {"answer": str(answers.get(request["case_id"], options.get("answer", "42"))),

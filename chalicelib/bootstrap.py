@@ -13,7 +13,8 @@ from typing import Any
 
 from chalicelib import names
 from chalicelib.clock import Clock, SystemClock
-from chalicelib.config import Settings, get_settings
+from chalicelib.config import DEV_JWT_SECRET, Settings, get_settings
+from chalicelib.errors import ConfigurationError
 
 
 class Container:
@@ -36,6 +37,13 @@ class Container:
             service, endpoint_url=self.settings.aws_endpoint_url,
             region_name=self.settings.aws_default_region,
             config=Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=50))
+
+    @cached_property
+    def tokens(self):
+        """Verifies bearer tokens (HS256, or an identity provider's through JWKS) with the settings of
+        the moment (`override(settings=...)` takes effect at once)."""
+        from chalicelib.adapters.tokens import TokenVerifier
+        return TokenVerifier(lambda: self.settings)
 
     @cached_property
     def orgs(self):
@@ -113,14 +121,72 @@ class Container:
         return ResultsBucket(lambda: self._client("s3"), names.RESULTS_BUCKET)
 
     @cached_property
+    def secrets(self):
+        """The organizations' secrets (Secrets Manager): `get`, `put`, `list`, `meta`, `delete`, `values`."""
+        from chalicelib.adapters.secrets import OrgSecrets
+        return OrgSecrets(lambda: self._client("secretsmanager"), self.settings.assay_resource_prefix)
+
+    @cached_property
+    def recordings(self):
+        """The organizations' recordings (results bucket): `load`, `put`, `list`, `meta`, `delete`."""
+        from chalicelib.adapters.recordings import OrgRecordings
+        return OrgRecordings(lambda: self._client("s3"), names.RESULTS_BUCKET)
+
+    @cached_property
+    def resolver(self):
+        """`resolver(host, port) -> [ip, ...]` egress checks resolve names with (tests stub it)."""
+        from chalicelib.adapters.egress import system_resolver
+        return system_resolver
+
+    @cached_property
     def runtimes(self):
+        """The agent runtimes; they read `settings` and `resolver` at call time, so `override` applies at once."""
         from chalicelib.adapters.runtimes import build_runtimes
-        return build_runtimes(self.settings.assay_recordings_dir or None,
+        return build_runtimes(settings=lambda: self.settings, resolver=lambda: self.resolver,
                               lambda_client_factory=lambda: self._client("lambda"))
 
 
 _lock = threading.Lock()
 _container: Container | None = None
+
+
+def deployment_problems(settings: Settings) -> list[str]:
+    """What keeps `settings` from running a deployed stage safely (empty: nothing).
+
+    A deployed stage (Lambda sets `AWS_LAMBDA_FUNCTION_NAME`) must not sign or accept tokens with
+    the built-in secret - it is public, so anyone could forge a token for any organization - nor
+    with a short one; it may turn HS256 off (`ASSAY_JWT_SECRET=""`) in favour of an identity
+    provider, which then needs its issuer and audience. Local stacks (`assay dev`, tests) are not
+    deployed stages and may use the built-in secret.
+    """
+    if not settings.aws_lambda_function_name:
+        return []
+    problems: list[str] = []
+    secret = settings.assay_jwt_secret
+    if secret == DEV_JWT_SECRET:
+        problems.append("ASSAY_JWT_SECRET is the built-in development secret, which is public: set ASSAY_JWT_SECRET "
+                        "to a random value of 32 characters or more, or set it to \"\" and configure an identity "
+                        "provider (ASSAY_OIDC_JWKS_URL, ASSAY_OIDC_ISSUER, ASSAY_OIDC_AUDIENCE)")
+    elif secret and len(secret) < 32:
+        problems.append("ASSAY_JWT_SECRET is shorter than 32 characters: use a random value of 32 characters or more")
+    oidc = settings.assay_oidc_jwks_url
+    if oidc and not (settings.assay_oidc_issuer and settings.assay_oidc_audience):
+        problems.append("ASSAY_OIDC_JWKS_URL is set without ASSAY_OIDC_ISSUER and ASSAY_OIDC_AUDIENCE")
+    if not secret and not oidc:
+        problems.append("no token can be verified: ASSAY_JWT_SECRET is empty and ASSAY_OIDC_JWKS_URL is not set")
+    return problems
+
+
+def check_deployment(settings: Settings | None = None) -> None:
+    """Refuse to start a deployed stage that is not safe to run (`deployment_problems`); `app.py`
+    calls it at import, so a cold start fails at once with a clear message.
+
+    Raises:
+        ConfigurationError: naming each setting at fault.
+    """
+    problems = deployment_problems(settings or get_settings())
+    if problems:
+        raise ConfigurationError("assay refuses to start this deployed stage: " + "; ".join(problems))
 
 
 def container() -> Container:

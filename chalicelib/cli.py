@@ -1,4 +1,4 @@
-"""The `assay` command: demo, dev, run, watch, import, summaries, bench, token.
+"""The `assay` command: demo, dev, run, watch, import, summaries, secrets, recordings, bench, token.
 
 `demo` and `dev` start the embedded stack (moto's server on 127.0.0.1, the routes over HTTP, a
 poller per queue handler, the schedules). The other commands talk to a running assay over HTTP
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -21,12 +22,27 @@ DEFAULT_ORG = "org_default"
 DEFAULT_USER = "dev@assay.local"
 
 
-def _token(org: str = DEFAULT_ORG, user: str = DEFAULT_USER) -> str:
+def _token(org: str = DEFAULT_ORG, user: str = DEFAULT_USER, ttl_seconds: int | None = None) -> str:
+    """An HS256 token for `org`/`user`, valid `ttl_seconds` (default `ASSAY_TOKEN_TTL_SECONDS`, 8 h)."""
     from chalicelib.api.common import issue_token
     from chalicelib.config import get_settings
 
     s = get_settings()
-    return issue_token(org, user, secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer)
+    return issue_token(org, user, secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer,
+                       audience=s.assay_jwt_audience, ttl_seconds=ttl_seconds or s.assay_token_ttl_seconds)
+
+
+_TTL = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
+_TTL_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_ttl(text: str) -> int:
+    """`"3600"`, `"90s"`, `"30m"`, `"12h"`, `"7d"` -> seconds. Raises `argparse.ArgumentTypeError`."""
+    m = _TTL.match(text.lower())
+    if not m or int(m.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a lifetime: seconds, or a number with s, m, h or d "
+                                         "(e.g. 30m, 12h)")
+    return int(m.group(1)) * _TTL_UNITS[m.group(2)]
 
 
 def _quiet_logs() -> None:
@@ -76,7 +92,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             sqs.send_message(QueueUrl=events_url, MessageBody=json.dumps(body))
 
         api = demo.Api(stack.api_url, _token())
-        console.print(f"API on {stack.api_url}; publishing four recorded models through the agent-events queue, "
+        console.print(f"API on {stack.api_url}; uploading four models' GSM8K recordings, publishing them through the "
+                      "agent-events queue, "
                       f"importing GSM8K ({args.limit or 'all'} cases), measuring v1 and v2 in production…")
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console) as bar:
@@ -91,7 +108,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
             results, (agent_id, dataset_id) = demo.run_demo(
                 api, send_event=send_event, org_id=DEFAULT_ORG, data_dir=data_dir,
-                work_dir=Path(args.work_dir), limit=args.limit, latency_ms=args.latency_ms,
+                limit=args.limit, latency_ms=args.latency_ms,
                 on_progress=on_progress)
         console.print(f"[bold]Guarded promotions[/bold]: {demo.ENVIRONMENT} serves v2; a suite guards it with a "
                       f"{demo.GUARD['min_pass_rate']:.0%} minimum pass rate and up to "
@@ -194,7 +211,9 @@ def cmd_dev(args: argparse.Namespace) -> int:
     print(f"assay dev: API on {stack.api_url}, AWS (moto) on {stack.endpoint_url}")
     print(f"export ASSAY_URL={stack.api_url}")
     print(f"export ASSAY_TOKEN={_token()}")
-    print(f"# the token is for organization {DEFAULT_ORG}, user {DEFAULT_USER}; to reach the queues with boto3 or the aws CLI:")
+    print(f"# the token is for organization {DEFAULT_ORG}, user {DEFAULT_USER}, valid "
+          f"{stack.settings.assay_token_ttl_seconds // 3600} h (`assay token --ttl 12h` signs another); "
+          "to reach the queues with boto3 or the aws CLI:")
     print(f"export AWS_ENDPOINT_URL={stack.endpoint_url} AWS_DEFAULT_REGION={stack.settings.aws_default_region} "
           "AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing")
     print("# Ctrl-C stops", flush=True)
@@ -292,8 +311,70 @@ def cmd_summaries(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_secrets(args: argparse.Namespace) -> int:
+    """`assay secrets set|list|delete`: the organization's secrets (write-only: no value is ever shown)."""
+    from urllib.parse import quote
+
+    api = _api(args)
+    if args.action == "list":
+        for secret in api.call("GET", "/api/v1/secrets")["secrets"]:
+            print(f"{secret['name']}\t{secret['updated_at']}")
+        return 0
+    path = f"/api/v1/secrets/{quote(args.name, safe='')}"
+    if args.action == "delete":
+        api.call("DELETE", path)
+        print(f"deleted secret {args.name}")
+        return 0
+    if args.from_env:
+        # The operator copies one variable of their own shell in, explicitly; the service never reads it.
+        value = os.environ.get(args.from_env)
+        if value is None:
+            print(f"assay: environment variable {args.from_env} is not set", file=sys.stderr)
+            return 2
+    else:
+        value = sys.stdin.read().rstrip("\r\n")
+    if not value:
+        print("assay: the secret's value is empty", file=sys.stderr)
+        return 2
+    out = api.call("PUT", path, json={"value": value})
+    print(f"secret {out['name']} set at {out['updated_at']}")
+    return 0
+
+
+def cmd_recordings(args: argparse.Namespace) -> int:
+    """`assay recordings upload|list|delete`: the organization's recordings (JSONL answers by case)."""
+    from urllib.parse import quote
+
+    api = _api(args)
+    if args.action == "upload":
+        try:
+            body: dict[str, Any] = {"content": Path(args.file).read_text(encoding="utf-8")}
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"assay: cannot read {args.file}: {exc}", file=sys.stderr)
+            return 2
+        if args.id:
+            body["recording_id"] = args.id
+        print(json.dumps(api.call("POST", "/api/v1/recordings", json=body), indent=2))
+    elif args.action == "list":
+        print(json.dumps(api.call("GET", "/api/v1/recordings"), indent=2))
+    else:
+        api.call("DELETE", f"/api/v1/recordings/{quote(args.recording_id, safe='')}")
+        print(f"deleted recording {args.recording_id}")
+    return 0
+
+
 def cmd_token(args: argparse.Namespace) -> int:
-    print(_token(args.org, args.user))
+    from chalicelib.domain.identity import is_org_id
+
+    if not is_org_id(args.org):
+        print(f"assay: {args.org!r} is not an organization id (letters, digits, '_', '.', '@', '-'; "
+              "starting with a letter or digit; at most 100)", file=sys.stderr)
+        return 2
+    try:
+        print(_token(args.org, args.user, args.ttl))
+    except ValueError as exc:
+        print(f"assay: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -312,7 +393,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=None, help="cases to import (default: all 1,319)")
     p.add_argument("--latency-ms", type=float, default=20.0, help="simulated agent latency per answer")
     p.add_argument("--data-dir", default=None, help="folder with test.jsonl and example_model_solutions.jsonl")
-    p.add_argument("--work-dir", default=".assay", help="where recordings are written")
     p.add_argument("--workers", type=int, default=8, help="poller threads per queue handler")
     p.set_defaults(func=cmd_demo)
 
@@ -353,9 +433,39 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("agent_versions", nargs="+")
     p.set_defaults(func=cmd_summaries)
 
+    p = sub.add_parser("secrets", help="the organization's secrets: set, list, delete (values are write-only)")
+    secrets = p.add_subparsers(dest="action", required=True)
+    q = secrets.add_parser("set", help="create or replace a secret")
+    remote(q)
+    q.add_argument("name", help="the secret's name, e.g. openai (letters, digits, '_', '.', '-')")
+    source = q.add_mutually_exclusive_group(required=True)
+    source.add_argument("--from-env", metavar="VAR", help="copy the value of this variable of your shell")
+    source.add_argument("--value-stdin", action="store_true", help="read the value from standard input")
+    q = secrets.add_parser("list", help="names and when each changed")
+    remote(q)
+    q = secrets.add_parser("delete", help="delete a secret at once")
+    remote(q)
+    q.add_argument("name")
+    p.set_defaults(func=cmd_secrets)
+
+    p = sub.add_parser("recordings", help="the organization's recordings: upload, list, delete")
+    recordings = p.add_subparsers(dest="action", required=True)
+    q = recordings.add_parser("upload", help="upload a JSONL recording ({case_id, input?, answer} per line)")
+    remote(q)
+    q.add_argument("file")
+    q.add_argument("--id", default=None, help="its recording_id (default: derived from the content)")
+    q = recordings.add_parser("list", help="the organization's recordings")
+    remote(q)
+    q = recordings.add_parser("delete", help="delete a recording for good")
+    remote(q)
+    q.add_argument("recording_id")
+    p.set_defaults(func=cmd_recordings)
+
     p = sub.add_parser("token", help="print a bearer token signed with the configured secret")
     p.add_argument("--org", default=DEFAULT_ORG)
     p.add_argument("--user", default=DEFAULT_USER)
+    p.add_argument("--ttl", type=parse_ttl, default=None,
+                   help="how long it is valid: seconds, or e.g. 30m, 12h (default ASSAY_TOKEN_TTL_SECONDS, 8 h)")
     p.set_defaults(func=cmd_token)
 
     p = sub.add_parser("bench", help="the pipeline benchmark (bench/pipeline.py)")

@@ -12,6 +12,10 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
+DEV_JWT_SECRET = "assay-local-dev-secret-change-me-0123456789"
+"""The built-in HS256 secret: public (it is in this file), for `assay dev`, the demo and tests only."""
+
+
 class Settings(BaseSettings):
     """Every tunable of assay, with the seeds' defaults."""
 
@@ -43,9 +47,25 @@ class Settings(BaseSettings):
 
     assay_resource_prefix: str = "assay-"
     """Prefix of every table, queue and bucket name (one stack per prefix)."""
-    assay_jwt_secret: str = "assay-local-dev-secret-change-me-0123456789"
-    """HS256 secret that signs and checks bearer tokens."""
+    assay_jwt_secret: str = DEV_JWT_SECRET
+    """HS256 secret that signs and checks bearer tokens; empty turns HS256 off (OIDC only). A
+    deployed stage refuses to start with the built-in one (`bootstrap.check_deployment`)."""
     assay_jwt_issuer: str = "assay"
+    """`iss` every HS256 token must carry."""
+    assay_jwt_audience: str = "assay"
+    """`aud` every HS256 token must carry."""
+    assay_token_ttl_seconds: int = Field(8 * 3600, ge=60)
+    """Lifetime of the tokens `assay token` and `issue_token` sign, in seconds (`exp` is required)."""
+    assay_jwt_leeway_seconds: int = Field(30, ge=0, le=300)
+    """Clock skew allowed when checking `exp`, `nbf` and `iat`, in seconds."""
+    assay_oidc_jwks_url: str = ""
+    """JWKS URL of an OpenID Connect identity provider; set, RS256/ES256 tokens it signs are accepted."""
+    assay_oidc_issuer: str = ""
+    """`iss` the identity provider's tokens carry (required with `assay_oidc_jwks_url`)."""
+    assay_oidc_audience: str = ""
+    """`aud` the identity provider's tokens carry for assay (required with `assay_oidc_jwks_url`)."""
+    assay_oidc_org_claim: str = "org"
+    """Claim of an identity provider's token that names the organization."""
     assay_agent_retries: int = Field(2, ge=0, le=10)
     """Retries of a provider error (5xx, 408, 429, timeout) before an attempt is `incomplete`."""
     assay_retry_backoff_seconds: float = Field(0.5, ge=0)
@@ -55,8 +75,15 @@ class Settings(BaseSettings):
     """How long one "grade again" call grades before it answers with what is left (`pending`)."""
     assay_answer_inline_bytes: int = Field(300_000, ge=1_000)
     """Answers larger than this go to the results bucket; the attempt keeps a pointer."""
-    assay_recordings_dir: str = ""
-    """Where `recorded` runtimes look for relative recording files (empty: the working dir)."""
+    assay_python_agent_modules: str = ""
+    """Comma-separated module prefixes a `python` agent's entrypoint may live under (`bench.agents`
+    allows `bench.agents` and `bench.agents.x`); empty (a deployed stage): `runtime: python` is refused."""
+    assay_lambda_function_prefix: str = "assay-agent-"
+    """Prefix every `lambda` agent's function name must start with (the IAM policy grants invoke on
+    it alone); empty: `runtime: lambda` is refused."""
+    assay_allow_private_network: bool = False
+    """Let `http`/`openai` agents and judges reach loopback and private ranges (`assay dev`, tests);
+    link-local and metadata addresses are refused whatever this says."""
 
     assay_email_sender: str = "assay@example.com"
     """The verified SES sender of owner notices (verified by `infra` on a local stack)."""
@@ -64,6 +91,8 @@ class Settings(BaseSettings):
     aws_endpoint_url: str | None = None
     """Endpoint of every AWS client (moto server or LocalStack); unset means AWS itself."""
     aws_default_region: str = "us-east-1"
+    aws_lambda_function_name: str | None = None
+    """Set by Lambda itself: this process is a deployed stage (`bootstrap.check_deployment`)."""
 
     @property
     def visibility_timeout_seconds(self) -> int:

@@ -1,5 +1,7 @@
 """The main job: four real models' GSM8K answers as four versions of one agent, evaluated on the
-embedded stack through the HTTP API and the publish pipeline's queue (DESIGN §10).
+embedded stack through the HTTP API and the publish pipeline's queue (DESIGN §10). Each model's
+answers are uploaded as a recording of the organization (`POST /api/v1/recordings`) that its
+version's `recorded` spec names by id: no spec names a file.
 
 Our `numeric_answer` scorer grades each recorded solution from its text; the authors' own
 `is_correct` label is never read here.
@@ -27,28 +29,28 @@ def default_data_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k"
 
 
-def write_recordings(data_dir: Path, out_dir: Path) -> dict[str, Path]:
-    """One recording file per model: `{"case_id", "input", "answer"}` lines keyed like the dataset.
+def recording_texts(data_dir: Path) -> dict[str, str]:
+    """One recording per model as JSONL text: `{"case_id", "input", "answer"}` lines keyed like the dataset."""
+    lines: dict[str, list[str]] = {m: [] for m in MODELS}
+    with (data_dir / "example_model_solutions.jsonl").open(encoding="utf-8") as src:
+        for line in src:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            cid = gsm8k_case_id(row["question"])
+            for m in MODELS:
+                lines[m].append(json.dumps({"case_id": cid, "input": row["question"], "answer": row[m]["solution"]}))
+    return {m: "\n".join(lines[m]) + "\n" for m in MODELS}
 
-    Returns the path of each model's file.
-    """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files = {m: out_dir / f"gsm8k-{m}.jsonl" for m in MODELS}
-    handles = {m: files[m].open("w", encoding="utf-8") for m in MODELS}
-    try:
-        with (data_dir / "example_model_solutions.jsonl").open(encoding="utf-8") as src:
-            for line in src:
-                if not line.strip():
-                    continue
-                row = json.loads(line)
-                cid = gsm8k_case_id(row["question"])
-                for m in MODELS:
-                    handles[m].write(json.dumps({"case_id": cid, "input": row["question"],
-                                                 "answer": row[m]["solution"]}) + "\n")
-    finally:
-        for h in handles.values():
-            h.close()
-    return files
+
+def upload_recordings(api: Api, data_dir: Path) -> dict[str, str]:
+    """Upload each model's recording through `POST /api/v1/recordings` (id `gsm8k-<model>`); returns
+    the recording id of each model. Uploading the same recordings again is a no-op (200)."""
+    ids: dict[str, str] = {}
+    for model, text in recording_texts(data_dir).items():
+        ids[model] = api.call("POST", "/api/v1/recordings",
+                              json={"recording_id": f"gsm8k-{model}", "content": text})["recording_id"]
+    return ids
 
 
 @dataclass
@@ -85,21 +87,21 @@ class Api:
             raise ApiError(f"{method} {self.http.base_url}{path}: {exc}") from None
         if resp.status_code >= 400:
             raise ApiError(f"{method} {path} -> {resp.status_code}: {resp.text}")
-        return resp.json()
+        return resp.json() if resp.content else None  # 204: no body
 
 
 def run_demo(api: Api, *, send_event: Callable[[dict[str, Any]], None], org_id: str, data_dir: Path,
-             work_dir: Path, limit: int | None, latency_ms: float,
+             limit: int | None, latency_ms: float,
              on_progress: Callable[[dict[int, dict[str, Any]]], None] | None = None,
              ) -> tuple[list[VersionResult], tuple[str, str]]:
-    """Publish the four versions, import GSM8K, and run `FIRST_RUNS`; returns their results and
-    `(agent_id, dataset_id)`.
+    """Upload the four recordings, publish the four versions, import GSM8K, and run `FIRST_RUNS`;
+    returns their results and `(agent_id, dataset_id)`.
 
     Args:
         send_event: puts one message on the agent-events queue (the publish pipeline).
         on_progress: called with `{version: progress}` while the runs go.
     """
-    recordings = write_recordings(data_dir, work_dir / "recordings")
+    recordings = upload_recordings(api, data_dir)
     suffix = str(int(time.time()))
     dataset = api.call("POST", "/api/v1/datasets", json={"name": "GSM8K test", "dataset_id": f"gsm8k-{suffix}"})
     content = (data_dir / "test.jsonl").read_text(encoding="utf-8")
@@ -110,7 +112,7 @@ def run_demo(api: Api, *, send_event: Callable[[dict[str, Any]], None], org_id: 
              json={"scoring": {"required": ["numeric_answer"]}, "source": source})
 
     def spec(model: str) -> dict[str, Any]:
-        return {"runtime": "recorded", "recording": str(recordings[model]), "model": model,
+        return {"runtime": "recorded", "recording_id": recordings[model], "model": model,
                 "latency_ms": latency_ms}
 
     agent = api.call("POST", "/api/v1/agents", json={"name": "GSM8K solver", "agent_id": f"gsm8k-solver-{suffix}",

@@ -83,15 +83,27 @@ class BudgetExceededError(AssayError):
     """Starting would spend past a monthly budget (HTTP 402)."""
 
 
+class PayloadTooLargeError(AssayError):
+    """The request body is larger than the service takes, e.g. a recording over 5 MiB (HTTP 413)."""
+
+
+class ConfigurationError(AssayError):
+    """The operator's settings cannot run this stage safely, e.g. a deployed stage with the built-in
+    signing secret (raised at cold start, never for a request)."""
+
+
 class ProviderError(Exception):
     """A provider failed in a way worth retrying (5xx, 408, 429, timeout, no answer).
 
     Runtimes raise it; `services.run_case` retries it and records `incomplete` after the retries.
+    `credentials_missing` (status 401, never retried): the organization has not stored the
+    credentials the spec names, as opposed to a provider that rejected them.
     """
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(self, message: str, *, status: int | None = None, credentials_missing: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        self.credentials_missing = credentials_missing
 
 
 class AgentCrashError(Exception):

@@ -1,5 +1,7 @@
 """`python -m infra [--endpoint-url URL] [--region R] [--prefix P] [--case-timeout-seconds N]`
-or `python -m infra cloudformation [--prefix P] [--case-timeout-seconds N] > stack.json`.
+or `python -m infra cloudformation [--prefix P] [--case-timeout-seconds N] > stack.json`,
+`python -m infra policy [--write]` (the Lambdas' IAM policy, `.chalice/policy.json`) and
+`python -m infra gateway-responses build/sam.json` (API Gateway's own errors in the API's shape).
 
 Without a command: creates every table, queue and the bucket (idempotent) against an endpoint
 and prints the queue URLs as JSON. `cloudformation`: prints the CloudFormation template of the
@@ -40,12 +42,19 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["cloudformation"]:
         return cloudformation_main(argv[1:])
+    if argv[:1] == ["policy"]:
+        from infra.policy import main as policy_main
+        return policy_main(argv[1:])
+    if argv[:1] == ["gateway-responses"]:
+        from infra.gateway import main as gateway_main
+        return gateway_main(argv[1:])
     from infra.resources import bootstrap
 
     settings = get_settings()
     parser = argparse.ArgumentParser(
         prog="python -m infra", description=__doc__.splitlines()[0],
-        epilog="`python -m infra cloudformation --help`: the CloudFormation template instead.")
+        epilog="`python -m infra cloudformation --help`: the CloudFormation template instead; "
+               "`policy --help`: the IAM policy; `gateway-responses --help`: API Gateway's error answers.")
     parser.add_argument("--endpoint-url", default=settings.aws_endpoint_url,
                         help="moto server or LocalStack URL; omit for AWS itself")
     parser.add_argument("--region", default=settings.aws_default_region)

@@ -81,6 +81,54 @@ def queue_specs(case_timeout_seconds: int) -> tuple[QueueSpec, ...]:
 BUCKET_NAME = names.RESULTS_BUCKET
 
 
+# --- the organizations' secrets (Secrets Manager) ----------------------------------------------
+# Secrets are created by the service (`PUT /api/v1/secrets/{name}`), never by bootstrap: nothing to
+# create here. Their names are built in `chalicelib.names` (the Lambda bundle needs them) and
+# re-exported here with what the IAM policy grants.
+
+secret_name_prefix = names.secret_name_prefix
+secret_name = names.secret_name
+SECRET_ORG_TAG = names.SECRET_ORG_TAG
+
+SECRET_ACTIONS = (
+    "secretsmanager:CreateSecret",
+    "secretsmanager:PutSecretValue",
+    "secretsmanager:GetSecretValue",
+    "secretsmanager:DescribeSecret",
+    "secretsmanager:DeleteSecret",
+    "secretsmanager:TagResource",
+)
+"""What the service does to its own secrets (CreateSecret with tags needs TagResource)."""
+SECRET_LIST_ACTIONS = ("secretsmanager:ListSecrets", "secretsmanager:BatchGetSecretValue")
+"""Listing actions; AWS takes no resource for them (`"Resource": "*"`). BatchGetSecretValue also
+needs GetSecretValue on every secret it returns, which `SECRET_ACTIONS` grants on the prefix only."""
+
+
+def secret_arn_pattern(prefix: str, *, partition: str = "*", region: str = "*", account: str = "*") -> str:
+    """The ARN pattern of every organization secret of the stack with resource prefix `prefix`.
+
+    `"assay-"` -> `arn:*:secretsmanager:*:*:secret:assay/*` (Secrets Manager appends `-XXXXXX`
+    to each secret's ARN, which the trailing `*` covers).
+    """
+    return f"arn:{partition}:secretsmanager:{region}:{account}:secret:{secret_name_prefix(prefix)}/*"
+
+
+def secret_policy_statements(prefix: str) -> list[dict[str, object]]:
+    """IAM statements for the organizations' secrets: the actions on `secret_arn_pattern(prefix)`
+    only, and the two listing actions (which take no resource)."""
+    return [
+        {"Sid": "OrganizationSecrets", "Effect": "Allow", "Action": list(SECRET_ACTIONS),
+         "Resource": [secret_arn_pattern(prefix)]},
+        {"Sid": "OrganizationSecretsListing", "Effect": "Allow", "Action": list(SECRET_LIST_ACTIONS),
+         "Resource": "*"},
+    ]
+
+
+RECORDING_ACTIONS = ("s3:GetObject", "s3:PutObject", "s3:DeleteObject")
+"""What the service does to recordings (`<org>/recordings/<id>.jsonl` in the results bucket); listing
+them needs `s3:ListBucket` on the bucket itself."""
+
+
 def _client(service: str, endpoint_url: str | None, region: str) -> Any:
     import boto3
 

@@ -3,6 +3,11 @@
 Rows are returned as PynamoDB model instances for reading only; services never save, update
 or query them directly. Cross-worker decisions are conditional writes (DESIGN §1, §5, §6).
 No `scan` anywhere: reads go through keys or GSIs.
+
+Tenancy: every read and write names the organization. The stores build the composite keys
+(`tables.org_key`: `<org_id>#<id>...`) from the plain `org_id` and ids the services give or the
+row carries, so an id names one thing within its organization only, and one organization's id
+can never reach another's row.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from chalicelib.adapters.tables import (
     SpendRow,
     SuiteResultRow,
     SuiteRow,
+    org_key,
 )
 from chalicelib.domain.enums import RunStatus
 from chalicelib.errors import ConflictError, NotFoundError
@@ -185,24 +191,30 @@ class SpendStore:
         only the organization's are read."""
         return self._read(org_id, agent_id, month, None)[1]
 
-    def read_with_run(self, run_id: str, org_id: str, agent_id: str, month: str) -> tuple[RunRow | None, BudgetReading]:
+    def read_with_run(self, org_id: str, run_id: str, agent_id: str, month: str) -> tuple[RunRow | None, BudgetReading]:
         """A run (consistent) and its budgets in the same single `BatchGetItem`: a case task's first
         read and its first budget check in one request."""
         return self._read(org_id, agent_id, month, run_id)
 
+    @staticmethod
+    def month_keys(org_id: str, agent_id: str | None, month: str) -> tuple[str, str | None]:
+        """The `spend` keys of the organization's month and of its agent's (None without an agent)."""
+        return org_key(org_id, "org", month), (org_key(org_id, "agent", agent_id, month) if agent_id else None)
+
     def _read(self, org_id: str, agent_id: str | None, month: str,
               run_id: str | None) -> tuple[RunRow | None, BudgetReading]:
-        org_key, agent_key = f"org#{org_id}#{month}", f"agent#{agent_id}#{month}"
+        org_month, agent_month = self.month_keys(org_id, agent_id, month)
         budget = {"ConsistentRead": True, "ProjectionExpression": "monthly_budget_micros"}
         items: dict[str, Any] = {
             OrganizationRow.Meta.table_name: {"Keys": [{"org_id": {"S": org_id}}], **budget},
-            SpendRow.Meta.table_name: {"Keys": [{"key": {"S": org_key}}], "ConsistentRead": True}}
+            SpendRow.Meta.table_name: {"Keys": [{"key": {"S": org_month}}], "ConsistentRead": True}}
         if agent_id:
             items[AgentRow.Meta.table_name] = {
                 "Keys": [{"org_id": {"S": org_id}, "agent_id": {"S": agent_id}}], **budget}
-            items[SpendRow.Meta.table_name]["Keys"].append({"key": {"S": agent_key}})
+            items[SpendRow.Meta.table_name]["Keys"].append({"key": {"S": agent_month}})
         if run_id:
-            items[RunRow.Meta.table_name] = {"Keys": [{"run_id": {"S": run_id}}], "ConsistentRead": True}
+            items[RunRow.Meta.table_name] = {"Keys": [{"run_key": {"S": org_key(org_id, run_id)}}],
+                                             "ConsistentRead": True}
         found = _TX.batch_get(items)
 
         def budget_of(table: str) -> int | None:
@@ -214,8 +226,8 @@ class SpendStore:
                  for item in found[SpendRow.Meta.table_name]}
         runs = found.get(RunRow.Meta.table_name) or []
         return (RunRow.from_raw_data(runs[0]) if runs else None,
-                BudgetReading(budget_of(OrganizationRow.Meta.table_name), spent.get(org_key, 0),
-                              budget_of(AgentRow.Meta.table_name), spent.get(agent_key, 0)))
+                BudgetReading(budget_of(OrganizationRow.Meta.table_name), spent.get(org_month, 0),
+                              budget_of(AgentRow.Meta.table_name), spent.get(agent_month or "", 0)))
 
     def charge(self, org_id: str, agent_id: str, month: str, micros: int, *, judge: bool) -> None:
         """Add one model request's real cost to the organization's and the agent's month.
@@ -224,7 +236,7 @@ class SpendStore:
         touches would make transactions conflict, and the money is spent whether or not the
         attempt is recorded later.
         """
-        for key in (f"org#{org_id}#{month}", f"agent#{agent_id}#{month}"):
+        for key in self.month_keys(org_id, agent_id, month):
             actions = [SpendRow.spent_micros.add(micros), SpendRow.requests.add(1)]
             if judge:
                 actions.append(SpendRow.judge_micros.add(micros))
@@ -251,35 +263,39 @@ class JudgeStore:
     """Judges: a header row (version 0) and immutable published versions."""
 
     def create(self, header: JudgeRow) -> None:
-        """Raises ConflictError when the id is taken (in any organization)."""
+        """Write a judge header (its key built from `org_id` and `judge_id`).
+
+        Raises ConflictError when the id is taken in the organization.
+        """
+        header.judge_key = org_key(header.org_id, header.judge_id)
         try:
-            header.save(condition=JudgeRow.judge_id.does_not_exist())
+            header.save(condition=JudgeRow.judge_key.does_not_exist())
         except PutError as exc:
             raise ConflictError(f"judge {header.judge_id} already exists", field="judge_id") from exc
 
     def get(self, org_id: str, judge_id: str, version: int = 0, *, field: str = "judge_id") -> JudgeRow:
-        """Raises NotFoundError for an unknown judge or version, or one of another organization."""
+        """The header (version 0) or a published version. Raises NotFoundError (naming `field`) for
+        an unknown judge or version of the organization."""
         try:
-            row = JudgeRow.get(judge_id, version, consistent_read=True)
+            return JudgeRow.get(org_key(org_id, judge_id), version, consistent_read=True)
         except DoesNotExist:
-            row = None
-        if row is None or row.org_id != org_id:
             what = f"judge {judge_id}" if version == 0 else f"version {version} of judge {judge_id}"
-            raise NotFoundError(f"{what} not found", field=field)
-        return row
+            raise NotFoundError(f"{what} not found", field=field) from None
 
-    def versions(self, judge_id: str) -> list[JudgeRow]:
-        return [r for r in JudgeRow.query(judge_id, JudgeRow.version > 0)]
+    def versions(self, org_id: str, judge_id: str) -> list[JudgeRow]:
+        """The organization's judge's published versions, oldest first."""
+        return list(JudgeRow.query(org_key(org_id, judge_id), JudgeRow.version > 0))
 
     def publish(self, header: JudgeRow, row: JudgeRow) -> bool:
         """Write version `row.version` and move the header's latest to it, in one transaction.
 
         Returns False when another publish took that number first (the caller reads again).
         """
+        row.judge_key = org_key(row.org_id, row.judge_id)
         try:
             with _TX.write() as t:
                 t.save(row, condition=JudgeRow.version.does_not_exist())
-                t.update(JudgeRow(header.judge_id, 0), actions=[JudgeRow.latest_version.set(row.version)],
+                t.update(JudgeRow(header.judge_key, 0), actions=[JudgeRow.latest_version.set(row.version)],
                          condition=JudgeRow.latest_version == int(header.latest_version or 0))
             return True
         except TransactWriteError:
@@ -332,30 +348,37 @@ class SuiteStore:
     conditional write on what was read (`updated_at` is the suite's version stamp)."""
 
     def create(self, row: SuiteRow) -> None:
+        """Write a new suite (its key built from `org_id` and `agent_id`).
+
+        Raises ConflictError when the agent has a suite with that id in the organization.
+        """
+        row.agent_key = org_key(row.org_id, row.agent_id)
         try:
             row.save(condition=SuiteRow.suite_id.does_not_exist())
         except PutError as exc:
             raise ConflictError(f"suite {row.suite_id} already exists", field="suite_id") from exc
 
-    def get(self, agent_id: str, suite_id: str) -> SuiteRow | None:
+    def get(self, org_id: str, agent_id: str, suite_id: str) -> SuiteRow | None:
+        """The organization's agent's suite, or None."""
         try:
-            return SuiteRow.get(agent_id, suite_id, consistent_read=True)
+            return SuiteRow.get(org_key(org_id, agent_id), suite_id, consistent_read=True)
         except DoesNotExist:
             return None
 
-    def of_agent(self, agent_id: str) -> list[SuiteRow]:
-        return list(SuiteRow.query(agent_id, consistent_read=True))
+    def of_agent(self, org_id: str, agent_id: str) -> list[SuiteRow]:
+        """Every suite of the organization's agent."""
+        return list(SuiteRow.query(org_key(org_id, agent_id), consistent_read=True))
 
     def of_org(self, org_id: str) -> list[SuiteRow]:
         return list(SuiteRow.org_index.query(org_id))
 
     def update(self, row: SuiteRow, actions: list, *, stamp: str) -> bool:
         """Apply `actions` and a new `updated_at` stamp if the suite is as read; False otherwise."""
-        return _conditional_update(SuiteRow(row.agent_id, row.suite_id), [*actions, SuiteRow.updated_at.set(stamp)],
+        return _conditional_update(SuiteRow(row.agent_key, row.suite_id), [*actions, SuiteRow.updated_at.set(stamp)],
                                    SuiteRow.updated_at == row.updated_at)
 
     def delete(self, row: SuiteRow) -> None:
-        SuiteRow(row.agent_id, row.suite_id).delete()
+        SuiteRow(row.agent_key, row.suite_id).delete()
 
     def due_to_fire(self, now_ms: int) -> list[SuiteRow]:
         """Suites whose schedule is due (sparse GSI, eventually consistent: the claim re-checks)."""
@@ -366,23 +389,28 @@ class SuiteStore:
         return list(SuiteRow.due_index.query("1", SuiteRow.due_at_ms <= now_ms))
 
     def add_result(self, row: SuiteResultRow) -> bool:
-        """Keep a result once (False when it was kept already: a run has one result)."""
+        """Keep a result once (False when it was kept already: a run has one result); its key is
+        built from the row's `org_id`, `agent_id` and `suite_id`."""
+        row.suite_key = org_key(row.org_id, row.agent_id, row.suite_id)
         try:
             row.save(condition=SuiteResultRow.started_key.does_not_exist())
             return True
         except PutError:
             return False
 
-    def results(self, suite_id: str, limit: int = 100) -> list[SuiteResultRow]:
-        """Newest first."""
-        return list(SuiteResultRow.query(suite_id, scan_index_forward=False, limit=limit))
+    def results(self, org_id: str, agent_id: str, suite_id: str, limit: int = 100) -> list[SuiteResultRow]:
+        """The results of the organization's agent's suite, newest first."""
+        return list(SuiteResultRow.query(org_key(org_id, agent_id, suite_id), scan_index_forward=False,
+                                         limit=limit))
 
-    def result_of_run(self, suite_id: str, run_id: str) -> SuiteResultRow | None:
-        return next((r for r in self.results(suite_id, 200) if r.run_id == run_id), None)
+    def result_of_run(self, org_id: str, agent_id: str, suite_id: str, run_id: str) -> SuiteResultRow | None:
+        return next((r for r in self.results(org_id, agent_id, suite_id, 200) if r.run_id == run_id), None)
 
-    def delete_results(self, suite_id: str) -> None:
+    def delete_results(self, org_id: str, agent_id: str, suite_id: str) -> None:
+        """Delete every result of the organization's agent's suite (no other suite's)."""
         with SuiteResultRow.batch_write() as batch:
-            for r in SuiteResultRow.query(suite_id, attributes_to_get=["suite_id", "started_key"]):
+            for r in SuiteResultRow.query(org_key(org_id, agent_id, suite_id),
+                                          attributes_to_get=["suite_key", "started_key"]):
                 batch.delete(r)
 
 
@@ -395,8 +423,10 @@ class PromotionStore:
 
     def create_waiting(self, row: PromotionRow) -> bool:
         """Write a promotion and take its environment's lock in one transaction; False when another
-        promotion of the agent onto that environment holds the lock."""
-        lock = PromotionRow(row.agent_id, self.lock_id(row.environment_id), org_id=row.org_id,
+        promotion of the agent onto that environment holds the lock. Keys are built from the row's
+        `org_id` and `agent_id`."""
+        row.agent_key = org_key(row.org_id, row.agent_id)
+        lock = PromotionRow(row.agent_key, self.lock_id(row.environment_id), org_id=row.org_id, agent_id=row.agent_id,
                             environment_id=row.environment_id, version=row.version, status="lock",
                             reason=row.promotion_id, created_at=row.created_at)
         try:
@@ -410,32 +440,33 @@ class PromotionStore:
     def unlock(self, row: PromotionRow) -> None:
         """Give the environment's lock back (only if this promotion holds it)."""
         try:
-            PromotionRow(row.agent_id, self.lock_id(row.environment_id)).delete(
+            PromotionRow(row.agent_key, self.lock_id(row.environment_id)).delete(
                 condition=PromotionRow.reason == row.promotion_id)
         except Exception as exc:  # noqa: BLE001 - a lock already gone is fine
             if "ConditionalCheckFailed" not in str(exc):
                 raise
 
-    def holder(self, agent_id: str, environment_id: str) -> str | None:
+    def holder(self, org_id: str, agent_id: str, environment_id: str) -> str | None:
         """The promotion holding the lock of an environment, if any."""
-        row = self.get(agent_id, self.lock_id(environment_id))
+        row = self.get(org_id, agent_id, self.lock_id(environment_id))
         return row.reason if row is not None else None
 
-    def get(self, agent_id: str, promotion_id: str) -> PromotionRow | None:
+    def get(self, org_id: str, agent_id: str, promotion_id: str) -> PromotionRow | None:
+        """The organization's agent's promotion, or None."""
         try:
-            return PromotionRow.get(agent_id, promotion_id, consistent_read=True)
+            return PromotionRow.get(org_key(org_id, agent_id), promotion_id, consistent_read=True)
         except DoesNotExist:
             return None
 
-    def of_agent(self, agent_id: str, limit: int = 100) -> list[PromotionRow]:
-        """Newest first (lock rows left out)."""
-        rows = PromotionRow.query(agent_id, PromotionRow.promotion_id.startswith("p"), scan_index_forward=False,
-                                  limit=limit)
+    def of_agent(self, org_id: str, agent_id: str, limit: int = 100) -> list[PromotionRow]:
+        """The organization's agent's promotions, newest first (lock rows left out)."""
+        rows = PromotionRow.query(org_key(org_id, agent_id), PromotionRow.promotion_id.startswith("p"),
+                                  scan_index_forward=False, limit=limit)
         return list(rows)
 
     def decide(self, row: PromotionRow, actions: list) -> bool:
         """Update a waiting promotion (conditional on it still waiting as read)."""
-        return _conditional_update(PromotionRow(row.agent_id, row.promotion_id), actions,
+        return _conditional_update(PromotionRow(row.agent_key, row.promotion_id), actions,
                                    (PromotionRow.status == "waiting") & (PromotionRow.guards == row.guards))
 
 
@@ -461,13 +492,14 @@ class AgentStore:
     """Agents (draft edited in place) and their immutable versions."""
 
     def create(self, row: AgentRow) -> None:
+        """Raises ConflictError when the id is taken in the organization (another's is no concern)."""
         try:
             row.save(condition=AgentRow.agent_id.does_not_exist())
         except PutError as exc:
             raise ConflictError(f"agent {row.agent_id} already exists", field="agent_id") from exc
 
     def get(self, org_id: str, agent_id: str) -> AgentRow:
-        """Raises NotFoundError for an unknown agent or one of another organization."""
+        """Raises NotFoundError for an agent the organization does not have."""
         try:
             return AgentRow.get(org_id, agent_id, consistent_read=True)
         except DoesNotExist:
@@ -484,22 +516,26 @@ class AgentStore:
             actions.append(AgentRow.name.set(name))
         AgentRow(org_id, agent_id).update(actions=actions, condition=AgentRow.agent_id.exists())
 
-    def get_version(self, agent_id: str, version: int) -> AgentVersionRow | None:
+    def get_version(self, org_id: str, agent_id: str, version: int) -> AgentVersionRow | None:
+        """A published version of the organization's agent, or None."""
         try:
-            return AgentVersionRow.get(agent_id, version, consistent_read=True)
+            return AgentVersionRow.get(org_key(org_id, agent_id), version, consistent_read=True)
         except DoesNotExist:
             return None
 
-    def list_versions(self, agent_id: str) -> list[AgentVersionRow]:
-        return list(AgentVersionRow.query(agent_id, scan_index_forward=False))
+    def list_versions(self, org_id: str, agent_id: str) -> list[AgentVersionRow]:
+        """The organization's agent's published versions, newest first."""
+        return list(AgentVersionRow.query(org_key(org_id, agent_id), scan_index_forward=False))
 
     def publish(self, version_row: AgentVersionRow) -> bool:
-        """Write a new immutable version and raise the agent's `latest_version`, atomically.
+        """Write a new immutable version and raise the agent's `latest_version`, atomically (the key
+        is built from the row's `org_id` and `agent_id`).
 
         Returns False when the same version with the same spec hash exists already (a no-op).
         Raises:
             ConflictError: the version exists with another spec.
         """
+        version_row.agent_key = org_key(version_row.org_id, version_row.agent_id)
         tx = _TX.write()
         with_agent = AgentRow(version_row.org_id, version_row.agent_id)
         try:
@@ -513,7 +549,7 @@ class AgentStore:
             return True
         except TransactWriteError as exc:
             codes = _reason_codes(exc)
-            existing = self.get_version(version_row.agent_id, version_row.version)
+            existing = self.get_version(version_row.org_id, version_row.agent_id, version_row.version)
             if existing is not None:
                 if existing.spec_hash == version_row.spec_hash:
                     return False
@@ -575,18 +611,20 @@ class DatasetStore:
         self._lock = threading.Lock()
 
     def create(self, header: DatasetRow) -> None:
-        header.save(condition=DatasetRow.dataset_id.does_not_exist())
+        """Write a dataset header (its key built from `org_id` and `dataset_id`). Raises the
+        driver's PutError (ConditionalCheckFailed) when the organization has that id already."""
+        header.dataset_key = org_key(header.org_id, header.dataset_id)
+        header.save(condition=DatasetRow.dataset_key.does_not_exist())
 
     def get(self, org_id: str, dataset_id: str, version: int = 0) -> DatasetRow:
-        """Raises NotFoundError for an unknown dataset/version or one of another organization."""
+        """The header (version 0) or a ready version. Raises NotFoundError for a dataset or version
+        the organization does not have."""
         try:
-            row = DatasetRow.get(dataset_id, version, consistent_read=True)
+            row = DatasetRow.get(org_key(org_id, dataset_id), version, consistent_read=True)
         except DoesNotExist:
             what = f"dataset {dataset_id}" + (f" version {version}" if version else "")
             raise NotFoundError(f"{what} not found",
                                 field="dataset_version" if version else "dataset_id") from None
-        if row.org_id != org_id:
-            raise NotFoundError(f"dataset {dataset_id} not found", field="dataset_id")
         if version and row.ready is False:
             raise NotFoundError(f"dataset {dataset_id} version {version} is still being written",
                                 field="dataset_version")
@@ -595,9 +633,9 @@ class DatasetStore:
     def list(self, org_id: str) -> list[DatasetRow]:
         return [r for r in DatasetRow.org_index.query(org_id, scan_index_forward=False) if r.version == 0]
 
-    def next_version(self, dataset_id: str) -> int:
+    def next_version(self, org_id: str, dataset_id: str) -> int:
         """One more than the highest version number claimed so far (written or being written)."""
-        last = list(DatasetRow.query(dataset_id, scan_index_forward=False, limit=1))
+        last = list(DatasetRow.query(org_key(org_id, dataset_id), scan_index_forward=False, limit=1))
         return int(last[0].version) + 1 if last else 1
 
     def add_version(self, header: DatasetRow, version_row: DatasetRow,
@@ -611,12 +649,13 @@ class DatasetStore:
             ConflictError: the version number was taken meanwhile (nothing was written).
         """
         version_row.ready = False
+        version_row.dataset_key = org_key(version_row.org_id, version_row.dataset_id)
         try:
             version_row.save(condition=DatasetRow.version.does_not_exist())
         except PutError as exc:
             raise ConflictError("another version was added at the same time; retry",
                                 field="version") from exc
-        key = f"{version_row.dataset_id}#{version_row.version}"
+        key = org_key(version_row.org_id, version_row.dataset_id, int(version_row.version))
         with DatasetCaseRow.batch_write() as batch:
             for case_id, case in cases:
                 batch.save(DatasetCaseRow(key, case_id, case=case))
@@ -627,8 +666,8 @@ class DatasetStore:
         except UpdateError:
             pass  # a later version became ready first: it stays the latest
 
-    def _version_cases(self, dataset_id: str, version: int) -> dict[str, dict[str, Any]]:
-        key = f"{dataset_id}#{version}"
+    def _version_cases(self, org_id: str, dataset_id: str, version: int) -> dict[str, dict[str, Any]]:
+        key = org_key(org_id, dataset_id, int(version))   # the cache is keyed as the table: by organization
         with self._lock:
             cases = self._cases.get(key)
             if cases is not None:
@@ -642,13 +681,15 @@ class DatasetStore:
                     self._cases.popitem(last=False)
         return cases
 
-    def get_case(self, dataset_id: str, version: int, case_id: str) -> dict[str, Any] | None:
-        """One case of an immutable version (the whole version is loaded and cached on first use)."""
-        return self._version_cases(dataset_id, version).get(case_id)
+    def get_case(self, org_id: str, dataset_id: str, version: int, case_id: str) -> dict[str, Any] | None:
+        """One case of an immutable version of the organization's dataset (the whole version is
+        loaded and cached on first use); None when there is no such case."""
+        return self._version_cases(org_id, dataset_id, version).get(case_id)
 
-    def cases(self, dataset_id: str, version: int) -> list[dict[str, Any]]:
-        """Every case of an immutable version, by case id (cached like `get_case`)."""
-        return list(self._version_cases(dataset_id, version).values())
+    def cases(self, org_id: str, dataset_id: str, version: int) -> list[dict[str, Any]]:
+        """Every case of an immutable version of the organization's dataset, by case id (cached like
+        `get_case`)."""
+        return list(self._version_cases(org_id, dataset_id, version).values())
 
 
 # --- runs and attempts -----------------------------------------------------------------------
@@ -671,11 +712,17 @@ class RunStore:
     # -- runs
 
     def create(self, row: RunRow) -> None:
-        row.save(condition=RunRow.run_id.does_not_exist())
+        """Write a new run; its keys (`run_key`, `agent_key`, `dataset_key`) are built from its
+        `org_id`, `run_id`, `agent_id` and `dataset_id`."""
+        row.run_key = org_key(row.org_id, row.run_id)
+        row.agent_key = org_key(row.org_id, row.agent_id)
+        row.dataset_key = org_key(row.org_id, row.dataset_id)
+        row.save(condition=RunRow.run_key.does_not_exist())
 
-    def get(self, run_id: str) -> RunRow | None:
+    def get(self, org_id: str, run_id: str) -> RunRow | None:
+        """The organization's run (consistent), or None."""
         try:
-            return RunRow.get(run_id, consistent_read=True)
+            return RunRow.get(org_key(org_id, run_id), consistent_read=True)
         except DoesNotExist:
             return None
 
@@ -689,7 +736,7 @@ class RunStore:
         Returns a new row object; None when the run was deleted.
         """
         try:
-            fresh = RunRow.get(run.run_id, consistent_read=True, attributes_to_get=list(self.CURSOR_ATTRIBUTES))
+            fresh = RunRow.get(run.run_key, consistent_read=True, attributes_to_get=list(self.CURSOR_ATTRIBUTES))
         except DoesNotExist:
             return None
         merged = RunRow.from_raw_data(run.serialize())
@@ -698,29 +745,52 @@ class RunStore:
         return merged
 
     def get_for_org(self, org_id: str, run_id: str) -> RunRow:
-        """Raises NotFoundError for an unknown run or one of another organization."""
-        row = self.get(run_id)
-        if row is None or row.org_id != org_id:
+        """Raises NotFoundError for a run the organization does not have."""
+        row = self.get(org_id, run_id)
+        if row is None:
             raise NotFoundError(f"eval run {run_id} not found", field="run_id")
         return row
 
-    def list_by_agent(self, agent_id: str, limit: int = 50, start: dict | None = None):
-        return RunRow.agent_index.query(agent_id, scan_index_forward=False, limit=limit,
+    def list_by_agent(self, org_id: str, agent_id: str, limit: int = 50, start: dict | None = None):
+        """The organization's agent's runs, newest first, a page at a time (`start`: the previous
+        page's `last_evaluated_key`, keys `run_key`, `agent_key`, `created_at`)."""
+        return RunRow.agent_index.query(org_key(org_id, agent_id), scan_index_forward=False, limit=limit,
                                         last_evaluated_key=start)
 
     def list_by_org(self, org_id: str, limit: int = 50, start: dict | None = None):
+        """The organization's runs, newest first (`start` keys: `run_key`, `org_id`, `created_at`)."""
         return RunRow.org_index.query(org_id, scan_index_forward=False, limit=limit,
                                       last_evaluated_key=start)
 
-    def list_by_dataset(self, dataset_id: str, limit: int = 50, start: dict | None = None):
-        return RunRow.dataset_index.query(dataset_id, scan_index_forward=False, limit=limit,
+    def list_by_dataset(self, org_id: str, dataset_id: str, limit: int = 50, start: dict | None = None):
+        """The organization's dataset's runs, newest first (`start` keys: `run_key`, `dataset_key`,
+        `created_at`)."""
+        return RunRow.dataset_index.query(org_key(org_id, dataset_id), scan_index_forward=False, limit=limit,
                                           last_evaluated_key=start)
+
+    @staticmethod
+    def is_page_start(start: Any, org_id: str, *, agent_id: str | None = None,
+                      dataset_id: str | None = None) -> bool:
+        """Whether `start` is a `last_evaluated_key` of this organization's listing: of the agent's
+        runs (`agent_id`), the dataset's (`dataset_id`) or else all of them. Exactly the keys
+        `run_key` (a run of the organization), the index's hash key (its value for this listing)
+        and `created_at`, each `{"S": str}`."""
+        if agent_id is not None:
+            hash_name, hash_value = "agent_key", org_key(org_id, agent_id)
+        elif dataset_id is not None:
+            hash_name, hash_value = "dataset_key", org_key(org_id, dataset_id)
+        else:
+            hash_name, hash_value = "org_id", org_id
+        return (isinstance(start, dict) and set(start) == {"run_key", hash_name, "created_at"}
+                and all(isinstance(v, dict) and set(v) == {"S"} and isinstance(v["S"], str) for v in start.values())
+                and start[hash_name]["S"] == hash_value
+                and start["run_key"]["S"].startswith(org_key(org_id, "")))
 
     def recent_active(self, org_id: str, limit: int) -> list[RunRow]:
         """The organization's queued or running runs among its newest `limit` (projected: only what
         their committed spend needs)."""
         rows = RunRow.org_index.query(org_id, scan_index_forward=False, limit=limit, attributes_to_get=[
-            "run_id", "org_id", "agent_id", "created_at", "status", "settings", "cost_micros", "judge_cost_micros",
+            "run_key", "run_id", "org_id", "agent_id", "created_at", "status", "settings", "cost_micros", "judge_cost_micros",
             "environment_id", "arms"])
         return [r for r in rows if r.status in (RunStatus.QUEUED.value, RunStatus.RUNNING.value)]
 
@@ -741,7 +811,7 @@ class RunStore:
             actions += [RunRow.status.set(RunStatus.RUNNING.value), RunRow.started_at.set(now_iso)]
         try:
             with _TX.write() as t:
-                t.update(RunRow(run.run_id), actions=actions,
+                t.update(RunRow(run.run_key), actions=actions,
                          condition=(RunRow.next_index == run.next_index)
                          & RunRow.status.is_in(RunStatus.QUEUED.value, RunStatus.RUNNING.value)
                          & (RunRow.tasks_total >= run.next_index + k))
@@ -757,7 +827,8 @@ class RunStore:
 
         Args:
             run: the run as read; its `next_index` guards a claim.
-            attempt: the row to put (`attribute_not_exists`); `successor` set when claiming.
+            attempt: the row to put (`attribute_not_exists`; its `run_key` is the run's); `successor`
+                set when claiming.
             counters: run attributes to ADD (`recorded`, `passed`, `cost_micros`, ...).
             claim_next: also take the run's next task (`next_index` + 1, conditional on the value read
                 and on the run still running): the slot passes to that task.
@@ -777,10 +848,11 @@ class RunStore:
         elif release_slot:
             actions.append(RunRow.slots.add(-1))
             condition = RunRow.slots > 0
+        attempt.run_key, attempt.run_id = run.run_key, run.run_id
         try:
             with _TX.write() as t:
                 t.save(attempt, condition=AttemptRow.attempt_key.does_not_exist())
-                t.update(RunRow(run.run_id), actions=actions, condition=condition)
+                t.update(RunRow(run.run_key), actions=actions, condition=condition)
                 if release_slot and not claim_next:
                     t.update(OrganizationRow(run.org_id), actions=[OrganizationRow.in_flight.add(-1)],
                              condition=OrganizationRow.in_flight > 0)
@@ -794,20 +866,20 @@ class RunStore:
                 raise RecordConflict(str(codes)) from exc
             raise
 
-    def set_phase(self, run_id: str, *, expect_phase: str, expect_recorded: int,
+    def set_phase(self, org_id: str, run_id: str, *, expect_phase: str, expect_recorded: int,
                   actions: list, ) -> bool:
         """Move a run's phase; exactly one caller wins (conditional on phase and `recorded`)."""
         try:
-            RunRow(run_id).update(actions=actions,
+            RunRow(org_key(org_id, run_id)).update(actions=actions,
                                   condition=(RunRow.phase == expect_phase)
                                   & (RunRow.recorded == expect_recorded))
             return True
         except UpdateError:
             return False
 
-    def update(self, run_id: str, actions: list, condition=None) -> bool:
-        """A conditional update of a run; False when the condition failed."""
-        return _conditional_update(RunRow(run_id), actions, condition)
+    def update(self, org_id: str, run_id: str, actions: list, condition=None) -> bool:
+        """A conditional update of the organization's run; False when the condition failed."""
+        return _conditional_update(RunRow(org_key(org_id, run_id)), actions, condition)
 
     def end_and_release(self, run: RunRow, *, status: RunStatus, reason: str, now_iso: str,
                         condition) -> bool:
@@ -817,7 +889,7 @@ class RunStore:
         """
         try:
             with _TX.write() as t:
-                t.update(RunRow(run.run_id), actions=[
+                t.update(RunRow(run.run_key), actions=[
                     RunRow.status.set(status.value), RunRow.reason.set(reason),
                     RunRow.completed_at.set(now_iso), RunRow.slots.set(0)],
                     condition=condition & (RunRow.slots == run.slots))
@@ -829,36 +901,39 @@ class RunStore:
         except TransactWriteError:
             return False
 
-    def delete(self, run_id: str) -> None:
-        """Delete a run and every attempt it kept."""
+    def delete(self, org_id: str, run_id: str) -> None:
+        """Delete the organization's run and every attempt it kept."""
+        key = org_key(org_id, run_id)
         with AttemptRow.batch_write() as batch:
-            for row in AttemptRow.query(run_id, attributes_to_get=["run_id", "attempt_key"]):
+            for row in AttemptRow.query(key, attributes_to_get=["run_key", "attempt_key"]):
                 batch.delete(row)
-        RunRow(run_id).delete()
+        RunRow(key).delete()
 
     # -- attempts
 
-    def get_attempt(self, run_id: str, key: str) -> AttemptRow | None:
+    def get_attempt(self, org_id: str, run_id: str, key: str) -> AttemptRow | None:
         try:
-            return AttemptRow.get(run_id, key, consistent_read=True)
+            return AttemptRow.get(org_key(org_id, run_id), key, consistent_read=True)
         except DoesNotExist:
             return None
 
-    def attempt_exists(self, run_id: str, key: str) -> bool:
+    def attempt_exists(self, org_id: str, run_id: str, key: str) -> bool:
         try:
-            AttemptRow.get(run_id, key, consistent_read=True, attributes_to_get=["attempt_key"])
+            AttemptRow.get(org_key(org_id, run_id), key, consistent_read=True, attributes_to_get=["attempt_key"])
             return True
         except DoesNotExist:
             return False
 
-    def attempts(self, run_id: str) -> list[AttemptRow]:
-        return list(AttemptRow.query(run_id, consistent_read=True))
+    def attempts(self, org_id: str, run_id: str) -> list[AttemptRow]:
+        """Every attempt of the organization's run (consistent)."""
+        return list(AttemptRow.query(org_key(org_id, run_id), consistent_read=True))
 
-    def attempt_keys(self, run_id: str) -> set[str]:
-        return {r.attempt_key for r in AttemptRow.query(run_id, consistent_read=True,
+    def attempt_keys(self, org_id: str, run_id: str) -> set[str]:
+        return {r.attempt_key for r in AttemptRow.query(org_key(org_id, run_id), consistent_read=True,
                                                         attributes_to_get=["attempt_key"])}
 
-    def attempts_after(self, run_id: str, cursor: str, limit: int, *, until: str | None = None) -> list[AttemptRow]:
+    def attempts_after(self, org_id: str, run_id: str, cursor: str, limit: int, *,
+                       until: str | None = None) -> list[AttemptRow]:
         """Attempts with `cursor < recorded_key <= until`, in recorded order.
 
         An empty `cursor` means from the first attempt; `until` None means no upper bound.
@@ -871,7 +946,8 @@ class RunStore:
             condition = AttemptRow.recorded_key <= until
         else:
             condition = None
-        rows = AttemptRow.order_index.query(run_id, condition, limit=limit + 1, consistent_read=True)
+        rows = AttemptRow.order_index.query(org_key(org_id, run_id), condition, limit=limit + 1,
+                                            consistent_read=True)
         return [r for r in rows if r.recorded_key != cursor][:limit]
 
     def regrade_attempt(self, row: AttemptRow, *, state: str, scores: list[dict[str, Any]], reason: str,
@@ -887,24 +963,26 @@ class RunStore:
             run_actions += [getattr(RunRow, row.state).add(-1), getattr(RunRow, state).add(1)]
         try:
             with _TX.write() as t:
-                t.update(AttemptRow(row.run_id, row.attempt_key), condition=condition, actions=[
+                t.update(AttemptRow(row.run_key, row.attempt_key), condition=condition, actions=[
                     AttemptRow.state.set(state), AttemptRow.scores.set(scores), AttemptRow.reason.set(reason),
                     AttemptRow.judge_cost_micros.add(judge_cost_micros), AttemptRow.judge_calls.add(judge_calls),
                     AttemptRow.regraded.set((AttemptRow.regraded | []).append([entry]))])
-                t.update(RunRow(row.run_id), actions=run_actions)
+                t.update(RunRow(row.run_key), actions=run_actions)
             return True
         except TransactWriteError as exc:
             if any(code == "ConditionalCheckFailed" for code in _reason_codes(exc)):
                 return False
             raise
 
-    def add_judge_cost(self, run_id: str, micros: int, calls: int) -> None:
+    def add_judge_cost(self, org_id: str, run_id: str, micros: int, calls: int) -> None:
         """Count judge requests whose grades were not kept (the money was spent all the same)."""
         if micros or calls:
-            RunRow(run_id).update(actions=[RunRow.judge_cost_micros.add(micros), RunRow.judge_calls.add(calls)])
+            RunRow(org_key(org_id, run_id)).update(actions=[RunRow.judge_cost_micros.add(micros),
+                                                            RunRow.judge_calls.add(calls)])
 
-    def put_attempt_once(self, attempt: AttemptRow) -> bool:
-        """Write an attempt unless one exists (the sweep's failed attempts); True if written."""
+    def put_attempt_once(self, run: RunRow, attempt: AttemptRow) -> bool:
+        """Write an attempt of `run` unless one exists (the sweep's failed attempts); True if written."""
+        attempt.run_key, attempt.run_id = run.run_key, run.run_id
         try:
             attempt.save(condition=AttemptRow.attempt_key.does_not_exist())
             return True

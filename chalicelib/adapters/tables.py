@@ -6,6 +6,13 @@ schema lives here once. Table names carry the stack's prefix and the endpoint is
 
 Times: ISO-8601 UTC strings with `Z` for display fields, epoch milliseconds (`*_ms`) where a
 value is sorted or compared. Money: integer micro-USD (`*_micros`), never binary floats.
+
+Tenancy (DESIGN §4, issue 9): every table of tenant data has the organization in its key. A model
+either hashes on `org_id` or names the hash key that starts with the organization in `ORG_KEY`
+(built by `org_key`, in the stores only); ids a tenant chooses are unique within its organization
+only. An index that lists every organization's rows for the service's own work (the sweep, the
+suite tick, the slot tick) says why in `SERVICE_WIDE`; `tests/unit/test_tenancy_keys.py` checks
+every table and index against these declarations.
 """
 
 from __future__ import annotations
@@ -22,6 +29,25 @@ from pynamodb.attributes import (
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, LocalSecondaryIndex
 from pynamodb.models import Model
 
+KEY_SEPARATOR = "#"
+"""Joins the parts of a composite key; no organization id and no id a tenant chooses contains it."""
+
+
+def org_key(org_id: str, *parts: str | int) -> str:
+    """The composite key `<org_id>#<part>#...` of a row of organization `org_id`.
+
+    Args:
+        org_id: the organization (never empty; never contains `#`).
+        parts: the ids below it, in key order (e.g. an agent id, then a suite id); ints as decimals.
+    Returns:
+        e.g. `org_key("acme", "agt_1", "nightly")` -> `"acme#agt_1#nightly"`.
+    Raises:
+        ValueError: an empty organization id, or one with `#` (a bug: identities refuse those).
+    """
+    if not org_id or KEY_SEPARATOR in org_id:
+        raise ValueError(f"not an organization id: {org_id!r}")
+    return KEY_SEPARATOR.join([org_id, *(str(p) for p in parts)])
+
 
 class _Base(Model):
     class Meta:
@@ -36,6 +62,8 @@ class _Base(Model):
 
 class WaitingIndex(GlobalSecondaryIndex):
     """Sparse: only organizations with runs waiting for a slot carry `waiting_flag`."""
+
+    SERVICE_WIDE = "the slot tick hands free slots to every organization's waiting runs"
 
     class Meta:
         index_name = "waiting"
@@ -90,12 +118,16 @@ class AgentRow(_Base):
 class AgentVersionRow(_Base):
     """An immutable published version of an agent."""
 
+    ORG_KEY = "agent_key"
+
     class Meta(_Base.Meta):
         table_name = "agent_versions"
 
-    agent_id = UnicodeAttribute(hash_key=True)
+    agent_key = UnicodeAttribute(hash_key=True)
+    """`<org_id>#<agent_id>`."""
     version = NumberAttribute(range_key=True)
     org_id = UnicodeAttribute()
+    agent_id = UnicodeAttribute()
     spec = JSONAttribute()
     spec_hash = UnicodeAttribute()
     model_profile_id = UnicodeAttribute(null=True)
@@ -125,9 +157,11 @@ class ModelProfileRow(_Base):
 class SpendRow(_Base):
     """One month's spend of an organization or an agent (DESIGN §4 `spend`), in micro-USD.
 
-    `key` is `org#<org_id>#<YYYY-MM>` or `agent#<agent_id>#<YYYY-MM>` (UTC months; agent ids are
-    unique across organizations). Counters only grow, by `ADD`, after every model request.
+    `key` is `<org_id>#org#<YYYY-MM>` (the organization's) or `<org_id>#agent#<agent_id>#<YYYY-MM>`
+    (one of its agents'), UTC months. Counters only grow, by `ADD`, after every model request.
     """
+
+    ORG_KEY = "key"
 
     class Meta(_Base.Meta):
         table_name = "spend"
@@ -145,12 +179,16 @@ class JudgeRow(_Base):
     """A judge header (`version` 0: name, latest version) or one immutable published judge
     version (`version` >= 1: its spec and rubric hash), seed 004 "A different judge invalidates"."""
 
+    ORG_KEY = "judge_key"
+
     class Meta(_Base.Meta):
         table_name = "judges"
 
-    judge_id = UnicodeAttribute(hash_key=True)
+    judge_key = UnicodeAttribute(hash_key=True)
+    """`<org_id>#<judge_id>`."""
     version = NumberAttribute(range_key=True)
     org_id = UnicodeAttribute()
+    judge_id = UnicodeAttribute()
     name = UnicodeAttribute(default="")
     latest_version = NumberAttribute(default=0)
     spec = JSONAttribute(null=True)
@@ -180,6 +218,8 @@ class EnvironmentRow(_Base):
 class SuiteFireIndex(GlobalSecondaryIndex):
     """Sparse: suites with a schedule carry `fire_flag`; the tick reads those due by `next_fire_at_ms`."""
 
+    SERVICE_WIDE = "the one-minute tick fires every organization's due schedules"
+
     class Meta:
         index_name = "next_fire"
         projection = AllProjection()
@@ -190,6 +230,8 @@ class SuiteFireIndex(GlobalSecondaryIndex):
 
 class SuiteDueIndex(GlobalSecondaryIndex):
     """Sparse: suites with a trigger waiting carry `due_flag`; the tick starts those due by `due_at_ms`."""
+
+    SERVICE_WIDE = "the one-minute tick starts every organization's due triggers"
 
     class Meta:
         index_name = "due"
@@ -215,12 +257,16 @@ class SuiteRow(_Base):
     version is absorbed); `active_run_id` is the one eval run it has going.
     """
 
+    ORG_KEY = "agent_key"
+
     class Meta(_Base.Meta):
         table_name = "suites"
 
-    agent_id = UnicodeAttribute(hash_key=True)
+    agent_key = UnicodeAttribute(hash_key=True)
+    """`<org_id>#<agent_id>`."""
     suite_id = UnicodeAttribute(range_key=True)
     org_id = UnicodeAttribute()
+    agent_id = UnicodeAttribute()
     name = UnicodeAttribute(default="")
     dataset_id = UnicodeAttribute()
     dataset_version = NumberAttribute(null=True)
@@ -260,12 +306,16 @@ class SuiteRow(_Base):
 class SuiteResultRow(_Base):
     """One result of a suite: its word, why, the cases behind it and the run (seed 004 "What a result must meet")."""
 
+    ORG_KEY = "suite_key"
+
     class Meta(_Base.Meta):
         table_name = "suite_results"
 
-    suite_id = UnicodeAttribute(hash_key=True)
+    suite_key = UnicodeAttribute(hash_key=True)
+    """`<org_id>#<agent_id>#<suite_id>`: a suite is named by its agent's id and its own."""
     started_key = UnicodeAttribute(range_key=True)
     """`<started_at ISO>#<result id>`: newest last."""
+    suite_id = UnicodeAttribute()
     result_id = UnicodeAttribute()
     org_id = UnicodeAttribute()
     agent_id = UnicodeAttribute()
@@ -285,12 +335,17 @@ class SuiteResultRow(_Base):
 class PromotionRow(_Base):
     """A promotion of a version onto an environment, waiting for its guards or done."""
 
+    ORG_KEY = "agent_key"
+
     class Meta(_Base.Meta):
         table_name = "promotions"
 
-    agent_id = UnicodeAttribute(hash_key=True)
+    agent_key = UnicodeAttribute(hash_key=True)
+    """`<org_id>#<agent_id>`."""
     promotion_id = UnicodeAttribute(range_key=True)
+    """`p<epoch ms><nonce>` for a promotion, `lock#<environment_id>` for an environment's lock."""
     org_id = UnicodeAttribute()
+    agent_id = UnicodeAttribute()
     environment_id = UnicodeAttribute()
     version = NumberAttribute()
     from_version = NumberAttribute(null=True)
@@ -306,6 +361,8 @@ class PromotionRow(_Base):
 
 class NotificationRow(_Base):
     """One notice for one person (the notification center)."""
+
+    ORG_KEY = "recipient"
 
     class Meta(_Base.Meta):
         table_name = "notifications"
@@ -339,12 +396,16 @@ class DatasetOrgIndex(GlobalSecondaryIndex):
 class DatasetRow(_Base):
     """A dataset header (`version` 0) or one immutable dataset version (`version` >= 1)."""
 
+    ORG_KEY = "dataset_key"
+
     class Meta(_Base.Meta):
         table_name = "datasets"
 
-    dataset_id = UnicodeAttribute(hash_key=True)
+    dataset_key = UnicodeAttribute(hash_key=True)
+    """`<org_id>#<dataset_id>`."""
     version = NumberAttribute(range_key=True)
     org_id = UnicodeAttribute()
+    dataset_id = UnicodeAttribute()
     name = UnicodeAttribute(default="")
     created_at = UnicodeAttribute()
     created_by = UnicodeAttribute(default="")
@@ -359,12 +420,15 @@ class DatasetRow(_Base):
 
 
 class DatasetCaseRow(_Base):
-    """One case of one dataset version, keyed `dataset_id#version` and the stable `case_id`."""
+    """One case of one dataset version, keyed by the version and the stable `case_id`."""
+
+    ORG_KEY = "version_key"
 
     class Meta(_Base.Meta):
         table_name = "dataset_cases"
 
-    dataset_key = UnicodeAttribute(hash_key=True)
+    version_key = UnicodeAttribute(hash_key=True)
+    """`<org_id>#<dataset_id>#<version>`."""
     case_id = UnicodeAttribute(range_key=True)
     case = JSONAttribute()
 
@@ -382,25 +446,35 @@ class RunOrgIndex(GlobalSecondaryIndex):
 
 
 class RunAgentIndex(GlobalSecondaryIndex):
+    """An agent's runs, newest last."""
+
+    ORG_KEY = "agent_key"
+
     class Meta:
         index_name = "agent_created"
         projection = AllProjection()
 
-    agent_id = UnicodeAttribute(hash_key=True)
+    agent_key = UnicodeAttribute(hash_key=True)
     created_at = UnicodeAttribute(range_key=True)
 
 
 class RunDatasetIndex(GlobalSecondaryIndex):
+    """A dataset's runs, newest last."""
+
+    ORG_KEY = "dataset_key"
+
     class Meta:
         index_name = "dataset_created"
         projection = AllProjection()
 
-    dataset_id = UnicodeAttribute(hash_key=True)
+    dataset_key = UnicodeAttribute(hash_key=True)
     created_at = UnicodeAttribute(range_key=True)
 
 
 class RunStatusIndex(GlobalSecondaryIndex):
     """Serves the sweep: running/queued runs by how long ago they last moved."""
+
+    SERVICE_WIDE = "the sweep fails every organization's abandoned runs"
 
     class Meta:
         index_name = "status_heartbeat"
@@ -420,13 +494,21 @@ class RunRow(_Base):
     every case attempt, and one string costs far less to (de)serialize than a list of thousands.
     """
 
+    ORG_KEY = "run_key"
+
     class Meta(_Base.Meta):
         table_name = "eval_runs"
 
-    run_id = UnicodeAttribute(hash_key=True)
+    run_key = UnicodeAttribute(hash_key=True)
+    """`<org_id>#<run_id>` (not the organization alone: one organization's runs would share a partition)."""
+    run_id = UnicodeAttribute()
     org_id = UnicodeAttribute()
     agent_id = UnicodeAttribute()
+    agent_key = UnicodeAttribute()
+    """`<org_id>#<agent_id>`: the hash key of `agent_index`."""
     dataset_id = UnicodeAttribute()
+    dataset_key = UnicodeAttribute()
+    """`<org_id>#<dataset_id>`: the hash key of `dataset_index`."""
     dataset_version = NumberAttribute()
     created_at = UnicodeAttribute()
     created_by = UnicodeAttribute(default="")
@@ -489,11 +571,13 @@ class RunRow(_Base):
 class AttemptOrderIndex(LocalSecondaryIndex):
     """Attempts of a run in the order they were recorded: the live-updates cursor."""
 
+    ORG_KEY = "run_key"
+
     class Meta:
         index_name = "recorded_order"
         projection = AllProjection()
 
-    run_id = UnicodeAttribute(hash_key=True)
+    run_key = UnicodeAttribute(hash_key=True)
     recorded_key = UnicodeAttribute(range_key=True)
 
 
@@ -505,11 +589,15 @@ class AttemptRow(_Base):
     attempt's write claimed, so a redelivered message can re-send it.
     """
 
+    ORG_KEY = "run_key"
+
     class Meta(_Base.Meta):
         table_name = "attempts"
 
-    run_id = UnicodeAttribute(hash_key=True)
+    run_key = UnicodeAttribute(hash_key=True)
+    """`<org_id>#<run_id>`, as the run's."""
     attempt_key = UnicodeAttribute(range_key=True)
+    run_id = UnicodeAttribute()
     recorded_key = UnicodeAttribute()
     arm_id = UnicodeAttribute()
     case_id = UnicodeAttribute()

@@ -13,7 +13,6 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import jwt
 from chalice import Blueprint, Response
 from pydantic import BaseModel, ValidationError
 
@@ -26,6 +25,7 @@ from chalicelib.errors import (
     ForbiddenError,
     InvalidInputError,
     NotFoundError,
+    PayloadTooLargeError,
     UnauthenticatedError,
     invalid_input,
 )
@@ -39,6 +39,7 @@ STATUS: dict[type[AssayError], int] = {
     ForbiddenError: 403,
     NotFoundError: 404,
     ConflictError: 409,
+    PayloadTooLargeError: 413,
 }
 
 M = TypeVar("M", bound=BaseModel)
@@ -74,25 +75,70 @@ def shape_chalice_errors(event: Any, get_response: Callable[[Any], Response]) ->
     return response
 
 
-def issue_token(org_id: str, user_id: str, *, secret: str, issuer: str = "assay",
+GATEWAY_ERRORS: dict[int, tuple[str, str]] = {
+    400: ("bad_request", "the request could not be read"),
+    401: ("unauthenticated", "missing or invalid Authorization: Bearer <token> header"),
+    403: ("forbidden", "the request was refused"),
+    404: ("not_found", "no route matches this path"),
+    405: ("method_not_allowed", "this route does not take that method"),
+    413: ("payload_too_large", "the request is larger than the API takes"),
+    415: ("unsupported_media_type", "send the body as application/json"),
+    429: ("throttled", "too many requests: slow down and try again"),
+    500: ("internal", "internal error"),
+    502: ("bad_gateway", "the service answered badly: try again"),
+    504: ("timeout", "the request took longer than the API waits (29 s)"),
+}
+"""`(code, message)` of each error the gateway answers without a view (an unknown route, throttling, a
+timeout...): the embedded stack's local gateway and API Gateway's Gateway Responses (`infra.gateway`)
+answer these fixed texts, which never repeat anything of the request."""
+
+HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+def answer_other_methods(app: Any) -> None:
+    """Give every route a view for the methods it does not take, answering 405 in the API's shape
+    with an `Allow` header; call once, after every blueprint is registered.
+
+    On AWS, API Gateway answers a method a resource lacks itself, as it answers an unknown path
+    (`MISSING_AUTHENTICATION_TOKEN`, which the Gateway Responses make a 404): with these views a
+    wrong method is a 405 there too, as it is locally.
+    """
+    for i, (path, views) in enumerate(sorted(app.routes.items())):
+        missing = [m for m in HTTP_METHODS if m not in views]
+        if not missing:
+            continue
+        allow = ", ".join(sorted(views))
+
+        def refuse(*_: Any, _allow: str = allow, **__: Any) -> Response:
+            code, message = GATEWAY_ERRORS[405]
+            return Response(body={"error": {"code": code, "message": f"{message}: it takes {_allow}"}},
+                            status_code=405, headers={"Content-Type": "application/json", "Allow": _allow})
+
+        app.route(path, methods=missing, content_types=["*/*"], name=f"method_not_allowed_{i}")(refuse)
+
+
+def issue_token(org_id: str, user_id: str, *, secret: str, issuer: str = "assay", audience: str | None = None,
                 ttl_seconds: int | None = None, now_s: int | None = None,
                 permissions: list[str] | None = None) -> str:
     """A signed HS256 bearer token naming an organization (`org`) and user (`sub`), and optionally
-    what they may do (`permissions`; without it, everything)."""
-    claims: dict[str, Any] = {"sub": user_id, "org": org_id, "iss": issuer}
-    if permissions is not None:
-        claims["permissions"] = list(permissions)
-    if ttl_seconds is not None and now_s is not None:
-        claims["iat"] = now_s
-        claims["exp"] = now_s + ttl_seconds
-    return jwt.encode(claims, secret, algorithm="HS256")
+    what they may do (`permissions`; without it, everything).
+
+    It expires `ttl_seconds` after `now_s` (defaults: `ASSAY_TOKEN_TTL_SECONDS`, 8 h, from now); its
+    audience defaults to `ASSAY_JWT_AUDIENCE` ("assay").
+    """
+    c = bootstrap.container()
+    return c.tokens.issue(org_id, user_id, secret=secret, issuer=issuer,
+                          audience=c.settings.assay_jwt_audience if audience is None else audience,
+                          ttl_seconds=c.settings.assay_token_ttl_seconds if ttl_seconds is None else ttl_seconds,
+                          now_s=now_s, permissions=permissions)
 
 
 def identity_from(headers: dict[str, str]) -> Identity:
-    """The caller named by the `Authorization: Bearer <jwt>` header.
+    """The caller named by the `Authorization: Bearer <jwt>` header (`adapters.tokens` verifies it).
 
     Raises:
-        UnauthenticatedError: no header, not a bearer token, a bad signature, expired, or no org/sub.
+        UnauthenticatedError: no header, not a bearer token, or a token that does not verify (the
+            message says why, never repeating the token).
     """
     auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
     if not auth:
@@ -100,22 +146,7 @@ def identity_from(headers: dict[str, str]) -> Identity:
     scheme, _, token = auth.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise UnauthenticatedError("Authorization must be 'Bearer <token>'", field="Authorization")
-    settings = bootstrap.container().settings
-    try:
-        claims = jwt.decode(token.strip(), settings.assay_jwt_secret, algorithms=["HS256"],
-                            issuer=settings.assay_jwt_issuer, options={"require": ["sub", "org"]})
-    except jwt.PyJWTError as exc:
-        raise UnauthenticatedError(f"invalid token: {exc}", field="Authorization") from None
-    if not isinstance(claims.get("org"), str) or not isinstance(claims.get("sub"), str):
-        raise UnauthenticatedError("token must name org and sub as strings", field="Authorization")
-    if not claims["org"] or claims["org"].startswith("#"):
-        # `#...` partitions are the service's own (e.g. the agent-id claims).
-        raise UnauthenticatedError("token names no valid organization", field="Authorization")
-    perms = claims.get("permissions")
-    if perms is not None and not (isinstance(perms, list) and all(isinstance(p, str) for p in perms)):
-        raise UnauthenticatedError("token permissions must be a list of strings", field="Authorization")
-    return Identity(org_id=claims["org"], user_id=claims["sub"],
-                    permissions=frozenset(perms) if perms is not None else None)
+    return bootstrap.container().tokens.identify(token.strip())
 
 
 def json_body(bp: Blueprint) -> Any:

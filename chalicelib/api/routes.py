@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chalice import Blueprint
+from chalice import Blueprint, Response
 
 from chalicelib.api.common import api_view, int_param, json_body, parse, query_param, shape_chalice_errors
 from chalicelib.api.schemas import (
@@ -18,12 +18,15 @@ from chalicelib.api.schemas import (
     CreateModelProfile,
     GradeAgain,
     Publish,
+    PutSecret,
     Rescore,
     SetBudget,
     StartRun,
     UpdateDraft,
+    UploadRecording,
 )
-from chalicelib.errors import InvalidInputError
+from chalicelib.domain.ids import MAX_RECORDING_BYTES
+from chalicelib.errors import InvalidInputError, PayloadTooLargeError
 from chalicelib.services import agents as agent_service
 from chalicelib.services import budgets as budget_service
 from chalicelib.services import environments as environment_service
@@ -34,7 +37,9 @@ from chalicelib.services import datasets as dataset_service
 from chalicelib.services import model_profiles as profile_service
 from chalicelib.services import notifications as notification_service
 from chalicelib.services import promotions as promotion_service
+from chalicelib.services import recordings as recording_service
 from chalicelib.services import runs as run_service
+from chalicelib.services import secrets as secret_service
 from chalicelib.services import suites as suite_service
 from chalicelib.services import summaries as summary_service
 
@@ -209,7 +214,7 @@ def create_suite(c, who, agent_id):
 @api_view(bp)
 def list_suites(c, who, agent_id):
     c.agents.get(who.org_id, agent_id)
-    return {"suites": [suite_service.view(r) for r in c.suites.of_agent(agent_id) if r.org_id == who.org_id]}
+    return {"suites": [suite_service.view(r) for r in c.suites.of_agent(who.org_id, agent_id)]}
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}", methods=["GET"])
@@ -319,7 +324,7 @@ def create_judge(c, who):
 @api_view(bp)
 def get_judge(c, who, judge_id):
     return {**judge_service.header_view(c.judges.get(who.org_id, judge_id)),
-            "versions": [judge_service.version_view(r) for r in c.judges.versions(judge_id)]}
+            "versions": [judge_service.version_view(r) for r in c.judges.versions(who.org_id, judge_id)]}
 
 
 @bp.route("/api/v1/judges/{judge_id}/versions", methods=["POST"])
@@ -376,7 +381,7 @@ def add_dataset_version(c, who, dataset_id):
 def list_cases(c, who, dataset_id, version):
     row = dataset_service.resolve_version(c, who, dataset_id, int(version) if _is_number(version) else version)
     return {"dataset_id": dataset_id, "version": int(row.version),
-            "cases": c.datasets.cases(dataset_id, int(row.version))}
+            "cases": c.datasets.cases(who.org_id, dataset_id, int(row.version))}
 
 
 @bp.route("/api/v1/datasets/{dataset_id}/eval-runs", methods=["GET"])
@@ -522,3 +527,66 @@ def agent_summaries(c, who):
 @api_view(bp)
 def seed_agent_summaries(c, who):
     return _summaries(c, who)
+
+
+# --- the organization's secrets (write-only) and recordings ------------------------------------
+
+
+def _no_content() -> Response:
+    return Response(body="", status_code=204)
+
+
+@bp.route("/api/v1/secrets", methods=["GET"])
+@api_view(bp)
+def list_secrets(c, who):
+    return secret_service.list_secrets(c, who)
+
+
+@bp.route("/api/v1/secrets/{name}", methods=["PUT"])
+@api_view(bp)
+def put_secret(c, who, name):
+    return secret_service.put(c, who, name, parse(PutSecret, json_body(bp)).value)
+
+
+@bp.route("/api/v1/secrets/{name}", methods=["GET"])
+@api_view(bp)
+def get_secret(c, who, name):
+    return secret_service.get(c, who, name)
+
+
+@bp.route("/api/v1/secrets/{name}", methods=["DELETE"])
+@api_view(bp)
+def delete_secret(c, who, name):
+    secret_service.delete(c, who, name)
+    return _no_content()
+
+
+@bp.route("/api/v1/recordings", methods=["POST"])
+@api_view(bp)
+def upload_recording(c, who):
+    raw = bp.current_request.raw_body or b""
+    if len(raw) > MAX_RECORDING_BYTES:  # a Lambda behind API Gateway takes at most 6 MB
+        raise PayloadTooLargeError(f"content: a request takes at most {MAX_RECORDING_BYTES} bytes (5 MiB); "
+                                   f"this one has {len(raw)}", field="content")
+    body = parse(UploadRecording, json_body(bp))
+    view, created = recording_service.upload(c, who, body.content, body.recording_id)
+    return view, 201 if created else 200
+
+
+@bp.route("/api/v1/recordings", methods=["GET"])
+@api_view(bp)
+def list_recordings(c, who):
+    return recording_service.list_recordings(c, who)
+
+
+@bp.route("/api/v1/recordings/{recording_id}", methods=["GET"])
+@api_view(bp)
+def get_recording(c, who, recording_id):
+    return recording_service.get(c, who, recording_id)
+
+
+@bp.route("/api/v1/recordings/{recording_id}", methods=["DELETE"])
+@api_view(bp)
+def delete_recording(c, who, recording_id):
+    recording_service.delete(c, who, recording_id)
+    return _no_content()

@@ -11,6 +11,11 @@ class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+Ref = Annotated[str, Field(min_length=1, pattern=r"^[^#/]+$")]
+"""An id naming something of the caller's organization. Ids never contain `#` or `/` (the stores'
+composite keys use `#`), so one that does is refused (400 naming the field) rather than looked up."""
+
+
 class CreateAgent(Body):
     name: str = Field(min_length=1, max_length=200)
     """A person's name for the agent."""
@@ -57,23 +62,23 @@ class AddDatasetVersion(Body):
 class StartRun(Body):
     """The body of `/eval-runs` and (issue 4) `/eval-runs/estimate`."""
 
-    dataset_id: str = Field(min_length=1)
+    dataset_id: Ref
     dataset_version: StrictInt | Literal["latest"] | None = None
     """A dataset version number, default the latest."""
     candidate: Literal["draft", "version", "latest", "published"] | StrictInt = "version"
     """`draft`, or a published version (`version` with `version`, or directly a selector)."""
     version: StrictInt | Literal["latest", "published"] | None = None
     """With `candidate: "version"`: a number, `latest` (default) or `published`."""
-    environment_id: str | None = None
+    environment_id: Ref | None = None
     """The environment whose test connections the cases use."""
     paired_baseline: StrictBool = False
     """Run the version before the candidate in the same run, as the baseline (seed 004)."""
     reruns: StrictInt | None = Field(None, ge=0, le=5)
     """Reruns of each flipped case on both sides (default EVAL_RERUNS); a baseline needs >= 1.
     For a stability run: how often every case is asked again (default 1)."""
-    baseline_run_id: str | None = Field(None, min_length=1)
+    baseline_run_id: Ref | None = None
     """An earlier completed run of the same agent and dataset to compare with."""
-    model_profile_ids: list[Annotated[str, Field(min_length=1)]] | None = Field(None, min_length=1, max_length=5)
+    model_profile_ids: list[Ref] | None = Field(None, min_length=1, max_length=5)
     """Run the candidate once per model profile, each as an arm; a baseline runs on the first."""
     stability: StrictBool = False
     """Measure how steady the answers are: every case asked, then asked again; nothing compared."""
@@ -86,7 +91,8 @@ class CreateModelProfile(Body):
     """The provider's model name."""
     name: str = ""
     settings: dict[str, Any] = Field(default_factory=dict)
-    """Spec keys laid over an agent's spec on this profile (e.g. `base_url`, `api_key_env`)."""
+    """Connection keys laid over an agent's spec on this profile (`base_url`, `api_key_secret`, `extra_headers`,
+    `max_tokens`, `system_prompt`, `url`, `headers`); nothing else is accepted."""
     temperature: float | None = Field(None, ge=0, le=2)
     price: dict[str, Any] | None = None
     """`{"input_per_mtok_usd", "output_per_mtok_usd"}`, USD per 1M tokens."""
@@ -121,7 +127,7 @@ class GradeAgain(Body):
 class Rescore(Body):
     score_ids: list[ScoreId] | None = Field(None, min_length=1, max_length=1000)
     """Judge scores to grade again, of any runs over the dataset."""
-    run_id: str | None = Field(None, min_length=1)
+    run_id: Ref | None = None
     """Or every score of this run that is not graded."""
 
 
@@ -136,7 +142,7 @@ class CreateEnvironment(Body):
 
 
 class Promote(Body):
-    environment_id: str = Field(min_length=1)
+    environment_id: Ref
     version: StrictInt = Field(ge=1)
 
 
@@ -145,10 +151,10 @@ class SuiteBody(Body):
 
     suite_id: Id | None = None
     name: str | None = Field(None, max_length=200)
-    dataset_id: str | None = Field(None, min_length=1)
+    dataset_id: Ref | None = None
     dataset_version: StrictInt | None = Field(None, ge=1)
     """Pinned dataset version; absent or null: the latest when a run starts."""
-    environment_id: str | None = Field(None, min_length=1)
+    environment_id: Ref | None = None
     """The environment whose version it checks; absent: the default one."""
     threshold: dict[str, Any] | None = None
     """`{min_pass_rate?, max_regressions?, max_cost_per_pass_rise_pct?, max_p95_latency_rise_pct?}`."""
@@ -163,3 +169,19 @@ class SuiteBody(Body):
 
 class EmailSettings(Body):
     email: StrictBool
+
+
+class PutSecret(Body):
+    """`PUT /api/v1/secrets/{name}`."""
+
+    value: Any = Field(...)
+    """The secret's value: a non-empty string of at most 16 KiB (checked by the service, never echoed)."""
+
+
+class UploadRecording(Body):
+    """`POST /api/v1/recordings`."""
+
+    recording_id: Any = None
+    """The recording's id (`^[A-Za-z0-9_.-]{1,64}$`, no `..`); default `rec-<sha256 prefix>` of the content."""
+    content: Any = Field(...)
+    """The JSONL text: one `{"case_id"?, "input"?, "answer", ...}` object per line (checked by the service)."""

@@ -1,34 +1,310 @@
-"""Recognized secrets replaced before an answer is kept (seed 004 "What a run keeps")."""
+"""Recognized secrets replaced before anything is kept or shown (seed 004 "What a run keeps").
+
+Answers, call arguments and results, errors, every scorer and judge reason, `model`,
+`guardrail`, notices and email, suite result reasons and dataset cases pass through `redact`
+(or `redact_value`) before they are stored: the same placeholders everywhere,
+`[REDACTED:<kind>]`. Where a secret sits in a `key=value` (or JSON, or `Bearer <token>`)
+context the key stays and only the value goes: `aws_secret_access_key=[REDACTED:aws_secret_key]`.
+
+Where the patterns come from. Most are the `denylist` regexes of detect-secrets' plugins (Yelp's
+maintained detector, `detect_secrets.plugins.*`), read from the installed package on first use so
+an upgrade brings its new patterns: AWS access key ids (AKIA, ASIA, ABIA, ACCA, A3T) and quoted
+AWS secret keys after an `aws...key` name, GitHub (ghp_/gho_/ghu_/ghs_/ghr_), GitLab, OpenAI
+(the `T3BlbkFJ` form), Slack tokens and webhooks, JWTs (checked with its `is_formally_valid`),
+basic-auth passwords in URLs, Stripe, SendGrid, Twilio, Mailchimp, Discord, Telegram, npm,
+PyPI, Square and Azure storage keys. Plugins that guess from entropy or keywords, or that match
+ordinary upper-case words (Artifactory's `AP...`), are not used. Ours, only where it has none or
+one too narrow to redact with: Anthropic keys (`sk-ant-`), OpenAI keys without the marker
+(`sk-`, `sk-proj-`...), GitHub fine-grained tokens (`github_pat_`), Google API keys (`AIza`),
+Slack tokens that are not all digits, AWS secret keys and session tokens in unquoted `key=value`
+or JSON, `Bearer` tokens, `Authorization: Basic` values, and whole private-key blocks
+(detect-secrets flags the `BEGIN ... PRIVATE KEY` line only).
+
+A token-shaped match counts only at a word's start (`task-...` never loses its `sk-...` tail,
+`xAKIA...` is not a key id: no false split) and runs to its word's end (a key with more glued
+on is replaced whole). The organization's own stored secret values (`known`, from its secrets
+store) are replaced wherever they appear, as `[REDACTED:secret]`; values shorter than
+`MIN_KNOWN_CHARS` are not searched for (they would blank ordinary words).
+
+Pure: no I/O. detect-secrets is imported lazily (its import costs ~0.2 s) and only for its
+patterns; nothing is verified against any service.
+"""
 
 from __future__ import annotations
 
+import importlib
+import json
 import re
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"sk-[A-Za-z0-9_\-]{20,}"), "[REDACTED:api_key]"),
-    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), "[REDACTED:aws_access_key]"),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), "[REDACTED:github_token]"),
-    (re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}\b"), "[REDACTED:slack_token]"),
-    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9_\-\.=]{20,}"), "Bearer [REDACTED:token]"),
-    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]+?-----END [A-Z ]*PRIVATE KEY-----"),
-     "[REDACTED:private_key]"),
+MIN_KNOWN_CHARS = 8
+MIN_FRAGMENT_CHARS = 6
+"""The shortest cut-off start of a known value (before a `...`) that is redacted."""
+PLACEHOLDER = "[REDACTED:{kind}]"
+_WORD = "A-Za-z0-9"
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-]*")
+_JWT_TAIL = re.compile(r"[A-Za-z0-9_\-.+/=]*")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One recognizer: a pattern, the kind its placeholder names, and what of a match is secret.
+
+    Attributes:
+        kind: the placeholder's kind (`aws_access_key` -> `[REDACTED:aws_access_key]`).
+        pattern: the compiled regex.
+        group: the group holding the secret (0: the whole match); the rest of a match (a key name,
+            `Bearer `, a URL's user) is context and stays.
+        word: a token-shaped secret: it must start a word (the character before is not a letter or
+            digit) and it runs on to the end of its word (`tail`).
+        tail: the characters a match is extended over at its end (None: none).
+        valid: a further check of the secret text (e.g. a JWT's header decodes as JSON).
+        source: `detect-secrets <plugin>` or `assay`.
+    """
+
+    kind: str
+    pattern: re.Pattern[str]
+    group: int = 0
+    word: bool = True
+    tail: re.Pattern[str] | None = _TOKEN_TAIL
+    valid: Callable[[str], bool] | None = None
+    source: str = "assay"
+
+
+def _own_rules() -> tuple[list[Rule], list[Rule], list[Rule]]:
+    """Patterns detect-secrets has none of (or none to redact with), see the module docstring:
+    `(blocks, key=value contexts, tokens)`."""
+    kv = r"""(?:\\?["'])?\s*(?:=|:=|=>|:)\s*(?:\\?["'])?"""
+    blocks = [
+        Rule("private_key", re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*\Z)"), word=False, tail=None),
+        Rule("private_key", re.compile(r"PuTTY-User-Key-File-\d+:[\s\S]*?Private-MAC: *[0-9a-fA-F]+"),
+             word=False, tail=None),
+    ]
+    tokens = [
+        Rule("anthropic_key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{20,}")),
+        Rule("openai_key", re.compile(
+            r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]*?[A-Za-z0-9]{20}[A-Za-z0-9_\-]*")),
+        Rule("github_token", re.compile(r"github_pat_[A-Za-z0-9_]{22,}")),
+        Rule("github_token", re.compile(r"gh[pousr]_[A-Za-z0-9_]{30,}")),
+        Rule("google_api_key", re.compile(r"AIza[0-9A-Za-z_\-]{35}")),
+        Rule("slack_token", re.compile(r"xox[abposre]-[A-Za-z0-9\-]{10,}")),
+    ]
+    contexts = [
+        Rule("aws_secret_key", re.compile(
+            r"(?i)(?:aws[_\-. ]?secret(?:[_\-. ]?access)?(?:[_\-. ]?key)?|secret[_\-. ]?(?:access[_\-. ]?)?key)" + kv
+            + r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"), group=1, word=False, tail=None),
+        Rule("aws_session_token", re.compile(
+            r"(?i)(?:aws[_\-. ]?)?(?:session|security)[_\-. ]?token" + kv + r"([A-Za-z0-9/+=]{40,})"),
+            group=1, word=False, tail=None),
+        Rule("basic_auth", re.compile(r"(?i)\bauthorization" + kv + r"basic\s+([A-Za-z0-9+/]{8,}={0,2})"),
+             group=1, word=False, tail=None),
+        Rule("bearer_token", re.compile(r"(?i)\bbearer\s+((?=[A-Za-z0-9_\-.~+/]*[0-9])[A-Za-z0-9_\-.~+/]{16,}=*)"),
+             group=1, word=False, tail=None),
+    ]
+    return blocks, contexts, tokens
+
+
+_DETECTORS: tuple[tuple[str, str, tuple[tuple[str, int, bool], ...]], ...] = (
+    # (plugin module, class, one (kind, secret group, token-shaped) per entry of its `denylist`)
+    ("aws", "AWSKeyDetector", (("aws_access_key", 0, True), ("aws_secret_key", 1, False))),
+    ("github_token", "GitHubTokenDetector", (("github_token", 0, True),)),
+    ("gitlab_token", "GitLabTokenDetector", tuple(("gitlab_token", 0, True) for _ in range(7))),
+    ("openai", "OpenAIDetector", (("openai_key", 0, True),)),
+    ("slack", "SlackDetector", (("slack_token", 0, True), ("slack_webhook", 0, True))),
+    ("jwt", "JwtTokenDetector", (("jwt", 0, True),)),
+    ("basic_auth", "BasicAuthDetector", (("basic_auth", 1, False),)),
+    ("stripe", "StripeDetector", (("stripe_key", 0, True),)),
+    ("sendgrid", "SendGridDetector", (("sendgrid_key", 0, True),)),
+    ("twilio", "TwilioKeyDetector", (("twilio_key", 0, True), ("twilio_key", 0, True))),
+    ("mailchimp", "MailchimpDetector", (("mailchimp_key", 0, True),)),
+    ("discord", "DiscordBotTokenDetector", (("discord_token", 0, True),)),
+    ("telegram_token", "TelegramBotTokenDetector", (("telegram_token", 0, True),)),
+    ("npm", "NpmDetector", (("npm_token", 1, False),)),
+    ("pypi_token", "PypiTokenDetector", (("pypi_token", 0, True), ("pypi_token", 0, True))),
+    ("square_oauth", "SquareOAuthDetector", (("square_oauth", 0, True),)),
+    ("azure_storage_key", "AzureStorageKeyDetector", (("azure_storage_key", 0, False),)),
 )
 
 
-def redact(text: str) -> str:
-    """`text` with every recognized secret replaced by its placeholder."""
-    for pattern, placeholder in _PATTERNS:
-        text = pattern.sub(placeholder, text)
-    return text
+def _detector_rules() -> list[Rule]:
+    rules: list[Rule] = []
+    for module_name, class_name, entries in _DETECTORS:
+        module = importlib.import_module(f"detect_secrets.plugins.{module_name}")
+        detector = getattr(module, class_name)
+        denylist = list(detector.denylist)
+        if len(denylist) != len(entries):
+            raise RuntimeError(f"detect-secrets {class_name} has {len(denylist)} patterns, assay knows "
+                               f"{len(entries)}: check chalicelib.domain.redaction against the new release")
+        valid = getattr(detector, "is_formally_valid", None)
+        for pattern, (kind, group, word) in zip(denylist, entries, strict=True):
+            tail = (_JWT_TAIL if kind == "jwt" else _TOKEN_TAIL) if word else None
+            rules.append(Rule(kind, pattern, group=group, word=word, tail=tail, valid=valid,
+                              source=f"detect-secrets {class_name}"))
+    return rules
 
 
-def redact_value(value: Any) -> Any:
-    """`redact` applied to every string inside a JSON-like value (dicts, lists, strings)."""
+_rules: tuple[Rule, ...] | None = None
+_rules_lock = threading.Lock()
+
+
+def rules() -> tuple[Rule, ...]:
+    """Every recognizer, in order of precedence (built once per process)."""
+    global _rules
+    if _rules is None:
+        with _rules_lock:
+            if _rules is None:
+                blocks, contexts, tokens = _own_rules()
+                # A private-key block first (it swallows whatever it holds), then the key=value and
+                # `Bearer` contexts (so a JWT after `Bearer ` is a bearer token), detect-secrets'
+                # patterns, then our own tokens; where two overlap the earlier start wins, then this order.
+                _rules = (*blocks, *contexts, *_detector_rules(), *tokens)
+    return _rules
+
+
+Known = str | tuple[str, str]
+"""A value to redact wherever it appears: a stored secret's value (`[REDACTED:secret]`), or
+`(value, kind)` for a secret found elsewhere (e.g. in the original answer) and named by its kind."""
+
+_CLIP = re.compile(r"""["']?(?:…|\.\.\.)""")
+"""Where a quoted text was cut (`'abc'...`, `abc…`): a secret cut there leaves a prefix behind."""
+
+
+def _needles(known: Iterable[Known]) -> dict[str, str]:
+    needles: dict[str, str] = {}
+    for item in known:
+        value, kind = (item, "secret") if isinstance(item, str) else item
+        if not isinstance(value, str) or len(value) < MIN_KNOWN_CHARS:
+            continue
+        # The value as written, inside JSON text, and as Python's repr shows it (scorer reasons).
+        for form in (value, json.dumps(value)[1:-1], repr(value)[1:-1]):
+            needles.setdefault(form, kind)
+    return needles
+
+
+def _known_spans(text: str, known: Iterable[Known]) -> list[tuple[int, int, str]]:
+    spans: list[tuple[int, int, str]] = []
+    needles = _needles(known)
+    for needle, kind in sorted(needles.items(), key=lambda n: len(n[0]), reverse=True):
+        start = text.find(needle)
+        while start != -1:
+            spans.append((start, start + len(needle), kind))
+            start = text.find(needle, start + len(needle))
+    if needles:
+        # A reason that quotes an answer cuts it (`'...AKIAIOSF'...`): the cut-off start of a known
+        # value, right before the cut, goes too.
+        for clip in _CLIP.finditer(text):
+            at = clip.start()
+            for needle, kind in needles.items():
+                if needle[:MIN_FRAGMENT_CHARS] not in text[max(0, at - len(needle)):at]:
+                    continue
+                for length in range(min(len(needle) - 1, at), MIN_FRAGMENT_CHARS - 1, -1):
+                    if text.startswith(needle[:length], at - length):
+                        spans.append((at - length, at, kind))
+                        break
+    return spans
+
+
+def _rule_spans(text: str, rule: Rule) -> list[tuple[int, int, str]]:
+    spans: list[tuple[int, int, str]] = []
+    for m in rule.pattern.finditer(text):
+        group = rule.group if rule.group <= (rule.pattern.groups or 0) else 0
+        start, end = m.span(group)
+        if start < 0 or start == end:
+            continue
+        if rule.word and start > 0 and re.match(f"[{_WORD}]", text[start - 1]):
+            continue
+        if rule.tail is not None:
+            end = rule.tail.match(text, end).end()
+            while end > start and text[end - 1] == ".":   # a sentence's full stop is not the token's
+                end -= 1
+        if rule.valid is not None and not rule.valid(text[start:end]):
+            continue
+        spans.append((start, end, rule.kind))
+    return spans
+
+
+def find(text: str, known: Iterable[Known] = ()) -> list[tuple[int, int, str]]:
+    """The secrets in `text` as sorted, non-overlapping `(start, end, kind)` spans.
+
+    Overlapping matches merge into one span named after the one that starts first (on a tie:
+    the organization's own values, then `rules()` order).
+    """
+    found = _known_spans(text, known)
+    for rule in rules():
+        found.extend(_rule_spans(text, rule))
+    found.sort(key=lambda s: s[0])  # stable: on a tie, the earlier rule stays first
+    merged: list[tuple[int, int, str]] = []
+    for start, end, kind in found:
+        if merged and start < merged[-1][1]:
+            last = merged[-1]
+            merged[-1] = (last[0], max(last[1], end), last[2])
+        else:
+            merged.append((start, end, kind))
+    return merged
+
+
+def redact(text: str, known: Iterable[Known] = (), *, context: str = "") -> str:
+    """`text` with every recognized secret, and every value in `known`, replaced by its placeholder.
+
+    Args:
+        text: any text about to be kept or shown.
+        known: the organization's own stored secret values (`secrets.values(org_id)`), and
+            `(value, kind)` pairs of secrets found elsewhere (`secrets_in`).
+        context: what precedes `text` where it came from, e.g. `"aws_secret_access_key="` for the
+            value of that key in a JSON object: read for context, never changed or returned.
+    """
+    if not text:
+        return text
+    known = tuple(known)
+    if context:
+        offset = len(context)
+        spans = [(max(start, offset) - offset, end - offset, kind) for start, end, kind in find(context + text, known)
+                 if end > offset]
+    else:
+        spans = find(text, known)
+    if not spans:
+        return text
+    out: list[str] = []
+    at = 0
+    for start, end, kind in spans:
+        out.append(text[at:start])
+        out.append(PLACEHOLDER.format(kind=kind))
+        at = end
+    out.append(text[at:])
+    return "".join(out)
+
+
+def secrets_in(*texts: str | None, known: Iterable[Known] = ()) -> list[tuple[str, str]]:
+    """`(secret, kind)` of every secret in `texts`: pass them as `known` to redact text that quotes
+    them, perhaps cut short (a scorer's reason quoting the original answer)."""
+    known = tuple(known)
+    found: dict[str, str] = {}
+    for text in texts:
+        if text:
+            for start, end, kind in find(text, known):
+                found.setdefault(text[start:end], kind)
+    return list(found.items())
+
+
+def redact_value(value: Any, known: Iterable[Known] = ()) -> Any:
+    """`redact` applied to every string inside a JSON-like value (dict keys and values, lists, strings);
+    a dict's string value is read as the value of its key (`{"AWS_SECRET_ACCESS_KEY": "..."}`)."""
+    known = tuple(known)
     if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, list):
-        return [redact_value(v) for v in value]
+        return redact(value, known)
+    if isinstance(value, list | tuple):
+        return [redact_value(v, known) for v in value]
     if isinstance(value, dict):
-        return {k: redact_value(v) for k, v in value.items()}
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            key = redact(k, known) if isinstance(k, str) else k
+            # A value is read after its key (`"aws_secret_access_key": "..."` is a key=value context).
+            out[key] = redact(v, known, context=f"{k}=") if isinstance(v, str) and isinstance(k, str) \
+                else redact_value(v, known)
+        return out
     return value

@@ -8,6 +8,7 @@ HTTP, polls every queue that has an `on_sqs_message` handler and fires every `@a
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import os
 import threading
@@ -18,6 +19,10 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 _DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+LOCAL_OPERATOR_DEFAULTS = {"ASSAY_PYTHON_AGENT_MODULES": "bench.agents,tests.support",
+                           "ASSAY_ALLOW_PRIVATE_NETWORK": "true"}
+"""What the embedded stack's operator allows unless the caller's environment or `env` says otherwise: the
+project's example agents as `python` entrypoints, and agents on this machine (DESIGN §8 "Trust boundary")."""
 API_LAMBDA_TIMEOUT_SECONDS = 29
 """API Gateway cuts requests at 29 s; the routes' Lambda context counts down from this."""
 
@@ -48,6 +53,15 @@ def _make_local_chalice(app: Any) -> None:
     if not isinstance(app, LocalChalice):
         cls = app.__class__
         app.__class__ = type(f"Local{cls.__name__}", (LocalChalice, cls), {})
+
+
+def gateway_error_body(status: int) -> dict[str, Any]:
+    """The body of an error the gateway answers itself (no view ran), as API Gateway's Gateway
+    Responses in `infra.gateway` answer it on AWS: `{"error": {"code", "message"}}`, a fixed text."""
+    from chalicelib.api.common import GATEWAY_ERRORS
+
+    code, message = GATEWAY_ERRORS[status]
+    return {"error": {"code": code, "message": message}}
 
 
 class EmbeddedStack:
@@ -135,6 +149,9 @@ class EmbeddedStack:
 
         for name, value in self._env_overrides.items():
             self._set_env(name, value)
+        for name, value in LOCAL_OPERATOR_DEFAULTS.items():
+            if name not in self._env_overrides and os.environ.get(name) is None:
+                self._set_env(name, value)
         endpoint = Settings().aws_endpoint_url
         if endpoint is None:
             self.moto = start_moto_process() if self._moto_process else start_moto_server()
@@ -197,11 +214,45 @@ class EmbeddedStack:
                                          wait_seconds=self._poll_wait_seconds, app_module=self._module)
 
     def _serve_http(self) -> None:
+        from http.server import BaseHTTPRequestHandler
+
         from chalice.config import Config
-        from chalice.local import ChaliceRequestHandler, LocalDevServer
+        from chalice.local import ChaliceRequestHandler, LocalDevServer, LocalGateway, LocalGatewayException
+
+        class RouteNotFound(LocalGatewayException):
+            CODE = 404
+
+        class JsonErrorGateway(LocalGateway):
+            """Chalice's LocalGateway, but an unknown route is a 404 in the API's error shape, as on
+            AWS (`infra.gateway`). Chalice's own answers 403 and, when the request has an
+            Authorization header, repeats that header - the caller's bearer token - in its message."""
+
+            def handle_request(self, method: str, path: str, headers: Any, body: Any) -> Any:
+                try:
+                    self.event_converter._route_matcher.match_route(path)  # noqa: SLF001 - Chalice's matcher
+                except ValueError:
+                    raise RouteNotFound({"Content-Type": "application/json"},
+                                        json.dumps(gateway_error_body(404)).encode()) from None
+                return super().handle_request(method, path, headers, body)
 
         class QuietHandler(ChaliceRequestHandler):
             disable_nagle_algorithm = True  # headers and body are separate sends (see motoserver)
+
+            def __init__(self, request: Any, client_address: Any, server: Any, app_object: Any,
+                         config: Any) -> None:
+                # ChaliceRequestHandler's own __init__ builds a plain LocalGateway, then serves.
+                self.local_gateway = JsonErrorGateway(app_object, config)
+                BaseHTTPRequestHandler.__init__(self, request, client_address, server)
+
+            def __getattr__(self, name: str) -> Any:
+                if name.startswith("do_"):  # a method no route has (TRACE, PROPFIND...): 405, our shape
+                    return self._method_not_allowed
+                raise AttributeError(name)
+
+            def _method_not_allowed(self) -> None:
+                self._parse_payload()
+                self._send_http_response(405, {"Content-Type": "application/json"},
+                                         json.dumps(gateway_error_body(405)))
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib's name
                 log.debug("api: " + format, *args)

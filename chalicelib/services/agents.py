@@ -9,14 +9,9 @@ from chalicelib.adapters.tables import AgentRow, AgentVersionRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain.identity import Identity
+from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.spec import spec_hash
-from chalicelib.errors import ConflictError, InvalidInputError, NotFoundError
-
-ID_CLAIMS_ORG = "#agent-ids"
-"""The agents-table partition holding one claim row per agent id, owned by the organization that
-took it. Versions, runs and summaries are keyed by `agent_id` alone, so an id must name one agent
-across organizations (as a dataset id does); no token can name this partition (`identity_from`
-refuses organizations starting with `#`)."""
+from chalicelib.errors import InvalidInputError, NotFoundError
 
 
 def _validate_spec(c: Container, spec: Any, field: str = "spec") -> dict[str, Any]:
@@ -50,14 +45,18 @@ def create_agent(c: Container, who: Identity, *, name: str, spec: dict[str, Any]
                  agent_id: str | None = None) -> AgentRow:
     """Create an agent whose draft is `spec`.
 
+    An agent id is unique within the organization only: another organization may have the same
+    one, which is another agent.
     Raises:
-        InvalidInputError: the spec names an unknown runtime or misses a field it needs.
+        InvalidInputError: the spec names an unknown runtime or misses a field it needs; an
+            `agent_id` with `#` or `/`.
         ConflictError: `agent_id` is taken in the organization.
     """
+    if agent_id is not None:
+        check_tenant_id(agent_id, "agent_id")
     spec = _validate_spec(c, spec)
     now = iso(c.clock.now())
     agent_id = agent_id or f"agt_{uuid.uuid4().hex[:12]}"
-    _claim_agent_id(c, who, agent_id, now)
     row = AgentRow(who.org_id, agent_id, name=name,
                    draft_spec=spec, draft_spec_hash=spec_hash(spec), draft_updated_at=now,
                    latest_version=0, created_at=now, created_by=who.user_id)
@@ -65,40 +64,10 @@ def create_agent(c: Container, who: Identity, *, name: str, spec: dict[str, Any]
     return row
 
 
-def _claim_agent_id(c: Container, who: Identity, agent_id: str, now: str) -> None:
-    """Take `agent_id` for the caller's organization, across organizations.
-
-    Raises:
-        ConflictError: the id is taken (by this organization: "already exists"; by another: "taken",
-            saying nothing of whose).
-    """
-    claim = AgentRow(ID_CLAIMS_ORG, agent_id, name=who.org_id, draft_spec={}, draft_spec_hash="",
-                     draft_updated_at=now, latest_version=0, created_at=now, created_by=who.org_id)
-    try:
-        c.agents.create(claim)
-    except ConflictError:
-        try:
-            mine = c.agents.get(ID_CLAIMS_ORG, agent_id).name == who.org_id
-        except NotFoundError:
-            mine = False
-        if mine:
-            try:
-                c.agents.get(who.org_id, agent_id)
-            except NotFoundError:
-                return  # claimed by an earlier create that stopped before writing the agent
-            raise ConflictError(f"agent {agent_id} already exists", field="agent_id") from None
-        raise ConflictError(f"agent id {agent_id} is taken: choose another", field="agent_id") from None
-
-
-def _own_version(who: Identity, row: AgentVersionRow | None) -> AgentVersionRow | None:
-    """`row` if it belongs to the caller's organization (defence in depth: ids are claimed)."""
-    return row if row is not None and row.org_id == who.org_id else None
-
-
 def list_versions(c: Container, who: Identity, agent_id: str) -> list[AgentVersionRow]:
     """The agent's published versions, newest first. Raises NotFoundError for an unknown agent."""
     c.agents.get(who.org_id, agent_id)
-    return [r for r in c.agents.list_versions(agent_id) if r.org_id == who.org_id]
+    return c.agents.list_versions(who.org_id, agent_id)
 
 
 def update_draft(c: Container, who: Identity, agent_id: str, *, spec: dict[str, Any] | None,
@@ -138,23 +107,21 @@ def publish(c: Container, who: Identity, agent_id: str, *, version: int | None =
         version = int(agent.latest_version or 0) + 1
     if version < 1:
         raise InvalidInputError("version must be a positive integer", field="version")
-    row = AgentVersionRow(agent_id, version, org_id=who.org_id, spec=spec, spec_hash=spec_hash(spec),
+    row = AgentVersionRow(org_id=who.org_id, agent_id=agent_id, version=version, spec=spec, spec_hash=spec_hash(spec),
                           model_profile_id=spec.get("model_profile_id"),
                           published_at=iso(c.clock.now()), published_by=who.user_id, source=source)
-    existing = c.agents.get_version(agent_id, version)
-    if existing is not None and existing.org_id != who.org_id:
-        raise ConflictError(f"version {version} of agent {agent_id} cannot be published", field="version")
     created = c.agents.publish(row)
     # Suites on publish check every new version; a redelivered publish finds them triggered already.
     from chalicelib.services import suites
 
     suites.on_published(c, who.org_id, agent_id, version)
-    return (row if created else c.agents.get_version(agent_id, version)), created  # type: ignore[return-value]
+    return (row if created else c.agents.get_version(who.org_id, agent_id, version)), created  # type: ignore[return-value]
 
 
 def get_version(c: Container, who: Identity, agent_id: str, version: int) -> AgentVersionRow:
+    """One published version of the organization's agent. Raises NotFoundError (agent or version)."""
     c.agents.get(who.org_id, agent_id)
-    row = _own_version(who, c.agents.get_version(agent_id, version))
+    row = c.agents.get_version(who.org_id, agent_id, version)
     if row is None:
         raise NotFoundError(f"version {version} of agent {agent_id} not found", field="version")
     return row

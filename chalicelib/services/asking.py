@@ -14,8 +14,9 @@ from chalicelib.adapters.stores import BudgetReading
 from chalicelib.bootstrap import Container
 from chalicelib.domain.models import AgentAnswer, CaseRequest
 from chalicelib.domain.money import token_cost_micros
-from chalicelib.errors import AgentCrashError, ProviderError
+from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
 from chalicelib.services import budgets
+from chalicelib.services.ports import AskContext
 
 
 @dataclass
@@ -41,11 +42,15 @@ def ask(c: Container, org_id: str, agent_id: str, spec: dict[str, Any], request:
     `EVALUATION_CASE_TIMEOUT_SECONDS`. Both budgets are checked before every try (`budget_read`:
     the budgets as read a moment ago, used for the first try); the answer's cost (micro-USD, from
     the runtime or priced from usage with `spec["price"]`) is charged to them, as the judge's when
-    `judge`. Never raises for an expected failure: see `Asked`.
+    `judge`. The runtime reads credentials and recordings only through an `AskContext` of `org_id`
+    (DESIGN §8 "Trust boundary"); a spec that no longer passes its checks (the operator's limits
+    changed since it was saved) is the agent's failure. Never raises for an expected failure: see
+    `Asked`.
     """
     from chalicelib.adapters.runtimes import runtime_for
 
     settings = c.settings
+    ctx = context(c, org_id)
     deadline = time.monotonic() + settings.evaluation_case_timeout_seconds
     started = time.monotonic()
     out = Asked()
@@ -56,7 +61,11 @@ def ask(c: Container, org_id: str, agent_id: str, spec: dict[str, Any], request:
         if out.exhausted is not None:
             break
         try:
-            out.answer = runtime_for(spec, c.runtimes).ask(spec, request, max(0.001, deadline - time.monotonic()))
+            out.answer = runtime_for(spec, c.runtimes).ask(spec, request, max(0.001, deadline - time.monotonic()),
+                                                           ctx)
+            break
+        except InvalidInputError as exc:
+            out.crash = AgentCrashError(f"the spec cannot run: {exc.message}")
             break
         except ProviderError as exc:
             if not is_retryable_status(exc.status) or out.tries > settings.assay_agent_retries \
@@ -73,3 +82,9 @@ def ask(c: Container, org_id: str, agent_id: str, spec: dict[str, Any], request:
             out.answer.usage.input_tokens, out.answer.usage.output_tokens, spec.get("price"))
         budgets.charge(c, org_id, agent_id, out.cost_micros, judge=judge)
     return out
+
+
+def context(c: Container, org_id: str) -> AskContext:
+    """What a runtime may read while it asks for `org_id`: its secrets and its recordings, by name."""
+    return AskContext(org_id, secret=lambda name: c.secrets.get(org_id, name),
+                      recording=lambda recording_id: c.recordings.load(org_id, recording_id))

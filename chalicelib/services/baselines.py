@@ -56,10 +56,10 @@ def _one_judge(keys: list[str] | None) -> str | None:
     return keys[0] if len(keys) == 1 else ""
 
 
-def recent_runs(c: Container, agent_id: str) -> list[RunRow]:
-    """The agent's newest `RECENT_RUNS` runs (read once per start: the baseline and the estimate
-    both search them)."""
-    return list(c.runs.list_by_agent(agent_id, limit=RECENT_RUNS))
+def recent_runs(c: Container, org_id: str, agent_id: str) -> list[RunRow]:
+    """The organization's agent's newest `RECENT_RUNS` runs (read once per start: the baseline and
+    the estimate both search them)."""
+    return list(c.runs.list_by_agent(org_id, agent_id, limit=RECENT_RUNS))
 
 
 def borrowed_arm(record: ArmRecord, source: RunRow, *, rerun: bool) -> dict[str, Any]:
@@ -93,8 +93,8 @@ def choose(c: Container, who: Identity, agent_id: str, *, candidate_spec: dict[s
     cand_hash, cand_model = spec_hash(candidate_spec), model_of(candidate_spec)
     scoring_hash = spec_hash(scoring)
     if body.get("baseline_run_id"):
-        source = c.runs.get(body["baseline_run_id"])
-        if source is None or source.org_id != who.org_id:
+        source = c.runs.get(who.org_id, body["baseline_run_id"])
+        if source is None:
             raise NotFoundError(f"eval run {body['baseline_run_id']} not found", field="baseline_run_id")
         if source.agent_id != agent_id or source.dataset_id != dataset_id:
             raise InvalidInputError("baseline_run_id must be a run of the same agent and dataset",
@@ -109,7 +109,7 @@ def choose(c: Container, who: Identity, agent_id: str, *, candidate_spec: dict[s
     if version_before is None or before_spec is None:
         return None, {}
     model = model_of(before_spec)
-    records = [rec for run in (recent if recent is not None else recent_runs(c, agent_id))
+    records = [rec for run in (recent if recent is not None else recent_runs(c, who.org_id, agent_id))
                if run.org_id == who.org_id for rec in arm_records(run)]
     if paired:
         rec = reusable_baseline(records, version=version_before, dataset_id=dataset_id,
@@ -126,7 +126,7 @@ def choose(c: Container, who: Identity, agent_id: str, *, candidate_spec: dict[s
                                environment_id=environment_id, model=model, judge_key=judge_key)
         if rec is None:
             return None, {"missing_baseline_version": version_before}
-    source = c.runs.get(rec.run_id)
+    source = c.runs.get(who.org_id, rec.run_id)
     if source is None:
         return None, {"missing_baseline_version": version_before}
     return borrowed_arm(rec, source, rerun=not is_candidate_itself(cand_hash, cand_model, rec)), \

@@ -12,8 +12,10 @@ from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain import importers, scorers
 from chalicelib.domain.identity import Identity
+from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.models import Case, ScoringConfig
 from chalicelib.errors import InvalidInputError, invalid_input
+from chalicelib.services import redacting
 
 
 def dataset_view(header: DatasetRow, version: DatasetRow | None = None) -> dict[str, Any]:
@@ -66,9 +68,34 @@ def parse_cases(raw: Any) -> list[Case]:
     return out
 
 
+_NOT_REDACTED = ("case_id", "split", "tags")
+"""Identifiers and labels: a case's id stays stable across versions (seed 004 "Comparing")."""
+
+
+def redact_cases(c: Container, org_id: str, cases: list[Case]) -> list[Case]:
+    """The cases with every secret in what they say replaced (seed 004 "What a run keeps": the same
+    placeholders as in results): input, history, reference, counter-example, checks, expected
+    calls, note and metadata. Scoring then reads the cases as kept."""
+    r = redacting.for_org(c, org_id)
+    out: list[Case] = []
+    for case in cases:
+        raw = case.model_dump(mode="json")
+        kept = {k: v for k, v in raw.items() if k in _NOT_REDACTED}
+        redacted = {**r.value({k: v for k, v in raw.items() if k not in _NOT_REDACTED}), **kept}
+        out.append(case if redacted == raw else Case.model_validate(redacted))
+    return out
+
+
 def create_dataset(c: Container, who: Identity, *, name: str, dataset_id: str | None = None) -> DatasetRow:
-    """Create an empty dataset (its versions are added with `add_version`)."""
-    header = DatasetRow(dataset_id or f"ds_{uuid.uuid4().hex[:12]}", 0, org_id=who.org_id, name=name,
+    """Create an empty dataset (its versions are added with `add_version`). A dataset id is unique
+    within the organization only.
+
+    Raises InvalidInputError for a `dataset_id` with `#` or `/`, ConflictError for an id the
+    organization has already.
+    """
+    if dataset_id is not None:
+        check_tenant_id(dataset_id, "dataset_id")
+    header = DatasetRow(dataset_id=dataset_id or f"ds_{uuid.uuid4().hex[:12]}", version=0, org_id=who.org_id, name=name,
                         created_at=iso(c.clock.now()), created_by=who.user_id, latest_version=0)
     try:
         c.datasets.create(header)
@@ -114,13 +141,14 @@ def add_version(c: Container, who: Identity, dataset_id: str, *, scoring: Any,
         parsed = parse_cases(cases)
     if not parsed:
         raise InvalidInputError("a dataset version needs at least one case", field="cases")
+    parsed = redact_cases(c, who.org_id, parsed)
     from chalicelib.services import judges
 
     # The judge must exist and be published; it decides which cases its criteria reach.
     effective = judges.effective_scoring(scoring_cfg, judges.of_scoring(c, who.org_id, scoring_cfg))
     ungraded = sum(1 for case in parsed if not scorers.is_gradable(case, effective))
-    version = c.datasets.next_version(dataset_id)
-    row = DatasetRow(dataset_id, version, org_id=who.org_id, name=header.name,
+    version = c.datasets.next_version(who.org_id, dataset_id)
+    row = DatasetRow(dataset_id=dataset_id, version=version, org_id=who.org_id, name=header.name,
                      created_at=iso(c.clock.now()), created_by=who.user_id,
                      scoring=scoring_cfg.model_dump(mode="json"),
                      case_ids=[case.case_id for case in parsed], case_count=len(parsed),
@@ -140,7 +168,7 @@ def coverage(c: Container, version: DatasetRow, judge: Any, scoring: dict[str, A
         return int(version.ungraded_cases or 0), 0
     effective = judges.effective_scoring(scoring or version.scoring, judge)
     ungraded = judged = 0
-    for raw in c.datasets.cases(version.dataset_id, int(version.version)):
+    for raw in c.datasets.cases(version.org_id, version.dataset_id, int(version.version)):
         case = Case.model_validate(raw)
         names = scorers.applicable_scorers(case, effective)
         ungraded += not names

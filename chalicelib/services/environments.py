@@ -9,6 +9,7 @@ from chalicelib.adapters.tables import EnvironmentRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain.identity import Identity
+from chalicelib.domain.ids import check_tenant_id
 from chalicelib.errors import ConflictError, NotFoundError
 
 RECENT_RUNS = 200
@@ -23,7 +24,9 @@ def view(row: EnvironmentRow, default_id: str | None = None) -> dict[str, Any]:
 
 def create(c: Container, who: Identity, *, environment_id: str, name: str = "", default: bool = False) -> EnvironmentRow:
     """Create an environment; the organization's first is its default, and `default` makes it so.
-    Raises ConflictError for a taken id."""
+    Raises InvalidInputError for an id with `#` or `/`, ConflictError for an id the organization
+    has already."""
+    check_tenant_id(environment_id, "environment_id")
     now = iso(c.clock.now())
     row = EnvironmentRow(who.org_id, environment_id, name=name or environment_id,
                          serving={}, created_at=now, created_by=who.user_id)

@@ -99,7 +99,7 @@ def could_not_run(attempts: list[AttemptRow], arm_id: str) -> str | None:
 def arm_views(c: Container, run: RunRow, attempts: list[AttemptRow],
               summaries: dict[str, ArmSummary]) -> dict[str, dict[str, Any]]:
     """Each arm's summary with its per-tag summaries and, when it could not run, why."""
-    tags = {cid: (c.datasets.get_case(run.dataset_id, int(run.dataset_version), cid) or {}).get("tags") or []
+    tags = {cid: (c.datasets.get_case(run.org_id, run.dataset_id, int(run.dataset_version), cid) or {}).get("tags") or []
             for cid in run.case_ids}
     views = {}
     for arm_id, summary in summaries.items():
@@ -157,14 +157,14 @@ def _arm_ids(run: RunRow, role: ArmRole) -> list[str]:
 def all_attempts(c: Container, run: RunRow) -> list[AttemptRow]:
     """The run's attempts, plus the first answers a baseline arm borrowed from an earlier run
     (relabelled with this run's arm id; they cost this run nothing)."""
-    rows = c.runs.attempts(run.run_id)
+    rows = c.runs.attempts(run.org_id, run.run_id)
     for arm in run.arms:
         if arm.get("answers", True) or not arm.get("source_run_id"):
             continue
-        for row in c.runs.attempts(arm["source_run_id"]):
+        for row in c.runs.attempts(run.org_id, arm["source_run_id"]):   # a baseline is of the same organization
             if row.arm_id == arm["source_arm_id"] and int(row.attempt) == 1:
                 copy = AttemptRow.from_raw_data(row.serialize())
-                copy.run_id, copy.arm_id = run.run_id, arm["arm_id"]
+                copy.run_key, copy.run_id, copy.arm_id = run.run_key, run.run_id, arm["arm_id"]
                 copy.attempt_key = f"{arm['arm_id']}#{row.case_id}#001"
                 copy.cost_micros = 0
                 rows.append(copy)
@@ -190,7 +190,8 @@ def sides(c: Container, run: RunRow, attempts: list[AttemptRow], arm_id: str | N
         return None
 
     def fps(version: int) -> dict[str, str]:
-        return {case["case_id"]: compare.case_fingerprint(case) for case in c.datasets.cases(run.dataset_id, version)}
+        return {case["case_id"]: compare.case_fingerprint(case)
+                for case in c.datasets.cases(run.org_id, run.dataset_id, version)}
 
     cand_fps = fps(int(run.dataset_version))
     source_version = int(base_arm.get("source_dataset_version") or run.dataset_version)
@@ -198,7 +199,7 @@ def sides(c: Container, run: RunRow, attempts: list[AttemptRow], arm_id: str | N
     invalid = None
     cand_arm = arm_id or _arm_ids(run, ArmRole.CANDIDATE)[0]
     if base_arm.get("source_run_id"):
-        source = c.runs.get(base_arm["source_run_id"])
+        source = c.runs.get(run.org_id, base_arm["source_run_id"])
         if source is not None and spec_hash(source.scoring) != spec_hash(run.scoring):
             invalid = "the sides were scored with different scoring settings"
     invalid = invalid or judge_rules.invalid_reason(judge_keys(attempts, cand_arm),
@@ -237,22 +238,23 @@ def confirming_tasks(c: Container, run: RunRow, attempts: list[AttemptRow]) -> l
     return [list(t) for t in compare.rerun_tasks(flipped, candidates, rerun_base, reruns)]
 
 
-def advance_if_done(c: Container, run_id: str) -> None:
-    """If every expected attempt is recorded, move the phase on (exactly one caller wins each move):
-    answering → confirming (reruns of the flips, through the same queue and slots) → finalizing."""
-    run = c.runs.get(run_id)
+def advance_if_done(c: Container, org_id: str, run_id: str) -> None:
+    """If every expected attempt of the organization's run is recorded, move the phase on (exactly
+    one caller wins each move): answering → confirming (reruns of the flips, through the same queue
+    and slots) → finalizing."""
+    run = c.runs.get(org_id, run_id)
     if run is None or run.status != RunStatus.RUNNING or int(run.recorded) < int(run.expected):
         return
     if run.phase == RunPhase.ANSWERING:
         extra = confirming_tasks(c, run, all_attempts(c, run))
         if extra:
             n = len(extra)
-            if c.runs.set_phase(run_id, expect_phase=RunPhase.ANSWERING.value, expect_recorded=int(run.recorded),
+            if c.runs.set_phase(org_id, run_id, expect_phase=RunPhase.ANSWERING.value, expect_recorded=int(run.recorded),
                                 actions=[RunRow.phase.set(RunPhase.CONFIRMING.value),
                                          RunRow.tasks.set((run.tasks or []) + extra),
                                          RunRow.tasks_total.set(int(run.tasks_total) + n),
                                          RunRow.expected.set(int(run.expected) + n)]):
-                fresh = c.runs.get(run_id)
+                fresh = c.runs.get(org_id, run_id)
                 if fresh is not None:
                     slots.enqueue_run(c, fresh)
             return
@@ -261,19 +263,19 @@ def advance_if_done(c: Container, run_id: str) -> None:
         expect = RunPhase.CONFIRMING
     else:
         return
-    if c.runs.set_phase(run_id, expect_phase=expect.value, expect_recorded=int(run.recorded),
+    if c.runs.set_phase(org_id, run_id, expect_phase=expect.value, expect_recorded=int(run.recorded),
                         actions=[RunRow.phase.set(RunPhase.FINALIZING.value)]):
-        finalize(c, run_id)
-        ended(c, run_id)
+        finalize(c, org_id, run_id)
+        ended(c, org_id, run_id)
 
 
-def ended(c: Container, run_id: str) -> None:
+def ended(c: Container, org_id: str, run_id: str) -> None:
     """A run ended: what follows it (a suite's result and what that decides) happens now. A failure
     there never undoes the run's end; the tick and later events pick the suite up again."""
     from chalicelib.services import suites
 
     try:
-        suites.run_ended(c, run_id)
+        suites.run_ended(c, org_id, run_id)
     except Exception:  # noqa: BLE001 - the run is over whatever its suite makes of it
         log.exception("suite follow-up of run %s failed", run_id)
 
@@ -288,7 +290,7 @@ def comparison_of(c: Container, run: RunRow, attempts: list[AttemptRow],
     cand_arm, base_arm = arm_id or _arm_ids(run, ArmRole.CANDIDATE)[0], both.baseline_arm["arm_id"]
     broken = {arm: err for arm in (cand_arm, base_arm) if (err := could_not_run(attempts, arm))}
     questions = {case["case_id"]: case.get("input", "")
-                 for case in c.datasets.cases(run.dataset_id, int(run.dataset_version))}
+                 for case in c.datasets.cases(run.org_id, run.dataset_id, int(run.dataset_version))}
     result = compare.compare_arms(
         both.candidate, both.baseline, candidate_fps=both.candidate_fps, baseline_fps=both.baseline_fps,
         baseline_rerun=both.baseline_arm.get("rerun", True),
@@ -325,13 +327,13 @@ def compute_outcome(c: Container, run: RunRow, attempts: list[AttemptRow]) -> di
     return outcome
 
 
-def finalize(c: Container, run_id: str) -> None:
-    """Compute the outcome and complete the run (idempotent: conditional on the phase)."""
-    run = c.runs.get(run_id)
+def finalize(c: Container, org_id: str, run_id: str) -> None:
+    """Compute the outcome and complete the organization's run (idempotent: conditional on the phase)."""
+    run = c.runs.get(org_id, run_id)
     if run is None or run.phase != RunPhase.FINALIZING or run.status != RunStatus.RUNNING:
         return
     outcome = compute_outcome(c, run, all_attempts(c, run))
-    c.runs.update(run_id, [RunRow.status.set(RunStatus.COMPLETED.value), RunRow.phase.set(RunPhase.DONE.value),
+    c.runs.update(org_id, run_id, [RunRow.status.set(RunStatus.COMPLETED.value), RunRow.phase.set(RunPhase.DONE.value),
                            RunRow.outcome.set(outcome), RunRow.completed_at.set(iso(c.clock.now()))],
                   condition=(RunRow.phase == RunPhase.FINALIZING.value)
                   & (RunRow.status == RunStatus.RUNNING.value))

@@ -19,10 +19,10 @@ from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.judge import JUDGE_SCORER
-from chalicelib.domain.models import AgentAnswer, Case, ToolCall
+from chalicelib.domain.models import AgentAnswer, Case, Grade, ScoreResult, ToolCall
 from chalicelib.domain.money import micros_to_usd
 from chalicelib.errors import BudgetExceededError, ConflictError, InvalidInputError, NotFoundError
-from chalicelib.services import finalize
+from chalicelib.services import finalize, redacting
 from chalicelib.services.run_case import grade_answer
 
 
@@ -69,38 +69,42 @@ def grade_again(c: Container, who: Identity, run_id: str, score_ids: Sequence[st
     run = c.runs.get_for_org(who.org_id, run_id)
     if not RunStatus(run.status).ended:
         raise ConflictError(f"eval run {run_id} is still running: grade again once it has ended", field="run_id")
-    rows = c.runs.attempts(run_id)
+    rows = c.runs.attempts(who.org_id, run_id)
     targets = _targets(run, rows, score_ids, field)
     # One grader at a time per run: two would ask (and pay) the judge twice for the same answers.
     now_ms = epoch_ms(c.clock.now())
     lease_ms = int((c.settings.assay_grade_again_seconds + 10) * 1000)
-    if not c.runs.update(run_id, [RunRow.grading_until_ms.set(now_ms + lease_ms)],
+    if not c.runs.update(who.org_id, run_id, [RunRow.grading_until_ms.set(now_ms + lease_ms)],
                          condition=RunRow.grading_until_ms.does_not_exist() | (RunRow.grading_until_ms < now_ms)):
         raise ConflictError(f"eval run {run_id} is being graded again by somebody else: try again in a moment",
                             field="run_id")
     try:
         return _grade(c, who, run, targets)
     finally:
-        c.runs.update(run_id, [RunRow.grading_until_ms.remove()],
+        c.runs.update(who.org_id, run_id, [RunRow.grading_until_ms.remove()],
                       condition=RunRow.grading_until_ms == now_ms + lease_ms)
 
 
 def _grade(c: Container, who: Identity, run: RunRow, targets: list[AttemptRow]) -> dict[str, Any]:
     run_id = run.run_id
-    cases = {case["case_id"]: case for case in c.datasets.cases(run.dataset_id, int(run.dataset_version))}
+    cases = {case["case_id"]: case for case in c.datasets.cases(run.org_id, run.dataset_id, int(run.dataset_version))}
     now = iso(c.clock.now())
     results: list[dict[str, Any]] = []
     cost = changed = 0
     stopped = None
     deadline = time.monotonic() + c.settings.assay_grade_again_seconds
+    r = redacting.for_org(c, run.org_id)
     pending: list[str] = []
     for i, row in enumerate(targets):
         if time.monotonic() >= deadline:
             pending = [finalize.score_id(run_id, r.attempt_key) for r in targets[i:]]
             break
         answer_text = c.bucket.get_text(row.answer_ref) if row.answer_ref else (row.answer or "")
+        # The kept answer is the redacted one: grading again never sees a secret (seed 004).
         answer = AgentAnswer(answer=answer_text, calls=[ToolCall.model_validate(x) for x in row.calls or []])
         grade, asker = grade_answer(c, run, Case.model_validate(cases[row.case_id]), answer, scores=row.scores or [])
+        grade = Grade(state=grade.state, scores=[ScoreResult.model_validate(r.value(s.model_dump(mode="json")))
+                                                 for s in grade.scores], reason=r.text(grade.reason))
         spent = asker.cost_micros if asker else 0
         if asker is not None and asker.exhausted is not None and not asker.calls:
             stopped = asker.exhausted.reason
@@ -108,7 +112,7 @@ def _grade(c: Container, who: Identity, run: RunRow, targets: list[AttemptRow]) 
         new_judge = next((s for s in grade.scores if s.scorer == JUDGE_SCORER), None)
         if new_judge is not None and new_judge.passed is None and not _undecided(row):
             # A judge that fails now never takes away a grade it gave before.
-            c.runs.add_judge_cost(row.run_id, spent, asker.calls if asker else 0)
+            c.runs.add_judge_cost(run.org_id, row.run_id, spent, asker.calls if asker else 0)
             results.append({"score_id": finalize.score_id(run_id, row.attempt_key), "state_before": row.state,
                             "kept": row.state, "reason": f"the earlier grade is kept: {new_judge.reason}"})
             cost += spent
@@ -117,7 +121,7 @@ def _grade(c: Container, who: Identity, run: RunRow, targets: list[AttemptRow]) 
         if not c.runs.regrade_attempt(row, state=grade.state.value, scores=[s.model_dump(mode="json") for s in grade.scores],
                                       reason=grade.reason, judge_cost_micros=spent,
                                       judge_calls=asker.calls if asker else 0, entry=entry):
-            c.runs.add_judge_cost(row.run_id, spent, asker.calls if asker else 0)
+            c.runs.add_judge_cost(run.org_id, row.run_id, spent, asker.calls if asker else 0)
             cost += spent
             results.append({"score_id": finalize.score_id(run_id, row.attempt_key), "skipped": "graded meanwhile"})
             continue
@@ -129,26 +133,26 @@ def _grade(c: Container, who: Identity, run: RunRow, targets: list[AttemptRow]) 
         raise BudgetExceededError(f"nothing was graded again: {stopped}", field="budget")
     graded = [r for r in results if "state" in r]
     if graded:
-        c.runs.update(run_id, [RunRow.gradings.set((RunRow.gradings | []).append([
+        c.runs.update(run.org_id, run_id, [RunRow.gradings.set((RunRow.gradings | []).append([
             {"by": who.user_id, "at": now, "graded": len(graded), "changed": changed,
              "judge_cost_usd": micros_to_usd(cost)}]))])
-        recompute_outcome(c, run_id)
+        recompute_outcome(c, run.org_id, run_id)
     return {"run_id": run_id, "graded": len(graded), "changed": changed,
-            "still_ungraded": finalize.ungraded_score_ids(run, c.runs.attempts(run_id)), "pending": pending,
+            "still_ungraded": finalize.ungraded_score_ids(run, c.runs.attempts(run.org_id, run_id)), "pending": pending,
             "judge_cost_usd": micros_to_usd(cost), "stopped": stopped, "scores": results}
 
 
-def recompute_outcome(c: Container, run_id: str) -> None:
+def recompute_outcome(c: Container, org_id: str, run_id: str) -> None:
     """A completed run's outcome computed again from its grades as they stand (no reruns: a flip
     that appears now stays unconfirmed). Written only if no grade moved since it was read
     (`regrades`), so two people grading at once never leave an outcome older than the grades."""
     for _ in range(10):
-        run = c.runs.get(run_id)
+        run = c.runs.get(org_id, run_id)
         if run is None or run.status != RunStatus.COMPLETED:
             return
         seen = int(run.regrades or 0)
         outcome = finalize.compute_outcome(c, run, finalize.all_attempts(c, run))
-        if c.runs.update(run_id, [RunRow.outcome.set(outcome)], condition=RunRow.regrades == seen
+        if c.runs.update(org_id, run_id, [RunRow.outcome.set(outcome)], condition=RunRow.regrades == seen
                          if seen else RunRow.regrades.does_not_exist()):
             return
     raise ConflictError(f"eval run {run_id} keeps being graded again: try again", field="run_id")
@@ -174,8 +178,8 @@ def rescore(c: Container, who: Identity, dataset_id: str, *, score_ids: Sequence
     if run_id and not score_ids:
         by_run[run_id] = []
     for owner in by_run:
-        run = c.runs.get(owner)
-        if run is None or run.org_id != who.org_id or run.dataset_id != dataset_id:
+        run = c.runs.get(who.org_id, owner) if owner else None
+        if run is None or run.dataset_id != dataset_id:
             raise NotFoundError(f"eval run {owner or '?'} over dataset {dataset_id} not found", field="score_ids"
                                 if score_ids else "run_id")
     runs = [grade_again(c, who, owner, ids or None) for owner, ids in by_run.items()]

@@ -21,6 +21,7 @@ from chalicelib.adapters.tables import JudgeRow, RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain import judge as rules
+from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.models import AgentAnswer, Case, CaseRequest, ScoreResult, ScoringConfig
 from chalicelib.domain.redaction import redact
 from chalicelib.errors import ConflictError, InvalidInputError, invalid_input
@@ -67,8 +68,15 @@ def version_view(row: JudgeRow) -> dict[str, Any]:
 
 
 def create(c: Container, who: Any, *, name: str, judge_id: str | None = None) -> JudgeRow:
-    """Create a judge (publish its versions with `publish`). Raises ConflictError for a taken id."""
-    row = JudgeRow(judge_id or f"judge_{uuid.uuid4().hex[:12]}", 0, org_id=who.org_id, name=name,
+    """Create a judge (publish its versions with `publish`). A judge id is unique within the
+    organization only.
+
+    Raises InvalidInputError for a `judge_id` with `#` or `/`, ConflictError for an id the
+    organization has already.
+    """
+    if judge_id is not None:
+        check_tenant_id(judge_id, "judge_id")
+    row = JudgeRow(judge_id=judge_id or f"judge_{uuid.uuid4().hex[:12]}", version=0, org_id=who.org_id, name=name,
                    latest_version=0, created_at=iso(c.clock.now()), created_by=who.user_id)
     c.judges.create(row)
     return row
@@ -101,12 +109,15 @@ def publish(c: Container, who: Any, judge_id: str, body: Any) -> JudgeRow:
     try:
         validate_spec(runtime, c.runtimes)
     except InvalidInputError as exc:
+        # A key the profile's settings hold is named as such (`settings.api_key_env`, `settings.base_url`).
+        key = (exc.field or "").removeprefix("spec.").split(".")[0]
+        field = f"settings.{key}" if key in (profile.settings or {}) else "model_profile_id"
         raise InvalidInputError(f"model profile {profile.model_profile_id} cannot ask a judge: {exc.message}",
-                                field="model_profile_id") from None
+                                field=field) from None
     stored = {**spec.model_dump(mode="json"), "runtime": runtime}
     for _ in range(5):
         number = int(header.latest_version or 0) + 1
-        row = JudgeRow(judge_id, number, org_id=who.org_id, name=header.name, spec=stored,
+        row = JudgeRow(judge_id=judge_id, version=number, org_id=who.org_id, name=header.name, spec=stored,
                        rubric_hash=rules.rubric_hash(spec), created_at=iso(c.clock.now()),
                        created_by=who.user_id)
         if c.judges.publish(header, row):
@@ -123,8 +134,9 @@ def _resolved(row: JudgeRow) -> ResolvedJudge:
                          rules.fingerprint(row.judge_id, int(row.version), str(runtime.get("model")), spec))
 
 
-_versions: dict[tuple[str, int], ResolvedJudge] = {}
-"""Published versions never change: each is read once per process."""
+_versions: dict[tuple[str, str, int], ResolvedJudge] = {}
+"""`(org_id, judge_id, version)` -> the version: published versions never change, so each is read
+once per process (keyed by organization: the same judge id in two organizations is two judges)."""
 
 
 def resolve(c: Container, org_id: str, pin: dict[str, Any], *, field: str = "scoring.settings.judge") -> ResolvedJudge:
@@ -140,10 +152,10 @@ def resolve(c: Container, org_id: str, pin: dict[str, Any], *, field: str = "sco
         version = int(header.latest_version or 0)
         if version == 0:
             raise InvalidInputError(f"judge {judge_id} has no published version yet", field=f"{field}.judge_id")
-    cached = _versions.get((judge_id, int(version)))
+    cached = _versions.get((org_id, judge_id, int(version)))
     if cached is None:
         row = c.judges.get(org_id, judge_id, int(version), field=f"{field}.version")
-        cached = _versions.setdefault((judge_id, int(version)), _resolved(row))
+        cached = _versions.setdefault((org_id, judge_id, int(version)), _resolved(row))
     return cached
 
 

@@ -1,7 +1,10 @@
 """Model profiles: which model an arm runs on (seed 004 "Comparing models").
 
 A profile's settings are laid over an agent's spec for the arms that use it, so one agent version
-can be run on several models side by side in one run.
+can be run on several models side by side in one run. They are tenant input laid over a spec, so
+they hold only how to reach the model (`runtimes.PROFILE_SETTING_KEYS`: base URL, secret names,
+headers, max tokens, system prompt), checked like a spec's (DESIGN §8 "Trust boundary"); never
+what runs (`runtime`, `entrypoint`, `recording_id`, `function_name`) or an environment variable.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from chalicelib.adapters.tables import ModelProfileRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain.identity import Identity
+from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.money import MAX_PRICE_PER_MTOK_USD, to_decimal
 from chalicelib.errors import InvalidInputError
 
@@ -28,7 +32,13 @@ def view(row: ModelProfileRow) -> dict[str, Any]:
 def create(c: Container, who: Identity, *, model_profile_id: str, model: str, name: str = "",
            settings: dict[str, Any] | None = None, temperature: float | None = None,
            price: dict[str, Any] | None = None) -> ModelProfileRow:
-    """Create a profile. Raises InvalidInputError for a bad price, ConflictError for a taken id."""
+    """Create a profile. Raises InvalidInputError for a bad price, an id with `#` or `/`, or settings
+    that are not connection keys or not valid as a spec's (field `settings.<key>`), ConflictError for
+    an id the organization has already."""
+    from chalicelib.adapters.runtimes import validate_profile_settings
+
+    check_tenant_id(model_profile_id, "model_profile_id")
+    settings = validate_profile_settings(settings or {}, c.runtimes)
     if price is not None:
         if set(price) != set(PRICE_KEYS):
             raise InvalidInputError(f"price needs exactly {', '.join(PRICE_KEYS)} (USD per 1M tokens)",

@@ -2,9 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from chalicelib.domain.models import AgentAnswer, CaseRequest
+from chalicelib.domain.recordings import Recording
+
+
+def _nothing(_: str) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class AskContext:
+    """What a runtime may read while it asks for one organization (DESIGN §8 "Trust boundary").
+
+    A spec names credentials and recordings by name; only these lookups turn a name into a value,
+    and only within `org_id`. Nothing else a runtime does may read the process environment or a
+    server path.
+
+    Attributes:
+        org_id: the organization whose agent or judge is asked.
+        secret: the value of one of the organization's secrets by name (e.g. "openai"), None when the
+            organization has no secret of that name.
+        recording: one of the organization's uploaded recordings by id, parsed, None when absent.
+    """
+
+    org_id: str
+    secret: Callable[[str], str | None] = _nothing
+    recording: Callable[[str], Recording | None] = _nothing
 
 
 class AgentRuntime(Protocol):
@@ -16,7 +43,12 @@ class AgentRuntime(Protocol):
     """
 
     def validate(self, spec: dict[str, Any]) -> None:
-        """Raise `InvalidInputError` (naming the field) if `spec` cannot be run by this runtime."""
+        """Raise `InvalidInputError` (naming the field) if `spec` cannot be run by this runtime.
 
-    def ask(self, spec: dict[str, Any], request: CaseRequest, timeout_s: float) -> AgentAnswer:
-        """Ask the agent described by `spec` the case in `request`, within `timeout_s` seconds."""
+        Checks what the spec says without reading any organization's data: the shape, the
+        operator's limits (allowed python modules, lambda prefix) and egress (the URL's address).
+        """
+
+    def ask(self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext) -> AgentAnswer:
+        """Ask the agent described by `spec` the case in `request`, within `timeout_s` seconds,
+        reading credentials and recordings only through `ctx`."""

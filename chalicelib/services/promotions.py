@@ -32,8 +32,8 @@ def view(row: PromotionRow) -> dict[str, Any]:
 def guards_of(c: Container, org_id: str, agent_id: str, environment_id: str) -> list[Any]:
     """The agent's suites that guard the environment."""
     out = []
-    for row in c.suites.of_agent(agent_id):
-        if row.org_id != org_id or not row.guards:
+    for row in c.suites.of_agent(org_id, agent_id):
+        if not row.guards:
             continue
         try:
             if environments.resolve(c, org_id, row.environment_id).environment_id == environment_id:
@@ -52,8 +52,8 @@ def promote(c: Container, who: Identity, agent_id: str, environment_id: str, ver
     """
     c.agents.get(who.org_id, agent_id)
     env = c.environments.get(who.org_id, environment_id)
-    row = c.agents.get_version(agent_id, version)
-    if row is None or row.org_id != who.org_id:
+    row = c.agents.get_version(who.org_id, agent_id, version)
+    if row is None:
         raise NotFoundError(f"version {version} of agent {agent_id} not found", field="version")
     served = (env.serving or {}).get(agent_id)
     served = int(served) if served is not None else None
@@ -65,12 +65,13 @@ def promote(c: Container, who: Identity, agent_id: str, environment_id: str, ver
         raise ConflictError(f"suite {paused[0].suite_id} guards {environment_id} and is paused "
                             f"({paused[0].paused_reason}): resume it to promote", field="environment_id")
     now = iso(c.clock.now())
-    promotion = PromotionRow(agent_id, f"p{epoch_ms(c.clock.now()):013d}{uuid.uuid4().hex[:8]}", org_id=who.org_id,
+    promotion = PromotionRow(agent_id=agent_id, promotion_id=f"p{epoch_ms(c.clock.now()):013d}{uuid.uuid4().hex[:8]}",
+                             org_id=who.org_id,
                              environment_id=environment_id, version=version, from_version=served,
                              status="waiting", guards={g.suite_id: {"result": None} for g in guards},
                              created_at=now, created_by=who.user_id)
     if not c.promotions.create_waiting(promotion):
-        holder = c.promotions.holder(agent_id, environment_id)
+        holder = c.promotions.holder(who.org_id, agent_id, environment_id)
         raise ConflictError(f"promotion {holder} onto {environment_id} is still waiting for its guards",
                             field="environment_id")
     if not guards:
@@ -79,9 +80,10 @@ def promote(c: Container, who: Identity, agent_id: str, environment_id: str, ver
         for g in guards:
             if not suites.trigger(c, g, "gate", version=version, baseline_version=served,
                                   promotion_id=promotion.promotion_id, by=who.user_id):
-                refuse(c, agent_id, promotion.promotion_id, f"guard {g.suite_id} is paused: it cannot check the version")
+                refuse(c, who.org_id, agent_id, promotion.promotion_id,
+                       f"guard {g.suite_id} is paused: it cannot check the version")
                 break
-    return c.promotions.get(agent_id, promotion.promotion_id) or promotion
+    return c.promotions.get(who.org_id, agent_id, promotion.promotion_id) or promotion
 
 
 def _serve(c: Container, promotion: PromotionRow) -> None:
@@ -103,10 +105,12 @@ def _serve(c: Container, promotion: PromotionRow) -> None:
                            int(promotion.version), expect)
 
 
-def on_gate_result(c: Container, agent_id: str, promotion_id: str, suite_id: str, result: SuiteResultRow) -> None:
-    """A guard's result came in: refuse the promotion unless it passed; serve it once all passed."""
+def on_gate_result(c: Container, org_id: str, agent_id: str, promotion_id: str, suite_id: str,
+                   result: SuiteResultRow) -> None:
+    """A guard's result came in: refuse the organization's promotion unless it passed; serve it once
+    all passed."""
     for _ in range(20):
-        promotion = c.promotions.get(agent_id, promotion_id)
+        promotion = c.promotions.get(org_id, agent_id, promotion_id)
         if promotion is None or promotion.status != "waiting" or suite_id not in (promotion.guards or {}):
             return
         guards = {**promotion.guards, suite_id: {"result": result.result, "run_id": result.run_id,
@@ -122,16 +126,16 @@ def on_gate_result(c: Container, agent_id: str, promotion_id: str, suite_id: str
         if refused:
             c.promotions.unlock(promotion)
         elif all(g.get("result") == SuiteResult.PASSED for g in guards.values()):
-            fresh = c.promotions.get(agent_id, promotion_id)
+            fresh = c.promotions.get(org_id, agent_id, promotion_id)
             if fresh is not None:
                 _serve(c, fresh)
         return
 
 
-def refuse(c: Container, agent_id: str, promotion_id: str, reason: str) -> None:
-    """Refuse a waiting promotion (its guard cannot check it) and free its environment."""
+def refuse(c: Container, org_id: str, agent_id: str, promotion_id: str, reason: str) -> None:
+    """Refuse the organization's waiting promotion (its guard cannot check it) and free its environment."""
     for _ in range(20):
-        promotion = c.promotions.get(agent_id, promotion_id)
+        promotion = c.promotions.get(org_id, agent_id, promotion_id)
         if promotion is None or promotion.status != "waiting":
             return
         if c.promotions.decide(promotion, [PromotionRow.status.set("refused"), PromotionRow.reason.set(reason),
@@ -140,20 +144,22 @@ def refuse(c: Container, agent_id: str, promotion_id: str, reason: str) -> None:
             return
 
 
-def guard_removed(c: Container, agent_id: str, suite_id: str, reason: str) -> None:
-    """A guard was taken off or deleted: the promotions still waiting for it are refused."""
-    for promotion in c.promotions.of_agent(agent_id):
+def guard_removed(c: Container, org_id: str, agent_id: str, suite_id: str, reason: str) -> None:
+    """A guard was taken off or deleted: the organization's promotions still waiting for it are refused."""
+    for promotion in c.promotions.of_agent(org_id, agent_id):
         if promotion.status == "waiting" and suite_id in (promotion.guards or {}):
-            refuse(c, agent_id, promotion.promotion_id, reason)
+            refuse(c, org_id, agent_id, promotion.promotion_id, reason)
 
 
 def list_promotions(c: Container, who: Identity, agent_id: str) -> list[dict[str, Any]]:
+    """The organization's agent's promotions, newest first. Raises NotFoundError for an unknown agent."""
     c.agents.get(who.org_id, agent_id)
-    return [view(p) for p in c.promotions.of_agent(agent_id) if p.org_id == who.org_id]
+    return [view(p) for p in c.promotions.of_agent(who.org_id, agent_id)]
 
 
 def get(c: Container, who: Identity, agent_id: str, promotion_id: str) -> PromotionRow:
-    row = c.promotions.get(agent_id, promotion_id)
-    if row is None or row.org_id != who.org_id:
+    """Raises NotFoundError for a promotion the organization's agent does not have."""
+    row = c.promotions.get(who.org_id, agent_id, promotion_id)
+    if row is None:
         raise NotFoundError(f"promotion {promotion_id} not found", field="promotion_id")
     return row

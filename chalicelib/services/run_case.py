@@ -21,10 +21,9 @@ from chalicelib.domain import scorers
 from chalicelib.domain.enums import AttemptState, RunStatus
 from chalicelib.domain import judge as judge_rules
 from chalicelib.domain.models import AgentAnswer, Case, CaseRequest, Grade, ScoreResult, ScoringConfig
-from chalicelib.domain.redaction import redact, redact_value
 from chalicelib.domain.runs import Task
 from chalicelib.errors import AssayError
-from chalicelib.services import asking, budgets, judges, slots
+from chalicelib.services import asking, budgets, judges, redacting, slots
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +50,15 @@ class AttemptResult:
     """Set when a budget ran out before a model request: the run ends `budget_exceeded`."""
 
 
-def parse_message(body: str) -> tuple[str, Task] | None:
-    """`(run_id, task)` of a case-task message, or None when it is malformed."""
+def parse_message(body: str) -> tuple[str, str, Task] | None:
+    """`(org_id, run_id, task)` of a case-task message, or None when it is malformed (a message
+    without its organization included: a run is named by its organization and its id)."""
     try:
         data = json.loads(body)
-        return str(data["run_id"]), Task(str(data["arm_id"]), str(data["case_id"]), int(data["attempt"]))
+        org_id = str(data["org_id"])
+        if not org_id:
+            return None
+        return org_id, str(data["run_id"]), Task(str(data["arm_id"]), str(data["case_id"]), int(data["attempt"]))
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -79,27 +82,37 @@ def ask_and_grade(c: Container, run: RunRow, arm: dict[str, Any], case: Case, ta
                           input=case.input, history=case.history, metadata={"tags": case.tags})
     asked = asking.ask(c, run.org_id, run.agent_id, spec, request, budget_read=budget_read)
     latency = asked.latency_ms
+    # Everything kept below is redacted, with the organization's own secret values too (seed 004
+    # "What a run keeps"); grading reads the original answer in memory first.
+    r = redacting.for_org(c, run.org_id)
     if asked.exhausted is not None:
-        return AttemptResult(AttemptState.INCOMPLETE, reason=asked.exhausted.reason, budget_exceeded=asked.exhausted,
-                             latency_ms=latency)
+        return AttemptResult(AttemptState.INCOMPLETE, reason=r.text(asked.exhausted.reason),
+                             budget_exceeded=asked.exhausted, latency_ms=latency)
     if asked.crash is not None:
-        return AttemptResult(AttemptState.FAILED, crash=True, error=redact(str(asked.crash)),
-                             reason=f"agent crashed: {redact(str(asked.crash))}"[:500], latency_ms=latency)
+        crash = r.text(str(asked.crash))
+        return AttemptResult(AttemptState.FAILED, crash=True, error=crash,
+                             reason=r.text(f"agent crashed: {crash}"[:500]), latency_ms=latency)
     if asked.provider_error is not None:
-        exc = asked.provider_error
-        reason = "provider rejected the credentials" if exc.status in (401, 403) else \
-            f"provider error after {asked.tries} tries: {redact(str(exc))}"[:500]
-        return AttemptResult(AttemptState.INCOMPLETE, latency_ms=latency, error=redact(str(exc)), reason=reason)
+        error = r.text(str(asked.provider_error))
+        if asked.provider_error.credentials_missing:
+            reason = error[:500]
+        elif asked.provider_error.status in (401, 403):
+            reason = "provider rejected the credentials"
+        else:
+            reason = r.text(f"provider error after {asked.tries} tries: {error}"[:500])
+        return AttemptResult(AttemptState.INCOMPLETE, latency_ms=latency, error=error, reason=reason)
     answer, cost = asked.answer, asked.cost_micros   # no exhaustion, crash or provider error: an answer
-    # Grading reads the original answer in memory; only the redacted one is kept (seed 004).
     grade, asker = grade_answer(c, run, case, answer)
+    # Reasons may quote the original answer, cut short: what is secret in it is redacted there too.
+    r = r.learning(answer.answer, json.dumps([call.model_dump(mode="json") for call in answer.calls]),
+                   answer.model, answer.guardrail)
     return AttemptResult(
-        state=grade.state, answer=redact(answer.answer),
-        calls=[redact_value(call.model_dump(mode="json")) for call in answer.calls],
-        scores=[s.model_dump(mode="json") for s in grade.scores], reason=grade.reason,
+        state=grade.state, answer=r.text(answer.answer),
+        calls=[r.value(call.model_dump(mode="json")) for call in answer.calls],
+        scores=[r.value(s.model_dump(mode="json")) for s in grade.scores], reason=r.text(grade.reason),
         cost_micros=cost, input_tokens=answer.usage.input_tokens,
-        output_tokens=answer.usage.output_tokens, latency_ms=latency, model=answer.model,
-        guardrail=answer.guardrail, judge_cost_micros=asker.cost_micros if asker else 0,
+        output_tokens=answer.usage.output_tokens, latency_ms=latency, model=r.text(answer.model),
+        guardrail=r.text(answer.guardrail), judge_cost_micros=asker.cost_micros if asker else 0,
         judge_calls=asker.calls if asker else 0, budget_exceeded=asker.exhausted if asker else None)
 
 
@@ -132,8 +145,8 @@ def grade_answer(c: Container, run: RunRow, case: Case, answer: AgentAnswer,
 class _KeepAlive:
     """While a long case runs: heartbeat the run and keep the message invisible (DESIGN §7.2)."""
 
-    def __init__(self, c: Container, run_id: str, receipt_handle: str | None) -> None:
-        self._c, self._run_id, self._receipt = c, run_id, receipt_handle
+    def __init__(self, c: Container, org_id: str, run_id: str, receipt_handle: str | None) -> None:
+        self._c, self._org_id, self._run_id, self._receipt = c, org_id, run_id, receipt_handle
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name=f"keepalive-{run_id}")
 
@@ -148,7 +161,7 @@ class _KeepAlive:
         interval = self._c.settings.eval_heartbeat_seconds
         while not self._stop.wait(interval):
             try:
-                self._c.runs.update(self._run_id, [RunRow.heartbeat_at_ms.set(epoch_ms(self._c.clock.now()))],
+                self._c.runs.update(self._org_id, self._run_id, [RunRow.heartbeat_at_ms.set(epoch_ms(self._c.clock.now()))],
                                     condition=RunRow.status == RunStatus.RUNNING.value)
                 if self._receipt:
                     self._c.case_queue.extend_visibility(self._receipt,
@@ -164,10 +177,11 @@ def _attempt_row(c: Container, run: RunRow, task: Task, result: AttemptResult, s
                  now_ms: int, now_iso: str) -> AttemptRow:
     answer, answer_ref = result.answer, None
     if answer is not None and len(answer.encode("utf-8")) > c.settings.assay_answer_inline_bytes:
-        answer_ref = c.bucket.put_text(f"answers/{run.run_id}/{task.key}.txt", answer)
+        # Under the organization's prefix, like everything of a tenant in the bucket (DESIGN §4).
+        answer_ref = c.bucket.put_text(f"{run.org_id}/answers/{run.run_id}/{task.key}.txt", answer)
         answer = answer[:1000]
     return AttemptRow(
-        run.run_id, task.key, recorded_key=f"{now_ms:013d}#{task.key}", arm_id=task.arm_id,
+        run_id=run.run_id, attempt_key=task.key, recorded_key=f"{now_ms:013d}#{task.key}", arm_id=task.arm_id,
         case_id=task.case_id, attempt=task.attempt, state=result.state.value, answer=answer,
         answer_ref=answer_ref, calls=result.calls, scores=result.scores, reason=result.reason,
         error=result.error, crash=result.crash, guardrail=result.guardrail, cost_micros=result.cost_micros,
@@ -219,7 +233,7 @@ def after_release(c: Container, org_id: str, run_id: str) -> None:
     slots.assign_free_slots(c, org_id)
     from chalicelib.services import finalize
 
-    finalize.advance_if_done(c, run_id)
+    finalize.advance_if_done(c, org_id, run_id)
 
 
 def on_duplicate(c: Container, run: RunRow, task: Task) -> None:
@@ -229,21 +243,21 @@ def on_duplicate(c: Container, run: RunRow, task: Task) -> None:
     write is conditional, so a second copy cannot count twice), or redoes the idempotent
     hand-off and phase check when it claimed none.
     """
-    row = c.runs.get_attempt(run.run_id, task.key)
+    row = c.runs.get_attempt(run.org_id, run.run_id, task.key)
     if row is None:
         return
     if row.successor:
         succ = row.successor
-        if not c.runs.attempt_exists(run.run_id, Task(succ["arm_id"], succ["case_id"], int(succ["attempt"])).key):
+        if not c.runs.attempt_exists(run.org_id, run.run_id, Task(succ["arm_id"], succ["case_id"], int(succ["attempt"])).key):
             c.case_queue.send([succ])
     else:
         after_release(c, run.org_id, run.run_id)
 
 
-def record_unqueued(c: Container, run_id: str, task: Task) -> None:
+def record_unqueued(c: Container, org_id: str, run_id: str, task: Task) -> None:
     """A claimed task that could not be queued: `incomplete`, and its slot given back (a send that
     just failed would likely fail again for a successor)."""
-    run = c.runs.get(run_id)
+    run = c.runs.get(org_id, run_id)
     if run is not None:
         record(c, run, task, AttemptResult(AttemptState.INCOMPLETE, reason="could not be queued"),
                pass_slot=False)
@@ -252,23 +266,23 @@ def record_unqueued(c: Container, run_id: str, task: Task) -> None:
 # --- entry points ----------------------------------------------------------------------------
 
 
-_RUN_OWNERS: dict[str, tuple[str, str]] = {}
-"""`run_id -> (org_id, agent_id)`, which never change: once a process knows them, a task's run and
+_RUN_AGENTS: dict[tuple[str, str], str] = {}
+"""`(org_id, run_id) -> agent_id`, which never changes: once a process knows it, a task's run and
 its budgets come in one read."""
 
 
-def _load_run(c: Container, run_id: str) -> tuple[RunRow | None, BudgetReading | None]:
-    """The run (consistent) and, when the process has seen the run before, its budgets read in the
-    same request (else None: they are read before the first model request)."""
-    owner = _RUN_OWNERS.get(run_id)
-    if owner is None:
-        run = c.runs.get(run_id)
+def _load_run(c: Container, org_id: str, run_id: str) -> tuple[RunRow | None, BudgetReading | None]:
+    """The organization's run (consistent) and, when the process has seen the run before, its
+    budgets read in the same request (else None: they are read before the first model request)."""
+    agent_id = _RUN_AGENTS.get((org_id, run_id))
+    if agent_id is None:
+        run = c.runs.get(org_id, run_id)
         if run is not None:
-            if len(_RUN_OWNERS) > 10_000:
-                _RUN_OWNERS.clear()
-            _RUN_OWNERS[run_id] = (run.org_id, run.agent_id)
+            if len(_RUN_AGENTS) > 10_000:
+                _RUN_AGENTS.clear()
+            _RUN_AGENTS[(org_id, run_id)] = run.agent_id
         return run, None
-    return c.spend.read_with_run(run_id, owner[0], owner[1], budgets.month_of(c.clock.now()))
+    return c.spend.read_with_run(org_id, run_id, agent_id, budgets.month_of(c.clock.now()))
 
 
 def _unrecorded(c: Container, body: str, *,
@@ -280,12 +294,12 @@ def _unrecorded(c: Container, body: str, *,
     if parsed is None:
         log.error("malformed case task dropped: %.200s", body)
         return None
-    run_id, task = parsed
-    run, reading = _load_run(c, run_id)
+    org_id, run_id, task = parsed
+    run, reading = _load_run(c, org_id, run_id)
     if run is None:
         log.info("case task for deleted run %s dropped", run_id)
         return None
-    if check_recorded and c.runs.attempt_exists(run_id, task.key):
+    if check_recorded and c.runs.attempt_exists(org_id, run_id, task.key):
         on_duplicate(c, run, task)
         return None
     return run, task, reading
@@ -310,11 +324,11 @@ def handle_task(c: Container, body: str, *, receive_count: int = 1, receipt_hand
         record(c, run, task, AttemptResult(AttemptState.INCOMPLETE, reason=reason))
         return
     arm = next((a for a in run.arms if a["arm_id"] == task.arm_id), None)
-    raw_case = c.datasets.get_case(run.dataset_id, int(run.dataset_version), task.case_id)
+    raw_case = c.datasets.get_case(run.org_id, run.dataset_id, int(run.dataset_version), task.case_id)
     if arm is None or raw_case is None:
         record(c, run, task, AttemptResult(AttemptState.INCOMPLETE, reason="unknown arm or case"))
         return
-    with _KeepAlive(c, run.run_id, receipt_handle):
+    with _KeepAlive(c, run.org_id, run.run_id, receipt_handle):
         result = ask_and_grade(c, run, arm, Case.model_validate(raw_case), task, budget_read=reading)
     if result.budget_exceeded is not None:
         # Running cases finish; nothing else starts, and what was never asked stays incomplete.

@@ -60,7 +60,7 @@ def resolve_candidate(c: Container, who: Identity, agent_id: str, candidate: Any
     else:
         raise InvalidInputError('version must be a positive integer, "latest" or "published"',
                                 field="version" if candidate in (None, "version") else "candidate")
-    row = c.agents.get_version(agent_id, number)
+    row = c.agents.get_version(who.org_id, agent_id, number)
     if row is None:
         raise NotFoundError(f"version {number} of agent {agent_id} not found", field="version")
     return row.spec, number, False
@@ -80,7 +80,7 @@ def version_before(c: Container, who: Identity, agent_id: str, candidate_version
     number = int(agent.live_version or agent.latest_version or 0) if draft else int(candidate_version or 0) - 1
     if number < 1:
         return None
-    row = c.agents.get_version(agent_id, number)
+    row = c.agents.get_version(who.org_id, agent_id, number)
     return (number, row.spec) if row is not None else None
 
 
@@ -156,7 +156,7 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *
     arms = [_arm("candidate" if i == 0 else f"candidate:{p.model_profile_id}", ArmRole.CANDIDATE,
                  profile_service.apply(spec, p), resolved, is_draft) for i, p in enumerate(profiles)] \
         or [_arm("candidate", ArmRole.CANDIDATE, spec, resolved, is_draft)]
-    for arm in arms[1:]:
+    for arm in arms if profiles else []:   # a profile laid over the spec is checked like a spec
         validate_spec(arm["spec"], c.runtimes)
     for name in ("paired_baseline", "baseline_run_id"):
         if stability and body.get(name):
@@ -169,13 +169,13 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *
         raise InvalidInputError("a run compared with a baseline needs at least one rerun", field="reruns")
     before = version_before(c, who, agent_id, resolved, is_draft)
     if baseline_version is not None:
-        row = c.agents.get_version(agent_id, baseline_version)
-        before = (baseline_version, row.spec) if row is not None and row.org_id == who.org_id else None
+        row = c.agents.get_version(who.org_id, agent_id, baseline_version)
+        before = (baseline_version, row.spec) if row is not None else None
     if body.get("paired_baseline") and before is None:
         raise InvalidInputError("a first version has nothing before it to compare with" if not is_draft else
                                 "the draft has no published version to compare with: run it without a "
                                 "baseline", field="paired_baseline")
-    recent = baselines.recent_runs(c, agent_id)
+    recent = baselines.recent_runs(c, who.org_id, agent_id)
     info: dict[str, Any] = {}
     if not stability and (default_baseline or body.get("paired_baseline") or body.get("baseline_run_id")):
         before_spec = before[1] if before else None
@@ -230,7 +230,7 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], 
     arms, dataset_version = plan.arms, plan.dataset
     total = sum(1 for a in arms if a.get("answers", True)) * plan.case_count
     run = RunRow(
-        f"run_{uuid.uuid4().hex[:16]}", org_id=who.org_id, agent_id=agent_id,
+        run_id=f"run_{uuid.uuid4().hex[:16]}", org_id=who.org_id, agent_id=agent_id,
         dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
         created_at=iso(now), created_by=who.user_id, status=RunStatus.QUEUED.value,
         phase=RunPhase.ANSWERING.value, purpose=purpose or ("stability" if plan.stability else "check"),
@@ -246,7 +246,7 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], 
         heartbeat_at_ms=epoch_ms(now))
     c.runs.create(run)
     slots.enqueue_run(c, run)
-    return c.runs.get(run.run_id) or run, plan.warnings
+    return c.runs.get(who.org_id, run.run_id) or run, plan.warnings
 
 
 def progress_view(run: RunRow) -> dict[str, Any]:
@@ -327,20 +327,20 @@ def cancel_run(c: Container, who: Identity, run_id: str) -> RunRow:
     """
     run = c.runs.get_for_org(who.org_id, run_id)
     if not end_run(c, run, RunStatus.CANCELLED, f"cancelled by {who.user_id}"):
-        raise ConflictError(f"eval run {run_id} already ended ({(c.runs.get(run_id) or run).status})",
+        raise ConflictError(f"eval run {run_id} already ended ({(c.runs.get(who.org_id, run_id) or run).status})",
                             field="run_id")
-    return c.runs.get(run_id)  # type: ignore[return-value]
+    return c.runs.get(who.org_id, run_id)  # type: ignore[return-value]
 
 
 def end_run(c: Container, run: RunRow, status: RunStatus, reason: str) -> bool:
     """End a queued or running run as `status` (cancelled, budget_exceeded): its running cases
     finish and keep their slots until they do; nothing else starts. False when it had ended."""
-    ok = c.runs.update(run.run_id, [RunRow.status.set(status.value), RunRow.reason.set(reason),
-                                    RunRow.completed_at.set(iso(c.clock.now()))],
+    ok = c.runs.update(run.org_id, run.run_id, [RunRow.status.set(status.value), RunRow.reason.set(reason),
+                                                RunRow.completed_at.set(iso(c.clock.now()))],
                        condition=RunRow.status.is_in(RunStatus.QUEUED.value, RunStatus.RUNNING.value))
     if ok:
         c.orgs.remove_waiting(run.org_id, run.run_id)
-        finalize.ended(c, run.run_id)
+        finalize.ended(c, run.org_id, run.run_id)
     return ok
 
 
@@ -350,12 +350,13 @@ def delete_run(c: Container, who: Identity, run_id: str) -> None:
     if not RunStatus(run.status).ended or int(run.slots) > 0:
         raise ConflictError("the run is still running: cancel it and wait for its running cases first",
                             field="run_id")
-    c.runs.delete(run_id)
+    c.runs.delete(who.org_id, run_id)
 
 
-def _decode_cursor(cursor: str | None, hash_name: str, hash_value: str) -> dict[str, Any] | None:
+def _decode_cursor(c: Container, cursor: str | None, org_id: str, *, agent_id: str | None = None,
+                   dataset_id: str | None = None) -> dict[str, Any] | None:
     """The index key a listing's `cursor` stands for, checked to be one this API gave for this
-    listing (the last key of its index: `run_id`, the index's hash key and `created_at`).
+    listing of this organization (`RunStore.is_page_start`).
 
     Raises InvalidInputError for anything else (garbage, another listing's or organization's cursor).
     """
@@ -365,9 +366,7 @@ def _decode_cursor(cursor: str | None, hash_name: str, hash_value: str) -> dict[
         key = json.loads(base64.urlsafe_b64decode(cursor.encode()).decode())
     except (ValueError, binascii.Error, UnicodeError):
         key = None
-    if not (isinstance(key, dict) and set(key) == {"run_id", hash_name, "created_at"}
-            and all(isinstance(v, dict) and set(v) == {"S"} and isinstance(v["S"], str) for v in key.values())
-            and key[hash_name]["S"] == hash_value):
+    if not c.runs.is_page_start(key, org_id, agent_id=agent_id, dataset_id=dataset_id):
         raise InvalidInputError("cursor is not one this API gave", field="cursor")
     return key
 
@@ -386,13 +385,14 @@ def list_runs(c: Container, who: Identity, *, agent_id: str | None = None, datas
     current_hash = None
     if agent_id is not None:
         current_hash = c.agents.get(who.org_id, agent_id).draft_spec_hash
-        result = c.runs.list_by_agent(agent_id, limit=limit, start=_decode_cursor(cursor, "agent_id", agent_id))
+        result = c.runs.list_by_agent(who.org_id, agent_id, limit=limit,
+                                      start=_decode_cursor(c, cursor, who.org_id, agent_id=agent_id))
     elif dataset_id is not None:
         c.datasets.get(who.org_id, dataset_id)
-        result = c.runs.list_by_dataset(dataset_id, limit=limit,
-                                        start=_decode_cursor(cursor, "dataset_id", dataset_id))
+        result = c.runs.list_by_dataset(who.org_id, dataset_id, limit=limit,
+                                        start=_decode_cursor(c, cursor, who.org_id, dataset_id=dataset_id))
     else:
-        result = c.runs.list_by_org(who.org_id, limit=limit, start=_decode_cursor(cursor, "org_id", who.org_id))
+        result = c.runs.list_by_org(who.org_id, limit=limit, start=_decode_cursor(c, cursor, who.org_id))
     rows = [r for r in result if r.org_id == who.org_id]
     if draft is not None:
         rows = [r for r in rows if r.draft and (r.spec_hash == current_hash) == (draft == "current")]
@@ -427,11 +427,11 @@ def events(c: Container, who: Identity, run_id: str, *, after: str = "", wait_s:
     while True:
         ended = RunStatus(run.status).ended and int(run.slots) == 0
         until = None if ended else f"{epoch_ms(c.clock.now()) - EVENTS_SETTLE_MS:013d}#\uffff"
-        rows = c.runs.attempts_after(run_id, after, limit, until=until)
+        rows = c.runs.attempts_after(who.org_id, run_id, after, limit, until=until)
         if rows or ended or time.monotonic() >= deadline:
             break
         time.sleep(0.25)
-        run = c.runs.get(run_id) or run
+        run = c.runs.get(who.org_id, run_id) or run
     return {"run_id": run_id, "events": [{"type": "attempt_recorded", "cursor": r.recorded_key,
                                           **attempt_view(c, r)} for r in rows],
             "cursor": rows[-1].recorded_key if rows else after, "status": run.status,
@@ -478,7 +478,7 @@ def cases(c: Container, who: Identity, run_id: str, *, outcome: str | None = Non
     for cid in run.case_ids:
         if case_id is not None and cid != case_id:
             continue
-        case = c.datasets.get_case(run.dataset_id, int(run.dataset_version), cid) or {}
+        case = c.datasets.get_case(run.org_id, run.dataset_id, int(run.dataset_version), cid) or {}
         if tag is not None and tag not in (case.get("tags") or []):
             continue
         rows = sorted(by_case.get(cid, []), key=lambda r: r.attempt_key)

@@ -47,7 +47,7 @@ def send_tasks(c: Container, run: RunRow, tasks: list[Task]) -> None:
 
         log.error("run %s: %d task(s) could not be queued", run.run_id, len(exc.failed))
         for body in exc.failed:
-            run_case.record_unqueued(c, run.run_id, Task(body["arm_id"], body["case_id"], body["attempt"]))
+            run_case.record_unqueued(c, run.org_id, run.run_id, Task(body["arm_id"], body["case_id"], body["attempt"]))
 
 
 def assign_free_slots(c: Container, org_id: str) -> int:
@@ -66,7 +66,7 @@ def assign_free_slots(c: Container, org_id: str) -> int:
             return started
         progressed = False
         for run_id in list(org.waiting):
-            run = c.runs.get(run_id)
+            run = c.runs.get(org_id, run_id)
             pending = 0 if run is None else int(run.tasks_total) - int(run.next_index)
             if run is None or RunStatus(run.status).ended or pending <= 0 \
                     or int(run.slots) >= run_limit(run):

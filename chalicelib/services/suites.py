@@ -26,12 +26,13 @@ from chalicelib.domain import schedule
 from chalicelib.domain.enums import ArmRole, AttemptState, RunStatus
 from chalicelib.domain.runs import settle
 from chalicelib.domain.identity import Identity
+from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.money import micros_to_usd
 from chalicelib.domain.suites import Judgement, RunFacts, SuiteResult, Threshold, Triggers, absorb, judge
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import AssayError, BudgetExceededError, ConflictError, InvalidInputError, NotFoundError, \
     invalid_input
-from chalicelib.services import budgets, environments, estimates, finalize, judges, notifications
+from chalicelib.services import budgets, environments, estimates, finalize, judges, notifications, redacting
 from chalicelib.services import datasets as dataset_service
 
 log = logging.getLogger(__name__)
@@ -73,10 +74,11 @@ def result_view(row: SuiteResultRow) -> dict[str, Any]:
 
 
 def get(c: Container, who: Identity, agent_id: str, suite_id: str) -> SuiteRow:
-    """Raises NotFoundError for an unknown suite (or agent, or one of another organization)."""
+    """The organization's agent's suite. Raises NotFoundError for a suite or agent the organization
+    does not have."""
     c.agents.get(who.org_id, agent_id)
-    row = c.suites.get(agent_id, suite_id)
-    if row is None or row.org_id != who.org_id:
+    row = c.suites.get(who.org_id, agent_id, suite_id)
+    if row is None:
         raise NotFoundError(f"suite {suite_id} not found", field="suite_id")
     return row
 
@@ -133,9 +135,13 @@ def _pins(c: Container, who: Identity, dataset_id: str, dataset_version: int | N
 def create(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> tuple[SuiteRow, dict[str, Any]]:
     """Save a new suite; its saver owns it. Returns the suite and its price (one run, a month).
 
+    A suite id is unique among the agent's suites in the organization only.
     Raises NotFoundError (agent, dataset, environment), InvalidInputError (threshold, triggers,
-    max_run_usd, a dataset version that does not exist).
+    max_run_usd, a dataset version that does not exist, a `suite_id` with `#` or `/`), ConflictError
+    (the agent has a suite with that id).
     """
+    if body.get("suite_id") is not None:
+        check_tenant_id(body["suite_id"], "suite_id")
     c.agents.get(who.org_id, agent_id)
     parsed = _parse(body, partial=False)
     dataset = dataset_service.resolve_version(c, who, body["dataset_id"], body.get("dataset_version") or "latest")
@@ -145,7 +151,7 @@ def create(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> 
     guards = bool(body.get("guards"))
     if guards:
         env_id = env.environment_id   # a guard guards this environment, whatever becomes the default later
-    row = SuiteRow(agent_id, body.get("suite_id") or f"suite_{uuid.uuid4().hex[:12]}", org_id=who.org_id,
+    row = SuiteRow(agent_id=agent_id, suite_id=body.get("suite_id") or f"suite_{uuid.uuid4().hex[:12]}", org_id=who.org_id,
                    name=body.get("name") or "", dataset_id=body["dataset_id"],
                    dataset_version=body.get("dataset_version"), environment_id=env_id,
                    threshold=parsed["threshold"], triggers=parsed["triggers"],
@@ -234,8 +240,9 @@ def update(c: Container, who: Identity, agent_id: str, suite_id: str, body: dict
             if row.guards and not guards:
                 from chalicelib.services import promotions
 
-                promotions.guard_removed(c, agent_id, suite_id, f"guard {suite_id} was taken off before it decided")
-            fresh = c.suites.get(agent_id, suite_id)
+                promotions.guard_removed(c, who.org_id, agent_id, suite_id,
+                                         f"guard {suite_id} was taken off before it decided")
+            fresh = c.suites.get(who.org_id, agent_id, suite_id)
             return fresh, price(c, who, fresh)  # type: ignore[arg-type]
     raise ConflictError(f"suite {suite_id} keeps changing: try again", field="suite_id")
 
@@ -247,10 +254,10 @@ def delete(c: Container, who: Identity, agent_id: str, suite_id: str) -> None:
         raise ConflictError(f"suite {suite_id} guards an environment: take it off there first (guards: false)",
                             field="suite_id")
     c.suites.delete(row)
-    c.suites.delete_results(suite_id)
+    c.suites.delete_results(who.org_id, agent_id, suite_id)
     from chalicelib.services import promotions
 
-    promotions.guard_removed(c, agent_id, suite_id, f"guard {suite_id} was deleted before it decided")
+    promotions.guard_removed(c, who.org_id, agent_id, suite_id, f"guard {suite_id} was deleted before it decided")
 
 
 def _stamp(c: Container) -> str:
@@ -269,10 +276,10 @@ def pause(c: Container, row: SuiteRow, reason: str) -> None:
                                  SuiteRow.pending.set([]), SuiteRow.due_flag.remove(), SuiteRow.due_at_ms.remove()],
                            stamp=_stamp(c)):
             for gate in dropped:
-                promotions.refuse(c, row.agent_id, gate["promotion_id"],
+                promotions.refuse(c, row.org_id, row.agent_id, gate["promotion_id"],
                                   f"guard {row.suite_id} was paused before it checked the version: {reason}")
             return
-        row = c.suites.get(row.agent_id, row.suite_id) or row
+        row = c.suites.get(row.org_id, row.agent_id, row.suite_id) or row
 
 
 def set_paused(c: Container, who: Identity, agent_id: str, suite_id: str, paused: bool) -> SuiteRow:
@@ -350,13 +357,13 @@ def trigger(c: Container, row: SuiteRow, kind: str, *, version: int | None, by: 
                                  SuiteRow.due_at_ms.set(due)], stamp=_stamp(c)):
             break
         _backoff()
-        fresh = c.suites.get(row.agent_id, row.suite_id)
+        fresh = c.suites.get(row.org_id, row.agent_id, row.suite_id)
         if fresh is None:
             return False
         row = fresh
     else:
         raise ConflictError(f"suite {row.suite_id} keeps changing: try again", field="suite_id")
-    advance(c, row.agent_id, row.suite_id)
+    advance(c, row.org_id, row.agent_id, row.suite_id)
     return True
 
 
@@ -366,13 +373,13 @@ def run_now(c: Container, who: Identity, agent_id: str, suite_id: str) -> dict[s
     if row.paused:
         raise ConflictError(f"suite {suite_id} is paused ({row.paused_reason}): resume it first", field="suite_id")
     trigger(c, row, "manual", version=None, by=who.user_id)
-    return view(c.suites.get(agent_id, suite_id))  # type: ignore[arg-type]
+    return view(c.suites.get(who.org_id, agent_id, suite_id))  # type: ignore[arg-type]
 
 
 def on_published(c: Container, org_id: str, agent_id: str, version: int) -> None:
     """A version was published: every suite on publish checks it beside the version before. Each
     version is taken once per suite (a redelivered publish event finds it taken)."""
-    for row in c.suites.of_agent(agent_id):
+    for row in c.suites.of_agent(org_id, agent_id):
         if row.org_id != org_id or not (row.triggers or {}).get("on_publish") or row.paused:
             continue
         try:
@@ -381,13 +388,13 @@ def on_published(c: Container, org_id: str, agent_id: str, version: int) -> None
                 if version in seen:
                     break
                 if c.suites.update(row, [SuiteRow.published_seen.set((seen + [version])[-200:])], stamp=_stamp(c)):
-                    fresh = c.suites.get(agent_id, row.suite_id)
+                    fresh = c.suites.get(org_id, agent_id, row.suite_id)
                     if fresh is not None:
                         trigger(c, fresh, "publish", version=version,
                                 baseline_version=version - 1 if version > 1 else None)
                     break
                 _backoff()
-                row = c.suites.get(agent_id, row.suite_id) or row
+                row = c.suites.get(org_id, agent_id, row.suite_id) or row
         except AssayError as exc:   # the publish stands; the suite says why it did not start
             log.error("suite %s could not take the publish of version %s: %s", row.suite_id, version, exc.message)
 
@@ -401,7 +408,7 @@ def on_promoted(c: Container, org_id: str, agent_id: str, environment_id: str, v
                 replaced: int | None) -> None:
     """A version was promoted onto an environment: its suites on promotion check it against the
     version it replaced (guards ran before; they are not asked again)."""
-    for row in c.suites.of_agent(agent_id):
+    for row in c.suites.of_agent(org_id, agent_id):
         if row.org_id != org_id or row.guards or not (row.triggers or {}).get("on_promotion") or row.paused:
             continue
         try:
@@ -417,7 +424,7 @@ def on_dependency_changed(c: Container, org_id: str, agent_id: str, version: int
     change that check that version run once, `EVAL_SUITE_DEPENDENCY_DEBOUNCE_SECONDS` after the
     first change of a burst. Returns how many suites took it."""
     taken = 0
-    for row in c.suites.of_agent(agent_id):
+    for row in c.suites.of_agent(org_id, agent_id):
         if row.org_id != org_id or not (row.triggers or {}).get("on_dependency_change") or row.paused:
             continue
         checked = _version_to_check(c, row)
@@ -435,13 +442,13 @@ def _last_result(c: Container, row: SuiteRow, version: int) -> tuple[SuiteResult
     """(the last good result of `version` - passed, or the baseline a first measurement set - and
     the last result of `version`)."""
     last_pass = last = None
-    for result in c.suites.results(row.suite_id, 200):
+    for result in c.suites.results(row.org_id, row.agent_id, row.suite_id, 200):
         if result.version != version or result.result == SuiteResult.NOT_RUN:
             continue
         last = last or result
         if result.result in (SuiteResult.PASSED, SuiteResult.BASELINE_SET) and result.run_id:
             # Only a run that is still there, over the dataset the suite checks now, can stand in.
-            run = c.runs.get(result.run_id)
+            run = c.runs.get(row.org_id, result.run_id)
             if run is not None and run.dataset_id == row.dataset_id and run.status == RunStatus.COMPLETED:
                 last_pass = result
                 break
@@ -494,12 +501,12 @@ def _plan(c: Container, who: Identity, row: SuiteRow, entry: dict[str, Any]) -> 
     return plan, priced
 
 
-def advance(c: Container, agent_id: str, suite_id: str) -> str | None:
-    """Start the suite's next due trigger unless a run is going or it is paused. Returns the run
-    started (None when nothing started). A trigger that cannot run becomes a `not_run` result and
-    the next one is tried."""
+def advance(c: Container, org_id: str, agent_id: str, suite_id: str) -> str | None:
+    """Start the organization's suite's next due trigger unless a run is going or it is paused.
+    Returns the run started (None when nothing started). A trigger that cannot run becomes a
+    `not_run` result and the next one is tried."""
     for _ in range(20):
-        row = c.suites.get(agent_id, suite_id)
+        row = c.suites.get(org_id, agent_id, suite_id)
         now_ms = epoch_ms(c.clock.now())
         if row is None or row.paused or row.active_run_id:
             return None
@@ -517,7 +524,7 @@ def advance(c: Container, agent_id: str, suite_id: str) -> str | None:
                    SuiteRow.due_at_ms.set(min([now_ms + STALE_START_MS, *(int(p["due_at_ms"]) for p in rest)]))]
         if not c.suites.update(row, actions, stamp=_stamp(c)):
             continue
-        claimed = c.suites.get(agent_id, suite_id)
+        claimed = c.suites.get(org_id, agent_id, suite_id)
         run_id = _start(c, claimed, entry) if claimed is not None else None
         if run_id is not None:
             return run_id
@@ -553,17 +560,17 @@ def _start(c: Container, row: SuiteRow, entry: dict[str, Any]) -> str | None:
         _release(c, row, STARTING)
         return None
     for _ in range(20):
-        fresh = c.suites.get(row.agent_id, row.suite_id)
+        fresh = c.suites.get(row.org_id, row.agent_id, row.suite_id)
         if fresh is None or fresh.active_run_id != STARTING:
             break
         if c.suites.update(fresh, [SuiteRow.active_run_id.set(run.run_id),
                                    SuiteRow.active_trigger.set({**_trigger_view(entry), "run_id": run.run_id})],
                            stamp=_stamp(c)):
             break
-    ended = c.runs.get(run.run_id)
+    ended = c.runs.get(row.org_id, run.run_id)
     if ended is not None and RunStatus(ended.status).ended:
         # It ended before the suite named it as its run (a small run is quick): finish now.
-        run_ended(c, run.run_id)
+        run_ended(c, row.org_id, run.run_id)
     return run.run_id
 
 
@@ -574,7 +581,7 @@ def _trigger_view(entry: dict[str, Any]) -> dict[str, Any]:
 def _release(c: Container, row: SuiteRow, active: str) -> None:
     """Give up the suite's one-run claim (conditional on it being `active`)."""
     for _ in range(20):
-        fresh = c.suites.get(row.agent_id, row.suite_id)
+        fresh = c.suites.get(row.org_id, row.agent_id, row.suite_id)
         if fresh is None or fresh.active_run_id != active:
             return
         if c.suites.update(fresh, [SuiteRow.active_run_id.remove(), SuiteRow.active_trigger.remove()],
@@ -620,23 +627,24 @@ def facts_of(c: Container, run: RunRow) -> RunFacts:
         reason=run.reason, note=(run.settings or {}).get("suite_note"))
 
 
-def run_ended(c: Container, run_id: str) -> None:
+def run_ended(c: Container, org_id: str, run_id: str) -> None:
     """A run ended (completed, cancelled, out of budget, failed): if a suite started it, record the
     result, tell the owner when it is bad, decide a waiting promotion, and start what waits next.
     Idempotent: a run has one result."""
-    run = c.runs.get(run_id)
+    run = c.runs.get(org_id, run_id)
     suite_id = (run.settings or {}).get("suite_id") if run is not None else None
     if run is None or not suite_id or not RunStatus(run.status).ended:
         return
     entry = dict((run.settings or {}).get("suite_trigger") or {})
-    row = c.suites.get(run.agent_id, suite_id)
+    row = c.suites.get(org_id, run.agent_id, suite_id)
     if row is None or row.created_at != (run.settings or {}).get("suite_created_at", row.created_at):
         # The suite that started it is gone (a new one may have its id): nobody's result; a gate's
         # promotion cannot be decided by it.
         if entry.get("kind") == "gate" and entry.get("promotion_id"):
             from chalicelib.services import promotions
 
-            promotions.refuse(c, run.agent_id, entry["promotion_id"], f"guard {suite_id} was removed before it decided")
+            promotions.refuse(c, org_id, run.agent_id, entry["promotion_id"],
+                              f"guard {suite_id} was removed before it decided")
         return
     try:
         judgement = judge(Threshold.model_validate(row.threshold or {}), facts_of(c, run))
@@ -644,7 +652,7 @@ def run_ended(c: Container, run_id: str) -> None:
     finally:
         # Whatever became of the result, the suite is free for what waits next.
         _release(c, row, run_id)
-        advance(c, row.agent_id, row.suite_id)
+        advance(c, row.org_id, row.agent_id, row.suite_id)
 
 
 def _record(c: Container, row: SuiteRow, entry: dict[str, Any], run: RunRow | None, judgement: Judgement, *,
@@ -653,18 +661,19 @@ def _record(c: Container, row: SuiteRow, entry: dict[str, Any], run: RunRow | No
     from chalicelib.services import promotions
 
     result_id = run.run_id if run is not None else f"nr_{uuid.uuid4().hex[:12]}"
-    if run is not None and c.suites.result_of_run(row.suite_id, run.run_id) is not None:
+    if run is not None and c.suites.result_of_run(row.org_id, row.agent_id, row.suite_id, run.run_id) is not None:
         return
     version = entry.get("version")
     result = SuiteResultRow(
-        row.suite_id, f"{started}#{result_id}", result_id=result_id, org_id=row.org_id, agent_id=row.agent_id,
+        suite_id=row.suite_id, started_key=f"{started}#{result_id}", result_id=result_id, org_id=row.org_id, agent_id=row.agent_id,
         trigger=_trigger_view(entry), version=version, run_id=run.run_id if run else None,
         purpose="gate" if entry.get("kind") == "gate" else "suite", result=judgement.result.value,
-        reasons=judgement.reasons, cases_broken=judgement.broken, cases_undecided=judgement.undecided,
+        reasons=redacting.for_org(c, row.org_id).value(list(judgement.reasons)), cases_broken=judgement.broken,
+        cases_undecided=judgement.undecided,
         overall=judgement.overall, started_at=started, completed_at=iso(c.clock.now()))
     if not c.suites.add_result(result):
         return
-    fresh = c.suites.get(row.agent_id, row.suite_id) or row
+    fresh = c.suites.get(row.org_id, row.agent_id, row.suite_id) or row
     notify = False
     key = str(version)
     for _ in range(20):
@@ -675,16 +684,16 @@ def _record(c: Container, row: SuiteRow, entry: dict[str, Any], run: RunRow | No
                 {"result": judgement.result.value, "result_id": result_id, "run_id": result.run_id, "version": version,
                  "at": result.completed_at})], stamp=_stamp(c)):
             break
-        fresh = c.suites.get(row.agent_id, row.suite_id) or fresh
+        fresh = c.suites.get(row.org_id, row.agent_id, row.suite_id) or fresh
     if notify:
         notifications.suite_result(c, fresh, result)
     if entry.get("kind") == "gate" and entry.get("promotion_id"):
-        promotions.on_gate_result(c, row.agent_id, entry["promotion_id"], row.suite_id, result)
+        promotions.on_gate_result(c, row.org_id, row.agent_id, entry["promotion_id"], row.suite_id, result)
 
 
 def results(c: Container, who: Identity, agent_id: str, suite_id: str, limit: int = 50) -> list[dict[str, Any]]:
     get(c, who, agent_id, suite_id)
-    return [result_view(r) for r in c.suites.results(suite_id, limit)]
+    return [result_view(r) for r in c.suites.results(who.org_id, agent_id, suite_id, limit)]
 
 
 # --- the tick --------------------------------------------------------------------------------
@@ -703,7 +712,7 @@ def tick(c: Container) -> dict[str, int]:
         # Claim this fire by moving next_fire past now: every fire missed so far collapses into one.
         if not c.suites.update(row, [SuiteRow.next_fire_at_ms.set(nxt)], stamp=_stamp(c)):
             continue
-        fresh = c.suites.get(row.agent_id, row.suite_id)
+        fresh = c.suites.get(row.org_id, row.agent_id, row.suite_id)
         if fresh is not None and not fresh.paused:
             fired += trigger(c, fresh, "schedule", version=None)
     for row in c.suites.due_to_start(now_ms):
@@ -712,11 +721,11 @@ def tick(c: Container) -> dict[str, int]:
             # The start died before it wrote a run: put its trigger back and try again.
             dead = {k: v for k, v in (row.active_trigger or {}).items() if k != "claimed_at_ms"}
             _release(c, row, STARTING)
-            fresh = c.suites.get(row.agent_id, row.suite_id)
+            fresh = c.suites.get(row.org_id, row.agent_id, row.suite_id)
             if fresh is not None and dead:
                 trigger(c, fresh, dead.get("kind", "manual"), version=dead.get("version"), by=dead.get("by"),
                         baseline_version=dead.get("baseline_version"), promotion_id=dead.get("promotion_id"))
             cleared += 1
-        if advance(c, row.agent_id, row.suite_id):
+        if advance(c, row.org_id, row.agent_id, row.suite_id):
             started += 1
     return {"fired": fired, "started": started, "cleared": cleared}

@@ -50,8 +50,8 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[dict[str,
                                     field=f"agents[{i}].version")
         agent = c.agents.get(who.org_id, agent_id)
         if agent_id not in runs_by_agent:
-            runs_by_agent[agent_id] = [r for r in _all_runs(c, agent_id)
-                                       if r.org_id == who.org_id and r.status == RunStatus.COMPLETED
+            runs_by_agent[agent_id] = [r for r in _all_runs(c, who.org_id, agent_id)
+                                       if r.status == RunStatus.COMPLETED
                                        and r.outcome]
         latest: dict[str, RunRow] = {}
         for run in runs_by_agent[agent_id]:
@@ -71,11 +71,12 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[dict[str,
     return out
 
 
-def _all_runs(c: Container, agent_id: str) -> list[RunRow]:
+def _all_runs(c: Container, org_id: str, agent_id: str) -> list[RunRow]:
+    """Every run of the organization's agent, newest first."""
     rows: list[RunRow] = []
     start = None
     while True:
-        page = c.runs.list_by_agent(agent_id, limit=200, start=start)
+        page = c.runs.list_by_agent(org_id, agent_id, limit=200, start=start)
         rows.extend(page)
         start = page.last_evaluated_key
         if not start:

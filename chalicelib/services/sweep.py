@@ -38,16 +38,16 @@ def _abandoned_reason(minutes: float) -> str:
 
 def fail_running_cases(c: Container, run: RunRow, reason: str, now: datetime) -> int:
     """Write a `failed` attempt for every task the run claimed that has no attempt yet."""
-    keys = c.runs.attempt_keys(run.run_id)
+    keys = c.runs.attempt_keys(run.org_id, run.run_id)
     written = 0
     for index in range(int(run.next_index)):
         task = slots.task_of(run, index)
         if task.key in keys:
             continue
-        row = AttemptRow(run.run_id, task.key, recorded_key=f"{epoch_ms(now):013d}#{task.key}",
+        row = AttemptRow(run_id=run.run_id, attempt_key=task.key, recorded_key=f"{epoch_ms(now):013d}#{task.key}",
                          arm_id=task.arm_id, case_id=task.case_id, attempt=task.attempt,
                          state=AttemptState.FAILED.value, reason=reason, recorded_at=iso(now))
-        written += c.runs.put_attempt_once(row)
+        written += c.runs.put_attempt_once(run, row)
     return written
 
 
@@ -58,12 +58,12 @@ def sweep(c: Container) -> SweepReport:
     cutoff = epoch_ms(now) - int(minutes * 60_000)
     report = SweepReport()
     for candidate in c.runs.stale(RunStatus.RUNNING, cutoff):
-        run = c.runs.get(candidate.run_id)
+        run = c.runs.get(candidate.org_id, candidate.run_id)
         if run is None or run.status != RunStatus.RUNNING or int(run.heartbeat_at_ms) > cutoff:
             continue
         if run.phase == RunPhase.FINALIZING:
-            finalize.finalize(c, run.run_id)
-            finalize.ended(c, run.run_id)
+            finalize.finalize(c, run.org_id, run.run_id)
+            finalize.ended(c, run.org_id, run.run_id)
             report.finalized.append(run.run_id)
             continue
         reason = _abandoned_reason(minutes)
@@ -73,10 +73,10 @@ def sweep(c: Container) -> SweepReport:
                                   & (RunRow.recorded == run.recorded)):
             fail_running_cases(c, run, "the run was abandoned while this case ran", now)
             c.orgs.remove_waiting(run.org_id, run.run_id)
-            finalize.ended(c, run.run_id)
+            finalize.ended(c, run.org_id, run.run_id)
             report.failed.append(run.run_id)
     for candidate in c.runs.stale(RunStatus.QUEUED, cutoff):
-        run = c.runs.get(candidate.run_id)
+        run = c.runs.get(candidate.org_id, candidate.run_id)
         if run is None or run.status != RunStatus.QUEUED:
             continue
         org = c.orgs.get(run.org_id)
@@ -85,11 +85,11 @@ def sweep(c: Container) -> SweepReport:
         if c.runs.end_and_release(run, status=RunStatus.FAILED, now_iso=iso(now),
                                   reason="failed: nothing was left to run it",
                                   condition=RunRow.status == RunStatus.QUEUED.value):
-            finalize.ended(c, run.run_id)
+            finalize.ended(c, run.org_id, run.run_id)
             report.failed.append(run.run_id)
     for status in (RunStatus.CANCELLED, RunStatus.BUDGET_EXCEEDED, RunStatus.FAILED):
         for candidate in c.runs.stale(status, cutoff):
-            run = c.runs.get(candidate.run_id)
+            run = c.runs.get(candidate.org_id, candidate.run_id)
             if run is None or int(run.slots) <= 0 or int(run.heartbeat_at_ms) > cutoff:
                 continue
             # A case a dead worker left running under an ended run: fail it and free its slot.

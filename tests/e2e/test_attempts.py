@@ -76,6 +76,17 @@ def test_provider_failures_after_retries_are_incomplete_and_a_rejected_key_says_
     assert (outcome["passed"], outcome["incomplete"], outcome["pass_rate"]) == (1, 2, 1.0)
 
 
+def test_a_secret_the_organization_never_stored_leaves_the_attempt_incomplete_saying_which(api):
+    with FakeOpenAI({"rules": [{"contains": "question", "answer": "42"}]}) as fake:
+        spec = {"runtime": "openai", "base_url": fake.base_url, "model": "m", "api_key_secret": "never-set"}
+        run = api.start(api.agent(spec), api.dataset(cases(1), required=["contains"]))
+        assert api.wait(run["run_id"])["status"] == "completed"
+        assert fake.requests() == []                                               # nothing sent without the key
+    attempt = results(api, run["run_id"])["c000"]
+    assert attempt["state"] == "incomplete"
+    assert "credentials missing: secret never-set is not set in this organization" in attempt["reason"]
+
+
 def test_the_agents_own_failure_is_a_failed_attempt_marked_as_a_crash(api):
     spec = {"runtime": "python", "entrypoint": "bench.agents:crashing"}
     run = api.start(api.agent(spec), api.dataset(cases(2)))
@@ -122,9 +133,9 @@ def test_a_long_case_heartbeats_and_keeps_its_message_invisible(api, settings, s
     before = stack.moto.requests().get("sqs.ChangeMessageVisibility", 0)
     run = api.start(api.agent(sleepy_spec(sleep_ms=1600)), api.dataset(cases(1)))
     time.sleep(0.2)
-    first_beat = container.runs.get(run["run_id"]).heartbeat_at_ms
+    first_beat = container.runs.get(api.org_id, run["run_id"]).heartbeat_at_ms
     time.sleep(1.0)
-    assert container.runs.get(run["run_id"]).heartbeat_at_ms > first_beat, "no heartbeat while the case ran"
+    assert container.runs.get(api.org_id, run["run_id"]).heartbeat_at_ms > first_beat, "no heartbeat while the case ran"
     assert api.wait(run["run_id"])["status"] == "completed"
     assert stack.moto.requests().get("sqs.ChangeMessageVisibility", 0) - before >= 2
 
@@ -136,7 +147,7 @@ def test_an_answer_too_large_for_dynamodb_is_kept_in_the_results_bucket(api, set
     assert api.wait(run["run_id"])["status"] == "completed"
     r = results(api, run["run_id"])["c000"]
     assert r["state"] == "passed"
-    assert r["answer_ref"].startswith("s3://assay-results/answers/")
+    assert r["answer_ref"].startswith(f"s3://assay-results/{api.org_id}/answers/{run['run_id']}/")   # the org's prefix
     assert len(r["answer"]) == 1000
     events = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/events?wait=0")
     assert events["events"][0]["answer_ref"] == r["answer_ref"]

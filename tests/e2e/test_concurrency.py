@@ -17,7 +17,12 @@ def test_three_concurrent_runs_never_exceed_the_run_or_organization_limit(api, c
     limits(run_limit, org_limit)
     probe = f"org-{uuid.uuid4().hex}"
     ds = api.dataset(cases(9))
-    agent = api.agent(sleepy_spec(sleep_ms=120, probe=probe))
+    # The first calls wait until more of them are in flight than one run may have (a barrier, so a
+    # loaded machine cannot make the runs miss each other); were the limits wrong, they would wait
+    # in vain for 30 s and the peaks below would tell.
+    spec = sleepy_spec(sleep_ms=20, probe=probe)
+    spec["options"]["hold_until"] = run_limit + 1
+    agent = api.agent(spec)
     runs = [api.start(agent, ds) for _ in range(3)]
     for run in runs:
         assert api.wait(run["run_id"], timeout_s=120)["status"] == "completed"

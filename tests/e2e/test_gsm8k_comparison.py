@@ -44,14 +44,23 @@ def expected_flips(before: str, after: str) -> tuple[int, int, int]:
     return regressions, fixes, unchanged
 
 
-def test_v4_against_v3_and_v3_against_v2_on_every_gsm8k_case(api, tmp_path):
+# 4 x 1,319 answers and every flip asked again: minutes of work on a shared 2-core machine, more
+# than the default per-test bound (pyproject `timeout`), which is for tests that hang.
+@pytest.mark.timeout(1800)
+def test_v4_against_v3_and_v3_against_v2_on_every_gsm8k_case(api):
     assert DATA.is_dir(), f"GSM8K data not found at {DATA}: ../shared must be beside the repository"
-    recordings = demo.write_recordings(DATA, tmp_path)
+    # Each model's answers are a recording of the organization, uploaded through the API.
+    recordings = {}
+    for model, text in demo.recording_texts(DATA).items():
+        status, body = api.call("POST", "/api/v1/recordings", json={"recording_id": f"gsm8k-{model}", "content": text})
+        assert status == 201, body
+        assert body["lines"] == 1319
+        recordings[model] = body["recording_id"]
     ds = api.ok("POST", "/api/v1/datasets", json={"name": "GSM8K"})["dataset_id"]
     api.ok("POST", f"/api/v1/datasets/{ds}/versions", json={
         "scoring": {"required": ["numeric_answer"]},
         "source": {"format": "gsm8k", "content": (DATA / "test.jsonl").read_text(encoding="utf-8")}})
-    specs = [{"runtime": "recorded", "recording": str(recordings[m]), "model": m} for m in demo.MODELS]
+    specs = [{"runtime": "recorded", "recording_id": recordings[m], "model": m} for m in demo.MODELS]
     agent = api.ok("POST", "/api/v1/agents", json={"name": "gsm8k", "spec": specs[0]})["agent_id"]
     for spec in specs:
         api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": spec})

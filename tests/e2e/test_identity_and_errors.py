@@ -146,27 +146,36 @@ def test_another_organization_s_agent_dataset_and_run_are_404_everywhere(new_api
     assert owner.ok("GET", f"/api/v1/agents/{agent}/draft")["spec"] == sleepy_spec()
 
 
-def test_an_agent_id_taken_by_one_organization_cannot_be_taken_by_another(new_api):
+def test_an_agent_id_of_one_organization_is_free_in_another_and_names_another_agent(new_api):
     a, b = new_api(), new_api()
     agent_id = f"shared-{uuid.uuid4().hex[:8]}"
     a.ok("POST", "/api/v1/agents", json={"name": "a", "spec": sleepy_spec(answer="A"), "agent_id": agent_id})
     a.ok("POST", f"/api/v1/agents/{agent_id}/versions")
 
-    # Versions and runs are keyed by agent id: B may not get a second agent under A's id.
-    status, body = b.call("POST", "/api/v1/agents", json={"name": "b", "spec": sleepy_spec(answer="B"),
-                                                          "agent_id": agent_id})
-    error = error_of(status, body, 409, field="agent_id")
-    assert a.org_id not in error["message"]
-    # ...so A's versions stay A's: B sees no agent, no version, no spec.
+    # Before B has one, A's id is nothing to B: 404 on every read, nothing listed.
     for path in (f"/api/v1/agents/{agent_id}", f"/api/v1/agents/{agent_id}/versions",
                  f"/api/v1/agents/{agent_id}/versions/1"):
         status, body = b.call("GET", path)
         error_of(status, body, 404)
     assert b.ok("GET", "/api/v1/agents")["agents"] == []
+
+    # Ids are unique within an organization only: B takes the same id (201, never 409) for its own agent.
+    status, body = b.call("POST", "/api/v1/agents", json={"name": "b", "spec": sleepy_spec(answer="B"),
+                                                          "agent_id": agent_id})
+    assert status == 201, body
+    assert b.ok("GET", f"/api/v1/agents/{agent_id}/versions")["versions"] == []
+    error_of(*b.call("GET", f"/api/v1/agents/{agent_id}/versions/1"), 404)
+    b.ok("POST", f"/api/v1/agents/{agent_id}/versions")
+    assert b.ok("GET", f"/api/v1/agents/{agent_id}/versions/1")["spec"]["options"]["answer"] == "B"
     assert a.ok("GET", f"/api/v1/agents/{agent_id}/versions/1")["spec"]["options"]["answer"] == "A"
+    assert [v["version"] for v in a.ok("GET", f"/api/v1/agents/{agent_id}/versions")["versions"]] == [1]
+    # A second agent under the id in the same organization is still a 409.
+    error_of(*b.call("POST", "/api/v1/agents", json={"name": "b2", "spec": sleepy_spec(), "agent_id": agent_id}),
+             409, field="agent_id")
 
 
-def test_a_token_cannot_name_the_service_s_own_partitions(stack, new_api):
+def test_a_token_cannot_name_an_organization_that_would_run_into_another_s_keys(stack, new_api):
+    # Every key starts `<org_id>#`: an organization id with `#` could reach into another's rows.
     api = new_api(org_id="#agent-ids")
     status, body = api.call("GET", "/api/v1/agents")
     error_of(status, body, 401, field="Authorization")

@@ -14,7 +14,7 @@ from tests.e2e.conftest import cases, sleepy_spec
 
 def _attempt(run_id: str, case_id: str, at_ms: int) -> AttemptRow:
     key = f"candidate#{case_id}#001"
-    return AttemptRow(run_id, key, recorded_key=f"{at_ms:013d}#{key}", arm_id="candidate", case_id=case_id,
+    return AttemptRow(run_id=run_id, attempt_key=key, recorded_key=f"{at_ms:013d}#{key}", arm_id="candidate", case_id=case_id,
                       attempt=1, state="passed", recorded_at=iso(datetime.fromtimestamp(at_ms / 1000, tz=UTC)))
 
 
@@ -23,11 +23,12 @@ def test_an_attempt_that_commits_after_a_later_keyed_one_is_not_skipped(api, con
     who = Identity(api.org_id, api.user_id)
     t0 = epoch_ms(frozen.at)
     # Worker B stamped its attempt at t0+100 ms and committed; worker A stamped t0+50 ms, still committing.
-    container.runs.put_attempt_once(_attempt(run["run_id"], "c001", t0 + 100))
+    row = container.runs.get(api.org_id, run["run_id"])
+    container.runs.put_attempt_once(row, _attempt(run["run_id"], "c001", t0 + 100))
     frozen.advance(milliseconds=150)
     first = run_service.events(container, who, run["run_id"], after="", wait_s=0)
     assert first["events"] == [], "handed out an attempt while an earlier-keyed one could still commit"
-    container.runs.put_attempt_once(_attempt(run["run_id"], "c000", t0 + 50))
+    container.runs.put_attempt_once(row, _attempt(run["run_id"], "c000", t0 + 50))
     frozen.advance(seconds=2.5)
     second = run_service.events(container, who, run["run_id"], after=first["cursor"], wait_s=0)
     assert [e["case_id"] for e in second["events"]] == ["c000", "c001"]

@@ -13,17 +13,8 @@ from tests.e2e.conftest import cases, sleepy_spec
 PRICE = {"input_per_mtok_usd": "1.00", "output_per_mtok_usd": "2.00"}
 
 
-def tool_agent(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
-    """A `python`-runtime agent that looks something up before answering (its call is recorded)."""
-    time.sleep(float(options.get("sleep_ms", 0)) / 1000)
-    wrong = request["case_id"] in options.get("wrong", [])
-    return {"answer": "41" if wrong else "42", "model": "tool-model-1",
-            "calls": [{"name": "lookup", "arguments": {"case": request["case_id"]}, "status": "intended"}],
-            "usage": {"input_tokens": 100, "output_tokens": 20}}
-
-
 def tool_spec(**options: Any) -> dict[str, Any]:
-    return {"runtime": "python", "entrypoint": "tests.e2e.test_run_reads:tool_agent", "options": options,
+    return {"runtime": "python", "entrypoint": "tests.support.agents:tool_agent", "options": options,
             "price": PRICE}
 
 
@@ -78,7 +69,7 @@ def test_a_run_reads_back_with_every_attempt_it_kept(api):
 
 def test_a_run_that_crashed_on_a_case_keeps_the_error(api):
     ds = api.dataset(cases(1))
-    agent = api.agent({"runtime": "python", "entrypoint": "tests.e2e.test_run_reads:tool_agent",
+    agent = api.agent({"runtime": "python", "entrypoint": "tests.support.agents:tool_agent",
                        "options": {"sleep_ms": "not a number"}})
     run = completed(api, agent, ds)
     (r,) = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["results"]
@@ -257,14 +248,14 @@ def test_deleting_an_ended_run_removes_it_and_its_attempts(api, container):
     agent = api.agent(sleepy_spec())
     keep = completed(api, agent, ds)["run_id"]
     gone = completed(api, agent, ds)["run_id"]
-    assert len(container.runs.attempts(gone)) == 3
+    assert len(container.runs.attempts(api.org_id, gone)) == 3
 
     assert api.ok("DELETE", f"/api/v1/eval-runs/{gone}") == {"run_id": gone, "deleted": True}
     for path in (f"/api/v1/eval-runs/{gone}", f"/api/v1/eval-runs/{gone}/progress",
                  f"/api/evaluations/progress/{gone}"):
         status, body = api.call("GET", path)
         assert status == 404 and body["error"]["field"] == "run_id", (path, body)
-    assert container.runs.attempts(gone) == []
+    assert container.runs.attempts(api.org_id, gone) == []
     assert [r["run_id"] for r in api.ok("GET", f"/api/v1/agents/{agent}/eval-runs")["runs"]] == [keep]
     assert len(api.ok("GET", f"/api/v1/eval-runs/{keep}")["results"]) == 3
     status, body = api.call("DELETE", f"/api/v1/eval-runs/{gone}")
@@ -284,4 +275,4 @@ def test_deleting_a_running_run_is_409_until_it_has_ended(api, container):
     api.wait(run["run_id"], until=lambda p: p["in_flight"] == 0)
     api.ok("DELETE", f"/api/v1/eval-runs/{run['run_id']}")
     assert api.call("GET", f"/api/v1/eval-runs/{run['run_id']}")[0] == 404
-    assert container.runs.attempts(run["run_id"]) == []
+    assert container.runs.attempts(api.org_id, run["run_id"]) == []

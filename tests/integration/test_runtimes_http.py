@@ -1,4 +1,5 @@
-"""The `http` runtime against a local stdlib HTTP server running in a thread."""
+"""The `http` runtime against a local stdlib HTTP server on 127.0.0.1 running in a thread (private networks
+allowed, as on `assay dev`); names resolve through a stub resolver, never real DNS."""
 
 from __future__ import annotations
 
@@ -11,10 +12,26 @@ from typing import Any
 
 import pytest
 
+from chalicelib.adapters.egress import Egress, EgressRefusedError
 from chalicelib.adapters.runtimes.http import HttpRuntime
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.models import CaseRequest
 from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
+from chalicelib.services.ports import AskContext
+
+SECRETS = {"agent-key": "k-from-the-secret-store"}
+CTX = AskContext("org-1", secret=SECRETS.get)
+NAMES: dict[str, list[str]] = {"agent.test": ["127.0.0.1"], "meta.test": ["169.254.169.254"]}
+
+
+def stub_resolver(host: str, port: int) -> list[str]:
+    if host not in NAMES:
+        raise OSError(f"{host} does not resolve")
+    return NAMES[host]
+
+
+def local_egress(private: bool = True) -> Egress:
+    return Egress(lambda: stub_resolver, lambda: private)
 
 # input text → (status, body); the body is sent as JSON unless it is bytes.
 REPLIES: dict[str, tuple[int, Any]] = {
@@ -77,7 +94,14 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        Handler.received.append({"headers": dict(self.headers), "body": body})
+        Handler.received.append({"headers": dict(self.headers), "body": body, "path": self.path})
+        if self.path.startswith("/redirect"):
+            target = self.path.partition("?to=")[2]
+            self.send_response(307)
+            self.send_header("location", target)
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
         if body["input"] == "sleep":
             time.sleep(1.5)
         status, reply = REPLIES.get(body["input"], (200, {"answer": f"you said {body['input']}"}))
@@ -105,7 +129,7 @@ def url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def runtime() -> Iterator[HttpRuntime]:
-    rt = HttpRuntime()
+    rt = HttpRuntime(egress=local_egress())
     yield rt
     rt.close()
 
@@ -114,7 +138,7 @@ def ask(runtime: HttpRuntime, url: str, text: str, timeout_s: float = 5, **spec:
     request = CaseRequest(
         run_id="run-1", case_id="case-1", attempt=2, input=text, metadata={"tag": "math"}
     )
-    return runtime.ask({"runtime": "http", "url": url, **spec}, request, timeout_s)
+    return runtime.ask({"runtime": "http", "url": url, **spec}, request, timeout_s, CTX)
 
 
 def test_answer_calls_usage_model_cost(runtime: HttpRuntime, url: str) -> None:
@@ -267,9 +291,73 @@ def test_connection_refused(runtime: HttpRuntime) -> None:
         ({"url": "not a url"}, "spec.url"),
         ({"url": "http://x", "headers": {"a": 1}}, "spec.headers"),
         ({"url": "http://x", "headers": ["a"]}, "spec.headers"),
+        ({"url": "http://x", "headers": {"Authorization": "Bearer literal"}}, "spec.headers"),
+        ({"url": "http://x", "headers": {"X-Key": "sk-abcdefghijklmnopqrstuvwxyz"}}, "spec.headers"),
+        ({"url": "http://x", "headers": {"X-Key": {"secret": "a/b"}}}, "spec.headers"),
+        ({"url": "http://x", "headers": {"X-Key": {"secret": "k", "other": 1}}}, "spec.headers"),
+        ({"url": "http://x", "headers": {"Host": "metadata.google.internal"}}, "spec.headers"),
+        ({"url": "http://x", "headers": {"X-A": "a\r\nX-B: b"}}, "spec.headers"),
+        ({"url": "http://x", "api_key_env": "AWS_SECRET_ACCESS_KEY"}, "spec.api_key_env"),
+        ({"url": "http://169.254.169.254/latest"}, "spec.url"),
+        ({"url": "http://meta.test/latest"}, "spec.url"),
+        ({"url": "http://u:p@agent.test/"}, "spec.url"),
     ],
 )
 def test_validate(spec: dict, field: str) -> None:
     with pytest.raises(InvalidInputError) as info:
-        HttpRuntime().validate({"runtime": "http", **spec})
+        HttpRuntime(egress=local_egress()).validate({"runtime": "http", **spec})
     assert info.value.field == field
+
+
+def test_secret_headers_are_read_through_the_context(runtime: HttpRuntime, url: str) -> None:
+    Handler.received.clear()
+    headers = {"Authorization": {"secret": "agent-key", "prefix": "Bearer "}, "X-Key": {"secret": "agent-key"}}
+    HttpRuntime(egress=local_egress()).validate({"runtime": "http", "url": url, "headers": headers})
+    assert ask(runtime, url, "hello", headers=headers).answer == "you said hello"
+    [received] = Handler.received
+    assert received["headers"]["Authorization"] == "Bearer k-from-the-secret-store"
+    assert received["headers"]["X-Key"] == "k-from-the-secret-store"
+
+
+def test_a_missing_secret_is_credentials_missing(runtime: HttpRuntime, url: str) -> None:
+    Handler.received.clear()
+    with pytest.raises(ProviderError) as info:
+        ask(runtime, url, "hello", headers={"X-Key": {"secret": "not-stored"}})
+    assert info.value.status == 401
+    assert str(info.value).endswith("credentials missing: secret not-stored is not set in this organization")
+    assert "environment" not in str(info.value)
+    assert Handler.received == []
+
+
+def test_a_name_is_connected_to_at_the_address_it_resolved_to(runtime: HttpRuntime, url: str) -> None:
+    Handler.received.clear()
+    port = url.split(":")[2].split("/")[0]
+    assert ask(runtime, f"http://agent.test:{port}/ask", "hello").answer == "you said hello"
+    hosts = [v for k, v in Handler.received[0]["headers"].items() if k.lower() == "host"]
+    assert hosts == [f"agent.test:{port}"]
+
+
+def test_loopback_is_refused_without_the_operator_and_nothing_is_sent(url: str) -> None:
+    Handler.received.clear()
+    rt = HttpRuntime(egress=local_egress(private=False))
+    with pytest.raises(InvalidInputError, match="ASSAY_ALLOW_PRIVATE_NETWORK"):
+        rt.validate({"runtime": "http", "url": url})
+    with pytest.raises(EgressRefusedError, match="loopback address"):
+        ask(rt, url, "hello")
+    assert Handler.received == []
+
+
+@pytest.mark.parametrize("to", ["http://169.254.169.254/latest/meta-data/", "http://meta.test/",
+                                "http://[::ffff:169.254.169.254]/", "http://[fd00:ec2::254]/"])
+def test_a_redirect_to_a_refused_address_is_not_followed(runtime: HttpRuntime, url: str, to: str) -> None:
+    Handler.received.clear()
+    with pytest.raises(EgressRefusedError):
+        ask(runtime, url.replace("/ask", f"/redirect?to={to}"), "hello")
+    assert [r["path"] for r in Handler.received] == [f"/redirect?to={to}"]
+
+
+def test_a_redirect_to_a_local_path_is_followed_with_the_same_body(runtime: HttpRuntime, url: str) -> None:
+    Handler.received.clear()
+    assert ask(runtime, url.replace("/ask", "/redirect?to=/ask"), "hello").answer == "you said hello"
+    assert [r["path"] for r in Handler.received] == ["/redirect?to=/ask", "/ask"]
+    assert Handler.received[0]["body"] == Handler.received[1]["body"]

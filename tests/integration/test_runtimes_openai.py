@@ -1,4 +1,5 @@
-"""The `openai` runtime against the fake OpenAI server, run as a real subprocess."""
+"""The `openai` runtime against the fake OpenAI server, run as a real subprocess on 127.0.0.1 (private
+networks allowed, as on `assay dev`); keys are the organization's secrets, read through the `AskContext`."""
 
 from __future__ import annotations
 
@@ -8,12 +9,28 @@ from collections.abc import Iterator
 
 import pytest
 
+from chalicelib.adapters.egress import Egress, EgressRefusedError
 from chalicelib.adapters.runtimes import is_retryable_status
 from chalicelib.adapters.runtimes.openai import OpenAIRuntime
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.models import CaseRequest
 from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
+from chalicelib.services.ports import AskContext
 from tests.support.fake_openai import FakeOpenAI, completion
+
+SECRETS = {"fake-key": "sk-test-123", "gateway": "gw-456"}
+CTX = AskContext("org-1", secret=SECRETS.get)
+
+
+def stub_resolver(host: str, port: int) -> list[str]:
+    names = {"meta.test": ["169.254.169.254"], "api.example": ["8.8.8.8"]}
+    if host not in names:
+        raise OSError(f"{host} does not resolve")
+    return names[host]
+
+
+def local_egress(private: bool = True) -> Egress:
+    return Egress(lambda: stub_resolver, lambda: private)
 
 
 def completion_with(**message: object) -> dict:
@@ -76,7 +93,7 @@ def fake() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture()
 def runtime() -> Iterator[OpenAIRuntime]:
-    rt = OpenAIRuntime(environ={"FAKE_KEY": "sk-test-123"})
+    rt = OpenAIRuntime(egress=local_egress())
     yield rt
     rt.close()
 
@@ -90,7 +107,7 @@ def case(text: str, history: list | None = None) -> CaseRequest:
 
 
 def test_answer_usage_and_model(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
-    answer = runtime.ask(spec(fake), case("What is 2+2?"), timeout_s=5)
+    answer = runtime.ask(spec(fake), case("What is 2+2?"), timeout_s=5, ctx=CTX)
     assert answer.answer == "4"
     assert (answer.usage.input_tokens, answer.usage.output_tokens) == (21, 1)
     assert answer.model == "fake-4o-2024"
@@ -99,7 +116,7 @@ def test_answer_usage_and_model(fake: FakeOpenAI, runtime: OpenAIRuntime) -> Non
 
 def test_tool_calls_are_recorded_as_intended(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
-    answer = runtime.ask(spec(fake, tools=tools), case("weather?"), timeout_s=5)
+    answer = runtime.ask(spec(fake, tools=tools), case("weather?"), timeout_s=5, ctx=CTX)
     assert answer.answer == ""
     assert [c.name for c in answer.calls] == ["get_weather", "broken"]
     assert all(c.status is CallStatus.INTENDED for c in answer.calls)
@@ -114,7 +131,7 @@ def test_retryable_statuses_raise_provider_error(
     fake: FakeOpenAI, runtime: OpenAIRuntime, text: str, status: int
 ) -> None:
     with pytest.raises(ProviderError) as info:
-        runtime.ask(spec(fake), case(text), timeout_s=5)
+        runtime.ask(spec(fake), case(text), timeout_s=5, ctx=CTX)
     assert info.value.status == status
     assert is_retryable_status(info.value.status)
 
@@ -123,51 +140,67 @@ def test_rejected_credentials_are_a_non_retryable_provider_error(
     fake: FakeOpenAI, runtime: OpenAIRuntime
 ) -> None:
     with pytest.raises(ProviderError) as info:
-        runtime.ask(spec(fake, api_key_env="FAKE_KEY"), case("badkey"), timeout_s=5)
+        runtime.ask(spec(fake, api_key_secret="fake-key"), case("badkey"), timeout_s=5, ctx=CTX)
     assert info.value.status == 401
     assert "credentials rejected" in str(info.value)
     assert "Incorrect API key" in str(info.value)
     assert not is_retryable_status(info.value.status)
 
 
-def test_missing_key_variable_is_reported_as_credentials(fake: FakeOpenAI) -> None:
-    rt = OpenAIRuntime(environ={})
+def test_a_missing_secret_is_reported_as_credentials_missing(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
+    fake.reset()
     with pytest.raises(ProviderError) as info:
-        rt.ask(spec(fake, api_key_env="NOT_SET_ANYWHERE"), case("What is 2+2?"), timeout_s=5)
+        runtime.ask(spec(fake, api_key_secret="not-stored"), case("What is 2+2?"), timeout_s=5, ctx=CTX)
     assert info.value.status == 401
-    assert "NOT_SET_ANYWHERE" in str(info.value)
+    assert str(info.value).endswith("credentials missing: secret not-stored is not set in this organization")
+    assert "environment" not in str(info.value)
+    assert fake.requests() == []   # nothing was sent without the key
+
+
+def test_the_process_environment_is_never_read(fake: FakeOpenAI, runtime: OpenAIRuntime,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASSAY_JWT_SECRET", "the-signing-secret-0123456789")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret-key-material")
+    fake.reset()
+    with pytest.raises(InvalidInputError) as info:
+        runtime.ask(spec(fake, api_key_env="ASSAY_JWT_SECRET"), case("What is 2+2?"), timeout_s=5, ctx=CTX)
+    assert info.value.field == "spec.api_key_env"
+    with pytest.raises(ProviderError, match="credentials missing"):   # a secret name is not a variable name
+        runtime.ask(spec(fake, api_key_secret="AWS_SECRET_ACCESS_KEY"), case("What is 2+2?"), timeout_s=5,
+                    ctx=CTX)
+    assert fake.requests() == []
 
 
 def test_other_4xx_is_a_crash(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
     with pytest.raises(AgentCrashError, match="context too long"):
-        runtime.ask(spec(fake), case("badreq"), timeout_s=5)
+        runtime.ask(spec(fake), case("badreq"), timeout_s=5, ctx=CTX)
 
 
 def test_each_ask_is_one_try(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
     fake.set_script(SCRIPT)  # fresh rule counters
     with pytest.raises(ProviderError) as info:
-        runtime.ask(spec(fake), case("flaky"), timeout_s=5)
+        runtime.ask(spec(fake), case("flaky"), timeout_s=5, ctx=CTX)
     assert info.value.status == 503
-    assert runtime.ask(spec(fake), case("flaky"), timeout_s=5).answer == "recovered"
+    assert runtime.ask(spec(fake), case("flaky"), timeout_s=5, ctx=CTX).answer == "recovered"
 
 
 def test_delay_past_timeout_is_a_provider_error(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
     started = time.monotonic()
     with pytest.raises(ProviderError, match="timed out") as info:
-        runtime.ask(spec(fake), case("sleepy"), timeout_s=0.3)
+        runtime.ask(spec(fake), case("sleepy"), timeout_s=0.3, ctx=CTX)
     assert time.monotonic() - started < 1.2
     assert info.value.status is None
 
 
 def test_no_choices_is_no_answer(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
     with pytest.raises(ProviderError, match="no answer"):
-        runtime.ask(spec(fake), case("empty"), timeout_s=5)
+        runtime.ask(spec(fake), case("empty"), timeout_s=5, ctx=CTX)
 
 
 def test_connection_refused_is_a_provider_error(runtime: OpenAIRuntime) -> None:
     dead = {"runtime": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"}
     with pytest.raises(ProviderError) as info:
-        runtime.ask(dead, case("hi"), timeout_s=2)
+        runtime.ask(dead, case("hi"), timeout_s=2, ctx=CTX)
     assert info.value.status is None
 
 
@@ -183,10 +216,10 @@ def test_system_prompt_history_temperature_and_key_are_sent(
         fake,
         system_prompt="You are terse.",
         max_tokens=64,
-        api_key_env="FAKE_KEY",
-        extra_headers={"X-Team": "evals"},
+        api_key_secret="fake-key",
+        extra_headers={"X-Team": "evals", "X-Gateway-Key": {"secret": "gateway", "prefix": "gw "}},
     )
-    answer = runtime.ask(s, case("What is 2+2?", history), timeout_s=5)
+    answer = runtime.ask(s, case("What is 2+2?", history), timeout_s=5, ctx=CTX)
     assert answer.answer == "4"
     [received] = fake.requests()
     body = received["body"]
@@ -201,32 +234,33 @@ def test_system_prompt_history_temperature_and_key_are_sent(
     ]
     assert received["headers"]["authorization"] == "Bearer sk-test-123"
     assert received["headers"]["x-team"] == "evals"
+    assert received["headers"]["x-gateway-key"] == "gw gw-456"
 
 
 def test_explicit_temperature_is_sent(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
     fake.reset()
-    runtime.ask(spec(fake, temperature=0.7), case("anything"), timeout_s=5)
+    runtime.ask(spec(fake, temperature=0.7), case("anything"), timeout_s=5, ctx=CTX)
     assert fake.requests()[0]["body"]["temperature"] == 0.7
     assert "authorization" not in fake.requests()[0]["headers"]
 
 
 def test_default_rule_echoes(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
-    answer = runtime.ask(spec(fake), case("hello there"), timeout_s=5)
+    answer = runtime.ask(spec(fake), case("hello there"), timeout_s=5, ctx=CTX)
     assert answer.answer == "echo: hello there"
     assert answer.model == "fake-4o"
     assert answer.usage.output_tokens == 3
 
 
 def test_plain_answers_carry_no_guardrail(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
-    assert runtime.ask(spec(fake), case("What is 2+2?"), timeout_s=5).guardrail is None
-    assert runtime.ask(spec(fake), case("weather?"), timeout_s=5).guardrail is None
+    assert runtime.ask(spec(fake), case("What is 2+2?"), timeout_s=5, ctx=CTX).guardrail is None
+    assert runtime.ask(spec(fake), case("weather?"), timeout_s=5, ctx=CTX).guardrail is None
 
 
 def test_content_filter_without_content_is_a_refusal(
     fake: FakeOpenAI, runtime: OpenAIRuntime
 ) -> None:
     for text in ("filtered", "filtered blank"):
-        answer = runtime.ask(spec(fake), case(text), timeout_s=5)
+        answer = runtime.ask(spec(fake), case(text), timeout_s=5, ctx=CTX)
         assert answer.guardrail == "provider content filter"
         assert answer.answer == "Blocked by the provider's content filter"
         assert answer.model == "fake-4o"
@@ -235,12 +269,12 @@ def test_content_filter_without_content_is_a_refusal(
 def test_content_filter_keeps_the_content_it_let_through(
     fake: FakeOpenAI, runtime: OpenAIRuntime
 ) -> None:
-    answer = runtime.ask(spec(fake), case("filtered partial"), timeout_s=5)
+    answer = runtime.ask(spec(fake), case("filtered partial"), timeout_s=5, ctx=CTX)
     assert (answer.answer, answer.guardrail) == ("Step one is", "provider content filter")
 
 
 def test_model_refusal_is_the_answer(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
-    answer = runtime.ask(spec(fake), case("refused"), timeout_s=5)
+    answer = runtime.ask(spec(fake), case("refused"), timeout_s=5, ctx=CTX)
     assert answer.guardrail == "model refusal"
     assert answer.answer == "I'm sorry, I can't help with that."
     assert (answer.usage.input_tokens, answer.usage.output_tokens) == (9, 8)
@@ -249,7 +283,7 @@ def test_model_refusal_is_the_answer(fake: FakeOpenAI, runtime: OpenAIRuntime) -
 def test_content_filter_with_a_refusal_answers_the_refusal(
     fake: FakeOpenAI, runtime: OpenAIRuntime
 ) -> None:
-    answer = runtime.ask(spec(fake), case("refused and filtered"), timeout_s=5)
+    answer = runtime.ask(spec(fake), case("refused and filtered"), timeout_s=5, ctx=CTX)
     assert (answer.answer, answer.guardrail) == ("No.", "provider content filter")
 
 
@@ -257,13 +291,13 @@ def test_content_filter_with_a_refusal_answers_the_refusal(
 def test_null_or_empty_refusal_is_no_guardrail(
     fake: FakeOpenAI, runtime: OpenAIRuntime, text: str
 ) -> None:
-    answer = runtime.ask(spec(fake), case(text), timeout_s=5)
+    answer = runtime.ask(spec(fake), case(text), timeout_s=5, ctx=CTX)
     assert (answer.answer, answer.guardrail) == ("fine", None)
 
 
 def test_malformed_refusal_is_a_crash(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
     with pytest.raises(AgentCrashError, match="malformed"):
-        runtime.ask(spec(fake), case("bad refusal"), timeout_s=5)
+        runtime.ask(spec(fake), case("bad refusal"), timeout_s=5, ctx=CTX)
 
 
 def test_fake_finish_reason_and_refusal_rule_keys() -> None:
@@ -282,7 +316,7 @@ def test_fake_finish_reason_and_refusal_rule_keys() -> None:
 
 
 def test_judge_style_json_answer(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
-    answer = runtime.ask(spec(fake), case("Please grade this answer: 4"), timeout_s=5)
+    answer = runtime.ask(spec(fake), case("Please grade this answer: 4"), timeout_s=5, ctx=CTX)
     assert json.loads(answer.answer) == {"passed": True, "score": 1.0, "reason": "ok"}
 
 
@@ -290,7 +324,7 @@ def test_script_file_on_the_command_line(tmp_path) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"default": {"answer": "from file", "model": "file-model"}}))
     with FakeOpenAI(script_file=script) as server:
-        answer = OpenAIRuntime().ask(spec(server), case("anything"), timeout_s=5)
+        answer = OpenAIRuntime(egress=local_egress()).ask(spec(server), case("anything"), timeout_s=5, ctx=CTX)
     assert (answer.answer, answer.model) == ("from file", "file-model")
 
 
@@ -300,6 +334,14 @@ def test_script_file_on_the_command_line(tmp_path) -> None:
         ({"base_url": "ftp://x"}, "spec.base_url"),
         ({"model": ""}, "spec.model"),
         ({"api_key_env": "not a name"}, "spec.api_key_env"),
+        ({"api_key_env": "OPENAI_API_KEY"}, "spec.api_key_env"),
+        ({"api_key_secret": "has space"}, "spec.api_key_secret"),
+        ({"api_key_secret": ""}, "spec.api_key_secret"),
+        ({"extra_headers": {"Authorization": "Bearer sk-abcdefghijklmnopqrstuvwxyz"}}, "spec.extra_headers"),
+        ({"extra_headers": {"X-Key": {"secret": "k", "prefix": 5}}}, "spec.extra_headers"),
+        ({"base_url": "http://169.254.169.254/v1"}, "spec.base_url"),
+        ({"base_url": "https://meta.test/v1"}, "spec.base_url"),
+        ({"base_url": "http://[::ffff:a9fe:a9fe]/v1"}, "spec.base_url"),
         ({"temperature": 3}, "spec.temperature"),
         ({"temperature": True}, "spec.temperature"),
         ({"max_tokens": 0}, "spec.max_tokens"),
@@ -311,5 +353,18 @@ def test_script_file_on_the_command_line(tmp_path) -> None:
 def test_validate_names_the_field(extra: dict, field: str) -> None:
     base = {"runtime": "openai", "base_url": "https://api.example/v1", "model": "m"}
     with pytest.raises(InvalidInputError) as info:
-        OpenAIRuntime().validate({**base, **extra})
+        OpenAIRuntime(egress=local_egress()).validate({**base, **extra})
     assert info.value.field == field
+
+
+def test_a_base_url_that_now_resolves_to_metadata_is_refused_when_asked(fake: FakeOpenAI) -> None:
+    names = {"llm.test": ["127.0.0.1"]}
+    rt = OpenAIRuntime(egress=Egress(lambda: lambda host, port: names[host], lambda: True))
+    s = spec(fake, base_url=fake.base_url.replace("127.0.0.1", "llm.test"), api_key_secret="fake-key")
+    rt.validate(s)
+    fake.reset()
+    assert rt.ask(s, case("What is 2+2?"), timeout_s=5, ctx=CTX).answer == "4"
+    names["llm.test"] = ["169.254.169.254"]
+    with pytest.raises(EgressRefusedError, match="cloud metadata address"):
+        rt.ask(s, case("What is 2+2?"), timeout_s=5, ctx=CTX)
+    assert len(fake.requests()) == 1

@@ -130,6 +130,6 @@ def test_the_spec_hash_ignores_key_order_and_whitespace():
 
 def test_recognized_secrets_are_replaced_before_an_answer_is_kept():
     text = "key sk-abcdefghijklmnopqrstuvwxyz123456 and AKIAABCDEFGHIJKLMNOP, fine: sk-short"
-    assert redact(text) == "key [REDACTED:api_key] and [REDACTED:aws_access_key], fine: sk-short"
+    assert redact(text) == "key [REDACTED:openai_key] and [REDACTED:aws_access_key], fine: sk-short"
     assert redact_value({"args": ["Bearer abcdefghijklmnopqrstuvwxyz0123"], "n": 3}) == {
-        "args": ["Bearer [REDACTED:token]"], "n": 3}
+        "args": ["Bearer [REDACTED:bearer_token]"], "n": 3}

@@ -358,15 +358,101 @@ def test_policy_covers_the_queue_bucket_and_lambda_calls():
     s3_calls = _boto3_actions(ROOT / "chalicelib" / "adapters" / "bucket.py", "s3")
     assert s3_calls == {"s3:PutObject", "s3:GetObject"}
     for action in s3_calls:
-        assert allowed(action, f"arn:aws:s3:::{names.RESULTS_BUCKET}/answers/run-1/a#c#001.txt")
+        assert allowed(action, f"arn:aws:s3:::{names.RESULTS_BUCKET}/org-1/answers/run-1/a#c#001.txt")
         assert not allowed(action, "arn:aws:s3:::another-bucket/key")
 
     lambda_calls = _boto3_actions(ROOT / "chalicelib" / "adapters" / "runtimes" / "lambda_.py", "lambda")
     assert lambda_calls == {"lambda:InvokeFunction"}
-    assert allowed("lambda:InvokeFunction", f"arn:aws:lambda:{ACCOUNT_REGION}:function:my-agent")
+    assert allowed("lambda:InvokeFunction", f"arn:aws:lambda:{ACCOUNT_REGION}:function:assay-agent-my-agent")
+    assert not allowed("lambda:InvokeFunction", f"arn:aws:lambda:{ACCOUNT_REGION}:function:my-agent")
 
     for action in ("logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"):
         assert allowed(action, f"arn:aws:logs:{ACCOUNT_REGION}:log-group:/aws/lambda/assay-dev:*")
+
+
+def test_committed_policy_is_the_one_infra_generates():
+    """`.chalice/policy.json` is `python -m infra policy --write`'s output, never edited by hand."""
+    from infra.policy import POLICY_FILE, policy, render
+
+    assert POLICY_FILE == ROOT / ".chalice" / "policy.json"
+    assert POLICY_FILE.read_text() == render(policy())
+
+
+def test_policy_never_grants_every_function_and_follows_the_lambda_prefix():
+    from infra.policy import policy
+
+    text = json.dumps(_policy())
+    assert "function:*" not in text
+    resources = [r for s in _policy()["Statement"] if "lambda:InvokeFunction" in _listed(s, "Action")
+                 for r in _listed(s, "Resource")]
+    assert resources == [f"arn:*:lambda:*:*:function:{Settings().assay_lambda_function_prefix}*"]
+    assert not allowed("lambda:InvokeFunction", f"arn:aws:lambda:{ACCOUNT_REGION}:function:assay-api_handler")
+    other = policy(lambda_prefix="team7-agents-")
+    assert [r for s in other["Statement"] for r in _listed(s, "Resource") if ":lambda:" in r] == [
+        "arn:*:lambda:*:*:function:team7-agents-*"]
+    # No prefix: no function may be invoked at all.
+    assert not any("lambda:InvokeFunction" in _listed(s, "Action") for s in policy(lambda_prefix="")["Statement"])
+
+
+def test_policy_covers_the_organizations_secrets_and_recordings_and_no_others():
+    secret = f"arn:aws:secretsmanager:{ACCOUNT_REGION}:secret:assay/org_a/openai-AbCdEf"
+    for action in ("GetSecretValue", "CreateSecret", "PutSecretValue", "DeleteSecret", "DescribeSecret",
+                   "TagResource"):
+        assert allowed(f"secretsmanager:{action}", secret), action
+        assert not allowed(f"secretsmanager:{action}",
+                           f"arn:aws:secretsmanager:{ACCOUNT_REGION}:secret:prod/db-password-AbCdEf"), action
+    recording = f"arn:aws:s3:::{names.RESULTS_BUCKET}/org_a/recordings/gsm8k.jsonl"
+    for action in ("s3:GetObject", "s3:PutObject", "s3:DeleteObject"):
+        assert allowed(action, recording), action
+    assert allowed("s3:ListBucket", f"arn:aws:s3:::{names.RESULTS_BUCKET}")
+    assert allowed("secretsmanager:ListSecrets", "*")
+    assert allowed("secretsmanager:BatchGetSecretValue", "*")
+    assert not allowed("secretsmanager:GetSecretValue", "*")
+
+
+def test_policy_cli_prints_what_policy_gives():
+    from infra.policy import policy
+
+    out = subprocess.run([sys.executable, "-m", "infra", "policy", "--prefix", "cli-", "--lambda-prefix", "fn-"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60, check=True).stdout
+    assert json.loads(out) == policy("cli-", "fn-")
+
+
+# --- API Gateway's own errors ------------------------------------------------------------------
+
+
+def test_gateway_responses_answer_in_the_api_shape_and_never_echo_the_request():
+    from infra.gateway import RESPONSE_STATUS, gateway_responses
+
+    responses = gateway_responses()
+    assert set(responses) == set(RESPONSE_STATUS)
+    assert {"MISSING_AUTHENTICATION_TOKEN", "DEFAULT_4XX", "DEFAULT_5XX", "THROTTLED",
+            "INTEGRATION_TIMEOUT"} <= set(responses)
+    assert responses["MISSING_AUTHENTICATION_TOKEN"]["StatusCode"] == "404"   # an unknown path
+    for response_type, response in responses.items():
+        template = response["ResponseTemplates"]["application/json"]
+        assert "$" not in template, (response_type, template)   # no $context, no $input: nothing echoed
+        error = json.loads(template)["error"]
+        assert set(error) == {"code", "message"} and error["code"] and error["message"]
+        assert response["ResponseParameters"]["Headers"]["Content-Type"] == "'application/json'"
+        if RESPONSE_STATUS[response_type] is None:
+            assert "StatusCode" not in response
+
+
+def test_gateway_responses_cli_adds_them_to_chalice_s_rest_api(tmp_path):
+    from infra.gateway import gateway_responses
+
+    sam = tmp_path / "sam.json"
+    sam.write_text(json.dumps({"Resources": {"RestAPI": {"Type": "AWS::Serverless::Api",
+                                                         "Properties": {"StageName": "api"}}}}))
+    subprocess.run([sys.executable, "-m", "infra", "gateway-responses", str(sam)], cwd=ROOT, capture_output=True,
+                   text=True, timeout=60, check=True)
+    props = json.loads(sam.read_text())["Resources"]["RestAPI"]["Properties"]
+    assert props["StageName"] == "api" and props["GatewayResponses"] == gateway_responses()
+    sam.write_text(json.dumps({"Resources": {}}))
+    failed = subprocess.run([sys.executable, "-m", "infra", "gateway-responses", str(sam)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert failed.returncode != 0 and "RestAPI" in failed.stderr
 
 
 # --- what Chalice bundles --------------------------------------------------------------------

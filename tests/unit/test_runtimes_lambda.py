@@ -1,4 +1,5 @@
-"""The `lambda` runtime with a stub boto3 client (moto's Lambda needs Docker)."""
+"""The `lambda` runtime with a stub boto3 client (moto's Lambda needs Docker); only plain function names
+under the operator's prefix are invoked."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from chalicelib.adapters.runtimes import is_retryable_status
 from chalicelib.adapters.runtimes.lambda_ import LambdaRuntime
 from chalicelib.domain.models import CaseRequest
 from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
+from chalicelib.services.ports import AskContext
+
+CTX = AskContext("org-1")
 
 
 class StubLambda:
@@ -50,11 +54,11 @@ def request() -> CaseRequest:
     return CaseRequest(run_id="r", case_id="c1", attempt=1, input="2+2?")
 
 
-SPEC = {"runtime": "lambda", "function_name": "my-agent"}
+SPEC = {"runtime": "lambda", "function_name": "assay-agent-mine"}
 
 
 def ask(stub: StubLambda, spec: dict | None = None, timeout_s: float = 2):
-    return LambdaRuntime(lambda: stub).ask(spec or SPEC, request(), timeout_s)
+    return LambdaRuntime(lambda: stub).ask(spec or SPEC, request(), timeout_s, CTX)
 
 
 def test_answer_payload_and_invoke_arguments() -> None:
@@ -62,7 +66,7 @@ def test_answer_payload_and_invoke_arguments() -> None:
     answer = ask(stub, {**SPEC, "qualifier": "live"})
     assert answer.answer == "4" and answer.usage.input_tokens == 5
     [call] = stub.calls
-    assert call["FunctionName"] == "my-agent"
+    assert call["FunctionName"] == "assay-agent-mine"
     assert call["InvocationType"] == "RequestResponse"
     assert call["Qualifier"] == "live"
     assert json.loads(call["Payload"])["input"] == "2+2?"
@@ -151,17 +155,55 @@ def test_client_is_built_lazily_once() -> None:
     rt = LambdaRuntime(factory)
     rt.validate(SPEC)
     assert built == []
-    rt.ask(SPEC, request(), 1)
-    rt.ask(SPEC, request(), 1)
+    rt.ask(SPEC, request(), 1, CTX)
+    rt.ask(SPEC, request(), 1, CTX)
     assert len(built) == 1
 
 
 @pytest.mark.parametrize(
     ("spec", "field"),
     [({}, "spec.function_name"), ({"function_name": " "}, "spec.function_name"),
-     ({"function_name": "f", "qualifier": 1}, "spec.qualifier")],
+     ({"function_name": "assay-agent-f", "qualifier": 1}, "spec.qualifier"),
+     ({"function_name": "assay-agent-f", "qualifier": "live:1"}, "spec.qualifier"),
+     ({"function_name": "assay-agent-f", "qualifier": "x" * 129}, "spec.qualifier")],
 )
 def test_validate(spec: dict, field: str) -> None:
     with pytest.raises(InvalidInputError) as info:
         LambdaRuntime().validate({"runtime": "lambda", **spec})
     assert info.value.field == field
+
+
+@pytest.mark.parametrize("name", [
+    "my-agent",                                                          # not under the prefix
+    "assay-agent",                                                       # the prefix without its dash
+    "arn:aws:lambda:us-east-1:123456789012:function:assay-agent-x",      # an ARN, even under the prefix
+    "123456789012:function:assay-agent-x",                               # a partial ARN (another account)
+    "arn:aws:lambda:eu-west-1:999999999999:function:assay-agent-x:live",
+    "assay-agent-x:live",                                                # a qualifier in the name
+    "assay-agent-" + "x" * 60,                                           # longer than 64
+    "assay-agent-x/../y",
+])
+def test_only_plain_names_under_the_prefix_are_invoked(name: str) -> None:
+    stub = StubLambda("should never run")
+    runtime = LambdaRuntime(lambda: stub)
+    with pytest.raises(InvalidInputError) as info:
+        runtime.validate({"runtime": "lambda", "function_name": name})
+    assert info.value.field == "spec.function_name"
+    with pytest.raises(InvalidInputError):
+        runtime.ask({"runtime": "lambda", "function_name": name}, request(), 1, CTX)
+    assert stub.calls == []
+
+
+def test_the_prefix_is_the_operators_and_read_when_asked() -> None:
+    prefix = ["team-a-"]
+    stub = StubLambda("ok")
+    runtime = LambdaRuntime(lambda: stub, prefix=lambda: prefix[0])
+    runtime.validate({"runtime": "lambda", "function_name": "team-a-bot", "qualifier": "$LATEST"})
+    with pytest.raises(InvalidInputError, match="must start with team-a-"):
+        runtime.validate(SPEC)
+    prefix[0] = ""
+    with pytest.raises(InvalidInputError) as info:
+        runtime.ask({"runtime": "lambda", "function_name": "team-a-bot"}, request(), 1, CTX)
+    assert info.value.field == "spec.runtime"
+    assert "ASSAY_LAMBDA_FUNCTION_PREFIX" in info.value.message
+    assert stub.calls == []

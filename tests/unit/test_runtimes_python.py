@@ -1,8 +1,9 @@
-"""The `python` runtime: entrypoints written to a temporary module."""
+"""The `python` runtime: entrypoints written to a temporary module, allowed by the operator's prefixes."""
 
 from __future__ import annotations
 
 import itertools
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -14,6 +15,9 @@ from chalicelib.domain.enums import AttemptState, CallStatus
 from chalicelib.domain.models import Case, CaseRequest, Check, ScoringConfig
 from chalicelib.domain.scorers import grade
 from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
+from chalicelib.services.ports import AskContext
+
+CTX = AskContext("org-1")
 
 AGENT_SOURCE = '''
 import time
@@ -48,6 +52,13 @@ def slow_agent(request, options):
 def weird_agent(request, options):
     return 42
 
+def _private_agent(request, options):
+    return "private"
+
+from os import getcwd
+from os.path import join as joined
+import subprocess
+
 def guarded_agent(request, options):
     return {"guardrail": options["guardrail"], "model": "py-model"}
 
@@ -79,17 +90,22 @@ def spec(module: str, function: str, **extra: object) -> dict:
     return {"runtime": "python", "entrypoint": f"{module}:{function}", **extra}
 
 
+def rt(*prefixes: str) -> PythonRuntime:
+    """A runtime whose operator allows `prefixes` (ASSAY_PYTHON_AGENT_MODULES)."""
+    return PythonRuntime(lambda: ",".join(prefixes))
+
+
 def test_returning_str_is_the_answer(module: str) -> None:
-    rt = PythonRuntime()
+    runtime = rt(module)
     s = spec(module, "text_agent", options={"prefix": "> "})
-    rt.validate(s)
-    answer = rt.ask(s, request("hello"), timeout_s=2)
+    runtime.validate(s)
+    answer = runtime.ask(s, request("hello"), timeout_s=2, ctx=CTX)
     assert answer.answer == "> HELLO"
     assert answer.calls == [] and answer.model is None
 
 
 def test_returning_dict_is_an_answer_payload(module: str) -> None:
-    answer = PythonRuntime().ask(spec(module, "dict_agent"), request(), timeout_s=2)
+    answer = rt(module).ask(spec(module, "dict_agent"), request(), timeout_s=2, ctx=CTX)
     assert answer.answer == "42"
     assert answer.calls[0].name == "lookup"
     assert answer.calls[0].arguments == {"q": "case-9"}
@@ -99,39 +115,41 @@ def test_returning_dict_is_an_answer_payload(module: str) -> None:
     assert answer.cost_micros == 300
 
 
-def test_attribute_paths_resolve(module: str) -> None:
-    assert PythonRuntime().ask(spec(module, "Agents.nested"), request(), 2).answer == "nested"
+def test_attribute_paths_are_refused(module: str) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        rt(module).validate(spec(module, "Agents.nested"))
+    assert info.value.field == "spec.entrypoint"
 
 
 def test_raising_is_a_crash_with_the_text(module: str) -> None:
     with pytest.raises(AgentCrashError, match="KeyError: 'missing tool'"):
-        PythonRuntime().ask(spec(module, "crashing_agent"), request(), timeout_s=2)
+        rt(module).ask(spec(module, "crashing_agent"), request(), timeout_s=2, ctx=CTX)
 
 
 def test_provider_error_propagates(module: str) -> None:
     with pytest.raises(ProviderError) as info:
-        PythonRuntime().ask(spec(module, "provider_agent"), request(), timeout_s=2)
+        rt(module).ask(spec(module, "provider_agent"), request(), timeout_s=2, ctx=CTX)
     assert info.value.status == 503
 
 
 def test_options_are_a_copy(module: str) -> None:
     s = spec(module, "mutating_agent", options={"a": 1})
-    PythonRuntime().ask(s, request(), timeout_s=2)
+    rt(module).ask(s, request(), timeout_s=2, ctx=CTX)
     assert s["options"] == {"a": 1}
 
 
 def test_timeout_is_a_provider_error(module: str) -> None:
     started = time.monotonic()
     with pytest.raises(ProviderError, match="timed out"):
-        PythonRuntime().ask(
-            spec(module, "slow_agent", options={"sleep_s": 1.0}), request(), timeout_s=0.1
+        rt(module).ask(
+            spec(module, "slow_agent", options={"sleep_s": 1.0}), request(), timeout_s=0.1, ctx=CTX
         )
     assert time.monotonic() - started < 0.5
 
 
 def test_a_guardrail_block_is_an_answer_graded_as_a_refusal(module: str) -> None:
     s = spec(module, "guarded_agent", options={"guardrail": {"blocked": True, "reason": "pii"}})
-    answer = PythonRuntime().ask(s, request(), timeout_s=2)
+    answer = rt(module).ask(s, request(), timeout_s=2, ctx=CTX)
     assert answer.guardrail == "pii"
     assert answer.answer == "Blocked by guardrail: pii"
     assert answer.model == "py-model"
@@ -145,12 +163,12 @@ def test_a_guardrail_block_is_an_answer_graded_as_a_refusal(module: str) -> None
 def test_a_malformed_guardrail_is_a_crash(module: str) -> None:
     s = spec(module, "guarded_agent", options={"guardrail": 7})
     with pytest.raises(AgentCrashError, match="malformed"):
-        PythonRuntime().ask(s, request(), timeout_s=2)
+        rt(module).ask(s, request(), timeout_s=2, ctx=CTX)
 
 
 def test_a_non_answer_return_is_a_crash(module: str) -> None:
     with pytest.raises(AgentCrashError, match="int"):
-        PythonRuntime().ask(spec(module, "weird_agent"), request(), timeout_s=2)
+        rt(module).ask(spec(module, "weird_agent"), request(), timeout_s=2, ctx=CTX)
 
 
 @pytest.mark.parametrize(
@@ -161,6 +179,14 @@ def test_a_non_answer_return_is_a_crash(module: str) -> None:
         "definitely_not_a_module_xyz:fn",
         "{module}:missing_function",
         "{module}:NOT_CALLABLE",
+        "{module}:_private_agent",
+        "{module}:__import__",
+        "{module}:__builtins__",
+        "{module}:getcwd",
+        "{module}:joined",
+        "{module}:subprocess",
+        "{module}:subprocess.run",
+        "{module}.sub:text_agent",
         None,
     ],
 )
@@ -169,11 +195,68 @@ def test_bad_entrypoint_is_invalid_input(module: str, entrypoint: str | None) ->
     if entrypoint is not None:
         s["entrypoint"] = entrypoint.format(module=module)
     with pytest.raises(InvalidInputError) as info:
-        PythonRuntime().validate(s)
+        rt(module).validate(s)
     assert info.value.field == "spec.entrypoint"
 
 
 def test_options_must_be_an_object(module: str) -> None:
     with pytest.raises(InvalidInputError) as info:
-        PythonRuntime().validate(spec(module, "text_agent", options=[1]))
+        rt(module).validate(spec(module, "text_agent", options=[1]))
     assert info.value.field == "spec.options"
+
+
+def test_with_no_allowed_modules_python_is_refused_naming_the_setting(module: str) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        PythonRuntime().validate(spec(module, "text_agent"))
+    assert info.value.field == "spec.runtime"
+    assert "ASSAY_PYTHON_AGENT_MODULES" in info.value.message
+    with pytest.raises(InvalidInputError):
+        rt(" ", "").ask(spec(module, "text_agent"), request(), timeout_s=2, ctx=CTX)
+
+
+@pytest.mark.parametrize("entrypoint", ["os:getcwd", "subprocess:run", "builtins:eval", "importlib:import_module",
+                                        "chalicelib.config:get_settings"])
+def test_a_module_outside_the_prefixes_is_refused(module: str, entrypoint: str) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        rt(module).validate({"runtime": "python", "entrypoint": entrypoint})
+    assert info.value.field == "spec.entrypoint"
+    assert "ASSAY_PYTHON_AGENT_MODULES" in info.value.message
+
+
+def test_a_module_outside_the_prefixes_is_never_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          module: str) -> None:
+    name = f"assay_unlisted_{next(_counter)}"
+    marker = tmp_path / "imported"
+    (tmp_path / f"{name}.py").write_text(f"open({str(marker)!r}, 'w').close()\ndef agent(r, o):\n    return 'x'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(InvalidInputError):
+        rt(module).validate({"runtime": "python", "entrypoint": f"{name}:agent"})
+    assert name not in sys.modules and not marker.exists()
+
+
+def test_the_refusal_reads_the_same_whether_an_unlisted_module_exists(module: str) -> None:
+    messages = []
+    for unlisted in ("json", "no_such_module_xyz_123"):
+        with pytest.raises(InvalidInputError) as info:
+            rt(module).validate({"runtime": "python", "entrypoint": f"{unlisted}:loads"})
+        messages.append(info.value.message.replace(unlisted, "<m>"))
+    assert messages[0] == messages[1]
+
+
+def test_a_prefix_allows_its_submodules_only_at_a_dot(module: str) -> None:
+    assert rt(module).prefixes() == (module,)
+    with pytest.raises(InvalidInputError) as info:
+        rt(module[:-1]).validate(spec(module, "text_agent"))   # "assay_test_agents_1" is not under "..._"
+    assert "ASSAY_PYTHON_AGENT_MODULES" in info.value.message
+    rt("json", module).validate(spec(module, "text_agent"))
+
+
+def test_the_setting_is_read_when_asked(module: str) -> None:
+    allowed = [module]
+    runtime = PythonRuntime(lambda: ",".join(allowed))
+    s = spec(module, "text_agent")
+    runtime.validate(s)
+    allowed.clear()
+    with pytest.raises(InvalidInputError) as info:
+        runtime.ask(s, request(), timeout_s=2, ctx=CTX)
+    assert info.value.field == "spec.runtime"

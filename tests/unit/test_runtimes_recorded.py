@@ -1,19 +1,22 @@
-"""The `recorded` runtime: replay by case id and input, divergence, paths, cache, latency."""
+"""The `recorded` runtime: replay by case id and input from an organization's recording (read through
+the `AskContext`) or inline answers, divergence, latency; a path is never opened."""
 
 from __future__ import annotations
 
+import builtins
 import json
-import os
-import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from chalicelib.adapters.runtimes.recorded import RecordedRuntime
+from chalicelib.domain.recordings import Recording, parse_jsonl
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.models import CaseRequest
 from chalicelib.errors import AgentCrashError, DivergentCallError, InvalidInputError, ProviderError
+from chalicelib.services.ports import AskContext
 
 LINES = [
     {
@@ -32,131 +35,106 @@ LINES = [
     {"case_id": "bad-guard", "guardrail": 3},
 ]
 
+UPLOADED = {"answers": parse_jsonl("\n".join(json.dumps(line) for line in LINES) + "\n\n", "recording answers")}
 
-def write(path: Path, lines: list) -> Path:
-    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n\n")
-    return path
+
+class Uploads:
+    """The organization's recordings as `AskContext.recording` reads them; `asked` lists every id read."""
+
+    def __init__(self, recordings: dict[str, Recording]) -> None:
+        self.recordings, self.asked = recordings, []
+
+    def __call__(self, recording_id: str) -> Recording | None:
+        self.asked.append(recording_id)
+        return self.recordings.get(recording_id)
+
+
+@pytest.fixture()
+def uploads() -> Uploads:
+    return Uploads(UPLOADED)
+
+
+@pytest.fixture()
+def ctx(uploads: Uploads) -> AskContext:
+    return AskContext("org-1", recording=uploads)
 
 
 def request(case_id: str, text: str = "?") -> CaseRequest:
     return CaseRequest(run_id="r", case_id=case_id, attempt=1, input=text)
 
 
-@pytest.fixture()
-def recordings(tmp_path: Path) -> Path:
-    (tmp_path / "sub").mkdir()
-    write(tmp_path / "sub" / "answers.jsonl", LINES)
-    return tmp_path
-
-
 def spec(**extra: object) -> dict:
-    return {"runtime": "recorded", "recording": "sub/answers.jsonl", **extra}
+    return {"runtime": "recorded", "recording_id": "answers", **extra}
 
 
-def test_by_case_id(recordings: Path) -> None:
-    rt = RecordedRuntime(str(recordings))
+def test_by_case_id(ctx: AskContext, uploads: Uploads) -> None:
+    rt = RecordedRuntime()
     rt.validate(spec())
-    answer = rt.ask(spec(model="rec-model"), request("c1", "anything else"), timeout_s=1)
+    assert uploads.asked == []   # saving a spec reads no recording
+    answer = rt.ask(spec(model="rec-model"), request("c1", "anything else"), 1, ctx)
     assert answer.answer == "4"
     assert answer.calls[0].status is CallStatus.REPLAYED
     assert answer.calls[0].result == 4
     assert (answer.usage.input_tokens, answer.usage.output_tokens) == (10, 1)
     assert answer.model == "rec-model"
+    assert uploads.asked == ["answers"]
 
 
-def test_explicit_call_status_is_kept(recordings: Path) -> None:
-    answer = RecordedRuntime(str(recordings)).ask(spec(), request("c3"), timeout_s=1)
+def test_explicit_call_status_is_kept(ctx: AskContext) -> None:
+    answer = RecordedRuntime().ask(spec(), request("c3"), 1, ctx)
     assert answer.calls[0].status is CallStatus.BLOCKED
 
 
-def test_by_input_when_case_id_is_unknown(recordings: Path) -> None:
-    answer = RecordedRuntime(str(recordings)).ask(
-        spec(model="rec-model"), request("new-id", "Capital of France?"), timeout_s=1
-    )
+def test_by_input_when_case_id_is_unknown(ctx: AskContext) -> None:
+    answer = RecordedRuntime().ask(spec(model="rec-model"), request("new-id", "Capital of France?"), 1, ctx)
     assert answer.answer == "Paris"
     assert answer.model == "line-model"  # the line's model wins over the spec's
 
 
-def test_missing_case_is_divergent(recordings: Path) -> None:
+def test_missing_case_is_divergent(ctx: AskContext) -> None:
     with pytest.raises(DivergentCallError, match="c404") as info:
-        RecordedRuntime(str(recordings)).ask(spec(), request("c404", "Unseen"), timeout_s=1)
+        RecordedRuntime().ask(spec(), request("c404", "Unseen"), 1, ctx)
     assert isinstance(info.value, AgentCrashError)  # a crash: the attempt fails
 
 
-def test_recorded_crash_replays_as_crash(recordings: Path) -> None:
+def test_a_recording_the_organization_lacks_fails_the_attempt(ctx: AskContext) -> None:
+    with pytest.raises(AgentCrashError, match="recording other not found"):
+        RecordedRuntime().ask(spec(recording_id="other"), request("c1"), 1, ctx)
+    with pytest.raises(AgentCrashError, match="not found"):   # a context of another organization sees none
+        RecordedRuntime().ask(spec(), request("c1"), 1, AskContext("org-2"))
+
+
+def test_recorded_crash_replays_as_crash(ctx: AskContext) -> None:
     with pytest.raises(AgentCrashError, match="tool raised"):
-        RecordedRuntime(str(recordings)).ask(spec(), request("crashy"), timeout_s=1)
+        RecordedRuntime().ask(spec(), request("crashy"), 1, ctx)
 
 
-def test_recorded_guardrail_block_replays_as_a_refusal(recordings: Path) -> None:
-    rt = RecordedRuntime(str(recordings))
-    answer = rt.ask(spec(), request("guarded"), timeout_s=1)
+def test_recorded_guardrail_block_replays_as_a_refusal(ctx: AskContext) -> None:
+    rt = RecordedRuntime()
+    answer = rt.ask(spec(), request("guarded"), 1, ctx)
     assert (answer.answer, answer.guardrail) == ("Blocked by guardrail: pii", "pii")
-    answer = rt.ask(spec(), request("guarded-text"), timeout_s=1)
+    answer = rt.ask(spec(), request("guarded-text"), 1, ctx)
     assert (answer.answer, answer.guardrail) == ("I won't share that.", "pii")
-    assert rt.ask(spec(), request("c1"), timeout_s=1).guardrail is None
+    assert rt.ask(spec(), request("c1"), 1, ctx).guardrail is None
 
 
-def test_recorded_malformed_guardrail_is_a_crash(recordings: Path) -> None:
+def test_recorded_malformed_guardrail_is_a_crash(ctx: AskContext) -> None:
     with pytest.raises(AgentCrashError, match="malformed"):
-        RecordedRuntime(str(recordings)).ask(spec(), request("bad-guard"), timeout_s=1)
+        RecordedRuntime().ask(spec(), request("bad-guard"), 1, ctx)
 
 
-def test_relative_path_resolves_against_the_base_dir(
-    recordings: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path_factory.mktemp("elsewhere"))
-    assert RecordedRuntime(str(recordings)).ask(spec(), request("c1"), 1).answer == "4"
-    # Without a base dir, relative paths are the working directory's.
-    with pytest.raises(InvalidInputError) as info:
-        RecordedRuntime(None).validate(spec())
-    assert info.value.field == "spec.recording"
-    monkeypatch.chdir(recordings)
-    assert RecordedRuntime(None).ask(spec(), request("c1"), 1).answer == "4"
-
-
-def test_absolute_path(recordings: Path) -> None:
-    s = spec(recording=str(recordings / "sub" / "answers.jsonl"))
-    assert RecordedRuntime("/nonexistent").ask(s, request("c1"), 1).answer == "4"
-
-
-def test_files_are_cached_and_reloaded_when_changed(recordings: Path) -> None:
-    rt = RecordedRuntime(str(recordings))
-    first = rt.load("sub/answers.jsonl")
-    assert rt.load("./sub/../sub/answers.jsonl") is first  # one entry per resolved path
-    path = recordings / "sub" / "answers.jsonl"
-    write(path, [{"case_id": "c1", "answer": "five"}])
-    os.utime(path, ns=(time.time_ns(), time.time_ns() + 1_000_000_000))
-    assert rt.ask(spec(), request("c1"), 1).answer == "five"
-
-
-def test_cache_is_thread_safe(recordings: Path) -> None:
-    rt = RecordedRuntime(str(recordings))
-    answers: list[str] = []
-    threads = [
-        threading.Thread(target=lambda: answers.append(rt.ask(spec(), request("c1"), 1).answer))
-        for _ in range(8)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert answers == ["4"] * 8
-
-
-def test_latency_is_simulated(recordings: Path) -> None:
-    rt = RecordedRuntime(str(recordings))
+def test_latency_is_simulated(ctx: AskContext) -> None:
     started = time.monotonic()
-    rt.ask(spec(latency_ms=50), request("c1"), timeout_s=1)
+    RecordedRuntime().ask(spec(latency_ms=50), request("c1"), 1, ctx)
     assert time.monotonic() - started >= 0.05
 
 
-def test_latency_past_the_timeout_times_out(recordings: Path) -> None:
+def test_latency_past_the_timeout_times_out(ctx: AskContext) -> None:
     with pytest.raises(ProviderError, match="timed out"):
-        RecordedRuntime(str(recordings)).ask(spec(latency_ms=5000), request("c1"), timeout_s=0.05)
+        RecordedRuntime().ask(spec(latency_ms=5000), request("c1"), 0.05, ctx)
 
 
-def test_inline_answers() -> None:
+def test_inline_answers(ctx: AskContext) -> None:
     s = {
         "runtime": "recorded",
         "inline": {
@@ -166,43 +144,74 @@ def test_inline_answers() -> None:
     }
     rt = RecordedRuntime()
     rt.validate(s)
-    assert rt.ask(s, request("c1"), 1).answer == "just text"
-    answer = rt.ask(s, request("other", "Q2"), 1)
+    assert rt.ask(s, request("c1"), 1, ctx).answer == "just text"
+    answer = rt.ask(s, request("other", "Q2"), 1, ctx)
     assert (answer.answer, answer.usage.output_tokens) == ("obj", 3)
     assert answer.guardrail is None
     guarded = {"runtime": "recorded", "inline": {"c1": {"guardrail": "self-harm"}}}
     rt.validate(guarded)
-    answer = rt.ask(guarded, request("c1"), 1)
+    answer = rt.ask(guarded, request("c1"), 1, ctx)
     assert (answer.answer, answer.guardrail) == ("Blocked by guardrail: self-harm", "self-harm")
     with pytest.raises(DivergentCallError):
-        rt.ask(s, request("c9"), 1)
+        rt.ask(s, request("c9"), 1, ctx)
 
 
 @pytest.mark.parametrize(
     ("s", "field"),
     [
-        ({}, "spec.recording"),
-        ({"recording": "a.jsonl", "inline": {}}, "spec.recording"),
-        ({"recording": ""}, "spec.recording"),
-        ({"recording": "missing.jsonl"}, "spec.recording"),
-        ({"recording": "bad.jsonl"}, "spec.recording"),
-        ({"recording": "noanswer.jsonl"}, "spec.recording"),
+        ({}, "spec.recording_id"),
+        ({"recording_id": "a", "inline": {}}, "spec.recording_id"),
+        ({"recording_id": ""}, "spec.recording_id"),
+        ({"recording_id": "a/b"}, "spec.recording_id"),
+        ({"recording_id": "../x"}, "spec.recording_id"),
+        ({"recording_id": 5}, "spec.recording_id"),
         ({"inline": ["x"]}, "spec.inline"),
         ({"inline": {"c1": 5}}, "spec.inline"),
         ({"inline": {"c1": "x"}, "latency_ms": -1}, "spec.latency_ms"),
         ({"inline": {"c1": "x"}, "model": 3}, "spec.model"),
     ],
 )
-def test_validate_names_the_field(tmp_path: Path, s: dict, field: str) -> None:
-    (tmp_path / "bad.jsonl").write_text('{"case_id": "c1", "answer": "x"}\nnot json\n')
-    (tmp_path / "noanswer.jsonl").write_text('{"case_id": "c1"}\n')
+def test_validate_names_the_field(s: dict, field: str) -> None:
     with pytest.raises(InvalidInputError) as info:
-        RecordedRuntime(str(tmp_path)).validate({"runtime": "recorded", **s})
+        RecordedRuntime().validate({"runtime": "recorded", **s})
     assert info.value.field == field
 
 
-def test_parse_errors_name_the_line(tmp_path: Path) -> None:
-    (tmp_path / "bad.jsonl").write_text('{"case_id": "c1", "answer": "x"}\nsecret stuff\n')
-    with pytest.raises(InvalidInputError, match="line 2") as info:
-        RecordedRuntime(str(tmp_path)).validate({"runtime": "recorded", "recording": "bad.jsonl"})
-    assert "secret stuff" not in info.value.message
+@pytest.fixture()
+def no_file_is_opened(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    opened: list[Any] = []
+    real_open = builtins.open
+
+    def spy(file: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.append(file)
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", spy)
+    return opened
+
+
+def test_a_recording_path_is_refused_the_same_whether_the_file_exists(
+        tmp_path: Path, ctx: AskContext, no_file_is_opened: list[Any]) -> None:
+    real = tmp_path / "answers.jsonl"
+    real.write_text('{"case_id": "c1", "answer": "4"}\n')
+    messages = set()
+    for path in (str(real), str(tmp_path / "missing.jsonl"), "/etc/passwd", "../../x", "", 5):
+        for s in ({"runtime": "recorded", "recording": path}, {"runtime": "recorded", "recording": path,
+                                                                "recording_id": "answers"}):
+            with pytest.raises(InvalidInputError) as info:
+                RecordedRuntime().validate(s)
+            assert info.value.field == "spec.recording"
+            messages.add(info.value.message)
+            with pytest.raises(InvalidInputError):
+                RecordedRuntime().ask(s, request("c1"), 1, ctx)
+    assert messages == {"spec.recording (a path) is not accepted: upload it with POST /api/v1/recordings and "
+                        "name it by recording_id"}
+    assert no_file_is_opened == []
+
+
+def test_parse_errors_name_the_line_never_its_content() -> None:
+    with pytest.raises(ValueError, match="line 2") as info:
+        parse_jsonl('{"case_id": "c1", "answer": "x"}\nsecret stuff\n', "recording r1")
+    assert "secret stuff" not in str(info.value)
+    with pytest.raises(ValueError, match="line 1"):
+        parse_jsonl('{"case_id": "c1"}\n', "recording r1")

@@ -11,6 +11,14 @@ Error contract of every `ask` (one try, bounded by `timeout_s`; the caller retri
 (`is_retryable_status`); 401/403 mean credentials rejected. `AgentCrashError` (and its
 `DivergentCallError`) is the agent's own failure: `failed` with `crash: true`.
 `InvalidInputError` names the spec field that cannot run.
+
+Trust boundary (DESIGN §8): what a spec may make the service do is bounded by the operator's
+settings, read at call time (`build_runtimes` takes callables, so `bootstrap.override` applies at
+once): `python` only under `ASSAY_PYTHON_AGENT_MODULES`, `lambda` only under
+`ASSAY_LAMBDA_FUNCTION_PREFIX`, `http`/`openai` egress through `chalicelib.adapters.egress`
+(`ASSAY_ALLOW_PRIVATE_NETWORK`). Credentials and recordings are the organization's, read through
+the `AskContext` by name; no spec names an environment variable (`api_key_env` is refused in every
+spec) or a server path.
 """
 
 from __future__ import annotations
@@ -20,11 +28,20 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from chalicelib.adapters.runtimes.http import HttpRuntime, is_retryable_status
+from chalicelib.adapters.egress import Egress, Resolver, system_resolver
+from chalicelib.adapters.runtimes.http import (
+    HttpRuntime,
+    check_headers,
+    check_secret_name,
+    is_retryable_status,
+    refuse_api_key_env,
+    require_url,
+)
 from chalicelib.adapters.runtimes.lambda_ import LambdaRuntime
-from chalicelib.adapters.runtimes.openai import OpenAIRuntime
+from chalicelib.adapters.runtimes.openai import OpenAIRuntime, check_max_tokens, check_system_prompt
 from chalicelib.adapters.runtimes.python import PythonRuntime
 from chalicelib.adapters.runtimes.recorded import RecordedRuntime
+from chalicelib.config import Settings
 from chalicelib.domain.money import MAX_PRICE_PER_MTOK_USD
 from chalicelib.domain.enums import RuntimeKind
 from chalicelib.domain.models import Usage
@@ -32,11 +49,13 @@ from chalicelib.errors import InvalidInputError
 from chalicelib.services.ports import AgentRuntime
 
 __all__ = [
+    "PROFILE_SETTING_KEYS",
     "Prices",
     "build_runtimes",
     "is_retryable_status",
     "runtime_for",
     "spec_prices",
+    "validate_profile_settings",
     "validate_spec",
 ]
 
@@ -46,25 +65,33 @@ _TOKENS_PER_MTOK = Decimal(1_000_000)
 
 
 def build_runtimes(
-    recordings_dir: str | None, lambda_client_factory: Callable[[], Any] | None = None
+    settings: Callable[[], Settings] | None = None,
+    resolver: Callable[[], Resolver] | None = None,
+    lambda_client_factory: Callable[[], Any] | None = None,
 ) -> dict[RuntimeKind, AgentRuntime]:
     """One runtime of each kind. Nothing connects until a runtime is first asked.
 
     Args:
-        recordings_dir: where `recorded` specs' relative paths resolve (None or "": the
-            working directory at call time), e.g. `Settings.assay_recordings_dir`.
+        settings: returns the operator's settings now (bootstrap: `lambda: container.settings`);
+            default the settings' defaults (no python modules, the default lambda prefix, private
+            networks refused), never the environment.
+        resolver: returns the resolver egress uses now (bootstrap: `lambda: container.resolver`);
+            default the system resolver.
         lambda_client_factory: builds the boto3 Lambda client lazily (endpoint, timeouts);
             default `boto3.client("lambda")`.
 
     Returns:
         `{RuntimeKind: runtime}` for all five kinds.
     """
+    defaults = Settings.model_construct()
+    current = settings or (lambda: defaults)
+    egress = Egress(resolver or (lambda: system_resolver), lambda: current().assay_allow_private_network)
     return {
-        RuntimeKind.HTTP: HttpRuntime(),
-        RuntimeKind.OPENAI: OpenAIRuntime(),
-        RuntimeKind.LAMBDA: LambdaRuntime(lambda_client_factory),
-        RuntimeKind.PYTHON: PythonRuntime(),
-        RuntimeKind.RECORDED: RecordedRuntime(recordings_dir),
+        RuntimeKind.HTTP: HttpRuntime(egress=egress),
+        RuntimeKind.OPENAI: OpenAIRuntime(egress=egress),
+        RuntimeKind.LAMBDA: LambdaRuntime(lambda_client_factory, prefix=lambda: current().assay_lambda_function_prefix),
+        RuntimeKind.PYTHON: PythonRuntime(lambda: current().assay_python_agent_modules),
+        RuntimeKind.RECORDED: RecordedRuntime(),
     }
 
 
@@ -101,8 +128,51 @@ def validate_spec(spec: Any, runtimes: Mapping[RuntimeKind, AgentRuntime]) -> No
             or a runtime field such as `spec.url`).
     """
     runtime = runtime_for(spec, runtimes)
+    refuse_api_key_env(spec)
     spec_prices(spec)
     runtime.validate(dict(spec))
+
+
+PROFILE_SETTING_KEYS = ("base_url", "api_key_secret", "extra_headers", "max_tokens", "system_prompt", "url",
+                        "headers")
+"""The only keys a model profile's `settings` may hold: how to reach the model, never what runs."""
+
+
+def validate_profile_settings(settings: Any, runtimes: Mapping[RuntimeKind, AgentRuntime]) -> dict[str, Any]:
+    """Check a model profile's `settings`: connection keys only, each valid as in a spec.
+
+    A profile is laid over an agent's spec for an arm and over a judge's runtime, so a key that
+    chose what runs (`runtime`, `entrypoint`, `recording_id`, `function_name`) or named the
+    service's environment (`api_key_env`) would let a profile do what a spec may not. URLs are
+    checked by egress like a spec's.
+
+    Returns:
+        The settings.
+
+    Raises:
+        InvalidInputError: (field "settings" or "settings.<key>") naming the key at fault.
+    """
+    if not isinstance(settings, Mapping):
+        raise InvalidInputError("settings must be an object", field="settings")
+    refuse_api_key_env(settings, prefix="settings")
+    for key in settings:
+        if key not in PROFILE_SETTING_KEYS:
+            raise InvalidInputError(
+                f"settings.{key} is not accepted: a model profile's settings hold only connection keys "
+                f"({', '.join(PROFILE_SETTING_KEYS)})", field=f"settings.{key}")
+    egress = getattr(runtimes.get(RuntimeKind.HTTP), "egress", None) or Egress()
+    for key in ("base_url", "url"):
+        if key in settings:
+            require_url(settings, key, prefix="settings")
+            egress.check(settings[key], f"settings.{key}")
+    if "api_key_secret" in settings:
+        check_secret_name(settings["api_key_secret"], "settings.api_key_secret")
+    for key in ("extra_headers", "headers"):
+        if key in settings:
+            check_headers(settings[key], f"settings.{key}")
+    check_max_tokens(settings.get("max_tokens"), "settings.max_tokens")
+    check_system_prompt(settings.get("system_prompt"), "settings.system_prompt")
+    return dict(settings)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,15 @@
 
 Spec::
 
-    {"runtime": "http", "url": "https://agent.example/ask", "headers": {"X-Key": "..."}}
+    {"runtime": "http", "url": "https://agent.example/ask",
+     "headers": {"X-Team": "evals",                                   # a literal value, or
+                 "Authorization": {"secret": "agent-key", "prefix": "Bearer "}}}  # a secret's
+
+A header value is a literal string or a reference to one of the organization's secrets, read
+through the `AskContext` when asked (a missing one is "credentials missing", status 401). A
+literal that is a credential is refused when the spec is saved (`check_headers`). The URL's
+address is checked by `chalicelib.adapters.egress` when the spec is saved and again on every
+connection (DESIGN §8 "Trust boundary").
 
 `ask` POSTs the case (`CaseRequest.model_dump(mode="json")`) as JSON to `url` with `headers`
 and reads back the *answer payload*, the shape the `python`, `lambda` and `recorded` runtimes
@@ -43,8 +51,11 @@ try bounded by `timeout_s`.
   the agent said its own run failed. `{"error": ..., "crash": false}` → `ProviderError` (the
   agent says something upstream of it failed; worth retrying).
 - 5xx, 408, 429, connection errors, timeouts, a 2xx without an answer → `ProviderError(status=)`.
-- Any other 4xx (or 3xx: redirects are not followed) → `AgentCrashError` (the agent refused the
+- Any other 4xx (or a 3xx that is not followed) → `AgentCrashError` (the agent refused the
   request); 401/403 say "credentials rejected" in the message.
+- Redirects 301/302/307/308 are followed up to `MAX_REDIRECTS` times with the same POST body, each
+  hop checked before it is connected to; a hop to a refused address is `EgressRefusedError` (an
+  `AgentCrashError`, never retried), and a hop to another origin drops the credential headers.
 """
 
 from __future__ import annotations
@@ -52,6 +63,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any, TypeVar
@@ -59,9 +71,12 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import ValidationError
 
+from chalicelib.adapters.egress import Egress, Target, parse_target
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.models import AgentAnswer, CaseRequest, ToolCall, Usage
+from chalicelib.domain.redaction import redact
 from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
+from chalicelib.services.ports import AskContext
 
 T = TypeVar("T")
 
@@ -75,6 +90,25 @@ _ERROR_TEXT_LIMIT = 500
 """Characters of a response body kept in an error message: enough to read, not a whole page."""
 
 _URL_RE = re.compile(r"^https?://[^\s/]+", re.IGNORECASE)
+
+SECRET_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+"""A secret's name, as `PUT /api/v1/secrets/{name}` accepts it."""
+
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+"""Headers whose value is a credential: never a literal in a spec, dropped on a cross-origin redirect."""
+
+_SERVICE_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+_HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+_BAD_HEADER_CHARS = re.compile(r"[\r\n\x00]")
+
+MAX_REDIRECTS = 5
+"""Redirects followed per request, each hop checked by `Egress` before it is connected to."""
+
+REDIRECT_STATUSES = frozenset({301, 302, 307, 308})
+"""Redirects that are followed, POSTing the same body again; any other 3xx is the agent's answer."""
+
+_MAX_CLIENTS = 64
+"""HTTP clients kept per transport, one per origin (see `HttpTransport`)."""
 
 GUARDRAIL_ANSWER_PREFIX = "Blocked by guardrail: "
 """The refusal text of a blocked payload without an answer is this prefix plus the reason."""
@@ -147,40 +181,141 @@ def check_timeout(timeout_s: Any) -> float:
     return float(timeout_s)
 
 
-def require_url(spec: Mapping[str, Any], key: str) -> str:
-    """Return `spec[key]` if it is an http(s) URL.
+def require_url(spec: Mapping[str, Any], key: str, *, prefix: str = "spec") -> str:
+    """Return `spec[key]` if it is a URL the service may connect to, by its shape (http/https, a
+    host, no `user:pass@`); the address is checked by `Egress`.
 
     Raises:
-        InvalidInputError: (field "spec.<key>") when missing or not an http(s) URL.
+        InvalidInputError: (field "<prefix>.<key>") when missing or not such a URL.
     """
+    field = f"{prefix}.{key}"
     url = spec.get(key)
     if not isinstance(url, str) or not _URL_RE.match(url):
-        raise InvalidInputError(
-            f"spec.{key} must be an http:// or https:// URL", field=f"spec.{key}"
-        )
+        raise InvalidInputError(f"{field} must be an http:// or https:// URL", field=field)
+    try:
+        parse_target(url)
+    except ValueError as exc:
+        raise InvalidInputError(f"{field} {exc}", field=field) from None
     return url
 
 
-def require_str_map(spec: Mapping[str, Any], key: str) -> dict[str, str]:
-    """Return optional `spec[key]` as a str → str dict (empty when absent).
+def check_secret_name(value: Any, field: str) -> str:
+    """Return `value` if it names a secret (`^[A-Za-z0-9_.-]{1,64}$`).
 
     Raises:
-        InvalidInputError: (field "spec.<key>") when present and not an object of strings.
+        InvalidInputError: (field `field`) when it does not.
     """
-    value = spec.get(key)
+    if not isinstance(value, str) or not SECRET_NAME_RE.match(value):
+        raise InvalidInputError(f"{field} must name one of the organization's secrets "
+                                "(letters, digits, '_', '.', '-'; at most 64)", field=field)
+    return value
+
+
+def refuse_api_key_env(spec: Mapping[str, Any], prefix: str = "spec") -> None:
+    """Refuse `api_key_env`: no tenant input names an environment variable (DESIGN §8).
+
+    Raises:
+        InvalidInputError: (field "<prefix>.api_key_env") when the key is present.
+    """
+    if "api_key_env" in spec:
+        field = f"{prefix}.api_key_env"
+        raise InvalidInputError(
+            f"{field} is not accepted: credentials are the organization's secrets, not the service's "
+            'environment. Store the key with PUT /api/v1/secrets/{name} and write "api_key_secret": "<name>"',
+            field=field)
+
+
+def check_headers(value: Any, field: str) -> dict[str, str | dict[str, str]]:
+    """Return optional headers (`spec.headers`, `spec.extra_headers`, a profile's) after checking them.
+
+    A value is a literal string or a secret reference ``{"secret": "<name>", "prefix"?: "Bearer "}``.
+    A literal that is a credential (an `Authorization`, `Proxy-Authorization` or `Cookie` value, or
+    text the redaction recognizes as a secret) is refused: it would be stored and shown with the
+    spec. `Host`, `Content-Length`, `Transfer-Encoding` and `Connection` are the service's own.
+
+    Raises:
+        InvalidInputError: (field `field`) naming the header at fault.
+    """
     if value is None:
         return {}
-    if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise InvalidInputError(
-            f"spec.{key} must be an object of string values", field=f"spec.{key}"
-        )
-    return dict(value)
+    if not isinstance(value, dict):
+        raise InvalidInputError(f"{field} must be an object of header values (a string or "
+                                '{"secret": "<name>", "prefix"?: "..."})', field=field)
+    out: dict[str, str | dict[str, str]] = {}
+    for name, raw in value.items():
+        if not isinstance(name, str) or not _HEADER_NAME_RE.match(name):
+            raise InvalidInputError(f"{field}: {clip(repr(name), 80)} is not a header name", field=field)
+        if name.lower() in _SERVICE_HEADERS:
+            raise InvalidInputError(f"{field}.{name} is set by the service itself", field=field)
+        if isinstance(raw, str):
+            if _BAD_HEADER_CHARS.search(raw):
+                raise InvalidInputError(f"{field}.{name} must not contain line breaks", field=field)
+            if name.lower() in CREDENTIAL_HEADERS or redact(raw) != raw:
+                raise InvalidInputError(
+                    f"{field}.{name} holds a credential in plain text: store it as a secret "
+                    '(PUT /api/v1/secrets/{name}) and write {"secret": "<name>", "prefix"?: "Bearer "}',
+                    field=field)
+            out[name] = raw
+            continue
+        if not isinstance(raw, dict) or "secret" not in raw or set(raw) - {"secret", "prefix"}:
+            raise InvalidInputError(f"{field}.{name} must be a string or "
+                                    '{"secret": "<name>", "prefix"?: "..."}', field=field)
+        check_secret_name(raw["secret"], field)
+        prefix = raw.get("prefix", "")
+        if not isinstance(prefix, str) or len(prefix) > 256 or _BAD_HEADER_CHARS.search(prefix):
+            raise InvalidInputError(f"{field}.{name}.prefix must be a short string without line breaks",
+                                    field=field)
+        if prefix and redact(prefix) != prefix:
+            raise InvalidInputError(f"{field}.{name}.prefix holds a credential in plain text", field=field)
+        out[name] = {"secret": raw["secret"], "prefix": prefix}
+    return out
+
+
+def secret_value(ctx: AskContext, name: str, source: str) -> str:
+    """The value of the organization's secret `name`, read through `ctx` when asked.
+
+    Raises:
+        ProviderError: (status 401, not retried) the organization has no such secret.
+        AgentCrashError: the value cannot be sent in a header (a line break).
+    """
+    value = ctx.secret(name)
+    if not value:
+        raise ProviderError(f"{source}: credentials missing: secret {name} is not set in this organization",
+                            status=401, credentials_missing=True)
+    if _BAD_HEADER_CHARS.search(value):
+        raise AgentCrashError(f"{source}: secret {name} holds a line break and cannot be sent in a header")
+    return value
+
+
+def resolve_headers(headers: Mapping[str, str | dict[str, str]], ctx: AskContext,
+                    source: str) -> tuple[dict[str, str], frozenset[str]]:
+    """Header values to send: literals as written, secret references read through `ctx`.
+
+    Returns:
+        (headers, the lower-cased names whose values came from secrets: dropped on a redirect to
+        another origin).
+
+    Raises:
+        ProviderError / AgentCrashError: see `secret_value`.
+    """
+    out: dict[str, str] = {}
+    secret_names: set[str] = set()
+    for name, value in headers.items():
+        if isinstance(value, str):
+            out[name] = value
+        else:
+            out[name] = value.get("prefix", "") + secret_value(ctx, value["secret"], source)
+            secret_names.add(name.lower())
+    return out, frozenset(secret_names)
 
 
 def clip(text: str, limit: int = _ERROR_TEXT_LIMIT) -> str:
-    """`text` cut to `limit` characters, with an ellipsis when cut."""
+    """`text` with recognized secrets redacted, then cut to `limit` characters (an ellipsis when cut).
+
+    Redacting first matters: a secret straddling the cut would otherwise leave its start behind,
+    too short for anything downstream to recognize (seed 004 "What a run keeps").
+    """
+    text = redact(text)
     return text if len(text) <= limit else text[:limit] + "…"
 
 
@@ -398,64 +533,124 @@ def _error_detail(body: bytes) -> str:
     return clip(json.dumps(data, ensure_ascii=False))
 
 
+def _default_client() -> httpx.Client:
+    # No redirects (each hop is checked here), no proxy or CA settings from the environment.
+    return httpx.Client(follow_redirects=False, trust_env=False)
+
+
 class HttpTransport:
-    """A lazily built, thread-safe `httpx.Client` plus one strictly bounded POST.
+    """Thread-safe, lazily built `httpx.Client`s plus one strictly bounded, egress-checked POST.
 
     Shared by the `http` and `openai` runtimes; no connection is opened until the first call.
+    Every hop resolves its host once through `Egress`, checks every address, and connects to the
+    checked address itself; the Host header, TLS SNI and certificate verification stay on the name
+    (httpcore's `sni_hostname` request extension). A connection pool is keyed by the address it
+    connects to, so each host name gets its own client: a TLS connection made for one name is never
+    reused for another that shares its address.
     """
 
-    def __init__(self, client_factory: Callable[[], httpx.Client] | None = None) -> None:
+    def __init__(self, egress: Egress | None = None,
+                 client_factory: Callable[[], httpx.Client] | None = None) -> None:
         """Args:
-        client_factory: builds the client (tests may inject one); default a plain client that
-            does not follow redirects.
+        egress: the egress policy; default the system resolver with private networks refused.
+        client_factory: builds one client (tests may inject one, e.g. trusting a test CA);
+            default a client that follows no redirects and ignores proxy variables.
         """
-        self._factory = client_factory or (lambda: httpx.Client(follow_redirects=False))
-        self._client: httpx.Client | None = None
+        self.egress = egress or Egress()
+        self._factory = client_factory or _default_client
+        self._clients: OrderedDict[tuple[str, str, int], httpx.Client] = OrderedDict()
         self._lock = threading.Lock()
 
-    def client(self) -> httpx.Client:
-        """The shared client, built on first use."""
+    def client(self, target: Target) -> httpx.Client:
+        """The client of `target`'s origin, built on first use (at most `_MAX_CLIENTS` kept; the
+        least recently used is dropped, and its idle connections close when it is collected)."""
         with self._lock:
-            if self._client is None:
-                self._client = self._factory()
-            return self._client
+            client = self._clients.get(target.origin)
+            if client is None:
+                client = self._clients[target.origin] = self._factory()
+                while len(self._clients) > _MAX_CLIENTS:
+                    self._clients.popitem(last=False)
+            else:
+                self._clients.move_to_end(target.origin)
+            return client
 
     def close(self) -> None:
-        """Close the client if it was built."""
+        """Close every client built."""
         with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+            clients, self._clients = list(self._clients.values()), OrderedDict()
+        for client in clients:
+            client.close()
 
-    def post_json(
-        self, url: str, body: Any, headers: Mapping[str, str], timeout_s: float, source: str
-    ) -> tuple[int, bytes]:
+    def post_json(self, url: str, body: Any, headers: Mapping[str, str], timeout_s: float, source: str, *,
+                  secret_headers: frozenset[str] = frozenset()) -> tuple[int, bytes]:
         """POST `body` as JSON; return `(status, response body)` within `timeout_s` seconds.
+
+        Redirects: 301, 302, 307 and 308 are followed (at most `MAX_REDIRECTS`), POSTing the same
+        body again; each hop is checked like the first, before it is connected to, and a hop to
+        another origin drops the credential headers (`Authorization`, `Proxy-Authorization`,
+        `Cookie` and every header in `secret_headers`). Any other status is returned as is.
 
         httpx's timeouts bound each phase (connect, each read), not the whole exchange, so the
         exchange also runs under `run_with_timeout` for a strict total bound; httpx's own
         timeout makes an abandoned exchange end soon after.
 
         Raises:
-            ProviderError: (status None) on timeout or any transport error.
+            EgressRefusedError: (an `AgentCrashError`) a hop leads to a refused address.
+            AgentCrashError: a redirect to a URL that is not followed, or too many redirects.
+            ProviderError: (status None) on timeout, a name that does not resolve, or any
+                transport error.
         """
-        client = self.client()
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        all_headers = {"content-type": "application/json", "accept": "application/json"}
-        all_headers.update(headers)
+        sent = {"content-type": "application/json", "accept": "application/json"}
+        sent.update(headers)
+        dropped = CREDENTIAL_HEADERS | {name.lower() for name in secret_headers}
 
         def exchange() -> tuple[int, bytes]:
+            nonlocal sent
             try:
-                response = client.post(
-                    url, content=content, headers=all_headers, timeout=httpx.Timeout(timeout_s)
-                )
+                target = parse_target(url)
+            except ValueError as exc:
+                raise AgentCrashError(f"{source}: the URL {exc}") from None
+            for hop in range(MAX_REDIRECTS + 1):
+                addresses = self.egress.addresses(target, source)
+                response = self._send(target, addresses, content, sent, timeout_s, source)
+                location = response.headers.get("location")
+                if response.status_code not in REDIRECT_STATUSES or not location:
+                    return response.status_code, response.content
+                if hop == MAX_REDIRECTS:
+                    break
+                try:
+                    following = parse_target(target.url.join(location))
+                except ValueError as exc:
+                    raise AgentCrashError(f"{source} redirected to a URL that is not followed: the URL {exc}") \
+                        from None
+                if following.origin != target.origin:
+                    sent = {k: v for k, v in sent.items() if k.lower() not in dropped}
+                target = following
+            raise AgentCrashError(f"{source} redirected more than {MAX_REDIRECTS} times")
+
+        return run_with_timeout(exchange, timeout_s, source)
+
+    def _send(self, target: Target, addresses: list[str], content: bytes, headers: Mapping[str, str],
+              timeout_s: float, source: str) -> httpx.Response:
+        """POST to the first of `addresses` that accepts a connection, naming `target`'s host."""
+        client = self.client(target)
+        extensions: dict[str, Any] = {}
+        if target.is_https and target.literal is None:
+            extensions["sni_hostname"] = target.host
+        sent = {**headers, "host": target.url.netloc.decode("ascii")}
+        last: Exception | None = None
+        for address in addresses:
+            try:
+                return client.post(target.url.copy_with(host=address), content=content, headers=sent,
+                                   timeout=httpx.Timeout(timeout_s), extensions=extensions)
+            except httpx.ConnectError as exc:
+                last = exc
             except httpx.TimeoutException as exc:
                 raise ProviderError(f"{source} timed out after {timeout_s:g} s") from exc
             except httpx.HTTPError as exc:
                 raise ProviderError(f"{source} could not be reached: {clip(str(exc))}") from exc
-            return response.status_code, response.content
-
-        return run_with_timeout(exchange, timeout_s, source)
+        raise ProviderError(f"{source} could not be reached: {clip(str(last))}") from last
 
 
 # --- the runtime ---------------------------------------------------------------------------------
@@ -464,42 +659,53 @@ class HttpTransport:
 class HttpRuntime:
     """Asks an agent that serves the case JSON over HTTP (`AgentRuntime`)."""
 
-    def __init__(self, transport: HttpTransport | None = None) -> None:
+    def __init__(self, transport: HttpTransport | None = None, egress: Egress | None = None) -> None:
         """Args:
         transport: the HTTP client holder; default one built lazily on first `ask`.
+        egress: the egress policy of the default transport (ignored with `transport`).
         """
-        self._transport = transport or HttpTransport()
+        self._transport = transport or HttpTransport(egress)
+
+    @property
+    def egress(self) -> Egress:
+        """The egress policy URLs are checked with."""
+        return self._transport.egress
 
     def validate(self, spec: dict[str, Any]) -> None:
-        """Check `url` (http/https) and optional `headers` (object of strings).
+        """Check `url` (its shape and, through `Egress`, its address) and optional `headers`.
 
         Raises:
             InvalidInputError: naming `spec.url` or `spec.headers`.
         """
-        require_url(spec, "url")
-        require_str_map(spec, "headers")
+        _check_shape(spec)
+        self.egress.check(spec["url"], "spec.url")
 
-    def ask(self, spec: dict[str, Any], request: CaseRequest, timeout_s: float) -> AgentAnswer:
+    def ask(self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext) -> AgentAnswer:
         """POST `request` to `spec["url"]` and parse the answer payload; one try.
 
         Args:
             spec: an `http` spec (see the module docstring).
             request: the case.
             timeout_s: bound on the whole exchange, in seconds.
+            ctx: where secret header values are read.
 
         Returns:
             The agent's answer (calls default to `executed`).
 
         Raises:
-            ProviderError: 5xx/408/429, transport errors, timeouts, no answer.
-            AgentCrashError: an agent-reported crash, other 4xx, a malformed payload.
+            ProviderError: 5xx/408/429, transport errors, timeouts, no answer, a missing secret
+                (status 401).
+            AgentCrashError: an agent-reported crash, other 4xx, a malformed payload, an address
+                egress refuses (`EgressRefusedError`).
+            InvalidInputError: the spec no longer passes its checks.
         """
         timeout_s = check_timeout(timeout_s)
-        url = require_url(spec, "url")
-        headers = require_str_map(spec, "headers")
+        headers = _check_shape(spec)
+        url = spec["url"]
         source = f"agent {url}"
+        values, secret_names = resolve_headers(headers, ctx, source)
         status, body = self._transport.post_json(
-            url, request.model_dump(mode="json"), headers, timeout_s, source
+            url, request.model_dump(mode="json"), values, timeout_s, source, secret_headers=secret_names
         )
         payload = _maybe_json(body)
         # An explicit crash report wins over the status: the agent told us its own run failed.
@@ -509,8 +715,14 @@ class HttpRuntime:
         return answer_from_payload(decode_json(body, source), source=source)
 
     def close(self) -> None:
-        """Close the HTTP client, if built."""
+        """Close the HTTP clients, if built."""
         self._transport.close()
+
+
+def _check_shape(spec: Mapping[str, Any]) -> dict[str, str | dict[str, str]]:
+    refuse_api_key_env(spec)
+    require_url(spec, "url")
+    return check_headers(spec.get("headers"), "spec.headers")
 
 
 def _maybe_json(body: bytes) -> Any:

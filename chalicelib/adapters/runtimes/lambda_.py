@@ -3,8 +3,13 @@
 Spec::
 
     {"runtime": "lambda",
-     "function_name": "my-agent",        # required: name, ARN or partial ARN
-     "qualifier": "live"}                # optional: version or alias
+     "function_name": "assay-agent-mine",   # required: a plain name under the operator's prefix
+     "qualifier": "live"}                   # optional: version or alias
+
+Only functions the operator allows (DESIGN §8 "Trust boundary"): a plain function name
+(`^[A-Za-z0-9_-]{1,64}$`: no ARN, so no other account or region) that starts with
+`ASSAY_LAMBDA_FUNCTION_PREFIX`, the prefix the IAM policy in `infra/` grants invoke on; with the
+setting empty `runtime: lambda` is refused, naming it. A qualifier is `^[A-Za-z0-9$_-]{1,128}$`.
 
 `ask` invokes the function synchronously (`RequestResponse`) with the case JSON
 (`CaseRequest.model_dump(mode="json")`) as the payload. The function returns the `http`
@@ -26,6 +31,7 @@ Errors:
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -41,6 +47,16 @@ from chalicelib.adapters.runtimes.http import (
 )
 from chalicelib.domain.models import AgentAnswer, CaseRequest
 from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
+from chalicelib.services.ports import AskContext
+
+PREFIX_SETTING = "ASSAY_LAMBDA_FUNCTION_PREFIX"
+"""The operator setting every invoked function name must start with."""
+
+DEFAULT_PREFIX = "assay-agent-"
+"""`Settings.assay_lambda_function_prefix`'s default."""
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_QUALIFIER_RE = re.compile(r"^[A-Za-z0-9$_-]{1,128}$")
 
 _THROTTLE_CODES = frozenset(
     {"TooManyRequestsException", "ThrottlingException", "Throttling", "RequestLimitExceeded"}
@@ -56,12 +72,16 @@ def _default_client() -> Any:
 class LambdaRuntime:
     """Invokes a Lambda function as the agent (`AgentRuntime`)."""
 
-    def __init__(self, client_factory: Callable[[], Any] | None = None) -> None:
+    def __init__(self, client_factory: Callable[[], Any] | None = None,
+                 prefix: Callable[[], str] | None = None) -> None:
         """Args:
         client_factory: builds the boto3 Lambda client on first `ask` (bootstrap passes one
             with the stack's endpoint and timeouts); default `boto3.client("lambda")`.
+        prefix: returns the allowed function-name prefix now (`Settings.assay_lambda_function_prefix`,
+            read at call time); default `DEFAULT_PREFIX`.
         """
         self._factory = client_factory or _default_client
+        self._prefix = prefix or (lambda: DEFAULT_PREFIX)
         self._client: Any = None
         self._lock = threading.Lock()
 
@@ -73,24 +93,33 @@ class LambdaRuntime:
             return self._client
 
     def validate(self, spec: dict[str, Any]) -> None:
-        """Check `function_name` and optional `qualifier`.
+        """Check `function_name` (a plain name under the operator's prefix) and optional `qualifier`.
 
         Raises:
-            InvalidInputError: naming `spec.function_name` or `spec.qualifier`.
+            InvalidInputError: naming `spec.runtime` (no prefix configured), `spec.function_name`
+                or `spec.qualifier`.
         """
-        name = spec.get("function_name")
-        if not isinstance(name, str) or not name.strip() or len(name) > 170:
+        prefix = self._prefix()
+        if not prefix:
             raise InvalidInputError(
-                "spec.function_name must be a Lambda function name or ARN",
-                field="spec.function_name",
-            )
+                f"runtime lambda is not enabled on this service: the operator allows no functions ({PREFIX_SETTING} "
+                "is empty)", field="spec.runtime", setting=PREFIX_SETTING)
+        name = spec.get("function_name")
+        if not isinstance(name, str) or not _NAME_RE.match(name):
+            raise InvalidInputError(
+                "spec.function_name must be a plain Lambda function name (letters, digits, '-', '_'; at most 64; "
+                "no ARN)", field="spec.function_name")
+        if not name.startswith(prefix):
+            raise InvalidInputError(
+                f"spec.function_name must start with {prefix}: this service invokes only the functions under "
+                f"{PREFIX_SETTING}", field="spec.function_name", setting=PREFIX_SETTING)
         qualifier = spec.get("qualifier")
-        if qualifier is not None and (not isinstance(qualifier, str) or not qualifier):
+        if qualifier is not None and (not isinstance(qualifier, str) or not _QUALIFIER_RE.match(qualifier)):
             raise InvalidInputError(
                 "spec.qualifier must be a version or alias name", field="spec.qualifier"
             )
 
-    def ask(self, spec: dict[str, Any], request: CaseRequest, timeout_s: float) -> AgentAnswer:
+    def ask(self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext) -> AgentAnswer:
         """Invoke the function with the case; one try, bounded by `timeout_s` seconds.
 
         Returns:
@@ -199,5 +228,5 @@ def _classify(exc: Exception, source: str) -> Exception:
         return ProviderError(f"{source} failed ({code or type(exc).__name__}): {message}")
     # No service response: connection errors, read timeouts, credential lookup failures.
     if type(exc).__name__ in {"NoCredentialsError", "PartialCredentialsError"}:
-        return ProviderError(f"{source}: credentials missing: {exc}", status=401)
+        return ProviderError(f"{source}: credentials missing: {exc}", status=401, credentials_missing=True)
     return ProviderError(f"{source} could not be invoked: {clip(f'{type(exc).__name__}: {exc}')}")

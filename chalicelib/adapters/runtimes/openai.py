@@ -5,13 +5,19 @@ OpenAI, vLLM, Ollama, LiteLLM or a gateway. Spec::
     {"runtime": "openai",
      "base_url": "https://api.openai.com/v1",   # required; POST {base_url}/chat/completions
      "model": "gpt-4o-mini",                     # required
-     "api_key_env": "OPENAI_API_KEY",            # optional: env var holding the key, read at
-                                                 #   call time; absent = no Authorization header
+     "api_key_secret": "openai",                 # optional: the organization's secret holding
+                                                 #   the key, sent as `Authorization: Bearer <key>`;
+                                                 #   absent = no Authorization header
      "system_prompt": "You are ...",             # optional
      "temperature": 0.0,                         # optional, 0..2, default 0.0
      "max_tokens": 512,                          # optional, > 0
      "tools": [{"type": "function", "function": {"name": ..., "parameters": {...}}}],
-     "extra_headers": {"X-Gateway": "..."}}      # optional, object of strings
+     "extra_headers": {"X-Gateway": "...",       # optional: literal strings, or secrets'
+                       "X-Key": {"secret": "gw", "prefix": ""}}}   #   values (see `http`)
+
+`api_key_env` (an environment variable of the service) is refused: no tenant input names one
+(DESIGN §8 "Trust boundary"). `base_url`'s address is checked when the spec is saved and again
+on every connection and redirect (`chalicelib.adapters.egress`).
 
 Messages sent: the system prompt (if any), the case history as given, then the case input as
 the last user turn. The answer is `choices[0].message.content` ("" when the model only called
@@ -36,33 +42,38 @@ Errors — the caller retries a `ProviderError` only when its status is None, 40
 - 5xx, 408, 429, connection errors, timeouts, a response without choices → `ProviderError`
   (retryable).
 - 401/403 → `ProviderError(status=401|403)` whose message says "credentials rejected": not
-  retryable, and the service names it so (seed 004 "Results"). A missing `api_key_env`
-  variable is reported the same way (status 401, "credentials missing").
+  retryable, and the service names it so (seed 004 "Results"). A secret the organization does
+  not have is reported the same way (status 401, "credentials missing").
 - Any other 4xx (bad request, unknown model, context too long) → `AgentCrashError`: the
   provider refused the request, so the attempt fails with `crash: true`.
+- An address egress refuses → `EgressRefusedError` (an `AgentCrashError`, never retried).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from chalicelib.adapters.egress import Egress
 from chalicelib.adapters.runtimes.http import (
     HttpTransport,
+    check_headers,
+    check_secret_name,
     check_timeout,
     clip,
     decode_json,
     raise_for_status,
-    require_str_map,
+    refuse_api_key_env,
     require_url,
+    resolve_headers,
+    secret_value,
     usage_from,
 )
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.models import AgentAnswer, CaseRequest, ToolCall
 from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
+from chalicelib.services.ports import AskContext
 
 DEFAULT_TEMPERATURE = 0.0
 """Temperature sent when the spec sets none (judges rely on 0 for repeatable grades)."""
@@ -76,110 +87,112 @@ CONTENT_FILTER_ANSWER = "Blocked by the provider's content filter"
 REFUSAL_GUARDRAIL = "model refusal"
 """`AgentAnswer.guardrail` when the model refused (the message's `refusal` field)."""
 
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
 
 class OpenAIRuntime:
     """Asks an OpenAI-compatible chat-completions endpoint (`AgentRuntime`)."""
 
-    def __init__(
-        self,
-        transport: HttpTransport | None = None,
-        environ: Mapping[str, str] | None = None,
-    ) -> None:
+    def __init__(self, transport: HttpTransport | None = None, egress: Egress | None = None) -> None:
         """Args:
         transport: the HTTP client holder; default one built lazily on first `ask`.
-        environ: where `api_key_env` is looked up at call time; default `os.environ`.
+        egress: the egress policy of the default transport (ignored with `transport`).
         """
-        self._transport = transport or HttpTransport()
-        self._environ = environ
+        self._transport = transport or HttpTransport(egress)
+
+    @property
+    def egress(self) -> Egress:
+        """The egress policy URLs are checked with."""
+        return self._transport.egress
 
     def validate(self, spec: dict[str, Any]) -> None:
-        """Check every field of an `openai` spec.
+        """Check every field of an `openai` spec, and `base_url`'s address.
 
         Raises:
             InvalidInputError: naming the field at fault (`spec.base_url`, `spec.model`,
-                `spec.api_key_env`, `spec.system_prompt`, `spec.temperature`,
-                `spec.max_tokens`, `spec.tools`, `spec.extra_headers`).
+                `spec.api_key_env` (always refused), `spec.api_key_secret`, `spec.system_prompt`,
+                `spec.temperature`, `spec.max_tokens`, `spec.tools`, `spec.extra_headers`).
         """
-        require_url(spec, "base_url")
-        model = spec.get("model")
-        if not isinstance(model, str) or not model.strip():
-            raise InvalidInputError("spec.model must be a non-empty string", field="spec.model")
-        env = spec.get("api_key_env")
-        if env is not None and (not isinstance(env, str) or not _ENV_NAME_RE.match(env)):
-            raise InvalidInputError(
-                "spec.api_key_env must name an environment variable", field="spec.api_key_env"
-            )
-        prompt = spec.get("system_prompt")
-        if prompt is not None and not isinstance(prompt, str):
-            raise InvalidInputError(
-                "spec.system_prompt must be a string", field="spec.system_prompt"
-            )
-        temperature = spec.get("temperature")
-        if temperature is not None and (
-            isinstance(temperature, bool)
-            or not isinstance(temperature, int | float)
-            or not 0 <= temperature <= 2
-        ):
-            raise InvalidInputError(
-                "spec.temperature must be a number from 0 to 2", field="spec.temperature"
-            )
-        max_tokens = spec.get("max_tokens")
-        if max_tokens is not None and (
-            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
-        ):
-            raise InvalidInputError(
-                "spec.max_tokens must be a positive integer", field="spec.max_tokens"
-            )
-        _validate_tools(spec.get("tools"))
-        require_str_map(spec, "extra_headers")
+        check_spec(spec)
+        self.egress.check(spec["base_url"], "spec.base_url")
 
-    def ask(self, spec: dict[str, Any], request: CaseRequest, timeout_s: float) -> AgentAnswer:
+    def ask(self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext) -> AgentAnswer:
         """Send one chat completion for the case; one try.
 
         Args:
             spec: an `openai` spec (see the module docstring).
             request: the case; its history and input become the messages.
             timeout_s: bound on the whole exchange, in seconds.
+            ctx: where `api_key_secret` and secret header values are read.
 
         Returns:
             The answer, with tool calls recorded as `intended`.
 
         Raises:
-            ProviderError: retryable failures, and 401/403 credentials rejected (see module
-                docstring for statuses).
-            AgentCrashError: other 4xx, a malformed response.
+            ProviderError: retryable failures, and 401/403 credentials rejected or missing (see
+                module docstring for statuses).
+            AgentCrashError: other 4xx, a malformed response, an address egress refuses.
+            InvalidInputError: the spec no longer passes its checks.
         """
         timeout_s = check_timeout(timeout_s)
-        self.validate(spec)
+        extra = check_spec(spec)
         url = spec["base_url"].rstrip("/") + "/chat/completions"
         source = f"provider {spec['base_url']}"
-        headers = dict(require_str_map(spec, "extra_headers"))
-        headers.update(self._auth_header(spec, source))
+        headers, secret_names = resolve_headers(extra, ctx, source)
+        if spec.get("api_key_secret"):
+            headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+            headers["authorization"] = "Bearer " + secret_value(ctx, spec["api_key_secret"], source)
+            secret_names |= {"authorization"}
         status, body = self._transport.post_json(
-            url, build_chat_body(spec, request), headers, timeout_s, source
+            url, build_chat_body(spec, request), headers, timeout_s, source, secret_headers=secret_names
         )
         raise_for_status(status, body, source, credentials_retry=True)
         return parse_chat_response(decode_json(body, source), source, default_model=spec["model"])
 
     def close(self) -> None:
-        """Close the HTTP client, if built."""
+        """Close the HTTP clients, if built."""
         self._transport.close()
 
-    def _auth_header(self, spec: Mapping[str, Any], source: str) -> dict[str, str]:
-        env = spec.get("api_key_env")
-        if not env:
-            return {}
-        environ = os.environ if self._environ is None else self._environ
-        key = environ.get(env)
-        if not key:
-            # Same status as a rejected key: retrying cannot help, the service names it.
-            raise ProviderError(
-                f"{source}: credentials missing: environment variable {env} is not set",
-                status=401,
-            )
-        return {"authorization": f"Bearer {key}"}
+
+def check_spec(spec: Mapping[str, Any]) -> dict[str, str | dict[str, str]]:
+    """Check an `openai` spec's fields (not `base_url`'s address: see `Egress.check`).
+
+    Returns:
+        Its `extra_headers`, checked (see `http.check_headers`).
+
+    Raises:
+        InvalidInputError: naming the field at fault.
+    """
+    refuse_api_key_env(spec)
+    require_url(spec, "base_url")
+    model = spec.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise InvalidInputError("spec.model must be a non-empty string", field="spec.model")
+    if spec.get("api_key_secret") is not None:
+        check_secret_name(spec["api_key_secret"], "spec.api_key_secret")
+    check_system_prompt(spec.get("system_prompt"), "spec.system_prompt")
+    temperature = spec.get("temperature")
+    if temperature is not None and (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, int | float)
+        or not 0 <= temperature <= 2
+    ):
+        raise InvalidInputError(
+            "spec.temperature must be a number from 0 to 2", field="spec.temperature"
+        )
+    check_max_tokens(spec.get("max_tokens"), "spec.max_tokens")
+    _validate_tools(spec.get("tools"))
+    return check_headers(spec.get("extra_headers"), "spec.extra_headers")
+
+
+def check_system_prompt(value: Any, field: str) -> None:
+    """Raise `InvalidInputError` (field `field`) unless `value` is None or a string."""
+    if value is not None and not isinstance(value, str):
+        raise InvalidInputError(f"{field} must be a string", field=field)
+
+
+def check_max_tokens(value: Any, field: str) -> None:
+    """Raise `InvalidInputError` (field `field`) unless `value` is None or a positive integer."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidInputError(f"{field} must be a positive integer", field=field)
 
 
 def build_chat_body(spec: Mapping[str, Any], request: CaseRequest) -> dict[str, Any]:

@@ -3,8 +3,16 @@
 Spec::
 
     {"runtime": "python",
-     "entrypoint": "package.module:function",   # required, importable from sys.path
+     "entrypoint": "package.module:function",   # required, under an allowed module prefix
      "options": {...}}                          # optional, passed to the function as is
+
+Code by import path only where the operator allows it (DESIGN §8 "Trust boundary"): the module
+must equal or sit under one of the prefixes in `ASSAY_PYTHON_AGENT_MODULES` (comma-separated;
+`bench.agents` allows `bench.agents` and `bench.agents.x`), checked before anything is imported;
+the function is one public name (no dots, no leading `_`) defined in that module itself (not
+something it imported), and callable. With the setting empty (a deployed stage) `runtime: python`
+is refused, naming the setting. Both are checked when the spec is saved and again when asked, and
+a refusal reads the same whether or not a module outside the prefixes exists.
 
 The function is called as ``function(request: dict, options: dict) -> dict | str`` where
 `request` is `CaseRequest.model_dump(mode="json")` and `options` a deep copy of the spec's
@@ -26,7 +34,7 @@ from __future__ import annotations
 import copy
 import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from chalicelib.adapters.runtimes.http import (
@@ -37,36 +45,62 @@ from chalicelib.adapters.runtimes.http import (
 )
 from chalicelib.domain.models import AgentAnswer, CaseRequest
 from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
+from chalicelib.services.ports import AskContext
+
+MODULES_SETTING = "ASSAY_PYTHON_AGENT_MODULES"
+"""The operator setting listing the module prefixes entrypoints may live under."""
 
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
-_ENTRYPOINT_RE = re.compile(rf"^{_DOTTED}:{_DOTTED}$")
+_ENTRYPOINT_RE = re.compile(rf"^({_DOTTED}):([A-Za-z][A-Za-z0-9_]*)$")
+_SHAPE = ("spec.entrypoint must be 'package.module:function': a module under the allowed prefixes and one "
+          "public function defined in it (no dots, no leading '_')")
 
 
-def resolve_entrypoint(entrypoint: Any) -> Callable[..., Any]:
-    """Import `"package.module:function"` (attribute paths like `mod:Class.method` allowed).
+def allowed_prefixes(setting: str | Sequence[str]) -> tuple[str, ...]:
+    """The module prefixes of `ASSAY_PYTHON_AGENT_MODULES` ("a.b, c" -> ("a.b", "c"))."""
+    parts = setting.split(",") if isinstance(setting, str) else setting
+    return tuple(p.strip() for p in parts if p.strip())
+
+
+def module_allowed(module: str, prefixes: Sequence[str]) -> bool:
+    """Whether `module` equals one of `prefixes` or sits under one (at a dot)."""
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def resolve_entrypoint(entrypoint: Any, prefixes: Sequence[str]) -> Callable[..., Any]:
+    """The function `"package.module:function"` names, if the operator allows it.
+
+    Nothing is imported unless the module is under `prefixes`.
 
     Raises:
-        InvalidInputError: (field "spec.entrypoint") when malformed, not importable, missing
-            or not callable.
+        InvalidInputError: (field "spec.runtime") no prefixes are allowed; (field
+            "spec.entrypoint") malformed, outside the prefixes, not importable, not a function
+            defined in the module, or not callable.
     """
-    if not isinstance(entrypoint, str) or not _ENTRYPOINT_RE.match(entrypoint):
+    if not prefixes:
         raise InvalidInputError(
-            "spec.entrypoint must look like 'package.module:function'", field="spec.entrypoint"
-        )
-    module_name, _, attr_path = entrypoint.partition(":")
+            f"runtime python is not enabled on this service: the operator allows no modules ({MODULES_SETTING} "
+            "is empty)", field="spec.runtime", setting=MODULES_SETTING)
+    match = _ENTRYPOINT_RE.match(entrypoint) if isinstance(entrypoint, str) else None
+    if match is None:
+        raise InvalidInputError(_SHAPE, field="spec.entrypoint")
+    module_name, name = match.groups()
+    if not module_allowed(module_name, prefixes):
+        raise InvalidInputError(
+            f"spec.entrypoint: {module_name} is not under the modules this service runs agents from "
+            f"({MODULES_SETTING}: {', '.join(prefixes)})", field="spec.entrypoint", setting=MODULES_SETTING)
     try:
-        target: Any = importlib.import_module(module_name)
+        module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - any import failure means the spec cannot run
         raise InvalidInputError(
             f"spec.entrypoint: cannot import {module_name}: {clip(str(exc), 200)}",
             field="spec.entrypoint",
         ) from exc
-    for part in attr_path.split("."):
-        target = getattr(target, part, None)
-        if target is None:
-            raise InvalidInputError(
-                f"spec.entrypoint: {module_name} has no {attr_path}", field="spec.entrypoint"
-            )
+    target = vars(module).get(name)
+    if target is None or getattr(target, "__module__", None) != module_name:
+        raise InvalidInputError(
+            f"spec.entrypoint: {module_name} defines no function {name}", field="spec.entrypoint"
+        )
     if not callable(target):
         raise InvalidInputError(
             f"spec.entrypoint: {entrypoint} is not callable", field="spec.entrypoint"
@@ -75,18 +109,30 @@ def resolve_entrypoint(entrypoint: Any) -> Callable[..., Any]:
 
 
 class PythonRuntime:
-    """Calls an importable Python function as the agent (`AgentRuntime`)."""
+    """Calls an allowed Python function as the agent (`AgentRuntime`)."""
+
+    def __init__(self, modules: Callable[[], str | Sequence[str]] | None = None) -> None:
+        """Args:
+        modules: returns the allowed module prefixes now (`Settings.assay_python_agent_modules`,
+            read at call time); default none, so nothing runs.
+        """
+        self._modules = modules or (lambda: "")
+
+    def prefixes(self) -> tuple[str, ...]:
+        """The module prefixes allowed now."""
+        return allowed_prefixes(self._modules())
 
     def validate(self, spec: dict[str, Any]) -> None:
-        """Check the entrypoint imports to a callable and `options` is an object.
+        """Check the entrypoint is allowed and resolves to a callable, and `options` is an object.
 
         Raises:
-            InvalidInputError: naming `spec.entrypoint` or `spec.options`.
+            InvalidInputError: naming `spec.runtime` (nothing allowed), `spec.entrypoint` or
+                `spec.options`.
         """
-        resolve_entrypoint(spec.get("entrypoint"))
+        resolve_entrypoint(spec.get("entrypoint"), self.prefixes())
         _options(spec)
 
-    def ask(self, spec: dict[str, Any], request: CaseRequest, timeout_s: float) -> AgentAnswer:
+    def ask(self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext) -> AgentAnswer:
         """Call the entrypoint with the case; one try, bounded by `timeout_s` seconds.
 
         Returns:
@@ -96,11 +142,11 @@ class PythonRuntime:
             ProviderError: raised by the function, or a timeout.
             AgentCrashError: raised by the function, any other exception it raised, or a
                 return value that is neither a str nor an answer payload.
-            InvalidInputError: the entrypoint does not resolve.
+            InvalidInputError: the entrypoint is not allowed (any more) or does not resolve.
         """
         timeout_s = check_timeout(timeout_s)
         entrypoint = spec.get("entrypoint")
-        function = resolve_entrypoint(entrypoint)
+        function = resolve_entrypoint(entrypoint, self.prefixes())
         options = copy.deepcopy(_options(spec))
         payload = request.model_dump(mode="json")
         source = f"python agent {entrypoint}"

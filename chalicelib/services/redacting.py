@@ -1,0 +1,48 @@
+"""Redaction with an organization's own secret values (seed 004 "What a run keeps").
+
+`domain.redaction` recognizes secrets by their shape; an organization's stored secrets
+(`c.secrets.values(org_id)`) are recognized by their value as well, wherever they appear. Every
+use case that keeps or shows text an agent, a judge or a tenant wrote passes it through
+`for_org(c, org_id)` first: answers, calls, errors, reasons, `model`, `guardrail`, notices and
+email, suite results and dataset cases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from chalicelib.bootstrap import Container
+from chalicelib.domain.redaction import Known, redact, redact_value, secrets_in
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """Redacts with the values of one organization's secrets, read once."""
+
+    known: tuple[Known, ...] = ()
+
+    def text(self, value: T) -> T:
+        """A string with every secret replaced (anything else, e.g. None, unchanged)."""
+        return redact(value, self.known) if isinstance(value, str) else value  # type: ignore[return-value]
+
+    def value(self, value: Any) -> Any:
+        """Every string inside a JSON-like value redacted (dict keys included)."""
+        return redact_value(value, self.known)
+
+    def learning(self, *texts: str | None) -> Redactor:
+        """This redactor, knowing the secrets in `texts` too: for text that quotes them, perhaps cut
+        short (a scorer's reason quoting the original answer as `'...AKIAIOSF'...`)."""
+        found = secrets_in(*texts, known=self.known)
+        return Redactor(self.known + tuple(found)) if found else self
+
+
+def for_org(c: Container, org_id: str) -> Redactor:
+    """A redactor knowing the organization's stored secret values (cached by the secrets store).
+
+    A secrets store that cannot be read raises: nothing is kept half-redacted (a case task is
+    then delivered again).
+    """
+    return Redactor(tuple(c.secrets.values(org_id)))

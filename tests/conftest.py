@@ -26,7 +26,9 @@ from tests.support.e2e import Api
 @pytest.fixture(scope="session")
 def stack() -> Iterator[EmbeddedStack]:
     with EmbeddedStack(workers=12, scheduler=False,
-                       env={"ASSAY_RETRY_BACKOFF_SECONDS": "0.01"}) as s:
+                       env={"ASSAY_RETRY_BACKOFF_SECONDS": "0.01",
+                            # the tests' own agents too (an installed assay has no `tests` package)
+                            "ASSAY_PYTHON_AGENT_MODULES": "bench.agents,tests.support"}) as s:
         yield s
 
 

@@ -33,7 +33,8 @@ from chalicelib import names
 from chalicelib.adapters.lazy import LazyClient
 from chalicelib.domain.recordings import Recording, parse_jsonl
 from chalicelib.clock import iso
-from chalicelib.domain.ids import is_safe_org_id, is_valid_name
+from chalicelib.domain.identity import is_org_id
+from chalicelib.domain.ids import is_valid_name
 from chalicelib.errors import ConflictError, InvalidInputError
 
 _SUFFIX = ".jsonl"
@@ -108,7 +109,7 @@ class OrgRecordings(LazyClient):
         self._cached_bytes = 0
 
     def _key(self, org_id: str, recording_id: str) -> str | None:
-        if not is_safe_org_id(org_id) or not is_valid_name(recording_id):
+        if not is_org_id(org_id) or not is_valid_name(recording_id):
             return None
         return names.recording_key(org_id, recording_id)
 
@@ -197,7 +198,7 @@ class OrgRecordings(LazyClient):
 
     def list(self, org_id: str) -> list[RecordingMeta]:
         """Every recording of the organization by id (ListObjectsV2 under `<org>/recordings/`, paged)."""
-        if not is_safe_org_id(org_id):
+        if not is_org_id(org_id):
             return []
         prefix = names.org_recordings_prefix(org_id)
         out: list[RecordingMeta] = []

@@ -27,7 +27,8 @@ from typing import Any, NamedTuple
 from chalicelib import names
 from chalicelib.adapters.lazy import LazyClient
 from chalicelib.clock import iso
-from chalicelib.domain.ids import is_safe_org_id, is_valid_name
+from chalicelib.domain.identity import is_org_id
+from chalicelib.domain.ids import is_valid_name
 
 _NOT_FOUND = ("ResourceNotFoundException",)
 _CREATE_RETRY_SECONDS = (0.5, 1.0, 2.0, 4.0)
@@ -87,12 +88,12 @@ class OrgSecrets(LazyClient):
 
     def _name(self, org_id: str, name: str) -> str | None:
         """The Secrets Manager name, or None when the org id or name cannot own a secret."""
-        if not is_safe_org_id(org_id) or not is_valid_name(name):
+        if not is_org_id(org_id) or not is_valid_name(name):
             return None
         return names.secret_name(self.resource_prefix, org_id, name)
 
     def _prefix(self, org_id: str) -> str | None:
-        return names.org_secret_prefix(self.resource_prefix, org_id) if is_safe_org_id(org_id) else None
+        return names.org_secret_prefix(self.resource_prefix, org_id) if is_org_id(org_id) else None
 
     # -- writes --------------------------------------------------------------------------------
 

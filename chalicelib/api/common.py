@@ -149,15 +149,42 @@ def identity_from(headers: dict[str, str]) -> Identity:
     return bootstrap.container().tokens.identify(token.strip())
 
 
+MAX_JSON_DEPTH = 24
+"""How deeply a request body's arrays and objects may nest: what is kept is stored inside items
+DynamoDB nests at most 32 levels deep, and deeper JSON only serves to exhaust the stack."""
+
+
+def json_depth(value: Any) -> int:
+    """How many arrays and objects deep `value` nests (0 for a scalar), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
 def json_body(bp: Blueprint) -> Any:
-    """The request's JSON body. Raises InvalidInputError for a missing or malformed body."""
+    """The request's JSON body.
+
+    Raises:
+        InvalidInputError: a missing or malformed body, or one nested deeper than `MAX_JSON_DEPTH`
+            (field `body`).
+    """
     raw = bp.current_request.raw_body
     if not raw:
         raise InvalidInputError("a JSON body is required", field="body")
+    too_deep = InvalidInputError(f"the JSON body nests deeper than {MAX_JSON_DEPTH} levels", field="body")
     try:
-        return json.loads(raw)
+        body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"malformed JSON: {exc}", field="body") from None
+    except RecursionError:
+        raise too_deep from None
+    if json_depth(body) > MAX_JSON_DEPTH:
+        raise too_deep
+    return body
 
 
 def parse(model: type[M], data: Any) -> M:

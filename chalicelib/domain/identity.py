@@ -14,9 +14,10 @@ from typing import Any
 
 from chalicelib.errors import ForbiddenError, UnauthenticatedError
 
-ORG_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
+ORG_ID = re.compile(r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
 """What an organization id may be: 1-100 characters, letters, digits and `_ . @ -`, not
-starting with punctuation (no `#`: composite keys; no `/`: Secrets Manager names)."""
+starting with punctuation and without `..` (no `#`: composite keys; no `/` and no path step:
+Secrets Manager names and S3 keys start with it)."""
 
 
 def is_org_id(value: object) -> bool:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 
-from chalicelib.domain.identity import is_org_id
 from chalicelib.errors import InvalidInputError
 
 FORBIDDEN = ("#", "/")
@@ -72,13 +71,3 @@ def name_problem(name: object) -> str | None:
 def is_valid_name(name: object) -> bool:
     """True when `name` may name a secret or a recording (`name_problem` is None)."""
     return name_problem(name) is None
-
-
-def is_safe_org_id(org_id: object) -> bool:
-    """True when `org_id` can prefix a secret name or an S3 key: a well-formed organization id
-    (`identity.ORG_ID`: no `/`, no `#`) that is not a path step.
-
-    A guard of the adapters (the identity layer checks org ids when a token is read); an org id
-    that fails it owns no secret and no recording.
-    """
-    return is_org_id(org_id) and ".." not in str(org_id)

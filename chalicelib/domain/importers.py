@@ -92,6 +92,8 @@ def _json_lines(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
             raise _error(number, f"not valid JSON ({exc.msg} at column {exc.colno})") from exc
+        except RecursionError:
+            raise _error(number, "JSON nested too deeply to read") from None
         if not isinstance(value, dict):
             raise _error(number, f"expected a JSON object, got {type(value).__name__}")
         yield number, value

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from pydantic import Field, StrictInt, ValidationInfo, field_validator
 
 from chalicelib.domain.models import Case, Frozen, ScoreResult
+from chalicelib.domain.redaction import redact
 from chalicelib.domain.spec import spec_hash
 
 JUDGE_SCORER = "judge"
@@ -141,20 +142,30 @@ def _grades_object(text: str) -> Any:
     (models wrap JSON in prose or ``` fences, and prose may hold braces of its own)."""
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     decoder = json.JSONDecoder()
     found_object = False
     for start in (i for i, ch in enumerate(text or "") if ch == "{"):
         try:
             value, _ = decoder.raw_decode(text, start)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         found_object = True
         if isinstance(value, dict) and "grades" in value:
             return value
     raise JudgeReplyError('the judge\'s reply holds no JSON object with "grades"' if found_object
                           else "the judge's reply holds no JSON object")
+
+
+REASON_CHARS = 500
+"""How much of one criterion's reason is kept; the rest is cut, marked with an ellipsis."""
+
+
+def cut_reason(text: str) -> str:
+    """`text` cut to `REASON_CHARS` (redact before cutting: a secret straddling the cut would
+    leave a start too short to recognize)."""
+    return text if len(text) <= REASON_CHARS else text[:REASON_CHARS] + "…"
 
 
 def parse_reply(text: str, spec: JudgeSpec, criteria: Sequence[Criterion],
@@ -186,7 +197,7 @@ def parse_reply(text: str, spec: JudgeSpec, criteria: Sequence[Criterion],
         earlier = by_id.get(item["criterion_id"])
         if earlier is not None and earlier[0] != int(value):
             raise JudgeReplyError(f"criterion {item['criterion_id']} was graded twice ({earlier[0]} and {int(value)})")
-        by_id[item["criterion_id"]] = (int(value), str(item.get("reason") or "")[:500])
+        by_id[item["criterion_id"]] = (int(value), cut_reason(redact(str(item.get("reason") or ""))))
     missing = [c.criterion_id for c in criteria if c.criterion_id not in by_id]
     if missing:
         raise JudgeReplyError(f"the judge gave no grade for {', '.join(missing)}")

@@ -63,7 +63,7 @@ def parse_jsonl(text: str, source: str) -> Recording:
             continue
         try:
             entry = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ValueError(f"{source} line {number} is not JSON") from None
         if not isinstance(entry, dict):
             raise ValueError(f"{source} line {number} is not a JSON object")

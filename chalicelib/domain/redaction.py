@@ -43,6 +43,8 @@ from typing import Any
 MIN_KNOWN_CHARS = 8
 MIN_FRAGMENT_CHARS = 6
 """The shortest cut-off start of a known value (before a `...`) that is redacted."""
+MAX_FRAGMENT_PROBES = 1000
+"""How many places one known value's first characters are checked for a cut-off start, per text."""
 PLACEHOLDER = "[REDACTED:{kind}]"
 _WORD = "A-Za-z0-9"
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-]*")
@@ -63,6 +65,8 @@ class Rule:
         tail: the characters a match is extended over at its end (None: none).
         valid: a further check of the secret text (e.g. a JWT's header decodes as JSON).
         source: `detect-secrets <plugin>` or `assay`.
+        literal: text every match holds: the pattern is not run on a text without it (a few of
+            detect-secrets' patterns backtrack quadratically on long near-misses).
     """
 
     kind: str
@@ -72,6 +76,14 @@ class Rule:
     tail: re.Pattern[str] | None = _TOKEN_TAIL
     valid: Callable[[str], bool] | None = None
     source: str = "assay"
+    literal: str | None = None
+
+
+_KEY_RUN = re.compile(r"[A-Za-z0-9]{20}")
+
+
+def _has_key_run(token: str) -> bool:
+    return _KEY_RUN.search(token) is not None
 
 
 def _own_rules() -> tuple[list[Rule], list[Rule], list[Rule]]:
@@ -87,12 +99,13 @@ def _own_rules() -> tuple[list[Rule], list[Rule], list[Rule]]:
     ]
     tokens = [
         Rule("anthropic_key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{20,}")),
-        Rule("openai_key", re.compile(
-            r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]*?[A-Za-z0-9]{20}[A-Za-z0-9_\-]*")),
+        # The whole token, then the check for a run of 20 letters and digits: a lazy scan for the
+        # run inside the pattern is quadratic on a long `sk-sk-sk-...`.
+        Rule("openai_key", re.compile(r"sk-[A-Za-z0-9_\-]{20,}"), valid=_has_key_run),
         Rule("github_token", re.compile(r"github_pat_[A-Za-z0-9_]{22,}")),
         Rule("github_token", re.compile(r"gh[pousr]_[A-Za-z0-9_]{30,}")),
         Rule("google_api_key", re.compile(r"AIza[0-9A-Za-z_\-]{35}")),
-        Rule("slack_token", re.compile(r"xox[abposre]-[A-Za-z0-9\-]{10,}")),
+        Rule("slack_token", re.compile(r"(?:xox[abposre]|xapp)-[A-Za-z0-9\-]{10,}")),
     ]
     contexts = [
         Rule("aws_secret_key", re.compile(
@@ -103,7 +116,19 @@ def _own_rules() -> tuple[list[Rule], list[Rule], list[Rule]]:
             group=1, word=False, tail=None),
         Rule("basic_auth", re.compile(r"(?i)\bauthorization" + kv + r"basic\s+([A-Za-z0-9+/]{8,}={0,2})"),
              group=1, word=False, tail=None),
+        # A bearer token holds a digit, or upper- and lower-case letters and no `-` (so `bearer
+        # bonds-are-financial-instruments` stays).
         Rule("bearer_token", re.compile(r"(?i)\bbearer\s+((?=[A-Za-z0-9_\-.~+/]*[0-9])[A-Za-z0-9_\-.~+/]{16,}=*)"),
+             group=1, word=False, tail=None),
+        Rule("bearer_token", re.compile(r"\b[Bb](?i:earer)\s+((?=[A-Za-z_.~+/]*[a-z])(?=[A-Za-z_.~+/]*[A-Z])"
+                                        r"[A-Za-z_.~+/]{20,}=*)(?![A-Za-z0-9_\-.~+/])"),
+             group=1, word=False, tail=None),
+        Rule("aws_secret_key", re.compile(r"--aws-secret-access-key[\s=]+[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"),
+             group=1, word=False, tail=None),
+        # AWS's XML answers (STS AssumeRole, GetSessionToken) and their JSON-less logs.
+        Rule("aws_secret_key", re.compile(r"<SecretAccessKey>\s*([A-Za-z0-9/+]{40})\s*</SecretAccessKey>"),
+             group=1, word=False, tail=None),
+        Rule("aws_session_token", re.compile(r"<(?:SessionToken|SecurityToken)>\s*([A-Za-z0-9/+=]{40,})\s*</"),
              group=1, word=False, tail=None),
     ]
     return blocks, contexts, tokens
@@ -131,6 +156,9 @@ _DETECTORS: tuple[tuple[str, str, tuple[tuple[str, int, bool], ...]], ...] = (
 )
 
 
+_LITERALS = {"NpmDetector": "_authToken", "OpenAIDetector": "T3BlbkFJ"}
+
+
 def _detector_rules() -> list[Rule]:
     rules: list[Rule] = []
     for module_name, class_name, entries in _DETECTORS:
@@ -144,7 +172,7 @@ def _detector_rules() -> list[Rule]:
         for pattern, (kind, group, word) in zip(denylist, entries, strict=True):
             tail = (_JWT_TAIL if kind == "jwt" else _TOKEN_TAIL) if word else None
             rules.append(Rule(kind, pattern, group=group, word=word, tail=tail, valid=valid,
-                              source=f"detect-secrets {class_name}"))
+                              source=f"detect-secrets {class_name}", literal=_LITERALS.get(class_name)))
     return rules
 
 
@@ -186,6 +214,19 @@ def _needles(known: Iterable[Known]) -> dict[str, str]:
     return needles
 
 
+def _matching_prefix(text: str, at: int, needle: str) -> int:
+    """How many of `needle`'s first characters `text` holds from `at` (binary search: a prefix of
+    the answer is a prefix of every shorter one)."""
+    low, high = 0, min(len(needle), len(text) - at)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if text.startswith(needle[:middle], at):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def _known_spans(text: str, known: Iterable[Known]) -> list[tuple[int, int, str]]:
     spans: list[tuple[int, int, str]] = []
     needles = _needles(known)
@@ -194,23 +235,28 @@ def _known_spans(text: str, known: Iterable[Known]) -> list[tuple[int, int, str]
         while start != -1:
             spans.append((start, start + len(needle), kind))
             start = text.find(needle, start + len(needle))
-    if needles:
+    if needles and _CLIP.search(text):
         # A reason that quotes an answer cuts it (`'...AKIAIOSF'...`): the cut-off start of a known
-        # value, right before the cut, goes too.
-        for clip in _CLIP.finditer(text):
-            at = clip.start()
-            for needle, kind in needles.items():
-                if needle[:MIN_FRAGMENT_CHARS] not in text[max(0, at - len(needle)):at]:
-                    continue
-                for length in range(min(len(needle) - 1, at), MIN_FRAGMENT_CHARS - 1, -1):
-                    if text.startswith(needle[:length], at - length):
-                        spans.append((at - length, at, kind))
-                        break
+        # value, right before the cut, goes too. Each start of a value's first characters is
+        # probed at most once, and a probe costs O(log n) comparisons: a text full of cuts and
+        # near-misses cannot make this quadratic.
+        for needle, kind in needles.items():
+            head = needle[:MIN_FRAGMENT_CHARS]
+            at = text.find(head)
+            probes = 0
+            while at != -1 and probes < MAX_FRAGMENT_PROBES:
+                probes += 1
+                length = _matching_prefix(text, at, needle)
+                if length < len(needle) and _CLIP.match(text, at + length):
+                    spans.append((at, at + length, kind))
+                at = text.find(head, at + 1)
     return spans
 
 
 def _rule_spans(text: str, rule: Rule) -> list[tuple[int, int, str]]:
     spans: list[tuple[int, int, str]] = []
+    if rule.literal is not None and rule.literal not in text:
+        return spans
     for m in rule.pattern.finditer(text):
         group = rule.group if rule.group <= (rule.pattern.groups or 0) else 0
         start, end = m.span(group)

@@ -32,6 +32,8 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 import jsonschema
+import referencing
+import regex
 from jsonschema.exceptions import SchemaError, best_match
 
 from chalicelib.domain.enums import AttemptState
@@ -333,8 +335,18 @@ def _regex_flags(flags: Any) -> re.RegexFlag:
     return result
 
 
+REGEX_SECONDS = 1.0
+"""How long one regex check may search one answer (the pattern is the tenant's: a catastrophic one,
+`(a+)+$`, would otherwise hold a worker for hours)."""
+
+
 class RegexScorer(Scorer):
-    """`re.search(pattern, answer, flags)` finds a match. Pattern from each check, else settings."""
+    """`regex.search(pattern, answer, flags)` finds a match. Pattern from each check, else settings.
+
+    Patterns are Python `re` syntax, searched with the `regex` package (the same matching for that
+    syntax) because it stops a search after `REGEX_SECONDS`: a search that takes longer raises, so
+    the attempt is `incomplete` - the check's fault, not the agent's.
+    """
 
     name = ScorerName.REGEX
 
@@ -364,7 +376,11 @@ class RegexScorer(Scorer):
             # Flags not given on the check fall back to the settings' flags.
             flags = _regex_flags(params.get("flags", settings.get("flags")))
             pattern = str(params["pattern"])
-            found = re.search(pattern, answer.answer, flags)
+            try:
+                found = regex.search(pattern, answer.answer, int(flags), timeout=REGEX_SECONDS)
+            except TimeoutError as exc:
+                raise ValueError(f"the regex /{pattern}/ searched this answer for over {REGEX_SECONDS:g} s "
+                                 "(a pattern that backtracks catastrophically?)") from exc
             if found:
                 verdicts.append((True, f"/{pattern}/ matched {_shown(found.group(0))}"))
             else:
@@ -383,6 +399,8 @@ def _parse_json(text: str) -> tuple[Any, str | None]:
         return json.loads(text), None
     except json.JSONDecodeError as exc:
         return None, f"answer is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+    except RecursionError:
+        return None, "answer is JSON nested too deeply to read"
 
 
 class JsonValidScorer(Scorer):
@@ -405,12 +423,54 @@ def _json_path(path: Sequence[Any]) -> str:
     return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
 
 
+_REFERENCE_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
+_NO_RETRIEVAL = referencing.Registry()
+"""A registry that holds nothing and retrieves nothing: jsonschema adds the meta-schemas to it, so
+a schema's references resolve into itself or the meta-schemas only (never a URL or a file)."""
+
+
+def _outside_references(schema: Any) -> list[str]:
+    """The references in `schema` that point neither into it nor at a meta-schema (pure)."""
+    from jsonschema_specifications import REGISTRY as META_SCHEMAS
+
+    ids: set[str] = set()
+    refs: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("$id", "id") and isinstance(value, str):
+                    ids.add(value.split("#", 1)[0].rstrip("/"))
+                elif key in _REFERENCE_KEYWORDS and isinstance(value, str):
+                    refs.append(value)
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(schema)
+    known = {uri.rstrip("/") for uri in META_SCHEMAS} | {uri.rstrip("#").rstrip("/") for uri in META_SCHEMAS}
+    outside = []
+    for ref in refs:
+        base = ref.split("#", 1)[0].rstrip("/")
+        if not base or base in ids or base in known or any(i.endswith("/" + base) for i in ids):
+            continue
+        outside.append(ref)
+    return outside
+
+
 class JsonSchemaScorer(Scorer):
     """The answer is JSON valid against a JSON Schema (each check's `schema`, else settings').
 
     The schema's own `$schema` picks the draft (default: the latest `jsonschema` knows). A
     broken schema raises (`SchemaError`), so the attempt is `incomplete`, not `failed`: the
     fault is the check's, not the agent's.
+
+    A schema is tenant input: its references (`$ref`, `$dynamicRef`, `$recursiveRef`) may point
+    into the schema itself (`#...`, or a `$id` it defines) or at the JSON Schema meta-schemas,
+    never elsewhere - jsonschema's default would fetch any URL (or `file:` path) the schema names,
+    past every egress check (issue 9). Saving refuses other references; validating uses a registry
+    that retrieves nothing, so one that slipped through is unresolvable (the attempt incomplete).
     """
 
     name = ScorerName.JSON_SCHEMA
@@ -426,6 +486,12 @@ class JsonSchemaScorer(Scorer):
             jsonschema.validators.validator_for(schema).check_schema(schema)
         except SchemaError as exc:
             raise InvalidInputError(f"bad JSON schema: {exc.message}", field=f"{field}.schema") from exc
+        outside = _outside_references(schema)
+        if outside:
+            raise InvalidInputError(
+                f"the JSON schema refers to {outside[0]!r}, outside itself: a schema may refer only into "
+                "itself ('#/...' or a $id it defines) or to the JSON Schema meta-schemas; assay never "
+                "fetches a schema", field=f"{field}.schema")
 
     def check_params(self, params: Settings, field: str) -> None:
         if params.get("schema") is None:
@@ -443,7 +509,7 @@ class JsonSchemaScorer(Scorer):
                 raise ValueError("a json_schema check has no schema")
             validator_cls = jsonschema.validators.validator_for(schema)
             validator_cls.check_schema(schema)
-            worst = best_match(validator_cls(schema).iter_errors(document))
+            worst = best_match(validator_cls(schema, registry=_NO_RETRIEVAL).iter_errors(document))
             if worst is None:
                 verdicts.append((True, "answer matches the schema"))
             else:

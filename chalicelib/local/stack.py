@@ -19,7 +19,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 _DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
-LOCAL_OPERATOR_DEFAULTS = {"ASSAY_PYTHON_AGENT_MODULES": "bench.agents,tests.support",
+LOCAL_OPERATOR_DEFAULTS = {"ASSAY_PYTHON_AGENT_MODULES": "bench.agents",
                            "ASSAY_ALLOW_PRIVATE_NETWORK": "true"}
 """What the embedded stack's operator allows unless the caller's environment or `env` says otherwise: the
 project's example agents as `python` entrypoints, and agents on this machine (DESIGN §8 "Trust boundary")."""

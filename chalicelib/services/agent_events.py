@@ -19,16 +19,25 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from chalicelib.bootstrap import Container
-from chalicelib.domain.identity import Identity
+from chalicelib.domain.identity import Identity, is_org_id
 from chalicelib.errors import AssayError, invalid_input
 from chalicelib.services import agents as agent_service
 
 log = logging.getLogger(__name__)
+
+
+def _org_id(value: str) -> str:
+    if not is_org_id(value):
+        raise ValueError("not an organization id (1-100 letters, digits and _ . @ -, no '..')")
+    return value
+
+
+OrgId = Annotated[str, AfterValidator(_org_id)]
 
 
 class VersionPublished(BaseModel):
@@ -37,7 +46,7 @@ class VersionPublished(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     type: str = Field(pattern="^version_published$")
-    org_id: str = Field(min_length=1, pattern=r"^[^#]")
+    org_id: OrgId
     agent_id: str = Field(min_length=1)
     version: StrictInt = Field(ge=1)
     """A JSON number: `true` or `"3"` is malformed, not version 1 or 3."""
@@ -59,7 +68,7 @@ class DependencyChanged(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     type: str = Field(pattern="^dependency_changed$")
-    org_id: str = Field(min_length=1, pattern=r"^[^#]")
+    org_id: OrgId
     agent_id: str = Field(min_length=1)
     version: StrictInt | None = Field(None, ge=1)
     dependency: Dependency
@@ -79,7 +88,7 @@ def handle(c: Container, body: str) -> dict[str, Any]:
     """
     try:
         data = json.loads(body)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise MalformedEventError(f"not JSON: {exc}") from None
     kind = data.get("type") if isinstance(data, dict) else None
     if kind == "dependency_changed":

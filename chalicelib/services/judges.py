@@ -23,9 +23,8 @@ from chalicelib.clock import iso
 from chalicelib.domain import judge as rules
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.models import AgentAnswer, Case, CaseRequest, ScoreResult, ScoringConfig
-from chalicelib.domain.redaction import redact
 from chalicelib.errors import ConflictError, InvalidInputError, invalid_input
-from chalicelib.services import asking, budgets
+from chalicelib.services import asking, budgets, redacting
 
 log = logging.getLogger(__name__)
 
@@ -218,10 +217,11 @@ class Asker:
         if asked.exhausted is not None:
             return rules.not_graded(f"judge skipped: {asked.exhausted.reason}", fp)
         if asked.crash is not None:
-            return rules.not_graded(f"judge failed: the provider refused the request: {redact(str(asked.crash))}"[:500],
-                                    fp)
+            why = redacting.for_org(self.c, self.org_id).text(str(asked.crash))
+            return rules.not_graded(rules.cut_reason(f"judge failed: the provider refused the request: {why}"), fp)
         if asked.provider_error is not None:
-            return rules.not_graded(f"judge failed: {redact(str(asked.provider_error))}"[:500], fp)
+            why = redacting.for_org(self.c, self.org_id).text(str(asked.provider_error))
+            return rules.not_graded(rules.cut_reason(f"judge failed: {why}"), fp)
         reply = asked.answer
         self.calls += 1
         self.cost_micros += asked.cost_micros

@@ -21,6 +21,7 @@ from chalicelib.domain import scorers
 from chalicelib.domain.enums import AttemptState, RunStatus
 from chalicelib.domain import judge as judge_rules
 from chalicelib.domain.models import AgentAnswer, Case, CaseRequest, Grade, ScoreResult, ScoringConfig
+from chalicelib.domain.identity import is_org_id
 from chalicelib.domain.runs import Task
 from chalicelib.errors import AssayError
 from chalicelib.services import asking, budgets, judges, redacting, slots
@@ -55,11 +56,11 @@ def parse_message(body: str) -> tuple[str, str, Task] | None:
     without its organization included: a run is named by its organization and its id)."""
     try:
         data = json.loads(body)
-        org_id = str(data["org_id"])
-        if not org_id:
+        org_id = data["org_id"]
+        if not is_org_id(org_id):
             return None
         return org_id, str(data["run_id"]), Task(str(data["arm_id"]), str(data["case_id"]), int(data["attempt"]))
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         return None
 
 

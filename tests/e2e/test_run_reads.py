@@ -3,12 +3,15 @@ listings newest first and paged, progress, live updates by cursor, and deleting 
 
 from __future__ import annotations
 
+import threading
 import time
+import uuid
 from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import cases, sleepy_spec
+from tests.support import agents
 
 PRICE = {"input_per_mtok_usd": "1.00", "output_per_mtok_usd": "2.00"}
 
@@ -223,18 +226,25 @@ def test_live_updates_deliver_every_attempt_once_in_recorded_order(api):
 
 
 def test_a_long_poll_returns_when_the_wait_is_over_with_nothing_new(api):
+    # The attempt cannot land until the gate opens: a short wait comes back empty, well before the
+    # default wait (20 s) a poll that ignored `wait` would take.
+    name = f"long-poll-{uuid.uuid4().hex[:8]}"
     ds = api.dataset(cases(1))
-    agent = api.agent(sleepy_spec(sleep_ms=1500))
+    agent = api.agent({"runtime": "python", "entrypoint": "tests.support.agents:gated", "options": {"gate": name}})
     run = api.start(agent, ds)
     started = time.monotonic()
     body = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/events", params={"wait": 0.3})
-    assert time.monotonic() - started < 1.2
+    assert time.monotonic() - started < 20
     assert (body["events"], body["cursor"], body["done"]) == ([], "", False)
     assert body["status"] in ("queued", "running")
-    # ...and a longer wait returns as soon as the attempt lands.
-    body = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/events", params={"wait": 10})
+    # ...and the longest wait (25 s) returns as soon as the attempt lands: the gate opens while it waits.
+    opener = threading.Timer(0.5, agents.gate(name).set)
+    opener.start()
+    started = time.monotonic()
+    body = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/events", params={"wait": 25})
+    opener.join()
     assert [e["case_id"] for e in body["events"]] == ["c000"]
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 25
     status, err = api.call("GET", f"/api/v1/eval-runs/{run['run_id']}/events", params={"wait": "soon"})
     assert status == 400 and err["error"]["field"] == "wait", err
     api.wait(run["run_id"])

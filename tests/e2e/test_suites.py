@@ -199,6 +199,9 @@ def test_dependency_changes_debounce_into_one_run(api, frozen, container):
     assert suite_view(api, agent, sid)["pending"] == []
     with pytest.raises(agent_events.MalformedEventError):
         agent_events.handle(container, json.dumps({**event, "dependency": {"kind": "weather", "id": "x"}}))
+    for org in ("org/other", "a..b", "x" * 101, " org"):   # not an organization: no key may start with it
+        with pytest.raises(agent_events.MalformedEventError, match="org_id"):
+            agent_events.handle(container, json.dumps({**event, "org_id": org}))
 
 
 def test_one_run_at_a_time_and_a_waiting_version_absorbs_the_next_trigger(api, frozen, container):

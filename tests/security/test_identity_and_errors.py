@@ -5,19 +5,22 @@ Attacks and what they now get:
 - a token with `alg: none`, or signed with another algorithm: 401 naming the algorithm;
 - a token without `exp`, expired, not valid yet, from another issuer or for another audience: 401
   saying which claim;
-- a token naming an organization id with `#` or `/` (key and secret-name separators), or too long:
-  401;
+- a token naming an organization id with `#` or `/` (key and secret-name separators), `..` (a path
+  step in S3 keys), or too long: 401;
 - an HS256 token - even one signed with the built-in secret - when the operator takes only an
   identity provider's tokens: 401; that provider's RS256 token from its JWKS (served here on
   127.0.0.1): 200, as the organization its claim names;
 - a deployed stage (`AWS_LAMBDA_FUNCTION_NAME`) with the built-in signing secret: the app refuses
   to import (cold start), naming `ASSAY_JWT_SECRET`;
+- a body nested past 24 levels (or deep enough to exhaust the parser's stack), or such a cursor:
+  400 naming `body` / `cursor`, never a 500;
 - an unknown route: 404, a wrong method: 405, both `{"error": {"code", "message"}}` - and no
   refusal ever repeats the bearer token it was sent.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -95,7 +98,8 @@ def test_a_token_missing_or_failing_a_required_claim_is_refused_saying_which(sta
     assert why in error["message"], error
 
 
-@pytest.mark.parametrize("org", ["org#other", "org/other", "#agent-ids", ".hidden", "-dash", "x" * 101, ""])
+@pytest.mark.parametrize("org", ["org#other", "org/other", "#agent-ids", ".hidden", "-dash", "x" * 101, "",
+                                 "a..b", "org..", "org\n"])
 def test_a_token_naming_a_malformed_organization_id_is_refused(stack, org):
     assert "organization" in refused(stack, hs256(stack, org=org))["message"]
 
@@ -227,6 +231,25 @@ def test_a_deployed_stage_with_the_built_in_secret_refuses_to_start():
                        ASSAY_OIDC_JWKS_URL="https://idp.test/jwks.json", ASSAY_OIDC_ISSUER="https://idp.test/",
                        ASSAY_OIDC_AUDIENCE="assay-api").returncode == 0
     assert _import_app().returncode == 0
+
+
+# --- bodies built to exhaust the parser ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("depth", [25, 100_000])
+@pytest.mark.parametrize("path", ["/api/v1/agents", "/api/v1/datasets", "/api/v1/recordings"])
+def test_a_body_nested_too_deeply_is_a_400_naming_the_body(api, path, depth):
+    nested = '{"a": ' * depth + "1" + "}" * depth
+    for body in (nested, f'{{"agent_id": "a", "spec": {nested}}}'):
+        status, error = api.call("POST", path, content=body.encode(), headers={"Content-Type": "application/json"})
+        assert status == 400, (status, error)
+        assert error["error"]["field"] == "body" and "nests deeper than 24" in error["error"]["message"]
+
+
+def test_a_cursor_nested_too_deeply_is_a_400_naming_the_cursor(api):
+    cursor = base64.urlsafe_b64encode(("[" * 5000 + "]" * 5000).encode()).decode()
+    status, error = api.call("GET", "/api/v1/eval-runs", params={"cursor": cursor})
+    assert status == 400 and error["error"]["field"] == "cursor", (status, error)
 
 
 # --- unknown routes and wrong methods ------------------------------------------------------------

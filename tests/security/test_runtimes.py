@@ -15,6 +15,8 @@ Attacks and what they now get:
   `ASSAY_PYTHON_AGENT_MODULES` empty: 400 naming `spec.runtime` and the setting;
 - `lambda` with a name outside `ASSAY_LAMBDA_FUNCTION_PREFIX`, an ARN, another account's function: 400
   naming `spec.function_name`; with the prefix empty: 400 naming the setting;
+- a dataset whose `json_schema` check (or setting) has a `$ref` to a URL, a file or another schema: 400
+  naming its `schema` field, and nothing is fetched;
 - `http`/`openai` agents, model profiles and judges at link-local, metadata, unspecified, IPv4-mapped,
   hex-written addresses, or names resolving to them: 400 naming the URL field and the address class at
   save; a name re-pointed at the metadata address, or loopback after the operator turned private
@@ -458,3 +460,20 @@ def test_a_judge_profile_at_a_refused_address_is_refused_at_save(api, resolver):
         refused(api, "POST", "/api/v1/model-profiles",
                 {"model_profile_id": "grader", "model": "m", "settings": {"base_url": url}},
                 "settings.base_url", "cloud metadata address")
+
+
+# --- a dataset's JSON schemas never fetch --------------------------------------------------------
+
+
+@pytest.mark.parametrize("ref", ["{url}/schema.json", "file:///etc/passwd", "other.json"])
+def test_a_json_schema_check_referring_outside_itself_is_refused_and_nothing_is_fetched(api, fresh, ref):
+    ref = ref.format(url=fresh.url)
+    ds = api.ok("POST", "/api/v1/datasets", json={"name": "schemas"})["dataset_id"]
+    cases = [{"case_id": "c1", "input": "a person?", "checks": [{"scorer": "json_schema", "schema": {"$ref": ref}}]}]
+    for scoring in ({"required": ["json_schema"]},
+                    {"required": ["json_schema"], "settings": {"json_schema": {"schema": {"$ref": ref}}}}):
+        status, error = api.call("POST", f"/api/v1/datasets/{ds}/versions",
+                                 json={"scoring": scoring, "cases": cases})
+        assert status == 400, (status, error)
+        assert error["error"]["field"].endswith(".schema") and ref in error["error"]["message"]
+    assert fresh.requests == []

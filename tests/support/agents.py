@@ -3,6 +3,7 @@ prefix the embedded stack's operator allows (`ASSAY_PYTHON_AGENT_MODULES`), like
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -15,3 +16,21 @@ def tool_agent(request: dict[str, Any], options: dict[str, Any]) -> dict[str, An
     return {"answer": "41" if wrong else "42", "model": "tool-model-1",
             "calls": [{"name": "lookup", "arguments": {"case": request["case_id"]}, "status": "intended"}],
             "usage": {"input_tokens": 100, "output_tokens": 20}}
+
+
+_gates: dict[str, threading.Event] = {}
+_gates_lock = threading.Lock()
+
+
+def gate(name: str) -> threading.Event:
+    """The gate `gated` agents of `options["gate"] == name` wait on; `.set()` it to let them answer."""
+    with _gates_lock:
+        return _gates.setdefault(name, threading.Event())
+
+
+def gated(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """Answers "42" once the test opens `gate(options["gate"])` (at most 60 s later): a run whose
+    attempt cannot land before the test says so, without sleeping for a guessed time."""
+    if not gate(str(options["gate"])).wait(timeout=60):
+        raise RuntimeError(f"gate {options['gate']!r} was never opened")
+    return {"answer": "42", "usage": {"input_tokens": 10, "output_tokens": 2}}

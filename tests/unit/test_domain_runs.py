@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 import pytest
@@ -133,3 +134,13 @@ def test_recognized_secrets_are_replaced_before_an_answer_is_kept():
     assert redact(text) == "key [REDACTED:openai_key] and [REDACTED:aws_access_key], fine: sk-short"
     assert redact_value({"args": ["Bearer abcdefghijklmnopqrstuvwxyz0123"], "n": 3}) == {
         "args": ["Bearer [REDACTED:bearer_token]"], "n": 3}
+
+
+def test_a_case_task_message_naming_no_well_formed_organization_is_malformed():
+    from chalicelib.services.run_case import parse_message
+
+    task = {"run_id": "run_1", "arm_id": "candidate", "case_id": "c1", "attempt": 1}
+    assert parse_message(json.dumps({**task, "org_id": "org_a"})) is not None
+    for org in ("", "a..b", "org/b", "org#b", 7, None, "[" * 3):
+        assert parse_message(json.dumps({**task, "org_id": org})) is None, org
+    assert parse_message('{"org_id": ' + "[" * 100_000) is None

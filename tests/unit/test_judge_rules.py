@@ -327,6 +327,14 @@ def test_grades_5_and_3_on_scale_5_fail_with_score_0_8_and_only_the_failing_reas
     assert result.reason == "b: 3/5 (no source)"
 
 
+def test_a_secret_where_a_long_reason_is_cut_is_redacted_before_the_cut():
+    # The cut falls inside the key: cut first, and the 10 characters left would not be recognized.
+    reason = "x" * 489 + " AKIAIOSFODNN7EXAMPLE and more"
+    result = parse_reply(reply(("a", 1, reason), ("b", 5)), TWO, TWO.criteria, FP)
+    assert "AKIAIOSFOD" not in result.reason
+    assert result.reason == "a: 1/5 (" + "x" * 489 + " [REDACTED:…)"
+
+
 def test_every_failing_criterion_is_shown():
     result = parse_reply(reply(("a", 1, "wrong"), ("b", 2)), TWO, TWO.criteria, FP)
     assert result.passed is False
@@ -421,7 +429,7 @@ def test_replies_without_a_grades_list_are_refused(text):
 
 def test_a_reply_reason_is_cut_to_500_characters():
     result = parse_reply(reply(("a", 1, "x" * 600), ("b", 5)), TWO, TWO.criteria, FP)
-    assert result.reason == "a: 1/5 (" + "x" * 500 + ")"
+    assert result.reason == "a: 1/5 (" + "x" * 500 + "…)"
 
 
 def test_the_fingerprint_is_copied_onto_the_score():

@@ -136,3 +136,36 @@ def test_most_patterns_are_detect_secrets_own():
             "detect-secrets JwtTokenDetector", "detect-secrets BasicAuthDetector",
             "detect-secrets OpenAIDetector"} <= sources
     assert sum(r.source != "assay" for r in rules()) > sum(r.source == "assay" for r in rules())
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Authorization: Bearer AbcdefGhijklMnopqrStuvwxYz", "Authorization: Bearer [REDACTED:bearer_token]"),
+    ("xapp-1-A0123456789-1234567890123-abcdef0123456789", "[REDACTED:slack_token]"),
+    (f"<Credentials><SecretAccessKey>{AWS_SECRET}</SecretAccessKey></Credentials>",
+     "<Credentials><SecretAccessKey>[REDACTED:aws_secret_key]</SecretAccessKey></Credentials>"),
+    ("<SessionToken>" + "FwoGZXIvYXdzEJr" * 5 + "</SessionToken>", "<SessionToken>[REDACTED:aws_session_token]</SessionToken>"),
+    (f"aws configure --aws-secret-access-key {AWS_SECRET} --profile x",
+     "aws configure --aws-secret-access-key [REDACTED:aws_secret_key] --profile x"),
+])
+def test_bearer_tokens_without_digits_app_tokens_and_aws_xml_and_flags(text, expected):
+    assert redact(text) == expected
+
+
+def test_the_cut_off_start_of_a_long_known_value_goes_however_long_it_is():
+    secret = "Qm9vdHN0cmFwU2VjcmV0VmFsdWU" * 8   # 216 characters
+    for kept in (6, 40, 150, len(secret) - 1):
+        text = f"expected 'x', got '{secret[:kept]}'... (cut)"
+        assert redact(text, [secret]) == "expected 'x', got '[REDACTED:secret]'... (cut)", kept
+    assert redact(f"{secret[:5]}...", [secret]) == f"{secret[:5]}..."   # too short to tell
+
+
+@pytest.mark.timeout(120)   # linear work takes well under a second; the quadratic forms took minutes
+def test_texts_built_to_make_the_search_quadratic_are_redacted_in_linear_work():
+    # Many cuts, each after the first characters of one of many long known values; long runs of
+    # key prefixes glued together.
+    known = [f"{i:04d}" + "Zq8" * 5000 for i in range(50)]
+    text = "".join(k[:8] + "y" * 10 + "..." for k in known) * 100
+    assert redact(text, known) == text   # near-misses: nothing here is a secret
+    glued = "sk-a-" * 100_000
+    assert redact(glued) == glued
+    assert redact("sk-" * 20000 + "Abcdefghij0123456789xyz") == "[REDACTED:openai_key]"

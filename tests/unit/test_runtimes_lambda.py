@@ -182,6 +182,7 @@ def test_validate(spec: dict, field: str) -> None:
     "assay-agent-x:live",                                                # a qualifier in the name
     "assay-agent-" + "x" * 60,                                           # longer than 64
     "assay-agent-x/../y",
+    "assay-agent-x\n",                                                   # a trailing newline ($ matches before it)
 ])
 def test_only_plain_names_under_the_prefix_are_invoked(name: str) -> None:
     stub = StubLambda("should never run")

@@ -187,6 +187,7 @@ def test_a_non_answer_return_is_a_crash(module: str) -> None:
         "{module}:subprocess",
         "{module}:subprocess.run",
         "{module}.sub:text_agent",
+        "{module}:text_agent\n",
         None,
     ],
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from fractions import Fraction
 from typing import Any
 
@@ -17,6 +18,7 @@ from chalicelib.domain.models import (
     ScoringConfig,
     ToolCall,
 )
+from chalicelib.domain import scorers
 from chalicelib.domain.scorers import (
     SCORERS,
     Scorer,
@@ -164,6 +166,16 @@ def test_regex_does_not_apply_without_a_pattern() -> None:
     assert not is_gradable(case(reference="x"), scoring("regex"))
 
 
+def test_a_regex_that_backtracks_catastrophically_is_stopped_and_the_attempt_is_incomplete(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scorers, "REGEX_SECONDS", 0.05)   # (a|aa)+$ on 40 a's: ~fib(40) paths
+    c = case(checks=[Check(scorer="regex", pattern=r"^(a|aa)+$")])
+    result = grade(c, answer("a" * 40 + "!"), scoring("regex"))
+    assert result.state == AttemptState.INCOMPLETE
+    assert result.scores[0].error is True
+    assert "searched this answer for over 0.05 s" in result.scores[0].reason
+
+
 # --- json_valid / json_schema ------------------------------------------------------------------
 
 
@@ -196,6 +208,42 @@ def test_json_schema_says_where_the_document_breaks_the_schema() -> None:
 def test_json_schema_fails_an_answer_that_is_not_json() -> None:
     c = case(checks=[Check(scorer="json_schema", schema=PERSON)])
     assert only_score(c, "Ada, 36", scoring("json_schema")).passed is False
+
+
+@pytest.mark.parametrize("ref", ["http://127.0.0.1:9/schema.json", "file:///etc/passwd",
+                                 "https://json-schema.org/other.json#/x", "other.json"])
+def test_a_schema_that_refers_outside_itself_is_refused_at_save(ref: str) -> None:
+    c = case(checks=[Check(scorer="json_schema", schema={"$ref": ref})])
+    with pytest.raises(InvalidInputError) as caught:
+        validate_checks(c)
+    assert caught.value.field.endswith(".schema") and ref in str(caught.value)
+
+
+def test_a_schema_may_refer_into_itself_and_to_the_meta_schemas() -> None:
+    schema = {"$id": "https://example.com/person.json", "$defs": {"age": {"type": "integer"}},
+              "type": "object", "properties": {"age": {"$ref": "#/$defs/age"},
+                                               "again": {"$ref": "https://example.com/person.json#/$defs/age"},
+                                               "schema": {"$ref": "https://json-schema.org/draft/2020-12/schema"}}}
+    c = case(checks=[Check(scorer="json_schema", schema=schema)])
+    validate_checks(c)
+    assert only_score(c, '{"age": 3}', scoring("json_schema")).passed is True
+    assert only_score(c, '{"age": "3"}', scoring("json_schema")).passed is False
+
+
+def test_a_reference_that_slipped_past_saving_is_never_fetched() -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.setblocking(False)
+    try:
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/schema.json"
+        c = case(checks=[Check(scorer="json_schema", schema={"$ref": url})])   # not validated: stored before the check
+        result = grade(c, answer("{}"), scoring("json_schema"))
+        assert result.state == AttemptState.INCOMPLETE and result.scores[0].error is True
+        with pytest.raises(BlockingIOError):   # grading is synchronous: a fetch would be queued here
+            listener.accept()
+    finally:
+        listener.close()
 
 
 def test_a_broken_schema_leaves_the_attempt_incomplete_not_failed() -> None:

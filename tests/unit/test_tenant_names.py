@@ -8,7 +8,8 @@ import fnmatch
 import pytest
 
 from chalicelib import names
-from chalicelib.domain.ids import is_safe_org_id, is_valid_name, name_problem
+from chalicelib.domain.identity import is_org_id
+from chalicelib.domain.ids import is_valid_name, name_problem
 from infra.resources import secret_arn_pattern, secret_name_prefix, secret_policy_statements
 
 
@@ -27,7 +28,7 @@ def test_names_that_are_not_one_plain_segment_are_refused(name):
                                           ("a#b", False), ("a..b", False), (" a", False), ("a\n", False),
                                           ("x" * 101, False)])
 def test_only_org_ids_that_keep_to_one_segment_prefix_a_name(org_id, safe):
-    assert is_safe_org_id(org_id) is safe
+    assert is_org_id(org_id) is safe
 
 
 def test_secret_names_follow_the_resource_prefix():

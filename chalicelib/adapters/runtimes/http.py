@@ -205,7 +205,7 @@ def check_secret_name(value: Any, field: str) -> str:
     Raises:
         InvalidInputError: (field `field`) when it does not.
     """
-    if not isinstance(value, str) or not SECRET_NAME_RE.match(value):
+    if not isinstance(value, str) or not SECRET_NAME_RE.fullmatch(value):
         raise InvalidInputError(f"{field} must name one of the organization's secrets "
                                 "(letters, digits, '_', '.', '-'; at most 64)", field=field)
     return value
@@ -243,7 +243,7 @@ def check_headers(value: Any, field: str) -> dict[str, str | dict[str, str]]:
                                 '{"secret": "<name>", "prefix"?: "..."})', field=field)
     out: dict[str, str | dict[str, str]] = {}
     for name, raw in value.items():
-        if not isinstance(name, str) or not _HEADER_NAME_RE.match(name):
+        if not isinstance(name, str) or not _HEADER_NAME_RE.fullmatch(name):
             raise InvalidInputError(f"{field}: {clip(repr(name), 80)} is not a header name", field=field)
         if name.lower() in _SERVICE_HEADERS:
             raise InvalidInputError(f"{field}.{name} is set by the service itself", field=field)
@@ -469,7 +469,10 @@ def _call(raw: Any, default_status: CallStatus) -> ToolCall:
         data.pop("arguments", None)
     elif isinstance(data["arguments"], str):
         # Some agents forward the model's raw JSON argument string as is.
-        data["arguments"] = json.loads(data["arguments"])
+        try:
+            data["arguments"] = json.loads(data["arguments"])
+        except RecursionError:
+            raise ValueError("a call's arguments nest too deeply to read") from None
     data.setdefault("status", default_status)
     return ToolCall.model_validate(data)
 
@@ -482,8 +485,8 @@ def decode_json(body: bytes, source: str) -> Any:
     """
     try:
         return json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        shown = clip(repr(body[:200]))
+    except (RecursionError, ValueError, UnicodeDecodeError) as exc:
+        shown = repr(clip(body.decode("utf-8", errors="replace"), 200))  # redacted before it is cut
         raise ProviderError(f"{source} returned a body that is not JSON: {shown}") from exc
 
 
@@ -522,7 +525,7 @@ def _error_detail(body: bytes) -> str:
     """The most readable part of an error body: OpenAI's `error.message`, else the text."""
     try:
         data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (RecursionError, ValueError, UnicodeDecodeError):
         return clip(body.decode("utf-8", errors="replace").strip()) or "(empty body)"
     if isinstance(data, dict):
         error = data.get("error")
@@ -728,5 +731,5 @@ def _check_shape(spec: Mapping[str, Any]) -> dict[str, str | dict[str, str]]:
 def _maybe_json(body: bytes) -> Any:
     try:
         return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (RecursionError, ValueError, UnicodeDecodeError):
         return None

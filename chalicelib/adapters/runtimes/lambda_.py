@@ -105,7 +105,7 @@ class LambdaRuntime:
                 f"runtime lambda is not enabled on this service: the operator allows no functions ({PREFIX_SETTING} "
                 "is empty)", field="spec.runtime", setting=PREFIX_SETTING)
         name = spec.get("function_name")
-        if not isinstance(name, str) or not _NAME_RE.match(name):
+        if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
             raise InvalidInputError(
                 "spec.function_name must be a plain Lambda function name (letters, digits, '-', '_'; at most 64; "
                 "no ARN)", field="spec.function_name")
@@ -114,7 +114,7 @@ class LambdaRuntime:
                 f"spec.function_name must start with {prefix}: this service invokes only the functions under "
                 f"{PREFIX_SETTING}", field="spec.function_name", setting=PREFIX_SETTING)
         qualifier = spec.get("qualifier")
-        if qualifier is not None and (not isinstance(qualifier, str) or not _QUALIFIER_RE.match(qualifier)):
+        if qualifier is not None and (not isinstance(qualifier, str) or not _QUALIFIER_RE.fullmatch(qualifier)):
             raise InvalidInputError(
                 "spec.qualifier must be a version or alias name", field="spec.qualifier"
             )
@@ -162,7 +162,7 @@ class LambdaRuntime:
             raise ProviderError(f"{source} returned no answer")
         try:
             result = json.loads(body)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise AgentCrashError(f"{source} returned a payload that is not JSON") from exc
         if isinstance(result, str):
             return AgentAnswer(answer=result)
@@ -180,7 +180,7 @@ def _proxy_answer(result: dict[str, Any], source: str) -> AgentAnswer:
         raise AgentCrashError(f"{source} returned a non-integer statusCode")
     try:
         parsed = json.loads(body_bytes) if body_bytes.strip() else None
-    except ValueError:
+    except (ValueError, RecursionError):
         parsed = None
     if isinstance(parsed, dict) and parsed.get("error") and parsed.get("crash") is True:
         raise AgentCrashError(f"{source} reported an error: {clip(str(parsed['error']))}")
@@ -194,7 +194,7 @@ def _function_error(body: bytes) -> str:
     """The function's `errorType: errorMessage`, else the raw payload (cut)."""
     try:
         data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (RecursionError, ValueError, UnicodeDecodeError):
         return clip(body.decode("utf-8", errors="replace")) or "(no details)"
     if isinstance(data, dict) and data.get("errorMessage"):
         kind = data.get("errorType")

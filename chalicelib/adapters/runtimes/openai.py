@@ -302,7 +302,7 @@ def _tool_call(raw: Any) -> ToolCall:
     else:
         try:
             arguments = json.loads(arguments_text)
-        except ValueError:
+        except (ValueError, RecursionError):
             arguments = None
         if not isinstance(arguments, dict):
             # Models do emit broken JSON; keep the text so the scorer and a person can see it

@@ -81,7 +81,7 @@ def resolve_entrypoint(entrypoint: Any, prefixes: Sequence[str]) -> Callable[...
         raise InvalidInputError(
             f"runtime python is not enabled on this service: the operator allows no modules ({MODULES_SETTING} "
             "is empty)", field="spec.runtime", setting=MODULES_SETTING)
-    match = _ENTRYPOINT_RE.match(entrypoint) if isinstance(entrypoint, str) else None
+    match = _ENTRYPOINT_RE.fullmatch(entrypoint) if isinstance(entrypoint, str) else None
     if match is None:
         raise InvalidInputError(_SHAPE, field="spec.entrypoint")
     module_name, name = match.groups()

@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 		echo "Install it (e.g. 'pyenv install 3.12') and run make again."; exit 1; fi
 	@if [ ! -x $(PY) ] || ! $(PY) -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then \
 		rm -rf $(VENV); $(PY312) -m venv $(VENV); fi
-	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --upgrade 'pip<26.3'  # chalice 1.34 requires pip<26.3
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $@
 

@@ -31,8 +31,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench import agents
     from chalicelib.api.common import issue_token
-    from chalicelib.local.motoserver import EMPTY_RECEIVE_KEY
-    from chalicelib.local.stack import EmbeddedStack
+    from assay_local.motoserver import EMPTY_RECEIVE_KEY
+    from assay_local.stack import EmbeddedStack
 
     env = {"EVAL_RUN_CONCURRENCY": str(args.concurrency),
            "EVAL_ORG_CONCURRENCY": str(max(args.concurrency, 6))}

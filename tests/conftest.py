@@ -18,7 +18,7 @@ import pytest
 from chalicelib import bootstrap
 from chalicelib.api.common import issue_token
 from chalicelib.clock import FixedClock, SystemClock
-from chalicelib.local.stack import EmbeddedStack
+from assay_local.stack import EmbeddedStack
 from tests.e2e.manual import Queue
 from tests.support.e2e import Api
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from chalicelib import demo
+from assay_local import demo
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "gsm8k"
 

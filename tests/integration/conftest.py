@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from chalicelib.local.motoserver import MotoHandle, start_moto_server
+from assay_local.motoserver import MotoHandle, start_moto_server
 
 REGION = "us-east-1"
 

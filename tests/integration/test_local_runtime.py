@@ -20,10 +20,10 @@ import pytest
 from chalice import Chalice, Cron, Rate
 
 from chalicelib import names
-from chalicelib.local.motoserver import MotoHandle
-from chalicelib.local.poller import start_pollers
-from chalicelib.local.scheduler import Scheduler, aws_cron_to_unix, parse_rate
-from chalicelib.local.stack import EmbeddedStack
+from assay_local.motoserver import MotoHandle
+from assay_local.poller import start_pollers
+from assay_local.scheduler import Scheduler, aws_cron_to_unix, parse_rate
+from assay_local.stack import EmbeddedStack
 
 Client = Callable[..., Any]
 

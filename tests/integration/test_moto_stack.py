@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 import threading
 import time
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from chalicelib.local.motoserver import EMPTY_RECEIVE_KEY, MotoHandle
+from assay_local.motoserver import EMPTY_RECEIVE_KEY, MotoHandle
 
 Client = Callable[..., Any]
 
@@ -220,3 +221,18 @@ def test_requests_are_counted_by_operation(moto: MotoHandle, aws_client: Client)
     assert moto.total_requests() == 9
     moto.reset_counts()
     assert moto.requests() == {}
+
+
+@pytest.mark.parametrize("version", ["5.2.4", "5.3.0", "6.0.0", "4.2.14", "5.2", "dev"])
+def test_a_moto_the_patches_were_not_written_for_is_refused_naming_both(version: str) -> None:
+    from assay_local.motoserver import UnsupportedMotoError, check_moto_version
+
+    with pytest.raises(UnsupportedMotoError, match=rf"moto {re.escape(version)} is installed.*>=5\.2\.5,<5\.3\.0"):
+        check_moto_version(version)
+
+
+@pytest.mark.parametrize("version", ["5.2.5", "5.2.9", "5.2.10.dev3"])
+def test_the_releases_the_patches_cover_are_taken(version: str) -> None:
+    from assay_local.motoserver import check_moto_version
+
+    check_moto_version(version)

@@ -18,7 +18,7 @@ from chalicelib.adapters.recordings import OrgRecordings, sha256_hex
 from chalicelib.adapters.secrets import OrgSecrets
 from chalicelib.domain.models import CaseRequest
 from chalicelib.errors import ConflictError
-from chalicelib.local.motoserver import MotoHandle
+from assay_local.motoserver import MotoHandle
 
 BUCKET = "assay-results"
 

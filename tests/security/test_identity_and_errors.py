@@ -118,11 +118,11 @@ def test_issued_tokens_expire_after_the_configured_ttl_and_work_until_then(stack
 
 
 def test_assay_token_signs_for_the_ttl_asked(stack):
-    out = subprocess.run([sys.executable, "-m", "chalicelib.cli", "token", "--org", "org_cli", "--ttl", "30m"],
+    out = subprocess.run([sys.executable, "-m", "assay_local.cli", "token", "--org", "org_cli", "--ttl", "30m"],
                          cwd=ROOT, capture_output=True, text=True, timeout=60, check=True).stdout.strip()
     decoded = jwt.decode(out, options={"verify_signature": False})
     assert decoded["org"] == "org_cli" and decoded["exp"] - decoded["iat"] == 1800 and decoded["aud"] == "assay"
-    bad = subprocess.run([sys.executable, "-m", "chalicelib.cli", "token", "--org", "a#b"], cwd=ROOT,
+    bad = subprocess.run([sys.executable, "-m", "assay_local.cli", "token", "--org", "a#b"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and "organization id" in bad.stderr
 

@@ -23,7 +23,7 @@ from pynamodb.models import Model
 from chalicelib.adapters import stores, tables
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.errors import InvalidInputError
-from chalicelib.local.motoserver import MotoHandle, start_moto_server
+from assay_local.motoserver import MotoHandle, start_moto_server
 
 REGION = "us-east-1"
 PREFIX = "tenancy-"

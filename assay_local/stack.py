@@ -144,7 +144,7 @@ class EmbeddedStack:
 
     def _start(self) -> None:
         from chalicelib.config import Settings
-        from chalicelib.local.motoserver import start_moto_process, start_moto_server
+        from assay_local.motoserver import start_moto_process, start_moto_server
         from infra.resources import bootstrap
 
         for name, value in self._env_overrides.items():
@@ -185,8 +185,8 @@ class EmbeddedStack:
         self.app = module.app
         self._serve_http()
 
-        from chalicelib.local.poller import start_pollers
-        from chalicelib.local.scheduler import Scheduler
+        from assay_local.poller import start_pollers
+        from assay_local.scheduler import Scheduler
 
         if self._run_pollers:
             self.pollers = start_pollers(self.app, endpoint_url=endpoint,
@@ -206,7 +206,7 @@ class EmbeddedStack:
 
     def resume_pollers(self) -> None:
         """Start the pollers again after `pause_pollers()`."""
-        from chalicelib.local.poller import start_pollers
+        from assay_local.poller import start_pollers
 
         if self.pollers is None:
             self.pollers = start_pollers(self.app, endpoint_url=self.endpoint_url,

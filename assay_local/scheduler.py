@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from types import ModuleType
 from typing import Any
 
-from chalicelib.local.poller import LocalLambdaContext, resolve_handler
+from assay_local.poller import LocalLambdaContext, resolve_handler
 
 log = logging.getLogger(__name__)
 

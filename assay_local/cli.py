@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chalicelib.demo import ApiError
+from assay_local.demo import ApiError
 
 DEFAULT_ORG = "org_default"
 DEFAULT_USER = "dev@assay.local"
@@ -54,7 +54,7 @@ def _quiet_logs() -> None:
 
 
 def _stack(workers: int, env: dict[str, str] | None = None, tick_seconds: float | None = None):
-    from chalicelib.local.stack import EmbeddedStack
+    from assay_local.stack import EmbeddedStack
 
     return EmbeddedStack(env=env or {}, workers=workers, tick_seconds=tick_seconds).start()
 
@@ -67,7 +67,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from chalicelib import demo, names
+    from assay_local import demo
+    from chalicelib import names
 
     console = Console()
     if not console.is_terminal:
@@ -237,7 +238,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
 
 def _api(args: argparse.Namespace):
-    from chalicelib.demo import Api
+    from assay_local.demo import Api
 
     url = args.url or os.environ.get("ASSAY_URL")
     token = args.token or os.environ.get("ASSAY_TOKEN")

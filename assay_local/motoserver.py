@@ -43,6 +43,30 @@ A subset of `sqs.ReceiveMessage`, not extra requests: `total_requests()` leaves 
 """
 
 
+PATCHED_MOTO = ((5, 2, 5), (5, 3, 0))
+"""The moto releases these patches were written for and checked against: [5.2.5, 5.3.0)."""
+
+
+class UnsupportedMotoError(RuntimeError):
+    """The installed moto is not one `PATCHED_MOTO` covers: its internals may have moved."""
+
+
+def check_moto_version(version: str) -> None:
+    """Refuse (raise `UnsupportedMotoError`, naming both) a moto this module's patches were not
+    written for: they replace `DynamoDBBackend.transact_write_items` and wrap moto's WSGI app, and
+    silently patching another release could make the stack accept what AWS would refuse."""
+    try:
+        release = tuple(int(part) for part in version.split(".")[:3])
+    except ValueError:
+        release = ()
+    low, high = PATCHED_MOTO
+    if not low <= release < high:
+        shown = ".".join(map(str, low)), ".".join(map(str, high))
+        raise UnsupportedMotoError(
+            f"moto {version} is installed; assay's embedded stack patches moto >={shown[0]},<{shown[1]} "
+            f"only (assay_local/motoserver.py): install that range (pyproject.toml pins it)")
+
+
 # --- 2. transactions with a cost independent of table size ----------------------------------
 
 _original_transact_write_items: Callable[..., None] | None = None
@@ -213,8 +237,10 @@ def patch_transact_write_items() -> None:
     Affects every moto backend in the process, `mock_aws` included; the semantics are moto's.
     """
     global _original_transact_write_items
+    import moto
     from moto.dynamodb.models import DynamoDBBackend
 
+    check_moto_version(moto.__version__)
     if _original_transact_write_items is None:
         _original_transact_write_items = DynamoDBBackend.transact_write_items
         DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
@@ -540,9 +566,11 @@ def start_moto_server(*, serialize_dynamodb: bool = True, patch_transactions: bo
     reproduced by hand; leave both on. `patch_transactions=False` does not remove a patch that an
     earlier call installed (see `unpatch_transact_write_items`).
     """
+    import moto
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
     from moto.server import ThreadedMotoServer
 
+    check_moto_version(moto.__version__)
     if patch_transactions:
         patch_transact_write_items()
     counter = RequestCounter()
@@ -632,7 +660,7 @@ def start_moto_process(timeout_s: float = 60.0) -> MotoProcessHandle:
     import sys
 
     process = subprocess.Popen(
-        [sys.executable, "-m", "chalicelib.local.motoserver"], stdin=subprocess.PIPE,
+        [sys.executable, "-m", "assay_local.motoserver"], stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, text=True)
     line = ""
     import select

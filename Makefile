@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 PY312 := $(shell for c in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /root/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	if [ -x "$$(command -v $$c 2>/dev/null)" ] && $$c -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then command -v $$c; break; fi; done)
 
-.PHONY: setup demo dev test bench clean
+.PHONY: setup demo dev lint test test-fast bench clean
 
 setup: $(VENV)/.installed
 
@@ -27,11 +27,18 @@ demo: setup
 dev: setup
 	$(VENV)/bin/assay dev
 
-test: setup
+lint: setup
+	$(PY) -m ruff check .
+	$(PY) -m mypy
+
+test: lint
 	$(PY) -m pytest $(ARGS)
+
+test-fast: lint
+	$(PY) -m pytest -m "not e2e" $(ARGS)
 
 bench: setup
 	$(PY) -m bench.pipeline $(ARGS)
 
 clean:
-	rm -rf $(VENV) .assay .pytest_cache
+	rm -rf $(VENV) .assay .pytest_cache .mypy_cache .ruff_cache

@@ -64,7 +64,13 @@ def _stack(workers: int, env: dict[str, str] | None = None, tick_seconds: float 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
     from rich.table import Table
 
     from assay_local import demo
@@ -249,7 +255,13 @@ def _api(args: argparse.Namespace):
 
 def watch(api: Any, run_id: str) -> dict[str, Any]:
     """Show a progress bar fed by the progress endpoint until the run ends; returns the last progress."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     with Progress(TextColumn(run_id), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
                   TimeElapsedColumn()) as bar:

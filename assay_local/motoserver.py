@@ -28,11 +28,10 @@ import logging
 import sys
 import threading
 import urllib.request
-from urllib.parse import unquote
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote
 
 log = logging.getLogger(__name__)
 
@@ -567,7 +566,10 @@ def start_moto_server(*, serialize_dynamodb: bool = True, patch_transactions: bo
     earlier call installed (see `unpatch_transact_write_items`).
     """
     import moto
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        create_backend_app,
+    )
     from moto.server import ThreadedMotoServer
 
     check_moto_version(moto.__version__)

@@ -143,8 +143,8 @@ class EmbeddedStack:
         return self
 
     def _start(self) -> None:
-        from chalicelib.config import Settings
         from assay_local.motoserver import start_moto_process, start_moto_server
+        from chalicelib.config import Settings
         from infra.resources import bootstrap
 
         for name, value in self._env_overrides.items():
@@ -217,7 +217,12 @@ class EmbeddedStack:
         from http.server import BaseHTTPRequestHandler
 
         from chalice.config import Config
-        from chalice.local import ChaliceRequestHandler, LocalDevServer, LocalGateway, LocalGatewayException
+        from chalice.local import (
+            ChaliceRequestHandler,
+            LocalDevServer,
+            LocalGateway,
+            LocalGatewayException,
+        )
 
         class RouteNotFound(LocalGatewayException):
             CODE = 404

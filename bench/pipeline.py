@@ -29,10 +29,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=None, help="poller threads (default concurrency + 4)")
     args = parser.parse_args(argv)
 
-    from bench import agents
-    from chalicelib.api.common import issue_token
     from assay_local.motoserver import EMPTY_RECEIVE_KEY
     from assay_local.stack import EmbeddedStack
+    from bench import agents
+    from chalicelib.api.common import issue_token
 
     env = {"EVAL_RUN_CONCURRENCY": str(args.concurrency),
            "EVAL_ORG_CONCURRENCY": str(max(args.concurrency, 6))}

@@ -11,7 +11,6 @@ from functools import lru_cache
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-
 DEV_JWT_SECRET = "assay-local-dev-secret-change-me-0123456789"
 """The built-in HS256 secret: public (it is in this file), for `assay dev`, the demo and tests only."""
 

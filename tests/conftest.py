@@ -10,17 +10,26 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
+from assay_local.stack import EmbeddedStack
 from chalicelib import bootstrap
 from chalicelib.api.common import issue_token
 from chalicelib.clock import FixedClock, SystemClock
-from assay_local.stack import EmbeddedStack
 from tests.e2e.manual import Queue
 from tests.support.e2e import Api
+
+_E2E_DIRS = ("e2e", "security")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test of `tests/e2e` and `tests/security` `e2e` (`make test-fast` leaves them out)."""
+    for item in items:
+        if item.path.parent.name in _E2E_DIRS and item.path.parent.parent.name == "tests":
+            item.add_marker(pytest.mark.e2e)
 
 
 @pytest.fixture(scope="session")

@@ -31,10 +31,10 @@ from urllib.parse import quote, unquote
 
 from chalicelib import names
 from chalicelib.adapters.lazy import LazyClient
-from chalicelib.domain.recordings import Recording, parse_jsonl
 from chalicelib.clock import iso
 from chalicelib.domain.identity import is_org_id
 from chalicelib.domain.ids import is_valid_name
+from chalicelib.domain.recordings import Recording, parse_jsonl
 from chalicelib.errors import ConflictError, InvalidInputError
 
 _SUFFIX = ".jsonl"

@@ -12,6 +12,7 @@ can never reach another's row.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import threading
 from collections import OrderedDict
@@ -20,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pynamodb.connection import Connection
-from pynamodb.expressions.condition import size
 from pynamodb.exceptions import DoesNotExist, PutError, TransactWriteError, UpdateError
+from pynamodb.expressions.condition import Condition, size
+from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.adapters.tables import (
@@ -81,7 +83,7 @@ class Transactions:
 
     def _conn(self) -> Connection:
         if self._connection is None:
-            self._connection = Connection(region=RunRow.Meta.region, host=RunRow.Meta.host)
+            self._connection = Connection(region=RunRow.Meta.region, host=getattr(RunRow.Meta, "host", None))
         return self._connection
 
     def write(self) -> TransactWrite:
@@ -141,8 +143,8 @@ class OrganizationStore:
             org = self.get(org_id)
             if org is None or run_id not in (org.waiting or []):
                 return
-            pos = org.waiting.index(run_id)
-            actions = [OrganizationRow.waiting[pos].remove()]
+            pos = list(org.waiting).index(run_id)   # type: ignore[arg-type]  # pynamodb types a list's items as their Attribute class
+            actions: list[Action] = [OrganizationRow.waiting[pos].remove()]
             if len(org.waiting) == 1:
                 actions += [OrganizationRow.waiting_flag.remove(), OrganizationRow.waiting_since_ms.remove()]
             try:
@@ -237,7 +239,7 @@ class SpendStore:
         attempt is recorded later.
         """
         for key in self.month_keys(org_id, agent_id, month):
-            actions = [SpendRow.spent_micros.add(micros), SpendRow.requests.add(1)]
+            actions: list[Action] = [SpendRow.spent_micros.add(micros), SpendRow.requests.add(1)]
             if judge:
                 actions.append(SpendRow.judge_micros.add(micros))
             SpendRow(key).update(actions=actions)
@@ -510,7 +512,7 @@ class AgentStore:
 
     def update_draft(self, org_id: str, agent_id: str, spec: dict[str, Any], spec_hash: str,
                      now_iso: str, name: str | None = None) -> None:
-        actions = [AgentRow.draft_spec.set(spec), AgentRow.draft_spec_hash.set(spec_hash),
+        actions: list[Action] = [AgentRow.draft_spec.set(spec), AgentRow.draft_spec_hash.set(spec_hash),
                    AgentRow.draft_updated_at.set(now_iso)]
         if name is not None:
             actions.append(AgentRow.name.set(name))
@@ -523,7 +525,7 @@ class AgentStore:
         except DoesNotExist:
             return None
 
-    def list_versions(self, org_id: str, agent_id: str) -> list[AgentVersionRow]:
+    def list_versions(self, org_id: str, agent_id: str) -> builtins.list[AgentVersionRow]:
         """The organization's agent's published versions, newest first."""
         return list(AgentVersionRow.query(org_key(org_id, agent_id), scan_index_forward=False))
 
@@ -549,7 +551,7 @@ class AgentStore:
             return True
         except TransactWriteError as exc:
             codes = _reason_codes(exc)
-            existing = self.get_version(version_row.org_id, version_row.agent_id, version_row.version)
+            existing = self.get_version(version_row.org_id, version_row.agent_id, int(version_row.version))
             if existing is not None:
                 if existing.spec_hash == version_row.spec_hash:
                     return False
@@ -686,7 +688,7 @@ class DatasetStore:
         loaded and cached on first use); None when there is no such case."""
         return self._version_cases(org_id, dataset_id, version).get(case_id)
 
-    def cases(self, org_id: str, dataset_id: str, version: int) -> list[dict[str, Any]]:
+    def cases(self, org_id: str, dataset_id: str, version: int) -> builtins.list[dict[str, Any]]:
         """Every case of an immutable version of the organization's dataset, by case id (cached like
         `get_case`)."""
         return list(self._version_cases(org_id, dataset_id, version).values())
@@ -805,7 +807,7 @@ class RunStore:
         Conditional on the run's `next_index` as read and on the organization having `k` free
         slots; returns False when either moved (the caller reads again).
         """
-        actions = [RunRow.next_index.set(run.next_index + k), RunRow.slots.add(k),
+        actions: list[Action] = [RunRow.next_index.set(run.next_index + k), RunRow.slots.add(k),
                    RunRow.heartbeat_at_ms.set(now_ms)]
         if run.status == RunStatus.QUEUED:
             actions += [RunRow.status.set(RunStatus.RUNNING.value), RunRow.started_at.set(now_iso)]
@@ -938,6 +940,7 @@ class RunStore:
 
         An empty `cursor` means from the first attempt; `until` None means no upper bound.
         """
+        condition: Condition | None
         if cursor and until:
             condition = AttemptRow.recorded_key.between(cursor, until)
         elif cursor:
@@ -957,8 +960,8 @@ class RunStore:
         seen = len(row.regraded or [])
         condition = (AttemptRow.state == row.state) & (
             AttemptRow.regraded.does_not_exist() if row.regraded is None else size(AttemptRow.regraded) == seen)
-        run_actions = [RunRow.judge_cost_micros.add(judge_cost_micros), RunRow.judge_calls.add(judge_calls),
-                       RunRow.regrades.add(1)]
+        run_actions: list[Action] = [RunRow.judge_cost_micros.add(judge_cost_micros), RunRow.judge_calls.add(judge_calls),
+                                     RunRow.regrades.add(1)]
         if state != row.state:
             run_actions += [getattr(RunRow, row.state).add(-1), getattr(RunRow, state).add(1)]
         try:

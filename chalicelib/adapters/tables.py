@@ -17,6 +17,7 @@ every table and index against these declarations.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pynamodb.attributes import (
@@ -541,7 +542,7 @@ class RunRow(_Base):
     judge_calls = NumberAttribute(default=0)
     input_tokens = NumberAttribute(default=0)
     output_tokens = NumberAttribute(default=0)
-    gradings = ListAttribute(null=True)
+    gradings: ListAttribute[Any] = ListAttribute(null=True)
     """Every "grade again" of the run: `[{by, at, graded, changed, judge_cost_usd}]`."""
     regrades = NumberAttribute(null=True)
     """How many answers were graded again: the outcome is recomputed conditional on it."""
@@ -615,7 +616,7 @@ class AttemptRow(_Base):
     cost_micros = NumberAttribute(default=0)
     judge_cost_micros = NumberAttribute(default=0)
     judge_calls = NumberAttribute(default=0)
-    regraded = ListAttribute(null=True)
+    regraded: ListAttribute[Any] = ListAttribute(null=True)
     """Each time the answer was graded again: `[{by, at, state_before, state}]`."""
     input_tokens = NumberAttribute(default=0)
     output_tokens = NumberAttribute(default=0)
@@ -677,7 +678,7 @@ def create_table_params(model: type[Model]) -> dict[str, Any]:
         "KeySchema": schema["key_schema"],
         "BillingMode": "PAY_PER_REQUEST",
     }
-    def index(raw: dict[str, Any]) -> dict[str, Any]:
+    def index(raw: Mapping[str, Any]) -> dict[str, Any]:
         return {
             "IndexName": raw["index_name"],
             "KeySchema": sorted(raw["key_schema"], key=lambda k: k["KeyType"] != "HASH"),

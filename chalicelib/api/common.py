@@ -10,7 +10,7 @@ import functools
 import json
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from chalice import Blueprint, Response
@@ -42,9 +42,6 @@ STATUS: dict[type[AssayError], int] = {
     PayloadTooLargeError: 413,
 }
 
-M = TypeVar("M", bound=BaseModel)
-
-
 
 
 def error_response(exc: AssayError) -> Response:
@@ -55,7 +52,7 @@ def error_response(exc: AssayError) -> Response:
     if exc.field:
         body["field"] = exc.field
     body.update(exc.details)
-    headers = {"Content-Type": "application/json"}
+    headers: dict[str, str | list[str]] = {"Content-Type": "application/json"}
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="assay"'
     return Response(body={"error": body}, status_code=status, headers=headers)
@@ -133,7 +130,7 @@ def issue_token(org_id: str, user_id: str, *, secret: str, issuer: str = "assay"
                           now_s=now_s, permissions=permissions)
 
 
-def identity_from(headers: dict[str, str]) -> Identity:
+def identity_from(headers: Mapping[str, str]) -> Identity:
     """The caller named by the `Authorization: Bearer <jwt>` header (`adapters.tokens` verifies it).
 
     Raises:
@@ -187,7 +184,7 @@ def json_body(bp: Blueprint) -> Any:
     return body
 
 
-def parse(model: type[M], data: Any) -> M:
+def parse[M: BaseModel](model: type[M], data: Any) -> M:
     """Validate `data` into `model`; the first problem becomes a 400 naming its field."""
     if not isinstance(data, dict):
         raise InvalidInputError("the body must be a JSON object", field="body")
@@ -198,7 +195,7 @@ def parse(model: type[M], data: Any) -> M:
 
 
 def query_param(bp: Blueprint, name: str, default: str | None = None) -> str | None:
-    params = bp.current_request.query_params or {}
+    params: Mapping[str, str] = bp.current_request.query_params or {}
     return params.get(name, default)
 
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
-from chalicelib.api.common import api_view, int_param, json_body, parse, query_param, shape_chalice_errors
+from chalicelib.api.common import (
+    api_view,
+    int_param,
+    json_body,
+    parse,
+    query_param,
+    shape_chalice_errors,
+)
 from chalicelib.api.schemas import (
     AddDatasetVersion,
     AgentSummaries,
@@ -12,16 +19,16 @@ from chalicelib.api.schemas import (
     CreateDataset,
     CreateEnvironment,
     CreateJudge,
-    EmailSettings,
-    Promote,
-    SuiteBody,
     CreateModelProfile,
+    EmailSettings,
     GradeAgain,
+    Promote,
     Publish,
     PutSecret,
     Rescore,
     SetBudget,
     StartRun,
+    SuiteBody,
     UpdateDraft,
     UploadRecording,
 )
@@ -29,11 +36,11 @@ from chalicelib.domain.ids import MAX_RECORDING_BYTES
 from chalicelib.errors import InvalidInputError, PayloadTooLargeError
 from chalicelib.services import agents as agent_service
 from chalicelib.services import budgets as budget_service
+from chalicelib.services import datasets as dataset_service
 from chalicelib.services import environments as environment_service
 from chalicelib.services import estimates as estimate_service
 from chalicelib.services import grading as grading_service
 from chalicelib.services import judges as judge_service
-from chalicelib.services import datasets as dataset_service
 from chalicelib.services import model_profiles as profile_service
 from chalicelib.services import notifications as notification_service
 from chalicelib.services import promotions as promotion_service

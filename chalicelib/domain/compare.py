@@ -20,7 +20,12 @@ from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from typing import Any
 
-from chalicelib.domain.enums import AttemptState, CaseOutcome, ComparisonVerdict, EfficiencyAxis
+from chalicelib.domain.enums import (
+    AttemptState,
+    CaseOutcome,
+    ComparisonVerdict,
+    EfficiencyAxis,
+)
 from chalicelib.domain.runs import ArmSummary, AttemptFacts, summarize_arm
 from chalicelib.domain.spec import canonical_json
 

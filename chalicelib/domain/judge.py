@@ -12,7 +12,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import Field, StrictInt, ValidationInfo, field_validator
 
@@ -89,8 +89,8 @@ def rubric_hash(spec: JudgeSpec) -> str:
     Only what changes the grading counts: criteria in id order, tags as a set, instructions
     without surrounding whitespace (the judge is asked the same way either side of such edits).
     """
-    criteria = sorted(({"criterion_id": c.criterion_id, "text": c.text, "tags": sorted(set(c.tags))}
-                       for c in spec.criteria), key=lambda c: c["criterion_id"])
+    criteria = [{"criterion_id": c.criterion_id, "text": c.text, "tags": sorted(set(c.tags))}
+                for c in sorted(spec.criteria, key=lambda c: c.criterion_id)]
     return spec_hash({"criteria": criteria, "scale_max": spec.scale_max, "threshold": spec.threshold,
                       "instructions": spec.instructions.strip()})
 
@@ -216,10 +216,7 @@ def not_graded(reason: str, fp: Mapping[str, Any] | None) -> ScoreResult:
                        fingerprint=dict(fp) if fp else None)
 
 
-T = TypeVar("T")
-
-
-def majority_judge(tries: Sequence[T], key_of: Any) -> list[T]:
+def majority_judge[T](tries: Sequence[T], key_of: Any) -> list[T]:
     """A case's tries graded by the judge that graded most of them (seed 004: "a case whose tries
     carry two judges' grades settles by whichever graded more of them"); a tie goes to the judge
     of the earliest try. Tries no judge graded stay. `key_of(try)` gives its judge key or None."""

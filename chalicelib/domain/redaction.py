@@ -265,7 +265,8 @@ def _rule_spans(text: str, rule: Rule) -> list[tuple[int, int, str]]:
         if rule.word and start > 0 and re.match(f"[{_WORD}]", text[start - 1]):
             continue
         if rule.tail is not None:
-            end = rule.tail.match(text, end).end()
+            tail = rule.tail.match(text, end)   # a `*` pattern: it matches, if only the empty string
+            end = tail.end() if tail else end
             while end > start and text[end - 1] == ".":   # a sentence's full stop is not the token's
                 end -= 1
         if rule.valid is not None and not rule.valid(text[start:end]):

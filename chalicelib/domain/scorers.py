@@ -138,10 +138,8 @@ def final_number(text: str | None) -> Fraction | None:
     if markers:
         match = _NUMBER.search(text, markers[-1].end())
         return _number_value(match) if match else None
-    last = None
-    for last in _NUMBER.finditer(text):
-        pass
-    return _number_value(last) if last else None
+    found = list(_NUMBER.finditer(text))
+    return _number_value(found[-1]) if found else None
 
 
 def format_number(value: Fraction) -> str:
@@ -219,7 +217,7 @@ class Scorer(ABC):
     def score(self, case: Case, answer: AgentAnswer, settings: Settings) -> ScoreResult:
         """Grade `answer`. May raise on broken parameters; `grade` records that as an error."""
 
-    def check_settings(self, settings: Settings, field: str) -> None:
+    def check_settings(self, settings: Settings, field: str) -> None:  # noqa: B027 - an optional hook: most scorers take any settings
         """Raise `InvalidInputError` (field under `field`) for settings this scorer cannot use."""
 
     def check_params(self, params: Settings, field: str) -> None:
@@ -610,7 +608,7 @@ def _same_json(a: Any, b: Any) -> bool:
         return a.keys() == b.keys() and all(_same_json(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same_json(x, y) for x, y in zip(a, b, strict=True))
-    return a == b
+    return bool(a == b)
 
 
 def _call_matches(expected: ExpectedCall, call: ToolCall) -> bool:

@@ -150,9 +150,9 @@ def judge(threshold: Threshold, facts: RunFacts) -> Judgement:
                          + (f" even were every undecided case to pass ({_pct(best)})" if undecided else ""))
     comparable = facts.compared and facts.invalid_reason is None and facts.could_not_run is None
     if comparable:
-        for name, limit, (new, old), unit in (
-                ("cost per passed case", threshold.max_cost_per_pass_rise_pct, facts.cost_per_pass_micros, ""),
-                ("p95 latency", threshold.max_p95_latency_rise_pct, facts.p95_latency_ms, "")):
+        for name, limit, (new, old) in (
+                ("cost per passed case", threshold.max_cost_per_pass_rise_pct, facts.cost_per_pass_micros),
+                ("p95 latency", threshold.max_p95_latency_rise_pct, facts.p95_latency_ms)):
             rise = rise_pct(new, old) if limit is not None else None
             if rise is not None and limit is not None and rise > limit:
                 shown = "from zero" if math.isinf(rise) else f"{rise:.1f}%"

@@ -21,7 +21,14 @@ import json
 import logging
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+)
 
 from chalicelib.bootstrap import Container
 from chalicelib.domain.identity import Identity, is_org_id

@@ -115,7 +115,7 @@ def publish(c: Container, who: Identity, agent_id: str, *, version: int | None =
     from chalicelib.services import suites
 
     suites.on_published(c, who.org_id, agent_id, version)
-    return (row if created else c.agents.get_version(who.org_id, agent_id, version)), created  # type: ignore[return-value]
+    return (row if created else c.agents.get_version(who.org_id, agent_id, version)), created
 
 
 def get_version(c: Container, who: Identity, agent_id: str, version: int) -> AgentVersionRow:

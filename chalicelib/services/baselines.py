@@ -15,7 +15,12 @@ from typing import Any
 from chalicelib.adapters.tables import RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, parse_iso
-from chalicelib.domain.baseline import ArmRecord, default_baseline, is_candidate_itself, reusable_baseline
+from chalicelib.domain.baseline import (
+    ArmRecord,
+    default_baseline,
+    is_candidate_itself,
+    reusable_baseline,
+)
 from chalicelib.domain.enums import ArmRole, RunStatus
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.spec import spec_hash
@@ -103,14 +108,14 @@ def choose(c: Container, who: Identity, agent_id: str, *, candidate_spec: dict[s
         records = [r for r in arm_records(source) if r.arm_id == first_candidate and r.answered_here]
         if not records:
             raise InvalidInputError("baseline_run_id must name a completed run", field="baseline_run_id")
-        rec = records[0]
-        return borrowed_arm(rec, source, rerun=not is_candidate_itself(cand_hash, cand_model, rec)), \
-            {"reused_baseline_run_id": rec.run_id}
+        chosen = records[0]
+        return borrowed_arm(chosen, source, rerun=not is_candidate_itself(cand_hash, cand_model, chosen)), \
+            {"reused_baseline_run_id": chosen.run_id}
     if version_before is None or before_spec is None:
         return None, {}
     model = model_of(before_spec)
-    records = [rec for run in (recent if recent is not None else recent_runs(c, who.org_id, agent_id))
-               if run.org_id == who.org_id for rec in arm_records(run)]
+    records = [record for run in (recent if recent is not None else recent_runs(c, who.org_id, agent_id))
+               if run.org_id == who.org_id for record in arm_records(run)]
     if paired:
         rec = reusable_baseline(records, version=version_before, dataset_id=dataset_id,
                                 dataset_version=dataset_version, scoring_hash=scoring_hash,

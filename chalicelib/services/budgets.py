@@ -20,7 +20,12 @@ from chalicelib.adapters.stores import BudgetReading
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain.identity import Identity
-from chalicelib.domain.money import MAX_BUDGET_USD, micros_to_usd, usd_text, usd_to_micros
+from chalicelib.domain.money import (
+    MAX_BUDGET_USD,
+    micros_to_usd,
+    usd_text,
+    usd_to_micros,
+)
 from chalicelib.errors import InvalidInputError
 
 

@@ -106,10 +106,10 @@ def price(c: Container, who: Identity, plan: Plan) -> dict[str, Any]:
         "arms": [{"arm_id": a.arm_id, "role": a.role, "model": a.model, "basis": str(a.basis),
                   "per_case_usd": micros_to_usd(a.per_case_micros), "first_pass_usd": micros_to_usd(a.first_pass_micros),
                   "rerun_ceiling_usd": micros_to_usd(a.rerun_ceiling_micros),
-                  "runs_sampled": (answers.get(a.model).runs if answers.get(a.model) and a.basis == "history" else 0),
+                  "runs_sampled": (history.runs if (history := answers.get(a.model)) and a.basis == "history" else 0),
                   **({"reused_run_id": plan.info.get("reused_baseline_run_id")} if a.basis == "reused" else {})}
                  for a in est.arms],
-        "judge": None if plan.judge is None else {
+        "judge": None if plan.judge is None or judge_plan is None else {
             "judge_id": plan.judge.judge_id, "version": plan.judge.version, "model": plan.judge.model,
             "basis": str(judge_plan.basis), "per_call_usd": micros_to_usd(rules.round_half_up(judge_plan.per_call)),
             "first_pass_usd": micros_to_usd(est.judge_first_pass_micros),

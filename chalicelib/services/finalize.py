@@ -16,12 +16,18 @@ from typing import Any
 from chalicelib.adapters.tables import AttemptRow, RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
-from chalicelib.domain.enums import ArmRole, AttemptState, RunPhase, RunStatus
-from chalicelib.domain.money import micros_to_usd
-from chalicelib.domain.spec import spec_hash
 from chalicelib.domain import compare
 from chalicelib.domain import judge as judge_rules
-from chalicelib.domain.runs import ArmSummary, AttemptFacts, settle, summarize_arm, verdict_word
+from chalicelib.domain.enums import ArmRole, AttemptState, RunPhase, RunStatus
+from chalicelib.domain.money import micros_to_usd
+from chalicelib.domain.runs import (
+    ArmSummary,
+    AttemptFacts,
+    settle,
+    summarize_arm,
+    verdict_word,
+)
+from chalicelib.domain.spec import spec_hash
 from chalicelib.services import slots
 
 log = logging.getLogger(__name__)

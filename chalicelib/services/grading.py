@@ -21,7 +21,12 @@ from chalicelib.domain.identity import Identity
 from chalicelib.domain.judge import JUDGE_SCORER
 from chalicelib.domain.models import AgentAnswer, Case, Grade, ScoreResult, ToolCall
 from chalicelib.domain.money import micros_to_usd
-from chalicelib.errors import BudgetExceededError, ConflictError, InvalidInputError, NotFoundError
+from chalicelib.errors import (
+    BudgetExceededError,
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+)
 from chalicelib.services import finalize, redacting
 from chalicelib.services.run_case import grade_answer
 

@@ -22,7 +22,13 @@ from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain import judge as rules
 from chalicelib.domain.ids import check_tenant_id
-from chalicelib.domain.models import AgentAnswer, Case, CaseRequest, ScoreResult, ScoringConfig
+from chalicelib.domain.models import (
+    AgentAnswer,
+    Case,
+    CaseRequest,
+    ScoreResult,
+    ScoringConfig,
+)
 from chalicelib.errors import ConflictError, InvalidInputError, invalid_input
 from chalicelib.services import asking, budgets, redacting
 
@@ -223,6 +229,8 @@ class Asker:
             why = redacting.for_org(self.c, self.org_id).text(str(asked.provider_error))
             return rules.not_graded(rules.cut_reason(f"judge failed: {why}"), fp)
         reply = asked.answer
+        if reply is None:   # neither an answer nor a reason it has none: not a grade either
+            return rules.not_graded("judge failed: the provider returned no reply", fp)
         self.calls += 1
         self.cost_micros += asked.cost_micros
         try:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from chalicelib.adapters.recordings import RecordingMeta, sha256_hex
-from chalicelib.domain.recordings import parse_jsonl
 from chalicelib.bootstrap import Container
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import MAX_RECORDING_BYTES, name_problem
+from chalicelib.domain.recordings import parse_jsonl
 from chalicelib.errors import InvalidInputError, NotFoundError, PayloadTooLargeError
 
 

@@ -17,11 +17,18 @@ from chalicelib.adapters.stores import BudgetReading, RecordConflict
 from chalicelib.adapters.tables import AttemptRow, RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
+from chalicelib.domain import judge as judge_rules
 from chalicelib.domain import scorers
 from chalicelib.domain.enums import AttemptState, RunStatus
-from chalicelib.domain import judge as judge_rules
-from chalicelib.domain.models import AgentAnswer, Case, CaseRequest, Grade, ScoreResult, ScoringConfig
 from chalicelib.domain.identity import is_org_id
+from chalicelib.domain.models import (
+    AgentAnswer,
+    Case,
+    CaseRequest,
+    Grade,
+    ScoreResult,
+    ScoringConfig,
+)
 from chalicelib.domain.runs import Task
 from chalicelib.errors import AssayError
 from chalicelib.services import asking, budgets, judges, redacting, slots
@@ -103,6 +110,8 @@ def ask_and_grade(c: Container, run: RunRow, arm: dict[str, Any], case: Case, ta
             reason = r.text(f"provider error after {asked.tries} tries: {error}"[:500])
         return AttemptResult(AttemptState.INCOMPLETE, latency_ms=latency, error=error, reason=reason)
     answer, cost = asked.answer, asked.cost_micros   # no exhaustion, crash or provider error: an answer
+    if answer is None:   # and should none come, the case is not decided, never passed or failed
+        return AttemptResult(AttemptState.INCOMPLETE, latency_ms=latency, reason="the agent returned no answer")
     grade, asker = grade_answer(c, run, case, answer)
     # Reasons may quote the original answer, cut short: what is secret in it is redacted there too.
     r = r.learning(answer.answer, json.dumps([call.model_dump(mode="json") for call in answer.calls]),

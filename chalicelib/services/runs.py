@@ -17,9 +17,14 @@ from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.money import micros_to_usd
 from chalicelib.domain.spec import spec_hash
-from chalicelib.errors import BudgetExceededError, ConflictError, InvalidInputError, NotFoundError
-from chalicelib.services import datasets as dataset_service
+from chalicelib.errors import (
+    BudgetExceededError,
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+)
 from chalicelib.services import baselines, estimates, finalize, judges, slots
+from chalicelib.services import datasets as dataset_service
 from chalicelib.services import model_profiles as profile_service
 
 
@@ -329,7 +334,7 @@ def cancel_run(c: Container, who: Identity, run_id: str) -> RunRow:
     if not end_run(c, run, RunStatus.CANCELLED, f"cancelled by {who.user_id}"):
         raise ConflictError(f"eval run {run_id} already ended ({(c.runs.get(who.org_id, run_id) or run).status})",
                             field="run_id")
-    return c.runs.get(who.org_id, run_id)  # type: ignore[return-value]
+    return c.runs.get(who.org_id, run_id)
 
 
 def end_run(c: Container, run: RunRow, status: RunStatus, reason: str) -> bool:

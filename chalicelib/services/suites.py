@@ -24,15 +24,37 @@ from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, from_epoch_ms, iso
 from chalicelib.domain import schedule
 from chalicelib.domain.enums import ArmRole, AttemptState, RunStatus
-from chalicelib.domain.runs import settle
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.money import micros_to_usd
-from chalicelib.domain.suites import Judgement, RunFacts, SuiteResult, Threshold, Triggers, absorb, judge
+from chalicelib.domain.runs import settle
 from chalicelib.domain.spec import spec_hash
-from chalicelib.errors import AssayError, BudgetExceededError, ConflictError, InvalidInputError, NotFoundError, \
-    invalid_input
-from chalicelib.services import budgets, environments, estimates, finalize, judges, notifications, redacting
+from chalicelib.domain.suites import (
+    Judgement,
+    RunFacts,
+    SuiteResult,
+    Threshold,
+    Triggers,
+    absorb,
+    judge,
+)
+from chalicelib.errors import (
+    AssayError,
+    BudgetExceededError,
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    invalid_input,
+)
+from chalicelib.services import (
+    budgets,
+    environments,
+    estimates,
+    finalize,
+    judges,
+    notifications,
+    redacting,
+)
 from chalicelib.services import datasets as dataset_service
 
 log = logging.getLogger(__name__)
@@ -243,7 +265,7 @@ def update(c: Container, who: Identity, agent_id: str, suite_id: str, body: dict
                 promotions.guard_removed(c, who.org_id, agent_id, suite_id,
                                          f"guard {suite_id} was taken off before it decided")
             fresh = c.suites.get(who.org_id, agent_id, suite_id)
-            return fresh, price(c, who, fresh)  # type: ignore[arg-type]
+            return fresh, price(c, who, fresh)
     raise ConflictError(f"suite {suite_id} keeps changing: try again", field="suite_id")
 
 
@@ -373,7 +395,7 @@ def run_now(c: Container, who: Identity, agent_id: str, suite_id: str) -> dict[s
     if row.paused:
         raise ConflictError(f"suite {suite_id} is paused ({row.paused_reason}): resume it first", field="suite_id")
     trigger(c, row, "manual", version=None, by=who.user_id)
-    return view(c.suites.get(who.org_id, agent_id, suite_id))  # type: ignore[arg-type]
+    return view(c.suites.get(who.org_id, agent_id, suite_id))
 
 
 def on_published(c: Container, org_id: str, agent_id: str, version: int) -> None:
@@ -535,7 +557,7 @@ def _start(c: Container, row: SuiteRow, entry: dict[str, Any]) -> str | None:
     """Start the run of a claimed trigger, or record why it does not run. Returns the run id."""
     from chalicelib.services import runs
 
-    who = Identity(row.org_id, entry.get("by") if entry["kind"] == "manual" and entry.get("by") else row.owner)
+    who = Identity(row.org_id, str(entry["by"]) if entry["kind"] == "manual" and entry.get("by") else row.owner)
     version = entry.get("version")
     if version is None:
         version = _version_to_check(c, row)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 import uuid
 
-
 from bench import agents
 from chalicelib.services import run_case, sweep
 from tests.e2e.conftest import cases, sleepy_spec

@@ -19,11 +19,11 @@ import httpx
 import pytest
 from chalice import Chalice, Cron, Rate
 
-from chalicelib import names
 from assay_local.motoserver import MotoHandle
 from assay_local.poller import start_pollers
 from assay_local.scheduler import Scheduler, aws_cron_to_unix, parse_rate
 from assay_local.stack import EmbeddedStack
+from chalicelib import names
 
 Client = Callable[..., Any]
 

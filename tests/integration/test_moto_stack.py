@@ -74,7 +74,8 @@ def test_concurrent_conditional_transactions_have_one_winner(aws_client: Client)
         outcomes: list[str] = []
         lock = threading.Lock()
 
-        def attempt(client: Any) -> None:
+        def attempt(client: Any, barrier: threading.Barrier, claim: str, counter: str,
+                    outcomes: list[str], lock: threading.Lock) -> None:
             barrier.wait()
             try:
                 client.transact_write_items(TransactItems=_claim_transaction("race", claim, counter))
@@ -84,7 +85,8 @@ def test_concurrent_conditional_transactions_have_one_winner(aws_client: Client)
             with lock:
                 outcomes.append(outcome)
 
-        threads = [threading.Thread(target=attempt, args=(c,)) for c in clients]
+        threads = [threading.Thread(target=attempt, args=(c, barrier, claim, counter, outcomes, lock))
+                   for c in clients]
         for t in threads:
             t.start()
         for t in threads:

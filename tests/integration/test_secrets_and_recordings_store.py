@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from assay_local.motoserver import MotoHandle
 from chalicelib import names
 from chalicelib.adapters.recordings import OrgRecordings, sha256_hex
 from chalicelib.adapters.secrets import OrgSecrets
 from chalicelib.domain.models import CaseRequest
 from chalicelib.errors import ConflictError
-from assay_local.motoserver import MotoHandle
 
 BUCKET = "assay-results"
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from chalicelib.domain.baseline import ArmRecord, default_baseline, is_candidate_itself, reusable_baseline
+from chalicelib.domain.baseline import (
+    ArmRecord,
+    default_baseline,
+    is_candidate_itself,
+    reusable_baseline,
+)
 
 HOUR = 3_600_000
 NOW = 100 * HOUR

@@ -9,7 +9,13 @@ import json
 
 import pytest
 
-from chalicelib.domain.redaction import MIN_KNOWN_CHARS, find, redact, redact_value, rules
+from chalicelib.domain.redaction import (
+    MIN_KNOWN_CHARS,
+    find,
+    redact,
+    redact_value,
+    rules,
+)
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."

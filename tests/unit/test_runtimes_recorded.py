@@ -12,10 +12,15 @@ from typing import Any
 import pytest
 
 from chalicelib.adapters.runtimes.recorded import RecordedRuntime
-from chalicelib.domain.recordings import Recording, parse_jsonl
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.models import CaseRequest
-from chalicelib.errors import AgentCrashError, DivergentCallError, InvalidInputError, ProviderError
+from chalicelib.domain.recordings import Recording, parse_jsonl
+from chalicelib.errors import (
+    AgentCrashError,
+    DivergentCallError,
+    InvalidInputError,
+    ProviderError,
+)
 from chalicelib.services.ports import AskContext
 
 LINES = [

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from chalicelib.domain import scorers
 from chalicelib.domain.enums import AttemptState, CallStatus
 from chalicelib.domain.models import (
     AgentAnswer,
@@ -18,7 +19,6 @@ from chalicelib.domain.models import (
     ScoringConfig,
     ToolCall,
 )
-from chalicelib.domain import scorers
 from chalicelib.domain.scorers import (
     SCORERS,
     Scorer,

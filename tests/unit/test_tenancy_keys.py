@@ -20,10 +20,10 @@ from pynamodb.attributes import UnicodeAttribute
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
+from assay_local.motoserver import MotoHandle, start_moto_server
 from chalicelib.adapters import stores, tables
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.errors import InvalidInputError
-from assay_local.motoserver import MotoHandle, start_moto_server
 
 REGION = "us-east-1"
 PREFIX = "tenancy-"
@@ -165,8 +165,19 @@ def _judge_spec(org: str) -> dict[str, Any]:
 def _write_everything(org: str) -> None:
     """One row of every table for `org`, through the stores, with ids both organizations share."""
     from chalicelib.adapters.tables import (
-        AgentRow, AgentVersionRow, AttemptRow, DatasetRow, EnvironmentRow, JudgeRow, ModelProfileRow,
-        NotificationRow, PromotionRow, RunRow, SuiteResultRow, SuiteRow)
+        AgentRow,
+        AgentVersionRow,
+        AttemptRow,
+        DatasetRow,
+        EnvironmentRow,
+        JudgeRow,
+        ModelProfileRow,
+        NotificationRow,
+        PromotionRow,
+        RunRow,
+        SuiteResultRow,
+        SuiteRow,
+    )
     from chalicelib.services.notifications import recipient
 
     now = "2026-05-01T00:00:00Z"

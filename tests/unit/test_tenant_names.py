@@ -10,7 +10,11 @@ import pytest
 from chalicelib import names
 from chalicelib.domain.identity import is_org_id
 from chalicelib.domain.ids import is_valid_name, name_problem
-from infra.resources import secret_arn_pattern, secret_name_prefix, secret_policy_statements
+from infra.resources import (
+    secret_arn_pattern,
+    secret_name_prefix,
+    secret_policy_statements,
+)
 
 
 @pytest.mark.parametrize("name", ["openai", "OPENAI_KEY", "gw.prod-1", "a", "x" * 64, "v1.2", ".env"])

@@ -38,13 +38,17 @@ from chalicelib.adapters.runtimes.http import (
     require_url,
 )
 from chalicelib.adapters.runtimes.lambda_ import LambdaRuntime
-from chalicelib.adapters.runtimes.openai import OpenAIRuntime, check_max_tokens, check_system_prompt
+from chalicelib.adapters.runtimes.openai import (
+    OpenAIRuntime,
+    check_max_tokens,
+    check_system_prompt,
+)
 from chalicelib.adapters.runtimes.python import PythonRuntime
 from chalicelib.adapters.runtimes.recorded import RecordedRuntime
 from chalicelib.config import Settings
-from chalicelib.domain.money import MAX_PRICE_PER_MTOK_USD
 from chalicelib.domain.enums import RuntimeKind
 from chalicelib.domain.models import Usage
+from chalicelib.domain.money import MAX_PRICE_PER_MTOK_USD
 from chalicelib.errors import InvalidInputError
 from chalicelib.services.ports import AgentRuntime
 

@@ -44,7 +44,12 @@ from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.ids import is_valid_name
 from chalicelib.domain.models import AgentAnswer, CaseRequest
 from chalicelib.domain.recordings import Recording, parse_inline
-from chalicelib.errors import AgentCrashError, DivergentCallError, InvalidInputError, ProviderError
+from chalicelib.errors import (
+    AgentCrashError,
+    DivergentCallError,
+    InvalidInputError,
+    ProviderError,
+)
 from chalicelib.services.ports import AskContext
 
 _UPLOAD_IT = ("spec.recording (a path) is not accepted: upload it with POST /api/v1/recordings and name it by "

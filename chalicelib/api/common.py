@@ -47,7 +47,7 @@ STATUS: dict[type[AssayError], int] = {
 def error_response(exc: AssayError) -> Response:
     """`{"error": {"code", "message", "field"?, ...details}}` with the mapped status."""
     status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 400)
-    body: dict[str, Any] = {"code": type(exc).__name__.removesuffix("Error").lower() or "error",
+    body: dict[str, Any] = {"code": snake_code(type(exc).__name__),
                             "message": exc.message}
     if exc.field:
         body["field"] = exc.field
@@ -56,6 +56,12 @@ def error_response(exc: AssayError) -> Response:
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="assay"'
     return Response(body={"error": body}, status_code=status, headers=headers)
+
+
+def snake_code(name: str) -> str:
+    """An error's code from its class or Chalice's name: `InvalidInputError` -> `invalid_input`,
+    `UnsupportedMediaType` -> `unsupported_media_type` (the gateway's codes are written so too)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name.removesuffix("Error")).lower() or "error"
 
 
 def shape_chalice_errors(event: Any, get_response: Callable[[Any], Response]) -> Response:
@@ -67,8 +73,10 @@ def shape_chalice_errors(event: Any, get_response: Callable[[Any], Response]) ->
     response = get_response(event)
     body = response.body
     if response.status_code >= 400 and isinstance(body, dict) and set(body) == {"Code", "Message"}:
-        code = re.sub(r"(?<!^)(?=[A-Z])", "_", str(body["Code"]).removesuffix("Error")).lower()
-        response.body = {"error": {"code": code, "message": str(body["Message"])}}
+        error: dict[str, Any] = {"code": snake_code(str(body["Code"])), "message": str(body["Message"])}
+        if response.status_code == 415:   # Chalice names the type it got; say what to send
+            error.update(message=f"{error['message']}: send the body as application/json", field="Content-Type")
+        response.body = {"error": error}
     return response
 
 

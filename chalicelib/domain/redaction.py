@@ -338,6 +338,40 @@ def secrets_in(*texts: str | None, known: Iterable[Known] = ()) -> list[tuple[st
     return list(found.items())
 
 
+_PLACED = re.compile(r"\[REDACTED:([a-z_]+)\]")
+
+
+def first_secret(value: Any, known: Iterable[Known] = ()) -> tuple[str, str] | None:
+    """Where the first secret inside a JSON-like value is: `(path, kind)`, the path relative to
+    `value` (`".options.token"`, `".headers[0]"`, `""` for a string), or None when it holds none.
+
+    Read as `redact_value` reads (a dict's string value after its key); never returns the secret.
+    """
+    known = tuple(known)
+
+    def walk(node: Any, path: str, context: str) -> tuple[str, str] | None:
+        if isinstance(node, str):
+            out = redact(node, known, context=context)
+            if out == node:
+                return None
+            kinds = [m.group(1) for m in _PLACED.finditer(out) if m.group(0) not in node]
+            return path, (kinds or ["secret"])[0]
+        if isinstance(node, list | tuple):
+            for i, item in enumerate(node):
+                if (hit := walk(item, f"{path}[{i}]", "")) is not None:
+                    return hit
+        elif isinstance(node, dict):
+            for key, item in node.items():
+                step = f"{path}.{key}"
+                if isinstance(key, str) and (hit := walk(key, step, "")) is not None:
+                    return hit
+                if (hit := walk(item, step, f"{key}=" if isinstance(key, str) else "")) is not None:
+                    return hit
+        return None
+
+    return walk(value, "", "")
+
+
 def redact_value(value: Any, known: Iterable[Known] = ()) -> Any:
     """`redact` applied to every string inside a JSON-like value (dict keys and values, lists, strings);
     a dict's string value is read as the value of its key (`{"AWS_SECRET_ACCESS_KEY": "..."}`)."""

@@ -12,14 +12,16 @@ from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import InvalidInputError, NotFoundError
+from chalicelib.services import redacting
 
 
-def _validate_spec(c: Container, spec: Any, field: str = "spec") -> dict[str, Any]:
+def _validate_spec(c: Container, who: Identity, spec: Any, field: str = "spec") -> dict[str, Any]:
     from chalicelib.adapters.runtimes import validate_spec
 
     if not isinstance(spec, dict):
         raise InvalidInputError(f"{field} must be a JSON object", field=field)
     validate_spec(spec, c.runtimes)
+    redacting.refuse_secrets(c, who.org_id, spec, field)
     return spec
 
 
@@ -54,7 +56,7 @@ def create_agent(c: Container, who: Identity, *, name: str, spec: dict[str, Any]
     """
     if agent_id is not None:
         check_tenant_id(agent_id, "agent_id")
-    spec = _validate_spec(c, spec)
+    spec = _validate_spec(c, who, spec)
     now = iso(c.clock.now())
     agent_id = agent_id or f"agt_{uuid.uuid4().hex[:12]}"
     row = AgentRow(who.org_id, agent_id, name=name,
@@ -78,7 +80,7 @@ def update_draft(c: Container, who: Identity, agent_id: str, *, spec: dict[str, 
     """
     row = c.agents.get(who.org_id, agent_id)
     if spec is not None:
-        spec = _validate_spec(c, spec)
+        spec = _validate_spec(c, who, spec)
         h = spec_hash(spec)
         if h != row.draft_spec_hash or name is not None:
             c.agents.update_draft(who.org_id, agent_id, spec,
@@ -102,7 +104,7 @@ def publish(c: Container, who: Identity, agent_id: str, *, version: int | None =
         ConflictError: the version exists with another spec (versions are immutable).
     """
     agent = c.agents.get(who.org_id, agent_id)
-    spec = _validate_spec(c, spec) if spec is not None else agent.draft_spec
+    spec = _validate_spec(c, who, spec) if spec is not None else agent.draft_spec
     if version is None:
         version = int(agent.latest_version or 0) + 1
     if version < 1:

@@ -103,6 +103,7 @@ def publish(c: Container, who: Any, judge_id: str, body: Any) -> JudgeRow:
         spec = rules.JudgeSpec.model_validate(body)
     except ValidationError as exc:
         raise invalid_input(exc) from None
+    redacting.refuse_secrets(c, who.org_id, body, "")
     profile = c.model_profiles.get(who.org_id, spec.model_profile_id, field="model_profile_id")
     runtime = {"runtime": "openai", **(profile.settings or {}), "model": profile.model,
                "temperature": spec.temperature}

@@ -18,6 +18,7 @@ from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.money import MAX_PRICE_PER_MTOK_USD, to_decimal
 from chalicelib.errors import InvalidInputError
+from chalicelib.services import redacting
 
 PRICE_KEYS = ("input_per_mtok_usd", "output_per_mtok_usd")
 
@@ -39,6 +40,7 @@ def create(c: Container, who: Identity, *, model_profile_id: str, model: str, na
 
     check_tenant_id(model_profile_id, "model_profile_id")
     settings = validate_profile_settings(settings or {}, c.runtimes)
+    redacting.refuse_secrets(c, who.org_id, settings, "settings")
     if price is not None:
         if set(price) != set(PRICE_KEYS):
             raise InvalidInputError(f"price needs exactly {', '.join(PRICE_KEYS)} (USD per 1M tokens)",

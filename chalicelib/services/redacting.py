@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from chalicelib.bootstrap import Container
-from chalicelib.domain.redaction import Known, redact, redact_value, secrets_in
+from chalicelib.domain.redaction import (
+    Known,
+    first_secret,
+    redact,
+    redact_value,
+    secrets_in,
+)
+from chalicelib.errors import InvalidInputError
 
 T = TypeVar("T")
 
@@ -37,6 +44,25 @@ class Redactor:
         short (a scorer's reason quoting the original answer as `'...AKIAIOSF'...`)."""
         found = secrets_in(*texts, known=self.known)
         return Redactor(self.known + tuple(found)) if found else self
+
+
+def refuse_secrets(c: Container, org_id: str, value: Any, field: str) -> None:
+    """Refuse tenant configuration that holds a secret - an agent spec, a model profile's settings,
+    a judge spec: it is stored, shown and published as written, so a key in it would be kept in the
+    clear (and an organization's write-only secret could be read back by pasting it in).
+
+    Raises:
+        InvalidInputError: naming the field that holds it (`spec.options.token`), and its kind,
+            never its value.
+    """
+    found = first_secret(value, for_org(c, org_id).known)
+    if found is not None:
+        path, kind = found
+        where = f"{field}{path}" if field else (path.removeprefix(".") or "body")
+        raise InvalidInputError(
+            f"{where} holds a secret ({kind}): what is written here is stored and shown as written. Store the "
+            'value with PUT /api/v1/secrets/{name} and refer to it ("api_key_secret": "<name>", or a header '
+            '{"secret": "<name>"})', field=where)
 
 
 def for_org(c: Container, org_id: str) -> Redactor:

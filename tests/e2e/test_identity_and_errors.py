@@ -6,6 +6,7 @@ nothing a caller sends can produce a 500.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from typing import Any
@@ -16,13 +17,18 @@ import pytest
 from chalicelib.api.common import issue_token
 from tests.e2e.conftest import cases, sleepy_spec
 
+CODES = {400: "invalid_input", 404: "not_found", 405: "method_not_allowed", 409: "conflict",
+         413: "payload_too_large", 415: "unsupported_media_type"}
+"""Every refusal's code is snake case, one per status (401 and 403 say `unauthenticated`, `forbidden`)."""
+
 
 def error_of(status: int, body: Any, expected_status: int, field: str | None = None) -> dict[str, Any]:
     """The `error` object of a refusal, after checking its status and shape."""
     assert status == expected_status, f"expected {expected_status}, got {status}: {body}"
     assert isinstance(body, dict) and set(body) == {"error"}, body
     error = body["error"]
-    assert isinstance(error["code"], str) and error["code"], error
+    assert isinstance(error["code"], str) and re.fullmatch(r"[a-z]+(_[a-z]+)*", error["code"]), error
+    assert error["code"] == CODES.get(expected_status, error["code"]), error
     assert isinstance(error["message"], str) and error["message"], error
     if field is not None:
         assert error.get("field") == field, error
@@ -417,6 +423,7 @@ def test_a_wrong_method_or_media_type_is_refused_in_the_same_error_shape(api):
                             headers={"Content-Type": "text/plain"})
     error = error_of(status, body, 415)
     assert error["code"] == "unsupported_media_type" and "text/plain" in error["message"]
+    assert error["field"] == "Content-Type" and "application/json" in error["message"]
 
 
 @pytest.mark.parametrize("path", ["/api/v1/agents/a/suites//results", "/api/v1/eval-runs//progress",

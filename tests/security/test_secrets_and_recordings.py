@@ -9,7 +9,11 @@ Attacks and what they now get:
   naming `content`;
 - a recording with a bad line: 400 naming the line number, never its content;
 - S3 keys and Secrets Manager names stay under the organization's prefix (read from moto);
-- a recording deleted is gone for good (API, bucket, cache, and a run that names it).
+- a recording deleted is gone for good (API, bucket, cache, and a run that names it);
+- a key written into an agent spec (`api_key`, `options.token`, a key in the system prompt, the
+  organization's own stored secret pasted in), a model profile's settings or a judge spec, by the
+  API or a `version_published` event: 400 (or a malformed event) naming the field and the kind,
+  never the value, and nothing is stored.
 """
 
 from __future__ import annotations
@@ -285,3 +289,56 @@ def test_a_secret_put_in_the_api_is_what_a_runtime_reads_for_its_organization_on
     a.ok("DELETE", "/api/v1/secrets/openai")
     assert container.secrets.get(a.org_id, "openai") is None
     assert value not in container.secrets.values(a.org_id)
+
+
+# --- secrets written into configuration -----------------------------------------------------------
+
+GITHUB = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+OPENAI = "sk-proj-Abc123Def456Ghi789Jkl012Mno345Pqr678"
+
+
+def refused_naming(api: Api, method: str, path: str, body: dict[str, Any], field: str, secret: str) -> None:
+    status, error = api.call(method, path, json=body)
+    assert status == 400, (status, error)
+    assert error["error"]["field"] == field, error
+    assert secret not in json.dumps(error) and "secrets" in error["error"]["message"]
+
+
+def test_a_key_written_into_a_spec_settings_or_judge_is_refused_naming_where(api: Api, container):
+    own = _value()
+    api.ok("PUT", "/api/v1/secrets/openai", json={"value": own})
+    base = {"runtime": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"}
+    sleepy = {"runtime": "python", "entrypoint": "bench.agents:sleepy"}
+    for spec, field, secret in [
+        ({**base, "api_key": OPENAI}, "spec.api_key", OPENAI),
+        ({**base, "system_prompt": f"call the tool with {OPENAI}"}, "spec.system_prompt", OPENAI),
+        ({**sleepy, "options": {"token": GITHUB}}, "spec.options.token", GITHUB),
+        ({**sleepy, "options": {"answer": "42", "extra": ["x", f"pw {own}"]}}, "spec.options.extra[1]", own),
+    ]:
+        refused_naming(api, "POST", "/api/v1/agents", {"name": "a", "spec": spec}, field, secret)
+    assert api.ok("GET", "/api/v1/agents")["agents"] == []          # nothing was stored
+    agent = api.agent({**sleepy, "options": {"answer": "42"}})
+    refused_naming(api, "PUT", f"/api/v1/agents/{agent}/draft", {"spec": {**sleepy, "options": {"k": GITHUB}}},
+                   "spec.options.k", GITHUB)
+    assert GITHUB not in json.dumps(api.ok("GET", f"/api/v1/agents/{agent}/draft"))
+    # A model profile's settings and a judge spec are stored and shown too.
+    refused_naming(api, "POST", "/api/v1/model-profiles",
+                   {"model_profile_id": "p", "model": "m",
+                    "settings": {"base_url": "http://127.0.0.1:9/v1", "system_prompt": f"key: {own}"}},
+                   "settings.system_prompt", own)
+    api.ok("POST", "/api/v1/model-profiles", json={"model_profile_id": "grader", "model": "m",
+                                                   "settings": {"base_url": "http://127.0.0.1:9/v1"}})
+    judge = api.ok("POST", "/api/v1/judges", json={"name": "quality"})["judge_id"]
+    refused_naming(api, "POST", f"/api/v1/judges/{judge}/versions",
+                   {"model_profile_id": "grader", "threshold": 4, "prompt_version": "1",
+                    "instructions": f"use {OPENAI} to look things up",
+                    "criteria": [{"criterion_id": "c", "text": "Correct."}]}, "instructions", OPENAI)
+    # The publish pipeline's event is refused the same way (it can never be processed).
+    from chalicelib.services import agent_events
+
+    event = {"type": "version_published", "org_id": api.org_id, "agent_id": agent, "version": 1,
+             "spec": {**sleepy, "options": {"token": GITHUB}}}
+    with pytest.raises(agent_events.MalformedEventError, match=r"spec\.options\.token") as caught:
+        agent_events.handle(container, json.dumps(event))
+    assert GITHUB not in str(caught.value)
+    assert api.ok("GET", f"/api/v1/agents/{agent}")["latest_version"] is None

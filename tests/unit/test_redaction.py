@@ -12,6 +12,7 @@ import pytest
 from chalicelib.domain.redaction import (
     MIN_KNOWN_CHARS,
     find,
+    first_secret,
     redact,
     redact_value,
     rules,
@@ -175,3 +176,12 @@ def test_texts_built_to_make_the_search_quadratic_are_redacted_in_linear_work():
     glued = "sk-a-" * 100_000
     assert redact(glued) == glued
     assert redact("sk-" * 20000 + "Abcdefghij0123456789xyz") == "[REDACTED:openai_key]"
+
+
+def test_first_secret_names_the_path_and_kind_of_the_first_secret_inside_a_value_never_the_value():
+    spec = {"runtime": "python", "options": {"answer": "42", "calls": [{"args": ["x", TOKENS["github_token"]]}]}}
+    assert first_secret(spec) == (".options.calls[0].args[1]", "github_token")
+    assert first_secret({"env": {"AWS_SECRET_ACCESS_KEY": AWS_SECRET}}) == (".env.AWS_SECRET_ACCESS_KEY", "aws_secret_key")
+    assert first_secret({"note": "pw correct-horse-battery-staple"}, ["correct-horse-battery-staple"]) == (".note", "secret")
+    assert first_secret(TOKENS["jwt"]) == ("", "jwt")
+    assert first_secret({"answer": "42", "n": 3, "ok": True, "placeholder": "[REDACTED:secret]"}) is None

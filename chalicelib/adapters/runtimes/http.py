@@ -210,16 +210,23 @@ def check_secret_name(value: Any, field: str) -> str:
 
 
 def refuse_api_key_env(spec: Mapping[str, Any], prefix: str = "spec") -> None:
-    """Refuse `api_key_env`: no tenant input names an environment variable (DESIGN §8).
+    """Refuse `api_key_env` (no tenant input names an environment variable, DESIGN §8) and
+    `api_key` (no key is written into a spec: it names a secret with `api_key_secret`).
 
     Raises:
-        InvalidInputError: (field "<prefix>.api_key_env") when the key is present.
+        InvalidInputError: (field "<prefix>.api_key_env" or "<prefix>.api_key") when one is present.
     """
     if "api_key_env" in spec:
         field = f"{prefix}.api_key_env"
         raise InvalidInputError(
             f"{field} is not accepted: credentials are the organization's secrets, not the service's "
             'environment. Store the key with PUT /api/v1/secrets/{name} and write "api_key_secret": "<name>"',
+            field=field)
+    if "api_key" in spec:   # a key written into a spec would be kept and shown with it
+        field = f"{prefix}.api_key"
+        raise InvalidInputError(
+            f"{field} is not accepted: a key is never written into a spec (it is stored and shown as "
+            'written). Store it with PUT /api/v1/secrets/{name} and write "api_key_secret": "<name>"',
             field=field)
 
 

@@ -30,6 +30,7 @@ dev: setup
 lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 test: lint
 	$(PY) -m pytest $(ARGS)

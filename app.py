@@ -1,14 +1,16 @@
-"""assay's Chalice app: refuses an unsafe deployed stage, registers the blueprints and answers
-wrong methods; nothing else."""
+"""assay's Chalice app: refuses an unsafe deployed stage, wires the message bus, registers the
+blueprints and answers wrong methods; nothing else."""
 
 from chalice import Chalice
 
 from chalicelib.api.common import answer_other_methods
 from chalicelib.api.routes import bp as api_routes
 from chalicelib.bootstrap import check_deployment
+from chalicelib.services import handlers
 from chalicelib.workers.handlers import bp as workers
 
 check_deployment()  # a deployed stage with the built-in signing secret fails its cold start here
+handlers.wire()  # which use case acts on which event (chalicelib/services/handlers.py)
 app = Chalice(app_name="assay")
 app.register_blueprint(api_routes)
 app.register_blueprint(workers)

@@ -192,7 +192,10 @@ def json_body(bp: Blueprint) -> Any:
     return body
 
 
-def parse[M: BaseModel](model: type[M], data: Any) -> M:
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse(model: type[M], data: Any) -> M:
     """Validate `data` into `model`; the first problem becomes a 400 naming its field."""
     if not isinstance(data, dict):
         raise InvalidInputError("the body must be a JSON object", field="body")

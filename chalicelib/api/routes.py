@@ -38,7 +38,6 @@ from chalicelib.services import agents as agent_service
 from chalicelib.services import budgets as budget_service
 from chalicelib.services import datasets as dataset_service
 from chalicelib.services import environments as environment_service
-from chalicelib.services import estimates as estimate_service
 from chalicelib.services import grading as grading_service
 from chalicelib.services import judges as judge_service
 from chalicelib.services import model_profiles as profile_service
@@ -412,7 +411,7 @@ def rescore(c, who, dataset_id):
 @api_view(bp)
 def estimate_run(c, who, agent_id):
     body = parse(StartRun, json_body(bp))
-    return estimate_service.estimate(c, who, agent_id, body.model_dump())
+    return run_service.estimate(c, who, agent_id, body.model_dump())
 
 
 @bp.route("/api/v1/agents/{agent_id}/eval-runs", methods=["POST"])

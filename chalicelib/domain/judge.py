@@ -12,7 +12,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import Field, StrictInt, ValidationInfo, field_validator
 
@@ -216,7 +216,10 @@ def not_graded(reason: str, fp: Mapping[str, Any] | None) -> ScoreResult:
                        fingerprint=dict(fp) if fp else None)
 
 
-def majority_judge[T](tries: Sequence[T], key_of: Any) -> list[T]:
+T = TypeVar("T")
+
+
+def majority_judge(tries: Sequence[T], key_of: Any) -> list[T]:
     """A case's tries graded by the judge that graded most of them (seed 004: "a case whose tries
     carry two judges' grades settles by whichever graded more of them"); a tie goes to the judge
     of the earliest try. Tries no judge graded stay. `key_of(try)` gives its judge key or None."""

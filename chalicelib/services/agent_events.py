@@ -34,6 +34,7 @@ from chalicelib.bootstrap import Container
 from chalicelib.domain.identity import Identity, is_org_id
 from chalicelib.errors import AssayError, invalid_input
 from chalicelib.services import agents as agent_service
+from chalicelib.services import suites
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +119,6 @@ def handle(c: Container, body: str) -> dict[str, Any]:
 
 
 def _dependency_changed(c: Container, data: dict[str, Any]) -> dict[str, Any]:
-    from chalicelib.services import suites
-
     try:
         event = DependencyChanged.model_validate(data)
     except ValidationError as exc:

@@ -8,11 +8,12 @@ from typing import Any
 from chalicelib.adapters.tables import AgentRow, AgentVersionRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
+from chalicelib.domain.events import VersionPublished
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import InvalidInputError, NotFoundError
-from chalicelib.services import redacting
+from chalicelib.services import messagebus, redacting
 
 
 def _validate_spec(c: Container, who: Identity, spec: Any, field: str = "spec") -> dict[str, Any]:
@@ -114,9 +115,7 @@ def publish(c: Container, who: Identity, agent_id: str, *, version: int | None =
                           published_at=iso(c.clock.now()), published_by=who.user_id, source=source)
     created = c.agents.publish(row)
     # Suites on publish check every new version; a redelivered publish finds them triggered already.
-    from chalicelib.services import suites
-
-    suites.on_published(c, who.org_id, agent_id, version)
+    messagebus.publish(c, VersionPublished(who.org_id, agent_id, version))
     return (row if created else c.agents.get_version(who.org_id, agent_id, version)), created
 
 

@@ -13,9 +13,10 @@ from chalicelib.clock import iso
 from chalicelib.domain import importers, scorers
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
+from chalicelib.domain.judge import JUDGE_SCORER
 from chalicelib.domain.models import Case, ScoringConfig
 from chalicelib.errors import InvalidInputError, invalid_input
-from chalicelib.services import redacting
+from chalicelib.services import judges, redacting
 
 
 def dataset_view(header: DatasetRow, version: DatasetRow | None = None) -> dict[str, Any]:
@@ -142,8 +143,6 @@ def add_version(c: Container, who: Identity, dataset_id: str, *, scoring: Any,
     if not parsed:
         raise InvalidInputError("a dataset version needs at least one case", field="cases")
     parsed = redact_cases(c, who.org_id, parsed)
-    from chalicelib.services import judges
-
     # The judge must exist and be published; it decides which cases its criteria reach.
     effective = judges.effective_scoring(scoring_cfg, judges.of_scoring(c, who.org_id, scoring_cfg))
     ungraded = sum(1 for case in parsed if not scorers.is_gradable(case, effective))
@@ -161,9 +160,6 @@ def coverage(c: Container, version: DatasetRow, judge: Any, scoring: dict[str, A
     """`(cases nothing grades, cases the judge grades)` of a dataset version, with `judge` (a
     `judges.ResolvedJudge` or None) the judge grading now: republishing a judge with other
     criteria scopes changes both, so they are counted when a run is planned."""
-    from chalicelib.domain.judge import JUDGE_SCORER
-    from chalicelib.services import judges
-
     if judge is None:
         return int(version.ungraded_cases or 0), 0
     effective = judges.effective_scoring(scoring or version.scoring, judge)

@@ -8,9 +8,11 @@ from typing import Any
 from chalicelib.adapters.tables import EnvironmentRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
+from chalicelib.domain.events import EnvironmentRemoved
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.errors import ConflictError, NotFoundError
+from chalicelib.services import messagebus
 
 RECENT_RUNS = 200
 """How many of the organization's newest runs are checked for queued or running ones."""
@@ -90,8 +92,6 @@ def delete(c: Container, who: Identity, environment_id: str) -> None:
 
     Raises NotFoundError for an unknown one.
     """
-    from chalicelib.services import suites
-
     c.environments.get(who.org_id, environment_id)
     was_default = default_id(c, who.org_id) == environment_id
     busy = active_runs_using(c, who.org_id, environment_id=environment_id)
@@ -101,6 +101,4 @@ def delete(c: Container, who: Identity, environment_id: str) -> None:
     c.environments.delete(who.org_id, environment_id)
     if was_default:
         c.orgs.set_default_environment(who.org_id, None)
-    for suite in c.suites.of_org(who.org_id):
-        if suite.environment_id == environment_id or (suite.environment_id is None and was_default):
-            suites.pause(c, suite, f"its environment {environment_id} was removed: choose another to resume it")
+    messagebus.publish(c, EnvironmentRemoved(who.org_id, environment_id, was_default))

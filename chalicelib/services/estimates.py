@@ -8,7 +8,7 @@ at `EVAL_FALLBACK_CASE_COST_USD`; the judge the same way from its own history. T
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chalicelib.adapters.tables import RunRow
 from chalicelib.bootstrap import Container
@@ -17,9 +17,8 @@ from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.money import micros_to_usd, usd_text, usd_to_micros
 from chalicelib.services import baselines, budgets, environments
+from chalicelib.services.planning import Plan
 
-if TYPE_CHECKING:
-    from chalicelib.services.runs import Plan
 
 def _history(c: Container, recent: list[RunRow], org_id: str) -> tuple[dict[str | None, rules.CostHistory],
                                                                       dict[str | None, rules.CostHistory]]:
@@ -139,11 +138,3 @@ def refusal(priced: dict[str, Any]) -> str:
             f"{usd_text(usd_to_micros(priced['first_pass_usd']))} plus reruns up to "
             f"{usd_text(usd_to_micros(priced['rerun_ceiling_usd']))}), more than is left of the "
             f"{' and the '.join(short)} monthly budget")
-
-
-def estimate(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> dict[str, Any]:
-    """`POST /agents/{id}/eval-runs/estimate`: plan the run as a start would and price it; nothing
-    is written. Raises what `runs.plan_run` raises."""
-    from chalicelib.services.runs import plan_run
-
-    return price(c, who, plan_run(c, who, agent_id, body))

@@ -19,6 +19,7 @@ from chalicelib.clock import iso
 from chalicelib.domain import compare
 from chalicelib.domain import judge as judge_rules
 from chalicelib.domain.enums import ArmRole, AttemptState, RunPhase, RunStatus
+from chalicelib.domain.events import RunEnded
 from chalicelib.domain.money import micros_to_usd
 from chalicelib.domain.runs import (
     ArmSummary,
@@ -28,7 +29,7 @@ from chalicelib.domain.runs import (
     verdict_word,
 )
 from chalicelib.domain.spec import spec_hash
-from chalicelib.services import slots
+from chalicelib.services import messagebus, slots
 
 log = logging.getLogger(__name__)
 
@@ -278,10 +279,8 @@ def advance_if_done(c: Container, org_id: str, run_id: str) -> None:
 def ended(c: Container, org_id: str, run_id: str) -> None:
     """A run ended: what follows it (a suite's result and what that decides) happens now. A failure
     there never undoes the run's end; the tick and later events pick the suite up again."""
-    from chalicelib.services import suites
-
     try:
-        suites.run_ended(c, org_id, run_id)
+        messagebus.publish(c, RunEnded(org_id, run_id))
     except Exception:  # noqa: BLE001 - the run is over whatever its suite makes of it
         log.exception("suite follow-up of run %s failed", run_id)
 

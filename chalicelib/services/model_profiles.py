@@ -17,8 +17,9 @@ from chalicelib.clock import iso
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.money import MAX_PRICE_PER_MTOK_USD, to_decimal
-from chalicelib.errors import InvalidInputError
+from chalicelib.errors import ConflictError, InvalidInputError
 from chalicelib.services import redacting
+from chalicelib.services.environments import active_runs_using
 
 PRICE_KEYS = ("input_per_mtok_usd", "output_per_mtok_usd")
 
@@ -70,13 +71,9 @@ def apply(spec: dict[str, Any], profile: ModelProfileRow) -> dict[str, Any]:
 
 def delete(c: Container, who: Identity, model_profile_id: str) -> None:
     """Remove a model profile: refused (409) while a queued or running run has an arm on it."""
-    from chalicelib.services.environments import active_runs_using
-
     c.model_profiles.get(who.org_id, model_profile_id)
     busy = active_runs_using(c, who.org_id, model_profile_id=model_profile_id)
     if busy:
-        from chalicelib.errors import ConflictError
-
         raise ConflictError(f"model profile {model_profile_id} is used by eval run {busy[0]} (queued or running)",
                             field="model_profile_id", run_ids=busy)
     c.model_profiles.delete(who.org_id, model_profile_id)

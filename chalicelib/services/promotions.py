@@ -13,9 +13,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from chalicelib.adapters.tables import PromotionRow, SuiteResultRow
+from chalicelib.adapters.tables import PromotionRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
+from chalicelib.domain.events import GateDecided
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.suites import SuiteResult
 from chalicelib.errors import ConflictError, NotFoundError
@@ -105,22 +106,22 @@ def _serve(c: Container, promotion: PromotionRow) -> None:
                            int(promotion.version), expect)
 
 
-def on_gate_result(c: Container, org_id: str, agent_id: str, promotion_id: str, suite_id: str,
-                   result: SuiteResultRow) -> None:
+def on_gate_decided(c: Container, event: GateDecided) -> None:
     """A guard's result came in: refuse the organization's promotion unless it passed; serve it once
     all passed."""
+    org_id, agent_id, promotion_id, suite_id = event.org_id, event.agent_id, event.promotion_id, event.suite_id
     for _ in range(20):
         promotion = c.promotions.get(org_id, agent_id, promotion_id)
         if promotion is None or promotion.status != "waiting" or suite_id not in (promotion.guards or {}):
             return
-        guards = {**promotion.guards, suite_id: {"result": result.result, "run_id": result.run_id,
-                                                  "reasons": result.reasons}}
+        guards = {**promotion.guards, suite_id: {"result": event.result, "run_id": event.run_id,
+                                                  "reasons": list(event.reasons)}}
         actions = [PromotionRow.guards.set(guards)]
-        refused = result.result != SuiteResult.PASSED
+        refused = event.result != SuiteResult.PASSED
         if refused:
-            why = "; ".join(result.reasons) or result.result
+            why = "; ".join(event.reasons) or event.result
             actions += [PromotionRow.status.set("refused"), PromotionRow.decided_at.set(iso(c.clock.now())),
-                        PromotionRow.reason.set(f"guard {suite_id} came out {result.result}: {why}")]
+                        PromotionRow.reason.set(f"guard {suite_id} came out {event.result}: {why}")]
         if not c.promotions.decide(promotion, actions):
             continue
         if refused:

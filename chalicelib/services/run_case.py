@@ -20,6 +20,7 @@ from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain import judge as judge_rules
 from chalicelib.domain import scorers
 from chalicelib.domain.enums import AttemptState, RunStatus
+from chalicelib.domain.events import BudgetExhausted, SlotReleased, TasksNotQueued
 from chalicelib.domain.identity import is_org_id
 from chalicelib.domain.models import (
     AgentAnswer,
@@ -31,7 +32,7 @@ from chalicelib.domain.models import (
 )
 from chalicelib.domain.runs import Task
 from chalicelib.errors import AssayError
-from chalicelib.services import asking, budgets, judges, redacting, slots
+from chalicelib.services import asking, budgets, judges, messagebus, redacting, slots
 
 log = logging.getLogger(__name__)
 
@@ -240,10 +241,7 @@ def record(c: Container, run: RunRow, task: Task, result: AttemptResult, *, pass
 
 def after_release(c: Container, org_id: str, run_id: str) -> None:
     """A slot went back to the organization: hand it on, and see whether the phase is over."""
-    slots.assign_free_slots(c, org_id)
-    from chalicelib.services import finalize
-
-    finalize.advance_if_done(c, org_id, run_id)
+    messagebus.publish(c, SlotReleased(org_id, run_id))
 
 
 def on_duplicate(c: Container, run: RunRow, task: Task) -> None:
@@ -264,13 +262,19 @@ def on_duplicate(c: Container, run: RunRow, task: Task) -> None:
         after_release(c, run.org_id, run.run_id)
 
 
-def record_unqueued(c: Container, org_id: str, run_id: str, task: Task) -> None:
-    """A claimed task that could not be queued: `incomplete`, and its slot given back (a send that
-    just failed would likely fail again for a successor)."""
-    run = c.runs.get(org_id, run_id)
+def on_tasks_not_queued(c: Container, event: TasksNotQueued) -> None:
+    """Claimed tasks that could not be queued: each `incomplete`, and its slot given back (a send
+    that just failed would likely fail again for a successor). The run then waits for slots again:
+    the next hand-off in its organization or the one-minute sweep starts what it has left - never
+    this call, where a queue that keeps refusing would recurse through every case."""
+    for task in event.tasks:
+        run = c.runs.get(event.org_id, event.run_id)
+        if run is not None:
+            record(c, run, task, AttemptResult(AttemptState.INCOMPLETE, reason="could not be queued"),
+                   pass_slot=False)
+    run = c.runs.get(event.org_id, event.run_id)
     if run is not None:
-        record(c, run, task, AttemptResult(AttemptState.INCOMPLETE, reason="could not be queued"),
-               pass_slot=False)
+        slots.wait_again(c, run)
 
 
 # --- entry points ----------------------------------------------------------------------------
@@ -342,9 +346,7 @@ def handle_task(c: Container, body: str, *, receive_count: int = 1, receipt_hand
         result = ask_and_grade(c, run, arm, Case.model_validate(raw_case), task, budget_read=reading)
     if result.budget_exceeded is not None:
         # Running cases finish; nothing else starts, and what was never asked stays incomplete.
-        from chalicelib.services import runs
-
-        runs.end_run(c, run, RunStatus.BUDGET_EXCEEDED, result.budget_exceeded.reason)
+        messagebus.publish(c, BudgetExhausted(run.org_id, run.run_id, result.budget_exceeded.reason))
     # Other tasks of the run claimed successors while this one ran: read the cursor afresh so the
     # claim in `record` rarely meets a conflict.
     record(c, c.runs.refresh(run) or run, task, result)

@@ -7,13 +7,13 @@ import binascii
 import json
 import time
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.adapters.tables import AttemptRow, RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
+from chalicelib.domain.events import BudgetExhausted
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.money import micros_to_usd
 from chalicelib.domain.spec import spec_hash
@@ -26,6 +26,7 @@ from chalicelib.errors import (
 from chalicelib.services import baselines, estimates, finalize, judges, slots
 from chalicelib.services import datasets as dataset_service
 from chalicelib.services import model_profiles as profile_service
+from chalicelib.services.planning import Plan
 
 
 def _ungraded_warning(n: int) -> str:
@@ -89,32 +90,10 @@ def version_before(c: Container, who: Identity, agent_id: str, candidate_version
     return (number, row.spec) if row is not None else None
 
 
-@dataclass
-class Plan:
-    """Everything a start decides before anything is written or spent (shared by the estimate)."""
-
-    agent_id: str
-    spec: dict[str, Any]
-    version: int | None
-    draft: bool
-    dataset: Any
-    """The dataset version row."""
-    case_count: int
-    ungraded: int
-    """Cases no required scorer applies to (with the judge grading now)."""
-    judged: int
-    """Cases the judge applies to (0 without a judge)."""
-    judge: judges.ResolvedJudge | None
-    arms: list[dict[str, Any]]
-    info: dict[str, Any]
-    """`reused_baseline_run_id` / `missing_baseline_version` when they apply."""
-    reruns: int
-    stability: bool
-    warnings: list[str] = field(default_factory=list)
-    scoring: dict[str, Any] = field(default_factory=dict)
-    """The dataset version's scoring, with a pinned judge version when one is pinned."""
-    recent_runs: list[RunRow] = field(default_factory=list)
-    """The agent's newest runs (its baseline and its cost history come from them)."""
+def estimate(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    """`POST /agents/{id}/eval-runs/estimate`: plan the run as a start would and price it; nothing
+    is written. Raises what `plan_run` raises."""
+    return estimates.price(c, who, plan_run(c, who, agent_id, body))
 
 
 def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *,
@@ -335,6 +314,13 @@ def cancel_run(c: Container, who: Identity, run_id: str) -> RunRow:
         raise ConflictError(f"eval run {run_id} already ended ({(c.runs.get(who.org_id, run_id) or run).status})",
                             field="run_id")
     return c.runs.get(who.org_id, run_id)
+
+
+def on_budget_exhausted(c: Container, event: BudgetExhausted) -> None:
+    """A case found a budget spent: the run ends `budget_exceeded` (if it has not ended already)."""
+    run = c.runs.get(event.org_id, event.run_id)
+    if run is not None:
+        end_run(c, run, RunStatus.BUDGET_EXCEEDED, event.reason)
 
 
 def end_run(c: Container, run: RunRow, status: RunStatus, reason: str) -> bool:

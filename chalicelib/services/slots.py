@@ -14,7 +14,9 @@ from chalicelib.adapters.tables import RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import RunStatus
+from chalicelib.domain.events import TasksNotQueued
 from chalicelib.domain.runs import Task, slots_to_claim, task_at
+from chalicelib.services import messagebus
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +45,9 @@ def send_tasks(c: Container, run: RunRow, tasks: list[Task]) -> None:
     try:
         c.case_queue.send([message(run, t) for t in tasks])
     except QueueSendError as exc:
-        from chalicelib.services import run_case
-
         log.error("run %s: %d task(s) could not be queued", run.run_id, len(exc.failed))
-        for body in exc.failed:
-            run_case.record_unqueued(c, run.org_id, run.run_id, Task(body["arm_id"], body["case_id"], body["attempt"]))
+        messagebus.publish(c, TasksNotQueued(run.org_id, run.run_id, tuple(
+            Task(body["arm_id"], body["case_id"], body["attempt"]) for body in exc.failed)))
 
 
 def assign_free_slots(c: Container, org_id: str) -> int:
@@ -88,6 +88,16 @@ def assign_free_slots(c: Container, org_id: str) -> int:
         if not progressed:
             return started
     return started
+
+
+def wait_again(c: Container, run: RunRow) -> None:
+    """Put a run that still has tasks to start back in its organization's waiting line (once),
+    handing out no slot now: whoever frees a slot next, or the sweep, serves it."""
+    if RunStatus(run.status).ended or int(run.next_index) >= int(run.tasks_total):
+        return
+    org = c.orgs.get(run.org_id)
+    if org is None or run.run_id not in (org.waiting or []):
+        c.orgs.add_waiting(run.org_id, run.run_id, epoch_ms(c.clock.now()))
 
 
 def enqueue_run(c: Container, run: RunRow) -> int:

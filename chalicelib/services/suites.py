@@ -24,6 +24,12 @@ from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, from_epoch_ms, iso
 from chalicelib.domain import schedule
 from chalicelib.domain.enums import ArmRole, AttemptState, RunStatus
+from chalicelib.domain.events import (
+    EnvironmentRemoved,
+    GateDecided,
+    GateDropped,
+    GuardWithdrawn,
+)
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.money import micros_to_usd
@@ -52,8 +58,10 @@ from chalicelib.services import (
     estimates,
     finalize,
     judges,
+    messagebus,
     notifications,
     redacting,
+    runs,
 )
 from chalicelib.services import datasets as dataset_service
 
@@ -260,10 +268,8 @@ def update(c: Container, who: Identity, agent_id: str, suite_id: str, body: dict
         actions += [SuiteRow.owner.set(who.user_id), SuiteRow.history.set(history[-100:])]
         if c.suites.update(row, actions, stamp=_stamp(c)):
             if row.guards and not guards:
-                from chalicelib.services import promotions
-
-                promotions.guard_removed(c, who.org_id, agent_id, suite_id,
-                                         f"guard {suite_id} was taken off before it decided")
+                messagebus.publish(c, GuardWithdrawn(who.org_id, agent_id, suite_id,
+                                                     f"guard {suite_id} was taken off before it decided"))
             fresh = c.suites.get(who.org_id, agent_id, suite_id)
             return fresh, price(c, who, fresh)
     raise ConflictError(f"suite {suite_id} keeps changing: try again", field="suite_id")
@@ -277,9 +283,8 @@ def delete(c: Container, who: Identity, agent_id: str, suite_id: str) -> None:
                             field="suite_id")
     c.suites.delete(row)
     c.suites.delete_results(who.org_id, agent_id, suite_id)
-    from chalicelib.services import promotions
-
-    promotions.guard_removed(c, who.org_id, agent_id, suite_id, f"guard {suite_id} was deleted before it decided")
+    messagebus.publish(c, GuardWithdrawn(who.org_id, agent_id, suite_id,
+                                         f"guard {suite_id} was deleted before it decided"))
 
 
 def _stamp(c: Container) -> str:
@@ -287,19 +292,25 @@ def _stamp(c: Container) -> str:
     return f"{iso(c.clock.now())}#{uuid.uuid4().hex[:8]}"
 
 
+def on_environment_removed(c: Container, event: EnvironmentRemoved) -> None:
+    """Pause every suite that ran in the removed environment (or in the default, when it was)."""
+    for suite in c.suites.of_org(event.org_id):
+        if suite.environment_id == event.environment_id or (suite.environment_id is None and event.was_default):
+            pause(c, suite, f"its environment {event.environment_id} was removed: choose another to resume it")
+
+
 def pause(c: Container, row: SuiteRow, reason: str) -> None:
     """Pause a suite (idempotent); nothing waiting runs while it is paused, and a promotion waiting
     for its check is refused (a paused guard opens no gate)."""
-    from chalicelib.services import promotions
-
     for _ in range(10):
         dropped = [p for p in row.pending or [] if p.get("kind") == "gate" and p.get("promotion_id")]
         if c.suites.update(row, [SuiteRow.paused.set(True), SuiteRow.paused_reason.set(reason),
                                  SuiteRow.pending.set([]), SuiteRow.due_flag.remove(), SuiteRow.due_at_ms.remove()],
                            stamp=_stamp(c)):
             for gate in dropped:
-                promotions.refuse(c, row.org_id, row.agent_id, gate["promotion_id"],
-                                  f"guard {row.suite_id} was paused before it checked the version: {reason}")
+                messagebus.publish(c, GateDropped(
+                    row.org_id, row.agent_id, gate["promotion_id"],
+                    f"guard {row.suite_id} was paused before it checked the version: {reason}"))
             return
         row = c.suites.get(row.org_id, row.agent_id, row.suite_id) or row
 
@@ -485,8 +496,6 @@ def _plan(c: Container, who: Identity, row: SuiteRow, entry: dict[str, Any]) -> 
     past `max_run_usd` the candidate runs alone against the last comparable run of the version
     before, else on its own numbers. Returns (plan, price) with `price["note"]` when it says so.
     """
-    from chalicelib.services import runs
-
     version = int(entry["version"])
     pins = row.pins if row.guards else None
     body: dict[str, Any] = {"dataset_id": row.dataset_id, "candidate": "version", "version": version,
@@ -555,8 +564,6 @@ def advance(c: Container, org_id: str, agent_id: str, suite_id: str) -> str | No
 
 def _start(c: Container, row: SuiteRow, entry: dict[str, Any]) -> str | None:
     """Start the run of a claimed trigger, or record why it does not run. Returns the run id."""
-    from chalicelib.services import runs
-
     who = Identity(row.org_id, str(entry["by"]) if entry["kind"] == "manual" and entry.get("by") else row.owner)
     version = entry.get("version")
     if version is None:
@@ -663,10 +670,8 @@ def run_ended(c: Container, org_id: str, run_id: str) -> None:
         # The suite that started it is gone (a new one may have its id): nobody's result; a gate's
         # promotion cannot be decided by it.
         if entry.get("kind") == "gate" and entry.get("promotion_id"):
-            from chalicelib.services import promotions
-
-            promotions.refuse(c, org_id, run.agent_id, entry["promotion_id"],
-                              f"guard {suite_id} was removed before it decided")
+            messagebus.publish(c, GateDropped(org_id, run.agent_id, entry["promotion_id"],
+                                              f"guard {suite_id} was removed before it decided"))
         return
     try:
         judgement = judge(Threshold.model_validate(row.threshold or {}), facts_of(c, run))
@@ -680,8 +685,6 @@ def run_ended(c: Container, org_id: str, run_id: str) -> None:
 def _record(c: Container, row: SuiteRow, entry: dict[str, Any], run: RunRow | None, judgement: Judgement, *,
             started: str) -> None:
     """Keep a result (once per run), tell the owner when it is bad, and decide a gate's promotion."""
-    from chalicelib.services import promotions
-
     result_id = run.run_id if run is not None else f"nr_{uuid.uuid4().hex[:12]}"
     if run is not None and c.suites.result_of_run(row.org_id, row.agent_id, row.suite_id, run.run_id) is not None:
         return
@@ -710,7 +713,8 @@ def _record(c: Container, row: SuiteRow, entry: dict[str, Any], run: RunRow | No
     if notify:
         notifications.suite_result(c, fresh, result)
     if entry.get("kind") == "gate" and entry.get("promotion_id"):
-        promotions.on_gate_result(c, row.org_id, row.agent_id, entry["promotion_id"], row.suite_id, result)
+        messagebus.publish(c, GateDecided(row.org_id, row.agent_id, entry["promotion_id"], row.suite_id,
+                                          str(result.result), result.run_id, tuple(result.reasons or ())))
 
 
 def results(c: Container, who: Identity, agent_id: str, suite_id: str, limit: int = 50) -> list[dict[str, Any]]:

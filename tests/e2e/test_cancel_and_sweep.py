@@ -6,6 +6,7 @@ import time
 import uuid
 
 from bench import agents
+from chalicelib.adapters.queue import QueueSendError
 from chalicelib.services import run_case, sweep
 from tests.e2e.conftest import cases, sleepy_spec
 from tests.e2e.manual import Queue
@@ -99,3 +100,26 @@ def test_the_sweep_fails_a_queued_run_that_nothing_is_left_to_run(api, container
     assert report.slots_started == 2
     assert api.ok("GET", f"/api/v1/eval-runs/{waiting['run_id']}/progress")["status"] == "running"
     assert container.orgs.get(api.org_id).in_flight == 2
+
+
+def test_tasks_the_queue_will_not_take_are_recorded_incomplete_and_their_slots_go_back(api, container, monkeypatch):
+    # Every send for this organization fails: each claimed task is recorded `incomplete` (seed 001
+    # "Stuck runs"), its slot goes back and the run waits for slots again, which the hand-off
+    # serves on its next turn, until every case is recorded and the run has ended (it used to
+    # stop after the first three, holding no slot and waiting for none, until the sweep failed it).
+    sent = container.case_queue.send
+
+    def refuse_ours(bodies):
+        ours = [b for b in bodies if b["org_id"] == api.org_id]
+        if ours:
+            raise QueueSendError(ours)
+        sent(bodies)
+
+    monkeypatch.setattr(container.case_queue, "send", refuse_ours)
+    run = api.start(api.agent(sleepy_spec()), api.dataset(cases(5)))
+    progress = api.wait(run["run_id"])
+    assert progress["status"] == "completed" and progress["recorded"] == 5, progress
+    results = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["results"]
+    assert len(results) == 5 and {r["state"] for r in results} == {"incomplete"}, results
+    assert {r["reason"] for r in results} == {"could not be queued"}
+    assert container.orgs.get(api.org_id).in_flight == 0

@@ -66,7 +66,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from pydantic import ValidationError
@@ -130,7 +130,10 @@ def is_retryable_status(status: int | None) -> bool:
     return status is None or status in RETRYABLE_STATUSES or 500 <= status <= 599
 
 
-def run_with_timeout[T](fn: Callable[[], T], timeout_s: float, what: str) -> T:
+T = TypeVar("T")
+
+
+def run_with_timeout(fn: Callable[[], T], timeout_s: float, what: str) -> T:
     """Run `fn()` in a daemon thread and wait at most `timeout_s` seconds for it.
 
     Python threads cannot be killed: on timeout the call keeps running in the background

@@ -1,0 +1,41 @@
+"""The plan of a start: everything `runs.plan_run` decides before anything is written or spent.
+
+Its own module so the estimate prices a plan without importing the use case that makes one
+(planning, then pricing, then starting: issue 10's graph).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from chalicelib.adapters.tables import RunRow
+from chalicelib.services import judges
+
+
+@dataclass
+class Plan:
+    """Everything a start decides before anything is written or spent (shared by the estimate)."""
+
+    agent_id: str
+    spec: dict[str, Any]
+    version: int | None
+    draft: bool
+    dataset: Any
+    """The dataset version row."""
+    case_count: int
+    ungraded: int
+    """Cases no required scorer applies to (with the judge grading now)."""
+    judged: int
+    """Cases the judge applies to (0 without a judge)."""
+    judge: judges.ResolvedJudge | None
+    arms: list[dict[str, Any]]
+    info: dict[str, Any]
+    """`reused_baseline_run_id` / `missing_baseline_version` when they apply."""
+    reruns: int
+    stability: bool
+    warnings: list[str] = field(default_factory=list)
+    scoring: dict[str, Any] = field(default_factory=dict)
+    """The dataset version's scoring, with a pinned judge version when one is pinned."""
+    recent_runs: list[RunRow] = field(default_factory=list)
+    """The agent's newest runs (its baseline and its cost history come from them)."""

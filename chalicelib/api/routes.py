@@ -32,6 +32,7 @@ from chalicelib.api.schemas import (
     UpdateDraft,
     UploadRecording,
 )
+from chalicelib.domain.enums import PromotionStatus
 from chalicelib.domain.ids import MAX_RECORDING_BYTES
 from chalicelib.errors import InvalidInputError, PayloadTooLargeError
 from chalicelib.services import agents as agent_service
@@ -184,7 +185,7 @@ def delete_environment(c, who, environment_id):
 def promote(c, who, agent_id):
     body = parse(Promote, json_body(bp))
     row = promotion_service.promote(c, who, agent_id, body.environment_id, body.version)
-    return promotion_service.view(row), 202 if row.status == "waiting" else 201
+    return promotion_service.view(row), 202 if row.status == PromotionStatus.WAITING else 201
 
 
 @bp.route("/api/v1/agents/{agent_id}/promotions", methods=["GET"])

@@ -21,6 +21,36 @@ class RunStatus(StrEnum):
         return self not in (RunStatus.QUEUED, RunStatus.RUNNING)
 
 
+class TriggerKind(StrEnum):
+    """What asked a suite to run (seed 004 "Suites"): a person, its schedule, a publish, a
+    promotion, a dependency that changed, or a guard checking a waiting promotion."""
+
+    MANUAL = "manual"
+    SCHEDULE = "schedule"
+    PUBLISH = "publish"
+    PROMOTION = "promotion"
+    DEPENDENCY = "dependency"
+    GATE = "gate"
+
+
+class RunPurpose(StrEnum):
+    """Why a run (or a suite result) exists: a check someone started, a stability run, a suite's
+    run, or a guard's check before a promotion."""
+
+    CHECK = "check"
+    STABILITY = "stability"
+    SUITE = "suite"
+    GATE = "gate"
+
+
+class PromotionStatus(StrEnum):
+    """A promotion waits for its guards, then is promoted or refused."""
+
+    WAITING = "waiting"
+    PROMOTED = "promoted"
+    REFUSED = "refused"
+
+
 class RunPhase(StrEnum):
     """Where a running run is: first answers, reruns of flips, or the final computation."""
 

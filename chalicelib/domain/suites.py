@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt
 
+from chalicelib.domain.enums import TriggerKind
 from chalicelib.domain.models import Frozen
 
 
@@ -195,8 +196,8 @@ def absorb(pending: Sequence[dict[str, Any]], trigger: dict[str, Any]) -> list[d
             for key in ("baseline_version", "promotion_id", "by"):
                 if trigger.get(key) is not None and entry.get(key) is None:
                     entry[key] = trigger[key]
-            if trigger["kind"] == "gate":
-                entry["kind"] = "gate"          # a gate decides a promotion: it wins
+            if trigger["kind"] == TriggerKind.GATE:
+                entry["kind"] = TriggerKind.GATE.value   # a gate decides a promotion: it wins
                 entry["promotion_id"] = trigger.get("promotion_id")
                 entry["baseline_version"] = trigger.get("baseline_version")
             return out

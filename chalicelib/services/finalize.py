@@ -18,7 +18,13 @@ from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain import compare
 from chalicelib.domain import judge as judge_rules
-from chalicelib.domain.enums import ArmRole, AttemptState, RunPhase, RunStatus
+from chalicelib.domain.enums import (
+    ArmRole,
+    AttemptState,
+    RunPhase,
+    RunPurpose,
+    RunStatus,
+)
 from chalicelib.domain.events import RunEnded
 from chalicelib.domain.money import micros_to_usd
 from chalicelib.domain.runs import (
@@ -222,7 +228,7 @@ def confirming_tasks(c: Container, run: RunRow, attempts: list[AttemptRow]) -> l
     confirmed before it counts"); none without a baseline or reruns."""
     reruns = int((run.settings or {}).get("reruns", 0))
     candidates = _arm_ids(run, ArmRole.CANDIDATE)
-    if run.purpose == "stability":
+    if run.purpose == RunPurpose.STABILITY:
         return [list(t) for t in compare.rerun_tasks(run.case_ids, candidates, None, reruns)]
     flipped: list[str] = []
     both = None
@@ -322,7 +328,7 @@ def compute_outcome(c: Container, run: RunRow, attempts: list[AttemptRow]) -> di
     summaries = summarize(run, attempts)
     outcome = outcome_of(run, summaries)
     outcome["arms"] = arm_views(c, run, attempts, summaries)
-    if run.purpose == "stability":
+    if run.purpose == RunPurpose.STABILITY:
         cand = by_case(run, attempts, _arm_ids(run, ArmRole.CANDIDATE)[0])
         outcome["stability"] = compare.stability({cid: [a.state for a in tries] for cid, tries in cand.items()})
     comparison = comparison_of(c, run, attempts)

@@ -16,6 +16,7 @@ from typing import Any
 from chalicelib.adapters.tables import PromotionRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
+from chalicelib.domain.enums import PromotionStatus, TriggerKind
 from chalicelib.domain.events import GateDecided
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.suites import SuiteResult
@@ -69,7 +70,7 @@ def promote(c: Container, who: Identity, agent_id: str, environment_id: str, ver
     promotion = PromotionRow(agent_id=agent_id, promotion_id=f"p{epoch_ms(c.clock.now()):013d}{uuid.uuid4().hex[:8]}",
                              org_id=who.org_id,
                              environment_id=environment_id, version=version, from_version=served,
-                             status="waiting", guards={g.suite_id: {"result": None} for g in guards},
+                             status=PromotionStatus.WAITING.value, guards={g.suite_id: {"result": None} for g in guards},
                              created_at=now, created_by=who.user_id)
     if not c.promotions.create_waiting(promotion):
         holder = c.promotions.holder(who.org_id, agent_id, environment_id)
@@ -79,7 +80,7 @@ def promote(c: Container, who: Identity, agent_id: str, environment_id: str, ver
         _serve(c, promotion)
     else:
         for g in guards:
-            if not suites.trigger(c, g, "gate", version=version, baseline_version=served,
+            if not suites.trigger(c, g, TriggerKind.GATE, version=version, baseline_version=served,
                                   promotion_id=promotion.promotion_id, by=who.user_id):
                 refuse(c, who.org_id, agent_id, promotion.promotion_id,
                        f"guard {g.suite_id} is paused: it cannot check the version")
@@ -97,7 +98,7 @@ def _serve(c: Container, promotion: PromotionRow) -> None:
         reason = None if ok else "the environment changed while the guards ran: promote again"
     except NotFoundError:
         ok, reason = False, f"environment {promotion.environment_id} was removed"
-    c.promotions.decide(promotion, [PromotionRow.status.set("promoted" if ok else "refused"),
+    c.promotions.decide(promotion, [PromotionRow.status.set((PromotionStatus.PROMOTED if ok else PromotionStatus.REFUSED).value),
                                     PromotionRow.decided_at.set(now)]
                         + ([PromotionRow.reason.set(reason)] if reason else []))
     c.promotions.unlock(promotion)
@@ -112,7 +113,7 @@ def on_gate_decided(c: Container, event: GateDecided) -> None:
     org_id, agent_id, promotion_id, suite_id = event.org_id, event.agent_id, event.promotion_id, event.suite_id
     for _ in range(20):
         promotion = c.promotions.get(org_id, agent_id, promotion_id)
-        if promotion is None or promotion.status != "waiting" or suite_id not in (promotion.guards or {}):
+        if promotion is None or promotion.status != PromotionStatus.WAITING or suite_id not in (promotion.guards or {}):
             return
         guards = {**promotion.guards, suite_id: {"result": event.result, "run_id": event.run_id,
                                                   "reasons": list(event.reasons)}}
@@ -120,7 +121,7 @@ def on_gate_decided(c: Container, event: GateDecided) -> None:
         refused = event.result != SuiteResult.PASSED
         if refused:
             why = "; ".join(event.reasons) or event.result
-            actions += [PromotionRow.status.set("refused"), PromotionRow.decided_at.set(iso(c.clock.now())),
+            actions += [PromotionRow.status.set(PromotionStatus.REFUSED.value), PromotionRow.decided_at.set(iso(c.clock.now())),
                         PromotionRow.reason.set(f"guard {suite_id} came out {event.result}: {why}")]
         if not c.promotions.decide(promotion, actions):
             continue
@@ -137,9 +138,9 @@ def refuse(c: Container, org_id: str, agent_id: str, promotion_id: str, reason: 
     """Refuse the organization's waiting promotion (its guard cannot check it) and free its environment."""
     for _ in range(20):
         promotion = c.promotions.get(org_id, agent_id, promotion_id)
-        if promotion is None or promotion.status != "waiting":
+        if promotion is None or promotion.status != PromotionStatus.WAITING:
             return
-        if c.promotions.decide(promotion, [PromotionRow.status.set("refused"), PromotionRow.reason.set(reason),
+        if c.promotions.decide(promotion, [PromotionRow.status.set(PromotionStatus.REFUSED.value), PromotionRow.reason.set(reason),
                                            PromotionRow.decided_at.set(iso(c.clock.now()))]):
             c.promotions.unlock(promotion)
             return
@@ -148,7 +149,7 @@ def refuse(c: Container, org_id: str, agent_id: str, promotion_id: str, reason: 
 def guard_removed(c: Container, org_id: str, agent_id: str, suite_id: str, reason: str) -> None:
     """A guard was taken off or deleted: the organization's promotions still waiting for it are refused."""
     for promotion in c.promotions.of_agent(org_id, agent_id):
-        if promotion.status == "waiting" and suite_id in (promotion.guards or {}):
+        if promotion.status == PromotionStatus.WAITING and suite_id in (promotion.guards or {}):
             refuse(c, org_id, agent_id, promotion.promotion_id, reason)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from chalicelib.adapters.tables import AttemptRow, RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
-from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
+from chalicelib.domain.enums import ArmRole, RunPhase, RunPurpose, RunStatus
 from chalicelib.domain.events import BudgetExhausted
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.money import micros_to_usd
@@ -217,7 +217,7 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], 
         run_id=f"run_{uuid.uuid4().hex[:16]}", org_id=who.org_id, agent_id=agent_id,
         dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
         created_at=iso(now), created_by=who.user_id, status=RunStatus.QUEUED.value,
-        phase=RunPhase.ANSWERING.value, purpose=purpose or ("stability" if plan.stability else "check"),
+        phase=RunPhase.ANSWERING.value, purpose=purpose or (RunPurpose.STABILITY if plan.stability else RunPurpose.CHECK).value,
         candidate="draft" if plan.draft else "version", resolved_version=plan.version, draft=plan.draft,
         spec_hash=spec_hash(plan.spec), environment_id=body.get("environment_id"), arms=arms,
         case_ids_text="\n".join(dataset_version.case_ids or []), scoring=plan.scoring,

@@ -23,7 +23,13 @@ from chalicelib.adapters.tables import RunRow, SuiteResultRow, SuiteRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, from_epoch_ms, iso
 from chalicelib.domain import schedule
-from chalicelib.domain.enums import ArmRole, AttemptState, RunStatus
+from chalicelib.domain.enums import (
+    ArmRole,
+    AttemptState,
+    RunPurpose,
+    RunStatus,
+    TriggerKind,
+)
 from chalicelib.domain.events import (
     EnvironmentRemoved,
     GateDecided,
@@ -96,7 +102,7 @@ def view(row: SuiteRow) -> dict[str, Any]:
 
 def result_view(row: SuiteResultRow) -> dict[str, Any]:
     return {"result_id": row.result_id, "suite_id": row.suite_id, "result": row.result,
-            "label": "Before promotion" if row.purpose == "gate" else None, "purpose": row.purpose,
+            "label": "Before promotion" if row.purpose == RunPurpose.GATE else None, "purpose": row.purpose,
             "trigger": row.trigger, "version": int(row.version) if row.version is not None else None,
             "run_id": row.run_id, "reasons": row.reasons, "cases_broken": row.cases_broken,
             "cases_undecided": row.cases_undecided, "overall": row.overall,
@@ -303,7 +309,7 @@ def pause(c: Container, row: SuiteRow, reason: str) -> None:
     """Pause a suite (idempotent); nothing waiting runs while it is paused, and a promotion waiting
     for its check is refused (a paused guard opens no gate)."""
     for _ in range(10):
-        dropped = [p for p in row.pending or [] if p.get("kind") == "gate" and p.get("promotion_id")]
+        dropped = [p for p in row.pending or [] if p.get("kind") == TriggerKind.GATE and p.get("promotion_id")]
         if c.suites.update(row, [SuiteRow.paused.set(True), SuiteRow.paused_reason.set(reason),
                                  SuiteRow.pending.set([]), SuiteRow.due_flag.remove(), SuiteRow.due_at_ms.remove()],
                            stamp=_stamp(c)):
@@ -348,7 +354,7 @@ def price(c: Container, who: Identity, row: SuiteRow) -> dict[str, Any]:
         if not version:
             out["note"] = "the agent has no published version to check yet"
             return out
-        _, priced = _plan(c, who, row, {"kind": "manual", "version": version})
+        _, priced = _plan(c, who, row, {"kind": str(TriggerKind.MANUAL), "version": version})
     except AssayError as exc:
         out["note"] = f"cannot price a run: {exc.message}"
         return out
@@ -373,13 +379,14 @@ def trigger(c: Container, row: SuiteRow, kind: str, *, version: int | None, by: 
     """Add a trigger to a suite's waiting ones and start it when it is due. A paused suite takes
     none (False). `version` None checks the version the environment serves when it starts."""
     now_ms = epoch_ms(c.clock.now())
-    entry = {"kind": kind, "version": version, "by": by, "baseline_version": baseline_version,
+    # Stored as the plain word: PynamoDB serializes a map's values by their exact type (no StrEnum).
+    entry = {"kind": str(TriggerKind(kind)), "version": version, "by": by, "baseline_version": baseline_version,
              "promotion_id": promotion_id, "due_at_ms": now_ms + int(delay_s * 1000), "at": iso(c.clock.now())}
     for _ in range(20):
         if row.paused:
             return False
         active = row.active_trigger or {}
-        if row.active_run_id and row.active_run_id != STARTING and kind not in ("gate", "dependency") \
+        if row.active_run_id and row.active_run_id != STARTING and kind not in (TriggerKind.GATE, TriggerKind.DEPENDENCY) \
                 and version is not None and active.get("version") == version:
             # The run going now checks this very version: it answers this trigger too. (Not a changed
             # dependency - the run measured the old one - and not a gate, which decides a promotion.)
@@ -405,7 +412,7 @@ def run_now(c: Container, who: Identity, agent_id: str, suite_id: str) -> dict[s
     row = get(c, who, agent_id, suite_id)
     if row.paused:
         raise ConflictError(f"suite {suite_id} is paused ({row.paused_reason}): resume it first", field="suite_id")
-    trigger(c, row, "manual", version=None, by=who.user_id)
+    trigger(c, row, TriggerKind.MANUAL, version=None, by=who.user_id)
     return view(c.suites.get(who.org_id, agent_id, suite_id))
 
 
@@ -423,7 +430,7 @@ def on_published(c: Container, org_id: str, agent_id: str, version: int) -> None
                 if c.suites.update(row, [SuiteRow.published_seen.set((seen + [version])[-200:])], stamp=_stamp(c)):
                     fresh = c.suites.get(org_id, agent_id, row.suite_id)
                     if fresh is not None:
-                        trigger(c, fresh, "publish", version=version,
+                        trigger(c, fresh, TriggerKind.PUBLISH, version=version,
                                 baseline_version=version - 1 if version > 1 else None)
                     break
                 _backoff()
@@ -449,7 +456,7 @@ def on_promoted(c: Container, org_id: str, agent_id: str, environment_id: str, v
         except NotFoundError:
             continue
         if env.environment_id == environment_id:
-            trigger(c, row, "promotion", version=version, baseline_version=replaced)
+            trigger(c, row, TriggerKind.PROMOTION, version=version, baseline_version=replaced)
 
 
 def on_dependency_changed(c: Container, org_id: str, agent_id: str, version: int | None) -> int:
@@ -463,7 +470,7 @@ def on_dependency_changed(c: Container, org_id: str, agent_id: str, version: int
         checked = _version_to_check(c, row)
         if version is not None and checked != version:
             continue
-        taken += trigger(c, row, "dependency", version=checked,
+        taken += trigger(c, row, TriggerKind.DEPENDENCY, version=checked,
                          delay_s=c.settings.eval_suite_dependency_debounce_seconds)
     return taken
 
@@ -504,7 +511,7 @@ def _plan(c: Container, who: Identity, row: SuiteRow, entry: dict[str, Any]) -> 
     judge_version = (pins or {}).get("judge_version")
     kind = entry["kind"]
     paired_with: int | None = None
-    if kind in ("publish", "promotion", "gate"):
+    if kind in (TriggerKind.PUBLISH, TriggerKind.PROMOTION, TriggerKind.GATE):
         paired_with = entry.get("baseline_version")
     else:
         last_pass, last = _last_result(c, row, version)
@@ -564,7 +571,7 @@ def advance(c: Container, org_id: str, agent_id: str, suite_id: str) -> str | No
 
 def _start(c: Container, row: SuiteRow, entry: dict[str, Any]) -> str | None:
     """Start the run of a claimed trigger, or record why it does not run. Returns the run id."""
-    who = Identity(row.org_id, str(entry["by"]) if entry["kind"] == "manual" and entry.get("by") else row.owner)
+    who = Identity(row.org_id, str(entry["by"]) if entry["kind"] == TriggerKind.MANUAL and entry.get("by") else row.owner)
     version = entry.get("version")
     if version is None:
         version = _version_to_check(c, row)
@@ -579,8 +586,8 @@ def _start(c: Container, row: SuiteRow, entry: dict[str, Any]) -> str | None:
         if cap is not None and int(priced["total_micros"]) > int(cap):
             raise BudgetExceededError(f"the run could cost up to ${priced['total_usd']}, more than the suite's "
                                       f"max_run_usd (${micros_to_usd(int(cap))})", field="max_run_usd")
-        purpose = "gate" if entry["kind"] == "gate" else "suite"
-        run, _ = runs.start_run(c, who, row.agent_id, {}, planned=(plan, priced), purpose=purpose,
+        purpose = RunPurpose.GATE if entry["kind"] == TriggerKind.GATE else RunPurpose.SUITE
+        run, _ = runs.start_run(c, who, row.agent_id, {}, planned=(plan, priced), purpose=str(purpose),
                                 extra_settings={"suite_id": row.suite_id, "suite_created_at": row.created_at,
                                                 "suite_trigger": _trigger_view(entry),
                                                 "suite_note": priced.get("note")})
@@ -669,7 +676,7 @@ def run_ended(c: Container, org_id: str, run_id: str) -> None:
     if row is None or row.created_at != (run.settings or {}).get("suite_created_at", row.created_at):
         # The suite that started it is gone (a new one may have its id): nobody's result; a gate's
         # promotion cannot be decided by it.
-        if entry.get("kind") == "gate" and entry.get("promotion_id"):
+        if entry.get("kind") == TriggerKind.GATE and entry.get("promotion_id"):
             messagebus.publish(c, GateDropped(org_id, run.agent_id, entry["promotion_id"],
                                               f"guard {suite_id} was removed before it decided"))
         return
@@ -692,7 +699,8 @@ def _record(c: Container, row: SuiteRow, entry: dict[str, Any], run: RunRow | No
     result = SuiteResultRow(
         suite_id=row.suite_id, started_key=f"{started}#{result_id}", result_id=result_id, org_id=row.org_id, agent_id=row.agent_id,
         trigger=_trigger_view(entry), version=version, run_id=run.run_id if run else None,
-        purpose="gate" if entry.get("kind") == "gate" else "suite", result=judgement.result.value,
+        purpose=(RunPurpose.GATE if entry.get("kind") == TriggerKind.GATE else RunPurpose.SUITE).value,
+        result=judgement.result.value,
         reasons=redacting.for_org(c, row.org_id).value(list(judgement.reasons)), cases_broken=judgement.broken,
         cases_undecided=judgement.undecided,
         overall=judgement.overall, started_at=started, completed_at=iso(c.clock.now()))
@@ -712,7 +720,7 @@ def _record(c: Container, row: SuiteRow, entry: dict[str, Any], run: RunRow | No
         fresh = c.suites.get(row.org_id, row.agent_id, row.suite_id) or fresh
     if notify:
         notifications.suite_result(c, fresh, result)
-    if entry.get("kind") == "gate" and entry.get("promotion_id"):
+    if entry.get("kind") == TriggerKind.GATE and entry.get("promotion_id"):
         messagebus.publish(c, GateDecided(row.org_id, row.agent_id, entry["promotion_id"], row.suite_id,
                                           str(result.result), result.run_id, tuple(result.reasons or ())))
 
@@ -740,7 +748,7 @@ def tick(c: Container) -> dict[str, int]:
             continue
         fresh = c.suites.get(row.org_id, row.agent_id, row.suite_id)
         if fresh is not None and not fresh.paused:
-            fired += trigger(c, fresh, "schedule", version=None)
+            fired += trigger(c, fresh, TriggerKind.SCHEDULE, version=None)
     for row in c.suites.due_to_start(now_ms):
         if row.active_run_id == STARTING and int((row.active_trigger or {}).get("claimed_at_ms") or 0) \
                 <= now_ms - STALE_START_MS:
@@ -749,7 +757,7 @@ def tick(c: Container) -> dict[str, int]:
             _release(c, row, STARTING)
             fresh = c.suites.get(row.org_id, row.agent_id, row.suite_id)
             if fresh is not None and dead:
-                trigger(c, fresh, dead.get("kind", "manual"), version=dead.get("version"), by=dead.get("by"),
+                trigger(c, fresh, dead.get("kind", TriggerKind.MANUAL), version=dead.get("version"), by=dead.get("by"),
                         baseline_version=dead.get("baseline_version"), promotion_id=dead.get("promotion_id"))
             cleared += 1
         if advance(c, row.org_id, row.agent_id, row.suite_id):

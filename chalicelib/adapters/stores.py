@@ -21,7 +21,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from pynamodb.connection import Connection
-from pynamodb.exceptions import DoesNotExist, PutError, TransactWriteError, UpdateError
+from pynamodb.exceptions import (
+    DeleteError,
+    DoesNotExist,
+    PutError,
+    PynamoDBException,
+    TransactWriteError,
+    UpdateError,
+)
 from pynamodb.expressions.condition import Condition, size
 from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
@@ -61,15 +68,45 @@ def _reason_codes(exc: TransactWriteError) -> list[str | None]:
     return codes
 
 
+CONDITION_FAILED = "ConditionalCheckFailedException"
+"""AWS's error code of a put or update whose condition did not hold."""
+
+
+def error_code(exc: PynamoDBException) -> str | None:
+    """AWS's error code behind a PynamoDB error (None when it never reached AWS)."""
+    response = getattr(getattr(exc, "cause", None), "response", None)
+    return response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+
+
+def condition_failed(exc: PutError | UpdateError | DeleteError) -> bool:
+    """Whether a write failed on its condition - told by AWS's error code, so a throttle, a
+    validation error or a bug is never taken for "somebody else won"."""
+    return error_code(exc) == CONDITION_FAILED
+
+
+def transaction_condition_failed(exc: TransactWriteError) -> bool:
+    """Whether a transaction was cancelled only because conditions of its items did not hold
+    (each cancellation reason `ConditionalCheckFailed` or `None`, at least one of the first)."""
+    codes = [code for code in _reason_codes(exc) if code is not None]
+    return error_code(exc) == "TransactionCanceledException" and bool(codes) \
+        and all(code == "ConditionalCheckFailed" for code in codes)
+
+
+def _unless_condition_failed(exc: PutError | UpdateError | TransactWriteError) -> None:
+    """Re-raise `exc` unless it is a failed condition (call inside its `except`)."""
+    failed = transaction_condition_failed(exc) if isinstance(exc, TransactWriteError) else condition_failed(exc)
+    if not failed:
+        raise exc
+
+
 def _conditional_update(row: Any, actions: list, condition: Any = None) -> bool:
     """`row.update(actions, condition)`; False when the condition failed (anything else raises)."""
     try:
         row.update(actions=actions, condition=condition)
         return True
     except UpdateError as exc:
-        if "ConditionalCheckFailed" in str(exc):
-            return False
-        raise
+        _unless_condition_failed(exc)
+        return False
 
 
 class Transactions:
@@ -124,7 +161,8 @@ class OrganizationStore:
                               waiting=[], created_at=now_iso)
         try:
             row.save(condition=OrganizationRow.org_id.does_not_exist())
-        except PutError:
+        except PutError as exc:
+            _unless_condition_failed(exc)
             pass
         return self.get(org_id)  # type: ignore[return-value]
 
@@ -151,7 +189,8 @@ class OrganizationStore:
                 OrganizationRow(org_id).update(
                     actions=actions, condition=OrganizationRow.waiting[pos] == run_id)
                 return
-            except UpdateError:
+            except UpdateError as exc:
+                _unless_condition_failed(exc)
                 continue
 
     def orgs_with_waiting_runs(self) -> Iterator[OrganizationRow]:
@@ -273,6 +312,7 @@ class JudgeStore:
         try:
             header.save(condition=JudgeRow.judge_key.does_not_exist())
         except PutError as exc:
+            _unless_condition_failed(exc)
             raise ConflictError(f"judge {header.judge_id} already exists", field="judge_id") from exc
 
     def get(self, org_id: str, judge_id: str, version: int = 0, *, field: str = "judge_id") -> JudgeRow:
@@ -300,7 +340,8 @@ class JudgeStore:
                 t.update(JudgeRow(header.judge_key, 0), actions=[JudgeRow.latest_version.set(row.version)],
                          condition=JudgeRow.latest_version == int(header.latest_version or 0))
             return True
-        except TransactWriteError:
+        except TransactWriteError as exc:
+            _unless_condition_failed(exc)
             return False
 
 
@@ -315,6 +356,7 @@ class EnvironmentStore:
         try:
             row.save(condition=EnvironmentRow.environment_id.does_not_exist())
         except PutError as exc:
+            _unless_condition_failed(exc)
             raise ConflictError(f"environment {row.environment_id} already exists", field="environment_id") from exc
 
     def get(self, org_id: str, environment_id: str, *, field: str = "environment_id") -> EnvironmentRow:
@@ -338,7 +380,8 @@ class EnvironmentStore:
                 actions=[EnvironmentRow.serving.set({**(row.serving or {}), agent_id: version})],
                 condition=EnvironmentRow.serving == row.serving)
             return True
-        except UpdateError:
+        except UpdateError as exc:
+            _unless_condition_failed(exc)
             return False
 
     def delete(self, org_id: str, environment_id: str) -> None:
@@ -358,6 +401,7 @@ class SuiteStore:
         try:
             row.save(condition=SuiteRow.suite_id.does_not_exist())
         except PutError as exc:
+            _unless_condition_failed(exc)
             raise ConflictError(f"suite {row.suite_id} already exists", field="suite_id") from exc
 
     def get(self, org_id: str, agent_id: str, suite_id: str) -> SuiteRow | None:
@@ -397,7 +441,8 @@ class SuiteStore:
         try:
             row.save(condition=SuiteResultRow.started_key.does_not_exist())
             return True
-        except PutError:
+        except PutError as exc:
+            _unless_condition_failed(exc)
             return False
 
     def results(self, org_id: str, agent_id: str, suite_id: str, limit: int = 100) -> list[SuiteResultRow]:
@@ -436,7 +481,8 @@ class PromotionStore:
                 t.save(lock, condition=PromotionRow.promotion_id.does_not_exist())
                 t.save(row, condition=PromotionRow.promotion_id.does_not_exist())
             return True
-        except TransactWriteError:
+        except TransactWriteError as exc:
+            _unless_condition_failed(exc)
             return False
 
     def unlock(self, row: PromotionRow) -> None:
@@ -444,8 +490,8 @@ class PromotionStore:
         try:
             PromotionRow(row.agent_key, self.lock_id(row.environment_id)).delete(
                 condition=PromotionRow.reason == row.promotion_id)
-        except Exception as exc:  # noqa: BLE001 - a lock already gone is fine
-            if "ConditionalCheckFailed" not in str(exc):
+        except DeleteError as exc:
+            if not condition_failed(exc):   # a lock already gone (or another's) is fine
                 raise
 
     def holder(self, org_id: str, agent_id: str, environment_id: str) -> str | None:
@@ -498,6 +544,7 @@ class AgentStore:
         try:
             row.save(condition=AgentRow.agent_id.does_not_exist())
         except PutError as exc:
+            _unless_condition_failed(exc)
             raise ConflictError(f"agent {row.agent_id} already exists", field="agent_id") from exc
 
     def get(self, org_id: str, agent_id: str) -> AgentRow:
@@ -563,7 +610,8 @@ class AgentStore:
                 try:
                     version_row.save(condition=AgentVersionRow.version.does_not_exist())
                     return True
-                except PutError:
+                except PutError as put_error:
+                    _unless_condition_failed(put_error)
                     return self.publish(version_row)
             raise
 
@@ -579,6 +627,7 @@ class ModelProfileStore:
         try:
             row.save(condition=ModelProfileRow.model_profile_id.does_not_exist())
         except PutError as exc:
+            _unless_condition_failed(exc)
             raise ConflictError(f"model profile {row.model_profile_id} already exists",
                                 field="model_profile_id") from exc
 
@@ -613,10 +662,14 @@ class DatasetStore:
         self._lock = threading.Lock()
 
     def create(self, header: DatasetRow) -> None:
-        """Write a dataset header (its key built from `org_id` and `dataset_id`). Raises the
-        driver's PutError (ConditionalCheckFailed) when the organization has that id already."""
+        """Write a dataset header (its key built from `org_id` and `dataset_id`). Raises
+        ConflictError when the organization has that id already."""
         header.dataset_key = org_key(header.org_id, header.dataset_id)
-        header.save(condition=DatasetRow.dataset_key.does_not_exist())
+        try:
+            header.save(condition=DatasetRow.dataset_key.does_not_exist())
+        except PutError as exc:
+            _unless_condition_failed(exc)
+            raise ConflictError(f"dataset {header.dataset_id} already exists", field="dataset_id") from exc
 
     def get(self, org_id: str, dataset_id: str, version: int = 0) -> DatasetRow:
         """The header (version 0) or a ready version. Raises NotFoundError for a dataset or version
@@ -655,6 +708,7 @@ class DatasetStore:
         try:
             version_row.save(condition=DatasetRow.version.does_not_exist())
         except PutError as exc:
+            _unless_condition_failed(exc)
             raise ConflictError("another version was added at the same time; retry",
                                 field="version") from exc
         key = org_key(version_row.org_id, version_row.dataset_id, int(version_row.version))
@@ -665,7 +719,8 @@ class DatasetStore:
         try:
             header.update(actions=[DatasetRow.latest_version.set(version_row.version)],
                           condition=DatasetRow.latest_version < version_row.version)
-        except UpdateError:
+        except UpdateError as exc:
+            _unless_condition_failed(exc)
             pass  # a later version became ready first: it stays the latest
 
     def _version_cases(self, org_id: str, dataset_id: str, version: int) -> dict[str, dict[str, Any]]:
@@ -820,7 +875,8 @@ class RunStore:
                 t.update(OrganizationRow(org_id), actions=[OrganizationRow.in_flight.add(k)],
                          condition=OrganizationRow.in_flight <= org_limit - k)
             return True
-        except TransactWriteError:
+        except TransactWriteError as exc:
+            _unless_condition_failed(exc)
             return False
 
     def record_attempt(self, run: RunRow, attempt: AttemptRow, *, counters: dict[str, int],
@@ -876,7 +932,8 @@ class RunStore:
                                   condition=(RunRow.phase == expect_phase)
                                   & (RunRow.recorded == expect_recorded))
             return True
-        except UpdateError:
+        except UpdateError as exc:
+            _unless_condition_failed(exc)
             return False
 
     def update(self, org_id: str, run_id: str, actions: list, condition=None) -> bool:
@@ -900,7 +957,8 @@ class RunStore:
                              actions=[OrganizationRow.in_flight.add(-run.slots)],
                              condition=OrganizationRow.in_flight >= run.slots)
             return True
-        except TransactWriteError:
+        except TransactWriteError as exc:
+            _unless_condition_failed(exc)
             return False
 
     def delete(self, org_id: str, run_id: str) -> None:
@@ -989,7 +1047,8 @@ class RunStore:
         try:
             attempt.save(condition=AttemptRow.attempt_key.does_not_exist())
             return True
-        except PutError:
+        except PutError as exc:
+            _unless_condition_failed(exc)
             return False
 
 

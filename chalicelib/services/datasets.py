@@ -98,13 +98,7 @@ def create_dataset(c: Container, who: Identity, *, name: str, dataset_id: str | 
         check_tenant_id(dataset_id, "dataset_id")
     header = DatasetRow(dataset_id=dataset_id or f"ds_{uuid.uuid4().hex[:12]}", version=0, org_id=who.org_id, name=name,
                         created_at=iso(c.clock.now()), created_by=who.user_id, latest_version=0)
-    try:
-        c.datasets.create(header)
-    except Exception as exc:  # noqa: BLE001 - the store raises its driver's error
-        if "ConditionalCheckFailed" not in str(exc):
-            raise  # an outage is not a taken id
-        from chalicelib.errors import ConflictError
-        raise ConflictError(f"dataset {header.dataset_id} already exists", field="dataset_id") from exc
+    c.datasets.create(header)
     return header
 
 

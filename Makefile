@@ -36,7 +36,7 @@ test: lint
 	$(PY) -m pytest $(ARGS)
 
 test-fast: lint
-	$(PY) -m pytest -m "not e2e" $(ARGS)
+	$(PY) -m pytest -m "not e2e" -n 2 $(ARGS)
 
 bench: setup
 	$(PY) -m bench.pipeline $(ARGS)

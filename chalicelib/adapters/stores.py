@@ -99,6 +99,20 @@ def _unless_condition_failed(exc: PutError | UpdateError | TransactWriteError) -
         raise exc
 
 
+def _save_new(row: Any, condition: Any, conflict: str, *, field: str) -> None:
+    """`row.save(condition)` for an item that must not exist yet.
+
+    Raises:
+        ConflictError: (`conflict`, naming `field`) when the condition did not hold.
+        PutError: any other failure (a throttle is not a taken id).
+    """
+    try:
+        row.save(condition=condition)
+    except PutError as exc:
+        _unless_condition_failed(exc)
+        raise ConflictError(conflict, field=field) from exc
+
+
 def _conditional_update(row: Any, actions: list, condition: Any = None) -> bool:
     """`row.update(actions, condition)`; False when the condition failed (anything else raises)."""
     try:
@@ -309,11 +323,8 @@ class JudgeStore:
         Raises ConflictError when the id is taken in the organization.
         """
         header.judge_key = org_key(header.org_id, header.judge_id)
-        try:
-            header.save(condition=JudgeRow.judge_key.does_not_exist())
-        except PutError as exc:
-            _unless_condition_failed(exc)
-            raise ConflictError(f"judge {header.judge_id} already exists", field="judge_id") from exc
+        _save_new(header, JudgeRow.judge_key.does_not_exist(),
+                  f"judge {header.judge_id} already exists", field="judge_id")
 
     def get(self, org_id: str, judge_id: str, version: int = 0, *, field: str = "judge_id") -> JudgeRow:
         """The header (version 0) or a published version. Raises NotFoundError (naming `field`) for
@@ -353,11 +364,8 @@ class EnvironmentStore:
 
     def create(self, row: EnvironmentRow) -> None:
         """Raises ConflictError when the id is taken in the organization."""
-        try:
-            row.save(condition=EnvironmentRow.environment_id.does_not_exist())
-        except PutError as exc:
-            _unless_condition_failed(exc)
-            raise ConflictError(f"environment {row.environment_id} already exists", field="environment_id") from exc
+        _save_new(row, EnvironmentRow.environment_id.does_not_exist(),
+                  f"environment {row.environment_id} already exists", field="environment_id")
 
     def get(self, org_id: str, environment_id: str, *, field: str = "environment_id") -> EnvironmentRow:
         """Raises NotFoundError for an unknown environment."""
@@ -398,11 +406,8 @@ class SuiteStore:
         Raises ConflictError when the agent has a suite with that id in the organization.
         """
         row.agent_key = org_key(row.org_id, row.agent_id)
-        try:
-            row.save(condition=SuiteRow.suite_id.does_not_exist())
-        except PutError as exc:
-            _unless_condition_failed(exc)
-            raise ConflictError(f"suite {row.suite_id} already exists", field="suite_id") from exc
+        _save_new(row, SuiteRow.suite_id.does_not_exist(),
+                  f"suite {row.suite_id} already exists", field="suite_id")
 
     def get(self, org_id: str, agent_id: str, suite_id: str) -> SuiteRow | None:
         """The organization's agent's suite, or None."""
@@ -541,11 +546,8 @@ class AgentStore:
 
     def create(self, row: AgentRow) -> None:
         """Raises ConflictError when the id is taken in the organization (another's is no concern)."""
-        try:
-            row.save(condition=AgentRow.agent_id.does_not_exist())
-        except PutError as exc:
-            _unless_condition_failed(exc)
-            raise ConflictError(f"agent {row.agent_id} already exists", field="agent_id") from exc
+        _save_new(row, AgentRow.agent_id.does_not_exist(),
+                  f"agent {row.agent_id} already exists", field="agent_id")
 
     def get(self, org_id: str, agent_id: str) -> AgentRow:
         """Raises NotFoundError for an agent the organization does not have."""
@@ -624,12 +626,8 @@ class ModelProfileStore:
 
     def create(self, row: ModelProfileRow) -> None:
         """Raises ConflictError when the id is taken in the organization."""
-        try:
-            row.save(condition=ModelProfileRow.model_profile_id.does_not_exist())
-        except PutError as exc:
-            _unless_condition_failed(exc)
-            raise ConflictError(f"model profile {row.model_profile_id} already exists",
-                                field="model_profile_id") from exc
+        _save_new(row, ModelProfileRow.model_profile_id.does_not_exist(),
+                  f"model profile {row.model_profile_id} already exists", field="model_profile_id")
 
     def get(self, org_id: str, model_profile_id: str, *, field: str = "model_profile_id") -> ModelProfileRow:
         """Raises NotFoundError (naming `field`) for an unknown profile."""
@@ -665,11 +663,8 @@ class DatasetStore:
         """Write a dataset header (its key built from `org_id` and `dataset_id`). Raises
         ConflictError when the organization has that id already."""
         header.dataset_key = org_key(header.org_id, header.dataset_id)
-        try:
-            header.save(condition=DatasetRow.dataset_key.does_not_exist())
-        except PutError as exc:
-            _unless_condition_failed(exc)
-            raise ConflictError(f"dataset {header.dataset_id} already exists", field="dataset_id") from exc
+        _save_new(header, DatasetRow.dataset_key.does_not_exist(),
+                  f"dataset {header.dataset_id} already exists", field="dataset_id")
 
     def get(self, org_id: str, dataset_id: str, version: int = 0) -> DatasetRow:
         """The header (version 0) or a ready version. Raises NotFoundError for a dataset or version
@@ -705,12 +700,8 @@ class DatasetStore:
         """
         version_row.ready = False
         version_row.dataset_key = org_key(version_row.org_id, version_row.dataset_id)
-        try:
-            version_row.save(condition=DatasetRow.version.does_not_exist())
-        except PutError as exc:
-            _unless_condition_failed(exc)
-            raise ConflictError("another version was added at the same time; retry",
-                                field="version") from exc
+        _save_new(version_row, DatasetRow.version.does_not_exist(),
+                  "another version was added at the same time; retry", field="version")
         key = org_key(version_row.org_id, version_row.dataset_id, int(version_row.version))
         with DatasetCaseRow.batch_write() as batch:
             for case_id, case in cases:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from chalicelib.adapters.tables import RunRow
 from chalicelib.services import judges
 
 
@@ -37,5 +36,5 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     scoring: dict[str, Any] = field(default_factory=dict)
     """The dataset version's scoring, with a pinned judge version when one is pinned."""
-    recent_runs: list[RunRow] = field(default_factory=list)
-    """The agent's newest runs (its baseline and its cost history come from them)."""
+    recent_runs: list[Any] = field(default_factory=list)
+    """The agent's newest runs, as `RunRow`s (its baseline and its cost history come from them)."""

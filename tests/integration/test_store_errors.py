@@ -13,9 +13,9 @@ from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
 from assay_local.motoserver import MotoHandle
-from chalicelib.adapters.stores import (
-    _conditional_update,
+from chalicelib.adapters.stores.base import (
     condition_failed,
+    conditional_update,
     error_code,
     transaction_condition_failed,
 )
@@ -46,7 +46,7 @@ def test_a_condition_that_did_not_hold_is_a_failed_condition(model):
     with pytest.raises(PutError) as put:
         model("a", n=2).save(condition=model.key.does_not_exist())
     assert condition_failed(put.value)
-    assert _conditional_update(model("a"), [model.n.add(1)], condition=model.n == 5) is False
+    assert conditional_update(model("a"), [model.n.add(1)], condition=model.n == 5) is False
 
 
 def test_any_other_failure_is_not_a_failed_condition_and_is_raised(model):
@@ -56,7 +56,7 @@ def test_any_other_failure_is_not_a_failed_condition_and_is_raised(model):
         model("a").update(actions=too_big)
     assert error_code(update.value) == "ValidationException" and not condition_failed(update.value)
     with pytest.raises(UpdateError):
-        _conditional_update(model("a"), too_big, condition=model.n == 1)
+        conditional_update(model("a"), too_big, condition=model.n == 1)
 
 
 def test_a_transaction_cancelled_by_a_condition_is_told_from_an_invalid_one(model, moto):

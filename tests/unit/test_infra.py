@@ -264,17 +264,21 @@ PYNAMODB_ACTIONS: dict[str, set[str]] = {
     "query": {"Query"}, "count": {"Query"}, "scan": {"Scan"},
     "exists": {"DescribeTable"}, "describe_table": {"DescribeTable"},
 }
-"""Dict `.get`/`.update` calls in stores.py map to actions we need anyway: harmless."""
+"""Dict `.get`/`.update` calls in the stores map to actions we need anyway: harmless."""
+
+
+STORES = ROOT / "chalicelib" / "adapters" / "stores"
 
 
 def _called_methods(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    return {node.func.attr for node in ast.walk(tree)
+    """Attribute calls in a module, or in every module of a package."""
+    files = sorted(path.glob("*.py")) if path.is_dir() else [path]
+    return {node.func.attr for file in files for node in ast.walk(ast.parse(file.read_text()))
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
 
 
 def _store_actions() -> set[str]:
-    called = _called_methods(ROOT / "chalicelib" / "adapters" / "stores.py")
+    called = _called_methods(STORES)
     return {f"dynamodb:{a}" for m in called & PYNAMODB_ACTIONS.keys() for a in PYNAMODB_ACTIONS[m]}
 
 
@@ -293,10 +297,10 @@ def test_policy_is_a_valid_document():
 
 def test_stores_make_the_calls_we_expect():
     actions = _store_actions()
-    # The run engine's writes (DESIGN §5, §6) and its reads; if this fails, stores.py changed.
+    # The run engine's writes (DESIGN §5, §6) and its reads; if this fails, the stores changed.
     assert {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
             "dynamodb:Query", "dynamodb:BatchWriteItem"} <= actions
-    assert "TransactWrite" in (ROOT / "chalicelib" / "adapters" / "stores.py").read_text()
+    assert any("TransactWrite" in f.read_text() for f in STORES.glob("*.py"))
 
 
 def test_policy_covers_every_dynamodb_call_of_the_stores_on_every_table():
@@ -319,7 +323,7 @@ def test_policy_never_allows_scan_nor_other_tables():
     statements = _policy()["Statement"]
     assert not any(_pattern(a, ignore_case=True).match("dynamodb:Scan")
                    for s in statements if s["Effect"] == "Allow" for a in _listed(s, "Action"))
-    assert "scan" not in _called_methods(ROOT / "chalicelib" / "adapters" / "stores.py")
+    assert "scan" not in _called_methods(STORES)
     for action in ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"):
         assert not allowed(action, _table_arn("organizations", prefix="billing-"))
         assert not allowed(action, "arn:aws:dynamodb:us-east-1:123456789012:table/*")

@@ -1,0 +1,64 @@
+"""Stores: the services' view of DynamoDB. Every PynamoDB call of assay lives here.
+
+Rows are returned as PynamoDB model instances for reading only; services never save, update
+or query them directly. Cross-worker decisions are conditional writes (DESIGN §1, §5, §6).
+No `scan` anywhere: reads go through keys or GSIs.
+
+Tenancy: every read and write names the organization. The stores build the composite keys
+(`tables.org_key`: `<org_id>#<id>...`) from the plain `org_id` and ids the services give or the
+row carries, so an id names one thing within its organization only, and one organization's id
+can never reach another's row.
+"""
+
+
+from chalicelib.adapters.stores.automation import (
+    EnvironmentStore,
+    NotificationStore,
+    PromotionStore,
+    SuiteStore,
+)
+from chalicelib.adapters.stores.base import (
+    CONDITION_FAILED,
+    WAITING,
+    Transactions,
+    condition_failed,
+    error_code,
+    reset_connections,
+    transaction_condition_failed,
+)
+from chalicelib.adapters.stores.catalog import (
+    AgentStore,
+    DatasetStore,
+    JudgeStore,
+    ModelProfileStore,
+)
+from chalicelib.adapters.stores.ledger import RecordConflict, RecordOutcome, RunStore
+from chalicelib.adapters.stores.tenants import (
+    BudgetReading,
+    OrganizationStore,
+    SpendStore,
+)
+
+__all__ = [
+    "AgentStore",
+    "BudgetReading",
+    "CONDITION_FAILED",
+    "DatasetStore",
+    "EnvironmentStore",
+    "JudgeStore",
+    "ModelProfileStore",
+    "NotificationStore",
+    "OrganizationStore",
+    "PromotionStore",
+    "RecordConflict",
+    "RecordOutcome",
+    "RunStore",
+    "SpendStore",
+    "SuiteStore",
+    "Transactions",
+    "WAITING",
+    "condition_failed",
+    "error_code",
+    "reset_connections",
+    "transaction_condition_failed",
+]

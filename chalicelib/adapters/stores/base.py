@@ -1,0 +1,125 @@
+"""What every store shares: telling a failed condition from any other failure, new items, transactions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pynamodb.connection import Connection
+from pynamodb.exceptions import (
+    DeleteError,
+    PutError,
+    PynamoDBException,
+    TransactWriteError,
+    UpdateError,
+)
+from pynamodb.transactions import TransactWrite
+
+from chalicelib.adapters.tables import (
+    RunRow,
+)
+from chalicelib.errors import ConflictError
+
+WAITING = "1"
+"""Value of `waiting_flag` on organizations that have runs waiting for a slot."""
+
+
+def reason_codes(exc: TransactWriteError) -> list[str | None]:
+    codes: list[str | None] = []
+    for reason in exc.cancellation_reasons or []:
+        code = getattr(reason, "code", None) if reason is not None else None
+        codes.append(None if code in (None, "None") else code)
+    return codes
+
+
+CONDITION_FAILED = "ConditionalCheckFailedException"
+"""AWS's error code of a put or update whose condition did not hold."""
+
+
+def error_code(exc: PynamoDBException) -> str | None:
+    """AWS's error code behind a PynamoDB error (None when it never reached AWS)."""
+    response = getattr(getattr(exc, "cause", None), "response", None)
+    return response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+
+
+def condition_failed(exc: PutError | UpdateError | DeleteError) -> bool:
+    """Whether a write failed on its condition - told by AWS's error code, so a throttle, a
+    validation error or a bug is never taken for "somebody else won"."""
+    return error_code(exc) == CONDITION_FAILED
+
+
+def transaction_condition_failed(exc: TransactWriteError) -> bool:
+    """Whether a transaction was cancelled only because conditions of its items did not hold
+    (each cancellation reason `ConditionalCheckFailed` or `None`, at least one of the first)."""
+    codes = [code for code in reason_codes(exc) if code is not None]
+    return error_code(exc) == "TransactionCanceledException" and bool(codes) \
+        and all(code == "ConditionalCheckFailed" for code in codes)
+
+
+def unless_condition_failed(exc: PutError | UpdateError | TransactWriteError) -> None:
+    """Re-raise `exc` unless it is a failed condition (call inside its `except`)."""
+    failed = transaction_condition_failed(exc) if isinstance(exc, TransactWriteError) else condition_failed(exc)
+    if not failed:
+        raise exc
+
+
+def save_new(row: Any, condition: Any, conflict: str, *, field: str) -> None:
+    """`row.save(condition)` for an item that must not exist yet.
+
+    Raises:
+        ConflictError: (`conflict`, naming `field`) when the condition did not hold.
+        PutError: any other failure (a throttle is not a taken id).
+    """
+    try:
+        row.save(condition=condition)
+    except PutError as exc:
+        unless_condition_failed(exc)
+        raise ConflictError(conflict, field=field) from exc
+
+
+def conditional_update(row: Any, actions: list, condition: Any = None) -> bool:
+    """`row.update(actions, condition)`; False when the condition failed (anything else raises)."""
+    try:
+        row.update(actions=actions, condition=condition)
+        return True
+    except UpdateError as exc:
+        unless_condition_failed(exc)
+        return False
+
+
+class Transactions:
+    """Builds `TransactWrite` blocks on one connection to the configured endpoint."""
+
+    def __init__(self) -> None:
+        self._connection: Connection | None = None
+
+    def reset(self) -> None:
+        self._connection = None
+
+    def _conn(self) -> Connection:
+        if self._connection is None:
+            self._connection = Connection(region=RunRow.Meta.region, host=getattr(RunRow.Meta, "host", None))
+        return self._connection
+
+    def write(self) -> TransactWrite:
+        return TransactWrite(connection=self._conn())
+
+    def batch_get(self, request_items: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+        """One `BatchGetItem` over several tables (retrying unprocessed keys); raw items per table."""
+        found: dict[str, list[dict[str, Any]]] = {name: [] for name in request_items}
+        pending = request_items
+        for _ in range(10):
+            reply = self._conn().dispatch("BatchGetItem", {"RequestItems": pending})
+            for name, items in reply.get("Responses", {}).items():
+                found[name].extend(items)
+            pending = reply.get("UnprocessedKeys") or {}
+            if not pending:
+                return found
+        raise RuntimeError("BatchGetItem left keys unprocessed after 10 tries")
+
+
+TX = Transactions()
+
+
+def reset_connections() -> None:
+    """Forget cached connections (after `tables.configure` points at another endpoint)."""
+    TX.reset()

@@ -15,6 +15,7 @@ from chalicelib import names
 from chalicelib.clock import Clock, SystemClock
 from chalicelib.config import DEV_JWT_SECRET, Settings, get_settings
 from chalicelib.errors import ConfigurationError
+from chalicelib.services.ports.catalog import Environments
 
 
 class Container:
@@ -71,7 +72,7 @@ class Container:
         return JudgeStore()
 
     @cached_property
-    def environments(self):
+    def environments(self) -> Environments:
         from chalicelib.adapters.stores import EnvironmentStore
         return EnvironmentStore()
 

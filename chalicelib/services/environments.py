@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from chalicelib.adapters.tables import EnvironmentRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain.events import EnvironmentRemoved
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
+from chalicelib.domain.records import Environment
 from chalicelib.errors import ConflictError, NotFoundError
 from chalicelib.services import messagebus
 
@@ -18,20 +18,20 @@ RECENT_RUNS = 200
 """How many of the organization's newest runs are checked for queued or running ones."""
 
 
-def view(row: EnvironmentRow, default_id: str | None = None) -> dict[str, Any]:
+def view(row: Environment, default_id: str | None = None) -> dict[str, Any]:
     return {"environment_id": row.environment_id, "name": row.name, "default": row.environment_id == default_id,
             "serving": {k: int(v) for k, v in (row.serving or {}).items()}, "created_at": row.created_at,
             "created_by": row.created_by}
 
 
-def create(c: Container, who: Identity, *, environment_id: str, name: str = "", default: bool = False) -> EnvironmentRow:
+def create(c: Container, who: Identity, *, environment_id: str, name: str = "", default: bool = False) -> Environment:
     """Create an environment; the organization's first is its default, and `default` makes it so.
     Raises InvalidInputError for an id with `#` or `/`, ConflictError for an id the organization
     has already."""
     check_tenant_id(environment_id, "environment_id")
     now = iso(c.clock.now())
-    row = EnvironmentRow(who.org_id, environment_id, name=name or environment_id,
-                         serving={}, created_at=now, created_by=who.user_id)
+    row = Environment(org_id=who.org_id, environment_id=environment_id, name=name or environment_id,
+                      serving={}, created_at=now, created_by=who.user_id)
     c.environments.create(row)
     org = c.orgs.ensure(who.org_id, concurrency_limit=c.settings.eval_org_concurrency, now_iso=now)
     if default or not org.default_environment_id:
@@ -45,7 +45,7 @@ def default_id(c: Container, org_id: str) -> str | None:
     return org.default_environment_id if org is not None else None
 
 
-def default_of(c: Container, org_id: str) -> EnvironmentRow | None:
+def default_of(c: Container, org_id: str) -> Environment | None:
     """The organization's default environment, None when it has none."""
     env_id = default_id(c, org_id)
     if env_id is None:
@@ -56,7 +56,7 @@ def default_of(c: Container, org_id: str) -> EnvironmentRow | None:
         return None
 
 
-def resolve(c: Container, org_id: str, environment_id: str | None) -> EnvironmentRow:
+def resolve(c: Container, org_id: str, environment_id: str | None) -> Environment:
     """The named environment, or the default one for None. Raises NotFoundError."""
     if environment_id is None:
         row = default_of(c, org_id)

@@ -169,7 +169,6 @@ def _write_everything(org: str) -> None:
         AgentVersionRow,
         AttemptRow,
         DatasetRow,
-        EnvironmentRow,
         JudgeRow,
         ModelProfileRow,
         NotificationRow,
@@ -178,6 +177,7 @@ def _write_everything(org: str) -> None:
         SuiteResultRow,
         SuiteRow,
     )
+    from chalicelib.domain import records
     from chalicelib.services.notifications import recipient
 
     now = "2026-05-01T00:00:00Z"
@@ -194,7 +194,7 @@ def _write_everything(org: str) -> None:
     judges.create(header)
     assert judges.publish(header, JudgeRow(judge_id="judge-1", version=1, org_id=org, created_at=now,
                                            spec=_judge_spec(org), rubric_hash="r"))
-    stores.EnvironmentStore().create(EnvironmentRow(org, "prod", created_at=now))
+    stores.EnvironmentStore().create(records.Environment(org_id=org, environment_id="prod", created_at=now))
     suites = stores.SuiteStore()
     suites.create(SuiteRow(agent_id="agent-1", suite_id="suite-1", org_id=org, dataset_id="ds-1",
                            owner=f"owner@{org}", created_at=now, updated_at=now))

@@ -7,13 +7,14 @@ from pynamodb.exceptions import (
     DoesNotExist,
     PutError,
     TransactWriteError,
-    UpdateError,
 )
 
 from chalicelib.adapters.stores.base import (
     TX,
     condition_failed,
     conditional_update,
+    record_of,
+    row_of,
     save_new,
     unless_condition_failed,
 )
@@ -25,43 +26,39 @@ from chalicelib.adapters.tables import (
     SuiteRow,
     org_key,
 )
+from chalicelib.domain.records import Environment
 from chalicelib.errors import NotFoundError
 
 # --- environments, suites, promotions, notifications -----------------------------------------
 
 
 class EnvironmentStore:
-    """Environments of an organization and the versions they serve."""
+    """Environments of an organization and the versions they serve (port `ports.catalog.Environments`)."""
 
-    def create(self, row: EnvironmentRow) -> None:
+    def create(self, environment: Environment) -> None:
         """Raises ConflictError when the id is taken in the organization."""
-        save_new(row, EnvironmentRow.environment_id.does_not_exist(),
-                  f"environment {row.environment_id} already exists", field="environment_id")
+        save_new(row_of(environment, EnvironmentRow), EnvironmentRow.environment_id.does_not_exist(),
+                 f"environment {environment.environment_id} already exists", field="environment_id")
 
-    def get(self, org_id: str, environment_id: str, *, field: str = "environment_id") -> EnvironmentRow:
-        """Raises NotFoundError for an unknown environment."""
+    def get(self, org_id: str, environment_id: str, *, field: str = "environment_id") -> Environment:
+        """Raises NotFoundError (naming `field`) for an unknown environment."""
         try:
-            return EnvironmentRow.get(org_id, environment_id, consistent_read=True)
+            return record_of(EnvironmentRow.get(org_id, environment_id, consistent_read=True), Environment)
         except DoesNotExist:
             raise NotFoundError(f"environment {environment_id} not found", field=field) from None
 
-    def list(self, org_id: str) -> list[EnvironmentRow]:
-        return list(EnvironmentRow.query(org_id, consistent_read=True))
+    def list(self, org_id: str) -> list[Environment]:
+        return [record_of(row, Environment) for row in EnvironmentRow.query(org_id, consistent_read=True)]
 
     def serve(self, org_id: str, environment_id: str, agent_id: str, version: int, *,
               expect: int | None) -> bool:
         """Serve `version` of an agent, conditional on the version served as read (`expect`)."""
-        row = self.get(org_id, environment_id)
-        if (row.serving or {}).get(agent_id) != expect:
+        env = self.get(org_id, environment_id)
+        if (env.serving or {}).get(agent_id) != expect:
             return False
-        try:
-            EnvironmentRow(org_id, environment_id).update(
-                actions=[EnvironmentRow.serving.set({**(row.serving or {}), agent_id: version})],
-                condition=EnvironmentRow.serving == row.serving)
-            return True
-        except UpdateError as exc:
-            unless_condition_failed(exc)
-            return False
+        return conditional_update(EnvironmentRow(org_id, environment_id),
+                                  [EnvironmentRow.serving.set({**(env.serving or {}), agent_id: version})],
+                                  EnvironmentRow.serving == env.serving)
 
     def delete(self, org_id: str, environment_id: str) -> None:
         EnvironmentRow(org_id, environment_id).delete()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import fields
+from typing import Any, TypeVar
 
 from pynamodb.connection import Connection
 from pynamodb.exceptions import (
@@ -12,6 +14,8 @@ from pynamodb.exceptions import (
     TransactWriteError,
     UpdateError,
 )
+from pynamodb.expressions.update import Action
+from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.adapters.tables import (
@@ -123,3 +127,41 @@ TX = Transactions()
 def reset_connections() -> None:
     """Forget cached connections (after `tables.configure` points at another endpoint)."""
     TX.reset()
+
+
+# --- rows and records ------------------------------------------------------------------------
+
+R = TypeVar("R")
+M = TypeVar("M", bound=Model)
+
+
+def _names(cls: type) -> list[str]:
+    return [f.name for f in fields(cls)]
+
+
+def record_of(row: Model, cls: type[R]) -> R:
+    """The frozen record (`chalicelib.domain.records`) of a row: the row's fields of the same names."""
+    return cls(**{name: getattr(row, name) for name in _names(cls)})
+
+
+def row_of(record: Any, row_cls: type[M], **keys: Any) -> M:
+    """A row holding `record`'s fields, plus the storage keys `keys` (e.g. `agent_key=org_key(...)`)."""
+    return row_cls(**keys, **{name: getattr(record, name) for name in _names(type(record))})
+
+
+def changes(row_cls: type[Model], before: Any, after: Any, *, fixed: Sequence[str] = ()) -> list[Action]:
+    """The update actions that turn the stored `before` into `after` (a field set to None is removed).
+
+    Raises:
+        ValueError: `after` changes a key field named in `fixed` (a bug: keys never change).
+    """
+    actions: list[Action] = []
+    for name in _names(type(after)):
+        new = getattr(after, name)
+        if new == getattr(before, name):
+            continue
+        if name in fixed:
+            raise ValueError(f"{row_cls.__name__}.{name} is a key and cannot change")
+        attribute = getattr(row_cls, name)
+        actions.append(attribute.remove() if new is None else attribute.set(new))
+    return actions

@@ -1,4 +1,10 @@
-"""Ports the services depend on; adapters implement them, tests swap in fakes."""
+"""Ports the services depend on; adapters implement them, tests swap in fakes (`tests/fakes`).
+
+The runtimes' port is here; the stores' ports are in the modules named as the stores' modules
+(`ports.catalog`, `ports.automation`, `ports.ledger`, `ports.tenants`). Stores take and return the
+frozen records of `chalicelib.domain.records`; no PynamoDB row, attribute or expression crosses
+into the services (issue 10, scope 2).
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,317 @@
+"""What the stores keep, as frozen records: one per table row, with the row's own field names.
+
+The stores (`chalicelib.adapters.stores`) read rows into these and write changes of them back; no
+PynamoDB row, attribute or expression crosses into the services (issue 10, scope 2). A change is
+`dataclasses.replace(record, ...)`: the store writes the fields that differ, conditional on the
+record as read. Storage keys built from the organization (`<org_id>#<id>`) are the stores' business
+and are not fields here; every record carries its `org_id`.
+
+Units as in `adapters/tables.py`: `*_ms` epoch milliseconds, `*_at` ISO-8601 UTC strings,
+`*_micros` integer micro-USD. JSON fields (`Any`) hold plain dicts and lists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class Organization:
+    """An organization (tenant): its slot counter and the runs waiting for a slot (DESIGN §6)."""
+
+    org_id: str
+    name: str = ''
+    concurrency_limit: int
+    in_flight: int = 0
+    waiting: list[Any] = field(default_factory=list)
+    waiting_flag: str | None = None
+    waiting_since_ms: int | None = None
+    monthly_budget_micros: int | None = None
+    default_environment_id: str | None = None
+    created_at: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Agent:
+    """An agent: its draft (edited in place) and its latest published version number."""
+
+    org_id: str
+    agent_id: str
+    name: str
+    draft_spec: Any
+    draft_spec_hash: str
+    draft_updated_at: str
+    latest_version: int = 0
+    live_version: int | None = None
+    monthly_budget_micros: int | None = None
+    created_at: str
+    created_by: str = ''
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentVersion:
+    """An immutable published version of an agent."""
+
+    version: int
+    org_id: str
+    agent_id: str
+    spec: Any
+    spec_hash: str
+    model_profile_id: str | None = None
+    published_at: str
+    published_by: str = ''
+    source: str = 'api'
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelProfile:
+    """A model profile: which model an arm runs on, with what settings, at what price (seed 004)."""
+
+    org_id: str
+    model_profile_id: str
+    name: str = ''
+    model: str
+    settings: Any = field(default_factory=dict)
+    temperature: float | None = None
+    price: Any = None
+    created_at: str
+    created_by: str = ''
+
+
+@dataclass(frozen=True, kw_only=True)
+class Spend:
+    """One month's spend of an organization or an agent (DESIGN §4 `spend`), in micro-USD."""
+
+    spent_micros: int = 0
+    judge_micros: int = 0
+    requests: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Judge:
+    """A judge header (`version` 0: name, latest version) or one immutable published judge"""
+
+    version: int
+    org_id: str
+    judge_id: str
+    name: str = ''
+    latest_version: int = 0
+    spec: Any = None
+    rubric_hash: str | None = None
+    created_at: str
+    created_by: str = ''
+
+
+@dataclass(frozen=True, kw_only=True)
+class Environment:
+    """An environment of an organization: which version of each agent it serves (seed 004 "Suites")."""
+
+    org_id: str
+    environment_id: str
+    name: str = ''
+    serving: Any = field(default_factory=dict)
+    created_at: str
+    created_by: str = ''
+
+
+@dataclass(frozen=True, kw_only=True)
+class Suite:
+    """A suite: what it checks, when, against which bar, as whom, and what is waiting (seed 004 "Suites")."""
+
+    suite_id: str
+    org_id: str
+    agent_id: str
+    name: str = ''
+    dataset_id: str
+    dataset_version: int | None = None
+    environment_id: str | None = None
+    threshold: Any = field(default_factory=dict)
+    max_run_usd_micros: int | None = None
+    triggers: Any = field(default_factory=dict)
+    guards: bool = False
+    pins: Any = None
+    history: Any = field(default_factory=list)
+    owner: str
+    paused: bool = False
+    paused_reason: str | None = None
+    pending: Any = field(default_factory=list)
+    active_run_id: str | None = None
+    active_trigger: Any = None
+    published_seen: Any = field(default_factory=list)
+    notified: Any = field(default_factory=dict)
+    last_result: Any = None
+    fire_flag: str | None = None
+    next_fire_at_ms: int | None = None
+    due_flag: str | None = None
+    due_at_ms: int | None = None
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteResultEntry:
+    """One result of a suite: its word, why, the cases behind it and the run (seed 004 "What a result must meet")."""
+
+    started_key: str
+    suite_id: str
+    result_id: str
+    org_id: str
+    agent_id: str
+    trigger: Any
+    version: int | None = None
+    run_id: str | None = None
+    purpose: str = 'suite'
+    result: str
+    reasons: Any = field(default_factory=list)
+    cases_broken: Any = field(default_factory=list)
+    cases_undecided: Any = field(default_factory=list)
+    overall: str | None = None
+    started_at: str
+    completed_at: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Promotion:
+    """A promotion of a version onto an environment, waiting for its guards or done."""
+
+    promotion_id: str
+    org_id: str
+    agent_id: str
+    environment_id: str
+    version: int
+    from_version: int | None = None
+    status: str
+    guards: Any = field(default_factory=dict)
+    reason: str | None = None
+    created_at: str
+    created_by: str = ''
+    decided_at: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Notification:
+    """One notice for one person (the notification center)."""
+
+    notification_id: str
+    org_id: str
+    kind: str
+    title: str
+    body: str = ''
+    links: Any = field(default_factory=dict)
+    read: bool = False
+    emailed: bool = False
+    created_at: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Dataset:
+    """A dataset header (`version` 0) or one immutable dataset version (`version` >= 1)."""
+
+    version: int
+    org_id: str
+    dataset_id: str
+    name: str = ''
+    created_at: str
+    created_by: str = ''
+    latest_version: int = 0
+    scoring: Any = None
+    case_ids: list[Any] | None = None
+    case_count: int = 0
+    ungraded_cases: int = 0
+    ready: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class DatasetCase:
+    """One case of one dataset version, keyed by the version and the stable `case_id`."""
+
+    case_id: str
+    case: Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """An eval run: header, arms, phase, task cursor, slots and counters (DESIGN §4-§7)."""
+
+    run_id: str
+    org_id: str
+    agent_id: str
+    dataset_id: str
+    dataset_version: int
+    created_at: str
+    created_by: str = ''
+    status: str
+    phase: str
+    purpose: str = 'check'
+    candidate: str
+    resolved_version: int | None = None
+    draft: bool = False
+    spec_hash: str
+    environment_id: str | None = None
+    arms: Any
+    case_ids_text: str
+    scoring: Any
+    settings: Any = field(default_factory=dict)
+    tasks: Any = None
+    tasks_total: int
+    next_index: int = 0
+    slots: int = 0
+    expected: int
+    recorded: int = 0
+    passed: int = 0
+    failed: int = 0
+    incomplete: int = 0
+    ungraded: int = 0
+    crashed: int = 0
+    cost_micros: int = 0
+    judge_cost_micros: int = 0
+    judge_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    gradings: list[Any] | None = None
+    regrades: int | None = None
+    grading_until_ms: int | None = None
+    heartbeat_at_ms: int
+    started_at: str | None = None
+    completed_at: str | None = None
+    reason: str | None = None
+    outcome: Any = None
+    enqueue_errors: int = 0
+
+    @cached_property
+    def case_ids(self) -> list[str]:
+        """The run's case ids in task order (parsed once per record)."""
+        return self.case_ids_text.split("\n") if self.case_ids_text else []
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attempt:
+    """One attempt of one case on one arm, written once (DESIGN §5)."""
+
+    attempt_key: str
+    run_id: str
+    recorded_key: str
+    arm_id: str
+    case_id: str
+    attempt: int
+    state: str
+    answer: str | None = None
+    answer_ref: str | None = None
+    calls: Any = field(default_factory=list)
+    scores: Any = field(default_factory=list)
+    reason: str = ''
+    error: str | None = None
+    crash: bool = False
+    guardrail: str | None = None
+    cost_micros: int = 0
+    judge_cost_micros: int = 0
+    judge_calls: int = 0
+    regraded: list[Any] | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: int = 0
+    model: str | None = None
+    recorded_at: str
+    successor: Any = None

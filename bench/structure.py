@@ -3,7 +3,11 @@
 Prints, for `chalicelib`: import cycles (strongly connected components of the module graph, imports
 inside functions and under TYPE_CHECKING included), service modules importing `adapters.tables`,
 PynamoDB expressions built in services, service-to-service imports inside functions, statements
-per function in services (median, p90), and lines longer than 100 characters.
+per function in services (median, p90), and lines longer than 100 characters; then service
+modules reaching PynamoDB or the stores' classes, optimistic-retry loops left in services, and unit
+tests of services on fakes (`tests/services`).
+
+`python -m bench.structure [ROOT]` measures another checkout (e.g. a worktree of an old commit).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "chalicelib"
 EXPRESSION_METHODS = {"set", "add", "remove", "delete", "append", "prepend", "exists", "does_not_exist",
                       "is_in", "between", "startswith", "contains", "is_type"}
@@ -111,6 +115,25 @@ def statements(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     return sum(isinstance(node, ast.stmt) for node in ast.walk(function)) - 1
 
 
+def retry_loops(tree: ast.AST) -> int:
+    """`for _ in range(n)` / `while True` loops that call a store's conditional write (`update`,
+    `replace`) inside: the hand-rolled optimistic retries `chalicelib.retrying.change` replaces."""
+    def writes(loop: ast.AST) -> bool:
+        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("update", "replace")
+                   for n in ast.walk(loop))
+    return sum(1 for node in ast.walk(tree)
+               if (isinstance(node, ast.For) and isinstance(node.iter, ast.Call)
+                   and getattr(node.iter.func, "id", None) == "range" and writes(node))
+               or (isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and writes(node)))
+
+
+def fake_tests() -> int:
+    """Test functions under `tests/services` (the services' rules on in-memory fakes)."""
+    return sum(1 for path in (ROOT / "tests" / "services").rglob("test_*.py")
+               for node in ast.walk(ast.parse(path.read_text()))
+               if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"))
+
+
 def main() -> int:
     files = sorted(PACKAGE.rglob("*.py"))
     modules = {module_name(p): p for p in files}
@@ -120,6 +143,8 @@ def main() -> int:
     expressions = 0
     sizes: list[int] = []
     long_lines = 0
+    persistence: set[str] = set()
+    loops = 0
     for name, path in modules.items():
         text = path.read_text()
         long_lines += sum(len(line) > 100 for line in text.splitlines())
@@ -130,10 +155,13 @@ def main() -> int:
                 graph[name].add(target)
             if service and target.startswith("chalicelib.adapters.tables"):
                 tables_importers.add(name)
+            if service and (target.startswith(("pynamodb", "chalicelib.adapters.tables", "chalicelib.adapters.stores"))):
+                persistence.add(name)
             if service and in_function and target.startswith("chalicelib.services.") and target in modules:
                 deferred += 1
         if service:
             expressions += expressions_in(tree)
+            loops += retry_loops(tree)
             sizes += [statements(f) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)]
     found = cycles(graph)
     sizes.sort()
@@ -146,6 +174,9 @@ def main() -> int:
     print(f"statements per function in services: median {statistics.median(sizes):g}, "
           f"p90 {sizes[int(0.9 * (len(sizes) - 1))]} ({len(sizes)} functions)")
     print(f"lines over 100 characters in chalicelib: {long_lines}")
+    print(f"service modules importing pynamodb, adapters.tables or adapters.stores: {len(persistence)}")
+    print(f"hand-rolled optimistic-retry loops in services: {loops}")
+    print(f"unit tests of services on fakes: {fake_tests()}")
     return 0
 
 

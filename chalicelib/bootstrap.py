@@ -15,7 +15,14 @@ from chalicelib import names
 from chalicelib.clock import Clock, SystemClock
 from chalicelib.config import DEV_JWT_SECRET, Settings, get_settings
 from chalicelib.errors import ConfigurationError
-from chalicelib.services.ports.catalog import Environments
+from chalicelib.services.ports.catalog import (
+    Agents,
+    Datasets,
+    Environments,
+    Judges,
+    ModelProfiles,
+)
+from chalicelib.services.ports.tenants import Budgets, Organizations
 
 
 class Container:
@@ -47,27 +54,27 @@ class Container:
         return TokenVerifier(lambda: self.settings)
 
     @cached_property
-    def orgs(self):
+    def orgs(self) -> Organizations:
         from chalicelib.adapters.stores import OrganizationStore
         return OrganizationStore()
 
     @cached_property
-    def agents(self):
+    def agents(self) -> Agents:
         from chalicelib.adapters.stores import AgentStore
         return AgentStore()
 
     @cached_property
-    def model_profiles(self):
+    def model_profiles(self) -> ModelProfiles:
         from chalicelib.adapters.stores import ModelProfileStore
         return ModelProfileStore()
 
     @cached_property
-    def spend(self):
+    def spend(self) -> Budgets:
         from chalicelib.adapters.stores import SpendStore
         return SpendStore()
 
     @cached_property
-    def judges(self):
+    def judges(self) -> Judges:
         from chalicelib.adapters.stores import JudgeStore
         return JudgeStore()
 
@@ -97,7 +104,7 @@ class Container:
         return SesMailer(lambda: self._client("ses"), self.settings.assay_email_sender)
 
     @cached_property
-    def datasets(self):
+    def datasets(self) -> Datasets:
         from chalicelib.adapters.stores import DatasetStore
         return DatasetStore()
 

@@ -25,7 +25,9 @@ class Organization:
     name: str = ''
     concurrency_limit: int
     in_flight: int = 0
-    waiting: list[Any] = field(default_factory=list)
+    """Slots (case tasks in flight) the organization holds now, at most `concurrency_limit`."""
+    waiting: list[str] = field(default_factory=list)
+    """Ids of the runs waiting for a slot, oldest first."""
     waiting_flag: str | None = None
     waiting_since_ms: int | None = None
     monthly_budget_micros: int | None = None
@@ -89,9 +91,21 @@ class Spend:
     requests: int = 0
 
 
+@dataclass(frozen=True)
+class BudgetReading:
+    """What one read of the budgets says (not a row: the organization's and the agent's monthly
+    budgets, None when it has none, and both month counters, all in micro-USD)."""
+
+    org_budget_micros: int | None
+    org_spent_micros: int
+    agent_budget_micros: int | None
+    agent_spent_micros: int
+
+
 @dataclass(frozen=True, kw_only=True)
 class Judge:
-    """A judge header (`version` 0: name, latest version) or one immutable published judge"""
+    """A judge header (`version` 0: name, latest version) or one immutable published judge version
+    (`version` >= 1: its spec, with the runtime it is asked through, and its rubric hash)."""
 
     version: int
     org_id: str

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
-from chalicelib.adapters.tables import AgentRow, AgentVersionRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain.events import VersionPublished
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
+from chalicelib.domain.records import Agent, AgentVersion
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import InvalidInputError, NotFoundError
 from chalicelib.services import messagebus, redacting
@@ -26,7 +27,7 @@ def _validate_spec(c: Container, who: Identity, spec: Any, field: str = "spec") 
     return spec
 
 
-def agent_view(row: AgentRow) -> dict[str, Any]:
+def agent_view(row: Agent) -> dict[str, Any]:
     """The API shape of an agent."""
     return {
         "agent_id": row.agent_id, "name": row.name, "org_id": row.org_id,
@@ -38,14 +39,14 @@ def agent_view(row: AgentRow) -> dict[str, Any]:
     }
 
 
-def version_view(row: AgentVersionRow) -> dict[str, Any]:
+def version_view(row: AgentVersion) -> dict[str, Any]:
     return {"agent_id": row.agent_id, "version": int(row.version), "spec": row.spec,
             "spec_hash": row.spec_hash, "model_profile_id": row.model_profile_id,
             "published_at": row.published_at, "published_by": row.published_by, "source": row.source}
 
 
 def create_agent(c: Container, who: Identity, *, name: str, spec: dict[str, Any],
-                 agent_id: str | None = None) -> AgentRow:
+                 agent_id: str | None = None) -> Agent:
     """Create an agent whose draft is `spec`.
 
     An agent id is unique within the organization only: another organization may have the same
@@ -60,41 +61,41 @@ def create_agent(c: Container, who: Identity, *, name: str, spec: dict[str, Any]
     spec = _validate_spec(c, who, spec)
     now = iso(c.clock.now())
     agent_id = agent_id or f"agt_{uuid.uuid4().hex[:12]}"
-    row = AgentRow(who.org_id, agent_id, name=name,
-                   draft_spec=spec, draft_spec_hash=spec_hash(spec), draft_updated_at=now,
-                   latest_version=0, created_at=now, created_by=who.user_id)
+    row = Agent(org_id=who.org_id, agent_id=agent_id, name=name,
+                draft_spec=spec, draft_spec_hash=spec_hash(spec), draft_updated_at=now,
+                latest_version=0, created_at=now, created_by=who.user_id)
     c.agents.create(row)
     return row
 
 
-def list_versions(c: Container, who: Identity, agent_id: str) -> list[AgentVersionRow]:
+def list_versions(c: Container, who: Identity, agent_id: str) -> list[AgentVersion]:
     """The agent's published versions, newest first. Raises NotFoundError for an unknown agent."""
     c.agents.get(who.org_id, agent_id)
     return c.agents.list_versions(who.org_id, agent_id)
 
 
 def update_draft(c: Container, who: Identity, agent_id: str, *, spec: dict[str, Any] | None,
-                 name: str | None = None) -> AgentRow:
+                 name: str | None = None) -> Agent:
     """Replace the draft spec (and/or rename); `spec_hash` and `updated_at` follow.
 
     Saving the same spec again keeps `updated_at` and the hash, so it never makes a verdict stale.
+    Raises NotFoundError for an unknown agent, InvalidInputError for a spec that cannot run.
     """
     row = c.agents.get(who.org_id, agent_id)
+    edited = row if name is None else replace(row, name=name)
     if spec is not None:
         spec = _validate_spec(c, who, spec)
         h = spec_hash(spec)
-        if h != row.draft_spec_hash or name is not None:
-            c.agents.update_draft(who.org_id, agent_id, spec,
-                                  h, iso(c.clock.now()) if h != row.draft_spec_hash else row.draft_updated_at,
-                                  name=name)
-    elif name is not None:
-        c.agents.update_draft(who.org_id, agent_id, row.draft_spec, row.draft_spec_hash,
-                              row.draft_updated_at, name=name)
+        if h != row.draft_spec_hash:
+            edited = replace(edited, draft_spec=spec, draft_spec_hash=h,
+                             draft_updated_at=iso(c.clock.now()))
+    if edited is not row:
+        c.agents.edit_draft(row, edited)
     return c.agents.get(who.org_id, agent_id)
 
 
 def publish(c: Container, who: Identity, agent_id: str, *, version: int | None = None,
-            spec: dict[str, Any] | None = None, source: str = "api") -> tuple[AgentVersionRow, bool]:
+            spec: dict[str, Any] | None = None, source: str = "api") -> tuple[AgentVersion, bool]:
     """Publish `spec` (default: the draft) as `version` (default: latest + 1).
 
     Returns:
@@ -110,16 +111,17 @@ def publish(c: Container, who: Identity, agent_id: str, *, version: int | None =
         version = int(agent.latest_version or 0) + 1
     if version < 1:
         raise InvalidInputError("version must be a positive integer", field="version")
-    row = AgentVersionRow(org_id=who.org_id, agent_id=agent_id, version=version, spec=spec, spec_hash=spec_hash(spec),
-                          model_profile_id=spec.get("model_profile_id"),
-                          published_at=iso(c.clock.now()), published_by=who.user_id, source=source)
+    row = AgentVersion(org_id=who.org_id, agent_id=agent_id, version=version, spec=spec,
+                       spec_hash=spec_hash(spec), model_profile_id=spec.get("model_profile_id"),
+                       published_at=iso(c.clock.now()), published_by=who.user_id, source=source)
     created = c.agents.publish(row)
     # Suites on publish check every new version; a redelivered publish finds them triggered already.
     messagebus.publish(c, VersionPublished(who.org_id, agent_id, version))
-    return (row if created else c.agents.get_version(who.org_id, agent_id, version)), created
+    # Not created: the same spec was published as that version before, which is what it returns.
+    return (row if created else c.agents.get_version(who.org_id, agent_id, version) or row), created
 
 
-def get_version(c: Container, who: Identity, agent_id: str, version: int) -> AgentVersionRow:
+def get_version(c: Container, who: Identity, agent_id: str, version: int) -> AgentVersion:
     """One published version of the organization's agent. Raises NotFoundError (agent or version)."""
     c.agents.get(who.org_id, agent_id)
     row = c.agents.get_version(who.org_id, agent_id, version)

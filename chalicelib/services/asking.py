@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.adapters.runtimes.http import is_retryable_status
-from chalicelib.adapters.stores import BudgetReading
 from chalicelib.bootstrap import Container
 from chalicelib.domain.models import AgentAnswer, CaseRequest
 from chalicelib.domain.money import token_cost_micros
+from chalicelib.domain.records import BudgetReading
 from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
 from chalicelib.services import budgets
 from chalicelib.services.ports import AskContext

@@ -16,7 +16,6 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from chalicelib.adapters.stores import BudgetReading
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain.identity import Identity
@@ -26,6 +25,7 @@ from chalicelib.domain.money import (
     usd_text,
     usd_to_micros,
 )
+from chalicelib.domain.records import BudgetReading
 from chalicelib.errors import InvalidInputError
 
 

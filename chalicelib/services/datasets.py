@@ -7,7 +7,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from chalicelib.adapters.tables import DatasetRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain import importers, scorers
@@ -15,11 +14,12 @@ from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.judge import JUDGE_SCORER
 from chalicelib.domain.models import Case, ScoringConfig
+from chalicelib.domain.records import Dataset, DatasetCase
 from chalicelib.errors import InvalidInputError, invalid_input
 from chalicelib.services import judges, redacting
 
 
-def dataset_view(header: DatasetRow, version: DatasetRow | None = None) -> dict[str, Any]:
+def dataset_view(header: Dataset, version: Dataset | None = None) -> dict[str, Any]:
     """The API shape of a dataset (and of one of its versions when given)."""
     out: dict[str, Any] = {"dataset_id": header.dataset_id, "name": header.name,
                            "latest_version": int(header.latest_version or 0) or None,
@@ -87,7 +87,8 @@ def redact_cases(c: Container, org_id: str, cases: list[Case]) -> list[Case]:
     return out
 
 
-def create_dataset(c: Container, who: Identity, *, name: str, dataset_id: str | None = None) -> DatasetRow:
+def create_dataset(c: Container, who: Identity, *, name: str,
+                   dataset_id: str | None = None) -> Dataset:
     """Create an empty dataset (its versions are added with `add_version`). A dataset id is unique
     within the organization only.
 
@@ -96,14 +97,15 @@ def create_dataset(c: Container, who: Identity, *, name: str, dataset_id: str | 
     """
     if dataset_id is not None:
         check_tenant_id(dataset_id, "dataset_id")
-    header = DatasetRow(dataset_id=dataset_id or f"ds_{uuid.uuid4().hex[:12]}", version=0, org_id=who.org_id, name=name,
-                        created_at=iso(c.clock.now()), created_by=who.user_id, latest_version=0)
+    header = Dataset(dataset_id=dataset_id or f"ds_{uuid.uuid4().hex[:12]}", version=0,
+                     org_id=who.org_id, name=name, created_at=iso(c.clock.now()),
+                     created_by=who.user_id, latest_version=0)
     c.datasets.create(header)
     return header
 
 
 def add_version(c: Container, who: Identity, dataset_id: str, *, scoring: Any,
-                cases: Any = None, source: dict[str, Any] | None = None) -> tuple[DatasetRow, DatasetRow]:
+                cases: Any = None, source: dict[str, Any] | None = None) -> tuple[Dataset, Dataset]:
     """Add the next immutable version from inline `cases` or an import `source`.
 
     Args:
@@ -141,16 +143,19 @@ def add_version(c: Container, who: Identity, dataset_id: str, *, scoring: Any,
     effective = judges.effective_scoring(scoring_cfg, judges.of_scoring(c, who.org_id, scoring_cfg))
     ungraded = sum(1 for case in parsed if not scorers.is_gradable(case, effective))
     version = c.datasets.next_version(who.org_id, dataset_id)
-    row = DatasetRow(dataset_id=dataset_id, version=version, org_id=who.org_id, name=header.name,
-                     created_at=iso(c.clock.now()), created_by=who.user_id,
-                     scoring=scoring_cfg.model_dump(mode="json"),
-                     case_ids=[case.case_id for case in parsed], case_count=len(parsed),
-                     ungraded_cases=ungraded)
-    c.datasets.add_version(header, row, [(case.case_id, case.model_dump(mode="json")) for case in parsed])
+    row = Dataset(dataset_id=dataset_id, version=version, org_id=who.org_id, name=header.name,
+                  created_at=iso(c.clock.now()), created_by=who.user_id,
+                  scoring=scoring_cfg.model_dump(mode="json"),
+                  case_ids=[case.case_id for case in parsed], case_count=len(parsed),
+                  ungraded_cases=ungraded)
+    c.datasets.add_version(row, [DatasetCase(case_id=case.case_id,
+                                             case=case.model_dump(mode="json"))
+                                 for case in parsed])
     return c.datasets.get(who.org_id, dataset_id), row
 
 
-def coverage(c: Container, version: DatasetRow, judge: Any, scoring: dict[str, Any] | None = None) -> tuple[int, int]:
+def coverage(c: Container, version: Dataset, judge: Any,
+             scoring: dict[str, Any] | None = None) -> tuple[int, int]:
     """`(cases nothing grades, cases the judge grades)` of a dataset version, with `judge` (a
     `judges.ResolvedJudge` or None) the judge grading now: republishing a judge with other
     criteria scopes changes both, so they are counted when a run is planned."""
@@ -166,7 +171,7 @@ def coverage(c: Container, version: DatasetRow, judge: Any, scoring: dict[str, A
     return ungraded, judged
 
 
-def resolve_version(c: Container, who: Identity, dataset_id: str, version: Any) -> DatasetRow:
+def resolve_version(c: Container, who: Identity, dataset_id: str, version: Any) -> Dataset:
     """A dataset version by number or `latest` (the default).
 
     Raises:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from chalicelib.adapters.tables import JudgeRow, RunRow
+from chalicelib import retrying
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain import judge as rules
@@ -29,7 +29,8 @@ from chalicelib.domain.models import (
     ScoreResult,
     ScoringConfig,
 )
-from chalicelib.errors import ConflictError, InvalidInputError, invalid_input
+from chalicelib.domain.records import Judge
+from chalicelib.errors import InvalidInputError, NotFoundError, invalid_input
 from chalicelib.services import asking, budgets, redacting
 
 log = logging.getLogger(__name__)
@@ -58,12 +59,12 @@ class ResolvedJudge:
 # --- publishing ------------------------------------------------------------------------------
 
 
-def header_view(row: JudgeRow) -> dict[str, Any]:
+def header_view(row: Judge) -> dict[str, Any]:
     return {"judge_id": row.judge_id, "name": row.name, "latest_version": int(row.latest_version or 0) or None,
             "created_at": row.created_at, "created_by": row.created_by}
 
 
-def version_view(row: JudgeRow) -> dict[str, Any]:
+def version_view(row: Judge) -> dict[str, Any]:
     spec = dict(row.spec or {})
     runtime = spec.pop("runtime", {})
     resolved = _resolved(row)
@@ -72,7 +73,7 @@ def version_view(row: JudgeRow) -> dict[str, Any]:
             "published_at": row.created_at, "published_by": row.created_by}
 
 
-def create(c: Container, who: Any, *, name: str, judge_id: str | None = None) -> JudgeRow:
+def create(c: Container, who: Any, *, name: str, judge_id: str | None = None) -> Judge:
     """Create a judge (publish its versions with `publish`). A judge id is unique within the
     organization only.
 
@@ -81,18 +82,27 @@ def create(c: Container, who: Any, *, name: str, judge_id: str | None = None) ->
     """
     if judge_id is not None:
         check_tenant_id(judge_id, "judge_id")
-    row = JudgeRow(judge_id=judge_id or f"judge_{uuid.uuid4().hex[:12]}", version=0, org_id=who.org_id, name=name,
-                   latest_version=0, created_at=iso(c.clock.now()), created_by=who.user_id)
+    row = Judge(judge_id=judge_id or f"judge_{uuid.uuid4().hex[:12]}", version=0,
+                org_id=who.org_id, name=name, latest_version=0, created_at=iso(c.clock.now()),
+                created_by=who.user_id)
     c.judges.create(row)
     return row
 
 
-def publish(c: Container, who: Any, judge_id: str, body: Any) -> JudgeRow:
-    """Publish the next version of a judge from a `JudgeSpec` body.
+PUBLISH_TRIES = 5
+"""Publishes lost to other publishes of the same judge before giving up (409): people publish a
+judge by hand, so five in a row means somebody is publishing it at the same moment."""
 
+
+def publish(c: Container, who: Any, judge_id: str, body: Any) -> Judge:
+    """Publish the next version of a judge from a `JudgeSpec` body; returns the version.
+
+    The number is the header's latest + 1, taken together with moving the header (another
+    publish of the same judge taking it first means reading the header again).
     Raises:
         InvalidInputError: a malformed spec, or a model profile the `openai` runtime cannot ask.
         NotFoundError: unknown judge or model profile.
+        ConflictError: (field `judge_id`) `PUBLISH_TRIES` publishes in a row lost to others.
     """
     from chalicelib.adapters.runtimes import validate_spec
 
@@ -121,18 +131,27 @@ def publish(c: Container, who: Any, judge_id: str, body: Any) -> JudgeRow:
         raise InvalidInputError(f"model profile {profile.model_profile_id} cannot ask a judge: {exc.message}",
                                 field=field) from None
     stored = {**spec.model_dump(mode="json"), "runtime": runtime}
-    for _ in range(5):
-        number = int(header.latest_version or 0) + 1
-        row = JudgeRow(judge_id=judge_id, version=number, org_id=who.org_id, name=header.name, spec=stored,
-                       rubric_hash=rules.rubric_hash(spec), created_at=iso(c.clock.now()),
-                       created_by=who.user_id)
-        if c.judges.publish(header, row):
-            return row
-        header = c.judges.get(who.org_id, judge_id)
-    raise ConflictError(f"judge {judge_id} is being published by somebody else: try again", field="judge_id")
+    now = iso(c.clock.now())
+
+    def version_of(header: Judge) -> Judge:
+        """The version a header moved to `latest_version` publishes."""
+        return Judge(judge_id=judge_id, version=int(header.latest_version), org_id=who.org_id,
+                     name=header.name, spec=stored, rubric_hash=rules.rubric_hash(spec),
+                     created_at=now, created_by=who.user_id)
+
+    unread = [header]   # the first try decides on the header read above; a lost one reads it again
+    published = retrying.change(
+        lambda: unread.pop() if unread else c.judges.get(who.org_id, judge_id),
+        lambda header: replace(header, latest_version=int(header.latest_version or 0) + 1),
+        lambda before, after: c.judges.publish(before, version_of(after)),
+        conflict=f"judge {judge_id} is being published by somebody else: try again",
+        field="judge_id", tries=PUBLISH_TRIES)
+    if published is None:   # not reached: `get` raises for a judge that is gone
+        raise NotFoundError(f"judge {judge_id} not found", field="judge_id")
+    return version_of(published.after)
 
 
-def _resolved(row: JudgeRow) -> ResolvedJudge:
+def _resolved(row: Judge) -> ResolvedJudge:
     stored = dict(row.spec or {})
     runtime = stored.pop("runtime")
     spec = rules.JudgeSpec.model_validate(stored)
@@ -240,7 +259,18 @@ class Asker:
             return rules.not_graded(f"judge failed: {exc}", fp)
 
 
-def for_run(c: Container, run: RunRow, scoring: ScoringConfig) -> Asker | None:
+class OfAgent(Protocol):
+    """What `for_run` reads of a run: its organization and agent (a `chalicelib.domain.records.Run`;
+    the run store's row has them too while the ledger still hands rows out)."""
+
+    @property
+    def org_id(self) -> str: ...
+
+    @property
+    def agent_id(self) -> str: ...
+
+
+def for_run(c: Container, run: OfAgent, scoring: ScoringConfig) -> Asker | None:
     """An asker for the judge grading `run`'s dataset now (`scoring`: the run's, validated), or
     None without a judge.
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from chalicelib.adapters.tables import ModelProfileRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.money import MAX_PRICE_PER_MTOK_USD, to_decimal
+from chalicelib.domain.records import ModelProfile
 from chalicelib.errors import ConflictError, InvalidInputError
 from chalicelib.services import redacting
 from chalicelib.services.environments import active_runs_using
@@ -24,7 +24,7 @@ from chalicelib.services.environments import active_runs_using
 PRICE_KEYS = ("input_per_mtok_usd", "output_per_mtok_usd")
 
 
-def view(row: ModelProfileRow) -> dict[str, Any]:
+def view(row: ModelProfile) -> dict[str, Any]:
     """The API shape of a model profile."""
     return {"model_profile_id": row.model_profile_id, "name": row.name, "model": row.model,
             "settings": row.settings, "temperature": row.temperature, "price": row.price,
@@ -33,7 +33,7 @@ def view(row: ModelProfileRow) -> dict[str, Any]:
 
 def create(c: Container, who: Identity, *, model_profile_id: str, model: str, name: str = "",
            settings: dict[str, Any] | None = None, temperature: float | None = None,
-           price: dict[str, Any] | None = None) -> ModelProfileRow:
+           price: dict[str, Any] | None = None) -> ModelProfile:
     """Create a profile. Raises InvalidInputError for a bad price, an id with `#` or `/`, or settings
     that are not connection keys or not valid as a spec's (field `settings.<key>`), ConflictError for
     an id the organization has already."""
@@ -51,14 +51,15 @@ def create(c: Container, who: Identity, *, model_profile_id: str, model: str, na
                      for k in PRICE_KEYS}
         except ValueError as exc:
             raise InvalidInputError(str(exc), field="price") from None
-    row = ModelProfileRow(who.org_id, model_profile_id, name=name or model_profile_id, model=model,
-                          settings=settings or {}, temperature=temperature, price=price,
-                          created_at=iso(c.clock.now()), created_by=who.user_id)
+    row = ModelProfile(org_id=who.org_id, model_profile_id=model_profile_id,
+                       name=name or model_profile_id, model=model, settings=settings or {},
+                       temperature=temperature, price=price,
+                       created_at=iso(c.clock.now()), created_by=who.user_id)
     c.model_profiles.create(row)
     return row
 
 
-def apply(spec: dict[str, Any], profile: ModelProfileRow) -> dict[str, Any]:
+def apply(spec: dict[str, Any], profile: ModelProfile) -> dict[str, Any]:
     """`spec` run on `profile`: its settings over the spec, then its model, temperature and price."""
     out = {**spec, **(profile.settings or {}), "model": profile.model,
            "model_profile_id": profile.model_profile_id}

@@ -12,14 +12,38 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from chalicelib.adapters.runtimes import build_runtimes
 from chalicelib.clock import FixedClock
 from chalicelib.config import Settings
-from tests.fakes.catalog import FakeEnvironments
+from tests.fakes.catalog import (
+    FakeAgents,
+    FakeDatasets,
+    FakeEnvironments,
+    FakeJudges,
+    FakeModelProfiles,
+)
 from tests.fakes.ledger import FakeRuns
-from tests.fakes.tenants import FakeOrganizations
+from tests.fakes.tenants import FakeBudgets, FakeOrganizations
 
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 """Where a fake container's clock starts."""
+
+PUBLIC_ADDRESS = "93.184.216.34"
+"""What every host name resolves to in a fake container: a public address, so egress checks pass
+without asking DNS."""
+
+
+class FakeSecrets:
+    """The organizations' secrets (`c.secrets`) by (org_id, name); none unless a test puts some."""
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[str, str], str] = {}
+
+    def get(self, org_id: str, name: str) -> str | None:
+        return self.kept.get((org_id, name))
+
+    def values(self, org_id: str) -> tuple[str, ...]:
+        return tuple(value for (org, _), value in sorted(self.kept.items()) if org == org_id)
 
 
 class FakeContainer:
@@ -32,5 +56,14 @@ class FakeContainer:
         self.environments = FakeEnvironments()
         self.orgs = FakeOrganizations()
         self.runs = FakeRuns()
+        self.agents = FakeAgents()
+        self.judges = FakeJudges()
+        self.model_profiles = FakeModelProfiles()
+        self.datasets = FakeDatasets()
+        self.spend = FakeBudgets(self.orgs, self.agents, self.runs)
+        self.secrets = FakeSecrets()
+        self.resolver = lambda _host, _port: [PUBLIC_ADDRESS]
+        # The real runtimes: validating a spec reads no network with the resolver above.
+        self.runtimes = build_runtimes(settings=lambda: self.settings, resolver=lambda: self.resolver)
         for name, value in collaborators.items():
             setattr(self, name, value)

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
-from chalicelib.domain.records import Environment
+from chalicelib.domain.records import (
+    Agent,
+    AgentVersion,
+    Dataset,
+    DatasetCase,
+    Environment,
+    Judge,
+    ModelProfile,
+)
 from chalicelib.errors import ConflictError, NotFoundError
 
 
@@ -38,3 +49,158 @@ class FakeEnvironments:
 
     def delete(self, org_id: str, environment_id: str) -> None:
         self.kept.pop((org_id, environment_id), None)
+
+
+class FakeAgents:
+    """`ports.catalog.Agents`: agents by (org_id, agent_id), versions by (org_id, agent_id, version)."""
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[str, str], Agent] = {}
+        self.versions: dict[tuple[str, str, int], AgentVersion] = {}
+
+    def create(self, agent: Agent) -> None:
+        key = (agent.org_id, agent.agent_id)
+        if key in self.kept:
+            raise ConflictError(f"agent {agent.agent_id} already exists", field="agent_id")
+        self.kept[key] = agent
+
+    def get(self, org_id: str, agent_id: str) -> Agent:
+        try:
+            return self.kept[(org_id, agent_id)]
+        except KeyError:
+            raise NotFoundError(f"agent {agent_id} not found", field="agent_id") from None
+
+    def list(self, org_id: str) -> builtins.list[Agent]:
+        return [a for (org, _), a in sorted(self.kept.items()) if org == org_id]
+
+    def edit_draft(self, before: Agent, after: Agent) -> None:
+        now = self.get(before.org_id, before.agent_id)
+        edited = {name: getattr(after, name) for name in ("name", "draft_spec", "draft_spec_hash", "draft_updated_at")
+                  if getattr(after, name) != getattr(before, name)}
+        if replace(before, **edited) != after:
+            raise ValueError("only the draft and the name of an agent are edited")
+        self.kept[(before.org_id, before.agent_id)] = replace(now, **edited)
+
+    def get_version(self, org_id: str, agent_id: str, version: int) -> AgentVersion | None:
+        return self.versions.get((org_id, agent_id, version))
+
+    def list_versions(self, org_id: str, agent_id: str) -> builtins.list[AgentVersion]:
+        return sorted((v for (org, agent, _), v in self.versions.items() if (org, agent) == (org_id, agent_id)),
+                      key=lambda v: v.version, reverse=True)
+
+    def publish(self, version: AgentVersion) -> bool:
+        key = (version.org_id, version.agent_id, version.version)
+        existing = self.versions.get(key)
+        if existing is not None:
+            if existing.spec_hash == version.spec_hash:
+                return False
+            raise ConflictError(f"version {version.version} of agent {version.agent_id} is already published "
+                                "with another spec; versions are immutable", field="version")
+        agent = self.get(version.org_id, version.agent_id)
+        self.versions[key] = version
+        if agent.latest_version < version.version:
+            self.kept[(agent.org_id, agent.agent_id)] = replace(agent, latest_version=version.version,
+                                                                live_version=version.version)
+        return True
+
+
+class FakeJudges:
+    """`ports.catalog.Judges`: headers and versions by (org_id, judge_id, version)."""
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[str, str, int], Judge] = {}
+
+    def create(self, header: Judge) -> None:
+        key = (header.org_id, header.judge_id, 0)
+        if key in self.kept:
+            raise ConflictError(f"judge {header.judge_id} already exists", field="judge_id")
+        self.kept[key] = header
+
+    def get(self, org_id: str, judge_id: str, version: int = 0, *, field: str = "judge_id") -> Judge:
+        try:
+            return self.kept[(org_id, judge_id, version)]
+        except KeyError:
+            what = f"judge {judge_id}" if version == 0 else f"version {version} of judge {judge_id}"
+            raise NotFoundError(f"{what} not found", field=field) from None
+
+    def versions(self, org_id: str, judge_id: str) -> list[Judge]:
+        return sorted((j for (org, judge, v), j in self.kept.items() if (org, judge) == (org_id, judge_id) and v > 0),
+                      key=lambda j: j.version)
+
+    def publish(self, header: Judge, version: Judge) -> bool:
+        stored = self.get(header.org_id, header.judge_id)
+        key = (version.org_id, version.judge_id, version.version)
+        if key in self.kept or stored.latest_version != header.latest_version:
+            return False
+        self.kept[key] = version
+        self.kept[(header.org_id, header.judge_id, 0)] = replace(stored, latest_version=version.version)
+        return True
+
+
+class FakeModelProfiles:
+    """`ports.catalog.ModelProfiles` in a dict keyed by (org_id, model_profile_id)."""
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[str, str], ModelProfile] = {}
+
+    def create(self, profile: ModelProfile) -> None:
+        key = (profile.org_id, profile.model_profile_id)
+        if key in self.kept:
+            raise ConflictError(f"model profile {profile.model_profile_id} already exists", field="model_profile_id")
+        self.kept[key] = profile
+
+    def get(self, org_id: str, model_profile_id: str, *, field: str = "model_profile_id") -> ModelProfile:
+        try:
+            return self.kept[(org_id, model_profile_id)]
+        except KeyError:
+            raise NotFoundError(f"model profile {model_profile_id} not found", field=field) from None
+
+    def delete(self, org_id: str, model_profile_id: str) -> None:
+        self.kept.pop((org_id, model_profile_id), None)
+
+    def list(self, org_id: str) -> list[ModelProfile]:
+        return [p for (org, _), p in sorted(self.kept.items()) if org == org_id]
+
+
+class FakeDatasets:
+    """`ports.catalog.Datasets`: headers and versions by (org_id, dataset_id, version), cases by version."""
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[str, str, int], Dataset] = {}
+        self.case_rows: dict[tuple[str, str, int], dict[str, dict[str, Any]]] = {}
+
+    def create(self, header: Dataset) -> None:
+        key = (header.org_id, header.dataset_id, 0)
+        if key in self.kept:
+            raise ConflictError(f"dataset {header.dataset_id} already exists", field="dataset_id")
+        self.kept[key] = header
+
+    def get(self, org_id: str, dataset_id: str, version: int = 0) -> Dataset:
+        found = self.kept.get((org_id, dataset_id, version))
+        if found is None:
+            what = f"dataset {dataset_id}" + (f" version {version}" if version else "")
+            raise NotFoundError(f"{what} not found", field="dataset_version" if version else "dataset_id")
+        return found
+
+    def list(self, org_id: str) -> builtins.list[Dataset]:
+        headers = [d for (org, _, v), d in self.kept.items() if org == org_id and v == 0]
+        return sorted(headers, key=lambda d: d.created_at, reverse=True)
+
+    def next_version(self, org_id: str, dataset_id: str) -> int:
+        return max((v for (org, ds, v) in self.kept if (org, ds) == (org_id, dataset_id)), default=0) + 1
+
+    def add_version(self, version: Dataset, cases: Sequence[DatasetCase]) -> None:
+        key = (version.org_id, version.dataset_id, version.version)
+        if key in self.kept:
+            raise ConflictError("another version was added at the same time; retry", field="version")
+        self.kept[key] = version
+        self.case_rows[key] = {case.case_id: case.case for case in sorted(cases, key=lambda case: case.case_id)}
+        header = self.kept[(version.org_id, version.dataset_id, 0)]
+        if header.latest_version < version.version:
+            self.kept[(version.org_id, version.dataset_id, 0)] = replace(header, latest_version=version.version)
+
+    def get_case(self, org_id: str, dataset_id: str, version: int, case_id: str) -> dict[str, Any] | None:
+        return self.case_rows.get((org_id, dataset_id, version), {}).get(case_id)
+
+    def cases(self, org_id: str, dataset_id: str, version: int) -> builtins.list[dict[str, Any]]:
+        return list(self.case_rows.get((org_id, dataset_id, version), {}).values())

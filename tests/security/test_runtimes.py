@@ -40,7 +40,7 @@ from typing import Any
 
 import pytest
 
-from chalicelib.adapters.tables import ModelProfileRow
+from chalicelib.domain.records import ModelProfile
 from tests.support.e2e import Api
 
 CASES = [{"case_id": "c1", "input": "What is 6 times 7?", "reference": "42"},
@@ -182,9 +182,9 @@ def test_api_key_env_is_refused_in_an_agent_a_model_profile_and_a_draft(api, fre
 
 
 def test_a_profile_stored_before_the_rule_cannot_carry_api_key_env_into_a_judge_or_an_arm(api, container, fresh):
-    legacy = ModelProfileRow(api.org_id, "legacy", name="legacy", model="m",
-                             settings={"base_url": f"{fresh.url}/v1", "api_key_env": "ASSAY_JWT_SECRET"},
-                             created_at="2026-01-01T00:00:00+00:00", created_by="old")
+    legacy = ModelProfile(org_id=api.org_id, model_profile_id="legacy", name="legacy", model="m",
+                          settings={"base_url": f"{fresh.url}/v1", "api_key_env": "ASSAY_JWT_SECRET"},
+                          created_at="2026-01-01T00:00:00+00:00", created_by="old")
     container.model_profiles.create(legacy)
     status, body = publish_judge(api, "legacy")
     assert status == 400 and body["error"]["field"] == "settings.api_key_env", body

@@ -165,12 +165,7 @@ def _judge_spec(org: str) -> dict[str, Any]:
 def _write_everything(org: str) -> None:
     """One row of every table for `org`, through the stores, with ids both organizations share."""
     from chalicelib.adapters.tables import (
-        AgentRow,
-        AgentVersionRow,
         AttemptRow,
-        DatasetRow,
-        JudgeRow,
-        ModelProfileRow,
         NotificationRow,
         PromotionRow,
         RunRow,
@@ -183,17 +178,18 @@ def _write_everything(org: str) -> None:
     now = "2026-05-01T00:00:00Z"
     stores.OrganizationStore().ensure(org, concurrency_limit=3, now_iso=now)
     agents = stores.AgentStore()
-    agents.create(AgentRow(org, "agent-1", name=f"{org}'s", draft_spec={"runtime": "recorded"},
-                           draft_spec_hash="h", draft_updated_at=now, created_at=now))
-    assert agents.publish(AgentVersionRow(org_id=org, agent_id="agent-1", version=1, spec={"owner": org},
-                                          spec_hash=f"h-{org}", published_at=now))
-    stores.ModelProfileStore().create(ModelProfileRow(org, "profile-1", model="m", created_at=now))
+    agents.create(records.Agent(org_id=org, agent_id="agent-1", name=f"{org}'s", draft_spec={"runtime": "recorded"},
+                                draft_spec_hash="h", draft_updated_at=now, created_at=now))
+    assert agents.publish(records.AgentVersion(org_id=org, agent_id="agent-1", version=1, spec={"owner": org},
+                                               spec_hash=f"h-{org}", published_at=now))
+    stores.ModelProfileStore().create(records.ModelProfile(org_id=org, model_profile_id="profile-1", model="m",
+                                                           created_at=now))
     stores.SpendStore().charge(org, "agent-1", MONTH, 7 if org == ORGS[0] else 11, judge=False)
     judges = stores.JudgeStore()
-    header = JudgeRow(judge_id="judge-1", version=0, org_id=org, name=org, created_at=now)
+    header = records.Judge(judge_id="judge-1", version=0, org_id=org, name=org, created_at=now)
     judges.create(header)
-    assert judges.publish(header, JudgeRow(judge_id="judge-1", version=1, org_id=org, created_at=now,
-                                           spec=_judge_spec(org), rubric_hash="r"))
+    assert judges.publish(header, records.Judge(judge_id="judge-1", version=1, org_id=org, created_at=now,
+                                                spec=_judge_spec(org), rubric_hash="r"))
     stores.EnvironmentStore().create(records.Environment(org_id=org, environment_id="prod", created_at=now))
     suites = stores.SuiteStore()
     suites.create(SuiteRow(agent_id="agent-1", suite_id="suite-1", org_id=org, dataset_id="ds-1",
@@ -207,11 +203,11 @@ def _write_everything(org: str) -> None:
     stores.NotificationStore().add(NotificationRow(recipient(org, "u"), "n0001", org_id=org, kind="k",
                                                    title=org, created_at=now))
     datasets = stores.DatasetStore()
-    ds_header = DatasetRow(dataset_id="ds-1", version=0, org_id=org, name=org, created_at=now)
+    ds_header = records.Dataset(dataset_id="ds-1", version=0, org_id=org, name=org, created_at=now)
     datasets.create(ds_header)
-    datasets.add_version(datasets.get(org, "ds-1"),
-                         DatasetRow(dataset_id="ds-1", version=1, org_id=org, created_at=now, case_count=1),
-                         [("case-1", {"case_id": "case-1", "input": f"question of {org}"})])
+    datasets.add_version(records.Dataset(dataset_id="ds-1", version=1, org_id=org, created_at=now, case_count=1),
+                         [records.DatasetCase(case_id="case-1", case={"case_id": "case-1",
+                                                                      "input": f"question of {org}"})])
     runs = stores.RunStore()
     run = RunRow(run_id="run-1", org_id=org, agent_id="agent-1", dataset_id="ds-1", dataset_version=1,
                  created_at=now, status="completed", phase="done", candidate="version", spec_hash="h", arms=[],

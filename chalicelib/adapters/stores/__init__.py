@@ -34,9 +34,11 @@ from chalicelib.adapters.stores.catalog import (
 )
 from chalicelib.adapters.stores.ledger import RecordConflict, RecordOutcome, RunStore
 from chalicelib.adapters.stores.tenants import (
-    BudgetReading,
     OrganizationStore,
     SpendStore,
+)
+from chalicelib.domain.records import (
+    BudgetReading,  # kept here for modules not moved to records yet
 )
 
 __all__ = [

@@ -6,19 +6,22 @@ import builtins
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import Any
 
 from pynamodb.exceptions import (
     DoesNotExist,
     PutError,
     TransactWriteError,
-    UpdateError,
 )
-from pynamodb.expressions.update import Action
 
 from chalicelib.adapters.stores.base import (
     TX,
+    changes,
+    conditional_update,
     reason_codes,
+    record_of,
+    row_of,
     save_new,
     unless_condition_failed,
 )
@@ -31,46 +34,61 @@ from chalicelib.adapters.tables import (
     ModelProfileRow,
     org_key,
 )
+from chalicelib.domain.records import (
+    Agent,
+    AgentVersion,
+    Dataset,
+    DatasetCase,
+    Judge,
+    ModelProfile,
+)
 from chalicelib.errors import ConflictError, NotFoundError
 
 # --- judges ----------------------------------------------------------------------------------
 
 
+def _judge_key(judge: Judge) -> str:
+    return org_key(judge.org_id, judge.judge_id)
+
+
 class JudgeStore:
-    """Judges: a header row (version 0) and immutable published versions."""
+    """Judges: a header (version 0) and immutable published versions (port
+    `ports.catalog.Judges`)."""
 
-    def create(self, header: JudgeRow) -> None:
-        """Write a judge header (its key built from `org_id` and `judge_id`).
+    def create(self, header: Judge) -> None:
+        """Keep a new judge header. Raises ConflictError when the organization has the id."""
+        save_new(row_of(header, JudgeRow, judge_key=_judge_key(header)),
+                 JudgeRow.judge_key.does_not_exist(),
+                 f"judge {header.judge_id} already exists", field="judge_id")
 
-        Raises ConflictError when the id is taken in the organization.
-        """
-        header.judge_key = org_key(header.org_id, header.judge_id)
-        save_new(header, JudgeRow.judge_key.does_not_exist(),
-                  f"judge {header.judge_id} already exists", field="judge_id")
-
-    def get(self, org_id: str, judge_id: str, version: int = 0, *, field: str = "judge_id") -> JudgeRow:
+    def get(self, org_id: str, judge_id: str, version: int = 0, *,
+            field: str = "judge_id") -> Judge:
         """The header (version 0) or a published version. Raises NotFoundError (naming `field`) for
         an unknown judge or version of the organization."""
         try:
-            return JudgeRow.get(org_key(org_id, judge_id), version, consistent_read=True)
+            row = JudgeRow.get(org_key(org_id, judge_id), version, consistent_read=True)
+            return record_of(row, Judge)
         except DoesNotExist:
             what = f"judge {judge_id}" if version == 0 else f"version {version} of judge {judge_id}"
             raise NotFoundError(f"{what} not found", field=field) from None
 
-    def versions(self, org_id: str, judge_id: str) -> list[JudgeRow]:
+    def versions(self, org_id: str, judge_id: str) -> list[Judge]:
         """The organization's judge's published versions, oldest first."""
-        return list(JudgeRow.query(org_key(org_id, judge_id), JudgeRow.version > 0))
+        rows = JudgeRow.query(org_key(org_id, judge_id), JudgeRow.version > 0)
+        return [record_of(row, Judge) for row in rows]
 
-    def publish(self, header: JudgeRow, row: JudgeRow) -> bool:
-        """Write version `row.version` and move the header's latest to it, in one transaction.
+    def publish(self, header: Judge, version: Judge) -> bool:
+        """Write `version` and move the header's latest to its number, in one transaction,
+        conditional on the header's latest still being `header.latest_version`.
 
         Returns False when another publish took that number first (the caller reads again).
         """
-        row.judge_key = org_key(row.org_id, row.judge_id)
+        key = _judge_key(version)
         try:
             with TX.write() as t:
-                t.save(row, condition=JudgeRow.version.does_not_exist())
-                t.update(JudgeRow(header.judge_key, 0), actions=[JudgeRow.latest_version.set(row.version)],
+                t.save(row_of(version, JudgeRow, judge_key=key),
+                       condition=JudgeRow.version.does_not_exist())
+                t.update(JudgeRow(key, 0), actions=[JudgeRow.latest_version.set(version.version)],
                          condition=JudgeRow.latest_version == int(header.latest_version or 0))
             return True
         except TransactWriteError as exc:
@@ -80,81 +98,91 @@ class JudgeStore:
 
 # --- agents ----------------------------------------------------------------------------------
 
+_DRAFT_FIELDS = ("name", "draft_spec", "draft_spec_hash", "draft_updated_at")
+"""What editing a draft may change of an agent; the rest belongs to publishing and budgets."""
+_NOT_DRAFT = tuple(f.name for f in fields(Agent) if f.name not in _DRAFT_FIELDS)
+
 
 class AgentStore:
-    """Agents (draft edited in place) and their immutable versions."""
+    """Agents (draft edited in place) and their immutable versions (port `ports.catalog.Agents`)."""
 
-    def create(self, row: AgentRow) -> None:
-        """Raises ConflictError when the id is taken in the organization (another's is no concern)."""
-        save_new(row, AgentRow.agent_id.does_not_exist(),
-                  f"agent {row.agent_id} already exists", field="agent_id")
+    def create(self, agent: Agent) -> None:
+        """Raises ConflictError when the organization has the id (another's is no concern)."""
+        save_new(row_of(agent, AgentRow), AgentRow.agent_id.does_not_exist(),
+                 f"agent {agent.agent_id} already exists", field="agent_id")
 
-    def get(self, org_id: str, agent_id: str) -> AgentRow:
+    def get(self, org_id: str, agent_id: str) -> Agent:
         """Raises NotFoundError for an agent the organization does not have."""
         try:
-            return AgentRow.get(org_id, agent_id, consistent_read=True)
+            return record_of(AgentRow.get(org_id, agent_id, consistent_read=True), Agent)
         except DoesNotExist:
             raise NotFoundError(f"agent {agent_id} not found", field="agent_id") from None
 
-    def list(self, org_id: str) -> list[AgentRow]:
-        return list(AgentRow.query(org_id))
+    def list(self, org_id: str) -> list[Agent]:
+        """Every agent of the organization, by id."""
+        return [record_of(row, Agent) for row in AgentRow.query(org_id)]
 
-    def update_draft(self, org_id: str, agent_id: str, spec: dict[str, Any], spec_hash: str,
-                     now_iso: str, name: str | None = None) -> None:
-        actions: list[Action] = [AgentRow.draft_spec.set(spec), AgentRow.draft_spec_hash.set(spec_hash),
-                   AgentRow.draft_updated_at.set(now_iso)]
-        if name is not None:
-            actions.append(AgentRow.name.set(name))
-        AgentRow(org_id, agent_id).update(actions=actions, condition=AgentRow.agent_id.exists())
+    def edit_draft(self, before: Agent, after: Agent) -> None:
+        """Write what `after` changes of `before`'s draft and name (last writer wins per field).
 
-    def get_version(self, org_id: str, agent_id: str, version: int) -> AgentVersionRow | None:
+        Raises:
+            NotFoundError: the agent is gone.
+            ValueError: `after` changes anything but the draft and the name (a bug).
+        """
+        actions = changes(AgentRow, before, after, fixed=_NOT_DRAFT)
+        if actions and not conditional_update(AgentRow(before.org_id, before.agent_id), actions,
+                                              AgentRow.agent_id.exists()):
+            raise NotFoundError(f"agent {before.agent_id} not found", field="agent_id")
+
+    def get_version(self, org_id: str, agent_id: str, version: int) -> AgentVersion | None:
         """A published version of the organization's agent, or None."""
         try:
-            return AgentVersionRow.get(org_key(org_id, agent_id), version, consistent_read=True)
+            row = AgentVersionRow.get(org_key(org_id, agent_id), version, consistent_read=True)
+            return record_of(row, AgentVersion)
         except DoesNotExist:
             return None
 
-    def list_versions(self, org_id: str, agent_id: str) -> builtins.list[AgentVersionRow]:
+    def list_versions(self, org_id: str, agent_id: str) -> builtins.list[AgentVersion]:
         """The organization's agent's published versions, newest first."""
-        return list(AgentVersionRow.query(org_key(org_id, agent_id), scan_index_forward=False))
+        rows = AgentVersionRow.query(org_key(org_id, agent_id), scan_index_forward=False)
+        return [record_of(row, AgentVersion) for row in rows]
 
-    def publish(self, version_row: AgentVersionRow) -> bool:
-        """Write a new immutable version and raise the agent's `latest_version`, atomically (the key
-        is built from the row's `org_id` and `agent_id`).
+    def publish(self, version: AgentVersion) -> bool:
+        """Write a new immutable version and raise the agent's `latest_version` and `live_version`
+        to it, atomically; an older number than the latest is written without moving them.
 
         Returns False when the same version with the same spec hash exists already (a no-op).
         Raises:
             ConflictError: the version exists with another spec.
         """
-        version_row.agent_key = org_key(version_row.org_id, version_row.agent_id)
-        tx = TX.write()
-        with_agent = AgentRow(version_row.org_id, version_row.agent_id)
+        row = row_of(version, AgentVersionRow, agent_key=org_key(version.org_id, version.agent_id))
+        with_agent = AgentRow(version.org_id, version.agent_id)
         try:
-            with tx as t:
-                t.save(version_row, condition=AgentVersionRow.version.does_not_exist())
+            with TX.write() as t:
+                t.save(row, condition=AgentVersionRow.version.does_not_exist())
                 t.update(with_agent, actions=[
-                    AgentRow.latest_version.set(version_row.version),
-                    AgentRow.live_version.set(version_row.version),
+                    AgentRow.latest_version.set(version.version),
+                    AgentRow.live_version.set(version.version),
                 ], condition=AgentRow.agent_id.exists()
-                    & (AgentRow.latest_version < version_row.version))
+                    & (AgentRow.latest_version < version.version))
             return True
         except TransactWriteError as exc:
             codes = reason_codes(exc)
-            existing = self.get_version(version_row.org_id, version_row.agent_id, int(version_row.version))
+            existing = self.get_version(version.org_id, version.agent_id, int(version.version))
             if existing is not None:
-                if existing.spec_hash == version_row.spec_hash:
+                if existing.spec_hash == version.spec_hash:
                     return False
                 raise ConflictError(
-                    f"version {version_row.version} of agent {version_row.agent_id} is already "
+                    f"version {version.version} of agent {version.agent_id} is already "
                     "published with another spec; versions are immutable", field="version") from exc
             if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
                 # An older version number than the latest: store it without moving `latest_version`.
                 try:
-                    version_row.save(condition=AgentVersionRow.version.does_not_exist())
+                    row.save(condition=AgentVersionRow.version.does_not_exist())
                     return True
                 except PutError as put_error:
                     unless_condition_failed(put_error)
-                    return self.publish(version_row)
+                    return self.publish(version)
             raise
 
 
@@ -162,32 +190,40 @@ class AgentStore:
 
 
 class ModelProfileStore:
-    """Model profiles of an organization."""
+    """Model profiles of an organization (port `ports.catalog.ModelProfiles`)."""
 
-    def create(self, row: ModelProfileRow) -> None:
+    def create(self, profile: ModelProfile) -> None:
         """Raises ConflictError when the id is taken in the organization."""
-        save_new(row, ModelProfileRow.model_profile_id.does_not_exist(),
-                  f"model profile {row.model_profile_id} already exists", field="model_profile_id")
+        save_new(row_of(profile, ModelProfileRow),
+                 ModelProfileRow.model_profile_id.does_not_exist(),
+                 f"model profile {profile.model_profile_id} already exists",
+                 field="model_profile_id")
 
-    def get(self, org_id: str, model_profile_id: str, *, field: str = "model_profile_id") -> ModelProfileRow:
+    def get(self, org_id: str, model_profile_id: str, *,
+            field: str = "model_profile_id") -> ModelProfile:
         """Raises NotFoundError (naming `field`) for an unknown profile."""
         try:
-            return ModelProfileRow.get(org_id, model_profile_id, consistent_read=True)
+            row = ModelProfileRow.get(org_id, model_profile_id, consistent_read=True)
+            return record_of(row, ModelProfile)
         except DoesNotExist:
-            raise NotFoundError(f"model profile {model_profile_id} not found", field=field) from None
+            raise NotFoundError(f"model profile {model_profile_id} not found",
+                                field=field) from None
 
     def delete(self, org_id: str, model_profile_id: str) -> None:
+        """Forget the profile (nothing when it is gone already)."""
         ModelProfileRow(org_id, model_profile_id).delete()
 
-    def list(self, org_id: str) -> list[ModelProfileRow]:
-        return list(ModelProfileRow.query(org_id))
+    def list(self, org_id: str) -> list[ModelProfile]:
+        """Every profile of the organization, by id."""
+        return [record_of(row, ModelProfile) for row in ModelProfileRow.query(org_id)]
 
 
 # --- datasets --------------------------------------------------------------------------------
 
 
 class DatasetStore:
-    """Dataset headers (version 0), immutable versions and their cases.
+    """Dataset headers (version 0), immutable versions and their cases (port
+    `ports.catalog.Datasets`).
 
     A dataset version never changes once written, so its cases are cached per process (a warm
     Lambda keeps them): a case attempt then reads no case from DynamoDB. The cache holds the
@@ -199,14 +235,13 @@ class DatasetStore:
         self._max = max_cached_versions
         self._lock = threading.Lock()
 
-    def create(self, header: DatasetRow) -> None:
-        """Write a dataset header (its key built from `org_id` and `dataset_id`). Raises
-        ConflictError when the organization has that id already."""
-        header.dataset_key = org_key(header.org_id, header.dataset_id)
-        save_new(header, DatasetRow.dataset_key.does_not_exist(),
-                  f"dataset {header.dataset_id} already exists", field="dataset_id")
+    def create(self, header: Dataset) -> None:
+        """Keep a new dataset header. Raises ConflictError when the organization has the id."""
+        save_new(row_of(header, DatasetRow, dataset_key=org_key(header.org_id, header.dataset_id)),
+                 DatasetRow.dataset_key.does_not_exist(),
+                 f"dataset {header.dataset_id} already exists", field="dataset_id")
 
-    def get(self, org_id: str, dataset_id: str, version: int = 0) -> DatasetRow:
+    def get(self, org_id: str, dataset_id: str, version: int = 0) -> Dataset:
         """The header (version 0) or a ready version. Raises NotFoundError for a dataset or version
         the organization does not have."""
         try:
@@ -218,19 +253,22 @@ class DatasetStore:
         if version and row.ready is False:
             raise NotFoundError(f"dataset {dataset_id} version {version} is still being written",
                                 field="dataset_version")
-        return row
+        return record_of(row, Dataset)
 
-    def list(self, org_id: str) -> list[DatasetRow]:
-        return [r for r in DatasetRow.org_index.query(org_id, scan_index_forward=False) if r.version == 0]
+    def list(self, org_id: str) -> list[Dataset]:
+        """The organization's dataset headers, newest first."""
+        rows = DatasetRow.org_index.query(org_id, scan_index_forward=False)
+        return [record_of(r, Dataset) for r in rows if r.version == 0]
 
     def next_version(self, org_id: str, dataset_id: str) -> int:
         """One more than the highest version number claimed so far (written or being written)."""
-        last = list(DatasetRow.query(org_key(org_id, dataset_id), scan_index_forward=False, limit=1))
+        last = list(DatasetRow.query(org_key(org_id, dataset_id), scan_index_forward=False,
+                                     limit=1))
         return int(last[0].version) + 1 if last else 1
 
-    def add_version(self, header: DatasetRow, version_row: DatasetRow,
-                    cases: Sequence[tuple[str, dict[str, Any]]]) -> None:
-        """Claim the version number, write its cases, then mark it ready and move `latest_version`.
+    def add_version(self, version: Dataset, cases: Sequence[DatasetCase]) -> None:
+        """Claim the version number, write its cases, then mark it ready and move the header's
+        `latest_version` (unless a later version became ready first).
 
         The number is claimed first (a conditional put of the row, not yet `ready`), so two
         concurrent imports can never write cases under the same version; readers ignore a version
@@ -238,24 +276,25 @@ class DatasetStore:
         Raises:
             ConflictError: the version number was taken meanwhile (nothing was written).
         """
-        version_row.ready = False
-        version_row.dataset_key = org_key(version_row.org_id, version_row.dataset_id)
-        save_new(version_row, DatasetRow.version.does_not_exist(),
-                  "another version was added at the same time; retry", field="version")
-        key = org_key(version_row.org_id, version_row.dataset_id, int(version_row.version))
+        dataset_key = org_key(version.org_id, version.dataset_id)
+        row = row_of(version, DatasetRow, dataset_key=dataset_key)
+        row.ready = False
+        save_new(row, DatasetRow.version.does_not_exist(),
+                 "another version was added at the same time; retry", field="version")
+        key = org_key(version.org_id, version.dataset_id, int(version.version))
         with DatasetCaseRow.batch_write() as batch:
-            for case_id, case in cases:
-                batch.save(DatasetCaseRow(key, case_id, case=case))
-        version_row.update(actions=[DatasetRow.ready.set(True)])
-        try:
-            header.update(actions=[DatasetRow.latest_version.set(version_row.version)],
-                          condition=DatasetRow.latest_version < version_row.version)
-        except UpdateError as exc:
-            unless_condition_failed(exc)
-            pass  # a later version became ready first: it stays the latest
+            for case in cases:
+                batch.save(DatasetCaseRow(key, case.case_id, case=case.case))
+        row.update(actions=[DatasetRow.ready.set(True)])
+        # False when a later version became ready first: it stays the latest.
+        conditional_update(DatasetRow(dataset_key, 0),
+                           [DatasetRow.latest_version.set(version.version)],
+                           DatasetRow.latest_version < version.version)
 
-    def _version_cases(self, org_id: str, dataset_id: str, version: int) -> dict[str, dict[str, Any]]:
-        key = org_key(org_id, dataset_id, int(version))   # the cache is keyed as the table: by organization
+    def _version_cases(self, org_id: str, dataset_id: str,
+                       version: int) -> dict[str, dict[str, Any]]:
+        # The cache is keyed as the table is: by organization first.
+        key = org_key(org_id, dataset_id, int(version))
         with self._lock:
             cases = self._cases.get(key)
             if cases is not None:
@@ -269,7 +308,8 @@ class DatasetStore:
                     self._cases.popitem(last=False)
         return cases
 
-    def get_case(self, org_id: str, dataset_id: str, version: int, case_id: str) -> dict[str, Any] | None:
+    def get_case(self, org_id: str, dataset_id: str, version: int,
+                 case_id: str) -> dict[str, Any] | None:
         """One case of an immutable version of the organization's dataset (the whole version is
         loaded and cached on first use); None when there is no such case."""
         return self._version_cases(org_id, dataset_id, version).get(case_id)

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 from pynamodb.exceptions import (
     DoesNotExist,
     PutError,
-    UpdateError,
 )
 from pynamodb.expressions.update import Action
 
+from chalicelib import retrying
 from chalicelib.adapters.stores.base import (
     TX,
     WAITING,
     conditional_update,
+    record_of,
     unless_condition_failed,
 )
 from chalicelib.adapters.tables import (
@@ -26,32 +28,40 @@ from chalicelib.adapters.tables import (
     SpendRow,
     org_key,
 )
-from chalicelib.errors import NotFoundError
+from chalicelib.domain.records import BudgetReading, Organization
+from chalicelib.errors import ConflictError, NotFoundError
+
+log = logging.getLogger(__name__)
 
 # --- organizations ---------------------------------------------------------------------------
 
+REMOVE_WAITING_TRIES = 5
+"""Lost writes before `remove_waiting` leaves a run in line: a run left there holds no slot, and the
+slot tick takes out any run with nothing to start, so giving up costs at most a minute."""
+
 
 class OrganizationStore:
-    """Organizations: slot counter `in_flight`, concurrency limit, waiting runs (DESIGN §6)."""
+    """Organizations: slot counter `in_flight`, concurrency limit, waiting runs (DESIGN §6);
+    port `ports.tenants.Organizations`."""
 
-    def get(self, org_id: str) -> OrganizationRow | None:
+    def get(self, org_id: str) -> Organization | None:
+        """The organization (consistent read), None before its first use."""
         try:
-            return OrganizationRow.get(org_id, consistent_read=True)
+            return record_of(OrganizationRow.get(org_id, consistent_read=True), Organization)
         except DoesNotExist:
             return None
 
-    def ensure(self, org_id: str, *, concurrency_limit: int, now_iso: str) -> OrganizationRow:
-        """The organization row, created on first use with `concurrency_limit` slots."""
-        row = self.get(org_id)
-        if row is not None:
-            return row
+    def ensure(self, org_id: str, *, concurrency_limit: int, now_iso: str) -> Organization:
+        """The organization, created on first use with `concurrency_limit` slots."""
+        org = self.get(org_id)
+        if org is not None:
+            return org
         row = OrganizationRow(org_id, concurrency_limit=concurrency_limit, in_flight=0,
                               waiting=[], created_at=now_iso)
         try:
             row.save(condition=OrganizationRow.org_id.does_not_exist())
         except PutError as exc:
-            unless_condition_failed(exc)
-            pass
+            unless_condition_failed(exc)   # created meanwhile by another first use: read that one
         return self.get(org_id)  # type: ignore[return-value]
 
     def add_waiting(self, org_id: str, run_id: str, now_ms: int) -> None:
@@ -64,55 +74,66 @@ class OrganizationStore:
         ])
 
     def remove_waiting(self, org_id: str, run_id: str) -> None:
-        """Take a run out of the waiting line (conditional on the position read; retried)."""
-        for _ in range(5):
-            org = self.get(org_id)
-            if org is None or run_id not in (org.waiting or []):
-                return
-            pos = list(org.waiting).index(run_id)   # type: ignore[arg-type]  # pynamodb types a list's items as their Attribute class
-            actions: list[Action] = [OrganizationRow.waiting[pos].remove()]
-            if len(org.waiting) == 1:
-                actions += [OrganizationRow.waiting_flag.remove(), OrganizationRow.waiting_since_ms.remove()]
-            try:
-                OrganizationRow(org_id).update(
-                    actions=actions, condition=OrganizationRow.waiting[pos] == run_id)
-                return
-            except UpdateError as exc:
-                unless_condition_failed(exc)
-                continue
+        """Take a run out of the waiting line (nothing when it is not in it).
 
-    def orgs_with_waiting_runs(self) -> Iterator[OrganizationRow]:
+        The write removes the run at the position read, conditional on it still being there, so a
+        run added behind it meanwhile is kept; after `REMOVE_WAITING_TRIES` lost writes the run is
+        left in line (see there), never an error.
+        """
+        def decide(org: Organization) -> Organization | None:
+            if run_id not in org.waiting:
+                return None
+            waiting = list(org.waiting)
+            waiting.remove(run_id)
+            if waiting:
+                return replace(org, waiting=waiting)
+            return replace(org, waiting=[], waiting_flag=None, waiting_since_ms=None)
+
+        try:
+            retrying.change(lambda: self.get(org_id), decide,
+                            lambda before, _after: self._remove_at(org_id, run_id, before),
+                            conflict=f"run {run_id} could not leave the waiting line",
+                            field="run_id", tries=REMOVE_WAITING_TRIES)
+        except ConflictError:
+            log.warning("run %s left in the waiting line of %s after %d lost writes", run_id,
+                        org_id, REMOVE_WAITING_TRIES)
+
+    @staticmethod
+    def _remove_at(org_id: str, run_id: str, before: Organization) -> bool:
+        pos = before.waiting.index(run_id)
+        actions: list[Action] = [OrganizationRow.waiting[pos].remove()]
+        if len(before.waiting) == 1:
+            actions += [OrganizationRow.waiting_flag.remove(),
+                        OrganizationRow.waiting_since_ms.remove()]
+        return conditional_update(OrganizationRow(org_id), actions,
+                                  OrganizationRow.waiting[pos] == run_id)
+
+    def orgs_with_waiting_runs(self) -> Iterator[Organization]:
         """Organizations with a waiting run (sparse GSI, eventually consistent)."""
-        return OrganizationRow.waiting_index.query(WAITING)
+        rows = OrganizationRow.waiting_index.query(WAITING)
+        return (record_of(row, Organization) for row in rows)
 
-    def set_default_environment(self, org_id: str, environment_id: str | None, *, only_if_unset: bool = False) -> bool:
+    def set_default_environment(self, org_id: str, environment_id: str | None, *,
+                                only_if_unset: bool = False) -> bool:
         """Name the organization's default environment (None: none). With `only_if_unset`, only when
         it names none yet; False when that condition failed."""
-        action = OrganizationRow.default_environment_id.set(environment_id) if environment_id is not None \
-            else OrganizationRow.default_environment_id.remove()
+        default = OrganizationRow.default_environment_id
+        action = default.set(environment_id) if environment_id is not None else default.remove()
         return conditional_update(
             OrganizationRow(org_id), [action],
             OrganizationRow.default_environment_id.does_not_exist() if only_if_unset else None)
 
     def set_limit(self, org_id: str, limit: int) -> None:
+        """Set the organization's concurrency limit (slots)."""
         OrganizationRow(org_id).update(actions=[OrganizationRow.concurrency_limit.set(limit)])
 
 
 # --- budgets and spend -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class BudgetReading:
-    """Monthly budgets (None: no budget) and this month's spend, in micro-USD."""
-
-    org_budget_micros: int | None
-    org_spent_micros: int
-    agent_budget_micros: int | None
-    agent_spent_micros: int
-
-
 class SpendStore:
-    """Monthly budgets (on the organization and agent rows) and spend counters (`spend` table)."""
+    """Monthly budgets (on the organization and agent rows) and spend counters (`spend` table);
+    port `ports.tenants.Budgets`."""
 
     def read(self, org_id: str, agent_id: str | None, month: str) -> BudgetReading:
         """Both budgets and both month counters in ONE `BatchGetItem` (strongly consistent): the
@@ -120,15 +141,21 @@ class SpendStore:
         only the organization's are read."""
         return self._read(org_id, agent_id, month, None)[1]
 
-    def read_with_run(self, org_id: str, run_id: str, agent_id: str, month: str) -> tuple[RunRow | None, BudgetReading]:
+    def read_with_run(self, org_id: str, run_id: str, agent_id: str,
+                      month: str) -> tuple[RunRow | None, BudgetReading]:
         """A run (consistent) and its budgets in the same single `BatchGetItem`: a case task's first
-        read and its first budget check in one request."""
+        read and its first budget check in one request.
+
+        The run is given as the run store gives it (`RunStore.get`: its row until that store
+        returns `Run` records), since the case task hands it on to the run store.
+        """
         return self._read(org_id, agent_id, month, run_id)
 
     @staticmethod
     def month_keys(org_id: str, agent_id: str | None, month: str) -> tuple[str, str | None]:
-        """The `spend` keys of the organization's month and of its agent's (None without an agent)."""
-        return org_key(org_id, "org", month), (org_key(org_id, "agent", agent_id, month) if agent_id else None)
+        """The `spend` keys of the organization's month and of its agent's (None without one)."""
+        agent_month = org_key(org_id, "agent", agent_id, month) if agent_id else None
+        return org_key(org_id, "org", month), agent_month
 
     def _read(self, org_id: str, agent_id: str | None, month: str,
               run_id: str | None) -> tuple[RunRow | None, BudgetReading]:
@@ -178,7 +205,7 @@ class SpendStore:
         OrganizationRow(org_id).update(actions=[action])
 
     def set_agent_budget(self, org_id: str, agent_id: str, micros: int | None) -> None:
-        """Set (None: remove) an agent's monthly budget. Raises NotFoundError for an unknown agent."""
+        """Set (None: remove) an agent's monthly budget. Raises NotFoundError for an unknown one."""
         action = AgentRow.monthly_budget_micros.remove() if micros is None \
             else AgentRow.monthly_budget_micros.set(micros)
         if not conditional_update(AgentRow(org_id, agent_id), [action], AgentRow.agent_id.exists()):

@@ -3,9 +3,19 @@ judges, datasets (implemented by `chalicelib.adapters.stores.catalog` / `.automa
 
 from __future__ import annotations
 
-from typing import Protocol
+import builtins
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-from chalicelib.domain.records import Environment
+from chalicelib.domain.records import (
+    Agent,
+    AgentVersion,
+    Dataset,
+    DatasetCase,
+    Environment,
+    Judge,
+    ModelProfile,
+)
 
 
 class Environments(Protocol):
@@ -25,3 +35,103 @@ class Environments(Protocol):
 
     def delete(self, org_id: str, environment_id: str) -> None:
         """Forget the environment (nothing when it is gone already)."""
+
+
+class Agents(Protocol):
+    """An organization's agents: each one's draft, edited in place, and its immutable published
+    versions (seed 004 "A draft is never counted as a version")."""
+
+    def create(self, agent: Agent) -> None:
+        """Keep a new agent. Raises ConflictError (field `agent_id`) when the id is taken."""
+
+    def get(self, org_id: str, agent_id: str) -> Agent:
+        """The organization's agent. Raises NotFoundError (field `agent_id`)."""
+
+    def list(self, org_id: str) -> builtins.list[Agent]:
+        """Every agent of the organization, by id."""
+
+    def edit_draft(self, before: Agent, after: Agent) -> None:
+        """Write what `after` changes of `before`'s draft (`draft_*`) and `name`; the other fields
+        are publishing's and the budgets'. Raises NotFoundError (field `agent_id`) when the agent
+        is gone, ValueError when `after` changes another field (a bug)."""
+
+    def get_version(self, org_id: str, agent_id: str, version: int) -> AgentVersion | None:
+        """A published version of the organization's agent, None when it has no such version."""
+
+    def list_versions(self, org_id: str, agent_id: str) -> builtins.list[AgentVersion]:
+        """The agent's published versions, newest first."""
+
+    def publish(self, version: AgentVersion) -> bool:
+        """Keep a new immutable version and make it the agent's latest and live one, atomically
+        (an older number than the latest is kept without moving either).
+
+        Returns False when that version exists with the same `spec_hash` (publishing again is a
+        no-op). Raises ConflictError (field `version`) when it exists with another spec.
+        """
+
+
+class Judges(Protocol):
+    """An organization's judges: a header (`version` 0) and immutable published versions (seed 004
+    "A different judge invalidates the comparison")."""
+
+    def create(self, header: Judge) -> None:
+        """Keep a new judge header. Raises ConflictError (field `judge_id`) when the id is taken."""
+
+    def get(self, org_id: str, judge_id: str, version: int = 0, *,
+            field: str = "judge_id") -> Judge:
+        """The header (`version` 0) or a published version. Raises NotFoundError naming `field`."""
+
+    def versions(self, org_id: str, judge_id: str) -> list[Judge]:
+        """The judge's published versions, oldest first."""
+
+    def publish(self, header: Judge, version: Judge) -> bool:
+        """Keep `version` and move the header's `latest_version` to its number, together, if the
+        header's latest is still `header.latest_version`; False when another publish won (nothing
+        is written then)."""
+
+
+class ModelProfiles(Protocol):
+    """An organization's model profiles: the model an arm or a judge runs on (seed 004
+    "Comparing models")."""
+
+    def create(self, profile: ModelProfile) -> None:
+        """Keep a new profile. Raises ConflictError (field `model_profile_id`) when it is taken."""
+
+    def get(self, org_id: str, model_profile_id: str, *,
+            field: str = "model_profile_id") -> ModelProfile:
+        """The organization's profile. Raises NotFoundError naming `field`."""
+
+    def delete(self, org_id: str, model_profile_id: str) -> None:
+        """Forget the profile (nothing when it is gone already)."""
+
+    def list(self, org_id: str) -> list[ModelProfile]:
+        """Every profile of the organization, by id."""
+
+
+class Datasets(Protocol):
+    """An organization's datasets: a header (`version` 0), immutable versions and their cases."""
+
+    def create(self, header: Dataset) -> None:
+        """Keep a new dataset header. Raises ConflictError (field `dataset_id`) when it is taken."""
+
+    def get(self, org_id: str, dataset_id: str, version: int = 0) -> Dataset:
+        """The header (`version` 0) or a version whose cases are all written. Raises NotFoundError
+        (field `dataset_id`, or `dataset_version` for a version unknown or still being written)."""
+
+    def list(self, org_id: str) -> builtins.list[Dataset]:
+        """The organization's dataset headers, newest first."""
+
+    def next_version(self, org_id: str, dataset_id: str) -> int:
+        """One more than the highest version number claimed so far (1 for none)."""
+
+    def add_version(self, version: Dataset, cases: Sequence[DatasetCase]) -> None:
+        """Claim `version.version`, keep its cases, then make it readable and the header's latest
+        (unless a later version became readable first). Raises ConflictError (field `version`)
+        when the number was claimed meanwhile; nothing is kept then."""
+
+    def get_case(self, org_id: str, dataset_id: str, version: int,
+                 case_id: str) -> dict[str, Any] | None:
+        """One case (its JSON) of a version, None when the version has no such case."""
+
+    def cases(self, org_id: str, dataset_id: str, version: int) -> builtins.list[dict[str, Any]]:
+        """Every case (its JSON) of a version, by case id."""

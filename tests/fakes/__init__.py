@@ -14,6 +14,13 @@ from typing import Any
 
 from chalicelib.clock import FixedClock
 from chalicelib.config import Settings
+from tests.fakes.automation import (
+    FakeMailer,
+    FakeNotifications,
+    FakePromotions,
+    FakeSecrets,
+    FakeSuites,
+)
 from tests.fakes.catalog import FakeEnvironments
 from tests.fakes.ledger import FakeRuns
 from tests.fakes.tenants import FakeOrganizations
@@ -32,5 +39,10 @@ class FakeContainer:
         self.environments = FakeEnvironments()
         self.orgs = FakeOrganizations()
         self.runs = FakeRuns()
+        self.suites = FakeSuites()
+        self.promotions = FakePromotions()
+        self.notifications = FakeNotifications()
+        self.mailer = FakeMailer()
+        self.secrets = FakeSecrets()
         for name, value in collaborators.items():
             setattr(self, name, value)

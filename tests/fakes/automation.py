@@ -11,15 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import fields, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from chalicelib import retrying
 from chalicelib.domain.enums import PromotionStatus
 from chalicelib.domain.records import Notification, Promotion, Suite, SuiteResultEntry
 from chalicelib.errors import ConflictError
 from chalicelib.retrying import TRIES, Changed
-
-R = TypeVar("R")
 
 
 def _no_pause() -> None:
@@ -32,8 +30,9 @@ def _check_keys(before: Any, after: Any, keys: tuple[str, ...]) -> None:
             raise ValueError(f"{type(after).__name__}.{name} is a key and cannot change")
 
 
-def _changed_fields(before: R, after: R) -> dict[str, Any]:
-    return {f.name: getattr(after, f.name) for f in fields(after)  # type: ignore[arg-type]
+def _changed_fields(before: Any, after: Any) -> dict[str, Any]:
+    """The fields of a record that `after` changes (what the real store writes)."""
+    return {f.name: getattr(after, f.name) for f in fields(after)
             if getattr(after, f.name) != getattr(before, f.name)}
 
 

@@ -15,6 +15,7 @@ from chalicelib import names
 from chalicelib.clock import Clock, SystemClock
 from chalicelib.config import DEV_JWT_SECRET, Settings, get_settings
 from chalicelib.errors import ConfigurationError
+from chalicelib.services.ports.automation import Notifications, Promotions, Suites
 from chalicelib.services.ports.catalog import (
     Agents,
     Datasets,
@@ -84,17 +85,17 @@ class Container:
         return EnvironmentStore()
 
     @cached_property
-    def suites(self):
+    def suites(self) -> Suites:
         from chalicelib.adapters.stores import SuiteStore
         return SuiteStore()
 
     @cached_property
-    def promotions(self):
+    def promotions(self) -> Promotions:
         from chalicelib.adapters.stores import PromotionStore
         return PromotionStore()
 
     @cached_property
-    def notifications(self):
+    def notifications(self) -> Notifications:
         from chalicelib.adapters.stores import NotificationStore
         return NotificationStore()
 

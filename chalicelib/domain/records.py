@@ -132,7 +132,8 @@ class Environment:
 
 @dataclass(frozen=True, kw_only=True)
 class Suite:
-    """A suite: what it checks, when, against which bar, as whom, and what is waiting (seed 004 "Suites")."""
+    """A suite: what it checks, when, against which bar, as whom, and what is waiting (seed 004
+    "Suites")."""
 
     suite_id: str
     org_id: str
@@ -156,17 +157,21 @@ class Suite:
     published_seen: Any = field(default_factory=list)
     notified: Any = field(default_factory=dict)
     last_result: Any = None
-    fire_flag: str | None = None
     next_fire_at_ms: int | None = None
-    due_flag: str | None = None
+    """When its schedule fires next (epoch ms); None without a schedule."""
     due_at_ms: int | None = None
+    """When the tick should look at it next (epoch ms): its first waiting trigger is due, or a start
+    it claimed is stale; None when nothing waits. (The stores keep the sparse index flags of both
+    times.)"""
     created_at: str
     updated_at: str
+    """When it last changed plus a nonce (`<ISO>#<8 hex>`): every write is conditional on it."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class SuiteResultEntry:
-    """One result of a suite: its word, why, the cases behind it and the run (seed 004 "What a result must meet")."""
+    """One result of a suite: its word, why, the cases behind it and the run (seed 004 "What a
+    result must meet")."""
 
     started_key: str
     suite_id: str

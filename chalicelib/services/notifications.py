@@ -6,65 +6,61 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+from dataclasses import replace
 from typing import Any
 
-from chalicelib.adapters.tables import NotificationRow, SuiteResultRow, SuiteRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.identity import Identity
+from chalicelib.domain.records import Notification, Suite, SuiteResultEntry
 from chalicelib.errors import NotFoundError
 from chalicelib.services import redacting
 
 log = logging.getLogger(__name__)
 
-SETTINGS_ID = "#settings"
-"""The notification-table row of a person's preferences (`emailed` = email on)."""
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
-def recipient(org_id: str, user_id: str) -> str:
-    return f"{org_id}#{user_id}"
-
-
-def view(row: NotificationRow) -> dict[str, Any]:
+def view(row: Notification) -> dict[str, Any]:
     return {"notification_id": row.notification_id, "kind": row.kind, "title": row.title, "body": row.body,
             "links": row.links, "read": bool(row.read), "emailed": bool(row.emailed), "created_at": row.created_at}
 
 
 def email_on(c: Container, org_id: str, user_id: str) -> bool:
     """Whether a person gets notices by email: on by default when their user id is an address."""
-    rows = [r for r in c.notifications.of(recipient(org_id, user_id), limit=1000) if r.notification_id == SETTINGS_ID]
-    return bool(_EMAIL.match(user_id)) and (rows[0].emailed if rows else True)
+    chosen = c.notifications.email_preference(org_id, user_id)
+    return bool(_EMAIL.match(user_id)) and (chosen if chosen is not None else True)
 
 
 def set_email(c: Container, who: Identity, on: bool) -> dict[str, Any]:
-    c.notifications.add(NotificationRow(recipient(who.org_id, who.user_id), SETTINGS_ID, org_id=who.org_id,
-                                        kind="settings", title="settings", emailed=on, created_at=iso(c.clock.now())))
+    """Turn email of notices on or off for the caller. Returns `{"email": on (only for a user id
+    that is an address), "address": the address or None}`."""
+    c.notifications.set_email_preference(who.org_id, who.user_id, on, at=iso(c.clock.now()))
     return {"email": on and bool(_EMAIL.match(who.user_id)), "address": who.user_id if _EMAIL.match(who.user_id) else None}
 
 
 def notify(c: Container, org_id: str, user_id: str, *, kind: str, title: str, body: str,
-           links: dict[str, Any]) -> NotificationRow:
+           links: dict[str, Any]) -> Notification:
     """Put a notice in a person's center and, where they have it on, email it. A mail that cannot be
-    sent is logged: the notice stays in the center either way."""
+    sent is logged: the notice stays in the center either way. Returns the notice as kept."""
     now = iso(c.clock.now())
     notice_id = f"n{epoch_ms(c.clock.now()):013d}{uuid.uuid4().hex[:8]}"   # sorts by time, safe in a URL
     r = redacting.for_org(c, org_id)   # the center and the mail show no secret (seed 004)
     title, body, links = r.text(title), r.text(body), r.value(links)
-    row = NotificationRow(recipient(org_id, user_id), notice_id, org_id=org_id, kind=kind,
-                          title=title, body=body, links=links, read=False, emailed=False, created_at=now)
-    c.notifications.add(row)
+    notice = Notification(notification_id=notice_id, org_id=org_id, kind=kind, title=title, body=body,
+                          links=links, read=False, emailed=False, created_at=now)
+    c.notifications.add(user_id, notice)
     if email_on(c, org_id, user_id):
         try:
             c.mailer.send(user_id, title, body)
-            c.notifications.set_emailed(row.recipient, row.notification_id)
-            row.emailed = True
+            c.notifications.mark_emailed(org_id, user_id, notice_id)
+            notice = replace(notice, emailed=True)
         except Exception:  # noqa: BLE001 - the center has it; mail is best effort
             log.exception("could not email %s", user_id)
-    return row
+    return notice
 
 
-def suite_result(c: Container, suite: SuiteRow, result: SuiteResultRow) -> NotificationRow:
+def suite_result(c: Container, suite: Suite, result: SuiteResultEntry) -> Notification:
     """Tell a suite's owner of a bad result, naming the cases that broke or went undecided."""
     name = suite.name or suite.suite_id
     title = f"Suite {name}: {result.result.replace('_', ' ')} on version {result.version}"
@@ -82,11 +78,11 @@ def suite_result(c: Container, suite: SuiteRow, result: SuiteResultRow) -> Notif
 
 
 def list_for(c: Container, who: Identity, *, unread: bool = False) -> list[dict[str, Any]]:
-    rows = [r for r in c.notifications.of(recipient(who.org_id, who.user_id)) if r.notification_id != SETTINGS_ID]
-    return [view(r) for r in rows if not (unread and r.read)]
+    """The caller's newest 100 notices (`unread`: only those not read yet), newest first."""
+    return [view(n) for n in c.notifications.of(who.org_id, who.user_id) if not (unread and n.read)]
 
 
 def mark_read(c: Container, who: Identity, notification_id: str) -> None:
-    if notification_id == SETTINGS_ID or not c.notifications.mark_read(recipient(who.org_id, who.user_id),
-                                                                       notification_id):
+    """Raises NotFoundError for a notice the caller does not have."""
+    if not c.notifications.mark_read(who.org_id, who.user_id, notification_id):
         raise NotFoundError(f"notification {notification_id} not found", field="notification_id")

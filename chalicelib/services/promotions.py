@@ -10,28 +10,32 @@ check the promoted version against the one it replaced.
 
 from __future__ import annotations
 
+import logging
 import uuid
+from dataclasses import replace
 from typing import Any
 
-from chalicelib.adapters.tables import PromotionRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import PromotionStatus, TriggerKind
 from chalicelib.domain.events import GateDecided
 from chalicelib.domain.identity import Identity
+from chalicelib.domain.records import Promotion, Suite
 from chalicelib.domain.suites import SuiteResult
 from chalicelib.errors import ConflictError, NotFoundError
 from chalicelib.services import environments, suites
 
+log = logging.getLogger(__name__)
 
-def view(row: PromotionRow) -> dict[str, Any]:
+
+def view(row: Promotion) -> dict[str, Any]:
     return {"promotion_id": row.promotion_id, "agent_id": row.agent_id, "environment_id": row.environment_id,
             "version": int(row.version), "from_version": int(row.from_version) if row.from_version is not None else None,
             "status": row.status, "guards": row.guards, "reason": row.reason, "created_at": row.created_at,
             "created_by": row.created_by, "decided_at": row.decided_at}
 
 
-def guards_of(c: Container, org_id: str, agent_id: str, environment_id: str) -> list[Any]:
+def guards_of(c: Container, org_id: str, agent_id: str, environment_id: str) -> list[Suite]:
     """The agent's suites that guard the environment."""
     out = []
     for row in c.suites.of_agent(org_id, agent_id):
@@ -45,7 +49,7 @@ def guards_of(c: Container, org_id: str, agent_id: str, environment_id: str) -> 
     return out
 
 
-def promote(c: Container, who: Identity, agent_id: str, environment_id: str, version: int) -> PromotionRow:
+def promote(c: Container, who: Identity, agent_id: str, environment_id: str, version: int) -> Promotion:
     """Promote `version` of an agent onto an environment: at once without guards, else once every
     guard passed on it.
 
@@ -54,8 +58,7 @@ def promote(c: Container, who: Identity, agent_id: str, environment_id: str, ver
     """
     c.agents.get(who.org_id, agent_id)
     env = c.environments.get(who.org_id, environment_id)
-    row = c.agents.get_version(who.org_id, agent_id, version)
-    if row is None:
+    if c.agents.get_version(who.org_id, agent_id, version) is None:
         raise NotFoundError(f"version {version} of agent {agent_id} not found", field="version")
     served = (env.serving or {}).get(agent_id)
     served = int(served) if served is not None else None
@@ -67,13 +70,12 @@ def promote(c: Container, who: Identity, agent_id: str, environment_id: str, ver
         raise ConflictError(f"suite {paused[0].suite_id} guards {environment_id} and is paused "
                             f"({paused[0].paused_reason}): resume it to promote", field="environment_id")
     now = iso(c.clock.now())
-    promotion = PromotionRow(agent_id=agent_id, promotion_id=f"p{epoch_ms(c.clock.now()):013d}{uuid.uuid4().hex[:8]}",
-                             org_id=who.org_id,
-                             environment_id=environment_id, version=version, from_version=served,
-                             status=PromotionStatus.WAITING.value, guards={g.suite_id: {"result": None} for g in guards},
-                             created_at=now, created_by=who.user_id)
+    promotion = Promotion(agent_id=agent_id, promotion_id=f"p{epoch_ms(c.clock.now()):013d}{uuid.uuid4().hex[:8]}",
+                          org_id=who.org_id, environment_id=environment_id, version=version, from_version=served,
+                          status=PromotionStatus.WAITING.value, guards={g.suite_id: {"result": None} for g in guards},
+                          created_at=now, created_by=who.user_id)
     if not c.promotions.create_waiting(promotion):
-        holder = c.promotions.holder(who.org_id, agent_id, environment_id)
+        holder = c.promotions.lock_holder(who.org_id, agent_id, environment_id)
         raise ConflictError(f"promotion {holder} onto {environment_id} is still waiting for its guards",
                             field="environment_id")
     if not guards:
@@ -88,9 +90,15 @@ def promote(c: Container, who: Identity, agent_id: str, environment_id: str, ver
     return c.promotions.get(who.org_id, agent_id, promotion.promotion_id) or promotion
 
 
-def _serve(c: Container, promotion: PromotionRow) -> None:
+def _decided(c: Container, promotion: Promotion, status: PromotionStatus,
+             reason: str | None) -> Promotion:
+    """The promotion as decided now (`reason` None keeps the one it has)."""
+    return replace(promotion, status=status.value, decided_at=iso(c.clock.now()),
+                   reason=reason if reason is not None else promotion.reason)
+
+
+def _serve(c: Container, promotion: Promotion) -> None:
     """Serve the promoted version (conditional on the environment still serving `from_version`)."""
-    now = iso(c.clock.now())
     expect = int(promotion.from_version) if promotion.from_version is not None else None
     try:
         ok = c.environments.serve(promotion.org_id, promotion.environment_id, promotion.agent_id,
@@ -98,52 +106,70 @@ def _serve(c: Container, promotion: PromotionRow) -> None:
         reason = None if ok else "the environment changed while the guards ran: promote again"
     except NotFoundError:
         ok, reason = False, f"environment {promotion.environment_id} was removed"
-    c.promotions.decide(promotion, [PromotionRow.status.set((PromotionStatus.PROMOTED if ok else PromotionStatus.REFUSED).value),
-                                    PromotionRow.decided_at.set(now)]
-                        + ([PromotionRow.reason.set(reason)] if reason else []))
-    c.promotions.unlock(promotion)
+    status = PromotionStatus.PROMOTED if ok else PromotionStatus.REFUSED
+    c.promotions.decide(promotion, _decided(c, promotion, status, reason))
+    c.promotions.release_lock(promotion)
     if ok:
         suites.on_promoted(c, promotion.org_id, promotion.agent_id, promotion.environment_id,
                            int(promotion.version), expect)
 
 
+def _waits_for(promotion: Promotion, suite_id: str) -> bool:
+    """Whether the promotion is still waiting, and for that guard among others."""
+    return promotion.status == PromotionStatus.WAITING and suite_id in (promotion.guards or {})
+
+
+def _with_guard_result(c: Container, promotion: Promotion, event: GateDecided) -> Promotion | None:
+    """A waiting promotion with one guard's result kept, and refused unless it passed; None when the
+    promotion is decided already or does not wait for that guard."""
+    if not _waits_for(promotion, event.suite_id):
+        return None
+    guards = {**promotion.guards, event.suite_id: {"result": event.result, "run_id": event.run_id,
+                                                   "reasons": list(event.reasons)}}
+    recorded = replace(promotion, guards=guards)
+    if event.result == SuiteResult.PASSED:
+        return recorded
+    why = "; ".join(event.reasons) or event.result
+    return _decided(c, recorded, PromotionStatus.REFUSED,
+                    f"guard {event.suite_id} came out {event.result}: {why}")
+
+
 def on_gate_decided(c: Container, event: GateDecided) -> None:
     """A guard's result came in: refuse the organization's promotion unless it passed; serve it once
-    all passed."""
-    org_id, agent_id, promotion_id, suite_id = event.org_id, event.agent_id, event.promotion_id, event.suite_id
-    for _ in range(20):
-        promotion = c.promotions.get(org_id, agent_id, promotion_id)
-        if promotion is None or promotion.status != PromotionStatus.WAITING or suite_id not in (promotion.guards or {}):
-            return
-        guards = {**promotion.guards, suite_id: {"result": event.result, "run_id": event.run_id,
-                                                  "reasons": list(event.reasons)}}
-        actions = [PromotionRow.guards.set(guards)]
-        refused = event.result != SuiteResult.PASSED
-        if refused:
-            why = "; ".join(event.reasons) or event.result
-            actions += [PromotionRow.status.set(PromotionStatus.REFUSED.value), PromotionRow.decided_at.set(iso(c.clock.now())),
-                        PromotionRow.reason.set(f"guard {suite_id} came out {event.result}: {why}")]
-        if not c.promotions.decide(promotion, actions):
-            continue
-        if refused:
-            c.promotions.unlock(promotion)
-        elif all(g.get("result") == SuiteResult.PASSED for g in guards.values()):
-            fresh = c.promotions.get(org_id, agent_id, promotion_id)
-            if fresh is not None:
-                _serve(c, fresh)
+    all passed. A promotion that keeps changing under it (20 lost writes) is left to its other
+    guards and logged."""
+    try:
+        changed = c.promotions.change(event.org_id, event.agent_id, event.promotion_id,
+                                      lambda p: _with_guard_result(c, p, event))
+    except ConflictError:
+        log.warning("promotion %s kept changing: the result of guard %s was not kept",
+                    event.promotion_id, event.suite_id)
         return
+    if changed is None or not _waits_for(changed.before, event.suite_id):
+        return
+    if changed.after.status == PromotionStatus.REFUSED:
+        c.promotions.release_lock(changed.after)
+    elif all(g.get("result") == SuiteResult.PASSED for g in changed.after.guards.values()):
+        fresh = c.promotions.get(event.org_id, event.agent_id, event.promotion_id)
+        if fresh is not None:
+            _serve(c, fresh)
 
 
 def refuse(c: Container, org_id: str, agent_id: str, promotion_id: str, reason: str) -> None:
-    """Refuse the organization's waiting promotion (its guard cannot check it) and free its environment."""
-    for _ in range(20):
-        promotion = c.promotions.get(org_id, agent_id, promotion_id)
-        if promotion is None or promotion.status != PromotionStatus.WAITING:
-            return
-        if c.promotions.decide(promotion, [PromotionRow.status.set(PromotionStatus.REFUSED.value), PromotionRow.reason.set(reason),
-                                           PromotionRow.decided_at.set(iso(c.clock.now()))]):
-            c.promotions.unlock(promotion)
-            return
+    """Refuse the organization's waiting promotion (its guard cannot check it) and free its
+    environment. A promotion decided already is left as it is."""
+    def decide(promotion: Promotion) -> Promotion | None:
+        if promotion.status != PromotionStatus.WAITING:
+            return None
+        return _decided(c, promotion, PromotionStatus.REFUSED, reason)
+
+    try:
+        changed = c.promotions.change(org_id, agent_id, promotion_id, decide)
+    except ConflictError:
+        log.warning("promotion %s kept changing: not refused (%s)", promotion_id, reason)
+        return
+    if changed is not None and changed.written:
+        c.promotions.release_lock(changed.after)
 
 
 def guard_removed(c: Container, org_id: str, agent_id: str, suite_id: str, reason: str) -> None:
@@ -159,7 +185,7 @@ def list_promotions(c: Container, who: Identity, agent_id: str) -> list[dict[str
     return [view(p) for p in c.promotions.of_agent(who.org_id, agent_id)]
 
 
-def get(c: Container, who: Identity, agent_id: str, promotion_id: str) -> PromotionRow:
+def get(c: Container, who: Identity, agent_id: str, promotion_id: str) -> Promotion:
     """Raises NotFoundError for a promotion the organization's agent does not have."""
     row = c.promotions.get(who.org_id, agent_id, promotion_id)
     if row is None:

@@ -15,6 +15,12 @@ from typing import Any
 from chalicelib.adapters.runtimes import build_runtimes
 from chalicelib.clock import FixedClock
 from chalicelib.config import Settings
+from tests.fakes.automation import (
+    FakeMailer,
+    FakeNotifications,
+    FakePromotions,
+    FakeSuites,
+)
 from tests.fakes.catalog import (
     FakeAgents,
     FakeDatasets,
@@ -65,5 +71,9 @@ class FakeContainer:
         self.resolver = lambda _host, _port: [PUBLIC_ADDRESS]
         # The real runtimes: validating a spec reads no network with the resolver above.
         self.runtimes = build_runtimes(settings=lambda: self.settings, resolver=lambda: self.resolver)
+        self.suites = FakeSuites()
+        self.promotions = FakePromotions()
+        self.notifications = FakeNotifications()
+        self.mailer = FakeMailer()
         for name, value in collaborators.items():
             setattr(self, name, value)

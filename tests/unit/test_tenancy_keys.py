@@ -166,14 +166,9 @@ def _write_everything(org: str) -> None:
     """One row of every table for `org`, through the stores, with ids both organizations share."""
     from chalicelib.adapters.tables import (
         AttemptRow,
-        NotificationRow,
-        PromotionRow,
         RunRow,
-        SuiteResultRow,
-        SuiteRow,
     )
     from chalicelib.domain import records
-    from chalicelib.services.notifications import recipient
 
     now = "2026-05-01T00:00:00Z"
     stores.OrganizationStore().ensure(org, concurrency_limit=3, now_iso=now)
@@ -192,16 +187,16 @@ def _write_everything(org: str) -> None:
                                                 spec=_judge_spec(org), rubric_hash="r"))
     stores.EnvironmentStore().create(records.Environment(org_id=org, environment_id="prod", created_at=now))
     suites = stores.SuiteStore()
-    suites.create(SuiteRow(agent_id="agent-1", suite_id="suite-1", org_id=org, dataset_id="ds-1",
-                           owner=f"owner@{org}", created_at=now, updated_at=now))
-    assert suites.add_result(SuiteResultRow(suite_id="suite-1", started_key=f"{now}#run-1", result_id="run-1",
-                                            org_id=org, agent_id="agent-1", trigger={}, run_id="run-1",
-                                            result="passed", started_at=now))
-    assert stores.PromotionStore().create_waiting(PromotionRow(
+    suites.create(records.Suite(agent_id="agent-1", suite_id="suite-1", org_id=org, dataset_id="ds-1",
+                                owner=f"owner@{org}", created_at=now, updated_at=now))
+    assert suites.add_result(records.SuiteResultEntry(
+        suite_id="suite-1", started_key=f"{now}#run-1", result_id="run-1", org_id=org, agent_id="agent-1",
+        trigger={}, run_id="run-1", result="passed", started_at=now))
+    assert stores.PromotionStore().create_waiting(records.Promotion(
         agent_id="agent-1", promotion_id="p0001", org_id=org, environment_id="prod", version=1,
         status="waiting", created_at=now))
-    stores.NotificationStore().add(NotificationRow(recipient(org, "u"), "n0001", org_id=org, kind="k",
-                                                   title=org, created_at=now))
+    stores.NotificationStore().add("u", records.Notification(notification_id="n0001", org_id=org, kind="k",
+                                                             title=org, created_at=now))
     datasets = stores.DatasetStore()
     ds_header = records.Dataset(dataset_id="ds-1", version=0, org_id=org, name=org, created_at=now)
     datasets.create(ds_header)

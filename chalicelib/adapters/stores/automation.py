@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pynamodb.exceptions import (
     DeleteError,
     DoesNotExist,
@@ -9,8 +11,10 @@ from pynamodb.exceptions import (
     TransactWriteError,
 )
 
+from chalicelib import retrying
 from chalicelib.adapters.stores.base import (
     TX,
+    changes,
     condition_failed,
     conditional_update,
     record_of,
@@ -26,8 +30,16 @@ from chalicelib.adapters.tables import (
     SuiteRow,
     org_key,
 )
-from chalicelib.domain.records import Environment
+from chalicelib.domain.enums import PromotionStatus
+from chalicelib.domain.records import (
+    Environment,
+    Notification,
+    Promotion,
+    Suite,
+    SuiteResultEntry,
+)
 from chalicelib.errors import NotFoundError
+from chalicelib.retrying import TRIES, Changed, jitter
 
 # --- environments, suites, promotions, notifications -----------------------------------------
 
@@ -64,53 +76,83 @@ class EnvironmentStore:
         EnvironmentRow(org_id, environment_id).delete()
 
 
+FLAG = "1"
+"""Value of a suite's sparse index flags (`fire_flag`, `due_flag`) while it is in the index."""
+SUITE_KEYS = ("suite_id", "org_id", "agent_id")
+PROMOTION_KEYS = ("promotion_id", "org_id", "agent_id")
+SETTINGS_ID = "#settings"
+"""The notification-table item of a person's preferences (`emailed` = email on); it sorts before
+every notice (`n<ms>...`) and is never listed as one."""
+
+
+def _flags(next_fire_at_ms: int | None, due_at_ms: int | None) -> dict[str, str | None]:
+    """A suite's sparse index flags: in the fire index while it has a next fire, in the due index
+    while the tick should look at it."""
+    return {"fire_flag": FLAG if next_fire_at_ms is not None else None,
+            "due_flag": FLAG if due_at_ms is not None else None}
+
+
 class SuiteStore:
-    """Suites and their results. Every change of a suite's waiting triggers or active run is a
-    conditional write on what was read (`updated_at` is the suite's version stamp)."""
+    """Suites and their results (port `ports.automation.Suites`). Every change of a suite is a
+    conditional write on its `updated_at` stamp as read."""
 
-    def create(self, row: SuiteRow) -> None:
-        """Write a new suite (its key built from `org_id` and `agent_id`).
+    def create(self, suite: Suite) -> None:
+        """Raises ConflictError when the agent has a suite with that id in the organization."""
+        row = row_of(suite, SuiteRow, agent_key=org_key(suite.org_id, suite.agent_id),
+                     **_flags(suite.next_fire_at_ms, suite.due_at_ms))
+        save_new(row, SuiteRow.suite_id.does_not_exist(), f"suite {suite.suite_id} already exists",
+                 field="suite_id")
 
-        Raises ConflictError when the agent has a suite with that id in the organization.
-        """
-        row.agent_key = org_key(row.org_id, row.agent_id)
-        save_new(row, SuiteRow.suite_id.does_not_exist(),
-                  f"suite {row.suite_id} already exists", field="suite_id")
-
-    def get(self, org_id: str, agent_id: str, suite_id: str) -> SuiteRow | None:
-        """The organization's agent's suite, or None."""
+    def get(self, org_id: str, agent_id: str, suite_id: str) -> Suite | None:
         try:
-            return SuiteRow.get(org_key(org_id, agent_id), suite_id, consistent_read=True)
+            row = SuiteRow.get(org_key(org_id, agent_id), suite_id, consistent_read=True)
         except DoesNotExist:
             return None
+        return record_of(row, Suite)
 
-    def of_agent(self, org_id: str, agent_id: str) -> list[SuiteRow]:
-        """Every suite of the organization's agent."""
-        return list(SuiteRow.query(org_key(org_id, agent_id), consistent_read=True))
+    def of_agent(self, org_id: str, agent_id: str) -> list[Suite]:
+        rows = SuiteRow.query(org_key(org_id, agent_id), consistent_read=True)
+        return [record_of(row, Suite) for row in rows]
 
-    def of_org(self, org_id: str) -> list[SuiteRow]:
-        return list(SuiteRow.org_index.query(org_id))
+    def of_org(self, org_id: str) -> list[Suite]:
+        return [record_of(row, Suite) for row in SuiteRow.org_index.query(org_id)]
 
-    def update(self, row: SuiteRow, actions: list, *, stamp: str) -> bool:
-        """Apply `actions` and a new `updated_at` stamp if the suite is as read; False otherwise."""
-        return conditional_update(SuiteRow(row.agent_key, row.suite_id), [*actions, SuiteRow.updated_at.set(stamp)],
-                                   SuiteRow.updated_at == row.updated_at)
+    def replace(self, before: Suite, after: Suite) -> bool:
+        """Raises ValueError when `after` keeps `before`'s stamp: the write would not tell later
+        writers that it happened."""
+        if after.updated_at == before.updated_at:
+            raise ValueError(f"suite {after.suite_id}: a change needs a new updated_at stamp")
+        actions = changes(SuiteRow, before, after, fixed=SUITE_KEYS)
+        flags = _flags(after.next_fire_at_ms, after.due_at_ms)
+        for name, moved in (("fire_flag", after.next_fire_at_ms != before.next_fire_at_ms),
+                            ("due_flag", after.due_at_ms != before.due_at_ms)):
+            if moved:
+                flag = getattr(SuiteRow, name)
+                actions.append(flag.remove() if flags[name] is None else flag.set(flags[name]))
+        row = SuiteRow(org_key(before.org_id, before.agent_id), before.suite_id)
+        return conditional_update(row, actions, SuiteRow.updated_at == before.updated_at)
 
-    def delete(self, row: SuiteRow) -> None:
-        SuiteRow(row.agent_key, row.suite_id).delete()
+    def change(self, org_id: str, agent_id: str, suite_id: str,
+               decide: Callable[[Suite], Suite | None], *, tries: int = TRIES,
+               pause: Callable[[], None] = jitter) -> Changed[Suite] | None:
+        return retrying.change(lambda: self.get(org_id, agent_id, suite_id), decide, self.replace,
+                               conflict=f"suite {suite_id} keeps changing: try again",
+                               field="suite_id", tries=tries, pause=pause)
 
-    def due_to_fire(self, now_ms: int) -> list[SuiteRow]:
-        """Suites whose schedule is due (sparse GSI, eventually consistent: the claim re-checks)."""
-        return list(SuiteRow.fire_index.query("1", SuiteRow.next_fire_at_ms <= now_ms))
+    def delete(self, org_id: str, agent_id: str, suite_id: str) -> None:
+        SuiteRow(org_key(org_id, agent_id), suite_id).delete()
 
-    def due_to_start(self, now_ms: int) -> list[SuiteRow]:
-        """Suites with a waiting trigger that is due."""
-        return list(SuiteRow.due_index.query("1", SuiteRow.due_at_ms <= now_ms))
+    def due_to_fire(self, now_ms: int) -> list[Suite]:
+        rows = SuiteRow.fire_index.query(FLAG, SuiteRow.next_fire_at_ms <= now_ms)
+        return [record_of(row, Suite) for row in rows]
 
-    def add_result(self, row: SuiteResultRow) -> bool:
-        """Keep a result once (False when it was kept already: a run has one result); its key is
-        built from the row's `org_id`, `agent_id` and `suite_id`."""
-        row.suite_key = org_key(row.org_id, row.agent_id, row.suite_id)
+    def due_to_start(self, now_ms: int) -> list[Suite]:
+        rows = SuiteRow.due_index.query(FLAG, SuiteRow.due_at_ms <= now_ms)
+        return [record_of(row, Suite) for row in rows]
+
+    def add_result(self, result: SuiteResultEntry) -> bool:
+        row = row_of(result, SuiteResultRow,
+                     suite_key=org_key(result.org_id, result.agent_id, result.suite_id))
         try:
             row.save(condition=SuiteResultRow.started_key.does_not_exist())
             return True
@@ -118,16 +160,18 @@ class SuiteStore:
             unless_condition_failed(exc)
             return False
 
-    def results(self, org_id: str, agent_id: str, suite_id: str, limit: int = 100) -> list[SuiteResultRow]:
-        """The results of the organization's agent's suite, newest first."""
-        return list(SuiteResultRow.query(org_key(org_id, agent_id, suite_id), scan_index_forward=False,
-                                         limit=limit))
+    def results(self, org_id: str, agent_id: str, suite_id: str,
+                limit: int = 100) -> list[SuiteResultEntry]:
+        rows = SuiteResultRow.query(org_key(org_id, agent_id, suite_id), scan_index_forward=False,
+                                    limit=limit)
+        return [record_of(row, SuiteResultEntry) for row in rows]
 
-    def result_of_run(self, org_id: str, agent_id: str, suite_id: str, run_id: str) -> SuiteResultRow | None:
-        return next((r for r in self.results(org_id, agent_id, suite_id, 200) if r.run_id == run_id), None)
+    def result_of_run(self, org_id: str, agent_id: str, suite_id: str,
+                      run_id: str) -> SuiteResultEntry | None:
+        newest = self.results(org_id, agent_id, suite_id, 200)
+        return next((r for r in newest if r.run_id == run_id), None)
 
     def delete_results(self, org_id: str, agent_id: str, suite_id: str) -> None:
-        """Delete every result of the organization's agent's suite (no other suite's)."""
         with SuiteResultRow.batch_write() as batch:
             for r in SuiteResultRow.query(org_key(org_id, agent_id, suite_id),
                                           attributes_to_get=["suite_key", "started_key"]):
@@ -135,20 +179,21 @@ class SuiteStore:
 
 
 class PromotionStore:
-    """Promotions, and one lock row per (agent, environment) while a promotion onto it waits."""
+    """Promotions, and one lock item per (agent, environment) while a promotion onto it waits
+    (port `ports.automation.Promotions`). The lock is an item of the promotions table with the id
+    `lock#<environment_id>` whose `reason` names the promotion holding it."""
 
     @staticmethod
-    def lock_id(environment_id: str) -> str:
+    def _lock_id(environment_id: str) -> str:
         return f"lock#{environment_id}"
 
-    def create_waiting(self, row: PromotionRow) -> bool:
-        """Write a promotion and take its environment's lock in one transaction; False when another
-        promotion of the agent onto that environment holds the lock. Keys are built from the row's
-        `org_id` and `agent_id`."""
-        row.agent_key = org_key(row.org_id, row.agent_id)
-        lock = PromotionRow(row.agent_key, self.lock_id(row.environment_id), org_id=row.org_id, agent_id=row.agent_id,
-                            environment_id=row.environment_id, version=row.version, status="lock",
-                            reason=row.promotion_id, created_at=row.created_at)
+    def create_waiting(self, promotion: Promotion) -> bool:
+        key = org_key(promotion.org_id, promotion.agent_id)
+        row = row_of(promotion, PromotionRow, agent_key=key)
+        lock = PromotionRow(key, self._lock_id(promotion.environment_id), org_id=promotion.org_id,
+                            agent_id=promotion.agent_id, environment_id=promotion.environment_id,
+                            version=promotion.version, status="lock", reason=promotion.promotion_id,
+                            created_at=promotion.created_at)
         try:
             with TX.write() as t:
                 t.save(lock, condition=PromotionRow.promotion_id.does_not_exist())
@@ -158,49 +203,81 @@ class PromotionStore:
             unless_condition_failed(exc)
             return False
 
-    def unlock(self, row: PromotionRow) -> None:
-        """Give the environment's lock back (only if this promotion holds it)."""
+    def lock_holder(self, org_id: str, agent_id: str, environment_id: str) -> str | None:
         try:
-            PromotionRow(row.agent_key, self.lock_id(row.environment_id)).delete(
-                condition=PromotionRow.reason == row.promotion_id)
+            lock = PromotionRow.get(org_key(org_id, agent_id), self._lock_id(environment_id),
+                                    consistent_read=True)
+        except DoesNotExist:
+            return None
+        return lock.reason
+
+    def release_lock(self, promotion: Promotion) -> None:
+        lock = PromotionRow(org_key(promotion.org_id, promotion.agent_id),
+                            self._lock_id(promotion.environment_id))
+        try:
+            lock.delete(condition=PromotionRow.reason == promotion.promotion_id)
         except DeleteError as exc:
             if not condition_failed(exc):   # a lock already gone (or another's) is fine
                 raise
 
-    def holder(self, org_id: str, agent_id: str, environment_id: str) -> str | None:
-        """The promotion holding the lock of an environment, if any."""
-        row = self.get(org_id, agent_id, self.lock_id(environment_id))
-        return row.reason if row is not None else None
-
-    def get(self, org_id: str, agent_id: str, promotion_id: str) -> PromotionRow | None:
-        """The organization's agent's promotion, or None."""
+    def get(self, org_id: str, agent_id: str, promotion_id: str) -> Promotion | None:
         try:
-            return PromotionRow.get(org_key(org_id, agent_id), promotion_id, consistent_read=True)
+            row = PromotionRow.get(org_key(org_id, agent_id), promotion_id, consistent_read=True)
         except DoesNotExist:
             return None
+        return record_of(row, Promotion)
 
-    def of_agent(self, org_id: str, agent_id: str, limit: int = 100) -> list[PromotionRow]:
-        """The organization's agent's promotions, newest first (lock rows left out)."""
-        rows = PromotionRow.query(org_key(org_id, agent_id), PromotionRow.promotion_id.startswith("p"),
+    def of_agent(self, org_id: str, agent_id: str, limit: int = 100) -> list[Promotion]:
+        rows = PromotionRow.query(org_key(org_id, agent_id),
+                                  PromotionRow.promotion_id.startswith("p"),   # not the locks
                                   scan_index_forward=False, limit=limit)
-        return list(rows)
+        return [record_of(row, Promotion) for row in rows]
 
-    def decide(self, row: PromotionRow, actions: list) -> bool:
-        """Update a waiting promotion (conditional on it still waiting as read)."""
-        return conditional_update(PromotionRow(row.agent_key, row.promotion_id), actions,
-                                   (PromotionRow.status == "waiting") & (PromotionRow.guards == row.guards))
+    def decide(self, before: Promotion, after: Promotion) -> bool:
+        still_waiting = (PromotionRow.status == PromotionStatus.WAITING.value) \
+            & (PromotionRow.guards == before.guards)
+        row = PromotionRow(org_key(before.org_id, before.agent_id), before.promotion_id)
+        return conditional_update(row, changes(PromotionRow, before, after, fixed=PROMOTION_KEYS),
+                                  still_waiting)
+
+    def change(self, org_id: str, agent_id: str, promotion_id: str,
+               decide: Callable[[Promotion], Promotion | None], *, tries: int = TRIES,
+               pause: Callable[[], None] = jitter) -> Changed[Promotion] | None:
+        return retrying.change(lambda: self.get(org_id, agent_id, promotion_id), decide,
+                               self.decide, field="promotion_id", tries=tries, pause=pause,
+                               conflict=f"promotion {promotion_id} keeps changing: try again")
 
 
 class NotificationStore:
-    def add(self, row: NotificationRow) -> None:
-        row.save()
+    """Each person's notices, keyed `<org_id>#<user_id>` (port `ports.automation.Notifications`);
+    the person's preferences are one more item of theirs (`SETTINGS_ID`)."""
 
-    def of(self, recipient: str, limit: int = 100) -> list[NotificationRow]:
-        return list(NotificationRow.query(recipient, scan_index_forward=False, limit=limit))
+    def add(self, user_id: str, notice: Notification) -> None:
+        row_of(notice, NotificationRow, recipient=org_key(notice.org_id, user_id)).save()
 
-    def mark_read(self, recipient: str, notification_id: str) -> bool:
-        return conditional_update(NotificationRow(recipient, notification_id), [NotificationRow.read.set(True)],
-                                   NotificationRow.notification_id.exists())
+    def of(self, org_id: str, user_id: str, limit: int = 100) -> list[Notification]:
+        rows = NotificationRow.query(org_key(org_id, user_id), scan_index_forward=False,
+                                     limit=limit)
+        return [record_of(row, Notification) for row in rows if row.notification_id != SETTINGS_ID]
 
-    def set_emailed(self, recipient: str, notification_id: str) -> None:
-        NotificationRow(recipient, notification_id).update(actions=[NotificationRow.emailed.set(True)])
+    def mark_read(self, org_id: str, user_id: str, notification_id: str) -> bool:
+        if notification_id == SETTINGS_ID:
+            return False
+        return conditional_update(NotificationRow(org_key(org_id, user_id), notification_id),
+                                  [NotificationRow.read.set(True)],
+                                  NotificationRow.notification_id.exists())
+
+    def mark_emailed(self, org_id: str, user_id: str, notification_id: str) -> None:
+        NotificationRow(org_key(org_id, user_id), notification_id).update(
+            actions=[NotificationRow.emailed.set(True)])
+
+    def email_preference(self, org_id: str, user_id: str) -> bool | None:
+        try:
+            row = NotificationRow.get(org_key(org_id, user_id), SETTINGS_ID, consistent_read=True)
+        except DoesNotExist:
+            return None
+        return bool(row.emailed)
+
+    def set_email_preference(self, org_id: str, user_id: str, on: bool, *, at: str) -> None:
+        NotificationRow(org_key(org_id, user_id), SETTINGS_ID, org_id=org_id, kind="settings",
+                        title="settings", emailed=on, created_at=at).save()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
+from chalicelib.api import views
 from chalicelib.api.common import (
     api_view,
     int_param,
@@ -62,25 +63,25 @@ bp.register_middleware(shape_chalice_errors, "http")
 def create_agent(c, who):
     body = parse(CreateAgent, json_body(bp))
     row = agent_service.create_agent(c, who, name=body.name, spec=body.spec, agent_id=body.agent_id)
-    return agent_service.agent_view(row), 201
+    return views.agent_view(row), 201
 
 
 @bp.route("/api/v1/agents", methods=["GET"])
 @api_view(bp)
 def list_agents(c, who):
-    return {"agents": [agent_service.agent_view(r) for r in c.agents.list(who.org_id)]}
+    return {"agents": [views.agent_view(r) for r in c.agents.list(who.org_id)]}
 
 
 @bp.route("/api/v1/agents/{agent_id}", methods=["GET"])
 @api_view(bp)
 def get_agent(c, who, agent_id):
-    return agent_service.agent_view(c.agents.get(who.org_id, agent_id))
+    return views.agent_view(c.agents.get(who.org_id, agent_id))
 
 
 @bp.route("/api/v1/agents/{agent_id}/draft", methods=["GET"])
 @api_view(bp)
 def get_draft(c, who, agent_id):
-    return agent_service.agent_view(c.agents.get(who.org_id, agent_id))["draft"]
+    return views.agent_view(c.agents.get(who.org_id, agent_id))["draft"]
 
 
 @bp.route("/api/v1/agents/{agent_id}/draft", methods=["PUT"])
@@ -88,7 +89,7 @@ def get_draft(c, who, agent_id):
 def update_draft(c, who, agent_id):
     body = parse(UpdateDraft, json_body(bp))
     row = agent_service.update_draft(c, who, agent_id, spec=body.spec, name=body.name)
-    return agent_service.agent_view(row)
+    return views.agent_view(row)
 
 
 @bp.route("/api/v1/agents/{agent_id}/versions", methods=["POST"])
@@ -97,13 +98,13 @@ def publish_version(c, who, agent_id):
     raw = bp.current_request.raw_body
     body = parse(Publish, json_body(bp)) if raw else Publish()
     row, created = agent_service.publish(c, who, agent_id, version=body.version)
-    return {**agent_service.version_view(row), "created": created}, 201 if created else 200
+    return {**views.agent_version_view(row), "created": created}, 201 if created else 200
 
 
 @bp.route("/api/v1/agents/{agent_id}/versions", methods=["GET"])
 @api_view(bp)
 def list_versions(c, who, agent_id):
-    return {"versions": [agent_service.version_view(r) for r in agent_service.list_versions(c, who, agent_id)]}
+    return {"versions": [views.agent_version_view(r) for r in agent_service.list_versions(c, who, agent_id)]}
 
 
 @bp.route("/api/v1/agents/{agent_id}/versions/{version}", methods=["GET"])
@@ -111,7 +112,7 @@ def list_versions(c, who, agent_id):
 def get_version(c, who, agent_id, version):
     if not _is_number(version):
         raise InvalidInputError("version must be a positive integer", field="version")
-    return agent_service.version_view(agent_service.get_version(c, who, agent_id, int(version)))
+    return views.agent_version_view(agent_service.get_version(c, who, agent_id, int(version)))
 
 
 def _is_number(text: str) -> bool:
@@ -126,19 +127,19 @@ def _is_number(text: str) -> bool:
 @api_view(bp)
 def create_model_profile(c, who):
     body = parse(CreateModelProfile, json_body(bp))
-    return profile_service.view(profile_service.create(c, who, **body.model_dump())), 201
+    return views.model_profile_view(profile_service.create(c, who, **body.model_dump())), 201
 
 
 @bp.route("/api/v1/model-profiles", methods=["GET"])
 @api_view(bp)
 def list_model_profiles(c, who):
-    return {"model_profiles": [profile_service.view(r) for r in c.model_profiles.list(who.org_id)]}
+    return {"model_profiles": [views.model_profile_view(r) for r in c.model_profiles.list(who.org_id)]}
 
 
 @bp.route("/api/v1/model-profiles/{model_profile_id}", methods=["GET"])
 @api_view(bp)
 def get_model_profile(c, who, model_profile_id):
-    return profile_service.view(c.model_profiles.get(who.org_id, model_profile_id))
+    return views.model_profile_view(c.model_profiles.get(who.org_id, model_profile_id))
 
 
 @bp.route("/api/v1/model-profiles/{model_profile_id}", methods=["DELETE"])
@@ -156,20 +157,20 @@ def delete_model_profile(c, who, model_profile_id):
 def create_environment(c, who):
     body = parse(CreateEnvironment, json_body(bp))
     row = environment_service.create(c, who, environment_id=body.environment_id, name=body.name, default=body.default)
-    return environment_service.view(row, environment_service.default_id(c, who.org_id)), 201
+    return views.environment_view(row, environment_service.default_id(c, who.org_id)), 201
 
 
 @bp.route("/api/v1/environments", methods=["GET"])
 @api_view(bp)
 def list_environments(c, who):
     default = environment_service.default_id(c, who.org_id)
-    return {"environments": [environment_service.view(e, default) for e in c.environments.list(who.org_id)]}
+    return {"environments": [views.environment_view(e, default) for e in c.environments.list(who.org_id)]}
 
 
 @bp.route("/api/v1/environments/{environment_id}", methods=["GET"])
 @api_view(bp)
 def get_environment(c, who, environment_id):
-    return environment_service.view(c.environments.get(who.org_id, environment_id),
+    return views.environment_view(c.environments.get(who.org_id, environment_id),
                                     environment_service.default_id(c, who.org_id))
 
 
@@ -185,19 +186,19 @@ def delete_environment(c, who, environment_id):
 def promote(c, who, agent_id):
     body = parse(Promote, json_body(bp))
     row = promotion_service.promote(c, who, agent_id, body.environment_id, body.version)
-    return promotion_service.view(row), 202 if row.status == PromotionStatus.WAITING else 201
+    return views.promotion_view(row), 202 if row.status == PromotionStatus.WAITING else 201
 
 
 @bp.route("/api/v1/agents/{agent_id}/promotions", methods=["GET"])
 @api_view(bp)
 def list_promotions(c, who, agent_id):
-    return {"promotions": promotion_service.list_promotions(c, who, agent_id)}
+    return {"promotions": [views.promotion_view(p) for p in promotion_service.list_promotions(c, who, agent_id)]}
 
 
 @bp.route("/api/v1/agents/{agent_id}/promotions/{promotion_id}", methods=["GET"])
 @api_view(bp)
 def get_promotion(c, who, agent_id, promotion_id):
-    return promotion_service.view(promotion_service.get(c, who, agent_id, promotion_id))
+    return views.promotion_view(promotion_service.get(c, who, agent_id, promotion_id))
 
 
 # --- suites ----------------------------------------------------------------------------------
@@ -214,27 +215,27 @@ def create_suite(c, who, agent_id):
     if not body.get("dataset_id"):
         raise InvalidInputError("dataset_id is required", field="dataset_id")
     row, priced = suite_service.create(c, who, agent_id, body)
-    return {**suite_service.view(row), "price": priced}, 201
+    return {**views.suite_view(row), "price": views.suite_price_view(priced)}, 201
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites", methods=["GET"])
 @api_view(bp)
 def list_suites(c, who, agent_id):
     c.agents.get(who.org_id, agent_id)
-    return {"suites": [suite_service.view(r) for r in c.suites.of_agent(who.org_id, agent_id)]}
+    return {"suites": [views.suite_view(r) for r in c.suites.of_agent(who.org_id, agent_id)]}
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}", methods=["GET"])
 @api_view(bp)
 def get_suite(c, who, agent_id, suite_id):
-    return suite_service.view(suite_service.get(c, who, agent_id, suite_id))
+    return views.suite_view(suite_service.get(c, who, agent_id, suite_id))
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}", methods=["PATCH"])
 @api_view(bp)
 def update_suite(c, who, agent_id, suite_id):
     row, priced = suite_service.update(c, who, agent_id, suite_id, _suite_body())
-    return {**suite_service.view(row), "price": priced}
+    return {**views.suite_view(row), "price": views.suite_price_view(priced)}
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}", methods=["DELETE"])
@@ -247,25 +248,26 @@ def delete_suite(c, who, agent_id, suite_id):
 @bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}/pause", methods=["POST"])
 @api_view(bp)
 def pause_suite(c, who, agent_id, suite_id):
-    return suite_service.view(suite_service.set_paused(c, who, agent_id, suite_id, True))
+    return views.suite_view(suite_service.set_paused(c, who, agent_id, suite_id, True))
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}/resume", methods=["POST"])
 @api_view(bp)
 def resume_suite(c, who, agent_id, suite_id):
-    return suite_service.view(suite_service.set_paused(c, who, agent_id, suite_id, False))
+    return views.suite_view(suite_service.set_paused(c, who, agent_id, suite_id, False))
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}/run", methods=["POST"])
 @api_view(bp)
 def run_suite_now(c, who, agent_id, suite_id):
-    return suite_service.run_now(c, who, agent_id, suite_id), 202
+    return views.suite_view(suite_service.run_now(c, who, agent_id, suite_id)), 202
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}/results", methods=["GET"])
 @api_view(bp)
 def suite_results(c, who, agent_id, suite_id):
-    return {"results": suite_service.results(c, who, agent_id, suite_id, limit=int_param(bp, "limit", 50))}
+    results = suite_service.results(c, who, agent_id, suite_id, limit=int_param(bp, "limit", 50))
+    return {"results": [views.suite_result_view(r) for r in results]}
 
 
 # --- notifications ---------------------------------------------------------------------------
@@ -274,7 +276,8 @@ def suite_results(c, who, agent_id, suite_id):
 @bp.route("/api/v1/notifications", methods=["GET"])
 @api_view(bp)
 def list_notifications(c, who):
-    return {"notifications": notification_service.list_for(c, who, unread=query_param(bp, "unread") == "true")}
+    notices = notification_service.list_for(c, who, unread=query_param(bp, "unread") == "true")
+    return {"notifications": [views.notification_view(n) for n in notices]}
 
 
 @bp.route("/api/v1/notifications/{notification_id}/read", methods=["POST"])
@@ -287,7 +290,7 @@ def read_notification(c, who, notification_id):
 @bp.route("/api/v1/notifications/settings", methods=["PUT"])
 @api_view(bp)
 def notification_settings(c, who):
-    return notification_service.set_email(c, who, parse(EmailSettings, json_body(bp)).email)
+    return views.email_setting_view(notification_service.set_email(c, who, parse(EmailSettings, json_body(bp)).email))
 
 
 # --- budgets ---------------------------------------------------------------------------------
@@ -296,25 +299,26 @@ def notification_settings(c, who):
 @bp.route("/api/v1/budget", methods=["GET"])
 @api_view(bp)
 def get_org_budget(c, who):
-    return budget_service.org_view(c, who)
+    return views.budget_view(budget_service.org_budget(c, who))
 
 
 @bp.route("/api/v1/budget", methods=["PUT"])
 @api_view(bp)
 def set_org_budget(c, who):
-    return budget_service.set_org_budget(c, who, parse(SetBudget, json_body(bp)).monthly_usd)
+    return views.budget_view(budget_service.set_org_budget(c, who, parse(SetBudget, json_body(bp)).monthly_usd))
 
 
 @bp.route("/api/v1/agents/{agent_id}/budget", methods=["GET"])
 @api_view(bp)
 def get_agent_budget(c, who, agent_id):
-    return budget_service.agent_view(c, who, agent_id)
+    return views.budget_view(budget_service.agent_budget(c, who, agent_id))
 
 
 @bp.route("/api/v1/agents/{agent_id}/budget", methods=["PUT"])
 @api_view(bp)
 def set_agent_budget(c, who, agent_id):
-    return budget_service.set_agent_budget(c, who, agent_id, parse(SetBudget, json_body(bp)).monthly_usd)
+    monthly_usd = parse(SetBudget, json_body(bp)).monthly_usd
+    return views.budget_view(budget_service.set_agent_budget(c, who, agent_id, monthly_usd))
 
 
 # --- judges ----------------------------------------------------------------------------------
@@ -324,20 +328,20 @@ def set_agent_budget(c, who, agent_id):
 @api_view(bp)
 def create_judge(c, who):
     body = parse(CreateJudge, json_body(bp))
-    return judge_service.header_view(judge_service.create(c, who, name=body.name, judge_id=body.judge_id)), 201
+    return views.judge_view(judge_service.create(c, who, name=body.name, judge_id=body.judge_id)), 201
 
 
 @bp.route("/api/v1/judges/{judge_id}", methods=["GET"])
 @api_view(bp)
 def get_judge(c, who, judge_id):
-    return {**judge_service.header_view(c.judges.get(who.org_id, judge_id)),
-            "versions": [judge_service.version_view(r) for r in c.judges.versions(who.org_id, judge_id)]}
+    return {**views.judge_view(c.judges.get(who.org_id, judge_id)),
+            "versions": [views.judge_version_view(r) for r in c.judges.versions(who.org_id, judge_id)]}
 
 
 @bp.route("/api/v1/judges/{judge_id}/versions", methods=["POST"])
 @api_view(bp)
 def publish_judge(c, who, judge_id):
-    return judge_service.version_view(judge_service.publish(c, who, judge_id, json_body(bp))), 201
+    return views.judge_version_view(judge_service.publish(c, who, judge_id, json_body(bp))), 201
 
 
 @bp.route("/api/v1/judges/{judge_id}/versions/{version}", methods=["GET"])
@@ -345,7 +349,7 @@ def publish_judge(c, who, judge_id):
 def get_judge_version(c, who, judge_id, version):
     if not _is_number(version) or int(version) < 1:
         raise InvalidInputError("version must be a positive integer", field="version")
-    return judge_service.version_view(c.judges.get(who.org_id, judge_id, int(version), field="version"))
+    return views.judge_version_view(c.judges.get(who.org_id, judge_id, int(version), field="version"))
 
 
 # --- datasets --------------------------------------------------------------------------------
@@ -355,14 +359,14 @@ def get_judge_version(c, who, judge_id, version):
 @api_view(bp)
 def create_dataset(c, who):
     body = parse(CreateDataset, json_body(bp))
-    return dataset_service.dataset_view(dataset_service.create_dataset(
+    return views.dataset_view(dataset_service.create_dataset(
         c, who, name=body.name, dataset_id=body.dataset_id)), 201
 
 
 @bp.route("/api/v1/datasets", methods=["GET"])
 @api_view(bp)
 def list_datasets(c, who):
-    return {"datasets": [dataset_service.dataset_view(r) for r in c.datasets.list(who.org_id)]}
+    return {"datasets": [views.dataset_view(r) for r in c.datasets.list(who.org_id)]}
 
 
 @bp.route("/api/v1/datasets/{dataset_id}", methods=["GET"])
@@ -370,7 +374,7 @@ def list_datasets(c, who):
 def get_dataset(c, who, dataset_id):
     header = c.datasets.get(who.org_id, dataset_id)
     latest = c.datasets.get(who.org_id, dataset_id, int(header.latest_version)) if header.latest_version else None
-    return dataset_service.dataset_view(header, latest)
+    return views.dataset_view(header, latest)
 
 
 @bp.route("/api/v1/datasets/{dataset_id}/versions", methods=["POST"])
@@ -380,7 +384,7 @@ def add_dataset_version(c, who, dataset_id):
     header, row = dataset_service.add_version(
         c, who, dataset_id, scoring=body.scoring, cases=body.cases,
         source=body.source.model_dump() if body.source else None)
-    return dataset_service.dataset_view(header, row), 201
+    return views.dataset_view(header, row), 201
 
 
 @bp.route("/api/v1/datasets/{dataset_id}/versions/{version}/cases", methods=["GET"])
@@ -546,19 +550,19 @@ def _no_content() -> Response:
 @bp.route("/api/v1/secrets", methods=["GET"])
 @api_view(bp)
 def list_secrets(c, who):
-    return secret_service.list_secrets(c, who)
+    return {"secrets": [views.secret_view(m) for m in secret_service.list_secrets(c, who)]}
 
 
 @bp.route("/api/v1/secrets/{name}", methods=["PUT"])
 @api_view(bp)
 def put_secret(c, who, name):
-    return secret_service.put(c, who, name, parse(PutSecret, json_body(bp)).value)
+    return views.secret_view(secret_service.put(c, who, name, parse(PutSecret, json_body(bp)).value))
 
 
 @bp.route("/api/v1/secrets/{name}", methods=["GET"])
 @api_view(bp)
 def get_secret(c, who, name):
-    return secret_service.get(c, who, name)
+    return views.secret_view(secret_service.get(c, who, name))
 
 
 @bp.route("/api/v1/secrets/{name}", methods=["DELETE"])
@@ -576,20 +580,20 @@ def upload_recording(c, who):
         raise PayloadTooLargeError(f"content: a request takes at most {MAX_RECORDING_BYTES} bytes (5 MiB); "
                                    f"this one has {len(raw)}", field="content")
     body = parse(UploadRecording, json_body(bp))
-    view, created = recording_service.upload(c, who, body.content, body.recording_id)
-    return view, 201 if created else 200
+    meta, created = recording_service.upload(c, who, body.content, body.recording_id)
+    return views.recording_view(meta), 201 if created else 200
 
 
 @bp.route("/api/v1/recordings", methods=["GET"])
 @api_view(bp)
 def list_recordings(c, who):
-    return recording_service.list_recordings(c, who)
+    return {"recordings": [views.recording_view(m) for m in recording_service.list_recordings(c, who)]}
 
 
 @bp.route("/api/v1/recordings/{recording_id}", methods=["GET"])
 @api_view(bp)
 def get_recording(c, who, recording_id):
-    return recording_service.get(c, who, recording_id)
+    return views.recording_view(recording_service.get(c, who, recording_id))
 
 
 @bp.route("/api/v1/recordings/{recording_id}", methods=["DELETE"])

@@ -27,24 +27,6 @@ def _validate_spec(c: Container, who: Identity, spec: Any, field: str = "spec") 
     return spec
 
 
-def agent_view(row: Agent) -> dict[str, Any]:
-    """The API shape of an agent."""
-    return {
-        "agent_id": row.agent_id, "name": row.name, "org_id": row.org_id,
-        "latest_version": int(row.latest_version or 0) or None,
-        "live_version": int(row.live_version) if row.live_version else None,
-        "draft": {"spec": row.draft_spec, "spec_hash": row.draft_spec_hash,
-                  "updated_at": row.draft_updated_at},
-        "created_at": row.created_at,
-    }
-
-
-def version_view(row: AgentVersion) -> dict[str, Any]:
-    return {"agent_id": row.agent_id, "version": int(row.version), "spec": row.spec,
-            "spec_hash": row.spec_hash, "model_profile_id": row.model_profile_id,
-            "published_at": row.published_at, "published_by": row.published_by, "source": row.source}
-
-
 def create_agent(c: Container, who: Identity, *, name: str, spec: dict[str, Any],
                  agent_id: str | None = None) -> Agent:
     """Create an agent whose draft is `spec`.

@@ -19,19 +19,6 @@ from chalicelib.errors import InvalidInputError, invalid_input
 from chalicelib.services import judges, redacting
 
 
-def dataset_view(header: Dataset, version: Dataset | None = None) -> dict[str, Any]:
-    """The API shape of a dataset (and of one of its versions when given)."""
-    out: dict[str, Any] = {"dataset_id": header.dataset_id, "name": header.name,
-                           "latest_version": int(header.latest_version or 0) or None,
-                           "created_at": header.created_at}
-    if version is not None:
-        out["version"] = {"version": int(version.version), "case_count": int(version.case_count),
-                          "ungraded_cases": int(version.ungraded_cases or 0),
-                          "scoring": version.scoring, "created_at": version.created_at,
-                          "created_by": version.created_by}
-    return out
-
-
 def parse_scoring(raw: Any) -> ScoringConfig:
     """Validate a scoring block. Raises InvalidInputError naming the field."""
     if raw is None:

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain.events import EnvironmentRemoved
@@ -16,12 +14,6 @@ from chalicelib.services import messagebus
 
 RECENT_RUNS = 200
 """How many of the organization's newest runs are checked for queued or running ones."""
-
-
-def view(row: Environment, default_id: str | None = None) -> dict[str, Any]:
-    return {"environment_id": row.environment_id, "name": row.name, "default": row.environment_id == default_id,
-            "serving": {k: int(v) for k, v in (row.serving or {}).items()}, "created_at": row.created_at,
-            "created_by": row.created_by}
 
 
 def create(c: Container, who: Identity, *, environment_id: str, name: str = "", default: bool = False) -> Environment:

@@ -55,22 +55,17 @@ class ResolvedJudge:
     def key(self) -> str:
         return rules.fingerprint_key(self.fingerprint)
 
+    @classmethod
+    def of(cls, row: Judge) -> ResolvedJudge:
+        """The published version a judge row (`version` >= 1) holds."""
+        stored = dict(row.spec or {})
+        runtime = stored.pop("runtime")
+        spec = rules.JudgeSpec.model_validate(stored)
+        return cls(row.judge_id, int(row.version), spec, runtime,
+                   rules.fingerprint(row.judge_id, int(row.version), str(runtime.get("model")), spec))
+
 
 # --- publishing ------------------------------------------------------------------------------
-
-
-def header_view(row: Judge) -> dict[str, Any]:
-    return {"judge_id": row.judge_id, "name": row.name, "latest_version": int(row.latest_version or 0) or None,
-            "created_at": row.created_at, "created_by": row.created_by}
-
-
-def version_view(row: Judge) -> dict[str, Any]:
-    spec = dict(row.spec or {})
-    runtime = spec.pop("runtime", {})
-    resolved = _resolved(row)
-    return {"judge_id": row.judge_id, "version": int(row.version), "spec": spec, "model": runtime.get("model"),
-            "rubric_hash": row.rubric_hash, "fingerprint": resolved.fingerprint,
-            "published_at": row.created_at, "published_by": row.created_by}
 
 
 def create(c: Container, who: Any, *, name: str, judge_id: str | None = None) -> Judge:
@@ -151,14 +146,6 @@ def publish(c: Container, who: Any, judge_id: str, body: Any) -> Judge:
     return version_of(published.after)
 
 
-def _resolved(row: Judge) -> ResolvedJudge:
-    stored = dict(row.spec or {})
-    runtime = stored.pop("runtime")
-    spec = rules.JudgeSpec.model_validate(stored)
-    return ResolvedJudge(row.judge_id, int(row.version), spec, runtime,
-                         rules.fingerprint(row.judge_id, int(row.version), str(runtime.get("model")), spec))
-
-
 _versions: dict[tuple[str, str, int], ResolvedJudge] = {}
 """`(org_id, judge_id, version)` -> the version: published versions never change, so each is read
 once per process (keyed by organization: the same judge id in two organizations is two judges)."""
@@ -180,7 +167,7 @@ def resolve(c: Container, org_id: str, pin: dict[str, Any], *, field: str = "sco
     cached = _versions.get((org_id, judge_id, int(version)))
     if cached is None:
         row = c.judges.get(org_id, judge_id, int(version), field=f"{field}.version")
-        cached = _versions.setdefault((org_id, judge_id, int(version)), _resolved(row))
+        cached = _versions.setdefault((org_id, judge_id, int(version)), ResolvedJudge.of(row))
     return cached
 
 

@@ -24,13 +24,6 @@ from chalicelib.services.environments import active_runs_using
 PRICE_KEYS = ("input_per_mtok_usd", "output_per_mtok_usd")
 
 
-def view(row: ModelProfile) -> dict[str, Any]:
-    """The API shape of a model profile."""
-    return {"model_profile_id": row.model_profile_id, "name": row.name, "model": row.model,
-            "settings": row.settings, "temperature": row.temperature, "price": row.price,
-            "created_at": row.created_at}
-
-
 def create(c: Container, who: Identity, *, model_profile_id: str, model: str, name: str = "",
            settings: dict[str, Any] | None = None, temperature: float | None = None,
            price: dict[str, Any] | None = None) -> ModelProfile:

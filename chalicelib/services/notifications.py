@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from chalicelib.bootstrap import Container
@@ -21,22 +21,27 @@ log = logging.getLogger(__name__)
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
-def view(row: Notification) -> dict[str, Any]:
-    return {"notification_id": row.notification_id, "kind": row.kind, "title": row.title, "body": row.body,
-            "links": row.links, "read": bool(row.read), "emailed": bool(row.emailed), "created_at": row.created_at}
-
-
 def email_on(c: Container, org_id: str, user_id: str) -> bool:
     """Whether a person gets notices by email: on by default when their user id is an address."""
     chosen = c.notifications.email_preference(org_id, user_id)
     return bool(_EMAIL.match(user_id)) and (chosen if chosen is not None else True)
 
 
-def set_email(c: Container, who: Identity, on: bool) -> dict[str, Any]:
-    """Turn email of notices on or off for the caller. Returns `{"email": on (only for a user id
-    that is an address), "address": the address or None}`."""
+@dataclass(frozen=True)
+class EmailSetting:
+    """Whether a person's notices are emailed, and to which address (None: a user id that is not
+    an address, which is never emailed)."""
+
+    email: bool
+    address: str | None
+
+
+def set_email(c: Container, who: Identity, on: bool) -> EmailSetting:
+    """Turn email of notices on or off for the caller. Returns the choice as it works: `email` on
+    only for a user id that is an address."""
     c.notifications.set_email_preference(who.org_id, who.user_id, on, at=iso(c.clock.now()))
-    return {"email": on and bool(_EMAIL.match(who.user_id)), "address": who.user_id if _EMAIL.match(who.user_id) else None}
+    address = who.user_id if _EMAIL.match(who.user_id) else None
+    return EmailSetting(email=on and address is not None, address=address)
 
 
 def notify(c: Container, org_id: str, user_id: str, *, kind: str, title: str, body: str,
@@ -77,9 +82,9 @@ def suite_result(c: Container, suite: Suite, result: SuiteResultEntry) -> Notifi
                          "result_id": result.result_id})
 
 
-def list_for(c: Container, who: Identity, *, unread: bool = False) -> list[dict[str, Any]]:
+def list_for(c: Container, who: Identity, *, unread: bool = False) -> list[Notification]:
     """The caller's newest 100 notices (`unread`: only those not read yet), newest first."""
-    return [view(n) for n in c.notifications.of(who.org_id, who.user_id) if not (unread and n.read)]
+    return [n for n in c.notifications.of(who.org_id, who.user_id) if not (unread and n.read)]
 
 
 def mark_read(c: Container, who: Identity, notification_id: str) -> None:

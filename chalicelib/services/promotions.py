@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import replace
-from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
@@ -26,13 +25,6 @@ from chalicelib.errors import ConflictError, NotFoundError
 from chalicelib.services import environments, suites
 
 log = logging.getLogger(__name__)
-
-
-def view(row: Promotion) -> dict[str, Any]:
-    return {"promotion_id": row.promotion_id, "agent_id": row.agent_id, "environment_id": row.environment_id,
-            "version": int(row.version), "from_version": int(row.from_version) if row.from_version is not None else None,
-            "status": row.status, "guards": row.guards, "reason": row.reason, "created_at": row.created_at,
-            "created_by": row.created_by, "decided_at": row.decided_at}
 
 
 def guards_of(c: Container, org_id: str, agent_id: str, environment_id: str) -> list[Suite]:
@@ -179,10 +171,10 @@ def guard_removed(c: Container, org_id: str, agent_id: str, suite_id: str, reaso
             refuse(c, org_id, agent_id, promotion.promotion_id, reason)
 
 
-def list_promotions(c: Container, who: Identity, agent_id: str) -> list[dict[str, Any]]:
+def list_promotions(c: Container, who: Identity, agent_id: str) -> list[Promotion]:
     """The organization's agent's promotions, newest first. Raises NotFoundError for an unknown agent."""
     c.agents.get(who.org_id, agent_id)
-    return [view(p) for p in c.promotions.of_agent(who.org_id, agent_id)]
+    return c.promotions.of_agent(who.org_id, agent_id)
 
 
 def get(c: Container, who: Identity, agent_id: str, promotion_id: str) -> Promotion:

@@ -57,16 +57,8 @@ def check_content(content: Any) -> int:
     return lines
 
 
-def view(meta: RecordingMeta) -> dict[str, Any]:
-    """The API shape of a recording (never its content)."""
-    out: dict[str, Any] = {"recording_id": meta.recording_id, "bytes": meta.bytes, "uploaded_at": meta.uploaded_at}
-    if meta.sha256 is not None:
-        out |= {"lines": meta.lines, "sha256": meta.sha256, "uploaded_by": meta.uploaded_by}
-    return out
-
-
-def upload(c: Container, who: Identity, content: Any, recording_id: Any = None) -> tuple[dict[str, Any], bool]:
-    """Store a recording of the caller's organization; returns `(view, created)`.
+def upload(c: Container, who: Identity, content: Any, recording_id: Any = None) -> tuple[RecordingMeta, bool]:
+    """Store a recording of the caller's organization; returns `(its metadata, created)`.
 
     Without `recording_id` the id is `rec-` and the first 20 hex digits of the content's sha256,
     so uploading the same text again finds the same recording.
@@ -80,11 +72,10 @@ def upload(c: Container, who: Identity, content: Any, recording_id: Any = None) 
         check_id(recording_id)
     lines = check_content(content)
     rid = recording_id if recording_id is not None else f"rec-{sha256_hex(content)[:20]}"
-    meta, created = c.recordings.put(who.org_id, rid, content, lines=lines, uploaded_by=who.user_id)
-    return view(meta), created
+    return c.recordings.put(who.org_id, rid, content, lines=lines, uploaded_by=who.user_id)
 
 
-def get(c: Container, who: Identity, recording_id: str) -> dict[str, Any]:
+def get(c: Container, who: Identity, recording_id: str) -> RecordingMeta:
     """The metadata of one of the organization's recordings.
 
     Raises:
@@ -95,12 +86,13 @@ def get(c: Container, who: Identity, recording_id: str) -> dict[str, Any]:
     meta = c.recordings.meta(who.org_id, recording_id)
     if meta is None:
         raise NotFoundError(f"no recording {recording_id}", field="recording_id")
-    return view(meta)
+    return meta
 
 
-def list_recordings(c: Container, who: Identity) -> dict[str, Any]:
-    """`{"recordings": [{"recording_id", "bytes", "uploaded_at"}, ...]}` of the organization, by id."""
-    return {"recordings": [view(m) for m in c.recordings.list(who.org_id)]}
+def list_recordings(c: Container, who: Identity) -> list[RecordingMeta]:
+    """The organization's recordings, by id (a listing's metadata: no `lines`, `sha256` or
+    `uploaded_by`)."""
+    return c.recordings.list(who.org_id)
 
 
 def delete(c: Container, who: Identity, recording_id: str) -> None:

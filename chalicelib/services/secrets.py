@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chalicelib.adapters.secrets import SecretMeta
 from chalicelib.bootstrap import Container
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import MAX_SECRET_VALUE_BYTES, name_problem
@@ -44,23 +45,19 @@ def check_value(value: Any) -> str:
     return value
 
 
-def view(name: str, updated_at: str) -> dict[str, Any]:
-    """The API shape of a secret: `{"name", "updated_at"}` (never the value)."""
-    return {"name": name, "updated_at": updated_at}
-
-
-def put(c: Container, who: Identity, name: str, value: Any) -> dict[str, Any]:
-    """Create or replace the caller's organization's secret `name`; returns `view`.
+def put(c: Container, who: Identity, name: str, value: Any) -> SecretMeta:
+    """Create or replace the caller's organization's secret `name`; returns its name and
+    `updated_at`.
 
     Raises:
         InvalidInputError: a bad name (field `name`) or value (field `value`).
     """
     check_name(name)
     check_value(value)
-    return view(name, c.secrets.put(who.org_id, name, value))
+    return SecretMeta(name, c.secrets.put(who.org_id, name, value))
 
 
-def get(c: Container, who: Identity, name: str) -> dict[str, Any]:
+def get(c: Container, who: Identity, name: str) -> SecretMeta:
     """The metadata of the organization's secret `name`.
 
     Raises:
@@ -72,12 +69,12 @@ def get(c: Container, who: Identity, name: str) -> dict[str, Any]:
     meta = c.secrets.meta(who.org_id, name)
     if meta is None:
         raise NotFoundError(f"no secret named {name}", field="name")
-    return view(meta.name, meta.updated_at)
+    return meta
 
 
-def list_secrets(c: Container, who: Identity) -> dict[str, Any]:
-    """`{"secrets": [view, ...]}`: every secret of the caller's organization, by name."""
-    return {"secrets": [view(m.name, m.updated_at) for m in c.secrets.list(who.org_id)]}
+def list_secrets(c: Container, who: Identity) -> list[SecretMeta]:
+    """Every secret of the caller's organization (name and `updated_at`), by name."""
+    return c.secrets.list(who.org_id)
 
 
 def delete(c: Container, who: Identity, name: str) -> None:

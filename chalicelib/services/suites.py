@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from chalicelib.bootstrap import Container
-from chalicelib.clock import epoch_ms, from_epoch_ms, iso
+from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain import schedule
 from chalicelib.domain.enums import (
     ArmRole,
@@ -82,30 +82,6 @@ NOT_COMPARED_CAP = "Not compared: running the earlier version too would exceed t
 # --- reading ---------------------------------------------------------------------------------
 
 
-def view(row: Suite) -> dict[str, Any]:
-    """The API shape of a suite."""
-    return {
-        "suite_id": row.suite_id, "agent_id": row.agent_id, "name": row.name, "dataset_id": row.dataset_id,
-        "dataset_version": int(row.dataset_version) if row.dataset_version is not None else None,
-        "environment_id": row.environment_id, "threshold": row.threshold, "triggers": row.triggers,
-        "max_run_usd": micros_to_usd(int(row.max_run_usd_micros)) if row.max_run_usd_micros is not None else None,
-        "guards": bool(row.guards), "pins": row.pins, "owner": row.owner, "paused": bool(row.paused),
-        "paused_reason": row.paused_reason, "pending": row.pending or [], "active_run_id": row.active_run_id,
-        "last_result": row.last_result,
-        "next_fire_at": iso(from_epoch_ms(int(row.next_fire_at_ms))) if row.next_fire_at_ms is not None else None,
-        "history": row.history or [], "created_at": row.created_at,
-        "updated_at": row.updated_at.split("#", 1)[0]}   # the stamp's nonce is for conditional writes only
-
-
-def result_view(row: SuiteResultEntry) -> dict[str, Any]:
-    return {"result_id": row.result_id, "suite_id": row.suite_id, "result": row.result,
-            "label": "Before promotion" if row.purpose == RunPurpose.GATE else None, "purpose": row.purpose,
-            "trigger": row.trigger, "version": int(row.version) if row.version is not None else None,
-            "run_id": row.run_id, "reasons": row.reasons, "cases_broken": row.cases_broken,
-            "cases_undecided": row.cases_undecided, "overall": row.overall,
-            "started_at": row.started_at, "completed_at": row.completed_at}
-
-
 def get(c: Container, who: Identity, agent_id: str, suite_id: str) -> Suite:
     """The organization's agent's suite. Raises NotFoundError for a suite or agent the organization
     does not have."""
@@ -158,7 +134,7 @@ def _pins(c: Container, who: Identity, dataset_id: str, dataset_version: int | N
             "judge_id": judge.judge_id if judge else None, "judge_version": judge.version if judge else None}
 
 
-def create(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> tuple[Suite, dict[str, Any]]:
+def create(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> tuple[Suite, SuitePrice]:
     """Save a new suite; its saver owns it. Returns the suite and its price (one run, a month).
 
     A suite id is unique among the agent's suites in the organization only.
@@ -252,7 +228,7 @@ def _updated(c: Container, who: Identity, row: Suite, body: dict[str, Any],
 
 
 def update(c: Container, who: Identity, agent_id: str, suite_id: str,
-           body: dict[str, Any]) -> tuple[Suite, dict]:
+           body: dict[str, Any]) -> tuple[Suite, SuitePrice]:
     """Change a suite; whoever changes it takes it over (the owner). Moving a guard's pins (its
     dataset version or judge version) needs `promotions:override` and is recorded.
 
@@ -352,26 +328,36 @@ def set_paused(c: Container, who: Identity, agent_id: str, suite_id: str, paused
 # --- pricing ---------------------------------------------------------------------------------
 
 
-def price(c: Container, who: Identity, row: Suite) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SuitePrice:
+    """What saving a suite agrees to: one run of the version it would check now and a month of its
+    schedule (`runs_per_30_days` runs), in micro-USD; None (with a `note` saying why) when no run
+    could be priced. `basis` is the estimate's, once one was."""
+
+    one_run_micros: int | None = None
+    runs_per_30_days: int = 0
+    month_micros: int | None = None
+    note: str | None = None
+    basis: str | None = None
+
+
+def price(c: Container, who: Identity, row: Suite) -> SuitePrice:
     """What saving agrees to: one run of the version it would check now, and a month of its schedule
     (`fires_per_30_days` runs), priced as the estimate prices a run."""
-    out: dict[str, Any] = {"one_run_usd": None, "runs_per_30_days": 0, "month_usd": None, "note": None}
+    runs = 0
     sched = (row.triggers or {}).get("schedule")
     if sched:
-        out["runs_per_30_days"] = schedule.fires_per_30_days(sched["cron"], sched["timezone"], c.clock.now())
+        runs = schedule.fires_per_30_days(sched["cron"], sched["timezone"], c.clock.now())
     try:
         version = _version_to_check(c, row) or int(c.agents.get(row.org_id, row.agent_id).latest_version or 0)
         if not version:
-            out["note"] = "the agent has no published version to check yet"
-            return out
+            return SuitePrice(runs_per_30_days=runs, note="the agent has no published version to check yet")
         _, priced = _plan(c, who, row, {"kind": str(TriggerKind.MANUAL), "version": version})
     except AssayError as exc:
-        out["note"] = f"cannot price a run: {exc.message}"
-        return out
-    out["one_run_usd"] = priced["total_usd"]
-    out["month_usd"] = micros_to_usd(int(priced["total_micros"]) * out["runs_per_30_days"])
-    out["basis"] = priced["basis"]
-    return out
+        return SuitePrice(runs_per_30_days=runs, note=f"cannot price a run: {exc.message}")
+    one_run = int(priced["total_micros"])
+    return SuitePrice(one_run_micros=one_run, runs_per_30_days=runs, month_micros=one_run * runs,
+                      basis=priced["basis"])
 
 
 # --- triggers --------------------------------------------------------------------------------
@@ -421,13 +407,14 @@ def trigger(c: Container, row: Suite, kind: str, *, version: int | None, by: str
     return True
 
 
-def run_now(c: Container, who: Identity, agent_id: str, suite_id: str) -> dict[str, Any]:
-    """Run a suite by hand, as whoever asks. A paused suite is refused (409) and nothing is created."""
+def run_now(c: Container, who: Identity, agent_id: str, suite_id: str) -> Suite:
+    """Run a suite by hand, as whoever asks; returns the suite as it is now. A paused suite is
+    refused (409) and nothing is created."""
     row = get(c, who, agent_id, suite_id)
     if row.paused:
         raise ConflictError(f"suite {suite_id} is paused ({row.paused_reason}): resume it first", field="suite_id")
     trigger(c, row, TriggerKind.MANUAL, version=None, by=who.user_id)
-    return view(get(c, who, agent_id, suite_id))
+    return get(c, who, agent_id, suite_id)
 
 
 def _seen(c: Container, suite: Suite, version: int) -> Suite | None:
@@ -604,7 +591,7 @@ def _named_run(c: Container, suite: Suite, entry: dict[str, Any], run_id: str) -
     if suite.active_run_id != STARTING:
         return None
     return _touch(c, suite, active_run_id=run_id,
-                  active_trigger={**_trigger_view(entry), "run_id": run_id})
+                  active_trigger={**_kept_trigger(entry), "run_id": run_id})
 
 
 def _start(c: Container, row: Suite, entry: dict[str, Any]) -> str | None:
@@ -627,7 +614,7 @@ def _start(c: Container, row: Suite, entry: dict[str, Any]) -> str | None:
         purpose = RunPurpose.GATE if entry["kind"] == TriggerKind.GATE else RunPurpose.SUITE
         run, _ = runs.start_run(c, who, row.agent_id, {}, planned=(plan, priced), purpose=str(purpose),
                                 extra_settings={"suite_id": row.suite_id, "suite_created_at": row.created_at,
-                                                "suite_trigger": _trigger_view(entry),
+                                                "suite_trigger": _kept_trigger(entry),
                                                 "suite_note": priced.get("note")})
     except AssayError as exc:
         _record(c, row, entry, None, Judgement(SuiteResult.NOT_RUN, [exc.message]), started=started)
@@ -646,7 +633,9 @@ def _start(c: Container, row: Suite, entry: dict[str, Any]) -> str | None:
     return run.run_id
 
 
-def _trigger_view(entry: dict[str, Any]) -> dict[str, Any]:
+def _kept_trigger(entry: dict[str, Any]) -> dict[str, Any]:
+    """A trigger as a run's settings, the suite's active trigger and a result keep it (stored data,
+    not a response)."""
     return {k: entry.get(k) for k in ("kind", "kinds", "version", "baseline_version", "promotion_id", "by", "at")}
 
 
@@ -750,7 +739,7 @@ def _record(c: Container, row: Suite, entry: dict[str, Any], run: Run | None,
     purpose = RunPurpose.GATE if entry.get("kind") == TriggerKind.GATE else RunPurpose.SUITE
     result = SuiteResultEntry(
         suite_id=row.suite_id, started_key=f"{started}#{result_id}", result_id=result_id,
-        org_id=row.org_id, agent_id=row.agent_id, trigger=_trigger_view(entry), version=version,
+        org_id=row.org_id, agent_id=row.agent_id, trigger=_kept_trigger(entry), version=version,
         run_id=run.run_id if run else None, purpose=purpose.value, result=judgement.result.value,
         reasons=redacting.for_org(c, row.org_id).value(list(judgement.reasons)),
         cases_broken=judgement.broken, cases_undecided=judgement.undecided,
@@ -774,9 +763,12 @@ def _record(c: Container, row: Suite, entry: dict[str, Any], run: Run | None,
                                           str(result.result), result.run_id, tuple(result.reasons or ())))
 
 
-def results(c: Container, who: Identity, agent_id: str, suite_id: str, limit: int = 50) -> list[dict[str, Any]]:
+def results(c: Container, who: Identity, agent_id: str, suite_id: str,
+            limit: int = 50) -> list[SuiteResultEntry]:
+    """The suite's newest `limit` results, newest first. Raises NotFoundError for a suite or agent
+    the organization does not have."""
     get(c, who, agent_id, suite_id)
-    return [result_view(r) for r in c.suites.results(who.org_id, agent_id, suite_id, limit)]
+    return c.suites.results(who.org_id, agent_id, suite_id, limit)
 
 
 # --- the tick --------------------------------------------------------------------------------

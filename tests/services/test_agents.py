@@ -21,8 +21,8 @@ def test_a_new_agent_s_draft_is_its_spec_and_nothing_is_published(c: FakeContain
     agent = agents.create_agent(c, ACME, name="calc", spec=FIRST, agent_id="calc")
     assert (agent.draft_spec, agent.draft_spec_hash, agent.draft_updated_at) == (
         FIRST, spec_hash(FIRST), "2026-12-01T09:00:00.000Z")
-    view = agents.agent_view(c.agents.get("acme", "calc"))
-    assert (view["latest_version"], view["live_version"], view["created_at"]) == (None, None, "2026-12-01T09:00:00.000Z")
+    kept = c.agents.get("acme", "calc")   # (the API says None for version 0: tests/unit/test_views.py)
+    assert (kept.latest_version, kept.live_version, kept.created_at) == (0, None, "2026-12-01T09:00:00.000Z")
     assert agents.list_versions(c, ACME, "calc") == []
 
 

@@ -12,6 +12,7 @@ from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import BudgetReading
 from chalicelib.errors import InvalidInputError, NotFoundError
 from chalicelib.services import agents, budgets
+from chalicelib.services.budgets import Budget
 from tests.fakes import FakeContainer
 
 ACME = Identity("acme", "ana")
@@ -24,11 +25,11 @@ def calc(c: FakeContainer) -> FakeContainer:
     return c
 
 
-def test_no_budget_is_room_and_a_view_says_so(calc: FakeContainer) -> None:
+def test_no_budget_is_room_and_the_agent_s_budget_says_so(calc: FakeContainer) -> None:
     c = calc
     assert budgets.check(c, "acme", "calc") is None
-    assert budgets.agent_view(c, ACME, "calc") == {"agent_id": "calc", "scope": "agent", "month": "2026-12",
-                                                   "monthly_usd": None, "spent_usd": 0.0, "remaining_usd": None}
+    budget = budgets.agent_budget(c, ACME, "calc")   # (its API shape: tests/unit/test_views.py)
+    assert (budget, budget.scope) == (Budget("calc", "2026-12", None, 0), "agent")
 
 
 def test_a_charge_counts_once_in_the_organization_s_month_and_once_in_its_agent_s(calc: FakeContainer) -> None:
@@ -53,17 +54,17 @@ def test_a_month_is_the_utc_calendar_month(calc: FakeContainer) -> None:
     assert budgets.month_of(c.clock.now()) == "2027-01"
 
 
-def test_budgets_are_set_in_usd_and_the_views_say_what_is_left(calc: FakeContainer) -> None:
+def test_budgets_are_set_in_usd_and_say_what_is_spent(calc: FakeContainer) -> None:
     c = calc
-    assert budgets.set_org_budget(c, ACME, "25.50")["monthly_usd"] == 25.5
-    budgets.set_agent_budget(c, ACME, "calc", 2)
+    assert budgets.set_org_budget(c, ACME, "25.50").budget_micros == 25_500_000
+    assert budgets.set_agent_budget(c, ACME, "calc", 2) == Budget("calc", "2026-12", 2_000_000, 0)
     budgets.charge(c, "acme", "calc", 1_250_000)
-    assert budgets.org_view(c, ACME) == {"scope": "organization", "month": "2026-12", "monthly_usd": 25.5,
-                                         "spent_usd": 1.25, "remaining_usd": 24.25}
-    assert budgets.agent_view(c, ACME, "calc")["remaining_usd"] == 0.75
-    assert budgets.agent_view(c, ACME, "other")["monthly_usd"] is None   # the organization's is not the agent's
+    org = budgets.org_budget(c, ACME)
+    assert (org, org.scope) == (Budget(None, "2026-12", 25_500_000, 1_250_000), "organization")
+    assert budgets.agent_budget(c, ACME, "calc") == Budget("calc", "2026-12", 2_000_000, 1_250_000)   # 0.75 left
+    assert budgets.agent_budget(c, ACME, "other").budget_micros is None   # the organization's is not the agent's
     budgets.set_agent_budget(c, ACME, "calc", None)
-    assert budgets.agent_view(c, ACME, "calc")["monthly_usd"] is None
+    assert budgets.agent_budget(c, ACME, "calc").budget_micros is None
     with pytest.raises(NotFoundError):
         budgets.set_agent_budget(c, ACME, "nobody", 1)
     for bad in (-1, "1e3", "1.0000001", True, [1]):

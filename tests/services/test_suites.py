@@ -180,7 +180,7 @@ def test_whoever_changes_a_suite_owns_it_and_a_lost_write_is_decided_again(c: Fa
                                {"at": at, "by": "bob", "change": "updated", "fields": ["name"]}]
     assert changed.last_result == {"result": "passed"}   # the other worker's write stands
     assert changed.updated_at.startswith(f"{at}#")
-    assert price["note"] == "the agent has no published version to check yet"
+    assert price == suites.SuitePrice(note="the agent has no published version to check yet")
     c.suites.interfere(*[lambda s: replace(s, name="theirs")] * 10)
     with pytest.raises(ConflictError, match="suite s1 keeps changing"):
         suites.update(c, bob, "a", "s1", {"name": "mine"})

@@ -1,0 +1,225 @@
+"""Response shaping: what the API answers, from what the services return (issue 10, scope 3).
+
+Pure functions from frozen records (`chalicelib.domain.records`) or a service's return value to
+JSON-ready dicts, one per response shape; the routes call them. Stored data (a suite's kept
+trigger, a run's outcome) is shaped where it is written, not here. Money goes out in USD
+(`micros_to_usd`), times as ISO-8601 UTC strings.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chalicelib.adapters.recordings import RecordingMeta
+from chalicelib.adapters.secrets import SecretMeta
+from chalicelib.clock import from_epoch_ms, iso
+from chalicelib.domain.enums import RunPurpose
+from chalicelib.domain.money import micros_to_usd
+from chalicelib.domain.records import (
+    Agent,
+    AgentVersion,
+    Dataset,
+    Environment,
+    Judge,
+    ModelProfile,
+    Notification,
+    Promotion,
+    Suite,
+    SuiteResultEntry,
+)
+from chalicelib.services.budgets import Budget
+from chalicelib.services.judges import ResolvedJudge
+from chalicelib.services.notifications import EmailSetting
+from chalicelib.services.suites import SuitePrice
+
+# --- agents ----------------------------------------------------------------------------------
+
+
+def agent_view(row: Agent) -> dict[str, Any]:
+    """An agent (`POST/GET /agents`, `GET /agents/{id}`, `PUT .../draft`; `GET .../draft` answers
+    its `draft`): `{agent_id, name, org_id, latest_version, live_version, draft: {spec, spec_hash,
+    updated_at}, created_at}`, a version number None while there is none."""
+    return {
+        "agent_id": row.agent_id, "name": row.name, "org_id": row.org_id,
+        "latest_version": int(row.latest_version or 0) or None,
+        "live_version": int(row.live_version) if row.live_version else None,
+        "draft": {"spec": row.draft_spec, "spec_hash": row.draft_spec_hash,
+                  "updated_at": row.draft_updated_at},
+        "created_at": row.created_at,
+    }
+
+
+def agent_version_view(row: AgentVersion) -> dict[str, Any]:
+    """A published agent version (`GET /agents/{id}/versions[/{version}]`; `POST .../versions` adds
+    `created`): `{agent_id, version, spec, spec_hash, model_profile_id, published_at, published_by,
+    source}`."""
+    return {"agent_id": row.agent_id, "version": int(row.version), "spec": row.spec,
+            "spec_hash": row.spec_hash, "model_profile_id": row.model_profile_id,
+            "published_at": row.published_at, "published_by": row.published_by, "source": row.source}
+
+
+# --- model profiles --------------------------------------------------------------------------
+
+
+def model_profile_view(row: ModelProfile) -> dict[str, Any]:
+    """A model profile (`POST/GET /model-profiles`, `GET /model-profiles/{id}`): `{model_profile_id,
+    name, model, settings, temperature, price, created_at}`."""
+    return {"model_profile_id": row.model_profile_id, "name": row.name, "model": row.model,
+            "settings": row.settings, "temperature": row.temperature, "price": row.price,
+            "created_at": row.created_at}
+
+
+# --- environments and promotions ---------------------------------------------------------------
+
+
+def environment_view(row: Environment, default_id: str | None = None) -> dict[str, Any]:
+    """An environment (`POST/GET /environments`, `GET /environments/{id}`): `{environment_id, name,
+    default (it is the organization's `default_id`), serving: {agent_id: version}, created_at,
+    created_by}`."""
+    return {"environment_id": row.environment_id, "name": row.name, "default": row.environment_id == default_id,
+            "serving": {k: int(v) for k, v in (row.serving or {}).items()}, "created_at": row.created_at,
+            "created_by": row.created_by}
+
+
+def promotion_view(row: Promotion) -> dict[str, Any]:
+    """A promotion (`POST/GET /agents/{id}/promotions`, `GET .../promotions/{id}`): `{promotion_id,
+    agent_id, environment_id, version, from_version, status, guards: {suite_id: {result, ...}},
+    reason, created_at, created_by, decided_at}`."""
+    return {"promotion_id": row.promotion_id, "agent_id": row.agent_id, "environment_id": row.environment_id,
+            "version": int(row.version), "from_version": int(row.from_version) if row.from_version is not None else None,
+            "status": row.status, "guards": row.guards, "reason": row.reason, "created_at": row.created_at,
+            "created_by": row.created_by, "decided_at": row.decided_at}
+
+
+# --- suites ----------------------------------------------------------------------------------
+
+
+def suite_view(row: Suite) -> dict[str, Any]:
+    """A suite (`GET /agents/{id}/suites[/{id}]`, pause, resume and run now; create and update add
+    `price`): what it checks, when, against which bar, who owns it and what waits. `max_run_usd` in
+    USD, `next_fire_at` an ISO time, `updated_at` without the nonce of its stamp."""
+    return {
+        "suite_id": row.suite_id, "agent_id": row.agent_id, "name": row.name, "dataset_id": row.dataset_id,
+        "dataset_version": int(row.dataset_version) if row.dataset_version is not None else None,
+        "environment_id": row.environment_id, "threshold": row.threshold, "triggers": row.triggers,
+        "max_run_usd": micros_to_usd(int(row.max_run_usd_micros)) if row.max_run_usd_micros is not None else None,
+        "guards": bool(row.guards), "pins": row.pins, "owner": row.owner, "paused": bool(row.paused),
+        "paused_reason": row.paused_reason, "pending": row.pending or [], "active_run_id": row.active_run_id,
+        "last_result": row.last_result,
+        "next_fire_at": iso(from_epoch_ms(int(row.next_fire_at_ms))) if row.next_fire_at_ms is not None else None,
+        "history": row.history or [], "created_at": row.created_at,
+        "updated_at": row.updated_at.split("#", 1)[0]}   # the stamp's nonce is for conditional writes only
+
+
+def suite_price_view(price: SuitePrice) -> dict[str, Any]:
+    """What saving a suite agrees to (`price` of `POST /agents/{id}/suites` and `PATCH .../{id}`):
+    `{one_run_usd, runs_per_30_days, month_usd, note}`, with the estimate's `basis` once a run
+    could be priced."""
+    out: dict[str, Any] = {
+        "one_run_usd": None if price.one_run_micros is None else micros_to_usd(price.one_run_micros),
+        "runs_per_30_days": price.runs_per_30_days,
+        "month_usd": None if price.month_micros is None else micros_to_usd(price.month_micros),
+        "note": price.note}
+    if price.basis is not None:
+        out["basis"] = price.basis
+    return out
+
+
+def suite_result_view(row: SuiteResultEntry) -> dict[str, Any]:
+    """One result of a suite (`GET /agents/{id}/suites/{id}/results`): `{result_id, suite_id,
+    result, label ("Before promotion" for a gate's), purpose, trigger, version, run_id, reasons,
+    cases_broken, cases_undecided, overall, started_at, completed_at}`."""
+    return {"result_id": row.result_id, "suite_id": row.suite_id, "result": row.result,
+            "label": "Before promotion" if row.purpose == RunPurpose.GATE else None, "purpose": row.purpose,
+            "trigger": row.trigger, "version": int(row.version) if row.version is not None else None,
+            "run_id": row.run_id, "reasons": row.reasons, "cases_broken": row.cases_broken,
+            "cases_undecided": row.cases_undecided, "overall": row.overall,
+            "started_at": row.started_at, "completed_at": row.completed_at}
+
+
+# --- notifications ---------------------------------------------------------------------------
+
+
+def notification_view(row: Notification) -> dict[str, Any]:
+    """One notice (`GET /notifications`): `{notification_id, kind, title, body, links, read,
+    emailed, created_at}`."""
+    return {"notification_id": row.notification_id, "kind": row.kind, "title": row.title, "body": row.body,
+            "links": row.links, "read": bool(row.read), "emailed": bool(row.emailed), "created_at": row.created_at}
+
+
+def email_setting_view(setting: EmailSetting) -> dict[str, Any]:
+    """The caller's email choice (`PUT /notifications/settings`): `{email, address}`."""
+    return {"email": setting.email, "address": setting.address}
+
+
+# --- budgets ---------------------------------------------------------------------------------
+
+
+def budget_view(budget: Budget) -> dict[str, Any]:
+    """One monthly budget (`GET/PUT /budget`, `GET/PUT /agents/{id}/budget`, the latter led by
+    `agent_id`): `{scope, month, monthly_usd, spent_usd, remaining_usd}`, `monthly_usd` and
+    `remaining_usd` None without a budget."""
+    owner: dict[str, Any] = {} if budget.agent_id is None else {"agent_id": budget.agent_id}
+    return {**owner, "scope": budget.scope, "month": budget.month,
+            "monthly_usd": None if budget.budget_micros is None else micros_to_usd(budget.budget_micros),
+            "spent_usd": micros_to_usd(budget.spent_micros),
+            "remaining_usd": None if budget.budget_micros is None
+            else micros_to_usd(budget.budget_micros - budget.spent_micros)}
+
+
+# --- judges ----------------------------------------------------------------------------------
+
+
+def judge_view(row: Judge) -> dict[str, Any]:
+    """A judge's header (`POST /judges`; `GET /judges/{id}` adds its `versions`): `{judge_id, name,
+    latest_version, created_at, created_by}`."""
+    return {"judge_id": row.judge_id, "name": row.name, "latest_version": int(row.latest_version or 0) or None,
+            "created_at": row.created_at, "created_by": row.created_by}
+
+
+def judge_version_view(row: Judge) -> dict[str, Any]:
+    """A published judge version (`POST /judges/{id}/versions`, `GET .../versions/{version}`, each of
+    `GET /judges/{id}`'s `versions`): `{judge_id, version, spec (without the runtime it is asked
+    through), model, rubric_hash, fingerprint, published_at, published_by}`."""
+    spec = dict(row.spec or {})
+    runtime = spec.pop("runtime", {})
+    return {"judge_id": row.judge_id, "version": int(row.version), "spec": spec, "model": runtime.get("model"),
+            "rubric_hash": row.rubric_hash, "fingerprint": ResolvedJudge.of(row).fingerprint,
+            "published_at": row.created_at, "published_by": row.created_by}
+
+
+# --- datasets --------------------------------------------------------------------------------
+
+
+def dataset_view(header: Dataset, version: Dataset | None = None) -> dict[str, Any]:
+    """A dataset (`POST/GET /datasets`, `GET /datasets/{id}` and `POST .../versions` with its latest
+    or new `version`): `{dataset_id, name, latest_version, created_at, version?: {version,
+    case_count, ungraded_cases, scoring, created_at, created_by}}`."""
+    out: dict[str, Any] = {"dataset_id": header.dataset_id, "name": header.name,
+                           "latest_version": int(header.latest_version or 0) or None,
+                           "created_at": header.created_at}
+    if version is not None:
+        out["version"] = {"version": int(version.version), "case_count": int(version.case_count),
+                          "ungraded_cases": int(version.ungraded_cases or 0),
+                          "scoring": version.scoring, "created_at": version.created_at,
+                          "created_by": version.created_by}
+    return out
+
+
+# --- the organization's secrets and recordings -------------------------------------------------
+
+
+def secret_view(meta: SecretMeta) -> dict[str, Any]:
+    """A secret (`PUT/GET /secrets/{name}`, each of `GET /secrets`): `{name, updated_at}`, never
+    its value."""
+    return {"name": meta.name, "updated_at": meta.updated_at}
+
+
+def recording_view(meta: RecordingMeta) -> dict[str, Any]:
+    """A recording (`POST /recordings`, `GET /recordings/{id}`, each of `GET /recordings`):
+    `{recording_id, bytes, uploaded_at}`, with `lines`, `sha256` and `uploaded_by` when the
+    metadata has them (a listing has not); never its content."""
+    out: dict[str, Any] = {"recording_id": meta.recording_id, "bytes": meta.bytes, "uploaded_at": meta.uploaded_at}
+    if meta.sha256 is not None:
+        out |= {"lines": meta.lines, "sha256": meta.sha256, "uploaded_by": meta.uploaded_by}
+    return out

@@ -58,6 +58,15 @@ class FakeAgents:
         self.kept: dict[tuple[str, str], Agent] = {}
         self.versions: dict[tuple[str, str, int], AgentVersion] = {}
 
+    def seed(self, org_id: str, agent_id: str, *, versions: int = 0, at: str = "2026-12-01T08:00:00.000Z") -> Agent:
+        """Keep agent `agent_id` with versions 1..`versions` published (tests)."""
+        self.create(Agent(org_id=org_id, agent_id=agent_id, name=agent_id, draft_spec={}, draft_spec_hash="h0",
+                          draft_updated_at=at, created_at=at))
+        for version in range(1, versions + 1):
+            self.publish(AgentVersion(org_id=org_id, agent_id=agent_id, version=version, spec={},
+                                      spec_hash=f"h{version}", published_at=at))
+        return self.get(org_id, agent_id)
+
     def create(self, agent: Agent) -> None:
         key = (agent.org_id, agent.agent_id)
         if key in self.kept:

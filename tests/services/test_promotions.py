@@ -5,7 +5,6 @@ environment)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -20,20 +19,11 @@ from tests.fakes import FakeContainer
 ANA = Identity("acme", "ana")
 
 
-class _Agents:
-    """Agent `a` with versions 1 to 3 published."""
-
-    def get(self, org_id: str, agent_id: str) -> Any:
-        return SimpleNamespace(agent_id=agent_id, latest_version=3)
-
-    def get_version(self, org_id: str, agent_id: str, version: int) -> Any:
-        return SimpleNamespace(version=version) if 1 <= version <= 3 else None
-
-
 @pytest.fixture
 def c() -> FakeContainer:
-    """`prod` serves version 1 of agent `a`; `staging` serves nothing."""
-    c = FakeContainer(agents=_Agents())
+    """Agent `a` has versions 1 to 3; `prod` serves version 1 of it; `staging` serves nothing."""
+    c = FakeContainer()
+    c.agents.seed("acme", "a", versions=3)
     environments.create(c, ANA, environment_id="prod")
     environments.create(c, ANA, environment_id="staging")
     assert c.environments.serve("acme", "prod", "a", 1, expect=None)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -25,13 +24,6 @@ NOW_MS = epoch_ms(START)   # 2026-12-01T09:00:00Z
 NO_VERSION = "its environment serves no published version of the agent to check"
 BUSY = {"active_run_id": "r0", "active_trigger": {"kind": "manual", "version": 1, "run_id": "r0"}}
 """A suite with a run going (of version 1): what is triggered waits."""
-
-
-class _Agents:
-    """The one agent the pricing of a suite reads (no published version yet)."""
-
-    def get(self, org_id: str, agent_id: str) -> Any:
-        return SimpleNamespace(agent_id=agent_id, latest_version=0)
 
 
 def _suite(c: FakeContainer, suite_id: str = "s1", **fields: Any) -> Suite:
@@ -169,7 +161,7 @@ def test_a_bad_result_tells_the_owner_once_until_a_good_one(c: FakeContainer) ->
 
 
 def test_whoever_changes_a_suite_owns_it_and_a_lost_write_is_decided_again(c: FakeContainer) -> None:
-    c.agents = _Agents()
+    c.agents.seed("acme", "a")   # no published version yet: the price says so
     _suite(c, notified={"1": True})
     c.suites.interfere(lambda s: replace(s, last_result={"result": "passed"}))
     bob = Identity("acme", "bob")

@@ -16,6 +16,7 @@ from chalicelib.clock import Clock, SystemClock
 from chalicelib.config import DEV_JWT_SECRET, Settings, get_settings
 from chalicelib.errors import ConfigurationError
 from chalicelib.services.ports.catalog import Environments
+from chalicelib.services.ports.ledger import Runs
 
 
 class Container:
@@ -102,7 +103,7 @@ class Container:
         return DatasetStore()
 
     @cached_property
-    def runs(self):
+    def runs(self) -> Runs:
         from chalicelib.adapters.stores import RunStore
         return RunStore()
 

@@ -37,4 +37,4 @@ class Plan:
     scoring: dict[str, Any] = field(default_factory=dict)
     """The dataset version's scoring, with a pinned judge version when one is pinned."""
     recent_runs: list[Any] = field(default_factory=list)
-    """The agent's newest runs, as `RunRow`s (its baseline and its cost history come from them)."""
+    """The agent's newest runs (`records.Run`): its baseline and its cost history come from them."""

@@ -15,8 +15,7 @@ from typing import Any
 from chalicelib.clock import FixedClock
 from chalicelib.config import Settings
 from tests.fakes.catalog import FakeEnvironments
-from tests.fakes.ledger import FakeRuns
-from tests.fakes.tenants import FakeOrganizations
+from tests.fakes.ledger import FakeQueue, FakeRuns, WaitingOrganizations
 
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 """Where a fake container's clock starts."""
@@ -30,7 +29,8 @@ class FakeContainer:
         self.settings = settings or Settings()
         self.clock = FixedClock(at)
         self.environments = FakeEnvironments()
-        self.orgs = FakeOrganizations()
-        self.runs = FakeRuns()
+        self.orgs = WaitingOrganizations()
+        self.runs = FakeRuns(self.orgs)
+        self.case_queue = FakeQueue()
         for name, value in collaborators.items():
             setattr(self, name, value)

@@ -167,13 +167,11 @@ def _write_everything(org: str) -> None:
     from chalicelib.adapters.tables import (
         AgentRow,
         AgentVersionRow,
-        AttemptRow,
         DatasetRow,
         JudgeRow,
         ModelProfileRow,
         NotificationRow,
         PromotionRow,
-        RunRow,
         SuiteResultRow,
         SuiteRow,
     )
@@ -213,12 +211,12 @@ def _write_everything(org: str) -> None:
                          DatasetRow(dataset_id="ds-1", version=1, org_id=org, created_at=now, case_count=1),
                          [("case-1", {"case_id": "case-1", "input": f"question of {org}"})])
     runs = stores.RunStore()
-    run = RunRow(run_id="run-1", org_id=org, agent_id="agent-1", dataset_id="ds-1", dataset_version=1,
-                 created_at=now, status="completed", phase="done", candidate="version", spec_hash="h", arms=[],
-                 case_ids_text="case-1", scoring={}, tasks_total=1, expected=1, heartbeat_at_ms=0)
+    run = records.Run(run_id="run-1", org_id=org, agent_id="agent-1", dataset_id="ds-1", dataset_version=1,
+                      created_at=now, status="completed", phase="done", candidate="version", spec_hash="h", arms=[],
+                      case_ids_text="case-1", scoring={}, tasks_total=1, expected=1, heartbeat_at_ms=0)
     runs.create(run)
-    outcome = runs.record_attempt(runs.get(org, "run-1"), AttemptRow(
-        attempt_key="candidate#case-1#001", recorded_key="0000000000001#candidate#case-1#001",
+    outcome = runs.record_attempt(runs.get(org, "run-1"), records.Attempt(
+        run_id="run-1", attempt_key="candidate#case-1#001", recorded_key="0000000000001#candidate#case-1#001",
         arm_id="candidate", case_id="case-1", attempt=1, state="passed", answer=f"answer of {org}",
         recorded_at=now), counters={"recorded": 1}, claim_next=False, release_slot=False, now_ms=1)
     assert outcome.written

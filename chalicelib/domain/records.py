@@ -280,8 +280,8 @@ class Run:
     outcome: Any = None
     enqueue_errors: int = 0
 
-    CURSOR: ClassVar[tuple[str, ...]] = ("status", "phase", "next_index", "tasks_total", "slots", "tasks",
-                                         "recorded", "expected", "heartbeat_at_ms")
+    CURSOR: ClassVar[tuple[str, ...]] = ("status", "phase", "next_index", "tasks_total", "slots",
+                                         "tasks", "recorded", "expected", "heartbeat_at_ms")
     """What changes on a run while its cases run (read again by `Runs.refresh`); the arms, case
     ids and scoring are fixed at start."""
 
@@ -298,7 +298,8 @@ class Run:
             ValueError: a field outside `CURSOR` (a bug: only the cursor is read again).
         """
         if not set(cursor) <= set(self.CURSOR):
-            raise ValueError(f"not cursor fields of a run: {sorted(set(cursor) - set(self.CURSOR))}")
+            others = sorted(set(cursor) - set(self.CURSOR))
+            raise ValueError(f"not cursor fields of a run: {others}")
         fresh = replace(self, **cursor)
         if "case_ids" in self.__dict__:
             fresh.__dict__["case_ids"] = self.__dict__["case_ids"]

@@ -174,10 +174,10 @@ def all_attempts(c: Container, run: Run) -> list[Attempt]:
     for arm in run.arms:
         if arm.get("answers", True) or not arm.get("source_run_id"):
             continue
-        rows += [replace(row, run_id=run.run_id, arm_id=arm["arm_id"], attempt_key=f"{arm['arm_id']}#{row.case_id}#001",
-                         cost_micros=0)
-                 for row in c.runs.attempts(run.org_id, arm["source_run_id"])   # a baseline is of the same organization
-                 if row.arm_id == arm["source_arm_id"] and int(row.attempt) == 1]
+        source = c.runs.attempts(run.org_id, arm["source_run_id"])   # of the same organization
+        rows += [replace(row, run_id=run.run_id, arm_id=arm["arm_id"], cost_micros=0,
+                         attempt_key=f"{arm['arm_id']}#{row.case_id}#001")
+                 for row in source if row.arm_id == arm["source_arm_id"] and int(row.attempt) == 1]
     return rows
 
 

@@ -123,8 +123,9 @@ def _grade(c: Container, who: Identity, run: Run, targets: list[Attempt]) -> dic
             cost += spent
             continue
         entry = {"by": who.user_id, "at": now, "state_before": row.state, "state": grade.state.value}
-        regraded = replace(row, state=grade.state.value, scores=[s.model_dump(mode="json") for s in grade.scores],
-                           reason=grade.reason, judge_cost_micros=int(row.judge_cost_micros or 0) + spent,
+        regraded = replace(row, state=grade.state.value, reason=grade.reason,
+                           scores=[s.model_dump(mode="json") for s in grade.scores],
+                           judge_cost_micros=int(row.judge_cost_micros or 0) + spent,
                            judge_calls=int(row.judge_calls or 0) + (asker.calls if asker else 0),
                            regraded=[*(row.regraded or []), entry])
         if not c.runs.regrade(run.org_id, row, regraded):
@@ -140,8 +141,9 @@ def _grade(c: Container, who: Identity, run: Run, targets: list[Attempt]) -> dic
         raise BudgetExceededError(f"nothing was graded again: {stopped}", field="budget")
     graded = [r for r in results if "state" in r]
     if graded:
-        c.runs.add_grading(run.org_id, run_id, {"by": who.user_id, "at": now, "graded": len(graded),
-                                                "changed": changed, "judge_cost_usd": micros_to_usd(cost)})
+        c.runs.add_grading(run.org_id, run_id, {
+            "by": who.user_id, "at": now, "graded": len(graded), "changed": changed,
+            "judge_cost_usd": micros_to_usd(cost)})
         recompute_outcome(c, run.org_id, run_id)
     return {"run_id": run_id, "graded": len(graded), "changed": changed,
             "still_ungraded": finalize.ungraded_score_ids(run, c.runs.attempts(run.org_id, run_id)), "pending": pending,
@@ -152,7 +154,8 @@ RECOMPUTE_TRIES = 10
 """Outcomes computed again before giving up (each lost to somebody grading the same run)."""
 
 
-def recompute_outcome(c: Container, org_id: str, run_id: str, *, pause: Callable[[], None] = jitter) -> None:
+def recompute_outcome(c: Container, org_id: str, run_id: str, *,
+                      pause: Callable[[], None] = jitter) -> None:
     """A completed run's outcome computed again from its grades as they stand (no reruns: a flip
     that appears now stays unconfirmed). Written only if no grade moved since it was read
     (`regrades`), so two people grading at once never leave an outcome older than the grades.
@@ -165,9 +168,12 @@ def recompute_outcome(c: Container, org_id: str, run_id: str, *, pause: Callable
             return None
         return replace(run, outcome=finalize.compute_outcome(c, run, finalize.all_attempts(c, run)))
 
-    change(lambda: c.runs.get(org_id, run_id), recomputed, lambda before, after: c.runs.record_outcome(
-        before, after.outcome), conflict=f"eval run {run_id} keeps being graded again: try again", field="run_id",
-        tries=RECOMPUTE_TRIES, pause=pause)
+    def write(before: Run, after: Run) -> bool:
+        return c.runs.record_outcome(before, after.outcome)
+
+    change(lambda: c.runs.get(org_id, run_id), recomputed, write, tries=RECOMPUTE_TRIES,
+           pause=pause, field="run_id",
+           conflict=f"eval run {run_id} keeps being graded again: try again")
 
 
 def rescore(c: Container, who: Identity, dataset_id: str, *, score_ids: Sequence[str] | None,

@@ -203,13 +203,15 @@ class _Recording:
     now_ms: int = 0
 
 
-def _answer_kept(c: Container, run: Run, task: Task, answer: str | None) -> tuple[str | None, str | None]:
+def _answer_kept(c: Container, run: Run, task: Task,
+                 answer: str | None) -> tuple[str | None, str | None]:
     """`(answer, answer_ref)` as the attempt keeps them: a long answer goes to the bucket, under the
     organization's prefix like everything of a tenant there (DESIGN §4), and its first 1,000
     characters stay inline."""
     if answer is None or len(answer.encode("utf-8")) <= c.settings.assay_answer_inline_bytes:
         return answer, None
-    return answer[:1000], c.bucket.put_text(f"{run.org_id}/answers/{run.run_id}/{task.key}.txt", answer)
+    ref = c.bucket.put_text(f"{run.org_id}/answers/{run.run_id}/{task.key}.txt", answer)
+    return answer[:1000], ref
 
 
 def _attempt(run: Run, task: Task, result: AttemptResult, answer: tuple[str | None, str | None],
@@ -254,11 +256,13 @@ def record(c: Container, run: Run, task: Task, result: AttemptResult, *, pass_sl
         return _Recording(seen) if seen is not None else None
 
     def decide(before: _Recording) -> _Recording:
-        now, now_run = c.clock.now(), before.run
-        claim = pass_slot and now_run.status == RunStatus.RUNNING and int(now_run.next_index) < int(now_run.tasks_total)
-        successor = slots.task_of(now_run, int(now_run.next_index)) if claim else None
-        return _Recording(now_run, _attempt(now_run, task, result, answer, successor, epoch_ms(now), iso(now)),
-                          successor, release_slot=not claim and int(now_run.slots) > 0, now_ms=epoch_ms(now))
+        now, seen = c.clock.now(), before.run
+        claim = pass_slot and seen.status == RunStatus.RUNNING \
+            and int(seen.next_index) < int(seen.tasks_total)
+        successor = slots.task_of(seen, int(seen.next_index)) if claim else None
+        attempt = _attempt(seen, task, result, answer, successor, epoch_ms(now), iso(now))
+        return _Recording(seen, attempt, successor, release_slot=not claim and int(seen.slots) > 0,
+                          now_ms=epoch_ms(now))
 
     def write(_: _Recording, after: _Recording) -> bool:
         nonlocal outcome

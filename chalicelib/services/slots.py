@@ -81,7 +81,8 @@ def _offer(c: Container, org_id: str) -> _Offer | None:
         return None
     for run_id in list(org.waiting):
         run = c.runs.get(org_id, run_id)
-        if run is None or RunStatus(run.status).ended or int(run.tasks_total) - int(run.next_index) <= 0 \
+        if run is None or RunStatus(run.status).ended \
+                or int(run.tasks_total) - int(run.next_index) <= 0 \
                 or int(run.slots) >= run_limit(run):
             c.orgs.remove_waiting(org_id, run_id)
             continue
@@ -90,31 +91,34 @@ def _offer(c: Container, org_id: str) -> _Offer | None:
 
 
 def _claimed(offer: _Offer) -> _Offer:
-    """The offer with the number of tasks its run may claim (DESIGN §6: run limit, pending, free)."""
+    """The offer with how many tasks its run may claim (DESIGN §6: run limit, pending, free)."""
     run = offer.run
+    pending = int(run.tasks_total) - int(run.next_index)
     return replace(offer, k=slots_to_claim(run_limit=run_limit(run), run_slots=int(run.slots),
-                                           pending=int(run.tasks_total) - int(run.next_index), org_free=offer.free))
+                                           pending=pending, org_free=offer.free))
 
 
 def assign_free_slots(c: Container, org_id: str, *, pause: Callable[[], None] = jitter) -> int:
     """Give the organization's free slots to its waiting runs, oldest first.
 
-    Returns the number of tasks started (`pause`: between lost claims; tests pass a no-op). Every claim is a conditional transaction on the run's
-    `next_index` and the organization's `in_flight`, so concurrent callers never over-claim; a
-    claim lost to them is decided again on what they left. Gives up quietly when claims keep being
-    lost: whoever frees a slot next, or the one-minute tick, hands out what is left.
+    Returns the number of tasks started (`pause`: between lost claims; tests pass a no-op).
+    Every claim is a conditional transaction on the run's `next_index` and the organization's
+    `in_flight`, so concurrent callers never over-claim; a claim lost to them is decided again on
+    what they left. Gives up quietly when claims keep being lost: whoever frees a slot next, or
+    the one-minute tick, hands out what is left.
     """
     started = 0
 
     def claim(_: _Offer, offer: _Offer) -> bool:
         now = c.clock.now()
-        return c.runs.claim_tasks(offer.run, offer.k, org_id, offer.org_limit, epoch_ms(now), iso(now))
+        return c.runs.claim_tasks(offer.run, offer.k, org_id, offer.org_limit, epoch_ms(now),
+                                  iso(now))
 
     for _ in range(ROUNDS):
         try:
             done = change(lambda: _offer(c, org_id), _claimed, claim,
-                          conflict=f"the slots of organization {org_id} keep being claimed", field="org_id",
-                          pause=pause)
+                          conflict=f"the slots of organization {org_id} keep being claimed",
+                          field="org_id", pause=pause)
         except ConflictError:
             return started
         if done is None or not done.written:

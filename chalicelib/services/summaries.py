@@ -65,7 +65,8 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[dict[str,
         stale = version == "draft" and any(r.spec_hash != agent.draft_spec_hash for r in latest.values())
         out.append({"agent_id": agent_id, "agentId": agent_id, "version": version, "total": total,
                     "passed": passed, "failed": total - passed, "evaluations": len(latest),
-                    "last_completed_at": max((r.completed_at for r in latest.values() if r.completed_at), default=None),
+                    "last_completed_at": max(
+                        (r.completed_at for r in latest.values() if r.completed_at), default=None),
                     "stale": stale, "verdict": verdict_word(total, passed).value,
                     "run_ids": sorted(r.run_id for r in latest.values())})
     return out

@@ -43,7 +43,8 @@ __all__ = ["RecordConflict", "RecordOutcome", "RunStore"]
 
 R = TypeVar("R")
 
-_NAMES: dict[type, tuple[str, ...]] = {cls: tuple(f.name for f in fields(cls)) for cls in (Run, Attempt, ActiveRun)}
+_NAMES: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in fields(cls)) for cls in (Run, Attempt, ActiveRun)}
 
 _ACTIVE = [*_NAMES[ActiveRun], "run_key"]
 """What `recent_active` reads of a run (the index's keys with it)."""
@@ -101,7 +102,8 @@ class RunStore:
         """`run` with its changing fields (`Run.CURSOR`) read again (consistent, projected: a small
         read); None when the run was deleted."""
         try:
-            fresh = RunRow.get(_key(run), consistent_read=True, attributes_to_get=["run_id", *Run.CURSOR])
+            fresh = RunRow.get(_key(run), consistent_read=True,
+                               attributes_to_get=["run_id", *Run.CURSOR])
         except DoesNotExist:
             return None
         values = fresh.attribute_values
@@ -118,11 +120,13 @@ class RunStore:
                       start: dict[str, Any] | None = None) -> RunPage:
         """The organization's agent's runs, newest first, a page at a time (`start`: the previous
         page's `next_start`, keys `run_key`, `agent_key`, `created_at`)."""
-        return _page(RunRow.agent_index.query(org_key(org_id, agent_id), scan_index_forward=False, limit=limit,
-                                              last_evaluated_key=start))
+        return _page(RunRow.agent_index.query(org_key(org_id, agent_id), scan_index_forward=False,
+                                              limit=limit, last_evaluated_key=start))
 
-    def list_by_org(self, org_id: str, limit: int = 50, start: dict[str, Any] | None = None) -> RunPage:
-        """The organization's runs, newest first (`start` keys: `run_key`, `org_id`, `created_at`)."""
+    def list_by_org(self, org_id: str, limit: int = 50,
+                    start: dict[str, Any] | None = None) -> RunPage:
+        """The organization's runs, newest first (`start` keys: `run_key`, `org_id`,
+        `created_at`)."""
         return _page(RunRow.org_index.query(org_id, scan_index_forward=False, limit=limit,
                                             last_evaluated_key=start))
 
@@ -130,8 +134,9 @@ class RunStore:
                         start: dict[str, Any] | None = None) -> RunPage:
         """The organization's dataset's runs, newest first (`start` keys: `run_key`, `dataset_key`,
         `created_at`)."""
-        return _page(RunRow.dataset_index.query(org_key(org_id, dataset_id), scan_index_forward=False,
-                                                limit=limit, last_evaluated_key=start))
+        return _page(RunRow.dataset_index.query(org_key(org_id, dataset_id),
+                                                scan_index_forward=False, limit=limit,
+                                                last_evaluated_key=start))
 
     @staticmethod
     def is_page_start(start: Any, org_id: str, *, agent_id: str | None = None,
@@ -147,19 +152,23 @@ class RunStore:
         else:
             hash_name, hash_value = "org_id", org_id
         return (isinstance(start, dict) and set(start) == {"run_key", hash_name, "created_at"}
-                and all(isinstance(v, dict) and set(v) == {"S"} and isinstance(v["S"], str) for v in start.values())
+                and all(isinstance(v, dict) and set(v) == {"S"} and isinstance(v["S"], str)
+                        for v in start.values())
                 and start[hash_name]["S"] == hash_value
                 and start["run_key"]["S"].startswith(org_key(org_id, "")))
 
     def recent_active(self, org_id: str, limit: int) -> list[ActiveRun]:
         """The organization's queued or running runs among its newest `limit` (projected: only what
         their committed spend and what they use need)."""
-        rows = RunRow.org_index.query(org_id, scan_index_forward=False, limit=limit, attributes_to_get=_ACTIVE)
+        rows = RunRow.org_index.query(org_id, scan_index_forward=False, limit=limit,
+                                      attributes_to_get=_ACTIVE)
         return [_record(r, ActiveRun) for r in rows if r.status in _RUNNING]
 
     def stale(self, status: RunStatus, before_ms: int) -> Iterator[Run]:
-        """Runs in `status` whose heartbeat is at or before `before_ms` (GSI; the sweep re-checks)."""
-        return (_record(r, Run) for r in RunRow.status_index.query(status.value, RunRow.heartbeat_at_ms <= before_ms))
+        """Runs in `status` whose heartbeat is at or before `before_ms` (GSI; the sweep
+        re-checks)."""
+        rows = RunRow.status_index.query(status.value, RunRow.heartbeat_at_ms <= before_ms)
+        return (_record(r, Run) for r in rows)
 
     def claim_tasks(self, run: Run, k: int, org_id: str, org_limit: int,
                     now_ms: int, now_iso: str) -> bool:
@@ -194,8 +203,8 @@ class RunStore:
             attempt: the attempt to put (`attribute_not_exists`; kept under the run's key);
                 `successor` set when claiming.
             counters: run attributes to ADD (`recorded`, `passed`, `cost_micros`, ...).
-            claim_next: also take the run's next task (`next_index` + 1, conditional on the value read
-                and on the run still running): the slot passes to that task.
+            claim_next: also take the run's next task (`next_index` + 1, conditional on the value
+                read and on the run still running): the slot passes to that task.
             release_slot: no task to pass the slot to: give it back to the run and organization
                 (conditional on the run still holding one, so a swept run is never released twice).
         Returns:
@@ -208,7 +217,8 @@ class RunStore:
         condition = None
         if claim_next:
             actions.append(RunRow.next_index.set(run.next_index + 1))
-            condition = (RunRow.next_index == run.next_index) & (RunRow.status == RunStatus.RUNNING.value)
+            condition = (RunRow.next_index == run.next_index) \
+                & (RunRow.status == RunStatus.RUNNING.value)
         elif release_slot:
             actions.append(RunRow.slots.add(-1))
             condition = RunRow.slots > 0
@@ -219,7 +229,8 @@ class RunStore:
                 t.save(row, condition=AttemptRow.attempt_key.does_not_exist())
                 t.update(RunRow(_key(run)), actions=actions, condition=condition)
                 if release_slot and not claim_next:
-                    t.update(OrganizationRow(run.org_id), actions=[OrganizationRow.in_flight.add(-1)],
+                    t.update(OrganizationRow(run.org_id),
+                             actions=[OrganizationRow.in_flight.add(-1)],
                              condition=OrganizationRow.in_flight > 0)
             return RecordOutcome(written=True)
         except TransactWriteError as exc:
@@ -233,16 +244,17 @@ class RunStore:
 
     def beat(self, org_id: str, run_id: str, now_ms: int) -> bool:
         """Heartbeat a running run; False when it is not running (any more)."""
-        return conditional_update(RunRow(org_key(org_id, run_id)), [RunRow.heartbeat_at_ms.set(now_ms)],
+        return conditional_update(RunRow(org_key(org_id, run_id)),
+                                  [RunRow.heartbeat_at_ms.set(now_ms)],
                                   RunRow.status == RunStatus.RUNNING.value)
 
     def _move_phase(self, run: Run, actions: list[Action]) -> bool:
-        """A phase change conditional on the phase and `recorded` as read: exactly one caller wins."""
+        """A phase change conditional on the phase and `recorded` as read: one caller wins."""
         return conditional_update(RunRow(_key(run)), actions,
                                   (RunRow.phase == run.phase) & (RunRow.recorded == run.recorded))
 
     def enter_confirming(self, run: Run, tasks: list[list[Any]]) -> bool:
-        """answering → confirming with the reruns `tasks` added to the run's tasks and expectation."""
+        """answering → confirming, the reruns `tasks` added to the run's tasks and expectation."""
         if run.phase != RunPhase.ANSWERING:
             return False
         n = len(tasks)
@@ -252,7 +264,7 @@ class RunStore:
                                       RunRow.expected.set(run.expected + n)])
 
     def enter_finalizing(self, run: Run) -> bool:
-        """answering or confirming → finalizing (conditional on the phase and `recorded` as read)."""
+        """answering or confirming → finalizing (conditional on the phase and `recorded`)."""
         if run.phase not in (RunPhase.ANSWERING, RunPhase.CONFIRMING):
             return False
         return self._move_phase(run, [RunRow.phase.set(RunPhase.FINALIZING.value)])
@@ -263,13 +275,15 @@ class RunStore:
             RunRow(org_key(org_id, run_id)),
             [RunRow.status.set(RunStatus.COMPLETED.value), RunRow.phase.set(RunPhase.DONE.value),
              RunRow.outcome.set(outcome), RunRow.completed_at.set(now_iso)],
-            (RunRow.phase == RunPhase.FINALIZING.value) & (RunRow.status == RunStatus.RUNNING.value))
+            (RunRow.phase == RunPhase.FINALIZING.value)
+            & (RunRow.status == RunStatus.RUNNING.value))
 
     def end(self, run: Run, status: RunStatus, reason: str, now_iso: str) -> bool:
         """End a queued or running run as `status`; its slots stay with its running cases."""
         return conditional_update(
             RunRow(_key(run)),
-            [RunRow.status.set(status.value), RunRow.reason.set(reason), RunRow.completed_at.set(now_iso)],
+            [RunRow.status.set(status.value), RunRow.reason.set(reason),
+             RunRow.completed_at.set(now_iso)],
             RunRow.status.is_in(*_RUNNING))
 
     def _end_and_release(self, run: Run, *, status: str, reason: str, completed_at: str,
@@ -293,40 +307,48 @@ class RunStore:
 
     def abandon(self, run: Run, reason: str, now_iso: str) -> bool:
         """Fail a running run unchanged since read (status, heartbeat, `recorded`); slots back."""
-        return self._end_and_release(run, status=RunStatus.FAILED.value, reason=reason, completed_at=now_iso,
+        return self._end_and_release(run, status=RunStatus.FAILED.value, reason=reason,
+                                     completed_at=now_iso,
                                      condition=(RunRow.status == RunStatus.RUNNING.value)
                                      & (RunRow.heartbeat_at_ms == run.heartbeat_at_ms)
                                      & (RunRow.recorded == run.recorded))
 
     def fail_unstarted(self, run: Run, reason: str, now_iso: str) -> bool:
         """Fail a run that is still queued; slots back."""
-        return self._end_and_release(run, status=RunStatus.FAILED.value, reason=reason, completed_at=now_iso,
+        return self._end_and_release(run, status=RunStatus.FAILED.value, reason=reason,
+                                     completed_at=now_iso,
                                      condition=RunRow.status == RunStatus.QUEUED.value)
 
     def release_stranded(self, run: Run, reason: str, completed_at: str) -> bool:
         """An ended run's slots back (its status kept), unless its heartbeat moved since read."""
-        return self._end_and_release(run, status=run.status, reason=reason, completed_at=completed_at,
+        return self._end_and_release(run, status=run.status, reason=reason,
+                                     completed_at=completed_at,
                                      condition=RunRow.heartbeat_at_ms == run.heartbeat_at_ms)
 
     def claim_grading(self, org_id: str, run_id: str, until_ms: int, now_ms: int) -> bool:
         """Take the grading claim until `until_ms` unless another one holds past `now_ms`."""
-        return conditional_update(RunRow(org_key(org_id, run_id)), [RunRow.grading_until_ms.set(until_ms)],
-                                  RunRow.grading_until_ms.does_not_exist() | (RunRow.grading_until_ms < now_ms))
+        return conditional_update(RunRow(org_key(org_id, run_id)),
+                                  [RunRow.grading_until_ms.set(until_ms)],
+                                  RunRow.grading_until_ms.does_not_exist()
+                                  | (RunRow.grading_until_ms < now_ms))
 
     def release_grading(self, org_id: str, run_id: str, until_ms: int) -> bool:
         """Drop the grading claim taken until `until_ms` (not a later grader's)."""
-        return conditional_update(RunRow(org_key(org_id, run_id)), [RunRow.grading_until_ms.remove()],
+        return conditional_update(RunRow(org_key(org_id, run_id)),
+                                  [RunRow.grading_until_ms.remove()],
                                   RunRow.grading_until_ms == until_ms)
 
     def add_grading(self, org_id: str, run_id: str, entry: dict[str, Any]) -> None:
         """Append one entry to the run's `gradings`."""
-        RunRow(org_key(org_id, run_id)).update(actions=[RunRow.gradings.set((RunRow.gradings | []).append([entry]))])
+        RunRow(org_key(org_id, run_id)).update(
+            actions=[RunRow.gradings.set((RunRow.gradings | []).append([entry]))])
 
     def record_outcome(self, run: Run, outcome: dict[str, Any]) -> bool:
         """Replace the outcome if `regrades` is still as read (absent when it was None or 0)."""
         seen = int(run.regrades or 0)
         return conditional_update(RunRow(_key(run)), [RunRow.outcome.set(outcome)],
-                                  RunRow.regrades == seen if seen else RunRow.regrades.does_not_exist())
+                                  RunRow.regrades == seen if seen
+                                  else RunRow.regrades.does_not_exist())
 
     def add_judge_cost(self, org_id: str, run_id: str, micros: int, calls: int) -> None:
         """Count judge requests whose grades were not kept (the money was spent all the same)."""
@@ -347,26 +369,30 @@ class RunStore:
     def get_attempt(self, org_id: str, run_id: str, key: str) -> Attempt | None:
         """One attempt (consistent), or None."""
         try:
-            return _record(AttemptRow.get(org_key(org_id, run_id), key, consistent_read=True), Attempt)
+            row = AttemptRow.get(org_key(org_id, run_id), key, consistent_read=True)
+            return _record(row, Attempt)
         except DoesNotExist:
             return None
 
     def attempt_exists(self, org_id: str, run_id: str, key: str) -> bool:
         """Whether the attempt is recorded (reads its key only)."""
         try:
-            AttemptRow.get(org_key(org_id, run_id), key, consistent_read=True, attributes_to_get=["attempt_key"])
+            AttemptRow.get(org_key(org_id, run_id), key, consistent_read=True,
+                           attributes_to_get=["attempt_key"])
             return True
         except DoesNotExist:
             return False
 
     def attempts(self, org_id: str, run_id: str) -> list[Attempt]:
         """Every attempt of the organization's run (consistent)."""
-        return [_record(r, Attempt) for r in AttemptRow.query(org_key(org_id, run_id), consistent_read=True)]
+        rows = AttemptRow.query(org_key(org_id, run_id), consistent_read=True)
+        return [_record(r, Attempt) for r in rows]
 
     def attempt_keys(self, org_id: str, run_id: str) -> set[str]:
         """The keys of every attempt of the run (consistent, projected)."""
-        return {r.attempt_key for r in AttemptRow.query(org_key(org_id, run_id), consistent_read=True,
-                                                        attributes_to_get=["attempt_key"])}
+        rows = AttemptRow.query(org_key(org_id, run_id), consistent_read=True,
+                                attributes_to_get=["attempt_key"])
+        return {r.attempt_key for r in rows}
 
     def attempts_after(self, org_id: str, run_id: str, cursor: str, limit: int, *,
                        until: str | None = None) -> list[Attempt]:
@@ -393,13 +419,15 @@ class RunStore:
         when somebody regraded it meanwhile."""
         seen = len(before.regraded or [])
         condition = (AttemptRow.state == before.state) & (
-            AttemptRow.regraded.does_not_exist() if before.regraded is None else size(AttemptRow.regraded) == seen)
+            AttemptRow.regraded.does_not_exist() if before.regraded is None
+            else size(AttemptRow.regraded) == seen)
         run_key = org_key(org_id, before.run_id)
         run_actions: list[Action] = [
             RunRow.judge_cost_micros.add(after.judge_cost_micros - before.judge_cost_micros),
             RunRow.judge_calls.add(after.judge_calls - before.judge_calls), RunRow.regrades.add(1)]
         if after.state != before.state:
-            run_actions += [getattr(RunRow, before.state).add(-1), getattr(RunRow, after.state).add(1)]
+            run_actions += [getattr(RunRow, before.state).add(-1),
+                            getattr(RunRow, after.state).add(1)]
         try:
             with TX.write() as t:
                 t.update(AttemptRow(run_key, before.attempt_key), condition=condition,
@@ -412,7 +440,8 @@ class RunStore:
             raise
 
     def put_attempt_once(self, run: Run, attempt: Attempt) -> bool:
-        """Write an attempt of `run` unless one exists (the sweep's failed attempts); True if written."""
+        """Write an attempt of `run` unless one exists (the sweep's failed attempts); True if
+        written."""
         row = row_of(attempt, AttemptRow, run_key=_key(run))
         row.run_id = run.run_id
         try:

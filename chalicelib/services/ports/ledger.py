@@ -34,7 +34,7 @@ class RunPage:
 
     runs: list[Run] = field(default_factory=list)
     next_start: dict[str, Any] | None = None
-    """The `start` of the next page (the storage's key of the last run here); None after the last."""
+    """The `start` of the next page (the storage's key of its last run); None after the last."""
 
     def __iter__(self) -> Iterator[Run]:
         return iter(self.runs)
@@ -63,7 +63,8 @@ class Runs(Protocol):
                       start: dict[str, Any] | None = None) -> RunPage:
         """The agent's runs, newest first, `limit` at a time (`start`: a page's `next_start`)."""
 
-    def list_by_org(self, org_id: str, limit: int = 50, start: dict[str, Any] | None = None) -> RunPage:
+    def list_by_org(self, org_id: str, limit: int = 50,
+                    start: dict[str, Any] | None = None) -> RunPage:
         """The organization's runs, newest first, `limit` at a time."""
 
     def list_by_dataset(self, org_id: str, dataset_id: str, limit: int = 50,
@@ -83,13 +84,14 @@ class Runs(Protocol):
         """Runs of every organization in `status` whose heartbeat is at or before `before_ms` (epoch
         ms; eventually consistent: the sweep reads each again)."""
 
-    def claim_tasks(self, run: Run, k: int, org_id: str, org_limit: int, now_ms: int, now_iso: str) -> bool:
+    def claim_tasks(self, run: Run, k: int, org_id: str, org_limit: int, now_ms: int,
+                    now_iso: str) -> bool:
         """Claim the run's next `k` tasks and `k` of the organization's slots at once (a queued run
         starts running); False when the run's `next_index` moved, it ended, or the organization has
         fewer than `k` free slots under `org_limit`."""
 
-    def record_attempt(self, run: Run, attempt: Attempt, *, counters: dict[str, int], claim_next: bool,
-                       release_slot: bool, now_ms: int) -> RecordOutcome:
+    def record_attempt(self, run: Run, attempt: Attempt, *, counters: dict[str, int],
+                       claim_next: bool, release_slot: bool, now_ms: int) -> RecordOutcome:
         """Write `attempt` once, with the run's counters, at once (DESIGN §5).
 
         Args:
@@ -108,15 +110,15 @@ class Runs(Protocol):
         """Heartbeat a running run (`heartbeat_at_ms`); False when it is not running."""
 
     def enter_confirming(self, run: Run, tasks: list[list[Any]]) -> bool:
-        """answering → confirming, adding `tasks` (`[arm_id, case_id, attempt]`) to the run's tasks
-        and to what it expects; False unless the phase and `recorded` are still as read."""
+        """answering → confirming, adding `tasks` (`[arm_id, case_id, attempt]`) to the run's
+        tasks and to what it expects; False unless the phase and `recorded` are still as read."""
 
     def enter_finalizing(self, run: Run) -> bool:
-        """answering or confirming → finalizing; False unless the phase and `recorded` are still as
-        read (exactly one worker wins)."""
+        """answering or confirming → finalizing; False unless the phase and `recorded` are still
+        as read (exactly one worker wins)."""
 
     def complete(self, org_id: str, run_id: str, outcome: dict[str, Any], now_iso: str) -> bool:
-        """A finalizing, running run → completed (phase done) with its `outcome`; False otherwise."""
+        """A finalizing running run → completed (phase done) with its `outcome`; else False."""
 
     def end(self, run: Run, status: RunStatus, reason: str, now_iso: str) -> bool:
         """End a queued or running run as `status` (its running cases keep their slots until they
@@ -139,7 +141,7 @@ class Runs(Protocol):
         somebody else's claim has not lapsed at `now_ms`."""
 
     def release_grading(self, org_id: str, run_id: str, until_ms: int) -> bool:
-        """Drop the grading claim taken until `until_ms`; False when it is not that claim any more."""
+        """Drop the grading claim taken until `until_ms`; False when it is not that claim now."""
 
     def add_grading(self, org_id: str, run_id: str, entry: dict[str, Any]) -> None:
         """Append one "grade again" to the run's `gradings`."""
@@ -170,13 +172,13 @@ class Runs(Protocol):
 
     def attempts_after(self, org_id: str, run_id: str, cursor: str, limit: int, *,
                        until: str | None = None) -> list[Attempt]:
-        """At most `limit` attempts with `cursor < recorded_key <= until`, in recorded order (`cursor`
-        "" from the first, `until` None without an upper bound)."""
+        """At most `limit` attempts with `cursor < recorded_key <= until`, in recorded order
+        (`cursor` "" from the first, `until` None without an upper bound)."""
 
     def put_attempt_once(self, run: Run, attempt: Attempt) -> bool:
         """Write an attempt of `run` unless it exists, counting nothing; True when written."""
 
     def regrade(self, org_id: str, before: Attempt, after: Attempt) -> bool:
-        """Replace an attempt's grade (`state`, `scores`, `reason`, judge cost and calls, `regraded`)
-        by `after`'s and move the run's counters with it (its state counters, judge cost and calls,
-        `regrades` + 1) at once; False when the grade is not `before`'s any more."""
+        """Replace an attempt's grade (`state`, `scores`, `reason`, judge cost and calls,
+        `regraded`) by `after`'s and move the run's counters with it (its state counters, judge
+        cost and calls, `regrades` + 1) at once; False when the grade is not `before`'s any more."""

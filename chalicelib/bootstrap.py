@@ -23,6 +23,7 @@ from chalicelib.services.ports.catalog import (
     Judges,
     ModelProfiles,
 )
+from chalicelib.services.ports.ledger import Runs
 from chalicelib.services.ports.tenants import Budgets, Organizations
 
 
@@ -110,7 +111,7 @@ class Container:
         return DatasetStore()
 
     @cached_property
-    def runs(self):
+    def runs(self) -> Runs:
         from chalicelib.adapters.stores import RunStore
         return RunStore()
 

@@ -12,9 +12,9 @@ Units as in `adapters/tables.py`: `*_ms` epoch milliseconds, `*_at` ISO-8601 UTC
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -299,15 +299,58 @@ class Run:
     outcome: Any = None
     enqueue_errors: int = 0
 
+    CURSOR: ClassVar[tuple[str, ...]] = ("status", "phase", "next_index", "tasks_total", "slots",
+                                         "tasks", "recorded", "expected", "heartbeat_at_ms")
+    """What changes on a run while its cases run (read again by `Runs.refresh`); the arms, case
+    ids and scoring are fixed at start."""
+
     @cached_property
     def case_ids(self) -> list[str]:
-        """The run's case ids in task order (parsed once per record)."""
+        """The run's case ids in task order (parsed once per record, and kept by `moved`)."""
         return self.case_ids_text.split("\n") if self.case_ids_text else []
+
+    def moved(self, **cursor: Any) -> Run:
+        """This run with the fields of `CURSOR` given as read again: a shallow copy that keeps the
+        parsed case ids (the run row is read on every case attempt; its case ids never change).
+
+        Raises:
+            ValueError: a field outside `CURSOR` (a bug: only the cursor is read again).
+        """
+        if not set(cursor) <= set(self.CURSOR):
+            others = sorted(set(cursor) - set(self.CURSOR))
+            raise ValueError(f"not cursor fields of a run: {others}")
+        fresh = replace(self, **cursor)
+        if "case_ids" in self.__dict__:
+            fresh.__dict__["case_ids"] = self.__dict__["case_ids"]
+        return fresh
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActiveRun:
+    """What `Runs.recent_active` reads of a queued or running run (a projection of its row):
+    enough to tell what it may still spend and what it uses (environment, arms' model profiles)."""
+
+    run_id: str
+    org_id: str
+    agent_id: str
+    created_at: str
+    status: str
+    environment_id: str | None = None
+    arms: Any
+    settings: Any = field(default_factory=dict)
+    cost_micros: int = 0
+    judge_cost_micros: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
 class Attempt:
-    """One attempt of one case on one arm, written once (DESIGN §5)."""
+    """One attempt of one case on one arm, written once (DESIGN §5).
+
+    `attempt_key` is `arm_id#case_id#attempt` (attempt zero-padded to 3 digits); `recorded_key` is
+    `<epoch ms, 13 digits>#<attempt_key>`; `successor` the case-task message this attempt's write
+    claimed (so a redelivery can re-send it). The run's organization is not a field: an attempt is
+    always read and written through its run's.
+    """
 
     attempt_key: str
     run_id: str
@@ -330,7 +373,7 @@ class Attempt:
     regraded: list[Any] | None = None
     input_tokens: int = 0
     output_tokens: int = 0
-    latency_ms: int = 0
+    latency_ms: float = 0
     model: str | None = None
     recorded_at: str
     successor: Any = None

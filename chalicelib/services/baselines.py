@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from chalicelib.adapters.tables import RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, parse_iso
 from chalicelib.domain.baseline import (
@@ -23,6 +22,7 @@ from chalicelib.domain.baseline import (
 )
 from chalicelib.domain.enums import ArmRole, RunStatus
 from chalicelib.domain.identity import Identity
+from chalicelib.domain.records import Run
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import InvalidInputError, NotFoundError
 
@@ -35,7 +35,7 @@ def model_of(spec: dict[str, Any]) -> str | None:
     return spec.get("model_profile_id") or spec.get("model")
 
 
-def arm_records(run: RunRow) -> list[ArmRecord]:
+def arm_records(run: Run) -> list[ArmRecord]:
     """The arms of a completed run as baseline candidates (none for a run that did not complete)."""
     if run.status != RunStatus.COMPLETED or not run.completed_at:
         return []
@@ -61,13 +61,13 @@ def _one_judge(keys: list[str] | None) -> str | None:
     return keys[0] if len(keys) == 1 else ""
 
 
-def recent_runs(c: Container, org_id: str, agent_id: str) -> list[RunRow]:
+def recent_runs(c: Container, org_id: str, agent_id: str) -> list[Run]:
     """The organization's agent's newest `RECENT_RUNS` runs (read once per start: the baseline and
     the estimate both search them)."""
     return list(c.runs.list_by_agent(org_id, agent_id, limit=RECENT_RUNS))
 
 
-def borrowed_arm(record: ArmRecord, source: RunRow, *, rerun: bool) -> dict[str, Any]:
+def borrowed_arm(record: ArmRecord, source: Run, *, rerun: bool) -> dict[str, Any]:
     """A baseline arm whose first answers are `record`'s in run `source`."""
     arm = next(a for a in source.arms if a["arm_id"] == record.arm_id)
     return {"arm_id": "baseline", "role": ArmRole.BASELINE.value, "version": record.version, "draft": False,
@@ -80,7 +80,7 @@ def choose(c: Container, who: Identity, agent_id: str, *, candidate_spec: dict[s
            version_before: int | None, dataset_id: str, dataset_version: int, scoring: dict[str, Any],
            environment_id: str | None, body: dict[str, Any], before_spec: dict[str, Any] | None,
            paired: bool, now_ms: int, judge_key: str | None = None,
-           recent: list[RunRow] | None = None) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+           recent: list[Run] | None = None) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """The baseline arm for a new run, or None, and what to tell the caller.
 
     Args:

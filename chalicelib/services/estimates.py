@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from chalicelib.adapters.tables import RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.domain import estimate as rules
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.money import micros_to_usd, usd_text, usd_to_micros
+from chalicelib.domain.records import Run
 from chalicelib.services import baselines, budgets, environments
 from chalicelib.services.planning import Plan
 
 
-def _history(c: Container, recent: list[RunRow], org_id: str) -> tuple[dict[str | None, rules.CostHistory],
+def _history(c: Container, recent: list[Run], org_id: str) -> tuple[dict[str | None, rules.CostHistory],
                                                                       dict[str | None, rules.CostHistory]]:
     """The agent's cost history per model (answers) and per judge model (grading), each over its
     last `EVAL_ESTIMATE_SAMPLE` completed runs on that model, from its newest runs `recent`."""

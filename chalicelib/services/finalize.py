@@ -10,10 +10,9 @@ its result is kept on the run as `outcome` so listings never recompute it.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from chalicelib.adapters.tables import AttemptRow, RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain import compare
@@ -27,6 +26,7 @@ from chalicelib.domain.enums import (
 )
 from chalicelib.domain.events import RunEnded
 from chalicelib.domain.money import micros_to_usd
+from chalicelib.domain.records import Attempt, Run
 from chalicelib.domain.runs import (
     ArmSummary,
     AttemptFacts,
@@ -40,7 +40,7 @@ from chalicelib.services import messagebus, slots
 log = logging.getLogger(__name__)
 
 
-def facts(row: AttemptRow) -> AttemptFacts:
+def facts(row: Attempt) -> AttemptFacts:
     """The summary-relevant facts of an attempt row."""
     scores = row.scores or []
     decided = [s.get("score", 0.0) for s in scores if s.get("passed") is not None]
@@ -73,19 +73,19 @@ def summary_view(s: ArmSummary) -> dict[str, Any]:
     }
 
 
-def summarize(run: RunRow, attempts: list[AttemptRow]) -> dict[str, ArmSummary]:
+def summarize(run: Run, attempts: list[Attempt]) -> dict[str, ArmSummary]:
     """Each arm's summary over the run's cases (a case graded by two judges counts the tries of
     the one that graded more of them)."""
     return {arm["arm_id"]: summarize_arm([f for tries in by_case(run, attempts, arm["arm_id"]).values() for f in tries],
                                          run.case_ids) for arm in run.arms}
 
 
-def judge_keys(attempts: list[AttemptRow], arm_id: str) -> set[str]:
+def judge_keys(attempts: list[Attempt], arm_id: str) -> set[str]:
     """The judges (fingerprint keys) that graded an arm's answers."""
     return {key for r in attempts if r.arm_id == arm_id and (key := judge_rules.score_judge_key(r.scores or []))}
 
 
-def ungraded_score_ids(run: RunRow, attempts: list[AttemptRow]) -> list[str]:
+def ungraded_score_ids(run: Run, attempts: list[Attempt]) -> list[str]:
     """The judge scores that graded nothing (the judge failed or was skipped): what "grade again"
     grades (seed 004 "Results"). A score id is `<run_id>:<attempt_key>:judge`. First answers a
     baseline borrowed from another run are that run's to grade again, not this one's."""
@@ -99,7 +99,7 @@ def score_id(run_id: str, attempt_key: str) -> str:
     return f"{run_id}:{attempt_key}:{judge_rules.JUDGE_SCORER}"
 
 
-def could_not_run(attempts: list[AttemptRow], arm_id: str) -> str | None:
+def could_not_run(attempts: list[Attempt], arm_id: str) -> str | None:
     """The one error every first answer of an arm failed with, when they all did (a setup error:
     the side "could not run" and says so instead of a verdict, seed 004 "Results")."""
     firsts = [r for r in attempts if r.arm_id == arm_id and int(r.attempt) == 1]
@@ -109,7 +109,7 @@ def could_not_run(attempts: list[AttemptRow], arm_id: str) -> str | None:
     return None
 
 
-def arm_views(c: Container, run: RunRow, attempts: list[AttemptRow],
+def arm_views(c: Container, run: Run, attempts: list[Attempt],
               summaries: dict[str, ArmSummary]) -> dict[str, dict[str, Any]]:
     """Each arm's summary with its per-tag summaries and, when it could not run, why."""
     tags = {cid: (c.datasets.get_case(run.org_id, run.dataset_id, int(run.dataset_version), cid) or {}).get("tags") or []
@@ -129,11 +129,11 @@ def arm_views(c: Container, run: RunRow, attempts: list[AttemptRow],
     return views
 
 
-def _borrowed(run: RunRow, arm_id: str) -> bool:
+def _borrowed(run: Run, arm_id: str) -> bool:
     return any(a["arm_id"] == arm_id and not a.get("answers", True) for a in run.arms)
 
 
-def outcome_of(run: RunRow, summaries: dict[str, ArmSummary]) -> dict[str, Any]:
+def outcome_of(run: Run, summaries: dict[str, ArmSummary]) -> dict[str, Any]:
     """The first candidate's numbers as the run's `outcome` (what listings and verdicts read)."""
     cand = next(a["arm_id"] for a in run.arms if a["role"] == ArmRole.CANDIDATE)
     s = summaries[cand]
@@ -144,14 +144,14 @@ def outcome_of(run: RunRow, summaries: dict[str, ArmSummary]) -> dict[str, Any]:
             "undecided": s.incomplete + s.ungraded}
 
 
-def settled_state(tries: list[AttemptRow]) -> str | None:
+def settled_state(tries: list[Attempt]) -> str | None:
     """A case's settled state on one arm (majority of decided tries), or None when never asked."""
     if not tries:
         return None
     return settle(AttemptState(r.state) for r in sorted(tries, key=lambda r: int(r.attempt))).value
 
 
-def by_case(run: RunRow, attempts: list[AttemptRow], arm_id: str) -> dict[str, list[AttemptFacts]]:
+def by_case(run: Run, attempts: list[Attempt], arm_id: str) -> dict[str, list[AttemptFacts]]:
     """An arm's tries per case, first first (a case graded by two judges keeps the majority judge's)."""
     out: dict[str, list[AttemptFacts]] = {}
     for row in attempts:
@@ -163,24 +163,21 @@ def by_case(run: RunRow, attempts: list[AttemptRow], arm_id: str) -> dict[str, l
     return out
 
 
-def _arm_ids(run: RunRow, role: ArmRole) -> list[str]:
+def _arm_ids(run: Run, role: ArmRole) -> list[str]:
     return [a["arm_id"] for a in run.arms if a["role"] == role]
 
 
-def all_attempts(c: Container, run: RunRow) -> list[AttemptRow]:
+def all_attempts(c: Container, run: Run) -> list[Attempt]:
     """The run's attempts, plus the first answers a baseline arm borrowed from an earlier run
     (relabelled with this run's arm id; they cost this run nothing)."""
     rows = c.runs.attempts(run.org_id, run.run_id)
     for arm in run.arms:
         if arm.get("answers", True) or not arm.get("source_run_id"):
             continue
-        for row in c.runs.attempts(run.org_id, arm["source_run_id"]):   # a baseline is of the same organization
-            if row.arm_id == arm["source_arm_id"] and int(row.attempt) == 1:
-                copy = AttemptRow.from_raw_data(row.serialize())
-                copy.run_key, copy.run_id, copy.arm_id = run.run_key, run.run_id, arm["arm_id"]
-                copy.attempt_key = f"{arm['arm_id']}#{row.case_id}#001"
-                copy.cost_micros = 0
-                rows.append(copy)
+        source = c.runs.attempts(run.org_id, arm["source_run_id"])   # of the same organization
+        rows += [replace(row, run_id=run.run_id, arm_id=arm["arm_id"], cost_micros=0,
+                         attempt_key=f"{arm['arm_id']}#{row.case_id}#001")
+                 for row in source if row.arm_id == arm["source_arm_id"] and int(row.attempt) == 1]
     return rows
 
 
@@ -196,7 +193,7 @@ class Sides:
     invalid_reason: str | None
 
 
-def sides(c: Container, run: RunRow, attempts: list[AttemptRow], arm_id: str | None = None) -> Sides | None:
+def sides(c: Container, run: Run, attempts: list[Attempt], arm_id: str | None = None) -> Sides | None:
     """A candidate arm (default the first) and the baseline; None for a run without a baseline."""
     base_arm = next((a for a in run.arms if a["role"] == ArmRole.BASELINE), None)
     if base_arm is None:
@@ -221,7 +218,7 @@ def sides(c: Container, run: RunRow, attempts: list[AttemptRow], arm_id: str | N
                  by_case(run, attempts, base_arm["arm_id"]), cand_fps, base_fps, base_arm, invalid)
 
 
-def confirming_tasks(c: Container, run: RunRow, attempts: list[AttemptRow]) -> list[list[Any]]:
+def confirming_tasks(c: Container, run: Run, attempts: list[Attempt]) -> list[list[Any]]:
     """What a run asks once its first answers are in: for a stability run every case again (seed 004
     "How steady the answers are"); otherwise the reruns of every flipped case, on every candidate
     arm and on the baseline unless it is the candidate itself at an earlier time ("A flip is
@@ -261,23 +258,14 @@ def advance_if_done(c: Container, org_id: str, run_id: str) -> None:
     if run.phase == RunPhase.ANSWERING:
         extra = confirming_tasks(c, run, all_attempts(c, run))
         if extra:
-            n = len(extra)
-            if c.runs.set_phase(org_id, run_id, expect_phase=RunPhase.ANSWERING.value, expect_recorded=int(run.recorded),
-                                actions=[RunRow.phase.set(RunPhase.CONFIRMING.value),
-                                         RunRow.tasks.set((run.tasks or []) + extra),
-                                         RunRow.tasks_total.set(int(run.tasks_total) + n),
-                                         RunRow.expected.set(int(run.expected) + n)]):
+            if c.runs.enter_confirming(run, extra):
                 fresh = c.runs.get(org_id, run_id)
                 if fresh is not None:
                     slots.enqueue_run(c, fresh)
             return
-        expect = RunPhase.ANSWERING
-    elif run.phase == RunPhase.CONFIRMING:
-        expect = RunPhase.CONFIRMING
-    else:
+    elif run.phase != RunPhase.CONFIRMING:
         return
-    if c.runs.set_phase(org_id, run_id, expect_phase=expect.value, expect_recorded=int(run.recorded),
-                        actions=[RunRow.phase.set(RunPhase.FINALIZING.value)]):
+    if c.runs.enter_finalizing(run):
         finalize(c, org_id, run_id)
         ended(c, org_id, run_id)
 
@@ -291,7 +279,7 @@ def ended(c: Container, org_id: str, run_id: str) -> None:
         log.exception("suite follow-up of run %s failed", run_id)
 
 
-def comparison_of(c: Container, run: RunRow, attempts: list[AttemptRow],
+def comparison_of(c: Container, run: Run, attempts: list[Attempt],
                   arm_id: str | None = None) -> dict[str, Any] | None:
     """A candidate arm (default the first) compared with the baseline, as the API shows it; None
     without a baseline."""
@@ -322,7 +310,7 @@ def comparison_of(c: Container, run: RunRow, attempts: list[AttemptRow],
     return view
 
 
-def compute_outcome(c: Container, run: RunRow, attempts: list[AttemptRow]) -> dict[str, Any]:
+def compute_outcome(c: Container, run: Run, attempts: list[Attempt]) -> dict[str, Any]:
     """The run's `outcome`: the first candidate's numbers, every arm's summary, the stability
     figures or the comparison with the baseline."""
     summaries = summarize(run, attempts)
@@ -344,7 +332,4 @@ def finalize(c: Container, org_id: str, run_id: str) -> None:
     if run is None or run.phase != RunPhase.FINALIZING or run.status != RunStatus.RUNNING:
         return
     outcome = compute_outcome(c, run, all_attempts(c, run))
-    c.runs.update(org_id, run_id, [RunRow.status.set(RunStatus.COMPLETED.value), RunRow.phase.set(RunPhase.DONE.value),
-                           RunRow.outcome.set(outcome), RunRow.completed_at.set(iso(c.clock.now()))],
-                  condition=(RunRow.phase == RunPhase.FINALIZING.value)
-                  & (RunRow.status == RunStatus.RUNNING.value))
+    c.runs.complete(org_id, run_id, outcome, iso(c.clock.now()))

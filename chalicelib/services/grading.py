@@ -10,10 +10,10 @@ comparison and outcome are computed again. Who did it is kept on each attempt an
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
-from chalicelib.adapters.tables import AttemptRow, RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import RunStatus
@@ -21,26 +21,28 @@ from chalicelib.domain.identity import Identity
 from chalicelib.domain.judge import JUDGE_SCORER
 from chalicelib.domain.models import AgentAnswer, Case, Grade, ScoreResult, ToolCall
 from chalicelib.domain.money import micros_to_usd
+from chalicelib.domain.records import Attempt, Run
 from chalicelib.errors import (
     BudgetExceededError,
     ConflictError,
     InvalidInputError,
     NotFoundError,
 )
+from chalicelib.retrying import change, jitter
 from chalicelib.services import finalize, redacting
 from chalicelib.services.run_case import grade_answer
 
 
-def _judged(row: AttemptRow) -> bool:
+def _judged(row: Attempt) -> bool:
     return any(s.get("scorer") == JUDGE_SCORER for s in row.scores or [])
 
 
-def _undecided(row: AttemptRow) -> bool:
+def _undecided(row: Attempt) -> bool:
     return any(s.get("scorer") == JUDGE_SCORER and s.get("passed") is None for s in row.scores or [])
 
 
-def _targets(run: RunRow, rows: list[AttemptRow], score_ids: Sequence[str] | None,
-             field: str) -> list[AttemptRow]:
+def _targets(run: Run, rows: list[Attempt], score_ids: Sequence[str] | None,
+             field: str) -> list[Attempt]:
     """The attempts whose judge scores to grade again: the named ones, else the ungraded ones."""
     if score_ids is None:
         wanted = set(finalize.ungraded_score_ids(run, rows))
@@ -79,18 +81,16 @@ def grade_again(c: Container, who: Identity, run_id: str, score_ids: Sequence[st
     # One grader at a time per run: two would ask (and pay) the judge twice for the same answers.
     now_ms = epoch_ms(c.clock.now())
     lease_ms = int((c.settings.assay_grade_again_seconds + 10) * 1000)
-    if not c.runs.update(who.org_id, run_id, [RunRow.grading_until_ms.set(now_ms + lease_ms)],
-                         condition=RunRow.grading_until_ms.does_not_exist() | (RunRow.grading_until_ms < now_ms)):
+    if not c.runs.claim_grading(who.org_id, run_id, now_ms + lease_ms, now_ms):
         raise ConflictError(f"eval run {run_id} is being graded again by somebody else: try again in a moment",
                             field="run_id")
     try:
         return _grade(c, who, run, targets)
     finally:
-        c.runs.update(who.org_id, run_id, [RunRow.grading_until_ms.remove()],
-                      condition=RunRow.grading_until_ms == now_ms + lease_ms)
+        c.runs.release_grading(who.org_id, run_id, now_ms + lease_ms)
 
 
-def _grade(c: Container, who: Identity, run: RunRow, targets: list[AttemptRow]) -> dict[str, Any]:
+def _grade(c: Container, who: Identity, run: Run, targets: list[Attempt]) -> dict[str, Any]:
     run_id = run.run_id
     cases = {case["case_id"]: case for case in c.datasets.cases(run.org_id, run.dataset_id, int(run.dataset_version))}
     now = iso(c.clock.now())
@@ -123,9 +123,12 @@ def _grade(c: Container, who: Identity, run: RunRow, targets: list[AttemptRow]) 
             cost += spent
             continue
         entry = {"by": who.user_id, "at": now, "state_before": row.state, "state": grade.state.value}
-        if not c.runs.regrade_attempt(row, state=grade.state.value, scores=[s.model_dump(mode="json") for s in grade.scores],
-                                      reason=grade.reason, judge_cost_micros=spent,
-                                      judge_calls=asker.calls if asker else 0, entry=entry):
+        regraded = replace(row, state=grade.state.value, reason=grade.reason,
+                           scores=[s.model_dump(mode="json") for s in grade.scores],
+                           judge_cost_micros=int(row.judge_cost_micros or 0) + spent,
+                           judge_calls=int(row.judge_calls or 0) + (asker.calls if asker else 0),
+                           regraded=[*(row.regraded or []), entry])
+        if not c.runs.regrade(run.org_id, row, regraded):
             c.runs.add_judge_cost(run.org_id, row.run_id, spent, asker.calls if asker else 0)
             cost += spent
             results.append({"score_id": finalize.score_id(run_id, row.attempt_key), "skipped": "graded meanwhile"})
@@ -138,29 +141,39 @@ def _grade(c: Container, who: Identity, run: RunRow, targets: list[AttemptRow]) 
         raise BudgetExceededError(f"nothing was graded again: {stopped}", field="budget")
     graded = [r for r in results if "state" in r]
     if graded:
-        c.runs.update(run.org_id, run_id, [RunRow.gradings.set((RunRow.gradings | []).append([
-            {"by": who.user_id, "at": now, "graded": len(graded), "changed": changed,
-             "judge_cost_usd": micros_to_usd(cost)}]))])
+        c.runs.add_grading(run.org_id, run_id, {
+            "by": who.user_id, "at": now, "graded": len(graded), "changed": changed,
+            "judge_cost_usd": micros_to_usd(cost)})
         recompute_outcome(c, run.org_id, run_id)
     return {"run_id": run_id, "graded": len(graded), "changed": changed,
             "still_ungraded": finalize.ungraded_score_ids(run, c.runs.attempts(run.org_id, run_id)), "pending": pending,
             "judge_cost_usd": micros_to_usd(cost), "stopped": stopped, "scores": results}
 
 
-def recompute_outcome(c: Container, org_id: str, run_id: str) -> None:
+RECOMPUTE_TRIES = 10
+"""Outcomes computed again before giving up (each lost to somebody grading the same run)."""
+
+
+def recompute_outcome(c: Container, org_id: str, run_id: str, *,
+                      pause: Callable[[], None] = jitter) -> None:
     """A completed run's outcome computed again from its grades as they stand (no reruns: a flip
     that appears now stays unconfirmed). Written only if no grade moved since it was read
-    (`regrades`), so two people grading at once never leave an outcome older than the grades."""
-    for _ in range(10):
-        run = c.runs.get(org_id, run_id)
-        if run is None or run.status != RunStatus.COMPLETED:
-            return
-        seen = int(run.regrades or 0)
-        outcome = finalize.compute_outcome(c, run, finalize.all_attempts(c, run))
-        if c.runs.update(org_id, run_id, [RunRow.outcome.set(outcome)], condition=RunRow.regrades == seen
-                         if seen else RunRow.regrades.does_not_exist()):
-            return
-    raise ConflictError(f"eval run {run_id} keeps being graded again: try again", field="run_id")
+    (`regrades`), so two people grading at once never leave an outcome older than the grades.
+
+    Raises ConflictError when `RECOMPUTE_TRIES` writes in a row lost to other graders.
+    """
+
+    def recomputed(run: Run) -> Run | None:
+        if run.status != RunStatus.COMPLETED:
+            return None
+        return replace(run, outcome=finalize.compute_outcome(c, run, finalize.all_attempts(c, run)))
+
+    def write(before: Run, after: Run) -> bool:
+        return c.runs.record_outcome(before, after.outcome)
+
+    change(lambda: c.runs.get(org_id, run_id), recomputed, write, tries=RECOMPUTE_TRIES,
+           pause=pause, field="run_id",
+           conflict=f"eval run {run_id} keeps being graded again: try again")
 
 
 def rescore(c: Container, who: Identity, dataset_id: str, *, score_ids: Sequence[str] | None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from chalicelib.domain.records import Run
 from chalicelib.services import judges
 
 
@@ -36,5 +37,5 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     scoring: dict[str, Any] = field(default_factory=dict)
     """The dataset version's scoring, with a pinned judge version when one is pinned."""
-    recent_runs: list[Any] = field(default_factory=list)
-    """The agent's newest runs, as `RunRow`s (its baseline and its cost history come from them)."""
+    recent_runs: list[Run] = field(default_factory=list)
+    """The agent's newest runs (`records.Run`): its baseline and its cost history come from them."""

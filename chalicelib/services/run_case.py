@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chalicelib.adapters.stores import BudgetReading, RecordConflict
-from chalicelib.adapters.tables import AttemptRow, RunRow
+from chalicelib.adapters.stores import BudgetReading
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain import judge as judge_rules
@@ -30,11 +30,19 @@ from chalicelib.domain.models import (
     ScoreResult,
     ScoringConfig,
 )
+from chalicelib.domain.records import Attempt, Run
 from chalicelib.domain.runs import Task
 from chalicelib.errors import AssayError
+from chalicelib.retrying import change, jitter
 from chalicelib.services import asking, budgets, judges, messagebus, redacting, slots
+from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome
 
 log = logging.getLogger(__name__)
+
+RECORD_TRIES = 100
+"""Lost races a recording takes before it gives up (each loses to another task of the run claiming
+its successor: a run's own slots, at most its concurrency limit, race it)."""
+
 
 @dataclass
 class AttemptResult:
@@ -75,7 +83,7 @@ def parse_message(body: str) -> tuple[str, str, Task] | None:
 # --- asking ----------------------------------------------------------------------------------
 
 
-def ask_and_grade(c: Container, run: RunRow, arm: dict[str, Any], case: Case, task: Task, *,
+def ask_and_grade(c: Container, run: Run, arm: dict[str, Any], case: Case, task: Task, *,
                   budget_read: BudgetReading | None = None) -> AttemptResult:
     """Ask the arm's agent the case (retrying provider errors), then grade the answer.
 
@@ -127,7 +135,7 @@ def ask_and_grade(c: Container, run: RunRow, arm: dict[str, Any], case: Case, ta
         judge_calls=asker.calls if asker else 0, budget_exceeded=asker.exhausted if asker else None)
 
 
-def grade_answer(c: Container, run: RunRow, case: Case, answer: AgentAnswer,
+def grade_answer(c: Container, run: Run, case: Case, answer: AgentAnswer,
                  scores: list[dict[str, Any]] | None = None) -> tuple[Grade, judges.Asker | None]:
     """Grade an answer with the run's scoring and, when it names one, the judge grading now.
 
@@ -172,8 +180,7 @@ class _KeepAlive:
         interval = self._c.settings.eval_heartbeat_seconds
         while not self._stop.wait(interval):
             try:
-                self._c.runs.update(self._org_id, self._run_id, [RunRow.heartbeat_at_ms.set(epoch_ms(self._c.clock.now()))],
-                                    condition=RunRow.status == RunStatus.RUNNING.value)
+                self._c.runs.beat(self._org_id, self._run_id, epoch_ms(self._c.clock.now()))
                 if self._receipt:
                     self._c.case_queue.extend_visibility(self._receipt,
                                                          self._c.settings.visibility_timeout_seconds)
@@ -184,17 +191,36 @@ class _KeepAlive:
 # --- recording -------------------------------------------------------------------------------
 
 
-def _attempt_row(c: Container, run: RunRow, task: Task, result: AttemptResult, successor: Task | None,
-                 now_ms: int, now_iso: str) -> AttemptRow:
-    answer, answer_ref = result.answer, None
-    if answer is not None and len(answer.encode("utf-8")) > c.settings.assay_answer_inline_bytes:
-        # Under the organization's prefix, like everything of a tenant in the bucket (DESIGN §4).
-        answer_ref = c.bucket.put_text(f"{run.org_id}/answers/{run.run_id}/{task.key}.txt", answer)
-        answer = answer[:1000]
-    return AttemptRow(
+@dataclass(frozen=True)
+class _Recording:
+    """One try at recording: the run as read and, once decided, the attempt to write with what
+    its write does to the run's slot (claim the next task, or give the slot back)."""
+
+    run: Run
+    attempt: Attempt | None = None
+    successor: Task | None = None
+    release_slot: bool = False
+    now_ms: int = 0
+
+
+def _answer_kept(c: Container, run: Run, task: Task,
+                 answer: str | None) -> tuple[str | None, str | None]:
+    """`(answer, answer_ref)` as the attempt keeps them: a long answer goes to the bucket, under the
+    organization's prefix like everything of a tenant there (DESIGN §4), and its first 1,000
+    characters stay inline."""
+    if answer is None or len(answer.encode("utf-8")) <= c.settings.assay_answer_inline_bytes:
+        return answer, None
+    ref = c.bucket.put_text(f"{run.org_id}/answers/{run.run_id}/{task.key}.txt", answer)
+    return answer[:1000], ref
+
+
+def _attempt(run: Run, task: Task, result: AttemptResult, answer: tuple[str | None, str | None],
+             successor: Task | None, now_ms: int, now_iso: str) -> Attempt:
+    """The attempt `result` is recorded as, claiming `successor` (None: none)."""
+    return Attempt(
         run_id=run.run_id, attempt_key=task.key, recorded_key=f"{now_ms:013d}#{task.key}", arm_id=task.arm_id,
-        case_id=task.case_id, attempt=task.attempt, state=result.state.value, answer=answer,
-        answer_ref=answer_ref, calls=result.calls, scores=result.scores, reason=result.reason,
+        case_id=task.case_id, attempt=task.attempt, state=result.state.value, answer=answer[0],
+        answer_ref=answer[1], calls=result.calls, scores=result.scores, reason=result.reason,
         error=result.error, crash=result.crash, guardrail=result.guardrail, cost_micros=result.cost_micros,
         judge_cost_micros=result.judge_cost_micros, judge_calls=result.judge_calls,
         input_tokens=result.input_tokens, output_tokens=result.output_tokens,
@@ -202,41 +228,67 @@ def _attempt_row(c: Container, run: RunRow, task: Task, result: AttemptResult, s
         successor=slots.message(run, successor) if successor else None)
 
 
-def record(c: Container, run: RunRow, task: Task, result: AttemptResult, *, pass_slot: bool = True) -> bool:
+def record(c: Container, run: Run, task: Task, result: AttemptResult, *, pass_slot: bool = True,
+           pause: Callable[[], None] = jitter) -> bool:
     """Write the attempt once with the run's counters, and pass its slot on (DESIGN §5, §6).
+
+    The write claims the run's next task as read; when another task of the run claimed it first,
+    the run's cursor is read again and the next one is claimed instead.
 
     Args:
         pass_slot: claim the run's next task for this slot; False gives the slot back instead.
-    Returns True when this call wrote the attempt, False when it existed (a redelivery).
+        pause: between lost claims (tests pass a no-op).
+    Returns True when this call wrote the attempt, False when it existed (a redelivery) or the run
+    was deleted meanwhile.
+    Raises:
+        ConflictError: `RECORD_TRIES` claims in a row were lost (SQS delivers the task again).
     """
     counters = {"recorded": 1, result.state.value: 1, "crashed": int(result.crash),
                 "cost_micros": result.cost_micros, "judge_cost_micros": result.judge_cost_micros,
                 "judge_calls": result.judge_calls, "input_tokens": result.input_tokens,
                 "output_tokens": result.output_tokens}
-    for _ in range(100):
-        now = c.clock.now()
-        claim = pass_slot and run.status == RunStatus.RUNNING and int(run.next_index) < int(run.tasks_total)
-        successor = slots.task_of(run, int(run.next_index)) if claim else None
-        row = _attempt_row(c, run, task, result, successor, epoch_ms(now), iso(now))
+    answer = _answer_kept(c, run, task, result.answer)
+    reads = iter([run])
+    outcome = RecordOutcome(written=False)
+
+    def read() -> _Recording | None:
+        seen = next(reads, None) or c.runs.refresh(run)
+        return _Recording(seen) if seen is not None else None
+
+    def decide(before: _Recording) -> _Recording:
+        now, seen = c.clock.now(), before.run
+        claim = pass_slot and seen.status == RunStatus.RUNNING \
+            and int(seen.next_index) < int(seen.tasks_total)
+        successor = slots.task_of(seen, int(seen.next_index)) if claim else None
+        attempt = _attempt(seen, task, result, answer, successor, epoch_ms(now), iso(now))
+        return _Recording(seen, attempt, successor, release_slot=not claim and int(seen.slots) > 0,
+                          now_ms=epoch_ms(now))
+
+    def write(_: _Recording, after: _Recording) -> bool:
+        nonlocal outcome
+        if after.attempt is None:
+            raise ValueError(f"run {run.run_id}: a recording of {task.key} without its attempt")
         try:
-            outcome = c.runs.record_attempt(run, row, counters=counters, claim_next=claim,
-                                            release_slot=not claim and int(run.slots) > 0,
-                                            now_ms=epoch_ms(now))
+            outcome = c.runs.record_attempt(after.run, after.attempt, counters=counters,
+                                            claim_next=after.successor is not None,
+                                            release_slot=after.release_slot, now_ms=after.now_ms)
         except RecordConflict:
-            fresh = c.runs.refresh(run)
-            if fresh is None:
-                return False
-            run = fresh
-            continue
-        if not outcome.written:
-            on_duplicate(c, run, task)
             return False
-        if successor is not None:
-            slots.send_tasks(c, run, [successor])
-        else:
-            after_release(c, run.org_id, run.run_id)
         return True
-    raise RuntimeError(f"run {run.run_id}: could not record {task.key} after 100 tries")
+
+    done = change(read, decide, write, conflict=f"run {run.run_id}: could not record {task.key}",
+                  field="run_id", tries=RECORD_TRIES, pause=pause)
+    if done is None:
+        return False
+    run = done.after.run
+    if not outcome.written:
+        on_duplicate(c, run, task)
+        return False
+    if done.after.successor is not None:
+        slots.send_tasks(c, run, [done.after.successor])
+    else:
+        after_release(c, run.org_id, run.run_id)
+    return True
 
 
 def after_release(c: Container, org_id: str, run_id: str) -> None:
@@ -244,7 +296,7 @@ def after_release(c: Container, org_id: str, run_id: str) -> None:
     messagebus.publish(c, SlotReleased(org_id, run_id))
 
 
-def on_duplicate(c: Container, run: RunRow, task: Task) -> None:
+def on_duplicate(c: Container, run: Run, task: Task) -> None:
     """A redelivered task whose attempt is recorded: finish what its first delivery may not have.
 
     Re-sends the successor its write claimed unless that successor is recorded already (its own
@@ -285,7 +337,7 @@ _RUN_AGENTS: dict[tuple[str, str], str] = {}
 its budgets come in one read."""
 
 
-def _load_run(c: Container, org_id: str, run_id: str) -> tuple[RunRow | None, BudgetReading | None]:
+def _load_run(c: Container, org_id: str, run_id: str) -> tuple[Run | None, BudgetReading | None]:
     """The organization's run (consistent) and, when the process has seen the run before, its
     budgets read in the same request (else None: they are read before the first model request)."""
     agent_id = _RUN_AGENTS.get((org_id, run_id))
@@ -300,7 +352,7 @@ def _load_run(c: Container, org_id: str, run_id: str) -> tuple[RunRow | None, Bu
 
 
 def _unrecorded(c: Container, body: str, *,
-                check_recorded: bool) -> tuple[RunRow, Task, BudgetReading | None] | None:
+                check_recorded: bool) -> tuple[Run, Task, BudgetReading | None] | None:
     """The run and task a message names (and the run's budgets when read with it), or None when
     there is nothing left to do for it: a malformed message, a deleted run, or an attempt already
     recorded (whose hand-off `on_duplicate` then finishes)."""

@@ -9,13 +9,13 @@ import time
 import uuid
 from typing import Any
 
-from chalicelib.adapters.tables import AttemptRow, RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import ArmRole, RunPhase, RunPurpose, RunStatus
 from chalicelib.domain.events import BudgetExhausted
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.money import micros_to_usd
+from chalicelib.domain.records import Attempt, Run
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import (
     BudgetExceededError,
@@ -189,7 +189,7 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *
 
 def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *,
               planned: tuple[Plan, dict[str, Any]] | None = None, purpose: str | None = None,
-              extra_settings: dict[str, Any] | None = None) -> tuple[RunRow, list[str]]:
+              extra_settings: dict[str, Any] | None = None) -> tuple[Run, list[str]]:
     """Start an eval run: plan it, price it, refuse past a budget, write it, claim slots.
 
     Args:
@@ -213,7 +213,7 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], 
     c.orgs.ensure(who.org_id, concurrency_limit=settings.eval_org_concurrency, now_iso=iso(now))
     arms, dataset_version = plan.arms, plan.dataset
     total = sum(1 for a in arms if a.get("answers", True)) * plan.case_count
-    run = RunRow(
+    run = Run(
         run_id=f"run_{uuid.uuid4().hex[:16]}", org_id=who.org_id, agent_id=agent_id,
         dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
         created_at=iso(now), created_by=who.user_id, status=RunStatus.QUEUED.value,
@@ -233,7 +233,7 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], 
     return c.runs.get(who.org_id, run.run_id) or run, plan.warnings
 
 
-def progress_view(run: RunRow) -> dict[str, Any]:
+def progress_view(run: Run) -> dict[str, Any]:
     """Progress = recorded results against the total, read from the database (seed 001 "Progress")."""
     expected, recorded = int(run.expected), int(run.recorded)
     return {"run_id": run.run_id, "status": run.status, "phase": run.phase,
@@ -243,7 +243,7 @@ def progress_view(run: RunRow) -> dict[str, Any]:
             "ungraded": int(run.ungraded), "in_flight": int(run.slots)}
 
 
-def run_view(run: RunRow, *, with_summaries: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_view(run: Run, *, with_summaries: dict[str, Any] | None = None) -> dict[str, Any]:
     """The API shape of a run header (arms without their specs: those need agents:edit)."""
     outcome = run.outcome
     return {
@@ -272,7 +272,7 @@ def run_view(run: RunRow, *, with_summaries: dict[str, Any] | None = None) -> di
     }
 
 
-def attempt_view(c: Container, row: AttemptRow, *, full_answer: bool = False) -> dict[str, Any]:
+def attempt_view(c: Container, row: Attempt, *, full_answer: bool = False) -> dict[str, Any]:
     """The API shape of one attempt."""
     answer = row.answer
     if full_answer and row.answer_ref:
@@ -303,7 +303,7 @@ def read_run(c: Container, who: Identity, run_id: str, *, with_results: bool = T
     return view
 
 
-def cancel_run(c: Container, who: Identity, run_id: str) -> RunRow:
+def cancel_run(c: Container, who: Identity, run_id: str) -> Run:
     """Cancel: running cases finish and are kept, nothing else starts (seed 004).
 
     Each running case keeps its organization slot until it ends. Raises ConflictError when the
@@ -313,7 +313,7 @@ def cancel_run(c: Container, who: Identity, run_id: str) -> RunRow:
     if not end_run(c, run, RunStatus.CANCELLED, f"cancelled by {who.user_id}"):
         raise ConflictError(f"eval run {run_id} already ended ({(c.runs.get(who.org_id, run_id) or run).status})",
                             field="run_id")
-    return c.runs.get(who.org_id, run_id)
+    return c.runs.get_for_org(who.org_id, run_id)
 
 
 def on_budget_exhausted(c: Container, event: BudgetExhausted) -> None:
@@ -323,12 +323,10 @@ def on_budget_exhausted(c: Container, event: BudgetExhausted) -> None:
         end_run(c, run, RunStatus.BUDGET_EXCEEDED, event.reason)
 
 
-def end_run(c: Container, run: RunRow, status: RunStatus, reason: str) -> bool:
+def end_run(c: Container, run: Run, status: RunStatus, reason: str) -> bool:
     """End a queued or running run as `status` (cancelled, budget_exceeded): its running cases
     finish and keep their slots until they do; nothing else starts. False when it had ended."""
-    ok = c.runs.update(run.org_id, run.run_id, [RunRow.status.set(status.value), RunRow.reason.set(reason),
-                                                RunRow.completed_at.set(iso(c.clock.now()))],
-                       condition=RunRow.status.is_in(RunStatus.QUEUED.value, RunStatus.RUNNING.value))
+    ok = c.runs.end(run, status, reason, iso(c.clock.now()))
     if ok:
         c.orgs.remove_waiting(run.org_id, run.run_id)
         finalize.ended(c, run.org_id, run.run_id)
@@ -387,7 +385,7 @@ def list_runs(c: Container, who: Identity, *, agent_id: str | None = None, datas
     rows = [r for r in result if r.org_id == who.org_id]
     if draft is not None:
         rows = [r for r in rows if r.draft and (r.spec_hash == current_hash) == (draft == "current")]
-    last = result.last_evaluated_key
+    last = result.next_start
     return {"runs": [run_view(r) for r in rows],
             "next_cursor": base64.urlsafe_b64encode(json.dumps(last).encode()).decode() if last else None}
 
@@ -462,7 +460,7 @@ def cases(c: Container, who: Identity, run_id: str, *, outcome: str | None = Non
     attempts = finalize.all_attempts(c, run)
     compared = comparison(c, who, run_id) if any(a["role"] == ArmRole.BASELINE for a in run.arms) else None
     outcomes = {f["case_id"]: f["outcome"] for f in (compared or {}).get("cases", [])}
-    by_case: dict[str, list[AttemptRow]] = {}
+    by_case: dict[str, list[Attempt]] = {}
     for row in attempts:
         by_case.setdefault(row.case_id, []).append(row)
     out = []

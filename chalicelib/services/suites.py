@@ -658,20 +658,18 @@ def _release(c: Container, row: Suite, active: str) -> None:
 
 def facts_of(c: Container, run: Run) -> RunFacts:
     """What a finished run says about its first candidate, for the suite's threshold."""
-    # The ignores go when finalize takes `Run` records too (issue 10: the run store's step); mypy
-    # names them then (warn_unused_ignores).
-    attempts = finalize.all_attempts(c, run)  # type: ignore[arg-type]
-    summaries = finalize.summarize(run, attempts)  # type: ignore[arg-type]
+    attempts = finalize.all_attempts(c, run)
+    summaries = finalize.summarize(run, attempts)
     cand = next(a["arm_id"] for a in run.arms if a["role"] == ArmRole.CANDIDATE)
     summary = summaries[cand]
-    by_case = finalize.by_case(run, attempts, cand)  # type: ignore[arg-type]
+    by_case = finalize.by_case(run, attempts, cand)
     settled = {cid: settle(a.state for a in by_case.get(cid, [])) for cid in run.case_ids}
     undecided = [cid for cid, state in settled.items() if state in (AttemptState.INCOMPLETE, AttemptState.UNGRADED)]
     failed_cases = [cid for cid, state in settled.items() if state is AttemptState.FAILED]
     crashes = [r.case_id for r in attempts if r.arm_id == cand and int(r.attempt) == 1 and r.crash]
     comparison = (run.outcome or {}).get("comparison") if run.status == RunStatus.COMPLETED else None
     if comparison is None and any(a["role"] == ArmRole.BASELINE for a in run.arms):
-        comparison = finalize.comparison_of(c, run, attempts)  # type: ignore[arg-type]
+        comparison = finalize.comparison_of(c, run, attempts)
     base = next((a["arm_id"] for a in run.arms if a["role"] == ArmRole.BASELINE), None)
     base_summary = summaries.get(base) if base else None
     regressions = [f["case_id"] for f in (comparison or {}).get("flips", [])

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from chalicelib.adapters.tables import RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.identity import Identity
+from chalicelib.domain.records import Run
 from chalicelib.domain.runs import verdict_word
 from chalicelib.errors import InvalidInputError
 
 
-def _matches(run: RunRow, version: int | str) -> bool:
+def _matches(run: Run, version: int | str) -> bool:
     if version == "draft":
         return bool(run.draft)
     return not run.draft and run.resolved_version is not None and int(run.resolved_version) == version
@@ -37,7 +37,7 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[dict[str,
     if len(agents) > 100:
         raise InvalidInputError("at most 100 agents per request", field="agents")
     out = []
-    runs_by_agent: dict[str, list[RunRow]] = {}
+    runs_by_agent: dict[str, list[Run]] = {}
     for i, entry in enumerate(agents):
         if not isinstance(entry, dict):
             raise InvalidInputError(f"agents[{i}] must be an object", field=f"agents[{i}]")
@@ -53,7 +53,7 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[dict[str,
             runs_by_agent[agent_id] = [r for r in _all_runs(c, who.org_id, agent_id)
                                        if r.status == RunStatus.COMPLETED
                                        and r.outcome]
-        latest: dict[str, RunRow] = {}
+        latest: dict[str, Run] = {}
         for run in runs_by_agent[agent_id]:
             if not _matches(run, version):
                 continue
@@ -65,19 +65,20 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[dict[str,
         stale = version == "draft" and any(r.spec_hash != agent.draft_spec_hash for r in latest.values())
         out.append({"agent_id": agent_id, "agentId": agent_id, "version": version, "total": total,
                     "passed": passed, "failed": total - passed, "evaluations": len(latest),
-                    "last_completed_at": max((r.completed_at for r in latest.values()), default=None),
+                    "last_completed_at": max(
+                        (r.completed_at for r in latest.values() if r.completed_at), default=None),
                     "stale": stale, "verdict": verdict_word(total, passed).value,
                     "run_ids": sorted(r.run_id for r in latest.values())})
     return out
 
 
-def _all_runs(c: Container, org_id: str, agent_id: str) -> list[RunRow]:
+def _all_runs(c: Container, org_id: str, agent_id: str) -> list[Run]:
     """Every run of the organization's agent, newest first."""
-    rows: list[RunRow] = []
+    rows: list[Run] = []
     start = None
     while True:
         page = c.runs.list_by_agent(org_id, agent_id, limit=200, start=start)
         rows.extend(page)
-        start = page.last_evaluated_key
+        start = page.next_start
         if not start:
             return rows

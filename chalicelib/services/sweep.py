@@ -12,10 +12,10 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from chalicelib.adapters.tables import AttemptRow, RunRow
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import AttemptState, RunPhase, RunStatus
+from chalicelib.domain.records import Attempt, Run
 from chalicelib.services import finalize, slots
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ def _abandoned_reason(minutes: float) -> str:
             "are kept, start the run again")
 
 
-def fail_running_cases(c: Container, run: RunRow, reason: str, now: datetime) -> int:
+def fail_running_cases(c: Container, run: Run, reason: str, now: datetime) -> int:
     """Write a `failed` attempt for every task the run claimed that has no attempt yet."""
     keys = c.runs.attempt_keys(run.org_id, run.run_id)
     written = 0
@@ -44,10 +44,11 @@ def fail_running_cases(c: Container, run: RunRow, reason: str, now: datetime) ->
         task = slots.task_of(run, index)
         if task.key in keys:
             continue
-        row = AttemptRow(run_id=run.run_id, attempt_key=task.key, recorded_key=f"{epoch_ms(now):013d}#{task.key}",
-                         arm_id=task.arm_id, case_id=task.case_id, attempt=task.attempt,
-                         state=AttemptState.FAILED.value, reason=reason, recorded_at=iso(now))
-        written += c.runs.put_attempt_once(run, row)
+        attempt = Attempt(run_id=run.run_id, attempt_key=task.key, arm_id=task.arm_id,
+                          recorded_key=f"{epoch_ms(now):013d}#{task.key}", case_id=task.case_id,
+                          attempt=task.attempt, state=AttemptState.FAILED.value, reason=reason,
+                          recorded_at=iso(now))
+        written += c.runs.put_attempt_once(run, attempt)
     return written
 
 
@@ -67,10 +68,7 @@ def sweep(c: Container) -> SweepReport:
             report.finalized.append(run.run_id)
             continue
         reason = _abandoned_reason(minutes)
-        if c.runs.end_and_release(run, status=RunStatus.FAILED, reason=reason, now_iso=iso(now),
-                                  condition=(RunRow.status == RunStatus.RUNNING.value)
-                                  & (RunRow.heartbeat_at_ms == run.heartbeat_at_ms)
-                                  & (RunRow.recorded == run.recorded)):
+        if c.runs.abandon(run, reason, iso(now)):
             fail_running_cases(c, run, "the run was abandoned while this case ran", now)
             c.orgs.remove_waiting(run.org_id, run.run_id)
             finalize.ended(c, run.org_id, run.run_id)
@@ -82,9 +80,7 @@ def sweep(c: Container) -> SweepReport:
         org = c.orgs.get(run.org_id)
         if org is not None and run.run_id in (org.waiting or []):
             continue  # still in line for a slot: a queued run may wait as long as its job is queued
-        if c.runs.end_and_release(run, status=RunStatus.FAILED, now_iso=iso(now),
-                                  reason="failed: nothing was left to run it",
-                                  condition=RunRow.status == RunStatus.QUEUED.value):
+        if c.runs.fail_unstarted(run, "failed: nothing was left to run it", iso(now)):
             finalize.ended(c, run.org_id, run.run_id)
             report.failed.append(run.run_id)
     for status in (RunStatus.CANCELLED, RunStatus.BUDGET_EXCEEDED, RunStatus.FAILED):
@@ -93,9 +89,8 @@ def sweep(c: Container) -> SweepReport:
             if run is None or int(run.slots) <= 0 or int(run.heartbeat_at_ms) > cutoff:
                 continue
             # A case a dead worker left running under an ended run: fail it and free its slot.
-            if c.runs.end_and_release(run, status=RunStatus(run.status), reason=run.reason or status.value,
-                                      now_iso=run.completed_at or iso(now),
-                                      condition=RunRow.heartbeat_at_ms == run.heartbeat_at_ms):
+            if c.runs.release_stranded(run, run.reason or status.value,
+                                       run.completed_at or iso(now)):
                 fail_running_cases(c, run, "its worker stopped after the run ended", now)
                 report.released.append(run.run_id)
     for org in c.orgs.orgs_with_waiting_runs():

@@ -77,9 +77,7 @@ def test_a_slow_run_that_still_heartbeats_is_never_swept(api, container, frozen)
     run = api.start(api.agent(sleepy_spec()), ds)
     for _ in range(5):  # 45 minutes of a case that takes long, heartbeating every 9 minutes
         frozen.advance(minutes=9)
-        assert container.runs.update(api.org_id, run["run_id"], [
-            container.runs.get(api.org_id, run["run_id"]).__class__.heartbeat_at_ms.set(
-                int(frozen.at.timestamp() * 1000))])
+        assert container.runs.beat(api.org_id, run["run_id"], int(frozen.at.timestamp() * 1000))
         assert run["run_id"] not in sweep.sweep(container).failed
     assert api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/progress")["status"] == "running"
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from chalicelib.adapters.tables import AttemptRow
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.identity import Identity
+from chalicelib.domain.records import Attempt
 from chalicelib.services import runs as run_service
 from tests.e2e.conftest import cases, sleepy_spec
 
 
-def _attempt(run_id: str, case_id: str, at_ms: int) -> AttemptRow:
+def _attempt(run_id: str, case_id: str, at_ms: int) -> Attempt:
     key = f"candidate#{case_id}#001"
-    return AttemptRow(run_id=run_id, attempt_key=key, recorded_key=f"{at_ms:013d}#{key}", arm_id="candidate", case_id=case_id,
-                      attempt=1, state="passed", recorded_at=iso(datetime.fromtimestamp(at_ms / 1000, tz=UTC)))
+    return Attempt(run_id=run_id, attempt_key=key, recorded_key=f"{at_ms:013d}#{key}", arm_id="candidate", case_id=case_id,
+                   attempt=1, state="passed", recorded_at=iso(datetime.fromtimestamp(at_ms / 1000, tz=UTC)))
 
 
 def test_an_attempt_that_commits_after_a_later_keyed_one_is_not_skipped(api, container, frozen):

@@ -28,7 +28,7 @@ from tests.fakes.catalog import (
     FakeJudges,
     FakeModelProfiles,
 )
-from tests.fakes.ledger import FakeRuns
+from tests.fakes.ledger import FakeQueue, FakeRuns
 from tests.fakes.tenants import FakeBudgets, FakeOrganizations
 
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -61,7 +61,8 @@ class FakeContainer:
         self.clock = FixedClock(at)
         self.environments = FakeEnvironments()
         self.orgs = FakeOrganizations()
-        self.runs = FakeRuns()
+        self.runs = FakeRuns(self.orgs)
+        self.case_queue = FakeQueue()
         self.agents = FakeAgents()
         self.judges = FakeJudges()
         self.model_profiles = FakeModelProfiles()

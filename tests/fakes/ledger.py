@@ -1,25 +1,343 @@
-"""Fakes of `chalicelib.services.ports.ledger`."""
+"""Fakes of `chalicelib.services.ports.ledger` (and of what the ledger's hand-off writes beside the
+run: the organization's slot counter and waiting line, the case-task queue)."""
 
 from __future__ import annotations
 
-from chalicelib.domain.enums import RunStatus
-from chalicelib.domain.records import Run
+from collections.abc import Callable, Iterator
+from dataclasses import fields, replace
+from typing import Any
+
+from chalicelib.adapters.queue import QueueSendError
+from chalicelib.domain.enums import RunPhase, RunStatus
+from chalicelib.domain.records import ActiveRun, Attempt, Run
+from chalicelib.errors import NotFoundError
+from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage
+from tests.fakes.tenants import FakeOrganizations
+
+_RUNNING = (RunStatus.QUEUED, RunStatus.RUNNING)
+_ACTIVE = [f.name for f in fields(ActiveRun)]
+
+
+class FakeQueue:
+    """The case-task queue: `sent` keeps every body in order; `refuse` bodies are not queued
+    (`QueueSendError`, as SQS's partial failures)."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+        self.refuse: Callable[[dict[str, Any]], bool] = lambda _body: False
+
+    def send(self, bodies: list[dict[str, Any]]) -> None:
+        failed = [b for b in bodies if self.refuse(b)]
+        self.sent += [b for b in bodies if not self.refuse(b)]
+        if failed:
+            raise QueueSendError(failed)
+
+    def extend_visibility(self, receipt_handle: str, seconds: int) -> None:
+        return None
 
 
 class FakeRuns:
-    """The runs' part of `ports.ledger` that the services use, in a dict by (org_id, run_id)."""
+    """`ports.ledger.Runs` in dicts: runs by (org_id, run_id), attempts by (org_id, run_id) then key.
 
-    def __init__(self) -> None:
+    Every conditional write checks what the real store's condition checks, on the records as
+    kept now, and the organization's `in_flight` lives in `orgs` (the real transactions write the
+    organization row too). `meanwhile` stands for the other workers: each conditional write first
+    runs (and drops) the first callable in it, before checking its condition, so a test loses a
+    race by appending what the winner wrote (one callable per write lost).
+    """
+
+    def __init__(self, orgs: FakeOrganizations | None = None) -> None:
         self.kept: dict[tuple[str, str], Run] = {}
+        self.attempts_kept: dict[tuple[str, str], dict[str, Attempt]] = {}
+        self.orgs = orgs if orgs is not None else FakeOrganizations()
+        self.meanwhile: list[Callable[[], None]] = []
+
+    # -- test helpers
 
     def add(self, run: Run) -> None:
         """Seed a run (tests)."""
         self.kept[(run.org_id, run.run_id)] = run
 
+    def set(self, org_id: str, run_id: str, **changes: Any) -> Run:
+        """Change a kept run as another writer would (tests); returns it as kept now."""
+        run = self.kept[(org_id, run_id)] = replace(self.kept[(org_id, run_id)], **changes)
+        return run
+
+    def _others_write(self) -> None:
+        if self.meanwhile:
+            self.meanwhile.pop(0)()
+
+    def _org_in_flight(self, org_id: str, delta: int) -> None:
+        org = self.orgs.kept[org_id]
+        self.orgs.kept[org_id] = replace(org, in_flight=org.in_flight + delta)
+
+    def _in_flight(self, org_id: str) -> int:
+        org = self.orgs.kept.get(org_id)
+        return org.in_flight if org is not None else 0
+
+    # -- runs
+
+    def create(self, run: Run) -> None:
+        if (run.org_id, run.run_id) in self.kept:
+            raise ValueError(f"run {run.run_id} exists")
+        self.add(run)
+
     def get(self, org_id: str, run_id: str) -> Run | None:
         return self.kept.get((org_id, run_id))
 
-    def recent_active(self, org_id: str, limit: int) -> list[Run]:
-        active = [r for (org, _), r in self.kept.items()
-                  if org == org_id and r.status in (RunStatus.QUEUED, RunStatus.RUNNING)]
-        return sorted(active, key=lambda r: r.created_at, reverse=True)[:limit]
+    def get_for_org(self, org_id: str, run_id: str) -> Run:
+        run = self.get(org_id, run_id)
+        if run is None:
+            raise NotFoundError(f"eval run {run_id} not found", field="run_id")
+        return run
+
+    def refresh(self, run: Run) -> Run | None:
+        kept = self.get(run.org_id, run.run_id)
+        return None if kept is None else run.moved(**{name: getattr(kept, name) for name in Run.CURSOR})
+
+    def _newest(self, org_id: str, keep: Callable[[Run], bool]) -> list[Run]:
+        runs = [r for (org, _), r in self.kept.items() if org == org_id and keep(r)]
+        return sorted(runs, key=lambda r: r.created_at, reverse=True)
+
+    def _page(self, runs: list[Run], org_id: str, listing: str, limit: int, start: dict[str, Any] | None) -> RunPage:
+        after = runs.index(self.kept[(org_id, start["run_id"])]) + 1 if start else 0
+        page = runs[after:after + limit]
+        more = after + limit < len(runs)
+        return RunPage(page, {"org_id": org_id, "listing": listing, "run_id": page[-1].run_id} if more else None)
+
+    def list_by_agent(self, org_id: str, agent_id: str, limit: int = 50,
+                      start: dict[str, Any] | None = None) -> RunPage:
+        return self._page(self._newest(org_id, lambda r: r.agent_id == agent_id), org_id, f"agent:{agent_id}",
+                          limit, start)
+
+    def list_by_org(self, org_id: str, limit: int = 50, start: dict[str, Any] | None = None) -> RunPage:
+        return self._page(self._newest(org_id, lambda r: True), org_id, "org", limit, start)
+
+    def list_by_dataset(self, org_id: str, dataset_id: str, limit: int = 50,
+                        start: dict[str, Any] | None = None) -> RunPage:
+        return self._page(self._newest(org_id, lambda r: r.dataset_id == dataset_id), org_id,
+                          f"dataset:{dataset_id}", limit, start)
+
+    @staticmethod
+    def is_page_start(start: Any, org_id: str, *, agent_id: str | None = None,
+                      dataset_id: str | None = None) -> bool:
+        listing = f"agent:{agent_id}" if agent_id is not None else \
+            f"dataset:{dataset_id}" if dataset_id is not None else "org"
+        return isinstance(start, dict) and set(start) == {"org_id", "listing", "run_id"} \
+            and start["org_id"] == org_id and start["listing"] == listing
+
+    def recent_active(self, org_id: str, limit: int) -> list[ActiveRun]:
+        newest = self._newest(org_id, lambda r: True)[:limit]
+        return [ActiveRun(**{name: getattr(r, name) for name in _ACTIVE}) for r in newest if r.status in _RUNNING]
+
+    def stale(self, status: RunStatus, before_ms: int) -> Iterator[Run]:
+        return iter([r for r in self.kept.values() if r.status == status and r.heartbeat_at_ms <= before_ms])
+
+    def claim_tasks(self, run: Run, k: int, org_id: str, org_limit: int, now_ms: int, now_iso: str) -> bool:
+        self._others_write()
+        kept = self.kept[(run.org_id, run.run_id)]
+        if kept.next_index != run.next_index or kept.status not in _RUNNING \
+                or kept.tasks_total < run.next_index + k or self._in_flight(org_id) > org_limit - k:
+            return False
+        started = {"status": RunStatus.RUNNING.value, "started_at": now_iso} if run.status == RunStatus.QUEUED else {}
+        self.set(run.org_id, run.run_id, next_index=run.next_index + k, slots=kept.slots + k,
+                 heartbeat_at_ms=now_ms, **started)
+        self._org_in_flight(org_id, k)
+        return True
+
+    def record_attempt(self, run: Run, attempt: Attempt, *, counters: dict[str, int], claim_next: bool,
+                       release_slot: bool, now_ms: int) -> RecordOutcome:
+        self._others_write()
+        key = (run.org_id, run.run_id)
+        if attempt.attempt_key in self.attempts_kept.get(key, {}):
+            return RecordOutcome(written=False)
+        kept = self.kept[key]
+        moves: dict[str, Any] = {name: getattr(kept, name) + value for name, value in counters.items() if value}
+        moves["heartbeat_at_ms"] = now_ms
+        if claim_next:
+            if kept.next_index != run.next_index or kept.status != RunStatus.RUNNING:
+                raise RecordConflict("next_index or status moved")
+            moves["next_index"] = run.next_index + 1
+        elif release_slot:
+            if kept.slots <= 0 or self._in_flight(run.org_id) <= 0:
+                raise RecordConflict("no slot to release")
+            moves["slots"] = kept.slots - 1
+            self._org_in_flight(run.org_id, -1)
+        self.attempts_kept.setdefault(key, {})[attempt.attempt_key] = replace(attempt, run_id=run.run_id)
+        self.set(*key, **moves)
+        return RecordOutcome(written=True)
+
+    def beat(self, org_id: str, run_id: str, now_ms: int) -> bool:
+        if self.kept[(org_id, run_id)].status != RunStatus.RUNNING:
+            return False
+        self.set(org_id, run_id, heartbeat_at_ms=now_ms)
+        return True
+
+    def _phase_moves(self, run: Run, phases: tuple[RunPhase, ...], **changes: Any) -> bool:
+        self._others_write()
+        kept = self.kept[(run.org_id, run.run_id)]
+        if run.phase not in phases or kept.phase != run.phase or kept.recorded != run.recorded:
+            return False
+        self.set(run.org_id, run.run_id, **changes)
+        return True
+
+    def enter_confirming(self, run: Run, tasks: list[list[Any]]) -> bool:
+        return self._phase_moves(run, (RunPhase.ANSWERING,), phase=RunPhase.CONFIRMING.value,
+                                 tasks=[*(run.tasks or []), *tasks], tasks_total=run.tasks_total + len(tasks),
+                                 expected=run.expected + len(tasks))
+
+    def enter_finalizing(self, run: Run) -> bool:
+        return self._phase_moves(run, (RunPhase.ANSWERING, RunPhase.CONFIRMING), phase=RunPhase.FINALIZING.value)
+
+    def complete(self, org_id: str, run_id: str, outcome: dict[str, Any], now_iso: str) -> bool:
+        self._others_write()
+        kept = self.kept[(org_id, run_id)]
+        if kept.phase != RunPhase.FINALIZING or kept.status != RunStatus.RUNNING:
+            return False
+        self.set(org_id, run_id, status=RunStatus.COMPLETED.value, phase=RunPhase.DONE.value, outcome=outcome,
+                 completed_at=now_iso)
+        return True
+
+    def end(self, run: Run, status: RunStatus, reason: str, now_iso: str) -> bool:
+        self._others_write()
+        if self.kept[(run.org_id, run.run_id)].status not in _RUNNING:
+            return False
+        self.set(run.org_id, run.run_id, status=status.value, reason=reason, completed_at=now_iso)
+        return True
+
+    def _end_and_release(self, run: Run, holds: Callable[[Run], bool], *, status: str, reason: str,
+                         completed_at: str) -> bool:
+        self._others_write()
+        kept = self.kept[(run.org_id, run.run_id)]
+        if not holds(kept) or kept.slots != run.slots or (run.slots and self._in_flight(run.org_id) < run.slots):
+            return False
+        self.set(run.org_id, run.run_id, status=status, reason=reason, completed_at=completed_at, slots=0)
+        if run.slots:
+            self._org_in_flight(run.org_id, -run.slots)
+        return True
+
+    def abandon(self, run: Run, reason: str, now_iso: str) -> bool:
+        return self._end_and_release(
+            run, lambda kept: kept.status == RunStatus.RUNNING and kept.heartbeat_at_ms == run.heartbeat_at_ms
+            and kept.recorded == run.recorded, status=RunStatus.FAILED.value, reason=reason, completed_at=now_iso)
+
+    def fail_unstarted(self, run: Run, reason: str, now_iso: str) -> bool:
+        return self._end_and_release(run, lambda kept: kept.status == RunStatus.QUEUED,
+                                     status=RunStatus.FAILED.value, reason=reason, completed_at=now_iso)
+
+    def release_stranded(self, run: Run, reason: str, completed_at: str) -> bool:
+        return self._end_and_release(run, lambda kept: kept.heartbeat_at_ms == run.heartbeat_at_ms,
+                                     status=run.status, reason=reason, completed_at=completed_at)
+
+    def claim_grading(self, org_id: str, run_id: str, until_ms: int, now_ms: int) -> bool:
+        self._others_write()
+        held = self.kept[(org_id, run_id)].grading_until_ms
+        if held is not None and held >= now_ms:
+            return False
+        self.set(org_id, run_id, grading_until_ms=until_ms)
+        return True
+
+    def release_grading(self, org_id: str, run_id: str, until_ms: int) -> bool:
+        if self.kept[(org_id, run_id)].grading_until_ms != until_ms:
+            return False
+        self.set(org_id, run_id, grading_until_ms=None)
+        return True
+
+    def add_grading(self, org_id: str, run_id: str, entry: dict[str, Any]) -> None:
+        self.set(org_id, run_id, gradings=[*(self.kept[(org_id, run_id)].gradings or []), entry])
+
+    def record_outcome(self, run: Run, outcome: dict[str, Any]) -> bool:
+        self._others_write()
+        if int(self.kept[(run.org_id, run.run_id)].regrades or 0) != int(run.regrades or 0):
+            return False
+        self.set(run.org_id, run.run_id, outcome=outcome)
+        return True
+
+    def add_judge_cost(self, org_id: str, run_id: str, micros: int, calls: int) -> None:
+        kept = self.kept[(org_id, run_id)]
+        self.set(org_id, run_id, judge_cost_micros=kept.judge_cost_micros + micros,
+                 judge_calls=kept.judge_calls + calls)
+
+    def delete(self, org_id: str, run_id: str) -> None:
+        self.kept.pop((org_id, run_id), None)
+        self.attempts_kept.pop((org_id, run_id), None)
+
+    # -- attempts
+
+    def add_attempt(self, org_id: str, attempt: Attempt) -> None:
+        """Seed an attempt (tests): nothing on the run moves."""
+        self.attempts_kept.setdefault((org_id, attempt.run_id), {})[attempt.attempt_key] = attempt
+
+    def get_attempt(self, org_id: str, run_id: str, key: str) -> Attempt | None:
+        return self.attempts_kept.get((org_id, run_id), {}).get(key)
+
+    def attempt_exists(self, org_id: str, run_id: str, key: str) -> bool:
+        return self.get_attempt(org_id, run_id, key) is not None
+
+    def attempts(self, org_id: str, run_id: str) -> list[Attempt]:
+        kept = self.attempts_kept.get((org_id, run_id), {})
+        return [kept[key] for key in sorted(kept)]
+
+    def attempt_keys(self, org_id: str, run_id: str) -> set[str]:
+        return set(self.attempts_kept.get((org_id, run_id), {}))
+
+    def attempts_after(self, org_id: str, run_id: str, cursor: str, limit: int, *,
+                       until: str | None = None) -> list[Attempt]:
+        rows = sorted(self.attempts_kept.get((org_id, run_id), {}).values(), key=lambda a: a.recorded_key)
+        return [a for a in rows if a.recorded_key > cursor and (until is None or a.recorded_key <= until)][:limit]
+
+    def put_attempt_once(self, run: Run, attempt: Attempt) -> bool:
+        if self.attempt_exists(run.org_id, run.run_id, attempt.attempt_key):
+            return False
+        self.add_attempt(run.org_id, replace(attempt, run_id=run.run_id))
+        return True
+
+    def regrade(self, org_id: str, before: Attempt, after: Attempt) -> bool:
+        self._others_write()
+        kept = self.get_attempt(org_id, before.run_id, before.attempt_key)
+        if kept is None or kept.state != before.state or (kept.regraded is None) != (before.regraded is None) \
+                or len(kept.regraded or []) != len(before.regraded or []):
+            return False
+        self.add_attempt(org_id, after)
+        run = self.kept[(org_id, before.run_id)]
+        moves: dict[str, Any] = {
+            "judge_cost_micros": run.judge_cost_micros + after.judge_cost_micros - before.judge_cost_micros,
+            "judge_calls": run.judge_calls + after.judge_calls - before.judge_calls,
+            "regrades": int(run.regrades or 0) + 1}
+        if after.state != before.state:
+            moves[before.state] = getattr(run, before.state) - 1
+            moves[after.state] = getattr(run, after.state) + 1
+        self.set(org_id, before.run_id, **moves)
+        return True
+
+
+# -- records to seed the fakes with
+
+
+def a_run(run_id: str = "r1", *, cases: int = 3, arm_ids: tuple[str, ...] = ("candidate",), limit: int = 3,
+          **fields_: Any) -> Run:
+    """A queued run of organization `acme` over `cases` cases `c1..cN` on candidate arms `arm_ids`
+    (version 3), at most `limit` of its cases at once; any field may be given (`arms` too)."""
+    arm_list = [{"arm_id": arm, "role": "candidate", "version": 3, "draft": False, "spec": {"model": "m"},
+                 "spec_hash": "h3", "model_profile_id": None} for arm in arm_ids]
+    values: dict[str, Any] = {
+        "run_id": run_id, "org_id": "acme", "agent_id": "a", "dataset_id": "d", "dataset_version": 1,
+        "created_at": "2026-12-01T08:00:00.000Z", "status": RunStatus.QUEUED.value,
+        "phase": RunPhase.ANSWERING.value, "candidate": "version", "resolved_version": 3, "spec_hash": "h3",
+        "arms": arm_list, "case_ids_text": "\n".join(f"c{i}" for i in range(1, cases + 1)),
+        "scoring": {"required": ["exact"]}, "settings": {"run_concurrency": limit, "reruns": 0},
+        "tasks_total": cases * len(arm_ids), "expected": cases * len(arm_ids), "heartbeat_at_ms": 0}
+    return Run(**{**values, **fields_})
+
+
+def an_attempt(case_id: str, state: str, attempt: int = 1, *, run_id: str = "r1", arm_id: str = "candidate",
+               **fields_: Any) -> Attempt:
+    """An attempt of `case_id` on `arm_id` recorded as `state` (a decided one scores 1 or 0)."""
+    key = f"{arm_id}#{case_id}#{attempt:03d}"
+    decided = state in ("passed", "failed")
+    scores = [{"scorer": "exact", "passed": state == "passed", "score": float(state == "passed")}] if decided else []
+    values: dict[str, Any] = {
+        "attempt_key": key, "run_id": run_id, "recorded_key": f"{attempt:013d}#{key}", "arm_id": arm_id,
+        "case_id": case_id, "attempt": attempt, "state": state, "scores": scores,
+        "recorded_at": "2026-12-01T08:30:00.000Z"}
+    return Attempt(**{**values, **fields_})

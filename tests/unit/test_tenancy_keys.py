@@ -164,10 +164,6 @@ def _judge_spec(org: str) -> dict[str, Any]:
 
 def _write_everything(org: str) -> None:
     """One row of every table for `org`, through the stores, with ids both organizations share."""
-    from chalicelib.adapters.tables import (
-        AttemptRow,
-        RunRow,
-    )
     from chalicelib.domain import records
 
     now = "2026-05-01T00:00:00Z"
@@ -204,12 +200,12 @@ def _write_everything(org: str) -> None:
                          [records.DatasetCase(case_id="case-1", case={"case_id": "case-1",
                                                                       "input": f"question of {org}"})])
     runs = stores.RunStore()
-    run = RunRow(run_id="run-1", org_id=org, agent_id="agent-1", dataset_id="ds-1", dataset_version=1,
-                 created_at=now, status="completed", phase="done", candidate="version", spec_hash="h", arms=[],
-                 case_ids_text="case-1", scoring={}, tasks_total=1, expected=1, heartbeat_at_ms=0)
+    run = records.Run(run_id="run-1", org_id=org, agent_id="agent-1", dataset_id="ds-1", dataset_version=1,
+                      created_at=now, status="completed", phase="done", candidate="version", spec_hash="h", arms=[],
+                      case_ids_text="case-1", scoring={}, tasks_total=1, expected=1, heartbeat_at_ms=0)
     runs.create(run)
-    outcome = runs.record_attempt(runs.get(org, "run-1"), AttemptRow(
-        attempt_key="candidate#case-1#001", recorded_key="0000000000001#candidate#case-1#001",
+    outcome = runs.record_attempt(runs.get(org, "run-1"), records.Attempt(
+        run_id="run-1", attempt_key="candidate#case-1#001", recorded_key="0000000000001#candidate#case-1#001",
         arm_id="candidate", case_id="case-1", attempt=1, state="passed", answer=f"answer of {org}",
         recorded_at=now), counters={"recorded": 1}, claim_next=False, release_slot=False, now_ms=1)
     assert outcome.written

@@ -135,13 +135,27 @@ R = TypeVar("R")
 M = TypeVar("M", bound=Model)
 
 
-def _names(cls: type) -> list[str]:
-    return [f.name for f in fields(cls)]
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _names(cls: type) -> tuple[str, ...]:
+    """A record class's field names (looked up once per class)."""
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in fields(cls))
+    return names
 
 
 def record_of(row: Model, cls: type[R]) -> R:
-    """The frozen record (`chalicelib.domain.records`) of a row: the row's fields of the same names."""
-    return cls(**{name: getattr(row, name) for name in _names(cls)})
+    """The frozen record (`chalicelib.domain.records`) of a row: the row's fields of the same names.
+
+    A field the item does not hold (DynamoDB keeps no null) takes the record's default, so a list
+    is `[]`, never None; a required field it does not hold raises TypeError (a projection that
+    leaves out what the record needs is a bug, never a half-filled record). Reads the row's values
+    directly: the run row is converted on every case attempt.
+    """
+    values = row.attribute_values
+    return cls(**{name: values[name] for name in _names(cls) if name in values})
 
 
 def row_of(record: Any, row_cls: type[M], **keys: Any) -> M:

@@ -1,24 +1,31 @@
-"""Runs and their attempts: the ledger every worker records into (DESIGN §5)."""
+"""Runs and their attempts: the ledger every worker records into (DESIGN §5), the
+`ports.ledger.Runs` port on DynamoDB.
+
+Rows never leave this module: every method takes and returns the frozen records of
+`chalicelib.domain.records` (`Run`, `Attempt`, `ActiveRun`) and builds its own keys and conditions.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import fields
+from typing import Any, TypeVar
 
 from pynamodb.exceptions import (
     DoesNotExist,
     PutError,
     TransactWriteError,
-    UpdateError,
 )
 from pynamodb.expressions.condition import Condition, size
 from pynamodb.expressions.update import Action
 
 from chalicelib.adapters.stores.base import (
     TX,
+    changes,
     conditional_update,
     reason_codes,
+    record_of,
+    row_of,
     unless_condition_failed,
 )
 from chalicelib.adapters.tables import (
@@ -27,21 +34,32 @@ from chalicelib.adapters.tables import (
     RunRow,
     org_key,
 )
-from chalicelib.domain.enums import RunStatus
+from chalicelib.domain.enums import RunPhase, RunStatus
+from chalicelib.domain.records import ActiveRun, Attempt, Run
 from chalicelib.errors import NotFoundError
+from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage
 
-# --- runs and attempts -----------------------------------------------------------------------
+__all__ = ["RecordConflict", "RecordOutcome", "RunStore"]
+
+R = TypeVar("R")
+
+_ACTIVE = [*(f.name for f in fields(ActiveRun)), "run_key"]
+"""What `recent_active` reads of a run (the index's keys with it)."""
+
+_RUNNING = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
+
+_ATTEMPT_KEYS = ("attempt_key", "run_id", "recorded_key", "arm_id", "case_id", "attempt")
+"""What a regrade never changes."""
 
 
-@dataclass(frozen=True, slots=True)
-class RecordOutcome:
-    """What `RunStore.record_attempt` did: `written` False means the attempt existed already."""
-
-    written: bool
+def _key(run: Run) -> str:
+    return org_key(run.org_id, run.run_id)
 
 
-class RecordConflict(Exception):
-    """The run row changed since it was read (another worker claimed or released): read, retry."""
+def _page(rows: Any) -> RunPage:
+    """A listing's page: its runs, then where the next page starts (known once they are read)."""
+    runs = [record_of(r, Run) for r in rows]
+    return RunPage(runs, rows.last_evaluated_key)
 
 
 class RunStore:
@@ -49,67 +67,64 @@ class RunStore:
 
     # -- runs
 
-    def create(self, row: RunRow) -> None:
+    def create(self, run: Run) -> None:
         """Write a new run; its keys (`run_key`, `agent_key`, `dataset_key`) are built from its
         `org_id`, `run_id`, `agent_id` and `dataset_id`."""
-        row.run_key = org_key(row.org_id, row.run_id)
-        row.agent_key = org_key(row.org_id, row.agent_id)
-        row.dataset_key = org_key(row.org_id, row.dataset_id)
+        row = row_of(run, RunRow, run_key=_key(run), agent_key=org_key(run.org_id, run.agent_id),
+                     dataset_key=org_key(run.org_id, run.dataset_id))
         row.save(condition=RunRow.run_key.does_not_exist())
 
-    def get(self, org_id: str, run_id: str) -> RunRow | None:
+    def get(self, org_id: str, run_id: str) -> Run | None:
         """The organization's run (consistent), or None."""
         try:
-            return RunRow.get(org_key(org_id, run_id), consistent_read=True)
+            return record_of(RunRow.get(org_key(org_id, run_id), consistent_read=True), Run)
         except DoesNotExist:
             return None
 
-    CURSOR_ATTRIBUTES = ("run_id", "status", "phase", "next_index", "tasks_total", "slots", "tasks",
-                         "recorded", "expected", "heartbeat_at_ms")
-    """What changes on a run while it runs; the rest (arms, case ids, scoring) is fixed at start."""
-
-    def refresh(self, run: RunRow) -> RunRow | None:
-        """`run` with its changing attributes read again (consistent, projected: a small read).
-
-        Returns a new row object; None when the run was deleted.
-        """
+    def refresh(self, run: Run) -> Run | None:
+        """`run` with its changing fields (`Run.CURSOR`) read again (consistent, projected: a small
+        read); None when the run was deleted."""
         try:
-            fresh = RunRow.get(run.run_key, consistent_read=True, attributes_to_get=list(self.CURSOR_ATTRIBUTES))
+            fresh = RunRow.get(_key(run), consistent_read=True,
+                               attributes_to_get=["run_id", *Run.CURSOR])
         except DoesNotExist:
             return None
-        merged = RunRow.from_raw_data(run.serialize())
-        for name in self.CURSOR_ATTRIBUTES:
-            setattr(merged, name, getattr(fresh, name))
-        return merged
+        values = fresh.attribute_values
+        return run.moved(**{name: values.get(name) for name in Run.CURSOR})
 
-    def get_for_org(self, org_id: str, run_id: str) -> RunRow:
+    def get_for_org(self, org_id: str, run_id: str) -> Run:
         """Raises NotFoundError for a run the organization does not have."""
-        row = self.get(org_id, run_id)
-        if row is None:
+        run = self.get(org_id, run_id)
+        if run is None:
             raise NotFoundError(f"eval run {run_id} not found", field="run_id")
-        return row
+        return run
 
-    def list_by_agent(self, org_id: str, agent_id: str, limit: int = 50, start: dict | None = None):
+    def list_by_agent(self, org_id: str, agent_id: str, limit: int = 50,
+                      start: dict[str, Any] | None = None) -> RunPage:
         """The organization's agent's runs, newest first, a page at a time (`start`: the previous
-        page's `last_evaluated_key`, keys `run_key`, `agent_key`, `created_at`)."""
-        return RunRow.agent_index.query(org_key(org_id, agent_id), scan_index_forward=False, limit=limit,
-                                        last_evaluated_key=start)
+        page's `next_start`, keys `run_key`, `agent_key`, `created_at`)."""
+        return _page(RunRow.agent_index.query(org_key(org_id, agent_id), scan_index_forward=False,
+                                              limit=limit, last_evaluated_key=start))
 
-    def list_by_org(self, org_id: str, limit: int = 50, start: dict | None = None):
-        """The organization's runs, newest first (`start` keys: `run_key`, `org_id`, `created_at`)."""
-        return RunRow.org_index.query(org_id, scan_index_forward=False, limit=limit,
-                                      last_evaluated_key=start)
+    def list_by_org(self, org_id: str, limit: int = 50,
+                    start: dict[str, Any] | None = None) -> RunPage:
+        """The organization's runs, newest first (`start` keys: `run_key`, `org_id`,
+        `created_at`)."""
+        return _page(RunRow.org_index.query(org_id, scan_index_forward=False, limit=limit,
+                                            last_evaluated_key=start))
 
-    def list_by_dataset(self, org_id: str, dataset_id: str, limit: int = 50, start: dict | None = None):
+    def list_by_dataset(self, org_id: str, dataset_id: str, limit: int = 50,
+                        start: dict[str, Any] | None = None) -> RunPage:
         """The organization's dataset's runs, newest first (`start` keys: `run_key`, `dataset_key`,
         `created_at`)."""
-        return RunRow.dataset_index.query(org_key(org_id, dataset_id), scan_index_forward=False, limit=limit,
-                                          last_evaluated_key=start)
+        return _page(RunRow.dataset_index.query(org_key(org_id, dataset_id),
+                                                scan_index_forward=False, limit=limit,
+                                                last_evaluated_key=start))
 
     @staticmethod
     def is_page_start(start: Any, org_id: str, *, agent_id: str | None = None,
                       dataset_id: str | None = None) -> bool:
-        """Whether `start` is a `last_evaluated_key` of this organization's listing: of the agent's
+        """Whether `start` is a `next_start` of this organization's listing: of the agent's
         runs (`agent_id`), the dataset's (`dataset_id`) or else all of them. Exactly the keys
         `run_key` (a run of the organization), the index's hash key (its value for this listing)
         and `created_at`, each `{"S": str}`."""
@@ -120,23 +135,25 @@ class RunStore:
         else:
             hash_name, hash_value = "org_id", org_id
         return (isinstance(start, dict) and set(start) == {"run_key", hash_name, "created_at"}
-                and all(isinstance(v, dict) and set(v) == {"S"} and isinstance(v["S"], str) for v in start.values())
+                and all(isinstance(v, dict) and set(v) == {"S"} and isinstance(v["S"], str)
+                        for v in start.values())
                 and start[hash_name]["S"] == hash_value
                 and start["run_key"]["S"].startswith(org_key(org_id, "")))
 
-    def recent_active(self, org_id: str, limit: int) -> list[RunRow]:
+    def recent_active(self, org_id: str, limit: int) -> list[ActiveRun]:
         """The organization's queued or running runs among its newest `limit` (projected: only what
-        their committed spend needs)."""
-        rows = RunRow.org_index.query(org_id, scan_index_forward=False, limit=limit, attributes_to_get=[
-            "run_key", "run_id", "org_id", "agent_id", "created_at", "status", "settings", "cost_micros", "judge_cost_micros",
-            "environment_id", "arms"])
-        return [r for r in rows if r.status in (RunStatus.QUEUED.value, RunStatus.RUNNING.value)]
+        their committed spend and what they use need)."""
+        rows = RunRow.org_index.query(org_id, scan_index_forward=False, limit=limit,
+                                      attributes_to_get=_ACTIVE)
+        return [record_of(r, ActiveRun) for r in rows if r.status in _RUNNING]
 
-    def stale(self, status: RunStatus, before_ms: int) -> Iterator[RunRow]:
-        """Runs in `status` whose heartbeat is at or before `before_ms` (GSI; the sweep re-checks)."""
-        return RunRow.status_index.query(status.value, RunRow.heartbeat_at_ms <= before_ms)
+    def stale(self, status: RunStatus, before_ms: int) -> Iterator[Run]:
+        """Runs in `status` whose heartbeat is at or before `before_ms` (GSI; the sweep
+        re-checks)."""
+        rows = RunRow.status_index.query(status.value, RunRow.heartbeat_at_ms <= before_ms)
+        return (record_of(r, Run) for r in rows)
 
-    def claim_tasks(self, run: RunRow, k: int, org_id: str, org_limit: int,
+    def claim_tasks(self, run: Run, k: int, org_id: str, org_limit: int,
                     now_ms: int, now_iso: str) -> bool:
         """Claim the run's next `k` tasks and `k` organization slots in one transaction.
 
@@ -144,14 +161,14 @@ class RunStore:
         slots; returns False when either moved (the caller reads again).
         """
         actions: list[Action] = [RunRow.next_index.set(run.next_index + k), RunRow.slots.add(k),
-                   RunRow.heartbeat_at_ms.set(now_ms)]
+                                 RunRow.heartbeat_at_ms.set(now_ms)]
         if run.status == RunStatus.QUEUED:
             actions += [RunRow.status.set(RunStatus.RUNNING.value), RunRow.started_at.set(now_iso)]
         try:
             with TX.write() as t:
-                t.update(RunRow(run.run_key), actions=actions,
+                t.update(RunRow(_key(run)), actions=actions,
                          condition=(RunRow.next_index == run.next_index)
-                         & RunRow.status.is_in(RunStatus.QUEUED.value, RunStatus.RUNNING.value)
+                         & RunRow.status.is_in(*_RUNNING)
                          & (RunRow.tasks_total >= run.next_index + k))
                 t.update(OrganizationRow(org_id), actions=[OrganizationRow.in_flight.add(k)],
                          condition=OrganizationRow.in_flight <= org_limit - k)
@@ -160,17 +177,17 @@ class RunStore:
             unless_condition_failed(exc)
             return False
 
-    def record_attempt(self, run: RunRow, attempt: AttemptRow, *, counters: dict[str, int],
+    def record_attempt(self, run: Run, attempt: Attempt, *, counters: dict[str, int],
                        claim_next: bool, release_slot: bool, now_ms: int) -> RecordOutcome:
         """Write one attempt once, with the run's counters, in ONE transaction (DESIGN §5).
 
         Args:
             run: the run as read; its `next_index` guards a claim.
-            attempt: the row to put (`attribute_not_exists`; its `run_key` is the run's); `successor`
-                set when claiming.
+            attempt: the attempt to put (`attribute_not_exists`; kept under the run's key);
+                `successor` set when claiming.
             counters: run attributes to ADD (`recorded`, `passed`, `cost_micros`, ...).
-            claim_next: also take the run's next task (`next_index` + 1, conditional on the value read
-                and on the run still running): the slot passes to that task.
+            claim_next: also take the run's next task (`next_index` + 1, conditional on the value
+                read and on the run still running): the slot passes to that task.
             release_slot: no task to pass the slot to: give it back to the run and organization
                 (conditional on the run still holding one, so a swept run is never released twice).
         Returns:
@@ -183,17 +200,20 @@ class RunStore:
         condition = None
         if claim_next:
             actions.append(RunRow.next_index.set(run.next_index + 1))
-            condition = (RunRow.next_index == run.next_index) & (RunRow.status == RunStatus.RUNNING.value)
+            condition = (RunRow.next_index == run.next_index) \
+                & (RunRow.status == RunStatus.RUNNING.value)
         elif release_slot:
             actions.append(RunRow.slots.add(-1))
             condition = RunRow.slots > 0
-        attempt.run_key, attempt.run_id = run.run_key, run.run_id
+        row = row_of(attempt, AttemptRow, run_key=_key(run))
+        row.run_id = run.run_id
         try:
             with TX.write() as t:
-                t.save(attempt, condition=AttemptRow.attempt_key.does_not_exist())
-                t.update(RunRow(run.run_key), actions=actions, condition=condition)
+                t.save(row, condition=AttemptRow.attempt_key.does_not_exist())
+                t.update(RunRow(_key(run)), actions=actions, condition=condition)
                 if release_slot and not claim_next:
-                    t.update(OrganizationRow(run.org_id), actions=[OrganizationRow.in_flight.add(-1)],
+                    t.update(OrganizationRow(run.org_id),
+                             actions=[OrganizationRow.in_flight.add(-1)],
                              condition=OrganizationRow.in_flight > 0)
             return RecordOutcome(written=True)
         except TransactWriteError as exc:
@@ -205,33 +225,59 @@ class RunStore:
                 raise RecordConflict(str(codes)) from exc
             raise
 
-    def set_phase(self, org_id: str, run_id: str, *, expect_phase: str, expect_recorded: int,
-                  actions: list, ) -> bool:
-        """Move a run's phase; exactly one caller wins (conditional on phase and `recorded`)."""
-        try:
-            RunRow(org_key(org_id, run_id)).update(actions=actions,
-                                  condition=(RunRow.phase == expect_phase)
-                                  & (RunRow.recorded == expect_recorded))
-            return True
-        except UpdateError as exc:
-            unless_condition_failed(exc)
+    def beat(self, org_id: str, run_id: str, now_ms: int) -> bool:
+        """Heartbeat a running run; False when it is not running (any more)."""
+        return conditional_update(RunRow(org_key(org_id, run_id)),
+                                  [RunRow.heartbeat_at_ms.set(now_ms)],
+                                  RunRow.status == RunStatus.RUNNING.value)
+
+    def _move_phase(self, run: Run, actions: list[Action]) -> bool:
+        """A phase change conditional on the phase and `recorded` as read: one caller wins."""
+        return conditional_update(RunRow(_key(run)), actions,
+                                  (RunRow.phase == run.phase) & (RunRow.recorded == run.recorded))
+
+    def enter_confirming(self, run: Run, tasks: list[list[Any]]) -> bool:
+        """answering → confirming, the reruns `tasks` added to the run's tasks and expectation."""
+        if run.phase != RunPhase.ANSWERING:
             return False
+        n = len(tasks)
+        return self._move_phase(run, [RunRow.phase.set(RunPhase.CONFIRMING.value),
+                                      RunRow.tasks.set((run.tasks or []) + tasks),
+                                      RunRow.tasks_total.set(run.tasks_total + n),
+                                      RunRow.expected.set(run.expected + n)])
 
-    def update(self, org_id: str, run_id: str, actions: list, condition=None) -> bool:
-        """A conditional update of the organization's run; False when the condition failed."""
-        return conditional_update(RunRow(org_key(org_id, run_id)), actions, condition)
+    def enter_finalizing(self, run: Run) -> bool:
+        """answering or confirming → finalizing (conditional on the phase and `recorded`)."""
+        if run.phase not in (RunPhase.ANSWERING, RunPhase.CONFIRMING):
+            return False
+        return self._move_phase(run, [RunRow.phase.set(RunPhase.FINALIZING.value)])
 
-    def end_and_release(self, run: RunRow, *, status: RunStatus, reason: str, now_iso: str,
-                        condition) -> bool:
-        """End a run and give all its slots back to the organization in one transaction.
+    def complete(self, org_id: str, run_id: str, outcome: dict[str, Any], now_iso: str) -> bool:
+        """A finalizing running run → completed, phase done, with its outcome (idempotent)."""
+        return conditional_update(
+            RunRow(org_key(org_id, run_id)),
+            [RunRow.status.set(RunStatus.COMPLETED.value), RunRow.phase.set(RunPhase.DONE.value),
+             RunRow.outcome.set(outcome), RunRow.completed_at.set(now_iso)],
+            (RunRow.phase == RunPhase.FINALIZING.value)
+            & (RunRow.status == RunStatus.RUNNING.value))
 
-        `condition` is checked on the run (e.g. its heartbeat and progress as read by the sweep).
-        """
+    def end(self, run: Run, status: RunStatus, reason: str, now_iso: str) -> bool:
+        """End a queued or running run as `status`; its slots stay with its running cases."""
+        return conditional_update(
+            RunRow(_key(run)),
+            [RunRow.status.set(status.value), RunRow.reason.set(reason),
+             RunRow.completed_at.set(now_iso)],
+            RunRow.status.is_in(*_RUNNING))
+
+    def _end_and_release(self, run: Run, *, status: str, reason: str, completed_at: str,
+                         condition: Condition) -> bool:
+        """End a run and give all its slots back to the organization in one transaction,
+        conditional on `condition` and on the run holding the slots it was read with."""
         try:
             with TX.write() as t:
-                t.update(RunRow(run.run_key), actions=[
-                    RunRow.status.set(status.value), RunRow.reason.set(reason),
-                    RunRow.completed_at.set(now_iso), RunRow.slots.set(0)],
+                t.update(RunRow(_key(run)), actions=[
+                    RunRow.status.set(status), RunRow.reason.set(reason),
+                    RunRow.completed_at.set(completed_at), RunRow.slots.set(0)],
                     condition=condition & (RunRow.slots == run.slots))
                 if run.slots:
                     t.update(OrganizationRow(run.org_id),
@@ -241,6 +287,57 @@ class RunStore:
         except TransactWriteError as exc:
             unless_condition_failed(exc)
             return False
+
+    def abandon(self, run: Run, reason: str, now_iso: str) -> bool:
+        """Fail a running run unchanged since read (status, heartbeat, `recorded`); slots back."""
+        return self._end_and_release(run, status=RunStatus.FAILED.value, reason=reason,
+                                     completed_at=now_iso,
+                                     condition=(RunRow.status == RunStatus.RUNNING.value)
+                                     & (RunRow.heartbeat_at_ms == run.heartbeat_at_ms)
+                                     & (RunRow.recorded == run.recorded))
+
+    def fail_unstarted(self, run: Run, reason: str, now_iso: str) -> bool:
+        """Fail a run that is still queued; slots back."""
+        return self._end_and_release(run, status=RunStatus.FAILED.value, reason=reason,
+                                     completed_at=now_iso,
+                                     condition=RunRow.status == RunStatus.QUEUED.value)
+
+    def release_stranded(self, run: Run, reason: str, completed_at: str) -> bool:
+        """An ended run's slots back (its status kept), unless its heartbeat moved since read."""
+        return self._end_and_release(run, status=run.status, reason=reason,
+                                     completed_at=completed_at,
+                                     condition=RunRow.heartbeat_at_ms == run.heartbeat_at_ms)
+
+    def claim_grading(self, org_id: str, run_id: str, until_ms: int, now_ms: int) -> bool:
+        """Take the grading claim until `until_ms` unless another one holds past `now_ms`."""
+        return conditional_update(RunRow(org_key(org_id, run_id)),
+                                  [RunRow.grading_until_ms.set(until_ms)],
+                                  RunRow.grading_until_ms.does_not_exist()
+                                  | (RunRow.grading_until_ms < now_ms))
+
+    def release_grading(self, org_id: str, run_id: str, until_ms: int) -> bool:
+        """Drop the grading claim taken until `until_ms` (not a later grader's)."""
+        return conditional_update(RunRow(org_key(org_id, run_id)),
+                                  [RunRow.grading_until_ms.remove()],
+                                  RunRow.grading_until_ms == until_ms)
+
+    def add_grading(self, org_id: str, run_id: str, entry: dict[str, Any]) -> None:
+        """Append one entry to the run's `gradings`."""
+        RunRow(org_key(org_id, run_id)).update(
+            actions=[RunRow.gradings.set((RunRow.gradings | []).append([entry]))])
+
+    def record_outcome(self, run: Run, outcome: dict[str, Any]) -> bool:
+        """Replace the outcome if `regrades` is still as read (absent when it was None or 0)."""
+        seen = int(run.regrades or 0)
+        return conditional_update(RunRow(_key(run)), [RunRow.outcome.set(outcome)],
+                                  RunRow.regrades == seen if seen
+                                  else RunRow.regrades.does_not_exist())
+
+    def add_judge_cost(self, org_id: str, run_id: str, micros: int, calls: int) -> None:
+        """Count judge requests whose grades were not kept (the money was spent all the same)."""
+        if micros or calls:
+            RunRow(org_key(org_id, run_id)).update(actions=[RunRow.judge_cost_micros.add(micros),
+                                                            RunRow.judge_calls.add(calls)])
 
     def delete(self, org_id: str, run_id: str) -> None:
         """Delete the organization's run and every attempt it kept."""
@@ -252,29 +349,36 @@ class RunStore:
 
     # -- attempts
 
-    def get_attempt(self, org_id: str, run_id: str, key: str) -> AttemptRow | None:
+    def get_attempt(self, org_id: str, run_id: str, key: str) -> Attempt | None:
+        """One attempt (consistent), or None."""
         try:
-            return AttemptRow.get(org_key(org_id, run_id), key, consistent_read=True)
+            row = AttemptRow.get(org_key(org_id, run_id), key, consistent_read=True)
+            return record_of(row, Attempt)
         except DoesNotExist:
             return None
 
     def attempt_exists(self, org_id: str, run_id: str, key: str) -> bool:
+        """Whether the attempt is recorded (reads its key only)."""
         try:
-            AttemptRow.get(org_key(org_id, run_id), key, consistent_read=True, attributes_to_get=["attempt_key"])
+            AttemptRow.get(org_key(org_id, run_id), key, consistent_read=True,
+                           attributes_to_get=["attempt_key"])
             return True
         except DoesNotExist:
             return False
 
-    def attempts(self, org_id: str, run_id: str) -> list[AttemptRow]:
+    def attempts(self, org_id: str, run_id: str) -> list[Attempt]:
         """Every attempt of the organization's run (consistent)."""
-        return list(AttemptRow.query(org_key(org_id, run_id), consistent_read=True))
+        rows = AttemptRow.query(org_key(org_id, run_id), consistent_read=True)
+        return [record_of(r, Attempt) for r in rows]
 
     def attempt_keys(self, org_id: str, run_id: str) -> set[str]:
-        return {r.attempt_key for r in AttemptRow.query(org_key(org_id, run_id), consistent_read=True,
-                                                        attributes_to_get=["attempt_key"])}
+        """The keys of every attempt of the run (consistent, projected)."""
+        rows = AttemptRow.query(org_key(org_id, run_id), consistent_read=True,
+                                attributes_to_get=["attempt_key"])
+        return {r.attempt_key for r in rows}
 
     def attempts_after(self, org_id: str, run_id: str, cursor: str, limit: int, *,
-                       until: str | None = None) -> list[AttemptRow]:
+                       until: str | None = None) -> list[Attempt]:
         """Attempts with `cursor < recorded_key <= until`, in recorded order.
 
         An empty `cursor` means from the first attempt; `until` None means no upper bound.
@@ -290,43 +394,41 @@ class RunStore:
             condition = None
         rows = AttemptRow.order_index.query(org_key(org_id, run_id), condition, limit=limit + 1,
                                             consistent_read=True)
-        return [r for r in rows if r.recorded_key != cursor][:limit]
+        return [record_of(r, Attempt) for r in rows if r.recorded_key != cursor][:limit]
 
-    def regrade_attempt(self, row: AttemptRow, *, state: str, scores: list[dict[str, Any]], reason: str,
-                        judge_cost_micros: int, judge_calls: int, entry: dict[str, Any]) -> bool:
-        """Replace an attempt's grade (grading again) and move the run's counters with it, in one
-        transaction conditional on the grade as read; False when somebody regraded it meanwhile."""
-        seen = len(row.regraded or [])
-        condition = (AttemptRow.state == row.state) & (
-            AttemptRow.regraded.does_not_exist() if row.regraded is None else size(AttemptRow.regraded) == seen)
-        run_actions: list[Action] = [RunRow.judge_cost_micros.add(judge_cost_micros), RunRow.judge_calls.add(judge_calls),
-                                     RunRow.regrades.add(1)]
-        if state != row.state:
-            run_actions += [getattr(RunRow, row.state).add(-1), getattr(RunRow, state).add(1)]
+    def regrade(self, org_id: str, before: Attempt, after: Attempt) -> bool:
+        """Replace an attempt's grade by `after`'s and move the run's counters with it, in one
+        transaction conditional on the grade as read (`state`, how often it was regraded); False
+        when somebody regraded it meanwhile."""
+        seen = len(before.regraded or [])
+        condition = (AttemptRow.state == before.state) & (
+            AttemptRow.regraded.does_not_exist() if before.regraded is None
+            else size(AttemptRow.regraded) == seen)
+        run_key = org_key(org_id, before.run_id)
+        run_actions: list[Action] = [
+            RunRow.judge_cost_micros.add(after.judge_cost_micros - before.judge_cost_micros),
+            RunRow.judge_calls.add(after.judge_calls - before.judge_calls), RunRow.regrades.add(1)]
+        if after.state != before.state:
+            run_actions += [getattr(RunRow, before.state).add(-1),
+                            getattr(RunRow, after.state).add(1)]
         try:
             with TX.write() as t:
-                t.update(AttemptRow(row.run_key, row.attempt_key), condition=condition, actions=[
-                    AttemptRow.state.set(state), AttemptRow.scores.set(scores), AttemptRow.reason.set(reason),
-                    AttemptRow.judge_cost_micros.add(judge_cost_micros), AttemptRow.judge_calls.add(judge_calls),
-                    AttemptRow.regraded.set((AttemptRow.regraded | []).append([entry]))])
-                t.update(RunRow(row.run_key), actions=run_actions)
+                t.update(AttemptRow(run_key, before.attempt_key), condition=condition,
+                         actions=changes(AttemptRow, before, after, fixed=_ATTEMPT_KEYS))
+                t.update(RunRow(run_key), actions=run_actions)
             return True
         except TransactWriteError as exc:
             if any(code == "ConditionalCheckFailed" for code in reason_codes(exc)):
                 return False
             raise
 
-    def add_judge_cost(self, org_id: str, run_id: str, micros: int, calls: int) -> None:
-        """Count judge requests whose grades were not kept (the money was spent all the same)."""
-        if micros or calls:
-            RunRow(org_key(org_id, run_id)).update(actions=[RunRow.judge_cost_micros.add(micros),
-                                                            RunRow.judge_calls.add(calls)])
-
-    def put_attempt_once(self, run: RunRow, attempt: AttemptRow) -> bool:
-        """Write an attempt of `run` unless one exists (the sweep's failed attempts); True if written."""
-        attempt.run_key, attempt.run_id = run.run_key, run.run_id
+    def put_attempt_once(self, run: Run, attempt: Attempt) -> bool:
+        """Write an attempt of `run` unless one exists (the sweep's failed attempts); True if
+        written."""
+        row = row_of(attempt, AttemptRow, run_key=_key(run))
+        row.run_id = run.run_id
         try:
-            attempt.save(condition=AttemptRow.attempt_key.does_not_exist())
+            row.save(condition=AttemptRow.attempt_key.does_not_exist())
             return True
         except PutError as exc:
             unless_condition_failed(exc)

@@ -28,7 +28,7 @@ from chalicelib.adapters.tables import (
     SpendRow,
     org_key,
 )
-from chalicelib.domain.records import BudgetReading, Organization
+from chalicelib.domain.records import BudgetReading, Organization, Run
 from chalicelib.errors import ConflictError, NotFoundError
 
 log = logging.getLogger(__name__)
@@ -142,13 +142,9 @@ class SpendStore:
         return self._read(org_id, agent_id, month, None)[1]
 
     def read_with_run(self, org_id: str, run_id: str, agent_id: str,
-                      month: str) -> tuple[RunRow | None, BudgetReading]:
-        """A run (consistent) and its budgets in the same single `BatchGetItem`: a case task's first
-        read and its first budget check in one request.
-
-        The run is given as the run store gives it (`RunStore.get`: its row until that store
-        returns `Run` records), since the case task hands it on to the run store.
-        """
+                      month: str) -> tuple[Run | None, BudgetReading]:
+        """A run (consistent; None when there is none) and its budgets in the same single
+        `BatchGetItem`: a case task's first read and its first budget check in one request."""
         return self._read(org_id, agent_id, month, run_id)
 
     @staticmethod
@@ -158,7 +154,7 @@ class SpendStore:
         return org_key(org_id, "org", month), agent_month
 
     def _read(self, org_id: str, agent_id: str | None, month: str,
-              run_id: str | None) -> tuple[RunRow | None, BudgetReading]:
+              run_id: str | None) -> tuple[Run | None, BudgetReading]:
         org_month, agent_month = self.month_keys(org_id, agent_id, month)
         budget = {"ConsistentRead": True, "ProjectionExpression": "monthly_budget_micros"}
         items: dict[str, Any] = {
@@ -181,7 +177,7 @@ class SpendStore:
         spent = {item["key"]["S"]: int(item.get("spent_micros", {}).get("N", 0))
                  for item in found[SpendRow.Meta.table_name]}
         runs = found.get(RunRow.Meta.table_name) or []
-        return (RunRow.from_raw_data(runs[0]) if runs else None,
+        return (record_of(RunRow.from_raw_data(runs[0]), Run) if runs else None,
                 BudgetReading(budget_of(OrganizationRow.Meta.table_name), spent.get(org_month, 0),
                               budget_of(AgentRow.Meta.table_name), spent.get(agent_month or "", 0)))
 

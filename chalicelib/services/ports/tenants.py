@@ -4,9 +4,9 @@ against monthly budgets (implemented by `chalicelib.adapters.stores.tenants`, DE
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Protocol
 
-from chalicelib.domain.records import BudgetReading, Organization
+from chalicelib.domain.records import BudgetReading, Organization, Run
 
 
 class Organizations(Protocol):
@@ -48,7 +48,7 @@ class Budgets(Protocol):
         organization's; the agent's then read as no budget and nothing spent)."""
 
     def read_with_run(self, org_id: str, run_id: str, agent_id: str,
-                      month: str) -> tuple[Any, BudgetReading]:
+                      month: str) -> tuple[Run | None, BudgetReading]:
         """The run (as `Runs.get` gives it; None when deleted) and its budgets in one request."""
 
     def charge(self, org_id: str, agent_id: str, month: str, micros: int, *, judge: bool) -> None:

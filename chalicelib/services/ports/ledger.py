@@ -1,0 +1,184 @@
+"""Ports of the ledger: runs and the attempts every worker records into (DESIGN §5-§7),
+implemented by `chalicelib.adapters.stores.ledger.RunStore`, faked by `tests.fakes.ledger`.
+
+Every move of a run that another worker may make at the same time is one conditional write that
+says what it does (`claim_tasks`, `record_attempt`, `enter_confirming`, `complete`, `abandon`,
+`claim_grading`...); it returns False (or raises `RecordConflict`) when the run moved since it was
+read, and the caller reads again (`chalicelib.retrying.change`) or lets the winner be.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from chalicelib.domain.enums import RunStatus
+from chalicelib.domain.records import ActiveRun, Attempt, Run
+
+
+@dataclass(frozen=True, slots=True)
+class RecordOutcome:
+    """What `Runs.record_attempt` did: `written` False means the attempt existed already."""
+
+    written: bool
+
+
+class RecordConflict(Exception):
+    """The run changed since it was read (another worker claimed or released): read, retry."""
+
+
+@dataclass(frozen=True)
+class RunPage:
+    """One page of a listing of runs, newest first (iterating it iterates `runs`)."""
+
+    runs: list[Run] = field(default_factory=list)
+    next_start: dict[str, Any] | None = None
+    """The `start` of the next page (the storage's key of its last run); None after the last."""
+
+    def __iter__(self) -> Iterator[Run]:
+        return iter(self.runs)
+
+
+class Runs(Protocol):
+    """An organization's eval runs and their attempts. Every read and write names the
+    organization; `run` arguments are runs as read (their `org_id`, `run_id` and cursor)."""
+
+    # -- runs
+
+    def create(self, run: Run) -> None:
+        """Keep a new run (its id is new: a uuid)."""
+
+    def get(self, org_id: str, run_id: str) -> Run | None:
+        """The organization's run (consistent), or None."""
+
+    def get_for_org(self, org_id: str, run_id: str) -> Run:
+        """The organization's run. Raises NotFoundError (field `run_id`)."""
+
+    def refresh(self, run: Run) -> Run | None:
+        """`run` with its cursor (`Run.CURSOR`) read again (a small consistent read); None when the
+        run was deleted. The other fields are `run`'s."""
+
+    def list_by_agent(self, org_id: str, agent_id: str, limit: int = 50,
+                      start: dict[str, Any] | None = None) -> RunPage:
+        """The agent's runs, newest first, `limit` at a time (`start`: a page's `next_start`)."""
+
+    def list_by_org(self, org_id: str, limit: int = 50,
+                    start: dict[str, Any] | None = None) -> RunPage:
+        """The organization's runs, newest first, `limit` at a time."""
+
+    def list_by_dataset(self, org_id: str, dataset_id: str, limit: int = 50,
+                        start: dict[str, Any] | None = None) -> RunPage:
+        """The dataset's runs, newest first, `limit` at a time."""
+
+    @staticmethod
+    def is_page_start(start: Any, org_id: str, *, agent_id: str | None = None,
+                      dataset_id: str | None = None) -> bool:
+        """Whether `start` is a `next_start` of this organization's listing of the agent's runs
+        (`agent_id`), the dataset's (`dataset_id`) or else all its runs."""
+
+    def recent_active(self, org_id: str, limit: int) -> list[ActiveRun]:
+        """The queued or running runs among the organization's newest `limit`, newest first."""
+
+    def stale(self, status: RunStatus, before_ms: int) -> Iterator[Run]:
+        """Runs of every organization in `status` whose heartbeat is at or before `before_ms` (epoch
+        ms; eventually consistent: the sweep reads each again)."""
+
+    def claim_tasks(self, run: Run, k: int, org_id: str, org_limit: int, now_ms: int,
+                    now_iso: str) -> bool:
+        """Claim the run's next `k` tasks and `k` of the organization's slots at once (a queued run
+        starts running); False when the run's `next_index` moved, it ended, or the organization has
+        fewer than `k` free slots under `org_limit`."""
+
+    def record_attempt(self, run: Run, attempt: Attempt, *, counters: dict[str, int],
+                       claim_next: bool, release_slot: bool, now_ms: int) -> RecordOutcome:
+        """Write `attempt` once, with the run's counters, at once (DESIGN §5).
+
+        Args:
+            counters: run fields to add to (`recorded`, `passed`, `cost_micros`, ...).
+            claim_next: also take the run's next task (conditional on its `next_index` as read and
+                on the run running): the slot passes to that task (`attempt.successor`).
+            release_slot: no task to pass the slot to: give it back to the run and organization
+                (conditional on the run holding one, so a swept run is never released twice).
+        Returns:
+            `RecordOutcome(written=False)` when the attempt existed already (a redelivery).
+        Raises:
+            RecordConflict: the run moved since it was read; read it again and retry.
+        """
+
+    def beat(self, org_id: str, run_id: str, now_ms: int) -> bool:
+        """Heartbeat a running run (`heartbeat_at_ms`); False when it is not running."""
+
+    def enter_confirming(self, run: Run, tasks: list[list[Any]]) -> bool:
+        """answering → confirming, adding `tasks` (`[arm_id, case_id, attempt]`) to the run's
+        tasks and to what it expects; False unless the phase and `recorded` are still as read."""
+
+    def enter_finalizing(self, run: Run) -> bool:
+        """answering or confirming → finalizing; False unless the phase and `recorded` are still
+        as read (exactly one worker wins)."""
+
+    def complete(self, org_id: str, run_id: str, outcome: dict[str, Any], now_iso: str) -> bool:
+        """A finalizing running run → completed (phase done) with its `outcome`; else False."""
+
+    def end(self, run: Run, status: RunStatus, reason: str, now_iso: str) -> bool:
+        """End a queued or running run as `status` (its running cases keep their slots until they
+        finish); False when it had ended."""
+
+    def abandon(self, run: Run, reason: str, now_iso: str) -> bool:
+        """Fail a running run that did not move since read (status, heartbeat, `recorded`) and give
+        every slot it holds back to the organization; False when it moved."""
+
+    def fail_unstarted(self, run: Run, reason: str, now_iso: str) -> bool:
+        """Fail a queued run (nothing is left to run it), giving back any slot it holds; False when
+        it is not queued any more."""
+
+    def release_stranded(self, run: Run, reason: str, completed_at: str) -> bool:
+        """Give back the slots an ended run still holds (its workers stopped), keeping it ended with
+        `reason` and `completed_at`; False when its heartbeat or slots moved since read."""
+
+    def claim_grading(self, org_id: str, run_id: str, until_ms: int, now_ms: int) -> bool:
+        """Take the run's grading claim until `until_ms` (one grader at a time); False while
+        somebody else's claim has not lapsed at `now_ms`."""
+
+    def release_grading(self, org_id: str, run_id: str, until_ms: int) -> bool:
+        """Drop the grading claim taken until `until_ms`; False when it is not that claim now."""
+
+    def add_grading(self, org_id: str, run_id: str, entry: dict[str, Any]) -> None:
+        """Append one "grade again" to the run's `gradings`."""
+
+    def record_outcome(self, run: Run, outcome: dict[str, Any]) -> bool:
+        """Replace a run's outcome, conditional on no grade having moved since read (`regrades`);
+        False when one did."""
+
+    def add_judge_cost(self, org_id: str, run_id: str, micros: int, calls: int) -> None:
+        """Count judge requests (micro-USD, calls) whose grades were not kept."""
+
+    def delete(self, org_id: str, run_id: str) -> None:
+        """Delete the run and every attempt it kept."""
+
+    # -- attempts
+
+    def get_attempt(self, org_id: str, run_id: str, key: str) -> Attempt | None:
+        """One attempt by its `attempt_key` (consistent), or None."""
+
+    def attempt_exists(self, org_id: str, run_id: str, key: str) -> bool:
+        """Whether the attempt `key` is recorded (a small consistent read)."""
+
+    def attempts(self, org_id: str, run_id: str) -> list[Attempt]:
+        """Every attempt of the run (consistent), by `attempt_key`."""
+
+    def attempt_keys(self, org_id: str, run_id: str) -> set[str]:
+        """The `attempt_key` of every attempt of the run (consistent)."""
+
+    def attempts_after(self, org_id: str, run_id: str, cursor: str, limit: int, *,
+                       until: str | None = None) -> list[Attempt]:
+        """At most `limit` attempts with `cursor < recorded_key <= until`, in recorded order
+        (`cursor` "" from the first, `until` None without an upper bound)."""
+
+    def put_attempt_once(self, run: Run, attempt: Attempt) -> bool:
+        """Write an attempt of `run` unless it exists, counting nothing; True when written."""
+
+    def regrade(self, org_id: str, before: Attempt, after: Attempt) -> bool:
+        """Replace an attempt's grade (`state`, `scores`, `reason`, judge cost and calls,
+        `regraded`) by `after`'s and move the run's counters with it (its state counters, judge
+        cost and calls, `regrades` + 1) at once; False when the grade is not `before`'s any more."""

@@ -15,6 +15,7 @@ from chalicelib import names
 from chalicelib.clock import Clock, SystemClock
 from chalicelib.config import DEV_JWT_SECRET, Settings, get_settings
 from chalicelib.errors import ConfigurationError
+from chalicelib.services.ports import Runtimes
 from chalicelib.services.ports.automation import Notifications, Promotions, Suites
 from chalicelib.services.ports.catalog import (
     Agents,
@@ -24,6 +25,8 @@ from chalicelib.services.ports.catalog import (
     ModelProfiles,
 )
 from chalicelib.services.ports.ledger import Runs
+from chalicelib.services.ports.messaging import CaseQueue, DeadLetterQueue, Mailer
+from chalicelib.services.ports.objects import AnswerBucket, Recordings, Secrets
 from chalicelib.services.ports.tenants import Budgets, Organizations
 
 
@@ -101,7 +104,7 @@ class Container:
         return NotificationStore()
 
     @cached_property
-    def mailer(self):
+    def mailer(self) -> Mailer:
         from chalicelib.adapters.mailer import SesMailer
         return SesMailer(lambda: self._client("ses"), self.settings.assay_email_sender)
 
@@ -116,28 +119,28 @@ class Container:
         return RunStore()
 
     @cached_property
-    def case_queue(self):
+    def case_queue(self) -> CaseQueue:
         from chalicelib.adapters.queue import SqsQueue
         return SqsQueue(lambda: self._client("sqs"), names.CASE_TASKS_QUEUE)
 
     @cached_property
-    def agent_events_dlq(self):
+    def agent_events_dlq(self) -> DeadLetterQueue:
         from chalicelib.adapters.queue import SqsQueue
         return SqsQueue(lambda: self._client("sqs"), names.AGENT_EVENTS_DLQ)
 
     @cached_property
-    def bucket(self):
+    def bucket(self) -> AnswerBucket:
         from chalicelib.adapters.bucket import ResultsBucket
         return ResultsBucket(lambda: self._client("s3"), names.RESULTS_BUCKET)
 
     @cached_property
-    def secrets(self):
+    def secrets(self) -> Secrets:
         """The organizations' secrets (Secrets Manager): `get`, `put`, `list`, `meta`, `delete`, `values`."""
         from chalicelib.adapters.secrets import OrgSecrets
         return OrgSecrets(lambda: self._client("secretsmanager"), self.settings.assay_resource_prefix)
 
     @cached_property
-    def recordings(self):
+    def recordings(self) -> Recordings:
         """The organizations' recordings (results bucket): `load`, `put`, `list`, `meta`, `delete`."""
         from chalicelib.adapters.recordings import OrgRecordings
         return OrgRecordings(lambda: self._client("s3"), names.RESULTS_BUCKET)
@@ -149,7 +152,7 @@ class Container:
         return system_resolver
 
     @cached_property
-    def runtimes(self):
+    def runtimes(self) -> Runtimes:
         """The agent runtimes; they read `settings` and `resolver` at call time, so `override` applies at once."""
         from chalicelib.adapters.runtimes import build_runtimes
         return build_runtimes(settings=lambda: self.settings, resolver=lambda: self.resolver,

@@ -92,6 +92,22 @@ class ConfigurationError(AssayError):
     signing secret (raised at cold start, never for a request)."""
 
 
+RETRYABLE_STATUSES = frozenset({408, 429})
+"""Statuses below 500 a provider answers when trying again later may succeed."""
+
+
+def is_retryable_status(status: int | None) -> bool:
+    """Whether a `ProviderError` with this status is worth retrying.
+
+    Args:
+        status: the HTTP-like status carried by the error; None for timeouts/connection errors.
+
+    Returns:
+        True for None, 408, 429 and every 5xx; False otherwise (e.g. 401 credentials rejected).
+    """
+    return status is None or status in RETRYABLE_STATUSES or 500 <= status <= 599
+
+
 class ProviderError(Exception):
     """A provider failed in a way worth retrying (5xx, 408, 429, timeout, no answer).
 

@@ -8,16 +8,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from chalicelib.adapters.lazy import LazyClient
+from chalicelib.services.ports.messaging import QueueSendError
 
 log = logging.getLogger(__name__)
-
-
-class QueueSendError(Exception):
-    """Some messages could not be sent; `failed` lists their bodies."""
-
-    def __init__(self, failed: list[dict[str, Any]]) -> None:
-        super().__init__(f"{len(failed)} message(s) not sent")
-        self.failed = failed
 
 
 class SqsQueue(LazyClient):
@@ -59,6 +52,12 @@ class SqsQueue(LazyClient):
             failed.extend(chunk)
         if failed:
             raise QueueSendError(failed)
+
+    def send_text(self, body: str, attributes: dict[str, str]) -> None:
+        """Send one message as it came (its text untouched) with string attributes (e.g. a DLQ's
+        `reason`)."""
+        self.client.send_message(QueueUrl=self.url, MessageBody=body, MessageAttributes={
+            name: {"DataType": "String", "StringValue": value} for name, value in attributes.items()})
 
     def send_one(self, body: dict[str, Any]) -> None:
         """Send one JSON body (one request)."""

@@ -36,6 +36,7 @@ from chalicelib.domain.identity import is_org_id
 from chalicelib.domain.ids import is_valid_name
 from chalicelib.domain.recordings import Recording, parse_jsonl
 from chalicelib.errors import ConflictError, InvalidInputError
+from chalicelib.services.ports.objects import RecordingMeta
 
 _SUFFIX = ".jsonl"
 _MISSING = ("NoSuchKey", "404", "NotFound")
@@ -44,38 +45,12 @@ _EXISTS = ("PreconditionFailed", "412", "ConditionalRequestConflict", "409")
 _MAX_UPLOADED_BY = 256
 
 
-@dataclass(frozen=True)
-class RecordingMeta:
-    """What is shown of a recording (never its content).
-
-    A listing gives `recording_id`, `bytes` and `uploaded_at` only (`lines`, `sha256`,
-    `uploaded_by` None): S3 lists no user metadata.
-    """
-
-    recording_id: str
-    bytes: int
-    """Size of the JSONL text, UTF-8 bytes."""
-    uploaded_at: str
-    """UTC ISO-8601 with `Z` (S3 LastModified, second precision)."""
-    lines: int | None = None
-    """Non-blank lines of the upload."""
-    sha256: str | None = None
-    """Hex sha256 of the UTF-8 bytes."""
-    uploaded_by: str | None = None
-    """The user who uploaded it (the token's `sub`)."""
-
-
 def _code(exc: Exception) -> str:
     return str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
 
 
 def _when(value: Any) -> str:
     return iso(value) if isinstance(value, datetime) else ""
-
-
-def sha256_hex(content: str) -> str:
-    """Hex sha256 of `content`'s UTF-8 bytes (the recording's identity)."""
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
 @dataclass

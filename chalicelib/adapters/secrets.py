@@ -22,26 +22,19 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from chalicelib import names
 from chalicelib.adapters.lazy import LazyClient
 from chalicelib.clock import iso
 from chalicelib.domain.identity import is_org_id
 from chalicelib.domain.ids import is_valid_name
+from chalicelib.services.ports.objects import SecretMeta
 
 _NOT_FOUND = ("ResourceNotFoundException",)
 _CREATE_RETRY_SECONDS = (0.5, 1.0, 2.0, 4.0)
 """Waits before retrying a CreateSecret that AWS refuses because the same name was just force-deleted."""
 _MAX_CACHED_NAMES = 4096
-
-
-class SecretMeta(NamedTuple):
-    """What may be shown of a secret: its name and when its value last changed (never the value)."""
-
-    name: str
-    updated_at: str
-    """UTC ISO-8601 with `Z` (Secrets Manager's LastChangedDate, second precision)."""
 
 
 def _code(exc: Exception) -> str:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from chalicelib.adapters.recordings import RecordingMeta
-from chalicelib.adapters.secrets import SecretMeta
 from chalicelib.clock import from_epoch_ms, iso
 from chalicelib.domain.enums import RunPurpose
 from chalicelib.domain.money import micros_to_usd
@@ -30,6 +28,7 @@ from chalicelib.domain.records import (
 from chalicelib.services.budgets import Budget
 from chalicelib.services.judges import ResolvedJudge
 from chalicelib.services.notifications import EmailSetting
+from chalicelib.services.ports.objects import RecordingMeta, SecretMeta
 from chalicelib.services.suites import SuitePrice
 
 # --- agents ----------------------------------------------------------------------------------

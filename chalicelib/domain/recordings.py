@@ -7,6 +7,7 @@ parses an upload once, the runtime looks a case up in what was parsed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,3 +87,8 @@ def parse_inline(inline: Any) -> Recording:
             raise ValueError(f"inline[{case_id!r}] must be answer text or an answer object")
         _add(recording, {**entry, "case_id": case_id}, f"inline[{case_id!r}]")
     return recording
+
+
+def sha256_hex(content: str) -> str:
+    """Hex sha256 of `content`'s UTF-8 bytes (the recording's identity)."""
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()

@@ -18,11 +18,9 @@ from chalicelib.services import messagebus, redacting
 
 
 def _validate_spec(c: Container, who: Identity, spec: Any, field: str = "spec") -> dict[str, Any]:
-    from chalicelib.adapters.runtimes import validate_spec
-
     if not isinstance(spec, dict):
         raise InvalidInputError(f"{field} must be a JSON object", field=field)
-    validate_spec(spec, c.runtimes)
+    c.runtimes.validate_spec(spec)
     redacting.refuse_secrets(c, who.org_id, spec, field)
     return spec
 

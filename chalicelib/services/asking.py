@@ -9,12 +9,16 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.adapters.runtimes.http import is_retryable_status
 from chalicelib.bootstrap import Container
 from chalicelib.domain.models import AgentAnswer, CaseRequest
 from chalicelib.domain.money import token_cost_micros
 from chalicelib.domain.records import BudgetReading
-from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
+from chalicelib.errors import (
+    AgentCrashError,
+    InvalidInputError,
+    ProviderError,
+    is_retryable_status,
+)
 from chalicelib.services import budgets
 from chalicelib.services.ports import AskContext
 
@@ -47,8 +51,6 @@ def ask(c: Container, org_id: str, agent_id: str, spec: dict[str, Any], request:
     changed since it was saved) is the agent's failure. Never raises for an expected failure: see
     `Asked`.
     """
-    from chalicelib.adapters.runtimes import runtime_for
-
     settings = c.settings
     ctx = context(c, org_id)
     deadline = time.monotonic() + settings.evaluation_case_timeout_seconds
@@ -61,7 +63,7 @@ def ask(c: Container, org_id: str, agent_id: str, spec: dict[str, Any], request:
         if out.exhausted is not None:
             break
         try:
-            out.answer = runtime_for(spec, c.runtimes).ask(spec, request, max(0.001, deadline - time.monotonic()),
+            out.answer = c.runtimes.runtime_for(spec).ask(spec, request, max(0.001, deadline - time.monotonic()),
                                                            ctx)
             break
         except InvalidInputError as exc:

@@ -99,7 +99,6 @@ def publish(c: Container, who: Any, judge_id: str, body: Any) -> Judge:
         NotFoundError: unknown judge or model profile.
         ConflictError: (field `judge_id`) `PUBLISH_TRIES` publishes in a row lost to others.
     """
-    from chalicelib.adapters.runtimes import validate_spec
 
     header = c.judges.get(who.org_id, judge_id)
     if not isinstance(body, dict):
@@ -118,7 +117,7 @@ def publish(c: Container, who: Any, judge_id: str, body: Any) -> Judge:
         raise InvalidInputError(f"model profile {profile.model_profile_id} has no base_url in its settings: a judge "
                                 "is asked through an OpenAI-compatible endpoint", field="model_profile_id")
     try:
-        validate_spec(runtime, c.runtimes)
+        c.runtimes.validate_spec(runtime)
     except InvalidInputError as exc:
         # A key the profile's settings hold is named as such (`settings.api_key_env`, `settings.base_url`).
         key = (exc.field or "").removeprefix("spec.").split(".")[0]

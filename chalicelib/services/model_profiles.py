@@ -30,10 +30,9 @@ def create(c: Container, who: Identity, *, model_profile_id: str, model: str, na
     """Create a profile. Raises InvalidInputError for a bad price, an id with `#` or `/`, or settings
     that are not connection keys or not valid as a spec's (field `settings.<key>`), ConflictError for
     an id the organization has already."""
-    from chalicelib.adapters.runtimes import validate_profile_settings
 
     check_tenant_id(model_profile_id, "model_profile_id")
-    settings = validate_profile_settings(settings or {}, c.runtimes)
+    settings = c.runtimes.validate_profile_settings(settings or {})
     redacting.refuse_secrets(c, who.org_id, settings, "settings")
     if price is not None:
         if set(price) != set(PRICE_KEYS):

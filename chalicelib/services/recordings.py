@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from chalicelib.adapters.recordings import RecordingMeta, sha256_hex
 from chalicelib.bootstrap import Container
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import MAX_RECORDING_BYTES, name_problem
-from chalicelib.domain.recordings import parse_jsonl
+from chalicelib.domain.recordings import parse_jsonl, sha256_hex
 from chalicelib.errors import InvalidInputError, NotFoundError, PayloadTooLargeError
+from chalicelib.services.ports.objects import RecordingMeta
 
 
 def check_id(recording_id: Any) -> str:

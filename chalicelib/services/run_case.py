@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chalicelib.adapters.stores import BudgetReading
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain import judge as judge_rules
@@ -30,7 +29,7 @@ from chalicelib.domain.models import (
     ScoreResult,
     ScoringConfig,
 )
-from chalicelib.domain.records import Attempt, Run
+from chalicelib.domain.records import Attempt, BudgetReading, Run
 from chalicelib.domain.runs import Task
 from chalicelib.errors import AssayError
 from chalicelib.retrying import change, jitter

@@ -113,7 +113,6 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *
         NotFoundError: unknown agent, version, dataset, dataset version, environment or judge.
         InvalidInputError: what could tell nothing (seed 004 "What is refused").
     """
-    from chalicelib.adapters.runtimes import validate_spec
 
     spec, resolved, is_draft = resolve_candidate(c, who, agent_id, body.get("candidate"), body.get("version"))
     if body.get("environment_id") not in (None, "default"):
@@ -128,7 +127,7 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *
     if ungraded >= case_count:
         raise InvalidInputError("no required scorer applies to any case: add a check, an expected "
                                 "tool call or grading criteria", field="dataset_version")
-    validate_spec(spec, c.runtimes)
+    c.runtimes.validate_spec(spec)
     settings = c.settings
     stability = bool(body.get("stability"))
     default_reruns = 1 if stability else settings.eval_reruns
@@ -141,7 +140,7 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *
                  profile_service.apply(spec, p), resolved, is_draft) for i, p in enumerate(profiles)] \
         or [_arm("candidate", ArmRole.CANDIDATE, spec, resolved, is_draft)]
     for arm in arms if profiles else []:   # a profile laid over the spec is checked like a spec
-        validate_spec(arm["spec"], c.runtimes)
+        c.runtimes.validate_spec(arm["spec"])
     for name in ("paired_baseline", "baseline_run_id"):
         if stability and body.get(name):
             raise InvalidInputError(f"a stability run compares nothing: leave out {name}", field=name)
@@ -172,7 +171,7 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *
             before_spec=before_spec, paired=bool(body.get("paired_baseline")),
             now_ms=epoch_ms(c.clock.now()), judge_key=judge.key if judge else None, recent=recent)
         if base_arm is not None:
-            validate_spec(base_arm["spec"], c.runtimes)
+            c.runtimes.validate_spec(base_arm["spec"])
             arms.append(base_arm)
     warnings = [_ungraded_warning(ungraded)] if ungraded else []
     if judge is not None:

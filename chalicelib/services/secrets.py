@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from chalicelib.adapters.secrets import SecretMeta
 from chalicelib.bootstrap import Container
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import MAX_SECRET_VALUE_BYTES, name_problem
 from chalicelib.errors import InvalidInputError, NotFoundError
+from chalicelib.services.ports.objects import SecretMeta
 
 
 def check_name(name: Any) -> str:

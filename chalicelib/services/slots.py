@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from chalicelib.adapters.queue import QueueSendError
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import RunStatus
@@ -22,6 +21,7 @@ from chalicelib.domain.runs import Task, slots_to_claim, task_at
 from chalicelib.errors import ConflictError
 from chalicelib.retrying import change, jitter
 from chalicelib.services import messagebus
+from chalicelib.services.ports.messaging import QueueSendError
 
 log = logging.getLogger(__name__)
 

@@ -48,9 +48,7 @@ def handle_agent_event(event):
             agent_events.handle(c, record.body)
         except agent_events.MalformedEventError as exc:
             log.warning("agent event moved to %s: %s", names.AGENT_EVENTS_DLQ, exc)
-            dlq = c.agent_events_dlq
-            dlq.client.send_message(QueueUrl=dlq.url, MessageBody=record.body, MessageAttributes={
-                "reason": {"DataType": "String", "StringValue": str(exc)[:1000]}})
+            c.agent_events_dlq.send_text(record.body, {"reason": str(exc)[:1000]})
 
 
 @bp.schedule("rate(1 minute)")

@@ -6,8 +6,8 @@ import time
 import uuid
 
 from bench import agents
-from chalicelib.adapters.queue import QueueSendError
 from chalicelib.services import run_case, sweep
+from chalicelib.services.ports.messaging import QueueSendError
 from tests.e2e.conftest import cases, sleepy_spec
 from tests.e2e.manual import Queue
 

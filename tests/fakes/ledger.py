@@ -7,11 +7,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import fields, replace
 from typing import Any
 
-from chalicelib.adapters.queue import QueueSendError
 from chalicelib.domain.enums import RunPhase, RunStatus
 from chalicelib.domain.records import ActiveRun, Attempt, Run
 from chalicelib.errors import NotFoundError
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage
+from chalicelib.services.ports.messaging import QueueSendError
 from tests.fakes.tenants import FakeOrganizations
 
 _RUNNING = (RunStatus.QUEUED, RunStatus.RUNNING)

@@ -10,11 +10,15 @@ from collections.abc import Iterator
 import pytest
 
 from chalicelib.adapters.egress import Egress, EgressRefusedError
-from chalicelib.adapters.runtimes import is_retryable_status
 from chalicelib.adapters.runtimes.openai import OpenAIRuntime
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.models import CaseRequest
-from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
+from chalicelib.errors import (
+    AgentCrashError,
+    InvalidInputError,
+    ProviderError,
+    is_retryable_status,
+)
 from chalicelib.services.ports import AskContext
 from tests.support.fake_openai import FakeOpenAI, completion
 

@@ -11,10 +11,14 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from chalicelib.adapters.runtimes import is_retryable_status
 from chalicelib.adapters.runtimes.lambda_ import LambdaRuntime
 from chalicelib.domain.models import CaseRequest
-from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
+from chalicelib.errors import (
+    AgentCrashError,
+    InvalidInputError,
+    ProviderError,
+    is_retryable_status,
+)
 from chalicelib.services.ports import AskContext
 
 CTX = AskContext("org-1")

@@ -10,7 +10,6 @@ from chalicelib.adapters.runtimes import (
     PROFILE_SETTING_KEYS,
     Prices,
     build_runtimes,
-    is_retryable_status,
     runtime_for,
     spec_prices,
     validate_profile_settings,
@@ -21,7 +20,7 @@ from chalicelib.adapters.runtimes.recorded import RecordedRuntime
 from chalicelib.config import Settings
 from chalicelib.domain.enums import RuntimeKind
 from chalicelib.domain.models import Usage
-from chalicelib.errors import InvalidInputError
+from chalicelib.errors import InvalidInputError, is_retryable_status
 
 
 def stub_resolver(host: str, port: int) -> list[str]:

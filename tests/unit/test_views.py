@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from chalicelib.adapters.recordings import RecordingMeta
-from chalicelib.adapters.secrets import SecretMeta
 from chalicelib.api import views
 from chalicelib.domain import judge as rules
 from chalicelib.domain.records import (
@@ -27,6 +25,7 @@ from chalicelib.domain.records import (
 from chalicelib.services import budgets
 from chalicelib.services.budgets import Budget
 from chalicelib.services.notifications import EmailSetting
+from chalicelib.services.ports.objects import RecordingMeta, SecretMeta
 from chalicelib.services.suites import SuitePrice
 
 AT = "2026-12-01T09:00:00.000Z"

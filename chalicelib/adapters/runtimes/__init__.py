@@ -8,7 +8,7 @@ prices, used to cost answers that do not report a cost::
 
 Error contract of every `ask` (one try, bounded by `timeout_s`; the caller retries):
 `ProviderError` is retryable only when its status is None, 408, 429 or 5xx
-(`is_retryable_status`); 401/403 mean credentials rejected. `AgentCrashError` (and its
+(`errors.is_retryable_status`); 401/403 mean credentials rejected. `AgentCrashError` (and its
 `DivergentCallError`) is the agent's own failure: `failed` with `crash: true`.
 `InvalidInputError` names the spec field that cannot run.
 
@@ -33,7 +33,6 @@ from chalicelib.adapters.runtimes.http import (
     HttpRuntime,
     check_headers,
     check_secret_name,
-    is_retryable_status,
     refuse_api_key_env,
     require_url,
 )
@@ -55,8 +54,8 @@ from chalicelib.services.ports import AgentRuntime
 __all__ = [
     "PROFILE_SETTING_KEYS",
     "Prices",
+    "RuntimeRegistry",
     "build_runtimes",
-    "is_retryable_status",
     "runtime_for",
     "spec_prices",
     "validate_profile_settings",
@@ -68,11 +67,28 @@ _MICROS_PER_USD = Decimal(1_000_000)
 _TOKENS_PER_MTOK = Decimal(1_000_000)
 
 
+class RuntimeRegistry(dict[RuntimeKind, AgentRuntime]):
+    """One runtime of each kind (port `services.ports.Runtimes`): which runtime a spec names, and
+    the checks a spec or a model profile's settings pass before they are kept."""
+
+    def runtime_for(self, spec: Any) -> AgentRuntime:
+        """The runtime `spec["runtime"]` names (see the module function `runtime_for`)."""
+        return runtime_for(spec, self)
+
+    def validate_spec(self, spec: Any) -> None:
+        """Check a spec can run (see the module function `validate_spec`)."""
+        validate_spec(spec, self)
+
+    def validate_profile_settings(self, settings: Any) -> dict[str, Any]:
+        """Check a model profile's settings (see the module function `validate_profile_settings`)."""
+        return validate_profile_settings(settings, self)
+
+
 def build_runtimes(
     settings: Callable[[], Settings] | None = None,
     resolver: Callable[[], Resolver] | None = None,
     lambda_client_factory: Callable[[], Any] | None = None,
-) -> dict[RuntimeKind, AgentRuntime]:
+) -> RuntimeRegistry:
     """One runtime of each kind. Nothing connects until a runtime is first asked.
 
     Args:
@@ -85,18 +101,18 @@ def build_runtimes(
             default `boto3.client("lambda")`.
 
     Returns:
-        `{RuntimeKind: runtime}` for all five kinds.
+        `{RuntimeKind: runtime}` for all five kinds, with the registry's checks.
     """
     defaults = Settings.model_construct()
     current = settings or (lambda: defaults)
     egress = Egress(resolver or (lambda: system_resolver), lambda: current().assay_allow_private_network)
-    return {
+    return RuntimeRegistry({
         RuntimeKind.HTTP: HttpRuntime(egress=egress),
         RuntimeKind.OPENAI: OpenAIRuntime(egress=egress),
         RuntimeKind.LAMBDA: LambdaRuntime(lambda_client_factory, prefix=lambda: current().assay_lambda_function_prefix),
         RuntimeKind.PYTHON: PythonRuntime(lambda: current().assay_python_agent_modules),
         RuntimeKind.RECORDED: RecordedRuntime(),
-    }
+    })
 
 
 def runtime_for(spec: Any, runtimes: Mapping[RuntimeKind, AgentRuntime]) -> AgentRuntime:

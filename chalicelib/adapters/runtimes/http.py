@@ -75,11 +75,13 @@ from chalicelib.adapters.egress import Egress, Target, parse_target
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.models import AgentAnswer, CaseRequest, ToolCall, Usage
 from chalicelib.domain.redaction import redact
-from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
+from chalicelib.errors import (
+    AgentCrashError,
+    InvalidInputError,
+    ProviderError,
+    is_retryable_status,
+)
 from chalicelib.services.ports import AskContext
-
-RETRYABLE_STATUSES = frozenset({408, 429})
-"""Statuses below 500 that are still worth retrying (plus every 5xx and `status=None`)."""
 
 CREDENTIAL_STATUSES = frozenset({401, 403})
 """Statuses that mean the provider rejected our credentials."""
@@ -116,18 +118,6 @@ UNSPECIFIED_GUARDRAIL_REASON = "unspecified"
 
 
 # --- shared helpers ------------------------------------------------------------------------------
-
-
-def is_retryable_status(status: int | None) -> bool:
-    """Whether a `ProviderError` with this status is worth retrying.
-
-    Args:
-        status: the HTTP-like status carried by the error; None for timeouts/connection errors.
-
-    Returns:
-        True for None, 408, 429 and every 5xx; False otherwise (e.g. 401 credentials rejected).
-    """
-    return status is None or status in RETRYABLE_STATUSES or 500 <= status <= 599
 
 
 T = TypeVar("T")

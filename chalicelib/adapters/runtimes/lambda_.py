@@ -41,12 +41,16 @@ from chalicelib.adapters.runtimes.http import (
     answer_from_payload,
     check_timeout,
     clip,
-    is_retryable_status,
     raise_for_status,
     run_with_timeout,
 )
 from chalicelib.domain.models import AgentAnswer, CaseRequest
-from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
+from chalicelib.errors import (
+    AgentCrashError,
+    InvalidInputError,
+    ProviderError,
+    is_retryable_status,
+)
 from chalicelib.services.ports import AskContext
 
 PREFIX_SETTING = "ASSAY_LAMBDA_FUNCTION_PREFIX"

@@ -58,3 +58,30 @@ class AgentRuntime(Protocol):
     def ask(self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext) -> AgentAnswer:
         """Ask the agent described by `spec` the case in `request`, within `timeout_s` seconds,
         reading credentials and recordings only through `ctx`."""
+
+
+class Runtimes(Protocol):
+    """Every agent runtime, by kind, and the checks of what a tenant writes to run one (DESIGN §8)."""
+
+    def runtime_for(self, spec: Any) -> AgentRuntime:
+        """The runtime `spec["runtime"]` names.
+
+        Raises:
+            InvalidInputError: (field "spec") not an object; (field "spec.runtime") no runtime of
+                that name, naming the allowed values.
+        """
+
+    def validate_spec(self, spec: Any) -> None:
+        """Check a spec can run: its runtime, its prices, then the runtime's own fields.
+
+        Raises:
+            InvalidInputError: naming the field at fault (`spec.runtime`, `spec.price...`, `spec.url`).
+        """
+
+    def validate_profile_settings(self, settings: Any) -> dict[str, Any]:
+        """Check a model profile's `settings` (connection keys only, each valid as in a spec);
+        returns them.
+
+        Raises:
+            InvalidInputError: (field "settings" or "settings.<key>") naming the key at fault.
+        """

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalicelib import names
 from chalicelib.clock import Clock, SystemClock
@@ -28,6 +28,10 @@ from chalicelib.services.ports.ledger import Runs
 from chalicelib.services.ports.messaging import CaseQueue, DeadLetterQueue, Mailer
 from chalicelib.services.ports.objects import AnswerBucket, Recordings, Secrets
 from chalicelib.services.ports.tenants import Budgets, Organizations
+
+if TYPE_CHECKING:   # the adapters are built lazily, on first use
+    from chalicelib.adapters.egress import Resolver
+    from chalicelib.adapters.tokens import TokenVerifier
 
 
 class Container:
@@ -52,7 +56,7 @@ class Container:
             config=Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=50))
 
     @cached_property
-    def tokens(self):
+    def tokens(self) -> TokenVerifier:
         """Verifies bearer tokens (HS256, or an identity provider's through JWKS) with the settings of
         the moment (`override(settings=...)` takes effect at once)."""
         from chalicelib.adapters.tokens import TokenVerifier
@@ -146,7 +150,7 @@ class Container:
         return OrgRecordings(lambda: self._client("s3"), names.RESULTS_BUCKET)
 
     @cached_property
-    def resolver(self):
+    def resolver(self) -> Resolver:
         """`resolver(host, port) -> [ip, ...]` egress checks resolve names with (tests stub it)."""
         from chalicelib.adapters.egress import system_resolver
         return system_resolver

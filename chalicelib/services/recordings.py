@@ -27,7 +27,7 @@ def check_id(recording_id: Any) -> str:
     problem = name_problem(recording_id)
     if problem is not None:
         raise InvalidInputError(f"recording_id: a recording id {problem}", field="recording_id")
-    return recording_id
+    return str(recording_id)   # name_problem refuses anything but a string
 
 
 def check_content(content: Any) -> int:

@@ -354,7 +354,8 @@ def _decode_cursor(c: Container, cursor: str | None, org_id: str, *, agent_id: s
         key = json.loads(base64.urlsafe_b64decode(cursor.encode()).decode())
     except (ValueError, RecursionError, binascii.Error, UnicodeError):
         key = None
-    if not c.runs.is_page_start(key, org_id, agent_id=agent_id, dataset_id=dataset_id):
+    if not isinstance(key, dict) or not c.runs.is_page_start(key, org_id, agent_id=agent_id,
+                                                              dataset_id=dataset_id):
         raise InvalidInputError("cursor is not one this API gave", field="cursor")
     return key
 

@@ -26,7 +26,7 @@ def check_name(name: Any) -> str:
     problem = name_problem(name)
     if problem is not None:
         raise InvalidInputError(f"name: a secret name {problem}", field="name")
-    return name
+    return str(name)   # name_problem refuses anything but a string
 
 
 def check_value(value: Any) -> str:

@@ -26,7 +26,7 @@ from chalicelib.domain.enums import (
 )
 from chalicelib.domain.events import RunEnded
 from chalicelib.domain.money import micros_to_usd
-from chalicelib.domain.records import Attempt, Run
+from chalicelib.domain.records import Arm, Attempt, Run
 from chalicelib.domain.runs import (
     ArmSummary,
     AttemptFacts,
@@ -76,8 +76,8 @@ def summary_view(s: ArmSummary) -> dict[str, Any]:
 def summarize(run: Run, attempts: list[Attempt]) -> dict[str, ArmSummary]:
     """Each arm's summary over the run's cases (a case graded by two judges counts the tries of
     the one that graded more of them)."""
-    return {arm["arm_id"]: summarize_arm([f for tries in by_case(run, attempts, arm["arm_id"]).values() for f in tries],
-                                         run.case_ids) for arm in run.arms}
+    return {arm.arm_id: summarize_arm([f for tries in by_case(run, attempts, arm.arm_id).values()
+                                       for f in tries], run.case_ids) for arm in run.arms}
 
 
 def judge_keys(attempts: list[Attempt], arm_id: str) -> set[str]:
@@ -130,12 +130,12 @@ def arm_views(c: Container, run: Run, attempts: list[Attempt],
 
 
 def _borrowed(run: Run, arm_id: str) -> bool:
-    return any(a["arm_id"] == arm_id and not a.get("answers", True) for a in run.arms)
+    return any(a.arm_id == arm_id and not a.answers for a in run.arms)
 
 
 def outcome_of(run: Run, summaries: dict[str, ArmSummary]) -> dict[str, Any]:
     """The first candidate's numbers as the run's `outcome` (what listings and verdicts read)."""
-    cand = next(a["arm_id"] for a in run.arms if a["role"] == ArmRole.CANDIDATE)
+    cand = next(a.arm_id for a in run.arms if a.role is ArmRole.CANDIDATE)
     s = summaries[cand]
     return {"arm_id": cand, "total": s.cases, "passed": s.passed, "failed": s.failed,
             "incomplete": s.incomplete, "ungraded": s.ungraded, "crashed": s.crashed,
@@ -164,7 +164,7 @@ def by_case(run: Run, attempts: list[Attempt], arm_id: str) -> dict[str, list[At
 
 
 def _arm_ids(run: Run, role: ArmRole) -> list[str]:
-    return [a["arm_id"] for a in run.arms if a["role"] == role]
+    return [a.arm_id for a in run.arms if a.role is role]
 
 
 def all_attempts(c: Container, run: Run) -> list[Attempt]:
@@ -172,12 +172,12 @@ def all_attempts(c: Container, run: Run) -> list[Attempt]:
     (relabelled with this run's arm id; they cost this run nothing)."""
     rows = c.runs.attempts(run.org_id, run.run_id)
     for arm in run.arms:
-        if arm.get("answers", True) or not arm.get("source_run_id"):
+        if arm.answers or not arm.source_run_id:
             continue
-        source = c.runs.attempts(run.org_id, arm["source_run_id"])   # of the same organization
-        rows += [replace(row, run_id=run.run_id, arm_id=arm["arm_id"], cost_micros=0,
-                         attempt_key=f"{arm['arm_id']}#{row.case_id}#001")
-                 for row in source if row.arm_id == arm["source_arm_id"] and int(row.attempt) == 1]
+        source = c.runs.attempts(run.org_id, arm.source_run_id)   # of the same organization
+        rows += [replace(row, run_id=run.run_id, arm_id=arm.arm_id, cost_micros=0,
+                         attempt_key=f"{arm.arm_id}#{row.case_id}#001")
+                 for row in source if row.arm_id == arm.source_arm_id and int(row.attempt) == 1]
     return rows
 
 
@@ -189,13 +189,13 @@ class Sides:
     baseline: dict[str, list[AttemptFacts]]
     candidate_fps: dict[str, str]
     baseline_fps: dict[str, str]
-    baseline_arm: dict[str, Any]
+    baseline_arm: Arm
     invalid_reason: str | None
 
 
 def sides(c: Container, run: Run, attempts: list[Attempt], arm_id: str | None = None) -> Sides | None:
     """A candidate arm (default the first) and the baseline; None for a run without a baseline."""
-    base_arm = next((a for a in run.arms if a["role"] == ArmRole.BASELINE), None)
+    base_arm = next((a for a in run.arms if a.role is ArmRole.BASELINE), None)
     if base_arm is None:
         return None
 
@@ -204,18 +204,18 @@ def sides(c: Container, run: Run, attempts: list[Attempt], arm_id: str | None = 
                 for case in c.datasets.cases(run.org_id, run.dataset_id, version)}
 
     cand_fps = fps(int(run.dataset_version))
-    source_version = int(base_arm.get("source_dataset_version") or run.dataset_version)
+    source_version = int(base_arm.source_dataset_version or run.dataset_version)
     base_fps = cand_fps if source_version == int(run.dataset_version) else fps(source_version)
     invalid = None
     cand_arm = arm_id or _arm_ids(run, ArmRole.CANDIDATE)[0]
-    if base_arm.get("source_run_id"):
-        source = c.runs.get(run.org_id, base_arm["source_run_id"])
+    if base_arm.source_run_id:
+        source = c.runs.get(run.org_id, base_arm.source_run_id)
         if source is not None and spec_hash(source.scoring) != spec_hash(run.scoring):
             invalid = "the sides were scored with different scoring settings"
     invalid = invalid or judge_rules.invalid_reason(judge_keys(attempts, cand_arm),
-                                                    judge_keys(attempts, base_arm["arm_id"]))
+                                                    judge_keys(attempts, base_arm.arm_id))
     return Sides(by_case(run, attempts, cand_arm),
-                 by_case(run, attempts, base_arm["arm_id"]), cand_fps, base_fps, base_arm, invalid)
+                 by_case(run, attempts, base_arm.arm_id), cand_fps, base_fps, base_arm, invalid)
 
 
 def confirming_tasks(c: Container, run: Run, attempts: list[Attempt]) -> list[list[Any]]:
@@ -244,7 +244,7 @@ def confirming_tasks(c: Container, run: Run, attempts: list[Attempt]) -> list[li
     if both is None:
         return []
     flipped = [cid for cid in run.case_ids if cid in flipped]
-    rerun_base = both.baseline_arm["arm_id"] if both.baseline_arm.get("rerun", True) else None
+    rerun_base = both.baseline_arm.arm_id if both.baseline_arm.rerun else None
     return [list(t) for t in compare.rerun_tasks(flipped, candidates, rerun_base, reruns)]
 
 
@@ -286,19 +286,20 @@ def comparison_of(c: Container, run: Run, attempts: list[Attempt],
     both = sides(c, run, attempts, arm_id)
     if both is None:
         return None
-    cand_arm, base_arm = arm_id or _arm_ids(run, ArmRole.CANDIDATE)[0], both.baseline_arm["arm_id"]
+    cand_arm, base_arm = arm_id or _arm_ids(run, ArmRole.CANDIDATE)[0], both.baseline_arm.arm_id
     broken = {arm: err for arm in (cand_arm, base_arm) if (err := could_not_run(attempts, arm))}
     questions = {case["case_id"]: case.get("input", "")
                  for case in c.datasets.cases(run.org_id, run.dataset_id, int(run.dataset_version))}
     result = compare.compare_arms(
         both.candidate, both.baseline, candidate_fps=both.candidate_fps, baseline_fps=both.baseline_fps,
-        baseline_rerun=both.baseline_arm.get("rerun", True),
+        baseline_rerun=both.baseline_arm.rerun,
         reruns_expected=int((run.settings or {}).get("reruns", 0)), invalid_reason=both.invalid_reason,
         significance=c.settings.eval_significance, questions=questions)
     summaries = summarize(run, attempts)
     view = {"candidate_arm_id": cand_arm, "baseline_arm_id": base_arm,
-            "baseline": {k: both.baseline_arm.get(k) for k in ("version", "source_run_id", "source_completed_at",
-                                                                "source_dataset_version", "rerun")},
+            "baseline": {k: getattr(both.baseline_arm, k) for k in (
+                "version", "source_run_id", "source_completed_at", "source_dataset_version",
+                "rerun")},
             **result.as_dict(),
             "efficiency": {name: (str(axis) if axis else None) for name, axis in compare.efficiency_axes(
                 summaries[cand_arm], summaries[base_arm], c.settings.eval_efficiency_tolerance).items()},

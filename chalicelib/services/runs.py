@@ -15,7 +15,7 @@ from chalicelib.domain.enums import ArmRole, RunPhase, RunPurpose, RunStatus
 from chalicelib.domain.events import BudgetExhausted
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.money import micros_to_usd
-from chalicelib.domain.records import Attempt, Run
+from chalicelib.domain.records import Arm, Attempt, Run
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import (
     BudgetExceededError,
@@ -72,10 +72,11 @@ def resolve_candidate(c: Container, who: Identity, agent_id: str, candidate: Any
     return row.spec, number, False
 
 
-def _arm(arm_id: str, role: ArmRole, spec: dict[str, Any], version: int | None, draft: bool) -> dict[str, Any]:
-    """One side of a run: what it runs (the spec copied at start) and how it is labelled."""
-    return {"arm_id": arm_id, "role": role.value, "version": version, "draft": draft, "spec": spec,
-            "spec_hash": spec_hash(spec), "model_profile_id": spec.get("model_profile_id")}
+def _arm(arm_id: str, spec: dict[str, Any], version: int | None, draft: bool) -> Arm:
+    """One candidate side of a run: what it runs (the spec copied at start) and how it is
+    labelled."""
+    return Arm(arm_id=arm_id, role=ArmRole.CANDIDATE, version=version, draft=draft, spec=spec,
+               spec_hash=spec_hash(spec), model_profile_id=spec.get("model_profile_id"))
 
 
 def version_before(c: Container, who: Identity, agent_id: str, candidate_version: int | None,
@@ -137,11 +138,11 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *
                 for i, pid in enumerate(body.get("model_profile_ids") or [])]
     if len({p.model_profile_id for p in profiles}) < len(profiles):
         raise InvalidInputError("a model profile is named twice", field="model_profile_ids")
-    arms = [_arm("candidate" if i == 0 else f"candidate:{p.model_profile_id}", ArmRole.CANDIDATE,
+    arms = [_arm("candidate" if i == 0 else f"candidate:{p.model_profile_id}",
                  profile_service.apply(spec, p), resolved, is_draft) for i, p in enumerate(profiles)] \
-        or [_arm("candidate", ArmRole.CANDIDATE, spec, resolved, is_draft)]
+        or [_arm("candidate", spec, resolved, is_draft)]
     for arm in arms if profiles else []:   # a profile laid over the spec is checked like a spec
-        validate_spec(arm["spec"], c.runtimes)
+        validate_spec(arm.spec, c.runtimes)
     for name in ("paired_baseline", "baseline_run_id"):
         if stability and body.get(name):
             raise InvalidInputError(f"a stability run compares nothing: leave out {name}", field=name)
@@ -166,21 +167,21 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *
         if before_spec is not None and profiles and body.get("paired_baseline"):
             before_spec = profile_service.apply(before_spec, profiles[0])   # the baseline runs on the first model
         base_arm, info = baselines.choose(
-            c, who, agent_id, candidate_spec=arms[0]["spec"], version_before=before[0] if before else None,
+            c, who, agent_id, candidate_spec=arms[0].spec, version_before=before[0] if before else None,
             dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
             scoring=scoring, environment_id=body.get("environment_id"), body=body,
             before_spec=before_spec, paired=bool(body.get("paired_baseline")),
             now_ms=epoch_ms(c.clock.now()), judge_key=judge.key if judge else None, recent=recent)
         if base_arm is not None:
-            validate_spec(base_arm["spec"], c.runtimes)
+            validate_spec(base_arm.spec, c.runtimes)
             arms.append(base_arm)
     warnings = [_ungraded_warning(ungraded)] if ungraded else []
     if judge is not None:
         if judge.spec.temperature > 0:
             warnings.append(f"the judge grades at temperature {judge.spec.temperature:g}: the same answer may be "
                             "graded differently twice")
-        tested = {baselines.model_of(a["spec"]) for a in arms if a["role"] == ArmRole.CANDIDATE} | \
-            {a["spec"].get("model") for a in arms if a["role"] == ArmRole.CANDIDATE}
+        tested = {baselines.model_of(a.spec) for a in arms if a.role is ArmRole.CANDIDATE} | \
+            {a.spec.get("model") for a in arms if a.role is ArmRole.CANDIDATE}
         if judge.model in tested:
             warnings.append(f"the judge runs on {judge.model}, the model being tested: it grades its own answers")
     return Plan(agent_id, spec, resolved, is_draft, dataset_version, case_count, ungraded, judged, judge, arms,
@@ -212,14 +213,14 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], 
     settings = c.settings
     c.orgs.ensure(who.org_id, concurrency_limit=settings.eval_org_concurrency, now_iso=iso(now))
     arms, dataset_version = plan.arms, plan.dataset
-    total = sum(1 for a in arms if a.get("answers", True)) * plan.case_count
+    total = sum(1 for a in arms if a.answers) * plan.case_count
     run = Run(
         run_id=f"run_{uuid.uuid4().hex[:16]}", org_id=who.org_id, agent_id=agent_id,
         dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
         created_at=iso(now), created_by=who.user_id, status=RunStatus.QUEUED.value,
         phase=RunPhase.ANSWERING.value, purpose=purpose or (RunPurpose.STABILITY if plan.stability else RunPurpose.CHECK).value,
         candidate="draft" if plan.draft else "version", resolved_version=plan.version, draft=plan.draft,
-        spec_hash=spec_hash(plan.spec), environment_id=body.get("environment_id"), arms=arms,
+        spec_hash=spec_hash(plan.spec), environment_id=body.get("environment_id"), arms=tuple(arms),
         case_ids_text="\n".join(dataset_version.case_ids or []), scoring=plan.scoring,
         settings={"run_concurrency": settings.eval_run_concurrency, "reruns": plan.reruns,
                   "case_timeout_seconds": settings.evaluation_case_timeout_seconds, **plan.info,
@@ -243,6 +244,20 @@ def progress_view(run: Run) -> dict[str, Any]:
             "ungraded": int(run.ungraded), "in_flight": int(run.slots)}
 
 
+def _arm_view(arm: Arm) -> dict[str, Any]:
+    """An arm as a run header shows it: its stored map without the spec."""
+    out: dict[str, Any] = {"arm_id": arm.arm_id, "role": arm.role.value, "version": arm.version,
+                           "draft": arm.draft, "spec_hash": arm.spec_hash,
+                           "model_profile_id": arm.model_profile_id}
+    if arm.role is ArmRole.BASELINE:
+        out |= {"answers": arm.answers, "rerun": arm.rerun}
+    if arm.source_run_id is not None:
+        out |= {"source_run_id": arm.source_run_id, "source_arm_id": arm.source_arm_id,
+                "source_dataset_version": arm.source_dataset_version,
+                "source_completed_at": arm.source_completed_at}
+    return out
+
+
 def run_view(run: Run, *, with_summaries: dict[str, Any] | None = None) -> dict[str, Any]:
     """The API shape of a run header (arms without their specs: those need agents:edit)."""
     outcome = run.outcome
@@ -262,7 +277,7 @@ def run_view(run: Run, *, with_summaries: dict[str, Any] | None = None) -> dict[
         "warnings": list((run.settings or {}).get("warnings") or []),
         "gradings": run.gradings or [],
         "tokens": {"input": int(run.input_tokens or 0), "output": int(run.output_tokens or 0)},
-        "arms": [{k: v for k, v in a.items() if k != "spec"} for a in run.arms],
+        "arms": [_arm_view(a) for a in run.arms],
         "outcome": {k: v for k, v in outcome.items() if k != "arms"} if outcome else None,
         "stability": (outcome or {}).get("stability"),
         "reused_baseline_run_id": (run.settings or {}).get("reused_baseline_run_id"),
@@ -434,7 +449,7 @@ def comparison(c: Container, who: Identity, run_id: str, arm_id: str | None = No
     Raises NotFoundError for a run without a baseline, or an arm that is not a candidate of the run.
     """
     run = c.runs.get_for_org(who.org_id, run_id)
-    candidates = [a["arm_id"] for a in run.arms if a["role"] == ArmRole.CANDIDATE]
+    candidates = [a.arm_id for a in run.arms if a.role is ArmRole.CANDIDATE]
     if arm_id is not None and arm_id not in candidates:
         raise NotFoundError(f"candidate arm {arm_id} not found in run {run_id}", field="arm_id")
     kept = (run.outcome or {}).get("comparison") if arm_id in (None, candidates[0]) else None
@@ -454,11 +469,11 @@ def cases(c: Container, who: Identity, run_id: str, *, outcome: str | None = Non
     Raises NotFoundError for an unknown arm.
     """
     run = c.runs.get_for_org(who.org_id, run_id)
-    arm_ids = [a["arm_id"] for a in run.arms]
+    arm_ids = [a.arm_id for a in run.arms]
     if arm_id is not None and arm_id not in arm_ids:
         raise NotFoundError(f"arm {arm_id} not found in run {run_id}", field="arm_id")
     attempts = finalize.all_attempts(c, run)
-    compared = comparison(c, who, run_id) if any(a["role"] == ArmRole.BASELINE for a in run.arms) else None
+    compared = comparison(c, who, run_id) if any(a.role is ArmRole.BASELINE for a in run.arms) else None
     outcomes = {f["case_id"]: f["outcome"] for f in (compared or {}).get("cases", [])}
     by_case: dict[str, list[Attempt]] = {}
     for row in attempts:
@@ -491,8 +506,8 @@ def cases(c: Container, who: Identity, run_id: str, *, outcome: str | None = Non
 def arm_spec(c: Container, who: Identity, run_id: str, arm_id: str) -> dict[str, Any]:
     """The spec one side ran, as it was copied onto the run at start."""
     run = c.runs.get_for_org(who.org_id, run_id)
-    arm = next((a for a in run.arms if a["arm_id"] == arm_id), None)
+    arm = next((a for a in run.arms if a.arm_id == arm_id), None)
     if arm is None:
         raise NotFoundError(f"arm {arm_id} not found in run {run_id}", field="arm_id")
-    return {"run_id": run_id, "arm_id": arm_id, "version": arm.get("version"), "draft": arm.get("draft"),
-            "spec_hash": arm["spec_hash"], "spec": arm["spec"]}
+    return {"run_id": run_id, "arm_id": arm_id, "version": arm.version, "draft": arm.draft,
+            "spec_hash": arm.spec_hash, "spec": arm.spec}

@@ -529,7 +529,7 @@ def _plan(c: Container, who: Identity, row: Suite, entry: dict[str, Any]) -> tup
             return plan, priced
         # Both would cross the cap: the candidate alone, against the last comparable run if any.
         plan = runs.plan_run(c, who, row.agent_id, body, judge_version=judge_version)
-        if not any(a["role"] == ArmRole.BASELINE for a in plan.arms):
+        if not any(a.role is ArmRole.BASELINE for a in plan.arms):
             note = NOT_COMPARED_CAP
     else:
         plan = runs.plan_run(c, who, row.agent_id, body, default_baseline=False, judge_version=judge_version)
@@ -660,7 +660,7 @@ def facts_of(c: Container, run: Run) -> RunFacts:
     """What a finished run says about its first candidate, for the suite's threshold."""
     attempts = finalize.all_attempts(c, run)
     summaries = finalize.summarize(run, attempts)
-    cand = next(a["arm_id"] for a in run.arms if a["role"] == ArmRole.CANDIDATE)
+    cand = next(a.arm_id for a in run.arms if a.role is ArmRole.CANDIDATE)
     summary = summaries[cand]
     by_case = finalize.by_case(run, attempts, cand)
     settled = {cid: settle(a.state for a in by_case.get(cid, [])) for cid in run.case_ids}
@@ -668,9 +668,9 @@ def facts_of(c: Container, run: Run) -> RunFacts:
     failed_cases = [cid for cid, state in settled.items() if state is AttemptState.FAILED]
     crashes = [r.case_id for r in attempts if r.arm_id == cand and int(r.attempt) == 1 and r.crash]
     comparison = (run.outcome or {}).get("comparison") if run.status == RunStatus.COMPLETED else None
-    if comparison is None and any(a["role"] == ArmRole.BASELINE for a in run.arms):
+    if comparison is None and any(a.role is ArmRole.BASELINE for a in run.arms):
         comparison = finalize.comparison_of(c, run, attempts)
-    base = next((a["arm_id"] for a in run.arms if a["role"] == ArmRole.BASELINE), None)
+    base = next((a.arm_id for a in run.arms if a.role is ArmRole.BASELINE), None)
     base_summary = summaries.get(base) if base else None
     regressions = [f["case_id"] for f in (comparison or {}).get("flips", [])
                    if f.get("outcome") == "regression" and f.get("confirmed")]

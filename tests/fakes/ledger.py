@@ -8,8 +8,8 @@ from dataclasses import fields, replace
 from typing import Any
 
 from chalicelib.adapters.queue import QueueSendError
-from chalicelib.domain.enums import RunPhase, RunStatus
-from chalicelib.domain.records import ActiveRun, Attempt, Run
+from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
+from chalicelib.domain.records import ActiveRun, Arm, Attempt, Run
 from chalicelib.errors import NotFoundError
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage
 from tests.fakes.tenants import FakeOrganizations
@@ -314,12 +314,18 @@ class FakeRuns:
 # -- records to seed the fakes with
 
 
+def an_arm(arm_id: str = "candidate", role: ArmRole = ArmRole.CANDIDATE, **fields_: Any) -> Arm:
+    """An arm of version 3 on model `m` (spec hash `h3`); any field may be given."""
+    values: dict[str, Any] = {"arm_id": arm_id, "role": role, "version": 3, "draft": False,
+                              "spec": {"model": "m"}, "spec_hash": "h3", "model_profile_id": None}
+    return Arm(**{**values, **fields_})
+
+
 def a_run(run_id: str = "r1", *, cases: int = 3, arm_ids: tuple[str, ...] = ("candidate",), limit: int = 3,
           **fields_: Any) -> Run:
     """A queued run of organization `acme` over `cases` cases `c1..cN` on candidate arms `arm_ids`
     (version 3), at most `limit` of its cases at once; any field may be given (`arms` too)."""
-    arm_list = [{"arm_id": arm, "role": "candidate", "version": 3, "draft": False, "spec": {"model": "m"},
-                 "spec_hash": "h3", "model_profile_id": None} for arm in arm_ids]
+    arm_list = tuple(an_arm(arm) for arm in arm_ids)
     values: dict[str, Any] = {
         "run_id": run_id, "org_id": "acme", "agent_id": "a", "dataset_id": "d", "dataset_version": 1,
         "created_at": "2026-12-01T08:00:00.000Z", "status": RunStatus.QUEUED.value,

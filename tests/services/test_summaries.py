@@ -8,12 +8,13 @@ from types import SimpleNamespace
 
 import pytest
 
+from chalicelib.domain.enums import ArmRole
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Run
 from chalicelib.errors import InvalidInputError
 from chalicelib.services import finalize, summaries
 from tests.fakes import FakeContainer
-from tests.fakes.ledger import a_run, an_attempt
+from tests.fakes.ledger import a_run, an_arm, an_attempt
 
 ACME = Identity("acme", "ana")
 
@@ -51,8 +52,8 @@ def test_borrowed_first_answers_are_relabelled_and_cost_this_run_nothing(c: Fake
     c.runs.add_attempt("acme", an_attempt("c1", "passed", run_id="earlier", cost_micros=90))
     c.runs.add_attempt("acme", an_attempt("c1", "failed", 2, run_id="earlier"))       # a rerun: not borrowed
     run = a_run("now", cases=1)
-    run = replace(run, arms=[*run.arms, {"arm_id": "baseline", "role": "baseline", "answers": False,
-                                         "source_run_id": "earlier", "source_arm_id": "candidate"}])
+    run = replace(run, arms=(*run.arms, an_arm("baseline", ArmRole.BASELINE, answers=False,
+                                               source_run_id="earlier", source_arm_id="candidate")))
     c.runs.add(run)
     c.runs.add_attempt("acme", an_attempt("c1", "failed", run_id="now"))
     borrowed = [a for a in finalize.all_attempts(c, run) if a.arm_id == "baseline"]

@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from chalicelib.domain.enums import ArmRole
+from chalicelib.domain.outcome import Outcome
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -325,7 +326,8 @@ class Run:
     started_at: str | None = None
     completed_at: str | None = None
     reason: str | None = None
-    outcome: Any = None
+    outcome: Outcome | None = None
+    """What finalizing computed (a completed run's, computed again by a regrade); None before."""
     enqueue_errors: int = 0
 
     CURSOR: ClassVar[tuple[str, ...]] = ("status", "phase", "next_index", "tasks_total", "slots",

@@ -39,18 +39,19 @@ def arm_records(run: Run) -> list[ArmRecord]:
     """The arms of a completed run as baseline candidates (none for a run that did not complete)."""
     if run.status != RunStatus.COMPLETED or not run.completed_at:
         return []
-    arms_outcome = (run.outcome or {}).get("arms") or {}
+    results = run.outcome.arms if run.outcome is not None else {}
     out = []
     for arm in run.arms:
-        quality = (arms_outcome.get(arm.arm_id) or {}).get("quality") or {}
+        result = results.get(arm.arm_id)
         out.append(ArmRecord(
             run_id=run.run_id, arm_id=arm.arm_id, version=None if arm.draft else arm.version,
             spec_hash=arm.spec_hash, model=model_of(arm.spec), dataset_id=run.dataset_id,
             dataset_version=int(run.dataset_version), scoring_hash=spec_hash(run.scoring),
             environment_id=run.environment_id, completed_at_ms=epoch_ms(parse_iso(run.completed_at)),
             answered_here=arm.answers,
-            every_case_answered=quality.get("incomplete", 1) == 0 and quality.get("cases", 0) == len(run.case_ids),
-            judge_key=_one_judge((arms_outcome.get(arm.arm_id) or {}).get("judges"))))
+            every_case_answered=result is not None and result.quality.incomplete == 0
+            and result.quality.cases == len(run.case_ids),
+            judge_key=_one_judge(list(result.judges) if result is not None else None)))
     return out
 
 

@@ -17,6 +17,7 @@ from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain import compare
 from chalicelib.domain import judge as judge_rules
+from chalicelib.domain import outcome as outcomes
 from chalicelib.domain.enums import (
     ArmRole,
     AttemptState,
@@ -25,14 +26,20 @@ from chalicelib.domain.enums import (
     RunStatus,
 )
 from chalicelib.domain.events import RunEnded
-from chalicelib.domain.money import micros_to_usd
+from chalicelib.domain.outcome import (
+    ArmResult,
+    CaseCompared,
+    ComparedBaseline,
+    Comparison,
+    Outcome,
+    Stability,
+)
 from chalicelib.domain.records import Arm, Attempt, Run
 from chalicelib.domain.runs import (
     ArmSummary,
     AttemptFacts,
     settle,
     summarize_arm,
-    verdict_word,
 )
 from chalicelib.domain.spec import spec_hash
 from chalicelib.services import messagebus, slots
@@ -50,27 +57,6 @@ def facts(row: Attempt) -> AttemptFacts:
         cost_micros=int(row.cost_micros or 0), input_tokens=int(row.input_tokens or 0),
         output_tokens=int(row.output_tokens or 0), latency_ms=float(row.latency_ms or 0),
         crash=bool(row.crash), reason=row.reason or "", judge=judge_rules.score_judge_key(scores))
-
-
-def summary_view(s: ArmSummary) -> dict[str, Any]:
-    """The API shape of an arm summary: quality and efficiency kept apart (seed 004 "Results")."""
-    interval = compare.wilson_interval(s.passed, s.decided)
-    return {
-        "quality": {
-            "cases": s.cases, "passed": s.passed, "failed": s.failed, "incomplete": s.incomplete,
-            "ungraded": s.ungraded, "crashed": s.crashed, "pass_rate": s.pass_rate,
-            "pass_rate_interval_95": list(interval) if interval else None,
-            "first_pass_rate": s.first_pass_rate, "average_score": s.average_score,
-            "undecided": s.incomplete + s.ungraded, "undecided_reasons": s.undecided_reasons,
-        },
-        "efficiency": {
-            "cost_usd": micros_to_usd(s.cost_micros),
-            "cost_per_passed_case_usd": micros_to_usd(s.cost_micros // s.passed) if s.passed else None,
-            "tokens_per_case": ((s.input_tokens + s.output_tokens) / s.cases) if s.cases else None,
-            "input_tokens": s.input_tokens, "output_tokens": s.output_tokens,
-            "latency_p50_ms": s.latency_p50_ms, "latency_p95_ms": s.latency_p95_ms,
-        },
-    }
 
 
 def summarize(run: Run, attempts: list[Attempt]) -> dict[str, ArmSummary]:
@@ -109,39 +95,33 @@ def could_not_run(attempts: list[Attempt], arm_id: str) -> str | None:
     return None
 
 
-def arm_views(c: Container, run: Run, attempts: list[Attempt],
-              summaries: dict[str, ArmSummary]) -> dict[str, dict[str, Any]]:
-    """Each arm's summary with its per-tag summaries and, when it could not run, why."""
-    tags = {cid: (c.datasets.get_case(run.org_id, run.dataset_id, int(run.dataset_version), cid) or {}).get("tags") or []
-            for cid in run.case_ids}
-    views = {}
+def arm_results(c: Container, run: Run, attempts: list[Attempt],
+                summaries: dict[str, ArmSummary]) -> dict[str, ArmResult]:
+    """Each arm's result: its summary, its per-tag summaries (the tags read from the dataset's
+    cases), why it could not run, its judges, and what its own answers cost (the next estimate's
+    exact history; nothing for answers borrowed from another run)."""
+    tags = {cid: (c.datasets.get_case(run.org_id, run.dataset_id, int(run.dataset_version), cid)
+                  or {}).get("tags") or [] for cid in run.case_ids}
+    results = {}
     for arm_id, summary in summaries.items():
-        view = summary_view(summary)
-        by_tag = compare.summarize_by_tag(by_case(run, attempts, arm_id), tags)
-        view["tags"] = {tag: summary_view(s) for tag, s in sorted(by_tag.items())}
-        view["could_not_run"] = could_not_run(attempts, arm_id)
-        view["judges"] = sorted(judge_keys(attempts, arm_id))
-        # Exact history for the next estimate: what this arm's own answers cost, over how many.
         own = [] if _borrowed(run, arm_id) else [r for r in attempts if r.arm_id == arm_id]
-        view["efficiency"]["cost_micros"] = sum(int(r.cost_micros or 0) for r in own)
-        view["efficiency"]["attempts"] = len(own)
-        views[arm_id] = view
-    return views
+        results[arm_id] = outcomes.arm_result(
+            summary, tags=compare.summarize_by_tag(by_case(run, attempts, arm_id), tags),
+            could_not_run=could_not_run(attempts, arm_id), judges=judge_keys(attempts, arm_id),
+            own=(sum(int(r.cost_micros or 0) for r in own), len(own)))
+    return results
 
 
 def _borrowed(run: Run, arm_id: str) -> bool:
     return any(a.arm_id == arm_id and not a.answers for a in run.arms)
 
 
-def outcome_of(run: Run, summaries: dict[str, ArmSummary]) -> dict[str, Any]:
-    """The first candidate's numbers as the run's `outcome` (what listings and verdicts read)."""
+def outcome_of(run: Run, summaries: dict[str, ArmSummary],
+               arms: dict[str, ArmResult] | None = None) -> Outcome:
+    """The first candidate's numbers as the run's outcome (what listings and verdicts read), with
+    every arm's result `arms` when given."""
     cand = next(a.arm_id for a in run.arms if a.role is ArmRole.CANDIDATE)
-    s = summaries[cand]
-    return {"arm_id": cand, "total": s.cases, "passed": s.passed, "failed": s.failed,
-            "incomplete": s.incomplete, "ungraded": s.ungraded, "crashed": s.crashed,
-            "pass_rate": s.pass_rate, "first_pass_rate": s.first_pass_rate,
-            "average_score": s.average_score, "verdict": verdict_word(s.cases, s.passed).value,
-            "undecided": s.incomplete + s.ungraded}
+    return outcomes.outcome_of(cand, summaries[cand], arms)
 
 
 def settled_state(tries: list[Attempt]) -> str | None:
@@ -280,9 +260,9 @@ def ended(c: Container, org_id: str, run_id: str) -> None:
 
 
 def comparison_of(c: Container, run: Run, attempts: list[Attempt],
-                  arm_id: str | None = None) -> dict[str, Any] | None:
-    """A candidate arm (default the first) compared with the baseline, as the API shows it; None
-    without a baseline."""
+                  arm_id: str | None = None) -> Comparison | None:
+    """A candidate arm (default the first) compared with the baseline; None without a
+    baseline."""
     both = sides(c, run, attempts, arm_id)
     if both is None:
         return None
@@ -296,35 +276,35 @@ def comparison_of(c: Container, run: Run, attempts: list[Attempt],
         reruns_expected=int((run.settings or {}).get("reruns", 0)), invalid_reason=both.invalid_reason,
         significance=c.settings.eval_significance, questions=questions)
     summaries = summarize(run, attempts)
-    view = {"candidate_arm_id": cand_arm, "baseline_arm_id": base_arm,
-            "baseline": {k: getattr(both.baseline_arm, k) for k in (
-                "version", "source_run_id", "source_completed_at", "source_dataset_version",
-                "rerun")},
-            **result.as_dict(),
-            "efficiency": {name: (str(axis) if axis else None) for name, axis in compare.efficiency_axes(
-                summaries[cand_arm], summaries[base_arm], c.settings.eval_efficiency_tolerance).items()},
-            "cases": [{"case_id": cid, "outcome": str(result.outcomes[cid])} for cid in run.case_ids
-                      if cid in result.outcomes]}
+    base = both.baseline_arm
+    values = {"candidate_arm_id": cand_arm, "baseline_arm_id": base_arm,
+              "baseline": ComparedBaseline(
+                  version=base.version, source_run_id=base.source_run_id,
+                  source_completed_at=base.source_completed_at,
+                  source_dataset_version=base.source_dataset_version, rerun=base.rerun),
+              **result.as_dict(),
+              "efficiency": compare.efficiency_axes(summaries[cand_arm], summaries[base_arm],
+                                                    c.settings.eval_efficiency_tolerance),
+              "cases": [CaseCompared(case_id=cid, outcome=result.outcomes[cid])
+                        for cid in run.case_ids if cid in result.outcomes]}
     if broken:
         # A side that could not run says so instead of a verdict.
-        view.update(verdict=None, overall=None, could_not_run=broken)
-    return view
+        values |= {"verdict": None, "overall": None, "could_not_run": broken}
+    return Comparison.model_validate(values)
 
 
-def compute_outcome(c: Container, run: Run, attempts: list[Attempt]) -> dict[str, Any]:
-    """The run's `outcome`: the first candidate's numbers, every arm's summary, the stability
+def compute_outcome(c: Container, run: Run, attempts: list[Attempt]) -> Outcome:
+    """The run's outcome: the first candidate's numbers, every arm's result, the stability
     figures or the comparison with the baseline."""
     summaries = summarize(run, attempts)
-    outcome = outcome_of(run, summaries)
-    outcome["arms"] = arm_views(c, run, attempts, summaries)
+    cand = _arm_ids(run, ArmRole.CANDIDATE)[0]
+    stability = None
     if run.purpose == RunPurpose.STABILITY:
-        cand = by_case(run, attempts, _arm_ids(run, ArmRole.CANDIDATE)[0])
-        outcome["stability"] = compare.stability({cid: [a.state for a in tries] for cid, tries in cand.items()})
-    comparison = comparison_of(c, run, attempts)
-    if comparison is not None:
-        outcome["comparison"] = comparison
-        outcome["comparison_verdict"] = comparison["verdict"]
-    return outcome
+        tries = by_case(run, attempts, cand)
+        stability = Stability(**compare.stability(
+            {cid: [a.state for a in case_tries] for cid, case_tries in tries.items()}))
+    return outcomes.outcome_of(cand, summaries[cand], arm_results(c, run, attempts, summaries),
+                               stability=stability, comparison=comparison_of(c, run, attempts))
 
 
 def finalize(c: Container, org_id: str, run_id: str) -> None:

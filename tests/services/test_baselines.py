@@ -15,7 +15,7 @@ from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import InvalidInputError
 from chalicelib.services import baselines
 from tests.fakes import FakeContainer
-from tests.fakes.ledger import a_run, an_arm
+from tests.fakes.ledger import a_run, an_arm, an_arm_result, an_outcome
 
 ACME = Identity("acme", "ana")
 V2 = {"model": "m1", "prompt": "two"}
@@ -27,10 +27,10 @@ def _done(run_id: str, completed_at: str, *, version: int = 2, spec: dict[str, A
           environment_id: str | None = None, incomplete: int = 0, judges: list[str] | None = None) -> Run:
     """A completed run of version `version` over cases c1, c2 of dataset `d` version 1."""
     arm = an_arm(version=version, spec=spec, spec_hash=spec_hash(spec))
-    quality = {"cases": 2, "incomplete": incomplete}
     return a_run(run_id, cases=2, status="completed", completed_at=completed_at, created_at=completed_at,
                  resolved_version=version, arms=(arm,), scoring=SCORING, environment_id=environment_id,
-                 outcome={"arms": {"candidate": {"quality": quality, "judges": judges or []}}})
+                 outcome=an_outcome(total=2, passed=2 - incomplete, arms={"candidate": an_arm_result(
+                     cases=2, incomplete=incomplete, judges=tuple(judges or ()))}))
 
 
 def _choose(c: FakeContainer, **overrides: Any) -> tuple[Arm | None, dict[str, Any]]:

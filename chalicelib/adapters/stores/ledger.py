@@ -35,6 +35,7 @@ from chalicelib.adapters.tables import (
     org_key,
 )
 from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
+from chalicelib.domain.outcome import Outcome
 from chalicelib.domain.records import ActiveRun, Arm, Attempt, Run
 from chalicelib.errors import NotFoundError
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage
@@ -85,7 +86,12 @@ def _arms_of(stored: list[dict[str, Any]] | None) -> tuple[Arm, ...]:
     return tuple(arm_of(a) for a in stored or [])
 
 
-_STORED: dict[str, Any] = {"arms": _arms_of}
+def _outcome_of(stored: dict[str, Any] | None) -> Outcome | None:
+    """A run's kept outcome (an empty map, as no outcome, is None)."""
+    return Outcome.model_validate(stored) if stored else None
+
+
+_STORED: dict[str, Any] = {"arms": _arms_of, "outcome": _outcome_of}
 """How a run row's JSON fields become the record's (`record_of`'s `convert`)."""
 
 
@@ -115,6 +121,7 @@ class RunStore:
         row = row_of(run, RunRow, run_key=_key(run), agent_key=org_key(run.org_id, run.agent_id),
                      dataset_key=org_key(run.org_id, run.dataset_id))
         row.arms = [stored_arm(a) for a in run.arms]
+        row.outcome = run.outcome.as_json() if run.outcome is not None else None
         row.save(condition=RunRow.run_key.does_not_exist())
 
     def get(self, org_id: str, run_id: str) -> Run | None:
@@ -295,12 +302,13 @@ class RunStore:
             return False
         return self._move_phase(run, [RunRow.phase.set(RunPhase.FINALIZING.value)])
 
-    def complete(self, org_id: str, run_id: str, outcome: dict[str, Any], now_iso: str) -> bool:
-        """A finalizing running run → completed, phase done, with its outcome (idempotent)."""
+    def complete(self, org_id: str, run_id: str, outcome: Outcome, now_iso: str) -> bool:
+        """A finalizing running run → completed, phase done, with its outcome (kept as its
+        `as_json()`; idempotent)."""
         return conditional_update(
             RunRow(org_key(org_id, run_id)),
             [RunRow.status.set(RunStatus.COMPLETED.value), RunRow.phase.set(RunPhase.DONE.value),
-             RunRow.outcome.set(outcome), RunRow.completed_at.set(now_iso)],
+             RunRow.outcome.set(outcome.as_json()), RunRow.completed_at.set(now_iso)],
             (RunRow.phase == RunPhase.FINALIZING.value)
             & (RunRow.status == RunStatus.RUNNING.value))
 
@@ -369,10 +377,10 @@ class RunStore:
         RunRow(org_key(org_id, run_id)).update(
             actions=[RunRow.gradings.set((RunRow.gradings | []).append([entry]))])
 
-    def record_outcome(self, run: Run, outcome: dict[str, Any]) -> bool:
+    def record_outcome(self, run: Run, outcome: Outcome) -> bool:
         """Replace the outcome if `regrades` is still as read (absent when it was None or 0)."""
         seen = int(run.regrades or 0)
-        return conditional_update(RunRow(_key(run)), [RunRow.outcome.set(outcome)],
+        return conditional_update(RunRow(_key(run)), [RunRow.outcome.set(outcome.as_json())],
                                   RunRow.regrades == seen if seen
                                   else RunRow.regrades.does_not_exist())
 

@@ -398,8 +398,9 @@ def list_cases(c, who, dataset_id, version):
 @bp.route("/api/v1/datasets/{dataset_id}/eval-runs", methods=["GET"])
 @api_view(bp)
 def list_dataset_runs(c, who, dataset_id):
-    return run_service.list_runs(c, who, dataset_id=dataset_id, limit=int_param(bp, "limit", 50),
-                                 cursor=query_param(bp, "cursor"))
+    return views.run_list_view(run_service.list_runs(
+        c, who, dataset_id=dataset_id, limit=int_param(bp, "limit", 50),
+        cursor=query_param(bp, "cursor")))
 
 
 @bp.route("/api/v1/datasets/{dataset_id}/scores/rescore", methods=["POST"])
@@ -424,26 +425,28 @@ def estimate_run(c, who, agent_id):
 def start_run(c, who, agent_id):
     body = parse(StartRun, json_body(bp))
     run, warnings = run_service.start_run(c, who, agent_id, body.model_dump())
-    return {**run_service.run_view(run), "warnings": warnings}, 201
+    return {**views.run_view(run), "warnings": warnings}, 201
 
 
 @bp.route("/api/v1/agents/{agent_id}/eval-runs", methods=["GET"])
 @api_view(bp)
 def list_agent_runs(c, who, agent_id):
-    return run_service.list_runs(c, who, agent_id=agent_id, limit=int_param(bp, "limit", 50),
-                                 cursor=query_param(bp, "cursor"), draft=query_param(bp, "draft"))
+    return views.run_list_view(run_service.list_runs(
+        c, who, agent_id=agent_id, limit=int_param(bp, "limit", 50),
+        cursor=query_param(bp, "cursor"), draft=query_param(bp, "draft")))
 
 
 @bp.route("/api/v1/eval-runs", methods=["GET"])
 @api_view(bp)
 def list_org_runs(c, who):
-    return run_service.list_runs(c, who, limit=int_param(bp, "limit", 50), cursor=query_param(bp, "cursor"))
+    return views.run_list_view(run_service.list_runs(c, who, limit=int_param(bp, "limit", 50),
+                                                     cursor=query_param(bp, "cursor")))
 
 
 @bp.route("/api/v1/eval-runs/{run_id}", methods=["GET"])
 @api_view(bp)
 def get_run(c, who, run_id):
-    return run_service.read_run(c, who, run_id)
+    return views.run_read_view(run_service.read_run(c, who, run_id))
 
 
 @bp.route("/api/v1/eval-runs/{run_id}", methods=["DELETE"])
@@ -456,7 +459,7 @@ def delete_run(c, who, run_id):
 @bp.route("/api/v1/eval-runs/{run_id}/cancel", methods=["POST"])
 @api_view(bp)
 def cancel_run(c, who, run_id):
-    return run_service.run_view(run_service.cancel_run(c, who, run_id))
+    return views.run_view(run_service.cancel_run(c, who, run_id))
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/grade-again", methods=["POST"])
@@ -469,26 +472,28 @@ def grade_again(c, who, run_id):
 @bp.route("/api/v1/eval-runs/{run_id}/comparison", methods=["GET"])
 @api_view(bp)
 def run_comparison(c, who, run_id):
-    return run_service.comparison(c, who, run_id, arm_id=query_param(bp, "arm_id"))
+    return views.comparison_view(*run_service.comparison(c, who, run_id,
+                                                         arm_id=query_param(bp, "arm_id")))
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/cases", methods=["GET"])
 @api_view(bp)
 def run_cases(c, who, run_id):
-    return run_service.cases(c, who, run_id, outcome=query_param(bp, "outcome"), tag=query_param(bp, "tag"),
-                             arm_id=query_param(bp, "arm_id"), case_id=query_param(bp, "case_id"))
+    return views.cases_view(run_id, run_service.cases(
+        c, who, run_id, outcome=query_param(bp, "outcome"), tag=query_param(bp, "tag"),
+        arm_id=query_param(bp, "arm_id"), case_id=query_param(bp, "case_id")))
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/arms/{arm_id}/spec", methods=["GET"])
 @api_view(bp)
 def run_arm_spec(c, who, run_id, arm_id):
-    return run_service.arm_spec(c, who, run_id, arm_id)
+    return views.arm_spec_view(run_id, run_service.arm_spec(c, who, run_id, arm_id))
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/progress", methods=["GET"])
 @api_view(bp)
 def run_progress(c, who, run_id):
-    return run_service.progress_view(c.runs.get_for_org(who.org_id, run_id))
+    return views.progress_view(c.runs.get_for_org(who.org_id, run_id))
 
 
 def _events(c, who, run_id):
@@ -497,8 +502,9 @@ def _events(c, who, run_id):
         wait_s = float(wait) if wait is not None else None
     except ValueError:
         raise InvalidInputError("wait must be a number of seconds", field="wait") from None
-    return run_service.events(c, who, run_id, after=query_param(bp, "after", "") or "",
-                              wait_s=wait_s, limit=int_param(bp, "limit", 100))
+    return views.events_view(run_service.events(c, who, run_id,
+                                                after=query_param(bp, "after", "") or "",
+                                                wait_s=wait_s, limit=int_param(bp, "limit", 100)))
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/events", methods=["GET"])
@@ -511,7 +517,7 @@ def run_events(c, who, run_id):
 @bp.route("/api/evaluations/progress/{run_id}", methods=["GET"])
 @api_view(bp)
 def seed_progress(c, who, run_id):
-    return run_service.progress_view(c.runs.get_for_org(who.org_id, run_id))
+    return views.progress_view(c.runs.get_for_org(who.org_id, run_id))
 
 
 @bp.route("/api/evaluations/stream/{run_id}", methods=["GET"])

@@ -2,7 +2,8 @@
 
 Pure functions from frozen records (`chalicelib.domain.records`) or a service's return value to
 JSON-ready dicts, one per response shape; the routes call them. Stored data (a suite's kept
-trigger, a run's outcome) is shaped where it is written, not here. Money goes out in USD
+trigger) is shaped where it is written, not here; a run's outcome is a domain value
+(`domain.outcome`) whose kept JSON the run views show as it is. Money goes out in USD
 (`micros_to_usd`), times as ISO-8601 UTC strings.
 """
 
@@ -11,17 +12,21 @@ from __future__ import annotations
 from typing import Any
 
 from chalicelib.clock import from_epoch_ms, iso
-from chalicelib.domain.enums import RunPurpose
+from chalicelib.domain.enums import ArmRole, AttemptState, RunPurpose
 from chalicelib.domain.money import micros_to_usd
+from chalicelib.domain.outcome import ArmResult, Comparison
 from chalicelib.domain.records import (
     Agent,
     AgentVersion,
+    Arm,
+    Attempt,
     Dataset,
     Environment,
     Judge,
     ModelProfile,
     Notification,
     Promotion,
+    Run,
     Suite,
     SuiteResultEntry,
 )
@@ -29,6 +34,7 @@ from chalicelib.services.budgets import Budget
 from chalicelib.services.judges import ResolvedJudge
 from chalicelib.services.notifications import EmailSetting
 from chalicelib.services.ports.objects import RecordingMeta, SecretMeta
+from chalicelib.services.runs import CaseResults, RunEvents, RunList, RunRead
 from chalicelib.services.suites import SuitePrice
 
 # --- agents ----------------------------------------------------------------------------------
@@ -222,3 +228,150 @@ def recording_view(meta: RecordingMeta) -> dict[str, Any]:
     if meta.sha256 is not None:
         out |= {"lines": meta.lines, "sha256": meta.sha256, "uploaded_by": meta.uploaded_by}
     return out
+
+
+# --- eval runs -------------------------------------------------------------------------------
+
+
+def progress_view(run: Run) -> dict[str, Any]:
+    """A run's progress (`GET /eval-runs/{id}/progress`, `GET /api/evaluations/progress/{id}`, and
+    `progress` of a run and of its events): recorded results against the total, read from the
+    database (seed 001 "Progress"); `fraction` 0..1, `in_flight` the slots it holds."""
+    expected, recorded = int(run.expected), int(run.recorded)
+    return {"run_id": run.run_id, "status": run.status, "phase": run.phase,
+            "recorded": recorded, "expected": expected, "total": expected,
+            "fraction": (min(recorded, expected) / expected) if expected else 1.0,
+            "passed": int(run.passed), "failed": int(run.failed), "incomplete": int(run.incomplete),
+            "ungraded": int(run.ungraded), "in_flight": int(run.slots)}
+
+
+def arm_view(arm: Arm) -> dict[str, Any]:
+    """One arm of a run header (`arms` of every run view): its kept map without the spec (that
+    needs agents:edit, `GET .../arms/{id}/spec`): `{arm_id, role, version, draft, spec_hash,
+    model_profile_id}`, then `answers, rerun` for a baseline and `source_run_id, source_arm_id,
+    source_dataset_version, source_completed_at` for one whose first answers are borrowed."""
+    out: dict[str, Any] = {"arm_id": arm.arm_id, "role": arm.role.value, "version": arm.version,
+                           "draft": arm.draft, "spec_hash": arm.spec_hash,
+                           "model_profile_id": arm.model_profile_id}
+    if arm.role is ArmRole.BASELINE:
+        out |= {"answers": arm.answers, "rerun": arm.rerun}
+    if arm.source_run_id is not None:
+        out |= {"source_run_id": arm.source_run_id, "source_arm_id": arm.source_arm_id,
+                "source_dataset_version": arm.source_dataset_version,
+                "source_completed_at": arm.source_completed_at}
+    return out
+
+
+def summary_view(result: ArmResult) -> dict[str, Any]:
+    """One arm's summary (each of `summaries` of `GET /eval-runs/{id}`): `{quality, efficiency,
+    tags, could_not_run, judges}` as the outcome keeps it (seed 004 "Results"), money in USD."""
+    return result.as_json()
+
+
+def run_view(run: Run, *, summaries: dict[str, ArmResult] | None = None) -> dict[str, Any]:
+    """A run header (`POST /agents/{id}/eval-runs` adds `warnings`, `POST .../cancel`, each of the
+    listings; `GET /eval-runs/{id}` adds more): its pins, times, `progress`, costs in USD, tokens,
+    arms without their specs, the kept outcome without its `arms`, and `summaries` per arm (the
+    outcome's, or `summaries` computed now for a run without one)."""
+    kept = run.outcome.as_json() if run.outcome else None
+    settings = run.settings or {}
+    return {
+        "run_id": run.run_id, "agent_id": run.agent_id, "status": run.status, "phase": run.phase,
+        "purpose": run.purpose, "candidate": run.candidate,
+        "resolved_version": int(run.resolved_version) if run.resolved_version is not None else None,
+        "draft": bool(run.draft), "spec_hash": run.spec_hash,
+        "dataset_id": run.dataset_id, "dataset_version": int(run.dataset_version),
+        "environment_id": run.environment_id, "created_at": run.created_at,
+        "created_by": run.created_by, "started_at": run.started_at,
+        "completed_at": run.completed_at, "reason": run.reason,
+        "progress": progress_view(run),
+        "cost_usd": micros_to_usd(int(run.cost_micros or 0)),
+        "judge_cost_usd": micros_to_usd(int(run.judge_cost_micros or 0)),
+        "total_cost_usd": micros_to_usd(int(run.cost_micros or 0)
+                                        + int(run.judge_cost_micros or 0)),
+        "judge_calls": int(run.judge_calls or 0),
+        "warnings": list(settings.get("warnings") or []),
+        "gradings": run.gradings or [],
+        "tokens": {"input": int(run.input_tokens or 0), "output": int(run.output_tokens or 0)},
+        "arms": [arm_view(a) for a in run.arms],
+        "outcome": {k: v for k, v in kept.items() if k != "arms"} if kept else None,
+        "stability": (kept or {}).get("stability"),
+        "reused_baseline_run_id": settings.get("reused_baseline_run_id"),
+        "suite_id": settings.get("suite_id"),
+        "missing_baseline_version": settings.get("missing_baseline_version"),
+        "summaries": ({arm_id: summary_view(r) for arm_id, r in summaries.items()}
+                      if summaries is not None else (kept or {}).get("arms")),
+    }
+
+
+def run_read_view(read: RunRead) -> dict[str, Any]:
+    """One run (`GET /eval-runs/{id}`): its `run_view` with `ungraded_score_ids` and, when read,
+    `results` (every attempt's `attempt_view`, by attempt key)."""
+    view = run_view(read.run, summaries=read.summaries)
+    view["ungraded_score_ids"] = read.ungraded_score_ids
+    if read.attempts is not None:
+        view["results"] = [attempt_view(a) for a in read.attempts]
+    return view
+
+
+def run_list_view(page: RunList) -> dict[str, Any]:
+    """A page of runs (`GET /eval-runs`, `GET /agents/{id}/eval-runs`, `GET
+    /datasets/{id}/eval-runs`): `{runs: [run_view], next_cursor}`."""
+    return {"runs": [run_view(r) for r in page.runs], "next_cursor": page.next_cursor}
+
+
+def attempt_view(row: Attempt) -> dict[str, Any]:
+    """One attempt (`results` of `GET /eval-runs/{id}`, the cases' `attempts`, each event of `GET
+    .../events`): its state, `score` (the mean of its decided scores, None without one), answer
+    as kept (a long one's start, the whole in the bucket at `answer_ref`), calls, scores, costs in
+    USD, tokens, `latency_ms` and when it was recorded."""
+    scores = row.scores or []
+    decided = [s.get("score", 0.0) for s in scores if s.get("passed") is not None]
+    return {"arm_id": row.arm_id, "case_id": row.case_id, "attempt": int(row.attempt),
+            "state": row.state, "passed": row.state == AttemptState.PASSED,
+            "score": (sum(decided) / len(decided)) if decided else None,
+            "answer": row.answer, "answer_ref": row.answer_ref, "calls": row.calls,
+            "scores": scores, "reason": row.reason, "error": row.error, "crash": bool(row.crash),
+            "guardrail": row.guardrail, "cost_usd": micros_to_usd(int(row.cost_micros or 0)),
+            "judge_cost_usd": micros_to_usd(int(row.judge_cost_micros or 0)),
+            "regraded": row.regraded or [],
+            "tokens": {"input": int(row.input_tokens or 0), "output": int(row.output_tokens or 0)},
+            "latency_ms": float(row.latency_ms or 0), "model": row.model,
+            "recorded_at": row.recorded_at}
+
+
+def events_view(found: RunEvents) -> dict[str, Any]:
+    """One long-poll of a run's live updates (`GET /eval-runs/{id}/events`, `GET
+    /api/evaluations/stream/{id}`): `{run_id, events: [{type: "attempt_recorded", cursor,
+    ...attempt_view}], cursor, status, progress, done}`."""
+    run = found.run
+    return {"run_id": run.run_id,
+            "events": [{"type": "attempt_recorded", "cursor": r.recorded_key, **attempt_view(r)}
+                       for r in found.attempts],
+            "cursor": found.cursor, "status": run.status, "progress": progress_view(run),
+            "done": found.done}
+
+
+def comparison_view(run: Run, comparison: Comparison) -> dict[str, Any]:
+    """A candidate arm against the baseline (`GET /eval-runs/{id}/comparison`): `{run_id,
+    status}` and the comparison as the outcome keeps it (verdict, counts, flips, pass rates,
+    efficiency axes, each case's outcome)."""
+    return {"run_id": run.run_id, "status": run.status, **comparison.as_json()}
+
+
+def cases_view(run_id: str, cases: list[CaseResults]) -> dict[str, Any]:
+    """A run's cases (`GET /eval-runs/{id}/cases`): `{run_id, cases: [{case_id, expects, outcome,
+    arms: {arm_id: {settled, attempts: [attempt_view]}}}]}`."""
+    return {"run_id": run_id, "cases": [
+        {"case_id": case.case_id, "expects": case.expects, "outcome": case.outcome,
+         "arms": {arm_id: {"settled": side.settled,
+                           "attempts": [attempt_view(a) for a in side.attempts]}
+                  for arm_id, side in case.arms.items()}}
+        for case in cases]}
+
+
+def arm_spec_view(run_id: str, arm: Arm) -> dict[str, Any]:
+    """The spec one side ran, as copied onto the run at start (`GET
+    /eval-runs/{id}/arms/{arm_id}/spec`): `{run_id, arm_id, version, draft, spec_hash, spec}`."""
+    return {"run_id": run_id, "arm_id": arm.arm_id, "version": arm.version, "draft": arm.draft,
+            "spec_hash": arm.spec_hash, "spec": arm.spec}

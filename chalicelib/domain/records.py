@@ -16,6 +16,9 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, ClassVar
 
+from chalicelib.domain.enums import ArmRole
+from chalicelib.domain.outcome import Outcome
+
 
 @dataclass(frozen=True, kw_only=True)
 class Organization:
@@ -251,6 +254,32 @@ class DatasetCase:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Arm:
+    """One side of a run (`Run.arms`): what it runs, the spec copied at start, and how it is
+    labelled. A baseline whose first answers come from an earlier run does not answer here
+    (`answers` False) and names where they come from (`source_*`); it is still asked again beside
+    the candidate unless it is the candidate itself at an earlier time (`rerun`)."""
+
+    arm_id: str
+    """`candidate`, `candidate:<model_profile_id>` for a further model, or `baseline`."""
+    role: ArmRole
+    version: int | None = None
+    """The agent version it runs; None for the draft."""
+    draft: bool = False
+    spec: dict[str, Any]
+    spec_hash: str
+    model_profile_id: str | None = None
+    answers: bool = True
+    """False when its first answers are borrowed from run `source_run_id`."""
+    rerun: bool = True
+    """Whether the reruns of a flip ask this arm again too."""
+    source_run_id: str | None = None
+    source_arm_id: str | None = None
+    source_dataset_version: int | None = None
+    source_completed_at: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Run:
     """An eval run: header, arms, phase, task cursor, slots and counters (DESIGN §4-§7)."""
 
@@ -269,7 +298,8 @@ class Run:
     draft: bool = False
     spec_hash: str
     environment_id: str | None = None
-    arms: Any
+    arms: tuple[Arm, ...]
+    """The candidate arm(s), first the one the run's `outcome` is about, then any baseline."""
     case_ids_text: str
     scoring: Any
     settings: Any = field(default_factory=dict)
@@ -296,7 +326,8 @@ class Run:
     started_at: str | None = None
     completed_at: str | None = None
     reason: str | None = None
-    outcome: Any = None
+    outcome: Outcome | None = None
+    """What finalizing computed (a completed run's, computed again by a regrade); None before."""
     enqueue_errors: int = 0
 
     CURSOR: ClassVar[tuple[str, ...]] = ("status", "phase", "next_index", "tasks_total", "slots",
@@ -336,7 +367,7 @@ class ActiveRun:
     created_at: str
     status: str
     environment_id: str | None = None
-    arms: Any
+    arms: tuple[Arm, ...]
     settings: Any = field(default_factory=dict)
     cost_micros: int = 0
     judge_cost_micros: int = 0

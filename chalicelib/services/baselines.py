@@ -22,7 +22,7 @@ from chalicelib.domain.baseline import (
 )
 from chalicelib.domain.enums import ArmRole, RunStatus
 from chalicelib.domain.identity import Identity
-from chalicelib.domain.records import Run
+from chalicelib.domain.records import Arm, Run
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import InvalidInputError, NotFoundError
 
@@ -39,18 +39,19 @@ def arm_records(run: Run) -> list[ArmRecord]:
     """The arms of a completed run as baseline candidates (none for a run that did not complete)."""
     if run.status != RunStatus.COMPLETED or not run.completed_at:
         return []
-    arms_outcome = (run.outcome or {}).get("arms") or {}
+    results = run.outcome.arms if run.outcome is not None else {}
     out = []
     for arm in run.arms:
-        quality = (arms_outcome.get(arm["arm_id"]) or {}).get("quality") or {}
+        result = results.get(arm.arm_id)
         out.append(ArmRecord(
-            run_id=run.run_id, arm_id=arm["arm_id"], version=None if arm.get("draft") else arm.get("version"),
-            spec_hash=arm["spec_hash"], model=model_of(arm["spec"]), dataset_id=run.dataset_id,
+            run_id=run.run_id, arm_id=arm.arm_id, version=None if arm.draft else arm.version,
+            spec_hash=arm.spec_hash, model=model_of(arm.spec), dataset_id=run.dataset_id,
             dataset_version=int(run.dataset_version), scoring_hash=spec_hash(run.scoring),
             environment_id=run.environment_id, completed_at_ms=epoch_ms(parse_iso(run.completed_at)),
-            answered_here=arm.get("answers", True),
-            every_case_answered=quality.get("incomplete", 1) == 0 and quality.get("cases", 0) == len(run.case_ids),
-            judge_key=_one_judge((arms_outcome.get(arm["arm_id"]) or {}).get("judges"))))
+            answered_here=arm.answers,
+            every_case_answered=result is not None and result.quality.incomplete == 0
+            and result.quality.cases == len(run.case_ids),
+            judge_key=_one_judge(list(result.judges) if result is not None else None)))
     return out
 
 
@@ -67,20 +68,21 @@ def recent_runs(c: Container, org_id: str, agent_id: str) -> list[Run]:
     return list(c.runs.list_by_agent(org_id, agent_id, limit=RECENT_RUNS))
 
 
-def borrowed_arm(record: ArmRecord, source: Run, *, rerun: bool) -> dict[str, Any]:
+def borrowed_arm(record: ArmRecord, source: Run, *, rerun: bool) -> Arm:
     """A baseline arm whose first answers are `record`'s in run `source`."""
-    arm = next(a for a in source.arms if a["arm_id"] == record.arm_id)
-    return {"arm_id": "baseline", "role": ArmRole.BASELINE.value, "version": record.version, "draft": False,
-            "spec": arm["spec"], "spec_hash": arm["spec_hash"], "model_profile_id": arm.get("model_profile_id"),
-            "answers": False, "rerun": rerun, "source_run_id": record.run_id, "source_arm_id": record.arm_id,
-            "source_dataset_version": record.dataset_version, "source_completed_at": source.completed_at}
+    arm = next(a for a in source.arms if a.arm_id == record.arm_id)
+    return Arm(arm_id="baseline", role=ArmRole.BASELINE, version=record.version, draft=False,
+               spec=arm.spec, spec_hash=arm.spec_hash, model_profile_id=arm.model_profile_id,
+               answers=False, rerun=rerun, source_run_id=record.run_id, source_arm_id=record.arm_id,
+               source_dataset_version=record.dataset_version,
+               source_completed_at=source.completed_at)
 
 
 def choose(c: Container, who: Identity, agent_id: str, *, candidate_spec: dict[str, Any],
            version_before: int | None, dataset_id: str, dataset_version: int, scoring: dict[str, Any],
            environment_id: str | None, body: dict[str, Any], before_spec: dict[str, Any] | None,
            paired: bool, now_ms: int, judge_key: str | None = None,
-           recent: list[Run] | None = None) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+           recent: list[Run] | None = None) -> tuple[Arm | None, dict[str, Any]]:
     """The baseline arm for a new run, or None, and what to tell the caller.
 
     Args:
@@ -104,7 +106,7 @@ def choose(c: Container, who: Identity, agent_id: str, *, candidate_spec: dict[s
         if source.agent_id != agent_id or source.dataset_id != dataset_id:
             raise InvalidInputError("baseline_run_id must be a run of the same agent and dataset",
                                     field="baseline_run_id")
-        first_candidate = next(a["arm_id"] for a in source.arms if a["role"] == ArmRole.CANDIDATE)
+        first_candidate = next(a.arm_id for a in source.arms if a.role is ArmRole.CANDIDATE)
         records = [r for r in arm_records(source) if r.arm_id == first_candidate and r.answered_here]
         if not records:
             raise InvalidInputError("baseline_run_id must name a completed run", field="baseline_run_id")
@@ -122,10 +124,11 @@ def choose(c: Container, who: Identity, agent_id: str, *, candidate_spec: dict[s
                                 environment_id=environment_id, model=model, now_ms=now_ms,
                                 cache_hours=c.settings.eval_baseline_cache_hours, judge_key=judge_key)
         if rec is None:
-            return ({"arm_id": "baseline", "role": ArmRole.BASELINE.value, "version": version_before,
-                     "draft": False, "spec": before_spec, "spec_hash": spec_hash(before_spec),
-                     "model_profile_id": before_spec.get("model_profile_id"), "answers": True,
-                     "rerun": not (spec_hash(before_spec) == cand_hash and model == cand_model)}, {})
+            return (Arm(arm_id="baseline", role=ArmRole.BASELINE, version=version_before,
+                        draft=False, spec=before_spec, spec_hash=spec_hash(before_spec),
+                        model_profile_id=before_spec.get("model_profile_id"), answers=True,
+                        rerun=not (spec_hash(before_spec) == cand_hash and model == cand_model)),
+                    {})
     else:
         rec = default_baseline(records, version=version_before, dataset_id=dataset_id, scoring_hash=scoring_hash,
                                environment_id=environment_id, model=model, judge_key=judge_key)

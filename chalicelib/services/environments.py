@@ -73,8 +73,8 @@ def active_runs_using(c: Container, org_id: str, *, environment_id: str | None =
         if environment_id is not None and (run.environment_id == environment_id or (
                 run.environment_id in (None, "default") and environment_id == default)):
             out.append(run.run_id)
-        elif model_profile_id is not None and any(a.get("model_profile_id") == model_profile_id
-                                                  for a in run.arms or []):
+        elif model_profile_id is not None and any(a.model_profile_id == model_profile_id
+                                                  for a in run.arms):
             out.append(run.run_id)
     return out
 

@@ -30,14 +30,15 @@ def _history(c: Container, recent: list[Run], org_id: str) -> tuple[dict[str | N
     for run in recent:
         if run.org_id != org_id or run.status != RunStatus.COMPLETED:
             continue
-        arms_outcome = (run.outcome or {}).get("arms") or {}
+        results = run.outcome.arms if run.outcome is not None else {}
         this_run: dict[str | None, list[int]] = {}
         for arm in run.arms:
-            eff = (arms_outcome.get(arm["arm_id"]) or {}).get("efficiency") or {}
-            if arm.get("answers", True) and eff.get("attempts"):
-                acc = this_run.setdefault(baselines.model_of(arm["spec"]), [0, 0])
-                acc[0] += int(eff.get("cost_micros") or 0)
-                acc[1] += int(eff["attempts"])
+            result = results.get(arm.arm_id)
+            eff = result.efficiency if result is not None else None
+            if arm.answers and eff is not None and eff.attempts:
+                acc = this_run.setdefault(baselines.model_of(arm.spec), [0, 0])
+                acc[0] += eff.cost_micros or 0
+                acc[1] += eff.attempts
         judge_model = (run.settings or {}).get("judge_model")
         for totals, model, cost, count in (
                 *((answers, m, v[0], v[1]) for m, v in this_run.items()),
@@ -79,10 +80,10 @@ def price(c: Container, who: Identity, plan: Plan) -> dict[str, Any]:
     answers, grading = _history(c, plan.recent_runs, who.org_id)
     arm_plans = []
     for arm in plan.arms:
-        model = baselines.model_of(arm["spec"])
-        per_case, basis = rules.unit_cost(answers.get(model), arm["spec"].get("price"), **fallback)
-        arm_plans.append(rules.ArmPlan(arm["arm_id"], arm["role"], model, per_case, basis,
-                                       answers=arm.get("answers", True), rerun=arm.get("rerun", True)))
+        model = baselines.model_of(arm.spec)
+        per_case, basis = rules.unit_cost(answers.get(model), arm.spec.get("price"), **fallback)
+        arm_plans.append(rules.ArmPlan(arm.arm_id, arm.role.value, model, per_case, basis,
+                                       answers=arm.answers, rerun=arm.rerun))
     judge_plan = None
     if plan.judge is not None:
         per_call, basis = rules.unit_cost(grading.get(plan.judge.model), plan.judge.runtime_spec.get("price"),

@@ -17,6 +17,7 @@ from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain import compare
 from chalicelib.domain import judge as judge_rules
+from chalicelib.domain import outcome as outcomes
 from chalicelib.domain.enums import (
     ArmRole,
     AttemptState,
@@ -25,14 +26,20 @@ from chalicelib.domain.enums import (
     RunStatus,
 )
 from chalicelib.domain.events import RunEnded
-from chalicelib.domain.money import micros_to_usd
-from chalicelib.domain.records import Attempt, Run
+from chalicelib.domain.outcome import (
+    ArmResult,
+    CaseCompared,
+    ComparedBaseline,
+    Comparison,
+    Outcome,
+    Stability,
+)
+from chalicelib.domain.records import Arm, Attempt, Run
 from chalicelib.domain.runs import (
     ArmSummary,
     AttemptFacts,
     settle,
     summarize_arm,
-    verdict_word,
 )
 from chalicelib.domain.spec import spec_hash
 from chalicelib.services import messagebus, slots
@@ -52,32 +59,11 @@ def facts(row: Attempt) -> AttemptFacts:
         crash=bool(row.crash), reason=row.reason or "", judge=judge_rules.score_judge_key(scores))
 
 
-def summary_view(s: ArmSummary) -> dict[str, Any]:
-    """The API shape of an arm summary: quality and efficiency kept apart (seed 004 "Results")."""
-    interval = compare.wilson_interval(s.passed, s.decided)
-    return {
-        "quality": {
-            "cases": s.cases, "passed": s.passed, "failed": s.failed, "incomplete": s.incomplete,
-            "ungraded": s.ungraded, "crashed": s.crashed, "pass_rate": s.pass_rate,
-            "pass_rate_interval_95": list(interval) if interval else None,
-            "first_pass_rate": s.first_pass_rate, "average_score": s.average_score,
-            "undecided": s.incomplete + s.ungraded, "undecided_reasons": s.undecided_reasons,
-        },
-        "efficiency": {
-            "cost_usd": micros_to_usd(s.cost_micros),
-            "cost_per_passed_case_usd": micros_to_usd(s.cost_micros // s.passed) if s.passed else None,
-            "tokens_per_case": ((s.input_tokens + s.output_tokens) / s.cases) if s.cases else None,
-            "input_tokens": s.input_tokens, "output_tokens": s.output_tokens,
-            "latency_p50_ms": s.latency_p50_ms, "latency_p95_ms": s.latency_p95_ms,
-        },
-    }
-
-
 def summarize(run: Run, attempts: list[Attempt]) -> dict[str, ArmSummary]:
     """Each arm's summary over the run's cases (a case graded by two judges counts the tries of
     the one that graded more of them)."""
-    return {arm["arm_id"]: summarize_arm([f for tries in by_case(run, attempts, arm["arm_id"]).values() for f in tries],
-                                         run.case_ids) for arm in run.arms}
+    return {arm.arm_id: summarize_arm([f for tries in by_case(run, attempts, arm.arm_id).values()
+                                       for f in tries], run.case_ids) for arm in run.arms}
 
 
 def judge_keys(attempts: list[Attempt], arm_id: str) -> set[str]:
@@ -109,39 +95,33 @@ def could_not_run(attempts: list[Attempt], arm_id: str) -> str | None:
     return None
 
 
-def arm_views(c: Container, run: Run, attempts: list[Attempt],
-              summaries: dict[str, ArmSummary]) -> dict[str, dict[str, Any]]:
-    """Each arm's summary with its per-tag summaries and, when it could not run, why."""
-    tags = {cid: (c.datasets.get_case(run.org_id, run.dataset_id, int(run.dataset_version), cid) or {}).get("tags") or []
-            for cid in run.case_ids}
-    views = {}
+def arm_results(c: Container, run: Run, attempts: list[Attempt],
+                summaries: dict[str, ArmSummary]) -> dict[str, ArmResult]:
+    """Each arm's result: its summary, its per-tag summaries (the tags read from the dataset's
+    cases), why it could not run, its judges, and what its own answers cost (the next estimate's
+    exact history; nothing for answers borrowed from another run)."""
+    tags = {cid: (c.datasets.get_case(run.org_id, run.dataset_id, int(run.dataset_version), cid)
+                  or {}).get("tags") or [] for cid in run.case_ids}
+    results = {}
     for arm_id, summary in summaries.items():
-        view = summary_view(summary)
-        by_tag = compare.summarize_by_tag(by_case(run, attempts, arm_id), tags)
-        view["tags"] = {tag: summary_view(s) for tag, s in sorted(by_tag.items())}
-        view["could_not_run"] = could_not_run(attempts, arm_id)
-        view["judges"] = sorted(judge_keys(attempts, arm_id))
-        # Exact history for the next estimate: what this arm's own answers cost, over how many.
         own = [] if _borrowed(run, arm_id) else [r for r in attempts if r.arm_id == arm_id]
-        view["efficiency"]["cost_micros"] = sum(int(r.cost_micros or 0) for r in own)
-        view["efficiency"]["attempts"] = len(own)
-        views[arm_id] = view
-    return views
+        results[arm_id] = outcomes.arm_result(
+            summary, tags=compare.summarize_by_tag(by_case(run, attempts, arm_id), tags),
+            could_not_run=could_not_run(attempts, arm_id), judges=judge_keys(attempts, arm_id),
+            own=(sum(int(r.cost_micros or 0) for r in own), len(own)))
+    return results
 
 
 def _borrowed(run: Run, arm_id: str) -> bool:
-    return any(a["arm_id"] == arm_id and not a.get("answers", True) for a in run.arms)
+    return any(a.arm_id == arm_id and not a.answers for a in run.arms)
 
 
-def outcome_of(run: Run, summaries: dict[str, ArmSummary]) -> dict[str, Any]:
-    """The first candidate's numbers as the run's `outcome` (what listings and verdicts read)."""
-    cand = next(a["arm_id"] for a in run.arms if a["role"] == ArmRole.CANDIDATE)
-    s = summaries[cand]
-    return {"arm_id": cand, "total": s.cases, "passed": s.passed, "failed": s.failed,
-            "incomplete": s.incomplete, "ungraded": s.ungraded, "crashed": s.crashed,
-            "pass_rate": s.pass_rate, "first_pass_rate": s.first_pass_rate,
-            "average_score": s.average_score, "verdict": verdict_word(s.cases, s.passed).value,
-            "undecided": s.incomplete + s.ungraded}
+def outcome_of(run: Run, summaries: dict[str, ArmSummary],
+               arms: dict[str, ArmResult] | None = None) -> Outcome:
+    """The first candidate's numbers as the run's outcome (what listings and verdicts read), with
+    every arm's result `arms` when given."""
+    cand = next(a.arm_id for a in run.arms if a.role is ArmRole.CANDIDATE)
+    return outcomes.outcome_of(cand, summaries[cand], arms)
 
 
 def settled_state(tries: list[Attempt]) -> str | None:
@@ -164,7 +144,7 @@ def by_case(run: Run, attempts: list[Attempt], arm_id: str) -> dict[str, list[At
 
 
 def _arm_ids(run: Run, role: ArmRole) -> list[str]:
-    return [a["arm_id"] for a in run.arms if a["role"] == role]
+    return [a.arm_id for a in run.arms if a.role is role]
 
 
 def all_attempts(c: Container, run: Run) -> list[Attempt]:
@@ -172,12 +152,12 @@ def all_attempts(c: Container, run: Run) -> list[Attempt]:
     (relabelled with this run's arm id; they cost this run nothing)."""
     rows = c.runs.attempts(run.org_id, run.run_id)
     for arm in run.arms:
-        if arm.get("answers", True) or not arm.get("source_run_id"):
+        if arm.answers or not arm.source_run_id:
             continue
-        source = c.runs.attempts(run.org_id, arm["source_run_id"])   # of the same organization
-        rows += [replace(row, run_id=run.run_id, arm_id=arm["arm_id"], cost_micros=0,
-                         attempt_key=f"{arm['arm_id']}#{row.case_id}#001")
-                 for row in source if row.arm_id == arm["source_arm_id"] and int(row.attempt) == 1]
+        source = c.runs.attempts(run.org_id, arm.source_run_id)   # of the same organization
+        rows += [replace(row, run_id=run.run_id, arm_id=arm.arm_id, cost_micros=0,
+                         attempt_key=f"{arm.arm_id}#{row.case_id}#001")
+                 for row in source if row.arm_id == arm.source_arm_id and int(row.attempt) == 1]
     return rows
 
 
@@ -189,13 +169,13 @@ class Sides:
     baseline: dict[str, list[AttemptFacts]]
     candidate_fps: dict[str, str]
     baseline_fps: dict[str, str]
-    baseline_arm: dict[str, Any]
+    baseline_arm: Arm
     invalid_reason: str | None
 
 
 def sides(c: Container, run: Run, attempts: list[Attempt], arm_id: str | None = None) -> Sides | None:
     """A candidate arm (default the first) and the baseline; None for a run without a baseline."""
-    base_arm = next((a for a in run.arms if a["role"] == ArmRole.BASELINE), None)
+    base_arm = next((a for a in run.arms if a.role is ArmRole.BASELINE), None)
     if base_arm is None:
         return None
 
@@ -204,18 +184,18 @@ def sides(c: Container, run: Run, attempts: list[Attempt], arm_id: str | None = 
                 for case in c.datasets.cases(run.org_id, run.dataset_id, version)}
 
     cand_fps = fps(int(run.dataset_version))
-    source_version = int(base_arm.get("source_dataset_version") or run.dataset_version)
+    source_version = int(base_arm.source_dataset_version or run.dataset_version)
     base_fps = cand_fps if source_version == int(run.dataset_version) else fps(source_version)
     invalid = None
     cand_arm = arm_id or _arm_ids(run, ArmRole.CANDIDATE)[0]
-    if base_arm.get("source_run_id"):
-        source = c.runs.get(run.org_id, base_arm["source_run_id"])
+    if base_arm.source_run_id:
+        source = c.runs.get(run.org_id, base_arm.source_run_id)
         if source is not None and spec_hash(source.scoring) != spec_hash(run.scoring):
             invalid = "the sides were scored with different scoring settings"
     invalid = invalid or judge_rules.invalid_reason(judge_keys(attempts, cand_arm),
-                                                    judge_keys(attempts, base_arm["arm_id"]))
+                                                    judge_keys(attempts, base_arm.arm_id))
     return Sides(by_case(run, attempts, cand_arm),
-                 by_case(run, attempts, base_arm["arm_id"]), cand_fps, base_fps, base_arm, invalid)
+                 by_case(run, attempts, base_arm.arm_id), cand_fps, base_fps, base_arm, invalid)
 
 
 def confirming_tasks(c: Container, run: Run, attempts: list[Attempt]) -> list[list[Any]]:
@@ -244,7 +224,7 @@ def confirming_tasks(c: Container, run: Run, attempts: list[Attempt]) -> list[li
     if both is None:
         return []
     flipped = [cid for cid in run.case_ids if cid in flipped]
-    rerun_base = both.baseline_arm["arm_id"] if both.baseline_arm.get("rerun", True) else None
+    rerun_base = both.baseline_arm.arm_id if both.baseline_arm.rerun else None
     return [list(t) for t in compare.rerun_tasks(flipped, candidates, rerun_base, reruns)]
 
 
@@ -280,50 +260,51 @@ def ended(c: Container, org_id: str, run_id: str) -> None:
 
 
 def comparison_of(c: Container, run: Run, attempts: list[Attempt],
-                  arm_id: str | None = None) -> dict[str, Any] | None:
-    """A candidate arm (default the first) compared with the baseline, as the API shows it; None
-    without a baseline."""
+                  arm_id: str | None = None) -> Comparison | None:
+    """A candidate arm (default the first) compared with the baseline; None without a
+    baseline."""
     both = sides(c, run, attempts, arm_id)
     if both is None:
         return None
-    cand_arm, base_arm = arm_id or _arm_ids(run, ArmRole.CANDIDATE)[0], both.baseline_arm["arm_id"]
+    cand_arm, base_arm = arm_id or _arm_ids(run, ArmRole.CANDIDATE)[0], both.baseline_arm.arm_id
     broken = {arm: err for arm in (cand_arm, base_arm) if (err := could_not_run(attempts, arm))}
     questions = {case["case_id"]: case.get("input", "")
                  for case in c.datasets.cases(run.org_id, run.dataset_id, int(run.dataset_version))}
     result = compare.compare_arms(
         both.candidate, both.baseline, candidate_fps=both.candidate_fps, baseline_fps=both.baseline_fps,
-        baseline_rerun=both.baseline_arm.get("rerun", True),
+        baseline_rerun=both.baseline_arm.rerun,
         reruns_expected=int((run.settings or {}).get("reruns", 0)), invalid_reason=both.invalid_reason,
         significance=c.settings.eval_significance, questions=questions)
     summaries = summarize(run, attempts)
-    view = {"candidate_arm_id": cand_arm, "baseline_arm_id": base_arm,
-            "baseline": {k: both.baseline_arm.get(k) for k in ("version", "source_run_id", "source_completed_at",
-                                                                "source_dataset_version", "rerun")},
-            **result.as_dict(),
-            "efficiency": {name: (str(axis) if axis else None) for name, axis in compare.efficiency_axes(
-                summaries[cand_arm], summaries[base_arm], c.settings.eval_efficiency_tolerance).items()},
-            "cases": [{"case_id": cid, "outcome": str(result.outcomes[cid])} for cid in run.case_ids
-                      if cid in result.outcomes]}
+    base = both.baseline_arm
+    values = {"candidate_arm_id": cand_arm, "baseline_arm_id": base_arm,
+              "baseline": ComparedBaseline(
+                  version=base.version, source_run_id=base.source_run_id,
+                  source_completed_at=base.source_completed_at,
+                  source_dataset_version=base.source_dataset_version, rerun=base.rerun),
+              **result.as_dict(),
+              "efficiency": compare.efficiency_axes(summaries[cand_arm], summaries[base_arm],
+                                                    c.settings.eval_efficiency_tolerance),
+              "cases": [CaseCompared(case_id=cid, outcome=result.outcomes[cid])
+                        for cid in run.case_ids if cid in result.outcomes]}
     if broken:
         # A side that could not run says so instead of a verdict.
-        view.update(verdict=None, overall=None, could_not_run=broken)
-    return view
+        values |= {"verdict": None, "overall": None, "could_not_run": broken}
+    return Comparison.model_validate(values)
 
 
-def compute_outcome(c: Container, run: Run, attempts: list[Attempt]) -> dict[str, Any]:
-    """The run's `outcome`: the first candidate's numbers, every arm's summary, the stability
+def compute_outcome(c: Container, run: Run, attempts: list[Attempt]) -> Outcome:
+    """The run's outcome: the first candidate's numbers, every arm's result, the stability
     figures or the comparison with the baseline."""
     summaries = summarize(run, attempts)
-    outcome = outcome_of(run, summaries)
-    outcome["arms"] = arm_views(c, run, attempts, summaries)
+    cand = _arm_ids(run, ArmRole.CANDIDATE)[0]
+    stability = None
     if run.purpose == RunPurpose.STABILITY:
-        cand = by_case(run, attempts, _arm_ids(run, ArmRole.CANDIDATE)[0])
-        outcome["stability"] = compare.stability({cid: [a.state for a in tries] for cid, tries in cand.items()})
-    comparison = comparison_of(c, run, attempts)
-    if comparison is not None:
-        outcome["comparison"] = comparison
-        outcome["comparison_verdict"] = comparison["verdict"]
-    return outcome
+        tries = by_case(run, attempts, cand)
+        stability = Stability(**compare.stability(
+            {cid: [a.state for a in case_tries] for cid, case_tries in tries.items()}))
+    return outcomes.outcome_of(cand, summaries[cand], arm_results(c, run, attempts, summaries),
+                               stability=stability, comparison=comparison_of(c, run, attempts))
 
 
 def finalize(c: Container, org_id: str, run_id: str) -> None:

@@ -169,7 +169,7 @@ def recompute_outcome(c: Container, org_id: str, run_id: str, *,
         return replace(run, outcome=finalize.compute_outcome(c, run, finalize.all_attempts(c, run)))
 
     def write(before: Run, after: Run) -> bool:
-        return c.runs.record_outcome(before, after.outcome)
+        return after.outcome is not None and c.runs.record_outcome(before, after.outcome)
 
     change(lambda: c.runs.get(org_id, run_id), recomputed, write, tries=RECOMPUTE_TRIES,
            pause=pause, field="run_id",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from chalicelib.domain.records import Run
+from chalicelib.domain.records import Arm, Run
 from chalicelib.services import judges
 
 
@@ -29,7 +29,7 @@ class Plan:
     judged: int
     """Cases the judge applies to (0 without a judge)."""
     judge: judges.ResolvedJudge | None
-    arms: list[dict[str, Any]]
+    arms: list[Arm]
     info: dict[str, Any]
     """`reused_baseline_run_id` / `missing_baseline_version` when they apply."""
     reruns: int

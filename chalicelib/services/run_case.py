@@ -29,7 +29,7 @@ from chalicelib.domain.models import (
     ScoreResult,
     ScoringConfig,
 )
-from chalicelib.domain.records import Attempt, BudgetReading, Run
+from chalicelib.domain.records import Arm, Attempt, BudgetReading, Run
 from chalicelib.domain.runs import Task
 from chalicelib.errors import AssayError
 from chalicelib.retrying import change, jitter
@@ -82,7 +82,7 @@ def parse_message(body: str) -> tuple[str, str, Task] | None:
 # --- asking ----------------------------------------------------------------------------------
 
 
-def ask_and_grade(c: Container, run: Run, arm: dict[str, Any], case: Case, task: Task, *,
+def ask_and_grade(c: Container, run: Run, arm: Arm, case: Case, task: Task, *,
                   budget_read: BudgetReading | None = None) -> AttemptResult:
     """Ask the arm's agent the case (retrying provider errors), then grade the answer.
 
@@ -93,7 +93,7 @@ def ask_and_grade(c: Container, run: Run, arm: dict[str, Any], case: Case, task:
     spent before the agent was asked → `incomplete` with `budget_exceeded` set.
     `budget_read`: the budgets as read with the run a moment ago, used for the first try's check.
     """
-    spec = arm["spec"]
+    spec = arm.spec
     request = CaseRequest(run_id=run.run_id, case_id=case.case_id, attempt=task.attempt,
                           input=case.input, history=case.history, metadata={"tags": case.tags})
     asked = asking.ask(c, run.org_id, run.agent_id, spec, request, budget_read=budget_read)
@@ -388,7 +388,7 @@ def handle_task(c: Container, body: str, *, receive_count: int = 1, receipt_hand
             status, f"run {status.value}")
         record(c, run, task, AttemptResult(AttemptState.INCOMPLETE, reason=reason))
         return
-    arm = next((a for a in run.arms if a["arm_id"] == task.arm_id), None)
+    arm = next((a for a in run.arms if a.arm_id == task.arm_id), None)
     raw_case = c.datasets.get_case(run.org_id, run.dataset_id, int(run.dataset_version), task.case_id)
     if arm is None or raw_case is None:
         record(c, run, task, AttemptResult(AttemptState.INCOMPLETE, reason="unknown arm or case"))

@@ -7,6 +7,7 @@ import binascii
 import json
 import time
 import uuid
+from dataclasses import dataclass, replace
 from typing import Any
 
 from chalicelib.bootstrap import Container
@@ -14,8 +15,8 @@ from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import ArmRole, RunPhase, RunPurpose, RunStatus
 from chalicelib.domain.events import BudgetExhausted
 from chalicelib.domain.identity import Identity
-from chalicelib.domain.money import micros_to_usd
-from chalicelib.domain.records import Attempt, Run
+from chalicelib.domain.outcome import ArmResult, Comparison
+from chalicelib.domain.records import Arm, Attempt, Run
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import (
     BudgetExceededError,
@@ -72,10 +73,11 @@ def resolve_candidate(c: Container, who: Identity, agent_id: str, candidate: Any
     return row.spec, number, False
 
 
-def _arm(arm_id: str, role: ArmRole, spec: dict[str, Any], version: int | None, draft: bool) -> dict[str, Any]:
-    """One side of a run: what it runs (the spec copied at start) and how it is labelled."""
-    return {"arm_id": arm_id, "role": role.value, "version": version, "draft": draft, "spec": spec,
-            "spec_hash": spec_hash(spec), "model_profile_id": spec.get("model_profile_id")}
+def _arm(arm_id: str, spec: dict[str, Any], version: int | None, draft: bool) -> Arm:
+    """One candidate side of a run: what it runs (the spec copied at start) and how it is
+    labelled."""
+    return Arm(arm_id=arm_id, role=ArmRole.CANDIDATE, version=version, draft=draft, spec=spec,
+               spec_hash=spec_hash(spec), model_profile_id=spec.get("model_profile_id"))
 
 
 def version_before(c: Container, who: Identity, agent_id: str, candidate_version: int | None,
@@ -136,11 +138,11 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *
                 for i, pid in enumerate(body.get("model_profile_ids") or [])]
     if len({p.model_profile_id for p in profiles}) < len(profiles):
         raise InvalidInputError("a model profile is named twice", field="model_profile_ids")
-    arms = [_arm("candidate" if i == 0 else f"candidate:{p.model_profile_id}", ArmRole.CANDIDATE,
+    arms = [_arm("candidate" if i == 0 else f"candidate:{p.model_profile_id}",
                  profile_service.apply(spec, p), resolved, is_draft) for i, p in enumerate(profiles)] \
-        or [_arm("candidate", ArmRole.CANDIDATE, spec, resolved, is_draft)]
+        or [_arm("candidate", spec, resolved, is_draft)]
     for arm in arms if profiles else []:   # a profile laid over the spec is checked like a spec
-        c.runtimes.validate_spec(arm["spec"])
+        c.runtimes.validate_spec(arm.spec)
     for name in ("paired_baseline", "baseline_run_id"):
         if stability and body.get(name):
             raise InvalidInputError(f"a stability run compares nothing: leave out {name}", field=name)
@@ -165,21 +167,21 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *
         if before_spec is not None and profiles and body.get("paired_baseline"):
             before_spec = profile_service.apply(before_spec, profiles[0])   # the baseline runs on the first model
         base_arm, info = baselines.choose(
-            c, who, agent_id, candidate_spec=arms[0]["spec"], version_before=before[0] if before else None,
+            c, who, agent_id, candidate_spec=arms[0].spec, version_before=before[0] if before else None,
             dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
             scoring=scoring, environment_id=body.get("environment_id"), body=body,
             before_spec=before_spec, paired=bool(body.get("paired_baseline")),
             now_ms=epoch_ms(c.clock.now()), judge_key=judge.key if judge else None, recent=recent)
         if base_arm is not None:
-            c.runtimes.validate_spec(base_arm["spec"])
+            c.runtimes.validate_spec(base_arm.spec)
             arms.append(base_arm)
     warnings = [_ungraded_warning(ungraded)] if ungraded else []
     if judge is not None:
         if judge.spec.temperature > 0:
             warnings.append(f"the judge grades at temperature {judge.spec.temperature:g}: the same answer may be "
                             "graded differently twice")
-        tested = {baselines.model_of(a["spec"]) for a in arms if a["role"] == ArmRole.CANDIDATE} | \
-            {a["spec"].get("model") for a in arms if a["role"] == ArmRole.CANDIDATE}
+        tested = {baselines.model_of(a.spec) for a in arms if a.role is ArmRole.CANDIDATE} | \
+            {a.spec.get("model") for a in arms if a.role is ArmRole.CANDIDATE}
         if judge.model in tested:
             warnings.append(f"the judge runs on {judge.model}, the model being tested: it grades its own answers")
     return Plan(agent_id, spec, resolved, is_draft, dataset_version, case_count, ungraded, judged, judge, arms,
@@ -211,14 +213,14 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], 
     settings = c.settings
     c.orgs.ensure(who.org_id, concurrency_limit=settings.eval_org_concurrency, now_iso=iso(now))
     arms, dataset_version = plan.arms, plan.dataset
-    total = sum(1 for a in arms if a.get("answers", True)) * plan.case_count
+    total = sum(1 for a in arms if a.answers) * plan.case_count
     run = Run(
         run_id=f"run_{uuid.uuid4().hex[:16]}", org_id=who.org_id, agent_id=agent_id,
         dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
         created_at=iso(now), created_by=who.user_id, status=RunStatus.QUEUED.value,
         phase=RunPhase.ANSWERING.value, purpose=purpose or (RunPurpose.STABILITY if plan.stability else RunPurpose.CHECK).value,
         candidate="draft" if plan.draft else "version", resolved_version=plan.version, draft=plan.draft,
-        spec_hash=spec_hash(plan.spec), environment_id=body.get("environment_id"), arms=arms,
+        spec_hash=spec_hash(plan.spec), environment_id=body.get("environment_id"), arms=tuple(arms),
         case_ids_text="\n".join(dataset_version.case_ids or []), scoring=plan.scoring,
         settings={"run_concurrency": settings.eval_run_concurrency, "reruns": plan.reruns,
                   "case_timeout_seconds": settings.evaluation_case_timeout_seconds, **plan.info,
@@ -232,74 +234,38 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], 
     return c.runs.get(who.org_id, run.run_id) or run, plan.warnings
 
 
-def progress_view(run: Run) -> dict[str, Any]:
-    """Progress = recorded results against the total, read from the database (seed 001 "Progress")."""
-    expected, recorded = int(run.expected), int(run.recorded)
-    return {"run_id": run.run_id, "status": run.status, "phase": run.phase,
-            "recorded": recorded, "expected": expected, "total": expected,
-            "fraction": (min(recorded, expected) / expected) if expected else 1.0,
-            "passed": int(run.passed), "failed": int(run.failed), "incomplete": int(run.incomplete),
-            "ungraded": int(run.ungraded), "in_flight": int(run.slots)}
+@dataclass(frozen=True)
+class RunRead:
+    """One run as `GET /eval-runs/{id}` reads it: the run, each arm's result while it has no
+    kept outcome, the judge scores that graded nothing, and its attempts (by `attempt_key`) when
+    asked for."""
+
+    run: Run
+    summaries: dict[str, ArmResult] | None
+    """Computed now for a run that is not completed (or has no outcome); else None: the kept
+    outcome's `arms` stand."""
+    ungraded_score_ids: list[str]
+    attempts: list[Attempt] | None
 
 
-def run_view(run: Run, *, with_summaries: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The API shape of a run header (arms without their specs: those need agents:edit)."""
-    outcome = run.outcome
-    return {
-        "run_id": run.run_id, "agent_id": run.agent_id, "status": run.status, "phase": run.phase,
-        "purpose": run.purpose, "candidate": run.candidate,
-        "resolved_version": int(run.resolved_version) if run.resolved_version is not None else None,
-        "draft": bool(run.draft), "spec_hash": run.spec_hash,
-        "dataset_id": run.dataset_id, "dataset_version": int(run.dataset_version),
-        "environment_id": run.environment_id, "created_at": run.created_at, "created_by": run.created_by,
-        "started_at": run.started_at, "completed_at": run.completed_at, "reason": run.reason,
-        "progress": progress_view(run),
-        "cost_usd": micros_to_usd(int(run.cost_micros or 0)),
-        "judge_cost_usd": micros_to_usd(int(run.judge_cost_micros or 0)),
-        "total_cost_usd": micros_to_usd(int(run.cost_micros or 0) + int(run.judge_cost_micros or 0)),
-        "judge_calls": int(run.judge_calls or 0),
-        "warnings": list((run.settings or {}).get("warnings") or []),
-        "gradings": run.gradings or [],
-        "tokens": {"input": int(run.input_tokens or 0), "output": int(run.output_tokens or 0)},
-        "arms": [{k: v for k, v in a.items() if k != "spec"} for a in run.arms],
-        "outcome": {k: v for k, v in outcome.items() if k != "arms"} if outcome else None,
-        "stability": (outcome or {}).get("stability"),
-        "reused_baseline_run_id": (run.settings or {}).get("reused_baseline_run_id"),
-        "suite_id": (run.settings or {}).get("suite_id"),
-        "missing_baseline_version": (run.settings or {}).get("missing_baseline_version"),
-        "summaries": with_summaries if with_summaries is not None else (outcome or {}).get("arms"),
-    }
-
-
-def attempt_view(c: Container, row: Attempt, *, full_answer: bool = False) -> dict[str, Any]:
-    """The API shape of one attempt."""
-    answer = row.answer
-    if full_answer and row.answer_ref:
-        answer = c.bucket.get_text(row.answer_ref)
-    scores = row.scores or []
-    decided = [s.get("score", 0.0) for s in scores if s.get("passed") is not None]
-    return {"arm_id": row.arm_id, "case_id": row.case_id, "attempt": int(row.attempt), "state": row.state,
-            "passed": row.state == "passed", "score": (sum(decided) / len(decided)) if decided else None,
-            "answer": answer, "answer_ref": row.answer_ref, "calls": row.calls, "scores": scores,
-            "reason": row.reason, "error": row.error, "crash": bool(row.crash), "guardrail": row.guardrail,
-            "cost_usd": micros_to_usd(int(row.cost_micros or 0)),
-            "judge_cost_usd": micros_to_usd(int(row.judge_cost_micros or 0)), "regraded": row.regraded or [],
-            "tokens": {"input": int(row.input_tokens or 0), "output": int(row.output_tokens or 0)},
-            "latency_ms": float(row.latency_ms or 0), "model": row.model, "recorded_at": row.recorded_at}
-
-
-def read_run(c: Container, who: Identity, run_id: str, *, with_results: bool = True) -> dict[str, Any]:
-    """One run with each arm's summary, its outcome and (by default) every attempt."""
+def read_run(c: Container, who: Identity, run_id: str, *, with_results: bool = True) -> RunRead:
+    """One run with each arm's result, its outcome and (by default) every attempt, its borrowed
+    first answers too. Raises NotFoundError."""
     run = c.runs.get_for_org(who.org_id, run_id)
     attempts = finalize.all_attempts(c, run)
     summaries = None
     if not run.outcome or run.status != RunStatus.COMPLETED:
-        summaries = finalize.arm_views(c, run, attempts, finalize.summarize(run, attempts))
-    view = run_view(run, with_summaries=summaries)
-    view["ungraded_score_ids"] = finalize.ungraded_score_ids(run, attempts)
-    if with_results:
-        view["results"] = [attempt_view(c, a) for a in sorted(attempts, key=lambda r: r.attempt_key)]
-    return view
+        summaries = finalize.arm_results(c, run, attempts, finalize.summarize(run, attempts))
+    return RunRead(run, summaries, finalize.ungraded_score_ids(run, attempts),
+                   sorted(attempts, key=lambda r: r.attempt_key) if with_results else None)
+
+
+def full_answer(c: Container, attempt: Attempt) -> Attempt:
+    """The attempt with its whole answer: a long one is kept in the bucket (`answer_ref`) and
+    only its start on the attempt."""
+    if not attempt.answer_ref:
+        return attempt
+    return replace(attempt, answer=c.bucket.get_text(attempt.answer_ref))
 
 
 def cancel_run(c: Container, who: Identity, run_id: str) -> Run:
@@ -360,8 +326,17 @@ def _decode_cursor(c: Container, cursor: str | None, org_id: str, *, agent_id: s
     return key
 
 
+@dataclass(frozen=True)
+class RunList:
+    """One page of a listing of runs, newest first, and the cursor of the next (None after the
+    last)."""
+
+    runs: list[Run]
+    next_cursor: str | None
+
+
 def list_runs(c: Container, who: Identity, *, agent_id: str | None = None, dataset_id: str | None = None,
-              limit: int = 50, cursor: str | None = None, draft: str | None = None) -> dict[str, Any]:
+              limit: int = 50, cursor: str | None = None, draft: str | None = None) -> RunList:
     """Runs newest first, a page at a time (`cursor` from the previous page's `next_cursor`).
 
     `draft="current"` keeps the runs of the draft as it stands now (same spec hash), `"earlier"` the
@@ -386,8 +361,8 @@ def list_runs(c: Container, who: Identity, *, agent_id: str | None = None, datas
     if draft is not None:
         rows = [r for r in rows if r.draft and (r.spec_hash == current_hash) == (draft == "current")]
     last = result.next_start
-    return {"runs": [run_view(r) for r in rows],
-            "next_cursor": base64.urlsafe_b64encode(json.dumps(last).encode()).decode() if last else None}
+    next_cursor = base64.urlsafe_b64encode(json.dumps(last).encode()).decode() if last else None
+    return RunList(rows, next_cursor)
 
 
 EVENTS_SETTLE_MS = 2_000
@@ -400,13 +375,25 @@ behind every write still in flight. An ended run has nothing in flight: everythi
 """
 
 
+@dataclass(frozen=True)
+class RunEvents:
+    """What one long-poll of a run's live updates found: the attempts recorded after the cursor
+    (in recorded order), the cursor to pass back, the run as read last, and whether nothing more
+    will come."""
+
+    run: Run
+    attempts: list[Attempt]
+    cursor: str
+    done: bool
+
+
 def events(c: Container, who: Identity, run_id: str, *, after: str = "", wait_s: float | None = None,
-           limit: int = 100) -> dict[str, Any]:
+           limit: int = 100) -> RunEvents:
     """Attempts recorded after the cursor `after`, waiting up to `wait_s` seconds for one (a bounded
     long-poll: Lambda behind API Gateway cannot stream, DESIGN §11 Live updates).
 
-    Returns `{run_id, events: [attempt + cursor], cursor, status, progress, done}`; pass `cursor`
-    back as `after`. Every attempt is handed out exactly once, in recorded order.
+    Pass the returned `cursor` back as `after`: every attempt is handed out exactly once, in
+    recorded order. Raises InvalidInputError for a bad limit, NotFoundError for an unknown run.
     """
     if not 1 <= limit <= 1000:
         raise InvalidInputError("limit must be between 1 and 1000", field="limit")
@@ -421,45 +408,65 @@ def events(c: Container, who: Identity, run_id: str, *, after: str = "", wait_s:
             break
         time.sleep(0.25)
         run = c.runs.get(who.org_id, run_id) or run
-    return {"run_id": run_id, "events": [{"type": "attempt_recorded", "cursor": r.recorded_key,
-                                          **attempt_view(c, r)} for r in rows],
-            "cursor": rows[-1].recorded_key if rows else after, "status": run.status,
-            "progress": progress_view(run), "done": ended and not rows}
+    return RunEvents(run, rows, rows[-1].recorded_key if rows else after, ended and not rows)
 
 
-def comparison(c: Container, who: Identity, run_id: str, arm_id: str | None = None) -> dict[str, Any]:
+def comparison(c: Container, who: Identity, run_id: str,
+               arm_id: str | None = None) -> tuple[Run, Comparison]:
     """A candidate arm (default the first) against its baseline (seed 004 "Comparing with a baseline";
     with several models every arm is compared with the baseline on the first).
 
     Raises NotFoundError for a run without a baseline, or an arm that is not a candidate of the run.
     """
     run = c.runs.get_for_org(who.org_id, run_id)
-    candidates = [a["arm_id"] for a in run.arms if a["role"] == ArmRole.CANDIDATE]
+    candidates = [a.arm_id for a in run.arms if a.role is ArmRole.CANDIDATE]
     if arm_id is not None and arm_id not in candidates:
         raise NotFoundError(f"candidate arm {arm_id} not found in run {run_id}", field="arm_id")
-    kept = (run.outcome or {}).get("comparison") if arm_id in (None, candidates[0]) else None
+    kept = run.outcome.comparison if run.outcome and arm_id in (None, candidates[0]) else None
     if kept is None:
         kept = finalize.comparison_of(c, run, finalize.all_attempts(c, run), arm_id=arm_id)
     if kept is None:
         raise NotFoundError(f"eval run {run_id} has no baseline to compare with", field="run_id")
-    return {"run_id": run_id, "status": run.status, **kept}
+    return run, kept
+
+
+@dataclass(frozen=True)
+class CaseSide:
+    """One arm's side of one case: its settled state (None when never asked) and its attempts."""
+
+    settled: str | None
+    attempts: list[Attempt]
+
+
+@dataclass(frozen=True)
+class CaseResults:
+    """One case of a run: what it expects, its comparison outcome, and each arm's side."""
+
+    case_id: str
+    expects: dict[str, Any]
+    """The case's `input, history, reference, checks, expected_calls, tags`."""
+    outcome: str | None
+    """Its comparison outcome (`regression`, ...), None without a baseline."""
+    arms: dict[str, CaseSide]
 
 
 def cases(c: Container, who: Identity, run_id: str, *, outcome: str | None = None, tag: str | None = None,
-          arm_id: str | None = None, case_id: str | None = None) -> dict[str, Any]:
-    """Every case of the run: what it expects, its comparison outcome and every attempt per arm.
+          arm_id: str | None = None, case_id: str | None = None) -> list[CaseResults]:
+    """Every case of the run, in the run's order: what it expects, its comparison outcome and every
+    attempt per arm.
 
     Filters: `outcome` (a comparison outcome such as `regression`, or a settled state such as
     `failed`), `tag`, `arm_id`, `case_id`.
-    Raises NotFoundError for an unknown arm.
+    Raises NotFoundError for an unknown run or arm.
     """
     run = c.runs.get_for_org(who.org_id, run_id)
-    arm_ids = [a["arm_id"] for a in run.arms]
+    arm_ids = [a.arm_id for a in run.arms]
     if arm_id is not None and arm_id not in arm_ids:
         raise NotFoundError(f"arm {arm_id} not found in run {run_id}", field="arm_id")
     attempts = finalize.all_attempts(c, run)
-    compared = comparison(c, who, run_id) if any(a["role"] == ArmRole.BASELINE for a in run.arms) else None
-    outcomes = {f["case_id"]: f["outcome"] for f in (compared or {}).get("cases", [])}
+    has_baseline = any(a.role is ArmRole.BASELINE for a in run.arms)
+    compared = comparison(c, who, run_id)[1] if has_baseline else None
+    outcomes = {f.case_id: f.outcome.value for f in compared.cases} if compared is not None else {}
     by_case: dict[str, list[Attempt]] = {}
     for row in attempts:
         by_case.setdefault(row.case_id, []).append(row)
@@ -476,23 +483,22 @@ def cases(c: Container, who: Identity, run_id: str, *, outcome: str | None = Non
             if arm_id is not None and arm != arm_id:
                 continue
             tries = [r for r in rows if r.arm_id == arm]
-            sides[arm] = {"settled": finalize.settled_state(tries),
-                          "attempts": [attempt_view(c, r) for r in tries]}
-        entry = {"case_id": cid, "expects": {k: case.get(k) for k in
-                                             ("input", "history", "reference", "checks", "expected_calls", "tags")},
-                 "outcome": outcomes.get(cid), "arms": sides}
-        if outcome is not None and outcome != entry["outcome"] and all(
-                s["settled"] != outcome for s in sides.values()):
+            sides[arm] = CaseSide(finalize.settled_state(tries), tries)
+        expects = {k: case.get(k) for k in ("input", "history", "reference", "checks",
+                                            "expected_calls", "tags")}
+        entry = CaseResults(cid, expects, outcomes.get(cid), sides)
+        if outcome is not None and outcome != entry.outcome and all(
+                s.settled != outcome for s in sides.values()):
             continue
         out.append(entry)
-    return {"run_id": run_id, "cases": out}
+    return out
 
 
-def arm_spec(c: Container, who: Identity, run_id: str, arm_id: str) -> dict[str, Any]:
-    """The spec one side ran, as it was copied onto the run at start."""
+def arm_spec(c: Container, who: Identity, run_id: str, arm_id: str) -> Arm:
+    """The arm of the run whose spec one asks for (as it was copied onto the run at start).
+    Raises NotFoundError for an unknown run or arm."""
     run = c.runs.get_for_org(who.org_id, run_id)
-    arm = next((a for a in run.arms if a["arm_id"] == arm_id), None)
+    arm = next((a for a in run.arms if a.arm_id == arm_id), None)
     if arm is None:
         raise NotFoundError(f"arm {arm_id} not found in run {run_id}", field="arm_id")
-    return {"run_id": run_id, "arm_id": arm_id, "version": arm.get("version"), "draft": arm.get("draft"),
-            "spec_hash": arm["spec_hash"], "spec": arm["spec"]}
+    return arm

@@ -36,7 +36,7 @@ def run_limit(run: Run) -> int:
 
 def task_of(run: Run, index: int) -> Task:
     """The run's `index`-th task (first answers only on the arms that answer here)."""
-    return task_at(index, [a["arm_id"] for a in run.arms if a.get("answers", True)], run.case_ids, run.tasks)
+    return task_at(index, [a.arm_id for a in run.arms if a.answers], run.case_ids, run.tasks)
 
 
 def message(run: Run, task: Task) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from chalicelib.domain import schedule
 from chalicelib.domain.enums import (
     ArmRole,
     AttemptState,
+    CaseOutcome,
     RunPurpose,
     RunStatus,
     TriggerKind,
@@ -529,7 +530,7 @@ def _plan(c: Container, who: Identity, row: Suite, entry: dict[str, Any]) -> tup
             return plan, priced
         # Both would cross the cap: the candidate alone, against the last comparable run if any.
         plan = runs.plan_run(c, who, row.agent_id, body, judge_version=judge_version)
-        if not any(a["role"] == ArmRole.BASELINE for a in plan.arms):
+        if not any(a.role is ArmRole.BASELINE for a in plan.arms):
             note = NOT_COMPARED_CAP
     else:
         plan = runs.plan_run(c, who, row.agent_id, body, default_baseline=False, judge_version=judge_version)
@@ -660,34 +661,39 @@ def facts_of(c: Container, run: Run) -> RunFacts:
     """What a finished run says about its first candidate, for the suite's threshold."""
     attempts = finalize.all_attempts(c, run)
     summaries = finalize.summarize(run, attempts)
-    cand = next(a["arm_id"] for a in run.arms if a["role"] == ArmRole.CANDIDATE)
+    cand = next(a.arm_id for a in run.arms if a.role is ArmRole.CANDIDATE)
     summary = summaries[cand]
     by_case = finalize.by_case(run, attempts, cand)
     settled = {cid: settle(a.state for a in by_case.get(cid, [])) for cid in run.case_ids}
     undecided = [cid for cid, state in settled.items() if state in (AttemptState.INCOMPLETE, AttemptState.UNGRADED)]
     failed_cases = [cid for cid, state in settled.items() if state is AttemptState.FAILED]
     crashes = [r.case_id for r in attempts if r.arm_id == cand and int(r.attempt) == 1 and r.crash]
-    comparison = (run.outcome or {}).get("comparison") if run.status == RunStatus.COMPLETED else None
-    if comparison is None and any(a["role"] == ArmRole.BASELINE for a in run.arms):
+    kept = run.outcome if run.status == RunStatus.COMPLETED else None
+    comparison = kept.comparison if kept is not None else None
+    if comparison is None and any(a.role is ArmRole.BASELINE for a in run.arms):
         comparison = finalize.comparison_of(c, run, attempts)
-    base = next((a["arm_id"] for a in run.arms if a["role"] == ArmRole.BASELINE), None)
+    base = next((a.arm_id for a in run.arms if a.role is ArmRole.BASELINE), None)
     base_summary = summaries.get(base) if base else None
-    regressions = [f["case_id"] for f in (comparison or {}).get("flips", [])
-                   if f.get("outcome") == "regression" and f.get("confirmed")]
-    counts = (comparison or {}).get("counts") or {}
-    if comparison is not None and not any(counts.get(k) for k in ("regression", "fixed", "unchanged", "incomplete")):
+    regressions = [f.case_id for f in (comparison.flips if comparison is not None else ())
+                   if f.outcome is CaseOutcome.REGRESSION and f.confirmed]
+    counts = comparison.counts if comparison is not None else {}
+    compared = (CaseOutcome.REGRESSION, CaseOutcome.FIXED, CaseOutcome.UNCHANGED,
+                CaseOutcome.INCOMPLETE)
+    if comparison is not None and not any(counts.get(k) for k in compared):
         comparison = None   # no case in common with the baseline: nothing was compared
     return RunFacts(
         status=run.status, total=summary.cases, passed=summary.passed, undecided=undecided,
         failed_cases=failed_cases,
         first_crashes=sorted(set(crashes), key=run.case_ids.index), compared=comparison is not None,
-        invalid_reason=(comparison or {}).get("invalid_reason"), confirmed_regressions=regressions,
-        overall=(comparison or {}).get("overall"),
+        invalid_reason=comparison.invalid_reason if comparison is not None else None,
+        confirmed_regressions=regressions,
+        overall=comparison.overall.value if comparison is not None and comparison.overall else None,
         cost_per_pass_micros=(summary.cost_micros // summary.passed if summary.passed else None,
                               (base_summary.cost_micros // base_summary.passed) if base_summary and base_summary.passed
                               else None),
         p95_latency_ms=(summary.latency_p95_ms, base_summary.latency_p95_ms if base_summary else None),
-        could_not_run="; ".join(f"{k}: {v}" for k, v in ((comparison or {}).get("could_not_run") or {}).items()) or None,
+        could_not_run="; ".join(f"{k}: {v}" for k, v in (
+            (comparison.could_not_run if comparison is not None else None) or {}).items()) or None,
         reason=run.reason, note=(run.settings or {}).get("suite_note"))
 
 

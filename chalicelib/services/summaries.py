@@ -52,7 +52,7 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[dict[str,
         if agent_id not in runs_by_agent:
             runs_by_agent[agent_id] = [r for r in _all_runs(c, who.org_id, agent_id)
                                        if r.status == RunStatus.COMPLETED
-                                       and r.outcome]
+                                       and r.outcome is not None]
         latest: dict[str, Run] = {}
         for run in runs_by_agent[agent_id]:
             if not _matches(run, version):
@@ -60,8 +60,9 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[dict[str,
             held = latest.get(run.dataset_id)
             if held is None or (run.completed_at or "") > (held.completed_at or ""):
                 latest[run.dataset_id] = run
-        total = sum(int(r.outcome.get("total", 0)) for r in latest.values())
-        passed = sum(int(r.outcome.get("passed", 0)) for r in latest.values())
+        kept = [r.outcome for r in latest.values() if r.outcome is not None]
+        total = sum(o.total for o in kept)
+        passed = sum(o.passed for o in kept)
         stale = version == "draft" and any(r.spec_hash != agent.draft_spec_hash for r in latest.values())
         out.append({"agent_id": agent_id, "agentId": agent_id, "version": version, "total": total,
                     "passed": passed, "failed": total - passed, "evaluations": len(latest),

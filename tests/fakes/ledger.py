@@ -7,8 +7,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import fields, replace
 from typing import Any
 
-from chalicelib.domain.enums import RunPhase, RunStatus
-from chalicelib.domain.records import ActiveRun, Attempt, Run
+from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
+from chalicelib.domain.outcome import ArmResult, Efficiency, Outcome, Quality
+from chalicelib.domain.records import ActiveRun, Arm, Attempt, Run
+from chalicelib.domain.runs import verdict_word
 from chalicelib.errors import NotFoundError
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage
 from chalicelib.services.ports.messaging import QueueSendError
@@ -189,7 +191,7 @@ class FakeRuns:
     def enter_finalizing(self, run: Run) -> bool:
         return self._phase_moves(run, (RunPhase.ANSWERING, RunPhase.CONFIRMING), phase=RunPhase.FINALIZING.value)
 
-    def complete(self, org_id: str, run_id: str, outcome: dict[str, Any], now_iso: str) -> bool:
+    def complete(self, org_id: str, run_id: str, outcome: Outcome, now_iso: str) -> bool:
         self._others_write()
         kept = self.kept[(org_id, run_id)]
         if kept.phase != RunPhase.FINALIZING or kept.status != RunStatus.RUNNING:
@@ -246,7 +248,7 @@ class FakeRuns:
     def add_grading(self, org_id: str, run_id: str, entry: dict[str, Any]) -> None:
         self.set(org_id, run_id, gradings=[*(self.kept[(org_id, run_id)].gradings or []), entry])
 
-    def record_outcome(self, run: Run, outcome: dict[str, Any]) -> bool:
+    def record_outcome(self, run: Run, outcome: Outcome) -> bool:
         self._others_write()
         if int(self.kept[(run.org_id, run.run_id)].regrades or 0) != int(run.regrades or 0):
             return False
@@ -314,12 +316,43 @@ class FakeRuns:
 # -- records to seed the fakes with
 
 
+def an_arm(arm_id: str = "candidate", role: ArmRole = ArmRole.CANDIDATE, **fields_: Any) -> Arm:
+    """An arm of version 3 on model `m` (spec hash `h3`); any field may be given."""
+    values: dict[str, Any] = {"arm_id": arm_id, "role": role, "version": 3, "draft": False,
+                              "spec": {"model": "m"}, "spec_hash": "h3", "model_profile_id": None}
+    return Arm(**{**values, **fields_})
+
+
+def an_arm_result(*, cases: int = 2, incomplete: int = 0, judges: tuple[str, ...] = ()) -> ArmResult:
+    """An arm's result over `cases` cases, `incomplete` of them undecided (the others passed), graded
+    by `judges`, that cost nothing."""
+    passed = cases - incomplete
+    quality = Quality(cases=cases, passed=passed, failed=0, incomplete=incomplete, ungraded=0, crashed=0,
+                      pass_rate=1.0 if passed else None, first_pass_rate=1.0 if passed else None,
+                      average_score=1.0 if passed else None, undecided=incomplete, undecided_reasons={})
+    efficiency = Efficiency(cost_usd=0.0, cost_per_passed_case_usd=0.0 if passed else None,
+                            tokens_per_case=0.0, input_tokens=0, output_tokens=0, latency_p50_ms=None,
+                            latency_p95_ms=None, cost_micros=0, attempts=cases)
+    return ArmResult(quality=quality, efficiency=efficiency, judges=judges)
+
+
+def an_outcome(*, total: int = 1, passed: int = 0, arms: dict[str, ArmResult] | None = None) -> Outcome:
+    """The outcome of a run whose candidate passed `passed` of `total` cases (the others failed)."""
+    values: dict[str, Any] = {
+        "arm_id": "candidate", "total": total, "passed": passed, "failed": total - passed, "incomplete": 0,
+        "ungraded": 0, "crashed": 0, "pass_rate": passed / total if total else None,
+        "first_pass_rate": passed / total if total else None, "average_score": None,
+        "verdict": verdict_word(total, passed), "undecided": 0}
+    if arms is not None:
+        values["arms"] = arms
+    return Outcome(**values)
+
+
 def a_run(run_id: str = "r1", *, cases: int = 3, arm_ids: tuple[str, ...] = ("candidate",), limit: int = 3,
           **fields_: Any) -> Run:
     """A queued run of organization `acme` over `cases` cases `c1..cN` on candidate arms `arm_ids`
     (version 3), at most `limit` of its cases at once; any field may be given (`arms` too)."""
-    arm_list = [{"arm_id": arm, "role": "candidate", "version": 3, "draft": False, "spec": {"model": "m"},
-                 "spec_hash": "h3", "model_profile_id": None} for arm in arm_ids]
+    arm_list = tuple(an_arm(arm) for arm in arm_ids)
     values: dict[str, Any] = {
         "run_id": run_id, "org_id": "acme", "agent_id": "a", "dataset_id": "d", "dataset_version": 1,
         "created_at": "2026-12-01T08:00:00.000Z", "status": RunStatus.QUEUED.value,

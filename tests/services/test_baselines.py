@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 
+from chalicelib.domain.enums import ArmRole
 from chalicelib.domain.identity import Identity
-from chalicelib.domain.records import Run
+from chalicelib.domain.records import Arm, Run
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import InvalidInputError
 from chalicelib.services import baselines
 from tests.fakes import FakeContainer
-from tests.fakes.ledger import a_run
+from tests.fakes.ledger import a_run, an_arm, an_arm_result, an_outcome
 
 ACME = Identity("acme", "ana")
 V2 = {"model": "m1", "prompt": "two"}
@@ -25,15 +26,14 @@ SCORING = {"required": ["exact"]}
 def _done(run_id: str, completed_at: str, *, version: int = 2, spec: dict[str, Any] = V2,
           environment_id: str | None = None, incomplete: int = 0, judges: list[str] | None = None) -> Run:
     """A completed run of version `version` over cases c1, c2 of dataset `d` version 1."""
-    arm = {"arm_id": "candidate", "role": "candidate", "version": version, "draft": False, "spec": spec,
-           "spec_hash": spec_hash(spec), "model_profile_id": None}
-    quality = {"cases": 2, "incomplete": incomplete}
+    arm = an_arm(version=version, spec=spec, spec_hash=spec_hash(spec))
     return a_run(run_id, cases=2, status="completed", completed_at=completed_at, created_at=completed_at,
-                 resolved_version=version, arms=[arm], scoring=SCORING, environment_id=environment_id,
-                 outcome={"arms": {"candidate": {"quality": quality, "judges": judges or []}}})
+                 resolved_version=version, arms=(arm,), scoring=SCORING, environment_id=environment_id,
+                 outcome=an_outcome(total=2, passed=2 - incomplete, arms={"candidate": an_arm_result(
+                     cases=2, incomplete=incomplete, judges=tuple(judges or ()))}))
 
 
-def _choose(c: FakeContainer, **overrides: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+def _choose(c: FakeContainer, **overrides: Any) -> tuple[Arm | None, dict[str, Any]]:
     args: dict[str, Any] = {
         "candidate_spec": V3, "version_before": 2, "dataset_id": "d", "dataset_version": 1, "scoring": SCORING,
         "environment_id": None, "body": {}, "before_spec": V2, "paired": False,
@@ -49,10 +49,10 @@ def test_the_default_baseline_borrows_the_newest_matching_run_of_the_version_bef
     c.runs.add(_done("itself", "2026-12-01T07:50:00.000Z", version=3, spec=V3))         # the candidate's own
     arm, info = _choose(c)
     assert info == {"reused_baseline_run_id": "newest"}
-    assert arm == {"arm_id": "baseline", "role": "baseline", "version": 2, "draft": False, "spec": V2,
-                   "spec_hash": spec_hash(V2), "model_profile_id": None, "answers": False, "rerun": True,
-                   "source_run_id": "newest", "source_arm_id": "candidate", "source_dataset_version": 1,
-                   "source_completed_at": "2026-12-01T07:00:00.000Z"}
+    assert arm == Arm(arm_id="baseline", role=ArmRole.BASELINE, version=2, draft=False, spec=V2,
+                      spec_hash=spec_hash(V2), model_profile_id=None, answers=False, rerun=True,
+                      source_run_id="newest", source_arm_id="candidate", source_dataset_version=1,
+                      source_completed_at="2026-12-01T07:00:00.000Z")
 
 
 def test_no_matching_run_leaves_the_run_without_a_baseline_and_says_which_version_is_missing(
@@ -66,7 +66,7 @@ def test_no_matching_run_leaves_the_run_without_a_baseline_and_says_which_versio
 def test_a_baseline_that_is_the_candidate_itself_is_not_rerun(c: FakeContainer) -> None:
     c.runs.add(_done("same", "2026-12-01T07:00:00.000Z", spec=V3))
     arm, _ = _choose(c, before_spec=V3)
-    assert arm is not None and (arm["source_run_id"], arm["rerun"]) == ("same", False)
+    assert arm is not None and (arm.source_run_id, arm.rerun) == ("same", False)
 
 
 def test_a_named_baseline_run_must_be_of_the_same_agent_and_completed(c: FakeContainer) -> None:
@@ -74,7 +74,7 @@ def test_a_named_baseline_run_must_be_of_the_same_agent_and_completed(c: FakeCon
     c.runs.add(a_run("running", status="running"))
     c.runs.add(replace(_done("other-agent", "2026-12-01T05:00:00.000Z"), agent_id="b"))
     arm, info = _choose(c, body={"baseline_run_id": "named"}, version_before=None, before_spec=None)
-    assert info == {"reused_baseline_run_id": "named"} and arm is not None and arm["source_run_id"] == "named"
+    assert info == {"reused_baseline_run_id": "named"} and arm is not None and arm.source_run_id == "named"
     with pytest.raises(InvalidInputError, match="completed"):
         _choose(c, body={"baseline_run_id": "running"})
     with pytest.raises(InvalidInputError, match="same agent"):

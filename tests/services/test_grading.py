@@ -13,7 +13,7 @@ from chalicelib.domain.identity import Identity
 from chalicelib.errors import ConflictError
 from chalicelib.services import grading
 from tests.fakes import START, FakeContainer
-from tests.fakes.ledger import a_run, an_attempt
+from tests.fakes.ledger import a_run, an_attempt, an_outcome
 
 ACME = Identity("acme", "ana")
 NOW_MS = epoch_ms(START)
@@ -52,7 +52,7 @@ def test_a_running_run_is_not_graded_again(c: FakeContainer) -> None:
 
 
 def test_an_outcome_computed_on_grades_that_moved_meanwhile_is_computed_again(c: FakeContainer) -> None:
-    c.runs.add(a_run(cases=2, status="completed", regrades=1, outcome={"passed": 0}))
+    c.runs.add(a_run(cases=2, status="completed", regrades=1, outcome=an_outcome(total=2, passed=0)))
     c.runs.add_attempt("acme", an_attempt("c1", "passed"))
     c.runs.add_attempt("acme", an_attempt("c2", "failed"))
 
@@ -63,18 +63,18 @@ def test_an_outcome_computed_on_grades_that_moved_meanwhile_is_computed_again(c:
     c.runs.meanwhile.append(another_grader)
     grading.recompute_outcome(c, "acme", "r1", pause=lambda: None)
     outcome = c.runs.get_for_org("acme", "r1").outcome
-    assert (outcome["passed"], outcome["failed"], outcome["verdict"]) == (2, 0, "pass")
+    assert outcome is not None and (outcome.passed, outcome.failed, outcome.verdict) == (2, 0, "pass")
 
 
 def test_an_outcome_that_keeps_losing_gives_up_with_a_conflict(c: FakeContainer) -> None:
-    c.runs.add(a_run(cases=1, status="completed", outcome={"passed": 0}))
+    c.runs.add(a_run(cases=1, status="completed", outcome=an_outcome(passed=0)))
     c.runs.add_attempt("acme", an_attempt("c1", "passed"))
     regrades = iter(range(1, 100))
     c.runs.meanwhile.extend(lambda: c.runs.set("acme", "r1", regrades=next(regrades))
                             for _ in range(grading.RECOMPUTE_TRIES))
     with pytest.raises(ConflictError, match="keeps being graded again"):
         grading.recompute_outcome(c, "acme", "r1", pause=lambda: None)
-    assert c.runs.get_for_org("acme", "r1").outcome == {"passed": 0}
+    assert c.runs.get_for_org("acme", "r1").outcome == an_outcome(passed=0)
 
 
 def test_a_regrade_moves_the_run_s_counters_with_the_attempt(c: FakeContainer) -> None:

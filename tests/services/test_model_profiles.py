@@ -10,6 +10,7 @@ from chalicelib.domain.records import Run
 from chalicelib.errors import ConflictError, InvalidInputError, NotFoundError
 from chalicelib.services import model_profiles
 from tests.fakes import FakeContainer
+from tests.fakes.ledger import an_arm
 
 ACME = Identity("acme", "ana")
 
@@ -18,7 +19,7 @@ def _run(run_id: str, status: str, *profiles: str | None) -> Run:
     return Run(run_id=run_id, org_id="acme", agent_id="a", dataset_id="d", dataset_version=1,
                created_at=f"2026-12-01T09:00:0{run_id[-1]}.000Z", status=status, phase="answering",
                candidate="version", spec_hash="h", environment_id="prod",
-               arms=[{"arm_id": f"arm{i}", "model_profile_id": p} for i, p in enumerate(profiles)],
+               arms=tuple(an_arm(f"arm{i}", model_profile_id=p) for i, p in enumerate(profiles)),
                case_ids_text="c1", scoring={}, tasks_total=1, expected=1, heartbeat_at_ms=0)
 
 

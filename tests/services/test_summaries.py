@@ -8,12 +8,13 @@ from types import SimpleNamespace
 
 import pytest
 
+from chalicelib.domain.enums import ArmRole
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Run
 from chalicelib.errors import InvalidInputError
 from chalicelib.services import finalize, summaries
 from tests.fakes import FakeContainer
-from tests.fakes.ledger import a_run, an_attempt
+from tests.fakes.ledger import a_run, an_arm, an_attempt, an_outcome
 
 ACME = Identity("acme", "ana")
 
@@ -32,7 +33,7 @@ def test_an_arm_counts_each_case_once_by_the_majority_of_its_decided_tries() -> 
     assert arm.first_pass_rate == pytest.approx(1 / 3)      # c1 only passed at the first try
     assert arm.average_score == pytest.approx(1 / 3)        # first tries: 1, 0, 0
     assert arm.undecided_reasons == {"provider error": 1}
-    outcome = finalize.outcome_of(run, {"candidate": arm})
+    outcome = finalize.outcome_of(run, {"candidate": arm}).as_json()
     assert {k: outcome[k] for k in ("total", "passed", "failed", "incomplete", "undecided", "verdict")} == {
         "total": 4, "passed": 2, "failed": 1, "incomplete": 1, "undecided": 1, "verdict": "partial"}
 
@@ -43,7 +44,7 @@ def test_a_case_never_answered_is_incomplete_and_a_tie_is_undecided() -> None:
     arm = finalize.summarize(run, attempts)["candidate"]
     assert (arm.passed, arm.failed, arm.incomplete) == (0, 0, 2)
     assert arm.undecided_reasons == {"incomplete": 1, "not answered": 1}
-    assert finalize.outcome_of(run, {"candidate": arm})["verdict"] == "fail"
+    assert finalize.outcome_of(run, {"candidate": arm}).verdict == "fail"
 
 
 def test_borrowed_first_answers_are_relabelled_and_cost_this_run_nothing(c: FakeContainer) -> None:
@@ -51,8 +52,8 @@ def test_borrowed_first_answers_are_relabelled_and_cost_this_run_nothing(c: Fake
     c.runs.add_attempt("acme", an_attempt("c1", "passed", run_id="earlier", cost_micros=90))
     c.runs.add_attempt("acme", an_attempt("c1", "failed", 2, run_id="earlier"))       # a rerun: not borrowed
     run = a_run("now", cases=1)
-    run = replace(run, arms=[*run.arms, {"arm_id": "baseline", "role": "baseline", "answers": False,
-                                         "source_run_id": "earlier", "source_arm_id": "candidate"}])
+    run = replace(run, arms=(*run.arms, an_arm("baseline", ArmRole.BASELINE, answers=False,
+                                               source_run_id="earlier", source_arm_id="candidate")))
     c.runs.add(run)
     c.runs.add_attempt("acme", an_attempt("c1", "failed", run_id="now"))
     borrowed = [a for a in finalize.all_attempts(c, run) if a.arm_id == "baseline"]
@@ -64,7 +65,7 @@ def test_borrowed_first_answers_are_relabelled_and_cost_this_run_nothing(c: Fake
 def _completed(run_id: str, dataset_id: str, completed_at: str, total: int, passed: int, *, version: int = 3,
                status: str = "completed") -> Run:
     return a_run(run_id, dataset_id=dataset_id, status=status, completed_at=completed_at, resolved_version=version,
-                 created_at=completed_at, outcome={"total": total, "passed": passed})
+                 created_at=completed_at, outcome=an_outcome(total=total, passed=passed))
 
 
 def test_a_version_s_verdict_sums_the_latest_completed_run_of_each_dataset(c: FakeContainer) -> None:

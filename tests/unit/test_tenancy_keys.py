@@ -201,7 +201,7 @@ def _write_everything(org: str) -> None:
                                                                       "input": f"question of {org}"})])
     runs = stores.RunStore()
     run = records.Run(run_id="run-1", org_id=org, agent_id="agent-1", dataset_id="ds-1", dataset_version=1,
-                      created_at=now, status="completed", phase="done", candidate="version", spec_hash="h", arms=[],
+                      created_at=now, status="completed", phase="done", candidate="version", spec_hash="h", arms=(),
                       case_ids_text="case-1", scoring={}, tasks_total=1, expected=1, heartbeat_at_ms=0)
     runs.create(run)
     outcome = runs.record_attempt(runs.get(org, "run-1"), records.Attempt(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any, TypeVar
 
@@ -146,16 +146,22 @@ def _names(cls: type) -> tuple[str, ...]:
     return names
 
 
-def record_of(row: Model, cls: type[R]) -> R:
+def record_of(row: Model, cls: type[R],
+              convert: Mapping[str, Callable[[Any], Any]] | None = None) -> R:
     """The frozen record (`chalicelib.domain.records`) of a row: the row's fields of the same names.
 
     A field the item does not hold (DynamoDB keeps no null) takes the record's default, so a list
     is `[]`, never None; a required field it does not hold raises TypeError (a projection that
-    leaves out what the record needs is a bug, never a half-filled record). Reads the row's values
-    directly: the run row is converted on every case attempt.
+    leaves out what the record needs is a bug, never a half-filled record). `convert` turns the
+    stored value of a field into the record's (a run's JSON arms into `Arm`s), for the fields the
+    item holds. Reads the row's values directly: the run row is converted on every case attempt.
     """
     values = row.attribute_values
-    return cls(**{name: values[name] for name in _names(cls) if name in values})
+    found = {name: values[name] for name in _names(cls) if name in values}
+    for name, of_stored in (convert or {}).items():
+        if name in found:
+            found[name] = of_stored(found[name])
+    return cls(**found)
 
 
 def row_of(record: Any, row_cls: type[M], **keys: Any) -> M:

@@ -34,12 +34,13 @@ from chalicelib.adapters.tables import (
     RunRow,
     org_key,
 )
-from chalicelib.domain.enums import RunPhase, RunStatus
-from chalicelib.domain.records import ActiveRun, Attempt, Run
+from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
+from chalicelib.domain.outcome import Outcome
+from chalicelib.domain.records import ActiveRun, Arm, Attempt, Run
 from chalicelib.errors import NotFoundError
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage
 
-__all__ = ["RecordConflict", "RecordOutcome", "RunStore"]
+__all__ = ["RecordConflict", "RecordOutcome", "RunStore", "run_of"]
 
 R = TypeVar("R")
 
@@ -52,13 +53,60 @@ _ATTEMPT_KEYS = ("attempt_key", "run_id", "recorded_key", "arm_id", "case_id", "
 """What a regrade never changes."""
 
 
+def arm_of(stored: dict[str, Any]) -> Arm:
+    """An arm as a run row keeps it (one JSON map of `RunRow.arms`); a key an older row lacks
+    takes the arm's default."""
+    return Arm(arm_id=stored["arm_id"], role=ArmRole(stored["role"]), version=stored.get("version"),
+               draft=stored.get("draft", False), spec=stored["spec"], spec_hash=stored["spec_hash"],
+               model_profile_id=stored.get("model_profile_id"),
+               answers=stored.get("answers", True), rerun=stored.get("rerun", True),
+               source_run_id=stored.get("source_run_id"), source_arm_id=stored.get("source_arm_id"),
+               source_dataset_version=stored.get("source_dataset_version"),
+               source_completed_at=stored.get("source_completed_at"))
+
+
+def stored_arm(arm: Arm) -> dict[str, Any]:
+    """The JSON map a run row keeps of an arm, as runs have always been written: `{arm_id, role,
+    version, draft, spec, spec_hash, model_profile_id}`, then `answers` and `rerun` for a
+    baseline, then `source_run_id`, `source_arm_id`, `source_dataset_version` and
+    `source_completed_at` for one whose answers are borrowed. The role is a plain `str`."""
+    out: dict[str, Any] = {"arm_id": arm.arm_id, "role": arm.role.value, "version": arm.version,
+                           "draft": arm.draft, "spec": arm.spec, "spec_hash": arm.spec_hash,
+                           "model_profile_id": arm.model_profile_id}
+    if arm.role is ArmRole.BASELINE:
+        out |= {"answers": arm.answers, "rerun": arm.rerun}
+    if arm.source_run_id is not None:
+        out |= {"source_run_id": arm.source_run_id, "source_arm_id": arm.source_arm_id,
+                "source_dataset_version": arm.source_dataset_version,
+                "source_completed_at": arm.source_completed_at}
+    return out
+
+
+def _arms_of(stored: list[dict[str, Any]] | None) -> tuple[Arm, ...]:
+    return tuple(arm_of(a) for a in stored or [])
+
+
+def _outcome_of(stored: dict[str, Any] | None) -> Outcome | None:
+    """A run's kept outcome (an empty map, as no outcome, is None)."""
+    return Outcome.model_validate(stored) if stored else None
+
+
+_STORED: dict[str, Any] = {"arms": _arms_of, "outcome": _outcome_of}
+"""How a run row's JSON fields become the record's (`record_of`'s `convert`)."""
+
+
+def run_of(row: RunRow) -> Run:
+    """The `Run` record of a run row (its arms as `Arm`s)."""
+    return record_of(row, Run, _STORED)
+
+
 def _key(run: Run) -> str:
     return org_key(run.org_id, run.run_id)
 
 
 def _page(rows: Any) -> RunPage:
     """A listing's page: its runs, then where the next page starts (known once they are read)."""
-    runs = [record_of(r, Run) for r in rows]
+    runs = [run_of(r) for r in rows]
     return RunPage(runs, rows.last_evaluated_key)
 
 
@@ -72,12 +120,14 @@ class RunStore:
         `org_id`, `run_id`, `agent_id` and `dataset_id`."""
         row = row_of(run, RunRow, run_key=_key(run), agent_key=org_key(run.org_id, run.agent_id),
                      dataset_key=org_key(run.org_id, run.dataset_id))
+        row.arms = [stored_arm(a) for a in run.arms]
+        row.outcome = run.outcome.as_json() if run.outcome is not None else None
         row.save(condition=RunRow.run_key.does_not_exist())
 
     def get(self, org_id: str, run_id: str) -> Run | None:
         """The organization's run (consistent), or None."""
         try:
-            return record_of(RunRow.get(org_key(org_id, run_id), consistent_read=True), Run)
+            return run_of(RunRow.get(org_key(org_id, run_id), consistent_read=True))
         except DoesNotExist:
             return None
 
@@ -145,13 +195,13 @@ class RunStore:
         their committed spend and what they use need)."""
         rows = RunRow.org_index.query(org_id, scan_index_forward=False, limit=limit,
                                       attributes_to_get=_ACTIVE)
-        return [record_of(r, ActiveRun) for r in rows if r.status in _RUNNING]
+        return [record_of(r, ActiveRun, _STORED) for r in rows if r.status in _RUNNING]
 
     def stale(self, status: RunStatus, before_ms: int) -> Iterator[Run]:
         """Runs in `status` whose heartbeat is at or before `before_ms` (GSI; the sweep
         re-checks)."""
         rows = RunRow.status_index.query(status.value, RunRow.heartbeat_at_ms <= before_ms)
-        return (record_of(r, Run) for r in rows)
+        return (run_of(r) for r in rows)
 
     def claim_tasks(self, run: Run, k: int, org_id: str, org_limit: int,
                     now_ms: int, now_iso: str) -> bool:
@@ -252,12 +302,13 @@ class RunStore:
             return False
         return self._move_phase(run, [RunRow.phase.set(RunPhase.FINALIZING.value)])
 
-    def complete(self, org_id: str, run_id: str, outcome: dict[str, Any], now_iso: str) -> bool:
-        """A finalizing running run → completed, phase done, with its outcome (idempotent)."""
+    def complete(self, org_id: str, run_id: str, outcome: Outcome, now_iso: str) -> bool:
+        """A finalizing running run → completed, phase done, with its outcome (kept as its
+        `as_json()`; idempotent)."""
         return conditional_update(
             RunRow(org_key(org_id, run_id)),
             [RunRow.status.set(RunStatus.COMPLETED.value), RunRow.phase.set(RunPhase.DONE.value),
-             RunRow.outcome.set(outcome), RunRow.completed_at.set(now_iso)],
+             RunRow.outcome.set(outcome.as_json()), RunRow.completed_at.set(now_iso)],
             (RunRow.phase == RunPhase.FINALIZING.value)
             & (RunRow.status == RunStatus.RUNNING.value))
 
@@ -326,10 +377,10 @@ class RunStore:
         RunRow(org_key(org_id, run_id)).update(
             actions=[RunRow.gradings.set((RunRow.gradings | []).append([entry]))])
 
-    def record_outcome(self, run: Run, outcome: dict[str, Any]) -> bool:
+    def record_outcome(self, run: Run, outcome: Outcome) -> bool:
         """Replace the outcome if `regrades` is still as read (absent when it was None or 0)."""
         seen = int(run.regrades or 0)
-        return conditional_update(RunRow(_key(run)), [RunRow.outcome.set(outcome)],
+        return conditional_update(RunRow(_key(run)), [RunRow.outcome.set(outcome.as_json())],
                                   RunRow.regrades == seen if seen
                                   else RunRow.regrades.does_not_exist())
 

@@ -21,6 +21,7 @@ from chalicelib.adapters.stores.base import (
     record_of,
     unless_condition_failed,
 )
+from chalicelib.adapters.stores.ledger import run_of
 from chalicelib.adapters.tables import (
     AgentRow,
     OrganizationRow,
@@ -177,7 +178,7 @@ class SpendStore:
         spent = {item["key"]["S"]: int(item.get("spent_micros", {}).get("N", 0))
                  for item in found[SpendRow.Meta.table_name]}
         runs = found.get(RunRow.Meta.table_name) or []
-        return (record_of(RunRow.from_raw_data(runs[0]), Run) if runs else None,
+        return (run_of(RunRow.from_raw_data(runs[0])) if runs else None,
                 BudgetReading(budget_of(OrganizationRow.Meta.table_name), spent.get(org_month, 0),
                               budget_of(AgentRow.Meta.table_name), spent.get(agent_month or "", 0)))
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from chalicelib.domain.enums import RunStatus
+from chalicelib.domain.outcome import Outcome
 from chalicelib.domain.records import ActiveRun, Attempt, Run
 
 
@@ -117,7 +118,7 @@ class Runs(Protocol):
         """answering or confirming → finalizing; False unless the phase and `recorded` are still
         as read (exactly one worker wins)."""
 
-    def complete(self, org_id: str, run_id: str, outcome: dict[str, Any], now_iso: str) -> bool:
+    def complete(self, org_id: str, run_id: str, outcome: Outcome, now_iso: str) -> bool:
         """A finalizing running run → completed (phase done) with its `outcome`; else False."""
 
     def end(self, run: Run, status: RunStatus, reason: str, now_iso: str) -> bool:
@@ -146,7 +147,7 @@ class Runs(Protocol):
     def add_grading(self, org_id: str, run_id: str, entry: dict[str, Any]) -> None:
         """Append one "grade again" to the run's `gradings`."""
 
-    def record_outcome(self, run: Run, outcome: dict[str, Any]) -> bool:
+    def record_outcome(self, run: Run, outcome: Outcome) -> bool:
         """Replace a run's outcome, conditional on no grade having moved since read (`regrades`);
         False when one did."""
 

@@ -6,11 +6,11 @@ from chalice import Chalice
 from chalicelib.api.common import answer_other_methods
 from chalicelib.api.routes import bp as api_routes
 from chalicelib.bootstrap import check_deployment
-from chalicelib.services import handlers
+from chalicelib.services import event_handlers
 from chalicelib.workers.handlers import bp as workers
 
 check_deployment()  # a deployed stage with the built-in signing secret fails its cold start here
-handlers.wire()  # which use case acts on which event (chalicelib/services/handlers.py)
+event_handlers.wire()  # which use case acts on which event (chalicelib/services/event_handlers.py)
 app = Chalice(app_name="assay")
 app.register_blueprint(api_routes)
 app.register_blueprint(workers)

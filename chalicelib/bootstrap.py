@@ -140,13 +140,13 @@ class Container:
     @cached_property
     def secrets(self) -> Secrets:
         """The organizations' secrets (Secrets Manager): `get`, `put`, `list`, `meta`, `delete`, `values`."""
-        from chalicelib.adapters.secrets import OrgSecrets
+        from chalicelib.adapters.secrets_manager import OrgSecrets
         return OrgSecrets(lambda: self._client("secretsmanager"), self.settings.assay_resource_prefix)
 
     @cached_property
     def recordings(self) -> Recordings:
         """The organizations' recordings (results bucket): `load`, `put`, `list`, `meta`, `delete`."""
-        from chalicelib.adapters.recordings import OrgRecordings
+        from chalicelib.adapters.recording_bucket import OrgRecordings
         return OrgRecordings(lambda: self._client("s3"), names.RESULTS_BUCKET)
 
     @cached_property

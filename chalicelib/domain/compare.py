@@ -26,13 +26,13 @@ from chalicelib.domain.enums import (
     ComparisonVerdict,
     EfficiencyAxis,
 )
-from chalicelib.domain.runs import ArmSummary, AttemptFacts, summarize_arm
+from chalicelib.domain.run_rules import ArmSummary, AttemptFacts, summarize_arm
 from chalicelib.domain.spec import canonical_json
 
 __all__ = [
     "CaseOutcome", "ComparisonVerdict", "EfficiencyAxis", "Flip", "ComparisonResult", "Efficiency",
     "NOTE_NOTHING_HELD", "NOTE_PASS_RATES_APART", "NOTE_UNCONFIRMED_WITHOUT_RERUNS",
-    "case_fingerprint", "compare_case", "confirmed", "verdict", "mcnemar", "wilson_interval",
+    "case_fingerprint", "compare_case", "confirmed", "comparison_verdict", "mcnemar", "wilson_interval",
     "efficiency_axis", "efficiency_of", "efficiency_axes", "compare_arms", "rerun_tasks",
     "stability", "summarize_by_tag",
 ]
@@ -134,7 +134,7 @@ def _all_are(states: Sequence[AttemptState], wanted: AttemptState) -> bool:
 
 # --- The verdict ---------------------------------------------------------------------------------
 
-def verdict(confirmed_regressions: int, confirmed_fixes: int, *, invalid: bool) -> ComparisonVerdict:
+def comparison_verdict(confirmed_regressions: int, confirmed_fixes: int, *, invalid: bool) -> ComparisonVerdict:
     """The comparison's verdict from its confirmed flips only.
 
     Seed 004 "What the verdict says": one confirmed regression makes the candidate `worse`,
@@ -425,7 +425,7 @@ def compare_arms(candidate: Mapping[str, Sequence[AttemptFacts]], baseline: Mapp
     after = summarize_arm(_all(candidate), list(candidate))
     before = summarize_arm(_all(baseline), list(baseline))
     return ComparisonResult(
-        verdict=verdict(regressions, fixes, invalid=invalid), overall=overall, p_value=p_value,
+        verdict=comparison_verdict(regressions, fixes, invalid=invalid), overall=overall, p_value=p_value,
         counts=counts, outcomes=outcomes, flips=tuple(flips),
         confirmed_regressions=regressions, confirmed_fixes=fixes,
         pass_rate_before=before.pass_rate, pass_rate_after=after.pass_rate,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from chalicelib.domain.runs import Task
+from chalicelib.domain.run_rules import Task
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from chalicelib.domain.enums import (
     Verdict,
 )
 from chalicelib.domain.money import micros_to_usd
-from chalicelib.domain.runs import ArmSummary, verdict_word
+from chalicelib.domain.run_rules import ArmSummary, verdict_word
 
 
 class Kept(BaseModel):

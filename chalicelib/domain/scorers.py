@@ -721,7 +721,7 @@ class JudgeScorer(Scorer):
     name = "judge"
 
     def applies(self, case: Case, settings: Settings) -> bool:
-        from chalicelib.domain.judge import JudgeSpec, applicable_criteria
+        from chalicelib.domain.judge_rules import JudgeSpec, applicable_criteria
 
         resolved = settings.get("resolved")
         if not resolved:

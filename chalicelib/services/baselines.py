@@ -14,7 +14,7 @@ from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, parse_iso
-from chalicelib.domain.baseline import (
+from chalicelib.domain.baseline_rules import (
     ArmRecord,
     default_baseline,
     is_candidate_itself,

@@ -12,7 +12,7 @@ from chalicelib.clock import iso
 from chalicelib.domain import importers, scorers
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
-from chalicelib.domain.judge import JUDGE_SCORER
+from chalicelib.domain.judge_rules import JUDGE_SCORER
 from chalicelib.domain.models import Case, ScoringConfig
 from chalicelib.domain.records import Dataset, DatasetCase
 from chalicelib.errors import InvalidInputError, invalid_input

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from chalicelib.bootstrap import Container
-from chalicelib.domain import estimate as rules
+from chalicelib.domain import estimate_rules as rules
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.money import micros_to_usd, usd_text, usd_to_micros

@@ -3,7 +3,7 @@
 When `recorded == expected`, the phase moves with an update conditional on the phase and on
 `recorded`, so exactly one worker wins each move: answering → confirming (the reruns of every
 flip, or a stability run's re-asks, added as tasks and sent through the same queue and slots) →
-finalizing. Finalizing is pure domain code over the attempts (`domain.runs`, `domain.compare`);
+finalizing. Finalizing is pure domain code over the attempts (`domain.run_rules`, `domain.compare`);
 its result is kept on the run as `outcome` so listings never recompute it.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain import compare
-from chalicelib.domain import judge as judge_rules
+from chalicelib.domain import judge_rules as judge_rules
 from chalicelib.domain import outcome as outcomes
 from chalicelib.domain.enums import (
     ArmRole,
@@ -35,7 +35,7 @@ from chalicelib.domain.outcome import (
     Stability,
 )
 from chalicelib.domain.records import Arm, Attempt, Run
-from chalicelib.domain.runs import (
+from chalicelib.domain.run_rules import (
     ArmSummary,
     AttemptFacts,
     settle,

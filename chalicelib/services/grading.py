@@ -18,7 +18,7 @@ from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.identity import Identity
-from chalicelib.domain.judge import JUDGE_SCORER
+from chalicelib.domain.judge_rules import JUDGE_SCORER
 from chalicelib.domain.models import AgentAnswer, Case, Grade, ScoreResult, ToolCall
 from chalicelib.domain.money import micros_to_usd
 from chalicelib.domain.records import Attempt, Run

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from chalicelib import retrying
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
-from chalicelib.domain import judge as rules
+from chalicelib.domain import judge_rules as rules
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.models import (
     AgentAnswer,

@@ -20,7 +20,7 @@ from chalicelib.domain.enums import PromotionStatus, TriggerKind
 from chalicelib.domain.events import GateDecided
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Promotion, Suite
-from chalicelib.domain.suites import SuiteResult
+from chalicelib.domain.suite_rules import SuiteResult
 from chalicelib.errors import ConflictError, NotFoundError
 from chalicelib.services import environments, suites
 

@@ -13,7 +13,7 @@ from typing import Any
 from chalicelib.bootstrap import Container
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import MAX_RECORDING_BYTES, name_problem
-from chalicelib.domain.recordings import parse_jsonl, sha256_hex
+from chalicelib.domain.recording_format import parse_jsonl, sha256_hex
 from chalicelib.errors import InvalidInputError, NotFoundError, PayloadTooLargeError
 from chalicelib.services.ports.objects import RecordingMeta
 

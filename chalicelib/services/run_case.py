@@ -16,7 +16,7 @@ from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
-from chalicelib.domain import judge as judge_rules
+from chalicelib.domain import judge_rules as judge_rules
 from chalicelib.domain import scorers
 from chalicelib.domain.enums import AttemptState, RunStatus
 from chalicelib.domain.events import BudgetExhausted, SlotReleased, TasksNotQueued
@@ -30,7 +30,7 @@ from chalicelib.domain.models import (
     ScoringConfig,
 )
 from chalicelib.domain.records import Arm, Attempt, BudgetReading, Run
-from chalicelib.domain.runs import Task
+from chalicelib.domain.run_rules import Task
 from chalicelib.errors import AssayError
 from chalicelib.retrying import change, jitter
 from chalicelib.services import asking, budgets, judges, messagebus, redacting, slots

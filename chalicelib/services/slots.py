@@ -17,7 +17,7 @@ from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.events import TasksNotQueued
 from chalicelib.domain.records import Run
-from chalicelib.domain.runs import Task, slots_to_claim, task_at
+from chalicelib.domain.run_rules import Task, slots_to_claim, task_at
 from chalicelib.errors import ConflictError
 from chalicelib.retrying import change, jitter
 from chalicelib.services import messagebus

@@ -39,16 +39,16 @@ from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.money import micros_to_usd
 from chalicelib.domain.records import Run, Suite, SuiteResultEntry
-from chalicelib.domain.runs import settle
+from chalicelib.domain.run_rules import settle
 from chalicelib.domain.spec import spec_hash
-from chalicelib.domain.suites import (
-    Judgement,
+from chalicelib.domain.suite_rules import (
     RunFacts,
+    SuiteDecision,
     SuiteResult,
     Threshold,
     Triggers,
     absorb,
-    judge,
+    decide_result,
 )
 from chalicelib.errors import (
     AssayError,
@@ -618,7 +618,7 @@ def _start(c: Container, row: Suite, entry: dict[str, Any]) -> str | None:
                                                 "suite_trigger": _kept_trigger(entry),
                                                 "suite_note": priced.get("note")})
     except AssayError as exc:
-        _record(c, row, entry, None, Judgement(SuiteResult.NOT_RUN, [exc.message]), started=started)
+        _record(c, row, entry, None, SuiteDecision(SuiteResult.NOT_RUN, [exc.message]), started=started)
         _release(c, row, STARTING)
         return None
     try:
@@ -715,8 +715,8 @@ def run_ended(c: Container, org_id: str, run_id: str) -> None:
                                               f"guard {suite_id} was removed before it decided"))
         return
     try:
-        judgement = judge(Threshold.model_validate(row.threshold or {}), facts_of(c, run))
-        _record(c, row, entry, run, judgement, started=run.created_at)
+        decision = decide_result(Threshold.model_validate(row.threshold or {}), facts_of(c, run))
+        _record(c, row, entry, run, decision, started=run.created_at)
     finally:
         # Whatever became of the result, the suite is free for what waits next.
         _release(c, row, run_id)
@@ -733,7 +733,7 @@ def _told(c: Container, suite: Suite, version: int | None, result: SuiteResultEn
 
 
 def _record(c: Container, row: Suite, entry: dict[str, Any], run: Run | None,
-            judgement: Judgement, *, started: str) -> None:
+            decision: SuiteDecision, *, started: str) -> None:
     """Keep a result (once per run), tell the owner when it is bad (once per run of bad results of
     a version), and decide a gate's promotion (`GateDecided`)."""
     result_id = run.run_id if run is not None else f"nr_{uuid.uuid4().hex[:12]}"
@@ -744,13 +744,13 @@ def _record(c: Container, row: Suite, entry: dict[str, Any], run: Run | None,
     result = SuiteResultEntry(
         suite_id=row.suite_id, started_key=f"{started}#{result_id}", result_id=result_id,
         org_id=row.org_id, agent_id=row.agent_id, trigger=_kept_trigger(entry), version=version,
-        run_id=run.run_id if run else None, purpose=purpose.value, result=judgement.result.value,
-        reasons=redacting.for_org(c, row.org_id).value(list(judgement.reasons)),
-        cases_broken=judgement.broken, cases_undecided=judgement.undecided,
-        overall=judgement.overall, started_at=started, completed_at=iso(c.clock.now()))
+        run_id=run.run_id if run else None, purpose=purpose.value, result=decision.result.value,
+        reasons=redacting.for_org(c, row.org_id).value(list(decision.reasons)),
+        cases_broken=decision.broken, cases_undecided=decision.undecided,
+        overall=decision.overall, started_at=started, completed_at=iso(c.clock.now()))
     if not c.suites.add_result(result):
         return
-    bad = judgement.result.bad
+    bad = decision.result.bad
     try:
         changed = c.suites.change(row.org_id, row.agent_id, row.suite_id,
                                   lambda s: _told(c, s, version, result, bad))

@@ -14,7 +14,7 @@ from chalicelib.bootstrap import Container
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Run
-from chalicelib.domain.runs import verdict_word
+from chalicelib.domain.run_rules import verdict_word
 from chalicelib.errors import InvalidInputError
 
 

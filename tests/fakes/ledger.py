@@ -10,7 +10,7 @@ from typing import Any
 from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
 from chalicelib.domain.outcome import ArmResult, Efficiency, Outcome, Quality
 from chalicelib.domain.records import ActiveRun, Arm, Attempt, Run
-from chalicelib.domain.runs import verdict_word
+from chalicelib.domain.run_rules import verdict_word
 from chalicelib.errors import NotFoundError
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage
 from chalicelib.services.ports.messaging import QueueSendError

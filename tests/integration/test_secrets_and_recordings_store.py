@@ -15,10 +15,10 @@ import pytest
 
 from assay_local.motoserver import MotoHandle
 from chalicelib import names
-from chalicelib.adapters.recordings import OrgRecordings
-from chalicelib.adapters.secrets import OrgSecrets
+from chalicelib.adapters.recording_bucket import OrgRecordings
+from chalicelib.adapters.secrets_manager import OrgSecrets
 from chalicelib.domain.models import CaseRequest
-from chalicelib.domain.recordings import sha256_hex
+from chalicelib.domain.recording_format import sha256_hex
 from chalicelib.errors import ConflictError
 
 BUCKET = "assay-results"

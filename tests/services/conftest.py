@@ -8,7 +8,7 @@ import pytest
 
 from chalicelib.domain import events as domain_events
 from chalicelib.domain.events import Event
-from chalicelib.services import handlers, messagebus
+from chalicelib.services import event_handlers, messagebus
 from tests.fakes import FakeContainer
 
 
@@ -28,4 +28,4 @@ def events() -> Iterator[list[Event]]:
     try:
         yield seen
     finally:
-        handlers.wire()
+        event_handlers.wire()

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from chalicelib import retrying
-from chalicelib.domain import judge as rules
+from chalicelib.domain import judge_rules as rules
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Judge
 from chalicelib.errors import ConflictError, InvalidInputError, NotFoundError

@@ -13,7 +13,7 @@ from chalicelib.domain.events import GateDecided
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Promotion, Suite
 from chalicelib.errors import ConflictError
-from chalicelib.services import environments, handlers, promotions, suites
+from chalicelib.services import environments, event_handlers, promotions, suites
 from tests.fakes import FakeContainer
 
 ANA = Identity("acme", "ana")
@@ -118,7 +118,7 @@ def test_a_paused_guard_is_refused_before_anything_waits(c: FakeContainer) -> No
 
 
 def test_a_guard_paused_while_a_promotion_waits_refuses_it(c: FakeContainer) -> None:
-    handlers.wire()
+    event_handlers.wire()
     _guard(c, "g1")
     waiting = promotions.promote(c, ANA, "a", "prod", 2)
     suites.pause(c, c.suites.kept[("acme", "a", "g1")], "maintenance")   # GateDropped, as wired in bootstrap

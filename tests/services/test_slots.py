@@ -10,8 +10,8 @@ import pytest
 
 from chalicelib.domain.enums import AttemptState, RunStatus
 from chalicelib.domain.events import Event, SlotReleased
-from chalicelib.domain.runs import Task
-from chalicelib.services import handlers, run_case, slots
+from chalicelib.domain.run_rules import Task
+from chalicelib.services import event_handlers, run_case, slots
 from tests.fakes import FakeContainer
 from tests.fakes.ledger import a_run
 
@@ -38,7 +38,7 @@ def _sent(c: FakeContainer) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def wired() -> Iterator[None]:
-    handlers.wire()
+    event_handlers.wire()
     yield
 
 

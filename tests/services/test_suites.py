@@ -14,7 +14,7 @@ from chalicelib.domain.enums import TriggerKind
 from chalicelib.domain.events import Event, GateDropped
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Suite
-from chalicelib.domain.suites import Judgement, SuiteResult
+from chalicelib.domain.suite_rules import SuiteDecision, SuiteResult
 from chalicelib.errors import ConflictError
 from chalicelib.services import environments, suites
 from tests.fakes import START, FakeContainer
@@ -154,7 +154,7 @@ def test_a_bad_result_tells_the_owner_once_until_a_good_one(c: FakeContainer) ->
     assert notice.emailed and [to for to, _, _ in c.mailer.sent] == [ANA.user_id]
     assert _kept(c).notified == {"None": True}
     suites._record(c, _kept(c), {"kind": "manual", "version": None}, None,  # noqa: SLF001 - a passed result
-                   Judgement(SuiteResult.PASSED), started="2026-12-01T09:00:00.000Z")
+                   SuiteDecision(SuiteResult.PASSED), started="2026-12-01T09:00:00.000Z")
     assert _kept(c).notified == {"None": False}
     suites.trigger(c, suite, TriggerKind.MANUAL, version=None)
     assert len(c.notifications.of("acme", ANA.user_id)) == 2

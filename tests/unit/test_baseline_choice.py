@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from chalicelib.domain.baseline import (
+from chalicelib.domain.baseline_rules import (
     ArmRecord,
     default_baseline,
     is_candidate_itself,

@@ -16,6 +16,7 @@ from chalicelib.domain.compare import (
     case_fingerprint,
     compare_arms,
     compare_case,
+    comparison_verdict,
     confirmed,
     efficiency_axes,
     efficiency_axis,
@@ -23,11 +24,10 @@ from chalicelib.domain.compare import (
     rerun_tasks,
     stability,
     summarize_by_tag,
-    verdict,
     wilson_interval,
 )
 from chalicelib.domain.enums import AttemptState as S
-from chalicelib.domain.runs import AttemptFacts, settle, summarize_arm
+from chalicelib.domain.run_rules import AttemptFacts, settle, summarize_arm
 
 P, F, I, U = S.PASSED, S.FAILED, S.INCOMPLETE, S.UNGRADED
 REG, FIX = CaseOutcome.REGRESSION, CaseOutcome.FIXED
@@ -150,8 +150,8 @@ def test_a_case_settles_by_the_majority_of_its_decided_tries_and_a_tie_is_incomp
     (0, 0, False, "no_difference"), (4, 2, True, "invalid"), (0, 0, True, "invalid"),
 ])
 def test_the_verdict_rests_on_confirmed_flips_only(regressions, fixes, invalid, word):
-    assert verdict(regressions, fixes, invalid=invalid) == word
-    assert verdict(regressions, fixes, invalid=invalid) is ComparisonVerdict(word)
+    assert comparison_verdict(regressions, fixes, invalid=invalid) == word
+    assert comparison_verdict(regressions, fixes, invalid=invalid) is ComparisonVerdict(word)
 
 
 @pytest.mark.parametrize(("b", "c", "p", "overall"), [

@@ -11,7 +11,7 @@ from chalicelib.domain.enums import AttemptState as S
 from chalicelib.domain.enums import RunStatus, Verdict
 from chalicelib.domain.money import micros_to_usd, token_cost_micros, usd_to_micros
 from chalicelib.domain.redaction import redact, redact_value
-from chalicelib.domain.runs import (
+from chalicelib.domain.run_rules import (
     AttemptFacts,
     Task,
     is_stale_heartbeat,

@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import pytest
 
-from chalicelib.domain.estimate import (
+from chalicelib.domain.estimate_rules import (
     ArmEstimate,
     ArmPlan,
     Basis,

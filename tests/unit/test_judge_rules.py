@@ -15,10 +15,14 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from chalicelib.domain import judge as rules
-from chalicelib.domain.baseline import ArmRecord, default_baseline, reusable_baseline
+from chalicelib.domain import judge_rules as rules
+from chalicelib.domain.baseline_rules import (
+    ArmRecord,
+    default_baseline,
+    reusable_baseline,
+)
 from chalicelib.domain.enums import AttemptState
-from chalicelib.domain.judge import (
+from chalicelib.domain.judge_rules import (
     Criterion,
     JudgeReplyError,
     JudgeSpec,

@@ -11,21 +11,21 @@ import pytest
 
 from chalicelib.domain import events
 from chalicelib.domain.events import Event, RunEnded, SlotReleased
-from chalicelib.services import handlers, messagebus
+from chalicelib.services import event_handlers, messagebus
 
 
 @pytest.fixture
 def bus() -> Iterator[None]:
     """A test's own wiring, and the process's wiring back afterwards (the embedded stack shares it)."""
     yield
-    handlers.wire()
+    event_handlers.wire()
 
 
 def test_every_event_has_a_handler_in_the_table():
     kinds = {obj for _, obj in inspect.getmembers(events, inspect.isclass)
              if issubclass(obj, Event) and obj is not Event and obj.__module__ == events.__name__}
-    assert kinds == set(handlers.EVENT_HANDLERS), kinds ^ set(handlers.EVENT_HANDLERS)
-    assert all(handlers.EVENT_HANDLERS[kind] for kind in kinds)
+    assert kinds == set(event_handlers.EVENT_HANDLERS), kinds ^ set(event_handlers.EVENT_HANDLERS)
+    assert all(event_handlers.EVENT_HANDLERS[kind] for kind in kinds)
 
 
 def test_events_are_frozen_values_naming_their_organization():

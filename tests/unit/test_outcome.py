@@ -10,7 +10,7 @@ from chalicelib.domain import outcome as outcomes
 from chalicelib.domain.compare import wilson_interval
 from chalicelib.domain.enums import CaseOutcome, ComparisonVerdict, Verdict
 from chalicelib.domain.outcome import Comparison, Outcome, Stability
-from chalicelib.domain.runs import ArmSummary
+from chalicelib.domain.run_rules import ArmSummary
 
 
 def _summary(**overrides: Any) -> ArmSummary:

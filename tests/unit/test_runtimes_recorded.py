@@ -14,7 +14,7 @@ import pytest
 from chalicelib.adapters.runtimes.recorded import RecordedRuntime
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.models import CaseRequest
-from chalicelib.domain.recordings import Recording, parse_jsonl
+from chalicelib.domain.recording_format import Recording, parse_jsonl
 from chalicelib.errors import (
     AgentCrashError,
     DivergentCallError,

@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from chalicelib.domain.suites import (
-    Judgement,
+from chalicelib.domain.suite_rules import (
     RunFacts,
     Schedule,
+    SuiteDecision,
     SuiteResult,
     Threshold,
     Triggers,
     absorb,
-    judge,
+    decide_result,
     rise_pct,
 )
 
@@ -44,27 +44,27 @@ def ten(prefix: str = "c", n: int = 10) -> list[str]:
 
 
 def test_a_clean_compared_run_passes_with_no_reasons() -> None:
-    j = judge(NO_MIN, facts())
-    assert j == Judgement(SuiteResult.PASSED, [], [], [], None)
+    j = decide_result(NO_MIN, facts())
+    assert j == SuiteDecision(SuiteResult.PASSED, [], [], [], None)
 
 
 # --- error ---------------------------------------------------------------------------------------
 
 
 def test_a_failed_run_is_an_error_naming_its_reason() -> None:
-    j = judge(NO_MIN, facts(status="failed", reason="worker lost"))
+    j = decide_result(NO_MIN, facts(status="failed", reason="worker lost"))
     assert j.result is SuiteResult.ERROR
     assert j.reasons == ["the eval run failed: worker lost"]
 
 
 def test_a_failed_run_without_a_reason_says_none_was_given() -> None:
-    j = judge(NO_MIN, facts(status="failed"))
+    j = decide_result(NO_MIN, facts(status="failed"))
     assert j.result is SuiteResult.ERROR
     assert j.reasons == ["the eval run failed: no reason given"]
 
 
 def test_an_error_wins_over_everything_that_would_fail_or_doubt() -> None:
-    j = judge(Threshold(min_pass_rate=0.9), facts(
+    j = decide_result(Threshold(min_pass_rate=0.9), facts(
         status="failed", reason="boom", passed=0, confirmed_regressions=["c1"], first_crashes=["c2"],
         undecided=["c3"], invalid_reason="judge changed", overall="worse"))
     assert j.result is SuiteResult.ERROR
@@ -78,20 +78,20 @@ def test_an_error_wins_over_everything_that_would_fail_or_doubt() -> None:
 
 
 def test_one_confirmed_regression_fails_by_default() -> None:
-    j = judge(NO_MIN, facts(passed=9, confirmed_regressions=["c4"]))
+    j = decide_result(NO_MIN, facts(passed=9, confirmed_regressions=["c4"]))
     assert j.result is SuiteResult.FAILED
     assert j.reasons == ["1 confirmed regression, 0 allowed"]
     assert j.broken == ["c4"]
 
 
 def test_max_regressions_two_allows_two() -> None:
-    j = judge(Threshold(max_regressions=2), facts(passed=8, confirmed_regressions=["c1", "c2"]))
+    j = decide_result(Threshold(max_regressions=2), facts(passed=8, confirmed_regressions=["c1", "c2"]))
     assert j.result is SuiteResult.PASSED
     assert j.broken == ["c1", "c2"]          # still named, though allowed
 
 
 def test_max_regressions_two_fails_at_three() -> None:
-    j = judge(Threshold(max_regressions=2), facts(passed=7, confirmed_regressions=["c1", "c2", "c3"]))
+    j = decide_result(Threshold(max_regressions=2), facts(passed=7, confirmed_regressions=["c1", "c2", "c3"]))
     assert j.result is SuiteResult.FAILED
     assert j.reasons == ["3 confirmed regressions, 2 allowed"]
     assert j.broken == ["c1", "c2", "c3"]
@@ -101,7 +101,7 @@ def test_max_regressions_two_fails_at_three() -> None:
 
 
 def test_a_first_answer_crash_fails_even_when_everything_else_passes() -> None:
-    j = judge(NO_MIN, facts(first_crashes=["c7"]))
+    j = decide_result(NO_MIN, facts(first_crashes=["c7"]))
     assert j.result is SuiteResult.FAILED
     assert len(j.reasons) == 1
     assert j.reasons[0].startswith("the agent crashed on 1 case")
@@ -110,7 +110,7 @@ def test_a_first_answer_crash_fails_even_when_everything_else_passes() -> None:
 
 
 def test_crashes_are_counted_and_join_the_broken_cases_once() -> None:
-    j = judge(Threshold(max_regressions=5), facts(passed=8, confirmed_regressions=["c1", "c2"],
+    j = decide_result(Threshold(max_regressions=5), facts(passed=8, confirmed_regressions=["c1", "c2"],
                                                    first_crashes=["c2", "c3"]))
     assert j.result is SuiteResult.FAILED           # regressions allowed, crashes are not
     assert j.reasons == ["the agent crashed on 2 cases' first answers"]
@@ -118,7 +118,7 @@ def test_crashes_are_counted_and_join_the_broken_cases_once() -> None:
 
 
 def test_a_crash_fails_a_first_measurement_that_would_set_the_baseline() -> None:
-    j = judge(NO_MIN, facts(compared=False, first_crashes=["c1"]))
+    j = decide_result(NO_MIN, facts(compared=False, first_crashes=["c1"]))
     assert j.result is SuiteResult.FAILED
 
 
@@ -126,25 +126,25 @@ def test_a_crash_fails_a_first_measurement_that_would_set_the_baseline() -> None
 
 
 def test_a_pass_rate_under_the_minimum_fails() -> None:
-    j = judge(MIN_HALF, facts(passed=4))
+    j = decide_result(MIN_HALF, facts(passed=4))
     assert j.result is SuiteResult.FAILED
     assert j.reasons == ["pass rate 40.0% is below the minimum 50.0%"]
 
 
 def test_a_pass_rate_at_the_minimum_passes() -> None:
-    assert judge(MIN_HALF, facts(passed=5)).result is SuiteResult.PASSED
-    assert judge(Threshold(min_pass_rate=0.7), facts(passed=7)).result is SuiteResult.PASSED
-    assert judge(Threshold(min_pass_rate=1), facts(passed=10)).result is SuiteResult.PASSED
+    assert decide_result(MIN_HALF, facts(passed=5)).result is SuiteResult.PASSED
+    assert decide_result(Threshold(min_pass_rate=0.7), facts(passed=7)).result is SuiteResult.PASSED
+    assert decide_result(Threshold(min_pass_rate=1), facts(passed=10)).result is SuiteResult.PASSED
 
 
 def test_a_minimum_of_one_fails_on_a_single_miss() -> None:
-    j = judge(Threshold(min_pass_rate=1), facts(passed=9))
+    j = decide_result(Threshold(min_pass_rate=1), facts(passed=9))
     assert j.result is SuiteResult.FAILED
     assert j.reasons == ["pass rate 90.0% is below the minimum 100.0%"]
 
 
 def test_a_minimum_missed_even_were_every_undecided_case_to_pass_fails() -> None:
-    j = judge(MIN_HALF, facts(passed=3, undecided=["c9"]))
+    j = decide_result(MIN_HALF, facts(passed=3, undecided=["c9"]))
     assert j.result is SuiteResult.FAILED
     assert j.reasons == [("pass rate 30.0% is below the minimum 50.0% "
                           "even were every undecided case to pass (40.0%)")]
@@ -152,31 +152,31 @@ def test_a_minimum_missed_even_were_every_undecided_case_to_pass_fails() -> None
 
 
 def test_a_minimum_the_undecided_cases_could_still_reach_is_inconclusive() -> None:
-    j = judge(MIN_HALF, facts(passed=4, undecided=["c9", "c10"]))
+    j = decide_result(MIN_HALF, facts(passed=4, undecided=["c9", "c10"]))
     assert j.result is SuiteResult.INCONCLUSIVE         # best case 6/10 = 0.6 >= 0.5
     assert j.reasons == ["2 cases left undecided: c9, c10"]
 
 
 def test_the_minimum_needs_no_baseline() -> None:
-    j = judge(MIN_HALF, facts(compared=False, passed=2))
+    j = decide_result(MIN_HALF, facts(compared=False, passed=2))
     assert j.result is SuiteResult.FAILED
     assert j.reasons == ["pass rate 20.0% is below the minimum 50.0%"]
 
 
 def test_the_minimum_fails_whatever_the_comparison() -> None:
-    j = judge(MIN_HALF, facts(passed=2, invalid_reason="the judge changed"))
+    j = decide_result(MIN_HALF, facts(passed=2, invalid_reason="the judge changed"))
     assert j.result is SuiteResult.FAILED
 
 
 def test_a_zero_minimum_never_fails() -> None:
-    assert judge(Threshold(min_pass_rate=0), facts(passed=0)).result is SuiteResult.PASSED
+    assert decide_result(Threshold(min_pass_rate=0), facts(passed=0)).result is SuiteResult.PASSED
 
 
 # --- failed: several reasons, and failure over doubt --------------------------------------------
 
 
 def test_every_reason_a_result_fails_is_listed() -> None:
-    j = judge(Threshold(min_pass_rate=0.9, max_cost_per_pass_rise_pct=10),
+    j = decide_result(Threshold(min_pass_rate=0.9, max_cost_per_pass_rise_pct=10),
               facts(passed=5, confirmed_regressions=["c1"], first_crashes=["c2"],
                     cost_per_pass_micros=(200, 100)))
     assert j.result is SuiteResult.FAILED
@@ -190,7 +190,7 @@ def test_every_reason_a_result_fails_is_listed() -> None:
 
 
 def test_a_regression_in_a_cancelled_run_fails_rather_than_doubts() -> None:
-    j = judge(NO_MIN, facts(status="cancelled", passed=6, confirmed_regressions=["c1"],
+    j = decide_result(NO_MIN, facts(status="cancelled", passed=6, confirmed_regressions=["c1"],
                             undecided=["c8", "c9"]))
     assert j.result is SuiteResult.FAILED
     assert j.reasons == ["1 confirmed regression, 0 allowed"]       # the doubts are not listed
@@ -198,7 +198,7 @@ def test_a_regression_in_a_cancelled_run_fails_rather_than_doubts() -> None:
 
 
 def test_a_crash_in_a_run_out_of_budget_fails_rather_than_doubts() -> None:
-    j = judge(NO_MIN, facts(status="budget_exceeded", passed=6, first_crashes=["c1"]))
+    j = decide_result(NO_MIN, facts(status="budget_exceeded", passed=6, first_crashes=["c1"]))
     assert j.result is SuiteResult.FAILED
 
 
@@ -206,62 +206,62 @@ def test_a_crash_in_a_run_out_of_budget_fails_rather_than_doubts() -> None:
 
 
 def test_cost_per_pass_above_its_ceiling_fails() -> None:
-    j = judge(Threshold(max_cost_per_pass_rise_pct=20), facts(cost_per_pass_micros=(121, 100)))
+    j = decide_result(Threshold(max_cost_per_pass_rise_pct=20), facts(cost_per_pass_micros=(121, 100)))
     assert j.result is SuiteResult.FAILED
     assert j.reasons == ["cost per passed case rose 21.0%, more than the 20% allowed"]
 
 
 def test_cost_per_pass_at_its_ceiling_passes() -> None:
-    j = judge(Threshold(max_cost_per_pass_rise_pct=20), facts(cost_per_pass_micros=(120, 100)))
+    j = decide_result(Threshold(max_cost_per_pass_rise_pct=20), facts(cost_per_pass_micros=(120, 100)))
     assert j.result is SuiteResult.PASSED
 
 
 def test_cost_per_pass_exactly_at_a_seven_percent_ceiling_passes() -> None:
-    j = judge(Threshold(max_cost_per_pass_rise_pct=7), facts(cost_per_pass_micros=(107, 100)))
+    j = decide_result(Threshold(max_cost_per_pass_rise_pct=7), facts(cost_per_pass_micros=(107, 100)))
     assert j.result is SuiteResult.PASSED
 
 
 def test_a_cheaper_candidate_never_exceeds_the_ceiling() -> None:
-    j = judge(Threshold(max_cost_per_pass_rise_pct=0), facts(cost_per_pass_micros=(50, 100)))
+    j = decide_result(Threshold(max_cost_per_pass_rise_pct=0), facts(cost_per_pass_micros=(50, 100)))
     assert j.result is SuiteResult.PASSED
 
 
 def test_a_zero_ceiling_fails_any_rise() -> None:
-    j = judge(Threshold(max_cost_per_pass_rise_pct=0), facts(cost_per_pass_micros=(101, 100)))
+    j = decide_result(Threshold(max_cost_per_pass_rise_pct=0), facts(cost_per_pass_micros=(101, 100)))
     assert j.result is SuiteResult.FAILED
     assert j.reasons == ["cost per passed case rose 1.0%, more than the 0% allowed"]
 
 
 def test_cost_per_pass_from_a_zero_baseline_fails_on_any_positive_increase() -> None:
-    j = judge(Threshold(max_cost_per_pass_rise_pct=1000), facts(cost_per_pass_micros=(1, 0)))
+    j = decide_result(Threshold(max_cost_per_pass_rise_pct=1000), facts(cost_per_pass_micros=(1, 0)))
     assert j.result is SuiteResult.FAILED
     assert j.reasons == ["cost per passed case rose from zero, more than the 1000% allowed"]
 
 
 def test_cost_per_pass_staying_at_zero_passes() -> None:
-    j = judge(Threshold(max_cost_per_pass_rise_pct=0), facts(cost_per_pass_micros=(0, 0)))
+    j = decide_result(Threshold(max_cost_per_pass_rise_pct=0), facts(cost_per_pass_micros=(0, 0)))
     assert j.result is SuiteResult.PASSED
 
 
 def test_p95_latency_above_its_ceiling_fails() -> None:
-    j = judge(Threshold(max_p95_latency_rise_pct=20), facts(p95_latency_ms=(1210.0, 1000.0)))
+    j = decide_result(Threshold(max_p95_latency_rise_pct=20), facts(p95_latency_ms=(1210.0, 1000.0)))
     assert j.result is SuiteResult.FAILED
     assert j.reasons == ["p95 latency rose 21.0%, more than the 20% allowed"]
 
 
 def test_p95_latency_at_its_ceiling_passes() -> None:
-    j = judge(Threshold(max_p95_latency_rise_pct=20), facts(p95_latency_ms=(1200.0, 1000.0)))
+    j = decide_result(Threshold(max_p95_latency_rise_pct=20), facts(p95_latency_ms=(1200.0, 1000.0)))
     assert j.result is SuiteResult.PASSED
 
 
 def test_p95_latency_from_a_zero_baseline_fails_on_any_positive_increase() -> None:
-    j = judge(Threshold(max_p95_latency_rise_pct=50), facts(p95_latency_ms=(0.5, 0.0)))
+    j = decide_result(Threshold(max_p95_latency_rise_pct=50), facts(p95_latency_ms=(0.5, 0.0)))
     assert j.result is SuiteResult.FAILED
     assert j.reasons == ["p95 latency rose from zero, more than the 50% allowed"]
 
 
 def test_both_ceilings_exceeded_are_both_listed_with_fractional_limits() -> None:
-    j = judge(Threshold(max_cost_per_pass_rise_pct=12.5, max_p95_latency_rise_pct=5),
+    j = decide_result(Threshold(max_cost_per_pass_rise_pct=12.5, max_p95_latency_rise_pct=5),
               facts(cost_per_pass_micros=(150, 100), p95_latency_ms=(110.0, 100.0)))
     assert j.result is SuiteResult.FAILED
     assert j.reasons == ["cost per passed case rose 50.0%, more than the 12.5% allowed",
@@ -270,39 +270,39 @@ def test_both_ceilings_exceeded_are_both_listed_with_fractional_limits() -> None
 
 def test_each_ceiling_reads_its_own_numbers() -> None:
     # cost within its ceiling, latency far over a ceiling that is not set: passes
-    j = judge(Threshold(max_cost_per_pass_rise_pct=10),
+    j = decide_result(Threshold(max_cost_per_pass_rise_pct=10),
               facts(cost_per_pass_micros=(105, 100), p95_latency_ms=(900.0, 100.0)))
     assert j.result is SuiteResult.PASSED
     # latency within its ceiling, cost far over a ceiling that is not set: passes
-    j = judge(Threshold(max_p95_latency_rise_pct=10),
+    j = decide_result(Threshold(max_p95_latency_rise_pct=10),
               facts(cost_per_pass_micros=(900, 100), p95_latency_ms=(105.0, 100.0)))
     assert j.result is SuiteResult.PASSED
 
 
 def test_empty_ceilings_check_nothing() -> None:
-    j = judge(NO_MIN, facts(cost_per_pass_micros=(10_000, 1), p95_latency_ms=(9_000.0, 1.0)))
+    j = decide_result(NO_MIN, facts(cost_per_pass_micros=(10_000, 1), p95_latency_ms=(9_000.0, 1.0)))
     assert j.result is SuiteResult.PASSED
-    j = judge(NO_MIN, facts(cost_per_pass_micros=(5, 0), p95_latency_ms=(5.0, 0.0)))
+    j = decide_result(NO_MIN, facts(cost_per_pass_micros=(5, 0), p95_latency_ms=(5.0, 0.0)))
     assert j.result is SuiteResult.PASSED
 
 
 def test_a_ceiling_with_an_unknown_side_checks_nothing() -> None:
     t = Threshold(max_cost_per_pass_rise_pct=0, max_p95_latency_rise_pct=0)
-    assert judge(t, facts(cost_per_pass_micros=(None, 100), p95_latency_ms=(100.0, None))).result \
+    assert decide_result(t, facts(cost_per_pass_micros=(None, 100), p95_latency_ms=(100.0, None))).result \
         is SuiteResult.PASSED
-    assert judge(t, facts(cost_per_pass_micros=(100, None), p95_latency_ms=(None, 100.0))).result \
+    assert decide_result(t, facts(cost_per_pass_micros=(100, None), p95_latency_ms=(None, 100.0))).result \
         is SuiteResult.PASSED
 
 
 def test_ceilings_are_not_checked_without_a_comparison() -> None:
     t = Threshold(min_pass_rate=0.5, max_cost_per_pass_rise_pct=0, max_p95_latency_rise_pct=0)
-    j = judge(t, facts(compared=False, cost_per_pass_micros=(300, 100), p95_latency_ms=(300.0, 100.0)))
+    j = decide_result(t, facts(compared=False, cost_per_pass_micros=(300, 100), p95_latency_ms=(300.0, 100.0)))
     assert j.result is SuiteResult.PASSED
 
 
 def test_ceilings_are_not_checked_when_the_comparison_is_invalid() -> None:
     t = Threshold(max_cost_per_pass_rise_pct=0, max_p95_latency_rise_pct=0)
-    j = judge(t, facts(invalid_reason="the judge changed",
+    j = decide_result(t, facts(invalid_reason="the judge changed",
                        cost_per_pass_micros=(300, 100), p95_latency_ms=(300.0, 100.0)))
     assert j.result is SuiteResult.INCONCLUSIVE
     assert j.reasons == ["the comparison is invalid: the judge changed"]
@@ -310,7 +310,7 @@ def test_ceilings_are_not_checked_when_the_comparison_is_invalid() -> None:
 
 def test_ceilings_are_not_checked_when_a_side_could_not_run() -> None:
     t = Threshold(max_cost_per_pass_rise_pct=0, max_p95_latency_rise_pct=0)
-    j = judge(t, facts(could_not_run="baseline: no version",
+    j = decide_result(t, facts(could_not_run="baseline: no version",
                        cost_per_pass_micros=(300, 100), p95_latency_ms=(300.0, 100.0)))
     assert j.result is SuiteResult.INCONCLUSIVE
     assert j.reasons == ["a side could not run: baseline: no version"]
@@ -320,67 +320,67 @@ def test_ceilings_are_not_checked_when_a_side_could_not_run() -> None:
 
 
 def test_a_cancelled_run_is_inconclusive_and_says_so() -> None:
-    j = judge(NO_MIN, facts(status="cancelled"))
+    j = decide_result(NO_MIN, facts(status="cancelled"))
     assert j.result is SuiteResult.INCONCLUSIVE
     assert j.reasons == ["the eval run was cancelled"]
 
 
 def test_a_cancelled_run_names_its_reason() -> None:
-    j = judge(NO_MIN, facts(status="cancelled", reason="stopped by ana"))
+    j = decide_result(NO_MIN, facts(status="cancelled", reason="stopped by ana"))
     assert j.reasons == ["the eval run was cancelled (stopped by ana)"]
 
 
 def test_a_run_out_of_budget_is_inconclusive() -> None:
-    j = judge(NO_MIN, facts(status="budget_exceeded", reason="org budget spent"))
+    j = decide_result(NO_MIN, facts(status="budget_exceeded", reason="org budget spent"))
     assert j.result is SuiteResult.INCONCLUSIVE
     assert j.reasons == ["the eval run was stopped: budget exceeded (org budget spent)"]
 
 
 def test_a_cancelled_first_measurement_does_not_set_the_baseline() -> None:
-    j = judge(NO_MIN, facts(status="cancelled", compared=False))
+    j = decide_result(NO_MIN, facts(status="cancelled", compared=False))
     assert j.result is SuiteResult.INCONCLUSIVE
 
 
 def test_an_invalid_comparison_is_inconclusive_never_passed() -> None:
-    j = judge(NO_MIN, facts(invalid_reason="the judge was republished", overall="better"))
+    j = decide_result(NO_MIN, facts(invalid_reason="the judge was republished", overall="better"))
     assert j.result is SuiteResult.INCONCLUSIVE
     assert j.reasons == ["the comparison is invalid: the judge was republished"]
     assert j.overall == "better"
 
 
 def test_a_side_that_could_not_run_is_inconclusive() -> None:
-    j = judge(NO_MIN, facts(could_not_run="baseline: the version was deleted"))
+    j = decide_result(NO_MIN, facts(could_not_run="baseline: the version was deleted"))
     assert j.result is SuiteResult.INCONCLUSIVE
     assert j.reasons == ["a side could not run: baseline: the version was deleted"]
 
 
 def test_one_undecided_case_is_inconclusive_and_named() -> None:
-    j = judge(NO_MIN, facts(passed=9, undecided=["c3"]))
+    j = decide_result(NO_MIN, facts(passed=9, undecided=["c3"]))
     assert j.result is SuiteResult.INCONCLUSIVE
     assert j.reasons == ["1 case left undecided: c3"]
     assert j.undecided == ["c3"]
 
 
 def test_undecided_cases_in_a_first_measurement_do_not_set_the_baseline() -> None:
-    j = judge(NO_MIN, facts(compared=False, passed=9, undecided=["c3"]))
+    j = decide_result(NO_MIN, facts(compared=False, passed=9, undecided=["c3"]))
     assert j.result is SuiteResult.INCONCLUSIVE
 
 
 def test_ten_undecided_cases_are_all_named() -> None:
-    j = judge(NO_MIN, facts(total=20, passed=10, undecided=ten()))
+    j = decide_result(NO_MIN, facts(total=20, passed=10, undecided=ten()))
     assert j.reasons == ["10 cases left undecided: c1, c2, c3, c4, c5, c6, c7, c8, c9, c10"]
 
 
 def test_past_ten_undecided_cases_the_rest_are_elided_but_all_are_kept() -> None:
     cases = ten(n=12)
-    j = judge(NO_MIN, facts(total=20, passed=8, undecided=cases))
+    j = decide_result(NO_MIN, facts(total=20, passed=8, undecided=cases))
     assert j.result is SuiteResult.INCONCLUSIVE
     assert j.reasons == ["12 cases left undecided: c1, c2, c3, c4, c5, c6, c7, c8, c9, c10…"]
     assert j.undecided == cases
 
 
 def test_every_doubt_is_listed_in_order() -> None:
-    j = judge(NO_MIN, facts(status="cancelled", passed=8, invalid_reason="judge changed",
+    j = decide_result(NO_MIN, facts(status="cancelled", passed=8, invalid_reason="judge changed",
                             could_not_run="baseline: gone", undecided=["c9", "c10"]))
     assert j.result is SuiteResult.INCONCLUSIVE
     assert j.reasons == ["the eval run was cancelled",
@@ -390,7 +390,7 @@ def test_every_doubt_is_listed_in_order() -> None:
 
 
 def test_allowed_regressions_do_not_keep_a_doubtful_result_from_being_inconclusive() -> None:
-    j = judge(Threshold(max_regressions=1), facts(passed=8, confirmed_regressions=["c1"], undecided=["c2"]))
+    j = decide_result(Threshold(max_regressions=1), facts(passed=8, confirmed_regressions=["c1"], undecided=["c2"]))
     assert j.result is SuiteResult.INCONCLUSIVE
     assert j.broken == ["c1"]
 
@@ -399,25 +399,25 @@ def test_allowed_regressions_do_not_keep_a_doubtful_result_from_being_inconclusi
 
 
 def test_a_complete_first_measurement_without_a_minimum_sets_the_baseline() -> None:
-    j = judge(NO_MIN, facts(compared=False, passed=7))
+    j = decide_result(NO_MIN, facts(compared=False, passed=7))
     assert j.result is SuiteResult.BASELINE_SET
     assert j.reasons == [("a first measurement with no minimum and nothing earlier to compare: "
                           "a reference for later results, not a pass")]
 
 
 def test_a_first_measurement_where_every_case_failed_still_sets_the_baseline() -> None:
-    j = judge(NO_MIN, facts(compared=False, passed=0))
+    j = decide_result(NO_MIN, facts(compared=False, passed=0))
     assert j.result is SuiteResult.BASELINE_SET
 
 
 def test_a_first_measurement_over_its_minimum_passes() -> None:
-    j = judge(MIN_HALF, facts(compared=False, passed=6))
+    j = decide_result(MIN_HALF, facts(compared=False, passed=6))
     assert j.result is SuiteResult.PASSED
     assert j.reasons == []
 
 
 def test_a_compared_run_without_a_minimum_or_regressions_passes() -> None:
-    j = judge(NO_MIN, facts(compared=True, passed=3))
+    j = decide_result(NO_MIN, facts(compared=True, passed=3))
     assert j.result is SuiteResult.PASSED
 
 
@@ -425,13 +425,13 @@ def test_a_compared_run_without_a_minimum_or_regressions_passes() -> None:
 
 
 def test_an_overall_worse_direction_without_confirmed_regressions_still_passes() -> None:
-    j = judge(NO_MIN, facts(passed=6, overall="worse"))
+    j = decide_result(NO_MIN, facts(passed=6, overall="worse"))
     assert j.result is SuiteResult.PASSED
     assert j.overall == "worse"
 
 
 def test_an_overall_better_direction_does_not_save_a_regression() -> None:
-    j = judge(NO_MIN, facts(confirmed_regressions=["c1"], overall="better"))
+    j = decide_result(NO_MIN, facts(confirmed_regressions=["c1"], overall="better"))
     assert j.result is SuiteResult.FAILED
     assert j.overall == "better"
 
@@ -444,7 +444,7 @@ def test_an_overall_better_direction_does_not_save_a_regression() -> None:
     {},
 ])
 def test_the_overall_direction_is_carried_for_every_word(kw: dict[str, Any]) -> None:
-    assert judge(NO_MIN, facts(overall="no_change", **kw)).overall == "no_change"
+    assert decide_result(NO_MIN, facts(overall="no_change", **kw)).overall == "no_change"
 
 
 # --- the note appears whatever the word ---------------------------------------------------------
@@ -461,7 +461,7 @@ NOTE = "Not compared: running the earlier version too would exceed the suite's c
 ])
 def test_the_note_is_the_last_reason_for_every_word(threshold: Threshold, kw: dict[str, Any],
                                                     word: SuiteResult) -> None:
-    j = judge(threshold, facts(note=NOTE, **kw))
+    j = decide_result(threshold, facts(note=NOTE, **kw))
     assert j.result is word
     assert j.reasons[-1] == NOTE
     assert j.reasons.count(NOTE) == 1
@@ -470,11 +470,11 @@ def test_the_note_is_the_last_reason_for_every_word(threshold: Threshold, kw: di
 
 
 def test_a_passed_result_with_a_note_says_only_the_note() -> None:
-    assert judge(MIN_HALF, facts(compared=False, note=NOTE)).reasons == [NOTE]
+    assert decide_result(MIN_HALF, facts(compared=False, note=NOTE)).reasons == [NOTE]
 
 
 def test_an_empty_note_says_nothing() -> None:
-    assert judge(NO_MIN, facts(note="")).reasons == []
+    assert decide_result(NO_MIN, facts(note="")).reasons == []
 
 
 # --- judge does not share its inputs ------------------------------------------------------------
@@ -482,7 +482,7 @@ def test_an_empty_note_says_nothing() -> None:
 
 def test_the_judgement_lists_are_copies_of_the_facts() -> None:
     regressions, undecided = ["c1"], ["c2"]
-    j = judge(Threshold(max_regressions=1), facts(confirmed_regressions=regressions, undecided=undecided,
+    j = decide_result(Threshold(max_regressions=1), facts(confirmed_regressions=regressions, undecided=undecided,
                                                   first_crashes=["c3"]))
     assert j.broken == ["c1", "c3"]
     assert regressions == ["c1"]          # the crash was not appended to the facts' own list

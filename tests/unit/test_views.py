@@ -8,7 +8,7 @@ import json
 from datetime import UTC, datetime
 
 from chalicelib.api import views
-from chalicelib.domain import judge as rules
+from chalicelib.domain import judge_rules as rules
 from chalicelib.domain.records import (
     Agent,
     AgentVersion,

@@ -43,7 +43,7 @@ from chalicelib.adapters.runtimes.http import (
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.ids import is_valid_name
 from chalicelib.domain.models import AgentAnswer, CaseRequest
-from chalicelib.domain.recordings import Recording, parse_inline
+from chalicelib.domain.recording_format import Recording, parse_inline
 from chalicelib.errors import (
     AgentCrashError,
     DivergentCallError,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from chalicelib.domain.models import AgentAnswer, CaseRequest
-from chalicelib.domain.recordings import Recording
+from chalicelib.domain.recording_format import Recording
 
 
 def _nothing(_: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
-from chalicelib.domain.recordings import Recording
+from chalicelib.domain.recording_format import Recording
 
 
 class SecretMeta(NamedTuple):

@@ -1,7 +1,7 @@
 """What a suite result must meet, and which triggers a suite keeps (seed 004 "Suites", "What a
 result must meet", "When a suite runs").
 
-Pure: the service turns a finished eval run into `RunFacts` and stores the `Judgement`.
+Pure: the service turns a finished eval run into `RunFacts` and stores the `SuiteDecision`.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ class RunFacts:
 
 
 @dataclass(frozen=True)
-class Judgement:
+class SuiteDecision:
     """A suite result: its word, every reason it fell short, and the cases behind it."""
 
     result: SuiteResult
@@ -116,7 +116,7 @@ def _pct(x: float) -> str:
     return f"{x * 100:.1f}%"
 
 
-def judge(threshold: Threshold, facts: RunFacts) -> Judgement:
+def decide_result(threshold: Threshold, facts: RunFacts) -> SuiteDecision:
     """The result of a suite run (seed 004 "What a result must meet").
 
     `error` when the run failed. `failed` when something fails outright: more confirmed
@@ -131,7 +131,7 @@ def judge(threshold: Threshold, facts: RunFacts) -> Judgement:
     undecided = list(facts.undecided)
     note = [facts.note] if facts.note else []
     if facts.status == "failed":
-        return Judgement(SuiteResult.ERROR, [f"the eval run failed: {facts.reason or 'no reason given'}", *note],
+        return SuiteDecision(SuiteResult.ERROR, [f"the eval run failed: {facts.reason or 'no reason given'}", *note],
                          broken, undecided, facts.overall)
     fails: list[str] = []
     if len(broken) > threshold.max_regressions:
@@ -159,7 +159,7 @@ def judge(threshold: Threshold, facts: RunFacts) -> Judgement:
                 shown = "from zero" if math.isinf(rise) else f"{rise:.1f}%"
                 fails.append(f"{name} rose {shown}, more than the {limit:g}% allowed")
     if fails:
-        return Judgement(SuiteResult.FAILED, fails + note, broken, undecided, facts.overall)
+        return SuiteDecision(SuiteResult.FAILED, fails + note, broken, undecided, facts.overall)
     doubts: list[str] = []
     if facts.status in ("cancelled", "budget_exceeded"):
         doubts.append(f"the eval run was {'cancelled' if facts.status == 'cancelled' else 'stopped: budget exceeded'}"
@@ -172,12 +172,12 @@ def judge(threshold: Threshold, facts: RunFacts) -> Judgement:
         doubts.append(f"{len(undecided)} case{'s' if len(undecided) != 1 else ''} left undecided: "
                       + ", ".join(undecided[:10]) + ("…" if len(undecided) > 10 else ""))
     if doubts:
-        return Judgement(SuiteResult.INCONCLUSIVE, doubts + note, broken, undecided, facts.overall)
+        return SuiteDecision(SuiteResult.INCONCLUSIVE, doubts + note, broken, undecided, facts.overall)
     if threshold.min_pass_rate is None and not facts.compared:
-        return Judgement(SuiteResult.BASELINE_SET,
+        return SuiteDecision(SuiteResult.BASELINE_SET,
                          ["a first measurement with no minimum and nothing earlier to compare: "
                           "a reference for later results, not a pass", *note], broken, undecided, facts.overall)
-    return Judgement(SuiteResult.PASSED, note, broken, undecided, facts.overall)
+    return SuiteDecision(SuiteResult.PASSED, note, broken, undecided, facts.overall)
 
 
 def absorb(pending: Sequence[dict[str, Any]], trigger: dict[str, Any]) -> list[dict[str, Any]]:

@@ -34,7 +34,7 @@ from chalicelib.adapters.lazy import LazyClient
 from chalicelib.clock import iso
 from chalicelib.domain.identity import is_org_id
 from chalicelib.domain.ids import is_valid_name
-from chalicelib.domain.recordings import Recording, parse_jsonl
+from chalicelib.domain.recording_format import Recording, parse_jsonl
 from chalicelib.errors import ConflictError, InvalidInputError
 from chalicelib.services.ports.objects import RecordingMeta
 

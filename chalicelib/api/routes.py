@@ -417,7 +417,7 @@ def rescore(c, who, dataset_id):
 @api_view(bp)
 def estimate_run(c, who, agent_id):
     body = parse(StartRun, json_body(bp))
-    return run_service.estimate(c, who, agent_id, body.model_dump())
+    return views.estimate_view(run_service.estimate(c, who, agent_id, body.model_dump()))
 
 
 @bp.route("/api/v1/agents/{agent_id}/eval-runs", methods=["POST"])

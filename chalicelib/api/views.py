@@ -15,6 +15,7 @@ from chalicelib.adapters.recordings import RecordingMeta
 from chalicelib.adapters.secrets import SecretMeta
 from chalicelib.clock import from_epoch_ms, iso
 from chalicelib.domain.enums import ArmRole, AttemptState, RunPurpose
+from chalicelib.domain.estimate import ArmEstimate, round_half_up
 from chalicelib.domain.money import micros_to_usd
 from chalicelib.domain.outcome import ArmResult, Comparison
 from chalicelib.domain.records import (
@@ -33,6 +34,7 @@ from chalicelib.domain.records import (
     SuiteResultEntry,
 )
 from chalicelib.services.budgets import Budget
+from chalicelib.services.estimates import Price
 from chalicelib.services.judges import ResolvedJudge
 from chalicelib.services.notifications import EmailSetting
 from chalicelib.services.runs import CaseResults, RunEvents, RunList, RunRead
@@ -171,6 +173,66 @@ def budget_view(budget: Budget) -> dict[str, Any]:
             "spent_usd": micros_to_usd(budget.spent_micros),
             "remaining_usd": None if budget.budget_micros is None
             else micros_to_usd(budget.budget_micros - budget.spent_micros)}
+
+
+def estimate_view(price: Price) -> dict[str, Any]:
+    """What a run would cost (`POST /agents/{id}/eval-runs/estimate`, and `estimate` of a start's
+    402): `{agent_id, dataset_id, dataset_version, candidate, resolved_version, cases,
+    ungraded_cases, judged_cases, reruns, arms: [{arm_id, role, model, basis, per_case_usd,
+    first_pass_usd, rerun_ceiling_usd, runs_sampled, reused_run_id?}], judge, first_pass_usd,
+    rerun_ceiling_usd, total_usd, basis, reused_baseline_run_id, missing_baseline_version, budgets:
+    {agent, organization} (each a `budget_view` without `agent_id`), agent_after_usd,
+    org_after_usd, agent_committed_usd, org_committed_usd, within_budget, total_micros,
+    warnings}`; money in USD, computed exactly in micro-USD."""
+    plan, est, judge, info = price.plan, price.estimate, price.judge, price.plan.info
+    reading = price.reading
+    agent_budget = budget_view(Budget(plan.agent_id, price.month, reading.agent_budget_micros,
+                                      reading.agent_spent_micros))
+    org_budget = budget_view(Budget(None, price.month, reading.org_budget_micros,
+                                    reading.org_spent_micros))
+
+    def arm(a: ArmEstimate) -> dict[str, Any]:
+        history = price.history.get(a.model)
+        return {"arm_id": a.arm_id, "role": a.role, "model": a.model, "basis": str(a.basis),
+                "per_case_usd": micros_to_usd(a.per_case_micros),
+                "first_pass_usd": micros_to_usd(a.first_pass_micros),
+                "rerun_ceiling_usd": micros_to_usd(a.rerun_ceiling_micros),
+                "runs_sampled": history.runs if history and a.basis == "history" else 0,
+                **({"reused_run_id": info.get("reused_baseline_run_id")}
+                   if a.basis == "reused" else {})}
+
+    return {
+        "agent_id": plan.agent_id, "dataset_id": plan.dataset.dataset_id,
+        "dataset_version": int(plan.dataset.version),
+        "candidate": "draft" if plan.draft else "version", "resolved_version": plan.version,
+        "cases": plan.case_count, "ungraded_cases": plan.ungraded, "judged_cases": plan.judged,
+        "reruns": plan.reruns,
+        "arms": [arm(a) for a in est.arms],
+        "judge": None if plan.judge is None or judge is None else {
+            "judge_id": plan.judge.judge_id, "version": plan.judge.version,
+            "model": plan.judge.model, "basis": str(judge.basis),
+            "per_call_usd": micros_to_usd(round_half_up(judge.per_call)),
+            "first_pass_usd": micros_to_usd(est.judge_first_pass_micros),
+            "rerun_ceiling_usd": micros_to_usd(est.judge_rerun_ceiling_micros)},
+        "first_pass_usd": micros_to_usd(est.first_pass_micros),
+        "rerun_ceiling_usd": micros_to_usd(est.rerun_ceiling_micros),
+        "total_usd": micros_to_usd(est.total_micros), "basis": str(est.basis),
+        "reused_baseline_run_id": info.get("reused_baseline_run_id"),
+        "missing_baseline_version": info.get("missing_baseline_version"),
+        "budgets": {"agent": {k: v for k, v in agent_budget.items() if k != "agent_id"},
+                    "organization": org_budget},
+        "agent_after_usd": _usd(price.agent_after_micros),
+        "org_after_usd": _usd(price.org_after_micros),
+        "agent_committed_usd": micros_to_usd(price.agent_committed_micros),
+        "org_committed_usd": micros_to_usd(price.org_committed_micros),
+        "within_budget": price.within_budget,
+        "total_micros": est.total_micros,
+        "warnings": list(plan.warnings),
+    }
+
+
+def _usd(micros: int | None) -> float | None:
+    return None if micros is None else micros_to_usd(micros)
 
 
 # --- judges ----------------------------------------------------------------------------------

@@ -531,7 +531,8 @@ def seed_stream(c, who, run_id):
 
 def _summaries(c, who):
     body = parse(AgentSummaries, json_body(bp))
-    return {"summaries": summary_service.summarize_agents(c, who, body.agents)}
+    return {"summaries": [views.agent_summary_view(s)
+                          for s in summary_service.summarize_agents(c, who, body.agents)]}
 
 
 @bp.route("/api/v1/agent-summaries", methods=["POST"])

@@ -39,6 +39,7 @@ from chalicelib.services.judges import ResolvedJudge
 from chalicelib.services.notifications import EmailSetting
 from chalicelib.services.runs import CaseResults, RunEvents, RunList, RunRead
 from chalicelib.services.suites import SuitePrice
+from chalicelib.services.summaries import AgentSummary
 
 # --- agents ----------------------------------------------------------------------------------
 
@@ -291,6 +292,19 @@ def recording_view(meta: RecordingMeta) -> dict[str, Any]:
     if meta.sha256 is not None:
         out |= {"lines": meta.lines, "sha256": meta.sha256, "uploaded_by": meta.uploaded_by}
     return out
+
+
+# --- verdicts ----------------------------------------------------------------------------------
+
+
+def agent_summary_view(summary: AgentSummary) -> dict[str, Any]:
+    """The verdict beside one agent version (each of `summaries` of `POST /agents/summaries` and
+    seed 000's path): `{agent_id, agentId (the same, seed 000's name), version, total, passed,
+    failed, evaluations, last_completed_at, stale, verdict, run_ids}`."""
+    return {"agent_id": summary.agent_id, "agentId": summary.agent_id, "version": summary.version,
+            "total": summary.total, "passed": summary.passed, "failed": summary.failed,
+            "evaluations": summary.evaluations, "last_completed_at": summary.last_completed_at,
+            "stale": summary.stale, "verdict": summary.verdict.value, "run_ids": summary.run_ids}
 
 
 # --- eval runs -------------------------------------------------------------------------------

@@ -4,9 +4,10 @@ answer, from frozen records, hand-checked field by field."""
 from __future__ import annotations
 
 from chalicelib.api import views
-from chalicelib.domain.enums import ArmRole
+from chalicelib.domain.enums import ArmRole, Verdict
 from chalicelib.domain.records import Attempt
 from chalicelib.services.runs import RunRead
+from chalicelib.services.summaries import AgentSummary
 from tests.fakes.ledger import a_run, an_arm, an_arm_result, an_outcome
 
 
@@ -83,3 +84,14 @@ def test_an_attempt_view_scores_the_decided_scores_and_gives_money_in_usd() -> N
         "reason": "wrong", "error": None, "crash": False, "guardrail": None, "cost_usd": 0.0025,
         "judge_cost_usd": 0.0005, "regraded": [], "tokens": {"input": 7, "output": 3}, "latency_ms": 12.0,
         "model": "m", "recorded_at": "2026-12-01T08:30:00.000Z"}
+
+
+def test_an_agent_summary_view_names_the_agent_twice_and_says_its_verdict_word() -> None:
+    summary = AgentSummary(agent_id="calc", version="draft", total=6, passed=5, evaluations=2,
+                           last_completed_at="2026-12-01T02:00:00.000Z", stale=True, verdict=Verdict.PARTIAL,
+                           run_ids=["r2", "r3"])
+    view = views.agent_summary_view(summary)
+    assert view == {"agent_id": "calc", "agentId": "calc", "version": "draft", "total": 6, "passed": 5,
+                    "failed": 1, "evaluations": 2, "last_completed_at": "2026-12-01T02:00:00.000Z",
+                    "stale": True, "verdict": "partial", "run_ids": ["r2", "r3"]}
+    assert type(view["verdict"]) is str

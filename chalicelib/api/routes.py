@@ -407,7 +407,8 @@ def list_dataset_runs(c, who, dataset_id):
 @api_view(bp)
 def rescore(c, who, dataset_id):
     body = parse(Rescore, json_body(bp))
-    return grading_service.rescore(c, who, dataset_id, score_ids=body.score_ids, run_id=body.run_id)
+    return views.rescore_view(grading_service.rescore(c, who, dataset_id, score_ids=body.score_ids,
+                                                      run_id=body.run_id))
 
 
 # --- eval runs -------------------------------------------------------------------------------
@@ -466,7 +467,7 @@ def cancel_run(c, who, run_id):
 @api_view(bp)
 def grade_again(c, who, run_id):
     body = parse(GradeAgain, json_body(bp)) if bp.current_request.raw_body else GradeAgain()
-    return grading_service.grade_again(c, who, run_id, body.score_ids)
+    return views.grade_again_view(grading_service.grade_again(c, who, run_id, body.score_ids))
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/comparison", methods=["GET"])

@@ -35,6 +35,7 @@ from chalicelib.domain.records import (
 )
 from chalicelib.services.budgets import Budget
 from chalicelib.services.estimates import Price
+from chalicelib.services.grading import GradeAgain, Regraded, Rescore
 from chalicelib.services.judges import ResolvedJudge
 from chalicelib.services.notifications import EmailSetting
 from chalicelib.services.runs import CaseResults, RunEvents, RunList, RunRead
@@ -305,6 +306,39 @@ def agent_summary_view(summary: AgentSummary) -> dict[str, Any]:
             "total": summary.total, "passed": summary.passed, "failed": summary.failed,
             "evaluations": summary.evaluations, "last_completed_at": summary.last_completed_at,
             "stale": summary.stale, "verdict": summary.verdict.value, "run_ids": summary.run_ids}
+
+
+# --- grading again --------------------------------------------------------------------------------
+
+
+def regraded_view(r: Regraded) -> dict[str, Any]:
+    """One score graded again (each of `scores` of a grade again): `{score_id, state_before,
+    state, reason}` for a new grade, `{score_id, state_before, kept, reason}` for an earlier one
+    kept, `{score_id, skipped}` for one somebody graded meanwhile."""
+    if r.skipped is not None:
+        return {"score_id": r.score_id, "skipped": r.skipped}
+    if r.kept is not None:
+        return {"score_id": r.score_id, "state_before": r.state_before, "kept": r.kept,
+                "reason": r.reason}
+    return {"score_id": r.score_id, "state_before": r.state_before, "state": r.state,
+            "reason": r.reason}
+
+
+def grade_again_view(done: GradeAgain) -> dict[str, Any]:
+    """What a grade again did (`POST /eval-runs/{id}/grade-again`, each of a rescore's `runs`):
+    `{run_id, graded, changed, still_ungraded, pending, judge_cost_usd, stopped, scores}`."""
+    return {"run_id": done.run_id, "graded": done.graded, "changed": done.changed,
+            "still_ungraded": done.still_ungraded, "pending": done.pending,
+            "judge_cost_usd": micros_to_usd(done.judge_cost_micros), "stopped": done.stopped,
+            "scores": [regraded_view(r) for r in done.scores]}
+
+
+def rescore_view(done: Rescore) -> dict[str, Any]:
+    """A dataset's rescore (`POST /datasets/{id}/scores/rescore`): `{dataset_id, runs:
+    [grade_again_view], graded, changed}` (summed over its runs)."""
+    return {"dataset_id": done.dataset_id, "runs": [grade_again_view(r) for r in done.runs],
+            "graded": sum(r.graded for r in done.runs),
+            "changed": sum(r.changed for r in done.runs)}
 
 
 # --- eval runs -------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from chalice import Blueprint, Response
 from pydantic import BaseModel, ValidationError
 
 from chalicelib import bootstrap
+from chalicelib.api.views import estimate_view
 from chalicelib.domain.identity import Identity
 from chalicelib.errors import (
     AssayError,
@@ -29,6 +30,7 @@ from chalicelib.errors import (
     UnauthenticatedError,
     invalid_input,
 )
+from chalicelib.services.estimates import Price
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +47,15 @@ STATUS: dict[type[AssayError], int] = {
 
 
 def error_response(exc: AssayError) -> Response:
-    """`{"error": {"code", "message", "field"?, ...details}}` with the mapped status."""
+    """`{"error": {"code", "message", "field"?, ...details}}` with the mapped status; a detail that
+    is a run's price (a start's 402) answers as the estimate does (`views.estimate_view`)."""
     status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 400)
     body: dict[str, Any] = {"code": snake_code(type(exc).__name__),
                             "message": exc.message}
     if exc.field:
         body["field"] = exc.field
-    body.update(exc.details)
+    body.update({k: estimate_view(v) if isinstance(v, Price) else v
+                 for k, v in exc.details.items()})
     headers: dict[str, str | list[str]] = {"Content-Type": "application/json"}
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="assay"'

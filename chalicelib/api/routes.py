@@ -407,7 +407,8 @@ def list_dataset_runs(c, who, dataset_id):
 @api_view(bp)
 def rescore(c, who, dataset_id):
     body = parse(Rescore, json_body(bp))
-    return grading_service.rescore(c, who, dataset_id, score_ids=body.score_ids, run_id=body.run_id)
+    return views.rescore_view(grading_service.rescore(c, who, dataset_id, score_ids=body.score_ids,
+                                                      run_id=body.run_id))
 
 
 # --- eval runs -------------------------------------------------------------------------------
@@ -417,7 +418,7 @@ def rescore(c, who, dataset_id):
 @api_view(bp)
 def estimate_run(c, who, agent_id):
     body = parse(StartRun, json_body(bp))
-    return run_service.estimate(c, who, agent_id, body.model_dump())
+    return views.estimate_view(run_service.estimate(c, who, agent_id, body.model_dump()))
 
 
 @bp.route("/api/v1/agents/{agent_id}/eval-runs", methods=["POST"])
@@ -466,7 +467,7 @@ def cancel_run(c, who, run_id):
 @api_view(bp)
 def grade_again(c, who, run_id):
     body = parse(GradeAgain, json_body(bp)) if bp.current_request.raw_body else GradeAgain()
-    return grading_service.grade_again(c, who, run_id, body.score_ids)
+    return views.grade_again_view(grading_service.grade_again(c, who, run_id, body.score_ids))
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/comparison", methods=["GET"])
@@ -531,7 +532,8 @@ def seed_stream(c, who, run_id):
 
 def _summaries(c, who):
     body = parse(AgentSummaries, json_body(bp))
-    return {"summaries": summary_service.summarize_agents(c, who, body.agents)}
+    return {"summaries": [views.agent_summary_view(s)
+                          for s in summary_service.summarize_agents(c, who, body.agents)]}
 
 
 @bp.route("/api/v1/agent-summaries", methods=["POST"])

@@ -13,6 +13,7 @@ from typing import Any
 
 from chalicelib.clock import from_epoch_ms, iso
 from chalicelib.domain.enums import ArmRole, AttemptState, RunPurpose
+from chalicelib.domain.estimate_rules import ArmEstimate, round_half_up
 from chalicelib.domain.money import micros_to_usd
 from chalicelib.domain.outcome import ArmResult, Comparison
 from chalicelib.domain.records import (
@@ -31,11 +32,14 @@ from chalicelib.domain.records import (
     SuiteResultEntry,
 )
 from chalicelib.services.budgets import Budget
+from chalicelib.services.estimates import Price
+from chalicelib.services.grading import GradeAgain, Regraded, Rescore
 from chalicelib.services.judges import ResolvedJudge
 from chalicelib.services.notifications import EmailSetting
 from chalicelib.services.ports.objects import RecordingMeta, SecretMeta
 from chalicelib.services.runs import CaseResults, RunEvents, RunList, RunRead
 from chalicelib.services.suites import SuitePrice
+from chalicelib.services.summaries import AgentSummary
 
 # --- agents ----------------------------------------------------------------------------------
 
@@ -172,6 +176,66 @@ def budget_view(budget: Budget) -> dict[str, Any]:
             else micros_to_usd(budget.budget_micros - budget.spent_micros)}
 
 
+def estimate_view(price: Price) -> dict[str, Any]:
+    """What a run would cost (`POST /agents/{id}/eval-runs/estimate`, and `estimate` of a start's
+    402): `{agent_id, dataset_id, dataset_version, candidate, resolved_version, cases,
+    ungraded_cases, judged_cases, reruns, arms: [{arm_id, role, model, basis, per_case_usd,
+    first_pass_usd, rerun_ceiling_usd, runs_sampled, reused_run_id?}], judge, first_pass_usd,
+    rerun_ceiling_usd, total_usd, basis, reused_baseline_run_id, missing_baseline_version, budgets:
+    {agent, organization} (each a `budget_view` without `agent_id`), agent_after_usd,
+    org_after_usd, agent_committed_usd, org_committed_usd, within_budget, total_micros,
+    warnings}`; money in USD, computed exactly in micro-USD."""
+    plan, est, judge, info = price.plan, price.estimate, price.judge, price.plan.info
+    reading = price.reading
+    agent_budget = budget_view(Budget(plan.agent_id, price.month, reading.agent_budget_micros,
+                                      reading.agent_spent_micros))
+    org_budget = budget_view(Budget(None, price.month, reading.org_budget_micros,
+                                    reading.org_spent_micros))
+
+    def arm(a: ArmEstimate) -> dict[str, Any]:
+        history = price.history.get(a.model)
+        return {"arm_id": a.arm_id, "role": a.role, "model": a.model, "basis": str(a.basis),
+                "per_case_usd": micros_to_usd(a.per_case_micros),
+                "first_pass_usd": micros_to_usd(a.first_pass_micros),
+                "rerun_ceiling_usd": micros_to_usd(a.rerun_ceiling_micros),
+                "runs_sampled": history.runs if history and a.basis == "history" else 0,
+                **({"reused_run_id": info.get("reused_baseline_run_id")}
+                   if a.basis == "reused" else {})}
+
+    return {
+        "agent_id": plan.agent_id, "dataset_id": plan.dataset.dataset_id,
+        "dataset_version": int(plan.dataset.version),
+        "candidate": "draft" if plan.draft else "version", "resolved_version": plan.version,
+        "cases": plan.case_count, "ungraded_cases": plan.ungraded, "judged_cases": plan.judged,
+        "reruns": plan.reruns,
+        "arms": [arm(a) for a in est.arms],
+        "judge": None if plan.judge is None or judge is None else {
+            "judge_id": plan.judge.judge_id, "version": plan.judge.version,
+            "model": plan.judge.model, "basis": str(judge.basis),
+            "per_call_usd": micros_to_usd(round_half_up(judge.per_call)),
+            "first_pass_usd": micros_to_usd(est.judge_first_pass_micros),
+            "rerun_ceiling_usd": micros_to_usd(est.judge_rerun_ceiling_micros)},
+        "first_pass_usd": micros_to_usd(est.first_pass_micros),
+        "rerun_ceiling_usd": micros_to_usd(est.rerun_ceiling_micros),
+        "total_usd": micros_to_usd(est.total_micros), "basis": str(est.basis),
+        "reused_baseline_run_id": info.get("reused_baseline_run_id"),
+        "missing_baseline_version": info.get("missing_baseline_version"),
+        "budgets": {"agent": {k: v for k, v in agent_budget.items() if k != "agent_id"},
+                    "organization": org_budget},
+        "agent_after_usd": _usd(price.agent_after_micros),
+        "org_after_usd": _usd(price.org_after_micros),
+        "agent_committed_usd": micros_to_usd(price.agent_committed_micros),
+        "org_committed_usd": micros_to_usd(price.org_committed_micros),
+        "within_budget": price.within_budget,
+        "total_micros": est.total_micros,
+        "warnings": list(plan.warnings),
+    }
+
+
+def _usd(micros: int | None) -> float | None:
+    return None if micros is None else micros_to_usd(micros)
+
+
 # --- judges ----------------------------------------------------------------------------------
 
 
@@ -228,6 +292,52 @@ def recording_view(meta: RecordingMeta) -> dict[str, Any]:
     if meta.sha256 is not None:
         out |= {"lines": meta.lines, "sha256": meta.sha256, "uploaded_by": meta.uploaded_by}
     return out
+
+
+# --- verdicts ----------------------------------------------------------------------------------
+
+
+def agent_summary_view(summary: AgentSummary) -> dict[str, Any]:
+    """The verdict beside one agent version (each of `summaries` of `POST /agents/summaries` and
+    seed 000's path): `{agent_id, agentId (the same, seed 000's name), version, total, passed,
+    failed, evaluations, last_completed_at, stale, verdict, run_ids}`."""
+    return {"agent_id": summary.agent_id, "agentId": summary.agent_id, "version": summary.version,
+            "total": summary.total, "passed": summary.passed, "failed": summary.failed,
+            "evaluations": summary.evaluations, "last_completed_at": summary.last_completed_at,
+            "stale": summary.stale, "verdict": summary.verdict.value, "run_ids": summary.run_ids}
+
+
+# --- grading again --------------------------------------------------------------------------------
+
+
+def regraded_view(r: Regraded) -> dict[str, Any]:
+    """One score graded again (each of `scores` of a grade again): `{score_id, state_before,
+    state, reason}` for a new grade, `{score_id, state_before, kept, reason}` for an earlier one
+    kept, `{score_id, skipped}` for one somebody graded meanwhile."""
+    if r.skipped is not None:
+        return {"score_id": r.score_id, "skipped": r.skipped}
+    if r.kept is not None:
+        return {"score_id": r.score_id, "state_before": r.state_before, "kept": r.kept,
+                "reason": r.reason}
+    return {"score_id": r.score_id, "state_before": r.state_before, "state": r.state,
+            "reason": r.reason}
+
+
+def grade_again_view(done: GradeAgain) -> dict[str, Any]:
+    """What a grade again did (`POST /eval-runs/{id}/grade-again`, each of a rescore's `runs`):
+    `{run_id, graded, changed, still_ungraded, pending, judge_cost_usd, stopped, scores}`."""
+    return {"run_id": done.run_id, "graded": done.graded, "changed": done.changed,
+            "still_ungraded": done.still_ungraded, "pending": done.pending,
+            "judge_cost_usd": micros_to_usd(done.judge_cost_micros), "stopped": done.stopped,
+            "scores": [regraded_view(r) for r in done.scores]}
+
+
+def rescore_view(done: Rescore) -> dict[str, Any]:
+    """A dataset's rescore (`POST /datasets/{id}/scores/rescore`): `{dataset_id, runs:
+    [grade_again_view], graded, changed}` (summed over its runs)."""
+    return {"dataset_id": done.dataset_id, "runs": [grade_again_view(r) for r in done.runs],
+            "graded": sum(r.graded for r in done.runs),
+            "changed": sum(r.changed for r in done.runs)}
 
 
 # --- eval runs -------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ from chalicelib.clock import iso
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.money import (
     MAX_BUDGET_USD,
-    micros_to_usd,
     usd_text,
     usd_to_micros,
 )
@@ -72,23 +71,6 @@ def charge(c: Container, org_id: str, agent_id: str, micros: int, *, judge: bool
     """Add a model request's real cost (micro-USD) to both month counters; nothing for a free one."""
     if micros > 0:
         c.spend.charge(org_id, agent_id, month_of(c.clock.now()), micros, judge=judge)
-
-
-def _usd(micros: int | None) -> float | None:
-    return None if micros is None else micros_to_usd(micros)
-
-
-def view(reading: BudgetReading, *, scope: str, now: datetime) -> dict[str, Any]:
-    """The estimate's shape of one budget: `{scope, month, monthly_usd, spent_usd, remaining_usd}`.
-
-    Only `estimates.price` (the `/estimate` response) shapes with it, until that response's shaping
-    moves to `chalicelib.api` with the runs' (issue 10 scope 3); the budget routes answer
-    `api.views.budget_view` of a `Budget`, and a unit test holds the two to the same dict.
-    """
-    budget, spent = ((reading.agent_budget_micros, reading.agent_spent_micros) if scope == "agent"
-                     else (reading.org_budget_micros, reading.org_spent_micros))
-    return {"scope": scope, "month": month_of(now), "monthly_usd": _usd(budget), "spent_usd": micros_to_usd(spent),
-            "remaining_usd": None if budget is None else micros_to_usd(budget - spent)}
 
 
 @dataclass(frozen=True)

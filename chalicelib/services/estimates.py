@@ -8,6 +8,7 @@ at `EVAL_FALLBACK_CASE_COST_USD`; the judge the same way from its own history. T
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.bootstrap import Container
@@ -15,7 +16,7 @@ from chalicelib.domain import estimate_rules as rules
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.money import micros_to_usd, usd_text, usd_to_micros
-from chalicelib.domain.records import Run
+from chalicelib.domain.records import BudgetReading, Run
 from chalicelib.services import baselines, budgets, environments
 from chalicelib.services.planning import Plan
 
@@ -64,14 +65,50 @@ def _committed(c: Container, org_id: str, agent_id: str) -> tuple[int, int]:
     return agent, org
 
 
-def price(c: Container, who: Identity, plan: Plan) -> dict[str, Any]:
-    """The estimate of a planned run, with the budgets it leaves (the `/estimate` response).
+@dataclass(frozen=True)
+class Price:
+    """A planned run priced, with the budgets it leaves: what `/estimate` answers
+    (`api.views.estimate_view`), what a start checks and what its 402 carries. Micro-USD."""
 
-    Returns `{cases, ungraded_cases, judged_cases, arms: [...], judge, first_pass_usd,
-    rerun_ceiling_usd, total_usd, basis, reused_baseline_run_id, missing_baseline_version,
-    budgets: {agent, organization}, agent_committed_usd, org_committed_usd, agent_after_usd,
-    org_after_usd, within_budget, warnings}`; money in USD, computed exactly in micro-USD.
-    `*_after_usd` = budget - spent this month - what started runs may still spend - this run's total.
+    plan: Plan
+    estimate: rules.Estimate
+    judge: rules.JudgePlan | None
+    """How the judge was priced; None without a judge."""
+    history: dict[str | None, rules.CostHistory]
+    """The agent's answer history per model, which the arms were priced from."""
+    reading: BudgetReading
+    month: str
+    """The month (`YYYY-MM`) of the budgets read."""
+    agent_committed_micros: int
+    """What the agent's runs already started may still spend."""
+    org_committed_micros: int
+    agent_after_micros: int | None
+    """Budget - spent this month - committed - this run's total; None without a budget."""
+    org_after_micros: int | None
+    within_budget: bool
+    note: str | None = None
+    """Why a suite's run is priced without its baseline (a suite's plans only)."""
+
+    @property
+    def total_micros(self) -> int:
+        """The exposure a start checks against the budgets (first pass plus rerun ceiling)."""
+        return self.estimate.total_micros
+
+    def kept(self) -> dict[str, Any]:
+        """What a run keeps of its estimate (`settings.estimate`): `{first_pass_usd,
+        rerun_ceiling_usd, total_usd, total_micros, basis}`."""
+        est = self.estimate
+        return {"first_pass_usd": micros_to_usd(est.first_pass_micros),
+                "rerun_ceiling_usd": micros_to_usd(est.rerun_ceiling_micros),
+                "total_usd": micros_to_usd(est.total_micros), "total_micros": est.total_micros,
+                "basis": str(est.basis)}
+
+
+def price(c: Container, who: Identity, plan: Plan) -> Price:
+    """The estimate of a planned run, with the budgets it leaves.
+
+    `*_after_micros` = budget - spent this month - what started runs may still spend - this run's
+    total, computed exactly in micro-USD; `within_budget` when neither goes below zero.
     """
     s = c.settings
     fallback = {"fallback_input_tokens": s.eval_fallback_input_tokens,
@@ -86,56 +123,33 @@ def price(c: Container, who: Identity, plan: Plan) -> dict[str, Any]:
                                        answers=arm.answers, rerun=arm.rerun))
     judge_plan = None
     if plan.judge is not None:
-        per_call, basis = rules.unit_cost(grading.get(plan.judge.model), plan.judge.runtime_spec.get("price"),
-                                          **fallback)
+        per_call, basis = rules.unit_cost(grading.get(plan.judge.model),
+                                          plan.judge.runtime_spec.get("price"), **fallback)
         judge_plan = rules.JudgePlan(per_call, basis, plan.judged)
-    est = rules.estimate(cases=plan.case_count, arms=arm_plans, judge=judge_plan, reruns=plan.reruns,
-                         stability=plan.stability)
+    est = rules.estimate(cases=plan.case_count, arms=arm_plans, judge=judge_plan,
+                         reruns=plan.reruns, stability=plan.stability)
     reading = budgets.read(c, who.org_id, plan.agent_id)
     exposure = est.total_micros
     agent_committed, org_committed = _committed(c, who.org_id, plan.agent_id)
-    agent_used, org_used = reading.agent_spent_micros + agent_committed, reading.org_spent_micros + org_committed
-    agent_after = rules.remaining_after(reading.agent_budget_micros, agent_used, exposure)
-    org_after = rules.remaining_after(reading.org_budget_micros, org_used, exposure)
-    now = c.clock.now()
-    return {
-        "agent_id": plan.agent_id, "dataset_id": plan.dataset.dataset_id, "dataset_version": int(plan.dataset.version),
-        "candidate": "draft" if plan.draft else "version", "resolved_version": plan.version,
-        "cases": plan.case_count, "ungraded_cases": plan.ungraded, "judged_cases": plan.judged,
-        "reruns": plan.reruns,
-        "arms": [{"arm_id": a.arm_id, "role": a.role, "model": a.model, "basis": str(a.basis),
-                  "per_case_usd": micros_to_usd(a.per_case_micros), "first_pass_usd": micros_to_usd(a.first_pass_micros),
-                  "rerun_ceiling_usd": micros_to_usd(a.rerun_ceiling_micros),
-                  "runs_sampled": (history.runs if (history := answers.get(a.model)) and a.basis == "history" else 0),
-                  **({"reused_run_id": plan.info.get("reused_baseline_run_id")} if a.basis == "reused" else {})}
-                 for a in est.arms],
-        "judge": None if plan.judge is None or judge_plan is None else {
-            "judge_id": plan.judge.judge_id, "version": plan.judge.version, "model": plan.judge.model,
-            "basis": str(judge_plan.basis), "per_call_usd": micros_to_usd(rules.round_half_up(judge_plan.per_call)),
-            "first_pass_usd": micros_to_usd(est.judge_first_pass_micros),
-            "rerun_ceiling_usd": micros_to_usd(est.judge_rerun_ceiling_micros)},
-        "first_pass_usd": micros_to_usd(est.first_pass_micros),
-        "rerun_ceiling_usd": micros_to_usd(est.rerun_ceiling_micros),
-        "total_usd": micros_to_usd(est.total_micros), "basis": str(est.basis),
-        "reused_baseline_run_id": plan.info.get("reused_baseline_run_id"),
-        "missing_baseline_version": plan.info.get("missing_baseline_version"),
-        "budgets": {"agent": budgets.view(reading, scope="agent", now=now),
-                    "organization": budgets.view(reading, scope="organization", now=now)},
-        "agent_after_usd": None if agent_after is None else micros_to_usd(agent_after),
-        "org_after_usd": None if org_after is None else micros_to_usd(org_after),
-        "agent_committed_usd": micros_to_usd(agent_committed), "org_committed_usd": micros_to_usd(org_committed),
-        "within_budget": rules.fits(reading.agent_budget_micros, agent_used, exposure)
-        and rules.fits(reading.org_budget_micros, org_used, exposure),
-        "total_micros": est.total_micros,
-        "warnings": list(plan.warnings),
-    }
+    agent_used = reading.agent_spent_micros + agent_committed
+    org_used = reading.org_spent_micros + org_committed
+    return Price(
+        plan=plan, estimate=est, judge=judge_plan, history=answers, reading=reading,
+        month=budgets.month_of(c.clock.now()), agent_committed_micros=agent_committed,
+        org_committed_micros=org_committed,
+        agent_after_micros=rules.remaining_after(reading.agent_budget_micros, agent_used, exposure),
+        org_after_micros=rules.remaining_after(reading.org_budget_micros, org_used, exposure),
+        within_budget=rules.fits(reading.agent_budget_micros, agent_used, exposure)
+        and rules.fits(reading.org_budget_micros, org_used, exposure))
 
 
-def refusal(priced: dict[str, Any]) -> str:
+def refusal(priced: Price) -> str:
     """Why a start past a budget is refused (the 402's message)."""
-    short = [name for name, key in (("agent's", "agent_after_usd"), ("organization's", "org_after_usd"))
-             if priced[key] is not None and priced[key] < 0]
-    return (f"the run could cost up to {usd_text(usd_to_micros(priced['total_usd']))} (first pass "
-            f"{usd_text(usd_to_micros(priced['first_pass_usd']))} plus reruns up to "
-            f"{usd_text(usd_to_micros(priced['rerun_ceiling_usd']))}), more than is left of the "
+    short = [name for name, after in (("agent's", priced.agent_after_micros),
+                                      ("organization's", priced.org_after_micros))
+             if after is not None and after < 0]
+    est = priced.estimate
+    return (f"the run could cost up to {usd_text(est.total_micros)} (first pass "
+            f"{usd_text(est.first_pass_micros)} plus reruns up to "
+            f"{usd_text(est.rerun_ceiling_micros)}), more than is left of the "
             f"{' and the '.join(short)} monthly budget")

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
@@ -31,6 +30,48 @@ from chalicelib.errors import (
 from chalicelib.retrying import change, jitter
 from chalicelib.services import finalize, redacting
 from chalicelib.services.run_case import grade_answer
+
+
+@dataclass(frozen=True)
+class Regraded:
+    """What grading one judge score again did: a new grade (`state`, which may be the one it had),
+    the earlier grade `kept` because the judge failed now (`reason` says how), or `skipped`
+    because somebody graded it meanwhile."""
+
+    score_id: str
+    state_before: str | None = None
+    state: str | None = None
+    kept: str | None = None
+    reason: str | None = None
+    skipped: str | None = None
+
+
+@dataclass(frozen=True)
+class GradeAgain:
+    """What one "grade again" of a run did: each score's `Regraded`, in order; how many grades
+    `changed`; the scores still not graded; those left for another call (`pending`, the time ran
+    out); the judge's cost in micro-USD; and the budget that stopped it, if one did."""
+
+    run_id: str
+    scores: list[Regraded]
+    changed: int
+    still_ungraded: list[str]
+    pending: list[str]
+    judge_cost_micros: int
+    stopped: str | None
+
+    @property
+    def graded(self) -> int:
+        """Scores graded anew (kept and skipped ones are not)."""
+        return sum(1 for r in self.scores if r.state is not None)
+
+
+@dataclass(frozen=True)
+class Rescore:
+    """A rescore of a dataset's scores: one `GradeAgain` per run."""
+
+    dataset_id: str
+    runs: list[GradeAgain]
 
 
 def _judged(row: Attempt) -> bool:
@@ -62,12 +103,11 @@ def _targets(run: Run, rows: list[Attempt], score_ids: Sequence[str] | None,
 
 
 def grade_again(c: Container, who: Identity, run_id: str, score_ids: Sequence[str] | None = None,
-                *, field: str = "score_ids") -> dict[str, Any]:
+                *, field: str = "score_ids") -> GradeAgain:
     """Grade again the judge scores `score_ids` of a run (default: every one not graded).
 
     Answers are graded one after another until `ASSAY_GRADE_AGAIN_SECONDS` have passed (an API
     call must answer within API Gateway's 29 s); what was left is listed as `pending`: call again.
-    Returns `{run_id, graded, changed, still_ungraded, pending, judge_cost_usd, stopped, scores: [...]}`.
     Raises:
         NotFoundError: unknown run or score. ConflictError: the run is still running (its grades
         would race the final computation). InvalidInputError: a score no judge gave.
@@ -90,11 +130,11 @@ def grade_again(c: Container, who: Identity, run_id: str, score_ids: Sequence[st
         c.runs.release_grading(who.org_id, run_id, now_ms + lease_ms)
 
 
-def _grade(c: Container, who: Identity, run: Run, targets: list[Attempt]) -> dict[str, Any]:
+def _grade(c: Container, who: Identity, run: Run, targets: list[Attempt]) -> GradeAgain:
     run_id = run.run_id
     cases = {case["case_id"]: case for case in c.datasets.cases(run.org_id, run.dataset_id, int(run.dataset_version))}
     now = iso(c.clock.now())
-    results: list[dict[str, Any]] = []
+    results: list[Regraded] = []
     cost = changed = 0
     stopped = None
     deadline = time.monotonic() + c.settings.assay_grade_again_seconds
@@ -104,6 +144,7 @@ def _grade(c: Container, who: Identity, run: Run, targets: list[Attempt]) -> dic
         if time.monotonic() >= deadline:
             pending = [finalize.score_id(run_id, r.attempt_key) for r in targets[i:]]
             break
+        sid = finalize.score_id(run_id, row.attempt_key)
         answer_text = c.bucket.get_text(row.answer_ref) if row.answer_ref else (row.answer or "")
         # The kept answer is the redacted one: grading again never sees a secret (seed 004).
         answer = AgentAnswer(answer=answer_text, calls=[ToolCall.model_validate(x) for x in row.calls or []])
@@ -118,8 +159,8 @@ def _grade(c: Container, who: Identity, run: Run, targets: list[Attempt]) -> dic
         if new_judge is not None and new_judge.passed is None and not _undecided(row):
             # A judge that fails now never takes away a grade it gave before.
             c.runs.add_judge_cost(run.org_id, row.run_id, spent, asker.calls if asker else 0)
-            results.append({"score_id": finalize.score_id(run_id, row.attempt_key), "state_before": row.state,
-                            "kept": row.state, "reason": f"the earlier grade is kept: {new_judge.reason}"})
+            results.append(Regraded(sid, state_before=row.state, kept=row.state,
+                                    reason=f"the earlier grade is kept: {new_judge.reason}"))
             cost += spent
             continue
         entry = {"by": who.user_id, "at": now, "state_before": row.state, "state": grade.state.value}
@@ -131,23 +172,22 @@ def _grade(c: Container, who: Identity, run: Run, targets: list[Attempt]) -> dic
         if not c.runs.regrade(run.org_id, row, regraded):
             c.runs.add_judge_cost(run.org_id, row.run_id, spent, asker.calls if asker else 0)
             cost += spent
-            results.append({"score_id": finalize.score_id(run_id, row.attempt_key), "skipped": "graded meanwhile"})
+            results.append(Regraded(sid, skipped="graded meanwhile"))
             continue
         cost += spent
         changed += grade.state.value != row.state
-        results.append({"score_id": finalize.score_id(run_id, row.attempt_key), "state_before": row.state,
-                        "state": grade.state.value, "reason": grade.reason})
+        results.append(Regraded(sid, state_before=row.state, state=grade.state.value,
+                                reason=grade.reason))
     if stopped and not results:
         raise BudgetExceededError(f"nothing was graded again: {stopped}", field="budget")
-    graded = [r for r in results if "state" in r]
+    graded = [r for r in results if r.state is not None]
     if graded:
         c.runs.add_grading(run.org_id, run_id, {
             "by": who.user_id, "at": now, "graded": len(graded), "changed": changed,
             "judge_cost_usd": micros_to_usd(cost)})
         recompute_outcome(c, run.org_id, run_id)
-    return {"run_id": run_id, "graded": len(graded), "changed": changed,
-            "still_ungraded": finalize.ungraded_score_ids(run, c.runs.attempts(run.org_id, run_id)), "pending": pending,
-            "judge_cost_usd": micros_to_usd(cost), "stopped": stopped, "scores": results}
+    still = finalize.ungraded_score_ids(run, c.runs.attempts(run.org_id, run_id))
+    return GradeAgain(run_id, results, changed, still, pending, cost, stopped)
 
 
 RECOMPUTE_TRIES = 10
@@ -177,7 +217,7 @@ def recompute_outcome(c: Container, org_id: str, run_id: str, *,
 
 
 def rescore(c: Container, who: Identity, dataset_id: str, *, score_ids: Sequence[str] | None,
-            run_id: str | None) -> dict[str, Any]:
+            run_id: str | None) -> Rescore:
     """`POST /datasets/{id}/scores/rescore`: grade again scores of runs over this dataset - the
     named `score_ids` (`<run_id>:<attempt_key>:judge`), or every ungraded one of `run_id`.
 
@@ -200,6 +240,5 @@ def rescore(c: Container, who: Identity, dataset_id: str, *, score_ids: Sequence
         if run is None or run.dataset_id != dataset_id:
             raise NotFoundError(f"eval run {owner or '?'} over dataset {dataset_id} not found", field="score_ids"
                                 if score_ids else "run_id")
-    runs = [grade_again(c, who, owner, ids or None) for owner, ids in by_run.items()]
-    return {"dataset_id": dataset_id, "runs": runs, "graded": sum(r["graded"] for r in runs),
-            "changed": sum(r["changed"] for r in runs)}
+    return Rescore(dataset_id, [grade_again(c, who, owner, ids or None)
+                                for owner, ids in by_run.items()])

@@ -92,7 +92,7 @@ def version_before(c: Container, who: Identity, agent_id: str, candidate_version
     return (number, row.spec) if row is not None else None
 
 
-def estimate(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> dict[str, Any]:
+def estimate(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> estimates.Price:
     """`POST /agents/{id}/eval-runs/estimate`: plan the run as a start would and price it; nothing
     is written. Raises what `plan_run` raises."""
     return estimates.price(c, who, plan_run(c, who, agent_id, body))
@@ -189,7 +189,7 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *
 
 
 def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *,
-              planned: tuple[Plan, dict[str, Any]] | None = None, purpose: str | None = None,
+              planned: tuple[Plan, estimates.Price] | None = None, purpose: str | None = None,
               extra_settings: dict[str, Any] | None = None) -> tuple[Run, list[str]]:
     """Start an eval run: plan it, price it, refuse past a budget, write it, claim slots.
 
@@ -201,13 +201,14 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], 
         (the run as written, warnings for the caller).
     Raises:
         what `plan_run` raises; BudgetExceededError (402) when the first pass plus the rerun ceiling
-        exceeds what is left of the agent's or the organization's monthly budget.
+        exceeds what is left of the agent's or the organization's monthly budget (its `estimate`
+        detail the `Price`, shaped by the API).
     """
     if planned is None:
         plan = plan_run(c, who, agent_id, body)
         planned = plan, estimates.price(c, who, plan)
     plan, priced = planned
-    if not priced["within_budget"]:
+    if not priced.within_budget:
         raise BudgetExceededError(estimates.refusal(priced), field="budget", estimate=priced)
     now = c.clock.now()
     settings = c.settings
@@ -225,8 +226,7 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], 
         settings={"run_concurrency": settings.eval_run_concurrency, "reruns": plan.reruns,
                   "case_timeout_seconds": settings.evaluation_case_timeout_seconds, **plan.info,
                   "warnings": plan.warnings, "judge_model": plan.judge.model if plan.judge else None,
-                  "estimate": {k: priced[k] for k in ("first_pass_usd", "rerun_ceiling_usd", "total_usd",
-                                                      "total_micros", "basis")}, **(extra_settings or {})},
+                  "estimate": priced.kept(), **(extra_settings or {})},
         tasks=None, tasks_total=total, next_index=0, slots=0, expected=total,
         heartbeat_at_ms=epoch_ms(now))
     c.runs.create(run)

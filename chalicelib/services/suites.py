@@ -70,6 +70,7 @@ from chalicelib.services import (
     runs,
 )
 from chalicelib.services import datasets as dataset_service
+from chalicelib.services.planning import Plan
 
 log = logging.getLogger(__name__)
 
@@ -356,9 +357,9 @@ def price(c: Container, who: Identity, row: Suite) -> SuitePrice:
         _, priced = _plan(c, who, row, {"kind": str(TriggerKind.MANUAL), "version": version})
     except AssayError as exc:
         return SuitePrice(runs_per_30_days=runs, note=f"cannot price a run: {exc.message}")
-    one_run = int(priced["total_micros"])
+    one_run = priced.total_micros
     return SuitePrice(one_run_micros=one_run, runs_per_30_days=runs, month_micros=one_run * runs,
-                      basis=priced["basis"])
+                      basis=str(priced.estimate.basis))
 
 
 # --- triggers --------------------------------------------------------------------------------
@@ -495,7 +496,8 @@ def _last_result(c: Container, row: Suite, version: int) -> tuple[SuiteResultEnt
     return last_pass, last
 
 
-def _plan(c: Container, who: Identity, row: Suite, entry: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+def _plan(c: Container, who: Identity, row: Suite,
+          entry: dict[str, Any]) -> tuple[Plan, estimates.Price]:
     """Plan and price the run a trigger asks for, with the baseline the seed gives it (seed 004
     "What a result must meet"): publish, promotion and gate run their baseline in the same run;
     schedule, dependency and by-hand runs compare with the suite's last passing run of the same
@@ -526,7 +528,7 @@ def _plan(c: Container, who: Identity, row: Suite, entry: dict[str, Any]) -> tup
         plan = runs.plan_run(c, who, row.agent_id, {**body, "paired_baseline": True}, baseline_version=paired_with,
                              default_baseline=False, judge_version=judge_version)
         priced = estimates.price(c, who, plan)
-        if cap is None or int(priced["total_micros"]) <= int(cap):
+        if cap is None or priced.total_micros <= int(cap):
             return plan, priced
         # Both would cross the cap: the candidate alone, against the last comparable run if any.
         plan = runs.plan_run(c, who, row.agent_id, body, judge_version=judge_version)
@@ -534,9 +536,7 @@ def _plan(c: Container, who: Identity, row: Suite, entry: dict[str, Any]) -> tup
             note = NOT_COMPARED_CAP
     else:
         plan = runs.plan_run(c, who, row.agent_id, body, default_baseline=False, judge_version=judge_version)
-    priced = estimates.price(c, who, plan)
-    priced["note"] = note
-    return plan, priced
+    return plan, replace(estimates.price(c, who, plan), note=note)
 
 
 def _claimed(c: Container, suite: Suite) -> Suite | None:
@@ -609,14 +609,15 @@ def _start(c: Container, row: Suite, entry: dict[str, Any]) -> str | None:
                                     field="environment_id")
         plan, priced = _plan(c, who, row, entry)
         cap = row.max_run_usd_micros
-        if cap is not None and int(priced["total_micros"]) > int(cap):
-            raise BudgetExceededError(f"the run could cost up to ${priced['total_usd']}, more than the suite's "
+        if cap is not None and priced.total_micros > int(cap):
+            cost = micros_to_usd(priced.total_micros)
+            raise BudgetExceededError(f"the run could cost up to ${cost}, more than the suite's "
                                       f"max_run_usd (${micros_to_usd(int(cap))})", field="max_run_usd")
         purpose = RunPurpose.GATE if entry["kind"] == TriggerKind.GATE else RunPurpose.SUITE
         run, _ = runs.start_run(c, who, row.agent_id, {}, planned=(plan, priced), purpose=str(purpose),
                                 extra_settings={"suite_id": row.suite_id, "suite_created_at": row.created_at,
                                                 "suite_trigger": _kept_trigger(entry),
-                                                "suite_note": priced.get("note")})
+                                                "suite_note": priced.note})
     except AssayError as exc:
         _record(c, row, entry, None, SuiteDecision(SuiteResult.NOT_RUN, [exc.message]), started=started)
         _release(c, row, STARTING)

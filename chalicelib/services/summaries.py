@@ -8,10 +8,11 @@ spec hash differs from the draft as it is now tested something that no longer ex
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.bootstrap import Container
-from chalicelib.domain.enums import RunStatus
+from chalicelib.domain.enums import RunStatus, Verdict
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Run
 from chalicelib.domain.run_rules import verdict_word
@@ -24,11 +25,33 @@ def _matches(run: Run, version: int | str) -> bool:
     return not run.draft and run.resolved_version is not None and int(run.resolved_version) == version
 
 
-def summarize_agents(c: Container, who: Identity, agents: Any) -> list[dict[str, Any]]:
-    """One summary per `{agentId, version}` asked.
+@dataclass(frozen=True)
+class AgentSummary:
+    """The verdict beside one agent version: its evaluations' latest completed runs summed."""
 
-    Returns:
-        `[{agent_id, agentId, version, total, passed, evaluations, last_completed_at, stale, verdict}]`.
+    agent_id: str
+    version: int | str
+    """The version asked: a number or `"draft"`."""
+    total: int
+    passed: int
+    evaluations: int
+    """How many datasets contributed a run."""
+    last_completed_at: str | None
+    stale: bool
+    """A draft's run tested a draft that no longer exists (another spec hash)."""
+    verdict: Verdict
+    run_ids: list[str]
+    """The contributing runs, sorted."""
+
+    @property
+    def failed(self) -> int:
+        """Cases that did not pass."""
+        return self.total - self.passed
+
+
+def summarize_agents(c: Container, who: Identity, agents: Any) -> list[AgentSummary]:
+    """One summary per `{agentId, version}` asked, in the order asked.
+
     Raises:
         InvalidInputError: a malformed entry (naming `agents[i].field`). NotFoundError: unknown agent.
     """
@@ -64,12 +87,13 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[dict[str,
         total = sum(o.total for o in kept)
         passed = sum(o.passed for o in kept)
         stale = version == "draft" and any(r.spec_hash != agent.draft_spec_hash for r in latest.values())
-        out.append({"agent_id": agent_id, "agentId": agent_id, "version": version, "total": total,
-                    "passed": passed, "failed": total - passed, "evaluations": len(latest),
-                    "last_completed_at": max(
-                        (r.completed_at for r in latest.values() if r.completed_at), default=None),
-                    "stale": stale, "verdict": verdict_word(total, passed).value,
-                    "run_ids": sorted(r.run_id for r in latest.values())})
+        out.append(AgentSummary(
+            agent_id=agent_id, version=version, total=total, passed=passed,
+            evaluations=len(latest),
+            last_completed_at=max((r.completed_at for r in latest.values() if r.completed_at),
+                                  default=None),
+            stale=stale, verdict=verdict_word(total, passed),
+            run_ids=sorted(r.run_id for r in latest.values())))
     return out
 
 

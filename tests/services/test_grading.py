@@ -32,7 +32,7 @@ def test_a_run_graded_by_somebody_else_is_refused_until_their_claim_lapses(c: Fa
     assert c.runs.get_for_org("acme", "r1").grading_until_ms == NOW_MS + 5_000   # their claim stands
     c.clock.advance(seconds=6)
     result = grading.grade_again(c, ACME, "r1")
-    assert (result["graded"], result["pending"]) == (0, [])
+    assert (result.graded, result.pending) == (0, [])
     assert c.runs.get_for_org("acme", "r1").grading_until_ms is None             # ours is given back
 
 

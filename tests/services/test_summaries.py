@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from chalicelib.api import views
 from chalicelib.domain.enums import ArmRole
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Run
@@ -75,13 +76,14 @@ def test_a_version_s_verdict_sums_the_latest_completed_run_of_each_dataset(c: Fa
     c.runs.add(_completed("r3", "d2", "2026-12-01T01:30:00.000Z", 2, 1))
     c.runs.add(_completed("r4", "d2", "2026-12-01T03:00:00.000Z", 2, 2, version=2))  # another version
     c.runs.add(_completed("r5", "d1", "2026-12-01T04:00:00.000Z", 4, 0, status="failed"))
-    [summary] = summaries.summarize_agents(c, ACME, [{"agentId": "a", "version": 3}])
+    [summary] = [views.agent_summary_view(s)
+                 for s in summaries.summarize_agents(c, ACME, [{"agentId": "a", "version": 3}])]
     assert {k: summary[k] for k in ("total", "passed", "failed", "evaluations", "verdict", "run_ids",
                                     "last_completed_at", "stale")} == {
         "total": 6, "passed": 5, "failed": 1, "evaluations": 2, "verdict": "partial", "run_ids": ["r2", "r3"],
         "last_completed_at": "2026-12-01T02:00:00.000Z", "stale": False}
     [none] = summaries.summarize_agents(c, ACME, [{"agentId": "a", "version": 7}])
-    assert (none["total"], none["verdict"], none["run_ids"]) == (0, "none", [])
+    assert (none.total, none.verdict, none.run_ids) == (0, "none", [])
 
 
 def test_the_summaries_page_through_every_run_of_the_agent(c: FakeContainer) -> None:
@@ -89,7 +91,7 @@ def test_the_summaries_page_through_every_run_of_the_agent(c: FakeContainer) -> 
     for i in range(205):   # more than one page of 200
         c.runs.add(_completed(f"r{i:03d}", f"d{i:03d}", f"2026-12-01T01:00:00.{i:03d}Z", 1, 1))
     [summary] = summaries.summarize_agents(c, ACME, [{"agentId": "a", "version": 3}])
-    assert (summary["evaluations"], summary["total"], summary["verdict"]) == (205, 205, "pass")
+    assert (summary.evaluations, summary.total, summary.verdict) == (205, 205, "pass")
 
 
 def test_a_malformed_entry_names_its_field(c: FakeContainer) -> None:

@@ -4,9 +4,11 @@ answer, from frozen records, hand-checked field by field."""
 from __future__ import annotations
 
 from chalicelib.api import views
-from chalicelib.domain.enums import ArmRole
+from chalicelib.domain.enums import ArmRole, Verdict
 from chalicelib.domain.records import Attempt
+from chalicelib.services.grading import GradeAgain, Regraded, Rescore
 from chalicelib.services.runs import RunRead
+from chalicelib.services.summaries import AgentSummary
 from tests.fakes.ledger import a_run, an_arm, an_arm_result, an_outcome
 
 
@@ -83,3 +85,33 @@ def test_an_attempt_view_scores_the_decided_scores_and_gives_money_in_usd() -> N
         "reason": "wrong", "error": None, "crash": False, "guardrail": None, "cost_usd": 0.0025,
         "judge_cost_usd": 0.0005, "regraded": [], "tokens": {"input": 7, "output": 3}, "latency_ms": 12.0,
         "model": "m", "recorded_at": "2026-12-01T08:30:00.000Z"}
+
+
+def test_an_agent_summary_view_names_the_agent_twice_and_says_its_verdict_word() -> None:
+    summary = AgentSummary(agent_id="calc", version="draft", total=6, passed=5, evaluations=2,
+                           last_completed_at="2026-12-01T02:00:00.000Z", stale=True, verdict=Verdict.PARTIAL,
+                           run_ids=["r2", "r3"])
+    view = views.agent_summary_view(summary)
+    assert view == {"agent_id": "calc", "agentId": "calc", "version": "draft", "total": 6, "passed": 5,
+                    "failed": 1, "evaluations": 2, "last_completed_at": "2026-12-01T02:00:00.000Z",
+                    "stale": True, "verdict": "partial", "run_ids": ["r2", "r3"]}
+    assert type(view["verdict"]) is str
+
+
+def test_a_grade_again_view_says_what_each_score_came_to_and_what_it_cost() -> None:
+    done = GradeAgain("r1", [Regraded("r1:a#c1#001:judge", state_before="ungraded", state="passed", reason="ok"),
+                             Regraded("r1:a#c2#001:judge", state_before="failed", kept="failed",
+                                      reason="the earlier grade is kept: timeout"),
+                             Regraded("r1:a#c3#001:judge", skipped="graded meanwhile")],
+                      changed=1, still_ungraded=[], pending=["r1:a#c4#001:judge"], judge_cost_micros=1_500,
+                      stopped=None)
+    expected = {
+        "run_id": "r1", "graded": 1, "changed": 1, "still_ungraded": [], "pending": ["r1:a#c4#001:judge"],
+        "judge_cost_usd": 0.0015, "stopped": None,
+        "scores": [{"score_id": "r1:a#c1#001:judge", "state_before": "ungraded", "state": "passed", "reason": "ok"},
+                   {"score_id": "r1:a#c2#001:judge", "state_before": "failed", "kept": "failed",
+                    "reason": "the earlier grade is kept: timeout"},
+                   {"score_id": "r1:a#c3#001:judge", "skipped": "graded meanwhile"}]}
+    assert views.grade_again_view(done) == expected
+    assert views.rescore_view(Rescore("ds", [done, done])) == {"dataset_id": "ds", "runs": [expected, expected],
+                                                                "graded": 2, "changed": 2}

@@ -5,10 +5,11 @@ times as ISO strings. The e2e tests check the same shapes over HTTP."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from typing import Any
 
 from chalicelib.api import views
 from chalicelib.domain import judge_rules as rules
+from chalicelib.domain.estimate_rules import ArmEstimate, Basis, Estimate
 from chalicelib.domain.records import (
     Agent,
     AgentVersion,
@@ -22,9 +23,10 @@ from chalicelib.domain.records import (
     Suite,
     SuiteResultEntry,
 )
-from chalicelib.services import budgets
 from chalicelib.services.budgets import Budget
+from chalicelib.services.estimates import Price
 from chalicelib.services.notifications import EmailSetting
+from chalicelib.services.planning import Plan
 from chalicelib.services.ports.objects import RecordingMeta, SecretMeta
 from chalicelib.services.suites import SuitePrice
 
@@ -175,15 +177,52 @@ def test_the_organization_s_budget_says_what_is_spent_and_left_in_usd() -> None:
         "remaining_usd": 24.25})
 
 
+def _price(reading: BudgetReading, **fields: Any) -> Price:
+    """The price of a one-case run of version 3 of `calc` on `ds` version 1 (a candidate on
+    model `m`, $0.25 a case, no history, no judge), against `reading`."""
+    plan = Plan(agent_id="calc", spec=SPEC, version=3, draft=False,
+                dataset=Dataset(version=1, org_id="acme", dataset_id="ds", created_at=AT, case_count=1),
+                case_count=1, ungraded=0, judged=0, judge=None, arms=[], info={}, reruns=1, stability=False,
+                warnings=["w"])
+    arm = ArmEstimate(arm_id="candidate", role="candidate", model="m", basis=Basis.FALLBACK, per_case_micros=250_000,
+                      first_pass_micros=250_000, rerun_ceiling_micros=0)
+    estimate = Estimate(arms=(arm,), judge_first_pass_micros=0, judge_rerun_ceiling_micros=0,
+                        first_pass_micros=250_000, rerun_ceiling_micros=0, total_micros=250_000,
+                        basis=Basis.FALLBACK)
+    values: dict[str, Any] = {
+        "plan": plan, "estimate": estimate, "judge": None, "history": {}, "reading": reading, "month": "2026-12",
+        "agent_committed_micros": 0, "org_committed_micros": 0, "agent_after_micros": None,
+        "org_after_micros": None, "within_budget": True}
+    return Price(**{**values, **fields})
+
+
 def test_the_estimate_shapes_a_budget_as_the_budget_routes_do() -> None:
-    """`budgets.view` stays for the `/estimate` response (its shaping moves with the runs'): the
-    same reading is the same dict either way."""
-    now = datetime(2026, 12, 1, 9, tzinfo=UTC)
+    """The `/estimate` response's budgets are the budget routes' (`budget_view`), the agent's
+    without its `agent_id`: the same reading is the same dict either way."""
     for reading in (BudgetReading(25_500_000, 1_250_000, 2_000_000, 750_000), BudgetReading(None, 0, None, 0)):
         org = Budget(None, "2026-12", reading.org_budget_micros, reading.org_spent_micros)
         agent = Budget("calc", "2026-12", reading.agent_budget_micros, reading.agent_spent_micros)
-        _ordered(budgets.view(reading, scope="organization", now=now), views.budget_view(org))
-        _ordered({"agent_id": "calc", **budgets.view(reading, scope="agent", now=now)}, views.budget_view(agent))
+        shown = views.estimate_view(_price(reading))["budgets"]
+        _ordered(shown["organization"], views.budget_view(org))
+        _ordered({"agent_id": "calc", **shown["agent"]}, views.budget_view(agent))
+
+
+def test_an_estimate_prices_each_arm_and_what_the_budgets_leave_in_usd() -> None:
+    reading = BudgetReading(None, 0, 2_000_000, 750_000)
+    price = _price(reading, agent_committed_micros=500_000, agent_after_micros=500_000)
+    _ordered(views.estimate_view(price), {
+        "agent_id": "calc", "dataset_id": "ds", "dataset_version": 1, "candidate": "version",
+        "resolved_version": 3, "cases": 1, "ungraded_cases": 0, "judged_cases": 0, "reruns": 1,
+        "arms": [{"arm_id": "candidate", "role": "candidate", "model": "m", "basis": "fallback",
+                  "per_case_usd": 0.25, "first_pass_usd": 0.25, "rerun_ceiling_usd": 0.0, "runs_sampled": 0}],
+        "judge": None, "first_pass_usd": 0.25, "rerun_ceiling_usd": 0.0, "total_usd": 0.25, "basis": "fallback",
+        "reused_baseline_run_id": None, "missing_baseline_version": None,
+        "budgets": {"agent": {"scope": "agent", "month": "2026-12", "monthly_usd": 2.0, "spent_usd": 0.75,
+                              "remaining_usd": 1.25},
+                    "organization": {"scope": "organization", "month": "2026-12", "monthly_usd": None,
+                                     "spent_usd": 0.0, "remaining_usd": None}},
+        "agent_after_usd": 0.5, "org_after_usd": None, "agent_committed_usd": 0.5, "org_committed_usd": 0.0,
+        "within_budget": True, "total_micros": 250_000, "warnings": ["w"]})
 
 
 # --- the rest ----------------------------------------------------------------------------------

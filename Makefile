@@ -28,6 +28,7 @@ dev: setup
 	$(VENV)/bin/assay dev
 
 lint: setup
+	$(PY) -m ruff format --check .
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports --no-cache

@@ -28,8 +28,14 @@ def _token(org: str = DEFAULT_ORG, user: str = DEFAULT_USER, ttl_seconds: int | 
     from chalicelib.config import get_settings
 
     s = get_settings()
-    return issue_token(org, user, secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer,
-                       audience=s.assay_jwt_audience, ttl_seconds=ttl_seconds or s.assay_token_ttl_seconds)
+    return issue_token(
+        org,
+        user,
+        secret=s.assay_jwt_secret,
+        issuer=s.assay_jwt_issuer,
+        audience=s.assay_jwt_audience,
+        ttl_seconds=ttl_seconds or s.assay_token_ttl_seconds,
+    )
 
 
 _TTL = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
@@ -40,8 +46,9 @@ def parse_ttl(text: str) -> int:
     """`"3600"`, `"90s"`, `"30m"`, `"12h"`, `"7d"` -> seconds. Raises `argparse.ArgumentTypeError`."""
     m = _TTL.match(text.lower())
     if not m or int(m.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a lifetime: seconds, or a number with s, m, h or d "
-                                         "(e.g. 30m, 12h)")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a lifetime: seconds, or a number with s, m, h or d (e.g. 30m, 12h)"
+        )
     return int(m.group(1)) * _TTL_UNITS[m.group(2)]
 
 
@@ -85,75 +92,135 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 2
     _quiet_logs()
     t0 = time.monotonic()
-    console.print("[bold]assay demo[/bold]: starting the embedded stack (moto server on 127.0.0.1)…")
+    console.print(
+        "[bold]assay demo[/bold]: starting the embedded stack (moto server on 127.0.0.1)…"
+    )
     # Flips are rerun once (not EVAL_RERUNS' default twice): the recorded answers never change, and
     # the demo stays within its few minutes.
     stack = _stack(args.workers, env={"EVAL_RERUNS": "1"})
     try:
         import boto3
 
-        sqs = boto3.client("sqs", endpoint_url=stack.endpoint_url, region_name=stack.settings.aws_default_region)
+        sqs = boto3.client(
+            "sqs", endpoint_url=stack.endpoint_url, region_name=stack.settings.aws_default_region
+        )
         events_url = stack.queue_urls[names.AGENT_EVENTS_QUEUE]
 
         def send_event(body: dict[str, Any]) -> None:
             sqs.send_message(QueueUrl=events_url, MessageBody=json.dumps(body))
 
         api = demo.Api(stack.api_url, _token())
-        console.print(f"API on {stack.api_url}; uploading four models' GSM8K recordings, publishing them through the "
-                      "agent-events queue, "
-                      f"importing GSM8K ({args.limit or 'all'} cases), measuring v1 and v2 in production…")
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console) as bar:
+        console.print(
+            f"API on {stack.api_url}; uploading four models' GSM8K recordings, publishing them through the "
+            "agent-events queue, "
+            f"importing GSM8K ({args.limit or 'all'} cases), measuring v1 and v2 in production…"
+        )
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            console=console,
+        ) as bar:
             tasks: dict[int, Any] = {}
 
             def on_progress(progress: dict[int, dict[str, Any]]) -> None:
                 for version, p in progress.items():
                     if version not in tasks:
-                        tasks[version] = bar.add_task(f"v{version} {demo.MODELS[version - 1]:<18}",
-                                                      total=p["expected"], status=p["status"])
-                    bar.update(tasks[version], completed=p["recorded"], total=p["expected"], status=p["status"])
+                        tasks[version] = bar.add_task(
+                            f"v{version} {demo.MODELS[version - 1]:<18}",
+                            total=p["expected"],
+                            status=p["status"],
+                        )
+                    bar.update(
+                        tasks[version],
+                        completed=p["recorded"],
+                        total=p["expected"],
+                        status=p["status"],
+                    )
 
             results, (agent_id, dataset_id) = demo.run_demo(
-                api, send_event=send_event, org_id=DEFAULT_ORG, data_dir=data_dir,
-                limit=args.limit, latency_ms=args.latency_ms,
-                on_progress=on_progress)
-        console.print(f"[bold]Guarded promotions[/bold]: {demo.ENVIRONMENT} serves v2; a suite guards it with a "
-                      f"{demo.GUARD['min_pass_rate']:.0%} minimum pass rate and up to "
-                      f"{demo.GUARD['max_regressions']} confirmed regressions; promoting v3, then v4 "
-                      "(each guard run checks the version beside v2; flips rerun once, EVAL_RERUNS=1)…")
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("{task.fields[status]} {task.fields[phase]}"), TimeElapsedColumn(),
-                      console=console) as bar:
+                api,
+                send_event=send_event,
+                org_id=DEFAULT_ORG,
+                data_dir=data_dir,
+                limit=args.limit,
+                latency_ms=args.latency_ms,
+                on_progress=on_progress,
+            )
+        console.print(
+            f"[bold]Guarded promotions[/bold]: {demo.ENVIRONMENT} serves v2; a suite guards it with a "
+            f"{demo.GUARD['min_pass_rate']:.0%} minimum pass rate and up to "
+            f"{demo.GUARD['max_regressions']} confirmed regressions; promoting v3, then v4 "
+            "(each guard run checks the version beside v2; flips rerun once, EVAL_RERUNS=1)…"
+        )
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]} {task.fields[phase]}"),
+            TimeElapsedColumn(),
+            console=console,
+        ) as bar:
             gate_tasks: dict[int, Any] = {}
 
             def on_gate(version: int, p: dict[str, Any]) -> None:
                 if version not in gate_tasks:
-                    gate_tasks[version] = bar.add_task(f"guard: v{version} beside v2", total=None, status="",
-                                                       phase="")
-                bar.update(gate_tasks[version], completed=p["recorded"], total=p["expected"], status=p["status"],
-                           phase=p["phase"])
+                    gate_tasks[version] = bar.add_task(
+                        f"guard: v{version} beside v2", total=None, status="", phase=""
+                    )
+                bar.update(
+                    gate_tasks[version],
+                    completed=p["recorded"],
+                    total=p["expected"],
+                    status=p["status"],
+                    phase=p["phase"],
+                )
 
             _, outcomes = demo.run_promotions(api, agent_id, dataset_id, on_gate)
         for outcome in outcomes:
             print_gate(console, outcome)
         results += [demo.version_result(api, o.version, o.run["run_id"]) for o in outcomes if o.run]
-        table = Table(title="GSM8K: each published version's eval run (graded by numeric_answer; v3 and v4 "
-                            "measured by the guard)")
-        for col in ("version", "model", "pass rate", "passed/total", "verdict", "queued", "wall time", "run"):
+        table = Table(
+            title="GSM8K: each published version's eval run (graded by numeric_answer; v3 and v4 "
+            "measured by the guard)"
+        )
+        for col in (
+            "version",
+            "model",
+            "pass rate",
+            "passed/total",
+            "verdict",
+            "queued",
+            "wall time",
+            "run",
+        ):
             table.add_column(col)
         for r in results:
             rate = f"{r.pass_rate * 100:.1f}%" if r.pass_rate is not None else "-"
-            table.add_row(f"v{r.version}", r.model, rate, f"{r.passed}/{r.total}", r.verdict,
-                          f"{r.queued_s:.1f} s", f"{r.wall_s:.1f} s", r.run_id)
-        console.print("queued: waiting for a slot (the organization runs at most EVAL_ORG_CONCURRENCY cases at once); "
-                      "wall time: from the first slot to completion. Verdict words (seed 000): pass = every case "
-                      "passed, fail = none did, partial = some did, none = never evaluated.")
+            table.add_row(
+                f"v{r.version}",
+                r.model,
+                rate,
+                f"{r.passed}/{r.total}",
+                r.verdict,
+                f"{r.queued_s:.1f} s",
+                f"{r.wall_s:.1f} s",
+                r.run_id,
+            )
+        console.print(
+            "queued: waiting for a slot (the organization runs at most EVAL_ORG_CONCURRENCY cases at once); "
+            "wall time: from the first slot to completion. Verdict words (seed 000): pass = every case "
+            "passed, fail = none did, partial = some did, none = never evaluated."
+        )
         console.print(table)
         console.print("[bold]POST /api/evaluations/agent-summaries[/bold]")
         console.print_json(data=demo.summaries(api, agent_id))
         console.print(f"demo finished in {time.monotonic() - t0:.1f} s")
-        bad = [r for r in results if r.status != "completed"] + \
-            [o for o in outcomes if not o.run or o.run["status"] != "completed"]
+        bad = [r for r in results if r.status != "completed"] + [
+            o for o in outcomes if not o.run or o.run["status"] != "completed"
+        ]
         expected = {3: "refused", 4: "promoted"}
         bad += [o for o in outcomes if o.promotion["status"] != expected[o.version]]
         return 1 if bad else 0
@@ -164,10 +231,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def print_gate(console: Any, outcome: Any) -> None:
     """A guarded promotion: what the guard said and why, then its comparison."""
     promotion, result = outcome.promotion, outcome.result or {}
-    word = {"promoted": "[green]promoted[/green]", "refused": "[red]held back[/red]"}.get(promotion["status"],
-                                                                                     promotion["status"])
-    console.print(f"\n[bold]Promoting v{outcome.version} onto {promotion['environment_id']}[/bold]: {word} — "
-                  f"{result.get('label') or 'guard'} result [bold]{result.get('result')}[/bold]")
+    word = {"promoted": "[green]promoted[/green]", "refused": "[red]held back[/red]"}.get(
+        promotion["status"], promotion["status"]
+    )
+    console.print(
+        f"\n[bold]Promoting v{outcome.version} onto {promotion['environment_id']}[/bold]: {word} — "
+        f"{result.get('label') or 'guard'} result [bold]{result.get('result')}[/bold]"
+    )
     for reason in result.get("reasons") or ["it met the threshold"]:
         console.print(f"  - {reason}")
     if outcome.run and outcome.comparison:
@@ -182,12 +252,18 @@ def print_comparison(console: Any, full: dict[str, Any], comparison: dict[str, A
         if r is None:
             return "-"
         text = f"{r * 100:.1f}%"
-        return f"{text} (95% CI {interval[0] * 100:.1f}-{interval[1] * 100:.1f}%)" if interval else text
+        return (
+            f"{text} (95% CI {interval[0] * 100:.1f}-{interval[1] * 100:.1f}%)"
+            if interval
+            else text
+        )
 
     base = comparison.get("baseline") or {}
     source = f", first answers from {base['source_run_id']}" if base.get("source_run_id") else ""
-    console.print(f"[bold]v{full['resolved_version']} against v{base.get('version')}[/bold] "
-                  f"(run {full['run_id']}{source}; every flip rerun on both sides)")
+    console.print(
+        f"[bold]v{full['resolved_version']} against v{base.get('version')}[/bold] "
+        f"(run {full['run_id']}{source}; every flip rerun on both sides)"
+    )
     counts = Table(title="cases by outcome")
     for name in comparison["counts"]:
         counts.add_column(name)
@@ -196,12 +272,18 @@ def print_comparison(console: Any, full: dict[str, Any], comparison: dict[str, A
     quality = {arm: s["quality"] for arm, s in (full.get("summaries") or {}).items()}
     cand, before = quality.get("candidate", {}), quality.get("baseline", {})
     p = comparison.get("p_value")
-    console.print(f"confirmed flips: {comparison['confirmed_regressions']} regressions, "
-                  f"{comparison['confirmed_fixes']} fixes (of {len(comparison['flips'])} flips)")
-    console.print(f"verdict: [bold]{comparison['verdict']}[/bold]   overall (exact McNemar): "
-                  f"{comparison['overall']}" + (f", p = {p:.3g}" if p is not None else ""))
-    console.print(f"pass rate before: {rate(before.get('pass_rate'), before.get('pass_rate_interval_95'))}   "
-                  f"after: {rate(cand.get('pass_rate'), cand.get('pass_rate_interval_95'))}")
+    console.print(
+        f"confirmed flips: {comparison['confirmed_regressions']} regressions, "
+        f"{comparison['confirmed_fixes']} fixes (of {len(comparison['flips'])} flips)"
+    )
+    console.print(
+        f"verdict: [bold]{comparison['verdict']}[/bold]   overall (exact McNemar): "
+        f"{comparison['overall']}" + (f", p = {p:.3g}" if p is not None else "")
+    )
+    console.print(
+        f"pass rate before: {rate(before.get('pass_rate'), before.get('pass_rate_interval_95'))}   "
+        f"after: {rate(cand.get('pass_rate'), cand.get('pass_rate_interval_95'))}"
+    )
     for note in comparison.get("notes", []):
         console.print(f"note: {note}")
     broke = [f for f in comparison["flips"] if f["confirmed"] and f["outcome"] == "regression"][:1]
@@ -218,11 +300,15 @@ def cmd_dev(args: argparse.Namespace) -> int:
     print(f"assay dev: API on {stack.api_url}, AWS (moto) on {stack.endpoint_url}")
     print(f"export ASSAY_URL={stack.api_url}")
     print(f"export ASSAY_TOKEN={_token()}")
-    print(f"# the token is for organization {DEFAULT_ORG}, user {DEFAULT_USER}, valid "
-          f"{stack.settings.assay_token_ttl_seconds // 3600} h (`assay token --ttl 12h` signs another); "
-          "to reach the queues with boto3 or the aws CLI:")
-    print(f"export AWS_ENDPOINT_URL={stack.endpoint_url} AWS_DEFAULT_REGION={stack.settings.aws_default_region} "
-          "AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing")
+    print(
+        f"# the token is for organization {DEFAULT_ORG}, user {DEFAULT_USER}, valid "
+        f"{stack.settings.assay_token_ttl_seconds // 3600} h (`assay token --ttl 12h` signs another); "
+        "to reach the queues with boto3 or the aws CLI:"
+    )
+    print(
+        f"export AWS_ENDPOINT_URL={stack.endpoint_url} AWS_DEFAULT_REGION={stack.settings.aws_default_region} "
+        "AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing"
+    )
     print("# Ctrl-C stops", flush=True)
     import signal
 
@@ -263,8 +349,13 @@ def watch(api: Any, run_id: str) -> dict[str, Any]:
         TimeElapsedColumn,
     )
 
-    with Progress(TextColumn(run_id), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
-                  TimeElapsedColumn()) as bar:
+    with Progress(
+        TextColumn(run_id),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+    ) as bar:
         task = None
         while True:
             p = api.call("GET", f"/api/v1/eval-runs/{run_id}/progress")
@@ -290,7 +381,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(run["run_id"])
     if args.watch:
         watch(api, run["run_id"])
-        print(json.dumps(api.call("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"], indent=2))
+        print(
+            json.dumps(api.call("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"], indent=2)
+        )
     return 0
 
 
@@ -308,8 +401,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     source: dict[str, Any] = {"format": fmt, "content": text}
     if args.limit:
         source["limit"] = args.limit
-    out = api.call("POST", f"/api/v1/datasets/{args.dataset}/versions",
-                   json={"scoring": {"required": args.scorer}, "source": source})
+    out = api.call(
+        "POST",
+        f"/api/v1/datasets/{args.dataset}/versions",
+        json={"scoring": {"required": args.scorer}, "source": source},
+    )
     print(json.dumps(out, indent=2))
     return 0
 
@@ -319,8 +415,15 @@ def cmd_summaries(args: argparse.Namespace) -> int:
     agents = []
     for item in args.agent_versions:
         agent_id, _, version = item.partition("@")
-        agents.append({"agentId": agent_id, "version": int(version) if version.isdigit() else version or "draft"})
-    print(json.dumps(api.call("POST", "/api/v1/agent-summaries", json={"agents": agents}), indent=2))
+        agents.append(
+            {
+                "agentId": agent_id,
+                "version": int(version) if version.isdigit() else version or "draft",
+            }
+        )
+    print(
+        json.dumps(api.call("POST", "/api/v1/agent-summaries", json={"agents": agents}), indent=2)
+    )
     return 0
 
 
@@ -380,8 +483,11 @@ def cmd_token(args: argparse.Namespace) -> int:
     from chalicelib.domain.identity import is_org_id
 
     if not is_org_id(args.org):
-        print(f"assay: {args.org!r} is not an organization id (letters, digits, '_', '.', '@', '-'; "
-              "starting with a letter or digit; at most 100)", file=sys.stderr)
+        print(
+            f"assay: {args.org!r} is not an organization id (letters, digits, '_', '.', '@', '-'; "
+            "starting with a letter or digit; at most 100)",
+            file=sys.stderr,
+        )
         return 2
     try:
         print(_token(args.org, args.user, args.ttl))
@@ -394,8 +500,16 @@ def cmd_token(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from bench.pipeline import main as bench_main
 
-    return bench_main(["--cases", str(args.cases), "--sleep-ms", str(args.sleep_ms),
-                       "--concurrency", str(args.concurrency)])
+    return bench_main(
+        [
+            "--cases",
+            str(args.cases),
+            "--sleep-ms",
+            str(args.sleep_ms),
+            "--concurrency",
+            str(args.concurrency),
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -404,8 +518,12 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("demo", help="the embedded stack and a real eval run on GSM8K")
     p.add_argument("--limit", type=int, default=None, help="cases to import (default: all 1,319)")
-    p.add_argument("--latency-ms", type=float, default=20.0, help="simulated agent latency per answer")
-    p.add_argument("--data-dir", default=None, help="folder with test.jsonl and example_model_solutions.jsonl")
+    p.add_argument(
+        "--latency-ms", type=float, default=20.0, help="simulated agent latency per answer"
+    )
+    p.add_argument(
+        "--data-dir", default=None, help="folder with test.jsonl and example_model_solutions.jsonl"
+    )
     p.add_argument("--workers", type=int, default=8, help="poller threads per queue handler")
     p.set_defaults(func=cmd_demo)
 
@@ -414,15 +532,21 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_dev)
 
     def remote(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--url", default=None, help="assay's API (default $ASSAY_URL; `assay dev` prints it)")
+        p.add_argument(
+            "--url", default=None, help="assay's API (default $ASSAY_URL; `assay dev` prints it)"
+        )
         p.add_argument("--token", default=None, help="a bearer token (default $ASSAY_TOKEN)")
 
     p = sub.add_parser("run", help="start an eval run")
     remote(p)
     p.add_argument("agent", help="the agent's id")
     p.add_argument("--dataset", required=True, help="the dataset's id (its latest version runs)")
-    p.add_argument("--version", default="latest", help="a version number, latest or published (default latest)")
-    p.add_argument("--draft", action="store_true", help="run the agent's draft instead of a version")
+    p.add_argument(
+        "--version", default="latest", help="a version number, latest or published (default latest)"
+    )
+    p.add_argument(
+        "--draft", action="store_true", help="run the agent's draft instead of a version"
+    )
     p.add_argument("--watch", action="store_true", help="show a progress bar, then the outcome")
     p.set_defaults(func=cmd_run)
 
@@ -436,24 +560,34 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("dataset")
     p.add_argument("file")
     p.add_argument("--format", choices=["jsonl", "csv", "gsm8k"])
-    p.add_argument("--scorer", action="append", required=True, help="a required scorer (repeatable)")
+    p.add_argument(
+        "--scorer", action="append", required=True, help="a required scorer (repeatable)"
+    )
     p.add_argument("--create", metavar="NAME", help="create the dataset first, with this name")
     p.add_argument("--limit", type=int)
     p.set_defaults(func=cmd_import)
 
-    p = sub.add_parser("summaries", help="verdicts for agent versions (AGENT@VERSION or AGENT@draft)")
+    p = sub.add_parser(
+        "summaries", help="verdicts for agent versions (AGENT@VERSION or AGENT@draft)"
+    )
     remote(p)
     p.add_argument("agent_versions", nargs="+")
     p.set_defaults(func=cmd_summaries)
 
-    p = sub.add_parser("secrets", help="the organization's secrets: set, list, delete (values are write-only)")
+    p = sub.add_parser(
+        "secrets", help="the organization's secrets: set, list, delete (values are write-only)"
+    )
     secrets = p.add_subparsers(dest="action", required=True)
     q = secrets.add_parser("set", help="create or replace a secret")
     remote(q)
     q.add_argument("name", help="the secret's name, e.g. openai (letters, digits, '_', '.', '-')")
     source = q.add_mutually_exclusive_group(required=True)
-    source.add_argument("--from-env", metavar="VAR", help="copy the value of this variable of your shell")
-    source.add_argument("--value-stdin", action="store_true", help="read the value from standard input")
+    source.add_argument(
+        "--from-env", metavar="VAR", help="copy the value of this variable of your shell"
+    )
+    source.add_argument(
+        "--value-stdin", action="store_true", help="read the value from standard input"
+    )
     q = secrets.add_parser("list", help="names and when each changed")
     remote(q)
     q = secrets.add_parser("delete", help="delete a secret at once")
@@ -463,10 +597,14 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("recordings", help="the organization's recordings: upload, list, delete")
     recordings = p.add_subparsers(dest="action", required=True)
-    q = recordings.add_parser("upload", help="upload a JSONL recording ({case_id, input?, answer} per line)")
+    q = recordings.add_parser(
+        "upload", help="upload a JSONL recording ({case_id, input?, answer} per line)"
+    )
     remote(q)
     q.add_argument("file")
-    q.add_argument("--id", default=None, help="its recording_id (default: derived from the content)")
+    q.add_argument(
+        "--id", default=None, help="its recording_id (default: derived from the content)"
+    )
     q = recordings.add_parser("list", help="the organization's recordings")
     remote(q)
     q = recordings.add_parser("delete", help="delete a recording for good")
@@ -477,8 +615,12 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("token", help="print a bearer token signed with the configured secret")
     p.add_argument("--org", default=DEFAULT_ORG)
     p.add_argument("--user", default=DEFAULT_USER)
-    p.add_argument("--ttl", type=parse_ttl, default=None,
-                   help="how long it is valid: seconds, or e.g. 30m, 12h (default ASSAY_TOKEN_TTL_SECONDS, 8 h)")
+    p.add_argument(
+        "--ttl",
+        type=parse_ttl,
+        default=None,
+        help="how long it is valid: seconds, or e.g. 30m, 12h (default ASSAY_TOKEN_TTL_SECONDS, 8 h)",
+    )
     p.set_defaults(func=cmd_token)
 
     p = sub.add_parser("bench", help="the pipeline benchmark (bench/pipeline.py)")

@@ -39,7 +39,11 @@ def recording_texts(data_dir: Path) -> dict[str, str]:
             row = json.loads(line)
             cid = gsm8k_case_id(row["question"])
             for m in MODELS:
-                lines[m].append(json.dumps({"case_id": cid, "input": row["question"], "answer": row[m]["solution"]}))
+                lines[m].append(
+                    json.dumps(
+                        {"case_id": cid, "input": row["question"], "answer": row[m]["solution"]}
+                    )
+                )
     return {m: "\n".join(lines[m]) + "\n" for m in MODELS}
 
 
@@ -48,8 +52,9 @@ def upload_recordings(api: Api, data_dir: Path) -> dict[str, str]:
     the recording id of each model. Uploading the same recordings again is a no-op (200)."""
     ids: dict[str, str] = {}
     for model, text in recording_texts(data_dir).items():
-        ids[model] = api.call("POST", "/api/v1/recordings",
-                              json={"recording_id": f"gsm8k-{model}", "content": text})["recording_id"]
+        ids[model] = api.call(
+            "POST", "/api/v1/recordings", json={"recording_id": f"gsm8k-{model}", "content": text}
+        )["recording_id"]
     return ids
 
 
@@ -77,8 +82,9 @@ class Api:
     """A small HTTP client for the assay API (raises ApiError with the error body on 4xx/5xx)."""
 
     def __init__(self, base_url: str, token: str) -> None:
-        self.http = httpx.Client(base_url=base_url, timeout=60.0,
-                                 headers={"Authorization": f"Bearer {token}"})
+        self.http = httpx.Client(
+            base_url=base_url, timeout=60.0, headers={"Authorization": f"Bearer {token}"}
+        )
 
     def call(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
@@ -90,10 +96,16 @@ class Api:
         return resp.json() if resp.content else None  # 204: no body
 
 
-def run_demo(api: Api, *, send_event: Callable[[dict[str, Any]], None], org_id: str, data_dir: Path,
-             limit: int | None, latency_ms: float,
-             on_progress: Callable[[dict[int, dict[str, Any]]], None] | None = None,
-             ) -> tuple[list[VersionResult], tuple[str, str]]:
+def run_demo(
+    api: Api,
+    *,
+    send_event: Callable[[dict[str, Any]], None],
+    org_id: str,
+    data_dir: Path,
+    limit: int | None,
+    latency_ms: float,
+    on_progress: Callable[[dict[int, dict[str, Any]]], None] | None = None,
+) -> tuple[list[VersionResult], tuple[str, str]]:
     """Upload the four recordings, publish the four versions, import GSM8K, and run `FIRST_RUNS`;
     returns their results and `(agent_id, dataset_id)`.
 
@@ -103,24 +115,48 @@ def run_demo(api: Api, *, send_event: Callable[[dict[str, Any]], None], org_id: 
     """
     recordings = upload_recordings(api, data_dir)
     suffix = str(int(time.time()))
-    dataset = api.call("POST", "/api/v1/datasets", json={"name": "GSM8K test", "dataset_id": f"gsm8k-{suffix}"})
+    dataset = api.call(
+        "POST", "/api/v1/datasets", json={"name": "GSM8K test", "dataset_id": f"gsm8k-{suffix}"}
+    )
     content = (data_dir / "test.jsonl").read_text(encoding="utf-8")
     source: dict[str, Any] = {"format": "gsm8k", "content": content}
     if limit:
         source["limit"] = limit
-    api.call("POST", f"/api/v1/datasets/{dataset['dataset_id']}/versions",
-             json={"scoring": {"required": ["numeric_answer"]}, "source": source})
+    api.call(
+        "POST",
+        f"/api/v1/datasets/{dataset['dataset_id']}/versions",
+        json={"scoring": {"required": ["numeric_answer"]}, "source": source},
+    )
 
     def spec(model: str) -> dict[str, Any]:
-        return {"runtime": "recorded", "recording_id": recordings[model], "model": model,
-                "latency_ms": latency_ms}
+        return {
+            "runtime": "recorded",
+            "recording_id": recordings[model],
+            "model": model,
+            "latency_ms": latency_ms,
+        }
 
-    agent = api.call("POST", "/api/v1/agents", json={"name": "GSM8K solver", "agent_id": f"gsm8k-solver-{suffix}",
-                                                     "spec": spec(MODELS[0])})
+    agent = api.call(
+        "POST",
+        "/api/v1/agents",
+        json={
+            "name": "GSM8K solver",
+            "agent_id": f"gsm8k-solver-{suffix}",
+            "spec": spec(MODELS[0]),
+        },
+    )
     agent_id = agent["agent_id"]
     for version, model in enumerate(MODELS, start=1):
-        send_event({"type": "version_published", "org_id": org_id, "agent_id": agent_id,
-                    "version": version, "spec": spec(model), "published_by": "demo-pipeline"})
+        send_event(
+            {
+                "type": "version_published",
+                "org_id": org_id,
+                "agent_id": agent_id,
+                "version": version,
+                "spec": spec(model),
+                "published_by": "demo-pipeline",
+            }
+        )
     deadline = time.monotonic() + 60
     while api.call("GET", f"/api/v1/agents/{agent_id}").get("latest_version") != len(MODELS):
         if time.monotonic() > deadline:
@@ -129,12 +165,21 @@ def run_demo(api: Api, *, send_event: Callable[[dict[str, Any]], None], org_id: 
 
     # The runs are made in `production`, the environment the guard checks: the version it serves
     # then stands in as the gate's baseline (a recent matching arm is reused, not asked again).
-    api.call("POST", "/api/v1/environments", json={"environment_id": ENVIRONMENT, "name": "Production"})
+    api.call(
+        "POST", "/api/v1/environments", json={"environment_id": ENVIRONMENT, "name": "Production"}
+    )
     runs: dict[int, dict[str, Any]] = {}
     for version in FIRST_RUNS:
-        runs[version] = api.call("POST", f"/api/v1/agents/{agent_id}/eval-runs",
-                                 json={"dataset_id": dataset["dataset_id"], "candidate": "version",
-                                       "version": version, "environment_id": ENVIRONMENT})
+        runs[version] = api.call(
+            "POST",
+            f"/api/v1/agents/{agent_id}/eval-runs",
+            json={
+                "dataset_id": dataset["dataset_id"],
+                "candidate": "version",
+                "version": version,
+                "environment_id": ENVIRONMENT,
+            },
+        )
     progress: dict[int, dict[str, Any]] = {}
     while True:
         for version, run in runs.items():
@@ -145,8 +190,10 @@ def run_demo(api: Api, *, send_event: Callable[[dict[str, Any]], None], org_id: 
             break
         time.sleep(0.25)
 
-    return [version_result(api, version, run["run_id"]) for version, run in runs.items()], \
-        (agent_id, dataset["dataset_id"])
+    return [version_result(api, version, run["run_id"]) for version, run in runs.items()], (
+        agent_id,
+        dataset["dataset_id"],
+    )
 
 
 def version_result(api: Api, version: int, run_id: str) -> VersionResult:
@@ -159,15 +206,27 @@ def version_result(api: Api, version: int, run_id: str) -> VersionResult:
     if full.get("started_at") and full.get("completed_at"):
         queued = (parse_iso(full["started_at"]) - parse_iso(full["created_at"])).total_seconds()
         wall = (parse_iso(full["completed_at"]) - parse_iso(full["started_at"])).total_seconds()
-    return VersionResult(version, MODELS[version - 1], run_id, full["status"], outcome.get("passed", 0),
-                         outcome.get("total", 0), outcome.get("pass_rate"), outcome.get("verdict", "none"),
-                         queued, wall)
+    return VersionResult(
+        version,
+        MODELS[version - 1],
+        run_id,
+        full["status"],
+        outcome.get("passed", 0),
+        outcome.get("total", 0),
+        outcome.get("pass_rate"),
+        outcome.get("verdict", "none"),
+        queued,
+        wall,
+    )
 
 
 def summaries(api: Api, agent_id: str) -> Any:
     """Seed 000's summaries of every version (each from its latest completed run on the dataset)."""
-    return api.call("POST", "/api/evaluations/agent-summaries",
-                    json={"agents": [{"agentId": agent_id, "version": v} for v in range(1, len(MODELS) + 1)]})
+    return api.call(
+        "POST",
+        "/api/evaluations/agent-summaries",
+        json={"agents": [{"agentId": agent_id, "version": v} for v in range(1, len(MODELS) + 1)]},
+    )
 
 
 FIRST_RUNS = (1, 2)
@@ -190,18 +249,37 @@ class GateOutcome:
     comparison: dict[str, Any] | None
 
 
-def run_promotions(api: Api, agent_id: str, dataset_id: str,
-                   on_progress: Callable[[int, dict[str, Any]], None] | None = None) -> tuple[dict, list[GateOutcome]]:
+def run_promotions(
+    api: Api,
+    agent_id: str,
+    dataset_id: str,
+    on_progress: Callable[[int, dict[str, Any]], None] | None = None,
+) -> tuple[dict, list[GateOutcome]]:
     """`production` serves version 2; a suite guards it (`GUARD`); versions 3 and 4 are promoted
     in turn, each waiting for the guard's run of it beside version 2. Returns (suite, outcomes)."""
-    api.call("POST", f"/api/v1/agents/{agent_id}/promotions", json={"environment_id": ENVIRONMENT, "version": 2})
-    suite = api.call("POST", f"/api/v1/agents/{agent_id}/suites", json={
-        "name": "production guard", "dataset_id": dataset_id, "environment_id": ENVIRONMENT, "guards": True,
-        "threshold": GUARD})
+    api.call(
+        "POST",
+        f"/api/v1/agents/{agent_id}/promotions",
+        json={"environment_id": ENVIRONMENT, "version": 2},
+    )
+    suite = api.call(
+        "POST",
+        f"/api/v1/agents/{agent_id}/suites",
+        json={
+            "name": "production guard",
+            "dataset_id": dataset_id,
+            "environment_id": ENVIRONMENT,
+            "guards": True,
+            "threshold": GUARD,
+        },
+    )
     outcomes = []
     for version in (3, 4):
-        promotion = api.call("POST", f"/api/v1/agents/{agent_id}/promotions",
-                             json={"environment_id": ENVIRONMENT, "version": version})
+        promotion = api.call(
+            "POST",
+            f"/api/v1/agents/{agent_id}/promotions",
+            json={"environment_id": ENVIRONMENT, "version": version},
+        )
         pid = promotion["promotion_id"]
         while promotion["status"] == "waiting":
             view = api.call("GET", f"/api/v1/agents/{agent_id}/suites/{suite['suite_id']}")
@@ -211,8 +289,20 @@ def run_promotions(api: Api, agent_id: str, dataset_id: str,
             time.sleep(0.25)
             promotion = api.call("GET", f"/api/v1/agents/{agent_id}/promotions/{pid}")
         run_id = ((promotion.get("guards") or {}).get(suite["suite_id"]) or {}).get("run_id")
-        result = next((r for r in api.call("GET", f"/api/v1/agents/{agent_id}/suites/{suite['suite_id']}/results")
-                       ["results"] if r["run_id"] == run_id), None) if run_id else None
+        result = (
+            next(
+                (
+                    r
+                    for r in api.call(
+                        "GET", f"/api/v1/agents/{agent_id}/suites/{suite['suite_id']}/results"
+                    )["results"]
+                    if r["run_id"] == run_id
+                ),
+                None,
+            )
+            if run_id
+            else None
+        )
         run = api.call("GET", f"/api/v1/eval-runs/{run_id}") if run_id else None
         comparison = api.call("GET", f"/api/v1/eval-runs/{run_id}/comparison") if run_id else None
         if on_progress and run:

@@ -63,7 +63,8 @@ def check_moto_version(version: str) -> None:
         shown = ".".join(map(str, low)), ".".join(map(str, high))
         raise UnsupportedMotoError(
             f"moto {version} is installed; assay's embedded stack patches moto >={shown[0]},<{shown[1]} "
-            f"only (assay_local/motoserver.py): install that range (pyproject.toml pins it)")
+            f"only (assay_local/motoserver.py): install that range (pyproject.toml pins it)"
+        )
 
 
 # --- 2. transactions with a cost independent of table size ----------------------------------
@@ -343,27 +344,32 @@ class _CountingSerializingApp:
     (moto may build a body lazily) escapes it.
     """
 
-    def __init__(self, app: Callable[..., Iterable[bytes]], counter: RequestCounter,
-                 serialize_dynamodb: bool) -> None:
+    def __init__(
+        self, app: Callable[..., Iterable[bytes]], counter: RequestCounter, serialize_dynamodb: bool
+    ) -> None:
         self._app = app
         self._counter = counter
         self._serialize = serialize_dynamodb
         self._dynamodb_lock = threading.Lock()
 
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         if path.startswith(COUNTS_PATH):
             # The counts of a server in another process (`start_moto_process`) are read over HTTP.
             if environ.get("REQUEST_METHOD") == "POST":
                 self._counter.clear()
             body = json.dumps(self._counter.snapshot()).encode()
-            start_response("200 OK", [("Content-Type", "application/json"),
-                                      ("Content-Length", str(len(body)))])
+            start_response(
+                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+            )
             return [body]
         if path.startswith(SES_SENT_PATH):
             body = json.dumps(_ses_sent()).encode()
-            start_response("200 OK", [("Content-Type", "application/json"),
-                                      ("Content-Length", str(len(body)))])
+            start_response(
+                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+            )
             return [body]
         if path.startswith("/moto-api"):
             return self._app(environ, start_response)
@@ -379,13 +385,18 @@ class _CountingSerializingApp:
             return body
         return self._app(environ, start_response)
 
-    def _buffered(self, environ: dict[str, Any],
-                  start_response: Callable[..., Any]) -> tuple[str, list[bytes]]:
+    def _buffered(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> tuple[str, list[bytes]]:
         seen: list[str] = []
 
         def capture(status: str, headers: Any, exc_info: Any = None) -> Any:
             seen.append(status)
-            return start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
+            return (
+                start_response(status, headers, exc_info)
+                if exc_info
+                else start_response(status, headers)
+            )
 
         result = self._app(environ, capture)
         try:
@@ -435,13 +446,24 @@ class _KeepAliveHandler(http.server.BaseHTTPRequestHandler):
     def _environ(self, body: bytes) -> dict[str, Any]:
         path, _, query = self.path.partition("?")
         environ: dict[str, Any] = {
-            "REQUEST_METHOD": self.command, "SCRIPT_NAME": "", "PATH_INFO": unquote(path),
-            "QUERY_STRING": query, "RAW_URI": self.path, "REQUEST_URI": self.path,
-            "SERVER_NAME": self.server.server_address[0], "SERVER_PORT": str(self.server.server_address[1]),
-            "SERVER_PROTOCOL": self.request_version, "REMOTE_ADDR": self.client_address[0],
-            "CONTENT_LENGTH": str(len(body)), "wsgi.version": (1, 0), "wsgi.url_scheme": "http",
-            "wsgi.input": io.BytesIO(body), "wsgi.errors": sys.stderr, "wsgi.multithread": True,
-            "wsgi.multiprocess": False, "wsgi.run_once": False,
+            "REQUEST_METHOD": self.command,
+            "SCRIPT_NAME": "",
+            "PATH_INFO": unquote(path),
+            "QUERY_STRING": query,
+            "RAW_URI": self.path,
+            "REQUEST_URI": self.path,
+            "SERVER_NAME": self.server.server_address[0],
+            "SERVER_PORT": str(self.server.server_address[1]),
+            "SERVER_PROTOCOL": self.request_version,
+            "REMOTE_ADDR": self.client_address[0],
+            "CONTENT_LENGTH": str(len(body)),
+            "wsgi.version": (1, 0),
+            "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(body),
+            "wsgi.errors": sys.stderr,
+            "wsgi.multithread": True,
+            "wsgi.multiprocess": False,
+            "wsgi.run_once": False,
         }
         if self.headers.get("Content-Type"):
             environ["CONTENT_TYPE"] = self.headers["Content-Type"]
@@ -456,7 +478,9 @@ class _KeepAliveHandler(http.server.BaseHTTPRequestHandler):
         body = self._body()
         state: dict[str, Any] = {}
 
-        def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        def start_response(
+            status: str, headers: list[tuple[str, str]], exc_info: Any = None
+        ) -> Any:
             state["status"], state["headers"] = status, headers
             return lambda data: state.setdefault("written", []).append(data)
 
@@ -489,6 +513,7 @@ class KeepAliveWSGIServer(http.server.ThreadingHTTPServer):
         self.app = app
         super().__init__(address, _KeepAliveHandler)
 
+
 COUNTS_PATH = "/_assay/requests"
 """GET: the request counts as JSON; POST: zero them (served by our middleware, not moto)."""
 
@@ -503,8 +528,14 @@ def _ses_sent() -> list[dict[str, Any]]:
     for account in ses_backends.values():
         for backend in account.values():
             for m in backend.sent_messages:
-                out.append({"source": getattr(m, "source", None), "destinations": getattr(m, "destinations", None),
-                            "subject": getattr(m, "subject", None), "body": getattr(m, "body", None)})
+                out.append(
+                    {
+                        "source": getattr(m, "source", None),
+                        "destinations": getattr(m, "destinations", None),
+                        "subject": getattr(m, "subject", None),
+                        "body": getattr(m, "body", None),
+                    }
+                )
     return out
 
 
@@ -558,7 +589,9 @@ class MotoHandle:
         self._counter.clear()
 
 
-def start_moto_server(*, serialize_dynamodb: bool = True, patch_transactions: bool = True) -> MotoHandle:
+def start_moto_server(
+    *, serialize_dynamodb: bool = True, patch_transactions: bool = True
+) -> MotoHandle:
     """Start moto's `ThreadedMotoServer` on 127.0.0.1, on a port the OS picks, and return its handle.
 
     `serialize_dynamodb` and `patch_transactions` exist so the unpatched behaviour can be
@@ -633,8 +666,9 @@ class MotoProcessHandle(MotoHandle):
             self._process.kill()
 
     def _counts(self, method: str) -> dict[str, int]:
-        request = urllib.request.Request(f"{self.url}{COUNTS_PATH}", data=b"" if method == "POST" else None,
-                                         method=method)
+        request = urllib.request.Request(
+            f"{self.url}{COUNTS_PATH}", data=b"" if method == "POST" else None, method=method
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.loads(response.read())
 
@@ -662,8 +696,11 @@ def start_moto_process(timeout_s: float = 60.0) -> MotoProcessHandle:
     import sys
 
     process = subprocess.Popen(
-        [sys.executable, "-m", "assay_local.motoserver"], stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, text=True)
+        [sys.executable, "-m", "assay_local.motoserver"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     line = ""
     import select
 

@@ -34,8 +34,14 @@ class LocalLambdaContext:
     `get_remaining_time_in_millis()` counts down from `timeout_seconds` from construction.
     """
 
-    def __init__(self, function_name: str, timeout_seconds: float, memory_limit_in_mb: int = 1024,
-                 region: str = "us-east-1", account_id: str = "123456789012") -> None:
+    def __init__(
+        self,
+        function_name: str,
+        timeout_seconds: float,
+        memory_limit_in_mb: int = 1024,
+        region: str = "us-east-1",
+        account_id: str = "123456789012",
+    ) -> None:
         self.aws_request_id = str(uuid.uuid4())
         self.function_name = function_name
         self.function_version = "$LATEST"
@@ -57,10 +63,14 @@ def _lambda_message_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
         binary = value.get("BinaryValue")
         out[name] = {
             "stringValue": value.get("StringValue"),
-            "binaryValue": base64.b64encode(binary).decode() if isinstance(binary, bytes) else binary,
+            "binaryValue": base64.b64encode(binary).decode()
+            if isinstance(binary, bytes)
+            else binary,
             "stringListValues": value.get("StringListValues", []),
-            "binaryListValues": [base64.b64encode(b).decode() if isinstance(b, bytes) else b
-                                 for b in value.get("BinaryListValues", [])],
+            "binaryListValues": [
+                base64.b64encode(b).decode() if isinstance(b, bytes) else b
+                for b in value.get("BinaryListValues", [])
+            ],
             "dataType": value.get("DataType", "String"),
         }
     return out
@@ -88,7 +98,9 @@ def sqs_lambda_event(message: dict[str, Any], queue_arn: str, region: str) -> di
     return {"Records": [record]}
 
 
-def resolve_handler(app: Any, config: Any, app_module: ModuleType | None = None) -> Callable[..., Any]:
+def resolve_handler(
+    app: Any, config: Any, app_module: ModuleType | None = None
+) -> Callable[..., Any]:
     """The callable Lambda would invoke for an event source config (`(event, context) -> Any`).
 
     Chalice keeps it in `app.handler_map[config.name]` (an `EventSourceHandler`); Lambda finds
@@ -132,9 +144,18 @@ class SqsPoller:
             Lambda's 900 s.
     """
 
-    def __init__(self, *, queue_name: str, handler: Callable[..., Any], client: Any, region: str,
-                 function_name: str | None = None, workers: int = 8, wait_seconds: int = 1,
-                 timeout_seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        queue_name: str,
+        handler: Callable[..., Any],
+        client: Any,
+        region: str,
+        function_name: str | None = None,
+        workers: int = 8,
+        wait_seconds: int = 1,
+        timeout_seconds: float | None = None,
+    ) -> None:
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self.queue_name = queue_name
@@ -149,16 +170,22 @@ class SqsPoller:
         self._threads: list[threading.Thread] = []
         self._stats_lock = threading.Lock()
         self.queue_url: str = client.get_queue_url(QueueName=queue_name)["QueueUrl"]
-        attrs = client.get_queue_attributes(QueueUrl=self.queue_url,
-                                            AttributeNames=["QueueArn", "VisibilityTimeout"])["Attributes"]
+        attrs = client.get_queue_attributes(
+            QueueUrl=self.queue_url, AttributeNames=["QueueArn", "VisibilityTimeout"]
+        )["Attributes"]
         self.queue_arn: str = attrs["QueueArn"]
-        self._timeout_seconds = timeout_seconds if timeout_seconds is not None else min(
-            float(attrs.get("VisibilityTimeout", 30)), LAMBDA_MAX_TIMEOUT_SECONDS)
+        self._timeout_seconds = (
+            timeout_seconds
+            if timeout_seconds is not None
+            else min(float(attrs.get("VisibilityTimeout", 30)), LAMBDA_MAX_TIMEOUT_SECONDS)
+        )
 
     def start(self) -> SqsPoller:
         """Start the worker threads (daemon threads named `sqs-<queue>-<i>`)."""
         for i in range(self._workers):
-            thread = threading.Thread(target=self._run, name=f"sqs-{self.queue_name}-{i}", daemon=True)
+            thread = threading.Thread(
+                target=self._run, name=f"sqs-{self.queue_name}-{i}", daemon=True
+            )
             thread.start()
             self._threads.append(thread)
         return self
@@ -209,15 +236,24 @@ class SqsPoller:
             self._handler(event, context)
         except Exception:  # noqa: BLE001 - as Lambda: log, leave the message, SQS redelivers
             self._count("failed")
-            log.exception("handler %s failed on message %s (receive %s); left on %s",
-                          self.function_name, message.get("MessageId"),
-                          message.get("Attributes", {}).get("ApproximateReceiveCount"), self.queue_name)
+            log.exception(
+                "handler %s failed on message %s (receive %s); left on %s",
+                self.function_name,
+                message.get("MessageId"),
+                message.get("Attributes", {}).get("ApproximateReceiveCount"),
+                self.queue_name,
+            )
             return
         try:
-            self._client.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
+            self._client.delete_message(
+                QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"]
+            )
         except Exception:  # noqa: BLE001 - undeleted means redelivered: handlers are idempotent
-            log.warning("delete from %s failed; the message will be redelivered", self.queue_name,
-                        exc_info=True)
+            log.warning(
+                "delete from %s failed; the message will be redelivered",
+                self.queue_name,
+                exc_info=True,
+            )
         self._count("succeeded")
 
 
@@ -247,9 +283,16 @@ def sqs_event_sources(app: Any) -> list[Any]:
     return [s for s in app.event_sources if isinstance(s, SQSEventConfig)]
 
 
-def start_pollers(app: Any, *, endpoint_url: str | None, region: str, workers: int = 8,
-                  wait_seconds: int = 1, app_module: ModuleType | None = None,
-                  client_factory: Callable[[int], Any] | None = None) -> Pollers:
+def start_pollers(
+    app: Any,
+    *,
+    endpoint_url: str | None,
+    region: str,
+    workers: int = 8,
+    wait_seconds: int = 1,
+    app_module: ModuleType | None = None,
+    client_factory: Callable[[int], Any] | None = None,
+) -> Pollers:
     """Start one `SqsPoller` per `on_sqs_message` handler of the Chalice `app`.
 
     Args:
@@ -275,9 +318,16 @@ def start_pollers(app: Any, *, endpoint_url: str | None, region: str, workers: i
             # moto and LocalStack take any key, but botocore refuses to sign without one.
             keys = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
         return session.client(
-            "sqs", endpoint_url=endpoint_url, region_name=region, **keys,
-            config=Config(max_pool_connections=pool, retries={"max_attempts": 5, "mode": "standard"},
-                          read_timeout=wait_seconds + 30))
+            "sqs",
+            endpoint_url=endpoint_url,
+            region_name=region,
+            **keys,
+            config=Config(
+                max_pool_connections=pool,
+                retries={"max_attempts": 5, "mode": "standard"},
+                read_timeout=wait_seconds + 30,
+            ),
+        )
 
     factory = client_factory or default_factory
     pollers: list[SqsPoller] = []

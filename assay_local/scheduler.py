@@ -150,10 +150,17 @@ class Scheduler:
     Raises `ValueError` at construction for an expression it cannot evaluate.
     """
 
-    def __init__(self, app: Any, *, tick_seconds: float | None = None, region: str = "us-east-1",
-                 account_id: str = "123456789012", timeout_seconds: float = 900,
-                 app_module: ModuleType | None = None,
-                 clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self,
+        app: Any,
+        *,
+        tick_seconds: float | None = None,
+        region: str = "us-east-1",
+        account_id: str = "123456789012",
+        timeout_seconds: float = 900,
+        app_module: ModuleType | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
         from chalice.app import ScheduledEventConfig
 
         self._tick = timedelta(seconds=tick_seconds) if tick_seconds is not None else None
@@ -183,8 +190,9 @@ class Scheduler:
         schedule = self.schedules[name]
         when = when or self._clock()
         event = scheduled_event(name, when, self._region, self._account_id)
-        context = LocalLambdaContext(name, self._timeout_seconds, region=self._region,
-                                     account_id=self._account_id)
+        context = LocalLambdaContext(
+            name, self._timeout_seconds, region=self._region, account_id=self._account_id
+        )
         ok = False
         try:
             result = schedule.handler(event, context)
@@ -246,7 +254,9 @@ class Scheduler:
 
     def _launch(self, schedule: Schedule, when: datetime) -> None:
         if not schedule.running.acquire(blocking=False):
-            log.warning("schedule %s still running; skipping the fire due at %s", schedule.name, when)
+            log.warning(
+                "schedule %s still running; skipping the fire due at %s", schedule.name, when
+            )
             return
 
         def invoke() -> None:

@@ -19,8 +19,10 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 _DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
-LOCAL_OPERATOR_DEFAULTS = {"ASSAY_PYTHON_AGENT_MODULES": "bench.agents",
-                           "ASSAY_ALLOW_PRIVATE_NETWORK": "true"}
+LOCAL_OPERATOR_DEFAULTS = {
+    "ASSAY_PYTHON_AGENT_MODULES": "bench.agents",
+    "ASSAY_ALLOW_PRIVATE_NETWORK": "true",
+}
 """What the embedded stack's operator allows unless the caller's environment or `env` says otherwise: the
 project's example agents as `python` entrypoints, and agents on this machine (DESIGN §8 "Trust boundary")."""
 API_LAMBDA_TIMEOUT_SECONDS = 29
@@ -90,9 +92,18 @@ class EmbeddedStack:
     stack is stopped first.
     """
 
-    def __init__(self, app_module: ModuleType | None = None, *, env: Mapping[str, str] | None = None,
-                 workers: int = 8, poll_wait_seconds: int = 1, tick_seconds: float | None = None,
-                 scheduler: bool = True, pollers: bool = True, moto_process: bool = True) -> None:
+    def __init__(
+        self,
+        app_module: ModuleType | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        workers: int = 8,
+        poll_wait_seconds: int = 1,
+        tick_seconds: float | None = None,
+        scheduler: bool = True,
+        pollers: bool = True,
+        moto_process: bool = True,
+    ) -> None:
         self._app_module = app_module
         self._moto_process = moto_process
         self._env_overrides = dict(env or {})
@@ -173,9 +184,12 @@ class EmbeddedStack:
         from chalicelib.config import get_settings
 
         self.settings = settings = get_settings()
-        self.queue_urls = bootstrap(endpoint, settings.aws_default_region,
-                                    settings.assay_resource_prefix,
-                                    settings.evaluation_case_timeout_seconds)
+        self.queue_urls = bootstrap(
+            endpoint,
+            settings.aws_default_region,
+            settings.assay_resource_prefix,
+            settings.evaluation_case_timeout_seconds,
+        )
         # Owner notices are mailed from a verified sender: verify it on the local stack.
         from chalicelib import bootstrap as composition
 
@@ -189,11 +203,20 @@ class EmbeddedStack:
         from assay_local.scheduler import Scheduler
 
         if self._run_pollers:
-            self.pollers = start_pollers(self.app, endpoint_url=endpoint,
-                                         region=settings.aws_default_region, workers=self._workers,
-                                         wait_seconds=self._poll_wait_seconds, app_module=module)
-        self.scheduler = Scheduler(self.app, tick_seconds=self._tick_seconds,
-                                   region=settings.aws_default_region, app_module=module)
+            self.pollers = start_pollers(
+                self.app,
+                endpoint_url=endpoint,
+                region=settings.aws_default_region,
+                workers=self._workers,
+                wait_seconds=self._poll_wait_seconds,
+                app_module=module,
+            )
+        self.scheduler = Scheduler(
+            self.app,
+            tick_seconds=self._tick_seconds,
+            region=settings.aws_default_region,
+            app_module=module,
+        )
         if self._run_scheduler:
             self.scheduler.start()
         log.info("embedded stack: api %s, aws %s", self.api_url, endpoint)
@@ -209,9 +232,14 @@ class EmbeddedStack:
         from assay_local.poller import start_pollers
 
         if self.pollers is None:
-            self.pollers = start_pollers(self.app, endpoint_url=self.endpoint_url,
-                                         region=self.settings.aws_default_region, workers=self._workers,
-                                         wait_seconds=self._poll_wait_seconds, app_module=self._module)
+            self.pollers = start_pollers(
+                self.app,
+                endpoint_url=self.endpoint_url,
+                region=self.settings.aws_default_region,
+                workers=self._workers,
+                wait_seconds=self._poll_wait_seconds,
+                app_module=self._module,
+            )
 
     def _serve_http(self) -> None:
         from http.server import BaseHTTPRequestHandler
@@ -236,42 +264,53 @@ class EmbeddedStack:
                 try:
                     self.event_converter._route_matcher.match_route(path)  # noqa: SLF001 - Chalice's matcher
                 except ValueError:
-                    raise RouteNotFound({"Content-Type": "application/json"},
-                                        json.dumps(gateway_error_body(404)).encode()) from None
+                    raise RouteNotFound(
+                        {"Content-Type": "application/json"},
+                        json.dumps(gateway_error_body(404)).encode(),
+                    ) from None
                 return super().handle_request(method, path, headers, body)
 
         class QuietHandler(ChaliceRequestHandler):
             disable_nagle_algorithm = True  # headers and body are separate sends (see motoserver)
 
-            def __init__(self, request: Any, client_address: Any, server: Any, app_object: Any,
-                         config: Any) -> None:
+            def __init__(
+                self, request: Any, client_address: Any, server: Any, app_object: Any, config: Any
+            ) -> None:
                 # ChaliceRequestHandler's own __init__ builds a plain LocalGateway, then serves.
                 self.local_gateway = JsonErrorGateway(app_object, config)
                 BaseHTTPRequestHandler.__init__(self, request, client_address, server)
 
             def __getattr__(self, name: str) -> Any:
-                if name.startswith("do_"):  # a method no route has (TRACE, PROPFIND...): 405, our shape
+                if name.startswith(
+                    "do_"
+                ):  # a method no route has (TRACE, PROPFIND...): 405, our shape
                     return self._method_not_allowed
                 raise AttributeError(name)
 
             def _method_not_allowed(self) -> None:
                 self._parse_payload()
-                self._send_http_response(405, {"Content-Type": "application/json"},
-                                         json.dumps(gateway_error_body(405)))
+                self._send_http_response(
+                    405, {"Content-Type": "application/json"}, json.dumps(gateway_error_body(405))
+                )
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib's name
                 log.debug("api: " + format, *args)
 
         _make_local_chalice(self.app)
-        config = Config.create(chalice_stage="dev", app_name=self.app.app_name,
-                               chalice_app=self.app, lambda_timeout=API_LAMBDA_TIMEOUT_SECONDS)
+        config = Config.create(
+            chalice_stage="dev",
+            app_name=self.app.app_name,
+            chalice_app=self.app,
+            lambda_timeout=API_LAMBDA_TIMEOUT_SECONDS,
+        )
         # Port 0: the OS picks a free port; LocalDevServer's default server is threaded.
         http = LocalDevServer(self.app, config, "127.0.0.1", 0, handler_cls=QuietHandler)
         port = http.server.server_address[1]
         self.api_url = f"http://127.0.0.1:{port}"
         # Not LocalDevServer.serve_forever: it prints a banner with the requested port (0).
-        self._http_thread = threading.Thread(target=http.server.serve_forever, name="api-http",
-                                             daemon=True)
+        self._http_thread = threading.Thread(
+            target=http.server.serve_forever, name="api-http", daemon=True
+        )
         self._http_thread.start()
         self._http = http  # only now: shutdown() of a server that never served blocks forever
 

@@ -57,11 +57,17 @@ def sleepy(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
     _enter(keys)
     try:
         if options.get("probe") and options.get("hold_until"):
-            _hold(str(options["probe"]), int(options["hold_until"]), float(options.get("hold_max_ms", 30_000)) / 1000)
+            _hold(
+                str(options["probe"]),
+                int(options["hold_until"]),
+                float(options.get("hold_max_ms", 30_000)) / 1000,
+            )
         time.sleep(float(options.get("sleep_ms", 0)) / 1000.0)
         answers = options.get("answers") or {}
-        return {"answer": str(answers.get(request["case_id"], options.get("answer", "42"))),
-                "usage": {"input_tokens": 100, "output_tokens": 20}}
+        return {
+            "answer": str(answers.get(request["case_id"], options.get("answer", "42"))),
+            "usage": {"input_tokens": 100, "output_tokens": 20},
+        }
     finally:
         _leave(keys)
 

@@ -26,7 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=500)
     parser.add_argument("--sleep-ms", type=float, default=200.0)
     parser.add_argument("--concurrency", type=int, default=6)
-    parser.add_argument("--workers", type=int, default=None, help="poller threads (default concurrency + 4)")
+    parser.add_argument(
+        "--workers", type=int, default=None, help="poller threads (default concurrency + 4)"
+    )
     args = parser.parse_args(argv)
 
     from assay_local.motoserver import EMPTY_RECEIVE_KEY
@@ -34,31 +36,55 @@ def main(argv: list[str] | None = None) -> int:
     from bench import agents
     from chalicelib.api.common import issue_token
 
-    env = {"EVAL_RUN_CONCURRENCY": str(args.concurrency),
-           "EVAL_ORG_CONCURRENCY": str(max(args.concurrency, 6))}
+    env = {
+        "EVAL_RUN_CONCURRENCY": str(args.concurrency),
+        "EVAL_ORG_CONCURRENCY": str(max(args.concurrency, 6)),
+    }
     workers = args.workers or args.concurrency + 4
     with EmbeddedStack(env=env, workers=workers, scheduler=False) as stack:
         s = stack.settings
-        token = issue_token("org_bench", "bench@assay.local", secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer)
-        http = httpx.Client(base_url=stack.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        token = issue_token(
+            "org_bench", "bench@assay.local", secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer
+        )
+        http = httpx.Client(
+            base_url=stack.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+        )
 
         def call(method: str, path: str, **kw):
             r = http.request(method, path, **kw)
             r.raise_for_status()
             return r.json()
 
-        cases = [{"case_id": f"c{i:05d}", "input": f"question {i}", "reference": "42"} for i in range(args.cases)]
+        cases = [
+            {"case_id": f"c{i:05d}", "input": f"question {i}", "reference": "42"}
+            for i in range(args.cases)
+        ]
         ds = call("POST", "/api/v1/datasets", json={"name": "bench"})
-        call("POST", f"/api/v1/datasets/{ds['dataset_id']}/versions",
-             json={"scoring": {"required": ["equals"]}, "cases": cases})
+        call(
+            "POST",
+            f"/api/v1/datasets/{ds['dataset_id']}/versions",
+            json={"scoring": {"required": ["equals"]}, "cases": cases},
+        )
         probe = f"bench-{time.time_ns()}"
-        agent = call("POST", "/api/v1/agents", json={"name": "sleepy", "spec": {
-            "runtime": "python", "entrypoint": "bench.agents:sleepy",
-            "options": {"sleep_ms": args.sleep_ms, "probe": probe}}})
+        agent = call(
+            "POST",
+            "/api/v1/agents",
+            json={
+                "name": "sleepy",
+                "spec": {
+                    "runtime": "python",
+                    "entrypoint": "bench.agents:sleepy",
+                    "options": {"sleep_ms": args.sleep_ms, "probe": probe},
+                },
+            },
+        )
         stack.moto.reset_counts()
         t0 = time.monotonic()
-        run = call("POST", f"/api/v1/agents/{agent['agent_id']}/eval-runs",
-                   json={"dataset_id": ds["dataset_id"], "candidate": "draft"})
+        run = call(
+            "POST",
+            f"/api/v1/agents/{agent['agent_id']}/eval-runs",
+            json={"dataset_id": ds["dataset_id"], "candidate": "draft"},
+        )
         while True:
             p = call("GET", f"/api/v1/eval-runs/{run['run_id']}/progress?")
             if p["status"] not in ("queued", "running"):
@@ -74,15 +100,21 @@ def main(argv: list[str] | None = None) -> int:
     if "sqs.ReceiveMessage" in per_op:
         per_op["sqs.ReceiveMessage"] -= empty
     floor = args.cases * args.sleep_ms / 1000.0 / args.concurrency
-    print(f"machine: {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}")
-    print(f"command: python -m bench.pipeline --cases {args.cases} --sleep-ms {args.sleep_ms:g} "
-          f"--concurrency {args.concurrency}")
+    print(
+        f"machine: {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+    print(
+        f"command: python -m bench.pipeline --cases {args.cases} --sleep-ms {args.sleep_ms:g} "
+        f"--concurrency {args.concurrency}"
+    )
     print(f"status: {p['status']}  attempts recorded: {attempts}/{p['expected']}")
     print(f"wall: {wall:.2f} s   floor: {floor:.2f} s   efficiency: {floor / wall:.3f}")
     print(f"most in flight at once: {agents.peak(probe)} (limit {args.concurrency})")
     total = sum(per_op.values())
-    print(f"AWS requests per case attempt: {total / max(attempts, 1):.2f} "
-          f"(total {total}; empty long-poll receives left out: {empty})")
+    print(
+        f"AWS requests per case attempt: {total / max(attempts, 1):.2f} "
+        f"(total {total}; empty long-poll receives left out: {empty})"
+    )
     for op, n in sorted(per_op.items(), key=lambda kv: -kv[1]):
         print(f"  {op:<36} {n:>7}  {n / max(attempts, 1):6.2f}")
     return 0 if p["status"] == "completed" else 1

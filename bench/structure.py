@@ -19,8 +19,21 @@ from pathlib import Path
 
 ROOT = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "chalicelib"
-EXPRESSION_METHODS = {"set", "add", "remove", "delete", "append", "prepend", "exists", "does_not_exist",
-                      "is_in", "between", "startswith", "contains", "is_type"}
+EXPRESSION_METHODS = {
+    "set",
+    "add",
+    "remove",
+    "delete",
+    "append",
+    "prepend",
+    "exists",
+    "does_not_exist",
+    "is_in",
+    "between",
+    "startswith",
+    "contains",
+    "is_type",
+}
 """PynamoDB attribute methods that build an update action or a condition."""
 
 
@@ -101,12 +114,21 @@ def expressions_in(tree: ast.AST) -> int:
     """Calls like `RunRow.status.set(...)` and comparisons like `RunRow.slots == 0`."""
     count = 0
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr in EXPRESSION_METHODS and isinstance(node.func.value, ast.Attribute) \
-                and isinstance(node.func.value.value, ast.Name) and node.func.value.value.id.endswith("Row"):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in EXPRESSION_METHODS
+            and isinstance(node.func.value, ast.Attribute)
+            and isinstance(node.func.value.value, ast.Name)
+            and node.func.value.value.id.endswith("Row")
+        ):
             count += 1
-        elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) \
-                and isinstance(node.left.value, ast.Name) and node.left.value.id.endswith("Row"):
+        elif (
+            isinstance(node, ast.Compare)
+            and isinstance(node.left, ast.Attribute)
+            and isinstance(node.left.value, ast.Name)
+            and node.left.value.id.endswith("Row")
+        ):
             count += 1
     return count
 
@@ -118,20 +140,36 @@ def statements(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
 def retry_loops(tree: ast.AST) -> int:
     """`for _ in range(n)` / `while True` loops that call a store's conditional write (`update`,
     `replace`) inside: the hand-rolled optimistic retries `chalicelib.retrying.change` replaces."""
+
     def writes(loop: ast.AST) -> bool:
-        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("update", "replace")
-                   for n in ast.walk(loop))
-    return sum(1 for node in ast.walk(tree)
-               if (isinstance(node, ast.For) and isinstance(node.iter, ast.Call)
-                   and getattr(node.iter.func, "id", None) == "range" and writes(node))
-               or (isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and writes(node)))
+        return any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in ("update", "replace")
+            for n in ast.walk(loop)
+        )
+
+    return sum(
+        1
+        for node in ast.walk(tree)
+        if (
+            isinstance(node, ast.For)
+            and isinstance(node.iter, ast.Call)
+            and getattr(node.iter.func, "id", None) == "range"
+            and writes(node)
+        )
+        or (isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and writes(node))
+    )
 
 
 def fake_tests() -> int:
     """Test functions under `tests/services` (the services' rules on in-memory fakes)."""
-    return sum(1 for path in (ROOT / "tests" / "services").rglob("test_*.py")
-               for node in ast.walk(ast.parse(path.read_text()))
-               if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"))
+    return sum(
+        1
+        for path in (ROOT / "tests" / "services").rglob("test_*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+    )
 
 
 def main() -> int:
@@ -155,28 +193,48 @@ def main() -> int:
                 graph[name].add(target)
             if service and target.startswith("chalicelib.adapters.tables"):
                 tables_importers.add(name)
-            if service and (target.startswith(("pynamodb", "chalicelib.adapters.tables", "chalicelib.adapters.stores"))):
+            if service and (
+                target.startswith(
+                    ("pynamodb", "chalicelib.adapters.tables", "chalicelib.adapters.stores")
+                )
+            ):
                 persistence.add(name)
-            if service and in_function and target.startswith("chalicelib.services.") and target in modules:
+            if (
+                service
+                and in_function
+                and target.startswith("chalicelib.services.")
+                and target in modules
+            ):
                 deferred += 1
         if service:
             expressions += expressions_in(tree)
             loops += retry_loops(tree)
-            if not name.startswith("chalicelib.services.ports"):   # a Protocol's methods have no body
-                sizes += [statements(f) for f in ast.walk(tree)
-                          if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)]
+            if not name.startswith(
+                "chalicelib.services.ports"
+            ):  # a Protocol's methods have no body
+                sizes += [
+                    statements(f)
+                    for f in ast.walk(tree)
+                    if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+                ]
     found = cycles(graph)
     sizes.sort()
-    print(f"import cycles: {len(found)} (largest {max((len(c) for c in found), default=0)} modules)")
+    print(
+        f"import cycles: {len(found)} (largest {max((len(c) for c in found), default=0)} modules)"
+    )
     for component in found:
         print("  " + ", ".join(component))
     print(f"service modules importing adapters.tables: {len(tables_importers)}")
     print(f"PynamoDB expressions built in services: {expressions}")
     print(f"service-to-service imports inside functions: {deferred}")
-    print(f"statements per function in services: median {statistics.median(sizes):g}, "
-          f"p90 {sizes[int(0.9 * (len(sizes) - 1))]} ({len(sizes)} functions)")
+    print(
+        f"statements per function in services: median {statistics.median(sizes):g}, "
+        f"p90 {sizes[int(0.9 * (len(sizes) - 1))]} ({len(sizes)} functions)"
+    )
     print(f"lines over 100 characters in chalicelib: {long_lines}")
-    print(f"service modules importing pynamodb, adapters.tables or adapters.stores: {len(persistence)}")
+    print(
+        f"service modules importing pynamodb, adapters.tables or adapters.stores: {len(persistence)}"
+    )
     print(f"hand-rolled optimistic-retry loops in services: {loops}")
     print(f"unit tests of services on fakes: {fake_tests()}")
     return 0

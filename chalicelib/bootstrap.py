@@ -29,7 +29,7 @@ from chalicelib.services.ports.messaging import CaseQueue, DeadLetterQueue, Mail
 from chalicelib.services.ports.objects import AnswerBucket, Recordings, Secrets
 from chalicelib.services.ports.tenants import Budgets, Organizations
 
-if TYPE_CHECKING:   # the adapters are built lazily, on first use
+if TYPE_CHECKING:  # the adapters are built lazily, on first use
     from chalicelib.adapters.egress import Resolver
     from chalicelib.adapters.tokens import TokenVerifier
 
@@ -42,8 +42,11 @@ class Container:
         self.clock: Clock = clock or SystemClock()
         from chalicelib.adapters import stores, tables
 
-        tables.configure(prefix=settings.assay_resource_prefix, endpoint_url=settings.aws_endpoint_url,
-                         region=settings.aws_default_region)
+        tables.configure(
+            prefix=settings.assay_resource_prefix,
+            endpoint_url=settings.aws_endpoint_url,
+            region=settings.aws_default_region,
+        )
         stores.reset_connections()
 
     def _client(self, service: str) -> Any:
@@ -51,116 +54,143 @@ class Container:
         from botocore.config import Config
 
         return boto3.session.Session().client(
-            service, endpoint_url=self.settings.aws_endpoint_url,
+            service,
+            endpoint_url=self.settings.aws_endpoint_url,
             region_name=self.settings.aws_default_region,
-            config=Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=50))
+            config=Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=50),
+        )
 
     @cached_property
     def tokens(self) -> TokenVerifier:
         """Verifies bearer tokens (HS256, or an identity provider's through JWKS) with the settings of
         the moment (`override(settings=...)` takes effect at once)."""
         from chalicelib.adapters.tokens import TokenVerifier
+
         return TokenVerifier(lambda: self.settings)
 
     @cached_property
     def orgs(self) -> Organizations:
         from chalicelib.adapters.stores import OrganizationStore
+
         return OrganizationStore()
 
     @cached_property
     def agents(self) -> Agents:
         from chalicelib.adapters.stores import AgentStore
+
         return AgentStore()
 
     @cached_property
     def model_profiles(self) -> ModelProfiles:
         from chalicelib.adapters.stores import ModelProfileStore
+
         return ModelProfileStore()
 
     @cached_property
     def spend(self) -> Budgets:
         from chalicelib.adapters.stores import SpendStore
+
         return SpendStore()
 
     @cached_property
     def judges(self) -> Judges:
         from chalicelib.adapters.stores import JudgeStore
+
         return JudgeStore()
 
     @cached_property
     def environments(self) -> Environments:
         from chalicelib.adapters.stores import EnvironmentStore
+
         return EnvironmentStore()
 
     @cached_property
     def suites(self) -> Suites:
         from chalicelib.adapters.stores import SuiteStore
+
         return SuiteStore()
 
     @cached_property
     def promotions(self) -> Promotions:
         from chalicelib.adapters.stores import PromotionStore
+
         return PromotionStore()
 
     @cached_property
     def notifications(self) -> Notifications:
         from chalicelib.adapters.stores import NotificationStore
+
         return NotificationStore()
 
     @cached_property
     def mailer(self) -> Mailer:
         from chalicelib.adapters.mailer import SesMailer
+
         return SesMailer(lambda: self._client("ses"), self.settings.assay_email_sender)
 
     @cached_property
     def datasets(self) -> Datasets:
         from chalicelib.adapters.stores import DatasetStore
+
         return DatasetStore()
 
     @cached_property
     def runs(self) -> Runs:
         from chalicelib.adapters.stores import RunStore
+
         return RunStore()
 
     @cached_property
     def case_queue(self) -> CaseQueue:
         from chalicelib.adapters.queue import SqsQueue
+
         return SqsQueue(lambda: self._client("sqs"), names.CASE_TASKS_QUEUE)
 
     @cached_property
     def agent_events_dlq(self) -> DeadLetterQueue:
         from chalicelib.adapters.queue import SqsQueue
+
         return SqsQueue(lambda: self._client("sqs"), names.AGENT_EVENTS_DLQ)
 
     @cached_property
     def bucket(self) -> AnswerBucket:
         from chalicelib.adapters.bucket import ResultsBucket
+
         return ResultsBucket(lambda: self._client("s3"), names.RESULTS_BUCKET)
 
     @cached_property
     def secrets(self) -> Secrets:
         """The organizations' secrets (Secrets Manager): `get`, `put`, `list`, `meta`, `delete`, `values`."""
         from chalicelib.adapters.secrets_manager import OrgSecrets
-        return OrgSecrets(lambda: self._client("secretsmanager"), self.settings.assay_resource_prefix)
+
+        return OrgSecrets(
+            lambda: self._client("secretsmanager"), self.settings.assay_resource_prefix
+        )
 
     @cached_property
     def recordings(self) -> Recordings:
         """The organizations' recordings (results bucket): `load`, `put`, `list`, `meta`, `delete`."""
         from chalicelib.adapters.recording_bucket import OrgRecordings
+
         return OrgRecordings(lambda: self._client("s3"), names.RESULTS_BUCKET)
 
     @cached_property
     def resolver(self) -> Resolver:
         """`resolver(host, port) -> [ip, ...]` egress checks resolve names with (tests stub it)."""
         from chalicelib.adapters.egress import system_resolver
+
         return system_resolver
 
     @cached_property
     def runtimes(self) -> Runtimes:
         """The agent runtimes; they read `settings` and `resolver` at call time, so `override` applies at once."""
         from chalicelib.adapters.runtimes import build_runtimes
-        return build_runtimes(settings=lambda: self.settings, resolver=lambda: self.resolver,
-                              lambda_client_factory=lambda: self._client("lambda"))
+
+        return build_runtimes(
+            settings=lambda: self.settings,
+            resolver=lambda: self.resolver,
+            lambda_client_factory=lambda: self._client("lambda"),
+        )
 
 
 _lock = threading.Lock()
@@ -181,16 +211,24 @@ def deployment_problems(settings: Settings) -> list[str]:
     problems: list[str] = []
     secret = settings.assay_jwt_secret
     if secret == DEV_JWT_SECRET:
-        problems.append("ASSAY_JWT_SECRET is the built-in development secret, which is public: set ASSAY_JWT_SECRET "
-                        "to a random value of 32 characters or more, or set it to \"\" and configure an identity "
-                        "provider (ASSAY_OIDC_JWKS_URL, ASSAY_OIDC_ISSUER, ASSAY_OIDC_AUDIENCE)")
+        problems.append(
+            "ASSAY_JWT_SECRET is the built-in development secret, which is public: set ASSAY_JWT_SECRET "
+            'to a random value of 32 characters or more, or set it to "" and configure an identity '
+            "provider (ASSAY_OIDC_JWKS_URL, ASSAY_OIDC_ISSUER, ASSAY_OIDC_AUDIENCE)"
+        )
     elif secret and len(secret) < 32:
-        problems.append("ASSAY_JWT_SECRET is shorter than 32 characters: use a random value of 32 characters or more")
+        problems.append(
+            "ASSAY_JWT_SECRET is shorter than 32 characters: use a random value of 32 characters or more"
+        )
     oidc = settings.assay_oidc_jwks_url
     if oidc and not (settings.assay_oidc_issuer and settings.assay_oidc_audience):
-        problems.append("ASSAY_OIDC_JWKS_URL is set without ASSAY_OIDC_ISSUER and ASSAY_OIDC_AUDIENCE")
+        problems.append(
+            "ASSAY_OIDC_JWKS_URL is set without ASSAY_OIDC_ISSUER and ASSAY_OIDC_AUDIENCE"
+        )
     if not secret and not oidc:
-        problems.append("no token can be verified: ASSAY_JWT_SECRET is empty and ASSAY_OIDC_JWKS_URL is not set")
+        problems.append(
+            "no token can be verified: ASSAY_JWT_SECRET is empty and ASSAY_OIDC_JWKS_URL is not set"
+        )
     return problems
 
 
@@ -203,7 +241,9 @@ def check_deployment(settings: Settings | None = None) -> None:
     """
     problems = deployment_problems(settings or get_settings())
     if problems:
-        raise ConfigurationError("assay refuses to start this deployed stage: " + "; ".join(problems))
+        raise ConfigurationError(
+            "assay refuses to start this deployed stage: " + "; ".join(problems)
+        )
 
 
 def container() -> Container:

@@ -30,7 +30,9 @@ class InvalidInputError(AssayError):
     """The request is malformed or asks for something that could tell nothing (HTTP 400)."""
 
 
-_UNION_BRANCH = re.compile(r"^(int|str|float|bool|none|list\[.*\]|dict\[.*\]|literal\[.*\]|function-.*)$")
+_UNION_BRANCH = re.compile(
+    r"^(int|str|float|bool|none|list\[.*\]|dict\[.*\]|literal\[.*\]|function-.*)$"
+)
 """Parts of a pydantic error location that name a union's branch, not a field (`version.int`)."""
 
 
@@ -57,7 +59,9 @@ def invalid_input(exc: Any, prefix: str = "") -> InvalidInputError:
     else:
         same = [e["msg"] for e in errors if field_of(e) == field and e["type"] != "extra_forbidden"]
         if len(same) > 1:
-            msg = "input should be " + " or ".join(dict.fromkeys(m.removeprefix("Input should be ") for m in same))
+            msg = "input should be " + " or ".join(
+                dict.fromkeys(m.removeprefix("Input should be ") for m in same)
+            )
         else:
             msg = first["msg"]
     return InvalidInputError(f"{field}: {msg}", field=field)
@@ -116,7 +120,9 @@ class ProviderError(Exception):
     credentials the spec names, as opposed to a provider that rejected them.
     """
 
-    def __init__(self, message: str, *, status: int | None = None, credentials_missing: bool = False) -> None:
+    def __init__(
+        self, message: str, *, status: int | None = None, credentials_missing: bool = False
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.credentials_missing = credentials_missing

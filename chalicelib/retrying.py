@@ -40,8 +40,16 @@ class Changed(Generic[T]):
         return self.after is not self.before
 
 
-def change(read: Callable[[], T | None], decide: Callable[[T], T | None], write: Callable[[T, T], bool], *,
-           conflict: str, field: str, tries: int = TRIES, pause: Callable[[], None] = jitter) -> Changed[T] | None:
+def change(
+    read: Callable[[], T | None],
+    decide: Callable[[T], T | None],
+    write: Callable[[T, T], bool],
+    *,
+    conflict: str,
+    field: str,
+    tries: int = TRIES,
+    pause: Callable[[], None] = jitter,
+) -> Changed[T] | None:
     """Read → decide → conditional write, again while another writer wins.
 
     Args:

@@ -25,12 +25,17 @@ def cloudformation_main(argv: list[str]) -> int:
     from infra.cloudformation import template
 
     settings = get_settings()
-    parser = argparse.ArgumentParser(prog="python -m infra cloudformation",
-                                     description="Print the CloudFormation template (JSON) of "
-                                                 "assay's tables, queues and bucket.")
-    parser.add_argument("--prefix", default=settings.assay_resource_prefix, help="table-name prefix")
-    parser.add_argument("--case-timeout-seconds", type=int,
-                        default=settings.evaluation_case_timeout_seconds)
+    parser = argparse.ArgumentParser(
+        prog="python -m infra cloudformation",
+        description="Print the CloudFormation template (JSON) of "
+        "assay's tables, queues and bucket.",
+    )
+    parser.add_argument(
+        "--prefix", default=settings.assay_resource_prefix, help="table-name prefix"
+    )
+    parser.add_argument(
+        "--case-timeout-seconds", type=int, default=settings.evaluation_case_timeout_seconds
+    )
     args = parser.parse_args(argv)
     json.dump(template(args.prefix, args.case_timeout_seconds), sys.stdout, indent=2)
     sys.stdout.write("\n")
@@ -44,23 +49,33 @@ def main(argv: list[str] | None = None) -> int:
         return cloudformation_main(argv[1:])
     if argv[:1] == ["policy"]:
         from infra.policy import main as policy_main
+
         return policy_main(argv[1:])
     if argv[:1] == ["gateway-responses"]:
         from infra.gateway import main as gateway_main
+
         return gateway_main(argv[1:])
     from infra.resources import bootstrap
 
     settings = get_settings()
     parser = argparse.ArgumentParser(
-        prog="python -m infra", description=__doc__.splitlines()[0],
+        prog="python -m infra",
+        description=__doc__.splitlines()[0],
         epilog="`python -m infra cloudformation --help`: the CloudFormation template instead; "
-               "`policy --help`: the IAM policy; `gateway-responses --help`: API Gateway's error answers.")
-    parser.add_argument("--endpoint-url", default=settings.aws_endpoint_url,
-                        help="moto server or LocalStack URL; omit for AWS itself")
+        "`policy --help`: the IAM policy; `gateway-responses --help`: API Gateway's error answers.",
+    )
+    parser.add_argument(
+        "--endpoint-url",
+        default=settings.aws_endpoint_url,
+        help="moto server or LocalStack URL; omit for AWS itself",
+    )
     parser.add_argument("--region", default=settings.aws_default_region)
-    parser.add_argument("--prefix", default=settings.assay_resource_prefix, help="table-name prefix")
-    parser.add_argument("--case-timeout-seconds", type=int,
-                        default=settings.evaluation_case_timeout_seconds)
+    parser.add_argument(
+        "--prefix", default=settings.assay_resource_prefix, help="table-name prefix"
+    )
+    parser.add_argument(
+        "--case-timeout-seconds", type=int, default=settings.evaluation_case_timeout_seconds
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     urls = bootstrap(args.endpoint_url or None, args.region, args.prefix, args.case_timeout_seconds)

@@ -41,8 +41,11 @@ def table_resources(prefix: str) -> dict[str, dict[str, Any]]:
         base = tables._BASE_NAMES[model]  # noqa: SLF001 - the unprefixed name, whatever is configured
         properties = copy.deepcopy(tables.create_table_params(model))
         properties["TableName"] = f"{prefix}{base}"
-        out[_logical_id(base, "table")] = {"Type": "AWS::DynamoDB::Table", **RETAIN,
-                                           "Properties": properties}
+        out[_logical_id(base, "table")] = {
+            "Type": "AWS::DynamoDB::Table",
+            **RETAIN,
+            "Properties": properties,
+        }
     return out
 
 
@@ -51,34 +54,50 @@ def queue_resources(specs: tuple[QueueSpec, ...]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for spec in specs:
         dlq_id = _logical_id(spec.dlq_name, "queue")
-        out[dlq_id] = {"Type": "AWS::SQS::Queue", "Properties": {
-            "QueueName": spec.dlq_name,
-            "VisibilityTimeout": spec.dlq_visibility_timeout_seconds,
-            "MessageRetentionPeriod": spec.dlq_retention_seconds,
-        }}
-        out[_logical_id(spec.name, "queue")] = {"Type": "AWS::SQS::Queue", "Properties": {
-            "QueueName": spec.name,
-            "VisibilityTimeout": spec.visibility_timeout_seconds,
-            "RedrivePolicy": {
-                "deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]},
-                "maxReceiveCount": spec.max_receive_count,
+        out[dlq_id] = {
+            "Type": "AWS::SQS::Queue",
+            "Properties": {
+                "QueueName": spec.dlq_name,
+                "VisibilityTimeout": spec.dlq_visibility_timeout_seconds,
+                "MessageRetentionPeriod": spec.dlq_retention_seconds,
             },
-        }}
+        }
+        out[_logical_id(spec.name, "queue")] = {
+            "Type": "AWS::SQS::Queue",
+            "Properties": {
+                "QueueName": spec.name,
+                "VisibilityTimeout": spec.visibility_timeout_seconds,
+                "RedrivePolicy": {
+                    "deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]},
+                    "maxReceiveCount": spec.max_receive_count,
+                },
+            },
+        }
     return out
 
 
 def bucket_resources(bucket: str = BUCKET_NAME) -> dict[str, dict[str, Any]]:
     """The results bucket: private, encrypted at rest."""
-    return {"ResultsBucket": {"Type": "AWS::S3::Bucket", **RETAIN, "Properties": {
-        "BucketName": bucket,
-        "PublicAccessBlockConfiguration": {
-            "BlockPublicAcls": True, "BlockPublicPolicy": True,
-            "IgnorePublicAcls": True, "RestrictPublicBuckets": True,
-        },
-        "BucketEncryption": {"ServerSideEncryptionConfiguration": [
-            {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}},
-        ]},
-    }}}
+    return {
+        "ResultsBucket": {
+            "Type": "AWS::S3::Bucket",
+            **RETAIN,
+            "Properties": {
+                "BucketName": bucket,
+                "PublicAccessBlockConfiguration": {
+                    "BlockPublicAcls": True,
+                    "BlockPublicPolicy": True,
+                    "IgnorePublicAcls": True,
+                    "RestrictPublicBuckets": True,
+                },
+                "BucketEncryption": {
+                    "ServerSideEncryptionConfiguration": [
+                        {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}},
+                    ]
+                },
+            },
+        }
+    }
 
 
 def template(prefix: str | None = None, case_timeout_seconds: int | None = None) -> dict[str, Any]:
@@ -110,9 +129,11 @@ def template(prefix: str | None = None, case_timeout_seconds: int | None = None)
     outputs["ResultsBucketName"] = {"Value": {"Ref": "ResultsBucket"}}
     return {
         "AWSTemplateFormatVersion": "2010-09-09",
-        "Description": (f"assay data stack: {len(tables.ALL_MODELS)} DynamoDB tables (prefix "
-                        f"{prefix!r}, on-demand), SQS queues with DLQs, results bucket. Deploy "
-                        "before the Chalice stack."),
+        "Description": (
+            f"assay data stack: {len(tables.ALL_MODELS)} DynamoDB tables (prefix "
+            f"{prefix!r}, on-demand), SQS queues with DLQs, results bucket. Deploy "
+            "before the Chalice stack."
+        ),
         "Resources": resources,
         "Outputs": outputs,
     }

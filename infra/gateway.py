@@ -25,7 +25,7 @@ from typing import Any
 from chalicelib.api.common import GATEWAY_ERRORS
 
 RESPONSE_STATUS: dict[str, int | None] = {
-    "MISSING_AUTHENTICATION_TOKEN": 404,   # an unknown path (API Gateway's 403)
+    "MISSING_AUTHENTICATION_TOKEN": 404,  # an unknown path (API Gateway's 403)
     "RESOURCE_NOT_FOUND": 404,
     "UNAUTHORIZED": 401,
     "ACCESS_DENIED": 403,
@@ -44,12 +44,15 @@ RESPONSE_STATUS: dict[str, int | None] = {
     "API_CONFIGURATION_ERROR": 500,
     "AUTHORIZER_CONFIGURATION_ERROR": 500,
     "AUTHORIZER_FAILURE": 500,
-    "DEFAULT_4XX": None,                   # keeps API Gateway's status; the body says only this
+    "DEFAULT_4XX": None,  # keeps API Gateway's status; the body says only this
     "DEFAULT_5XX": None,
 }
 """Gateway response type -> the status it answers (None: API Gateway's own, unchanged)."""
 
-_DEFAULT_BODIES = {"DEFAULT_4XX": ("bad_request", "the request was refused"), "DEFAULT_5XX": GATEWAY_ERRORS[500]}
+_DEFAULT_BODIES = {
+    "DEFAULT_4XX": ("bad_request", "the request was refused"),
+    "DEFAULT_5XX": GATEWAY_ERRORS[500],
+}
 
 
 def body(response_type: str) -> dict[str, Any]:
@@ -68,7 +71,9 @@ def gateway_responses() -> dict[str, dict[str, Any]]:
             headers["WWW-Authenticate"] = "'Bearer realm=\"assay\"'"
         response: dict[str, Any] = {
             "ResponseParameters": {"Headers": headers},
-            "ResponseTemplates": {"application/json": json.dumps(body(response_type), separators=(",", ":"))},
+            "ResponseTemplates": {
+                "application/json": json.dumps(body(response_type), separators=(",", ":"))
+            },
         }
         if status is not None:
             response["StatusCode"] = str(status)
@@ -84,8 +89,10 @@ def add_gateway_responses(template: dict[str, Any]) -> dict[str, Any]:
     """
     api = template.get("Resources", {}).get("RestAPI")
     if not isinstance(api, dict) or api.get("Type") != "AWS::Serverless::Api":
-        raise ValueError("no RestAPI (AWS::Serverless::Api) in this template: give the sam.json "
-                         "`chalice package` wrote")
+        raise ValueError(
+            "no RestAPI (AWS::Serverless::Api) in this template: give the sam.json "
+            "`chalice package` wrote"
+        )
     api.setdefault("Properties", {})["GatewayResponses"] = gateway_responses()
     return template
 
@@ -94,8 +101,10 @@ def main(argv: list[str]) -> int:
     """`python -m infra gateway-responses SAM_JSON`: add the Gateway Responses to the file in place."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m infra gateway-responses",
-                                     description="Add assay's Gateway Responses to Chalice's packaged template.")
+    parser = argparse.ArgumentParser(
+        prog="python -m infra gateway-responses",
+        description="Add assay's Gateway Responses to Chalice's packaged template.",
+    )
     parser.add_argument("template", type=Path, help="the sam.json `chalice package` wrote")
     args = parser.parse_args(argv)
     template = json.loads(args.template.read_text())

@@ -23,15 +23,25 @@ from infra.resources import BUCKET_NAME, queue_specs, secret_policy_statements
 POLICY_FILE = Path(__file__).resolve().parents[1] / ".chalice" / "policy.json"
 
 DYNAMODB_ITEM_ACTIONS = (
-    "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
-    "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem", "dynamodb:BatchWriteItem", "dynamodb:Query",
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:Query",
     "dynamodb:DescribeTable",
 )
 """Every call the stores make (TransactWriteItems has no action of its own: each part needs its
 single-item action). Never `Scan`."""
 SQS_ACTIONS = (
-    "sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility",
-    "sqs:GetQueueUrl", "sqs:GetQueueAttributes",
+    "sqs:SendMessage",
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibility",
+    "sqs:GetQueueUrl",
+    "sqs:GetQueueAttributes",
 )
 """The workers' sends and visibility extensions, and what Lambda's SQS event source mapping does
 with the function's role."""
@@ -48,28 +58,64 @@ def policy(prefix: str = "assay-", lambda_prefix: str = "assay-agent-") -> dict[
         lambda_prefix: `ASSAY_LAMBDA_FUNCTION_PREFIX`; the only functions `lambda` agents may be.
             Empty: no function may be invoked (no statement at all).
     """
-    queues = [n for spec in queue_specs(600) for n in (spec.name, spec.dlq_name)]  # names do not follow the timeout
+    queues = [
+        n for spec in queue_specs(600) for n in (spec.name, spec.dlq_name)
+    ]  # names do not follow the timeout
     statements: list[dict[str, Any]] = [
-        {"Sid": "TablesItemsAndTransactWriteItemsParts", "Effect": "Allow", "Action": list(DYNAMODB_ITEM_ACTIONS),
-         "Resource": [f"arn:*:dynamodb:*:*:table/{prefix}*"]},
-        {"Sid": "TableIndexesQuery", "Effect": "Allow", "Action": ["dynamodb:Query"],
-         "Resource": [f"arn:*:dynamodb:*:*:table/{prefix}*/index/*"]},
-        {"Sid": "QueuesSendReceiveAndEventSourceMappings", "Effect": "Allow", "Action": list(SQS_ACTIONS),
-         "Resource": [f"arn:*:sqs:*:*:{q}" for q in queues]},
-        {"Sid": "ResultsBucketObjects", "Effect": "Allow", "Action": list(BUCKET_OBJECT_ACTIONS),
-         "Resource": [f"arn:*:s3:::{BUCKET_NAME}/*"]},
-        {"Sid": "ResultsBucketListing", "Effect": "Allow", "Action": ["s3:ListBucket"],
-         "Resource": [f"arn:*:s3:::{BUCKET_NAME}"]},
+        {
+            "Sid": "TablesItemsAndTransactWriteItemsParts",
+            "Effect": "Allow",
+            "Action": list(DYNAMODB_ITEM_ACTIONS),
+            "Resource": [f"arn:*:dynamodb:*:*:table/{prefix}*"],
+        },
+        {
+            "Sid": "TableIndexesQuery",
+            "Effect": "Allow",
+            "Action": ["dynamodb:Query"],
+            "Resource": [f"arn:*:dynamodb:*:*:table/{prefix}*/index/*"],
+        },
+        {
+            "Sid": "QueuesSendReceiveAndEventSourceMappings",
+            "Effect": "Allow",
+            "Action": list(SQS_ACTIONS),
+            "Resource": [f"arn:*:sqs:*:*:{q}" for q in queues],
+        },
+        {
+            "Sid": "ResultsBucketObjects",
+            "Effect": "Allow",
+            "Action": list(BUCKET_OBJECT_ACTIONS),
+            "Resource": [f"arn:*:s3:::{BUCKET_NAME}/*"],
+        },
+        {
+            "Sid": "ResultsBucketListing",
+            "Effect": "Allow",
+            "Action": ["s3:ListBucket"],
+            "Resource": [f"arn:*:s3:::{BUCKET_NAME}"],
+        },
     ]
     if lambda_prefix:
-        statements.append({"Sid": "LambdaAgentRuntime", "Effect": "Allow", "Action": ["lambda:InvokeFunction"],
-                           "Resource": [f"arn:*:lambda:*:*:function:{lambda_prefix}*"]})
+        statements.append(
+            {
+                "Sid": "LambdaAgentRuntime",
+                "Effect": "Allow",
+                "Action": ["lambda:InvokeFunction"],
+                "Resource": [f"arn:*:lambda:*:*:function:{lambda_prefix}*"],
+            }
+        )
     statements += secret_policy_statements(prefix)
     statements += [
-        {"Sid": "Logs", "Effect": "Allow",
-         "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
-         "Resource": ["arn:*:logs:*:*:*"]},
-        {"Sid": "OwnerNoticesByEmail", "Effect": "Allow", "Action": ["ses:SendEmail"], "Resource": ["*"]},
+        {
+            "Sid": "Logs",
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
+            "Resource": ["arn:*:logs:*:*:*"],
+        },
+        {
+            "Sid": "OwnerNoticesByEmail",
+            "Effect": "Allow",
+            "Action": ["ses:SendEmail"],
+            "Resource": ["*"],
+        },
     ]
     return {"Version": "2012-10-17", "Statement": statements}
 
@@ -86,11 +132,18 @@ def main(argv: list[str]) -> int:
     from chalicelib.config import get_settings
 
     settings = get_settings()
-    parser = argparse.ArgumentParser(prog="python -m infra policy", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m infra policy", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--prefix", default=settings.assay_resource_prefix, help="resource prefix")
-    parser.add_argument("--lambda-prefix", default=settings.assay_lambda_function_prefix,
-                        help="the only function-name prefix `lambda` agents may invoke")
-    parser.add_argument("--write", action="store_true", help=f"write {POLICY_FILE} instead of printing")
+    parser.add_argument(
+        "--lambda-prefix",
+        default=settings.assay_lambda_function_prefix,
+        help="the only function-name prefix `lambda` agents may invoke",
+    )
+    parser.add_argument(
+        "--write", action="store_true", help=f"write {POLICY_FILE} instead of printing"
+    )
     args = parser.parse_args(argv)
     text = render(policy(args.prefix, args.lambda_prefix))
     if args.write:
@@ -98,4 +151,3 @@ def main(argv: list[str]) -> int:
     else:
         print(text, end="")
     return 0
-

@@ -57,7 +57,8 @@ def case_tasks_visibility_seconds(case_timeout_seconds: int) -> int:
     from chalicelib.config import Settings
 
     return Settings.model_construct(
-        evaluation_case_timeout_seconds=case_timeout_seconds).visibility_timeout_seconds
+        evaluation_case_timeout_seconds=case_timeout_seconds
+    ).visibility_timeout_seconds
 
 
 def queue_specs(case_timeout_seconds: int) -> tuple[QueueSpec, ...]:
@@ -104,23 +105,35 @@ SECRET_LIST_ACTIONS = ("secretsmanager:ListSecrets", "secretsmanager:BatchGetSec
 needs GetSecretValue on every secret it returns, which `SECRET_ACTIONS` grants on the prefix only."""
 
 
-def secret_arn_pattern(prefix: str, *, partition: str = "*", region: str = "*", account: str = "*") -> str:
+def secret_arn_pattern(
+    prefix: str, *, partition: str = "*", region: str = "*", account: str = "*"
+) -> str:
     """The ARN pattern of every organization secret of the stack with resource prefix `prefix`.
 
     `"assay-"` -> `arn:*:secretsmanager:*:*:secret:assay/*` (Secrets Manager appends `-XXXXXX`
     to each secret's ARN, which the trailing `*` covers).
     """
-    return f"arn:{partition}:secretsmanager:{region}:{account}:secret:{secret_name_prefix(prefix)}/*"
+    return (
+        f"arn:{partition}:secretsmanager:{region}:{account}:secret:{secret_name_prefix(prefix)}/*"
+    )
 
 
 def secret_policy_statements(prefix: str) -> list[dict[str, object]]:
     """IAM statements for the organizations' secrets: the actions on `secret_arn_pattern(prefix)`
     only, and the two listing actions (which take no resource)."""
     return [
-        {"Sid": "OrganizationSecrets", "Effect": "Allow", "Action": list(SECRET_ACTIONS),
-         "Resource": [secret_arn_pattern(prefix)]},
-        {"Sid": "OrganizationSecretsListing", "Effect": "Allow", "Action": list(SECRET_LIST_ACTIONS),
-         "Resource": "*"},
+        {
+            "Sid": "OrganizationSecrets",
+            "Effect": "Allow",
+            "Action": list(SECRET_ACTIONS),
+            "Resource": [secret_arn_pattern(prefix)],
+        },
+        {
+            "Sid": "OrganizationSecretsListing",
+            "Effect": "Allow",
+            "Action": list(SECRET_LIST_ACTIONS),
+            "Resource": "*",
+        },
     ]
 
 
@@ -205,30 +218,44 @@ def ensure_bucket(endpoint_url: str | None, region: str, bucket: str = BUCKET_NA
     return bucket
 
 
-def ensure_queues(endpoint_url: str | None, region: str, case_timeout_seconds: int) -> dict[str, str]:
+def ensure_queues(
+    endpoint_url: str | None, region: str, case_timeout_seconds: int
+) -> dict[str, str]:
     """Create every queue of `queue_specs` and its DLQ (RedrivePolicy); return URLs by queue name."""
     sqs = _client("sqs", endpoint_url, region)
     urls: dict[str, str] = {}
     for spec in queue_specs(case_timeout_seconds):
-        dlq_url = ensure_queue(sqs, spec.dlq_name, {
-            "MessageRetentionPeriod": str(spec.dlq_retention_seconds),
-            "VisibilityTimeout": str(spec.dlq_visibility_timeout_seconds),
-        })
+        dlq_url = ensure_queue(
+            sqs,
+            spec.dlq_name,
+            {
+                "MessageRetentionPeriod": str(spec.dlq_retention_seconds),
+                "VisibilityTimeout": str(spec.dlq_visibility_timeout_seconds),
+            },
+        )
         dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
-            "Attributes"]["QueueArn"]
+            "Attributes"
+        ]["QueueArn"]
         urls[spec.dlq_name] = dlq_url
-        urls[spec.name] = ensure_queue(sqs, spec.name, {
-            "VisibilityTimeout": str(spec.visibility_timeout_seconds),
-            "RedrivePolicy": json.dumps({
-                "deadLetterTargetArn": dlq_arn,
-                "maxReceiveCount": spec.max_receive_count,
-            }),
-        })
+        urls[spec.name] = ensure_queue(
+            sqs,
+            spec.name,
+            {
+                "VisibilityTimeout": str(spec.visibility_timeout_seconds),
+                "RedrivePolicy": json.dumps(
+                    {
+                        "deadLetterTargetArn": dlq_arn,
+                        "maxReceiveCount": spec.max_receive_count,
+                    }
+                ),
+            },
+        )
     return urls
 
 
-def bootstrap(endpoint_url: str | None, region: str, prefix: str,
-              case_timeout_seconds: int) -> dict[str, str]:
+def bootstrap(
+    endpoint_url: str | None, region: str, prefix: str, case_timeout_seconds: int
+) -> dict[str, str]:
     """Create every table, queue (with its DLQ) and the bucket; safe to run again.
 
     Args:
@@ -247,6 +274,11 @@ def bootstrap(endpoint_url: str | None, region: str, prefix: str,
     table_names = ensure_tables(endpoint_url, region, prefix)
     urls = ensure_queues(endpoint_url, region, case_timeout_seconds)
     ensure_bucket(endpoint_url, region)
-    log.info("bootstrapped %d tables, %d queues, bucket %s at %s", len(table_names), len(urls),
-             BUCKET_NAME, endpoint_url or "AWS")
+    log.info(
+        "bootstrapped %d tables, %d queues, bucket %s at %s",
+        len(table_names),
+        len(urls),
+        BUCKET_NAME,
+        endpoint_url or "AWS",
+    )
     return urls

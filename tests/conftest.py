@@ -34,10 +34,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def stack() -> Iterator[EmbeddedStack]:
-    with EmbeddedStack(workers=12, scheduler=False,
-                       env={"ASSAY_RETRY_BACKOFF_SECONDS": "0.01",
-                            # the tests' own agents too (an installed assay has no `tests` package)
-                            "ASSAY_PYTHON_AGENT_MODULES": "bench.agents,tests.support"}) as s:
+    with EmbeddedStack(
+        workers=12,
+        scheduler=False,
+        env={
+            "ASSAY_RETRY_BACKOFF_SECONDS": "0.01",
+            # the tests' own agents too (an installed assay has no `tests` package)
+            "ASSAY_PYTHON_AGENT_MODULES": "bench.agents,tests.support",
+        },
+    ) as s:
         yield s
 
 
@@ -46,10 +51,15 @@ def new_api(stack: EmbeddedStack) -> Callable[..., Api]:
     """`new_api(org_id=None, user_id="tester", token=<signed>)` -> an Api for a fresh organization."""
     s = stack.settings
 
-    def make(org_id: str | None = None, user_id: str = "tester@example.com", token: str | None = "sign") -> Api:
+    def make(
+        org_id: str | None = None, user_id: str = "tester@example.com", token: str | None = "sign"
+    ) -> Api:
         org = org_id or f"org_{uuid.uuid4().hex[:10]}"
-        tok = issue_token(org, user_id, secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer) \
-            if token == "sign" else token
+        tok = (
+            issue_token(org, user_id, secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer)
+            if token == "sign"
+            else token
+        )
         return Api(stack.api_url, org, user_id, tok)
 
     return make
@@ -73,8 +83,11 @@ def limits(container):
     original = container.settings
 
     def apply(run_limit: int, org_limit: int) -> None:
-        bootstrap.override(settings=original.model_copy(
-            update={"eval_run_concurrency": run_limit, "eval_org_concurrency": org_limit}))
+        bootstrap.override(
+            settings=original.model_copy(
+                update={"eval_run_concurrency": run_limit, "eval_org_concurrency": org_limit}
+            )
+        )
 
     yield apply
     bootstrap.override(settings=original)

@@ -17,8 +17,12 @@ class ResultsBucket(LazyClient):
 
     def put_text(self, key: str, text: str) -> str:
         """Store `text` under `key`; returns the `s3://bucket/key` pointer kept on the attempt."""
-        self.client.put_object(Bucket=self.bucket, Key=key, Body=text.encode("utf-8"),
-                               ContentType="text/plain; charset=utf-8")
+        self.client.put_object(
+            Bucket=self.bucket,
+            Key=key,
+            Body=text.encode("utf-8"),
+            ContentType="text/plain; charset=utf-8",
+        )
         return f"s3://{self.bucket}/{key}"
 
     def get_text(self, pointer: str) -> str:

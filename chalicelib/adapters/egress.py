@@ -70,52 +70,73 @@ class AddressClass(StrEnum):
     PUBLIC = "public address"
 
 
-ALWAYS_REFUSED = frozenset({AddressClass.METADATA, AddressClass.LINK_LOCAL, AddressClass.UNSPECIFIED,
-                            AddressClass.MULTICAST, AddressClass.RESERVED})
+ALWAYS_REFUSED = frozenset(
+    {
+        AddressClass.METADATA,
+        AddressClass.LINK_LOCAL,
+        AddressClass.UNSPECIFIED,
+        AddressClass.MULTICAST,
+        AddressClass.RESERVED,
+    }
+)
 """Classes refused whatever the operator allows."""
 
 PRIVATE_CLASSES = frozenset({AddressClass.LOOPBACK, AddressClass.PRIVATE})
 """Classes refused unless `ASSAY_ALLOW_PRIVATE_NETWORK` is set."""
 
-_METADATA = frozenset({ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")})
+_METADATA = frozenset(
+    {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
+)
 
 _V4_RANGES: tuple[tuple[ipaddress.IPv4Network, AddressClass], ...] = tuple(
-    (ipaddress.IPv4Network(net), cls) for net, cls in (
+    (ipaddress.IPv4Network(net), cls)
+    for net, cls in (
         ("0.0.0.0/8", AddressClass.UNSPECIFIED),
         ("169.254.0.0/16", AddressClass.LINK_LOCAL),
         ("224.0.0.0/4", AddressClass.MULTICAST),
-        ("240.0.0.0/4", AddressClass.RESERVED),          # with the broadcast address
-        ("192.0.0.0/24", AddressClass.RESERVED),         # IETF protocol assignments
-        ("192.0.2.0/24", AddressClass.RESERVED),         # documentation
-        ("192.88.99.0/24", AddressClass.RESERVED),       # 6to4 relays (deprecated)
-        ("198.18.0.0/15", AddressClass.RESERVED),        # benchmarking
-        ("198.51.100.0/24", AddressClass.RESERVED),      # documentation
-        ("203.0.113.0/24", AddressClass.RESERVED),       # documentation
+        ("240.0.0.0/4", AddressClass.RESERVED),  # with the broadcast address
+        ("192.0.0.0/24", AddressClass.RESERVED),  # IETF protocol assignments
+        ("192.0.2.0/24", AddressClass.RESERVED),  # documentation
+        ("192.88.99.0/24", AddressClass.RESERVED),  # 6to4 relays (deprecated)
+        ("198.18.0.0/15", AddressClass.RESERVED),  # benchmarking
+        ("198.51.100.0/24", AddressClass.RESERVED),  # documentation
+        ("203.0.113.0/24", AddressClass.RESERVED),  # documentation
         ("127.0.0.0/8", AddressClass.LOOPBACK),
         ("10.0.0.0/8", AddressClass.PRIVATE),
         ("172.16.0.0/12", AddressClass.PRIVATE),
         ("192.168.0.0/16", AddressClass.PRIVATE),
-        ("100.64.0.0/10", AddressClass.PRIVATE),         # shared address space (carrier NAT)
-    ))
+        ("100.64.0.0/10", AddressClass.PRIVATE),  # shared address space (carrier NAT)
+    )
+)
 
 _V6_RANGES: tuple[tuple[ipaddress.IPv6Network, AddressClass], ...] = tuple(
-    (ipaddress.IPv6Network(net), cls) for net, cls in (
+    (ipaddress.IPv6Network(net), cls)
+    for net, cls in (
         ("::/128", AddressClass.UNSPECIFIED),
         ("::1/128", AddressClass.LOOPBACK),
         ("fe80::/10", AddressClass.LINK_LOCAL),
         ("ff00::/8", AddressClass.MULTICAST),
-        ("fc00::/7", AddressClass.PRIVATE),              # unique local
-        ("fec0::/10", AddressClass.PRIVATE),             # site-local (deprecated)
-        ("100::/64", AddressClass.RESERVED),             # discard-only
-        ("2001::/23", AddressClass.RESERVED),            # IETF protocol assignments
-        ("2001:db8::/32", AddressClass.RESERVED),        # documentation
-    ))
+        ("fc00::/7", AddressClass.PRIVATE),  # unique local
+        ("fec0::/10", AddressClass.PRIVATE),  # site-local (deprecated)
+        ("100::/64", AddressClass.RESERVED),  # discard-only
+        ("2001::/23", AddressClass.RESERVED),  # IETF protocol assignments
+        ("2001:db8::/32", AddressClass.RESERVED),  # documentation
+    )
+)
 
 _NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
 _V4_TRANSLATED = 0xFFFF0000  # ::ffff:0:a.b.c.d (RFC 2765), the top 96 bits shifted down
 
-_SEVERITY = (AddressClass.METADATA, AddressClass.LINK_LOCAL, AddressClass.UNSPECIFIED, AddressClass.MULTICAST,
-             AddressClass.RESERVED, AddressClass.LOOPBACK, AddressClass.PRIVATE, AddressClass.PUBLIC)
+_SEVERITY = (
+    AddressClass.METADATA,
+    AddressClass.LINK_LOCAL,
+    AddressClass.UNSPECIFIED,
+    AddressClass.MULTICAST,
+    AddressClass.RESERVED,
+    AddressClass.LOOPBACK,
+    AddressClass.PRIVATE,
+    AddressClass.PUBLIC,
+)
 
 
 def _embedded_v4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
@@ -152,7 +173,9 @@ def classify(ip: IPAddress | str) -> AddressClass:
         embedded = _embedded_v4(ip)
         if embedded:
             return min((classify(v4) for v4 in embedded), key=_SEVERITY.index)
-        ranges: Sequence[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, AddressClass]] = _V6_RANGES
+        ranges: Sequence[tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, AddressClass]] = (
+            _V6_RANGES
+        )
     else:
         ranges = _V4_RANGES
     for net, cls in ranges:
@@ -248,8 +271,10 @@ def parse_target(url: str | httpx.URL) -> Target:
     if parsed.scheme not in ("http", "https"):
         raise ValueError("must be an http:// or https:// URL")
     if parsed.userinfo:
-        raise ValueError("must not carry a user name or password (user:pass@): store credentials as "
-                         "secrets and reference them by name")
+        raise ValueError(
+            "must not carry a user name or password (user:pass@): store credentials as "
+            "secrets and reference them by name"
+        )
     raw = parsed.raw_host.decode("ascii").lower()
     if not raw:
         raise ValueError("must name a host")
@@ -268,9 +293,13 @@ def parse_target(url: str | httpx.URL) -> Target:
             literal = ipaddress.IPv4Address(host)
         except ValueError:
             denoted = _legacy_ipv4(host)
-            shown = f" (it denotes {denoted}, {_a(classify(denoted))})" if denoted is not None else ""
-            raise ValueError(f"host {host} is a numeric address in a non-standard form{shown}: write an IPv4 "
-                             "address as four decimal numbers (a.b.c.d)") from None
+            shown = (
+                f" (it denotes {denoted}, {_a(classify(denoted))})" if denoted is not None else ""
+            )
+            raise ValueError(
+                f"host {host} is a numeric address in a non-standard form{shown}: write an IPv4 "
+                "address as four decimal numbers (a.b.c.d)"
+            ) from None
     return Target(parsed, host, port, literal)
 
 
@@ -301,8 +330,11 @@ class Egress:
         allow_private: returns whether loopback and private ranges are allowed now (default: no).
     """
 
-    def __init__(self, resolver: Callable[[], Resolver] | None = None,
-                 allow_private: Callable[[], bool] | None = None) -> None:
+    def __init__(
+        self,
+        resolver: Callable[[], Resolver] | None = None,
+        allow_private: Callable[[], bool] | None = None,
+    ) -> None:
         self._resolver = resolver or (lambda: system_resolver)
         self._allow_private = allow_private or (lambda: False)
 
@@ -323,8 +355,11 @@ class Egress:
         if target.literal is not None or _is_localhost(target.host):
             cls = classify(target.literal) if target.literal is not None else AddressClass.LOOPBACK
             if refused(cls, allow):
-                raise InvalidInputError(f"{field}: {target.host} is {_a(cls)}: {_why(cls)}", field=field,
-                                        address_class=str(cls))
+                raise InvalidInputError(
+                    f"{field}: {target.host} is {_a(cls)}: {_why(cls)}",
+                    field=field,
+                    address_class=str(cls),
+                )
             return
         try:
             found = list(self._resolver()(target.host, target.port))
@@ -332,8 +367,11 @@ class Egress:
             return
         for cls in self._classes(found):
             if refused(cls, allow):
-                raise InvalidInputError(f"{field}: {target.host} resolves to {_a(cls)}: {_why(cls)}", field=field,
-                                        address_class=str(cls))
+                raise InvalidInputError(
+                    f"{field}: {target.host} resolves to {_a(cls)}: {_why(cls)}",
+                    field=field,
+                    address_class=str(cls),
+                )
 
     def addresses(self, target: Target, source: str) -> list[str]:
         """The addresses to connect to for `target`, every one checked; resolves the name once.
@@ -358,14 +396,17 @@ class Egress:
             try:
                 found = [str(a) for a in self._resolver()(target.host, target.port)]
             except Exception as exc:  # noqa: BLE001 - a resolver failure is a connection failure
-                raise ProviderError(f"{source}: {target.host} could not be resolved: {exc}") from exc
+                raise ProviderError(
+                    f"{source}: {target.host} could not be resolved: {exc}"
+                ) from exc
             if not found:
                 raise ProviderError(f"{source}: {target.host} could not be resolved")
         shown = "is" if target.literal is not None else "resolves to"
         for cls in self._classes(found):
             if refused(cls, allow):
-                raise EgressRefusedError(f"{source}: egress refused: {target.host} {shown} {_a(cls)}: {_why(cls)}",
-                                         cls)
+                raise EgressRefusedError(
+                    f"{source}: egress refused: {target.host} {shown} {_a(cls)}: {_why(cls)}", cls
+                )
         return [a.split("%", 1)[0] for a in found]
 
     @staticmethod
@@ -375,5 +416,5 @@ class Egress:
             try:
                 out.append(classify(str(address)))
             except ValueError:
-                out.append(AddressClass.RESERVED)   # a resolver answer that is no address: refuse it
+                out.append(AddressClass.RESERVED)  # a resolver answer that is no address: refuse it
         return out

@@ -18,9 +18,13 @@ class SesMailer(LazyClient):
     def send(self, to: str, subject: str, body: str) -> str:
         """Send one message; returns SES's message id. Raises botocore's errors (the caller decides)."""
         reply = self.client.send_email(
-            Source=self.sender, Destination={"ToAddresses": [to]},
-            Message={"Subject": {"Data": subject[:200], "Charset": "UTF-8"},
-                     "Body": {"Text": {"Data": body, "Charset": "UTF-8"}}})
+            Source=self.sender,
+            Destination={"ToAddresses": [to]},
+            Message={
+                "Subject": {"Data": subject[:200], "Charset": "UTF-8"},
+                "Body": {"Text": {"Data": body, "Charset": "UTF-8"}},
+            },
+        )
         return str(reply.get("MessageId", ""))
 
     def verify_sender(self) -> None:

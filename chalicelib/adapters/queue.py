@@ -40,10 +40,12 @@ class SqsQueue(LazyClient):
         """
         failed: list[dict[str, Any]] = []
         for start in range(0, len(bodies), 10):
-            chunk = list(bodies[start:start + 10])
+            chunk = list(bodies[start : start + 10])
             for _ in range(2):
-                entries = [{"Id": str(i), "MessageBody": json.dumps(b, separators=(",", ":"))}
-                           for i, b in enumerate(chunk)]
+                entries = [
+                    {"Id": str(i), "MessageBody": json.dumps(b, separators=(",", ":"))}
+                    for i, b in enumerate(chunk)
+                ]
                 resp = self.client.send_message_batch(QueueUrl=self.url, Entries=entries)
                 bad = {int(f["Id"]) for f in resp.get("Failed", [])}
                 chunk = [b for i, b in enumerate(chunk) if i in bad]
@@ -56,14 +58,23 @@ class SqsQueue(LazyClient):
     def send_text(self, body: str, attributes: dict[str, str]) -> None:
         """Send one message as it came (its text untouched) with string attributes (e.g. a DLQ's
         `reason`)."""
-        self.client.send_message(QueueUrl=self.url, MessageBody=body, MessageAttributes={
-            name: {"DataType": "String", "StringValue": value} for name, value in attributes.items()})
+        self.client.send_message(
+            QueueUrl=self.url,
+            MessageBody=body,
+            MessageAttributes={
+                name: {"DataType": "String", "StringValue": value}
+                for name, value in attributes.items()
+            },
+        )
 
     def send_one(self, body: dict[str, Any]) -> None:
         """Send one JSON body (one request)."""
-        self.client.send_message(QueueUrl=self.url, MessageBody=json.dumps(body, separators=(",", ":")))
+        self.client.send_message(
+            QueueUrl=self.url, MessageBody=json.dumps(body, separators=(",", ":"))
+        )
 
     def extend_visibility(self, receipt_handle: str, seconds: int) -> None:
         """Keep a message invisible `seconds` more while its long case runs."""
         self.client.change_message_visibility(
-            QueueUrl=self.url, ReceiptHandle=receipt_handle, VisibilityTimeout=seconds)
+            QueueUrl=self.url, ReceiptHandle=receipt_handle, VisibilityTimeout=seconds
+        )

@@ -72,8 +72,15 @@ class OrgRecordings(LazyClient):
         monotonic: the cache's clock, seconds (tests pass their own).
     """
 
-    def __init__(self, client_factory: Callable[[], Any], bucket: str, *, max_cached_bytes: int = 64 * 1024 * 1024,
-                 revalidate_seconds: float = 60.0, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        client_factory: Callable[[], Any],
+        bucket: str,
+        *,
+        max_cached_bytes: int = 64 * 1024 * 1024,
+        revalidate_seconds: float = 60.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__(client_factory)
         self.bucket = bucket
         self.max_cached_bytes = max_cached_bytes
@@ -90,8 +97,9 @@ class OrgRecordings(LazyClient):
 
     # -- writes --------------------------------------------------------------------------------
 
-    def put(self, org_id: str, recording_id: str, content: str, *, lines: int,
-            uploaded_by: str) -> tuple[RecordingMeta, bool]:
+    def put(
+        self, org_id: str, recording_id: str, content: str, *, lines: int, uploaded_by: str
+    ) -> tuple[RecordingMeta, bool]:
         """Store a recording once: `(meta, True)` when created, `(meta, False)` when the same
         content was already there.
 
@@ -113,12 +121,22 @@ class OrgRecordings(LazyClient):
 
         body = content.encode("utf-8")
         digest = hashlib.sha256(body).hexdigest()
-        metadata = {"sha256": digest, "lines": str(lines), "bytes": str(len(body)),
-                    "uploaded-by": quote(uploaded_by[:_MAX_UPLOADED_BY], safe="@._-+")}
+        metadata = {
+            "sha256": digest,
+            "lines": str(lines),
+            "bytes": str(len(body)),
+            "uploaded-by": quote(uploaded_by[:_MAX_UPLOADED_BY], safe="@._-+"),
+        }
         for _ in range(3):
             try:
-                self.client.put_object(Bucket=self.bucket, Key=key, Body=body, IfNoneMatch="*",
-                                       ContentType="application/x-ndjson; charset=utf-8", Metadata=metadata)
+                self.client.put_object(
+                    Bucket=self.bucket,
+                    Key=key,
+                    Body=body,
+                    IfNoneMatch="*",
+                    ContentType="application/x-ndjson; charset=utf-8",
+                    Metadata=metadata,
+                )
             except ClientError as exc:
                 if _code(exc) not in _EXISTS:
                     raise
@@ -129,15 +147,18 @@ class OrgRecordings(LazyClient):
                     raise ConflictError(
                         f"recording {recording_id} exists with other content; recordings are immutable: "
                         "delete it first or upload under another recording_id",
-                        field="recording_id") from None
+                        field="recording_id",
+                    ) from None
                 return existing, False
             self._forget(org_id, recording_id)
             stored = self.meta(org_id, recording_id)
             if stored is None:  # deleted between the write and the read: say what was written
                 return RecordingMeta(recording_id, len(body), "", lines, digest, uploaded_by), True
             return stored, True
-        raise ConflictError(f"recording {recording_id} is being uploaded and deleted at once; try again",
-                            field="recording_id")
+        raise ConflictError(
+            f"recording {recording_id} is being uploaded and deleted at once; try again",
+            field="recording_id",
+        )
 
     def delete(self, org_id: str, recording_id: str) -> None:
         """Delete the recording for good (the bucket keeps no versions); nothing when absent."""
@@ -166,10 +187,13 @@ class OrgRecordings(LazyClient):
         lines, size = meta.get("lines"), meta.get("bytes")
         # Our own `bytes` first: moto's server answers HEAD with Content-Length 0.
         return RecordingMeta(
-            recording_id=recording_id, bytes=int(size) if size and size.isdigit() else int(head.get("ContentLength") or 0),
+            recording_id=recording_id,
+            bytes=int(size) if size and size.isdigit() else int(head.get("ContentLength") or 0),
             uploaded_at=_when(head.get("LastModified")),
-            lines=int(lines) if lines and lines.isdigit() else None, sha256=meta.get("sha256"),
-            uploaded_by=unquote(meta["uploaded-by"]) if meta.get("uploaded-by") else None)
+            lines=int(lines) if lines and lines.isdigit() else None,
+            sha256=meta.get("sha256"),
+            uploaded_by=unquote(meta["uploaded-by"]) if meta.get("uploaded-by") else None,
+        )
 
     def list(self, org_id: str) -> list[RecordingMeta]:
         """Every recording of the organization by id (ListObjectsV2 under `<org>/recordings/`, paged)."""
@@ -177,14 +201,20 @@ class OrgRecordings(LazyClient):
             return []
         prefix = names.org_recordings_prefix(org_id)
         out: list[RecordingMeta] = []
-        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+        for page in self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=prefix
+        ):
             for obj in page.get("Contents", []):
-                rest = str(obj.get("Key", ""))[len(prefix):]
+                rest = str(obj.get("Key", ""))[len(prefix) :]
                 if not rest.endswith(_SUFFIX):
                     continue
                 recording_id = rest[: -len(_SUFFIX)]
                 if is_valid_name(recording_id):
-                    out.append(RecordingMeta(recording_id, int(obj.get("Size") or 0), _when(obj.get("LastModified"))))
+                    out.append(
+                        RecordingMeta(
+                            recording_id, int(obj.get("Size") or 0), _when(obj.get("LastModified"))
+                        )
+                    )
         return sorted(out, key=lambda m: m.recording_id)
 
     def load(self, org_id: str, recording_id: str) -> Recording | None:

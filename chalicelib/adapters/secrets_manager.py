@@ -64,8 +64,15 @@ class OrgSecrets(LazyClient):
         monotonic: the clock of the caches (seconds; tests pass their own).
     """
 
-    def __init__(self, client_factory: Callable[[], Any], resource_prefix: str, *, ttl_seconds: float = 60.0,
-                 missing_ttl_seconds: float = 5.0, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        client_factory: Callable[[], Any],
+        resource_prefix: str,
+        *,
+        ttl_seconds: float = 60.0,
+        missing_ttl_seconds: float = 5.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__(client_factory)
         self.resource_prefix = resource_prefix
         self.ttl_seconds = ttl_seconds
@@ -113,8 +120,11 @@ class OrgSecrets(LazyClient):
         for wait in (*_CREATE_RETRY_SECONDS, None):
             try:
                 self.client.create_secret(
-                    Name=full, SecretString=value, Description=f"assay secret {name} of organization {org_id}",
-                    Tags=[{"Key": names.SECRET_ORG_TAG, "Value": org_id}])
+                    Name=full,
+                    SecretString=value,
+                    Description=f"assay secret {name} of organization {org_id}",
+                    Tags=[{"Key": names.SECRET_ORG_TAG, "Value": org_id}],
+                )
                 break
             except ClientError as exc:
                 code = _code(exc)
@@ -122,7 +132,11 @@ class OrgSecrets(LazyClient):
                     self.client.put_secret_value(SecretId=full, SecretString=value)
                     break
                 # Right after a forced delete AWS may still refuse the name for a moment.
-                if code == "InvalidRequestException" and "deletion" in str(exc) and wait is not None:
+                if (
+                    code == "InvalidRequestException"
+                    and "deletion" in str(exc)
+                    and wait is not None
+                ):
                     time.sleep(wait)
                     continue
                 raise
@@ -189,7 +203,9 @@ class OrgSecrets(LazyClient):
             raise
         if described.get("DeletedDate") or described.get("Name") != full:
             return None
-        return SecretMeta(name, _when(described.get("LastChangedDate") or described.get("CreatedDate")))
+        return SecretMeta(
+            name, _when(described.get("LastChangedDate") or described.get("CreatedDate"))
+        )
 
     def list(self, org_id: str) -> list[SecretMeta]:
         """Every secret of the organization, by name (ListSecrets with a name-prefix filter, paged)."""
@@ -198,11 +214,16 @@ class OrgSecrets(LazyClient):
             return []
         out: list[SecretMeta] = []
         for page in self.client.get_paginator("list_secrets").paginate(
-                Filters=[{"Key": "name", "Values": [prefix]}], PaginationConfig={"PageSize": 100}):
+            Filters=[{"Key": "name", "Values": [prefix]}], PaginationConfig={"PageSize": 100}
+        ):
             for secret in page.get("SecretList", []):
                 name = self._own_name(secret.get("Name"), prefix)
                 if name is not None and not secret.get("DeletedDate"):
-                    out.append(SecretMeta(name, _when(secret.get("LastChangedDate") or secret.get("CreatedDate"))))
+                    out.append(
+                        SecretMeta(
+                            name, _when(secret.get("LastChangedDate") or secret.get("CreatedDate"))
+                        )
+                    )
         return sorted(out)
 
     def values(self, org_id: str) -> tuple[str, ...]:
@@ -221,13 +242,20 @@ class OrgSecrets(LazyClient):
         found: list[str] = []
         token: str | None = None
         while True:
-            kwargs: dict[str, Any] = {"Filters": [{"Key": "name", "Values": [prefix]}], "MaxResults": 20}
+            kwargs: dict[str, Any] = {
+                "Filters": [{"Key": "name", "Values": [prefix]}],
+                "MaxResults": 20,
+            }
             if token:
                 kwargs["NextToken"] = token
             page = self.client.batch_get_secret_value(**kwargs)
             for secret in page.get("SecretValues", []):
                 value = secret.get("SecretString")
-                if self._own_name(secret.get("Name"), prefix) is not None and isinstance(value, str) and value:
+                if (
+                    self._own_name(secret.get("Name"), prefix) is not None
+                    and isinstance(value, str)
+                    and value
+                ):
                     found.append(value)
             token = page.get("NextToken")
             if not token:
@@ -248,7 +276,7 @@ class OrgSecrets(LazyClient):
         """
         if not isinstance(full, str) or not full.startswith(prefix):
             return None
-        name = full[len(prefix):]
+        name = full[len(prefix) :]
         return name if is_valid_name(name) else None
 
     def _remember(self, org_id: str, name: str, value: str | None) -> None:

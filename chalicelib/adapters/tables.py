@@ -565,6 +565,7 @@ class RunRow(_Base):
             cached = self.case_ids_text.split("\n") if self.case_ids_text else []
             self.__dict__["_case_ids"] = cached
         return cached
+
     dataset_index = RunDatasetIndex()
     status_index = RunStatusIndex()
 
@@ -678,6 +679,7 @@ def create_table_params(model: type[Model]) -> dict[str, Any]:
         "KeySchema": schema["key_schema"],
         "BillingMode": "PAY_PER_REQUEST",
     }
+
     def index(raw: Mapping[str, Any]) -> dict[str, Any]:
         return {
             "IndexName": raw["index_name"],

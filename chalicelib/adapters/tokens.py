@@ -45,8 +45,17 @@ def _refused(message: str) -> UnauthenticatedError:
     return UnauthenticatedError(message, field="Authorization")
 
 
-def issue(org_id: str, user_id: str, *, secret: str, issuer: str, audience: str, ttl_seconds: int,
-          now_s: int | None = None, permissions: list[str] | None = None) -> str:
+def issue(
+    org_id: str,
+    user_id: str,
+    *,
+    secret: str,
+    issuer: str,
+    audience: str,
+    ttl_seconds: int,
+    now_s: int | None = None,
+    permissions: list[str] | None = None,
+) -> str:
     """An HS256 token naming an organization (`org`) and a user (`sub`), valid `ttl_seconds` from
     `now_s` (default now), optionally listing what they may do (`permissions`; without it, everything).
 
@@ -57,12 +66,20 @@ def issue(org_id: str, user_id: str, *, secret: str, issuer: str, audience: str,
     import jwt
 
     if not secret:
-        raise ValueError("HS256 tokens are off (ASSAY_JWT_SECRET is empty): use the identity provider's tokens")
+        raise ValueError(
+            "HS256 tokens are off (ASSAY_JWT_SECRET is empty): use the identity provider's tokens"
+        )
     if ttl_seconds <= 0:
         raise ValueError("a token's lifetime must be positive")
     now = int(time.time()) if now_s is None else int(now_s)
-    claims: dict[str, Any] = {"sub": user_id, "org": org_id, "iss": issuer, "aud": audience,
-                              "iat": now, "exp": now + int(ttl_seconds)}
+    claims: dict[str, Any] = {
+        "sub": user_id,
+        "org": org_id,
+        "iss": issuer,
+        "aud": audience,
+        "iat": now,
+        "exp": now + int(ttl_seconds),
+    }
     if permissions is not None:
         claims["permissions"] = list(permissions)
     return jwt.encode(claims, secret, algorithm=HS256)
@@ -75,13 +92,21 @@ def jwks_client(url: str) -> Any:
     with _clients_lock:
         client = _clients.get(url)
         if client is None:
-            client = _clients[url] = PyJWKClient(url, cache_jwk_set=True, lifespan=JWKS_LIFESPAN_SECONDS,
-                                                 timeout=JWKS_TIMEOUT_SECONDS)
+            client = _clients[url] = PyJWKClient(
+                url,
+                cache_jwk_set=True,
+                lifespan=JWKS_LIFESPAN_SECONDS,
+                timeout=JWKS_TIMEOUT_SECONDS,
+            )
         return client
 
 
 def _shown_alg(alg: Any) -> str:
-    return repr(alg) if isinstance(alg, str) and re.fullmatch(r"[A-Za-z0-9]{1,10}", alg) else "this one"
+    return (
+        repr(alg)
+        if isinstance(alg, str) and re.fullmatch(r"[A-Za-z0-9]{1,10}", alg)
+        else "this one"
+    )
 
 
 class TokenVerifier:
@@ -93,7 +118,9 @@ class TokenVerifier:
         jwks: returns the `PyJWKClient` of a JWKS URL (default `jwks_client`).
     """
 
-    def __init__(self, settings: Callable[[], Settings], jwks: Callable[[str], Any] = jwks_client) -> None:
+    def __init__(
+        self, settings: Callable[[], Settings], jwks: Callable[[str], Any] = jwks_client
+    ) -> None:
         self._settings = settings
         self._jwks = jwks
 
@@ -125,35 +152,61 @@ class TokenVerifier:
         except jwt.PyJWTError:
             raise _refused("token is not a JWT (three base64url parts, a JSON header)") from None
         alg = header.get("alg")
-        accepted = ([HS256] if s.assay_jwt_secret else []) + (list(OIDC_ALGORITHMS) if s.assay_oidc_jwks_url else [])
+        accepted = ([HS256] if s.assay_jwt_secret else []) + (
+            list(OIDC_ALGORITHMS) if s.assay_oidc_jwks_url else []
+        )
         if alg not in accepted:
             if alg == HS256:
-                raise _refused("HS256 tokens are not accepted here: this stage takes its identity provider's "
-                               "tokens (RS256/ES256) only")
+                raise _refused(
+                    "HS256 tokens are not accepted here: this stage takes its identity provider's "
+                    "tokens (RS256/ES256) only"
+                )
             if alg in OIDC_ALGORITHMS:
-                raise _refused(f"{alg} tokens are accepted only with an identity provider configured "
-                               "(ASSAY_OIDC_JWKS_URL)")
-            raise _refused(f"token algorithm {_shown_alg(alg)} is not accepted (accepted: {', '.join(accepted)})")
+                raise _refused(
+                    f"{alg} tokens are accepted only with an identity provider configured "
+                    "(ASSAY_OIDC_JWKS_URL)"
+                )
+            raise _refused(
+                f"token algorithm {_shown_alg(alg)} is not accepted (accepted: {', '.join(accepted)})"
+            )
         if alg == HS256:
             key: Any = s.assay_jwt_secret
             issuer, audience, org_claim = s.assay_jwt_issuer, s.assay_jwt_audience, "org"
         else:
             if not s.assay_oidc_issuer or not s.assay_oidc_audience:
-                raise _refused("the identity provider is not fully configured (ASSAY_OIDC_ISSUER and "
-                               "ASSAY_OIDC_AUDIENCE are required with ASSAY_OIDC_JWKS_URL)")
+                raise _refused(
+                    "the identity provider is not fully configured (ASSAY_OIDC_ISSUER and "
+                    "ASSAY_OIDC_AUDIENCE are required with ASSAY_OIDC_JWKS_URL)"
+                )
             if not isinstance(header.get("kid"), str):
-                raise _refused("token has no key id (kid) header: the identity provider's key cannot be chosen")
+                raise _refused(
+                    "token has no key id (kid) header: the identity provider's key cannot be chosen"
+                )
             try:
                 key = self._jwks(s.assay_oidc_jwks_url).get_signing_key(header["kid"])
             except jwt.PyJWKClientConnectionError:
-                raise _refused("the identity provider's signing keys could not be fetched: try again") from None
+                raise _refused(
+                    "the identity provider's signing keys could not be fetched: try again"
+                ) from None
             except jwt.PyJWTError:
-                raise _refused("token key id (kid) is not among the identity provider's signing keys") from None
-            issuer, audience, org_claim = s.assay_oidc_issuer, s.assay_oidc_audience, s.assay_oidc_org_claim
+                raise _refused(
+                    "token key id (kid) is not among the identity provider's signing keys"
+                ) from None
+            issuer, audience, org_claim = (
+                s.assay_oidc_issuer,
+                s.assay_oidc_audience,
+                s.assay_oidc_org_claim,
+            )
         try:
-            claims = jwt.decode(token, key, algorithms=[alg], issuer=issuer, audience=audience,
-                                leeway=s.assay_jwt_leeway_seconds,
-                                options={"require": list(REQUIRED_CLAIMS), "verify_signature": True})
+            claims = jwt.decode(
+                token,
+                key,
+                algorithms=[alg],
+                issuer=issuer,
+                audience=audience,
+                leeway=s.assay_jwt_leeway_seconds,
+                options={"require": list(REQUIRED_CLAIMS), "verify_signature": True},
+            )
         except jwt.ExpiredSignatureError:
             raise _refused("token has expired (exp)") from None
         except jwt.ImmatureSignatureError:
@@ -161,7 +214,9 @@ class TokenVerifier:
         except jwt.InvalidIssuedAtError:
             raise _refused("token iat is not a number") from None
         except jwt.MissingRequiredClaimError as exc:
-            raise _refused(f"token has no {exc.claim} claim (required: {', '.join(REQUIRED_CLAIMS)})") from None
+            raise _refused(
+                f"token has no {exc.claim} claim (required: {', '.join(REQUIRED_CLAIMS)})"
+            ) from None
         except jwt.InvalidIssuerError:
             raise _refused(f"token issuer (iss) is not {issuer!r}") from None
         except jwt.InvalidAudienceError:

@@ -45,17 +45,16 @@ STATUS: dict[type[AssayError], int] = {
 }
 
 
-
 def error_response(exc: AssayError) -> Response:
     """`{"error": {"code", "message", "field"?, ...details}}` with the mapped status; a detail that
     is a run's price (a start's 402) answers as the estimate does (`views.estimate_view`)."""
     status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 400)
-    body: dict[str, Any] = {"code": snake_code(type(exc).__name__),
-                            "message": exc.message}
+    body: dict[str, Any] = {"code": snake_code(type(exc).__name__), "message": exc.message}
     if exc.field:
         body["field"] = exc.field
-    body.update({k: estimate_view(v) if isinstance(v, Price) else v
-                 for k, v in exc.details.items()})
+    body.update(
+        {k: estimate_view(v) if isinstance(v, Price) else v for k, v in exc.details.items()}
+    )
     headers: dict[str, str | list[str]] = {"Content-Type": "application/json"}
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="assay"'
@@ -77,9 +76,15 @@ def shape_chalice_errors(event: Any, get_response: Callable[[Any], Response]) ->
     response = get_response(event)
     body = response.body
     if response.status_code >= 400 and isinstance(body, dict) and set(body) == {"Code", "Message"}:
-        error: dict[str, Any] = {"code": snake_code(str(body["Code"])), "message": str(body["Message"])}
-        if response.status_code == 415:   # Chalice names the type it got; say what to send
-            error.update(message=f"{error['message']}: send the body as application/json", field="Content-Type")
+        error: dict[str, Any] = {
+            "code": snake_code(str(body["Code"])),
+            "message": str(body["Message"]),
+        }
+        if response.status_code == 415:  # Chalice names the type it got; say what to send
+            error.update(
+                message=f"{error['message']}: send the body as application/json",
+                field="Content-Type",
+            )
         response.body = {"error": error}
     return response
 
@@ -120,15 +125,28 @@ def answer_other_methods(app: Any) -> None:
 
         def refuse(*_: Any, _allow: str = allow, **__: Any) -> Response:
             code, message = GATEWAY_ERRORS[405]
-            return Response(body={"error": {"code": code, "message": f"{message}: it takes {_allow}"}},
-                            status_code=405, headers={"Content-Type": "application/json", "Allow": _allow})
+            return Response(
+                body={"error": {"code": code, "message": f"{message}: it takes {_allow}"}},
+                status_code=405,
+                headers={"Content-Type": "application/json", "Allow": _allow},
+            )
 
-        app.route(path, methods=missing, content_types=["*/*"], name=f"method_not_allowed_{i}")(refuse)
+        app.route(path, methods=missing, content_types=["*/*"], name=f"method_not_allowed_{i}")(
+            refuse
+        )
 
 
-def issue_token(org_id: str, user_id: str, *, secret: str, issuer: str = "assay", audience: str | None = None,
-                ttl_seconds: int | None = None, now_s: int | None = None,
-                permissions: list[str] | None = None) -> str:
+def issue_token(
+    org_id: str,
+    user_id: str,
+    *,
+    secret: str,
+    issuer: str = "assay",
+    audience: str | None = None,
+    ttl_seconds: int | None = None,
+    now_s: int | None = None,
+    permissions: list[str] | None = None,
+) -> str:
     """A signed HS256 bearer token naming an organization (`org`) and user (`sub`), and optionally
     what they may do (`permissions`; without it, everything).
 
@@ -136,10 +154,16 @@ def issue_token(org_id: str, user_id: str, *, secret: str, issuer: str = "assay"
     audience defaults to `ASSAY_JWT_AUDIENCE` ("assay").
     """
     c = bootstrap.container()
-    return c.tokens.issue(org_id, user_id, secret=secret, issuer=issuer,
-                          audience=c.settings.assay_jwt_audience if audience is None else audience,
-                          ttl_seconds=c.settings.assay_token_ttl_seconds if ttl_seconds is None else ttl_seconds,
-                          now_s=now_s, permissions=permissions)
+    return c.tokens.issue(
+        org_id,
+        user_id,
+        secret=secret,
+        issuer=issuer,
+        audience=c.settings.assay_jwt_audience if audience is None else audience,
+        ttl_seconds=c.settings.assay_token_ttl_seconds if ttl_seconds is None else ttl_seconds,
+        now_s=now_s,
+        permissions=permissions,
+    )
 
 
 def identity_from(headers: Mapping[str, str]) -> Identity:
@@ -151,7 +175,9 @@ def identity_from(headers: Mapping[str, str]) -> Identity:
     """
     auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
     if not auth:
-        raise UnauthenticatedError("missing Authorization: Bearer <token> header", field="Authorization")
+        raise UnauthenticatedError(
+            "missing Authorization: Bearer <token> header", field="Authorization"
+        )
     scheme, _, token = auth.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise UnauthenticatedError("Authorization must be 'Bearer <token>'", field="Authorization")
@@ -170,7 +196,9 @@ def json_depth(value: Any) -> int:
         node, depth = stack.pop()
         if isinstance(node, dict | list):
             deepest = max(deepest, depth)
-            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+            stack.extend(
+                (child, depth + 1) for child in (node.values() if isinstance(node, dict) else node)
+            )
     return deepest
 
 
@@ -184,7 +212,9 @@ def json_body(bp: Blueprint) -> Any:
     raw = bp.current_request.raw_body
     if not raw:
         raise InvalidInputError("a JSON body is required", field="body")
-    too_deep = InvalidInputError(f"the JSON body nests deeper than {MAX_JSON_DEPTH} levels", field="body")
+    too_deep = InvalidInputError(
+        f"the JSON body nests deeper than {MAX_JSON_DEPTH} levels", field="body"
+    )
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -239,7 +269,14 @@ def api_view(bp: Blueprint, *, auth: bool = True) -> Callable[[F], F]:
             try:
                 c = bootstrap.container()
                 who = identity_from(bp.current_request.headers or {}) if auth else None
-                empty = next((name for name, value in kwargs.items() if isinstance(value, str) and not value), None)
+                empty = next(
+                    (
+                        name
+                        for name, value in kwargs.items()
+                        if isinstance(value, str) and not value
+                    ),
+                    None,
+                )
                 if empty is not None:
                     # `…/suites//results`: nothing has an empty id (and DynamoDB refuses empty keys).
                     raise NotFoundError(f"{empty} is empty", field=empty)
@@ -248,13 +285,18 @@ def api_view(bp: Blueprint, *, auth: bool = True) -> Callable[[F], F]:
                 return error_response(exc)
             except Exception:  # noqa: BLE001 - never a bare 500 without a JSON body
                 log.exception("unhandled error in %s", fn.__name__)
-                return Response(body={"error": {"code": "internal", "message": "internal error"}},
-                                status_code=500, headers={"Content-Type": "application/json"})
+                return Response(
+                    body={"error": {"code": "internal", "message": "internal error"}},
+                    status_code=500,
+                    headers={"Content-Type": "application/json"},
+                )
             if isinstance(result, Response):
                 return result
             if isinstance(result, tuple):
                 body, status = result
-                return Response(body=body, status_code=status, headers={"Content-Type": "application/json"})
+                return Response(
+                    body=body, status_code=status, headers={"Content-Type": "application/json"}
+                )
             return result
 
         return wrapper  # type: ignore[return-value]

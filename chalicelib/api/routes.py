@@ -104,7 +104,11 @@ def publish_version(c, who, agent_id):
 @bp.route("/api/v1/agents/{agent_id}/versions", methods=["GET"])
 @api_view(bp)
 def list_versions(c, who, agent_id):
-    return {"versions": [views.agent_version_view(r) for r in agent_service.list_versions(c, who, agent_id)]}
+    return {
+        "versions": [
+            views.agent_version_view(r) for r in agent_service.list_versions(c, who, agent_id)
+        ]
+    }
 
 
 @bp.route("/api/v1/agents/{agent_id}/versions/{version}", methods=["GET"])
@@ -133,7 +137,9 @@ def create_model_profile(c, who):
 @bp.route("/api/v1/model-profiles", methods=["GET"])
 @api_view(bp)
 def list_model_profiles(c, who):
-    return {"model_profiles": [views.model_profile_view(r) for r in c.model_profiles.list(who.org_id)]}
+    return {
+        "model_profiles": [views.model_profile_view(r) for r in c.model_profiles.list(who.org_id)]
+    }
 
 
 @bp.route("/api/v1/model-profiles/{model_profile_id}", methods=["GET"])
@@ -156,7 +162,9 @@ def delete_model_profile(c, who, model_profile_id):
 @api_view(bp)
 def create_environment(c, who):
     body = parse(CreateEnvironment, json_body(bp))
-    row = environment_service.create(c, who, environment_id=body.environment_id, name=body.name, default=body.default)
+    row = environment_service.create(
+        c, who, environment_id=body.environment_id, name=body.name, default=body.default
+    )
     return views.environment_view(row, environment_service.default_id(c, who.org_id)), 201
 
 
@@ -164,14 +172,20 @@ def create_environment(c, who):
 @api_view(bp)
 def list_environments(c, who):
     default = environment_service.default_id(c, who.org_id)
-    return {"environments": [views.environment_view(e, default) for e in c.environments.list(who.org_id)]}
+    return {
+        "environments": [
+            views.environment_view(e, default) for e in c.environments.list(who.org_id)
+        ]
+    }
 
 
 @bp.route("/api/v1/environments/{environment_id}", methods=["GET"])
 @api_view(bp)
 def get_environment(c, who, environment_id):
-    return views.environment_view(c.environments.get(who.org_id, environment_id),
-                                    environment_service.default_id(c, who.org_id))
+    return views.environment_view(
+        c.environments.get(who.org_id, environment_id),
+        environment_service.default_id(c, who.org_id),
+    )
 
 
 @bp.route("/api/v1/environments/{environment_id}", methods=["DELETE"])
@@ -192,7 +206,11 @@ def promote(c, who, agent_id):
 @bp.route("/api/v1/agents/{agent_id}/promotions", methods=["GET"])
 @api_view(bp)
 def list_promotions(c, who, agent_id):
-    return {"promotions": [views.promotion_view(p) for p in promotion_service.list_promotions(c, who, agent_id)]}
+    return {
+        "promotions": [
+            views.promotion_view(p) for p in promotion_service.list_promotions(c, who, agent_id)
+        ]
+    }
 
 
 @bp.route("/api/v1/agents/{agent_id}/promotions/{promotion_id}", methods=["GET"])
@@ -290,7 +308,9 @@ def read_notification(c, who, notification_id):
 @bp.route("/api/v1/notifications/settings", methods=["PUT"])
 @api_view(bp)
 def notification_settings(c, who):
-    return views.email_setting_view(notification_service.set_email(c, who, parse(EmailSettings, json_body(bp)).email))
+    return views.email_setting_view(
+        notification_service.set_email(c, who, parse(EmailSettings, json_body(bp)).email)
+    )
 
 
 # --- budgets ---------------------------------------------------------------------------------
@@ -305,7 +325,9 @@ def get_org_budget(c, who):
 @bp.route("/api/v1/budget", methods=["PUT"])
 @api_view(bp)
 def set_org_budget(c, who):
-    return views.budget_view(budget_service.set_org_budget(c, who, parse(SetBudget, json_body(bp)).monthly_usd))
+    return views.budget_view(
+        budget_service.set_org_budget(c, who, parse(SetBudget, json_body(bp)).monthly_usd)
+    )
 
 
 @bp.route("/api/v1/agents/{agent_id}/budget", methods=["GET"])
@@ -328,14 +350,18 @@ def set_agent_budget(c, who, agent_id):
 @api_view(bp)
 def create_judge(c, who):
     body = parse(CreateJudge, json_body(bp))
-    return views.judge_view(judge_service.create(c, who, name=body.name, judge_id=body.judge_id)), 201
+    return views.judge_view(
+        judge_service.create(c, who, name=body.name, judge_id=body.judge_id)
+    ), 201
 
 
 @bp.route("/api/v1/judges/{judge_id}", methods=["GET"])
 @api_view(bp)
 def get_judge(c, who, judge_id):
-    return {**views.judge_view(c.judges.get(who.org_id, judge_id)),
-            "versions": [views.judge_version_view(r) for r in c.judges.versions(who.org_id, judge_id)]}
+    return {
+        **views.judge_view(c.judges.get(who.org_id, judge_id)),
+        "versions": [views.judge_version_view(r) for r in c.judges.versions(who.org_id, judge_id)],
+    }
 
 
 @bp.route("/api/v1/judges/{judge_id}/versions", methods=["POST"])
@@ -349,7 +375,9 @@ def publish_judge(c, who, judge_id):
 def get_judge_version(c, who, judge_id, version):
     if not _is_number(version) or int(version) < 1:
         raise InvalidInputError("version must be a positive integer", field="version")
-    return views.judge_version_view(c.judges.get(who.org_id, judge_id, int(version), field="version"))
+    return views.judge_version_view(
+        c.judges.get(who.org_id, judge_id, int(version), field="version")
+    )
 
 
 # --- datasets --------------------------------------------------------------------------------
@@ -359,8 +387,9 @@ def get_judge_version(c, who, judge_id, version):
 @api_view(bp)
 def create_dataset(c, who):
     body = parse(CreateDataset, json_body(bp))
-    return views.dataset_view(dataset_service.create_dataset(
-        c, who, name=body.name, dataset_id=body.dataset_id)), 201
+    return views.dataset_view(
+        dataset_service.create_dataset(c, who, name=body.name, dataset_id=body.dataset_id)
+    ), 201
 
 
 @bp.route("/api/v1/datasets", methods=["GET"])
@@ -373,7 +402,11 @@ def list_datasets(c, who):
 @api_view(bp)
 def get_dataset(c, who, dataset_id):
     header = c.datasets.get(who.org_id, dataset_id)
-    latest = c.datasets.get(who.org_id, dataset_id, int(header.latest_version)) if header.latest_version else None
+    latest = (
+        c.datasets.get(who.org_id, dataset_id, int(header.latest_version))
+        if header.latest_version
+        else None
+    )
     return views.dataset_view(header, latest)
 
 
@@ -382,33 +415,50 @@ def get_dataset(c, who, dataset_id):
 def add_dataset_version(c, who, dataset_id):
     body = parse(AddDatasetVersion, json_body(bp))
     header, row = dataset_service.add_version(
-        c, who, dataset_id, scoring=body.scoring, cases=body.cases,
-        source=body.source.model_dump() if body.source else None)
+        c,
+        who,
+        dataset_id,
+        scoring=body.scoring,
+        cases=body.cases,
+        source=body.source.model_dump() if body.source else None,
+    )
     return views.dataset_view(header, row), 201
 
 
 @bp.route("/api/v1/datasets/{dataset_id}/versions/{version}/cases", methods=["GET"])
 @api_view(bp)
 def list_cases(c, who, dataset_id, version):
-    row = dataset_service.resolve_version(c, who, dataset_id, int(version) if _is_number(version) else version)
-    return {"dataset_id": dataset_id, "version": int(row.version),
-            "cases": c.datasets.cases(who.org_id, dataset_id, int(row.version))}
+    row = dataset_service.resolve_version(
+        c, who, dataset_id, int(version) if _is_number(version) else version
+    )
+    return {
+        "dataset_id": dataset_id,
+        "version": int(row.version),
+        "cases": c.datasets.cases(who.org_id, dataset_id, int(row.version)),
+    }
 
 
 @bp.route("/api/v1/datasets/{dataset_id}/eval-runs", methods=["GET"])
 @api_view(bp)
 def list_dataset_runs(c, who, dataset_id):
-    return views.run_list_view(run_service.list_runs(
-        c, who, dataset_id=dataset_id, limit=int_param(bp, "limit", 50),
-        cursor=query_param(bp, "cursor")))
+    return views.run_list_view(
+        run_service.list_runs(
+            c,
+            who,
+            dataset_id=dataset_id,
+            limit=int_param(bp, "limit", 50),
+            cursor=query_param(bp, "cursor"),
+        )
+    )
 
 
 @bp.route("/api/v1/datasets/{dataset_id}/scores/rescore", methods=["POST"])
 @api_view(bp)
 def rescore(c, who, dataset_id):
     body = parse(Rescore, json_body(bp))
-    return views.rescore_view(grading_service.rescore(c, who, dataset_id, score_ids=body.score_ids,
-                                                      run_id=body.run_id))
+    return views.rescore_view(
+        grading_service.rescore(c, who, dataset_id, score_ids=body.score_ids, run_id=body.run_id)
+    )
 
 
 # --- eval runs -------------------------------------------------------------------------------
@@ -432,16 +482,26 @@ def start_run(c, who, agent_id):
 @bp.route("/api/v1/agents/{agent_id}/eval-runs", methods=["GET"])
 @api_view(bp)
 def list_agent_runs(c, who, agent_id):
-    return views.run_list_view(run_service.list_runs(
-        c, who, agent_id=agent_id, limit=int_param(bp, "limit", 50),
-        cursor=query_param(bp, "cursor"), draft=query_param(bp, "draft")))
+    return views.run_list_view(
+        run_service.list_runs(
+            c,
+            who,
+            agent_id=agent_id,
+            limit=int_param(bp, "limit", 50),
+            cursor=query_param(bp, "cursor"),
+            draft=query_param(bp, "draft"),
+        )
+    )
 
 
 @bp.route("/api/v1/eval-runs", methods=["GET"])
 @api_view(bp)
 def list_org_runs(c, who):
-    return views.run_list_view(run_service.list_runs(c, who, limit=int_param(bp, "limit", 50),
-                                                     cursor=query_param(bp, "cursor")))
+    return views.run_list_view(
+        run_service.list_runs(
+            c, who, limit=int_param(bp, "limit", 50), cursor=query_param(bp, "cursor")
+        )
+    )
 
 
 @bp.route("/api/v1/eval-runs/{run_id}", methods=["GET"])
@@ -473,16 +533,26 @@ def grade_again(c, who, run_id):
 @bp.route("/api/v1/eval-runs/{run_id}/comparison", methods=["GET"])
 @api_view(bp)
 def run_comparison(c, who, run_id):
-    return views.comparison_view(*run_service.comparison(c, who, run_id,
-                                                         arm_id=query_param(bp, "arm_id")))
+    return views.comparison_view(
+        *run_service.comparison(c, who, run_id, arm_id=query_param(bp, "arm_id"))
+    )
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/cases", methods=["GET"])
 @api_view(bp)
 def run_cases(c, who, run_id):
-    return views.cases_view(run_id, run_service.cases(
-        c, who, run_id, outcome=query_param(bp, "outcome"), tag=query_param(bp, "tag"),
-        arm_id=query_param(bp, "arm_id"), case_id=query_param(bp, "case_id")))
+    return views.cases_view(
+        run_id,
+        run_service.cases(
+            c,
+            who,
+            run_id,
+            outcome=query_param(bp, "outcome"),
+            tag=query_param(bp, "tag"),
+            arm_id=query_param(bp, "arm_id"),
+            case_id=query_param(bp, "case_id"),
+        ),
+    )
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/arms/{arm_id}/spec", methods=["GET"])
@@ -503,9 +573,16 @@ def _events(c, who, run_id):
         wait_s = float(wait) if wait is not None else None
     except ValueError:
         raise InvalidInputError("wait must be a number of seconds", field="wait") from None
-    return views.events_view(run_service.events(c, who, run_id,
-                                                after=query_param(bp, "after", "") or "",
-                                                wait_s=wait_s, limit=int_param(bp, "limit", 100)))
+    return views.events_view(
+        run_service.events(
+            c,
+            who,
+            run_id,
+            after=query_param(bp, "after", "") or "",
+            wait_s=wait_s,
+            limit=int_param(bp, "limit", 100),
+        )
+    )
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/events", methods=["GET"])
@@ -532,8 +609,12 @@ def seed_stream(c, who, run_id):
 
 def _summaries(c, who):
     body = parse(AgentSummaries, json_body(bp))
-    return {"summaries": [views.agent_summary_view(s)
-                          for s in summary_service.summarize_agents(c, who, body.agents)]}
+    return {
+        "summaries": [
+            views.agent_summary_view(s)
+            for s in summary_service.summarize_agents(c, who, body.agents)
+        ]
+    }
 
 
 @bp.route("/api/v1/agent-summaries", methods=["POST"])
@@ -564,7 +645,9 @@ def list_secrets(c, who):
 @bp.route("/api/v1/secrets/{name}", methods=["PUT"])
 @api_view(bp)
 def put_secret(c, who, name):
-    return views.secret_view(secret_service.put(c, who, name, parse(PutSecret, json_body(bp)).value))
+    return views.secret_view(
+        secret_service.put(c, who, name, parse(PutSecret, json_body(bp)).value)
+    )
 
 
 @bp.route("/api/v1/secrets/{name}", methods=["GET"])
@@ -585,8 +668,11 @@ def delete_secret(c, who, name):
 def upload_recording(c, who):
     raw = bp.current_request.raw_body or b""
     if len(raw) > MAX_RECORDING_BYTES:  # a Lambda behind API Gateway takes at most 6 MB
-        raise PayloadTooLargeError(f"content: a request takes at most {MAX_RECORDING_BYTES} bytes (5 MiB); "
-                                   f"this one has {len(raw)}", field="content")
+        raise PayloadTooLargeError(
+            f"content: a request takes at most {MAX_RECORDING_BYTES} bytes (5 MiB); "
+            f"this one has {len(raw)}",
+            field="content",
+        )
     body = parse(UploadRecording, json_body(bp))
     meta, created = recording_service.upload(c, who, body.content, body.recording_id)
     return views.recording_view(meta), 201 if created else 200
@@ -595,7 +681,9 @@ def upload_recording(c, who):
 @bp.route("/api/v1/recordings", methods=["GET"])
 @api_view(bp)
 def list_recordings(c, who):
-    return {"recordings": [views.recording_view(m) for m in recording_service.list_recordings(c, who)]}
+    return {
+        "recordings": [views.recording_view(m) for m in recording_service.list_recordings(c, who)]
+    }
 
 
 @bp.route("/api/v1/recordings/{recording_id}", methods=["GET"])

@@ -49,11 +49,16 @@ def agent_view(row: Agent) -> dict[str, Any]:
     its `draft`): `{agent_id, name, org_id, latest_version, live_version, draft: {spec, spec_hash,
     updated_at}, created_at}`, a version number None while there is none."""
     return {
-        "agent_id": row.agent_id, "name": row.name, "org_id": row.org_id,
+        "agent_id": row.agent_id,
+        "name": row.name,
+        "org_id": row.org_id,
         "latest_version": int(row.latest_version or 0) or None,
         "live_version": int(row.live_version) if row.live_version else None,
-        "draft": {"spec": row.draft_spec, "spec_hash": row.draft_spec_hash,
-                  "updated_at": row.draft_updated_at},
+        "draft": {
+            "spec": row.draft_spec,
+            "spec_hash": row.draft_spec_hash,
+            "updated_at": row.draft_updated_at,
+        },
         "created_at": row.created_at,
     }
 
@@ -62,9 +67,16 @@ def agent_version_view(row: AgentVersion) -> dict[str, Any]:
     """A published agent version (`GET /agents/{id}/versions[/{version}]`; `POST .../versions` adds
     `created`): `{agent_id, version, spec, spec_hash, model_profile_id, published_at, published_by,
     source}`."""
-    return {"agent_id": row.agent_id, "version": int(row.version), "spec": row.spec,
-            "spec_hash": row.spec_hash, "model_profile_id": row.model_profile_id,
-            "published_at": row.published_at, "published_by": row.published_by, "source": row.source}
+    return {
+        "agent_id": row.agent_id,
+        "version": int(row.version),
+        "spec": row.spec,
+        "spec_hash": row.spec_hash,
+        "model_profile_id": row.model_profile_id,
+        "published_at": row.published_at,
+        "published_by": row.published_by,
+        "source": row.source,
+    }
 
 
 # --- model profiles --------------------------------------------------------------------------
@@ -73,9 +85,15 @@ def agent_version_view(row: AgentVersion) -> dict[str, Any]:
 def model_profile_view(row: ModelProfile) -> dict[str, Any]:
     """A model profile (`POST/GET /model-profiles`, `GET /model-profiles/{id}`): `{model_profile_id,
     name, model, settings, temperature, price, created_at}`."""
-    return {"model_profile_id": row.model_profile_id, "name": row.name, "model": row.model,
-            "settings": row.settings, "temperature": row.temperature, "price": row.price,
-            "created_at": row.created_at}
+    return {
+        "model_profile_id": row.model_profile_id,
+        "name": row.name,
+        "model": row.model,
+        "settings": row.settings,
+        "temperature": row.temperature,
+        "price": row.price,
+        "created_at": row.created_at,
+    }
 
 
 # --- environments and promotions ---------------------------------------------------------------
@@ -85,19 +103,33 @@ def environment_view(row: Environment, default_id: str | None = None) -> dict[st
     """An environment (`POST/GET /environments`, `GET /environments/{id}`): `{environment_id, name,
     default (it is the organization's `default_id`), serving: {agent_id: version}, created_at,
     created_by}`."""
-    return {"environment_id": row.environment_id, "name": row.name, "default": row.environment_id == default_id,
-            "serving": {k: int(v) for k, v in (row.serving or {}).items()}, "created_at": row.created_at,
-            "created_by": row.created_by}
+    return {
+        "environment_id": row.environment_id,
+        "name": row.name,
+        "default": row.environment_id == default_id,
+        "serving": {k: int(v) for k, v in (row.serving or {}).items()},
+        "created_at": row.created_at,
+        "created_by": row.created_by,
+    }
 
 
 def promotion_view(row: Promotion) -> dict[str, Any]:
     """A promotion (`POST/GET /agents/{id}/promotions`, `GET .../promotions/{id}`): `{promotion_id,
     agent_id, environment_id, version, from_version, status, guards: {suite_id: {result, ...}},
     reason, created_at, created_by, decided_at}`."""
-    return {"promotion_id": row.promotion_id, "agent_id": row.agent_id, "environment_id": row.environment_id,
-            "version": int(row.version), "from_version": int(row.from_version) if row.from_version is not None else None,
-            "status": row.status, "guards": row.guards, "reason": row.reason, "created_at": row.created_at,
-            "created_by": row.created_by, "decided_at": row.decided_at}
+    return {
+        "promotion_id": row.promotion_id,
+        "agent_id": row.agent_id,
+        "environment_id": row.environment_id,
+        "version": int(row.version),
+        "from_version": int(row.from_version) if row.from_version is not None else None,
+        "status": row.status,
+        "guards": row.guards,
+        "reason": row.reason,
+        "created_at": row.created_at,
+        "created_by": row.created_by,
+        "decided_at": row.decided_at,
+    }
 
 
 # --- suites ----------------------------------------------------------------------------------
@@ -108,16 +140,32 @@ def suite_view(row: Suite) -> dict[str, Any]:
     `price`): what it checks, when, against which bar, who owns it and what waits. `max_run_usd` in
     USD, `next_fire_at` an ISO time, `updated_at` without the nonce of its stamp."""
     return {
-        "suite_id": row.suite_id, "agent_id": row.agent_id, "name": row.name, "dataset_id": row.dataset_id,
+        "suite_id": row.suite_id,
+        "agent_id": row.agent_id,
+        "name": row.name,
+        "dataset_id": row.dataset_id,
         "dataset_version": int(row.dataset_version) if row.dataset_version is not None else None,
-        "environment_id": row.environment_id, "threshold": row.threshold, "triggers": row.triggers,
-        "max_run_usd": micros_to_usd(int(row.max_run_usd_micros)) if row.max_run_usd_micros is not None else None,
-        "guards": bool(row.guards), "pins": row.pins, "owner": row.owner, "paused": bool(row.paused),
-        "paused_reason": row.paused_reason, "pending": row.pending or [], "active_run_id": row.active_run_id,
+        "environment_id": row.environment_id,
+        "threshold": row.threshold,
+        "triggers": row.triggers,
+        "max_run_usd": micros_to_usd(int(row.max_run_usd_micros))
+        if row.max_run_usd_micros is not None
+        else None,
+        "guards": bool(row.guards),
+        "pins": row.pins,
+        "owner": row.owner,
+        "paused": bool(row.paused),
+        "paused_reason": row.paused_reason,
+        "pending": row.pending or [],
+        "active_run_id": row.active_run_id,
         "last_result": row.last_result,
-        "next_fire_at": iso(from_epoch_ms(int(row.next_fire_at_ms))) if row.next_fire_at_ms is not None else None,
-        "history": row.history or [], "created_at": row.created_at,
-        "updated_at": row.updated_at.split("#", 1)[0]}   # the stamp's nonce is for conditional writes only
+        "next_fire_at": iso(from_epoch_ms(int(row.next_fire_at_ms)))
+        if row.next_fire_at_ms is not None
+        else None,
+        "history": row.history or [],
+        "created_at": row.created_at,
+        "updated_at": row.updated_at.split("#", 1)[0],
+    }  # the stamp's nonce is for conditional writes only
 
 
 def suite_price_view(price: SuitePrice) -> dict[str, Any]:
@@ -125,10 +173,13 @@ def suite_price_view(price: SuitePrice) -> dict[str, Any]:
     `{one_run_usd, runs_per_30_days, month_usd, note}`, with the estimate's `basis` once a run
     could be priced."""
     out: dict[str, Any] = {
-        "one_run_usd": None if price.one_run_micros is None else micros_to_usd(price.one_run_micros),
+        "one_run_usd": None
+        if price.one_run_micros is None
+        else micros_to_usd(price.one_run_micros),
         "runs_per_30_days": price.runs_per_30_days,
         "month_usd": None if price.month_micros is None else micros_to_usd(price.month_micros),
-        "note": price.note}
+        "note": price.note,
+    }
     if price.basis is not None:
         out["basis"] = price.basis
     return out
@@ -138,12 +189,22 @@ def suite_result_view(row: SuiteResultEntry) -> dict[str, Any]:
     """One result of a suite (`GET /agents/{id}/suites/{id}/results`): `{result_id, suite_id,
     result, label ("Before promotion" for a gate's), purpose, trigger, version, run_id, reasons,
     cases_broken, cases_undecided, overall, started_at, completed_at}`."""
-    return {"result_id": row.result_id, "suite_id": row.suite_id, "result": row.result,
-            "label": "Before promotion" if row.purpose == RunPurpose.GATE else None, "purpose": row.purpose,
-            "trigger": row.trigger, "version": int(row.version) if row.version is not None else None,
-            "run_id": row.run_id, "reasons": row.reasons, "cases_broken": row.cases_broken,
-            "cases_undecided": row.cases_undecided, "overall": row.overall,
-            "started_at": row.started_at, "completed_at": row.completed_at}
+    return {
+        "result_id": row.result_id,
+        "suite_id": row.suite_id,
+        "result": row.result,
+        "label": "Before promotion" if row.purpose == RunPurpose.GATE else None,
+        "purpose": row.purpose,
+        "trigger": row.trigger,
+        "version": int(row.version) if row.version is not None else None,
+        "run_id": row.run_id,
+        "reasons": row.reasons,
+        "cases_broken": row.cases_broken,
+        "cases_undecided": row.cases_undecided,
+        "overall": row.overall,
+        "started_at": row.started_at,
+        "completed_at": row.completed_at,
+    }
 
 
 # --- notifications ---------------------------------------------------------------------------
@@ -152,8 +213,16 @@ def suite_result_view(row: SuiteResultEntry) -> dict[str, Any]:
 def notification_view(row: Notification) -> dict[str, Any]:
     """One notice (`GET /notifications`): `{notification_id, kind, title, body, links, read,
     emailed, created_at}`."""
-    return {"notification_id": row.notification_id, "kind": row.kind, "title": row.title, "body": row.body,
-            "links": row.links, "read": bool(row.read), "emailed": bool(row.emailed), "created_at": row.created_at}
+    return {
+        "notification_id": row.notification_id,
+        "kind": row.kind,
+        "title": row.title,
+        "body": row.body,
+        "links": row.links,
+        "read": bool(row.read),
+        "emailed": bool(row.emailed),
+        "created_at": row.created_at,
+    }
 
 
 def email_setting_view(setting: EmailSetting) -> dict[str, Any]:
@@ -169,11 +238,18 @@ def budget_view(budget: Budget) -> dict[str, Any]:
     `agent_id`): `{scope, month, monthly_usd, spent_usd, remaining_usd}`, `monthly_usd` and
     `remaining_usd` None without a budget."""
     owner: dict[str, Any] = {} if budget.agent_id is None else {"agent_id": budget.agent_id}
-    return {**owner, "scope": budget.scope, "month": budget.month,
-            "monthly_usd": None if budget.budget_micros is None else micros_to_usd(budget.budget_micros),
-            "spent_usd": micros_to_usd(budget.spent_micros),
-            "remaining_usd": None if budget.budget_micros is None
-            else micros_to_usd(budget.budget_micros - budget.spent_micros)}
+    return {
+        **owner,
+        "scope": budget.scope,
+        "month": budget.month,
+        "monthly_usd": None
+        if budget.budget_micros is None
+        else micros_to_usd(budget.budget_micros),
+        "spent_usd": micros_to_usd(budget.spent_micros),
+        "remaining_usd": None
+        if budget.budget_micros is None
+        else micros_to_usd(budget.budget_micros - budget.spent_micros),
+    }
 
 
 def estimate_view(price: Price) -> dict[str, Any]:
@@ -187,41 +263,61 @@ def estimate_view(price: Price) -> dict[str, Any]:
     warnings}`; money in USD, computed exactly in micro-USD."""
     plan, est, judge, info = price.plan, price.estimate, price.judge, price.plan.info
     reading = price.reading
-    agent_budget = budget_view(Budget(plan.agent_id, price.month, reading.agent_budget_micros,
-                                      reading.agent_spent_micros))
-    org_budget = budget_view(Budget(None, price.month, reading.org_budget_micros,
-                                    reading.org_spent_micros))
+    agent_budget = budget_view(
+        Budget(plan.agent_id, price.month, reading.agent_budget_micros, reading.agent_spent_micros)
+    )
+    org_budget = budget_view(
+        Budget(None, price.month, reading.org_budget_micros, reading.org_spent_micros)
+    )
 
     def arm(a: ArmEstimate) -> dict[str, Any]:
         history = price.history.get(a.model)
-        return {"arm_id": a.arm_id, "role": a.role, "model": a.model, "basis": str(a.basis),
-                "per_case_usd": micros_to_usd(a.per_case_micros),
-                "first_pass_usd": micros_to_usd(a.first_pass_micros),
-                "rerun_ceiling_usd": micros_to_usd(a.rerun_ceiling_micros),
-                "runs_sampled": history.runs if history and a.basis == "history" else 0,
-                **({"reused_run_id": info.get("reused_baseline_run_id")}
-                   if a.basis == "reused" else {})}
+        return {
+            "arm_id": a.arm_id,
+            "role": a.role,
+            "model": a.model,
+            "basis": str(a.basis),
+            "per_case_usd": micros_to_usd(a.per_case_micros),
+            "first_pass_usd": micros_to_usd(a.first_pass_micros),
+            "rerun_ceiling_usd": micros_to_usd(a.rerun_ceiling_micros),
+            "runs_sampled": history.runs if history and a.basis == "history" else 0,
+            **(
+                {"reused_run_id": info.get("reused_baseline_run_id")} if a.basis == "reused" else {}
+            ),
+        }
 
     return {
-        "agent_id": plan.agent_id, "dataset_id": plan.dataset.dataset_id,
+        "agent_id": plan.agent_id,
+        "dataset_id": plan.dataset.dataset_id,
         "dataset_version": int(plan.dataset.version),
-        "candidate": "draft" if plan.draft else "version", "resolved_version": plan.version,
-        "cases": plan.case_count, "ungraded_cases": plan.ungraded, "judged_cases": plan.judged,
+        "candidate": "draft" if plan.draft else "version",
+        "resolved_version": plan.version,
+        "cases": plan.case_count,
+        "ungraded_cases": plan.ungraded,
+        "judged_cases": plan.judged,
         "reruns": plan.reruns,
         "arms": [arm(a) for a in est.arms],
-        "judge": None if plan.judge is None or judge is None else {
-            "judge_id": plan.judge.judge_id, "version": plan.judge.version,
-            "model": plan.judge.model, "basis": str(judge.basis),
+        "judge": None
+        if plan.judge is None or judge is None
+        else {
+            "judge_id": plan.judge.judge_id,
+            "version": plan.judge.version,
+            "model": plan.judge.model,
+            "basis": str(judge.basis),
             "per_call_usd": micros_to_usd(round_half_up(judge.per_call)),
             "first_pass_usd": micros_to_usd(est.judge_first_pass_micros),
-            "rerun_ceiling_usd": micros_to_usd(est.judge_rerun_ceiling_micros)},
+            "rerun_ceiling_usd": micros_to_usd(est.judge_rerun_ceiling_micros),
+        },
         "first_pass_usd": micros_to_usd(est.first_pass_micros),
         "rerun_ceiling_usd": micros_to_usd(est.rerun_ceiling_micros),
-        "total_usd": micros_to_usd(est.total_micros), "basis": str(est.basis),
+        "total_usd": micros_to_usd(est.total_micros),
+        "basis": str(est.basis),
         "reused_baseline_run_id": info.get("reused_baseline_run_id"),
         "missing_baseline_version": info.get("missing_baseline_version"),
-        "budgets": {"agent": {k: v for k, v in agent_budget.items() if k != "agent_id"},
-                    "organization": org_budget},
+        "budgets": {
+            "agent": {k: v for k, v in agent_budget.items() if k != "agent_id"},
+            "organization": org_budget,
+        },
         "agent_after_usd": _usd(price.agent_after_micros),
         "org_after_usd": _usd(price.org_after_micros),
         "agent_committed_usd": micros_to_usd(price.agent_committed_micros),
@@ -242,8 +338,13 @@ def _usd(micros: int | None) -> float | None:
 def judge_view(row: Judge) -> dict[str, Any]:
     """A judge's header (`POST /judges`; `GET /judges/{id}` adds its `versions`): `{judge_id, name,
     latest_version, created_at, created_by}`."""
-    return {"judge_id": row.judge_id, "name": row.name, "latest_version": int(row.latest_version or 0) or None,
-            "created_at": row.created_at, "created_by": row.created_by}
+    return {
+        "judge_id": row.judge_id,
+        "name": row.name,
+        "latest_version": int(row.latest_version or 0) or None,
+        "created_at": row.created_at,
+        "created_by": row.created_by,
+    }
 
 
 def judge_version_view(row: Judge) -> dict[str, Any]:
@@ -252,9 +353,16 @@ def judge_version_view(row: Judge) -> dict[str, Any]:
     through), model, rubric_hash, fingerprint, published_at, published_by}`."""
     spec = dict(row.spec or {})
     runtime = spec.pop("runtime", {})
-    return {"judge_id": row.judge_id, "version": int(row.version), "spec": spec, "model": runtime.get("model"),
-            "rubric_hash": row.rubric_hash, "fingerprint": ResolvedJudge.of(row).fingerprint,
-            "published_at": row.created_at, "published_by": row.created_by}
+    return {
+        "judge_id": row.judge_id,
+        "version": int(row.version),
+        "spec": spec,
+        "model": runtime.get("model"),
+        "rubric_hash": row.rubric_hash,
+        "fingerprint": ResolvedJudge.of(row).fingerprint,
+        "published_at": row.created_at,
+        "published_by": row.created_by,
+    }
 
 
 # --- datasets --------------------------------------------------------------------------------
@@ -264,14 +372,21 @@ def dataset_view(header: Dataset, version: Dataset | None = None) -> dict[str, A
     """A dataset (`POST/GET /datasets`, `GET /datasets/{id}` and `POST .../versions` with its latest
     or new `version`): `{dataset_id, name, latest_version, created_at, version?: {version,
     case_count, ungraded_cases, scoring, created_at, created_by}}`."""
-    out: dict[str, Any] = {"dataset_id": header.dataset_id, "name": header.name,
-                           "latest_version": int(header.latest_version or 0) or None,
-                           "created_at": header.created_at}
+    out: dict[str, Any] = {
+        "dataset_id": header.dataset_id,
+        "name": header.name,
+        "latest_version": int(header.latest_version or 0) or None,
+        "created_at": header.created_at,
+    }
     if version is not None:
-        out["version"] = {"version": int(version.version), "case_count": int(version.case_count),
-                          "ungraded_cases": int(version.ungraded_cases or 0),
-                          "scoring": version.scoring, "created_at": version.created_at,
-                          "created_by": version.created_by}
+        out["version"] = {
+            "version": int(version.version),
+            "case_count": int(version.case_count),
+            "ungraded_cases": int(version.ungraded_cases or 0),
+            "scoring": version.scoring,
+            "created_at": version.created_at,
+            "created_by": version.created_by,
+        }
     return out
 
 
@@ -288,7 +403,11 @@ def recording_view(meta: RecordingMeta) -> dict[str, Any]:
     """A recording (`POST /recordings`, `GET /recordings/{id}`, each of `GET /recordings`):
     `{recording_id, bytes, uploaded_at}`, with `lines`, `sha256` and `uploaded_by` when the
     metadata has them (a listing has not); never its content."""
-    out: dict[str, Any] = {"recording_id": meta.recording_id, "bytes": meta.bytes, "uploaded_at": meta.uploaded_at}
+    out: dict[str, Any] = {
+        "recording_id": meta.recording_id,
+        "bytes": meta.bytes,
+        "uploaded_at": meta.uploaded_at,
+    }
     if meta.sha256 is not None:
         out |= {"lines": meta.lines, "sha256": meta.sha256, "uploaded_by": meta.uploaded_by}
     return out
@@ -301,10 +420,19 @@ def agent_summary_view(summary: AgentSummary) -> dict[str, Any]:
     """The verdict beside one agent version (each of `summaries` of `POST /agents/summaries` and
     seed 000's path): `{agent_id, agentId (the same, seed 000's name), version, total, passed,
     failed, evaluations, last_completed_at, stale, verdict, run_ids}`."""
-    return {"agent_id": summary.agent_id, "agentId": summary.agent_id, "version": summary.version,
-            "total": summary.total, "passed": summary.passed, "failed": summary.failed,
-            "evaluations": summary.evaluations, "last_completed_at": summary.last_completed_at,
-            "stale": summary.stale, "verdict": summary.verdict.value, "run_ids": summary.run_ids}
+    return {
+        "agent_id": summary.agent_id,
+        "agentId": summary.agent_id,
+        "version": summary.version,
+        "total": summary.total,
+        "passed": summary.passed,
+        "failed": summary.failed,
+        "evaluations": summary.evaluations,
+        "last_completed_at": summary.last_completed_at,
+        "stale": summary.stale,
+        "verdict": summary.verdict.value,
+        "run_ids": summary.run_ids,
+    }
 
 
 # --- grading again --------------------------------------------------------------------------------
@@ -317,27 +445,44 @@ def regraded_view(r: Regraded) -> dict[str, Any]:
     if r.skipped is not None:
         return {"score_id": r.score_id, "skipped": r.skipped}
     if r.kept is not None:
-        return {"score_id": r.score_id, "state_before": r.state_before, "kept": r.kept,
-                "reason": r.reason}
-    return {"score_id": r.score_id, "state_before": r.state_before, "state": r.state,
-            "reason": r.reason}
+        return {
+            "score_id": r.score_id,
+            "state_before": r.state_before,
+            "kept": r.kept,
+            "reason": r.reason,
+        }
+    return {
+        "score_id": r.score_id,
+        "state_before": r.state_before,
+        "state": r.state,
+        "reason": r.reason,
+    }
 
 
 def grade_again_view(done: GradeAgain) -> dict[str, Any]:
     """What a grade again did (`POST /eval-runs/{id}/grade-again`, each of a rescore's `runs`):
     `{run_id, graded, changed, still_ungraded, pending, judge_cost_usd, stopped, scores}`."""
-    return {"run_id": done.run_id, "graded": done.graded, "changed": done.changed,
-            "still_ungraded": done.still_ungraded, "pending": done.pending,
-            "judge_cost_usd": micros_to_usd(done.judge_cost_micros), "stopped": done.stopped,
-            "scores": [regraded_view(r) for r in done.scores]}
+    return {
+        "run_id": done.run_id,
+        "graded": done.graded,
+        "changed": done.changed,
+        "still_ungraded": done.still_ungraded,
+        "pending": done.pending,
+        "judge_cost_usd": micros_to_usd(done.judge_cost_micros),
+        "stopped": done.stopped,
+        "scores": [regraded_view(r) for r in done.scores],
+    }
 
 
 def rescore_view(done: Rescore) -> dict[str, Any]:
     """A dataset's rescore (`POST /datasets/{id}/scores/rescore`): `{dataset_id, runs:
     [grade_again_view], graded, changed}` (summed over its runs)."""
-    return {"dataset_id": done.dataset_id, "runs": [grade_again_view(r) for r in done.runs],
-            "graded": sum(r.graded for r in done.runs),
-            "changed": sum(r.changed for r in done.runs)}
+    return {
+        "dataset_id": done.dataset_id,
+        "runs": [grade_again_view(r) for r in done.runs],
+        "graded": sum(r.graded for r in done.runs),
+        "changed": sum(r.changed for r in done.runs),
+    }
 
 
 # --- eval runs -------------------------------------------------------------------------------
@@ -348,11 +493,20 @@ def progress_view(run: Run) -> dict[str, Any]:
     `progress` of a run and of its events): recorded results against the total, read from the
     database (seed 001 "Progress"); `fraction` 0..1, `in_flight` the slots it holds."""
     expected, recorded = int(run.expected), int(run.recorded)
-    return {"run_id": run.run_id, "status": run.status, "phase": run.phase,
-            "recorded": recorded, "expected": expected, "total": expected,
-            "fraction": (min(recorded, expected) / expected) if expected else 1.0,
-            "passed": int(run.passed), "failed": int(run.failed), "incomplete": int(run.incomplete),
-            "ungraded": int(run.ungraded), "in_flight": int(run.slots)}
+    return {
+        "run_id": run.run_id,
+        "status": run.status,
+        "phase": run.phase,
+        "recorded": recorded,
+        "expected": expected,
+        "total": expected,
+        "fraction": (min(recorded, expected) / expected) if expected else 1.0,
+        "passed": int(run.passed),
+        "failed": int(run.failed),
+        "incomplete": int(run.incomplete),
+        "ungraded": int(run.ungraded),
+        "in_flight": int(run.slots),
+    }
 
 
 def arm_view(arm: Arm) -> dict[str, Any]:
@@ -360,15 +514,23 @@ def arm_view(arm: Arm) -> dict[str, Any]:
     needs agents:edit, `GET .../arms/{id}/spec`): `{arm_id, role, version, draft, spec_hash,
     model_profile_id}`, then `answers, rerun` for a baseline and `source_run_id, source_arm_id,
     source_dataset_version, source_completed_at` for one whose first answers are borrowed."""
-    out: dict[str, Any] = {"arm_id": arm.arm_id, "role": arm.role.value, "version": arm.version,
-                           "draft": arm.draft, "spec_hash": arm.spec_hash,
-                           "model_profile_id": arm.model_profile_id}
+    out: dict[str, Any] = {
+        "arm_id": arm.arm_id,
+        "role": arm.role.value,
+        "version": arm.version,
+        "draft": arm.draft,
+        "spec_hash": arm.spec_hash,
+        "model_profile_id": arm.model_profile_id,
+    }
     if arm.role is ArmRole.BASELINE:
         out |= {"answers": arm.answers, "rerun": arm.rerun}
     if arm.source_run_id is not None:
-        out |= {"source_run_id": arm.source_run_id, "source_arm_id": arm.source_arm_id,
-                "source_dataset_version": arm.source_dataset_version,
-                "source_completed_at": arm.source_completed_at}
+        out |= {
+            "source_run_id": arm.source_run_id,
+            "source_arm_id": arm.source_arm_id,
+            "source_dataset_version": arm.source_dataset_version,
+            "source_completed_at": arm.source_completed_at,
+        }
     return out
 
 
@@ -386,19 +548,29 @@ def run_view(run: Run, *, summaries: dict[str, ArmResult] | None = None) -> dict
     kept = run.outcome.as_json() if run.outcome else None
     settings = run.settings or {}
     return {
-        "run_id": run.run_id, "agent_id": run.agent_id, "status": run.status, "phase": run.phase,
-        "purpose": run.purpose, "candidate": run.candidate,
+        "run_id": run.run_id,
+        "agent_id": run.agent_id,
+        "status": run.status,
+        "phase": run.phase,
+        "purpose": run.purpose,
+        "candidate": run.candidate,
         "resolved_version": int(run.resolved_version) if run.resolved_version is not None else None,
-        "draft": bool(run.draft), "spec_hash": run.spec_hash,
-        "dataset_id": run.dataset_id, "dataset_version": int(run.dataset_version),
-        "environment_id": run.environment_id, "created_at": run.created_at,
-        "created_by": run.created_by, "started_at": run.started_at,
-        "completed_at": run.completed_at, "reason": run.reason,
+        "draft": bool(run.draft),
+        "spec_hash": run.spec_hash,
+        "dataset_id": run.dataset_id,
+        "dataset_version": int(run.dataset_version),
+        "environment_id": run.environment_id,
+        "created_at": run.created_at,
+        "created_by": run.created_by,
+        "started_at": run.started_at,
+        "completed_at": run.completed_at,
+        "reason": run.reason,
         "progress": progress_view(run),
         "cost_usd": micros_to_usd(int(run.cost_micros or 0)),
         "judge_cost_usd": micros_to_usd(int(run.judge_cost_micros or 0)),
-        "total_cost_usd": micros_to_usd(int(run.cost_micros or 0)
-                                        + int(run.judge_cost_micros or 0)),
+        "total_cost_usd": micros_to_usd(
+            int(run.cost_micros or 0) + int(run.judge_cost_micros or 0)
+        ),
         "judge_calls": int(run.judge_calls or 0),
         "warnings": list(settings.get("warnings") or []),
         "gradings": run.gradings or [],
@@ -409,8 +581,11 @@ def run_view(run: Run, *, summaries: dict[str, ArmResult] | None = None) -> dict
         "reused_baseline_run_id": settings.get("reused_baseline_run_id"),
         "suite_id": settings.get("suite_id"),
         "missing_baseline_version": settings.get("missing_baseline_version"),
-        "summaries": ({arm_id: summary_view(r) for arm_id, r in summaries.items()}
-                      if summaries is not None else (kept or {}).get("arms")),
+        "summaries": (
+            {arm_id: summary_view(r) for arm_id, r in summaries.items()}
+            if summaries is not None
+            else (kept or {}).get("arms")
+        ),
     }
 
 
@@ -437,17 +612,29 @@ def attempt_view(row: Attempt) -> dict[str, Any]:
     USD, tokens, `latency_ms` and when it was recorded."""
     scores = row.scores or []
     decided = [s.get("score", 0.0) for s in scores if s.get("passed") is not None]
-    return {"arm_id": row.arm_id, "case_id": row.case_id, "attempt": int(row.attempt),
-            "state": row.state, "passed": row.state == AttemptState.PASSED,
-            "score": (sum(decided) / len(decided)) if decided else None,
-            "answer": row.answer, "answer_ref": row.answer_ref, "calls": row.calls,
-            "scores": scores, "reason": row.reason, "error": row.error, "crash": bool(row.crash),
-            "guardrail": row.guardrail, "cost_usd": micros_to_usd(int(row.cost_micros or 0)),
-            "judge_cost_usd": micros_to_usd(int(row.judge_cost_micros or 0)),
-            "regraded": row.regraded or [],
-            "tokens": {"input": int(row.input_tokens or 0), "output": int(row.output_tokens or 0)},
-            "latency_ms": float(row.latency_ms or 0), "model": row.model,
-            "recorded_at": row.recorded_at}
+    return {
+        "arm_id": row.arm_id,
+        "case_id": row.case_id,
+        "attempt": int(row.attempt),
+        "state": row.state,
+        "passed": row.state == AttemptState.PASSED,
+        "score": (sum(decided) / len(decided)) if decided else None,
+        "answer": row.answer,
+        "answer_ref": row.answer_ref,
+        "calls": row.calls,
+        "scores": scores,
+        "reason": row.reason,
+        "error": row.error,
+        "crash": bool(row.crash),
+        "guardrail": row.guardrail,
+        "cost_usd": micros_to_usd(int(row.cost_micros or 0)),
+        "judge_cost_usd": micros_to_usd(int(row.judge_cost_micros or 0)),
+        "regraded": row.regraded or [],
+        "tokens": {"input": int(row.input_tokens or 0), "output": int(row.output_tokens or 0)},
+        "latency_ms": float(row.latency_ms or 0),
+        "model": row.model,
+        "recorded_at": row.recorded_at,
+    }
 
 
 def events_view(found: RunEvents) -> dict[str, Any]:
@@ -455,11 +642,17 @@ def events_view(found: RunEvents) -> dict[str, Any]:
     /api/evaluations/stream/{id}`): `{run_id, events: [{type: "attempt_recorded", cursor,
     ...attempt_view}], cursor, status, progress, done}`."""
     run = found.run
-    return {"run_id": run.run_id,
-            "events": [{"type": "attempt_recorded", "cursor": r.recorded_key, **attempt_view(r)}
-                       for r in found.attempts],
-            "cursor": found.cursor, "status": run.status, "progress": progress_view(run),
-            "done": found.done}
+    return {
+        "run_id": run.run_id,
+        "events": [
+            {"type": "attempt_recorded", "cursor": r.recorded_key, **attempt_view(r)}
+            for r in found.attempts
+        ],
+        "cursor": found.cursor,
+        "status": run.status,
+        "progress": progress_view(run),
+        "done": found.done,
+    }
 
 
 def comparison_view(run: Run, comparison: Comparison) -> dict[str, Any]:
@@ -472,16 +665,34 @@ def comparison_view(run: Run, comparison: Comparison) -> dict[str, Any]:
 def cases_view(run_id: str, cases: list[CaseResults]) -> dict[str, Any]:
     """A run's cases (`GET /eval-runs/{id}/cases`): `{run_id, cases: [{case_id, expects, outcome,
     arms: {arm_id: {settled, attempts: [attempt_view]}}}]}`."""
-    return {"run_id": run_id, "cases": [
-        {"case_id": case.case_id, "expects": case.expects, "outcome": case.outcome,
-         "arms": {arm_id: {"settled": side.settled,
-                           "attempts": [attempt_view(a) for a in side.attempts]}
-                  for arm_id, side in case.arms.items()}}
-        for case in cases]}
+    return {
+        "run_id": run_id,
+        "cases": [
+            {
+                "case_id": case.case_id,
+                "expects": case.expects,
+                "outcome": case.outcome,
+                "arms": {
+                    arm_id: {
+                        "settled": side.settled,
+                        "attempts": [attempt_view(a) for a in side.attempts],
+                    }
+                    for arm_id, side in case.arms.items()
+                },
+            }
+            for case in cases
+        ],
+    }
 
 
 def arm_spec_view(run_id: str, arm: Arm) -> dict[str, Any]:
     """The spec one side ran, as copied onto the run at start (`GET
     /eval-runs/{id}/arms/{arm_id}/spec`): `{run_id, arm_id, version, draft, spec_hash, spec}`."""
-    return {"run_id": run_id, "arm_id": arm.arm_id, "version": arm.version, "draft": arm.draft,
-            "spec_hash": arm.spec_hash, "spec": arm.spec}
+    return {
+        "run_id": run_id,
+        "arm_id": arm.arm_id,
+        "version": arm.version,
+        "draft": arm.draft,
+        "spec_hash": arm.spec_hash,
+        "spec": arm.spec,
+    }

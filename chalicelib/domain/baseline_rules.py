@@ -33,41 +33,97 @@ class ArmRecord:
     """The judge that graded it (fingerprint key); None when no judge did."""
 
 
-def _same_conditions(a: ArmRecord, *, version: int, dataset_id: str, scoring_hash: str,
-                     environment_id: str | None, model: str | None, judge_key: str | None) -> bool:
+def _same_conditions(
+    a: ArmRecord,
+    *,
+    version: int,
+    dataset_id: str,
+    scoring_hash: str,
+    environment_id: str | None,
+    model: str | None,
+    judge_key: str | None,
+) -> bool:
     # An arm graded under another judge (model, version, rubric or prompt) would make the
     # comparison invalid: it is never the baseline (seed 004 "A different judge invalidates").
-    return (a.version == version and a.dataset_id == dataset_id and a.scoring_hash == scoring_hash
-            and a.environment_id == environment_id and a.model == model and a.answered_here
-            and a.every_case_answered and (a.judge_key is None or a.judge_key == judge_key))
+    return (
+        a.version == version
+        and a.dataset_id == dataset_id
+        and a.scoring_hash == scoring_hash
+        and a.environment_id == environment_id
+        and a.model == model
+        and a.answered_here
+        and a.every_case_answered
+        and (a.judge_key is None or a.judge_key == judge_key)
+    )
 
 
-def reusable_baseline(records: Iterable[ArmRecord], *, version: int, dataset_id: str, dataset_version: int,
-                      scoring_hash: str, environment_id: str | None, model: str | None, now_ms: int,
-                      cache_hours: float, judge_key: str | None = None) -> ArmRecord | None:
+def reusable_baseline(
+    records: Iterable[ArmRecord],
+    *,
+    version: int,
+    dataset_id: str,
+    dataset_version: int,
+    scoring_hash: str,
+    environment_id: str | None,
+    model: str | None,
+    now_ms: int,
+    cache_hours: float,
+    judge_key: str | None = None,
+) -> ArmRecord | None:
     """A completed arm that may stand in for running the baseline in this run ("A baseline in the
     same run"): same version, dataset version, model, scoring, judge and environment, finished
     within `cache_hours`. The newest such arm, or None."""
     horizon = now_ms - int(cache_hours * 3_600_000)
-    fits = [a for a in records
-            if a.dataset_version == dataset_version and a.completed_at_ms >= horizon
-            and _same_conditions(a, version=version, dataset_id=dataset_id, scoring_hash=scoring_hash,
-                                 environment_id=environment_id, model=model, judge_key=judge_key)]
+    fits = [
+        a
+        for a in records
+        if a.dataset_version == dataset_version
+        and a.completed_at_ms >= horizon
+        and _same_conditions(
+            a,
+            version=version,
+            dataset_id=dataset_id,
+            scoring_hash=scoring_hash,
+            environment_id=environment_id,
+            model=model,
+            judge_key=judge_key,
+        )
+    ]
     return max(fits, key=lambda a: a.completed_at_ms, default=None)
 
 
-def default_baseline(records: Iterable[ArmRecord], *, version: int, dataset_id: str, scoring_hash: str,
-                     environment_id: str | None, model: str | None, judge_key: str | None = None) -> ArmRecord | None:
+def default_baseline(
+    records: Iterable[ArmRecord],
+    *,
+    version: int,
+    dataset_id: str,
+    scoring_hash: str,
+    environment_id: str | None,
+    model: str | None,
+    judge_key: str | None = None,
+) -> ArmRecord | None:
     """The default, cheap baseline ("The default baseline is cheap"): the last completed run of the
     same dataset (any version of it) on `version` as published, on its own model, every case
     answered, graded with the same scoring and judge, in the same environment. None when there is none."""
-    fits = [a for a in records
-            if _same_conditions(a, version=version, dataset_id=dataset_id, scoring_hash=scoring_hash,
-                                environment_id=environment_id, model=model, judge_key=judge_key)]
+    fits = [
+        a
+        for a in records
+        if _same_conditions(
+            a,
+            version=version,
+            dataset_id=dataset_id,
+            scoring_hash=scoring_hash,
+            environment_id=environment_id,
+            model=model,
+            judge_key=judge_key,
+        )
+    ]
     return max(fits, key=lambda a: a.completed_at_ms, default=None)
 
 
-def is_candidate_itself(candidate_spec_hash: str, candidate_model: str | None, baseline: ArmRecord) -> bool:
+def is_candidate_itself(
+    candidate_spec_hash: str, candidate_model: str | None, baseline: ArmRecord
+) -> bool:
     """A baseline that is the candidate at an earlier time (same spec on the same model) is not
     rerun: its reruns would only be the candidate's again ("A flip is confirmed before it counts")."""
     return baseline.spec_hash == candidate_spec_hash and baseline.model == candidate_model

@@ -30,25 +30,48 @@ from chalicelib.domain.run_rules import ArmSummary, AttemptFacts, summarize_arm
 from chalicelib.domain.spec import canonical_json
 
 __all__ = [
-    "CaseOutcome", "ComparisonVerdict", "EfficiencyAxis", "Flip", "ComparisonResult", "Efficiency",
-    "NOTE_NOTHING_HELD", "NOTE_PASS_RATES_APART", "NOTE_UNCONFIRMED_WITHOUT_RERUNS",
-    "case_fingerprint", "compare_case", "confirmed", "comparison_verdict", "mcnemar", "wilson_interval",
-    "efficiency_axis", "efficiency_of", "efficiency_axes", "compare_arms", "rerun_tasks",
-    "stability", "summarize_by_tag",
+    "CaseOutcome",
+    "ComparisonVerdict",
+    "EfficiencyAxis",
+    "Flip",
+    "ComparisonResult",
+    "Efficiency",
+    "NOTE_NOTHING_HELD",
+    "NOTE_PASS_RATES_APART",
+    "NOTE_UNCONFIRMED_WITHOUT_RERUNS",
+    "case_fingerprint",
+    "compare_case",
+    "confirmed",
+    "comparison_verdict",
+    "mcnemar",
+    "wilson_interval",
+    "efficiency_axis",
+    "efficiency_of",
+    "efficiency_axes",
+    "compare_arms",
+    "rerun_tasks",
+    "stability",
+    "summarize_by_tag",
 ]
 
 _DECIDED = (AttemptState.PASSED, AttemptState.FAILED)
 _FLIPS = (CaseOutcome.REGRESSION, CaseOutcome.FIXED)
 
 FINGERPRINT_PARTS: Mapping[str, Any] = {
-    "input": "", "history": [], "reference": None, "counter_example": None,
-    "expected_calls": [], "checks": [],
+    "input": "",
+    "history": [],
+    "reference": None,
+    "counter_example": None,
+    "expected_calls": [],
+    "checks": [],
 }
 """The parts of a case that define it for a comparison, each with the value an absent part takes."""
 
 NOTE_NOTHING_HELD = "Nothing held, but {n} cases changed once."
 NOTE_PASS_RATES_APART = "The pass rates are {n} points apart."
-NOTE_UNCONFIRMED_WITHOUT_RERUNS = "None of its flips is confirmed: the run was compared without reruns."
+NOTE_UNCONFIRMED_WITHOUT_RERUNS = (
+    "None of its flips is confirmed: the run was compared without reruns."
+)
 PASS_RATES_APART_POINTS = 20
 """Pass rates this many percentage points apart (or more) are worth a note when nothing held."""
 NOTHING_HELD_FLIPS = 3
@@ -56,6 +79,7 @@ NOTHING_HELD_FLIPS = 3
 
 
 # --- One case ------------------------------------------------------------------------------------
+
 
 def case_fingerprint(case: Mapping[str, Any]) -> str:
     """sha256 hex digest of the canonical JSON of the parts that define a case for comparison.
@@ -69,12 +93,20 @@ def case_fingerprint(case: Mapping[str, Any]) -> str:
     Args:
         case: the case as a JSON-shaped dict; keys other than the defining parts are ignored.
     """
-    parts = {key: default if case.get(key) is None else case[key] for key, default in FINGERPRINT_PARTS.items()}
+    parts = {
+        key: default if case.get(key) is None else case[key]
+        for key, default in FINGERPRINT_PARTS.items()
+    }
     return hashlib.sha256(canonical_json(parts).encode("utf-8")).hexdigest()
 
 
-def compare_case(candidate_first: AttemptState | None, baseline_first: AttemptState | None, *,
-                 candidate_fp: str | None, baseline_fp: str | None) -> CaseOutcome:
+def compare_case(
+    candidate_first: AttemptState | None,
+    baseline_first: AttemptState | None,
+    *,
+    candidate_fp: str | None,
+    baseline_fp: str | None,
+) -> CaseOutcome:
     """How one case compares, on the first answers of the two sides.
 
     Seed 004 "Comparing with a baseline", in this order: a case only one side answered is
@@ -102,8 +134,11 @@ def compare_case(candidate_first: AttemptState | None, baseline_first: AttemptSt
     return CaseOutcome.UNCHANGED
 
 
-def confirmed(outcome: CaseOutcome, candidate_reruns: Sequence[AttemptState],
-              baseline_reruns: Sequence[AttemptState] | None) -> bool:
+def confirmed(
+    outcome: CaseOutcome,
+    candidate_reruns: Sequence[AttemptState],
+    baseline_reruns: Sequence[AttemptState] | None,
+) -> bool:
     """True when a flip held on every rerun of both sides.
 
     Seed 004 "A flip is confirmed before it counts": a regression is confirmed when every rerun of
@@ -134,7 +169,10 @@ def _all_are(states: Sequence[AttemptState], wanted: AttemptState) -> bool:
 
 # --- The verdict ---------------------------------------------------------------------------------
 
-def comparison_verdict(confirmed_regressions: int, confirmed_fixes: int, *, invalid: bool) -> ComparisonVerdict:
+
+def comparison_verdict(
+    confirmed_regressions: int, confirmed_fixes: int, *, invalid: bool
+) -> ComparisonVerdict:
     """The comparison's verdict from its confirmed flips only.
 
     Seed 004 "What the verdict says": one confirmed regression makes the candidate `worse`,
@@ -186,7 +224,9 @@ def mcnemar(b: int, c: int, significance: float) -> tuple[float | None, Comparis
     return p, None
 
 
-def wilson_interval(passed: int, n: int, z: float = 1.959963984540054) -> tuple[float, float] | None:
+def wilson_interval(
+    passed: int, n: int, z: float = 1.959963984540054
+) -> tuple[float, float] | None:
     """The Wilson score interval of a pass rate (95 % by default), exactly 0 and 1 at its ends.
 
     The interval a run shows beside each pass rate (issue 3, "Summaries per arm"): unlike the
@@ -216,7 +256,10 @@ def wilson_interval(passed: int, n: int, z: float = 1.959963984540054) -> tuple[
 
 # --- Efficiency ----------------------------------------------------------------------------------
 
-def efficiency_axis(candidate: float | None, baseline: float | None, tolerance: float) -> EfficiencyAxis | None:
+
+def efficiency_axis(
+    candidate: float | None, baseline: float | None, tolerance: float
+) -> EfficiencyAxis | None:
     """How a lower-is-better quantity moved from the baseline to the candidate.
 
     Seed 004 "Two axes, quality first": each of cost per passed case, tokens and latency is
@@ -268,24 +311,33 @@ class Efficiency:
 def efficiency_of(summary: ArmSummary) -> Efficiency:
     """The efficiency quantities of one arm's summary (seed 004 "Results", the Efficiency row)."""
     return Efficiency(
-        cost_per_passed_case_micros=(summary.cost_micros / summary.passed) if summary.passed else None,
-        tokens_per_case=((summary.input_tokens + summary.output_tokens) / summary.cases) if summary.cases else None,
+        cost_per_passed_case_micros=(summary.cost_micros / summary.passed)
+        if summary.passed
+        else None,
+        tokens_per_case=((summary.input_tokens + summary.output_tokens) / summary.cases)
+        if summary.cases
+        else None,
         latency_p50_ms=summary.latency_p50_ms,
         latency_p95_ms=summary.latency_p95_ms,
     )
 
 
-def efficiency_axes(candidate: ArmSummary, baseline: ArmSummary, tolerance: float) -> dict[str, EfficiencyAxis | None]:
+def efficiency_axes(
+    candidate: ArmSummary, baseline: ArmSummary, tolerance: float
+) -> dict[str, EfficiencyAxis | None]:
     """Each efficiency quantity of the candidate against the baseline, by `Efficiency` field name.
 
     Seed 004 "Two axes, quality first": reported beside the verdict, never folded into it.
     """
     cand, base = efficiency_of(candidate), efficiency_of(baseline)
-    return {name: efficiency_axis(getattr(cand, name), getattr(base, name), tolerance)
-            for name in (f.name for f in fields(Efficiency))}
+    return {
+        name: efficiency_axis(getattr(cand, name), getattr(base, name), tolerance)
+        for name in (f.name for f in fields(Efficiency))
+    }
 
 
 # --- Two arms ------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class Flip:
@@ -306,9 +358,14 @@ class Flip:
 
     def as_dict(self) -> dict[str, Any]:
         """The API JSON of the flip."""
-        return {"case_id": self.case_id, "outcome": self.outcome.value, "confirmed": self.confirmed,
-                "question": self.question, "candidate_tries": [s.value for s in self.candidate_tries],
-                "baseline_tries": [s.value for s in self.baseline_tries]}
+        return {
+            "case_id": self.case_id,
+            "outcome": self.outcome.value,
+            "confirmed": self.confirmed,
+            "question": self.question,
+            "candidate_tries": [s.value for s in self.candidate_tries],
+            "baseline_tries": [s.value for s in self.baseline_tries],
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,10 +426,18 @@ class ComparisonResult:
         }
 
 
-def compare_arms(candidate: Mapping[str, Sequence[AttemptFacts]], baseline: Mapping[str, Sequence[AttemptFacts]], *,
-                 candidate_fps: Mapping[str, str], baseline_fps: Mapping[str, str], baseline_rerun: bool,
-                 reruns_expected: int, invalid_reason: str | None, significance: float,
-                 questions: Mapping[str, str]) -> ComparisonResult:
+def compare_arms(
+    candidate: Mapping[str, Sequence[AttemptFacts]],
+    baseline: Mapping[str, Sequence[AttemptFacts]],
+    *,
+    candidate_fps: Mapping[str, str],
+    baseline_fps: Mapping[str, str],
+    baseline_rerun: bool,
+    reruns_expected: int,
+    invalid_reason: str | None,
+    significance: float,
+    questions: Mapping[str, str],
+) -> ComparisonResult:
     """Compare a candidate arm with its baseline, case by case, and give the verdict.
 
     Seed 004 "Comparing with a baseline" (outcomes on first answers), "A flip is confirmed before
@@ -407,29 +472,49 @@ def compare_arms(candidate: Mapping[str, Sequence[AttemptFacts]], baseline: Mapp
     for case_id in case_ids:
         cand_tries = _tries(candidate.get(case_id, ()))
         base_tries = _tries(baseline.get(case_id, ()))
-        outcome = compare_case(_first(cand_tries), _first(base_tries),
-                               candidate_fp=candidate_fps.get(case_id), baseline_fp=baseline_fps.get(case_id))
+        outcome = compare_case(
+            _first(cand_tries),
+            _first(base_tries),
+            candidate_fp=candidate_fps.get(case_id),
+            baseline_fp=baseline_fps.get(case_id),
+        )
         counts[outcome] += 1
         outcomes[case_id] = outcome
         if outcome not in _FLIPS:
             continue
         held = not invalid and confirmed(
-            outcome, _reruns(cand_tries, reruns_expected),
-            _reruns(base_tries, reruns_expected) if baseline_rerun else None)
-        flips.append(Flip(case_id=case_id, outcome=outcome, confirmed=held, question=questions.get(case_id, ""),
-                          candidate_tries=tuple(a.state for a in cand_tries),
-                          baseline_tries=tuple(a.state for a in base_tries)))
+            outcome,
+            _reruns(cand_tries, reruns_expected),
+            _reruns(base_tries, reruns_expected) if baseline_rerun else None,
+        )
+        flips.append(
+            Flip(
+                case_id=case_id,
+                outcome=outcome,
+                confirmed=held,
+                question=questions.get(case_id, ""),
+                candidate_tries=tuple(a.state for a in cand_tries),
+                baseline_tries=tuple(a.state for a in base_tries),
+            )
+        )
     regressions = sum(1 for f in flips if f.confirmed and f.outcome is CaseOutcome.REGRESSION)
     fixes = sum(1 for f in flips if f.confirmed and f.outcome is CaseOutcome.FIXED)
     p_value, overall = (None, None) if invalid else mcnemar(regressions, fixes, significance)
     after = summarize_arm(_all(candidate), list(candidate))
     before = summarize_arm(_all(baseline), list(baseline))
     return ComparisonResult(
-        verdict=comparison_verdict(regressions, fixes, invalid=invalid), overall=overall, p_value=p_value,
-        counts=counts, outcomes=outcomes, flips=tuple(flips),
-        confirmed_regressions=regressions, confirmed_fixes=fixes,
-        pass_rate_before=before.pass_rate, pass_rate_after=after.pass_rate,
-        first_pass_rate_before=before.first_pass_rate, first_pass_rate_after=after.first_pass_rate,
+        verdict=comparison_verdict(regressions, fixes, invalid=invalid),
+        overall=overall,
+        p_value=p_value,
+        counts=counts,
+        outcomes=outcomes,
+        flips=tuple(flips),
+        confirmed_regressions=regressions,
+        confirmed_fixes=fixes,
+        pass_rate_before=before.pass_rate,
+        pass_rate_after=after.pass_rate,
+        first_pass_rate_before=before.first_pass_rate,
+        first_pass_rate_after=after.first_pass_rate,
         interval_before=wilson_interval(before.passed, before.decided),
         interval_after=wilson_interval(after.passed, after.decided),
         invalid_reason=invalid_reason,
@@ -454,8 +539,14 @@ def _all(by_case: Mapping[str, Sequence[AttemptFacts]]) -> list[AttemptFacts]:
     return [a for tries in by_case.values() for a in tries]
 
 
-def _notes(flips: Sequence[Flip], before: ArmSummary, after: ArmSummary, *, invalid: bool,
-           reruns_expected: int) -> list[str]:
+def _notes(
+    flips: Sequence[Flip],
+    before: ArmSummary,
+    after: ArmSummary,
+    *,
+    invalid: bool,
+    reruns_expected: int,
+) -> list[str]:
     notes: list[str] = []
     if reruns_expected == 0:
         notes.append(NOTE_UNCONFIRMED_WITHOUT_RERUNS)
@@ -464,14 +555,21 @@ def _notes(flips: Sequence[Flip], before: ArmSummary, after: ArmSummary, *, inva
     if len(flips) >= NOTHING_HELD_FLIPS:
         notes.append(NOTE_NOTHING_HELD.format(n=len(flips)))
     if before.decided and after.decided:
-        apart = abs(Fraction(after.passed, after.decided) - Fraction(before.passed, before.decided)) * 100
+        apart = (
+            abs(Fraction(after.passed, after.decided) - Fraction(before.passed, before.decided))
+            * 100
+        )
         if apart >= PASS_RATES_APART_POINTS:
             notes.append(NOTE_PASS_RATES_APART.format(n=math.floor(apart + Fraction(1, 2))))
     return notes
 
 
-def rerun_tasks(flipped_case_ids: Sequence[str], candidate_arm_ids: Sequence[str], baseline_arm_id: str | None,
-                reruns: int) -> list[tuple[str, str, int]]:
+def rerun_tasks(
+    flipped_case_ids: Sequence[str],
+    candidate_arm_ids: Sequence[str],
+    baseline_arm_id: str | None,
+    reruns: int,
+) -> list[tuple[str, str, int]]:
     """The tasks of the confirming phase, as `(arm_id, case_id, attempt)`.
 
     Seed 004 "A flip is confirmed before it counts": a flipped case is rerun `EVAL_RERUNS` times
@@ -486,13 +584,16 @@ def rerun_tasks(flipped_case_ids: Sequence[str], candidate_arm_ids: Sequence[str
     if reruns < 0:
         raise ValueError(f"reruns cannot be negative: {reruns}")
     arms = [*candidate_arm_ids, *([baseline_arm_id] if baseline_arm_id is not None else [])]
-    return [(arm_id, case_id, attempt)
-            for case_id in dict.fromkeys(flipped_case_ids)
-            for attempt in range(2, reruns + 2)
-            for arm_id in arms]
+    return [
+        (arm_id, case_id, attempt)
+        for case_id in dict.fromkeys(flipped_case_ids)
+        for attempt in range(2, reruns + 2)
+        for arm_id in arms
+    ]
 
 
 # --- One arm -------------------------------------------------------------------------------------
+
 
 def stability(tries_by_case: Mapping[str, Sequence[AttemptState]]) -> dict[str, Any]:
     """How steady one arm's answers are, from each case's tries (first answer first).
@@ -519,8 +620,10 @@ def stability(tries_by_case: Mapping[str, Sequence[AttemptState]]) -> dict[str, 
     return {"asked": asked, "unstable": unstable, "noisy": noisy}
 
 
-def summarize_by_tag(attempts_by_case: Mapping[str, Sequence[AttemptFacts]],
-                     tags_by_case: Mapping[str, Sequence[str]]) -> dict[str, ArmSummary]:
+def summarize_by_tag(
+    attempts_by_case: Mapping[str, Sequence[AttemptFacts]],
+    tags_by_case: Mapping[str, Sequence[str]],
+) -> dict[str, ArmSummary]:
     """One arm summarised per tag, each over the cases carrying it (seed 004 "Results": "and per tag").
 
     A case counts once under each of its tags; a tagged case the arm never answered counts as
@@ -530,5 +633,7 @@ def summarize_by_tag(attempts_by_case: Mapping[str, Sequence[AttemptFacts]],
     for case_id, tags in tags_by_case.items():
         for tag in dict.fromkeys(tags):
             cases_by_tag.setdefault(tag, []).append(case_id)
-    return {tag: summarize_arm([a for cid in case_ids for a in attempts_by_case.get(cid, ())], case_ids)
-            for tag, case_ids in sorted(cases_by_tag.items())}
+    return {
+        tag: summarize_arm([a for cid in case_ids for a in attempts_by_case.get(cid, ())], case_ids)
+        for tag, case_ids in sorted(cases_by_tag.items())
+    }

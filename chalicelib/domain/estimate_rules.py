@@ -64,8 +64,14 @@ def round_half_up(value: Fraction) -> int:
     return (2 * value.numerator + value.denominator) // (2 * value.denominator)
 
 
-def unit_cost(history: CostHistory | None, price: Mapping[str, Any] | None, *, fallback_input_tokens: int,
-              fallback_output_tokens: int, fallback_case_micros: int) -> tuple[Fraction, Basis]:
+def unit_cost(
+    history: CostHistory | None,
+    price: Mapping[str, Any] | None,
+    *,
+    fallback_input_tokens: int,
+    fallback_output_tokens: int,
+    fallback_case_micros: int,
+) -> tuple[Fraction, Basis]:
     """Micro-USD one attempt (a case answer or a judge call) is expected to cost, and on what basis.
 
     Args:
@@ -95,8 +101,12 @@ def unit_cost(history: CostHistory | None, price: Mapping[str, Any] | None, *, f
     if price:
         # USD per 1M tokens times tokens is micro-USD; Fraction(Decimal) is exact, and unlike a
         # Decimal product it cannot lose digits to the context's precision.
-        per_in = Fraction(to_decimal(price.get("input_per_mtok_usd", 0), field="price.input_per_mtok_usd"))
-        per_out = Fraction(to_decimal(price.get("output_per_mtok_usd", 0), field="price.output_per_mtok_usd"))
+        per_in = Fraction(
+            to_decimal(price.get("input_per_mtok_usd", 0), field="price.input_per_mtok_usd")
+        )
+        per_out = Fraction(
+            to_decimal(price.get("output_per_mtok_usd", 0), field="price.output_per_mtok_usd")
+        )
         return per_in * fallback_input_tokens + per_out * fallback_output_tokens, Basis.FALLBACK
     return Fraction(fallback_case_micros), Basis.FALLBACK
 
@@ -163,8 +173,14 @@ class Estimate:
     """`FALLBACK` when any answering arm or the judge is a rough guess, else `HISTORY`."""
 
 
-def estimate(*, cases: int, arms: Sequence[ArmPlan], judge: JudgePlan | None, reruns: int,
-             stability: bool = False) -> Estimate:
+def estimate(
+    *,
+    cases: int,
+    arms: Sequence[ArmPlan],
+    judge: JudgePlan | None,
+    reruns: int,
+    stability: bool = False,
+) -> Estimate:
     """The estimate of a run over `cases` cases (seed 004 "Starting a run" / "The budget it leaves").
 
     First pass: every arm that answers pays `cases x per_case`; an arm whose first answers are
@@ -200,8 +216,8 @@ def estimate(*, cases: int, arms: Sequence[ArmPlan], judge: JudgePlan | None, re
         raise ValueError("a stability run has no baseline")
 
     arm_estimates: list[ArmEstimate] = []
-    answering = 0       # arms whose first answers are asked now: each is judged once per judged case
-    extra_answers = 0   # arms asked `reruns` more times per case (the judge follows each of them)
+    answering = 0  # arms whose first answers are asked now: each is judged once per judged case
+    extra_answers = 0  # arms asked `reruns` more times per case (the judge follows each of them)
     for arm in arms:
         per_case = _exact(arm.per_case, f"arm {arm.arm_id!r} per_case")
         first = Fraction(cases) * per_case if arm.answers else Fraction(0)
@@ -215,11 +231,17 @@ def estimate(*, cases: int, arms: Sequence[ArmPlan], judge: JudgePlan | None, re
         elif has_baseline and arm.rerun:
             ceiling = cases * reruns * per_case
             extra_answers += 1
-        arm_estimates.append(ArmEstimate(
-            arm_id=arm.arm_id, role=arm.role, model=arm.model,
-            basis=arm.basis if arm.answers else Basis.REUSED,
-            per_case_micros=round_half_up(per_case),
-            first_pass_micros=round_half_up(first), rerun_ceiling_micros=round_half_up(ceiling)))
+        arm_estimates.append(
+            ArmEstimate(
+                arm_id=arm.arm_id,
+                role=arm.role,
+                model=arm.model,
+                basis=arm.basis if arm.answers else Basis.REUSED,
+                per_case_micros=round_half_up(per_case),
+                first_pass_micros=round_half_up(first),
+                rerun_ceiling_micros=round_half_up(ceiling),
+            )
+        )
 
     judge_first = judge_ceiling = 0
     if judge is not None:
@@ -236,14 +258,22 @@ def estimate(*, cases: int, arms: Sequence[ArmPlan], judge: JudgePlan | None, re
     first_pass = sum(a.first_pass_micros for a in arm_estimates) + judge_first
     ceiling_total = sum(a.rerun_ceiling_micros for a in arm_estimates) + judge_ceiling
     guessed = any(arm.answers and arm.basis is Basis.FALLBACK for arm in arms) or (
-        judge is not None and judge.basis is Basis.FALLBACK)
+        judge is not None and judge.basis is Basis.FALLBACK
+    )
     return Estimate(
-        arms=tuple(arm_estimates), judge_first_pass_micros=judge_first, judge_rerun_ceiling_micros=judge_ceiling,
-        first_pass_micros=first_pass, rerun_ceiling_micros=ceiling_total, total_micros=first_pass + ceiling_total,
-        basis=Basis.FALLBACK if guessed else Basis.HISTORY)
+        arms=tuple(arm_estimates),
+        judge_first_pass_micros=judge_first,
+        judge_rerun_ceiling_micros=judge_ceiling,
+        first_pass_micros=first_pass,
+        rerun_ceiling_micros=ceiling_total,
+        total_micros=first_pass + ceiling_total,
+        basis=Basis.FALLBACK if guessed else Basis.HISTORY,
+    )
 
 
-def remaining_after(budget_micros: int | None, spent_micros: int, exposure_micros: int) -> int | None:
+def remaining_after(
+    budget_micros: int | None, spent_micros: int, exposure_micros: int
+) -> int | None:
     """A monthly budget's remainder after the full exposure (`agent_after_usd` / `org_after_usd`).
 
     None when there is no budget; otherwise `budget - spent - exposure`, negative when it would not fit.

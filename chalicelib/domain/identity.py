@@ -43,8 +43,11 @@ class Identity:
     def require(self, permission: str, what: str) -> None:
         """Raises ForbiddenError (403) naming the missing permission."""
         if not self.may(permission):
-            raise ForbiddenError(f"{what} needs the {permission} permission", field="permissions",
-                                 permission=permission)
+            raise ForbiddenError(
+                f"{what} needs the {permission} permission",
+                field="permissions",
+                permission=permission,
+            )
 
 
 def from_claims(claims: Mapping[str, Any], *, org_claim: str = "org") -> Identity:
@@ -60,13 +63,23 @@ def from_claims(claims: Mapping[str, Any], *, org_claim: str = "org") -> Identit
     """
     org, sub = claims.get(org_claim), claims.get("sub")
     if not isinstance(org, str) or not isinstance(sub, str) or not sub:
-        raise UnauthenticatedError(f"token must name the organization ({org_claim}) and the user (sub) as strings",
-                                   field="Authorization")
+        raise UnauthenticatedError(
+            f"token must name the organization ({org_claim}) and the user (sub) as strings",
+            field="Authorization",
+        )
     if not is_org_id(org):
-        raise UnauthenticatedError("token names no valid organization: an organization id is 1-100 letters, "
-                                   "digits, '_', '.', '@' or '-', starting with a letter or digit",
-                                   field="Authorization")
+        raise UnauthenticatedError(
+            "token names no valid organization: an organization id is 1-100 letters, "
+            "digits, '_', '.', '@' or '-', starting with a letter or digit",
+            field="Authorization",
+        )
     perms = claims.get("permissions")
-    if perms is not None and not (isinstance(perms, list) and all(isinstance(p, str) for p in perms)):
-        raise UnauthenticatedError("token permissions must be a list of strings", field="Authorization")
-    return Identity(org_id=org, user_id=sub, permissions=frozenset(perms) if perms is not None else None)
+    if perms is not None and not (
+        isinstance(perms, list) and all(isinstance(p, str) for p in perms)
+    ):
+        raise UnauthenticatedError(
+            "token permissions must be a list of strings", field="Authorization"
+        )
+    return Identity(
+        org_id=org, user_id=sub, permissions=frozenset(perms) if perms is not None else None
+    )

@@ -39,7 +39,9 @@ def check_tenant_id(value: str, field: str) -> str:
         raise InvalidInputError(f"{field} must be a non-empty string", field=field)
     bad = [ch for ch in FORBIDDEN if ch in value]
     if bad:
-        raise InvalidInputError(f"{field} must not contain {' or '.join(repr(ch) for ch in bad)}", field=field)
+        raise InvalidInputError(
+            f"{field} must not contain {' or '.join(repr(ch) for ch in bad)}", field=field
+        )
     return value
 
 

@@ -346,5 +346,7 @@ def parse(kind: str, text: str) -> list[Case]:
         parser = _PARSERS[SourceKind(kind)]
     except ValueError as exc:
         known = ", ".join(SourceKind)
-        raise InvalidInputError(f"unknown source kind {kind!r} (known: {known})", field="kind") from exc
+        raise InvalidInputError(
+            f"unknown source kind {kind!r} (known: {known})", field="kind"
+        ) from exc
     return parser(text)

@@ -89,22 +89,37 @@ def rubric_hash(spec: JudgeSpec) -> str:
     Only what changes the grading counts: criteria in id order, tags as a set, instructions
     without surrounding whitespace (the judge is asked the same way either side of such edits).
     """
-    criteria = [{"criterion_id": c.criterion_id, "text": c.text, "tags": sorted(set(c.tags))}
-                for c in sorted(spec.criteria, key=lambda c: c.criterion_id)]
-    return spec_hash({"criteria": criteria, "scale_max": spec.scale_max, "threshold": spec.threshold,
-                      "instructions": spec.instructions.strip()})
+    criteria = [
+        {"criterion_id": c.criterion_id, "text": c.text, "tags": sorted(set(c.tags))}
+        for c in sorted(spec.criteria, key=lambda c: c.criterion_id)
+    ]
+    return spec_hash(
+        {
+            "criteria": criteria,
+            "scale_max": spec.scale_max,
+            "threshold": spec.threshold,
+            "instructions": spec.instructions.strip(),
+        }
+    )
 
 
 def fingerprint(judge_id: str, version: int, model: str, spec: JudgeSpec) -> dict[str, Any]:
     """What every judge score records: which judge graded it (seed 004)."""
-    return {"judge_id": judge_id, "judge_version": version, "model": model,
-            "rubric_hash": rubric_hash(spec), "prompt_version": spec.prompt_version}
+    return {
+        "judge_id": judge_id,
+        "judge_version": version,
+        "model": model,
+        "rubric_hash": rubric_hash(spec),
+        "prompt_version": spec.prompt_version,
+    }
 
 
 def fingerprint_key(fp: Mapping[str, Any]) -> str:
     """One comparable string per judge fingerprint (two scores with equal keys had the same judge)."""
-    return (f"{fp.get('judge_id')}@{fp.get('judge_version')}|{fp.get('model')}|"
-            f"{str(fp.get('rubric_hash'))[:16]}|prompt {fp.get('prompt_version')}")
+    return (
+        f"{fp.get('judge_id')}@{fp.get('judge_version')}|{fp.get('model')}|"
+        f"{str(fp.get('rubric_hash'))[:16]}|prompt {fp.get('prompt_version')}"
+    )
 
 
 def score_judge_key(scores: Iterable[Mapping[str, Any]]) -> str | None:
@@ -122,14 +137,18 @@ def applicable_criteria(case: Case, criteria: Sequence[Criterion]) -> list[Crite
     return [c for c in criteria if not c.tags or tags.intersection(c.tags)]
 
 
-def messages(spec: JudgeSpec, case: Case, answer: str, criteria: Sequence[Criterion]) -> tuple[str, str]:
+def messages(
+    spec: JudgeSpec, case: Case, answer: str, criteria: Sequence[Criterion]
+) -> tuple[str, str]:
     """`(system prompt, user message)` the judge is asked with."""
     extra = f" {spec.instructions.strip()}" if spec.instructions.strip() else ""
     system = PROMPTS[spec.prompt_version].format(scale_max=spec.scale_max, instructions=extra)
     listed = "\n".join(f"- {c.criterion_id}: {c.text}" for c in criteria)
     reference = case.reference if case.reference is not None else "(none given)"
-    user = (f"QUESTION:\n{case.input}\n\nREFERENCE ANSWER:\n{reference}\n\nANSWER:\n{answer}\n\n"
-            f"CRITERIA:\n{listed}")
+    user = (
+        f"QUESTION:\n{case.input}\n\nREFERENCE ANSWER:\n{reference}\n\nANSWER:\n{answer}\n\n"
+        f"CRITERIA:\n{listed}"
+    )
     return system, user
 
 
@@ -154,8 +173,11 @@ def _grades_object(text: str) -> Any:
         found_object = True
         if isinstance(value, dict) and "grades" in value:
             return value
-    raise JudgeReplyError('the judge\'s reply holds no JSON object with "grades"' if found_object
-                          else "the judge's reply holds no JSON object")
+    raise JudgeReplyError(
+        'the judge\'s reply holds no JSON object with "grades"'
+        if found_object
+        else "the judge's reply holds no JSON object"
+    )
 
 
 REASON_CHARS = 500
@@ -168,8 +190,9 @@ def cut_reason(text: str) -> str:
     return text if len(text) <= REASON_CHARS else text[:REASON_CHARS] + "…"
 
 
-def parse_reply(text: str, spec: JudgeSpec, criteria: Sequence[Criterion],
-                fp: Mapping[str, Any]) -> ScoreResult:
+def parse_reply(
+    text: str, spec: JudgeSpec, criteria: Sequence[Criterion], fp: Mapping[str, Any]
+) -> ScoreResult:
     """The judge's score from its reply: passed when every criterion is graded >= threshold.
 
     `score` is the mean grade over `scale_max` (0..1); the reason lists each criterion's grade.
@@ -189,31 +212,55 @@ def parse_reply(text: str, spec: JudgeSpec, criteria: Sequence[Criterion],
         if not isinstance(item, dict) or item.get("criterion_id") not in asked:
             continue
         value = item.get("score")
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-                or value != int(value):
-            raise JudgeReplyError(f"criterion {item['criterion_id']}: score {value!r} is not a whole number")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value != int(value)
+        ):
+            raise JudgeReplyError(
+                f"criterion {item['criterion_id']}: score {value!r} is not a whole number"
+            )
         if not 1 <= int(value) <= spec.scale_max:
-            raise JudgeReplyError(f"criterion {item['criterion_id']}: score {value} is outside 1..{spec.scale_max}")
+            raise JudgeReplyError(
+                f"criterion {item['criterion_id']}: score {value} is outside 1..{spec.scale_max}"
+            )
         earlier = by_id.get(item["criterion_id"])
         if earlier is not None and earlier[0] != int(value):
-            raise JudgeReplyError(f"criterion {item['criterion_id']} was graded twice ({earlier[0]} and {int(value)})")
-        by_id[item["criterion_id"]] = (int(value), cut_reason(redact(str(item.get("reason") or ""))))
+            raise JudgeReplyError(
+                f"criterion {item['criterion_id']} was graded twice ({earlier[0]} and {int(value)})"
+            )
+        by_id[item["criterion_id"]] = (
+            int(value),
+            cut_reason(redact(str(item.get("reason") or ""))),
+        )
     missing = [c.criterion_id for c in criteria if c.criterion_id not in by_id]
     if missing:
         raise JudgeReplyError(f"the judge gave no grade for {', '.join(missing)}")
     marks = [(c.criterion_id, *by_id[c.criterion_id]) for c in criteria]
     failing = [m for m in marks if m[1] < spec.threshold]
     shown = failing or marks
-    reason = "; ".join(f"{cid}: {g}/{spec.scale_max}" + (f" ({why})" if why else "") for cid, g, why in shown)
-    return ScoreResult(scorer=JUDGE_SCORER, passed=not failing,
-                       score=sum(g for _, g, _ in marks) / (spec.scale_max * len(marks)),
-                       reason=reason, fingerprint=dict(fp))
+    reason = "; ".join(
+        f"{cid}: {g}/{spec.scale_max}" + (f" ({why})" if why else "") for cid, g, why in shown
+    )
+    return ScoreResult(
+        scorer=JUDGE_SCORER,
+        passed=not failing,
+        score=sum(g for _, g, _ in marks) / (spec.scale_max * len(marks)),
+        reason=reason,
+        fingerprint=dict(fp),
+    )
 
 
 def not_graded(reason: str, fp: Mapping[str, Any] | None) -> ScoreResult:
     """A judge score that decides nothing (the judge failed or was skipped): neither pass nor fail."""
-    return ScoreResult(scorer=JUDGE_SCORER, passed=None, score=0.0, reason=reason,
-                       fingerprint=dict(fp) if fp else None)
+    return ScoreResult(
+        scorer=JUDGE_SCORER,
+        passed=None,
+        score=0.0,
+        reason=reason,
+        fingerprint=dict(fp) if fp else None,
+    )
 
 
 T = TypeVar("T")
@@ -239,6 +286,8 @@ def invalid_reason(candidate_keys: Iterable[str], baseline_keys: Iterable[str]) 
     if len(cand) > 1 or len(base) > 1:
         return "the judge changed while the run's cases were graded"
     if cand and base and cand != base:
-        return (f"the sides were graded by different judges ({next(iter(cand))} against "
-                f"{next(iter(base))}): a flip would say something about the grading, not the agent")
+        return (
+            f"the sides were graded by different judges ({next(iter(cand))} against "
+            f"{next(iter(base))}): a flip would say something about the grading, not the agent"
+        )
     return None

@@ -59,8 +59,20 @@ def token_cost_micros(input_tokens: int, output_tokens: int, price: dict[str, An
     """
     if not price:
         return 0
-    cost = to_decimal(price.get("input_per_mtok_usd", 0), field="price.input_per_mtok_usd",
-                      maximum=MAX_PRICE_PER_MTOK_USD) * input_tokens
-    cost += to_decimal(price.get("output_per_mtok_usd", 0), field="price.output_per_mtok_usd",
-                       maximum=MAX_PRICE_PER_MTOK_USD) * output_tokens
+    cost = (
+        to_decimal(
+            price.get("input_per_mtok_usd", 0),
+            field="price.input_per_mtok_usd",
+            maximum=MAX_PRICE_PER_MTOK_USD,
+        )
+        * input_tokens
+    )
+    cost += (
+        to_decimal(
+            price.get("output_per_mtok_usd", 0),
+            field="price.output_per_mtok_usd",
+            maximum=MAX_PRICE_PER_MTOK_USD,
+        )
+        * output_tokens
+    )
     return int(cost.quantize(Decimal(1), ROUND_HALF_UP))

@@ -193,11 +193,20 @@ class Outcome(Kept):
 def quality_of(s: ArmSummary) -> Quality:
     """An arm summary's quality axis."""
     interval = compare.wilson_interval(s.passed, s.decided)
-    return Quality(cases=s.cases, passed=s.passed, failed=s.failed, incomplete=s.incomplete,
-                   ungraded=s.ungraded, crashed=s.crashed, pass_rate=s.pass_rate,
-                   pass_rate_interval_95=interval, first_pass_rate=s.first_pass_rate,
-                   average_score=s.average_score, undecided=s.incomplete + s.ungraded,
-                   undecided_reasons=s.undecided_reasons)
+    return Quality(
+        cases=s.cases,
+        passed=s.passed,
+        failed=s.failed,
+        incomplete=s.incomplete,
+        ungraded=s.ungraded,
+        crashed=s.crashed,
+        pass_rate=s.pass_rate,
+        pass_rate_interval_95=interval,
+        first_pass_rate=s.first_pass_rate,
+        average_score=s.average_score,
+        undecided=s.incomplete + s.ungraded,
+        undecided_reasons=s.undecided_reasons,
+    )
 
 
 def efficiency_of(s: ArmSummary, *, own: tuple[int, int] | None = None) -> Efficiency:
@@ -207,8 +216,11 @@ def efficiency_of(s: ArmSummary, *, own: tuple[int, int] | None = None) -> Effic
         "cost_usd": micros_to_usd(s.cost_micros),
         "cost_per_passed_case_usd": micros_to_usd(s.cost_micros // s.passed) if s.passed else None,
         "tokens_per_case": ((s.input_tokens + s.output_tokens) / s.cases) if s.cases else None,
-        "input_tokens": s.input_tokens, "output_tokens": s.output_tokens,
-        "latency_p50_ms": s.latency_p50_ms, "latency_p95_ms": s.latency_p95_ms}
+        "input_tokens": s.input_tokens,
+        "output_tokens": s.output_tokens,
+        "latency_p50_ms": s.latency_p50_ms,
+        "latency_p95_ms": s.latency_p95_ms,
+    }
     if own is not None:
         values |= {"cost_micros": own[0], "attempts": own[1]}
     return Efficiency(**values)
@@ -219,26 +231,49 @@ def summary_of(s: ArmSummary) -> Summary:
     return Summary(quality=quality_of(s), efficiency=efficiency_of(s))
 
 
-def arm_result(s: ArmSummary, *, tags: dict[str, ArmSummary], could_not_run: str | None,
-               judges: set[str], own: tuple[int, int]) -> ArmResult:
+def arm_result(
+    s: ArmSummary,
+    *,
+    tags: dict[str, ArmSummary],
+    could_not_run: str | None,
+    judges: set[str],
+    own: tuple[int, int],
+) -> ArmResult:
     """One arm's result: its summary `s`, its tags' (sorted), why it could not run, its judges
     (sorted) and what its own answers cost, `(micro-USD, attempts)`."""
-    return ArmResult(quality=quality_of(s), efficiency=efficiency_of(s, own=own),
-                     tags={tag: summary_of(t) for tag, t in sorted(tags.items())},
-                     could_not_run=could_not_run, judges=tuple(sorted(judges)))
+    return ArmResult(
+        quality=quality_of(s),
+        efficiency=efficiency_of(s, own=own),
+        tags={tag: summary_of(t) for tag, t in sorted(tags.items())},
+        could_not_run=could_not_run,
+        judges=tuple(sorted(judges)),
+    )
 
 
-def outcome_of(arm_id: str, s: ArmSummary, arms: dict[str, ArmResult] | None = None, *,
-               stability: Stability | None = None,
-               comparison: Comparison | None = None) -> Outcome:
+def outcome_of(
+    arm_id: str,
+    s: ArmSummary,
+    arms: dict[str, ArmResult] | None = None,
+    *,
+    stability: Stability | None = None,
+    comparison: Comparison | None = None,
+) -> Outcome:
     """The outcome of a run whose first candidate is `arm_id`, summarised `s`, with every arm's
     result `arms` and its stability figures or comparison when given (else left unset)."""
     values: dict[str, Any] = {
-        "arm_id": arm_id, "total": s.cases, "passed": s.passed, "failed": s.failed,
-        "incomplete": s.incomplete, "ungraded": s.ungraded, "crashed": s.crashed,
-        "pass_rate": s.pass_rate, "first_pass_rate": s.first_pass_rate,
-        "average_score": s.average_score, "verdict": verdict_word(s.cases, s.passed),
-        "undecided": s.incomplete + s.ungraded}
+        "arm_id": arm_id,
+        "total": s.cases,
+        "passed": s.passed,
+        "failed": s.failed,
+        "incomplete": s.incomplete,
+        "ungraded": s.ungraded,
+        "crashed": s.crashed,
+        "pass_rate": s.pass_rate,
+        "first_pass_rate": s.first_pass_rate,
+        "average_score": s.average_score,
+        "verdict": verdict_word(s.cases, s.passed),
+        "undecided": s.incomplete + s.ungraded,
+    }
     if arms is not None:
         values["arms"] = arms
     if stability is not None:

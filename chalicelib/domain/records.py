@@ -25,7 +25,7 @@ class Organization:
     """An organization (tenant): its slot counter and the runs waiting for a slot (DESIGN §6)."""
 
     org_id: str
-    name: str = ''
+    name: str = ""
     concurrency_limit: int
     in_flight: int = 0
     """Slots (case tasks in flight) the organization holds now, at most `concurrency_limit`."""
@@ -52,7 +52,7 @@ class Agent:
     live_version: int | None = None
     monthly_budget_micros: int | None = None
     created_at: str
-    created_by: str = ''
+    created_by: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,8 +66,8 @@ class AgentVersion:
     spec_hash: str
     model_profile_id: str | None = None
     published_at: str
-    published_by: str = ''
-    source: str = 'api'
+    published_by: str = ""
+    source: str = "api"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,13 +76,13 @@ class ModelProfile:
 
     org_id: str
     model_profile_id: str
-    name: str = ''
+    name: str = ""
     model: str
     settings: Any = field(default_factory=dict)
     temperature: float | None = None
     price: Any = None
     created_at: str
-    created_by: str = ''
+    created_by: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,12 +113,12 @@ class Judge:
     version: int
     org_id: str
     judge_id: str
-    name: str = ''
+    name: str = ""
     latest_version: int = 0
     spec: Any = None
     rubric_hash: str | None = None
     created_at: str
-    created_by: str = ''
+    created_by: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,10 +127,10 @@ class Environment:
 
     org_id: str
     environment_id: str
-    name: str = ''
+    name: str = ""
     serving: Any = field(default_factory=dict)
     created_at: str
-    created_by: str = ''
+    created_by: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,7 +141,7 @@ class Suite:
     suite_id: str
     org_id: str
     agent_id: str
-    name: str = ''
+    name: str = ""
     dataset_id: str
     dataset_version: int | None = None
     environment_id: str | None = None
@@ -184,7 +184,7 @@ class SuiteResultEntry:
     trigger: Any
     version: int | None = None
     run_id: str | None = None
-    purpose: str = 'suite'
+    purpose: str = "suite"
     result: str
     reasons: Any = field(default_factory=list)
     cases_broken: Any = field(default_factory=list)
@@ -208,7 +208,7 @@ class Promotion:
     guards: Any = field(default_factory=dict)
     reason: str | None = None
     created_at: str
-    created_by: str = ''
+    created_by: str = ""
     decided_at: str | None = None
 
 
@@ -220,7 +220,7 @@ class Notification:
     org_id: str
     kind: str
     title: str
-    body: str = ''
+    body: str = ""
     links: Any = field(default_factory=dict)
     read: bool = False
     emailed: bool = False
@@ -234,9 +234,9 @@ class Dataset:
     version: int
     org_id: str
     dataset_id: str
-    name: str = ''
+    name: str = ""
     created_at: str
-    created_by: str = ''
+    created_by: str = ""
     latest_version: int = 0
     scoring: Any = None
     case_ids: list[Any] | None = None
@@ -289,10 +289,10 @@ class Run:
     dataset_id: str
     dataset_version: int
     created_at: str
-    created_by: str = ''
+    created_by: str = ""
     status: str
     phase: str
-    purpose: str = 'check'
+    purpose: str = "check"
     candidate: str
     resolved_version: int | None = None
     draft: bool = False
@@ -330,8 +330,17 @@ class Run:
     """What finalizing computed (a completed run's, computed again by a regrade); None before."""
     enqueue_errors: int = 0
 
-    CURSOR: ClassVar[tuple[str, ...]] = ("status", "phase", "next_index", "tasks_total", "slots",
-                                         "tasks", "recorded", "expected", "heartbeat_at_ms")
+    CURSOR: ClassVar[tuple[str, ...]] = (
+        "status",
+        "phase",
+        "next_index",
+        "tasks_total",
+        "slots",
+        "tasks",
+        "recorded",
+        "expected",
+        "heartbeat_at_ms",
+    )
     """What changes on a run while its cases run (read again by `Runs.refresh`); the arms, case
     ids and scoring are fixed at start."""
 
@@ -394,7 +403,7 @@ class Attempt:
     answer_ref: str | None = None
     calls: Any = field(default_factory=list)
     scores: Any = field(default_factory=list)
-    reason: str = ''
+    reason: str = ""
     error: str | None = None
     crash: bool = False
     guardrail: str | None = None

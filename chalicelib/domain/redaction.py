@@ -91,11 +91,21 @@ def _own_rules() -> tuple[list[Rule], list[Rule], list[Rule]]:
     `(blocks, key=value contexts, tokens)`."""
     kv = r"""(?:\\?["'])?\s*(?:=|:=|=>|:)\s*(?:\\?["'])?"""
     blocks = [
-        Rule("private_key", re.compile(
-            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-            r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*\Z)"), word=False, tail=None),
-        Rule("private_key", re.compile(r"PuTTY-User-Key-File-\d+:[\s\S]*?Private-MAC: *[0-9a-fA-F]+"),
-             word=False, tail=None),
+        Rule(
+            "private_key",
+            re.compile(
+                r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+                r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*\Z)"
+            ),
+            word=False,
+            tail=None,
+        ),
+        Rule(
+            "private_key",
+            re.compile(r"PuTTY-User-Key-File-\d+:[\s\S]*?Private-MAC: *[0-9a-fA-F]+"),
+            word=False,
+            tail=None,
+        ),
     ]
     tokens = [
         Rule("anthropic_key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{20,}")),
@@ -108,28 +118,76 @@ def _own_rules() -> tuple[list[Rule], list[Rule], list[Rule]]:
         Rule("slack_token", re.compile(r"(?:xox[abposre]|xapp)-[A-Za-z0-9\-]{10,}")),
     ]
     contexts = [
-        Rule("aws_secret_key", re.compile(
-            r"(?i)(?:aws[_\-. ]?secret(?:[_\-. ]?access)?(?:[_\-. ]?key)?|secret[_\-. ]?(?:access[_\-. ]?)?key)" + kv
-            + r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"), group=1, word=False, tail=None),
-        Rule("aws_session_token", re.compile(
-            r"(?i)(?:aws[_\-. ]?)?(?:session|security)[_\-. ]?token" + kv + r"([A-Za-z0-9/+=]{40,})"),
-            group=1, word=False, tail=None),
-        Rule("basic_auth", re.compile(r"(?i)\bauthorization" + kv + r"basic\s+([A-Za-z0-9+/]{8,}={0,2})"),
-             group=1, word=False, tail=None),
+        Rule(
+            "aws_secret_key",
+            re.compile(
+                r"(?i)(?:aws[_\-. ]?secret(?:[_\-. ]?access)?(?:[_\-. ]?key)?|secret[_\-. ]?(?:access[_\-. ]?)?key)"
+                + kv
+                + r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+            ),
+            group=1,
+            word=False,
+            tail=None,
+        ),
+        Rule(
+            "aws_session_token",
+            re.compile(
+                r"(?i)(?:aws[_\-. ]?)?(?:session|security)[_\-. ]?token"
+                + kv
+                + r"([A-Za-z0-9/+=]{40,})"
+            ),
+            group=1,
+            word=False,
+            tail=None,
+        ),
+        Rule(
+            "basic_auth",
+            re.compile(r"(?i)\bauthorization" + kv + r"basic\s+([A-Za-z0-9+/]{8,}={0,2})"),
+            group=1,
+            word=False,
+            tail=None,
+        ),
         # A bearer token holds a digit, or upper- and lower-case letters and no `-` (so `bearer
         # bonds-are-financial-instruments` stays).
-        Rule("bearer_token", re.compile(r"(?i)\bbearer\s+((?=[A-Za-z0-9_\-.~+/]*[0-9])[A-Za-z0-9_\-.~+/]{16,}=*)"),
-             group=1, word=False, tail=None),
-        Rule("bearer_token", re.compile(r"\b[Bb](?i:earer)\s+((?=[A-Za-z_.~+/]*[a-z])(?=[A-Za-z_.~+/]*[A-Z])"
-                                        r"[A-Za-z_.~+/]{20,}=*)(?![A-Za-z0-9_\-.~+/])"),
-             group=1, word=False, tail=None),
-        Rule("aws_secret_key", re.compile(r"--aws-secret-access-key[\s=]+[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"),
-             group=1, word=False, tail=None),
+        Rule(
+            "bearer_token",
+            re.compile(r"(?i)\bbearer\s+((?=[A-Za-z0-9_\-.~+/]*[0-9])[A-Za-z0-9_\-.~+/]{16,}=*)"),
+            group=1,
+            word=False,
+            tail=None,
+        ),
+        Rule(
+            "bearer_token",
+            re.compile(
+                r"\b[Bb](?i:earer)\s+((?=[A-Za-z_.~+/]*[a-z])(?=[A-Za-z_.~+/]*[A-Z])"
+                r"[A-Za-z_.~+/]{20,}=*)(?![A-Za-z0-9_\-.~+/])"
+            ),
+            group=1,
+            word=False,
+            tail=None,
+        ),
+        Rule(
+            "aws_secret_key",
+            re.compile(r"--aws-secret-access-key[\s=]+[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"),
+            group=1,
+            word=False,
+            tail=None,
+        ),
         # AWS's XML answers (STS AssumeRole, GetSessionToken) and their JSON-less logs.
-        Rule("aws_secret_key", re.compile(r"<SecretAccessKey>\s*([A-Za-z0-9/+]{40})\s*</SecretAccessKey>"),
-             group=1, word=False, tail=None),
-        Rule("aws_session_token", re.compile(r"<(?:SessionToken|SecurityToken)>\s*([A-Za-z0-9/+=]{40,})\s*</"),
-             group=1, word=False, tail=None),
+        Rule(
+            "aws_secret_key",
+            re.compile(r"<SecretAccessKey>\s*([A-Za-z0-9/+]{40})\s*</SecretAccessKey>"),
+            group=1,
+            word=False,
+            tail=None,
+        ),
+        Rule(
+            "aws_session_token",
+            re.compile(r"<(?:SessionToken|SecurityToken)>\s*([A-Za-z0-9/+=]{40,})\s*</"),
+            group=1,
+            word=False,
+            tail=None,
+        ),
     ]
     return blocks, contexts, tokens
 
@@ -166,13 +224,25 @@ def _detector_rules() -> list[Rule]:
         detector = getattr(module, class_name)
         denylist = list(detector.denylist)
         if len(denylist) != len(entries):
-            raise RuntimeError(f"detect-secrets {class_name} has {len(denylist)} patterns, assay knows "
-                               f"{len(entries)}: check chalicelib.domain.redaction against the new release")
+            raise RuntimeError(
+                f"detect-secrets {class_name} has {len(denylist)} patterns, assay knows "
+                f"{len(entries)}: check chalicelib.domain.redaction against the new release"
+            )
         valid = getattr(detector, "is_formally_valid", None)
         for pattern, (kind, group, word) in zip(denylist, entries, strict=True):
             tail = (_JWT_TAIL if kind == "jwt" else _TOKEN_TAIL) if word else None
-            rules.append(Rule(kind, pattern, group=group, word=word, tail=tail, valid=valid,
-                              source=f"detect-secrets {class_name}", literal=_LITERALS.get(class_name)))
+            rules.append(
+                Rule(
+                    kind,
+                    pattern,
+                    group=group,
+                    word=word,
+                    tail=tail,
+                    valid=valid,
+                    source=f"detect-secrets {class_name}",
+                    literal=_LITERALS.get(class_name),
+                )
+            )
     return rules
 
 
@@ -265,9 +335,9 @@ def _rule_spans(text: str, rule: Rule) -> list[tuple[int, int, str]]:
         if rule.word and start > 0 and re.match(f"[{_WORD}]", text[start - 1]):
             continue
         if rule.tail is not None:
-            tail = rule.tail.match(text, end)   # a `*` pattern: it matches, if only the empty string
+            tail = rule.tail.match(text, end)  # a `*` pattern: it matches, if only the empty string
             end = tail.end() if tail else end
-            while end > start and text[end - 1] == ".":   # a sentence's full stop is not the token's
+            while end > start and text[end - 1] == ".":  # a sentence's full stop is not the token's
                 end -= 1
         if rule.valid is not None and not rule.valid(text[start:end]):
             continue
@@ -310,8 +380,11 @@ def redact(text: str, known: Iterable[Known] = (), *, context: str = "") -> str:
     known = tuple(known)
     if context:
         offset = len(context)
-        spans = [(max(start, offset) - offset, end - offset, kind) for start, end, kind in find(context + text, known)
-                 if end > offset]
+        spans = [
+            (max(start, offset) - offset, end - offset, kind)
+            for start, end, kind in find(context + text, known)
+            if end > offset
+        ]
     else:
         spans = find(text, known)
     if not spans:
@@ -385,7 +458,10 @@ def redact_value(value: Any, known: Iterable[Known] = ()) -> Any:
         for k, v in value.items():
             key = redact(k, known) if isinstance(k, str) else k
             # A value is read after its key (`"aws_secret_access_key": "..."` is a key=value context).
-            out[key] = redact(v, known, context=f"{k}=") if isinstance(v, str) and isinstance(k, str) \
+            out[key] = (
+                redact(v, known, context=f"{k}=")
+                if isinstance(v, str) and isinstance(k, str)
                 else redact_value(v, known)
+            )
         return out
     return value

@@ -31,8 +31,12 @@ def attempt_key(arm_id: str, case_id: str, attempt: int) -> str:
     return f"{arm_id}#{case_id}#{attempt:03d}"
 
 
-def task_at(index: int, arm_ids: Sequence[str], case_ids: Sequence[str],
-            extra_tasks: Sequence[Sequence[object]] | None = None) -> Task:
+def task_at(
+    index: int,
+    arm_ids: Sequence[str],
+    case_ids: Sequence[str],
+    extra_tasks: Sequence[Sequence[object]] | None = None,
+) -> Task:
     """The run's `index`-th task.
 
     First answers come first, case by case with every arm of a case side by side (so both sides
@@ -167,7 +171,9 @@ def summarize_arm(attempts: Iterable[AttemptFacts], case_ids: Sequence[str]) -> 
         settled = settle(a.state for a in tries)
         counts[settled] += 1
         if settled in (AttemptState.INCOMPLETE, AttemptState.UNGRADED):
-            why = (tries[0].reason if tries else "") or ("not answered" if not tries else settled.value)
+            why = (tries[0].reason if tries else "") or (
+                "not answered" if not tries else settled.value
+            )
             reasons[why] = reasons.get(why, 0) + 1
         if not tries:
             continue
@@ -205,8 +211,9 @@ def summarize_arm(attempts: Iterable[AttemptFacts], case_ids: Sequence[str]) -> 
     )
 
 
-def is_stale_heartbeat(*, status: RunStatus, heartbeat_at_ms: int, now_ms: int,
-                       abandoned_after_minutes: float) -> bool:
+def is_stale_heartbeat(
+    *, status: RunStatus, heartbeat_at_ms: int, now_ms: int, abandoned_after_minutes: float
+) -> bool:
     """True when a run has stood still long enough for the sweep (seed 004 "Running and cancelling")."""
     if status not in (RunStatus.RUNNING, RunStatus.QUEUED):
         return False

@@ -61,7 +61,9 @@ def _zone(tz: object) -> ZoneInfo:
         CronError: `time zone: ...` for a non-string, empty, unknown or non-zone name.
     """
     if not isinstance(tz, str) or not tz.strip():
-        raise CronError("time zone: an IANA time zone name is required, e.g. 'Europe/Warsaw' or 'UTC'")
+        raise CronError(
+            "time zone: an IANA time zone name is required, e.g. 'Europe/Warsaw' or 'UTC'"
+        )
     if tz in _NOT_ZONES or tz == "Factory" or tz.startswith(("right/", "posix/")):
         raise CronError(f"time zone: {tz!r} is not an IANA time zone name")
     try:
@@ -76,21 +78,29 @@ def _zone(tz: object) -> ZoneInfo:
 def _check_cron(expr: object) -> None:
     """Raise `CronError` (`cron: ...`) unless `expr` is a 5-field Unix cron croniter accepts."""
     if not isinstance(expr, str) or not expr.strip():
-        raise CronError("cron: an expression of 5 fields is required "
-                        "(minute hour day-of-month month day-of-week)")
+        raise CronError(
+            "cron: an expression of 5 fields is required "
+            "(minute hour day-of-month month day-of-week)"
+        )
     if expr.strip().startswith("@"):
         # Aliases are refused so that every stored schedule reads the same way: `@daily` is
         # `0 0 * * *`, and croniter would also accept `@reboot`-like words it cannot schedule.
-        raise CronError(f"cron: aliases such as {expr.strip()!r} are not accepted; write the 5 fields, "
-                        "e.g. '0 0 * * *' for daily")
+        raise CronError(
+            f"cron: aliases such as {expr.strip()!r} are not accepted; write the 5 fields, "
+            "e.g. '0 0 * * *' for daily"
+        )
     fields = expr.split()
     if len(fields) != 5:
         extra = " (a seconds or year field is not accepted)" if len(fields) > 5 else ""
-        raise CronError(f"cron: expected 5 fields (minute hour day-of-month month day-of-week), "
-                        f"got {len(fields)}{extra}")
+        raise CronError(
+            f"cron: expected 5 fields (minute hour day-of-month month day-of-week), "
+            f"got {len(fields)}{extra}"
+        )
     for index, (name, field) in enumerate(zip(FIELD_NAMES, fields, strict=True)):
         if any(_HASH_OR_RANDOM.match(item) for item in field.split(",")):
-            raise CronError(f"cron: {name} field {field!r}: hashed (H) and random (R) values are not accepted")
+            raise CronError(
+                f"cron: {name} field {field!r}: hashed (H) and random (R) values are not accepted"
+            )
         # One field at a time against `*` elsewhere, so the message names the field at fault.
         alone = ["*"] * 5
         alone[index] = field
@@ -189,7 +199,9 @@ def next_fire(expr: str, tz: str, after: datetime) -> datetime:
     return next(_fires(expr, _zone(tz), _aware(after, "after")))
 
 
-def fires_between(expr: str, tz: str, start: datetime, end: datetime, limit: int = 10_000) -> list[datetime]:
+def fires_between(
+    expr: str, tz: str, start: datetime, end: datetime, limit: int = 10_000
+) -> list[datetime]:
     """Every fire in `(start, end]`, aware UTC, ascending; `[]` when `end <= start`.
 
     Raises:
@@ -207,7 +219,9 @@ def fires_between(expr: str, tz: str, start: datetime, end: datetime, limit: int
         if instant > end_utc:
             break
         if len(out) == limit:
-            raise ValueError(f"more than {limit} fires between {start_utc.isoformat()} and {end_utc.isoformat()}")
+            raise ValueError(
+                f"more than {limit} fires between {start_utc.isoformat()} and {end_utc.isoformat()}"
+            )
         out.append(instant)
     return out
 

@@ -377,12 +377,16 @@ class RegexScorer(Scorer):
             try:
                 found = regex.search(pattern, answer.answer, int(flags), timeout=REGEX_SECONDS)
             except TimeoutError as exc:
-                raise ValueError(f"the regex /{pattern}/ searched this answer for over {REGEX_SECONDS:g} s "
-                                 "(a pattern that backtracks catastrophically?)") from exc
+                raise ValueError(
+                    f"the regex /{pattern}/ searched this answer for over {REGEX_SECONDS:g} s "
+                    "(a pattern that backtracks catastrophically?)"
+                ) from exc
             if found:
                 verdicts.append((True, f"/{pattern}/ matched {_shown(found.group(0))}"))
             else:
-                verdicts.append((False, f"expected a match for /{pattern}/, got {_shown(answer.answer)}"))
+                verdicts.append(
+                    (False, f"expected a match for /{pattern}/, got {_shown(answer.answer)}")
+                )
         return _combine(self.name, verdicts)
 
 
@@ -447,7 +451,9 @@ def _outside_references(schema: Any) -> list[str]:
                 walk(item)
 
     walk(schema)
-    known = {uri.rstrip("/") for uri in META_SCHEMAS} | {uri.rstrip("#").rstrip("/") for uri in META_SCHEMAS}
+    known = {uri.rstrip("/") for uri in META_SCHEMAS} | {
+        uri.rstrip("#").rstrip("/") for uri in META_SCHEMAS
+    }
     outside = []
     for ref in refs:
         base = ref.split("#", 1)[0].rstrip("/")
@@ -483,13 +489,17 @@ class JsonSchemaScorer(Scorer):
         try:
             jsonschema.validators.validator_for(schema).check_schema(schema)
         except SchemaError as exc:
-            raise InvalidInputError(f"bad JSON schema: {exc.message}", field=f"{field}.schema") from exc
+            raise InvalidInputError(
+                f"bad JSON schema: {exc.message}", field=f"{field}.schema"
+            ) from exc
         outside = _outside_references(schema)
         if outside:
             raise InvalidInputError(
                 f"the JSON schema refers to {outside[0]!r}, outside itself: a schema may refer only into "
                 "itself ('#/...' or a $id it defines) or to the JSON Schema meta-schemas; assay never "
-                "fetches a schema", field=f"{field}.schema")
+                "fetches a schema",
+                field=f"{field}.schema",
+            )
 
     def check_params(self, params: Settings, field: str) -> None:
         if params.get("schema") is None:
@@ -497,7 +507,9 @@ class JsonSchemaScorer(Scorer):
         self.check_settings(params, field)
 
     def score(self, case: Case, answer: AgentAnswer, settings: Settings) -> ScoreResult:
-        schemas = [p.get("schema") for p in check_params(case, self.name)] or [settings.get("schema")]
+        schemas = [p.get("schema") for p in check_params(case, self.name)] or [
+            settings.get("schema")
+        ]
         document, error = _parse_json(answer.answer)
         if error:
             return ScoreResult(scorer=self.name, passed=False, score=0.0, reason=error)
@@ -512,7 +524,9 @@ class JsonSchemaScorer(Scorer):
                 verdicts.append((True, "answer matches the schema"))
             else:
                 where = _json_path(worst.absolute_path)
-                verdicts.append((False, f"answer does not match the schema at {where}: {worst.message}"))
+                verdicts.append(
+                    (False, f"answer does not match the schema at {where}: {worst.message}")
+                )
         return _combine(self.name, verdicts)
 
 
@@ -586,12 +600,19 @@ class NumericAnswerScorer(Scorer):
         for expected, tolerance in expectations:
             if got is None:
                 verdicts.append(
-                    (False, f"expected {format_number(expected)}, but the answer has no final number")
+                    (
+                        False,
+                        f"expected {format_number(expected)}, but the answer has no final number",
+                    )
                 )
             elif abs(got - expected) <= tolerance:
-                verdicts.append((True, f"expected {format_number(expected)}, got {format_number(got)}"))
+                verdicts.append(
+                    (True, f"expected {format_number(expected)}, got {format_number(got)}")
+                )
             else:
-                verdicts.append((False, f"expected {format_number(expected)}, got {format_number(got)}"))
+                verdicts.append(
+                    (False, f"expected {format_number(expected)}, got {format_number(got)}")
+                )
         return _combine(self.name, verdicts)
 
 
@@ -637,7 +658,9 @@ def _match_unordered(expected: Sequence[ExpectedCall], calls: Sequence[ToolCall]
     A greedy pass is wrong here: a name-only expectation could take the one call a stricter
     expectation needed. Sizes are tens at most, so the simple augmenting-path search is fine.
     """
-    candidates = [[j for j, call in enumerate(calls) if _call_matches(exp, call)] for exp in expected]
+    candidates = [
+        [j for j, call in enumerate(calls) if _call_matches(exp, call)] for exp in expected
+    ]
     owner: dict[int, int] = {}  # actual call index -> expected index holding it
 
     def assign(i: int, seen: set[int]) -> bool:
@@ -687,7 +710,9 @@ class ToolCallsScorer(Scorer):
         ordered = settings.get("ordered", False) is True
         match = _match_ordered if ordered else _match_unordered
         found = match(case.expected_calls, answer.calls)
-        missing = [_show_call(call) for call, ok in zip(case.expected_calls, found, strict=True) if not ok]
+        missing = [
+            _show_call(call) for call, ok in zip(case.expected_calls, found, strict=True) if not ok
+        ]
         total = len(case.expected_calls)
         score = (total - len(missing)) / total
         if missing:
@@ -734,17 +759,25 @@ class JudgeScorer(Scorer):
     def check_settings(self, settings: Settings, field: str) -> None:
         unknown = sorted(set(settings) - {"judge_id", "version"})
         if unknown:
-            raise InvalidInputError(f"unknown judge setting {unknown[0]!r}", field=f"{field}.{unknown[0]}")
+            raise InvalidInputError(
+                f"unknown judge setting {unknown[0]!r}", field=f"{field}.{unknown[0]}"
+            )
         if not isinstance(settings.get("judge_id"), str) or not settings["judge_id"]:
             raise InvalidInputError("the judge scorer needs judge_id", field=f"{field}.judge_id")
         version = settings.get("version")
-        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
-            raise InvalidInputError("judge version must be a positive integer (or absent: the latest)",
-                                    field=f"{field}.version")
+        if version is not None and (
+            isinstance(version, bool) or not isinstance(version, int) or version < 1
+        ):
+            raise InvalidInputError(
+                "judge version must be a positive integer (or absent: the latest)",
+                field=f"{field}.version",
+            )
 
     def check_params(self, params: Settings, field: str) -> None:
-        raise InvalidInputError("the judge is configured in scoring.settings.judge, not per case",
-                                field=f"{field}.scorer")
+        raise InvalidInputError(
+            "the judge is configured in scoring.settings.judge, not per case",
+            field=f"{field}.scorer",
+        )
 
 
 JudgeFn = Callable[[Case, AgentAnswer, Settings], ScoreResult]
@@ -804,8 +837,10 @@ def validate_scoring(scoring: ScoringConfig) -> None:
                 f"unknown scorer {name!r} (known: {known})", field=f"scoring.required[{i}]"
             )
     if JudgeScorer.name in scoring.required and JudgeScorer.name not in scoring.settings:
-        raise InvalidInputError("the judge scorer needs scoring.settings.judge = {judge_id, version?}",
-                                field="scoring.settings.judge")
+        raise InvalidInputError(
+            "the judge scorer needs scoring.settings.judge = {judge_id, version?}",
+            field="scoring.settings.judge",
+        )
     for name, settings in scoring.settings.items():
         field = f"scoring.settings.{name}"
         if name not in SCORERS:
@@ -826,7 +861,9 @@ def validate_checks(case: Case, field: str = "checks") -> None:
     for i, check in enumerate(case.checks):
         scorer = SCORERS.get(check.scorer)
         if scorer is None:
-            raise InvalidInputError(f"unknown scorer {check.scorer!r}", field=f"{field}[{i}].scorer")
+            raise InvalidInputError(
+                f"unknown scorer {check.scorer!r}", field=f"{field}[{i}].scorer"
+            )
         scorer.check_params(dict(check.model_extra or {}), f"{field}[{i}]")
 
 
@@ -860,7 +897,9 @@ def _error(name: str, exc: Exception) -> ScoreResult:
     return ScoreResult(scorer=name, passed=None, score=0.0, error=True, reason=reason)
 
 
-def grade(case: Case, answer: AgentAnswer, scoring: ScoringConfig, *, judge: JudgeFn | None = None) -> Grade:
+def grade(
+    case: Case, answer: AgentAnswer, scoring: ScoringConfig, *, judge: JudgeFn | None = None
+) -> Grade:
     """Grade one answer to one case (seed 004 "Results": the attempt's `state`).
 
     Every required scorer that applies is run, in `scoring.required` order. The state:
@@ -885,7 +924,9 @@ def grade(case: Case, answer: AgentAnswer, scoring: ScoringConfig, *, judge: Jud
         if scorer is None:
             # A config from before a scorer was removed: the case cannot be decided, and
             # saying so beats crashing the worker for every case.
-            unknown = ScoreResult(scorer=name, passed=None, error=True, reason=f"unknown scorer {name!r}")
+            unknown = ScoreResult(
+                scorer=name, passed=None, error=True, reason=f"unknown scorer {name!r}"
+            )
             scores.append(unknown)
             continue
         settings = _settings(scoring, name)
@@ -893,8 +934,11 @@ def grade(case: Case, answer: AgentAnswer, scoring: ScoringConfig, *, judge: Jud
             if not scorer.applies(case, settings):
                 continue
             if name == JudgeScorer.name:
-                scores.append(judge(case, answer, settings) if judge is not None else ScoreResult(
-                    scorer=name, passed=None, reason="judge skipped: not asked"))
+                scores.append(
+                    judge(case, answer, settings)
+                    if judge is not None
+                    else ScoreResult(scorer=name, passed=None, reason="judge skipped: not asked")
+                )
                 continue
             scores.append(scorer.score(case, answer, settings))
         except Exception as exc:  # noqa: BLE001 - a scorer raising must stay this attempt's problem

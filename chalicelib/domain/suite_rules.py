@@ -41,9 +41,13 @@ class Threshold(Frozen):
     """Minimum settled pass rate (0..1) over every case; None sets no floor."""
     max_regressions: StrictInt = Field(0, ge=0, le=1_000_000)
     """Confirmed regressions allowed (none by default: one fails the result)."""
-    max_cost_per_pass_rise_pct: StrictInt | StrictFloat | None = Field(None, ge=0, le=1_000_000, allow_inf_nan=False)
+    max_cost_per_pass_rise_pct: StrictInt | StrictFloat | None = Field(
+        None, ge=0, le=1_000_000, allow_inf_nan=False
+    )
     """Largest allowed rise of cost per passed case against the baseline, in percent."""
-    max_p95_latency_rise_pct: StrictInt | StrictFloat | None = Field(None, ge=0, le=1_000_000, allow_inf_nan=False)
+    max_p95_latency_rise_pct: StrictInt | StrictFloat | None = Field(
+        None, ge=0, le=1_000_000, allow_inf_nan=False
+    )
     """Largest allowed rise of p95 latency against the baseline, in percent."""
 
 
@@ -109,7 +113,9 @@ def rise_pct(new: float | None, old: float | None) -> float | None:
         return None
     if old == 0:
         return math.inf if new > 0 else 0.0
-    return (new - old) * 100.0 / old      # multiply first: 100 -> 107 is exactly 7.0, not 7.000000000000001
+    return (
+        (new - old) * 100.0 / old
+    )  # multiply first: 100 -> 107 is exactly 7.0, not 7.000000000000001
 
 
 def _pct(x: float) -> str:
@@ -131,29 +137,46 @@ def decide_result(threshold: Threshold, facts: RunFacts) -> SuiteDecision:
     undecided = list(facts.undecided)
     note = [facts.note] if facts.note else []
     if facts.status == "failed":
-        return SuiteDecision(SuiteResult.ERROR, [f"the eval run failed: {facts.reason or 'no reason given'}", *note],
-                         broken, undecided, facts.overall)
+        return SuiteDecision(
+            SuiteResult.ERROR,
+            [f"the eval run failed: {facts.reason or 'no reason given'}", *note],
+            broken,
+            undecided,
+            facts.overall,
+        )
     fails: list[str] = []
     if len(broken) > threshold.max_regressions:
-        fails.append(f"{len(broken)} confirmed regression{'s' if len(broken) != 1 else ''}, "
-                     f"{threshold.max_regressions} allowed")
+        fails.append(
+            f"{len(broken)} confirmed regression{'s' if len(broken) != 1 else ''}, "
+            f"{threshold.max_regressions} allowed"
+        )
     if facts.first_crashes:
         n = len(facts.first_crashes)
-        fails.append(f"the agent crashed on {n} case{'s' if n != 1 else ''}' first answers" if n != 1
-                     else "the agent crashed on 1 case's first answer")
+        fails.append(
+            f"the agent crashed on {n} case{'s' if n != 1 else ''}' first answers"
+            if n != 1
+            else "the agent crashed on 1 case's first answer"
+        )
         broken += [c for c in facts.first_crashes if c not in broken]
     if threshold.min_pass_rate is not None and facts.total:
         best = (facts.passed + len(undecided)) / facts.total
         if best < threshold.min_pass_rate:
             broken += [c for c in facts.failed_cases if c not in broken]
             rate = facts.passed / facts.total
-            fails.append(f"pass rate {_pct(rate)} is below the minimum {_pct(threshold.min_pass_rate)}"
-                         + (f" even were every undecided case to pass ({_pct(best)})" if undecided else ""))
+            fails.append(
+                f"pass rate {_pct(rate)} is below the minimum {_pct(threshold.min_pass_rate)}"
+                + (f" even were every undecided case to pass ({_pct(best)})" if undecided else "")
+            )
     comparable = facts.compared and facts.invalid_reason is None and facts.could_not_run is None
     if comparable:
         for name, limit, (new, old) in (
-                ("cost per passed case", threshold.max_cost_per_pass_rise_pct, facts.cost_per_pass_micros),
-                ("p95 latency", threshold.max_p95_latency_rise_pct, facts.p95_latency_ms)):
+            (
+                "cost per passed case",
+                threshold.max_cost_per_pass_rise_pct,
+                facts.cost_per_pass_micros,
+            ),
+            ("p95 latency", threshold.max_p95_latency_rise_pct, facts.p95_latency_ms),
+        ):
             rise = rise_pct(new, old) if limit is not None else None
             if rise is not None and limit is not None and rise > limit:
                 shown = "from zero" if math.isinf(rise) else f"{rise:.1f}%"
@@ -162,21 +185,36 @@ def decide_result(threshold: Threshold, facts: RunFacts) -> SuiteDecision:
         return SuiteDecision(SuiteResult.FAILED, fails + note, broken, undecided, facts.overall)
     doubts: list[str] = []
     if facts.status in ("cancelled", "budget_exceeded"):
-        doubts.append(f"the eval run was {'cancelled' if facts.status == 'cancelled' else 'stopped: budget exceeded'}"
-                      + (f" ({facts.reason})" if facts.reason else ""))
+        doubts.append(
+            f"the eval run was {'cancelled' if facts.status == 'cancelled' else 'stopped: budget exceeded'}"
+            + (f" ({facts.reason})" if facts.reason else "")
+        )
     if facts.invalid_reason:
         doubts.append(f"the comparison is invalid: {facts.invalid_reason}")
     if facts.could_not_run:
         doubts.append(f"a side could not run: {facts.could_not_run}")
     if undecided:
-        doubts.append(f"{len(undecided)} case{'s' if len(undecided) != 1 else ''} left undecided: "
-                      + ", ".join(undecided[:10]) + ("…" if len(undecided) > 10 else ""))
+        doubts.append(
+            f"{len(undecided)} case{'s' if len(undecided) != 1 else ''} left undecided: "
+            + ", ".join(undecided[:10])
+            + ("…" if len(undecided) > 10 else "")
+        )
     if doubts:
-        return SuiteDecision(SuiteResult.INCONCLUSIVE, doubts + note, broken, undecided, facts.overall)
+        return SuiteDecision(
+            SuiteResult.INCONCLUSIVE, doubts + note, broken, undecided, facts.overall
+        )
     if threshold.min_pass_rate is None and not facts.compared:
-        return SuiteDecision(SuiteResult.BASELINE_SET,
-                         ["a first measurement with no minimum and nothing earlier to compare: "
-                          "a reference for later results, not a pass", *note], broken, undecided, facts.overall)
+        return SuiteDecision(
+            SuiteResult.BASELINE_SET,
+            [
+                "a first measurement with no minimum and nothing earlier to compare: "
+                "a reference for later results, not a pass",
+                *note,
+            ],
+            broken,
+            undecided,
+            facts.overall,
+        )
     return SuiteDecision(SuiteResult.PASSED, note, broken, undecided, facts.overall)
 
 
@@ -191,13 +229,15 @@ def absorb(pending: Sequence[dict[str, Any]], trigger: dict[str, Any]) -> list[d
     out = [dict(p) for p in pending]
     for entry in out:
         if entry.get("version") == trigger.get("version"):
-            entry["kinds"] = sorted(set(entry.get("kinds", [entry.get("kind")])) | {trigger["kind"]})
+            entry["kinds"] = sorted(
+                set(entry.get("kinds", [entry.get("kind")])) | {trigger["kind"]}
+            )
             entry["due_at_ms"] = min(int(entry["due_at_ms"]), int(trigger["due_at_ms"]))
             for key in ("baseline_version", "promotion_id", "by"):
                 if trigger.get(key) is not None and entry.get(key) is None:
                     entry[key] = trigger[key]
             if trigger["kind"] == TriggerKind.GATE:
-                entry["kind"] = TriggerKind.GATE.value   # a gate decides a promotion: it wins
+                entry["kind"] = TriggerKind.GATE.value  # a gate decides a promotion: it wins
                 entry["promotion_id"] = trigger.get("promotion_id")
                 entry["baseline_version"] = trigger.get("baseline_version")
             return out

@@ -102,19 +102,26 @@ def handle(c: Container, body: str) -> dict[str, Any]:
     if kind == "dependency_changed":
         return _dependency_changed(c, data)
     if kind != "version_published":
-        raise MalformedEventError(f"unknown event type {kind!r}; expected 'version_published' or "
-                                  "'dependency_changed'")
+        raise MalformedEventError(
+            f"unknown event type {kind!r}; expected 'version_published' or 'dependency_changed'"
+        )
     try:
         event = VersionPublished.model_validate(data)
     except ValidationError as exc:
         raise MalformedEventError(invalid_input(exc).message) from None
     who = Identity(event.org_id, event.published_by)
     try:
-        row, created = agent_service.publish(c, who, event.agent_id, version=event.version,
-                                             spec=event.spec, source="pipeline")
+        row, created = agent_service.publish(
+            c, who, event.agent_id, version=event.version, spec=event.spec, source="pipeline"
+        )
     except AssayError as exc:
         raise MalformedEventError(exc.message) from None
-    log.info("agent %s version %s published by pipeline (created=%s)", event.agent_id, event.version, created)
+    log.info(
+        "agent %s version %s published by pipeline (created=%s)",
+        event.agent_id,
+        event.version,
+        created,
+    )
     return {"agent_id": row.agent_id, "version": int(row.version), "created": created}
 
 
@@ -128,6 +135,11 @@ def _dependency_changed(c: Container, data: dict[str, Any]) -> dict[str, Any]:
     except AssayError as exc:
         raise MalformedEventError(exc.message) from None
     taken = suites.on_dependency_changed(c, event.org_id, event.agent_id, event.version)
-    log.info("agent %s dependency %s %s: %d suites due", event.agent_id, event.dependency.kind,
-             event.dependency.change, taken)
+    log.info(
+        "agent %s dependency %s %s: %d suites due",
+        event.agent_id,
+        event.dependency.kind,
+        event.dependency.change,
+        taken,
+    )
     return {"agent_id": event.agent_id, "version": event.version, "suites": taken}

@@ -25,8 +25,9 @@ def _validate_spec(c: Container, who: Identity, spec: Any, field: str = "spec") 
     return spec
 
 
-def create_agent(c: Container, who: Identity, *, name: str, spec: dict[str, Any],
-                 agent_id: str | None = None) -> Agent:
+def create_agent(
+    c: Container, who: Identity, *, name: str, spec: dict[str, Any], agent_id: str | None = None
+) -> Agent:
     """Create an agent whose draft is `spec`.
 
     An agent id is unique within the organization only: another organization may have the same
@@ -41,9 +42,17 @@ def create_agent(c: Container, who: Identity, *, name: str, spec: dict[str, Any]
     spec = _validate_spec(c, who, spec)
     now = iso(c.clock.now())
     agent_id = agent_id or f"agt_{uuid.uuid4().hex[:12]}"
-    row = Agent(org_id=who.org_id, agent_id=agent_id, name=name,
-                draft_spec=spec, draft_spec_hash=spec_hash(spec), draft_updated_at=now,
-                latest_version=0, created_at=now, created_by=who.user_id)
+    row = Agent(
+        org_id=who.org_id,
+        agent_id=agent_id,
+        name=name,
+        draft_spec=spec,
+        draft_spec_hash=spec_hash(spec),
+        draft_updated_at=now,
+        latest_version=0,
+        created_at=now,
+        created_by=who.user_id,
+    )
     c.agents.create(row)
     return row
 
@@ -54,8 +63,14 @@ def list_versions(c: Container, who: Identity, agent_id: str) -> list[AgentVersi
     return c.agents.list_versions(who.org_id, agent_id)
 
 
-def update_draft(c: Container, who: Identity, agent_id: str, *, spec: dict[str, Any] | None,
-                 name: str | None = None) -> Agent:
+def update_draft(
+    c: Container,
+    who: Identity,
+    agent_id: str,
+    *,
+    spec: dict[str, Any] | None,
+    name: str | None = None,
+) -> Agent:
     """Replace the draft spec (and/or rename); `spec_hash` and `updated_at` follow.
 
     Saving the same spec again keeps `updated_at` and the hash, so it never makes a verdict stale.
@@ -67,15 +82,23 @@ def update_draft(c: Container, who: Identity, agent_id: str, *, spec: dict[str, 
         spec = _validate_spec(c, who, spec)
         h = spec_hash(spec)
         if h != row.draft_spec_hash:
-            edited = replace(edited, draft_spec=spec, draft_spec_hash=h,
-                             draft_updated_at=iso(c.clock.now()))
+            edited = replace(
+                edited, draft_spec=spec, draft_spec_hash=h, draft_updated_at=iso(c.clock.now())
+            )
     if edited is not row:
         c.agents.edit_draft(row, edited)
     return c.agents.get(who.org_id, agent_id)
 
 
-def publish(c: Container, who: Identity, agent_id: str, *, version: int | None = None,
-            spec: dict[str, Any] | None = None, source: str = "api") -> tuple[AgentVersion, bool]:
+def publish(
+    c: Container,
+    who: Identity,
+    agent_id: str,
+    *,
+    version: int | None = None,
+    spec: dict[str, Any] | None = None,
+    source: str = "api",
+) -> tuple[AgentVersion, bool]:
     """Publish `spec` (default: the draft) as `version` (default: latest + 1).
 
     Returns:
@@ -91,9 +114,17 @@ def publish(c: Container, who: Identity, agent_id: str, *, version: int | None =
         version = int(agent.latest_version or 0) + 1
     if version < 1:
         raise InvalidInputError("version must be a positive integer", field="version")
-    row = AgentVersion(org_id=who.org_id, agent_id=agent_id, version=version, spec=spec,
-                       spec_hash=spec_hash(spec), model_profile_id=spec.get("model_profile_id"),
-                       published_at=iso(c.clock.now()), published_by=who.user_id, source=source)
+    row = AgentVersion(
+        org_id=who.org_id,
+        agent_id=agent_id,
+        version=version,
+        spec=spec,
+        spec_hash=spec_hash(spec),
+        model_profile_id=spec.get("model_profile_id"),
+        published_at=iso(c.clock.now()),
+        published_by=who.user_id,
+        source=source,
+    )
     created = c.agents.publish(row)
     # Suites on publish check every new version; a redelivered publish finds them triggered already.
     messagebus.publish(c, VersionPublished(who.org_id, agent_id, version))

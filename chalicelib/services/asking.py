@@ -39,8 +39,16 @@ class Asked:
     """The agent's own failure, or a request the provider refused."""
 
 
-def ask(c: Container, org_id: str, agent_id: str, spec: dict[str, Any], request: CaseRequest, *,
-        budget_read: BudgetReading | None = None, judge: bool = False) -> Asked:
+def ask(
+    c: Container,
+    org_id: str,
+    agent_id: str,
+    spec: dict[str, Any],
+    request: CaseRequest,
+    *,
+    budget_read: BudgetReading | None = None,
+    judge: bool = False,
+) -> Asked:
     """Ask `spec`'s runtime once, retrying provider errors with a retryable status (None, 408, 429,
     5xx) up to `ASSAY_AGENT_RETRIES` times with linear backoff, all within
     `EVALUATION_CASE_TIMEOUT_SECONDS`. Both budgets are checked before every try (`budget_read`:
@@ -58,35 +66,55 @@ def ask(c: Container, org_id: str, agent_id: str, spec: dict[str, Any], request:
     out = Asked()
     while True:
         out.tries += 1
-        out.exhausted = budgets.exhausted(budget_read) if out.tries == 1 and budget_read is not None \
+        out.exhausted = (
+            budgets.exhausted(budget_read)
+            if out.tries == 1 and budget_read is not None
             else budgets.check(c, org_id, agent_id)
+        )
         if out.exhausted is not None:
             break
         try:
-            out.answer = c.runtimes.runtime_for(spec).ask(spec, request, max(0.001, deadline - time.monotonic()),
-                                                           ctx)
+            out.answer = c.runtimes.runtime_for(spec).ask(
+                spec, request, max(0.001, deadline - time.monotonic()), ctx
+            )
             break
         except InvalidInputError as exc:
             out.crash = AgentCrashError(f"the spec cannot run: {exc.message}")
             break
         except ProviderError as exc:
-            if not is_retryable_status(exc.status) or out.tries > settings.assay_agent_retries \
-                    or time.monotonic() >= deadline:
+            if (
+                not is_retryable_status(exc.status)
+                or out.tries > settings.assay_agent_retries
+                or time.monotonic() >= deadline
+            ):
                 out.provider_error = exc
                 break
-            time.sleep(min(settings.assay_retry_backoff_seconds * out.tries, max(0.0, deadline - time.monotonic())))
+            time.sleep(
+                min(
+                    settings.assay_retry_backoff_seconds * out.tries,
+                    max(0.0, deadline - time.monotonic()),
+                )
+            )
         except AgentCrashError as exc:
             out.crash = exc
             break
     out.latency_ms = (time.monotonic() - started) * 1000
     if out.answer is not None:
-        out.cost_micros = out.answer.cost_micros if out.answer.cost_micros is not None else token_cost_micros(
-            out.answer.usage.input_tokens, out.answer.usage.output_tokens, spec.get("price"))
+        out.cost_micros = (
+            out.answer.cost_micros
+            if out.answer.cost_micros is not None
+            else token_cost_micros(
+                out.answer.usage.input_tokens, out.answer.usage.output_tokens, spec.get("price")
+            )
+        )
         budgets.charge(c, org_id, agent_id, out.cost_micros, judge=judge)
     return out
 
 
 def context(c: Container, org_id: str) -> AskContext:
     """What a runtime may read while it asks for `org_id`: its secrets and its recordings, by name."""
-    return AskContext(org_id, secret=lambda name: c.secrets.get(org_id, name),
-                      recording=lambda recording_id: c.recordings.load(org_id, recording_id))
+    return AskContext(
+        org_id,
+        secret=lambda name: c.secrets.get(org_id, name),
+        recording=lambda recording_id: c.recordings.load(org_id, recording_id),
+    )

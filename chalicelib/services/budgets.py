@@ -44,14 +44,18 @@ class Exhausted:
 
     @property
     def reason(self) -> str:
-        return (f"budget exceeded: the {self.scope}'s monthly budget of {usd_text(self.budget_micros)} "
-                f"is spent ({usd_text(self.spent_micros)} this month)")
+        return (
+            f"budget exceeded: the {self.scope}'s monthly budget of {usd_text(self.budget_micros)} "
+            f"is spent ({usd_text(self.spent_micros)} this month)"
+        )
 
 
 def exhausted(reading: BudgetReading) -> Exhausted | None:
     """The first budget with nothing left (spent >= budget), agent first; None while both have room."""
-    for scope, budget, spent in (("agent", reading.agent_budget_micros, reading.agent_spent_micros),
-                                 ("organization", reading.org_budget_micros, reading.org_spent_micros)):
+    for scope, budget, spent in (
+        ("agent", reading.agent_budget_micros, reading.agent_spent_micros),
+        ("organization", reading.org_budget_micros, reading.org_spent_micros),
+    ):
         if budget is not None and spent >= budget:
             return Exhausted(scope, budget, spent)
     return None
@@ -111,7 +115,7 @@ def parse_usd(raw: Any, field: str) -> int | None:
     if isinstance(raw, str):
         text = raw
     elif math.isfinite(raw):
-        text = format(Decimal(str(raw)), "f")      # 1e-06 -> "0.000001", 12.50 -> "12.5"
+        text = format(Decimal(str(raw)), "f")  # 1e-06 -> "0.000001", 12.50 -> "12.5"
         text = text.rstrip("0").rstrip(".") if "." in text else text
     else:
         text = "nan"

@@ -22,8 +22,9 @@ from chalicelib.services import judges, redacting
 def parse_scoring(raw: Any) -> ScoringConfig:
     """Validate a scoring block. Raises InvalidInputError naming the field."""
     if raw is None:
-        raise InvalidInputError("scoring is required: name the scorers every case must pass",
-                                field="scoring")
+        raise InvalidInputError(
+            "scoring is required: name the scorers every case must pass", field="scoring"
+        )
     try:
         scoring = ScoringConfig.model_validate(raw)
     except ValidationError as exc:
@@ -49,8 +50,9 @@ def parse_cases(raw: Any) -> list[Case]:
             raise InvalidInputError(f"cases[{i}].input is empty", field=f"cases[{i}].input")
         scorers.validate_checks(case, field=f"cases[{i}].checks")
         if case.case_id in seen:
-            raise InvalidInputError(f"cases[{i}].case_id {case.case_id!r} is used twice",
-                                    field=f"cases[{i}].case_id")
+            raise InvalidInputError(
+                f"cases[{i}].case_id {case.case_id!r} is used twice", field=f"cases[{i}].case_id"
+            )
         seen.add(case.case_id)
         out.append(case)
     return out
@@ -74,8 +76,9 @@ def redact_cases(c: Container, org_id: str, cases: list[Case]) -> list[Case]:
     return out
 
 
-def create_dataset(c: Container, who: Identity, *, name: str,
-                   dataset_id: str | None = None) -> Dataset:
+def create_dataset(
+    c: Container, who: Identity, *, name: str, dataset_id: str | None = None
+) -> Dataset:
     """Create an empty dataset (its versions are added with `add_version`). A dataset id is unique
     within the organization only.
 
@@ -84,15 +87,28 @@ def create_dataset(c: Container, who: Identity, *, name: str,
     """
     if dataset_id is not None:
         check_tenant_id(dataset_id, "dataset_id")
-    header = Dataset(dataset_id=dataset_id or f"ds_{uuid.uuid4().hex[:12]}", version=0,
-                     org_id=who.org_id, name=name, created_at=iso(c.clock.now()),
-                     created_by=who.user_id, latest_version=0)
+    header = Dataset(
+        dataset_id=dataset_id or f"ds_{uuid.uuid4().hex[:12]}",
+        version=0,
+        org_id=who.org_id,
+        name=name,
+        created_at=iso(c.clock.now()),
+        created_by=who.user_id,
+        latest_version=0,
+    )
     c.datasets.create(header)
     return header
 
 
-def add_version(c: Container, who: Identity, dataset_id: str, *, scoring: Any,
-                cases: Any = None, source: dict[str, Any] | None = None) -> tuple[Dataset, Dataset]:
+def add_version(
+    c: Container,
+    who: Identity,
+    dataset_id: str,
+    *,
+    scoring: Any,
+    cases: Any = None,
+    source: dict[str, Any] | None = None,
+) -> tuple[Dataset, Dataset]:
     """Add the next immutable version from inline `cases` or an import `source`.
 
     Args:
@@ -114,12 +130,16 @@ def add_version(c: Container, who: Identity, dataset_id: str, *, scoring: Any,
             raise InvalidInputError("source must be {format, content}", field="source.content")
         fmt = source.get("format")
         if fmt not in ("jsonl", "csv", "gsm8k"):
-            raise InvalidInputError("source.format must be one of jsonl, csv, gsm8k", field="source.format")
+            raise InvalidInputError(
+                "source.format must be one of jsonl, csv, gsm8k", field="source.format"
+            )
         parsed = importers.parse(fmt, source["content"])
         limit = source.get("limit")
         if limit is not None:
             if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-                raise InvalidInputError("source.limit must be a positive integer", field="source.limit")
+                raise InvalidInputError(
+                    "source.limit must be a positive integer", field="source.limit"
+                )
             parsed = parsed[:limit]
     else:
         parsed = parse_cases(cases)
@@ -130,19 +150,28 @@ def add_version(c: Container, who: Identity, dataset_id: str, *, scoring: Any,
     effective = judges.effective_scoring(scoring_cfg, judges.of_scoring(c, who.org_id, scoring_cfg))
     ungraded = sum(1 for case in parsed if not scorers.is_gradable(case, effective))
     version = c.datasets.next_version(who.org_id, dataset_id)
-    row = Dataset(dataset_id=dataset_id, version=version, org_id=who.org_id, name=header.name,
-                  created_at=iso(c.clock.now()), created_by=who.user_id,
-                  scoring=scoring_cfg.model_dump(mode="json"),
-                  case_ids=[case.case_id for case in parsed], case_count=len(parsed),
-                  ungraded_cases=ungraded)
-    c.datasets.add_version(row, [DatasetCase(case_id=case.case_id,
-                                             case=case.model_dump(mode="json"))
-                                 for case in parsed])
+    row = Dataset(
+        dataset_id=dataset_id,
+        version=version,
+        org_id=who.org_id,
+        name=header.name,
+        created_at=iso(c.clock.now()),
+        created_by=who.user_id,
+        scoring=scoring_cfg.model_dump(mode="json"),
+        case_ids=[case.case_id for case in parsed],
+        case_count=len(parsed),
+        ungraded_cases=ungraded,
+    )
+    c.datasets.add_version(
+        row,
+        [DatasetCase(case_id=case.case_id, case=case.model_dump(mode="json")) for case in parsed],
+    )
     return c.datasets.get(who.org_id, dataset_id), row
 
 
-def coverage(c: Container, version: Dataset, judge: Any,
-             scoring: dict[str, Any] | None = None) -> tuple[int, int]:
+def coverage(
+    c: Container, version: Dataset, judge: Any, scoring: dict[str, Any] | None = None
+) -> tuple[int, int]:
     """`(cases nothing grades, cases the judge grades)` of a dataset version, with `judge` (a
     `judges.ResolvedJudge` or None) the judge grading now: republishing a judge with other
     criteria scopes changes both, so they are counted when a run is planned."""
@@ -167,10 +196,12 @@ def resolve_version(c: Container, who: Identity, dataset_id: str, version: Any) 
     header = c.datasets.get(who.org_id, dataset_id)
     if version in (None, "latest"):
         if not header.latest_version:
-            raise InvalidInputError(f"dataset {dataset_id} has no version yet: add cases first",
-                                    field="dataset_version")
+            raise InvalidInputError(
+                f"dataset {dataset_id} has no version yet: add cases first", field="dataset_version"
+            )
         version = int(header.latest_version)
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise InvalidInputError("dataset_version must be a positive integer or 'latest'",
-                                field="dataset_version")
+        raise InvalidInputError(
+            "dataset_version must be a positive integer or 'latest'", field="dataset_version"
+        )
     return c.datasets.get(who.org_id, dataset_id, version)

@@ -16,14 +16,22 @@ RECENT_RUNS = 200
 """How many of the organization's newest runs are checked for queued or running ones."""
 
 
-def create(c: Container, who: Identity, *, environment_id: str, name: str = "", default: bool = False) -> Environment:
+def create(
+    c: Container, who: Identity, *, environment_id: str, name: str = "", default: bool = False
+) -> Environment:
     """Create an environment; the organization's first is its default, and `default` makes it so.
     Raises InvalidInputError for an id with `#` or `/`, ConflictError for an id the organization
     has already."""
     check_tenant_id(environment_id, "environment_id")
     now = iso(c.clock.now())
-    row = Environment(org_id=who.org_id, environment_id=environment_id, name=name or environment_id,
-                      serving={}, created_at=now, created_by=who.user_id)
+    row = Environment(
+        org_id=who.org_id,
+        environment_id=environment_id,
+        name=name or environment_id,
+        serving={},
+        created_at=now,
+        created_by=who.user_id,
+    )
     c.environments.create(row)
     org = c.orgs.ensure(who.org_id, concurrency_limit=c.settings.eval_org_concurrency, now_iso=now)
     if default or not org.default_environment_id:
@@ -53,7 +61,9 @@ def resolve(c: Container, org_id: str, environment_id: str | None) -> Environmen
     if environment_id is None:
         row = default_of(c, org_id)
         if row is None:
-            raise NotFoundError("the organization has no default environment: create one", field="environment_id")
+            raise NotFoundError(
+                "the organization has no default environment: create one", field="environment_id"
+            )
         return row
     return c.environments.get(org_id, environment_id)
 
@@ -64,17 +74,25 @@ def served(c: Container, org_id: str, environment_id: str | None, agent_id: str)
     return int(version) if version is not None else None
 
 
-def active_runs_using(c: Container, org_id: str, *, environment_id: str | None = None,
-                      model_profile_id: str | None = None) -> list[str]:
+def active_runs_using(
+    c: Container,
+    org_id: str,
+    *,
+    environment_id: str | None = None,
+    model_profile_id: str | None = None,
+) -> list[str]:
     """Queued or running runs that name the environment or run an arm on the model profile."""
     out = []
     default = default_id(c, org_id) if environment_id is not None else None
     for run in c.runs.recent_active(org_id, RECENT_RUNS):
-        if environment_id is not None and (run.environment_id == environment_id or (
-                run.environment_id in (None, "default") and environment_id == default)):
+        if environment_id is not None and (
+            run.environment_id == environment_id
+            or (run.environment_id in (None, "default") and environment_id == default)
+        ):
             out.append(run.run_id)
-        elif model_profile_id is not None and any(a.model_profile_id == model_profile_id
-                                                  for a in run.arms):
+        elif model_profile_id is not None and any(
+            a.model_profile_id == model_profile_id for a in run.arms
+        ):
             out.append(run.run_id)
     return out
 
@@ -88,8 +106,12 @@ def delete(c: Container, who: Identity, environment_id: str) -> None:
     was_default = default_id(c, who.org_id) == environment_id
     busy = active_runs_using(c, who.org_id, environment_id=environment_id)
     if busy:
-        raise ConflictError(f"environment {environment_id} is used by eval run {busy[0]} (queued or running): "
-                            "wait for it or cancel it", field="environment_id", run_ids=busy)
+        raise ConflictError(
+            f"environment {environment_id} is used by eval run {busy[0]} (queued or running): "
+            "wait for it or cancel it",
+            field="environment_id",
+            run_ids=busy,
+        )
     c.environments.delete(who.org_id, environment_id)
     if was_default:
         c.orgs.set_default_environment(who.org_id, None)

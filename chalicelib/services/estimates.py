@@ -21,8 +21,9 @@ from chalicelib.services import baselines, budgets, environments
 from chalicelib.services.planning import Plan
 
 
-def _history(c: Container, recent: list[Run], org_id: str) -> tuple[dict[str | None, rules.CostHistory],
-                                                                      dict[str | None, rules.CostHistory]]:
+def _history(
+    c: Container, recent: list[Run], org_id: str
+) -> tuple[dict[str | None, rules.CostHistory], dict[str | None, rules.CostHistory]]:
     """The agent's cost history per model (answers) and per judge model (grading), each over its
     last `EVAL_ESTIMATE_SAMPLE` completed runs on that model, from its newest runs `recent`."""
     sample = c.settings.eval_estimate_sample
@@ -42,14 +43,20 @@ def _history(c: Container, recent: list[Run], org_id: str) -> tuple[dict[str | N
                 acc[1] += eff.attempts
         judge_model = (run.settings or {}).get("judge_model")
         for totals, model, cost, count in (
-                *((answers, m, v[0], v[1]) for m, v in this_run.items()),
-                *([(grading, judge_model, int(run.judge_cost_micros or 0), int(run.judge_calls or 0))]
-                  if judge_model and int(run.judge_calls or 0) else [])):
+            *((answers, m, v[0], v[1]) for m, v in this_run.items()),
+            *(
+                [(grading, judge_model, int(run.judge_cost_micros or 0), int(run.judge_calls or 0))]
+                if judge_model and int(run.judge_calls or 0)
+                else []
+            ),
+        ):
             acc = totals.setdefault(model, [0, 0, 0])
-            if acc[2] < sample:   # this model's newest `sample` runs only
+            if acc[2] < sample:  # this model's newest `sample` runs only
                 acc[0], acc[1], acc[2] = acc[0] + cost, acc[1] + count, acc[2] + 1
-    return ({m: rules.CostHistory(*v) for m, v in answers.items()},
-            {m: rules.CostHistory(*v) for m, v in grading.items()})
+    return (
+        {m: rules.CostHistory(*v) for m, v in answers.items()},
+        {m: rules.CostHistory(*v) for m, v in grading.items()},
+    )
 
 
 def _committed(c: Container, org_id: str, agent_id: str) -> tuple[int, int]:
@@ -98,10 +105,13 @@ class Price:
         """What a run keeps of its estimate (`settings.estimate`): `{first_pass_usd,
         rerun_ceiling_usd, total_usd, total_micros, basis}`."""
         est = self.estimate
-        return {"first_pass_usd": micros_to_usd(est.first_pass_micros),
-                "rerun_ceiling_usd": micros_to_usd(est.rerun_ceiling_micros),
-                "total_usd": micros_to_usd(est.total_micros), "total_micros": est.total_micros,
-                "basis": str(est.basis)}
+        return {
+            "first_pass_usd": micros_to_usd(est.first_pass_micros),
+            "rerun_ceiling_usd": micros_to_usd(est.rerun_ceiling_micros),
+            "total_usd": micros_to_usd(est.total_micros),
+            "total_micros": est.total_micros,
+            "basis": str(est.basis),
+        }
 
 
 def price(c: Container, who: Identity, plan: Plan) -> Price:
@@ -111,45 +121,75 @@ def price(c: Container, who: Identity, plan: Plan) -> Price:
     total, computed exactly in micro-USD; `within_budget` when neither goes below zero.
     """
     s = c.settings
-    fallback = {"fallback_input_tokens": s.eval_fallback_input_tokens,
-                "fallback_output_tokens": s.eval_fallback_output_tokens,
-                "fallback_case_micros": usd_to_micros(s.eval_fallback_case_cost_usd)}
+    fallback = {
+        "fallback_input_tokens": s.eval_fallback_input_tokens,
+        "fallback_output_tokens": s.eval_fallback_output_tokens,
+        "fallback_case_micros": usd_to_micros(s.eval_fallback_case_cost_usd),
+    }
     answers, grading = _history(c, plan.recent_runs, who.org_id)
     arm_plans = []
     for arm in plan.arms:
         model = baselines.model_of(arm.spec)
         per_case, basis = rules.unit_cost(answers.get(model), arm.spec.get("price"), **fallback)
-        arm_plans.append(rules.ArmPlan(arm.arm_id, arm.role.value, model, per_case, basis,
-                                       answers=arm.answers, rerun=arm.rerun))
+        arm_plans.append(
+            rules.ArmPlan(
+                arm.arm_id,
+                arm.role.value,
+                model,
+                per_case,
+                basis,
+                answers=arm.answers,
+                rerun=arm.rerun,
+            )
+        )
     judge_plan = None
     if plan.judge is not None:
-        per_call, basis = rules.unit_cost(grading.get(plan.judge.model),
-                                          plan.judge.runtime_spec.get("price"), **fallback)
+        per_call, basis = rules.unit_cost(
+            grading.get(plan.judge.model), plan.judge.runtime_spec.get("price"), **fallback
+        )
         judge_plan = rules.JudgePlan(per_call, basis, plan.judged)
-    est = rules.estimate(cases=plan.case_count, arms=arm_plans, judge=judge_plan,
-                         reruns=plan.reruns, stability=plan.stability)
+    est = rules.estimate(
+        cases=plan.case_count,
+        arms=arm_plans,
+        judge=judge_plan,
+        reruns=plan.reruns,
+        stability=plan.stability,
+    )
     reading = budgets.read(c, who.org_id, plan.agent_id)
     exposure = est.total_micros
     agent_committed, org_committed = _committed(c, who.org_id, plan.agent_id)
     agent_used = reading.agent_spent_micros + agent_committed
     org_used = reading.org_spent_micros + org_committed
     return Price(
-        plan=plan, estimate=est, judge=judge_plan, history=answers, reading=reading,
-        month=budgets.month_of(c.clock.now()), agent_committed_micros=agent_committed,
+        plan=plan,
+        estimate=est,
+        judge=judge_plan,
+        history=answers,
+        reading=reading,
+        month=budgets.month_of(c.clock.now()),
+        agent_committed_micros=agent_committed,
         org_committed_micros=org_committed,
         agent_after_micros=rules.remaining_after(reading.agent_budget_micros, agent_used, exposure),
         org_after_micros=rules.remaining_after(reading.org_budget_micros, org_used, exposure),
         within_budget=rules.fits(reading.agent_budget_micros, agent_used, exposure)
-        and rules.fits(reading.org_budget_micros, org_used, exposure))
+        and rules.fits(reading.org_budget_micros, org_used, exposure),
+    )
 
 
 def refusal(priced: Price) -> str:
     """Why a start past a budget is refused (the 402's message)."""
-    short = [name for name, after in (("agent's", priced.agent_after_micros),
-                                      ("organization's", priced.org_after_micros))
-             if after is not None and after < 0]
+    short = [
+        name
+        for name, after in (
+            ("agent's", priced.agent_after_micros),
+            ("organization's", priced.org_after_micros),
+        )
+        if after is not None and after < 0
+    ]
     est = priced.estimate
-    return (f"the run could cost up to {usd_text(est.total_micros)} (first pass "
-            f"{usd_text(est.first_pass_micros)} plus reruns up to "
-            f"{usd_text(est.rerun_ceiling_micros)}), more than is left of the "
-            f"{' and the '.join(short)} monthly budget")
+    return (
+        f"the run could cost up to {usd_text(est.total_micros)} (first pass "
+        f"{usd_text(est.first_pass_micros)} plus reruns up to "
+        f"{usd_text(est.rerun_ceiling_micros)}), more than is left of the "
+        f"{' and the '.join(short)} monthly budget"
+    )

@@ -63,7 +63,10 @@ EVENT_HANDLERS: dict[type[Event], list[messagebus.Handler]] = {
     GuardWithdrawn: [_refuse_waiting_on_guard],
     GateDropped: [_refuse_promotion],
     GateDecided: [promotions.on_gate_decided],
-    SlotReleased: [_hand_slots_on, _advance_phase],   # the slot first, then whether the phase is over
+    SlotReleased: [
+        _hand_slots_on,
+        _advance_phase,
+    ],  # the slot first, then whether the phase is over
     BudgetExhausted: [runs.on_budget_exhausted],
     TasksNotQueued: [run_case.on_tasks_not_queued],
 }

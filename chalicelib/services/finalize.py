@@ -52,32 +52,54 @@ def facts(row: Attempt) -> AttemptFacts:
     scores = row.scores or []
     decided = [s.get("score", 0.0) for s in scores if s.get("passed") is not None]
     return AttemptFacts(
-        case_id=row.case_id, attempt=int(row.attempt), state=AttemptState(row.state),
+        case_id=row.case_id,
+        attempt=int(row.attempt),
+        state=AttemptState(row.state),
         score=(sum(decided) / len(decided)) if decided else 0.0,
-        cost_micros=int(row.cost_micros or 0), input_tokens=int(row.input_tokens or 0),
-        output_tokens=int(row.output_tokens or 0), latency_ms=float(row.latency_ms or 0),
-        crash=bool(row.crash), reason=row.reason or "", judge=judge_rules.score_judge_key(scores))
+        cost_micros=int(row.cost_micros or 0),
+        input_tokens=int(row.input_tokens or 0),
+        output_tokens=int(row.output_tokens or 0),
+        latency_ms=float(row.latency_ms or 0),
+        crash=bool(row.crash),
+        reason=row.reason or "",
+        judge=judge_rules.score_judge_key(scores),
+    )
 
 
 def summarize(run: Run, attempts: list[Attempt]) -> dict[str, ArmSummary]:
     """Each arm's summary over the run's cases (a case graded by two judges counts the tries of
     the one that graded more of them)."""
-    return {arm.arm_id: summarize_arm([f for tries in by_case(run, attempts, arm.arm_id).values()
-                                       for f in tries], run.case_ids) for arm in run.arms}
+    return {
+        arm.arm_id: summarize_arm(
+            [f for tries in by_case(run, attempts, arm.arm_id).values() for f in tries],
+            run.case_ids,
+        )
+        for arm in run.arms
+    }
 
 
 def judge_keys(attempts: list[Attempt], arm_id: str) -> set[str]:
     """The judges (fingerprint keys) that graded an arm's answers."""
-    return {key for r in attempts if r.arm_id == arm_id and (key := judge_rules.score_judge_key(r.scores or []))}
+    return {
+        key
+        for r in attempts
+        if r.arm_id == arm_id and (key := judge_rules.score_judge_key(r.scores or []))
+    }
 
 
 def ungraded_score_ids(run: Run, attempts: list[Attempt]) -> list[str]:
     """The judge scores that graded nothing (the judge failed or was skipped): what "grade again"
     grades (seed 004 "Results"). A score id is `<run_id>:<attempt_key>:judge`. First answers a
     baseline borrowed from another run are that run's to grade again, not this one's."""
-    return [score_id(run.run_id, r.attempt_key) for r in sorted(attempts, key=lambda r: r.attempt_key)
-            if not (int(r.attempt) == 1 and _borrowed(run, r.arm_id))
-            and any(s.get("scorer") == judge_rules.JUDGE_SCORER and s.get("passed") is None for s in r.scores or [])]
+    return [
+        score_id(run.run_id, r.attempt_key)
+        for r in sorted(attempts, key=lambda r: r.attempt_key)
+        if not (int(r.attempt) == 1 and _borrowed(run, r.arm_id))
+        and any(
+            s.get("scorer") == judge_rules.JUDGE_SCORER and s.get("passed") is None
+            for s in r.scores or []
+        )
+    ]
 
 
 def score_id(run_id: str, attempt_key: str) -> str:
@@ -90,25 +112,39 @@ def could_not_run(attempts: list[Attempt], arm_id: str) -> str | None:
     the side "could not run" and says so instead of a verdict, seed 004 "Results")."""
     firsts = [r for r in attempts if r.arm_id == arm_id and int(r.attempt) == 1]
     errors = {r.error for r in firsts}
-    if firsts and len(errors) == 1 and None not in errors and all(r.state != "passed" for r in firsts):
+    if (
+        firsts
+        and len(errors) == 1
+        and None not in errors
+        and all(r.state != "passed" for r in firsts)
+    ):
         return next(iter(errors))
     return None
 
 
-def arm_results(c: Container, run: Run, attempts: list[Attempt],
-                summaries: dict[str, ArmSummary]) -> dict[str, ArmResult]:
+def arm_results(
+    c: Container, run: Run, attempts: list[Attempt], summaries: dict[str, ArmSummary]
+) -> dict[str, ArmResult]:
     """Each arm's result: its summary, its per-tag summaries (the tags read from the dataset's
     cases), why it could not run, its judges, and what its own answers cost (the next estimate's
     exact history; nothing for answers borrowed from another run)."""
-    tags = {cid: (c.datasets.get_case(run.org_id, run.dataset_id, int(run.dataset_version), cid)
-                  or {}).get("tags") or [] for cid in run.case_ids}
+    tags = {
+        cid: (
+            c.datasets.get_case(run.org_id, run.dataset_id, int(run.dataset_version), cid) or {}
+        ).get("tags")
+        or []
+        for cid in run.case_ids
+    }
     results = {}
     for arm_id, summary in summaries.items():
         own = [] if _borrowed(run, arm_id) else [r for r in attempts if r.arm_id == arm_id]
         results[arm_id] = outcomes.arm_result(
-            summary, tags=compare.summarize_by_tag(by_case(run, attempts, arm_id), tags),
-            could_not_run=could_not_run(attempts, arm_id), judges=judge_keys(attempts, arm_id),
-            own=(sum(int(r.cost_micros or 0) for r in own), len(own)))
+            summary,
+            tags=compare.summarize_by_tag(by_case(run, attempts, arm_id), tags),
+            could_not_run=could_not_run(attempts, arm_id),
+            judges=judge_keys(attempts, arm_id),
+            own=(sum(int(r.cost_micros or 0) for r in own), len(own)),
+        )
     return results
 
 
@@ -116,8 +152,9 @@ def _borrowed(run: Run, arm_id: str) -> bool:
     return any(a.arm_id == arm_id and not a.answers for a in run.arms)
 
 
-def outcome_of(run: Run, summaries: dict[str, ArmSummary],
-               arms: dict[str, ArmResult] | None = None) -> Outcome:
+def outcome_of(
+    run: Run, summaries: dict[str, ArmSummary], arms: dict[str, ArmResult] | None = None
+) -> Outcome:
     """The first candidate's numbers as the run's outcome (what listings and verdicts read), with
     every arm's result `arms` when given."""
     cand = next(a.arm_id for a in run.arms if a.role is ArmRole.CANDIDATE)
@@ -154,10 +191,18 @@ def all_attempts(c: Container, run: Run) -> list[Attempt]:
     for arm in run.arms:
         if arm.answers or not arm.source_run_id:
             continue
-        source = c.runs.attempts(run.org_id, arm.source_run_id)   # of the same organization
-        rows += [replace(row, run_id=run.run_id, arm_id=arm.arm_id, cost_micros=0,
-                         attempt_key=f"{arm.arm_id}#{row.case_id}#001")
-                 for row in source if row.arm_id == arm.source_arm_id and int(row.attempt) == 1]
+        source = c.runs.attempts(run.org_id, arm.source_run_id)  # of the same organization
+        rows += [
+            replace(
+                row,
+                run_id=run.run_id,
+                arm_id=arm.arm_id,
+                cost_micros=0,
+                attempt_key=f"{arm.arm_id}#{row.case_id}#001",
+            )
+            for row in source
+            if row.arm_id == arm.source_arm_id and int(row.attempt) == 1
+        ]
     return rows
 
 
@@ -173,15 +218,19 @@ class Sides:
     invalid_reason: str | None
 
 
-def sides(c: Container, run: Run, attempts: list[Attempt], arm_id: str | None = None) -> Sides | None:
+def sides(
+    c: Container, run: Run, attempts: list[Attempt], arm_id: str | None = None
+) -> Sides | None:
     """A candidate arm (default the first) and the baseline; None for a run without a baseline."""
     base_arm = next((a for a in run.arms if a.role is ArmRole.BASELINE), None)
     if base_arm is None:
         return None
 
     def fps(version: int) -> dict[str, str]:
-        return {case["case_id"]: compare.case_fingerprint(case)
-                for case in c.datasets.cases(run.org_id, run.dataset_id, version)}
+        return {
+            case["case_id"]: compare.case_fingerprint(case)
+            for case in c.datasets.cases(run.org_id, run.dataset_id, version)
+        }
 
     cand_fps = fps(int(run.dataset_version))
     source_version = int(base_arm.source_dataset_version or run.dataset_version)
@@ -192,10 +241,17 @@ def sides(c: Container, run: Run, attempts: list[Attempt], arm_id: str | None = 
         source = c.runs.get(run.org_id, base_arm.source_run_id)
         if source is not None and spec_hash(source.scoring) != spec_hash(run.scoring):
             invalid = "the sides were scored with different scoring settings"
-    invalid = invalid or judge_rules.invalid_reason(judge_keys(attempts, cand_arm),
-                                                    judge_keys(attempts, base_arm.arm_id))
-    return Sides(by_case(run, attempts, cand_arm),
-                 by_case(run, attempts, base_arm.arm_id), cand_fps, base_fps, base_arm, invalid)
+    invalid = invalid or judge_rules.invalid_reason(
+        judge_keys(attempts, cand_arm), judge_keys(attempts, base_arm.arm_id)
+    )
+    return Sides(
+        by_case(run, attempts, cand_arm),
+        by_case(run, attempts, base_arm.arm_id),
+        cand_fps,
+        base_fps,
+        base_arm,
+        invalid,
+    )
 
 
 def confirming_tasks(c: Container, run: Run, attempts: list[Attempt]) -> list[list[Any]]:
@@ -209,17 +265,22 @@ def confirming_tasks(c: Container, run: Run, attempts: list[Attempt]) -> list[li
         return [list(t) for t in compare.rerun_tasks(run.case_ids, candidates, None, reruns)]
     flipped: list[str] = []
     both = None
-    for arm_id in candidates:   # every model's flips, each rerun on every arm and the baseline
+    for arm_id in candidates:  # every model's flips, each rerun on every arm and the baseline
         both = sides(c, run, attempts, arm_id)
         if both is None or reruns < 1 or both.invalid_reason:
             return []
         for case_id in run.case_ids:
             first_c, first_b = both.candidate.get(case_id), both.baseline.get(case_id)
-            outcome = compare.compare_case(first_c[0].state if first_c else None,
-                                           first_b[0].state if first_b else None,
-                                           candidate_fp=both.candidate_fps.get(case_id),
-                                           baseline_fp=both.baseline_fps.get(case_id))
-            if outcome in (compare.CaseOutcome.REGRESSION, compare.CaseOutcome.FIXED) and case_id not in flipped:
+            outcome = compare.compare_case(
+                first_c[0].state if first_c else None,
+                first_b[0].state if first_b else None,
+                candidate_fp=both.candidate_fps.get(case_id),
+                baseline_fp=both.baseline_fps.get(case_id),
+            )
+            if (
+                outcome in (compare.CaseOutcome.REGRESSION, compare.CaseOutcome.FIXED)
+                and case_id not in flipped
+            ):
                 flipped.append(case_id)
     if both is None:
         return []
@@ -259,8 +320,9 @@ def ended(c: Container, org_id: str, run_id: str) -> None:
         log.exception("suite follow-up of run %s failed", run_id)
 
 
-def comparison_of(c: Container, run: Run, attempts: list[Attempt],
-                  arm_id: str | None = None) -> Comparison | None:
+def comparison_of(
+    c: Container, run: Run, attempts: list[Attempt], arm_id: str | None = None
+) -> Comparison | None:
     """A candidate arm (default the first) compared with the baseline; None without a
     baseline."""
     both = sides(c, run, attempts, arm_id)
@@ -268,25 +330,43 @@ def comparison_of(c: Container, run: Run, attempts: list[Attempt],
         return None
     cand_arm, base_arm = arm_id or _arm_ids(run, ArmRole.CANDIDATE)[0], both.baseline_arm.arm_id
     broken = {arm: err for arm in (cand_arm, base_arm) if (err := could_not_run(attempts, arm))}
-    questions = {case["case_id"]: case.get("input", "")
-                 for case in c.datasets.cases(run.org_id, run.dataset_id, int(run.dataset_version))}
+    questions = {
+        case["case_id"]: case.get("input", "")
+        for case in c.datasets.cases(run.org_id, run.dataset_id, int(run.dataset_version))
+    }
     result = compare.compare_arms(
-        both.candidate, both.baseline, candidate_fps=both.candidate_fps, baseline_fps=both.baseline_fps,
+        both.candidate,
+        both.baseline,
+        candidate_fps=both.candidate_fps,
+        baseline_fps=both.baseline_fps,
         baseline_rerun=both.baseline_arm.rerun,
-        reruns_expected=int((run.settings or {}).get("reruns", 0)), invalid_reason=both.invalid_reason,
-        significance=c.settings.eval_significance, questions=questions)
+        reruns_expected=int((run.settings or {}).get("reruns", 0)),
+        invalid_reason=both.invalid_reason,
+        significance=c.settings.eval_significance,
+        questions=questions,
+    )
     summaries = summarize(run, attempts)
     base = both.baseline_arm
-    values = {"candidate_arm_id": cand_arm, "baseline_arm_id": base_arm,
-              "baseline": ComparedBaseline(
-                  version=base.version, source_run_id=base.source_run_id,
-                  source_completed_at=base.source_completed_at,
-                  source_dataset_version=base.source_dataset_version, rerun=base.rerun),
-              **result.as_dict(),
-              "efficiency": compare.efficiency_axes(summaries[cand_arm], summaries[base_arm],
-                                                    c.settings.eval_efficiency_tolerance),
-              "cases": [CaseCompared(case_id=cid, outcome=result.outcomes[cid])
-                        for cid in run.case_ids if cid in result.outcomes]}
+    values = {
+        "candidate_arm_id": cand_arm,
+        "baseline_arm_id": base_arm,
+        "baseline": ComparedBaseline(
+            version=base.version,
+            source_run_id=base.source_run_id,
+            source_completed_at=base.source_completed_at,
+            source_dataset_version=base.source_dataset_version,
+            rerun=base.rerun,
+        ),
+        **result.as_dict(),
+        "efficiency": compare.efficiency_axes(
+            summaries[cand_arm], summaries[base_arm], c.settings.eval_efficiency_tolerance
+        ),
+        "cases": [
+            CaseCompared(case_id=cid, outcome=result.outcomes[cid])
+            for cid in run.case_ids
+            if cid in result.outcomes
+        ],
+    }
     if broken:
         # A side that could not run says so instead of a verdict.
         values |= {"verdict": None, "overall": None, "could_not_run": broken}
@@ -301,10 +381,18 @@ def compute_outcome(c: Container, run: Run, attempts: list[Attempt]) -> Outcome:
     stability = None
     if run.purpose == RunPurpose.STABILITY:
         tries = by_case(run, attempts, cand)
-        stability = Stability(**compare.stability(
-            {cid: [a.state for a in case_tries] for cid, case_tries in tries.items()}))
-    return outcomes.outcome_of(cand, summaries[cand], arm_results(c, run, attempts, summaries),
-                               stability=stability, comparison=comparison_of(c, run, attempts))
+        stability = Stability(
+            **compare.stability(
+                {cid: [a.state for a in case_tries] for cid, case_tries in tries.items()}
+            )
+        )
+    return outcomes.outcome_of(
+        cand,
+        summaries[cand],
+        arm_results(c, run, attempts, summaries),
+        stability=stability,
+        comparison=comparison_of(c, run, attempts),
+    )
 
 
 def finalize(c: Container, org_id: str, run_id: str) -> None:

@@ -79,11 +79,14 @@ def _judged(row: Attempt) -> bool:
 
 
 def _undecided(row: Attempt) -> bool:
-    return any(s.get("scorer") == JUDGE_SCORER and s.get("passed") is None for s in row.scores or [])
+    return any(
+        s.get("scorer") == JUDGE_SCORER and s.get("passed") is None for s in row.scores or []
+    )
 
 
-def _targets(run: Run, rows: list[Attempt], score_ids: Sequence[str] | None,
-             field: str) -> list[Attempt]:
+def _targets(
+    run: Run, rows: list[Attempt], score_ids: Sequence[str] | None, field: str
+) -> list[Attempt]:
     """The attempts whose judge scores to grade again: the named ones, else the ungraded ones."""
     if score_ids is None:
         wanted = set(finalize.ungraded_score_ids(run, rows))
@@ -93,17 +96,27 @@ def _targets(run: Run, rows: list[Attempt], score_ids: Sequence[str] | None,
     for i, sid in enumerate(score_ids):
         row = by_id.get(sid)
         if row is None:
-            raise NotFoundError(f"score {sid} not found in eval run {run.run_id}", field=f"{field}[{i}]")
+            raise NotFoundError(
+                f"score {sid} not found in eval run {run.run_id}", field=f"{field}[{i}]"
+            )
         if not _judged(row):
-            raise InvalidInputError(f"score {sid}: no judge graded this answer (nothing to grade again)",
-                                    field=f"{field}[{i}]")
+            raise InvalidInputError(
+                f"score {sid}: no judge graded this answer (nothing to grade again)",
+                field=f"{field}[{i}]",
+            )
         if row not in out:
             out.append(row)
     return out
 
 
-def grade_again(c: Container, who: Identity, run_id: str, score_ids: Sequence[str] | None = None,
-                *, field: str = "score_ids") -> GradeAgain:
+def grade_again(
+    c: Container,
+    who: Identity,
+    run_id: str,
+    score_ids: Sequence[str] | None = None,
+    *,
+    field: str = "score_ids",
+) -> GradeAgain:
     """Grade again the judge scores `score_ids` of a run (default: every one not graded).
 
     Answers are graded one after another until `ASSAY_GRADE_AGAIN_SECONDS` have passed (an API
@@ -115,15 +128,19 @@ def grade_again(c: Container, who: Identity, run_id: str, score_ids: Sequence[st
     """
     run = c.runs.get_for_org(who.org_id, run_id)
     if not RunStatus(run.status).ended:
-        raise ConflictError(f"eval run {run_id} is still running: grade again once it has ended", field="run_id")
+        raise ConflictError(
+            f"eval run {run_id} is still running: grade again once it has ended", field="run_id"
+        )
     rows = c.runs.attempts(who.org_id, run_id)
     targets = _targets(run, rows, score_ids, field)
     # One grader at a time per run: two would ask (and pay) the judge twice for the same answers.
     now_ms = epoch_ms(c.clock.now())
     lease_ms = int((c.settings.assay_grade_again_seconds + 10) * 1000)
     if not c.runs.claim_grading(who.org_id, run_id, now_ms + lease_ms, now_ms):
-        raise ConflictError(f"eval run {run_id} is being graded again by somebody else: try again in a moment",
-                            field="run_id")
+        raise ConflictError(
+            f"eval run {run_id} is being graded again by somebody else: try again in a moment",
+            field="run_id",
+        )
     try:
         return _grade(c, who, run, targets)
     finally:
@@ -132,7 +149,10 @@ def grade_again(c: Container, who: Identity, run_id: str, score_ids: Sequence[st
 
 def _grade(c: Container, who: Identity, run: Run, targets: list[Attempt]) -> GradeAgain:
     run_id = run.run_id
-    cases = {case["case_id"]: case for case in c.datasets.cases(run.org_id, run.dataset_id, int(run.dataset_version))}
+    cases = {
+        case["case_id"]: case
+        for case in c.datasets.cases(run.org_id, run.dataset_id, int(run.dataset_version))
+    }
     now = iso(c.clock.now())
     results: list[Regraded] = []
     cost = changed = 0
@@ -147,10 +167,19 @@ def _grade(c: Container, who: Identity, run: Run, targets: list[Attempt]) -> Gra
         sid = finalize.score_id(run_id, row.attempt_key)
         answer_text = c.bucket.get_text(row.answer_ref) if row.answer_ref else (row.answer or "")
         # The kept answer is the redacted one: grading again never sees a secret (seed 004).
-        answer = AgentAnswer(answer=answer_text, calls=[ToolCall.model_validate(x) for x in row.calls or []])
-        grade, asker = grade_answer(c, run, Case.model_validate(cases[row.case_id]), answer, scores=row.scores or [])
-        grade = Grade(state=grade.state, scores=[ScoreResult.model_validate(r.value(s.model_dump(mode="json")))
-                                                 for s in grade.scores], reason=r.text(grade.reason))
+        answer = AgentAnswer(
+            answer=answer_text, calls=[ToolCall.model_validate(x) for x in row.calls or []]
+        )
+        grade, asker = grade_answer(
+            c, run, Case.model_validate(cases[row.case_id]), answer, scores=row.scores or []
+        )
+        grade = Grade(
+            state=grade.state,
+            scores=[
+                ScoreResult.model_validate(r.value(s.model_dump(mode="json"))) for s in grade.scores
+            ],
+            reason=r.text(grade.reason),
+        )
         spent = asker.cost_micros if asker else 0
         if asker is not None and asker.exhausted is not None and not asker.calls:
             stopped = asker.exhausted.reason
@@ -159,16 +188,31 @@ def _grade(c: Container, who: Identity, run: Run, targets: list[Attempt]) -> Gra
         if new_judge is not None and new_judge.passed is None and not _undecided(row):
             # A judge that fails now never takes away a grade it gave before.
             c.runs.add_judge_cost(run.org_id, row.run_id, spent, asker.calls if asker else 0)
-            results.append(Regraded(sid, state_before=row.state, kept=row.state,
-                                    reason=f"the earlier grade is kept: {new_judge.reason}"))
+            results.append(
+                Regraded(
+                    sid,
+                    state_before=row.state,
+                    kept=row.state,
+                    reason=f"the earlier grade is kept: {new_judge.reason}",
+                )
+            )
             cost += spent
             continue
-        entry = {"by": who.user_id, "at": now, "state_before": row.state, "state": grade.state.value}
-        regraded = replace(row, state=grade.state.value, reason=grade.reason,
-                           scores=[s.model_dump(mode="json") for s in grade.scores],
-                           judge_cost_micros=int(row.judge_cost_micros or 0) + spent,
-                           judge_calls=int(row.judge_calls or 0) + (asker.calls if asker else 0),
-                           regraded=[*(row.regraded or []), entry])
+        entry = {
+            "by": who.user_id,
+            "at": now,
+            "state_before": row.state,
+            "state": grade.state.value,
+        }
+        regraded = replace(
+            row,
+            state=grade.state.value,
+            reason=grade.reason,
+            scores=[s.model_dump(mode="json") for s in grade.scores],
+            judge_cost_micros=int(row.judge_cost_micros or 0) + spent,
+            judge_calls=int(row.judge_calls or 0) + (asker.calls if asker else 0),
+            regraded=[*(row.regraded or []), entry],
+        )
         if not c.runs.regrade(run.org_id, row, regraded):
             c.runs.add_judge_cost(run.org_id, row.run_id, spent, asker.calls if asker else 0)
             cost += spent
@@ -176,15 +220,24 @@ def _grade(c: Container, who: Identity, run: Run, targets: list[Attempt]) -> Gra
             continue
         cost += spent
         changed += grade.state.value != row.state
-        results.append(Regraded(sid, state_before=row.state, state=grade.state.value,
-                                reason=grade.reason))
+        results.append(
+            Regraded(sid, state_before=row.state, state=grade.state.value, reason=grade.reason)
+        )
     if stopped and not results:
         raise BudgetExceededError(f"nothing was graded again: {stopped}", field="budget")
     graded = [r for r in results if r.state is not None]
     if graded:
-        c.runs.add_grading(run.org_id, run_id, {
-            "by": who.user_id, "at": now, "graded": len(graded), "changed": changed,
-            "judge_cost_usd": micros_to_usd(cost)})
+        c.runs.add_grading(
+            run.org_id,
+            run_id,
+            {
+                "by": who.user_id,
+                "at": now,
+                "graded": len(graded),
+                "changed": changed,
+                "judge_cost_usd": micros_to_usd(cost),
+            },
+        )
         recompute_outcome(c, run.org_id, run_id)
     still = finalize.ungraded_score_ids(run, c.runs.attempts(run.org_id, run_id))
     return GradeAgain(run_id, results, changed, still, pending, cost, stopped)
@@ -194,8 +247,9 @@ RECOMPUTE_TRIES = 10
 """Outcomes computed again before giving up (each lost to somebody grading the same run)."""
 
 
-def recompute_outcome(c: Container, org_id: str, run_id: str, *,
-                      pause: Callable[[], None] = jitter) -> None:
+def recompute_outcome(
+    c: Container, org_id: str, run_id: str, *, pause: Callable[[], None] = jitter
+) -> None:
     """A completed run's outcome computed again from its grades as they stand (no reruns: a flip
     that appears now stays unconfirmed). Written only if no grade moved since it was read
     (`regrades`), so two people grading at once never leave an outcome older than the grades.
@@ -211,13 +265,25 @@ def recompute_outcome(c: Container, org_id: str, run_id: str, *,
     def write(before: Run, after: Run) -> bool:
         return after.outcome is not None and c.runs.record_outcome(before, after.outcome)
 
-    change(lambda: c.runs.get(org_id, run_id), recomputed, write, tries=RECOMPUTE_TRIES,
-           pause=pause, field="run_id",
-           conflict=f"eval run {run_id} keeps being graded again: try again")
+    change(
+        lambda: c.runs.get(org_id, run_id),
+        recomputed,
+        write,
+        tries=RECOMPUTE_TRIES,
+        pause=pause,
+        field="run_id",
+        conflict=f"eval run {run_id} keeps being graded again: try again",
+    )
 
 
-def rescore(c: Container, who: Identity, dataset_id: str, *, score_ids: Sequence[str] | None,
-            run_id: str | None) -> Rescore:
+def rescore(
+    c: Container,
+    who: Identity,
+    dataset_id: str,
+    *,
+    score_ids: Sequence[str] | None,
+    run_id: str | None,
+) -> Rescore:
     """`POST /datasets/{id}/scores/rescore`: grade again scores of runs over this dataset - the
     named `score_ids` (`<run_id>:<attempt_key>:judge`), or every ungraded one of `run_id`.
 
@@ -238,7 +304,10 @@ def rescore(c: Container, who: Identity, dataset_id: str, *, score_ids: Sequence
     for owner in by_run:
         run = c.runs.get(who.org_id, owner) if owner else None
         if run is None or run.dataset_id != dataset_id:
-            raise NotFoundError(f"eval run {owner or '?'} over dataset {dataset_id} not found", field="score_ids"
-                                if score_ids else "run_id")
-    return Rescore(dataset_id, [grade_again(c, who, owner, ids or None)
-                                for owner, ids in by_run.items()])
+            raise NotFoundError(
+                f"eval run {owner or '?'} over dataset {dataset_id} not found",
+                field="score_ids" if score_ids else "run_id",
+            )
+    return Rescore(
+        dataset_id, [grade_again(c, who, owner, ids or None) for owner, ids in by_run.items()]
+    )

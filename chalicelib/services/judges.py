@@ -61,8 +61,13 @@ class ResolvedJudge:
         stored = dict(row.spec or {})
         runtime = stored.pop("runtime")
         spec = rules.JudgeSpec.model_validate(stored)
-        return cls(row.judge_id, int(row.version), spec, runtime,
-                   rules.fingerprint(row.judge_id, int(row.version), str(runtime.get("model")), spec))
+        return cls(
+            row.judge_id,
+            int(row.version),
+            spec,
+            runtime,
+            rules.fingerprint(row.judge_id, int(row.version), str(runtime.get("model")), spec),
+        )
 
 
 # --- publishing ------------------------------------------------------------------------------
@@ -77,9 +82,15 @@ def create(c: Container, who: Any, *, name: str, judge_id: str | None = None) ->
     """
     if judge_id is not None:
         check_tenant_id(judge_id, "judge_id")
-    row = Judge(judge_id=judge_id or f"judge_{uuid.uuid4().hex[:12]}", version=0,
-                org_id=who.org_id, name=name, latest_version=0, created_at=iso(c.clock.now()),
-                created_by=who.user_id)
+    row = Judge(
+        judge_id=judge_id or f"judge_{uuid.uuid4().hex[:12]}",
+        version=0,
+        org_id=who.org_id,
+        name=name,
+        latest_version=0,
+        created_at=iso(c.clock.now()),
+        created_by=who.user_id,
+    )
     c.judges.create(row)
     return row
 
@@ -109,38 +120,56 @@ def publish(c: Container, who: Any, judge_id: str, body: Any) -> Judge:
         raise invalid_input(exc) from None
     redacting.refuse_secrets(c, who.org_id, body, "")
     profile = c.model_profiles.get(who.org_id, spec.model_profile_id, field="model_profile_id")
-    runtime = {"runtime": "openai", **(profile.settings or {}), "model": profile.model,
-               "temperature": spec.temperature}
+    runtime = {
+        "runtime": "openai",
+        **(profile.settings or {}),
+        "model": profile.model,
+        "temperature": spec.temperature,
+    }
     if profile.price:
         runtime["price"] = dict(profile.price)
     if not runtime.get("base_url"):
-        raise InvalidInputError(f"model profile {profile.model_profile_id} has no base_url in its settings: a judge "
-                                "is asked through an OpenAI-compatible endpoint", field="model_profile_id")
+        raise InvalidInputError(
+            f"model profile {profile.model_profile_id} has no base_url in its settings: a judge "
+            "is asked through an OpenAI-compatible endpoint",
+            field="model_profile_id",
+        )
     try:
         c.runtimes.validate_spec(runtime)
     except InvalidInputError as exc:
         # A key the profile's settings hold is named as such (`settings.api_key_env`, `settings.base_url`).
         key = (exc.field or "").removeprefix("spec.").split(".")[0]
         field = f"settings.{key}" if key in (profile.settings or {}) else "model_profile_id"
-        raise InvalidInputError(f"model profile {profile.model_profile_id} cannot ask a judge: {exc.message}",
-                                field=field) from None
+        raise InvalidInputError(
+            f"model profile {profile.model_profile_id} cannot ask a judge: {exc.message}",
+            field=field,
+        ) from None
     stored = {**spec.model_dump(mode="json"), "runtime": runtime}
     now = iso(c.clock.now())
 
     def version_of(header: Judge) -> Judge:
         """The version a header moved to `latest_version` publishes."""
-        return Judge(judge_id=judge_id, version=int(header.latest_version), org_id=who.org_id,
-                     name=header.name, spec=stored, rubric_hash=rules.rubric_hash(spec),
-                     created_at=now, created_by=who.user_id)
+        return Judge(
+            judge_id=judge_id,
+            version=int(header.latest_version),
+            org_id=who.org_id,
+            name=header.name,
+            spec=stored,
+            rubric_hash=rules.rubric_hash(spec),
+            created_at=now,
+            created_by=who.user_id,
+        )
 
-    unread = [header]   # the first try decides on the header read above; a lost one reads it again
+    unread = [header]  # the first try decides on the header read above; a lost one reads it again
     published = retrying.change(
         lambda: unread.pop() if unread else c.judges.get(who.org_id, judge_id),
         lambda header: replace(header, latest_version=int(header.latest_version or 0) + 1),
         lambda before, after: c.judges.publish(before, version_of(after)),
         conflict=f"judge {judge_id} is being published by somebody else: try again",
-        field="judge_id", tries=PUBLISH_TRIES)
-    if published is None:   # not reached: `get` raises for a judge that is gone
+        field="judge_id",
+        tries=PUBLISH_TRIES,
+    )
+    if published is None:  # not reached: `get` raises for a judge that is gone
         raise NotFoundError(f"judge {judge_id} not found", field="judge_id")
     return version_of(published.after)
 
@@ -150,7 +179,9 @@ _versions: dict[tuple[str, str, int], ResolvedJudge] = {}
 once per process (keyed by organization: the same judge id in two organizations is two judges)."""
 
 
-def resolve(c: Container, org_id: str, pin: dict[str, Any], *, field: str = "scoring.settings.judge") -> ResolvedJudge:
+def resolve(
+    c: Container, org_id: str, pin: dict[str, Any], *, field: str = "scoring.settings.judge"
+) -> ResolvedJudge:
     """The judge version a dataset's `scoring.settings.judge` names now: the pinned `version`, else
     the latest published one (read afresh each time, so a republish is seen at once).
 
@@ -162,7 +193,9 @@ def resolve(c: Container, org_id: str, pin: dict[str, Any], *, field: str = "sco
         header = c.judges.get(org_id, judge_id, field=f"{field}.judge_id")
         version = int(header.latest_version or 0)
         if version == 0:
-            raise InvalidInputError(f"judge {judge_id} has no published version yet", field=f"{field}.judge_id")
+            raise InvalidInputError(
+                f"judge {judge_id} has no published version yet", field=f"{field}.judge_id"
+            )
     cached = _versions.get((org_id, judge_id, int(version)))
     if cached is None:
         row = c.judges.get(org_id, judge_id, int(version), field=f"{field}.version")
@@ -170,7 +203,9 @@ def resolve(c: Container, org_id: str, pin: dict[str, Any], *, field: str = "sco
     return cached
 
 
-def of_scoring(c: Container, org_id: str, scoring: dict[str, Any] | ScoringConfig) -> ResolvedJudge | None:
+def of_scoring(
+    c: Container, org_id: str, scoring: dict[str, Any] | ScoringConfig
+) -> ResolvedJudge | None:
     """The judge grading with `scoring` now, or None when it names none."""
     cfg = scoring if isinstance(scoring, ScoringConfig) else ScoringConfig.model_validate(scoring)
     if rules.JUDGE_SCORER not in cfg.required:
@@ -183,17 +218,31 @@ def pin_scoring(scoring: dict[str, Any], judge_version: int | None) -> dict[str,
     judge = (scoring.get("settings") or {}).get(rules.JUDGE_SCORER)
     if judge_version is None or judge is None:
         return scoring
-    return {**scoring, "settings": {**scoring["settings"], rules.JUDGE_SCORER: {**judge, "version": judge_version}}}
+    return {
+        **scoring,
+        "settings": {
+            **scoring["settings"],
+            rules.JUDGE_SCORER: {**judge, "version": judge_version},
+        },
+    }
 
 
-def effective_scoring(scoring: dict[str, Any] | ScoringConfig, judge: ResolvedJudge | None) -> ScoringConfig:
+def effective_scoring(
+    scoring: dict[str, Any] | ScoringConfig, judge: ResolvedJudge | None
+) -> ScoringConfig:
     """`scoring` with the resolved judge laid over its settings, for the domain's `grade`/`applies`."""
     cfg = scoring if isinstance(scoring, ScoringConfig) else ScoringConfig.model_validate(scoring)
     if judge is None:
         return cfg
     settings = dict(cfg.settings)
-    settings[rules.JUDGE_SCORER] = {**settings.get(rules.JUDGE_SCORER, {}), "resolved": {
-        "version": judge.version, "spec": judge.spec.model_dump(mode="json"), "fingerprint": judge.fingerprint}}
+    settings[rules.JUDGE_SCORER] = {
+        **settings.get(rules.JUDGE_SCORER, {}),
+        "resolved": {
+            "version": judge.version,
+            "spec": judge.spec.model_dump(mode="json"),
+            "fingerprint": judge.fingerprint,
+        },
+    }
     return ScoringConfig(required=cfg.required, settings=settings)
 
 
@@ -230,12 +279,14 @@ class Asker:
             return rules.not_graded(f"judge skipped: {asked.exhausted.reason}", fp)
         if asked.crash is not None:
             why = redacting.for_org(self.c, self.org_id).text(str(asked.crash))
-            return rules.not_graded(rules.cut_reason(f"judge failed: the provider refused the request: {why}"), fp)
+            return rules.not_graded(
+                rules.cut_reason(f"judge failed: the provider refused the request: {why}"), fp
+            )
         if asked.provider_error is not None:
             why = redacting.for_org(self.c, self.org_id).text(str(asked.provider_error))
             return rules.not_graded(rules.cut_reason(f"judge failed: {why}"), fp)
         reply = asked.answer
-        if reply is None:   # neither an answer nor a reason it has none: not a grade either
+        if reply is None:  # neither an answer nor a reason it has none: not a grade either
             return rules.not_graded("judge failed: the provider returned no reply", fp)
         self.calls += 1
         self.cost_micros += asked.cost_micros

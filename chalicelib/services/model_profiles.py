@@ -24,9 +24,17 @@ from chalicelib.services.environments import active_runs_using
 PRICE_KEYS = ("input_per_mtok_usd", "output_per_mtok_usd")
 
 
-def create(c: Container, who: Identity, *, model_profile_id: str, model: str, name: str = "",
-           settings: dict[str, Any] | None = None, temperature: float | None = None,
-           price: dict[str, Any] | None = None) -> ModelProfile:
+def create(
+    c: Container,
+    who: Identity,
+    *,
+    model_profile_id: str,
+    model: str,
+    name: str = "",
+    settings: dict[str, Any] | None = None,
+    temperature: float | None = None,
+    price: dict[str, Any] | None = None,
+) -> ModelProfile:
     """Create a profile. Raises InvalidInputError for a bad price, an id with `#` or `/`, or settings
     that are not connection keys or not valid as a spec's (field `settings.<key>`), ConflictError for
     an id the organization has already."""
@@ -36,25 +44,39 @@ def create(c: Container, who: Identity, *, model_profile_id: str, model: str, na
     redacting.refuse_secrets(c, who.org_id, settings, "settings")
     if price is not None:
         if set(price) != set(PRICE_KEYS):
-            raise InvalidInputError(f"price needs exactly {', '.join(PRICE_KEYS)} (USD per 1M tokens)",
-                                    field="price")
+            raise InvalidInputError(
+                f"price needs exactly {', '.join(PRICE_KEYS)} (USD per 1M tokens)", field="price"
+            )
         try:
-            price = {k: str(to_decimal(price[k], field=f"price.{k}", maximum=MAX_PRICE_PER_MTOK_USD))
-                     for k in PRICE_KEYS}
+            price = {
+                k: str(to_decimal(price[k], field=f"price.{k}", maximum=MAX_PRICE_PER_MTOK_USD))
+                for k in PRICE_KEYS
+            }
         except ValueError as exc:
             raise InvalidInputError(str(exc), field="price") from None
-    row = ModelProfile(org_id=who.org_id, model_profile_id=model_profile_id,
-                       name=name or model_profile_id, model=model, settings=settings or {},
-                       temperature=temperature, price=price,
-                       created_at=iso(c.clock.now()), created_by=who.user_id)
+    row = ModelProfile(
+        org_id=who.org_id,
+        model_profile_id=model_profile_id,
+        name=name or model_profile_id,
+        model=model,
+        settings=settings or {},
+        temperature=temperature,
+        price=price,
+        created_at=iso(c.clock.now()),
+        created_by=who.user_id,
+    )
     c.model_profiles.create(row)
     return row
 
 
 def apply(spec: dict[str, Any], profile: ModelProfile) -> dict[str, Any]:
     """`spec` run on `profile`: its settings over the spec, then its model, temperature and price."""
-    out = {**spec, **(profile.settings or {}), "model": profile.model,
-           "model_profile_id": profile.model_profile_id}
+    out = {
+        **spec,
+        **(profile.settings or {}),
+        "model": profile.model,
+        "model_profile_id": profile.model_profile_id,
+    }
     if profile.temperature is not None:
         out["temperature"] = float(profile.temperature)
     if profile.price:
@@ -67,6 +89,9 @@ def delete(c: Container, who: Identity, model_profile_id: str) -> None:
     c.model_profiles.get(who.org_id, model_profile_id)
     busy = active_runs_using(c, who.org_id, model_profile_id=model_profile_id)
     if busy:
-        raise ConflictError(f"model profile {model_profile_id} is used by eval run {busy[0]} (queued or running)",
-                            field="model_profile_id", run_ids=busy)
+        raise ConflictError(
+            f"model profile {model_profile_id} is used by eval run {busy[0]} (queued or running)",
+            field="model_profile_id",
+            run_ids=busy,
+        )
     c.model_profiles.delete(who.org_id, model_profile_id)

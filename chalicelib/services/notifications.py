@@ -44,16 +44,35 @@ def set_email(c: Container, who: Identity, on: bool) -> EmailSetting:
     return EmailSetting(email=on and address is not None, address=address)
 
 
-def notify(c: Container, org_id: str, user_id: str, *, kind: str, title: str, body: str,
-           links: dict[str, Any]) -> Notification:
+def notify(
+    c: Container,
+    org_id: str,
+    user_id: str,
+    *,
+    kind: str,
+    title: str,
+    body: str,
+    links: dict[str, Any],
+) -> Notification:
     """Put a notice in a person's center and, where they have it on, email it. A mail that cannot be
     sent is logged: the notice stays in the center either way. Returns the notice as kept."""
     now = iso(c.clock.now())
-    notice_id = f"n{epoch_ms(c.clock.now()):013d}{uuid.uuid4().hex[:8]}"   # sorts by time, safe in a URL
-    r = redacting.for_org(c, org_id)   # the center and the mail show no secret (seed 004)
+    notice_id = (
+        f"n{epoch_ms(c.clock.now()):013d}{uuid.uuid4().hex[:8]}"  # sorts by time, safe in a URL
+    )
+    r = redacting.for_org(c, org_id)  # the center and the mail show no secret (seed 004)
     title, body, links = r.text(title), r.text(body), r.value(links)
-    notice = Notification(notification_id=notice_id, org_id=org_id, kind=kind, title=title, body=body,
-                          links=links, read=False, emailed=False, created_at=now)
+    notice = Notification(
+        notification_id=notice_id,
+        org_id=org_id,
+        kind=kind,
+        title=title,
+        body=body,
+        links=links,
+        read=False,
+        emailed=False,
+        created_at=now,
+    )
     c.notifications.add(user_id, notice)
     if email_on(c, org_id, user_id):
         try:
@@ -69,17 +88,33 @@ def suite_result(c: Container, suite: Suite, result: SuiteResultEntry) -> Notifi
     """Tell a suite's owner of a bad result, naming the cases that broke or went undecided."""
     name = suite.name or suite.suite_id
     title = f"Suite {name}: {result.result.replace('_', ' ')} on version {result.version}"
-    lines = [f"Suite {name} of agent {suite.agent_id} came out {result.result} on version {result.version}."]
+    lines = [
+        f"Suite {name} of agent {suite.agent_id} came out {result.result} on version {result.version}."
+    ]
     lines += [f"- {r}" for r in result.reasons]
     if result.cases_broken:
         lines.append("Cases that broke: " + ", ".join(result.cases_broken[:50]))
     if result.cases_undecided:
-        lines.append("Cases left undecided (incomplete or ungraded): " + ", ".join(result.cases_undecided[:50]))
+        lines.append(
+            "Cases left undecided (incomplete or ungraded): "
+            + ", ".join(result.cases_undecided[:50])
+        )
     if result.run_id:
         lines.append(f"Eval run: {result.run_id}")
-    return notify(c, suite.org_id, suite.owner, kind="suite_result", title=title, body="\n".join(lines),
-                  links={"suite_id": suite.suite_id, "agent_id": suite.agent_id, "run_id": result.run_id,
-                         "result_id": result.result_id})
+    return notify(
+        c,
+        suite.org_id,
+        suite.owner,
+        kind="suite_result",
+        title=title,
+        body="\n".join(lines),
+        links={
+            "suite_id": suite.suite_id,
+            "agent_id": suite.agent_id,
+            "run_id": result.run_id,
+            "result_id": result.result_id,
+        },
+    )
 
 
 def list_for(c: Container, who: Identity, *, unread: bool = False) -> list[Notification]:

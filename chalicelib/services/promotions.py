@@ -41,7 +41,9 @@ def guards_of(c: Container, org_id: str, agent_id: str, environment_id: str) -> 
     return out
 
 
-def promote(c: Container, who: Identity, agent_id: str, environment_id: str, version: int) -> Promotion:
+def promote(
+    c: Container, who: Identity, agent_id: str, environment_id: str, version: int
+) -> Promotion:
     """Promote `version` of an agent onto an environment: at once without guards, else once every
     guard passed on it.
 
@@ -55,46 +57,83 @@ def promote(c: Container, who: Identity, agent_id: str, environment_id: str, ver
     served = (env.serving or {}).get(agent_id)
     served = int(served) if served is not None else None
     if served == version:
-        raise ConflictError(f"environment {environment_id} serves version {version} already", field="version")
+        raise ConflictError(
+            f"environment {environment_id} serves version {version} already", field="version"
+        )
     guards = guards_of(c, who.org_id, agent_id, environment_id)
     paused = [g for g in guards if g.paused]
     if paused:
-        raise ConflictError(f"suite {paused[0].suite_id} guards {environment_id} and is paused "
-                            f"({paused[0].paused_reason}): resume it to promote", field="environment_id")
+        raise ConflictError(
+            f"suite {paused[0].suite_id} guards {environment_id} and is paused "
+            f"({paused[0].paused_reason}): resume it to promote",
+            field="environment_id",
+        )
     now = iso(c.clock.now())
-    promotion = Promotion(agent_id=agent_id, promotion_id=f"p{epoch_ms(c.clock.now()):013d}{uuid.uuid4().hex[:8]}",
-                          org_id=who.org_id, environment_id=environment_id, version=version, from_version=served,
-                          status=PromotionStatus.WAITING.value, guards={g.suite_id: {"result": None} for g in guards},
-                          created_at=now, created_by=who.user_id)
+    promotion = Promotion(
+        agent_id=agent_id,
+        promotion_id=f"p{epoch_ms(c.clock.now()):013d}{uuid.uuid4().hex[:8]}",
+        org_id=who.org_id,
+        environment_id=environment_id,
+        version=version,
+        from_version=served,
+        status=PromotionStatus.WAITING.value,
+        guards={g.suite_id: {"result": None} for g in guards},
+        created_at=now,
+        created_by=who.user_id,
+    )
     if not c.promotions.create_waiting(promotion):
         holder = c.promotions.lock_holder(who.org_id, agent_id, environment_id)
-        raise ConflictError(f"promotion {holder} onto {environment_id} is still waiting for its guards",
-                            field="environment_id")
+        raise ConflictError(
+            f"promotion {holder} onto {environment_id} is still waiting for its guards",
+            field="environment_id",
+        )
     if not guards:
         _serve(c, promotion)
     else:
         for g in guards:
-            if not suites.trigger(c, g, TriggerKind.GATE, version=version, baseline_version=served,
-                                  promotion_id=promotion.promotion_id, by=who.user_id):
-                refuse(c, who.org_id, agent_id, promotion.promotion_id,
-                       f"guard {g.suite_id} is paused: it cannot check the version")
+            if not suites.trigger(
+                c,
+                g,
+                TriggerKind.GATE,
+                version=version,
+                baseline_version=served,
+                promotion_id=promotion.promotion_id,
+                by=who.user_id,
+            ):
+                refuse(
+                    c,
+                    who.org_id,
+                    agent_id,
+                    promotion.promotion_id,
+                    f"guard {g.suite_id} is paused: it cannot check the version",
+                )
                 break
     return c.promotions.get(who.org_id, agent_id, promotion.promotion_id) or promotion
 
 
-def _decided(c: Container, promotion: Promotion, status: PromotionStatus,
-             reason: str | None) -> Promotion:
+def _decided(
+    c: Container, promotion: Promotion, status: PromotionStatus, reason: str | None
+) -> Promotion:
     """The promotion as decided now (`reason` None keeps the one it has)."""
-    return replace(promotion, status=status.value, decided_at=iso(c.clock.now()),
-                   reason=reason if reason is not None else promotion.reason)
+    return replace(
+        promotion,
+        status=status.value,
+        decided_at=iso(c.clock.now()),
+        reason=reason if reason is not None else promotion.reason,
+    )
 
 
 def _serve(c: Container, promotion: Promotion) -> None:
     """Serve the promoted version (conditional on the environment still serving `from_version`)."""
     expect = int(promotion.from_version) if promotion.from_version is not None else None
     try:
-        ok = c.environments.serve(promotion.org_id, promotion.environment_id, promotion.agent_id,
-                                  int(promotion.version), expect=expect)
+        ok = c.environments.serve(
+            promotion.org_id,
+            promotion.environment_id,
+            promotion.agent_id,
+            int(promotion.version),
+            expect=expect,
+        )
         reason = None if ok else "the environment changed while the guards ran: promote again"
     except NotFoundError:
         ok, reason = False, f"environment {promotion.environment_id} was removed"
@@ -102,8 +141,14 @@ def _serve(c: Container, promotion: Promotion) -> None:
     c.promotions.decide(promotion, _decided(c, promotion, status, reason))
     c.promotions.release_lock(promotion)
     if ok:
-        suites.on_promoted(c, promotion.org_id, promotion.agent_id, promotion.environment_id,
-                           int(promotion.version), expect)
+        suites.on_promoted(
+            c,
+            promotion.org_id,
+            promotion.agent_id,
+            promotion.environment_id,
+            int(promotion.version),
+            expect,
+        )
 
 
 def _waits_for(promotion: Promotion, suite_id: str) -> bool:
@@ -116,14 +161,24 @@ def _with_guard_result(c: Container, promotion: Promotion, event: GateDecided) -
     promotion is decided already or does not wait for that guard."""
     if not _waits_for(promotion, event.suite_id):
         return None
-    guards = {**promotion.guards, event.suite_id: {"result": event.result, "run_id": event.run_id,
-                                                   "reasons": list(event.reasons)}}
+    guards = {
+        **promotion.guards,
+        event.suite_id: {
+            "result": event.result,
+            "run_id": event.run_id,
+            "reasons": list(event.reasons),
+        },
+    }
     recorded = replace(promotion, guards=guards)
     if event.result == SuiteResult.PASSED:
         return recorded
     why = "; ".join(event.reasons) or event.result
-    return _decided(c, recorded, PromotionStatus.REFUSED,
-                    f"guard {event.suite_id} came out {event.result}: {why}")
+    return _decided(
+        c,
+        recorded,
+        PromotionStatus.REFUSED,
+        f"guard {event.suite_id} came out {event.result}: {why}",
+    )
 
 
 def on_gate_decided(c: Container, event: GateDecided) -> None:
@@ -131,11 +186,18 @@ def on_gate_decided(c: Container, event: GateDecided) -> None:
     all passed. A promotion that keeps changing under it (20 lost writes) is left to its other
     guards and logged."""
     try:
-        changed = c.promotions.change(event.org_id, event.agent_id, event.promotion_id,
-                                      lambda p: _with_guard_result(c, p, event))
+        changed = c.promotions.change(
+            event.org_id,
+            event.agent_id,
+            event.promotion_id,
+            lambda p: _with_guard_result(c, p, event),
+        )
     except ConflictError:
-        log.warning("promotion %s kept changing: the result of guard %s was not kept",
-                    event.promotion_id, event.suite_id)
+        log.warning(
+            "promotion %s kept changing: the result of guard %s was not kept",
+            event.promotion_id,
+            event.suite_id,
+        )
         return
     if changed is None or not _waits_for(changed.before, event.suite_id):
         return
@@ -150,6 +212,7 @@ def on_gate_decided(c: Container, event: GateDecided) -> None:
 def refuse(c: Container, org_id: str, agent_id: str, promotion_id: str, reason: str) -> None:
     """Refuse the organization's waiting promotion (its guard cannot check it) and free its
     environment. A promotion decided already is left as it is."""
+
     def decide(promotion: Promotion) -> Promotion | None:
         if promotion.status != PromotionStatus.WAITING:
             return None

@@ -27,7 +27,7 @@ def check_id(recording_id: Any) -> str:
     problem = name_problem(recording_id)
     if problem is not None:
         raise InvalidInputError(f"recording_id: a recording id {problem}", field="recording_id")
-    return str(recording_id)   # name_problem refuses anything but a string
+    return str(recording_id)  # name_problem refuses anything but a string
 
 
 def check_content(content: Any) -> int:
@@ -45,8 +45,11 @@ def check_content(content: Any) -> int:
         raise InvalidInputError("content: a recording is JSONL text (a string)", field="content")
     size = len(content.encode("utf-8"))
     if size > MAX_RECORDING_BYTES:
-        raise PayloadTooLargeError(f"content: a recording takes at most {MAX_RECORDING_BYTES} bytes (5 MiB); "
-                                   f"this one has {size}", field="content")
+        raise PayloadTooLargeError(
+            f"content: a recording takes at most {MAX_RECORDING_BYTES} bytes (5 MiB); "
+            f"this one has {size}",
+            field="content",
+        )
     try:
         parse_jsonl(content, "content")
     except ValueError as exc:
@@ -57,7 +60,9 @@ def check_content(content: Any) -> int:
     return lines
 
 
-def upload(c: Container, who: Identity, content: Any, recording_id: Any = None) -> tuple[RecordingMeta, bool]:
+def upload(
+    c: Container, who: Identity, content: Any, recording_id: Any = None
+) -> tuple[RecordingMeta, bool]:
     """Store a recording of the caller's organization; returns `(its metadata, created)`.
 
     Without `recording_id` the id is `rec-` and the first 20 hex digits of the content's sha256,

@@ -74,7 +74,11 @@ def parse_message(body: str) -> tuple[str, str, Task] | None:
         org_id = data["org_id"]
         if not is_org_id(org_id):
             return None
-        return org_id, str(data["run_id"]), Task(str(data["arm_id"]), str(data["case_id"]), int(data["attempt"]))
+        return (
+            org_id,
+            str(data["run_id"]),
+            Task(str(data["arm_id"]), str(data["case_id"]), int(data["attempt"])),
+        )
     except (ValueError, KeyError, TypeError, RecursionError):
         return None
 
@@ -82,8 +86,15 @@ def parse_message(body: str) -> tuple[str, str, Task] | None:
 # --- asking ----------------------------------------------------------------------------------
 
 
-def ask_and_grade(c: Container, run: Run, arm: Arm, case: Case, task: Task, *,
-                  budget_read: BudgetReading | None = None) -> AttemptResult:
+def ask_and_grade(
+    c: Container,
+    run: Run,
+    arm: Arm,
+    case: Case,
+    task: Task,
+    *,
+    budget_read: BudgetReading | None = None,
+) -> AttemptResult:
     """Ask the arm's agent the case (retrying provider errors), then grade the answer.
 
     Both budgets are checked before every model request (the agent's tries and the judge's) and
@@ -94,20 +105,35 @@ def ask_and_grade(c: Container, run: Run, arm: Arm, case: Case, task: Task, *,
     `budget_read`: the budgets as read with the run a moment ago, used for the first try's check.
     """
     spec = arm.spec
-    request = CaseRequest(run_id=run.run_id, case_id=case.case_id, attempt=task.attempt,
-                          input=case.input, history=case.history, metadata={"tags": case.tags})
+    request = CaseRequest(
+        run_id=run.run_id,
+        case_id=case.case_id,
+        attempt=task.attempt,
+        input=case.input,
+        history=case.history,
+        metadata={"tags": case.tags},
+    )
     asked = asking.ask(c, run.org_id, run.agent_id, spec, request, budget_read=budget_read)
     latency = asked.latency_ms
     # Everything kept below is redacted, with the organization's own secret values too (seed 004
     # "What a run keeps"); grading reads the original answer in memory first.
     r = redacting.for_org(c, run.org_id)
     if asked.exhausted is not None:
-        return AttemptResult(AttemptState.INCOMPLETE, reason=r.text(asked.exhausted.reason),
-                             budget_exceeded=asked.exhausted, latency_ms=latency)
+        return AttemptResult(
+            AttemptState.INCOMPLETE,
+            reason=r.text(asked.exhausted.reason),
+            budget_exceeded=asked.exhausted,
+            latency_ms=latency,
+        )
     if asked.crash is not None:
         crash = r.text(str(asked.crash))
-        return AttemptResult(AttemptState.FAILED, crash=True, error=crash,
-                             reason=r.text(f"agent crashed: {crash}"[:500]), latency_ms=latency)
+        return AttemptResult(
+            AttemptState.FAILED,
+            crash=True,
+            error=crash,
+            reason=r.text(f"agent crashed: {crash}"[:500]),
+            latency_ms=latency,
+        )
     if asked.provider_error is not None:
         error = r.text(str(asked.provider_error))
         if asked.provider_error.credentials_missing:
@@ -116,26 +142,50 @@ def ask_and_grade(c: Container, run: Run, arm: Arm, case: Case, task: Task, *,
             reason = "provider rejected the credentials"
         else:
             reason = r.text(f"provider error after {asked.tries} tries: {error}"[:500])
-        return AttemptResult(AttemptState.INCOMPLETE, latency_ms=latency, error=error, reason=reason)
-    answer, cost = asked.answer, asked.cost_micros   # no exhaustion, crash or provider error: an answer
-    if answer is None:   # and should none come, the case is not decided, never passed or failed
-        return AttemptResult(AttemptState.INCOMPLETE, latency_ms=latency, reason="the agent returned no answer")
+        return AttemptResult(
+            AttemptState.INCOMPLETE, latency_ms=latency, error=error, reason=reason
+        )
+    answer, cost = (
+        asked.answer,
+        asked.cost_micros,
+    )  # no exhaustion, crash or provider error: an answer
+    if answer is None:  # and should none come, the case is not decided, never passed or failed
+        return AttemptResult(
+            AttemptState.INCOMPLETE, latency_ms=latency, reason="the agent returned no answer"
+        )
     grade, asker = grade_answer(c, run, case, answer)
     # Reasons may quote the original answer, cut short: what is secret in it is redacted there too.
-    r = r.learning(answer.answer, json.dumps([call.model_dump(mode="json") for call in answer.calls]),
-                   answer.model, answer.guardrail)
+    r = r.learning(
+        answer.answer,
+        json.dumps([call.model_dump(mode="json") for call in answer.calls]),
+        answer.model,
+        answer.guardrail,
+    )
     return AttemptResult(
-        state=grade.state, answer=r.text(answer.answer),
+        state=grade.state,
+        answer=r.text(answer.answer),
         calls=[r.value(call.model_dump(mode="json")) for call in answer.calls],
-        scores=[r.value(s.model_dump(mode="json")) for s in grade.scores], reason=r.text(grade.reason),
-        cost_micros=cost, input_tokens=answer.usage.input_tokens,
-        output_tokens=answer.usage.output_tokens, latency_ms=latency, model=r.text(answer.model),
-        guardrail=r.text(answer.guardrail), judge_cost_micros=asker.cost_micros if asker else 0,
-        judge_calls=asker.calls if asker else 0, budget_exceeded=asker.exhausted if asker else None)
+        scores=[r.value(s.model_dump(mode="json")) for s in grade.scores],
+        reason=r.text(grade.reason),
+        cost_micros=cost,
+        input_tokens=answer.usage.input_tokens,
+        output_tokens=answer.usage.output_tokens,
+        latency_ms=latency,
+        model=r.text(answer.model),
+        guardrail=r.text(answer.guardrail),
+        judge_cost_micros=asker.cost_micros if asker else 0,
+        judge_calls=asker.calls if asker else 0,
+        budget_exceeded=asker.exhausted if asker else None,
+    )
 
 
-def grade_answer(c: Container, run: Run, case: Case, answer: AgentAnswer,
-                 scores: list[dict[str, Any]] | None = None) -> tuple[Grade, judges.Asker | None]:
+def grade_answer(
+    c: Container,
+    run: Run,
+    case: Case,
+    answer: AgentAnswer,
+    scores: list[dict[str, Any]] | None = None,
+) -> tuple[Grade, judges.Asker | None]:
     """Grade an answer with the run's scoring and, when it names one, the judge grading now.
 
     A judge that cannot be resolved leaves the answer not graded by it, saying why. With `scores`
@@ -154,9 +204,15 @@ def grade_answer(c: Container, run: Run, case: Case, answer: AgentAnswer,
     effective = judges.effective_scoring(scoring, asker.judge if asker else None)
     if scores is None:
         return scorers.grade(case, answer, effective, judge=judge_fn), asker
-    kept = [ScoreResult.model_validate(s) for s in scores if s.get("scorer") != judge_rules.JUDGE_SCORER]
-    fresh = scorers.grade(case, answer, ScoringConfig(required=[judge_rules.JUDGE_SCORER],
-                                                      settings=effective.settings), judge=judge_fn)
+    kept = [
+        ScoreResult.model_validate(s) for s in scores if s.get("scorer") != judge_rules.JUDGE_SCORER
+    ]
+    fresh = scorers.grade(
+        case,
+        answer,
+        ScoringConfig(required=[judge_rules.JUDGE_SCORER], settings=effective.settings),
+        judge=judge_fn,
+    )
     return scorers.combine(kept + fresh.scores, scoring), asker
 
 
@@ -181,8 +237,9 @@ class _KeepAlive:
             try:
                 self._c.runs.beat(self._org_id, self._run_id, epoch_ms(self._c.clock.now()))
                 if self._receipt:
-                    self._c.case_queue.extend_visibility(self._receipt,
-                                                         self._c.settings.visibility_timeout_seconds)
+                    self._c.case_queue.extend_visibility(
+                        self._receipt, self._c.settings.visibility_timeout_seconds
+                    )
             except Exception:  # noqa: BLE001 - a missed heartbeat is what the sweep is for
                 log.exception("heartbeat of run %s failed", self._run_id)
 
@@ -202,8 +259,9 @@ class _Recording:
     now_ms: int = 0
 
 
-def _answer_kept(c: Container, run: Run, task: Task,
-                 answer: str | None) -> tuple[str | None, str | None]:
+def _answer_kept(
+    c: Container, run: Run, task: Task, answer: str | None
+) -> tuple[str | None, str | None]:
     """`(answer, answer_ref)` as the attempt keeps them: a long answer goes to the bucket, under the
     organization's prefix like everything of a tenant there (DESIGN §4), and its first 1,000
     characters stay inline."""
@@ -213,22 +271,53 @@ def _answer_kept(c: Container, run: Run, task: Task,
     return answer[:1000], ref
 
 
-def _attempt(run: Run, task: Task, result: AttemptResult, answer: tuple[str | None, str | None],
-             successor: Task | None, now_ms: int, now_iso: str) -> Attempt:
+def _attempt(
+    run: Run,
+    task: Task,
+    result: AttemptResult,
+    answer: tuple[str | None, str | None],
+    successor: Task | None,
+    now_ms: int,
+    now_iso: str,
+) -> Attempt:
     """The attempt `result` is recorded as, claiming `successor` (None: none)."""
     return Attempt(
-        run_id=run.run_id, attempt_key=task.key, recorded_key=f"{now_ms:013d}#{task.key}", arm_id=task.arm_id,
-        case_id=task.case_id, attempt=task.attempt, state=result.state.value, answer=answer[0],
-        answer_ref=answer[1], calls=result.calls, scores=result.scores, reason=result.reason,
-        error=result.error, crash=result.crash, guardrail=result.guardrail, cost_micros=result.cost_micros,
-        judge_cost_micros=result.judge_cost_micros, judge_calls=result.judge_calls,
-        input_tokens=result.input_tokens, output_tokens=result.output_tokens,
-        latency_ms=round(result.latency_ms, 3), model=result.model, recorded_at=now_iso,
-        successor=slots.message(run, successor) if successor else None)
+        run_id=run.run_id,
+        attempt_key=task.key,
+        recorded_key=f"{now_ms:013d}#{task.key}",
+        arm_id=task.arm_id,
+        case_id=task.case_id,
+        attempt=task.attempt,
+        state=result.state.value,
+        answer=answer[0],
+        answer_ref=answer[1],
+        calls=result.calls,
+        scores=result.scores,
+        reason=result.reason,
+        error=result.error,
+        crash=result.crash,
+        guardrail=result.guardrail,
+        cost_micros=result.cost_micros,
+        judge_cost_micros=result.judge_cost_micros,
+        judge_calls=result.judge_calls,
+        input_tokens=result.input_tokens,
+        output_tokens=result.output_tokens,
+        latency_ms=round(result.latency_ms, 3),
+        model=result.model,
+        recorded_at=now_iso,
+        successor=slots.message(run, successor) if successor else None,
+    )
 
 
-def record(c: Container, run: Run, task: Task, result: AttemptResult, *, pass_slot: bool = True,
-           pause: Callable[[], None] = jitter) -> bool:
+def record(
+    c: Container,
+    run: Run,
+    task: Task,
+    result: AttemptResult,
+    *,
+    pass_slot: bool = True,
+    pause: Callable[[], None] = jitter,
+) -> bool:
     """Write the attempt once with the run's counters, and pass its slot on (DESIGN §5, §6).
 
     The write claims the run's next task as read; when another task of the run claimed it first,
@@ -242,10 +331,16 @@ def record(c: Container, run: Run, task: Task, result: AttemptResult, *, pass_sl
     Raises:
         ConflictError: `RECORD_TRIES` claims in a row were lost (SQS delivers the task again).
     """
-    counters = {"recorded": 1, result.state.value: 1, "crashed": int(result.crash),
-                "cost_micros": result.cost_micros, "judge_cost_micros": result.judge_cost_micros,
-                "judge_calls": result.judge_calls, "input_tokens": result.input_tokens,
-                "output_tokens": result.output_tokens}
+    counters = {
+        "recorded": 1,
+        result.state.value: 1,
+        "crashed": int(result.crash),
+        "cost_micros": result.cost_micros,
+        "judge_cost_micros": result.judge_cost_micros,
+        "judge_calls": result.judge_calls,
+        "input_tokens": result.input_tokens,
+        "output_tokens": result.output_tokens,
+    }
     answer = _answer_kept(c, run, task, result.answer)
     reads = iter([run])
     outcome = RecordOutcome(written=False)
@@ -256,27 +351,47 @@ def record(c: Container, run: Run, task: Task, result: AttemptResult, *, pass_sl
 
     def decide(before: _Recording) -> _Recording:
         now, seen = c.clock.now(), before.run
-        claim = pass_slot and seen.status == RunStatus.RUNNING \
+        claim = (
+            pass_slot
+            and seen.status == RunStatus.RUNNING
             and int(seen.next_index) < int(seen.tasks_total)
+        )
         successor = slots.task_of(seen, int(seen.next_index)) if claim else None
         attempt = _attempt(seen, task, result, answer, successor, epoch_ms(now), iso(now))
-        return _Recording(seen, attempt, successor, release_slot=not claim and int(seen.slots) > 0,
-                          now_ms=epoch_ms(now))
+        return _Recording(
+            seen,
+            attempt,
+            successor,
+            release_slot=not claim and int(seen.slots) > 0,
+            now_ms=epoch_ms(now),
+        )
 
     def write(_: _Recording, after: _Recording) -> bool:
         nonlocal outcome
         if after.attempt is None:
             raise ValueError(f"run {run.run_id}: a recording of {task.key} without its attempt")
         try:
-            outcome = c.runs.record_attempt(after.run, after.attempt, counters=counters,
-                                            claim_next=after.successor is not None,
-                                            release_slot=after.release_slot, now_ms=after.now_ms)
+            outcome = c.runs.record_attempt(
+                after.run,
+                after.attempt,
+                counters=counters,
+                claim_next=after.successor is not None,
+                release_slot=after.release_slot,
+                now_ms=after.now_ms,
+            )
         except RecordConflict:
             return False
         return True
 
-    done = change(read, decide, write, conflict=f"run {run.run_id}: could not record {task.key}",
-                  field="run_id", tries=RECORD_TRIES, pause=pause)
+    done = change(
+        read,
+        decide,
+        write,
+        conflict=f"run {run.run_id}: could not record {task.key}",
+        field="run_id",
+        tries=RECORD_TRIES,
+        pause=pause,
+    )
     if done is None:
         return False
     run = done.after.run
@@ -307,7 +422,9 @@ def on_duplicate(c: Container, run: Run, task: Task) -> None:
         return
     if row.successor:
         succ = row.successor
-        if not c.runs.attempt_exists(run.org_id, run.run_id, Task(succ["arm_id"], succ["case_id"], int(succ["attempt"])).key):
+        if not c.runs.attempt_exists(
+            run.org_id, run.run_id, Task(succ["arm_id"], succ["case_id"], int(succ["attempt"])).key
+        ):
             c.case_queue.send([succ])
     else:
         after_release(c, run.org_id, run.run_id)
@@ -321,8 +438,13 @@ def on_tasks_not_queued(c: Container, event: TasksNotQueued) -> None:
     for task in event.tasks:
         run = c.runs.get(event.org_id, event.run_id)
         if run is not None:
-            record(c, run, task, AttemptResult(AttemptState.INCOMPLETE, reason="could not be queued"),
-                   pass_slot=False)
+            record(
+                c,
+                run,
+                task,
+                AttemptResult(AttemptState.INCOMPLETE, reason="could not be queued"),
+                pass_slot=False,
+            )
     run = c.runs.get(event.org_id, event.run_id)
     if run is not None:
         slots.wait_again(c, run)
@@ -350,8 +472,9 @@ def _load_run(c: Container, org_id: str, run_id: str) -> tuple[Run | None, Budge
     return c.spend.read_with_run(org_id, run_id, agent_id, budgets.month_of(c.clock.now()))
 
 
-def _unrecorded(c: Container, body: str, *,
-                check_recorded: bool) -> tuple[Run, Task, BudgetReading | None] | None:
+def _unrecorded(
+    c: Container, body: str, *, check_recorded: bool
+) -> tuple[Run, Task, BudgetReading | None] | None:
     """The run and task a message names (and the run's budgets when read with it), or None when
     there is nothing left to do for it: a malformed message, a deleted run, or an attempt already
     recorded (whose hand-off `on_duplicate` then finishes)."""
@@ -370,7 +493,9 @@ def _unrecorded(c: Container, body: str, *,
     return run, task, reading
 
 
-def handle_task(c: Container, body: str, *, receive_count: int = 1, receipt_handle: str | None = None) -> None:
+def handle_task(
+    c: Container, body: str, *, receive_count: int = 1, receipt_handle: str | None = None
+) -> None:
     """Run one case-task message end to end. Raises only for bugs and AWS failures (so SQS
     redelivers); every expected outcome is recorded as an attempt state.
 
@@ -384,20 +509,28 @@ def handle_task(c: Container, body: str, *, receive_count: int = 1, receipt_hand
     status = RunStatus(run.status)
     if status.ended:
         # Nothing else starts once a run ended; its slot is given back by recording the task.
-        reason = {RunStatus.CANCELLED: "cancelled", RunStatus.BUDGET_EXCEEDED: "budget exceeded"}.get(
-            status, f"run {status.value}")
+        reason = {
+            RunStatus.CANCELLED: "cancelled",
+            RunStatus.BUDGET_EXCEEDED: "budget exceeded",
+        }.get(status, f"run {status.value}")
         record(c, run, task, AttemptResult(AttemptState.INCOMPLETE, reason=reason))
         return
     arm = next((a for a in run.arms if a.arm_id == task.arm_id), None)
-    raw_case = c.datasets.get_case(run.org_id, run.dataset_id, int(run.dataset_version), task.case_id)
+    raw_case = c.datasets.get_case(
+        run.org_id, run.dataset_id, int(run.dataset_version), task.case_id
+    )
     if arm is None or raw_case is None:
         record(c, run, task, AttemptResult(AttemptState.INCOMPLETE, reason="unknown arm or case"))
         return
     with _KeepAlive(c, run.org_id, run.run_id, receipt_handle):
-        result = ask_and_grade(c, run, arm, Case.model_validate(raw_case), task, budget_read=reading)
+        result = ask_and_grade(
+            c, run, arm, Case.model_validate(raw_case), task, budget_read=reading
+        )
     if result.budget_exceeded is not None:
         # Running cases finish; nothing else starts, and what was never asked stays incomplete.
-        messagebus.publish(c, BudgetExhausted(run.org_id, run.run_id, result.budget_exceeded.reason))
+        messagebus.publish(
+            c, BudgetExhausted(run.org_id, run.run_id, result.budget_exceeded.reason)
+        )
     # Other tasks of the run claimed successors while this one ran: read the cursor afresh so the
     # claim in `record` rarely meets a conflict.
     record(c, c.runs.refresh(run) or run, task, result)
@@ -408,5 +541,12 @@ def handle_dead_task(c: Container, body: str, *, receive_count: int | None = Non
     found = _unrecorded(c, body, check_recorded=True)
     if found is not None:
         run, task, _ = found
-        record(c, run, task, AttemptResult(
-            AttemptState.INCOMPLETE, reason=f"gave up after {receive_count or 'several'} deliveries"))
+        record(
+            c,
+            run,
+            task,
+            AttemptResult(
+                AttemptState.INCOMPLETE,
+                reason=f"gave up after {receive_count or 'several'} deliveries",
+            ),
+        )

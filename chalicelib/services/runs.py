@@ -35,8 +35,9 @@ def _ungraded_warning(n: int) -> str:
     return f"{n} {noun} nothing to grade {'it' if n == 1 else 'them'}. The result will be inconclusive."
 
 
-def resolve_candidate(c: Container, who: Identity, agent_id: str, candidate: Any,
-                      version: Any) -> tuple[dict[str, Any], int | None, bool]:
+def resolve_candidate(
+    c: Container, who: Identity, agent_id: str, candidate: Any, version: Any
+) -> tuple[dict[str, Any], int | None, bool]:
     """The spec to run, its resolved version (None for the draft) and whether it is the draft.
 
     `candidate` is `"draft"`, `"version"` (with `version` a number, `"latest"` or `"published"`,
@@ -48,7 +49,9 @@ def resolve_candidate(c: Container, who: Identity, agent_id: str, candidate: Any
     """
     agent = c.agents.get(who.org_id, agent_id)
     if version is not None and candidate not in (None, "version"):
-        raise InvalidInputError(f'version goes with candidate "version", not {candidate!r}', field="version")
+        raise InvalidInputError(
+            f'version goes with candidate "version", not {candidate!r}', field="version"
+        )
     if candidate == "draft":
         return agent.draft_spec, None, True
     selector = version if candidate in (None, "version") else candidate
@@ -56,8 +59,10 @@ def resolve_candidate(c: Container, who: Identity, agent_id: str, candidate: Any
         selector = "latest"
     latest = int(agent.latest_version or 0)
     if latest == 0:
-        raise InvalidInputError(f"agent {agent_id} was never published: run its draft instead "
-                                '(candidate: "draft")', field="candidate")
+        raise InvalidInputError(
+            f'agent {agent_id} was never published: run its draft instead (candidate: "draft")',
+            field="candidate",
+        )
     if selector == "latest":
         number = latest
     elif selector == "published":
@@ -65,8 +70,10 @@ def resolve_candidate(c: Container, who: Identity, agent_id: str, candidate: Any
     elif isinstance(selector, int) and not isinstance(selector, bool) and selector >= 1:
         number = selector
     else:
-        raise InvalidInputError('version must be a positive integer, "latest" or "published"',
-                                field="version" if candidate in (None, "version") else "candidate")
+        raise InvalidInputError(
+            'version must be a positive integer, "latest" or "published"',
+            field="version" if candidate in (None, "version") else "candidate",
+        )
     row = c.agents.get_version(who.org_id, agent_id, number)
     if row is None:
         raise NotFoundError(f"version {number} of agent {agent_id} not found", field="version")
@@ -76,16 +83,28 @@ def resolve_candidate(c: Container, who: Identity, agent_id: str, candidate: Any
 def _arm(arm_id: str, spec: dict[str, Any], version: int | None, draft: bool) -> Arm:
     """One candidate side of a run: what it runs (the spec copied at start) and how it is
     labelled."""
-    return Arm(arm_id=arm_id, role=ArmRole.CANDIDATE, version=version, draft=draft, spec=spec,
-               spec_hash=spec_hash(spec), model_profile_id=spec.get("model_profile_id"))
+    return Arm(
+        arm_id=arm_id,
+        role=ArmRole.CANDIDATE,
+        version=version,
+        draft=draft,
+        spec=spec,
+        spec_hash=spec_hash(spec),
+        model_profile_id=spec.get("model_profile_id"),
+    )
 
 
-def version_before(c: Container, who: Identity, agent_id: str, candidate_version: int | None,
-                   draft: bool) -> tuple[int, dict[str, Any]] | None:
+def version_before(
+    c: Container, who: Identity, agent_id: str, candidate_version: int | None, draft: bool
+) -> tuple[int, dict[str, Any]] | None:
     """The version before the candidate and its spec: for a draft the published version (the live one,
     else the latest), for version N version N - 1; None when there is none (seed 004)."""
     agent = c.agents.get(who.org_id, agent_id)
-    number = int(agent.live_version or agent.latest_version or 0) if draft else int(candidate_version or 0) - 1
+    number = (
+        int(agent.live_version or agent.latest_version or 0)
+        if draft
+        else int(candidate_version or 0) - 1
+    )
     if number < 1:
         return None
     row = c.agents.get_version(who.org_id, agent_id, number)
@@ -98,9 +117,16 @@ def estimate(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -
     return estimates.price(c, who, plan_run(c, who, agent_id, body))
 
 
-def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *,
-             baseline_version: int | None = None, default_baseline: bool = True,
-             judge_version: int | None = None) -> Plan:
+def plan_run(
+    c: Container,
+    who: Identity,
+    agent_id: str,
+    body: dict[str, Any],
+    *,
+    baseline_version: int | None = None,
+    default_baseline: bool = True,
+    judge_version: int | None = None,
+) -> Plan:
     """Check a start body and decide what the run would be: the candidate, the dataset version, the
     arms and the baseline (chosen once, here). Nothing is written.
 
@@ -116,10 +142,14 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *
         InvalidInputError: what could tell nothing (seed 004 "What is refused").
     """
 
-    spec, resolved, is_draft = resolve_candidate(c, who, agent_id, body.get("candidate"), body.get("version"))
+    spec, resolved, is_draft = resolve_candidate(
+        c, who, agent_id, body.get("candidate"), body.get("version")
+    )
     if body.get("environment_id") not in (None, "default"):
         c.environments.get(who.org_id, body["environment_id"])
-    dataset_version = dataset_service.resolve_version(c, who, body["dataset_id"], body.get("dataset_version"))
+    dataset_version = dataset_service.resolve_version(
+        c, who, body["dataset_id"], body.get("dataset_version")
+    )
     case_count = int(dataset_version.case_count or 0)
     if case_count == 0:
         raise InvalidInputError("the dataset version has no cases", field="dataset_version")
@@ -127,70 +157,135 @@ def plan_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *
     judge = judges.of_scoring(c, who.org_id, scoring)
     ungraded, judged = dataset_service.coverage(c, dataset_version, judge, scoring)
     if ungraded >= case_count:
-        raise InvalidInputError("no required scorer applies to any case: add a check, an expected "
-                                "tool call or grading criteria", field="dataset_version")
+        raise InvalidInputError(
+            "no required scorer applies to any case: add a check, an expected "
+            "tool call or grading criteria",
+            field="dataset_version",
+        )
     c.runtimes.validate_spec(spec)
     settings = c.settings
     stability = bool(body.get("stability"))
     default_reruns = 1 if stability else settings.eval_reruns
     reruns = default_reruns if body.get("reruns") is None else int(body["reruns"])
-    profiles = [c.model_profiles.get(who.org_id, pid, field=f"model_profile_ids[{i}]")
-                for i, pid in enumerate(body.get("model_profile_ids") or [])]
+    profiles = [
+        c.model_profiles.get(who.org_id, pid, field=f"model_profile_ids[{i}]")
+        for i, pid in enumerate(body.get("model_profile_ids") or [])
+    ]
     if len({p.model_profile_id for p in profiles}) < len(profiles):
         raise InvalidInputError("a model profile is named twice", field="model_profile_ids")
-    arms = [_arm("candidate" if i == 0 else f"candidate:{p.model_profile_id}",
-                 profile_service.apply(spec, p), resolved, is_draft) for i, p in enumerate(profiles)] \
-        or [_arm("candidate", spec, resolved, is_draft)]
-    for arm in arms if profiles else []:   # a profile laid over the spec is checked like a spec
+    arms = [
+        _arm(
+            "candidate" if i == 0 else f"candidate:{p.model_profile_id}",
+            profile_service.apply(spec, p),
+            resolved,
+            is_draft,
+        )
+        for i, p in enumerate(profiles)
+    ] or [_arm("candidate", spec, resolved, is_draft)]
+    for arm in arms if profiles else []:  # a profile laid over the spec is checked like a spec
         c.runtimes.validate_spec(arm.spec)
     for name in ("paired_baseline", "baseline_run_id"):
         if stability and body.get(name):
-            raise InvalidInputError(f"a stability run compares nothing: leave out {name}", field=name)
+            raise InvalidInputError(
+                f"a stability run compares nothing: leave out {name}", field=name
+            )
     if stability and reruns < 1:
-        raise InvalidInputError("a stability run asks every case again at least once", field="reruns")
+        raise InvalidInputError(
+            "a stability run asks every case again at least once", field="reruns"
+        )
     if body.get("paired_baseline") and body.get("baseline_run_id"):
-        raise InvalidInputError("name either paired_baseline or baseline_run_id", field="baseline_run_id")
+        raise InvalidInputError(
+            "name either paired_baseline or baseline_run_id", field="baseline_run_id"
+        )
     if (body.get("paired_baseline") or body.get("baseline_run_id")) and reruns < 1:
-        raise InvalidInputError("a run compared with a baseline needs at least one rerun", field="reruns")
+        raise InvalidInputError(
+            "a run compared with a baseline needs at least one rerun", field="reruns"
+        )
     before = version_before(c, who, agent_id, resolved, is_draft)
     if baseline_version is not None:
         row = c.agents.get_version(who.org_id, agent_id, baseline_version)
         before = (baseline_version, row.spec) if row is not None else None
     if body.get("paired_baseline") and before is None:
-        raise InvalidInputError("a first version has nothing before it to compare with" if not is_draft else
-                                "the draft has no published version to compare with: run it without a "
-                                "baseline", field="paired_baseline")
+        raise InvalidInputError(
+            "a first version has nothing before it to compare with"
+            if not is_draft
+            else "the draft has no published version to compare with: run it without a baseline",
+            field="paired_baseline",
+        )
     recent = baselines.recent_runs(c, who.org_id, agent_id)
     info: dict[str, Any] = {}
-    if not stability and (default_baseline or body.get("paired_baseline") or body.get("baseline_run_id")):
+    if not stability and (
+        default_baseline or body.get("paired_baseline") or body.get("baseline_run_id")
+    ):
         before_spec = before[1] if before else None
         if before_spec is not None and profiles and body.get("paired_baseline"):
-            before_spec = profile_service.apply(before_spec, profiles[0])   # the baseline runs on the first model
+            before_spec = profile_service.apply(
+                before_spec, profiles[0]
+            )  # the baseline runs on the first model
         base_arm, info = baselines.choose(
-            c, who, agent_id, candidate_spec=arms[0].spec, version_before=before[0] if before else None,
-            dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
-            scoring=scoring, environment_id=body.get("environment_id"), body=body,
-            before_spec=before_spec, paired=bool(body.get("paired_baseline")),
-            now_ms=epoch_ms(c.clock.now()), judge_key=judge.key if judge else None, recent=recent)
+            c,
+            who,
+            agent_id,
+            candidate_spec=arms[0].spec,
+            version_before=before[0] if before else None,
+            dataset_id=dataset_version.dataset_id,
+            dataset_version=int(dataset_version.version),
+            scoring=scoring,
+            environment_id=body.get("environment_id"),
+            body=body,
+            before_spec=before_spec,
+            paired=bool(body.get("paired_baseline")),
+            now_ms=epoch_ms(c.clock.now()),
+            judge_key=judge.key if judge else None,
+            recent=recent,
+        )
         if base_arm is not None:
             c.runtimes.validate_spec(base_arm.spec)
             arms.append(base_arm)
     warnings = [_ungraded_warning(ungraded)] if ungraded else []
     if judge is not None:
         if judge.spec.temperature > 0:
-            warnings.append(f"the judge grades at temperature {judge.spec.temperature:g}: the same answer may be "
-                            "graded differently twice")
-        tested = {baselines.model_of(a.spec) for a in arms if a.role is ArmRole.CANDIDATE} | \
-            {a.spec.get("model") for a in arms if a.role is ArmRole.CANDIDATE}
+            warnings.append(
+                f"the judge grades at temperature {judge.spec.temperature:g}: the same answer may be "
+                "graded differently twice"
+            )
+        tested = {baselines.model_of(a.spec) for a in arms if a.role is ArmRole.CANDIDATE} | {
+            a.spec.get("model") for a in arms if a.role is ArmRole.CANDIDATE
+        }
         if judge.model in tested:
-            warnings.append(f"the judge runs on {judge.model}, the model being tested: it grades its own answers")
-    return Plan(agent_id, spec, resolved, is_draft, dataset_version, case_count, ungraded, judged, judge, arms,
-                info, reruns, stability, warnings, scoring, recent)
+            warnings.append(
+                f"the judge runs on {judge.model}, the model being tested: it grades its own answers"
+            )
+    return Plan(
+        agent_id,
+        spec,
+        resolved,
+        is_draft,
+        dataset_version,
+        case_count,
+        ungraded,
+        judged,
+        judge,
+        arms,
+        info,
+        reruns,
+        stability,
+        warnings,
+        scoring,
+        recent,
+    )
 
 
-def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], *,
-              planned: tuple[Plan, estimates.Price] | None = None, purpose: str | None = None,
-              extra_settings: dict[str, Any] | None = None) -> tuple[Run, list[str]]:
+def start_run(
+    c: Container,
+    who: Identity,
+    agent_id: str,
+    body: dict[str, Any],
+    *,
+    planned: tuple[Plan, estimates.Price] | None = None,
+    purpose: str | None = None,
+    extra_settings: dict[str, Any] | None = None,
+) -> tuple[Run, list[str]]:
     """Start an eval run: plan it, price it, refuse past a budget, write it, claim slots.
 
     Args:
@@ -216,19 +311,41 @@ def start_run(c: Container, who: Identity, agent_id: str, body: dict[str, Any], 
     arms, dataset_version = plan.arms, plan.dataset
     total = sum(1 for a in arms if a.answers) * plan.case_count
     run = Run(
-        run_id=f"run_{uuid.uuid4().hex[:16]}", org_id=who.org_id, agent_id=agent_id,
-        dataset_id=dataset_version.dataset_id, dataset_version=int(dataset_version.version),
-        created_at=iso(now), created_by=who.user_id, status=RunStatus.QUEUED.value,
-        phase=RunPhase.ANSWERING.value, purpose=purpose or (RunPurpose.STABILITY if plan.stability else RunPurpose.CHECK).value,
-        candidate="draft" if plan.draft else "version", resolved_version=plan.version, draft=plan.draft,
-        spec_hash=spec_hash(plan.spec), environment_id=body.get("environment_id"), arms=tuple(arms),
-        case_ids_text="\n".join(dataset_version.case_ids or []), scoring=plan.scoring,
-        settings={"run_concurrency": settings.eval_run_concurrency, "reruns": plan.reruns,
-                  "case_timeout_seconds": settings.evaluation_case_timeout_seconds, **plan.info,
-                  "warnings": plan.warnings, "judge_model": plan.judge.model if plan.judge else None,
-                  "estimate": priced.kept(), **(extra_settings or {})},
-        tasks=None, tasks_total=total, next_index=0, slots=0, expected=total,
-        heartbeat_at_ms=epoch_ms(now))
+        run_id=f"run_{uuid.uuid4().hex[:16]}",
+        org_id=who.org_id,
+        agent_id=agent_id,
+        dataset_id=dataset_version.dataset_id,
+        dataset_version=int(dataset_version.version),
+        created_at=iso(now),
+        created_by=who.user_id,
+        status=RunStatus.QUEUED.value,
+        phase=RunPhase.ANSWERING.value,
+        purpose=purpose or (RunPurpose.STABILITY if plan.stability else RunPurpose.CHECK).value,
+        candidate="draft" if plan.draft else "version",
+        resolved_version=plan.version,
+        draft=plan.draft,
+        spec_hash=spec_hash(plan.spec),
+        environment_id=body.get("environment_id"),
+        arms=tuple(arms),
+        case_ids_text="\n".join(dataset_version.case_ids or []),
+        scoring=plan.scoring,
+        settings={
+            "run_concurrency": settings.eval_run_concurrency,
+            "reruns": plan.reruns,
+            "case_timeout_seconds": settings.evaluation_case_timeout_seconds,
+            **plan.info,
+            "warnings": plan.warnings,
+            "judge_model": plan.judge.model if plan.judge else None,
+            "estimate": priced.kept(),
+            **(extra_settings or {}),
+        },
+        tasks=None,
+        tasks_total=total,
+        next_index=0,
+        slots=0,
+        expected=total,
+        heartbeat_at_ms=epoch_ms(now),
+    )
     c.runs.create(run)
     slots.enqueue_run(c, run)
     return c.runs.get(who.org_id, run.run_id) or run, plan.warnings
@@ -256,8 +373,12 @@ def read_run(c: Container, who: Identity, run_id: str, *, with_results: bool = T
     summaries = None
     if not run.outcome or run.status != RunStatus.COMPLETED:
         summaries = finalize.arm_results(c, run, attempts, finalize.summarize(run, attempts))
-    return RunRead(run, summaries, finalize.ungraded_score_ids(run, attempts),
-                   sorted(attempts, key=lambda r: r.attempt_key) if with_results else None)
+    return RunRead(
+        run,
+        summaries,
+        finalize.ungraded_score_ids(run, attempts),
+        sorted(attempts, key=lambda r: r.attempt_key) if with_results else None,
+    )
 
 
 def full_answer(c: Container, attempt: Attempt) -> Attempt:
@@ -276,8 +397,10 @@ def cancel_run(c: Container, who: Identity, run_id: str) -> Run:
     """
     run = c.runs.get_for_org(who.org_id, run_id)
     if not end_run(c, run, RunStatus.CANCELLED, f"cancelled by {who.user_id}"):
-        raise ConflictError(f"eval run {run_id} already ended ({(c.runs.get(who.org_id, run_id) or run).status})",
-                            field="run_id")
+        raise ConflictError(
+            f"eval run {run_id} already ended ({(c.runs.get(who.org_id, run_id) or run).status})",
+            field="run_id",
+        )
     return c.runs.get_for_org(who.org_id, run_id)
 
 
@@ -302,13 +425,21 @@ def delete_run(c: Container, who: Identity, run_id: str) -> None:
     """Delete an ended run and every attempt it kept. Raises ConflictError while it runs."""
     run = c.runs.get_for_org(who.org_id, run_id)
     if not RunStatus(run.status).ended or int(run.slots) > 0:
-        raise ConflictError("the run is still running: cancel it and wait for its running cases first",
-                            field="run_id")
+        raise ConflictError(
+            "the run is still running: cancel it and wait for its running cases first",
+            field="run_id",
+        )
     c.runs.delete(who.org_id, run_id)
 
 
-def _decode_cursor(c: Container, cursor: str | None, org_id: str, *, agent_id: str | None = None,
-                   dataset_id: str | None = None) -> dict[str, Any] | None:
+def _decode_cursor(
+    c: Container,
+    cursor: str | None,
+    org_id: str,
+    *,
+    agent_id: str | None = None,
+    dataset_id: str | None = None,
+) -> dict[str, Any] | None:
     """The index key a listing's `cursor` stands for, checked to be one this API gave for this
     listing of this organization (`RunStore.is_page_start`).
 
@@ -320,8 +451,9 @@ def _decode_cursor(c: Container, cursor: str | None, org_id: str, *, agent_id: s
         key = json.loads(base64.urlsafe_b64decode(cursor.encode()).decode())
     except (ValueError, RecursionError, binascii.Error, UnicodeError):
         key = None
-    if not isinstance(key, dict) or not c.runs.is_page_start(key, org_id, agent_id=agent_id,
-                                                              dataset_id=dataset_id):
+    if not isinstance(key, dict) or not c.runs.is_page_start(
+        key, org_id, agent_id=agent_id, dataset_id=dataset_id
+    ):
         raise InvalidInputError("cursor is not one this API gave", field="cursor")
     return key
 
@@ -335,8 +467,16 @@ class RunList:
     next_cursor: str | None
 
 
-def list_runs(c: Container, who: Identity, *, agent_id: str | None = None, dataset_id: str | None = None,
-              limit: int = 50, cursor: str | None = None, draft: str | None = None) -> RunList:
+def list_runs(
+    c: Container,
+    who: Identity,
+    *,
+    agent_id: str | None = None,
+    dataset_id: str | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+    draft: str | None = None,
+) -> RunList:
     """Runs newest first, a page at a time (`cursor` from the previous page's `next_cursor`).
 
     `draft="current"` keeps the runs of the draft as it stands now (same spec hash), `"earlier"` the
@@ -349,17 +489,29 @@ def list_runs(c: Container, who: Identity, *, agent_id: str | None = None, datas
     current_hash = None
     if agent_id is not None:
         current_hash = c.agents.get(who.org_id, agent_id).draft_spec_hash
-        result = c.runs.list_by_agent(who.org_id, agent_id, limit=limit,
-                                      start=_decode_cursor(c, cursor, who.org_id, agent_id=agent_id))
+        result = c.runs.list_by_agent(
+            who.org_id,
+            agent_id,
+            limit=limit,
+            start=_decode_cursor(c, cursor, who.org_id, agent_id=agent_id),
+        )
     elif dataset_id is not None:
         c.datasets.get(who.org_id, dataset_id)
-        result = c.runs.list_by_dataset(who.org_id, dataset_id, limit=limit,
-                                        start=_decode_cursor(c, cursor, who.org_id, dataset_id=dataset_id))
+        result = c.runs.list_by_dataset(
+            who.org_id,
+            dataset_id,
+            limit=limit,
+            start=_decode_cursor(c, cursor, who.org_id, dataset_id=dataset_id),
+        )
     else:
-        result = c.runs.list_by_org(who.org_id, limit=limit, start=_decode_cursor(c, cursor, who.org_id))
+        result = c.runs.list_by_org(
+            who.org_id, limit=limit, start=_decode_cursor(c, cursor, who.org_id)
+        )
     rows = [r for r in result if r.org_id == who.org_id]
     if draft is not None:
-        rows = [r for r in rows if r.draft and (r.spec_hash == current_hash) == (draft == "current")]
+        rows = [
+            r for r in rows if r.draft and (r.spec_hash == current_hash) == (draft == "current")
+        ]
     last = result.next_start
     next_cursor = base64.urlsafe_b64encode(json.dumps(last).encode()).decode() if last else None
     return RunList(rows, next_cursor)
@@ -387,8 +539,15 @@ class RunEvents:
     done: bool
 
 
-def events(c: Container, who: Identity, run_id: str, *, after: str = "", wait_s: float | None = None,
-           limit: int = 100) -> RunEvents:
+def events(
+    c: Container,
+    who: Identity,
+    run_id: str,
+    *,
+    after: str = "",
+    wait_s: float | None = None,
+    limit: int = 100,
+) -> RunEvents:
     """Attempts recorded after the cursor `after`, waiting up to `wait_s` seconds for one (a bounded
     long-poll: Lambda behind API Gateway cannot stream, DESIGN §11 Live updates).
 
@@ -411,8 +570,9 @@ def events(c: Container, who: Identity, run_id: str, *, after: str = "", wait_s:
     return RunEvents(run, rows, rows[-1].recorded_key if rows else after, ended and not rows)
 
 
-def comparison(c: Container, who: Identity, run_id: str,
-               arm_id: str | None = None) -> tuple[Run, Comparison]:
+def comparison(
+    c: Container, who: Identity, run_id: str, arm_id: str | None = None
+) -> tuple[Run, Comparison]:
     """A candidate arm (default the first) against its baseline (seed 004 "Comparing with a baseline";
     with several models every arm is compared with the baseline on the first).
 
@@ -450,8 +610,16 @@ class CaseResults:
     arms: dict[str, CaseSide]
 
 
-def cases(c: Container, who: Identity, run_id: str, *, outcome: str | None = None, tag: str | None = None,
-          arm_id: str | None = None, case_id: str | None = None) -> list[CaseResults]:
+def cases(
+    c: Container,
+    who: Identity,
+    run_id: str,
+    *,
+    outcome: str | None = None,
+    tag: str | None = None,
+    arm_id: str | None = None,
+    case_id: str | None = None,
+) -> list[CaseResults]:
     """Every case of the run, in the run's order: what it expects, its comparison outcome and every
     attempt per arm.
 
@@ -484,11 +652,16 @@ def cases(c: Container, who: Identity, run_id: str, *, outcome: str | None = Non
                 continue
             tries = [r for r in rows if r.arm_id == arm]
             sides[arm] = CaseSide(finalize.settled_state(tries), tries)
-        expects = {k: case.get(k) for k in ("input", "history", "reference", "checks",
-                                            "expected_calls", "tags")}
+        expects = {
+            k: case.get(k)
+            for k in ("input", "history", "reference", "checks", "expected_calls", "tags")
+        }
         entry = CaseResults(cid, expects, outcomes.get(cid), sides)
-        if outcome is not None and outcome != entry.outcome and all(
-                s.settled != outcome for s in sides.values()):
+        if (
+            outcome is not None
+            and outcome != entry.outcome
+            and all(s.settled != outcome for s in sides.values())
+        ):
             continue
         out.append(entry)
     return out

@@ -26,7 +26,7 @@ def check_name(name: Any) -> str:
     problem = name_problem(name)
     if problem is not None:
         raise InvalidInputError(f"name: a secret name {problem}", field="name")
-    return str(name)   # name_problem refuses anything but a string
+    return str(name)  # name_problem refuses anything but a string
 
 
 def check_value(value: Any) -> str:
@@ -40,8 +40,11 @@ def check_value(value: Any) -> str:
         raise InvalidInputError("value: a secret value must be a non-empty string", field="value")
     size = len(value.encode("utf-8"))
     if size > MAX_SECRET_VALUE_BYTES:
-        raise InvalidInputError(f"value: a secret value takes at most {MAX_SECRET_VALUE_BYTES} bytes "
-                                f"(16 KiB); this one has {size}", field="value")
+        raise InvalidInputError(
+            f"value: a secret value takes at most {MAX_SECRET_VALUE_BYTES} bytes "
+            f"(16 KiB); this one has {size}",
+            field="value",
+        )
     return value
 
 

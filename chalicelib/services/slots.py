@@ -41,8 +41,13 @@ def task_of(run: Run, index: int) -> Task:
 
 def message(run: Run, task: Task) -> dict[str, Any]:
     """A case-task message: ids only (DESIGN §5)."""
-    return {"org_id": run.org_id, "run_id": run.run_id, "arm_id": task.arm_id,
-            "case_id": task.case_id, "attempt": task.attempt}
+    return {
+        "org_id": run.org_id,
+        "run_id": run.run_id,
+        "arm_id": task.arm_id,
+        "case_id": task.case_id,
+        "attempt": task.attempt,
+    }
 
 
 def send_tasks(c: Container, run: Run, tasks: list[Task]) -> None:
@@ -54,8 +59,16 @@ def send_tasks(c: Container, run: Run, tasks: list[Task]) -> None:
         c.case_queue.send([message(run, t) for t in tasks])
     except QueueSendError as exc:
         log.error("run %s: %d task(s) could not be queued", run.run_id, len(exc.failed))
-        messagebus.publish(c, TasksNotQueued(run.org_id, run.run_id, tuple(
-            Task(body["arm_id"], body["case_id"], body["attempt"]) for body in exc.failed)))
+        messagebus.publish(
+            c,
+            TasksNotQueued(
+                run.org_id,
+                run.run_id,
+                tuple(
+                    Task(body["arm_id"], body["case_id"], body["attempt"]) for body in exc.failed
+                ),
+            ),
+        )
 
 
 @dataclass(frozen=True)
@@ -81,9 +94,12 @@ def _offer(c: Container, org_id: str) -> _Offer | None:
         return None
     for run_id in list(org.waiting):
         run = c.runs.get(org_id, run_id)
-        if run is None or RunStatus(run.status).ended \
-                or int(run.tasks_total) - int(run.next_index) <= 0 \
-                or int(run.slots) >= run_limit(run):
+        if (
+            run is None
+            or RunStatus(run.status).ended
+            or int(run.tasks_total) - int(run.next_index) <= 0
+            or int(run.slots) >= run_limit(run)
+        ):
             c.orgs.remove_waiting(org_id, run_id)
             continue
         return _Offer(run, int(org.concurrency_limit), free)
@@ -94,8 +110,12 @@ def _claimed(offer: _Offer) -> _Offer:
     """The offer with how many tasks its run may claim (DESIGN §6: run limit, pending, free)."""
     run = offer.run
     pending = int(run.tasks_total) - int(run.next_index)
-    return replace(offer, k=slots_to_claim(run_limit=run_limit(run), run_slots=int(run.slots),
-                                           pending=pending, org_free=offer.free))
+    return replace(
+        offer,
+        k=slots_to_claim(
+            run_limit=run_limit(run), run_slots=int(run.slots), pending=pending, org_free=offer.free
+        ),
+    )
 
 
 def assign_free_slots(c: Container, org_id: str, *, pause: Callable[[], None] = jitter) -> int:
@@ -111,14 +131,20 @@ def assign_free_slots(c: Container, org_id: str, *, pause: Callable[[], None] = 
 
     def claim(_: _Offer, offer: _Offer) -> bool:
         now = c.clock.now()
-        return c.runs.claim_tasks(offer.run, offer.k, org_id, offer.org_limit, epoch_ms(now),
-                                  iso(now))
+        return c.runs.claim_tasks(
+            offer.run, offer.k, org_id, offer.org_limit, epoch_ms(now), iso(now)
+        )
 
     for _ in range(ROUNDS):
         try:
-            done = change(lambda: _offer(c, org_id), _claimed, claim,
-                          conflict=f"the slots of organization {org_id} keep being claimed",
-                          field="org_id", pause=pause)
+            done = change(
+                lambda: _offer(c, org_id),
+                _claimed,
+                claim,
+                conflict=f"the slots of organization {org_id} keep being claimed",
+                field="org_id",
+                pause=pause,
+            )
         except ConflictError:
             return started
         if done is None or not done.written:

@@ -78,7 +78,9 @@ STARTING = "starting"
 """`active_run_id` while a run is being started; a start that died leaves it, and the tick clears
 it after `STALE_START_MS`."""
 STALE_START_MS = 5 * 60_000
-NOT_COMPARED_CAP = "Not compared: running the earlier version too would exceed the suite's cost cap."
+NOT_COMPARED_CAP = (
+    "Not compared: running the earlier version too would exceed the suite's cost cap."
+)
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -102,7 +104,9 @@ def _parse(body: dict[str, Any], *, partial: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "threshold" in body or not partial:
         try:
-            out["threshold"] = Threshold.model_validate(body.get("threshold") or {}).model_dump(mode="json")
+            out["threshold"] = Threshold.model_validate(body.get("threshold") or {}).model_dump(
+                mode="json"
+            )
         except ValidationError as exc:
             raise invalid_input(exc, "threshold") from None
     if "triggers" in body or not partial:
@@ -114,8 +118,12 @@ def _parse(body: dict[str, Any], *, partial: bool) -> dict[str, Any]:
             try:
                 schedule.validate(triggers.schedule.cron, triggers.schedule.timezone)
             except schedule.CronError as exc:
-                raise InvalidInputError(str(exc), field="triggers.schedule.cron" if str(exc).startswith("cron")
-                                        else "triggers.schedule.timezone") from None
+                raise InvalidInputError(
+                    str(exc),
+                    field="triggers.schedule.cron"
+                    if str(exc).startswith("cron")
+                    else "triggers.schedule.timezone",
+                ) from None
         out["triggers"] = triggers.model_dump(mode="json")
     if "max_run_usd" in body:
         out["max_run_usd_micros"] = budgets.parse_usd(body["max_run_usd"], "max_run_usd")
@@ -128,15 +136,23 @@ def _next_fire_ms(triggers: dict[str, Any] | None, now: datetime) -> int | None:
     return epoch_ms(schedule.next_fire(sched["cron"], sched["timezone"], now)) if sched else None
 
 
-def _pins(c: Container, who: Identity, dataset_id: str, dataset_version: int | None) -> dict[str, Any]:
+def _pins(
+    c: Container, who: Identity, dataset_id: str, dataset_version: int | None
+) -> dict[str, Any]:
     """What a guard is pinned to: the dataset version, its scoring and the judge publication now."""
     version = dataset_service.resolve_version(c, who, dataset_id, dataset_version)
     judge = judges.of_scoring(c, who.org_id, version.scoring)
-    return {"dataset_version": int(version.version), "scoring_hash": spec_hash(version.scoring),
-            "judge_id": judge.judge_id if judge else None, "judge_version": judge.version if judge else None}
+    return {
+        "dataset_version": int(version.version),
+        "scoring_hash": spec_hash(version.scoring),
+        "judge_id": judge.judge_id if judge else None,
+        "judge_version": judge.version if judge else None,
+    }
 
 
-def create(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> tuple[Suite, SuitePrice]:
+def create(
+    c: Container, who: Identity, agent_id: str, body: dict[str, Any]
+) -> tuple[Suite, SuitePrice]:
     """Save a new suite; its saver owns it. Returns the suite and its price (one run, a month).
 
     A suite id is unique among the agent's suites in the organization only.
@@ -148,28 +164,46 @@ def create(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> 
         check_tenant_id(body["suite_id"], "suite_id")
     c.agents.get(who.org_id, agent_id)
     parsed = _parse(body, partial=False)
-    dataset = dataset_service.resolve_version(c, who, body["dataset_id"], body.get("dataset_version") or "latest")
+    dataset = dataset_service.resolve_version(
+        c, who, body["dataset_id"], body.get("dataset_version") or "latest"
+    )
     env_id = body.get("environment_id")
     env = environments.resolve(c, who.org_id, env_id)
     now = c.clock.now()
     guards = bool(body.get("guards"))
     if guards:
-        env_id = env.environment_id   # a guard guards this environment, whatever becomes the default later
-    suite = Suite(agent_id=agent_id, suite_id=body.get("suite_id") or f"suite_{uuid.uuid4().hex[:12]}",
-                  org_id=who.org_id, name=body.get("name") or "", dataset_id=body["dataset_id"],
-                  dataset_version=body.get("dataset_version"), environment_id=env_id,
-                  threshold=parsed["threshold"], triggers=parsed["triggers"],
-                  max_run_usd_micros=parsed.get("max_run_usd_micros"), guards=guards,
-                  pins=_pins(c, who, dataset.dataset_id, body.get("dataset_version")) if guards else None,
-                  history=[{"at": iso(now), "by": who.user_id, "change": "created"}], owner=who.user_id,
-                  paused=False, pending=[], notified={}, next_fire_at_ms=_next_fire_ms(parsed["triggers"], now),
-                  created_at=iso(now), updated_at=iso(now))
+        env_id = (
+            env.environment_id
+        )  # a guard guards this environment, whatever becomes the default later
+    suite = Suite(
+        agent_id=agent_id,
+        suite_id=body.get("suite_id") or f"suite_{uuid.uuid4().hex[:12]}",
+        org_id=who.org_id,
+        name=body.get("name") or "",
+        dataset_id=body["dataset_id"],
+        dataset_version=body.get("dataset_version"),
+        environment_id=env_id,
+        threshold=parsed["threshold"],
+        triggers=parsed["triggers"],
+        max_run_usd_micros=parsed.get("max_run_usd_micros"),
+        guards=guards,
+        pins=_pins(c, who, dataset.dataset_id, body.get("dataset_version")) if guards else None,
+        history=[{"at": iso(now), "by": who.user_id, "change": "created"}],
+        owner=who.user_id,
+        paused=False,
+        pending=[],
+        notified={},
+        next_fire_at_ms=_next_fire_ms(parsed["triggers"], now),
+        created_at=iso(now),
+        updated_at=iso(now),
+    )
     c.suites.create(suite)
     return suite, price(c, who, suite)
 
 
-def _updated(c: Container, who: Identity, row: Suite, body: dict[str, Any],
-             parsed: dict[str, Any]) -> Suite:
+def _updated(
+    c: Container, who: Identity, row: Suite, body: dict[str, Any], parsed: dict[str, Any]
+) -> Suite:
     """The suite as `update` leaves it, given the suite as read (`update` says what it raises)."""
     now = c.clock.now()
     fields: dict[str, Any] = {}
@@ -179,58 +213,96 @@ def _updated(c: Container, who: Identity, row: Suite, body: dict[str, Any],
             raise InvalidInputError(f"{key} cannot be null", field=key)
         if key in body:
             fields[key] = body[key]
-    if "environment_id" in body:   # null: the organization's default environment
+    if "environment_id" in body:  # null: the organization's default environment
         fields["environment_id"] = body["environment_id"]
         environments.resolve(c, who.org_id, body["environment_id"])
     if "dataset_version" in body:
         fields["dataset_version"] = body["dataset_version"]
     if "dataset_id" in body or "dataset_version" in body:
-        dataset_service.resolve_version(c, who, body.get("dataset_id", row.dataset_id),
-                                        body.get("dataset_version", row.dataset_version) or "latest")
+        dataset_service.resolve_version(
+            c,
+            who,
+            body.get("dataset_id", row.dataset_id),
+            body.get("dataset_version", row.dataset_version) or "latest",
+        )
     for key in ("threshold", "triggers", "max_run_usd_micros"):
         if key in parsed:
             fields[key] = parsed[key]
     if "triggers" in parsed:
         fields["next_fire_at_ms"] = _next_fire_ms(parsed["triggers"], now)
     guards = bool(body.get("guards", row.guards))
-    guarded = sorted(k for k in ("threshold", "environment_id", "dataset_id", "dataset_version", "max_run_usd")
-                     if k in body)
+    guarded = sorted(
+        k
+        for k in ("threshold", "environment_id", "dataset_id", "dataset_version", "max_run_usd")
+        if k in body
+    )
     if row.guards and guarded:
         # A guard's bar and what it checks decide promotions: changing them is an override.
         who.require("promotions:override", f"changing a guard's {', '.join(guarded)}")
     if guards and (not row.guards or "environment_id" in body):
         fields["environment_id"] = environments.resolve(
-            c, who.org_id, body.get("environment_id", row.environment_id)).environment_id
+            c, who.org_id, body.get("environment_id", row.environment_id)
+        ).environment_id
     dataset_id = body.get("dataset_id", row.dataset_id)
     new_pins = None
-    if guards and (not row.guards or "dataset_version" in body or "dataset_id" in body or body.get("move_pins")):
+    if guards and (
+        not row.guards or "dataset_version" in body or "dataset_id" in body or body.get("move_pins")
+    ):
         new_pins = _pins(c, who, dataset_id, body.get("dataset_version", row.dataset_version))
         if row.guards and row.pins and new_pins != row.pins:
             who.require("promotions:override", "moving a guard's pins")
-            history.append({"at": iso(now), "by": who.user_id, "change": "agent.environment_guards_changed",
-                            "old": row.pins, "new": new_pins})
+            history.append(
+                {
+                    "at": iso(now),
+                    "by": who.user_id,
+                    "change": "agent.environment_guards_changed",
+                    "old": row.pins,
+                    "new": new_pins,
+                }
+            )
     if "guards" in body:
         if row.guards and not guards:
             # Taking a guard off opens its environment to unchecked promotions.
             who.require("promotions:override", "taking a guard off its environment")
-            history.append({"at": iso(now), "by": who.user_id, "change": "agent.environment_guards_changed",
-                            "old": row.pins, "new": None})
+            history.append(
+                {
+                    "at": iso(now),
+                    "by": who.user_id,
+                    "change": "agent.environment_guards_changed",
+                    "old": row.pins,
+                    "new": None,
+                }
+            )
         fields["guards"] = guards
         if not guards:
             fields["pins"] = None
     if new_pins is not None:
         fields["pins"] = new_pins
     if row.owner != who.user_id:
-        history.append({"at": iso(now), "by": who.user_id, "change": "owner", "old": row.owner,
-                        "new": who.user_id})
-        fields["notified"] = {}   # the new owner is told of bad results from now on
-    history.append({"at": iso(now), "by": who.user_id, "change": "updated",
-                    "fields": sorted(k for k in body if k != "move_pins")})
+        history.append(
+            {
+                "at": iso(now),
+                "by": who.user_id,
+                "change": "owner",
+                "old": row.owner,
+                "new": who.user_id,
+            }
+        )
+        fields["notified"] = {}  # the new owner is told of bad results from now on
+    history.append(
+        {
+            "at": iso(now),
+            "by": who.user_id,
+            "change": "updated",
+            "fields": sorted(k for k in body if k != "move_pins"),
+        }
+    )
     return _touch(c, row, **fields, owner=who.user_id, history=history[-100:])
 
 
-def update(c: Container, who: Identity, agent_id: str, suite_id: str,
-           body: dict[str, Any]) -> tuple[Suite, SuitePrice]:
+def update(
+    c: Container, who: Identity, agent_id: str, suite_id: str, body: dict[str, Any]
+) -> tuple[Suite, SuitePrice]:
     """Change a suite; whoever changes it takes it over (the owner). Moving a guard's pins (its
     dataset version or judge version) needs `promotions:override` and is recorded.
 
@@ -239,13 +311,18 @@ def update(c: Container, who: Identity, agent_id: str, suite_id: str,
     """
     get(c, who, agent_id, suite_id)
     parsed = _parse(body, partial=True)
-    changed = c.suites.change(who.org_id, agent_id, suite_id,
-                              lambda row: _updated(c, who, row, body, parsed), tries=10)
+    changed = c.suites.change(
+        who.org_id, agent_id, suite_id, lambda row: _updated(c, who, row, body, parsed), tries=10
+    )
     if changed is None:
         raise NotFoundError(f"suite {suite_id} not found", field="suite_id")
     if changed.before.guards and not changed.after.guards:
-        messagebus.publish(c, GuardWithdrawn(who.org_id, agent_id, suite_id,
-                                             f"guard {suite_id} was taken off before it decided"))
+        messagebus.publish(
+            c,
+            GuardWithdrawn(
+                who.org_id, agent_id, suite_id, f"guard {suite_id} was taken off before it decided"
+            ),
+        )
     fresh = c.suites.get(who.org_id, agent_id, suite_id) or changed.after
     return fresh, price(c, who, fresh)
 
@@ -254,12 +331,18 @@ def delete(c: Container, who: Identity, agent_id: str, suite_id: str) -> None:
     """Delete a suite and its results. Refused (409) while it guards an environment."""
     row = get(c, who, agent_id, suite_id)
     if row.guards:
-        raise ConflictError(f"suite {suite_id} guards an environment: take it off there first (guards: false)",
-                            field="suite_id")
+        raise ConflictError(
+            f"suite {suite_id} guards an environment: take it off there first (guards: false)",
+            field="suite_id",
+        )
     c.suites.delete(who.org_id, agent_id, suite_id)
     c.suites.delete_results(who.org_id, agent_id, suite_id)
-    messagebus.publish(c, GuardWithdrawn(who.org_id, agent_id, suite_id,
-                                         f"guard {suite_id} was deleted before it decided"))
+    messagebus.publish(
+        c,
+        GuardWithdrawn(
+            who.org_id, agent_id, suite_id, f"guard {suite_id} was deleted before it decided"
+        ),
+    )
 
 
 def _stamp(c: Container) -> str:
@@ -276,20 +359,31 @@ def on_environment_removed(c: Container, event: EnvironmentRemoved) -> None:
     """Pause every suite that ran in the removed environment (or in the default, when it was). A
     suite that keeps changing under the pause (10 lost writes) is logged and left running."""
     for suite in c.suites.of_org(event.org_id):
-        if suite.environment_id == event.environment_id or (suite.environment_id is None
-                                                            and event.was_default):
+        if suite.environment_id == event.environment_id or (
+            suite.environment_id is None and event.was_default
+        ):
             try:
-                pause(c, suite, f"its environment {event.environment_id} was removed: "
-                                "choose another to resume it")
+                pause(
+                    c,
+                    suite,
+                    f"its environment {event.environment_id} was removed: "
+                    "choose another to resume it",
+                )
             except ConflictError:
-                log.error("suite %s kept changing: not paused after its environment %s was removed",
-                          suite.suite_id, event.environment_id)
+                log.error(
+                    "suite %s kept changing: not paused after its environment %s was removed",
+                    suite.suite_id,
+                    event.environment_id,
+                )
 
 
 def _waiting_gates(suite: Suite) -> list[dict[str, Any]]:
     """The suite's waiting triggers that check a waiting promotion's version."""
-    return [p for p in suite.pending or []
-            if p.get("kind") == TriggerKind.GATE and p.get("promotion_id")]
+    return [
+        p
+        for p in suite.pending or []
+        if p.get("kind") == TriggerKind.GATE and p.get("promotion_id")
+    ]
 
 
 def pause(c: Container, row: Suite, reason: str) -> None:
@@ -298,6 +392,7 @@ def pause(c: Container, row: Suite, reason: str) -> None:
 
     Raises ConflictError when the suite keeps changing under the pause (10 lost writes).
     """
+
     def paused(suite: Suite) -> Suite:
         return _touch(c, suite, paused=True, paused_reason=reason, pending=[], due_at_ms=None)
 
@@ -305,9 +400,15 @@ def pause(c: Container, row: Suite, reason: str) -> None:
     if changed is None:
         return
     for gate in _waiting_gates(changed.before):
-        messagebus.publish(c, GateDropped(
-            row.org_id, row.agent_id, gate["promotion_id"],
-            f"guard {row.suite_id} was paused before it checked the version: {reason}"))
+        messagebus.publish(
+            c,
+            GateDropped(
+                row.org_id,
+                row.agent_id,
+                gate["promotion_id"],
+                f"guard {row.suite_id} was paused before it checked the version: {reason}",
+            ),
+        )
 
 
 def set_paused(c: Container, who: Identity, agent_id: str, suite_id: str, paused: bool) -> Suite:
@@ -320,10 +421,17 @@ def set_paused(c: Container, who: Identity, agent_id: str, suite_id: str, paused
         try:
             environments.resolve(c, who.org_id, row.environment_id)
         except NotFoundError:
-            raise ConflictError("its environment is gone: choose an environment (PATCH environment_id) to resume it",
-                                field="environment_id") from None
-        c.suites.change(who.org_id, agent_id, suite_id,
-                        lambda s: _touch(c, s, paused=False, paused_reason=None), tries=10)
+            raise ConflictError(
+                "its environment is gone: choose an environment (PATCH environment_id) to resume it",
+                field="environment_id",
+            ) from None
+        c.suites.change(
+            who.org_id,
+            agent_id,
+            suite_id,
+            lambda s: _touch(c, s, paused=False, paused_reason=None),
+            tries=10,
+        )
     return get(c, who, agent_id, suite_id)
 
 
@@ -351,15 +459,23 @@ def price(c: Container, who: Identity, row: Suite) -> SuitePrice:
     if sched:
         runs = schedule.fires_per_30_days(sched["cron"], sched["timezone"], c.clock.now())
     try:
-        version = _version_to_check(c, row) or int(c.agents.get(row.org_id, row.agent_id).latest_version or 0)
+        version = _version_to_check(c, row) or int(
+            c.agents.get(row.org_id, row.agent_id).latest_version or 0
+        )
         if not version:
-            return SuitePrice(runs_per_30_days=runs, note="the agent has no published version to check yet")
+            return SuitePrice(
+                runs_per_30_days=runs, note="the agent has no published version to check yet"
+            )
         _, priced = _plan(c, who, row, {"kind": str(TriggerKind.MANUAL), "version": version})
     except AssayError as exc:
         return SuitePrice(runs_per_30_days=runs, note=f"cannot price a run: {exc.message}")
     one_run = priced.total_micros
-    return SuitePrice(one_run_micros=one_run, runs_per_30_days=runs, month_micros=one_run * runs,
-                      basis=str(priced.estimate.basis))
+    return SuitePrice(
+        one_run_micros=one_run,
+        runs_per_30_days=runs,
+        month_micros=one_run * runs,
+        basis=str(priced.estimate.basis),
+    )
 
 
 # --- triggers --------------------------------------------------------------------------------
@@ -377,9 +493,13 @@ def _answered_by_active(suite: Suite, kind: str, version: int | None) -> bool:
     that very version, and the trigger is neither a changed dependency (the run measured the old
     one) nor a gate (which decides a promotion)."""
     active = suite.active_trigger or {}
-    return bool(suite.active_run_id) and suite.active_run_id != STARTING \
-        and kind not in (TriggerKind.GATE, TriggerKind.DEPENDENCY) \
-        and version is not None and active.get("version") == version
+    return (
+        bool(suite.active_run_id)
+        and suite.active_run_id != STARTING
+        and kind not in (TriggerKind.GATE, TriggerKind.DEPENDENCY)
+        and version is not None
+        and active.get("version") == version
+    )
 
 
 def _with_trigger(c: Container, suite: Suite, entry: dict[str, Any]) -> Suite | None:
@@ -391,17 +511,34 @@ def _with_trigger(c: Container, suite: Suite, entry: dict[str, Any]) -> Suite | 
     return _touch(c, suite, pending=pending, due_at_ms=min(int(p["due_at_ms"]) for p in pending))
 
 
-def trigger(c: Container, row: Suite, kind: str, *, version: int | None, by: str | None = None,
-            baseline_version: int | None = None, promotion_id: str | None = None, delay_s: float = 0) -> bool:
+def trigger(
+    c: Container,
+    row: Suite,
+    kind: str,
+    *,
+    version: int | None,
+    by: str | None = None,
+    baseline_version: int | None = None,
+    promotion_id: str | None = None,
+    delay_s: float = 0,
+) -> bool:
     """Add a trigger to a suite's waiting ones and start it when it is due. A paused suite (or one
     that is gone) takes none (False). `version` None checks the version the environment serves when
     it starts. Raises ConflictError when the suite keeps changing (20 lost writes)."""
     now_ms = epoch_ms(c.clock.now())
     # Stored as the plain word: PynamoDB serializes a map's values by their exact type (no StrEnum).
-    entry = {"kind": str(TriggerKind(kind)), "version": version, "by": by, "baseline_version": baseline_version,
-             "promotion_id": promotion_id, "due_at_ms": now_ms + int(delay_s * 1000), "at": iso(c.clock.now())}
-    changed = c.suites.change(row.org_id, row.agent_id, row.suite_id,
-                              lambda s: _with_trigger(c, s, entry))
+    entry = {
+        "kind": str(TriggerKind(kind)),
+        "version": version,
+        "by": by,
+        "baseline_version": baseline_version,
+        "promotion_id": promotion_id,
+        "due_at_ms": now_ms + int(delay_s * 1000),
+        "at": iso(c.clock.now()),
+    }
+    changed = c.suites.change(
+        row.org_id, row.agent_id, row.suite_id, lambda s: _with_trigger(c, s, entry)
+    )
     if changed is None or changed.before.paused:
         return False
     if changed.written:
@@ -414,7 +551,9 @@ def run_now(c: Container, who: Identity, agent_id: str, suite_id: str) -> Suite:
     refused (409) and nothing is created."""
     row = get(c, who, agent_id, suite_id)
     if row.paused:
-        raise ConflictError(f"suite {suite_id} is paused ({row.paused_reason}): resume it first", field="suite_id")
+        raise ConflictError(
+            f"suite {suite_id} is paused ({row.paused_reason}): resume it first", field="suite_id"
+        )
     trigger(c, row, TriggerKind.MANUAL, version=None, by=who.user_id)
     return get(c, who, agent_id, suite_id)
 
@@ -436,21 +575,43 @@ def on_published(c: Container, org_id: str, agent_id: str, version: int) -> None
         if row.org_id != org_id or not (row.triggers or {}).get("on_publish") or row.paused:
             continue
         try:
-            changed = c.suites.change(org_id, agent_id, row.suite_id, lambda s: _seen(c, s, version),
-                                      tries=50)
+            changed = c.suites.change(
+                org_id, agent_id, row.suite_id, lambda s: _seen(c, s, version), tries=50
+            )
             if changed is not None and changed.written:
-                trigger(c, changed.after, TriggerKind.PUBLISH, version=version,
-                        baseline_version=version - 1 if version > 1 else None)
-        except AssayError as exc:   # the publish stands; the suite says why it did not start
-            log.error("suite %s could not take the publish of version %s: %s", row.suite_id, version, exc.message)
+                trigger(
+                    c,
+                    changed.after,
+                    TriggerKind.PUBLISH,
+                    version=version,
+                    baseline_version=version - 1 if version > 1 else None,
+                )
+        except AssayError as exc:  # the publish stands; the suite says why it did not start
+            log.error(
+                "suite %s could not take the publish of version %s: %s",
+                row.suite_id,
+                version,
+                exc.message,
+            )
 
 
-def on_promoted(c: Container, org_id: str, agent_id: str, environment_id: str, version: int,
-                replaced: int | None) -> None:
+def on_promoted(
+    c: Container,
+    org_id: str,
+    agent_id: str,
+    environment_id: str,
+    version: int,
+    replaced: int | None,
+) -> None:
     """A version was promoted onto an environment: its suites on promotion check it against the
     version it replaced (guards ran before; they are not asked again)."""
     for row in c.suites.of_agent(org_id, agent_id):
-        if row.org_id != org_id or row.guards or not (row.triggers or {}).get("on_promotion") or row.paused:
+        if (
+            row.org_id != org_id
+            or row.guards
+            or not (row.triggers or {}).get("on_promotion")
+            or row.paused
+        ):
             continue
         try:
             env = environments.resolve(c, org_id, row.environment_id)
@@ -466,20 +627,31 @@ def on_dependency_changed(c: Container, org_id: str, agent_id: str, version: int
     first change of a burst. Returns how many suites took it."""
     taken = 0
     for row in c.suites.of_agent(org_id, agent_id):
-        if row.org_id != org_id or not (row.triggers or {}).get("on_dependency_change") or row.paused:
+        if (
+            row.org_id != org_id
+            or not (row.triggers or {}).get("on_dependency_change")
+            or row.paused
+        ):
             continue
         checked = _version_to_check(c, row)
         if version is not None and checked != version:
             continue
-        taken += trigger(c, row, TriggerKind.DEPENDENCY, version=checked,
-                         delay_s=c.settings.eval_suite_dependency_debounce_seconds)
+        taken += trigger(
+            c,
+            row,
+            TriggerKind.DEPENDENCY,
+            version=checked,
+            delay_s=c.settings.eval_suite_dependency_debounce_seconds,
+        )
     return taken
 
 
 # --- starting --------------------------------------------------------------------------------
 
 
-def _last_result(c: Container, row: Suite, version: int) -> tuple[SuiteResultEntry | None, SuiteResultEntry | None]:
+def _last_result(
+    c: Container, row: Suite, version: int
+) -> tuple[SuiteResultEntry | None, SuiteResultEntry | None]:
     """(the last good result of `version` - passed, or the baseline a first measurement set - and
     the last result of `version`)."""
     last_pass = last = None
@@ -490,14 +662,19 @@ def _last_result(c: Container, row: Suite, version: int) -> tuple[SuiteResultEnt
         if result.result in (SuiteResult.PASSED, SuiteResult.BASELINE_SET) and result.run_id:
             # Only a run that is still there, over the dataset the suite checks now, can stand in.
             run = c.runs.get(row.org_id, result.run_id)
-            if run is not None and run.dataset_id == row.dataset_id and run.status == RunStatus.COMPLETED:
+            if (
+                run is not None
+                and run.dataset_id == row.dataset_id
+                and run.status == RunStatus.COMPLETED
+            ):
                 last_pass = result
                 break
     return last_pass, last
 
 
-def _plan(c: Container, who: Identity, row: Suite,
-          entry: dict[str, Any]) -> tuple[Plan, estimates.Price]:
+def _plan(
+    c: Container, who: Identity, row: Suite, entry: dict[str, Any]
+) -> tuple[Plan, estimates.Price]:
     """Plan and price the run a trigger asks for, with the baseline the seed gives it (seed 004
     "What a result must meet"): publish, promotion and gate run their baseline in the same run;
     schedule, dependency and by-hand runs compare with the suite's last passing run of the same
@@ -507,9 +684,13 @@ def _plan(c: Container, who: Identity, row: Suite,
     """
     version = int(entry["version"])
     pins = row.pins if row.guards else None
-    body: dict[str, Any] = {"dataset_id": row.dataset_id, "candidate": "version", "version": version,
-                            "dataset_version": (pins or {}).get("dataset_version") or row.dataset_version,
-                            "environment_id": environments.resolve(c, row.org_id, row.environment_id).environment_id}
+    body: dict[str, Any] = {
+        "dataset_id": row.dataset_id,
+        "candidate": "version",
+        "version": version,
+        "dataset_version": (pins or {}).get("dataset_version") or row.dataset_version,
+        "environment_id": environments.resolve(c, row.org_id, row.environment_id).environment_id,
+    }
     judge_version = (pins or {}).get("judge_version")
     kind = entry["kind"]
     paired_with: int | None = None
@@ -525,8 +706,15 @@ def _plan(c: Container, who: Identity, row: Suite,
     cap = row.max_run_usd_micros
     note = None
     if paired_with is not None and paired_with >= 1 and paired_with != version:
-        plan = runs.plan_run(c, who, row.agent_id, {**body, "paired_baseline": True}, baseline_version=paired_with,
-                             default_baseline=False, judge_version=judge_version)
+        plan = runs.plan_run(
+            c,
+            who,
+            row.agent_id,
+            {**body, "paired_baseline": True},
+            baseline_version=paired_with,
+            default_baseline=False,
+            judge_version=judge_version,
+        )
         priced = estimates.price(c, who, plan)
         if cap is None or priced.total_micros <= int(cap):
             return plan, priced
@@ -535,7 +723,9 @@ def _plan(c: Container, who: Identity, row: Suite,
         if not any(a.role is ArmRole.BASELINE for a in plan.arms):
             note = NOT_COMPARED_CAP
     else:
-        plan = runs.plan_run(c, who, row.agent_id, body, default_baseline=False, judge_version=judge_version)
+        plan = runs.plan_run(
+            c, who, row.agent_id, body, default_baseline=False, judge_version=judge_version
+        )
     return plan, replace(estimates.price(c, who, plan), note=note)
 
 
@@ -554,13 +744,19 @@ def _claimed(c: Container, suite: Suite) -> Suite | None:
     entry = due[0]
     rest = [p for p in pending if p is not entry]
     # The tick looks again after STALE_START_MS, so a start that dies half-way is retried.
-    return _touch(c, suite, pending=rest, active_run_id=STARTING,
-                  active_trigger={**entry, "claimed_at_ms": now_ms},
-                  due_at_ms=min([now_ms + STALE_START_MS, *(int(p["due_at_ms"]) for p in rest)]))
+    return _touch(
+        c,
+        suite,
+        pending=rest,
+        active_run_id=STARTING,
+        active_trigger={**entry, "claimed_at_ms": now_ms},
+        due_at_ms=min([now_ms + STALE_START_MS, *(int(p["due_at_ms"]) for p in rest)]),
+    )
 
 
-def _claim_due(c: Container, org_id: str, agent_id: str,
-               suite_id: str) -> tuple[Suite, dict[str, Any]] | None:
+def _claim_due(
+    c: Container, org_id: str, agent_id: str, suite_id: str
+) -> tuple[Suite, dict[str, Any]] | None:
     """Claim the suite's first due trigger (once, whoever else claims at the same time). Returns the
     suite as claimed and the trigger; None when nothing was claimed (a suite that keeps changing is
     left to the next tick: it is still in the due index)."""
@@ -572,7 +768,7 @@ def _claim_due(c: Container, org_id: str, agent_id: str,
     if changed is None or changed.before.active_run_id or changed.after.active_run_id != STARTING:
         return None
     entry = {k: v for k, v in (changed.after.active_trigger or {}).items() if k != "claimed_at_ms"}
-    claimed = c.suites.get(org_id, agent_id, suite_id)   # gone since: nobody's run to start
+    claimed = c.suites.get(org_id, agent_id, suite_id)  # gone since: nobody's run to start
     return (claimed, entry) if claimed is not None else None
 
 
@@ -591,13 +787,17 @@ def _named_run(c: Container, suite: Suite, entry: dict[str, Any], run_id: str) -
     """The suite naming the run it started as its active one (None once its start was cleared)."""
     if suite.active_run_id != STARTING:
         return None
-    return _touch(c, suite, active_run_id=run_id,
-                  active_trigger={**_kept_trigger(entry), "run_id": run_id})
+    return _touch(
+        c, suite, active_run_id=run_id, active_trigger={**_kept_trigger(entry), "run_id": run_id}
+    )
 
 
 def _start(c: Container, row: Suite, entry: dict[str, Any]) -> str | None:
     """Start the run of a claimed trigger, or record why it does not run. Returns the run id."""
-    who = Identity(row.org_id, str(entry["by"]) if entry["kind"] == TriggerKind.MANUAL and entry.get("by") else row.owner)
+    who = Identity(
+        row.org_id,
+        str(entry["by"]) if entry["kind"] == TriggerKind.MANUAL and entry.get("by") else row.owner,
+    )
     version = entry.get("version")
     if version is None:
         version = _version_to_check(c, row)
@@ -605,29 +805,48 @@ def _start(c: Container, row: Suite, entry: dict[str, Any]) -> str | None:
     started = iso(c.clock.now())
     try:
         if version is None:
-            raise InvalidInputError("its environment serves no published version of the agent to check",
-                                    field="environment_id")
+            raise InvalidInputError(
+                "its environment serves no published version of the agent to check",
+                field="environment_id",
+            )
         plan, priced = _plan(c, who, row, entry)
         cap = row.max_run_usd_micros
         if cap is not None and priced.total_micros > int(cap):
             cost = micros_to_usd(priced.total_micros)
-            raise BudgetExceededError(f"the run could cost up to ${cost}, more than the suite's "
-                                      f"max_run_usd (${micros_to_usd(int(cap))})", field="max_run_usd")
+            raise BudgetExceededError(
+                f"the run could cost up to ${cost}, more than the suite's "
+                f"max_run_usd (${micros_to_usd(int(cap))})",
+                field="max_run_usd",
+            )
         purpose = RunPurpose.GATE if entry["kind"] == TriggerKind.GATE else RunPurpose.SUITE
-        run, _ = runs.start_run(c, who, row.agent_id, {}, planned=(plan, priced), purpose=str(purpose),
-                                extra_settings={"suite_id": row.suite_id, "suite_created_at": row.created_at,
-                                                "suite_trigger": _kept_trigger(entry),
-                                                "suite_note": priced.note})
+        run, _ = runs.start_run(
+            c,
+            who,
+            row.agent_id,
+            {},
+            planned=(plan, priced),
+            purpose=str(purpose),
+            extra_settings={
+                "suite_id": row.suite_id,
+                "suite_created_at": row.created_at,
+                "suite_trigger": _kept_trigger(entry),
+                "suite_note": priced.note,
+            },
+        )
     except AssayError as exc:
-        _record(c, row, entry, None, SuiteDecision(SuiteResult.NOT_RUN, [exc.message]), started=started)
+        _record(
+            c, row, entry, None, SuiteDecision(SuiteResult.NOT_RUN, [exc.message]), started=started
+        )
         _release(c, row, STARTING)
         return None
     try:
-        c.suites.change(row.org_id, row.agent_id, row.suite_id,
-                        lambda s: _named_run(c, s, entry, run.run_id))
-    except ConflictError:   # the run goes on; its end still finds the suite by the run's settings
-        log.warning("suite %s kept changing: run %s not named as its active run", row.suite_id,
-                    run.run_id)
+        c.suites.change(
+            row.org_id, row.agent_id, row.suite_id, lambda s: _named_run(c, s, entry, run.run_id)
+        )
+    except ConflictError:  # the run goes on; its end still finds the suite by the run's settings
+        log.warning(
+            "suite %s kept changing: run %s not named as its active run", row.suite_id, run.run_id
+        )
     ended = c.runs.get(row.org_id, run.run_id)
     if ended is not None and RunStatus(ended.status).ended:
         # It ended before the suite named it as its run (a small run is quick): finish now.
@@ -638,12 +857,16 @@ def _start(c: Container, row: Suite, entry: dict[str, Any]) -> str | None:
 def _kept_trigger(entry: dict[str, Any]) -> dict[str, Any]:
     """A trigger as a run's settings, the suite's active trigger and a result keep it (stored data,
     not a response)."""
-    return {k: entry.get(k) for k in ("kind", "kinds", "version", "baseline_version", "promotion_id", "by", "at")}
+    return {
+        k: entry.get(k)
+        for k in ("kind", "kinds", "version", "baseline_version", "promotion_id", "by", "at")
+    }
 
 
 def _release(c: Container, row: Suite, active: str) -> None:
     """Give up the suite's one-run claim (conditional on it being `active`). A suite that keeps
     changing (20 lost writes) keeps the claim, logged (a stale start is cleared by the tick)."""
+
     def released(suite: Suite) -> Suite | None:
         if suite.active_run_id != active:
             return None
@@ -666,7 +889,11 @@ def facts_of(c: Container, run: Run) -> RunFacts:
     summary = summaries[cand]
     by_case = finalize.by_case(run, attempts, cand)
     settled = {cid: settle(a.state for a in by_case.get(cid, [])) for cid in run.case_ids}
-    undecided = [cid for cid, state in settled.items() if state in (AttemptState.INCOMPLETE, AttemptState.UNGRADED)]
+    undecided = [
+        cid
+        for cid, state in settled.items()
+        if state in (AttemptState.INCOMPLETE, AttemptState.UNGRADED)
+    ]
     failed_cases = [cid for cid, state in settled.items() if state is AttemptState.FAILED]
     crashes = [r.case_id for r in attempts if r.arm_id == cand and int(r.attempt) == 1 and r.crash]
     kept = run.outcome if run.status == RunStatus.COMPLETED else None
@@ -675,27 +902,51 @@ def facts_of(c: Container, run: Run) -> RunFacts:
         comparison = finalize.comparison_of(c, run, attempts)
     base = next((a.arm_id for a in run.arms if a.role is ArmRole.BASELINE), None)
     base_summary = summaries.get(base) if base else None
-    regressions = [f.case_id for f in (comparison.flips if comparison is not None else ())
-                   if f.outcome is CaseOutcome.REGRESSION and f.confirmed]
+    regressions = [
+        f.case_id
+        for f in (comparison.flips if comparison is not None else ())
+        if f.outcome is CaseOutcome.REGRESSION and f.confirmed
+    ]
     counts = comparison.counts if comparison is not None else {}
-    compared = (CaseOutcome.REGRESSION, CaseOutcome.FIXED, CaseOutcome.UNCHANGED,
-                CaseOutcome.INCOMPLETE)
+    compared = (
+        CaseOutcome.REGRESSION,
+        CaseOutcome.FIXED,
+        CaseOutcome.UNCHANGED,
+        CaseOutcome.INCOMPLETE,
+    )
     if comparison is not None and not any(counts.get(k) for k in compared):
-        comparison = None   # no case in common with the baseline: nothing was compared
+        comparison = None  # no case in common with the baseline: nothing was compared
     return RunFacts(
-        status=run.status, total=summary.cases, passed=summary.passed, undecided=undecided,
+        status=run.status,
+        total=summary.cases,
+        passed=summary.passed,
+        undecided=undecided,
         failed_cases=failed_cases,
-        first_crashes=sorted(set(crashes), key=run.case_ids.index), compared=comparison is not None,
+        first_crashes=sorted(set(crashes), key=run.case_ids.index),
+        compared=comparison is not None,
         invalid_reason=comparison.invalid_reason if comparison is not None else None,
         confirmed_regressions=regressions,
         overall=comparison.overall.value if comparison is not None and comparison.overall else None,
-        cost_per_pass_micros=(summary.cost_micros // summary.passed if summary.passed else None,
-                              (base_summary.cost_micros // base_summary.passed) if base_summary and base_summary.passed
-                              else None),
-        p95_latency_ms=(summary.latency_p95_ms, base_summary.latency_p95_ms if base_summary else None),
-        could_not_run="; ".join(f"{k}: {v}" for k, v in (
-            (comparison.could_not_run if comparison is not None else None) or {}).items()) or None,
-        reason=run.reason, note=(run.settings or {}).get("suite_note"))
+        cost_per_pass_micros=(
+            summary.cost_micros // summary.passed if summary.passed else None,
+            (base_summary.cost_micros // base_summary.passed)
+            if base_summary and base_summary.passed
+            else None,
+        ),
+        p95_latency_ms=(
+            summary.latency_p95_ms,
+            base_summary.latency_p95_ms if base_summary else None,
+        ),
+        could_not_run="; ".join(
+            f"{k}: {v}"
+            for k, v in (
+                (comparison.could_not_run if comparison is not None else None) or {}
+            ).items()
+        )
+        or None,
+        reason=run.reason,
+        note=(run.settings or {}).get("suite_note"),
+    )
 
 
 def run_ended(c: Container, org_id: str, run_id: str) -> None:
@@ -708,12 +959,21 @@ def run_ended(c: Container, org_id: str, run_id: str) -> None:
         return
     entry = dict((run.settings or {}).get("suite_trigger") or {})
     row = c.suites.get(org_id, run.agent_id, suite_id)
-    if row is None or row.created_at != (run.settings or {}).get("suite_created_at", row.created_at):
+    if row is None or row.created_at != (run.settings or {}).get(
+        "suite_created_at", row.created_at
+    ):
         # The suite that started it is gone (a new one may have its id): nobody's result; a gate's
         # promotion cannot be decided by it.
         if entry.get("kind") == TriggerKind.GATE and entry.get("promotion_id"):
-            messagebus.publish(c, GateDropped(org_id, run.agent_id, entry["promotion_id"],
-                                              f"guard {suite_id} was removed before it decided"))
+            messagebus.publish(
+                c,
+                GateDropped(
+                    org_id,
+                    run.agent_id,
+                    entry["promotion_id"],
+                    f"guard {suite_id} was removed before it decided",
+                ),
+            )
         return
     try:
         decision = decide_result(Threshold.model_validate(row.threshold or {}), facts_of(c, run))
@@ -724,52 +984,94 @@ def run_ended(c: Container, org_id: str, run_id: str) -> None:
         advance(c, row.org_id, row.agent_id, row.suite_id)
 
 
-def _told(c: Container, suite: Suite, version: int | None, result: SuiteResultEntry,
-          bad: bool) -> Suite:
+def _told(
+    c: Container, suite: Suite, version: int | None, result: SuiteResultEntry, bad: bool
+) -> Suite:
     """The suite with its last result, and whether its owner was told of the bad results of
     `version` so far (a good result ends the run of bad ones: the next bad one tells again)."""
-    last = {"result": result.result, "result_id": result.result_id, "run_id": result.run_id,
-            "version": version, "at": result.completed_at}
-    return _touch(c, suite, notified={**(suite.notified or {}), str(version): bad}, last_result=last)
+    last = {
+        "result": result.result,
+        "result_id": result.result_id,
+        "run_id": result.run_id,
+        "version": version,
+        "at": result.completed_at,
+    }
+    return _touch(
+        c, suite, notified={**(suite.notified or {}), str(version): bad}, last_result=last
+    )
 
 
-def _record(c: Container, row: Suite, entry: dict[str, Any], run: Run | None,
-            decision: SuiteDecision, *, started: str) -> None:
+def _record(
+    c: Container,
+    row: Suite,
+    entry: dict[str, Any],
+    run: Run | None,
+    decision: SuiteDecision,
+    *,
+    started: str,
+) -> None:
     """Keep a result (once per run), tell the owner when it is bad (once per run of bad results of
     a version), and decide a gate's promotion (`GateDecided`)."""
     result_id = run.run_id if run is not None else f"nr_{uuid.uuid4().hex[:12]}"
-    if run is not None and c.suites.result_of_run(row.org_id, row.agent_id, row.suite_id, run.run_id) is not None:
+    if (
+        run is not None
+        and c.suites.result_of_run(row.org_id, row.agent_id, row.suite_id, run.run_id) is not None
+    ):
         return
     version = entry.get("version")
     purpose = RunPurpose.GATE if entry.get("kind") == TriggerKind.GATE else RunPurpose.SUITE
     result = SuiteResultEntry(
-        suite_id=row.suite_id, started_key=f"{started}#{result_id}", result_id=result_id,
-        org_id=row.org_id, agent_id=row.agent_id, trigger=_kept_trigger(entry), version=version,
-        run_id=run.run_id if run else None, purpose=purpose.value, result=decision.result.value,
+        suite_id=row.suite_id,
+        started_key=f"{started}#{result_id}",
+        result_id=result_id,
+        org_id=row.org_id,
+        agent_id=row.agent_id,
+        trigger=_kept_trigger(entry),
+        version=version,
+        run_id=run.run_id if run else None,
+        purpose=purpose.value,
+        result=decision.result.value,
         reasons=redacting.for_org(c, row.org_id).value(list(decision.reasons)),
-        cases_broken=decision.broken, cases_undecided=decision.undecided,
-        overall=decision.overall, started_at=started, completed_at=iso(c.clock.now()))
+        cases_broken=decision.broken,
+        cases_undecided=decision.undecided,
+        overall=decision.overall,
+        started_at=started,
+        completed_at=iso(c.clock.now()),
+    )
     if not c.suites.add_result(result):
         return
     bad = decision.result.bad
     try:
-        changed = c.suites.change(row.org_id, row.agent_id, row.suite_id,
-                                  lambda s: _told(c, s, version, result, bad))
+        changed = c.suites.change(
+            row.org_id, row.agent_id, row.suite_id, lambda s: _told(c, s, version, result, bad)
+        )
         # As read before the write (or as the caller read it, when the suite is gone).
         told = changed.before if changed is not None else row
-    except ConflictError:   # the result is kept; whether to tell goes by the suite as it is now
-        log.warning("suite %s kept changing: its last result and notices were not updated",
-                    row.suite_id)
+    except ConflictError:  # the result is kept; whether to tell goes by the suite as it is now
+        log.warning(
+            "suite %s kept changing: its last result and notices were not updated", row.suite_id
+        )
         told = c.suites.get(row.org_id, row.agent_id, row.suite_id) or row
     if bad and not (told.notified or {}).get(str(version)):
         notifications.suite_result(c, told, result)
     if entry.get("kind") == TriggerKind.GATE and entry.get("promotion_id"):
-        messagebus.publish(c, GateDecided(row.org_id, row.agent_id, entry["promotion_id"], row.suite_id,
-                                          str(result.result), result.run_id, tuple(result.reasons or ())))
+        messagebus.publish(
+            c,
+            GateDecided(
+                row.org_id,
+                row.agent_id,
+                entry["promotion_id"],
+                row.suite_id,
+                str(result.result),
+                result.run_id,
+                tuple(result.reasons or ()),
+            ),
+        )
 
 
-def results(c: Container, who: Identity, agent_id: str, suite_id: str,
-            limit: int = 50) -> list[SuiteResultEntry]:
+def results(
+    c: Container, who: Identity, agent_id: str, suite_id: str, limit: int = 50
+) -> list[SuiteResultEntry]:
     """The suite's newest `limit` results, newest first. Raises NotFoundError for a suite or agent
     the organization does not have."""
     get(c, who, agent_id, suite_id)
@@ -796,15 +1098,24 @@ def tick(c: Container) -> dict[str, int]:
         if fresh is not None and not fresh.paused:
             fired += trigger(c, fresh, TriggerKind.SCHEDULE, version=None)
     for row in c.suites.due_to_start(now_ms):
-        if row.active_run_id == STARTING and int((row.active_trigger or {}).get("claimed_at_ms") or 0) \
-                <= now_ms - STALE_START_MS:
+        if (
+            row.active_run_id == STARTING
+            and int((row.active_trigger or {}).get("claimed_at_ms") or 0) <= now_ms - STALE_START_MS
+        ):
             # The start died before it wrote a run: put its trigger back and try again.
             dead = {k: v for k, v in (row.active_trigger or {}).items() if k != "claimed_at_ms"}
             _release(c, row, STARTING)
             fresh = c.suites.get(row.org_id, row.agent_id, row.suite_id)
             if fresh is not None and dead:
-                trigger(c, fresh, dead.get("kind", TriggerKind.MANUAL), version=dead.get("version"), by=dead.get("by"),
-                        baseline_version=dead.get("baseline_version"), promotion_id=dead.get("promotion_id"))
+                trigger(
+                    c,
+                    fresh,
+                    dead.get("kind", TriggerKind.MANUAL),
+                    version=dead.get("version"),
+                    by=dead.get("by"),
+                    baseline_version=dead.get("baseline_version"),
+                    promotion_id=dead.get("promotion_id"),
+                )
             cleared += 1
         if advance(c, row.org_id, row.agent_id, row.suite_id):
             started += 1

@@ -22,7 +22,9 @@ from chalicelib.errors import InvalidInputError
 def _matches(run: Run, version: int | str) -> bool:
     if version == "draft":
         return bool(run.draft)
-    return not run.draft and run.resolved_version is not None and int(run.resolved_version) == version
+    return (
+        not run.draft and run.resolved_version is not None and int(run.resolved_version) == version
+    )
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,9 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[AgentSumm
         InvalidInputError: a malformed entry (naming `agents[i].field`). NotFoundError: unknown agent.
     """
     if not isinstance(agents, list) or not agents:
-        raise InvalidInputError("agents must be a non-empty list of {agentId, version}", field="agents")
+        raise InvalidInputError(
+            "agents must be a non-empty list of {agentId, version}", field="agents"
+        )
     if len(agents) > 100:
         raise InvalidInputError("at most 100 agents per request", field="agents")
     out = []
@@ -67,15 +71,23 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[AgentSumm
         agent_id = entry.get("agentId", entry.get("agent_id"))
         version = entry.get("version")
         if not isinstance(agent_id, str) or not agent_id:
-            raise InvalidInputError(f"agents[{i}].agentId is required", field=f"agents[{i}].agentId")
-        if version != "draft" and (not isinstance(version, int) or isinstance(version, bool) or version < 1):
-            raise InvalidInputError(f'agents[{i}].version must be a positive integer or "draft"',
-                                    field=f"agents[{i}].version")
+            raise InvalidInputError(
+                f"agents[{i}].agentId is required", field=f"agents[{i}].agentId"
+            )
+        if version != "draft" and (
+            not isinstance(version, int) or isinstance(version, bool) or version < 1
+        ):
+            raise InvalidInputError(
+                f'agents[{i}].version must be a positive integer or "draft"',
+                field=f"agents[{i}].version",
+            )
         agent = c.agents.get(who.org_id, agent_id)
         if agent_id not in runs_by_agent:
-            runs_by_agent[agent_id] = [r for r in _all_runs(c, who.org_id, agent_id)
-                                       if r.status == RunStatus.COMPLETED
-                                       and r.outcome is not None]
+            runs_by_agent[agent_id] = [
+                r
+                for r in _all_runs(c, who.org_id, agent_id)
+                if r.status == RunStatus.COMPLETED and r.outcome is not None
+            ]
         latest: dict[str, Run] = {}
         for run in runs_by_agent[agent_id]:
             if not _matches(run, version):
@@ -86,14 +98,24 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[AgentSumm
         kept = [r.outcome for r in latest.values() if r.outcome is not None]
         total = sum(o.total for o in kept)
         passed = sum(o.passed for o in kept)
-        stale = version == "draft" and any(r.spec_hash != agent.draft_spec_hash for r in latest.values())
-        out.append(AgentSummary(
-            agent_id=agent_id, version=version, total=total, passed=passed,
-            evaluations=len(latest),
-            last_completed_at=max((r.completed_at for r in latest.values() if r.completed_at),
-                                  default=None),
-            stale=stale, verdict=verdict_word(total, passed),
-            run_ids=sorted(r.run_id for r in latest.values())))
+        stale = version == "draft" and any(
+            r.spec_hash != agent.draft_spec_hash for r in latest.values()
+        )
+        out.append(
+            AgentSummary(
+                agent_id=agent_id,
+                version=version,
+                total=total,
+                passed=passed,
+                evaluations=len(latest),
+                last_completed_at=max(
+                    (r.completed_at for r in latest.values() if r.completed_at), default=None
+                ),
+                stale=stale,
+                verdict=verdict_word(total, passed),
+                run_ids=sorted(r.run_id for r in latest.values()),
+            )
+        )
     return out
 
 

@@ -32,8 +32,10 @@ class SweepReport:
 
 
 def _abandoned_reason(minutes: float) -> str:
-    return (f"abandoned: no heartbeat and no progress for {minutes:g} minutes; the recorded results "
-            "are kept, start the run again")
+    return (
+        f"abandoned: no heartbeat and no progress for {minutes:g} minutes; the recorded results "
+        "are kept, start the run again"
+    )
 
 
 def fail_running_cases(c: Container, run: Run, reason: str, now: datetime) -> int:
@@ -44,10 +46,17 @@ def fail_running_cases(c: Container, run: Run, reason: str, now: datetime) -> in
         task = slots.task_of(run, index)
         if task.key in keys:
             continue
-        attempt = Attempt(run_id=run.run_id, attempt_key=task.key, arm_id=task.arm_id,
-                          recorded_key=f"{epoch_ms(now):013d}#{task.key}", case_id=task.case_id,
-                          attempt=task.attempt, state=AttemptState.FAILED.value, reason=reason,
-                          recorded_at=iso(now))
+        attempt = Attempt(
+            run_id=run.run_id,
+            attempt_key=task.key,
+            arm_id=task.arm_id,
+            recorded_key=f"{epoch_ms(now):013d}#{task.key}",
+            case_id=task.case_id,
+            attempt=task.attempt,
+            state=AttemptState.FAILED.value,
+            reason=reason,
+            recorded_at=iso(now),
+        )
         written += c.runs.put_attempt_once(run, attempt)
     return written
 
@@ -89,8 +98,9 @@ def sweep(c: Container) -> SweepReport:
             if run is None or int(run.slots) <= 0 or int(run.heartbeat_at_ms) > cutoff:
                 continue
             # A case a dead worker left running under an ended run: fail it and free its slot.
-            if c.runs.release_stranded(run, run.reason or status.value,
-                                       run.completed_at or iso(now)):
+            if c.runs.release_stranded(
+                run, run.reason or status.value, run.completed_at or iso(now)
+            ):
                 fail_running_cases(c, run, "its worker stopped after the run ended", now)
                 report.released.append(run.run_id)
     for org in c.orgs.orgs_with_waiting_runs():

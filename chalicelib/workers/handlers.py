@@ -27,8 +27,12 @@ def handle_case_task(event):
     """One case attempt per message (DESIGN §5). Raising leaves the message for redelivery."""
     c = bootstrap.container()
     for record in event:
-        run_case.handle_task(c, record.body, receive_count=_receive_count(record),
-                             receipt_handle=record.receipt_handle)
+        run_case.handle_task(
+            c,
+            record.body,
+            receive_count=_receive_count(record),
+            receipt_handle=record.receipt_handle,
+        )
 
 
 @bp.on_sqs_message(queue=names.CASE_TASKS_DLQ, batch_size=1)

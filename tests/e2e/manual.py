@@ -31,17 +31,25 @@ class Queue:
         self.url = stack.queue_urls[name]
 
     def receive(self, max_messages: int = 10, wait_s: int = 0) -> list[Delivery]:
-        resp = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=max_messages,
-                                        WaitTimeSeconds=wait_s, MessageSystemAttributeNames=["All"])
-        return [Delivery(m["Body"], m["ReceiptHandle"], int(m["Attributes"]["ApproximateReceiveCount"]))
-                for m in resp.get("Messages", [])]
+        resp = self.sqs.receive_message(
+            QueueUrl=self.url,
+            MaxNumberOfMessages=max_messages,
+            WaitTimeSeconds=wait_s,
+            MessageSystemAttributeNames=["All"],
+        )
+        return [
+            Delivery(m["Body"], m["ReceiptHandle"], int(m["Attributes"]["ApproximateReceiveCount"]))
+            for m in resp.get("Messages", [])
+        ]
 
     def delete(self, d: Delivery) -> None:
         self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=d.receipt)
 
     def release(self, d: Delivery) -> None:
         """Make a received message visible again at once (as if its visibility timeout ran out)."""
-        self.sqs.change_message_visibility(QueueUrl=self.url, ReceiptHandle=d.receipt, VisibilityTimeout=0)
+        self.sqs.change_message_visibility(
+            QueueUrl=self.url, ReceiptHandle=d.receipt, VisibilityTimeout=0
+        )
 
     def drain(self) -> None:
         while True:

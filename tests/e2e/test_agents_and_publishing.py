@@ -18,13 +18,26 @@ from tests.e2e.conftest import sleepy_spec, wait_for
 
 def sha256_of_canonical_json(value: Any) -> str:
     """DESIGN §3: sha256 of canonical JSON (sorted keys, no whitespace), written out by hand here."""
-    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+    ).hexdigest()
 
 
-SPEC = {"runtime": "python", "entrypoint": "bench.agents:sleepy", "options": {"sleep_ms": 0, "answer": "42"}}
-SAME_SPEC_OTHER_ORDER = {"options": {"answer": "42", "sleep_ms": 0}, "entrypoint": "bench.agents:sleepy",
-                         "runtime": "python"}
-OTHER_SPEC = {"runtime": "python", "entrypoint": "bench.agents:sleepy", "options": {"sleep_ms": 0, "answer": "43"}}
+SPEC = {
+    "runtime": "python",
+    "entrypoint": "bench.agents:sleepy",
+    "options": {"sleep_ms": 0, "answer": "42"},
+}
+SAME_SPEC_OTHER_ORDER = {
+    "options": {"answer": "42", "sleep_ms": 0},
+    "entrypoint": "bench.agents:sleepy",
+    "runtime": "python",
+}
+OTHER_SPEC = {
+    "runtime": "python",
+    "entrypoint": "bench.agents:sleepy",
+    "options": {"sleep_ms": 0, "answer": "43"},
+}
 
 
 # --- drafts ----------------------------------------------------------------------------------
@@ -47,7 +60,9 @@ def test_a_new_agent_has_its_spec_as_draft_hashed_over_canonical_json(api):
 def test_the_same_spec_with_keys_in_another_order_has_the_same_hash_and_keeps_updated_at(api):
     agent = api.ok("POST", "/api/v1/agents", json={"name": "a", "spec": SPEC})
     time.sleep(0.01)
-    after = api.ok("PUT", f"/api/v1/agents/{agent['agent_id']}/draft", json={"spec": SAME_SPEC_OTHER_ORDER})
+    after = api.ok(
+        "PUT", f"/api/v1/agents/{agent['agent_id']}/draft", json={"spec": SAME_SPEC_OTHER_ORDER}
+    )
     assert after["draft"]["spec_hash"] == agent["draft"]["spec_hash"]
     assert after["draft"]["updated_at"] == agent["draft"]["updated_at"]
 
@@ -63,7 +78,11 @@ def test_another_spec_changes_the_hash_and_moves_updated_at(api):
     time.sleep(0.01)
     after = api.ok("PUT", f"/api/v1/agents/{agent['agent_id']}/draft", json={"spec": OTHER_SPEC})
     assert after["draft"]["spec"] == OTHER_SPEC
-    assert after["draft"]["spec_hash"] == sha256_of_canonical_json(OTHER_SPEC) != agent["draft"]["spec_hash"]
+    assert (
+        after["draft"]["spec_hash"]
+        == sha256_of_canonical_json(OTHER_SPEC)
+        != agent["draft"]["spec_hash"]
+    )
     assert after["draft"]["updated_at"] > agent["draft"]["updated_at"]
     assert after["name"] == "a"
     assert api.ok("GET", f"/api/v1/agents/{agent['agent_id']}/draft")["spec"] == OTHER_SPEC
@@ -104,7 +123,11 @@ def test_republishing_a_number_with_the_same_spec_is_a_no_op_and_with_another_sp
     status, again = api.call("POST", f"/api/v1/agents/{agent_id}/versions", json={"version": 1})
     assert status == 200, again
     assert again["created"] is False
-    assert (again["version"], again["spec_hash"], again["published_at"]) == (1, v1["spec_hash"], v1["published_at"])
+    assert (again["version"], again["spec_hash"], again["published_at"]) == (
+        1,
+        v1["spec_hash"],
+        v1["published_at"],
+    )
 
     # Another spec under a published number: refused, and version 1 is unchanged.
     api.ok("PUT", f"/api/v1/agents/{agent_id}/draft", json={"spec": OTHER_SPEC})
@@ -113,7 +136,9 @@ def test_republishing_a_number_with_the_same_spec_is_a_no_op_and_with_another_sp
     assert body["error"]["code"] == "conflict" and body["error"]["field"] == "version"
     assert "immutable" in body["error"]["message"]
     assert api.ok("GET", f"/api/v1/agents/{agent_id}/versions/1")["spec"] == SPEC
-    assert [v["version"] for v in api.ok("GET", f"/api/v1/agents/{agent_id}/versions")["versions"]] == [1]
+    assert [
+        v["version"] for v in api.ok("GET", f"/api/v1/agents/{agent_id}/versions")["versions"]
+    ] == [1]
     assert api.ok("GET", f"/api/v1/agents/{agent_id}")["latest_version"] == 1
 
 
@@ -124,7 +149,9 @@ def test_publishing_an_earlier_number_later_keeps_latest_version(api):
     status, v2 = api.call("POST", f"/api/v1/agents/{agent_id}/versions", json={"version": 2})
     assert status == 201, v2
     assert api.ok("GET", f"/api/v1/agents/{agent_id}")["latest_version"] == 3
-    assert [v["version"] for v in api.ok("GET", f"/api/v1/agents/{agent_id}/versions")["versions"]] == [3, 2]
+    assert [
+        v["version"] for v in api.ok("GET", f"/api/v1/agents/{agent_id}/versions")["versions"]
+    ] == [3, 2]
     # The next default number follows the latest.
     assert api.ok("POST", f"/api/v1/agents/{agent_id}/versions")["version"] == 4
 
@@ -136,19 +163,30 @@ class AgentEvents:
     """The agent-events queue and its DLQ, as a publish pipeline and an operator see them."""
 
     def __init__(self, stack) -> None:
-        self.sqs = boto3.client("sqs", endpoint_url=stack.endpoint_url, region_name=stack.settings.aws_default_region,
-                                aws_access_key_id="testing", aws_secret_access_key="testing")
+        self.sqs = boto3.client(
+            "sqs",
+            endpoint_url=stack.endpoint_url,
+            region_name=stack.settings.aws_default_region,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
         self.queue = stack.queue_urls[names.AGENT_EVENTS_QUEUE]
         self.dlq = stack.queue_urls[names.AGENT_EVENTS_DLQ]
 
     def send(self, body: str | dict[str, Any]) -> None:
-        self.sqs.send_message(QueueUrl=self.queue, MessageBody=body if isinstance(body, str) else json.dumps(body))
+        self.sqs.send_message(
+            QueueUrl=self.queue, MessageBody=body if isinstance(body, str) else json.dumps(body)
+        )
 
     def queue_counts(self) -> tuple[int, int]:
         """(visible, in flight) messages of the main queue."""
-        attrs = self.sqs.get_queue_attributes(QueueUrl=self.queue, AttributeNames=[
-            "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
-        return int(attrs["ApproximateNumberOfMessages"]), int(attrs["ApproximateNumberOfMessagesNotVisible"])
+        attrs = self.sqs.get_queue_attributes(
+            QueueUrl=self.queue,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        return int(attrs["ApproximateNumberOfMessages"]), int(
+            attrs["ApproximateNumberOfMessagesNotVisible"]
+        )
 
     def dead(self, marker: str, timeout_s: float, linger_s: float = 0.0) -> list[dict[str, Any]]:
         """The DLQ messages whose body contains `marker`: polled until one arrives or `timeout_s`
@@ -159,9 +197,14 @@ class AgentEvents:
         started = time.monotonic()
         deadline = started + timeout_s
         while time.monotonic() < deadline:
-            got = self.sqs.receive_message(QueueUrl=self.dlq, MaxNumberOfMessages=10, WaitTimeSeconds=0,
-                                           VisibilityTimeout=5, MessageAttributeNames=["All"],
-                                           AttributeNames=["All"]).get("Messages", [])
+            got = self.sqs.receive_message(
+                QueueUrl=self.dlq,
+                MaxNumberOfMessages=10,
+                WaitTimeSeconds=0,
+                VisibilityTimeout=5,
+                MessageAttributeNames=["All"],
+                AttributeNames=["All"],
+            ).get("Messages", [])
             for m in got:
                 if marker in m["Body"]:
                     if not found:
@@ -169,8 +212,9 @@ class AgentEvents:
                     found.append({**m, "seconds": time.monotonic() - started})
                     self.sqs.delete_message(QueueUrl=self.dlq, ReceiptHandle=m["ReceiptHandle"])
                 else:
-                    self.sqs.change_message_visibility(QueueUrl=self.dlq, ReceiptHandle=m["ReceiptHandle"],
-                                                       VisibilityTimeout=0)
+                    self.sqs.change_message_visibility(
+                        QueueUrl=self.dlq, ReceiptHandle=m["ReceiptHandle"], VisibilityTimeout=0
+                    )
             if not got:
                 time.sleep(0.05)
         return found
@@ -183,8 +227,16 @@ def events(stack) -> AgentEvents:
 
 def test_a_version_published_message_registers_the_version(api, events):
     agent_id = api.ok("POST", "/api/v1/agents", json={"name": "a", "spec": SPEC})["agent_id"]
-    events.send({"type": "version_published", "org_id": api.org_id, "agent_id": agent_id, "version": 1,
-                 "spec": OTHER_SPEC, "published_by": "release-bot"})
+    events.send(
+        {
+            "type": "version_published",
+            "org_id": api.org_id,
+            "agent_id": agent_id,
+            "version": 1,
+            "spec": OTHER_SPEC,
+            "published_by": "release-bot",
+        }
+    )
 
     def version_1():
         status, body = api.call("GET", f"/api/v1/agents/{agent_id}/versions/1")
@@ -198,35 +250,103 @@ def test_a_version_published_message_registers_the_version(api, events):
     assert agent["draft"]["spec"] == SPEC  # the pipeline publishes; it does not touch the draft
 
     # The same message again (at-least-once delivery, or a pipeline retry) changes nothing and is no error.
-    events.send({"type": "version_published", "org_id": api.org_id, "agent_id": agent_id, "version": 1,
-                 "spec": OTHER_SPEC, "published_by": "release-bot"})
-    events.send({"type": "version_published", "org_id": api.org_id, "agent_id": agent_id, "version": 2,
-                 "spec": SPEC})
+    events.send(
+        {
+            "type": "version_published",
+            "org_id": api.org_id,
+            "agent_id": agent_id,
+            "version": 1,
+            "spec": OTHER_SPEC,
+            "published_by": "release-bot",
+        }
+    )
+    events.send(
+        {
+            "type": "version_published",
+            "org_id": api.org_id,
+            "agent_id": agent_id,
+            "version": 2,
+            "spec": SPEC,
+        }
+    )
     wait_for(lambda: api.ok("GET", f"/api/v1/agents/{agent_id}")["latest_version"] == 2)
     wait_for(lambda: events.queue_counts() == (0, 0))
-    assert events.dead(agent_id, timeout_s=0.5) == []  # (sent last, so its dead copy would be there by now)
+    assert (
+        events.dead(agent_id, timeout_s=0.5) == []
+    )  # (sent last, so its dead copy would be there by now)
     versions = api.ok("GET", f"/api/v1/agents/{agent_id}/versions")["versions"]
     assert [(v["version"], v["spec"], v["published_by"]) for v in versions] == [
-        (2, SPEC, "pipeline"), (1, OTHER_SPEC, "release-bot")]
+        (2, SPEC, "pipeline"),
+        (1, OTHER_SPEC, "release-bot"),
+    ]
 
 
 MALFORMED = {
     "not-json": (lambda org, agent: f"this is not JSON {org}", "not JSON"),
     "not-an-object": (lambda org, agent: json.dumps([org, agent]), "unknown event type"),
-    "unknown-type": (lambda org, agent: {"type": "version_deleted", "org_id": org, "agent_id": agent, "version": 1},
-                     "unknown event type 'version_deleted'"),
-    "missing-fields": (lambda org, agent: {"type": "version_published", "org_id": org, "agent_id": agent},
-                       "version"),
-    "bad-version": (lambda org, agent: {"type": "version_published", "org_id": org, "agent_id": agent,
-                                        "version": 0, "spec": SPEC}, "version"),
-    "version-true": (lambda org, agent: {"type": "version_published", "org_id": org, "agent_id": agent,
-                                         "version": True, "spec": SPEC}, "version"),
-    "unknown-agent": (lambda org, agent: {"type": "version_published", "org_id": org, "agent_id": f"ghost-{org}",
-                                          "version": 1, "spec": SPEC}, "not found"),
-    "unknown-runtime": (lambda org, agent: {"type": "version_published", "org_id": org, "agent_id": agent,
-                                            "version": 2, "spec": {"runtime": "telepathy"}}, "spec.runtime"),
-    "same-version-other-spec": (lambda org, agent: {"type": "version_published", "org_id": org, "agent_id": agent,
-                                                    "version": 1, "spec": OTHER_SPEC}, "immutable"),
+    "unknown-type": (
+        lambda org, agent: {
+            "type": "version_deleted",
+            "org_id": org,
+            "agent_id": agent,
+            "version": 1,
+        },
+        "unknown event type 'version_deleted'",
+    ),
+    "missing-fields": (
+        lambda org, agent: {"type": "version_published", "org_id": org, "agent_id": agent},
+        "version",
+    ),
+    "bad-version": (
+        lambda org, agent: {
+            "type": "version_published",
+            "org_id": org,
+            "agent_id": agent,
+            "version": 0,
+            "spec": SPEC,
+        },
+        "version",
+    ),
+    "version-true": (
+        lambda org, agent: {
+            "type": "version_published",
+            "org_id": org,
+            "agent_id": agent,
+            "version": True,
+            "spec": SPEC,
+        },
+        "version",
+    ),
+    "unknown-agent": (
+        lambda org, agent: {
+            "type": "version_published",
+            "org_id": org,
+            "agent_id": f"ghost-{org}",
+            "version": 1,
+            "spec": SPEC,
+        },
+        "not found",
+    ),
+    "unknown-runtime": (
+        lambda org, agent: {
+            "type": "version_published",
+            "org_id": org,
+            "agent_id": agent,
+            "version": 2,
+            "spec": {"runtime": "telepathy"},
+        },
+        "spec.runtime",
+    ),
+    "same-version-other-spec": (
+        lambda org, agent: {
+            "type": "version_published",
+            "org_id": org,
+            "agent_id": agent,
+            "version": 1,
+            "spec": OTHER_SPEC,
+        },
+        "immutable",
+    ),
 }
 
 
@@ -248,19 +368,39 @@ def test_a_malformed_message_goes_to_the_dlq_once_with_its_reason(api, events, k
     # Received once and acknowledged: nothing waits or hides in the main queue for a retry.
     assert events.queue_counts() == (0, 0)
     # ...and nothing was published.
-    assert [v["version"] for v in api.ok("GET", f"/api/v1/agents/{agent_id}/versions")["versions"]] == [1]
+    assert [
+        v["version"] for v in api.ok("GET", f"/api/v1/agents/{agent_id}/versions")["versions"]
+    ] == [1]
     assert api.ok("GET", f"/api/v1/agents/{agent_id}/versions/1")["spec"] == SPEC
 
 
 def test_a_message_for_another_organization_s_agent_does_not_publish_it(new_api, events):
     owner, other = new_api(), new_api()
     agent_id = owner.ok("POST", "/api/v1/agents", json={"name": "a", "spec": SPEC})["agent_id"]
-    events.send({"type": "version_published", "org_id": other.org_id, "agent_id": agent_id, "version": 1,
-                 "spec": OTHER_SPEC, "marker": uuid.uuid4().hex})
-    events.send({"type": "version_published", "org_id": other.org_id, "agent_id": agent_id, "version": 1,
-                 "spec": OTHER_SPEC})
+    events.send(
+        {
+            "type": "version_published",
+            "org_id": other.org_id,
+            "agent_id": agent_id,
+            "version": 1,
+            "spec": OTHER_SPEC,
+            "marker": uuid.uuid4().hex,
+        }
+    )
+    events.send(
+        {
+            "type": "version_published",
+            "org_id": other.org_id,
+            "agent_id": agent_id,
+            "version": 1,
+            "spec": OTHER_SPEC,
+        }
+    )
     dead = events.dead(other.org_id, timeout_s=5.0, linger_s=0.6)
     assert len(dead) == 2
-    assert "marker" in dead[0]["MessageAttributes"]["reason"]["StringValue"] + \
-        dead[1]["MessageAttributes"]["reason"]["StringValue"]
+    assert (
+        "marker"
+        in dead[0]["MessageAttributes"]["reason"]["StringValue"]
+        + dead[1]["MessageAttributes"]["reason"]["StringValue"]
+    )
     assert owner.ok("GET", f"/api/v1/agents/{agent_id}/versions")["versions"] == []

@@ -30,16 +30,35 @@ def results(api, run_id) -> dict[str, dict]:
 
 
 def test_an_openai_compatible_agent_is_asked_and_its_usage_priced(api):
-    script = {"rules": [{"contains": "question 0", "answer": "The answer is 42",
-                         "usage": {"prompt_tokens": 1000, "completion_tokens": 200}, "model": "m-1"},
-                        {"contains": "question 1", "answer": "41",
-                         "usage": {"prompt_tokens": 10, "completion_tokens": 2}},
-                        {"contains": "question 2", "tool_calls": [{"name": "refund", "arguments": {"id": 7}}],
-                         "answer": "42"}]}
+    script = {
+        "rules": [
+            {
+                "contains": "question 0",
+                "answer": "The answer is 42",
+                "usage": {"prompt_tokens": 1000, "completion_tokens": 200},
+                "model": "m-1",
+            },
+            {
+                "contains": "question 1",
+                "answer": "41",
+                "usage": {"prompt_tokens": 10, "completion_tokens": 2},
+            },
+            {
+                "contains": "question 2",
+                "tool_calls": [{"name": "refund", "arguments": {"id": 7}}],
+                "answer": "42",
+            },
+        ]
+    }
     with FakeOpenAI(script) as fake:
-        spec = {"runtime": "openai", "base_url": fake.base_url, "model": "m-1", "temperature": 0,
-                "system_prompt": "Answer with a number.",
-                "price": {"input_per_mtok_usd": "0.15", "output_per_mtok_usd": "0.60"}}
+        spec = {
+            "runtime": "openai",
+            "base_url": fake.base_url,
+            "model": "m-1",
+            "temperature": 0,
+            "system_prompt": "Answer with a number.",
+            "price": {"input_per_mtok_usd": "0.15", "output_per_mtok_usd": "0.60"},
+        }
         run = api.start(api.agent(spec), api.dataset(cases(3), required=["contains"]))
         assert api.wait(run["run_id"])["status"] == "completed"
         sent = fake.requests()
@@ -47,18 +66,32 @@ def test_an_openai_compatible_agent_is_asked_and_its_usage_priced(api):
     assert [by_case[c]["state"] for c in ("c000", "c001", "c002")] == ["passed", "failed", "passed"]
     # 1000 in at $0.15/M + 200 out at $0.60/M = 150 + 120 micro-USD
     assert by_case["c000"]["cost_usd"] == 0.00027
-    assert by_case["c000"]["tokens"] == {"input": 1000, "output": 200} and by_case["c000"]["model"] == "m-1"
-    assert by_case["c002"]["calls"] == [{"name": "refund", "arguments": {"id": 7}, "status": "intended",
-                                         "result": None}]
-    assert by_case["c001"]["scores"][0]["scorer"] == "contains" and by_case["c001"]["scores"][0]["passed"] is False
-    assert all(r["body"]["messages"][0] == {"role": "system", "content": "Answer with a number."} for r in sent)
+    assert (
+        by_case["c000"]["tokens"] == {"input": 1000, "output": 200}
+        and by_case["c000"]["model"] == "m-1"
+    )
+    assert by_case["c002"]["calls"] == [
+        {"name": "refund", "arguments": {"id": 7}, "status": "intended", "result": None}
+    ]
+    assert (
+        by_case["c001"]["scores"][0]["scorer"] == "contains"
+        and by_case["c001"]["scores"][0]["passed"] is False
+    )
+    assert all(
+        r["body"]["messages"][0] == {"role": "system", "content": "Answer with a number."}
+        for r in sent
+    )
     assert all(r["body"]["temperature"] == 0 for r in sent)
 
 
 def test_provider_failures_after_retries_are_incomplete_and_a_rejected_key_says_so(api):
-    script = {"rules": [{"contains": "question 0", "status": 503, "error": "overloaded"},
-                        {"contains": "question 1", "fail_status": 429, "fail_times": 1, "answer": "42"},
-                        {"contains": "question 2", "status": 401, "error": "bad key"}]}
+    script = {
+        "rules": [
+            {"contains": "question 0", "status": 503, "error": "overloaded"},
+            {"contains": "question 1", "fail_status": 429, "fail_times": 1, "answer": "42"},
+            {"contains": "question 2", "status": 401, "error": "bad key"},
+        ]
+    }
     with FakeOpenAI(script) as fake:
         spec = {"runtime": "openai", "base_url": fake.base_url, "model": "m"}
         run = api.start(api.agent(spec), api.dataset(cases(3), required=["contains"]))
@@ -68,23 +101,30 @@ def test_provider_failures_after_retries_are_incomplete_and_a_rejected_key_says_
     assert by_case["c000"]["state"] == "incomplete"
     assert by_case["c000"]["reason"].startswith("provider error after 3 tries")  # 1 try + 2 retries
     assert asked.count("question 0") == 3
-    assert by_case["c001"]["state"] == "passed"                                    # a 429 once, then fine
+    assert by_case["c001"]["state"] == "passed"  # a 429 once, then fine
     assert by_case["c002"]["state"] == "incomplete"
     assert by_case["c002"]["reason"] == "provider rejected the credentials"
-    assert asked.count("question 2") == 1                                          # not retried
+    assert asked.count("question 2") == 1  # not retried
     outcome = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"]
     assert (outcome["passed"], outcome["incomplete"], outcome["pass_rate"]) == (1, 2, 1.0)
 
 
 def test_a_secret_the_organization_never_stored_leaves_the_attempt_incomplete_saying_which(api):
     with FakeOpenAI({"rules": [{"contains": "question", "answer": "42"}]}) as fake:
-        spec = {"runtime": "openai", "base_url": fake.base_url, "model": "m", "api_key_secret": "never-set"}
+        spec = {
+            "runtime": "openai",
+            "base_url": fake.base_url,
+            "model": "m",
+            "api_key_secret": "never-set",
+        }
         run = api.start(api.agent(spec), api.dataset(cases(1), required=["contains"]))
         assert api.wait(run["run_id"])["status"] == "completed"
-        assert fake.requests() == []                                               # nothing sent without the key
+        assert fake.requests() == []  # nothing sent without the key
     attempt = results(api, run["run_id"])["c000"]
     assert attempt["state"] == "incomplete"
-    assert "credentials missing: secret never-set is not set in this organization" in attempt["reason"]
+    assert (
+        "credentials missing: secret never-set is not set in this organization" in attempt["reason"]
+    )
 
 
 def test_the_agents_own_failure_is_a_failed_attempt_marked_as_a_crash(api):
@@ -99,25 +139,47 @@ def test_the_agents_own_failure_is_a_failed_attempt_marked_as_a_crash(api):
 
 
 def test_a_guardrail_block_is_graded_as_a_refusal_not_a_crash(api):
-    script = {"rules": [{"contains": "question 0", "answer": None, "finish_reason": "content_filter"},
-                        {"contains": "question 1", "refusal": "I can't help with that."},
-                        {"contains": "question 2", "answer": "42"}]}
-    cases_ = [{"case_id": "c000", "input": "question 0", "reference": "blocked"},      # expects the refusal
-              {"case_id": "c001", "input": "question 1", "reference": "42"},
-              {"case_id": "c002", "input": "question 2", "reference": "42"}]
+    script = {
+        "rules": [
+            {"contains": "question 0", "answer": None, "finish_reason": "content_filter"},
+            {"contains": "question 1", "refusal": "I can't help with that."},
+            {"contains": "question 2", "answer": "42"},
+        ]
+    }
+    cases_ = [
+        {"case_id": "c000", "input": "question 0", "reference": "blocked"},  # expects the refusal
+        {"case_id": "c001", "input": "question 1", "reference": "42"},
+        {"case_id": "c002", "input": "question 2", "reference": "42"},
+    ]
     with FakeOpenAI(script) as fake:
         spec = {"runtime": "openai", "base_url": fake.base_url, "model": "m"}
         run = api.start(api.agent(spec), api.dataset(cases_, required=["icontains"]))
         assert api.wait(run["run_id"])["status"] == "completed"
     by_case = results(api, run["run_id"])
     blocked, refused, fine = by_case["c000"], by_case["c001"], by_case["c002"]
-    assert (blocked["state"], blocked["crash"], blocked["guardrail"]) == ("passed", False, "provider content filter")
+    assert (blocked["state"], blocked["crash"], blocked["guardrail"]) == (
+        "passed",
+        False,
+        "provider content filter",
+    )
     assert blocked["answer"] == "Blocked by the provider's content filter"
-    assert (refused["state"], refused["crash"], refused["guardrail"]) == ("failed", False, "model refusal")
-    assert refused["answer"] == "I can't help with that." and refused["scores"][0]["scorer"] == "icontains"
+    assert (refused["state"], refused["crash"], refused["guardrail"]) == (
+        "failed",
+        False,
+        "model refusal",
+    )
+    assert (
+        refused["answer"] == "I can't help with that."
+        and refused["scores"][0]["scorer"] == "icontains"
+    )
     assert (fine["state"], fine["guardrail"]) == ("passed", None)
     outcome = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"]
-    assert (outcome["passed"], outcome["failed"], outcome["crashed"], outcome["incomplete"]) == (2, 1, 0, 0)
+    assert (outcome["passed"], outcome["failed"], outcome["crashed"], outcome["incomplete"]) == (
+        2,
+        1,
+        0,
+        0,
+    )
 
 
 def test_a_case_past_its_timeout_is_incomplete(api, settings):
@@ -135,7 +197,9 @@ def test_a_long_case_heartbeats_and_keeps_its_message_invisible(api, settings, s
     time.sleep(0.2)
     first_beat = container.runs.get(api.org_id, run["run_id"]).heartbeat_at_ms
     time.sleep(1.0)
-    assert container.runs.get(api.org_id, run["run_id"]).heartbeat_at_ms > first_beat, "no heartbeat while the case ran"
+    assert container.runs.get(api.org_id, run["run_id"]).heartbeat_at_ms > first_beat, (
+        "no heartbeat while the case ran"
+    )
     assert api.wait(run["run_id"])["status"] == "completed"
     assert stack.moto.requests().get("sqs.ChangeMessageVisibility", 0) - before >= 2
 
@@ -147,7 +211,9 @@ def test_an_answer_too_large_for_dynamodb_is_kept_in_the_results_bucket(api, set
     assert api.wait(run["run_id"])["status"] == "completed"
     r = results(api, run["run_id"])["c000"]
     assert r["state"] == "passed"
-    assert r["answer_ref"].startswith(f"s3://assay-results/{api.org_id}/answers/{run['run_id']}/")   # the org's prefix
+    assert r["answer_ref"].startswith(
+        f"s3://assay-results/{api.org_id}/answers/{run['run_id']}/"
+    )  # the org's prefix
     assert len(r["answer"]) == 1000
     events = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/events?wait=0")
     assert events["events"][0]["answer_ref"] == r["answer_ref"]

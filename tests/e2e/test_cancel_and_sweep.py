@@ -41,7 +41,9 @@ def test_cancel_lets_running_cases_finish_and_starts_nothing_else(api, container
     assert status == 409 and body["error"]["field"] == "run_id"
 
 
-def test_the_sweep_fails_a_run_that_stood_still_and_frees_its_slots_once(api, container, frozen, stack):
+def test_the_sweep_fails_a_run_that_stood_still_and_frees_its_slots_once(
+    api, container, frozen, stack
+):
     minutes = container.settings.eval_abandoned_after_minutes  # 10
     ds = api.dataset(cases(8))
     run = api.start(api.agent(sleepy_spec()), ds)
@@ -58,7 +60,10 @@ def test_the_sweep_fails_a_run_that_stood_still_and_frees_its_slots_once(api, co
     assert full["status"] == "failed" and full["reason"].startswith("abandoned")
     # The three running cases failed, the five never started are skipped (no attempt).
     assert sorted((r["case_id"], r["state"]) for r in full["results"]) == [
-        ("c000", "failed"), ("c001", "failed"), ("c002", "failed")]
+        ("c000", "failed"),
+        ("c001", "failed"),
+        ("c002", "failed"),
+    ]
     assert container.orgs.get(api.org_id).in_flight == 0
     assert sweep.sweep(container).failed == [], "a swept run is not swept twice"
 
@@ -93,14 +98,19 @@ def test_the_sweep_fails_a_queued_run_that_nothing_is_left_to_run(api, container
     frozen.advance(minutes=container.settings.eval_abandoned_after_minutes + 1)
     report = sweep.sweep(container)
     assert sorted(report.failed) == sorted([first["run_id"], lost["run_id"]])
-    assert api.ok("GET", f"/api/v1/eval-runs/{lost['run_id']}")["reason"] == "failed: nothing was left to run it"
+    assert (
+        api.ok("GET", f"/api/v1/eval-runs/{lost['run_id']}")["reason"]
+        == "failed: nothing was left to run it"
+    )
     # The slots the abandoned first run held go to the run still in line.
     assert report.slots_started == 2
     assert api.ok("GET", f"/api/v1/eval-runs/{waiting['run_id']}/progress")["status"] == "running"
     assert container.orgs.get(api.org_id).in_flight == 2
 
 
-def test_tasks_the_queue_will_not_take_are_recorded_incomplete_and_their_slots_go_back(api, container, monkeypatch):
+def test_tasks_the_queue_will_not_take_are_recorded_incomplete_and_their_slots_go_back(
+    api, container, monkeypatch
+):
     # Every send for this organization fails: each claimed task is recorded `incomplete` (seed 001
     # "Stuck runs"), its slot goes back and the run waits for slots again, which the hand-off
     # serves on its next turn, until every case is recorded and the run has ended (it used to

@@ -12,8 +12,9 @@ from tests.e2e.conftest import cases, sleepy_spec
 
 
 @pytest.mark.parametrize(("run_limit", "org_limit"), [(3, 6), (2, 3), (4, 5)])
-def test_three_concurrent_runs_never_exceed_the_run_or_organization_limit(api, container, limits,
-                                                                           run_limit, org_limit):
+def test_three_concurrent_runs_never_exceed_the_run_or_organization_limit(
+    api, container, limits, run_limit, org_limit
+):
     limits(run_limit, org_limit)
     probe = f"org-{uuid.uuid4().hex}"
     ds = api.dataset(cases(9))

@@ -33,8 +33,18 @@ def test_inline_cases_make_version_1_with_their_scoring(api):
     ds = new_dataset(api, "arithmetic")
     given = [
         {"case_id": "add", "input": "2+2?", "reference": "4", "tags": ["math", "easy"]},
-        {"case_id": "mul", "input": "6*7?", "reference": "42", "split": "holdout", "note": "classic"},
-        {"case_id": "json", "input": "a JSON object please", "checks": [{"scorer": "equals", "value": "{}"}]},
+        {
+            "case_id": "mul",
+            "input": "6*7?",
+            "reference": "42",
+            "split": "holdout",
+            "note": "classic",
+        },
+        {
+            "case_id": "json",
+            "input": "a JSON object please",
+            "checks": [{"scorer": "equals", "value": "{}"}],
+        },
     ]
     body = add_version(api, ds, scoring={"required": ["equals"]}, cases=given)
     assert body["dataset_id"] == ds and body["name"] == "arithmetic" and body["latest_version"] == 1
@@ -46,7 +56,12 @@ def test_inline_cases_make_version_1_with_their_scoring(api):
     got = listed_cases(api, ds, 1)
     assert [c["case_id"] for c in got] == ["add", "json", "mul"]
     add, js, mul = got
-    assert (add["input"], add["reference"], add["tags"], add["split"]) == ("2+2?", "4", ["math", "easy"], "train")
+    assert (add["input"], add["reference"], add["tags"], add["split"]) == (
+        "2+2?",
+        "4",
+        ["math", "easy"],
+        "train",
+    )
     assert (mul["split"], mul["note"]) == ("holdout", "classic")
     assert js["checks"] == [{"scorer": "equals", "value": "{}"}] and js["reference"] is None
     assert api.ok("GET", f"/api/v1/datasets/{ds}")["version"]["version"] == 1
@@ -56,20 +71,32 @@ def test_inline_cases_make_version_1_with_their_scoring(api):
 def test_versions_are_numbered_1_2_and_an_earlier_version_never_changes(api):
     ds = new_dataset(api)
     add_version(api, ds, scoring={"required": ["equals"]}, cases=cases(2))
-    v2 = add_version(api, ds, scoring={"required": ["contains"]},
-                     cases=[{"case_id": "c000", "input": "question 0, reworded", "reference": "4"},
-                            {"case_id": "c009", "input": "new", "reference": "9"}])
+    v2 = add_version(
+        api,
+        ds,
+        scoring={"required": ["contains"]},
+        cases=[
+            {"case_id": "c000", "input": "question 0, reworded", "reference": "4"},
+            {"case_id": "c009", "input": "new", "reference": "9"},
+        ],
+    )
     assert (v2["latest_version"], v2["version"]["version"]) == (2, 2)
     assert v2["version"]["scoring"]["required"] == ["contains"]
 
     v1_cases = listed_cases(api, ds, 1)
     assert [(c["case_id"], c["input"], c["reference"]) for c in v1_cases] == [
-        ("c000", "question 0", "42"), ("c001", "question 1", "42")]
+        ("c000", "question 0", "42"),
+        ("c001", "question 1", "42"),
+    ]
     assert [(c["case_id"], c["input"]) for c in listed_cases(api, ds, 2)] == [
-        ("c000", "question 0, reworded"), ("c009", "new")]
+        ("c000", "question 0, reworded"),
+        ("c009", "new"),
+    ]
     assert [c["case_id"] for c in listed_cases(api, ds, "latest")] == ["c000", "c009"]
     header = api.ok("GET", f"/api/v1/datasets/{ds}")
-    assert header["latest_version"] == 2 and header["version"]["scoring"]["required"] == ["contains"]
+    assert header["latest_version"] == 2 and header["version"]["scoring"]["required"] == [
+        "contains"
+    ]
 
     # A run pinned to version 1 runs version 1's cases.
     agent = api.agent(sleepy_spec())
@@ -82,12 +109,29 @@ def test_versions_are_numbered_1_2_and_an_earlier_version_never_changes(api):
 
 def test_jsonl_import_derives_stable_ids_and_keeps_extra_keys_as_metadata(api):
     ds = new_dataset(api)
-    v1_source = "\n".join(json.dumps(line) for line in [
-        {"question": "What is 2+2?", "reference": 4, "tags": "math;easy", "difficulty": "low"},
-        {"input": "What is the capital of France?", "reference": "Paris", "tags": ["geo"]},
-        {"case_id": "prime", "input": "Name a prime above 10.", "checks": [{"scorer": "regex", "pattern": "1[1379]"}]},
-    ]) + "\n\n"
-    body = add_version(api, ds, scoring={"required": ["equals"]}, source={"format": "jsonl", "content": v1_source})
+    v1_source = (
+        "\n".join(
+            json.dumps(line)
+            for line in [
+                {
+                    "question": "What is 2+2?",
+                    "reference": 4,
+                    "tags": "math;easy",
+                    "difficulty": "low",
+                },
+                {"input": "What is the capital of France?", "reference": "Paris", "tags": ["geo"]},
+                {
+                    "case_id": "prime",
+                    "input": "Name a prime above 10.",
+                    "checks": [{"scorer": "regex", "pattern": "1[1379]"}],
+                },
+            ]
+        )
+        + "\n\n"
+    )
+    body = add_version(
+        api, ds, scoring={"required": ["equals"]}, source={"format": "jsonl", "content": v1_source}
+    )
     # `equals` has nothing to compare "prime" with: it has a regex check, but regex is not required.
     assert (body["version"]["case_count"], body["version"]["ungraded_cases"]) == (3, 1)
 
@@ -96,16 +140,33 @@ def test_jsonl_import_derives_stable_ids_and_keeps_extra_keys_as_metadata(api):
     assert set(v1) == {"case-52cb6b5e4a03", "case-115049a29853", "prime"}
     two = v1["case-52cb6b5e4a03"]
     assert (two["input"], two["reference"], two["tags"], two["metadata"]) == (
-        "What is 2+2?", "4", ["math", "easy"], {"difficulty": "low"})
+        "What is 2+2?",
+        "4",
+        ["math", "easy"],
+        {"difficulty": "low"},
+    )
 
     # Version 2: same questions in another order, new tags, one more case; the ids do not move.
-    v2_source = "\n".join(json.dumps(line) for line in [
-        {"input": "How many legs has a spider?", "reference": "8"},
-        {"input": "What is the capital of France?", "reference": "Paris", "tags": ["geo", "europe"]},
-        {"question": "What is 2+2?", "reference": "4"},
-    ])
-    body = add_version(api, ds, scoring={"required": ["equals"]}, source={"format": "jsonl", "content": v2_source})
-    assert (body["version"]["version"], body["version"]["case_count"], body["version"]["ungraded_cases"]) == (2, 3, 0)
+    v2_source = "\n".join(
+        json.dumps(line)
+        for line in [
+            {"input": "How many legs has a spider?", "reference": "8"},
+            {
+                "input": "What is the capital of France?",
+                "reference": "Paris",
+                "tags": ["geo", "europe"],
+            },
+            {"question": "What is 2+2?", "reference": "4"},
+        ]
+    )
+    body = add_version(
+        api, ds, scoring={"required": ["equals"]}, source={"format": "jsonl", "content": v2_source}
+    )
+    assert (
+        body["version"]["version"],
+        body["version"]["case_count"],
+        body["version"]["ungraded_cases"],
+    ) == (2, 3, 0)
     v2 = {c["case_id"]: c for c in listed_cases(api, ds, 2)}
     assert set(v2) == {"case-ed5d7c5128d7", "case-115049a29853", "case-52cb6b5e4a03"}
     assert v2["case-115049a29853"]["tags"] == ["geo", "europe"]
@@ -114,89 +175,166 @@ def test_jsonl_import_derives_stable_ids_and_keeps_extra_keys_as_metadata(api):
 
 def test_csv_import_reads_columns_and_leaves_empty_cells_absent(api):
     ds = new_dataset(api)
-    content = ("case_id,input,reference,tags,difficulty\n"
-               "add,What is 2+2?,4,math;easy,low\n"
-               ',"What is the capital of France?",Paris,geo,\n'
-               "nothing,Say anything,,,\n")
-    body = add_version(api, ds, scoring={"required": ["icontains"]}, source={"format": "csv", "content": content})
+    content = (
+        "case_id,input,reference,tags,difficulty\n"
+        "add,What is 2+2?,4,math;easy,low\n"
+        ',"What is the capital of France?",Paris,geo,\n'
+        "nothing,Say anything,,,\n"
+    )
+    body = add_version(
+        api, ds, scoring={"required": ["icontains"]}, source={"format": "csv", "content": content}
+    )
     assert (body["version"]["case_count"], body["version"]["ungraded_cases"]) == (3, 1)
     got = {c["case_id"]: c for c in listed_cases(api, ds, 1)}
     assert set(got) == {"add", "case-115049a29853", "nothing"}
-    assert (got["add"]["reference"], got["add"]["tags"], got["add"]["metadata"]) == ("4", ["math", "easy"],
-                                                                                       {"difficulty": "low"})
-    assert (got["case-115049a29853"]["reference"], got["case-115049a29853"]["metadata"]) == ("Paris", {})
+    assert (got["add"]["reference"], got["add"]["tags"], got["add"]["metadata"]) == (
+        "4",
+        ["math", "easy"],
+        {"difficulty": "low"},
+    )
+    assert (got["case-115049a29853"]["reference"], got["case-115049a29853"]["metadata"]) == (
+        "Paris",
+        {},
+    )
     assert got["nothing"]["reference"] is None
 
 
 def test_gsm8k_import_of_the_first_five_problems(api):
-    content = "".join((GSM8K / "test.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:5])
+    content = "".join(
+        (GSM8K / "test.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[:5]
+    )
     ds = new_dataset(api, "gsm8k")
-    body = add_version(api, ds, scoring={"required": ["numeric_answer"]}, source={"format": "gsm8k", "content": content})
+    body = add_version(
+        api,
+        ds,
+        scoring={"required": ["numeric_answer"]},
+        source={"format": "gsm8k", "content": content},
+    )
     assert (body["version"]["case_count"], body["version"]["ungraded_cases"]) == (5, 0)
     got = {c["case_id"]: c for c in listed_cases(api, ds, 1)}
     # "gsm8k-" + sha256(question)[:12]; reference = the number after "####".
     assert {k: v["reference"] for k, v in got.items()} == {
-        "gsm8k-2b2e3f9639f6": "18", "gsm8k-de563650cee0": "3", "gsm8k-d3c6224db7dd": "70000",
-        "gsm8k-94ff3611e184": "540", "gsm8k-d28df8f7b843": "20"}
+        "gsm8k-2b2e3f9639f6": "18",
+        "gsm8k-de563650cee0": "3",
+        "gsm8k-d3c6224db7dd": "70000",
+        "gsm8k-94ff3611e184": "540",
+        "gsm8k-d28df8f7b843": "20",
+    }
     janet = got["gsm8k-2b2e3f9639f6"]
     assert janet["input"].startswith("Janet\u2019s ducks lay 16 eggs per day.")
     assert janet["metadata"]["solution"].endswith("#### 18")
 
     # The same problems again (3 of them, via `limit`) keep their ids in version 2.
-    body = add_version(api, ds, scoring={"required": ["numeric_answer"]},
-                       source={"format": "gsm8k", "content": content, "limit": 3})
+    body = add_version(
+        api,
+        ds,
+        scoring={"required": ["numeric_answer"]},
+        source={"format": "gsm8k", "content": content, "limit": 3},
+    )
     assert (body["version"]["version"], body["version"]["case_count"]) == (2, 3)
     assert sorted(c["case_id"] for c in listed_cases(api, ds, 2)) == [
-        "gsm8k-2b2e3f9639f6", "gsm8k-d3c6224db7dd", "gsm8k-de563650cee0"]
+        "gsm8k-2b2e3f9639f6",
+        "gsm8k-d3c6224db7dd",
+        "gsm8k-de563650cee0",
+    ]
 
 
 def test_a_bad_source_is_400_naming_the_line(api):
     ds = new_dataset(api)
-    status, body = api.call("POST", f"/api/v1/datasets/{ds}/versions", json={
-        "scoring": {"required": ["equals"]},
-        "source": {"format": "jsonl", "content": '{"input": "ok", "reference": "1"}\n{"input": \n'}})
+    status, body = api.call(
+        "POST",
+        f"/api/v1/datasets/{ds}/versions",
+        json={
+            "scoring": {"required": ["equals"]},
+            "source": {
+                "format": "jsonl",
+                "content": '{"input": "ok", "reference": "1"}\n{"input": \n',
+            },
+        },
+    )
     assert status == 400, body
     assert body["error"]["field"] == "source" and body["error"]["line"] == 2
-    status, body = api.call("POST", f"/api/v1/datasets/{ds}/versions", json={
-        "scoring": {"required": ["equals"]}, "source": {"format": "xml", "content": "<a/>"}})
+    status, body = api.call(
+        "POST",
+        f"/api/v1/datasets/{ds}/versions",
+        json={"scoring": {"required": ["equals"]}, "source": {"format": "xml", "content": "<a/>"}},
+    )
     assert status == 400 and body["error"]["field"] == "source.format", body
-    status, body = api.call("POST", f"/api/v1/datasets/{ds}/versions", json={
-        "scoring": {"required": ["equals"]}, "cases": cases(1), "source": {"format": "jsonl", "content": "{}"}})
+    status, body = api.call(
+        "POST",
+        f"/api/v1/datasets/{ds}/versions",
+        json={
+            "scoring": {"required": ["equals"]},
+            "cases": cases(1),
+            "source": {"format": "jsonl", "content": "{}"},
+        },
+    )
     assert status == 400 and body["error"]["field"] == "cases", body
-    status, body = api.call("POST", f"/api/v1/datasets/{ds}/versions", json={
-        "scoring": {"required": ["equals"]}, "cases": [*cases(1), *cases(1)]})
+    status, body = api.call(
+        "POST",
+        f"/api/v1/datasets/{ds}/versions",
+        json={"scoring": {"required": ["equals"]}, "cases": [*cases(1), *cases(1)]},
+    )
     assert status == 400 and body["error"]["field"] == "cases[1].case_id", body
-    status, body = api.call("POST", f"/api/v1/datasets/{ds}/versions", json={
-        "scoring": {"required": ["equals"]}, "cases": [{"case_id": "x", "input": "   "}]})
+    status, body = api.call(
+        "POST",
+        f"/api/v1/datasets/{ds}/versions",
+        json={"scoring": {"required": ["equals"]}, "cases": [{"case_id": "x", "input": "   "}]},
+    )
     assert status == 400 and body["error"]["field"] == "cases[0].input", body
     assert api.ok("GET", f"/api/v1/datasets/{ds}")["latest_version"] is None
 
 
 def test_a_run_with_some_ungraded_cases_warns_and_records_them_ungraded(api):
     ds = new_dataset(api)
-    body = add_version(api, ds, scoring={"required": ["equals"]}, cases=[
-        *cases(3),
-        {"case_id": "open-1", "input": "tell me a story"},
-        {"case_id": "open-2", "input": "and another"},
-    ])
+    body = add_version(
+        api,
+        ds,
+        scoring={"required": ["equals"]},
+        cases=[
+            *cases(3),
+            {"case_id": "open-1", "input": "tell me a story"},
+            {"case_id": "open-2", "input": "and another"},
+        ],
+    )
     assert body["version"]["ungraded_cases"] == 2
     agent = api.agent(sleepy_spec(answers={"c002": "41"}))
-    status, run = api.call("POST", f"/api/v1/agents/{agent}/eval-runs", json={"dataset_id": ds, "candidate": "draft"})
+    status, run = api.call(
+        "POST", f"/api/v1/agents/{agent}/eval-runs", json={"dataset_id": ds, "candidate": "draft"}
+    )
     assert status == 201, run
-    assert run["warnings"] == ["2 cases have nothing to grade them. The result will be inconclusive."]
+    assert run["warnings"] == [
+        "2 cases have nothing to grade them. The result will be inconclusive."
+    ]
 
     progress = api.wait(run["run_id"])
     assert progress["status"] == "completed"
-    assert (progress["recorded"], progress["passed"], progress["failed"], progress["ungraded"]) == (5, 2, 1, 2)
+    assert (progress["recorded"], progress["passed"], progress["failed"], progress["ungraded"]) == (
+        5,
+        2,
+        1,
+        2,
+    )
     full = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
     states = {r["case_id"]: r["state"] for r in full["results"]}
-    assert states == {"c000": "passed", "c001": "passed", "c002": "failed", "open-1": "ungraded", "open-2": "ungraded"}
+    assert states == {
+        "c000": "passed",
+        "c001": "passed",
+        "c002": "failed",
+        "open-1": "ungraded",
+        "open-2": "ungraded",
+    }
     for case_id in ("open-1", "open-2"):
         result = next(r for r in full["results"] if r["case_id"] == case_id)
         assert result["passed"] is False and result["scores"] == [] and result["answer"] == "42"
     outcome = full["outcome"]
-    assert (outcome["total"], outcome["passed"], outcome["failed"], outcome["ungraded"], outcome["undecided"]) == (
-        5, 2, 1, 2, 2)
+    assert (
+        outcome["total"],
+        outcome["passed"],
+        outcome["failed"],
+        outcome["ungraded"],
+        outcome["undecided"],
+    ) == (5, 2, 1, 2, 2)
 
 
 def test_a_run_with_every_case_graded_has_no_warning(api):
@@ -211,13 +349,21 @@ def test_concurrent_imports_never_mix_their_cases_into_one_version(api):
     import threading
 
     ds = api.ok("POST", "/api/v1/datasets", json={"name": "race"})["dataset_id"]
-    bodies = {side: [{"case_id": f"{side}{i:02d}", "input": f"{side} {i}", "reference": "1"} for i in range(20)]
-              for side in ("a", "b")}
+    bodies = {
+        side: [
+            {"case_id": f"{side}{i:02d}", "input": f"{side} {i}", "reference": "1"}
+            for i in range(20)
+        ]
+        for side in ("a", "b")
+    }
     statuses: dict[str, int] = {}
 
     def post(side: str) -> None:
-        statuses[side] = api.call("POST", f"/api/v1/datasets/{ds}/versions",
-                                  json={"scoring": {"required": ["equals"]}, "cases": bodies[side]})[0]
+        statuses[side] = api.call(
+            "POST",
+            f"/api/v1/datasets/{ds}/versions",
+            json={"scoring": {"required": ["equals"]}, "cases": bodies[side]},
+        )[0]
 
     threads = [threading.Thread(target=post, args=(side,)) for side in bodies]
     for t in threads:
@@ -227,5 +373,11 @@ def test_concurrent_imports_never_mix_their_cases_into_one_version(api):
     assert sorted(statuses.values()) in ([201, 201], [201, 409])
     latest = api.ok("GET", f"/api/v1/datasets/{ds}")["latest_version"]
     for version in range(1, latest + 1):
-        ids = sorted(c["case_id"] for c in api.ok("GET", f"/api/v1/datasets/{ds}/versions/{version}/cases")["cases"])
-        assert ids in (sorted(c["case_id"] for c in bodies["a"]), sorted(c["case_id"] for c in bodies["b"]))
+        ids = sorted(
+            c["case_id"]
+            for c in api.ok("GET", f"/api/v1/datasets/{ds}/versions/{version}/cases")["cases"]
+        )
+        assert ids in (
+            sorted(c["case_id"] for c in bodies["a"]),
+            sorted(c["case_id"] for c in bodies["b"]),
+        )

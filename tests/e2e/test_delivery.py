@@ -44,7 +44,9 @@ def answers_by_case(api, run_id) -> dict[str, str]:
     return {r["case_id"]: r["answer"] for r in run["results"]}
 
 
-def test_every_message_delivered_three_times_two_at_once_counts_each_attempt_once(api, queue, container):
+def test_every_message_delivered_three_times_two_at_once_counts_each_attempt_once(
+    api, queue, container
+):
     probe = f"p-{uuid.uuid4().hex}"
     ds = api.dataset(cases(5), required=["contains"])
     run = api.start(api.agent(numbered_spec(probe)), ds)
@@ -54,8 +56,14 @@ def test_every_message_delivered_three_times_two_at_once_counts_each_attempt_onc
         batch = queue.receive()
         assert batch or handled < 100, "the run stalled with nothing queued"
         for d in batch:
-            twins = [threading.Thread(target=run_case.handle_task, args=(container, d.body),
-                                      kwargs={"receive_count": 1}) for _ in range(2)]
+            twins = [
+                threading.Thread(
+                    target=run_case.handle_task,
+                    args=(container, d.body),
+                    kwargs={"receive_count": 1},
+                )
+                for _ in range(2)
+            ]
             for t in twins:
                 t.start()
             for t in twins:
@@ -65,8 +73,9 @@ def test_every_message_delivered_three_times_two_at_once_counts_each_attempt_onc
             run_case.handle_task(container, d.body, receive_count=2)
             queue.delete(d)
             handled += 1
-            assert answers_by_case(api, run["run_id"])[case_id] == kept[case_id], \
+            assert answers_by_case(api, run["run_id"])[case_id] == kept[case_id], (
                 "a later delivery replaced the first recorded answer"
+            )
     final = progress(api, run["run_id"])
     assert final["status"] == "completed"
     assert (final["recorded"], final["expected"], final["passed"]) == (5, 5, 5)
@@ -77,7 +86,9 @@ def test_every_message_delivered_three_times_two_at_once_counts_each_attempt_onc
     assert container.orgs.get(api.org_id).in_flight == 0
 
 
-def test_a_worker_killed_between_the_answer_and_the_write_loses_nothing(api, queue, container, monkeypatch):
+def test_a_worker_killed_between_the_answer_and_the_write_loses_nothing(
+    api, queue, container, monkeypatch
+):
     probe = f"p-{uuid.uuid4().hex}"
     ds = api.dataset(cases(4), required=["contains"])
     run = api.start(api.agent(numbered_spec(probe)), ds)
@@ -107,7 +118,9 @@ def test_a_worker_killed_between_the_answer_and_the_write_loses_nothing(api, que
     assert container.orgs.get(api.org_id).in_flight == 0
 
 
-def test_a_worker_killed_between_the_write_and_the_delete_counts_nothing_twice(api, queue, container):
+def test_a_worker_killed_between_the_write_and_the_delete_counts_nothing_twice(
+    api, queue, container
+):
     probe = f"p-{uuid.uuid4().hex}"
     ds = api.dataset(cases(6), required=["contains"])
     run = api.start(api.agent(numbered_spec(probe)), ds)
@@ -122,13 +135,20 @@ def test_a_worker_killed_between_the_write_and_the_delete_counts_nothing_twice(a
                 queue.delete(d)
     final = progress(api, run["run_id"])
     assert undeleted == 3
-    assert (final["status"], final["recorded"], final["expected"], final["passed"]) == ("completed", 6, 6, 6)
+    assert (final["status"], final["recorded"], final["expected"], final["passed"]) == (
+        "completed",
+        6,
+        6,
+        6,
+    )
     for i in range(6):
         assert agents.calls(f"{probe}#c{i:03d}") == 1, "a recorded attempt is never asked again"
     assert container.orgs.get(api.org_id).in_flight == 0
 
 
-def test_a_message_that_keeps_failing_reaches_the_dlq_and_is_recorded_incomplete(api, queue, container, monkeypatch, stack):
+def test_a_message_that_keeps_failing_reaches_the_dlq_and_is_recorded_incomplete(
+    api, queue, container, monkeypatch, stack
+):
     ds = api.dataset(cases(4))
     run = api.start(api.agent({"runtime": "python", "entrypoint": "bench.agents:sleepy"}), ds)
     real = run_case.ask_and_grade

@@ -52,33 +52,58 @@ def test_v4_against_v3_and_v3_against_v2_on_every_gsm8k_case(api):
     # Each model's answers are a recording of the organization, uploaded through the API.
     recordings = {}
     for model, text in demo.recording_texts(DATA).items():
-        status, body = api.call("POST", "/api/v1/recordings", json={"recording_id": f"gsm8k-{model}", "content": text})
+        status, body = api.call(
+            "POST", "/api/v1/recordings", json={"recording_id": f"gsm8k-{model}", "content": text}
+        )
         assert status == 201, body
         assert body["lines"] == 1319
         recordings[model] = body["recording_id"]
     ds = api.ok("POST", "/api/v1/datasets", json={"name": "GSM8K"})["dataset_id"]
-    api.ok("POST", f"/api/v1/datasets/{ds}/versions", json={
-        "scoring": {"required": ["numeric_answer"]},
-        "source": {"format": "gsm8k", "content": (DATA / "test.jsonl").read_text(encoding="utf-8")}})
-    specs = [{"runtime": "recorded", "recording_id": recordings[m], "model": m} for m in demo.MODELS]
+    api.ok(
+        "POST",
+        f"/api/v1/datasets/{ds}/versions",
+        json={
+            "scoring": {"required": ["numeric_answer"]},
+            "source": {
+                "format": "gsm8k",
+                "content": (DATA / "test.jsonl").read_text(encoding="utf-8"),
+            },
+        },
+    )
+    specs = [
+        {"runtime": "recorded", "recording_id": recordings[m], "model": m} for m in demo.MODELS
+    ]
     agent = api.ok("POST", "/api/v1/agents", json={"name": "gsm8k", "spec": specs[0]})["agent_id"]
     for spec in specs:
         api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": spec})
         api.ok("POST", f"/api/v1/agents/{agent}/versions")
-    runs = {v: api.start(agent, ds, candidate="version", version=v, paired_baseline=True, reruns=1)
-            for v in (3, 4)}
+    runs = {
+        v: api.start(agent, ds, candidate="version", version=v, paired_baseline=True, reruns=1)
+        for v in (3, 4)
+    }
     for version, run in runs.items():
         assert api.wait(run["run_id"], timeout_s=900)["status"] == "completed"
         comparison = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")
-        regressions, fixes, unchanged = expected_flips(demo.MODELS[version - 2], demo.MODELS[version - 1])
+        regressions, fixes, unchanged = expected_flips(
+            demo.MODELS[version - 2], demo.MODELS[version - 1]
+        )
         counts = comparison["counts"]
-        assert (counts["regression"], counts["fixed"], counts["unchanged"]) == (regressions, fixes, unchanged)
+        assert (counts["regression"], counts["fixed"], counts["unchanged"]) == (
+            regressions,
+            fixes,
+            unchanged,
+        )
         assert regressions + fixes + unchanged == 1319
         # Recorded answers repeat themselves, so every flip holds on its rerun.
-        assert (comparison["confirmed_regressions"], comparison["confirmed_fixes"]) == (regressions, fixes)
+        assert (comparison["confirmed_regressions"], comparison["confirmed_fixes"]) == (
+            regressions,
+            fixes,
+        )
         assert comparison["verdict"] == "mixed"
         from scipy.stats import binomtest
 
         p_value = binomtest(regressions, regressions + fixes, 0.5).pvalue
         assert comparison["p_value"] == pytest.approx(p_value)
-        assert comparison["overall"] == (None if p_value >= 0.05 else "worse" if regressions > fixes else "better")
+        assert comparison["overall"] == (
+            None if p_value >= 0.05 else "worse" if regressions > fixes else "better"
+        )

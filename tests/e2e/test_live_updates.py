@@ -15,8 +15,16 @@ from tests.e2e.conftest import cases, sleepy_spec
 
 def _attempt(run_id: str, case_id: str, at_ms: int) -> Attempt:
     key = f"candidate#{case_id}#001"
-    return Attempt(run_id=run_id, attempt_key=key, recorded_key=f"{at_ms:013d}#{key}", arm_id="candidate", case_id=case_id,
-                   attempt=1, state="passed", recorded_at=iso(datetime.fromtimestamp(at_ms / 1000, tz=UTC)))
+    return Attempt(
+        run_id=run_id,
+        attempt_key=key,
+        recorded_key=f"{at_ms:013d}#{key}",
+        arm_id="candidate",
+        case_id=case_id,
+        attempt=1,
+        state="passed",
+        recorded_at=iso(datetime.fromtimestamp(at_ms / 1000, tz=UTC)),
+    )
 
 
 def test_an_attempt_that_commits_after_a_later_keyed_one_is_not_skipped(api, container, frozen):
@@ -28,14 +36,18 @@ def test_an_attempt_that_commits_after_a_later_keyed_one_is_not_skipped(api, con
     container.runs.put_attempt_once(row, _attempt(run["run_id"], "c001", t0 + 100))
     frozen.advance(milliseconds=150)
     first = views.events_view(run_service.events(container, who, run["run_id"], after="", wait_s=0))
-    assert first["events"] == [], "handed out an attempt while an earlier-keyed one could still commit"
+    assert first["events"] == [], (
+        "handed out an attempt while an earlier-keyed one could still commit"
+    )
     container.runs.put_attempt_once(row, _attempt(run["run_id"], "c000", t0 + 50))
     frozen.advance(seconds=2.5)
-    second = views.events_view(run_service.events(container, who, run["run_id"], after=first["cursor"],
-                                                  wait_s=0))
+    second = views.events_view(
+        run_service.events(container, who, run["run_id"], after=first["cursor"], wait_s=0)
+    )
     assert [e["case_id"] for e in second["events"]] == ["c000", "c001"]
-    third = views.events_view(run_service.events(container, who, run["run_id"], after=second["cursor"],
-                                                 wait_s=0))
+    third = views.events_view(
+        run_service.events(container, who, run["run_id"], after=second["cursor"], wait_s=0)
+    )
     assert third["events"] == [] and third["cursor"] == second["cursor"]
 
 
@@ -44,7 +56,9 @@ def test_the_events_of_a_finished_run_come_in_recorded_order_each_once(api):
     api.wait(run["run_id"])
     seen, cursor = [], ""
     while True:
-        page = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/events", params={"after": cursor, "limit": 5})
+        page = api.ok(
+            "GET", f"/api/v1/eval-runs/{run['run_id']}/events", params={"after": cursor, "limit": 5}
+        )
         seen += [e["cursor"] for e in page["events"]]
         cursor = page["cursor"]
         if page["done"]:

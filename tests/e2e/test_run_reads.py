@@ -17,8 +17,12 @@ PRICE = {"input_per_mtok_usd": "1.00", "output_per_mtok_usd": "2.00"}
 
 
 def tool_spec(**options: Any) -> dict[str, Any]:
-    return {"runtime": "python", "entrypoint": "tests.support.agents:tool_agent", "options": options,
-            "price": PRICE}
+    return {
+        "runtime": "python",
+        "entrypoint": "tests.support.agents:tool_agent",
+        "options": options,
+        "price": PRICE,
+    }
 
 
 def completed(api, agent: str, ds: str, **body: Any) -> dict[str, Any]:
@@ -37,15 +41,27 @@ def test_a_run_reads_back_with_every_attempt_it_kept(api):
     full = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
 
     assert (full["run_id"], full["agent_id"], full["dataset_id"], full["dataset_version"]) == (
-        run["run_id"], agent, ds, 1)
+        run["run_id"],
+        agent,
+        ds,
+        1,
+    )
     assert (full["status"], full["draft"], full["resolved_version"], full["created_by"]) == (
-        "completed", True, None, api.user_id)
+        "completed",
+        True,
+        None,
+        api.user_id,
+    )
     assert full["started_at"] <= full["completed_at"]
     # 100 input tokens at $1/M + 20 output tokens at $2/M = 140 micro-USD per answer, 3 answers.
     assert full["cost_usd"] == pytest.approx(0.00042)
     assert full["tokens"] == {"input": 300, "output": 60}
     assert full["progress"]["recorded"] == full["progress"]["expected"] == 3
-    assert (full["outcome"]["total"], full["outcome"]["passed"], full["outcome"]["failed"]) == (3, 2, 1)
+    assert (full["outcome"]["total"], full["outcome"]["passed"], full["outcome"]["failed"]) == (
+        3,
+        2,
+        1,
+    )
     assert full["outcome"]["verdict"] == "partial"
     assert full["outcome"]["pass_rate"] == pytest.approx(2 / 3)
 
@@ -53,8 +69,9 @@ def test_a_run_reads_back_with_every_attempt_it_kept(api):
     assert sorted(results) == ["c000", "c001", "c002"]
     for case_id, r in results.items():
         assert (r["arm_id"], r["attempt"]) == ("candidate", 1)
-        assert r["calls"] == [{"name": "lookup", "arguments": {"case": case_id}, "status": "intended",
-                               "result": None}]
+        assert r["calls"] == [
+            {"name": "lookup", "arguments": {"case": case_id}, "status": "intended", "result": None}
+        ]
         assert r["cost_usd"] == pytest.approx(0.00014)
         assert r["tokens"] == {"input": 100, "output": 20}
         assert r["latency_ms"] >= 0 and r["model"] == "tool-model-1"
@@ -65,15 +82,25 @@ def test_a_run_reads_back_with_every_attempt_it_kept(api):
     assert (ok["state"], ok["passed"], ok["answer"], ok["score"]) == ("passed", True, "42", 1.0)
     assert (ok["scores"][0]["passed"], ok["scores"][0]["score"]) == (True, 1.0)
     assert ok["scores"][0]["reason"] == "answer equals '42'"
-    assert (bad["state"], bad["passed"], bad["answer"], bad["score"]) == ("failed", False, "41", 0.0)
+    assert (bad["state"], bad["passed"], bad["answer"], bad["score"]) == (
+        "failed",
+        False,
+        "41",
+        0.0,
+    )
     assert (bad["scores"][0]["passed"], bad["scores"][0]["score"]) == (False, 0.0)
     assert bad["scores"][0]["reason"] == "expected '42', got '41'"
 
 
 def test_a_run_that_crashed_on_a_case_keeps_the_error(api):
     ds = api.dataset(cases(1))
-    agent = api.agent({"runtime": "python", "entrypoint": "tests.support.agents:tool_agent",
-                       "options": {"sleep_ms": "not a number"}})
+    agent = api.agent(
+        {
+            "runtime": "python",
+            "entrypoint": "tests.support.agents:tool_agent",
+            "options": {"sleep_ms": "not a number"},
+        }
+    )
     run = completed(api, agent, ds)
     (r,) = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["results"]
     assert (r["state"], r["crash"], r["answer"]) == ("failed", True, None)
@@ -87,14 +114,20 @@ def test_an_agent_s_runs_are_listed_newest_first(api):
     ds = api.dataset(cases(1))
     agent = api.agent(sleepy_spec(), publish=1)
     other = api.agent(sleepy_spec())
-    ids = [completed(api, agent, ds)["run_id"], completed(api, agent, ds, candidate="version", version=1)["run_id"],
-           completed(api, other, ds)["run_id"], completed(api, agent, ds)["run_id"]]
+    ids = [
+        completed(api, agent, ds)["run_id"],
+        completed(api, agent, ds, candidate="version", version=1)["run_id"],
+        completed(api, other, ds)["run_id"],
+        completed(api, agent, ds)["run_id"],
+    ]
     runs = api.ok("GET", f"/api/v1/agents/{agent}/eval-runs")["runs"]
     assert [r["run_id"] for r in runs] == [ids[3], ids[1], ids[0]]
     assert [r["created_at"] for r in runs] == sorted((r["created_at"] for r in runs), reverse=True)
     assert all(r["status"] == "completed" and r["outcome"]["verdict"] == "pass" for r in runs)
     assert "spec" not in runs[0]["arms"][0]
-    assert [r["run_id"] for r in api.ok("GET", f"/api/v1/agents/{other}/eval-runs")["runs"]] == [ids[2]]
+    assert [r["run_id"] for r in api.ok("GET", f"/api/v1/agents/{other}/eval-runs")["runs"]] == [
+        ids[2]
+    ]
 
 
 def test_the_organization_s_runs_page_by_limit_and_next_cursor(new_api):
@@ -106,7 +139,11 @@ def test_the_organization_s_runs_page_by_limit_and_next_cursor(new_api):
 
     pages, cursor = [], None
     while True:
-        body = api.ok("GET", "/api/v1/eval-runs", params={"limit": 2, **({"cursor": cursor} if cursor else {})})
+        body = api.ok(
+            "GET",
+            "/api/v1/eval-runs",
+            params={"limit": 2, **({"cursor": cursor} if cursor else {})},
+        )
         pages.append([r["run_id"] for r in body["runs"]])
         cursor = body["next_cursor"]
         if cursor is None:
@@ -118,9 +155,13 @@ def test_the_organization_s_runs_page_by_limit_and_next_cursor(new_api):
 
     # A cursor belongs to its listing and its organization.
     first = api.ok("GET", "/api/v1/eval-runs", params={"limit": 2})
-    status, body = new_api().call("GET", "/api/v1/eval-runs", params={"cursor": first["next_cursor"]})
+    status, body = new_api().call(
+        "GET", "/api/v1/eval-runs", params={"cursor": first["next_cursor"]}
+    )
     assert status == 400 and body["error"]["field"] == "cursor", body
-    status, body = api.call("GET", f"/api/v1/agents/{a}/eval-runs", params={"cursor": first["next_cursor"]})
+    status, body = api.call(
+        "GET", f"/api/v1/agents/{a}/eval-runs", params={"cursor": first["next_cursor"]}
+    )
     assert status == 400 and body["error"]["field"] == "cursor", body
 
 
@@ -129,7 +170,11 @@ def test_an_agent_s_runs_page_too(api):
     agent = api.agent(sleepy_spec())
     ids = [completed(api, agent, ds)["run_id"] for _ in range(3)]
     page1 = api.ok("GET", f"/api/v1/agents/{agent}/eval-runs", params={"limit": 2})
-    page2 = api.ok("GET", f"/api/v1/agents/{agent}/eval-runs", params={"limit": 2, "cursor": page1["next_cursor"]})
+    page2 = api.ok(
+        "GET",
+        f"/api/v1/agents/{agent}/eval-runs",
+        params={"limit": 2, "cursor": page1["next_cursor"]},
+    )
     assert [r["run_id"] for r in page1["runs"] + page2["runs"]] == ids[::-1]
 
 
@@ -139,8 +184,13 @@ def test_a_dataset_s_runs_are_listed_newest_first(api):
     on_a1 = completed(api, agent, ds_a)["run_id"]
     on_b = completed(api, agent, ds_b)["run_id"]
     on_a2 = completed(api, agent, ds_a)["run_id"]
-    assert [r["run_id"] for r in api.ok("GET", f"/api/v1/datasets/{ds_a}/eval-runs")["runs"]] == [on_a2, on_a1]
-    assert [r["run_id"] for r in api.ok("GET", f"/api/v1/datasets/{ds_b}/eval-runs")["runs"]] == [on_b]
+    assert [r["run_id"] for r in api.ok("GET", f"/api/v1/datasets/{ds_a}/eval-runs")["runs"]] == [
+        on_a2,
+        on_a1,
+    ]
+    assert [r["run_id"] for r in api.ok("GET", f"/api/v1/datasets/{ds_b}/eval-runs")["runs"]] == [
+        on_b
+    ]
 
 
 def test_draft_runs_filter_by_the_draft_as_it_is_now(api):
@@ -152,7 +202,10 @@ def test_draft_runs_filter_by_the_draft_as_it_is_now(api):
     new_draft = completed(api, agent, ds)["run_id"]
 
     def listed(which: str) -> list[str]:
-        return [r["run_id"] for r in api.ok("GET", f"/api/v1/agents/{agent}/eval-runs?draft={which}")["runs"]]
+        return [
+            r["run_id"]
+            for r in api.ok("GET", f"/api/v1/agents/{agent}/eval-runs?draft={which}")["runs"]
+        ]
 
     assert listed("current") == [new_draft]
     assert listed("earlier") == [old_draft]
@@ -175,12 +228,25 @@ def test_progress_counts_recorded_results_on_both_paths(api):
     seed = api.ok("GET", f"/api/evaluations/progress/{run['run_id']}")
     ours = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/progress")
     assert seed == ours
-    assert ours == {"run_id": run["run_id"], "status": "completed", "phase": "done", "recorded": 4, "expected": 4,
-                    "total": 4, "fraction": 1.0, "passed": 3, "failed": 1, "incomplete": 0, "ungraded": 0,
-                    "in_flight": 0}
+    assert ours == {
+        "run_id": run["run_id"],
+        "status": "completed",
+        "phase": "done",
+        "recorded": 4,
+        "expected": 4,
+        "total": 4,
+        "fraction": 1.0,
+        "passed": 3,
+        "failed": 1,
+        "incomplete": 0,
+        "ungraded": 0,
+        "in_flight": 0,
+    }
 
 
-def follow(api, path: str, wait: float = 2.0, deadline_s: float = 30.0) -> tuple[list[dict], list[dict]]:
+def follow(
+    api, path: str, wait: float = 2.0, deadline_s: float = 30.0
+) -> tuple[list[dict], list[dict]]:
     """Long-poll `path` from the start until `done`; (events, responses)."""
     events: list[dict] = []
     responses: list[dict] = []
@@ -217,11 +283,17 @@ def test_live_updates_deliver_every_attempt_once_in_recorded_order(api):
 
     # Read again afterwards, the seed path gives the same events in the same order...
     again, _ = follow(api, f"/api/evaluations/stream/{run['run_id']}", wait=0)
-    assert [(e["cursor"], e["case_id"]) for e in again] == [(e["cursor"], e["case_id"]) for e in events]
+    assert [(e["cursor"], e["case_id"]) for e in again] == [
+        (e["cursor"], e["case_id"]) for e in events
+    ]
     # ...and from any cursor, only what came after it.
-    mid = api.ok("GET", f"/api/evaluations/stream/{run['run_id']}", params={"after": cursors[2], "wait": 0})
+    mid = api.ok(
+        "GET", f"/api/evaluations/stream/{run['run_id']}", params={"after": cursors[2], "wait": 0}
+    )
     assert [e["cursor"] for e in mid["events"]] == cursors[3:]
-    end = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/events", params={"after": cursors[-1], "wait": 5})
+    end = api.ok(
+        "GET", f"/api/v1/eval-runs/{run['run_id']}/events", params={"after": cursors[-1], "wait": 5}
+    )
     assert (end["events"], end["cursor"], end["done"]) == ([], cursors[-1], True)
 
 
@@ -230,7 +302,9 @@ def test_a_long_poll_returns_when_the_wait_is_over_with_nothing_new(api):
     # default wait (20 s) a poll that ignored `wait` would take.
     name = f"long-poll-{uuid.uuid4().hex[:8]}"
     ds = api.dataset(cases(1))
-    agent = api.agent({"runtime": "python", "entrypoint": "tests.support.agents:gated", "options": {"gate": name}})
+    agent = api.agent(
+        {"runtime": "python", "entrypoint": "tests.support.agents:gated", "options": {"gate": name}}
+    )
     run = api.start(agent, ds)
     started = time.monotonic()
     body = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/events", params={"wait": 0.3})
@@ -245,7 +319,9 @@ def test_a_long_poll_returns_when_the_wait_is_over_with_nothing_new(api):
     opener.join()
     assert [e["case_id"] for e in body["events"]] == ["c000"]
     assert time.monotonic() - started < 25
-    status, err = api.call("GET", f"/api/v1/eval-runs/{run['run_id']}/events", params={"wait": "soon"})
+    status, err = api.call(
+        "GET", f"/api/v1/eval-runs/{run['run_id']}/events", params={"wait": "soon"}
+    )
     assert status == 400 and err["error"]["field"] == "wait", err
     api.wait(run["run_id"])
 
@@ -261,12 +337,17 @@ def test_deleting_an_ended_run_removes_it_and_its_attempts(api, container):
     assert len(container.runs.attempts(api.org_id, gone)) == 3
 
     assert api.ok("DELETE", f"/api/v1/eval-runs/{gone}") == {"run_id": gone, "deleted": True}
-    for path in (f"/api/v1/eval-runs/{gone}", f"/api/v1/eval-runs/{gone}/progress",
-                 f"/api/evaluations/progress/{gone}"):
+    for path in (
+        f"/api/v1/eval-runs/{gone}",
+        f"/api/v1/eval-runs/{gone}/progress",
+        f"/api/evaluations/progress/{gone}",
+    ):
         status, body = api.call("GET", path)
         assert status == 404 and body["error"]["field"] == "run_id", (path, body)
     assert container.runs.attempts(api.org_id, gone) == []
-    assert [r["run_id"] for r in api.ok("GET", f"/api/v1/agents/{agent}/eval-runs")["runs"]] == [keep]
+    assert [r["run_id"] for r in api.ok("GET", f"/api/v1/agents/{agent}/eval-runs")["runs"]] == [
+        keep
+    ]
     assert len(api.ok("GET", f"/api/v1/eval-runs/{keep}")["results"]) == 3
     status, body = api.call("DELETE", f"/api/v1/eval-runs/{gone}")
     assert status == 404, body

@@ -82,7 +82,11 @@ def test_two_datasets_covering_one_version_are_summed(api):
     assert counts(s) == ("partial", 5, 3, 2, False)
     assert s["failed"] == 2
     assert s["run_ids"] == sorted([run_a["run_id"], run_b["run_id"]])
-    assert s["last_completed_at"] == max(run_a["completed_at"], run_b["completed_at"]) == run_b["completed_at"]
+    assert (
+        s["last_completed_at"]
+        == max(run_a["completed_at"], run_b["completed_at"])
+        == run_b["completed_at"]
+    )
 
 
 def test_rerunning_a_dataset_replaces_its_contribution_rather_than_adding_to_it(api):
@@ -96,8 +100,11 @@ def test_rerunning_a_dataset_replaces_its_contribution_rather_than_adding_to_it(
     assert second["completed_at"] > first["completed_at"]
 
     # The dataset moves on to a version the agent fails: the newest run alone decides.
-    api.ok("POST", f"/api/v1/datasets/{ds}/versions",
-           json={"scoring": {"required": ["equals"]}, "cases": cases(4, reference="7")})
+    api.ok(
+        "POST",
+        f"/api/v1/datasets/{ds}/versions",
+        json={"scoring": {"required": ["equals"]}, "cases": cases(4, reference="7")},
+    )
     third = run_version(api, agent, ds, 1)
     assert counts(summary(api, agent, 1)) == ("fail", 4, 0, 1, False)
     assert summary(api, agent, 1)["run_ids"] == [third["run_id"]]
@@ -153,7 +160,10 @@ def test_a_run_of_latest_counts_for_the_version_it_resolved_not_later_ones(api):
     api.wait(run["run_id"])
     publish(api, agent, sleepy_spec(answer="0"))  # v3 is now the latest
     assert [counts(s) for s in summaries(api, (agent, 1), (agent, 2), (agent, 3))] == [
-        ("none", 0, 0, 0, False), ("pass", 2, 2, 1, False), ("none", 0, 0, 0, False)]
+        ("none", 0, 0, 0, False),
+        ("pass", 2, 2, 1, False),
+        ("none", 0, 0, 0, False),
+    ]
 
 
 def test_stale_only_for_a_draft_whose_spec_changed_since_the_run(api):
@@ -165,8 +175,11 @@ def test_stale_only_for_a_draft_whose_spec_changed_since_the_run(api):
     assert counts(summary(api, agent, "draft")) == ("pass", 2, 2, 1, False)
 
     # The same spec saved again with its keys in another order is the same content: not stale.
-    reordered = {"options": dict(reversed(list(spec["options"].items()))), "entrypoint": spec["entrypoint"],
-                 "runtime": spec["runtime"]}
+    reordered = {
+        "options": dict(reversed(list(spec["options"].items()))),
+        "entrypoint": spec["entrypoint"],
+        "runtime": spec["runtime"],
+    }
     api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": reordered})
     assert counts(summary(api, agent, "draft")) == ("pass", 2, 2, 1, False)
 
@@ -201,7 +214,12 @@ def test_summaries_of_several_agents_in_one_request_keep_their_order(new_api):
     run_version(api, bad, ds, 1)
     got = summaries(api, (bad, 1), (good, 1), (good, "draft"))
     assert [(s["agentId"], s["version"], s["verdict"]) for s in got] == [
-        (bad, 1, "fail"), (good, 1, "pass"), (good, "draft", "none")]
+        (bad, 1, "fail"),
+        (good, 1, "pass"),
+        (good, "draft", "none"),
+    ]
     # Another organization's runs of the same agent are not counted, nor even reachable.
-    status, body = new_api().call("POST", "/api/v1/agent-summaries", json={"agents": [{"agentId": good, "version": 1}]})
+    status, body = new_api().call(
+        "POST", "/api/v1/agent-summaries", json={"agents": [{"agentId": good, "version": 1}]}
+    )
     assert status == 404, body

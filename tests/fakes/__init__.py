@@ -56,7 +56,9 @@ class FakeContainer:
     """What `bootstrap.Container` offers the services, built of fakes (the message bus as wired:
     `tests/services/conftest.py`'s `events` fixture records events instead of handling them)."""
 
-    def __init__(self, *, settings: Settings | None = None, at: datetime = START, **collaborators: Any) -> None:
+    def __init__(
+        self, *, settings: Settings | None = None, at: datetime = START, **collaborators: Any
+    ) -> None:
         self.settings = settings or Settings()
         self.clock = FixedClock(at)
         self.environments = FakeEnvironments()
@@ -71,7 +73,9 @@ class FakeContainer:
         self.secrets = FakeSecrets()
         self.resolver = lambda _host, _port: [PUBLIC_ADDRESS]
         # The real runtimes: validating a spec reads no network with the resolver above.
-        self.runtimes = build_runtimes(settings=lambda: self.settings, resolver=lambda: self.resolver)
+        self.runtimes = build_runtimes(
+            settings=lambda: self.settings, resolver=lambda: self.resolver
+        )
         self.suites = FakeSuites()
         self.promotions = FakePromotions()
         self.notifications = FakeNotifications()

@@ -32,8 +32,11 @@ def _check_keys(before: Any, after: Any, keys: tuple[str, ...]) -> None:
 
 def _changed_fields(before: Any, after: Any) -> dict[str, Any]:
     """The fields of a record that `after` changes (what the real store writes)."""
-    return {f.name: getattr(after, f.name) for f in fields(after)
-            if getattr(after, f.name) != getattr(before, f.name)}
+    return {
+        f.name: getattr(after, f.name)
+        for f in fields(after)
+        if getattr(after, f.name) != getattr(before, f.name)
+    }
 
 
 class FakeSuites:
@@ -77,7 +80,9 @@ class FakeSuites:
         key = self._key(before)
         if self._others and key in self.kept:
             stored = self.kept[key]
-            self.kept[key] = replace(self._others.pop(0)(stored), updated_at=f"{stored.updated_at}+other")
+            self.kept[key] = replace(
+                self._others.pop(0)(stored), updated_at=f"{stored.updated_at}+other"
+            )
         stored = self.kept.get(key)
         if stored is None or stored.updated_at != before.updated_at:
             self.lost += 1
@@ -85,20 +90,42 @@ class FakeSuites:
         self.kept[key] = replace(stored, **_changed_fields(before, after))
         return True
 
-    def change(self, org_id: str, agent_id: str, suite_id: str, decide: Callable[[Suite], Suite | None], *,
-               tries: int = TRIES, pause: Callable[[], None] = _no_pause) -> Changed[Suite] | None:
-        return retrying.change(lambda: self.get(org_id, agent_id, suite_id), decide, self.replace,
-                               conflict=f"suite {suite_id} keeps changing: try again", field="suite_id",
-                               tries=tries, pause=_no_pause)
+    def change(
+        self,
+        org_id: str,
+        agent_id: str,
+        suite_id: str,
+        decide: Callable[[Suite], Suite | None],
+        *,
+        tries: int = TRIES,
+        pause: Callable[[], None] = _no_pause,
+    ) -> Changed[Suite] | None:
+        return retrying.change(
+            lambda: self.get(org_id, agent_id, suite_id),
+            decide,
+            self.replace,
+            conflict=f"suite {suite_id} keeps changing: try again",
+            field="suite_id",
+            tries=tries,
+            pause=_no_pause,
+        )
 
     def delete(self, org_id: str, agent_id: str, suite_id: str) -> None:
         self.kept.pop((org_id, agent_id, suite_id), None)
 
     def due_to_fire(self, now_ms: int) -> list[Suite]:
-        return [s for _, s in sorted(self.kept.items()) if s.next_fire_at_ms is not None and s.next_fire_at_ms <= now_ms]
+        return [
+            s
+            for _, s in sorted(self.kept.items())
+            if s.next_fire_at_ms is not None and s.next_fire_at_ms <= now_ms
+        ]
 
     def due_to_start(self, now_ms: int) -> list[Suite]:
-        return [s for _, s in sorted(self.kept.items()) if s.due_at_ms is not None and s.due_at_ms <= now_ms]
+        return [
+            s
+            for _, s in sorted(self.kept.items())
+            if s.due_at_ms is not None and s.due_at_ms <= now_ms
+        ]
 
     def add_result(self, result: SuiteResultEntry) -> bool:
         kept = self.kept_results.setdefault((result.org_id, result.agent_id, result.suite_id), {})
@@ -107,12 +134,18 @@ class FakeSuites:
         kept[result.started_key] = result
         return True
 
-    def results(self, org_id: str, agent_id: str, suite_id: str, limit: int = 100) -> list[SuiteResultEntry]:
+    def results(
+        self, org_id: str, agent_id: str, suite_id: str, limit: int = 100
+    ) -> list[SuiteResultEntry]:
         kept = self.kept_results.get((org_id, agent_id, suite_id), {})
         return [kept[k] for k in sorted(kept, reverse=True)][:limit]
 
-    def result_of_run(self, org_id: str, agent_id: str, suite_id: str, run_id: str) -> SuiteResultEntry | None:
-        return next((r for r in self.results(org_id, agent_id, suite_id, 200) if r.run_id == run_id), None)
+    def result_of_run(
+        self, org_id: str, agent_id: str, suite_id: str, run_id: str
+    ) -> SuiteResultEntry | None:
+        return next(
+            (r for r in self.results(org_id, agent_id, suite_id, 200) if r.run_id == run_id), None
+        )
 
     def delete_results(self, org_id: str, agent_id: str, suite_id: str) -> None:
         self.kept_results.pop((org_id, agent_id, suite_id), None)
@@ -162,17 +195,34 @@ class FakePromotions:
         if self._others and key in self.kept:
             self.kept[key] = self._others.pop(0)(self.kept[key])
         stored = self.kept.get(key)
-        if stored is None or stored.status != PromotionStatus.WAITING or stored.guards != before.guards:
+        if (
+            stored is None
+            or stored.status != PromotionStatus.WAITING
+            or stored.guards != before.guards
+        ):
             return False
         self.kept[key] = replace(stored, **_changed_fields(before, after))
         return True
 
-    def change(self, org_id: str, agent_id: str, promotion_id: str,
-               decide: Callable[[Promotion], Promotion | None], *, tries: int = TRIES,
-               pause: Callable[[], None] = _no_pause) -> Changed[Promotion] | None:
-        return retrying.change(lambda: self.get(org_id, agent_id, promotion_id), decide, self.decide,
-                               conflict=f"promotion {promotion_id} keeps changing: try again",
-                               field="promotion_id", tries=tries, pause=_no_pause)
+    def change(
+        self,
+        org_id: str,
+        agent_id: str,
+        promotion_id: str,
+        decide: Callable[[Promotion], Promotion | None],
+        *,
+        tries: int = TRIES,
+        pause: Callable[[], None] = _no_pause,
+    ) -> Changed[Promotion] | None:
+        return retrying.change(
+            lambda: self.get(org_id, agent_id, promotion_id),
+            decide,
+            self.decide,
+            conflict=f"promotion {promotion_id} keeps changing: try again",
+            field="promotion_id",
+            tries=tries,
+            pause=_no_pause,
+        )
 
 
 class FakeNotifications:

@@ -28,10 +28,14 @@ class FakeEnvironments:
     def create(self, environment: Environment) -> None:
         key = (environment.org_id, environment.environment_id)
         if key in self.kept:
-            raise ConflictError(f"environment {environment.environment_id} already exists", field="environment_id")
+            raise ConflictError(
+                f"environment {environment.environment_id} already exists", field="environment_id"
+            )
         self.kept[key] = environment
 
-    def get(self, org_id: str, environment_id: str, *, field: str = "environment_id") -> Environment:
+    def get(
+        self, org_id: str, environment_id: str, *, field: str = "environment_id"
+    ) -> Environment:
         try:
             return self.kept[(org_id, environment_id)]
         except KeyError:
@@ -40,11 +44,15 @@ class FakeEnvironments:
     def list(self, org_id: str) -> list[Environment]:
         return [e for (org, _), e in sorted(self.kept.items()) if org == org_id]
 
-    def serve(self, org_id: str, environment_id: str, agent_id: str, version: int, *, expect: int | None) -> bool:
+    def serve(
+        self, org_id: str, environment_id: str, agent_id: str, version: int, *, expect: int | None
+    ) -> bool:
         env = self.get(org_id, environment_id)
         if (env.serving or {}).get(agent_id) != expect:
             return False
-        self.kept[(org_id, environment_id)] = replace(env, serving={**(env.serving or {}), agent_id: version})
+        self.kept[(org_id, environment_id)] = replace(
+            env, serving={**(env.serving or {}), agent_id: version}
+        )
         return True
 
     def delete(self, org_id: str, environment_id: str) -> None:
@@ -58,13 +66,32 @@ class FakeAgents:
         self.kept: dict[tuple[str, str], Agent] = {}
         self.versions: dict[tuple[str, str, int], AgentVersion] = {}
 
-    def seed(self, org_id: str, agent_id: str, *, versions: int = 0, at: str = "2026-12-01T08:00:00.000Z") -> Agent:
+    def seed(
+        self, org_id: str, agent_id: str, *, versions: int = 0, at: str = "2026-12-01T08:00:00.000Z"
+    ) -> Agent:
         """Keep agent `agent_id` with versions 1..`versions` published (tests)."""
-        self.create(Agent(org_id=org_id, agent_id=agent_id, name=agent_id, draft_spec={}, draft_spec_hash="h0",
-                          draft_updated_at=at, created_at=at))
+        self.create(
+            Agent(
+                org_id=org_id,
+                agent_id=agent_id,
+                name=agent_id,
+                draft_spec={},
+                draft_spec_hash="h0",
+                draft_updated_at=at,
+                created_at=at,
+            )
+        )
         for version in range(1, versions + 1):
-            self.publish(AgentVersion(org_id=org_id, agent_id=agent_id, version=version, spec={},
-                                      spec_hash=f"h{version}", published_at=at))
+            self.publish(
+                AgentVersion(
+                    org_id=org_id,
+                    agent_id=agent_id,
+                    version=version,
+                    spec={},
+                    spec_hash=f"h{version}",
+                    published_at=at,
+                )
+            )
         return self.get(org_id, agent_id)
 
     def create(self, agent: Agent) -> None:
@@ -84,8 +111,11 @@ class FakeAgents:
 
     def edit_draft(self, before: Agent, after: Agent) -> None:
         now = self.get(before.org_id, before.agent_id)
-        edited = {name: getattr(after, name) for name in ("name", "draft_spec", "draft_spec_hash", "draft_updated_at")
-                  if getattr(after, name) != getattr(before, name)}
+        edited = {
+            name: getattr(after, name)
+            for name in ("name", "draft_spec", "draft_spec_hash", "draft_updated_at")
+            if getattr(after, name) != getattr(before, name)
+        }
         if replace(before, **edited) != after:
             raise ValueError("only the draft and the name of an agent are edited")
         self.kept[(before.org_id, before.agent_id)] = replace(now, **edited)
@@ -94,8 +124,15 @@ class FakeAgents:
         return self.versions.get((org_id, agent_id, version))
 
     def list_versions(self, org_id: str, agent_id: str) -> builtins.list[AgentVersion]:
-        return sorted((v for (org, agent, _), v in self.versions.items() if (org, agent) == (org_id, agent_id)),
-                      key=lambda v: v.version, reverse=True)
+        return sorted(
+            (
+                v
+                for (org, agent, _), v in self.versions.items()
+                if (org, agent) == (org_id, agent_id)
+            ),
+            key=lambda v: v.version,
+            reverse=True,
+        )
 
     def publish(self, version: AgentVersion) -> bool:
         key = (version.org_id, version.agent_id, version.version)
@@ -103,13 +140,17 @@ class FakeAgents:
         if existing is not None:
             if existing.spec_hash == version.spec_hash:
                 return False
-            raise ConflictError(f"version {version.version} of agent {version.agent_id} is already published "
-                                "with another spec; versions are immutable", field="version")
+            raise ConflictError(
+                f"version {version.version} of agent {version.agent_id} is already published "
+                "with another spec; versions are immutable",
+                field="version",
+            )
         agent = self.get(version.org_id, version.agent_id)
         self.versions[key] = version
         if agent.latest_version < version.version:
-            self.kept[(agent.org_id, agent.agent_id)] = replace(agent, latest_version=version.version,
-                                                                live_version=version.version)
+            self.kept[(agent.org_id, agent.agent_id)] = replace(
+                agent, latest_version=version.version, live_version=version.version
+            )
         return True
 
 
@@ -125,7 +166,9 @@ class FakeJudges:
             raise ConflictError(f"judge {header.judge_id} already exists", field="judge_id")
         self.kept[key] = header
 
-    def get(self, org_id: str, judge_id: str, version: int = 0, *, field: str = "judge_id") -> Judge:
+    def get(
+        self, org_id: str, judge_id: str, version: int = 0, *, field: str = "judge_id"
+    ) -> Judge:
         try:
             return self.kept[(org_id, judge_id, version)]
         except KeyError:
@@ -133,8 +176,14 @@ class FakeJudges:
             raise NotFoundError(f"{what} not found", field=field) from None
 
     def versions(self, org_id: str, judge_id: str) -> list[Judge]:
-        return sorted((j for (org, judge, v), j in self.kept.items() if (org, judge) == (org_id, judge_id) and v > 0),
-                      key=lambda j: j.version)
+        return sorted(
+            (
+                j
+                for (org, judge, v), j in self.kept.items()
+                if (org, judge) == (org_id, judge_id) and v > 0
+            ),
+            key=lambda j: j.version,
+        )
 
     def publish(self, header: Judge, version: Judge) -> bool:
         stored = self.get(header.org_id, header.judge_id)
@@ -142,7 +191,9 @@ class FakeJudges:
         if key in self.kept or stored.latest_version != header.latest_version:
             return False
         self.kept[key] = version
-        self.kept[(header.org_id, header.judge_id, 0)] = replace(stored, latest_version=version.version)
+        self.kept[(header.org_id, header.judge_id, 0)] = replace(
+            stored, latest_version=version.version
+        )
         return True
 
 
@@ -155,14 +206,20 @@ class FakeModelProfiles:
     def create(self, profile: ModelProfile) -> None:
         key = (profile.org_id, profile.model_profile_id)
         if key in self.kept:
-            raise ConflictError(f"model profile {profile.model_profile_id} already exists", field="model_profile_id")
+            raise ConflictError(
+                f"model profile {profile.model_profile_id} already exists", field="model_profile_id"
+            )
         self.kept[key] = profile
 
-    def get(self, org_id: str, model_profile_id: str, *, field: str = "model_profile_id") -> ModelProfile:
+    def get(
+        self, org_id: str, model_profile_id: str, *, field: str = "model_profile_id"
+    ) -> ModelProfile:
         try:
             return self.kept[(org_id, model_profile_id)]
         except KeyError:
-            raise NotFoundError(f"model profile {model_profile_id} not found", field=field) from None
+            raise NotFoundError(
+                f"model profile {model_profile_id} not found", field=field
+            ) from None
 
     def delete(self, org_id: str, model_profile_id: str) -> None:
         self.kept.pop((org_id, model_profile_id), None)
@@ -188,7 +245,9 @@ class FakeDatasets:
         found = self.kept.get((org_id, dataset_id, version))
         if found is None:
             what = f"dataset {dataset_id}" + (f" version {version}" if version else "")
-            raise NotFoundError(f"{what} not found", field="dataset_version" if version else "dataset_id")
+            raise NotFoundError(
+                f"{what} not found", field="dataset_version" if version else "dataset_id"
+            )
         return found
 
     def list(self, org_id: str) -> builtins.list[Dataset]:
@@ -196,19 +255,30 @@ class FakeDatasets:
         return sorted(headers, key=lambda d: d.created_at, reverse=True)
 
     def next_version(self, org_id: str, dataset_id: str) -> int:
-        return max((v for (org, ds, v) in self.kept if (org, ds) == (org_id, dataset_id)), default=0) + 1
+        return (
+            max((v for (org, ds, v) in self.kept if (org, ds) == (org_id, dataset_id)), default=0)
+            + 1
+        )
 
     def add_version(self, version: Dataset, cases: Sequence[DatasetCase]) -> None:
         key = (version.org_id, version.dataset_id, version.version)
         if key in self.kept:
-            raise ConflictError("another version was added at the same time; retry", field="version")
+            raise ConflictError(
+                "another version was added at the same time; retry", field="version"
+            )
         self.kept[key] = version
-        self.case_rows[key] = {case.case_id: case.case for case in sorted(cases, key=lambda case: case.case_id)}
+        self.case_rows[key] = {
+            case.case_id: case.case for case in sorted(cases, key=lambda case: case.case_id)
+        }
         header = self.kept[(version.org_id, version.dataset_id, 0)]
         if header.latest_version < version.version:
-            self.kept[(version.org_id, version.dataset_id, 0)] = replace(header, latest_version=version.version)
+            self.kept[(version.org_id, version.dataset_id, 0)] = replace(
+                header, latest_version=version.version
+            )
 
-    def get_case(self, org_id: str, dataset_id: str, version: int, case_id: str) -> dict[str, Any] | None:
+    def get_case(
+        self, org_id: str, dataset_id: str, version: int, case_id: str
+    ) -> dict[str, Any] | None:
         return self.case_rows.get((org_id, dataset_id, version), {}).get(case_id)
 
     def cases(self, org_id: str, dataset_id: str, version: int) -> builtins.list[dict[str, Any]]:

@@ -95,66 +95,131 @@ class FakeRuns:
 
     def refresh(self, run: Run) -> Run | None:
         kept = self.get(run.org_id, run.run_id)
-        return None if kept is None else run.moved(**{name: getattr(kept, name) for name in Run.CURSOR})
+        return (
+            None
+            if kept is None
+            else run.moved(**{name: getattr(kept, name) for name in Run.CURSOR})
+        )
 
     def _newest(self, org_id: str, keep: Callable[[Run], bool]) -> list[Run]:
         runs = [r for (org, _), r in self.kept.items() if org == org_id and keep(r)]
         return sorted(runs, key=lambda r: r.created_at, reverse=True)
 
-    def _page(self, runs: list[Run], org_id: str, listing: str, limit: int, start: dict[str, Any] | None) -> RunPage:
+    def _page(
+        self, runs: list[Run], org_id: str, listing: str, limit: int, start: dict[str, Any] | None
+    ) -> RunPage:
         after = runs.index(self.kept[(org_id, start["run_id"])]) + 1 if start else 0
-        page = runs[after:after + limit]
+        page = runs[after : after + limit]
         more = after + limit < len(runs)
-        return RunPage(page, {"org_id": org_id, "listing": listing, "run_id": page[-1].run_id} if more else None)
+        return RunPage(
+            page,
+            {"org_id": org_id, "listing": listing, "run_id": page[-1].run_id} if more else None,
+        )
 
-    def list_by_agent(self, org_id: str, agent_id: str, limit: int = 50,
-                      start: dict[str, Any] | None = None) -> RunPage:
-        return self._page(self._newest(org_id, lambda r: r.agent_id == agent_id), org_id, f"agent:{agent_id}",
-                          limit, start)
+    def list_by_agent(
+        self, org_id: str, agent_id: str, limit: int = 50, start: dict[str, Any] | None = None
+    ) -> RunPage:
+        return self._page(
+            self._newest(org_id, lambda r: r.agent_id == agent_id),
+            org_id,
+            f"agent:{agent_id}",
+            limit,
+            start,
+        )
 
-    def list_by_org(self, org_id: str, limit: int = 50, start: dict[str, Any] | None = None) -> RunPage:
+    def list_by_org(
+        self, org_id: str, limit: int = 50, start: dict[str, Any] | None = None
+    ) -> RunPage:
         return self._page(self._newest(org_id, lambda r: True), org_id, "org", limit, start)
 
-    def list_by_dataset(self, org_id: str, dataset_id: str, limit: int = 50,
-                        start: dict[str, Any] | None = None) -> RunPage:
-        return self._page(self._newest(org_id, lambda r: r.dataset_id == dataset_id), org_id,
-                          f"dataset:{dataset_id}", limit, start)
+    def list_by_dataset(
+        self, org_id: str, dataset_id: str, limit: int = 50, start: dict[str, Any] | None = None
+    ) -> RunPage:
+        return self._page(
+            self._newest(org_id, lambda r: r.dataset_id == dataset_id),
+            org_id,
+            f"dataset:{dataset_id}",
+            limit,
+            start,
+        )
 
     @staticmethod
-    def is_page_start(start: Any, org_id: str, *, agent_id: str | None = None,
-                      dataset_id: str | None = None) -> bool:
-        listing = f"agent:{agent_id}" if agent_id is not None else \
-            f"dataset:{dataset_id}" if dataset_id is not None else "org"
-        return isinstance(start, dict) and set(start) == {"org_id", "listing", "run_id"} \
-            and start["org_id"] == org_id and start["listing"] == listing
+    def is_page_start(
+        start: Any, org_id: str, *, agent_id: str | None = None, dataset_id: str | None = None
+    ) -> bool:
+        listing = (
+            f"agent:{agent_id}"
+            if agent_id is not None
+            else f"dataset:{dataset_id}"
+            if dataset_id is not None
+            else "org"
+        )
+        return (
+            isinstance(start, dict)
+            and set(start) == {"org_id", "listing", "run_id"}
+            and start["org_id"] == org_id
+            and start["listing"] == listing
+        )
 
     def recent_active(self, org_id: str, limit: int) -> list[ActiveRun]:
         newest = self._newest(org_id, lambda r: True)[:limit]
-        return [ActiveRun(**{name: getattr(r, name) for name in _ACTIVE}) for r in newest if r.status in _RUNNING]
+        return [
+            ActiveRun(**{name: getattr(r, name) for name in _ACTIVE})
+            for r in newest
+            if r.status in _RUNNING
+        ]
 
     def stale(self, status: RunStatus, before_ms: int) -> Iterator[Run]:
-        return iter([r for r in self.kept.values() if r.status == status and r.heartbeat_at_ms <= before_ms])
+        return iter(
+            [r for r in self.kept.values() if r.status == status and r.heartbeat_at_ms <= before_ms]
+        )
 
-    def claim_tasks(self, run: Run, k: int, org_id: str, org_limit: int, now_ms: int, now_iso: str) -> bool:
+    def claim_tasks(
+        self, run: Run, k: int, org_id: str, org_limit: int, now_ms: int, now_iso: str
+    ) -> bool:
         self._others_write()
         kept = self.kept[(run.org_id, run.run_id)]
-        if kept.next_index != run.next_index or kept.status not in _RUNNING \
-                or kept.tasks_total < run.next_index + k or self._in_flight(org_id) > org_limit - k:
+        if (
+            kept.next_index != run.next_index
+            or kept.status not in _RUNNING
+            or kept.tasks_total < run.next_index + k
+            or self._in_flight(org_id) > org_limit - k
+        ):
             return False
-        started = {"status": RunStatus.RUNNING.value, "started_at": now_iso} if run.status == RunStatus.QUEUED else {}
-        self.set(run.org_id, run.run_id, next_index=run.next_index + k, slots=kept.slots + k,
-                 heartbeat_at_ms=now_ms, **started)
+        started = (
+            {"status": RunStatus.RUNNING.value, "started_at": now_iso}
+            if run.status == RunStatus.QUEUED
+            else {}
+        )
+        self.set(
+            run.org_id,
+            run.run_id,
+            next_index=run.next_index + k,
+            slots=kept.slots + k,
+            heartbeat_at_ms=now_ms,
+            **started,
+        )
         self._org_in_flight(org_id, k)
         return True
 
-    def record_attempt(self, run: Run, attempt: Attempt, *, counters: dict[str, int], claim_next: bool,
-                       release_slot: bool, now_ms: int) -> RecordOutcome:
+    def record_attempt(
+        self,
+        run: Run,
+        attempt: Attempt,
+        *,
+        counters: dict[str, int],
+        claim_next: bool,
+        release_slot: bool,
+        now_ms: int,
+    ) -> RecordOutcome:
         self._others_write()
         key = (run.org_id, run.run_id)
         if attempt.attempt_key in self.attempts_kept.get(key, {}):
             return RecordOutcome(written=False)
         kept = self.kept[key]
-        moves: dict[str, Any] = {name: getattr(kept, name) + value for name, value in counters.items() if value}
+        moves: dict[str, Any] = {
+            name: getattr(kept, name) + value for name, value in counters.items() if value
+        }
         moves["heartbeat_at_ms"] = now_ms
         if claim_next:
             if kept.next_index != run.next_index or kept.status != RunStatus.RUNNING:
@@ -165,7 +230,9 @@ class FakeRuns:
                 raise RecordConflict("no slot to release")
             moves["slots"] = kept.slots - 1
             self._org_in_flight(run.org_id, -1)
-        self.attempts_kept.setdefault(key, {})[attempt.attempt_key] = replace(attempt, run_id=run.run_id)
+        self.attempts_kept.setdefault(key, {})[attempt.attempt_key] = replace(
+            attempt, run_id=run.run_id
+        )
         self.set(*key, **moves)
         return RecordOutcome(written=True)
 
@@ -184,20 +251,33 @@ class FakeRuns:
         return True
 
     def enter_confirming(self, run: Run, tasks: list[list[Any]]) -> bool:
-        return self._phase_moves(run, (RunPhase.ANSWERING,), phase=RunPhase.CONFIRMING.value,
-                                 tasks=[*(run.tasks or []), *tasks], tasks_total=run.tasks_total + len(tasks),
-                                 expected=run.expected + len(tasks))
+        return self._phase_moves(
+            run,
+            (RunPhase.ANSWERING,),
+            phase=RunPhase.CONFIRMING.value,
+            tasks=[*(run.tasks or []), *tasks],
+            tasks_total=run.tasks_total + len(tasks),
+            expected=run.expected + len(tasks),
+        )
 
     def enter_finalizing(self, run: Run) -> bool:
-        return self._phase_moves(run, (RunPhase.ANSWERING, RunPhase.CONFIRMING), phase=RunPhase.FINALIZING.value)
+        return self._phase_moves(
+            run, (RunPhase.ANSWERING, RunPhase.CONFIRMING), phase=RunPhase.FINALIZING.value
+        )
 
     def complete(self, org_id: str, run_id: str, outcome: Outcome, now_iso: str) -> bool:
         self._others_write()
         kept = self.kept[(org_id, run_id)]
         if kept.phase != RunPhase.FINALIZING or kept.status != RunStatus.RUNNING:
             return False
-        self.set(org_id, run_id, status=RunStatus.COMPLETED.value, phase=RunPhase.DONE.value, outcome=outcome,
-                 completed_at=now_iso)
+        self.set(
+            org_id,
+            run_id,
+            status=RunStatus.COMPLETED.value,
+            phase=RunPhase.DONE.value,
+            outcome=outcome,
+            completed_at=now_iso,
+        )
         return True
 
     def end(self, run: Run, status: RunStatus, reason: str, now_iso: str) -> bool:
@@ -207,29 +287,54 @@ class FakeRuns:
         self.set(run.org_id, run.run_id, status=status.value, reason=reason, completed_at=now_iso)
         return True
 
-    def _end_and_release(self, run: Run, holds: Callable[[Run], bool], *, status: str, reason: str,
-                         completed_at: str) -> bool:
+    def _end_and_release(
+        self, run: Run, holds: Callable[[Run], bool], *, status: str, reason: str, completed_at: str
+    ) -> bool:
         self._others_write()
         kept = self.kept[(run.org_id, run.run_id)]
-        if not holds(kept) or kept.slots != run.slots or (run.slots and self._in_flight(run.org_id) < run.slots):
+        if (
+            not holds(kept)
+            or kept.slots != run.slots
+            or (run.slots and self._in_flight(run.org_id) < run.slots)
+        ):
             return False
-        self.set(run.org_id, run.run_id, status=status, reason=reason, completed_at=completed_at, slots=0)
+        self.set(
+            run.org_id, run.run_id, status=status, reason=reason, completed_at=completed_at, slots=0
+        )
         if run.slots:
             self._org_in_flight(run.org_id, -run.slots)
         return True
 
     def abandon(self, run: Run, reason: str, now_iso: str) -> bool:
         return self._end_and_release(
-            run, lambda kept: kept.status == RunStatus.RUNNING and kept.heartbeat_at_ms == run.heartbeat_at_ms
-            and kept.recorded == run.recorded, status=RunStatus.FAILED.value, reason=reason, completed_at=now_iso)
+            run,
+            lambda kept: (
+                kept.status == RunStatus.RUNNING
+                and kept.heartbeat_at_ms == run.heartbeat_at_ms
+                and kept.recorded == run.recorded
+            ),
+            status=RunStatus.FAILED.value,
+            reason=reason,
+            completed_at=now_iso,
+        )
 
     def fail_unstarted(self, run: Run, reason: str, now_iso: str) -> bool:
-        return self._end_and_release(run, lambda kept: kept.status == RunStatus.QUEUED,
-                                     status=RunStatus.FAILED.value, reason=reason, completed_at=now_iso)
+        return self._end_and_release(
+            run,
+            lambda kept: kept.status == RunStatus.QUEUED,
+            status=RunStatus.FAILED.value,
+            reason=reason,
+            completed_at=now_iso,
+        )
 
     def release_stranded(self, run: Run, reason: str, completed_at: str) -> bool:
-        return self._end_and_release(run, lambda kept: kept.heartbeat_at_ms == run.heartbeat_at_ms,
-                                     status=run.status, reason=reason, completed_at=completed_at)
+        return self._end_and_release(
+            run,
+            lambda kept: kept.heartbeat_at_ms == run.heartbeat_at_ms,
+            status=run.status,
+            reason=reason,
+            completed_at=completed_at,
+        )
 
     def claim_grading(self, org_id: str, run_id: str, until_ms: int, now_ms: int) -> bool:
         self._others_write()
@@ -257,8 +362,12 @@ class FakeRuns:
 
     def add_judge_cost(self, org_id: str, run_id: str, micros: int, calls: int) -> None:
         kept = self.kept[(org_id, run_id)]
-        self.set(org_id, run_id, judge_cost_micros=kept.judge_cost_micros + micros,
-                 judge_calls=kept.judge_calls + calls)
+        self.set(
+            org_id,
+            run_id,
+            judge_cost_micros=kept.judge_cost_micros + micros,
+            judge_calls=kept.judge_calls + calls,
+        )
 
     def delete(self, org_id: str, run_id: str) -> None:
         self.kept.pop((org_id, run_id), None)
@@ -283,10 +392,17 @@ class FakeRuns:
     def attempt_keys(self, org_id: str, run_id: str) -> set[str]:
         return set(self.attempts_kept.get((org_id, run_id), {}))
 
-    def attempts_after(self, org_id: str, run_id: str, cursor: str, limit: int, *,
-                       until: str | None = None) -> list[Attempt]:
-        rows = sorted(self.attempts_kept.get((org_id, run_id), {}).values(), key=lambda a: a.recorded_key)
-        return [a for a in rows if a.recorded_key > cursor and (until is None or a.recorded_key <= until)][:limit]
+    def attempts_after(
+        self, org_id: str, run_id: str, cursor: str, limit: int, *, until: str | None = None
+    ) -> list[Attempt]:
+        rows = sorted(
+            self.attempts_kept.get((org_id, run_id), {}).values(), key=lambda a: a.recorded_key
+        )
+        return [
+            a
+            for a in rows
+            if a.recorded_key > cursor and (until is None or a.recorded_key <= until)
+        ][:limit]
 
     def put_attempt_once(self, run: Run, attempt: Attempt) -> bool:
         if self.attempt_exists(run.org_id, run.run_id, attempt.attempt_key):
@@ -297,15 +413,22 @@ class FakeRuns:
     def regrade(self, org_id: str, before: Attempt, after: Attempt) -> bool:
         self._others_write()
         kept = self.get_attempt(org_id, before.run_id, before.attempt_key)
-        if kept is None or kept.state != before.state or (kept.regraded is None) != (before.regraded is None) \
-                or len(kept.regraded or []) != len(before.regraded or []):
+        if (
+            kept is None
+            or kept.state != before.state
+            or (kept.regraded is None) != (before.regraded is None)
+            or len(kept.regraded or []) != len(before.regraded or [])
+        ):
             return False
         self.add_attempt(org_id, after)
         run = self.kept[(org_id, before.run_id)]
         moves: dict[str, Any] = {
-            "judge_cost_micros": run.judge_cost_micros + after.judge_cost_micros - before.judge_cost_micros,
+            "judge_cost_micros": run.judge_cost_micros
+            + after.judge_cost_micros
+            - before.judge_cost_micros,
             "judge_calls": run.judge_calls + after.judge_calls - before.judge_calls,
-            "regrades": int(run.regrades or 0) + 1}
+            "regrades": int(run.regrades or 0) + 1,
+        }
         if after.state != before.state:
             moves[before.state] = getattr(run, before.state) - 1
             moves[after.state] = getattr(run, after.state) + 1
@@ -318,59 +441,134 @@ class FakeRuns:
 
 def an_arm(arm_id: str = "candidate", role: ArmRole = ArmRole.CANDIDATE, **fields_: Any) -> Arm:
     """An arm of version 3 on model `m` (spec hash `h3`); any field may be given."""
-    values: dict[str, Any] = {"arm_id": arm_id, "role": role, "version": 3, "draft": False,
-                              "spec": {"model": "m"}, "spec_hash": "h3", "model_profile_id": None}
+    values: dict[str, Any] = {
+        "arm_id": arm_id,
+        "role": role,
+        "version": 3,
+        "draft": False,
+        "spec": {"model": "m"},
+        "spec_hash": "h3",
+        "model_profile_id": None,
+    }
     return Arm(**{**values, **fields_})
 
 
-def an_arm_result(*, cases: int = 2, incomplete: int = 0, judges: tuple[str, ...] = ()) -> ArmResult:
+def an_arm_result(
+    *, cases: int = 2, incomplete: int = 0, judges: tuple[str, ...] = ()
+) -> ArmResult:
     """An arm's result over `cases` cases, `incomplete` of them undecided (the others passed), graded
     by `judges`, that cost nothing."""
     passed = cases - incomplete
-    quality = Quality(cases=cases, passed=passed, failed=0, incomplete=incomplete, ungraded=0, crashed=0,
-                      pass_rate=1.0 if passed else None, first_pass_rate=1.0 if passed else None,
-                      average_score=1.0 if passed else None, undecided=incomplete, undecided_reasons={})
-    efficiency = Efficiency(cost_usd=0.0, cost_per_passed_case_usd=0.0 if passed else None,
-                            tokens_per_case=0.0, input_tokens=0, output_tokens=0, latency_p50_ms=None,
-                            latency_p95_ms=None, cost_micros=0, attempts=cases)
+    quality = Quality(
+        cases=cases,
+        passed=passed,
+        failed=0,
+        incomplete=incomplete,
+        ungraded=0,
+        crashed=0,
+        pass_rate=1.0 if passed else None,
+        first_pass_rate=1.0 if passed else None,
+        average_score=1.0 if passed else None,
+        undecided=incomplete,
+        undecided_reasons={},
+    )
+    efficiency = Efficiency(
+        cost_usd=0.0,
+        cost_per_passed_case_usd=0.0 if passed else None,
+        tokens_per_case=0.0,
+        input_tokens=0,
+        output_tokens=0,
+        latency_p50_ms=None,
+        latency_p95_ms=None,
+        cost_micros=0,
+        attempts=cases,
+    )
     return ArmResult(quality=quality, efficiency=efficiency, judges=judges)
 
 
-def an_outcome(*, total: int = 1, passed: int = 0, arms: dict[str, ArmResult] | None = None) -> Outcome:
+def an_outcome(
+    *, total: int = 1, passed: int = 0, arms: dict[str, ArmResult] | None = None
+) -> Outcome:
     """The outcome of a run whose candidate passed `passed` of `total` cases (the others failed)."""
     values: dict[str, Any] = {
-        "arm_id": "candidate", "total": total, "passed": passed, "failed": total - passed, "incomplete": 0,
-        "ungraded": 0, "crashed": 0, "pass_rate": passed / total if total else None,
-        "first_pass_rate": passed / total if total else None, "average_score": None,
-        "verdict": verdict_word(total, passed), "undecided": 0}
+        "arm_id": "candidate",
+        "total": total,
+        "passed": passed,
+        "failed": total - passed,
+        "incomplete": 0,
+        "ungraded": 0,
+        "crashed": 0,
+        "pass_rate": passed / total if total else None,
+        "first_pass_rate": passed / total if total else None,
+        "average_score": None,
+        "verdict": verdict_word(total, passed),
+        "undecided": 0,
+    }
     if arms is not None:
         values["arms"] = arms
     return Outcome(**values)
 
 
-def a_run(run_id: str = "r1", *, cases: int = 3, arm_ids: tuple[str, ...] = ("candidate",), limit: int = 3,
-          **fields_: Any) -> Run:
+def a_run(
+    run_id: str = "r1",
+    *,
+    cases: int = 3,
+    arm_ids: tuple[str, ...] = ("candidate",),
+    limit: int = 3,
+    **fields_: Any,
+) -> Run:
     """A queued run of organization `acme` over `cases` cases `c1..cN` on candidate arms `arm_ids`
     (version 3), at most `limit` of its cases at once; any field may be given (`arms` too)."""
     arm_list = tuple(an_arm(arm) for arm in arm_ids)
     values: dict[str, Any] = {
-        "run_id": run_id, "org_id": "acme", "agent_id": "a", "dataset_id": "d", "dataset_version": 1,
-        "created_at": "2026-12-01T08:00:00.000Z", "status": RunStatus.QUEUED.value,
-        "phase": RunPhase.ANSWERING.value, "candidate": "version", "resolved_version": 3, "spec_hash": "h3",
-        "arms": arm_list, "case_ids_text": "\n".join(f"c{i}" for i in range(1, cases + 1)),
-        "scoring": {"required": ["exact"]}, "settings": {"run_concurrency": limit, "reruns": 0},
-        "tasks_total": cases * len(arm_ids), "expected": cases * len(arm_ids), "heartbeat_at_ms": 0}
+        "run_id": run_id,
+        "org_id": "acme",
+        "agent_id": "a",
+        "dataset_id": "d",
+        "dataset_version": 1,
+        "created_at": "2026-12-01T08:00:00.000Z",
+        "status": RunStatus.QUEUED.value,
+        "phase": RunPhase.ANSWERING.value,
+        "candidate": "version",
+        "resolved_version": 3,
+        "spec_hash": "h3",
+        "arms": arm_list,
+        "case_ids_text": "\n".join(f"c{i}" for i in range(1, cases + 1)),
+        "scoring": {"required": ["exact"]},
+        "settings": {"run_concurrency": limit, "reruns": 0},
+        "tasks_total": cases * len(arm_ids),
+        "expected": cases * len(arm_ids),
+        "heartbeat_at_ms": 0,
+    }
     return Run(**{**values, **fields_})
 
 
-def an_attempt(case_id: str, state: str, attempt: int = 1, *, run_id: str = "r1", arm_id: str = "candidate",
-               **fields_: Any) -> Attempt:
+def an_attempt(
+    case_id: str,
+    state: str,
+    attempt: int = 1,
+    *,
+    run_id: str = "r1",
+    arm_id: str = "candidate",
+    **fields_: Any,
+) -> Attempt:
     """An attempt of `case_id` on `arm_id` recorded as `state` (a decided one scores 1 or 0)."""
     key = f"{arm_id}#{case_id}#{attempt:03d}"
     decided = state in ("passed", "failed")
-    scores = [{"scorer": "exact", "passed": state == "passed", "score": float(state == "passed")}] if decided else []
+    scores = (
+        [{"scorer": "exact", "passed": state == "passed", "score": float(state == "passed")}]
+        if decided
+        else []
+    )
     values: dict[str, Any] = {
-        "attempt_key": key, "run_id": run_id, "recorded_key": f"{attempt:013d}#{key}", "arm_id": arm_id,
-        "case_id": case_id, "attempt": attempt, "state": state, "scores": scores,
-        "recorded_at": "2026-12-01T08:30:00.000Z"}
+        "attempt_key": key,
+        "run_id": run_id,
+        "recorded_key": f"{attempt:013d}#{key}",
+        "arm_id": arm_id,
+        "case_id": case_id,
+        "attempt": attempt,
+        "state": state,
+        "scores": scores,
+        "recorded_at": "2026-12-01T08:30:00.000Z",
+    }
     return Attempt(**{**values, **fields_})

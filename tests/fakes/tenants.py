@@ -31,17 +31,22 @@ class FakeOrganizations:
         return self.kept.get(org_id)
 
     def ensure(self, org_id: str, *, concurrency_limit: int, now_iso: str) -> Organization:
-        return self.kept.setdefault(org_id, Organization(org_id=org_id, concurrency_limit=concurrency_limit,
-                                                         created_at=now_iso))
+        return self.kept.setdefault(
+            org_id,
+            Organization(org_id=org_id, concurrency_limit=concurrency_limit, created_at=now_iso),
+        )
 
     def add_waiting(self, org_id: str, run_id: str, now_ms: int) -> None:
         org = self.kept[org_id]
-        self.kept[org_id] = replace(org, waiting=[*org.waiting, run_id], waiting_flag="1",
-                                    waiting_since_ms=org.waiting_since_ms if org.waiting_since_ms is not None
-                                    else now_ms)
+        self.kept[org_id] = replace(
+            org,
+            waiting=[*org.waiting, run_id],
+            waiting_flag="1",
+            waiting_since_ms=org.waiting_since_ms if org.waiting_since_ms is not None else now_ms,
+        )
 
     def remove_waiting(self, org_id: str, run_id: str) -> None:
-        for _ in range(5):   # as the store: a few lost writes, then the run is left in line
+        for _ in range(5):  # as the store: a few lost writes, then the run is left in line
             org = self.kept.get(org_id)
             if org is None or run_id not in org.waiting:
                 return
@@ -49,14 +54,19 @@ class FakeOrganizations:
                 continue
             waiting = list(org.waiting)
             waiting.remove(run_id)
-            self.kept[org_id] = replace(org, waiting=waiting) if waiting else replace(
-                org, waiting=[], waiting_flag=None, waiting_since_ms=None)
+            self.kept[org_id] = (
+                replace(org, waiting=waiting)
+                if waiting
+                else replace(org, waiting=[], waiting_flag=None, waiting_since_ms=None)
+            )
             return
 
     def orgs_with_waiting_runs(self) -> Iterator[Organization]:
         return iter([org for org in self.kept.values() if org.waiting_flag is not None])
 
-    def set_default_environment(self, org_id: str, environment_id: str | None, *, only_if_unset: bool = False) -> bool:
+    def set_default_environment(
+        self, org_id: str, environment_id: str | None, *, only_if_unset: bool = False
+    ) -> bool:
         org = self.kept[org_id]
         if only_if_unset and org.default_environment_id is not None:
             return False
@@ -78,19 +88,26 @@ class FakeBudgets:
     def read(self, org_id: str, agent_id: str | None, month: str) -> BudgetReading:
         org = self.orgs.get(org_id)
         agent = self.agents.kept.get((org_id, agent_id)) if agent_id else None
-        return BudgetReading(org.monthly_budget_micros if org else None,
-                             self.spent.get((org_id, None, month), Spend()).spent_micros,
-                             agent.monthly_budget_micros if agent else None,
-                             self.spent.get((org_id, agent_id, month), Spend()).spent_micros if agent_id else 0)
+        return BudgetReading(
+            org.monthly_budget_micros if org else None,
+            self.spent.get((org_id, None, month), Spend()).spent_micros,
+            agent.monthly_budget_micros if agent else None,
+            self.spent.get((org_id, agent_id, month), Spend()).spent_micros if agent_id else 0,
+        )
 
-    def read_with_run(self, org_id: str, run_id: str, agent_id: str, month: str) -> tuple[Any, BudgetReading]:
+    def read_with_run(
+        self, org_id: str, run_id: str, agent_id: str, month: str
+    ) -> tuple[Any, BudgetReading]:
         return self.runs.get(org_id, run_id), self.read(org_id, agent_id, month)
 
     def charge(self, org_id: str, agent_id: str, month: str, micros: int, *, judge: bool) -> None:
         for key in ((org_id, None, month), (org_id, agent_id, month)):
             was = self.spent.get(key, Spend())
-            self.spent[key] = Spend(spent_micros=was.spent_micros + micros, requests=was.requests + 1,
-                                    judge_micros=was.judge_micros + (micros if judge else 0))
+            self.spent[key] = Spend(
+                spent_micros=was.spent_micros + micros,
+                requests=was.requests + 1,
+                judge_micros=was.judge_micros + (micros if judge else 0),
+            )
 
     def set_org_budget(self, org_id: str, micros: int | None) -> None:
         self.orgs.kept[org_id] = replace(self.orgs.kept[org_id], monthly_budget_micros=micros)

@@ -46,8 +46,11 @@ def aws_client(moto: MotoHandle) -> Callable[..., Any]:
 
     def make(service: str, **config: Any) -> Any:
         return session.client(
-            service, endpoint_url=moto.url, region_name=REGION,
-            aws_access_key_id="testing", aws_secret_access_key="testing",
+            service,
+            endpoint_url=moto.url,
+            region_name=REGION,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
             config=Config(**config) if config else None,
         )
 

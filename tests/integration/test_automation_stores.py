@@ -23,7 +23,10 @@ T0 = "2026-12-01T09:00:00.000Z"
 @pytest.fixture(scope="module", autouse=True)
 def _models_put_back() -> Iterator[None]:
     """The models point at this module's tables while it runs, and back where they were after."""
-    saved = {m: (m.Meta.table_name, getattr(m.Meta, "host", None), m.Meta.region) for m in tables.ALL_MODELS}
+    saved = {
+        m: (m.Meta.table_name, getattr(m.Meta, "host", None), m.Meta.region)
+        for m in tables.ALL_MODELS
+    }
     yield
     for model, (name, host, region) in saved.items():
         model.Meta.table_name, model.Meta.host, model.Meta.region = name, host, region
@@ -42,30 +45,53 @@ def ddb(moto: MotoHandle, monkeypatch: pytest.MonkeyPatch) -> Any:
 
     ensure_tables(moto.url, REGION, PREFIX)
     stores.reset_connections()
-    return boto3.session.Session().client("dynamodb", endpoint_url=moto.url, region_name=REGION,
-                                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    return boto3.session.Session().client(
+        "dynamodb",
+        endpoint_url=moto.url,
+        region_name=REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
 
 
 def _suite(**fields: Any) -> Suite:
-    return Suite(**{"suite_id": "s1", "org_id": "acme", "agent_id": "a", "dataset_id": "d", "owner": "ana",
-                    "created_at": T0, "updated_at": f"{T0}#1", **fields})
+    return Suite(
+        **{
+            "suite_id": "s1",
+            "org_id": "acme",
+            "agent_id": "a",
+            "dataset_id": "d",
+            "owner": "ana",
+            "created_at": T0,
+            "updated_at": f"{T0}#1",
+            **fields,
+        }
+    )
 
 
 def _item(ddb: Any) -> dict[str, Any]:
-    return ddb.get_item(TableName=tables.table_name(tables.SuiteRow),
-                        Key={"agent_key": {"S": "acme#a"}, "suite_id": {"S": "s1"}})["Item"]
+    return ddb.get_item(
+        TableName=tables.table_name(tables.SuiteRow),
+        Key={"agent_key": {"S": "acme#a"}, "suite_id": {"S": "s1"}},
+    )["Item"]
 
 
 def test_a_suite_is_in_the_tick_s_indexes_while_its_times_are_set(ddb):
     suites = stores.SuiteStore()
     suites.create(_suite(next_fire_at_ms=1_000))
     assert (_item(ddb)["fire_flag"], "due_flag" in _item(ddb)) == ({"S": "1"}, False)
-    assert [s.suite_id for s in suites.due_to_fire(1_000)] == ["s1"] and suites.due_to_start(10**13) == []
+    assert [s.suite_id for s in suites.due_to_fire(1_000)] == ["s1"] and suites.due_to_start(
+        10**13
+    ) == []
     before = suites.get("acme", "a", "s1")
-    assert before == _suite(next_fire_at_ms=1_000)   # the record as kept, no flag in it
-    assert suites.replace(before, replace(before, next_fire_at_ms=None, due_at_ms=2_000, updated_at=f"{T0}#2"))
+    assert before == _suite(next_fire_at_ms=1_000)  # the record as kept, no flag in it
+    assert suites.replace(
+        before, replace(before, next_fire_at_ms=None, due_at_ms=2_000, updated_at=f"{T0}#2")
+    )
     assert ("fire_flag" in _item(ddb), _item(ddb)["due_flag"]) == (False, {"S": "1"})
-    assert suites.due_to_fire(10**13) == [] and [s.due_at_ms for s in suites.due_to_start(2_000)] == [2_000]
+    assert suites.due_to_fire(10**13) == [] and [
+        s.due_at_ms for s in suites.due_to_start(2_000)
+    ] == [2_000]
 
 
 def test_a_suite_is_written_only_as_read_and_only_with_a_new_stamp(ddb):
@@ -75,7 +101,9 @@ def test_a_suite_is_written_only_as_read_and_only_with_a_new_stamp(ddb):
         suites.create(_suite(name="again"))
     read = suites.get("acme", "a", "s1")
     assert suites.replace(read, replace(read, name="first", updated_at=f"{T0}#2"))
-    assert not suites.replace(read, replace(read, name="stale", updated_at=f"{T0}#3"))   # read before "first"
+    assert not suites.replace(
+        read, replace(read, name="stale", updated_at=f"{T0}#3")
+    )  # read before "first"
     with pytest.raises(ValueError, match="new updated_at"):
         suites.replace(read, replace(read, name="unstamped"))
     assert suites.get("acme", "a", "s1").name == "first"
@@ -88,7 +116,7 @@ def test_change_decides_again_after_a_write_it_lost(ddb):
 
     def add_one(s: Suite) -> Suite:
         seen.append(s.pending)
-        if len(seen) == 1:   # another worker writes between this read and its write
+        if len(seen) == 1:  # another worker writes between this read and its write
             assert suites.replace(s, replace(s, pending=["theirs"], updated_at=f"{T0}#other"))
         return replace(s, pending=[*s.pending, "mine"], updated_at=f"{T0}#{len(seen) + 1}")
 
@@ -100,17 +128,27 @@ def test_change_decides_again_after_a_write_it_lost(ddb):
 
 def test_a_promotion_holds_its_environment_and_is_decided_once(ddb):
     promotions = stores.PromotionStore()
-    waiting = Promotion(promotion_id="p1", org_id="acme", agent_id="a", environment_id="prod", version=2,
-                        status="waiting", guards={"g1": {"result": None}}, created_at=T0)
+    waiting = Promotion(
+        promotion_id="p1",
+        org_id="acme",
+        agent_id="a",
+        environment_id="prod",
+        version=2,
+        status="waiting",
+        guards={"g1": {"result": None}},
+        created_at=T0,
+    )
     assert promotions.create_waiting(waiting)
-    assert not promotions.create_waiting(replace(waiting, promotion_id="p2"))   # prod is held by p1
+    assert not promotions.create_waiting(replace(waiting, promotion_id="p2"))  # prod is held by p1
     assert promotions.lock_holder("acme", "a", "prod") == "p1"
-    assert [p.promotion_id for p in promotions.of_agent("acme", "a")] == ["p1"]   # the lock is no promotion
+    assert [p.promotion_id for p in promotions.of_agent("acme", "a")] == [
+        "p1"
+    ]  # the lock is no promotion
     refused = replace(waiting, status="refused", reason="failed", decided_at=T0)
     assert promotions.decide(waiting, refused)
-    assert not promotions.decide(waiting, replace(waiting, status="promoted"))   # decided already
+    assert not promotions.decide(waiting, replace(waiting, status="promoted"))  # decided already
     assert promotions.get("acme", "a", "p1") == refused
-    promotions.release_lock(replace(waiting, promotion_id="p2"))   # not the holder: the lock stays
+    promotions.release_lock(replace(waiting, promotion_id="p2"))  # not the holder: the lock stays
     assert promotions.lock_holder("acme", "a", "prod") == "p1"
     promotions.release_lock(waiting)
     assert promotions.lock_holder("acme", "a", "prod") is None
@@ -121,11 +159,19 @@ def test_notices_are_kept_per_person_with_their_email_choice_apart(ddb):
     assert notices.email_preference("acme", "ana") is None
     notices.set_email_preference("acme", "ana", False, at=T0)
     for n in ("n1", "n2"):
-        notices.add("ana", Notification(notification_id=n, org_id="acme", kind="k", title=n, created_at=T0))
-    assert [n.notification_id for n in notices.of("acme", "ana")] == ["n2", "n1"]   # not the settings
+        notices.add(
+            "ana", Notification(notification_id=n, org_id="acme", kind="k", title=n, created_at=T0)
+        )
+    assert [n.notification_id for n in notices.of("acme", "ana")] == [
+        "n2",
+        "n1",
+    ]  # not the settings
     assert notices.email_preference("acme", "ana") is False
     assert notices.of("acme", "bob") == [] and notices.of("globex", "ana") == []
     assert notices.mark_read("acme", "ana", "n1") and not notices.mark_read("acme", "ana", "n9")
     assert not notices.mark_read("acme", "ana", "#settings")
     notices.mark_emailed("acme", "ana", "n2")
-    assert [(n.read, n.emailed) for n in notices.of("acme", "ana")] == [(False, True), (True, False)]
+    assert [(n.read, n.emailed) for n in notices.of("acme", "ana")] == [
+        (False, True),
+        (True, False),
+    ]

@@ -33,22 +33,39 @@ def _certificate(tmp: Path) -> tuple[Path, Path, Path]:
     now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "assay test CA")])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-          .not_valid_after(now + datetime.timedelta(hours=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .sign(ca_key, hashes.SHA256()))
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
     key = ec.generate_private_key(ec.SECP256R1())
-    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "agent.test")]))
-            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(hours=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("agent.test")]), critical=False)
-            .sign(ca_key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "agent.test")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("agent.test")]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
     paths = tmp / "ca.pem", tmp / "cert.pem", tmp / "key.pem"
     paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    paths[2].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
     return paths
 
 
@@ -70,7 +87,9 @@ class Handler(BaseHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path, list[str | None]]]:
+def server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[int, Path, list[str | None]]]:
     ca, cert, key = _certificate(tmp_path_factory.mktemp("tls"))
     sni: list[str | None] = []
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -79,7 +98,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     httpd.daemon_threads = True
     httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     yield httpd.server_address[1], ca, sni
     httpd.shutdown()
@@ -88,8 +109,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path
 
 def transport(ca: Path, names: dict[str, list[str]]) -> HttpTransport:
     verify = ssl.create_default_context(cafile=str(ca))
-    return HttpTransport(Egress(lambda: lambda host, port: names[host], lambda: True),
-                         client_factory=lambda: httpx.Client(verify=verify, trust_env=False))
+    return HttpTransport(
+        Egress(lambda: lambda host, port: names[host], lambda: True),
+        client_factory=lambda: httpx.Client(verify=verify, trust_env=False),
+    )
 
 
 def test_tls_is_verified_against_the_name_while_connecting_to_the_checked_address(server) -> None:

@@ -37,8 +37,12 @@ def _wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 def _queue(sqs: Any, name: str, **attributes: Any) -> tuple[str, str]:
-    url = sqs.create_queue(QueueName=name, Attributes={k: str(v) for k, v in attributes.items()})["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    url = sqs.create_queue(QueueName=name, Attributes={k: str(v) for k, v in attributes.items()})[
+        "QueueUrl"
+    ]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
     return url, arn
 
 
@@ -47,7 +51,9 @@ def _depth(sqs: Any, url: str) -> int:
         QueueUrl=url,
         AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
     )["Attributes"]
-    return int(attrs["ApproximateNumberOfMessages"]) + int(attrs["ApproximateNumberOfMessagesNotVisible"])
+    return int(attrs["ApproximateNumberOfMessages"]) + int(
+        attrs["ApproximateNumberOfMessagesNotVisible"]
+    )
 
 
 # --- poller ----------------------------------------------------------------------------------
@@ -59,8 +65,12 @@ def test_poller_delivers_lambda_events_deletes_on_success_and_redrives_failures(
     sqs = aws_client("sqs")
     ok_url, ok_arn = _queue(sqs, "ok-q")
     dlq_url, dlq_arn = _queue(sqs, "bad-dlq")
-    bad_url, _ = _queue(sqs, "bad-q", VisibilityTimeout=1,
-                        RedrivePolicy=json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 3}))
+    bad_url, _ = _queue(
+        sqs,
+        "bad-q",
+        VisibilityTimeout=1,
+        RedrivePolicy=json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 3}),
+    )
     idle_url, _ = _queue(sqs, "idle-q")  # no handler: must not be polled
 
     app = Chalice(app_name="poller-test")
@@ -78,7 +88,9 @@ def test_poller_delivers_lambda_events_deletes_on_success_and_redrives_failures(
     def bad(event: Any) -> None:
         for record in event:
             with lock:
-                bad_receive_counts.append(int(record.to_dict()["attributes"]["ApproximateReceiveCount"]))
+                bad_receive_counts.append(
+                    int(record.to_dict()["attributes"]["ApproximateReceiveCount"])
+                )
         raise RuntimeError("handler failure (expected by the test)")
 
     @app.on_sqs_message(queue="bad-dlq", batch_size=1)
@@ -86,13 +98,22 @@ def test_poller_delivers_lambda_events_deletes_on_success_and_redrives_failures(
         with lock:
             dead.extend(record.body for record in event)
 
-    pollers = start_pollers(app, endpoint_url=moto.url, region="us-east-1", workers=2, wait_seconds=1,
-                            client_factory=lambda pool: aws_client("sqs", max_pool_connections=pool))
+    pollers = start_pollers(
+        app,
+        endpoint_url=moto.url,
+        region="us-east-1",
+        workers=2,
+        wait_seconds=1,
+        client_factory=lambda pool: aws_client("sqs", max_pool_connections=pool),
+    )
     try:
         assert set(pollers.by_queue) == {"ok-q", "bad-q", "bad-dlq"}
         for i in range(3):
-            sqs.send_message(QueueUrl=ok_url, MessageBody=json.dumps({"i": i}),
-                             MessageAttributes={"kind": {"DataType": "String", "StringValue": "test"}})
+            sqs.send_message(
+                QueueUrl=ok_url,
+                MessageBody=json.dumps({"i": i}),
+                MessageAttributes={"kind": {"DataType": "String", "StringValue": "test"}},
+            )
         sqs.send_message(QueueUrl=bad_url, MessageBody="poison")
         sqs.send_message(QueueUrl=idle_url, MessageBody="left alone")
 
@@ -110,8 +131,17 @@ def test_poller_delivers_lambda_events_deletes_on_success_and_redrives_failures(
     assert _depth(sqs, idle_url) == 1
 
     record, context = delivered[0]
-    assert set(record) >= {"messageId", "receiptHandle", "body", "attributes", "messageAttributes",
-                           "md5OfBody", "eventSource", "eventSourceARN", "awsRegion"}
+    assert set(record) >= {
+        "messageId",
+        "receiptHandle",
+        "body",
+        "attributes",
+        "messageAttributes",
+        "md5OfBody",
+        "eventSource",
+        "eventSourceARN",
+        "awsRegion",
+    }
     assert record["eventSource"] == "aws:sqs"
     assert record["eventSourceARN"] == ok_arn
     assert record["awsRegion"] == "us-east-1"
@@ -143,7 +173,11 @@ def test_schedule_expressions_are_parsed() -> None:
 
 def _schedule_app() -> tuple[Chalice, dict[str, list[dict[str, Any]]]]:
     app = Chalice(app_name="scheduler-test")
-    calls: dict[str, list[dict[str, Any]]] = {"every_minute": [], "two_hours": [], "weekday_noon": []}
+    calls: dict[str, list[dict[str, Any]]] = {
+        "every_minute": [],
+        "two_hours": [],
+        "weekday_noon": [],
+    }
 
     @app.schedule("rate(1 minute)")
     def every_minute(event: Any) -> str:
@@ -166,7 +200,10 @@ def test_scheduler_fire_all_invokes_every_schedule_with_a_scheduled_event() -> N
     scheduler = Scheduler(app, region="eu-west-1")
     assert scheduler.fire_all() == {"every_minute": "done", "two_hours": None, "weekday_noon": None}
     assert {name: len(c) for name, c in calls.items()} == {
-        "every_minute": 1, "two_hours": 1, "weekday_noon": 1}
+        "every_minute": 1,
+        "two_hours": 1,
+        "weekday_noon": 1,
+    }
     event = calls["every_minute"][0]
     assert event["detail-type"] == "Scheduled Event"
     assert event["source"] == "aws.events"
@@ -206,7 +243,9 @@ def test_scheduler_fires_on_its_own() -> None:
         assert all(not c for c in calls.values())
         now = datetime.now(UTC)
         minute_due = scheduler.schedules["every_minute"].next_due
-        assert minute_due is not None and timedelta(seconds=58) < minute_due - now <= timedelta(minutes=1)
+        assert minute_due is not None and timedelta(seconds=58) < minute_due - now <= timedelta(
+            minutes=1
+        )
         noon = scheduler.schedules["weekday_noon"].next_due
         assert noon is not None and (noon.hour, noon.minute, noon.weekday() < 5) == (12, 0, True)
     finally:
@@ -215,13 +254,18 @@ def test_scheduler_fires_on_its_own() -> None:
     # A short tick: every schedule fires every 0.2 s.
     scheduler = Scheduler(app, tick_seconds=0.2).start()
     try:
-        _wait_for(lambda: len(calls["every_minute"]) >= 3 and len(calls["weekday_noon"]) >= 3, 10,
-                  "three ticks of every schedule")
+        _wait_for(
+            lambda: len(calls["every_minute"]) >= 3 and len(calls["weekday_noon"]) >= 3,
+            10,
+            "three ticks of every schedule",
+        )
     finally:
         scheduler.stop()
     fired = len(calls["every_minute"])
     time.sleep(0.5)
-    assert len(calls["every_minute"]) <= fired + 1  # stopped (one invocation may have been in flight)
+    assert (
+        len(calls["every_minute"]) <= fired + 1
+    )  # stopped (one invocation may have been in flight)
 
 
 # --- the whole embedded stack ----------------------------------------------------------------
@@ -237,8 +281,10 @@ def _tiny_app_module() -> tuple[types.ModuleType, dict[str, list[Any]]]:
 
     @app.route("/ping")
     def ping() -> dict[str, Any]:
-        return {"concurrency": get_settings().eval_run_concurrency,
-                "endpoint": os.environ.get("AWS_ENDPOINT_URL")}
+        return {
+            "concurrency": get_settings().eval_run_concurrency,
+            "endpoint": os.environ.get("AWS_ENDPOINT_URL"),
+        }
 
     @app.route("/slow")
     def slow() -> dict[str, Any]:
@@ -270,10 +316,16 @@ def test_embedded_stack_serves_routes_polls_queues_and_fires_schedules(
 ) -> None:
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     module, seen = _tiny_app_module()
-    with EmbeddedStack(module, env={"EVAL_RUN_CONCURRENCY": "7"}, workers=2, tick_seconds=0.3) as stack:
+    with EmbeddedStack(
+        module, env={"EVAL_RUN_CONCURRENCY": "7"}, workers=2, tick_seconds=0.3
+    ) as stack:
         assert stack.moto is not None and stack.api_url.startswith("http://127.0.0.1:")
-        assert {names.CASE_TASKS_QUEUE, names.CASE_TASKS_DLQ, names.AGENT_EVENTS_QUEUE,
-                names.AGENT_EVENTS_DLQ} <= set(stack.queue_urls)
+        assert {
+            names.CASE_TASKS_QUEUE,
+            names.CASE_TASKS_DLQ,
+            names.AGENT_EVENTS_QUEUE,
+            names.AGENT_EVENTS_DLQ,
+        } <= set(stack.queue_urls)
 
         response = httpx.get(f"{stack.api_url}/ping", timeout=10)
         assert response.status_code == 200
@@ -282,8 +334,11 @@ def test_embedded_stack_serves_routes_polls_queues_and_fires_schedules(
         # Concurrent requests are served concurrently (8 x 0.5 s would take 4 s one by one).
         started = time.perf_counter()
         with ThreadPoolExecutor(8) as pool:
-            codes = list(pool.map(lambda _: httpx.get(f"{stack.api_url}/slow", timeout=10).status_code,
-                                  range(8)))
+            codes = list(
+                pool.map(
+                    lambda _: httpx.get(f"{stack.api_url}/slow", timeout=10).status_code, range(8)
+                )
+            )
         assert codes == [200] * 8
         assert time.perf_counter() - started < 2.5
 

@@ -29,16 +29,24 @@ def _create_table(ddb: Any, name: str, *, range_key: bool = False) -> None:
     if range_key:
         keys.append({"AttributeName": "sk", "KeyType": "RANGE"})
         attrs.append({"AttributeName": "sk", "AttributeType": "S"})
-    ddb.create_table(TableName=name, KeySchema=keys, AttributeDefinitions=attrs,
-                     BillingMode="PAY_PER_REQUEST")
+    ddb.create_table(
+        TableName=name, KeySchema=keys, AttributeDefinitions=attrs, BillingMode="PAY_PER_REQUEST"
+    )
 
 
 def _fill(ddb: Any, table: str, count: int) -> None:
     """`count` items of ~200 bytes with BatchWriteItem (25 per request)."""
     for start in range(0, count, 25):
         requests = [
-            {"PutRequest": {"Item": {"pk": {"S": f"fill-{i:06d}"}, "n": {"N": str(i)},
-                                     "pad": {"S": "x" * 180}}}}
+            {
+                "PutRequest": {
+                    "Item": {
+                        "pk": {"S": f"fill-{i:06d}"},
+                        "n": {"N": str(i)},
+                        "pad": {"S": "x" * 180},
+                    }
+                }
+            }
             for i in range(start, min(count, start + 25))
         ]
         response = ddb.batch_write_item(RequestItems={table: requests})
@@ -48,11 +56,21 @@ def _fill(ddb: Any, table: str, count: int) -> None:
 def _claim_transaction(table: str, claim: str, counter: str) -> list[dict[str, Any]]:
     """The shape of our exactly-once writes: create a claim item, bump a counter."""
     return [
-        {"Put": {"TableName": table, "Item": {"pk": {"S": claim}},
-                 "ConditionExpression": "attribute_not_exists(pk)"}},
-        {"Update": {"TableName": table, "Key": {"pk": {"S": counter}},
-                    "UpdateExpression": "ADD n :one",
-                    "ExpressionAttributeValues": {":one": {"N": "1"}}}},
+        {
+            "Put": {
+                "TableName": table,
+                "Item": {"pk": {"S": claim}},
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        },
+        {
+            "Update": {
+                "TableName": table,
+                "Key": {"pk": {"S": counter}},
+                "UpdateExpression": "ADD n :one",
+                "ExpressionAttributeValues": {":one": {"N": "1"}},
+            }
+        },
     ]
 
 
@@ -74,26 +92,38 @@ def test_concurrent_conditional_transactions_have_one_winner(aws_client: Client)
         outcomes: list[str] = []
         lock = threading.Lock()
 
-        def attempt(client: Any, barrier: threading.Barrier, claim: str, counter: str,
-                    outcomes: list[str], lock: threading.Lock) -> None:
+        def attempt(
+            client: Any,
+            barrier: threading.Barrier,
+            claim: str,
+            counter: str,
+            outcomes: list[str],
+            lock: threading.Lock,
+        ) -> None:
             barrier.wait()
             try:
-                client.transact_write_items(TransactItems=_claim_transaction("race", claim, counter))
+                client.transact_write_items(
+                    TransactItems=_claim_transaction("race", claim, counter)
+                )
                 outcome = "won"
             except ClientError as exc:
                 outcome = exc.response["Error"]["Code"]
             with lock:
                 outcomes.append(outcome)
 
-        threads = [threading.Thread(target=attempt, args=(c, barrier, claim, counter, outcomes, lock))
-                   for c in clients]
+        threads = [
+            threading.Thread(target=attempt, args=(c, barrier, claim, counter, outcomes, lock))
+            for c in clients
+        ]
         for t in threads:
             t.start()
         for t in threads:
             t.join(60)
         assert outcomes.count("won") == 1, outcomes
         assert outcomes.count("TransactionCanceledException") == threads_n - 1, outcomes
-        item = ddb.get_item(TableName="race", Key={"pk": {"S": counter}}, ConsistentRead=True)["Item"]
+        item = ddb.get_item(TableName="race", Key={"pk": {"S": counter}}, ConsistentRead=True)[
+            "Item"
+        ]
         assert item["n"] == {"N": "1"}
 
 
@@ -108,7 +138,9 @@ def test_transaction_latency_does_not_grow_with_table_size(aws_client: Client) -
 
     def timed(table: str, i: int) -> float:
         started = time.perf_counter()
-        ddb.transact_write_items(TransactItems=_claim_transaction(table, f"claim-{i}", f"counter-{i}"))
+        ddb.transact_write_items(
+            TransactItems=_claim_transaction(table, f"claim-{i}", f"counter-{i}")
+        )
         return time.perf_counter() - started
 
     for i in range(5):  # warm up connections and code paths
@@ -134,39 +166,88 @@ def test_cancelled_transaction_restores_every_touched_item(aws_client: Client) -
     ddb = aws_client("dynamodb")
     _create_table(ddb, "plain")
     _create_table(ddb, "ranged", range_key=True)
-    ddb.put_item(TableName="plain", Item={"pk": {"S": "counter"}, "n": {"N": "5"},
-                                          "tags": {"SS": ["a"]}, "nested": {"M": {"x": {"N": "1"}}}})
+    ddb.put_item(
+        TableName="plain",
+        Item={
+            "pk": {"S": "counter"},
+            "n": {"N": "5"},
+            "tags": {"SS": ["a"]},
+            "nested": {"M": {"x": {"N": "1"}}},
+        },
+    )
     ddb.put_item(TableName="plain", Item={"pk": {"S": "doomed"}, "v": {"S": "keep me"}})
     ddb.put_item(TableName="plain", Item={"pk": {"S": "replaced"}, "v": {"S": "old"}})
     ddb.put_item(TableName="plain", Item={"pk": {"S": "guard"}, "state": {"S": "closed"}})
-    ddb.put_item(TableName="ranged", Item={"pk": {"S": "run-1"}, "sk": {"S": "a#001"}, "v": {"S": "old"}})
+    ddb.put_item(
+        TableName="ranged", Item={"pk": {"S": "run-1"}, "sk": {"S": "a#001"}, "v": {"S": "old"}}
+    )
     before = {"plain": _scan(ddb, "plain"), "ranged": _scan(ddb, "ranged")}
 
     with pytest.raises(ClientError) as caught:
-        ddb.transact_write_items(TransactItems=[
-            # created by this transaction: must not survive it (new hash key in a ranged table)
-            {"Put": {"TableName": "ranged", "Item": {"pk": {"S": "run-2"}, "sk": {"S": "a#001"}},
-                     "ConditionExpression": "attribute_not_exists(pk)"}},
-            # created in an existing partition of a ranged table
-            {"Put": {"TableName": "ranged", "Item": {"pk": {"S": "run-1"}, "sk": {"S": "a#002"}}}},
-            # updated in place (moto mutates the stored item): every change undone
-            {"Update": {"TableName": "plain", "Key": {"pk": {"S": "counter"}},
+        ddb.transact_write_items(
+            TransactItems=[
+                # created by this transaction: must not survive it (new hash key in a ranged table)
+                {
+                    "Put": {
+                        "TableName": "ranged",
+                        "Item": {"pk": {"S": "run-2"}, "sk": {"S": "a#001"}},
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                },
+                # created in an existing partition of a ranged table
+                {
+                    "Put": {
+                        "TableName": "ranged",
+                        "Item": {"pk": {"S": "run-1"}, "sk": {"S": "a#002"}},
+                    }
+                },
+                # updated in place (moto mutates the stored item): every change undone
+                {
+                    "Update": {
+                        "TableName": "plain",
+                        "Key": {"pk": {"S": "counter"}},
                         "UpdateExpression": "ADD n :one, tags :t SET nested.x = :two, fresh = :two",
-                        "ExpressionAttributeValues": {":one": {"N": "1"}, ":two": {"N": "2"},
-                                                      ":t": {"SS": ["b"]}}}},
-            # upsert of a missing item: must not survive
-            {"Update": {"TableName": "plain", "Key": {"pk": {"S": "upserted"}},
-                        "UpdateExpression": "SET v = :v", "ExpressionAttributeValues": {":v": {"S": "new"}}}},
-            {"Put": {"TableName": "plain", "Item": {"pk": {"S": "replaced"}, "v": {"S": "new"}}}},
-            {"Delete": {"TableName": "plain", "Key": {"pk": {"S": "doomed"}}}},
-            {"Put": {"TableName": "ranged",
-                     "Item": {"pk": {"S": "run-1"}, "sk": {"S": "a#001"}, "v": {"S": "new"}}}},
-            # the one that fails, last, after every write above has been applied
-            {"ConditionCheck": {"TableName": "plain", "Key": {"pk": {"S": "guard"}},
-                                "ConditionExpression": "#s = :open",
-                                "ExpressionAttributeNames": {"#s": "state"},
-                                "ExpressionAttributeValues": {":open": {"S": "open"}}}},
-        ])
+                        "ExpressionAttributeValues": {
+                            ":one": {"N": "1"},
+                            ":two": {"N": "2"},
+                            ":t": {"SS": ["b"]},
+                        },
+                    }
+                },
+                # upsert of a missing item: must not survive
+                {
+                    "Update": {
+                        "TableName": "plain",
+                        "Key": {"pk": {"S": "upserted"}},
+                        "UpdateExpression": "SET v = :v",
+                        "ExpressionAttributeValues": {":v": {"S": "new"}},
+                    }
+                },
+                {
+                    "Put": {
+                        "TableName": "plain",
+                        "Item": {"pk": {"S": "replaced"}, "v": {"S": "new"}},
+                    }
+                },
+                {"Delete": {"TableName": "plain", "Key": {"pk": {"S": "doomed"}}}},
+                {
+                    "Put": {
+                        "TableName": "ranged",
+                        "Item": {"pk": {"S": "run-1"}, "sk": {"S": "a#001"}, "v": {"S": "new"}},
+                    }
+                },
+                # the one that fails, last, after every write above has been applied
+                {
+                    "ConditionCheck": {
+                        "TableName": "plain",
+                        "Key": {"pk": {"S": "guard"}},
+                        "ConditionExpression": "#s = :open",
+                        "ExpressionAttributeNames": {"#s": "state"},
+                        "ExpressionAttributeValues": {":open": {"S": "open"}},
+                    }
+                },
+            ]
+        )
     error = caught.value.response
     assert error["Error"]["Code"] == "TransactionCanceledException"
     reasons = [r["Code"] for r in error["CancellationReasons"]]
@@ -176,8 +257,14 @@ def test_cancelled_transaction_restores_every_touched_item(aws_client: Client) -
     assert _item(ddb, "ranged", {"pk": {"S": "run-2"}, "sk": {"S": "a#001"}}) is None
     assert _item(ddb, "plain", {"pk": {"S": "upserted"}}) is None
     # a query on the partition the failed Put created finds nothing
-    assert ddb.query(TableName="ranged", KeyConditionExpression="pk = :p",
-                     ExpressionAttributeValues={":p": {"S": "run-2"}})["Items"] == []
+    assert (
+        ddb.query(
+            TableName="ranged",
+            KeyConditionExpression="pk = :p",
+            ExpressionAttributeValues={":p": {"S": "run-2"}},
+        )["Items"]
+        == []
+    )
 
     # A transaction that succeeds afterwards still applies (nothing left locked or half-restored).
     ddb.transact_write_items(TransactItems=_claim_transaction("plain", "claim", "counter"))
@@ -189,11 +276,19 @@ def test_invalid_transaction_is_rejected_and_rolled_back(aws_client: Client) -> 
     _create_table(ddb, "plain")
     ddb.put_item(TableName="plain", Item={"pk": {"S": "a"}, "n": {"N": "1"}})
     with pytest.raises(ClientError) as caught:
-        ddb.transact_write_items(TransactItems=[
-            {"Update": {"TableName": "plain", "Key": {"pk": {"S": "a"}},
-                        "UpdateExpression": "ADD n :one", "ExpressionAttributeValues": {":one": {"N": "1"}}}},
-            {"Put": {"TableName": "plain", "Item": {"pk": {"S": "a"}}}},  # same item twice
-        ])
+        ddb.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": "plain",
+                        "Key": {"pk": {"S": "a"}},
+                        "UpdateExpression": "ADD n :one",
+                        "ExpressionAttributeValues": {":one": {"N": "1"}},
+                    }
+                },
+                {"Put": {"TableName": "plain", "Item": {"pk": {"S": "a"}}}},  # same item twice
+            ]
+        )
     assert caught.value.response["Error"]["Code"] == "ValidationException"
     assert _item(ddb, "plain", {"pk": {"S": "a"}}) == {"pk": {"S": "a"}, "n": {"N": "1"}}
 
@@ -229,7 +324,9 @@ def test_requests_are_counted_by_operation(moto: MotoHandle, aws_client: Client)
 def test_a_moto_the_patches_were_not_written_for_is_refused_naming_both(version: str) -> None:
     from assay_local.motoserver import UnsupportedMotoError, check_moto_version
 
-    with pytest.raises(UnsupportedMotoError, match=rf"moto {re.escape(version)} is installed.*>=5\.2\.5,<5\.3\.0"):
+    with pytest.raises(
+        UnsupportedMotoError, match=rf"moto {re.escape(version)} is installed.*>=5\.2\.5,<5\.3\.0"
+    ):
         check_moto_version(version)
 
 

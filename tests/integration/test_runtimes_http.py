@@ -33,6 +33,7 @@ def stub_resolver(host: str, port: int) -> list[str]:
 def local_egress(private: bool = True) -> Egress:
     return Egress(lambda: stub_resolver, lambda: private)
 
+
 # input text → (status, body); the body is sent as JSON unless it is bytes.
 REPLIES: dict[str, tuple[int, Any]] = {
     "answer": (
@@ -292,7 +293,10 @@ def test_connection_refused(runtime: HttpRuntime) -> None:
         ({"url": "http://x", "headers": {"a": 1}}, "spec.headers"),
         ({"url": "http://x", "headers": ["a"]}, "spec.headers"),
         ({"url": "http://x", "headers": {"Authorization": "Bearer literal"}}, "spec.headers"),
-        ({"url": "http://x", "headers": {"X-Key": "sk-abcdefghijklmnopqrstuvwxyz"}}, "spec.headers"),
+        (
+            {"url": "http://x", "headers": {"X-Key": "sk-abcdefghijklmnopqrstuvwxyz"}},
+            "spec.headers",
+        ),
         ({"url": "http://x", "headers": {"X-Key": {"secret": "a/b"}}}, "spec.headers"),
         ({"url": "http://x", "headers": {"X-Key": {"secret": "k", "other": 1}}}, "spec.headers"),
         ({"url": "http://x", "headers": {"Host": "metadata.google.internal"}}, "spec.headers"),
@@ -311,7 +315,10 @@ def test_validate(spec: dict, field: str) -> None:
 
 def test_secret_headers_are_read_through_the_context(runtime: HttpRuntime, url: str) -> None:
     Handler.received.clear()
-    headers = {"Authorization": {"secret": "agent-key", "prefix": "Bearer "}, "X-Key": {"secret": "agent-key"}}
+    headers = {
+        "Authorization": {"secret": "agent-key", "prefix": "Bearer "},
+        "X-Key": {"secret": "agent-key"},
+    }
     HttpRuntime(egress=local_egress()).validate({"runtime": "http", "url": url, "headers": headers})
     assert ask(runtime, url, "hello", headers=headers).answer == "you said hello"
     [received] = Handler.received
@@ -324,12 +331,16 @@ def test_a_missing_secret_is_credentials_missing(runtime: HttpRuntime, url: str)
     with pytest.raises(ProviderError) as info:
         ask(runtime, url, "hello", headers={"X-Key": {"secret": "not-stored"}})
     assert info.value.status == 401
-    assert str(info.value).endswith("credentials missing: secret not-stored is not set in this organization")
+    assert str(info.value).endswith(
+        "credentials missing: secret not-stored is not set in this organization"
+    )
     assert "environment" not in str(info.value)
     assert Handler.received == []
 
 
-def test_a_name_is_connected_to_at_the_address_it_resolved_to(runtime: HttpRuntime, url: str) -> None:
+def test_a_name_is_connected_to_at_the_address_it_resolved_to(
+    runtime: HttpRuntime, url: str
+) -> None:
     Handler.received.clear()
     port = url.split(":")[2].split("/")[0]
     assert ask(runtime, f"http://agent.test:{port}/ask", "hello").answer == "you said hello"
@@ -347,17 +358,30 @@ def test_loopback_is_refused_without_the_operator_and_nothing_is_sent(url: str) 
     assert Handler.received == []
 
 
-@pytest.mark.parametrize("to", ["http://169.254.169.254/latest/meta-data/", "http://meta.test/",
-                                "http://[::ffff:169.254.169.254]/", "http://[fd00:ec2::254]/"])
-def test_a_redirect_to_a_refused_address_is_not_followed(runtime: HttpRuntime, url: str, to: str) -> None:
+@pytest.mark.parametrize(
+    "to",
+    [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://meta.test/",
+        "http://[::ffff:169.254.169.254]/",
+        "http://[fd00:ec2::254]/",
+    ],
+)
+def test_a_redirect_to_a_refused_address_is_not_followed(
+    runtime: HttpRuntime, url: str, to: str
+) -> None:
     Handler.received.clear()
     with pytest.raises(EgressRefusedError):
         ask(runtime, url.replace("/ask", f"/redirect?to={to}"), "hello")
     assert [r["path"] for r in Handler.received] == [f"/redirect?to={to}"]
 
 
-def test_a_redirect_to_a_local_path_is_followed_with_the_same_body(runtime: HttpRuntime, url: str) -> None:
+def test_a_redirect_to_a_local_path_is_followed_with_the_same_body(
+    runtime: HttpRuntime, url: str
+) -> None:
     Handler.received.clear()
-    assert ask(runtime, url.replace("/ask", "/redirect?to=/ask"), "hello").answer == "you said hello"
+    assert (
+        ask(runtime, url.replace("/ask", "/redirect?to=/ask"), "hello").answer == "you said hello"
+    )
     assert [r["path"] for r in Handler.received] == ["/redirect?to=/ask", "/ask"]
     assert Handler.received[0]["body"] == Handler.received[1]["body"]

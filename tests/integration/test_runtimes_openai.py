@@ -151,27 +151,42 @@ def test_rejected_credentials_are_a_non_retryable_provider_error(
     assert not is_retryable_status(info.value.status)
 
 
-def test_a_missing_secret_is_reported_as_credentials_missing(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
+def test_a_missing_secret_is_reported_as_credentials_missing(
+    fake: FakeOpenAI, runtime: OpenAIRuntime
+) -> None:
     fake.reset()
     with pytest.raises(ProviderError) as info:
-        runtime.ask(spec(fake, api_key_secret="not-stored"), case("What is 2+2?"), timeout_s=5, ctx=CTX)
+        runtime.ask(
+            spec(fake, api_key_secret="not-stored"), case("What is 2+2?"), timeout_s=5, ctx=CTX
+        )
     assert info.value.status == 401
-    assert str(info.value).endswith("credentials missing: secret not-stored is not set in this organization")
+    assert str(info.value).endswith(
+        "credentials missing: secret not-stored is not set in this organization"
+    )
     assert "environment" not in str(info.value)
-    assert fake.requests() == []   # nothing was sent without the key
+    assert fake.requests() == []  # nothing was sent without the key
 
 
-def test_the_process_environment_is_never_read(fake: FakeOpenAI, runtime: OpenAIRuntime,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_process_environment_is_never_read(
+    fake: FakeOpenAI, runtime: OpenAIRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ASSAY_JWT_SECRET", "the-signing-secret-0123456789")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret-key-material")
     fake.reset()
     with pytest.raises(InvalidInputError) as info:
-        runtime.ask(spec(fake, api_key_env="ASSAY_JWT_SECRET"), case("What is 2+2?"), timeout_s=5, ctx=CTX)
+        runtime.ask(
+            spec(fake, api_key_env="ASSAY_JWT_SECRET"), case("What is 2+2?"), timeout_s=5, ctx=CTX
+        )
     assert info.value.field == "spec.api_key_env"
-    with pytest.raises(ProviderError, match="credentials missing"):   # a secret name is not a variable name
-        runtime.ask(spec(fake, api_key_secret="AWS_SECRET_ACCESS_KEY"), case("What is 2+2?"), timeout_s=5,
-                    ctx=CTX)
+    with pytest.raises(
+        ProviderError, match="credentials missing"
+    ):  # a secret name is not a variable name
+        runtime.ask(
+            spec(fake, api_key_secret="AWS_SECRET_ACCESS_KEY"),
+            case("What is 2+2?"),
+            timeout_s=5,
+            ctx=CTX,
+        )
     assert fake.requests() == []
 
 
@@ -328,7 +343,9 @@ def test_script_file_on_the_command_line(tmp_path) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"default": {"answer": "from file", "model": "file-model"}}))
     with FakeOpenAI(script_file=script) as server:
-        answer = OpenAIRuntime(egress=local_egress()).ask(spec(server), case("anything"), timeout_s=5, ctx=CTX)
+        answer = OpenAIRuntime(egress=local_egress()).ask(
+            spec(server), case("anything"), timeout_s=5, ctx=CTX
+        )
     assert (answer.answer, answer.model) == ("from file", "file-model")
 
 
@@ -341,7 +358,10 @@ def test_script_file_on_the_command_line(tmp_path) -> None:
         ({"api_key_env": "OPENAI_API_KEY"}, "spec.api_key_env"),
         ({"api_key_secret": "has space"}, "spec.api_key_secret"),
         ({"api_key_secret": ""}, "spec.api_key_secret"),
-        ({"extra_headers": {"Authorization": "Bearer sk-abcdefghijklmnopqrstuvwxyz"}}, "spec.extra_headers"),
+        (
+            {"extra_headers": {"Authorization": "Bearer sk-abcdefghijklmnopqrstuvwxyz"}},
+            "spec.extra_headers",
+        ),
         ({"extra_headers": {"X-Key": {"secret": "k", "prefix": 5}}}, "spec.extra_headers"),
         ({"base_url": "http://169.254.169.254/v1"}, "spec.base_url"),
         ({"base_url": "https://meta.test/v1"}, "spec.base_url"),
@@ -364,7 +384,9 @@ def test_validate_names_the_field(extra: dict, field: str) -> None:
 def test_a_base_url_that_now_resolves_to_metadata_is_refused_when_asked(fake: FakeOpenAI) -> None:
     names = {"llm.test": ["127.0.0.1"]}
     rt = OpenAIRuntime(egress=Egress(lambda: lambda host, port: names[host], lambda: True))
-    s = spec(fake, base_url=fake.base_url.replace("127.0.0.1", "llm.test"), api_key_secret="fake-key")
+    s = spec(
+        fake, base_url=fake.base_url.replace("127.0.0.1", "llm.test"), api_key_secret="fake-key"
+    )
     rt.validate(s)
     fake.reset()
     assert rt.ask(s, case("What is 2+2?"), timeout_s=5, ctx=CTX).answer == "4"

@@ -64,10 +64,15 @@ def _request(case_id: str, text: str = "q") -> CaseRequest:
 def test_a_secret_is_stored_under_its_organization_prefix_and_tagged_with_it(secrets, aws_client):
     updated_at = secrets.put("org_a", "openai", "sk-a-value")
     described = aws_client("secretsmanager").describe_secret(SecretId="assay/org_a/openai")
-    assert described["Name"] == names.secret_name("assay-", "org_a", "openai") == "assay/org_a/openai"
+    assert (
+        described["Name"] == names.secret_name("assay-", "org_a", "openai") == "assay/org_a/openai"
+    )
     assert {"Key": "assay:org", "Value": "org_a"} in described["Tags"]
     assert updated_at.endswith("Z") and updated_at[:4].isdigit()
-    assert aws_client("secretsmanager").get_secret_value(SecretId="assay/org_a/openai")["SecretString"] == "sk-a-value"
+    assert (
+        aws_client("secretsmanager").get_secret_value(SecretId="assay/org_a/openai")["SecretString"]
+        == "sk-a-value"
+    )
 
 
 def test_same_name_in_two_organizations_is_two_independent_secrets(secrets):
@@ -86,7 +91,7 @@ def test_listing_is_exactly_one_organization_and_one_segment_deep(secrets, aws_c
     secrets.put("org_a", "k1", "v1")
     secrets.put("org_a", "k2", "v2")
     secrets.put("org_ab", "k3", "v3")  # a longer org id sharing the prefix "org_a"
-    secrets.put("ORG_A", "k4", "v4")   # another organization by case only
+    secrets.put("ORG_A", "k4", "v4")  # another organization by case only
     # Something put there by hand, deeper than one segment: never listed as org_a's.
     aws_client("secretsmanager").create_secret(Name="assay/org_a/deep/k5", SecretString="v5")
     assert [m.name for m in secrets.list("org_a")] == ["k1", "k2"]
@@ -112,7 +117,9 @@ def test_put_replaces_the_value_and_moves_updated_at(secrets):
     assert secrets.meta("org_a", "openai").updated_at == second
 
 
-def test_get_is_cached_for_its_ttl_and_a_change_elsewhere_is_seen_after_it(secrets, aws_client, moto, ticks):
+def test_get_is_cached_for_its_ttl_and_a_change_elsewhere_is_seen_after_it(
+    secrets, aws_client, moto, ticks
+):
     secrets.put("org_a", "openai", "v1")
     moto.reset_counts()
     for _ in range(50):  # fifty case attempts
@@ -125,12 +132,16 @@ def test_get_is_cached_for_its_ttl_and_a_change_elsewhere_is_seen_after_it(secre
     assert secrets.get("org_a", "openai") == "v2"
 
 
-def test_an_absent_secret_is_remembered_briefly_and_a_put_here_is_seen_at_once(secrets, aws_client, moto, ticks):
+def test_an_absent_secret_is_remembered_briefly_and_a_put_here_is_seen_at_once(
+    secrets, aws_client, moto, ticks
+):
     assert secrets.get("org_a", "later") is None
     moto.reset_counts()
     assert secrets.get("org_a", "later") is None
     assert _ops(moto, "secretsmanager") == {}
-    aws_client("secretsmanager").create_secret(Name="assay/org_a/later", SecretString="made-elsewhere")
+    aws_client("secretsmanager").create_secret(
+        Name="assay/org_a/later", SecretString="made-elsewhere"
+    )
     ticks.t += secrets.missing_ttl_seconds + 0.1
     assert secrets.get("org_a", "later") == "made-elsewhere"
     secrets.put("org_a", "later", "made-here")
@@ -161,11 +172,22 @@ def test_a_deleted_secret_is_gone_at_once_with_no_recovery_window(secrets, aws_c
     assert secrets.get("org_a", "openai") == "again"
 
 
-@pytest.mark.parametrize("org_id, name", [
-    ("org_a/../org_b", "openai"), ("org_a", "../openai"), ("org_a", "a/b"), ("org_a", "a#b"),
-    ("", "openai"), ("org_a", ""), ("org#a", "openai"), ("org_a", ".."),
-])
-def test_names_that_could_leave_the_organization_prefix_own_nothing(secrets, aws_client, org_id, name):
+@pytest.mark.parametrize(
+    "org_id, name",
+    [
+        ("org_a/../org_b", "openai"),
+        ("org_a", "../openai"),
+        ("org_a", "a/b"),
+        ("org_a", "a#b"),
+        ("", "openai"),
+        ("org_a", ""),
+        ("org#a", "openai"),
+        ("org_a", ".."),
+    ],
+)
+def test_names_that_could_leave_the_organization_prefix_own_nothing(
+    secrets, aws_client, org_id, name
+):
     aws_client("secretsmanager").create_secret(Name="assay/org_b/openai", SecretString="b-value")
     assert secrets.get(org_id, name) is None
     assert secrets.meta(org_id, name) is None
@@ -173,14 +195,19 @@ def test_names_that_could_leave_the_organization_prefix_own_nothing(secrets, aws
         secrets.put(org_id, name, "x")
     if "/" in org_id or "#" in org_id or not org_id:
         assert secrets.list(org_id) == [] and secrets.values(org_id) == ()
-    assert aws_client("secretsmanager").get_secret_value(SecretId="assay/org_b/openai")["SecretString"] == "b-value"
+    assert (
+        aws_client("secretsmanager").get_secret_value(SecretId="assay/org_b/openai")["SecretString"]
+        == "b-value"
+    )
 
 
 def test_the_name_root_follows_the_resource_prefix(aws_client):
     store = OrgSecrets(lambda: aws_client("secretsmanager"), "staging-")
     store.put("org_a", "openai", "v")
-    assert aws_client("secretsmanager").describe_secret(SecretId="staging/org_a/openai")["Name"] == \
-        "staging/org_a/openai"
+    assert (
+        aws_client("secretsmanager").describe_secret(SecretId="staging/org_a/openai")["Name"]
+        == "staging/org_a/openai"
+    )
     assert store.get("org_a", "openai") == "v"
 
 
@@ -195,17 +222,30 @@ def test_no_client_is_built_before_first_use():
 # --- recordings ------------------------------------------------------------------------------
 
 
-GSM = "\n".join(json.dumps(line) for line in [
-    {"case_id": "c1", "input": "What is 2+2?", "answer": "4"},
-    {"case_id": "c2", "input": "What is 3+3?", "answer": "6"},
-]) + "\n"
+GSM = (
+    "\n".join(
+        json.dumps(line)
+        for line in [
+            {"case_id": "c1", "input": "What is 2+2?", "answer": "4"},
+            {"case_id": "c2", "input": "What is 3+3?", "answer": "6"},
+        ]
+    )
+    + "\n"
+)
 
 
-def test_a_recording_is_stored_under_the_organization_prefix_with_its_metadata(recordings, aws_client):
+def test_a_recording_is_stored_under_the_organization_prefix_with_its_metadata(
+    recordings, aws_client
+):
     meta, created = recordings.put("org_a", "gsm", GSM, lines=2, uploaded_by="dev@assay.local")
     assert created
-    assert (meta.recording_id, meta.lines, meta.bytes, meta.sha256, meta.uploaded_by) == \
-        ("gsm", 2, len(GSM.encode()), sha256_hex(GSM), "dev@assay.local")
+    assert (meta.recording_id, meta.lines, meta.bytes, meta.sha256, meta.uploaded_by) == (
+        "gsm",
+        2,
+        len(GSM.encode()),
+        sha256_hex(GSM),
+        "dev@assay.local",
+    )
     assert meta.uploaded_at.endswith("Z")
     keys = [o["Key"] for o in aws_client("s3").list_objects_v2(Bucket=BUCKET)["Contents"]]
     assert keys == ["org_a/recordings/gsm.jsonl"] == [names.recording_key("org_a", "gsm")]
@@ -260,7 +300,9 @@ def test_load_parses_once_and_revalidates_without_a_body_after_its_age(recording
     assert _ops(moto, "s3") == {"s3.GET": 2}
 
 
-def test_a_recording_deleted_elsewhere_is_gone_after_the_revalidation_age(recordings, aws_client, ticks):
+def test_a_recording_deleted_elsewhere_is_gone_after_the_revalidation_age(
+    recordings, aws_client, ticks
+):
     recordings.put("org_a", "gsm", GSM, lines=2, uploaded_by="a")
     assert recordings.load("org_a", "gsm") is not None
     aws_client("s3").delete_object(Bucket=BUCKET, Key="org_a/recordings/gsm.jsonl")
@@ -302,8 +344,16 @@ def test_uploaded_by_keeps_any_user_id_through_s3_metadata(recordings):
     assert meta.uploaded_by == "zoë müller / ops"
 
 
-@pytest.mark.parametrize("org_id, rid", [("org_a", "../org_b/gsm"), ("org_a/..", "gsm"), ("org_a", "a/b"),
-                                         ("", "gsm"), ("org_a", "..")])
+@pytest.mark.parametrize(
+    "org_id, rid",
+    [
+        ("org_a", "../org_b/gsm"),
+        ("org_a/..", "gsm"),
+        ("org_a", "a/b"),
+        ("", "gsm"),
+        ("org_a", ".."),
+    ],
+)
 def test_recording_ids_that_could_leave_the_prefix_own_nothing(recordings, aws_client, org_id, rid):
     recordings.put("org_b", "gsm", GSM, lines=2, uploaded_by="b")
     assert recordings.load(org_id, rid) is None and recordings.meta(org_id, rid) is None

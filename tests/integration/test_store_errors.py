@@ -51,7 +51,9 @@ def test_a_condition_that_did_not_hold_is_a_failed_condition(model):
 
 def test_any_other_failure_is_not_a_failed_condition_and_is_raised(model):
     model("a", n=1).save()
-    too_big = [model.label.set("x" * 410_000)]   # past DynamoDB's 400 KB item: AWS's ValidationException
+    too_big = [
+        model.label.set("x" * 410_000)
+    ]  # past DynamoDB's 400 KB item: AWS's ValidationException
     with pytest.raises(UpdateError) as update:
         model("a").update(actions=too_big)
     assert error_code(update.value) == "ValidationException" and not condition_failed(update.value)
@@ -69,7 +71,9 @@ def test_a_transaction_cancelled_by_a_condition_is_told_from_an_invalid_one(mode
             t.update(model("a"), actions=[model.n.add(1)], condition=model.n == 7)
             t.save(model("b", n=1))
     assert transaction_condition_failed(cancelled.value)
-    with pytest.raises(TransactWriteError) as invalid:   # two operations on one item: a ValidationException
+    with pytest.raises(
+        TransactWriteError
+    ) as invalid:  # two operations on one item: a ValidationException
         with TransactWrite(connection=connection) as t:
             t.update(model("a"), actions=[model.n.add(1)])
             t.save(model("a", n=3))

@@ -47,7 +47,9 @@ NOW = int(time.time())
 
 def refused(stack, token: str, status: int = 401, path: str = "/api/v1/agents") -> dict[str, Any]:
     """The error of a request with `token`, checked: its status, shape, and no echo of the token."""
-    r = httpx.get(f"{stack.api_url}{path}", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    r = httpx.get(
+        f"{stack.api_url}{path}", headers={"Authorization": f"Bearer {token}"}, timeout=30
+    )
     assert r.status_code == status, (r.status_code, r.text)
     body = r.json()
     assert set(body) == {"error"} and body["error"]["code"] and body["error"]["message"], body
@@ -58,8 +60,14 @@ def refused(stack, token: str, status: int = 401, path: str = "/api/v1/agents") 
 def claims(stack, **over: Any) -> dict[str, Any]:
     s = stack.settings
     now = int(time.time())
-    base = {"sub": "mallory", "org": f"org_{uuid.uuid4().hex[:8]}", "iss": s.assay_jwt_issuer,
-            "aud": s.assay_jwt_audience, "iat": now, "exp": now + 600}
+    base = {
+        "sub": "mallory",
+        "org": f"org_{uuid.uuid4().hex[:8]}",
+        "iss": s.assay_jwt_issuer,
+        "aud": s.assay_jwt_audience,
+        "iat": now,
+        "exp": now + 600,
+    }
     return {k: v for k, v in {**base, **over}.items() if v is not None}
 
 
@@ -77,29 +85,57 @@ def test_a_token_with_alg_none_or_another_algorithm_is_refused(stack):
     assert "'HS512' is not accepted" in refused(stack, hs512)["message"]
     # A none token carrying a valid HS256 signature's shape is still refused: alg decides, first.
     header, payload, _ = hs256(stack).split(".")
-    none_header = jwt.utils.base64url_encode(json.dumps({"alg": "none", "typ": "JWT"}).encode()).decode()
+    none_header = jwt.utils.base64url_encode(
+        json.dumps({"alg": "none", "typ": "JWT"}).encode()
+    ).decode()
     assert "not accepted" in refused(stack, f"{none_header}.{payload}.")["message"]
     assert header != none_header
 
 
-@pytest.mark.parametrize(("over", "why"), [
-    ({"exp": None}, "no exp claim"),
-    ({"exp": NOW - 86400, "iat": NOW - 90000}, "expired"),
-    ({"nbf": NOW + 86400}, "not valid yet"),
-    ({"iss": "someone-else"}, "issuer (iss)"),
-    ({"iss": None}, "no iss claim"),
-    ({"aud": "another-service"}, "audience (aud)"),
-    ({"aud": None}, "no aud claim"),
-    ({"sub": None}, "no sub claim"),
-], ids=["no-exp", "expired", "not-yet-valid", "wrong-iss", "no-iss", "wrong-aud", "no-aud", "no-sub"])
+@pytest.mark.parametrize(
+    ("over", "why"),
+    [
+        ({"exp": None}, "no exp claim"),
+        ({"exp": NOW - 86400, "iat": NOW - 90000}, "expired"),
+        ({"nbf": NOW + 86400}, "not valid yet"),
+        ({"iss": "someone-else"}, "issuer (iss)"),
+        ({"iss": None}, "no iss claim"),
+        ({"aud": "another-service"}, "audience (aud)"),
+        ({"aud": None}, "no aud claim"),
+        ({"sub": None}, "no sub claim"),
+    ],
+    ids=[
+        "no-exp",
+        "expired",
+        "not-yet-valid",
+        "wrong-iss",
+        "no-iss",
+        "wrong-aud",
+        "no-aud",
+        "no-sub",
+    ],
+)
 def test_a_token_missing_or_failing_a_required_claim_is_refused_saying_which(stack, over, why):
     error = refused(stack, hs256(stack, **over))
     assert error["code"] == "unauthenticated" and error["field"] == "Authorization"
     assert why in error["message"], error
 
 
-@pytest.mark.parametrize("org", ["org#other", "org/other", "#agent-ids", ".hidden", "-dash", "x" * 101, "",
-                                 "a..b", "org..", "org\n"])
+@pytest.mark.parametrize(
+    "org",
+    [
+        "org#other",
+        "org/other",
+        "#agent-ids",
+        ".hidden",
+        "-dash",
+        "x" * 101,
+        "",
+        "a..b",
+        "org..",
+        "org\n",
+    ],
+)
 def test_a_token_naming_a_malformed_organization_id_is_refused(stack, org):
     assert "organization" in refused(stack, hs256(stack, org=org))["message"]
 
@@ -107,23 +143,46 @@ def test_a_token_naming_a_malformed_organization_id_is_refused(stack, org):
 def test_issued_tokens_expire_after_the_configured_ttl_and_work_until_then(stack, new_api):
     s = stack.settings
     token = issue_token("org_ttl", "alice", secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer)
-    decoded = jwt.decode(token, s.assay_jwt_secret, algorithms=["HS256"], audience=s.assay_jwt_audience)
+    decoded = jwt.decode(
+        token, s.assay_jwt_secret, algorithms=["HS256"], audience=s.assay_jwt_audience
+    )
     assert decoded["exp"] - decoded["iat"] == s.assay_token_ttl_seconds == 8 * 3600
     assert new_api(org_id="org_ttl", token=token).ok("GET", "/api/v1/agents") == {"agents": []}
-    old = issue_token("org_ttl", "alice", secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer,
-                      ttl_seconds=60, now_s=int(time.time()) - 3600)
+    old = issue_token(
+        "org_ttl",
+        "alice",
+        secret=s.assay_jwt_secret,
+        issuer=s.assay_jwt_issuer,
+        ttl_seconds=60,
+        now_s=int(time.time()) - 3600,
+    )
     assert "expired" in refused(stack, old)["message"]
     # An organization id with '@' and '.' is fine (e.g. a domain).
     assert new_api(org_id="acme.example@eu-1").ok("GET", "/api/v1/agents") == {"agents": []}
 
 
 def test_assay_token_signs_for_the_ttl_asked(stack):
-    out = subprocess.run([sys.executable, "-m", "assay_local.cli", "token", "--org", "org_cli", "--ttl", "30m"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-m", "assay_local.cli", "token", "--org", "org_cli", "--ttl", "30m"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.strip()
     decoded = jwt.decode(out, options={"verify_signature": False})
-    assert decoded["org"] == "org_cli" and decoded["exp"] - decoded["iat"] == 1800 and decoded["aud"] == "assay"
-    bad = subprocess.run([sys.executable, "-m", "assay_local.cli", "token", "--org", "a#b"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=60)
+    assert (
+        decoded["org"] == "org_cli"
+        and decoded["exp"] - decoded["iat"] == 1800
+        and decoded["aud"] == "assay"
+    )
+    bad = subprocess.run(
+        [sys.executable, "-m", "assay_local.cli", "token", "--org", "a#b"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode != 0 and "organization id" in bad.stderr
 
 
@@ -169,9 +228,16 @@ def idp(operator) -> Iterator[dict[str, Any]]:
     """An identity provider (RSA and EC keys, JWKS on 127.0.0.1) the operator configures, HS256 off."""
     rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     ec_key = ec.generate_private_key(ec.SECP256R1())
-    server = JwksServer([public_jwk(rsa_key, "rsa-1", "RS256"), public_jwk(ec_key, "ec-1", "ES256")])
-    operator(assay_jwt_secret="", assay_oidc_jwks_url=server.url, assay_oidc_issuer="https://idp.test/",
-             assay_oidc_audience="assay-api", assay_oidc_org_claim="tenant")
+    server = JwksServer(
+        [public_jwk(rsa_key, "rsa-1", "RS256"), public_jwk(ec_key, "ec-1", "ES256")]
+    )
+    operator(
+        assay_jwt_secret="",
+        assay_oidc_jwks_url=server.url,
+        assay_oidc_issuer="https://idp.test/",
+        assay_oidc_audience="assay-api",
+        assay_oidc_org_claim="tenant",
+    )
     try:
         yield {"rsa": rsa_key, "ec": ec_key, "server": server}
     finally:
@@ -180,12 +246,23 @@ def idp(operator) -> Iterator[dict[str, Any]]:
 
 def idp_token(key: Any, alg: str, kid: str, **over: Any) -> str:
     now = int(time.time())
-    body = {"sub": "bob@acme.test", "tenant": f"acme_{uuid.uuid4().hex[:8]}", "iss": "https://idp.test/",
-            "aud": "assay-api", "iat": now, "exp": now + 600, **over}
-    return jwt.encode({k: v for k, v in body.items() if v is not None}, key, algorithm=alg, headers={"kid": kid})
+    body = {
+        "sub": "bob@acme.test",
+        "tenant": f"acme_{uuid.uuid4().hex[:8]}",
+        "iss": "https://idp.test/",
+        "aud": "assay-api",
+        "iat": now,
+        "exp": now + 600,
+        **over,
+    }
+    return jwt.encode(
+        {k: v for k, v in body.items() if v is not None}, key, algorithm=alg, headers={"kid": kid}
+    )
 
 
-def test_an_identity_provider_s_rs256_and_es256_tokens_are_verified_through_its_jwks(stack, idp, new_api):
+def test_an_identity_provider_s_rs256_and_es256_tokens_are_verified_through_its_jwks(
+    stack, idp, new_api
+):
     for key, alg, kid in ((idp["rsa"], "RS256", "rsa-1"), (idp["ec"], "ES256", "ec-1")):
         token = idp_token(key, alg, kid, tenant="acme_corp")
         api = new_api(org_id="acme_corp", token=token)
@@ -201,11 +278,25 @@ def test_with_only_an_identity_provider_hs256_and_its_forgeries_are_refused(stac
     stranger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     assert "signature" in refused(stack, idp_token(stranger, "RS256", "rsa-1"))["message"]
     assert "kid" in refused(stack, idp_token(stranger, "RS256", "someone-elses-key"))["message"]
-    assert "no exp claim" in refused(stack, idp_token(idp["rsa"], "RS256", "rsa-1", exp=None))["message"]
-    assert "audience" in refused(stack, idp_token(idp["rsa"], "RS256", "rsa-1", aud="assay"))["message"]
-    assert "issuer" in refused(stack, idp_token(idp["rsa"], "RS256", "rsa-1", iss="assay"))["message"]
-    assert "organization" in refused(stack, idp_token(idp["rsa"], "RS256", "rsa-1", tenant="a/b"))["message"]
-    assert "organization" in refused(stack, idp_token(idp["ec"], "ES256", "ec-1", tenant=None))["message"]
+    assert (
+        "no exp claim"
+        in refused(stack, idp_token(idp["rsa"], "RS256", "rsa-1", exp=None))["message"]
+    )
+    assert (
+        "audience"
+        in refused(stack, idp_token(idp["rsa"], "RS256", "rsa-1", aud="assay"))["message"]
+    )
+    assert (
+        "issuer" in refused(stack, idp_token(idp["rsa"], "RS256", "rsa-1", iss="assay"))["message"]
+    )
+    assert (
+        "organization"
+        in refused(stack, idp_token(idp["rsa"], "RS256", "rsa-1", tenant="a/b"))["message"]
+    )
+    assert (
+        "organization"
+        in refused(stack, idp_token(idp["ec"], "ES256", "ec-1", tenant=None))["message"]
+    )
 
 
 # --- a deployed stage's cold start -------------------------------------------------------------
@@ -214,8 +305,14 @@ def test_with_only_an_identity_provider_hs256_and_its_forgeries_are_refused(stac
 def _import_app(**env: str | None) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "AWS_LAMBDA"))}
     environ.update({k: v for k, v in env.items() if v is not None})
-    return subprocess.run([sys.executable, "-c", "import app"], cwd=ROOT, env=environ, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", "import app"],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_a_deployed_stage_with_the_built_in_secret_refuses_to_start():
@@ -223,13 +320,24 @@ def test_a_deployed_stage_with_the_built_in_secret_refuses_to_start():
     assert cold.returncode != 0
     assert "ConfigurationError" in cold.stderr and "ASSAY_JWT_SECRET" in cold.stderr
     assert "built-in development secret" in cold.stderr
-    assert "ASSAY_JWT_SECRET" in _import_app(AWS_LAMBDA_FUNCTION_NAME="assay-dev",
-                                             ASSAY_JWT_SECRET="too-short").stderr
+    assert (
+        "ASSAY_JWT_SECRET"
+        in _import_app(AWS_LAMBDA_FUNCTION_NAME="assay-dev", ASSAY_JWT_SECRET="too-short").stderr
+    )
     # A real secret starts; so does an identity provider alone; and a local process, built-in secret and all.
-    assert _import_app(AWS_LAMBDA_FUNCTION_NAME="assay-dev", ASSAY_JWT_SECRET="s" * 40).returncode == 0
-    assert _import_app(AWS_LAMBDA_FUNCTION_NAME="assay-dev", ASSAY_JWT_SECRET="",
-                       ASSAY_OIDC_JWKS_URL="https://idp.test/jwks.json", ASSAY_OIDC_ISSUER="https://idp.test/",
-                       ASSAY_OIDC_AUDIENCE="assay-api").returncode == 0
+    assert (
+        _import_app(AWS_LAMBDA_FUNCTION_NAME="assay-dev", ASSAY_JWT_SECRET="s" * 40).returncode == 0
+    )
+    assert (
+        _import_app(
+            AWS_LAMBDA_FUNCTION_NAME="assay-dev",
+            ASSAY_JWT_SECRET="",
+            ASSAY_OIDC_JWKS_URL="https://idp.test/jwks.json",
+            ASSAY_OIDC_ISSUER="https://idp.test/",
+            ASSAY_OIDC_AUDIENCE="assay-api",
+        ).returncode
+        == 0
+    )
     assert _import_app().returncode == 0
 
 
@@ -241,9 +349,14 @@ def test_a_deployed_stage_with_the_built_in_secret_refuses_to_start():
 def test_a_body_nested_too_deeply_is_a_400_naming_the_body(api, path, depth):
     nested = '{"a": ' * depth + "1" + "}" * depth
     for body in (nested, f'{{"agent_id": "a", "spec": {nested}}}'):
-        status, error = api.call("POST", path, content=body.encode(), headers={"Content-Type": "application/json"})
+        status, error = api.call(
+            "POST", path, content=body.encode(), headers={"Content-Type": "application/json"}
+        )
         assert status == 400, (status, error)
-        assert error["error"]["field"] == "body" and "nests deeper than 24" in error["error"]["message"]
+        assert (
+            error["error"]["field"] == "body"
+            and "nests deeper than 24" in error["error"]["message"]
+        )
 
 
 def test_a_cursor_nested_too_deeply_is_a_400_naming_the_cursor(api):
@@ -255,8 +368,9 @@ def test_a_cursor_nested_too_deeply_is_a_400_naming_the_cursor(api):
 # --- unknown routes and wrong methods ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["/api/v1/nope", "/", "/api/v2/agents", "/api/v1/agents/a/b/c/d/e/f",
-                                  "/favicon.ico"])
+@pytest.mark.parametrize(
+    "path", ["/api/v1/nope", "/", "/api/v2/agents", "/api/v1/agents/a/b/c/d/e/f", "/favicon.ico"]
+)
 def test_an_unknown_route_is_404_in_the_api_shape_and_never_echoes_the_token(api, path):
     token = api.http.headers["Authorization"].split(" ", 1)[1]
     for method in ("GET", "POST", "DELETE"):
@@ -267,17 +381,24 @@ def test_an_unknown_route_is_404_in_the_api_shape_and_never_echoes_the_token(api
         assert token not in r.text and "Authorization" not in r.text
 
 
-@pytest.mark.parametrize(("method", "path", "allow"), [
-    ("DELETE", "/api/v1/agents", "GET, POST"),
-    ("PATCH", "/api/v1/eval-runs", "GET"),
-    ("PUT", "/api/v1/datasets", "GET, POST"),
-    ("POST", "/api/v1/secrets", "GET"),
-])
-def test_a_wrong_method_is_405_in_the_api_shape_naming_what_the_route_takes(api, method, path, allow):
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("DELETE", "/api/v1/agents", "GET, POST"),
+        ("PATCH", "/api/v1/eval-runs", "GET"),
+        ("PUT", "/api/v1/datasets", "GET, POST"),
+        ("POST", "/api/v1/secrets", "GET"),
+    ],
+)
+def test_a_wrong_method_is_405_in_the_api_shape_naming_what_the_route_takes(
+    api, method, path, allow
+):
     token = api.http.headers["Authorization"].split(" ", 1)[1]
     r = api.http.request(method, path, content=b"{}", headers={"Content-Type": "text/plain"})
     assert r.status_code == 405, (r.status_code, r.text)
-    assert r.json()["error"]["code"] == "method_not_allowed" and allow in r.json()["error"]["message"]
+    assert (
+        r.json()["error"]["code"] == "method_not_allowed" and allow in r.json()["error"]["message"]
+    )
     assert r.headers["Allow"] == allow and token not in r.text
 
 
@@ -288,6 +409,11 @@ def test_a_method_no_route_has_is_405_in_the_api_shape(api):
 
 
 def test_no_refusal_repeats_the_token_it_was_sent(stack):
-    for token in ("not-a-jwt-but-a-secret-AKIAIOSFODNN7EXAMPLE", hs256(stack, exp=None),
-                  jwt.encode(claims(stack), None, algorithm="none"), "a.b.c", "x" * 20_000):
+    for token in (
+        "not-a-jwt-but-a-secret-AKIAIOSFODNN7EXAMPLE",
+        hs256(stack, exp=None),
+        jwt.encode(claims(stack), None, algorithm="none"),
+        "a.b.c",
+        "x" * 20_000,
+    ):
         refused(stack, token)

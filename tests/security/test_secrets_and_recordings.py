@@ -30,16 +30,26 @@ from chalicelib import names
 from chalicelib.domain.ids import MAX_RECORDING_BYTES
 from tests.support.e2e import Api, wait_for
 
-RECORDING = "\n".join(json.dumps(line) for line in [
-    {"case_id": "c1", "input": "What is 2+2?", "answer": "4"},
-    {"case_id": "c2", "input": "What is 3+3?", "answer": "6"},
-]) + "\n"
+RECORDING = (
+    "\n".join(
+        json.dumps(line)
+        for line in [
+            {"case_id": "c1", "input": "What is 2+2?", "answer": "4"},
+            {"case_id": "c2", "input": "What is 3+3?", "answer": "6"},
+        ]
+    )
+    + "\n"
+)
 
 
 def _aws(stack, service: str) -> Any:
-    return boto3.session.Session().client(service, endpoint_url=stack.endpoint_url,
-                                          region_name=stack.settings.aws_default_region,
-                                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    return boto3.session.Session().client(
+        service,
+        endpoint_url=stack.endpoint_url,
+        region_name=stack.settings.aws_default_region,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
 
 
 def _value() -> str:
@@ -60,16 +70,29 @@ def test_no_route_ever_returns_a_secret_value(api: Api, stack):
     assert value not in json.dumps(api.ok("PUT", "/api/v1/secrets/openai", json={"value": value}))
     # Something for the routes to read: an agent, a dataset, a finished run, a recording.
     ds = api.dataset([{"case_id": "c1", "input": "q", "reference": "42"}])
-    agent = api.agent({"runtime": "python", "entrypoint": "bench.agents:sleepy", "options": {"answer": "42"}},
-                      publish=1)
+    agent = api.agent(
+        {"runtime": "python", "entrypoint": "bench.agents:sleepy", "options": {"answer": "42"}},
+        publish=1,
+    )
     run = api.start(agent, ds)
     api.wait(run["run_id"])
     api.ok("POST", "/api/v1/recordings", json={"recording_id": "rec", "content": RECORDING})
-    fill = {"agent_id": agent, "dataset_id": ds, "run_id": run["run_id"], "name": "openai", "recording_id": "rec",
-            "version": "1", "arm_id": "candidate"}
+    fill = {
+        "agent_id": agent,
+        "dataset_id": ds,
+        "run_id": run["run_id"],
+        "name": "openai",
+        "recording_id": "rec",
+        "version": "1",
+        "arm_id": "candidate",
+    }
     # The value really is stored: the walk below finds nothing although there is something to find.
-    assert _aws(stack, "secretsmanager").get_secret_value(
-        SecretId=names.secret_name(stack.settings.assay_resource_prefix, api.org_id, "openai"))["SecretString"] == value
+    assert (
+        _aws(stack, "secretsmanager").get_secret_value(
+            SecretId=names.secret_name(stack.settings.assay_resource_prefix, api.org_id, "openai")
+        )["SecretString"]
+        == value
+    )
     routes = sorted(stack.app.routes.items())
     seen = 0
     order = {"GET": 0, "POST": 1, "PUT": 1, "PATCH": 1, "DELETE": 2}  # reads first, deletes last
@@ -115,7 +138,10 @@ def test_another_organization_cannot_read_list_overwrite_or_delete_a_secret(new_
     assert b.call("DELETE", "/api/v1/secrets/openai")[0] == 204
     assert a.ok("GET", "/api/v1/secrets") == {"secrets": [a_put]}
     assert container.secrets.get(a.org_id, "openai") == a_value
-    assert a_value not in container.secrets.values(b.org_id) and container.secrets.values(b.org_id) == ()
+    assert (
+        a_value not in container.secrets.values(b.org_id)
+        and container.secrets.values(b.org_id) == ()
+    )
 
 
 def test_another_organization_cannot_read_list_overwrite_or_delete_a_recording(new_api, container):
@@ -127,7 +153,9 @@ def test_another_organization_cannot_read_list_overwrite_or_delete_a_recording(n
     assert b.ok("GET", "/api/v1/recordings") == {"recordings": []}
     # The same id with other content: B's own recording (201), never a 409 that tells A's exists.
     other = RECORDING.replace('"4"', '"5"')
-    status, body = b.call("POST", "/api/v1/recordings", json={"recording_id": "gsm", "content": other})
+    status, body = b.call(
+        "POST", "/api/v1/recordings", json={"recording_id": "gsm", "content": other}
+    )
     assert status == 201, body
     assert body["sha256"] != a_meta["sha256"]
     assert a.ok("GET", "/api/v1/recordings/gsm") == a_meta
@@ -146,8 +174,11 @@ def test_keys_and_names_are_under_the_organization_prefix(new_api, stack):
         api.ok("POST", "/api/v1/recordings", json={"recording_id": "gsm", "content": RECORDING})
         api.ok("PUT", "/api/v1/secrets/openai", json={"value": _value()})
     s3 = _aws(stack, "s3")
-    keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=names.RESULTS_BUCKET)
-            for o in page.get("Contents", [])]
+    keys = [
+        o["Key"]
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=names.RESULTS_BUCKET)
+        for o in page.get("Contents", [])
+    ]
     for api in (a, b):
         mine = [k for k in keys if k.startswith(f"{api.org_id}/")]
         assert mine == [f"{api.org_id}/recordings/gsm.jsonl"]
@@ -163,7 +194,9 @@ def test_keys_and_names_are_under_the_organization_prefix(new_api, stack):
 # --- names and sizes -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["a%2Fb", "%2E%2E", "a..b", "a%23b", "%23", "a%20b", "x" * 65, "caf%C3%A9"])
+@pytest.mark.parametrize(
+    "name", ["a%2Fb", "%2E%2E", "a..b", "a%23b", "%23", "a%20b", "x" * 65, "caf%C3%A9"]
+)
 def test_secret_names_with_path_steps_or_separators_are_refused(api: Api, name):
     for method, kwargs in (("PUT", {"json": {"value": "v"}}), ("GET", {}), ("DELETE", {})):
         status, body = api.call(method, f"/api/v1/secrets/{name}", **kwargs)
@@ -179,7 +212,9 @@ def test_a_slash_in_a_secret_name_is_another_path_that_no_route_serves(api: Api)
 
 @pytest.mark.parametrize("rid", ["a/b", "../x", "..", "a#b", "", "x" * 65, " gsm"])
 def test_recording_ids_with_path_steps_or_separators_are_refused(api: Api, rid):
-    status, body = api.call("POST", "/api/v1/recordings", json={"recording_id": rid, "content": RECORDING})
+    status, body = api.call(
+        "POST", "/api/v1/recordings", json={"recording_id": rid, "content": RECORDING}
+    )
     assert status == 400 and _error(body)["field"] == "recording_id", (rid, body)
     assert api.ok("GET", "/api/v1/recordings") == {"recordings": []}
 
@@ -197,27 +232,36 @@ def test_secret_values_must_be_non_empty_text_of_at_most_16_kib(api: Api):
     assert api.ok("GET", "/api/v1/secrets") == {"secrets": []}
     # Exactly 16 KiB (in UTF-8 bytes) is taken; one multi-byte character more is not.
     assert api.call("PUT", "/api/v1/secrets/openai", json={"value": "k" * 16 * 1024})[0] == 200
-    status, body = api.call("PUT", "/api/v1/secrets/openai", json={"value": "k" * (16 * 1024 - 1) + "é"})
+    status, body = api.call(
+        "PUT", "/api/v1/secrets/openai", json={"value": "k" * (16 * 1024 - 1) + "é"}
+    )
     assert status == 400 and _error(body)["field"] == "value"
 
 
 def test_a_recording_over_5_mib_is_refused_with_413_naming_content(api: Api):
     line = json.dumps({"case_id": "c", "answer": "x" * 1000}) + "\n"
     content = line * (MAX_RECORDING_BYTES // len(line) + 1)
-    status, body = api.call("POST", "/api/v1/recordings", json={"recording_id": "big", "content": content})
+    status, body = api.call(
+        "POST", "/api/v1/recordings", json={"recording_id": "big", "content": content}
+    )
     assert status == 413 and _error(body)["field"] == "content", body
     assert api.call("GET", "/api/v1/recordings/big")[0] == 404
 
 
-@pytest.mark.parametrize("bad, line", [
-    ('{"case_id": "c3", "answer": "TOP-SECRET-LINE-TEXT"', 3),  # not JSON
-    ('["TOP-SECRET-LINE-TEXT"]', 3),                             # not an object
-    ('{"case_id": "TOP-SECRET-LINE-TEXT"}', 3),                  # no answer
-    ('{"answer": "TOP-SECRET-LINE-TEXT"}', 3),                   # neither case_id nor input
-])
+@pytest.mark.parametrize(
+    "bad, line",
+    [
+        ('{"case_id": "c3", "answer": "TOP-SECRET-LINE-TEXT"', 3),  # not JSON
+        ('["TOP-SECRET-LINE-TEXT"]', 3),  # not an object
+        ('{"case_id": "TOP-SECRET-LINE-TEXT"}', 3),  # no answer
+        ('{"answer": "TOP-SECRET-LINE-TEXT"}', 3),  # neither case_id nor input
+    ],
+)
 def test_a_recording_with_a_bad_line_names_the_line_without_echoing_it(api: Api, bad, line):
     content = RECORDING + bad + "\n"
-    status, body = api.call("POST", "/api/v1/recordings", json={"recording_id": "bad", "content": content})
+    status, body = api.call(
+        "POST", "/api/v1/recordings", json={"recording_id": "bad", "content": content}
+    )
     error = _error(body)
     assert status == 400 and error["field"] == "content", body
     assert f"line {line}" in error["message"]
@@ -227,7 +271,9 @@ def test_a_recording_with_a_bad_line_names_the_line_without_echoing_it(api: Api,
 
 @pytest.mark.parametrize("content", ["", "\n\n", 42, None, ["a"]])
 def test_a_recording_must_be_jsonl_text_with_a_line(api: Api, content):
-    status, body = api.call("POST", "/api/v1/recordings", json={"recording_id": "r", "content": content})
+    status, body = api.call(
+        "POST", "/api/v1/recordings", json={"recording_id": "r", "content": content}
+    )
     assert status == 400 and _error(body)["field"] == "content", body
 
 
@@ -235,14 +281,21 @@ def test_a_recording_must_be_jsonl_text_with_a_line(api: Api, content):
 
 
 def test_a_recording_is_immutable_while_it_exists(api: Api):
-    status, first = api.call("POST", "/api/v1/recordings", json={"recording_id": "gsm", "content": RECORDING})
+    status, first = api.call(
+        "POST", "/api/v1/recordings", json={"recording_id": "gsm", "content": RECORDING}
+    )
     assert status == 201
     assert set(first) == {"recording_id", "lines", "bytes", "sha256", "uploaded_at", "uploaded_by"}
     assert (first["lines"], first["bytes"]) == (2, len(RECORDING.encode()))
-    status, again = api.call("POST", "/api/v1/recordings", json={"recording_id": "gsm", "content": RECORDING})
+    status, again = api.call(
+        "POST", "/api/v1/recordings", json={"recording_id": "gsm", "content": RECORDING}
+    )
     assert (status, again) == (200, first)
-    status, body = api.call("POST", "/api/v1/recordings",
-                            json={"recording_id": "gsm", "content": RECORDING.replace('"4"', '"5"')})
+    status, body = api.call(
+        "POST",
+        "/api/v1/recordings",
+        json={"recording_id": "gsm", "content": RECORDING.replace('"4"', '"5"')},
+    )
     assert status == 409 and _error(body)["field"] == "recording_id", body
     # Without an id, the content names it: the same text is the same recording.
     status, derived = api.call("POST", "/api/v1/recordings", json={"content": RECORDING})
@@ -274,12 +327,17 @@ def test_a_recording_deleted_is_gone_for_good(api: Api, stack, container):
     outcome = api.ok("GET", f"/api/v1/eval-runs/{again['run_id']}")["outcome"]
     assert outcome["passed"] == 0
     # The id is free again, for any content.
-    status, _ = api.call("POST", "/api/v1/recordings",
-                         json={"recording_id": "gsm", "content": RECORDING.replace('"4"', '"5"')})
+    status, _ = api.call(
+        "POST",
+        "/api/v1/recordings",
+        json={"recording_id": "gsm", "content": RECORDING.replace('"4"', '"5"')},
+    )
     assert status == 201
 
 
-def test_a_secret_put_in_the_api_is_what_a_runtime_reads_for_its_organization_only(new_api, container):
+def test_a_secret_put_in_the_api_is_what_a_runtime_reads_for_its_organization_only(
+    new_api, container
+):
     a, b = new_api(), new_api()
     value = _value()
     a.ok("PUT", "/api/v1/secrets/openai", json={"value": value})
@@ -297,7 +355,9 @@ GITHUB = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 OPENAI = "sk-proj-Abc123Def456Ghi789Jkl012Mno345Pqr678"
 
 
-def refused_naming(api: Api, method: str, path: str, body: dict[str, Any], field: str, secret: str) -> None:
+def refused_naming(
+    api: Api, method: str, path: str, body: dict[str, Any], field: str, secret: str
+) -> None:
     status, error = api.call(method, path, json=body)
     assert status == 400, (status, error)
     assert error["error"]["field"] == field, error
@@ -313,31 +373,71 @@ def test_a_key_written_into_a_spec_settings_or_judge_is_refused_naming_where(api
         ({**base, "api_key": OPENAI}, "spec.api_key", OPENAI),
         ({**base, "system_prompt": f"call the tool with {OPENAI}"}, "spec.system_prompt", OPENAI),
         ({**sleepy, "options": {"token": GITHUB}}, "spec.options.token", GITHUB),
-        ({**sleepy, "options": {"answer": "42", "extra": ["x", f"pw {own}"]}}, "spec.options.extra[1]", own),
+        (
+            {**sleepy, "options": {"answer": "42", "extra": ["x", f"pw {own}"]}},
+            "spec.options.extra[1]",
+            own,
+        ),
     ]:
         refused_naming(api, "POST", "/api/v1/agents", {"name": "a", "spec": spec}, field, secret)
-    assert api.ok("GET", "/api/v1/agents")["agents"] == []          # nothing was stored
+    assert api.ok("GET", "/api/v1/agents")["agents"] == []  # nothing was stored
     agent = api.agent({**sleepy, "options": {"answer": "42"}})
-    refused_naming(api, "PUT", f"/api/v1/agents/{agent}/draft", {"spec": {**sleepy, "options": {"k": GITHUB}}},
-                   "spec.options.k", GITHUB)
+    refused_naming(
+        api,
+        "PUT",
+        f"/api/v1/agents/{agent}/draft",
+        {"spec": {**sleepy, "options": {"k": GITHUB}}},
+        "spec.options.k",
+        GITHUB,
+    )
     assert GITHUB not in json.dumps(api.ok("GET", f"/api/v1/agents/{agent}/draft"))
     # A model profile's settings and a judge spec are stored and shown too.
-    refused_naming(api, "POST", "/api/v1/model-profiles",
-                   {"model_profile_id": "p", "model": "m",
-                    "settings": {"base_url": "http://127.0.0.1:9/v1", "system_prompt": f"key: {own}"}},
-                   "settings.system_prompt", own)
-    api.ok("POST", "/api/v1/model-profiles", json={"model_profile_id": "grader", "model": "m",
-                                                   "settings": {"base_url": "http://127.0.0.1:9/v1"}})
+    refused_naming(
+        api,
+        "POST",
+        "/api/v1/model-profiles",
+        {
+            "model_profile_id": "p",
+            "model": "m",
+            "settings": {"base_url": "http://127.0.0.1:9/v1", "system_prompt": f"key: {own}"},
+        },
+        "settings.system_prompt",
+        own,
+    )
+    api.ok(
+        "POST",
+        "/api/v1/model-profiles",
+        json={
+            "model_profile_id": "grader",
+            "model": "m",
+            "settings": {"base_url": "http://127.0.0.1:9/v1"},
+        },
+    )
     judge = api.ok("POST", "/api/v1/judges", json={"name": "quality"})["judge_id"]
-    refused_naming(api, "POST", f"/api/v1/judges/{judge}/versions",
-                   {"model_profile_id": "grader", "threshold": 4, "prompt_version": "1",
-                    "instructions": f"use {OPENAI} to look things up",
-                    "criteria": [{"criterion_id": "c", "text": "Correct."}]}, "instructions", OPENAI)
+    refused_naming(
+        api,
+        "POST",
+        f"/api/v1/judges/{judge}/versions",
+        {
+            "model_profile_id": "grader",
+            "threshold": 4,
+            "prompt_version": "1",
+            "instructions": f"use {OPENAI} to look things up",
+            "criteria": [{"criterion_id": "c", "text": "Correct."}],
+        },
+        "instructions",
+        OPENAI,
+    )
     # The publish pipeline's event is refused the same way (it can never be processed).
     from chalicelib.services import agent_events
 
-    event = {"type": "version_published", "org_id": api.org_id, "agent_id": agent, "version": 1,
-             "spec": {**sleepy, "options": {"token": GITHUB}}}
+    event = {
+        "type": "version_published",
+        "org_id": api.org_id,
+        "agent_id": agent,
+        "version": 1,
+        "spec": {**sleepy, "options": {"token": GITHUB}},
+    }
     with pytest.raises(agent_events.MalformedEventError, match=r"spec\.options\.token") as caught:
         agent_events.handle(container, json.dumps(event))
     assert GITHUB not in str(caught.value)

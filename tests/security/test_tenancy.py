@@ -25,52 +25,115 @@ A_ORG = f"org_tenant_a_{uuid.uuid4().hex[:8]}"
 B_ORG = f"org_tenant_b_{uuid.uuid4().hex[:8]}"
 MARK = "A-ONLY-7f3c"
 """In A's names, answers and inputs: a response to B containing it leaked A's data."""
-IDS = {"agent": "agent-1", "dataset": "ds-1", "judge": "judge-1", "suite": "suite-1", "environment": "env-1",
-       "model_profile": "mp-1", "secret": "key-1", "recording": "rec-1"}
+IDS = {
+    "agent": "agent-1",
+    "dataset": "ds-1",
+    "judge": "judge-1",
+    "suite": "suite-1",
+    "environment": "env-1",
+    "model_profile": "mp-1",
+    "secret": "key-1",
+    "recording": "rec-1",
+}
 CASES = [{"case_id": f"c{i}", "input": f"{MARK} question {i}", "reference": "42"} for i in range(3)]
 
 
 def agent_spec(answer_of_c0: str) -> dict[str, Any]:
     """The `sleepy` python agent answering 42, except `answer_of_c0` on case c0."""
-    return {"runtime": "python", "entrypoint": "bench.agents:sleepy",
-            "options": {"answer": "42", "answers": {"c0": answer_of_c0}}}
+    return {
+        "runtime": "python",
+        "entrypoint": "bench.agents:sleepy",
+        "options": {"answer": "42", "answers": {"c0": answer_of_c0}},
+    }
 
 
 def build(org: Api, *, mark: str, wrong_c0: bool) -> dict[str, Any]:
     """One of everything, with the shared ids; returns what the tests compare against."""
     i = IDS
     created = [
-        org.call("POST", "/api/v1/model-profiles", json={
-            "model_profile_id": i["model_profile"], "model": f"model-{mark}", "name": mark,
-            "settings": {"base_url": "http://127.0.0.1:9/v1"}}),
+        org.call(
+            "POST",
+            "/api/v1/model-profiles",
+            json={
+                "model_profile_id": i["model_profile"],
+                "model": f"model-{mark}",
+                "name": mark,
+                "settings": {"base_url": "http://127.0.0.1:9/v1"},
+            },
+        ),
         org.call("POST", "/api/v1/judges", json={"name": mark, "judge_id": i["judge"]}),
         org.call("POST", "/api/v1/datasets", json={"name": mark, "dataset_id": i["dataset"]}),
-        org.call("POST", "/api/v1/agents", json={"name": mark, "agent_id": i["agent"],
-                                                 "spec": agent_spec("41" if wrong_c0 else "42")}),
-        org.call("POST", "/api/v1/environments", json={"environment_id": i["environment"], "name": mark}),
+        org.call(
+            "POST",
+            "/api/v1/agents",
+            json={
+                "name": mark,
+                "agent_id": i["agent"],
+                "spec": agent_spec("41" if wrong_c0 else "42"),
+            },
+        ),
+        org.call(
+            "POST", "/api/v1/environments", json={"environment_id": i["environment"], "name": mark}
+        ),
     ]
     assert [status for status, _ in created] == [201] * 5, created
-    org.ok("POST", f"/api/v1/judges/{i['judge']}/versions", json={
-        "model_profile_id": i["model_profile"], "criteria": [{"criterion_id": "c", "text": f"{mark} graded"}]})
-    org.ok("POST", f"/api/v1/datasets/{i['dataset']}/versions",
-           json={"scoring": {"required": ["equals"]}, "cases": [{**c, "input": c["input"].replace(MARK, mark)}
-                                                                for c in CASES]})
+    org.ok(
+        "POST",
+        f"/api/v1/judges/{i['judge']}/versions",
+        json={
+            "model_profile_id": i["model_profile"],
+            "criteria": [{"criterion_id": "c", "text": f"{mark} graded"}],
+        },
+    )
+    org.ok(
+        "POST",
+        f"/api/v1/datasets/{i['dataset']}/versions",
+        json={
+            "scoring": {"required": ["equals"]},
+            "cases": [{**c, "input": c["input"].replace(MARK, mark)} for c in CASES],
+        },
+    )
     org.ok("POST", f"/api/v1/agents/{i['agent']}/versions")
-    promotion = org.ok("POST", f"/api/v1/agents/{i['agent']}/promotions",
-                       json={"environment_id": i["environment"], "version": 1})
-    status, suite = org.call("POST", f"/api/v1/agents/{i['agent']}/suites", json={
-        "suite_id": i["suite"], "name": mark, "dataset_id": i["dataset"], "environment_id": i["environment"],
-        "threshold": {"min_pass_rate": 1.0}})
+    promotion = org.ok(
+        "POST",
+        f"/api/v1/agents/{i['agent']}/promotions",
+        json={"environment_id": i["environment"], "version": 1},
+    )
+    status, suite = org.call(
+        "POST",
+        f"/api/v1/agents/{i['agent']}/suites",
+        json={
+            "suite_id": i["suite"],
+            "name": mark,
+            "dataset_id": i["dataset"],
+            "environment_id": i["environment"],
+            "threshold": {"min_pass_rate": 1.0},
+        },
+    )
     assert status == 201, suite
     org.ok("POST", f"/api/v1/agents/{i['agent']}/suites/{i['suite']}/run")
-    [result] = wait_for(lambda: org.ok("GET", f"/api/v1/agents/{i['agent']}/suites/{i['suite']}/results")["results"])
+    [result] = wait_for(
+        lambda: org.ok("GET", f"/api/v1/agents/{i['agent']}/suites/{i['suite']}/results")["results"]
+    )
     # The suite is free again (and its owner told) once the run's follow-up is over.
-    wait_for(lambda: org.ok("GET", f"/api/v1/agents/{i['agent']}/suites/{i['suite']}")["active_run_id"] is None)
-    run = org.ok("POST", f"/api/v1/agents/{i['agent']}/eval-runs",
-                 json={"dataset_id": i["dataset"], "candidate": "version", "version": 1})
+    wait_for(
+        lambda: (
+            org.ok("GET", f"/api/v1/agents/{i['agent']}/suites/{i['suite']}")["active_run_id"]
+            is None
+        )
+    )
+    run = org.ok(
+        "POST",
+        f"/api/v1/agents/{i['agent']}/eval-runs",
+        json={"dataset_id": i["dataset"], "candidate": "version", "version": 1},
+    )
     org.wait(run["run_id"])
-    return {"promotion_id": promotion["promotion_id"], "suite_result": result, "run_id": run["run_id"],
-            "suite_run_id": result["run_id"]}
+    return {
+        "promotion_id": promotion["promotion_id"],
+        "suite_result": result,
+        "run_id": run["run_id"],
+        "suite_run_id": result["run_id"],
+    }
 
 
 @pytest.fixture
@@ -92,8 +155,14 @@ def world(a) -> dict[str, Any]:
     if not _WORLD:
         _WORLD.update(build(a, mark=MARK, wrong_c0=True))
         a.ok("PUT", f"/api/v1/secrets/{IDS['secret']}", json={"value": f"{MARK}-secret-value"})
-        _WORLD["recording"] = a.call("POST", "/api/v1/recordings", json={
-            "recording_id": IDS["recording"], "content": json.dumps({"case_id": "c0", "answer": MARK}) + "\n"})
+        _WORLD["recording"] = a.call(
+            "POST",
+            "/api/v1/recordings",
+            json={
+                "recording_id": IDS["recording"],
+                "content": json.dumps({"case_id": "c0", "answer": MARK}) + "\n",
+            },
+        )
         notices = a.ok("GET", "/api/v1/notifications")["notifications"]
         _WORLD["notification_id"] = notices[0]["notification_id"] if notices else None
         _WORLD["summary"] = summary(a)
@@ -101,15 +170,25 @@ def world(a) -> dict[str, Any]:
 
 
 def summary(org: Api) -> dict[str, Any]:
-    [row] = org.ok("POST", "/api/v1/agent-summaries", json={"agents": [{"agentId": IDS["agent"], "version": 1}]}
-                   )["summaries"]
+    [row] = org.ok(
+        "POST",
+        "/api/v1/agent-summaries",
+        json={"agents": [{"agentId": IDS["agent"], "version": 1}]},
+    )["summaries"]
     return row
 
 
 def routes_naming_a(world: dict[str, Any]) -> list[tuple[str, str, Any]]:
     """Every route of `chalicelib/api/routes.py` that takes an id, each with A's ids."""
     i = IDS
-    ag, ds, jd, st, env, mp = i["agent"], i["dataset"], i["judge"], i["suite"], i["environment"], i["model_profile"]
+    ag, ds, jd, st, env, mp = (
+        i["agent"],
+        i["dataset"],
+        i["judge"],
+        i["suite"],
+        i["environment"],
+        i["model_profile"],
+    )
     run, prom, note = world["run_id"], world["promotion_id"], world["notification_id"] or "n0"
     spec = agent_spec("0")
     return [
@@ -146,18 +225,29 @@ def routes_naming_a(world: dict[str, Any]) -> list[tuple[str, str, Any]]:
         ("PUT", f"/api/v1/agents/{ag}/budget", {"monthly_usd": 1}),
         # judges
         ("GET", f"/api/v1/judges/{jd}", None),
-        ("POST", f"/api/v1/judges/{jd}/versions", {"model_profile_id": mp,
-                                                  "criteria": [{"criterion_id": "c", "text": "x"}]}),
+        (
+            "POST",
+            f"/api/v1/judges/{jd}/versions",
+            {"model_profile_id": mp, "criteria": [{"criterion_id": "c", "text": "x"}]},
+        ),
         ("GET", f"/api/v1/judges/{jd}/versions/1", None),
         # datasets
         ("GET", f"/api/v1/datasets/{ds}", None),
-        ("POST", f"/api/v1/datasets/{ds}/versions", {"scoring": {"required": ["equals"]}, "cases": CASES[:1]}),
+        (
+            "POST",
+            f"/api/v1/datasets/{ds}/versions",
+            {"scoring": {"required": ["equals"]}, "cases": CASES[:1]},
+        ),
         ("GET", f"/api/v1/datasets/{ds}/versions/1/cases", None),
         ("GET", f"/api/v1/datasets/{ds}/versions/latest/cases", None),
         ("GET", f"/api/v1/datasets/{ds}/eval-runs", None),
         ("POST", f"/api/v1/datasets/{ds}/scores/rescore", {"run_id": run}),
         # eval runs
-        ("POST", f"/api/v1/agents/{ag}/eval-runs/estimate", {"dataset_id": ds, "candidate": "draft"}),
+        (
+            "POST",
+            f"/api/v1/agents/{ag}/eval-runs/estimate",
+            {"dataset_id": ds, "candidate": "draft"},
+        ),
         ("POST", f"/api/v1/agents/{ag}/eval-runs", {"dataset_id": ds, "candidate": "draft"}),
         ("GET", f"/api/v1/agents/{ag}/eval-runs", None),
         ("GET", f"/api/v1/eval-runs/{run}", None),
@@ -173,7 +263,11 @@ def routes_naming_a(world: dict[str, Any]) -> list[tuple[str, str, Any]]:
         ("DELETE", f"/api/v1/eval-runs/{run}", None),
         # verdicts
         ("POST", "/api/v1/agent-summaries", {"agents": [{"agentId": ag, "version": 1}]}),
-        ("POST", "/api/evaluations/agent-summaries", {"agents": [{"agentId": ag, "version": "draft"}]}),
+        (
+            "POST",
+            "/api/evaluations/agent-summaries",
+            {"agents": [{"agentId": ag, "version": "draft"}]},
+        ),
         # the organization's secrets and recordings
         ("GET", f"/api/v1/secrets/{i['secret']}", None),
         ("DELETE", f"/api/v1/secrets/{i['secret']}", None),
@@ -196,12 +290,21 @@ def refusal_of(org: Api, method: str, path: str, body: Any) -> dict[str, Any]:
 
 
 def test_another_organization_s_ids_are_404_on_every_route_that_takes_one(world, a, b):
-    before = {path: a.ok("GET", path) for path in (
-        f"/api/v1/agents/{IDS['agent']}", f"/api/v1/agents/{IDS['agent']}/suites/{IDS['suite']}",
-        f"/api/v1/environments/{IDS['environment']}", f"/api/v1/model-profiles/{IDS['model_profile']}",
-        f"/api/v1/judges/{IDS['judge']}", f"/api/v1/datasets/{IDS['dataset']}",
-        f"/api/v1/agents/{IDS['agent']}/suites/{IDS['suite']}/results", f"/api/v1/eval-runs/{world['run_id']}",
-        f"/api/v1/agents/{IDS['agent']}/promotions/{world['promotion_id']}", f"/api/v1/agents/{IDS['agent']}/budget")}
+    before = {
+        path: a.ok("GET", path)
+        for path in (
+            f"/api/v1/agents/{IDS['agent']}",
+            f"/api/v1/agents/{IDS['agent']}/suites/{IDS['suite']}",
+            f"/api/v1/environments/{IDS['environment']}",
+            f"/api/v1/model-profiles/{IDS['model_profile']}",
+            f"/api/v1/judges/{IDS['judge']}",
+            f"/api/v1/datasets/{IDS['dataset']}",
+            f"/api/v1/agents/{IDS['agent']}/suites/{IDS['suite']}/results",
+            f"/api/v1/eval-runs/{world['run_id']}",
+            f"/api/v1/agents/{IDS['agent']}/promotions/{world['promotion_id']}",
+            f"/api/v1/agents/{IDS['agent']}/budget",
+        )
+    }
     assert world["notification_id"], "A's failed suite result told its owner"
     for method, path, body in routes_naming_a(world):
         refusal_of(b, method, path, body)
@@ -210,8 +313,11 @@ def test_another_organization_s_ids_are_404_on_every_route_that_takes_one(world,
         assert a.ok("GET", path) == view, path
     assert a.ok("GET", f"/api/v1/secrets/{IDS['secret']}")["name"] == IDS["secret"]
     assert a.ok("GET", f"/api/v1/recordings/{IDS['recording']}")["recording_id"] == IDS["recording"]
-    assert not next(n for n in a.ok("GET", "/api/v1/notifications")["notifications"]
-                    if n["notification_id"] == world["notification_id"])["read"]
+    assert not next(
+        n
+        for n in a.ok("GET", "/api/v1/notifications")["notifications"]
+        if n["notification_id"] == world["notification_id"]
+    )["read"]
 
 
 def test_another_organization_s_ids_in_a_body_are_404_too(world, a, b):
@@ -220,25 +326,63 @@ def test_another_organization_s_ids_in_a_body_are_404_too(world, a, b):
     b.ok("POST", "/api/v1/agents", json={"name": "b", "agent_id": own, "spec": agent_spec("42")})
     b.ok("POST", f"/api/v1/agents/{own}/versions")
     b.ok("POST", "/api/v1/datasets", json={"name": "b", "dataset_id": own})
-    b.ok("POST", f"/api/v1/datasets/{own}/versions", json={"scoring": {"required": ["equals"]}, "cases": CASES[:1]})
+    b.ok(
+        "POST",
+        f"/api/v1/datasets/{own}/versions",
+        json={"scoring": {"required": ["equals"]}, "cases": CASES[:1]},
+    )
     start = f"/api/v1/agents/{own}/eval-runs"
     cases = [
         ("POST", start, {"dataset_id": IDS["dataset"], "candidate": "draft"}, "dataset_id"),
-        ("POST", f"{start}/estimate", {"dataset_id": IDS["dataset"], "candidate": "draft"}, "dataset_id"),
-        ("POST", start, {"dataset_id": own, "candidate": "draft", "environment_id": IDS["environment"]},
-         "environment_id"),
-        ("POST", start, {"dataset_id": own, "candidate": "draft", "model_profile_ids": [IDS["model_profile"]]},
-         "model_profile_ids[0]"),
-        ("POST", start, {"dataset_id": own, "candidate": "version", "baseline_run_id": world["run_id"]},
-         "baseline_run_id"),
+        (
+            "POST",
+            f"{start}/estimate",
+            {"dataset_id": IDS["dataset"], "candidate": "draft"},
+            "dataset_id",
+        ),
+        (
+            "POST",
+            start,
+            {"dataset_id": own, "candidate": "draft", "environment_id": IDS["environment"]},
+            "environment_id",
+        ),
+        (
+            "POST",
+            start,
+            {"dataset_id": own, "candidate": "draft", "model_profile_ids": [IDS["model_profile"]]},
+            "model_profile_ids[0]",
+        ),
+        (
+            "POST",
+            start,
+            {"dataset_id": own, "candidate": "version", "baseline_run_id": world["run_id"]},
+            "baseline_run_id",
+        ),
         ("POST", f"/api/v1/agents/{own}/suites", {"dataset_id": IDS["dataset"]}, "dataset_id"),
-        ("POST", f"/api/v1/agents/{own}/suites", {"dataset_id": own, "environment_id": IDS["environment"]},
-         "environment_id"),
-        ("POST", f"/api/v1/agents/{own}/promotions", {"environment_id": IDS["environment"], "version": 1},
-         "environment_id"),
-        ("POST", f"/api/v1/datasets/{own}/versions",
-         {"scoring": {"required": ["judge"], "settings": {"judge": {"judge_id": IDS["judge"]}}}, "cases": CASES[:1]},
-         "scoring.settings.judge.judge_id"),
+        (
+            "POST",
+            f"/api/v1/agents/{own}/suites",
+            {"dataset_id": own, "environment_id": IDS["environment"]},
+            "environment_id",
+        ),
+        (
+            "POST",
+            f"/api/v1/agents/{own}/promotions",
+            {"environment_id": IDS["environment"], "version": 1},
+            "environment_id",
+        ),
+        (
+            "POST",
+            f"/api/v1/datasets/{own}/versions",
+            {
+                "scoring": {
+                    "required": ["judge"],
+                    "settings": {"judge": {"judge_id": IDS["judge"]}},
+                },
+                "cases": CASES[:1],
+            },
+            "scoring.settings.judge.judge_id",
+        ),
         ("POST", f"/api/v1/datasets/{own}/scores/rescore", {"run_id": world["run_id"]}, "run_id"),
     ]
     for method, path, body, field in cases:
@@ -248,14 +392,17 @@ def test_another_organization_s_ids_in_a_body_are_404_too(world, a, b):
     assert a.ok("GET", f"/api/v1/environments/{IDS['environment']}")["serving"] == {IDS["agent"]: 1}
 
 
-@pytest.mark.parametrize(("path", "body", "field"), [
-    ("/api/v1/agents", {"name": "x", "agent_id": "a#b", "spec": agent_spec("42")}, "agent_id"),
-    ("/api/v1/agents", {"name": "x", "agent_id": "a/b", "spec": agent_spec("42")}, "agent_id"),
-    ("/api/v1/datasets", {"name": "x", "dataset_id": "d#1"}, "dataset_id"),
-    ("/api/v1/judges", {"name": "x", "judge_id": "j/1"}, "judge_id"),
-    ("/api/v1/environments", {"environment_id": "e#1"}, "environment_id"),
-    ("/api/v1/model-profiles", {"model_profile_id": "m#1", "model": "m"}, "model_profile_id"),
-])
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/v1/agents", {"name": "x", "agent_id": "a#b", "spec": agent_spec("42")}, "agent_id"),
+        ("/api/v1/agents", {"name": "x", "agent_id": "a/b", "spec": agent_spec("42")}, "agent_id"),
+        ("/api/v1/datasets", {"name": "x", "dataset_id": "d#1"}, "dataset_id"),
+        ("/api/v1/judges", {"name": "x", "judge_id": "j/1"}, "judge_id"),
+        ("/api/v1/environments", {"environment_id": "e#1"}, "environment_id"),
+        ("/api/v1/model-profiles", {"model_profile_id": "m#1", "model": "m"}, "model_profile_id"),
+    ],
+)
 def test_an_id_with_a_key_separator_is_a_400_naming_the_field(b, path, body, field):
     status, resp = b.call("POST", path, json=body)
     assert status == 400 and resp["error"]["field"] == field, resp
@@ -264,9 +411,11 @@ def test_an_id_with_a_key_separator_is_a_400_naming_the_field(b, path, body, fie
 def test_a_suite_or_reference_id_with_a_key_separator_is_a_400_naming_the_field(b):
     agent = f"sep-{uuid.uuid4().hex[:6]}"
     b.ok("POST", "/api/v1/agents", json={"name": "x", "agent_id": agent, "spec": agent_spec("42")})
-    for body, field in (({"dataset_id": "d", "suite_id": "s#1"}, "suite_id"),
-                        ({"dataset_id": "d#1"}, "dataset_id"),
-                        ({"dataset_id": "d", "environment_id": "e/1"}, "environment_id")):
+    for body, field in (
+        ({"dataset_id": "d", "suite_id": "s#1"}, "suite_id"),
+        ({"dataset_id": "d#1"}, "dataset_id"),
+        ({"dataset_id": "d", "environment_id": "e/1"}, "environment_id"),
+    ):
         status, resp = b.call("POST", f"/api/v1/agents/{agent}/suites", json=body)
         assert status == 400 and resp["error"]["field"] == field, (body, resp)
     status, resp = b.call("POST", f"/api/v1/agents/{agent}/eval-runs", json={"dataset_id": "x#y"})
@@ -274,33 +423,57 @@ def test_a_suite_or_reference_id_with_a_key_separator_is_a_400_naming_the_field(
 
 
 def test_the_same_ids_in_another_organization_are_its_own_things(world, a, b):
-    a_results = a.ok("GET", f"/api/v1/agents/{IDS['agent']}/suites/{IDS['suite']}/results")["results"]
+    a_results = a.ok("GET", f"/api/v1/agents/{IDS['agent']}/suites/{IDS['suite']}/results")[
+        "results"
+    ]
     a_runs = {r["run_id"] for r in a.ok("GET", f"/api/v1/agents/{IDS['agent']}/eval-runs")["runs"]}
     # B takes every id A chose: each a 201, none a 409.
     b.ok("PUT", f"/api/v1/secrets/{IDS['secret']}", json={"value": "b-secret-value"})
-    status, body = b.call("POST", "/api/v1/recordings", json={
-        "recording_id": IDS["recording"], "content": json.dumps({"case_id": "c0", "answer": "b"}) + "\n"})
+    status, body = b.call(
+        "POST",
+        "/api/v1/recordings",
+        json={
+            "recording_id": IDS["recording"],
+            "content": json.dumps({"case_id": "c0", "answer": "b"}) + "\n",
+        },
+    )
     assert status == 201, body
     mine = build(b, mark="B-ONLY", wrong_c0=False)
 
     # Each side reads its own, under the same ids.
     i = IDS
     for org, mark in ((a, MARK), (b, "B-ONLY")):
-        for path in (f"/api/v1/agents/{i['agent']}", f"/api/v1/datasets/{i['dataset']}", f"/api/v1/judges/{i['judge']}",
-                     f"/api/v1/model-profiles/{i['model_profile']}", f"/api/v1/environments/{i['environment']}",
-                     f"/api/v1/agents/{i['agent']}/suites/{i['suite']}"):
+        for path in (
+            f"/api/v1/agents/{i['agent']}",
+            f"/api/v1/datasets/{i['dataset']}",
+            f"/api/v1/judges/{i['judge']}",
+            f"/api/v1/model-profiles/{i['model_profile']}",
+            f"/api/v1/environments/{i['environment']}",
+            f"/api/v1/agents/{i['agent']}/suites/{i['suite']}",
+        ):
             assert org.ok("GET", path)["name"] == mark, (org.org_id, path)
         cases = org.ok("GET", f"/api/v1/datasets/{i['dataset']}/versions/1/cases")["cases"]
         assert all(c["input"].startswith(mark) for c in cases)
-        assert org.ok("GET", f"/api/v1/judges/{i['judge']}/versions/1")["spec"]["criteria"][0]["text"] == f"{mark} graded"
-    assert a.ok("GET", f"/api/v1/agents/{i['agent']}/versions/1")["spec"]["options"]["answers"] == {"c0": "41"}
-    assert b.ok("GET", f"/api/v1/agents/{i['agent']}/versions/1")["spec"]["options"]["answers"] == {"c0": "42"}
+        assert (
+            org.ok("GET", f"/api/v1/judges/{i['judge']}/versions/1")["spec"]["criteria"][0]["text"]
+            == f"{mark} graded"
+        )
+    assert a.ok("GET", f"/api/v1/agents/{i['agent']}/versions/1")["spec"]["options"]["answers"] == {
+        "c0": "41"
+    }
+    assert b.ok("GET", f"/api/v1/agents/{i['agent']}/versions/1")["spec"]["options"]["answers"] == {
+        "c0": "42"
+    }
 
     # Runs and listings never mix: B's suite with A's suite id holds B's result only.
     b_runs = {r["run_id"] for r in b.ok("GET", f"/api/v1/agents/{i['agent']}/eval-runs")["runs"]}
     assert b_runs == {mine["run_id"], mine["suite_run_id"]} and not b_runs & a_runs
-    assert {r["run_id"] for r in a.ok("GET", f"/api/v1/agents/{i['agent']}/eval-runs")["runs"]} == a_runs
-    assert {r["run_id"] for r in b.ok("GET", f"/api/v1/datasets/{i['dataset']}/eval-runs")["runs"]} == b_runs
+    assert {
+        r["run_id"] for r in a.ok("GET", f"/api/v1/agents/{i['agent']}/eval-runs")["runs"]
+    } == a_runs
+    assert {
+        r["run_id"] for r in b.ok("GET", f"/api/v1/datasets/{i['dataset']}/eval-runs")["runs"]
+    } == b_runs
     assert {r["run_id"] for r in b.ok("GET", "/api/v1/eval-runs")["runs"]} >= b_runs
     assert not {r["run_id"] for r in b.ok("GET", "/api/v1/eval-runs")["runs"]} & a_runs
     b_results = b.ok("GET", f"/api/v1/agents/{i['agent']}/suites/{i['suite']}/results")["results"]
@@ -309,14 +482,19 @@ def test_the_same_ids_in_another_organization_are_its_own_things(world, a, b):
     for run_id in a_runs:
         refusal_of(b, "GET", f"/api/v1/eval-runs/{run_id}", None)
     refusal_of(b, "GET", f"/api/v1/agents/{i['agent']}/promotions/{world['promotion_id']}", None)
-    assert [p["promotion_id"] for p in b.ok("GET", f"/api/v1/agents/{i['agent']}/promotions")["promotions"]] == [
-        mine["promotion_id"]]
+    assert [
+        p["promotion_id"]
+        for p in b.ok("GET", f"/api/v1/agents/{i['agent']}/promotions")["promotions"]
+    ] == [mine["promotion_id"]]
     assert b.ok("GET", f"/api/v1/secrets/{i['secret']}")["name"] == i["secret"]
 
     # Deleting B's suite deletes B's results only.
     b.ok("DELETE", f"/api/v1/agents/{i['agent']}/suites/{i['suite']}")
     refusal_of(b, "GET", f"/api/v1/agents/{i['agent']}/suites/{i['suite']}", None)
-    assert a.ok("GET", f"/api/v1/agents/{i['agent']}/suites/{i['suite']}/results")["results"] == a_results
+    assert (
+        a.ok("GET", f"/api/v1/agents/{i['agent']}/suites/{i['suite']}/results")["results"]
+        == a_results
+    )
 
     # A's verdict beside version 1 does not move with B's runs under the same agent id.
     assert summary(a) == world["summary"]

@@ -22,8 +22,11 @@ def events() -> Iterator[list[Event]]:
     """Every event published during the test, in order, instead of the wired handlers; the real
     handlers are wired again afterwards."""
     seen: list[Event] = []
-    kinds = [k for k in vars(domain_events).values()
-             if isinstance(k, type) and issubclass(k, Event) and k is not Event]
+    kinds = [
+        k
+        for k in vars(domain_events).values()
+        if isinstance(k, type) and issubclass(k, Event) and k is not Event
+    ]
     messagebus.wire({kind: [lambda _c, event: seen.append(event)] for kind in kinds})
     try:
         yield seen

@@ -20,9 +20,18 @@ SECOND = {"runtime": "recorded", "inline": {"c1": "4"}}
 def test_a_new_agent_s_draft_is_its_spec_and_nothing_is_published(c: FakeContainer) -> None:
     agent = agents.create_agent(c, ACME, name="calc", spec=FIRST, agent_id="calc")
     assert (agent.draft_spec, agent.draft_spec_hash, agent.draft_updated_at) == (
-        FIRST, spec_hash(FIRST), "2026-12-01T09:00:00.000Z")
-    kept = c.agents.get("acme", "calc")   # (the API says None for version 0: tests/unit/test_views.py)
-    assert (kept.latest_version, kept.live_version, kept.created_at) == (0, None, "2026-12-01T09:00:00.000Z")
+        FIRST,
+        spec_hash(FIRST),
+        "2026-12-01T09:00:00.000Z",
+    )
+    kept = c.agents.get(
+        "acme", "calc"
+    )  # (the API says None for version 0: tests/unit/test_views.py)
+    assert (kept.latest_version, kept.live_version, kept.created_at) == (
+        0,
+        None,
+        "2026-12-01T09:00:00.000Z",
+    )
     assert agents.list_versions(c, ACME, "calc") == []
 
 
@@ -38,24 +47,35 @@ def test_an_agent_id_is_taken_within_its_organization_only(c: FakeContainer) -> 
         agents.create_agent(c, ACME, name="bad", spec=FIRST, agent_id="a#b")
 
 
-def test_editing_the_draft_moves_its_hash_and_time_and_saving_it_unchanged_does_not(c: FakeContainer) -> None:
+def test_editing_the_draft_moves_its_hash_and_time_and_saving_it_unchanged_does_not(
+    c: FakeContainer,
+) -> None:
     agents.create_agent(c, ACME, name="calc", spec=FIRST, agent_id="calc")
     c.clock.advance(minutes=5)
     edited = agents.update_draft(c, ACME, "calc", spec=SECOND)
     assert (edited.draft_spec, edited.draft_spec_hash, edited.draft_updated_at) == (
-        SECOND, spec_hash(SECOND), "2026-12-01T09:05:00.000Z")
+        SECOND,
+        spec_hash(SECOND),
+        "2026-12-01T09:05:00.000Z",
+    )
     c.clock.advance(minutes=5)
     same = agents.update_draft(c, ACME, "calc", spec={"inline": {"c1": "4"}, "runtime": "recorded"})
-    assert same.draft_updated_at == "2026-12-01T09:05:00.000Z"   # the same spec: a verdict on it stays fresh
+    assert (
+        same.draft_updated_at == "2026-12-01T09:05:00.000Z"
+    )  # the same spec: a verdict on it stays fresh
     renamed = agents.update_draft(c, ACME, "calc", spec=None, name="calculator")
     assert (renamed.name, renamed.draft_spec_hash, renamed.draft_updated_at) == (
-        "calculator", spec_hash(SECOND), "2026-12-01T09:05:00.000Z")
+        "calculator",
+        spec_hash(SECOND),
+        "2026-12-01T09:05:00.000Z",
+    )
     with pytest.raises(NotFoundError):
         agents.update_draft(c, ACME, "nobody", spec=SECOND)
 
 
-def test_publishing_numbers_versions_1_2_and_tells_the_suites_each_time(c: FakeContainer,
-                                                                        events: list[Event]) -> None:
+def test_publishing_numbers_versions_1_2_and_tells_the_suites_each_time(
+    c: FakeContainer, events: list[Event]
+) -> None:
     agents.create_agent(c, ACME, name="calc", spec=FIRST, agent_id="calc")
     v1, created1 = agents.publish(c, ACME, "calc")
     agents.update_draft(c, ACME, "calc", spec=SECOND)
@@ -63,7 +83,12 @@ def test_publishing_numbers_versions_1_2_and_tells_the_suites_each_time(c: FakeC
     v2, created2 = agents.publish(c, ACME, "calc")
     assert (v1.version, v1.spec, created1) == (1, FIRST, True)
     assert (v2.version, v2.spec, v2.published_at, v2.published_by, created2) == (
-        2, SECOND, "2026-12-01T10:00:00.000Z", "ana", True)
+        2,
+        SECOND,
+        "2026-12-01T10:00:00.000Z",
+        "ana",
+        True,
+    )
     agent = c.agents.get("acme", "calc")
     assert (agent.latest_version, agent.live_version) == (2, 2)
     assert [v.version for v in agents.list_versions(c, ACME, "calc")] == [2, 1]
@@ -74,9 +99,11 @@ def test_a_version_never_changes_once_published(c: FakeContainer, events: list[E
     agents.create_agent(c, ACME, name="calc", spec=FIRST, agent_id="calc")
     first, _ = agents.publish(c, ACME, "calc")
     agents.update_draft(c, ACME, "calc", spec=SECOND)
-    assert agents.get_version(c, ACME, "calc", 1).spec == FIRST   # the draft moved on, version 1 did not
+    assert (
+        agents.get_version(c, ACME, "calc", 1).spec == FIRST
+    )  # the draft moved on, version 1 did not
     c.clock.advance(hours=1)
-    again, created = agents.publish(c, ACME, "calc", version=1, spec=FIRST)   # a redelivered publish
+    again, created = agents.publish(c, ACME, "calc", version=1, spec=FIRST)  # a redelivered publish
     assert (created, again) == (False, first)
     with pytest.raises(ConflictError) as refused:
         agents.publish(c, ACME, "calc", version=1, spec=SECOND)

@@ -20,27 +20,36 @@ ACME = Identity("acme", "ana")
 
 @pytest.fixture
 def calc(c: FakeContainer) -> FakeContainer:
-    agents.create_agent(c, ACME, name="calc", spec={"runtime": "recorded", "inline": {"c1": "4"}}, agent_id="calc")
-    agents.create_agent(c, ACME, name="other", spec={"runtime": "recorded", "inline": {"c1": "5"}}, agent_id="other")
+    agents.create_agent(
+        c, ACME, name="calc", spec={"runtime": "recorded", "inline": {"c1": "4"}}, agent_id="calc"
+    )
+    agents.create_agent(
+        c, ACME, name="other", spec={"runtime": "recorded", "inline": {"c1": "5"}}, agent_id="other"
+    )
     return c
 
 
 def test_no_budget_is_room_and_the_agent_s_budget_says_so(calc: FakeContainer) -> None:
     c = calc
     assert budgets.check(c, "acme", "calc") is None
-    budget = budgets.agent_budget(c, ACME, "calc")   # (its API shape: tests/unit/test_views.py)
+    budget = budgets.agent_budget(c, ACME, "calc")  # (its API shape: tests/unit/test_views.py)
     assert (budget, budget.scope) == (Budget("calc", "2026-12", None, 0), "agent")
 
 
-def test_a_charge_counts_once_in_the_organization_s_month_and_once_in_its_agent_s(calc: FakeContainer) -> None:
+def test_a_charge_counts_once_in_the_organization_s_month_and_once_in_its_agent_s(
+    calc: FakeContainer,
+) -> None:
     c = calc
     budgets.charge(c, "acme", "calc", 1_500_000)
     budgets.charge(c, "acme", "calc", 250_000, judge=True)
     budgets.charge(c, "acme", "other", 100_000)
-    budgets.charge(c, "acme", "calc", 0)   # a free request is not a request charged
+    budgets.charge(c, "acme", "calc", 0)  # a free request is not a request charged
     assert budgets.read(c, "acme", "calc") == BudgetReading(None, 1_850_000, None, 1_750_000)
     assert budgets.read(c, "acme", "other").agent_spent_micros == 100_000
-    calc_month, org_month = c.spend.spent[("acme", "calc", "2026-12")], c.spend.spent[("acme", None, "2026-12")]
+    calc_month, org_month = (
+        c.spend.spent[("acme", "calc", "2026-12")],
+        c.spend.spent[("acme", None, "2026-12")],
+    )
     assert (calc_month.requests, calc_month.judge_micros) == (2, 250_000)
     assert (org_month.requests, org_month.judge_micros) == (3, 250_000)
 
@@ -61,8 +70,12 @@ def test_budgets_are_set_in_usd_and_say_what_is_spent(calc: FakeContainer) -> No
     budgets.charge(c, "acme", "calc", 1_250_000)
     org = budgets.org_budget(c, ACME)
     assert (org, org.scope) == (Budget(None, "2026-12", 25_500_000, 1_250_000), "organization")
-    assert budgets.agent_budget(c, ACME, "calc") == Budget("calc", "2026-12", 2_000_000, 1_250_000)   # 0.75 left
-    assert budgets.agent_budget(c, ACME, "other").budget_micros is None   # the organization's is not the agent's
+    assert budgets.agent_budget(c, ACME, "calc") == Budget(
+        "calc", "2026-12", 2_000_000, 1_250_000
+    )  # 0.75 left
+    assert (
+        budgets.agent_budget(c, ACME, "other").budget_micros is None
+    )  # the organization's is not the agent's
     budgets.set_agent_budget(c, ACME, "calc", None)
     assert budgets.agent_budget(c, ACME, "calc").budget_micros is None
     with pytest.raises(NotFoundError):
@@ -76,16 +89,23 @@ def test_budgets_are_set_in_usd_and_say_what_is_spent(calc: FakeContainer) -> No
 def test_a_budget_is_exhausted_once_spent_reaches_it_the_agent_s_named_first() -> None:
     assert budgets.exhausted(BudgetReading(10, 9, 5, 4)) is None
     agent = budgets.exhausted(BudgetReading(10, 10, 5, 5))
-    assert agent is not None and (agent.scope, agent.budget_micros, agent.spent_micros) == ("agent", 5, 5)
+    assert agent is not None and (agent.scope, agent.budget_micros, agent.spent_micros) == (
+        "agent",
+        5,
+        5,
+    )
     org = budgets.exhausted(BudgetReading(3_000_000, 3_100_000, None, 3_100_000))
     assert org is not None and org.reason == (
-        "budget exceeded: the organization's monthly budget of $3.00 is spent ($3.10 this month)")
-    assert budgets.exhausted(BudgetReading(None, 10**9, 0, 0)) is not None   # a budget of 0 has no room
+        "budget exceeded: the organization's monthly budget of $3.00 is spent ($3.10 this month)"
+    )
+    assert (
+        budgets.exhausted(BudgetReading(None, 10**9, 0, 0)) is not None
+    )  # a budget of 0 has no room
 
 
 def test_the_check_before_a_request_reads_both_budgets(calc: FakeContainer) -> None:
     c = calc
     budgets.set_org_budget(c, ACME, 1)
-    budgets.charge(c, "acme", "other", 1_000_000)   # another agent spent the organization's month
+    budgets.charge(c, "acme", "other", 1_000_000)  # another agent spent the organization's month
     exhausted = budgets.check(c, "acme", "calc")
     assert exhausted is not None and exhausted.scope == "organization"

@@ -16,24 +16,59 @@ ACME = Identity("acme", "ana")
 
 
 def _run(run_id: str, status: str, *profiles: str | None) -> Run:
-    return Run(run_id=run_id, org_id="acme", agent_id="a", dataset_id="d", dataset_version=1,
-               created_at=f"2026-12-01T09:00:0{run_id[-1]}.000Z", status=status, phase="answering",
-               candidate="version", spec_hash="h", environment_id="prod",
-               arms=tuple(an_arm(f"arm{i}", model_profile_id=p) for i, p in enumerate(profiles)),
-               case_ids_text="c1", scoring={}, tasks_total=1, expected=1, heartbeat_at_ms=0)
+    return Run(
+        run_id=run_id,
+        org_id="acme",
+        agent_id="a",
+        dataset_id="d",
+        dataset_version=1,
+        created_at=f"2026-12-01T09:00:0{run_id[-1]}.000Z",
+        status=status,
+        phase="answering",
+        candidate="version",
+        spec_hash="h",
+        environment_id="prod",
+        arms=tuple(an_arm(f"arm{i}", model_profile_id=p) for i, p in enumerate(profiles)),
+        case_ids_text="c1",
+        scoring={},
+        tasks_total=1,
+        expected=1,
+        heartbeat_at_ms=0,
+    )
 
 
-def test_a_profile_keeps_its_price_as_exact_decimals_and_lays_itself_over_a_spec(c: FakeContainer) -> None:
-    profile = model_profiles.create(c, ACME, model_profile_id="mini", model="gpt-mini", temperature=0.2,
-                                    settings={"base_url": "https://llm.example.com/v1", "max_tokens": 100},
-                                    price={"input_per_mtok_usd": 0.15, "output_per_mtok_usd": "0.60"})
-    assert (profile.name, profile.price) == ("mini", {"input_per_mtok_usd": "0.15", "output_per_mtok_usd": "0.60"})
+def test_a_profile_keeps_its_price_as_exact_decimals_and_lays_itself_over_a_spec(
+    c: FakeContainer,
+) -> None:
+    profile = model_profiles.create(
+        c,
+        ACME,
+        model_profile_id="mini",
+        model="gpt-mini",
+        temperature=0.2,
+        settings={"base_url": "https://llm.example.com/v1", "max_tokens": 100},
+        price={"input_per_mtok_usd": 0.15, "output_per_mtok_usd": "0.60"},
+    )
+    assert (profile.name, profile.price) == (
+        "mini",
+        {"input_per_mtok_usd": "0.15", "output_per_mtok_usd": "0.60"},
+    )
     assert c.model_profiles.get("acme", "mini") == profile
-    spec = {"runtime": "openai", "base_url": "https://other.example.com/v1", "model": "gpt-big", "max_tokens": 5}
+    spec = {
+        "runtime": "openai",
+        "base_url": "https://other.example.com/v1",
+        "model": "gpt-big",
+        "max_tokens": 5,
+    }
     assert model_profiles.apply(spec, profile) == {
-        "runtime": "openai", "base_url": "https://llm.example.com/v1", "model": "gpt-mini", "max_tokens": 100,
-        "model_profile_id": "mini", "temperature": 0.2,
-        "price": {"input_per_mtok_usd": "0.15", "output_per_mtok_usd": "0.60"}}
+        "runtime": "openai",
+        "base_url": "https://llm.example.com/v1",
+        "model": "gpt-mini",
+        "max_tokens": 100,
+        "model_profile_id": "mini",
+        "temperature": 0.2,
+        "price": {"input_per_mtok_usd": "0.15", "output_per_mtok_usd": "0.60"},
+    }
 
 
 def test_what_a_profile_may_not_hold(c: FakeContainer) -> None:
@@ -54,15 +89,17 @@ def test_what_a_profile_may_not_hold(c: FakeContainer) -> None:
         model_profiles.create(c, ACME, model_profile_id="p", model="other")
 
 
-def test_removing_is_refused_while_a_queued_or_running_run_has_an_arm_on_it(c: FakeContainer) -> None:
+def test_removing_is_refused_while_a_queued_or_running_run_has_an_arm_on_it(
+    c: FakeContainer,
+) -> None:
     model_profiles.create(c, ACME, model_profile_id="mini", model="gpt-mini")
     c.runs.add(_run("r1", "running", "big", "mini"))
     c.runs.add(_run("r2", "queued", "mini"))
-    c.runs.add(_run("r3", "completed", "mini"))     # ended: holds nothing
+    c.runs.add(_run("r3", "completed", "mini"))  # ended: holds nothing
     with pytest.raises(ConflictError) as refused:
         model_profiles.delete(c, ACME, "mini")
     assert refused.value.field == "model_profile_id"
-    assert refused.value.details["run_ids"] == ["r2", "r1"]    # newest first
+    assert refused.value.details["run_ids"] == ["r2", "r1"]  # newest first
     assert refused.value.message == "model profile mini is used by eval run r2 (queued or running)"
     assert c.model_profiles.get("acme", "mini").model == "gpt-mini"
 

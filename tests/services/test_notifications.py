@@ -15,8 +15,9 @@ ANA = Identity("acme", "ana@example.com")
 
 
 def _tell(c: FakeContainer, user_id: str, title: str = "t", body: str = "b") -> str:
-    return notifications.notify(c, "acme", user_id, kind="suite_result", title=title, body=body,
-                                links={"suite_id": "s1"}).notification_id
+    return notifications.notify(
+        c, "acme", user_id, kind="suite_result", title=title, body=body, links={"suite_id": "s1"}
+    ).notification_id
 
 
 def test_an_address_is_emailed_by_default_and_a_plain_user_id_is_not(c: FakeContainer) -> None:
@@ -32,7 +33,9 @@ def test_email_turned_off_leaves_the_notice_in_the_center_only(c: FakeContainer)
     _tell(c, ANA.user_id)
     assert c.mailer.sent == []
     assert len(notifications.list_for(c, ANA)) == 1
-    assert notifications.set_email(c, Identity("acme", "bob"), True) == EmailSetting(email=False, address=None)
+    assert notifications.set_email(c, Identity("acme", "bob"), True) == EmailSetting(
+        email=False, address=None
+    )
 
 
 def test_a_mail_that_cannot_be_sent_keeps_the_notice(c: FakeContainer) -> None:
@@ -47,10 +50,15 @@ def test_a_notice_is_read_once_marked_and_only_by_its_recipient(c: FakeContainer
     c.clock.at = c.clock.at.replace(minute=1)
     second = _tell(c, ANA.user_id)
     notifications.mark_read(c, ANA, first)
-    assert [n.notification_id for n in notifications.list_for(c, ANA)] == [second, first]   # newest first
+    assert [n.notification_id for n in notifications.list_for(c, ANA)] == [
+        second,
+        first,
+    ]  # newest first
     assert [n.notification_id for n in notifications.list_for(c, ANA, unread=True)] == [second]
     with pytest.raises(NotFoundError):
-        notifications.mark_read(c, Identity("globex", ANA.user_id), second)   # the same user, another org
+        notifications.mark_read(
+            c, Identity("globex", ANA.user_id), second
+        )  # the same user, another org
     with pytest.raises(NotFoundError):
         notifications.mark_read(c, ANA, "n-unknown")
 

@@ -15,7 +15,9 @@ from chalicelib.services import event_handlers, run_case, slots
 from tests.fakes import FakeContainer
 from tests.fakes.ledger import a_run
 
-PASSED = run_case.AttemptResult(AttemptState.PASSED, answer="4", cost_micros=20, input_tokens=7, output_tokens=3)
+PASSED = run_case.AttemptResult(
+    AttemptState.PASSED, answer="4", cost_micros=20, input_tokens=7, output_tokens=3
+)
 
 
 def no_pause() -> None:
@@ -42,28 +44,46 @@ def wired() -> Iterator[None]:
     yield
 
 
-def test_a_recorded_attempt_passes_its_slot_to_the_next_task(c: FakeContainer, events: list[Event]) -> None:
+def test_a_recorded_attempt_passes_its_slot_to_the_next_task(
+    c: FakeContainer, events: list[Event]
+) -> None:
     _org(c, 6)
     _started(c, "r1", cases=3, limit=1)
     assert _sent(c) == [("r1", "c1")]
-    assert run_case.record(c, c.runs.get_for_org("acme", "r1"), Task("candidate", "c1", 1), PASSED, pause=no_pause)
+    assert run_case.record(
+        c, c.runs.get_for_org("acme", "r1"), Task("candidate", "c1", 1), PASSED, pause=no_pause
+    )
     run = c.runs.get_for_org("acme", "r1")
-    assert (run.status, run.next_index, run.slots, run.recorded, run.passed, run.cost_micros) == \
-        ("running", 2, 1, 1, 1, 20)
-    assert c.orgs.get("acme").in_flight == 1            # the slot moved on: none was freed or taken
+    assert (run.status, run.next_index, run.slots, run.recorded, run.passed, run.cost_micros) == (
+        "running",
+        2,
+        1,
+        1,
+        1,
+        20,
+    )
+    assert c.orgs.get("acme").in_flight == 1  # the slot moved on: none was freed or taken
     assert _sent(c) == [("r1", "c1"), ("r1", "c2")]
     assert c.runs.get_attempt("acme", "r1", "candidate#c1#001").successor == {
-        "org_id": "acme", "run_id": "r1", "arm_id": "candidate", "case_id": "c2", "attempt": 1}
-    assert events == []                                  # nothing released
+        "org_id": "acme",
+        "run_id": "r1",
+        "arm_id": "candidate",
+        "case_id": "c2",
+        "attempt": 1,
+    }
+    assert events == []  # nothing released
 
 
-def test_a_redelivered_task_counts_once_and_sends_its_successor_again(c: FakeContainer, events: list[Event]) -> None:
+def test_a_redelivered_task_counts_once_and_sends_its_successor_again(
+    c: FakeContainer, events: list[Event]
+) -> None:
     _org(c, 6)
     _started(c, "r1", cases=3, limit=1)
     run = c.runs.get_for_org("acme", "r1")
     assert run_case.record(c, run, Task("candidate", "c1", 1), PASSED, pause=no_pause)
-    assert not run_case.record(c, c.runs.get_for_org("acme", "r1"), Task("candidate", "c1", 1), PASSED,
-                               pause=no_pause)
+    assert not run_case.record(
+        c, c.runs.get_for_org("acme", "r1"), Task("candidate", "c1", 1), PASSED, pause=no_pause
+    )
     run = c.runs.get_for_org("acme", "r1")
     assert (run.recorded, run.passed, run.next_index) == (1, 1, 2)
     # The successor c2 was never recorded: its message may have been lost, so it goes again.
@@ -75,35 +95,41 @@ def test_a_run_waiting_for_a_slot_gets_the_one_released(c: FakeContainer, wired:
     _org(c, 1)
     _started(c, "rA", cases=2, limit=2, created_at="2026-12-01T08:00:00.000Z")
     _started(c, "rB", cases=2, created_at="2026-12-01T08:00:01.000Z")
-    assert _sent(c) == [("rA", "c1")]                    # the organization's one slot
+    assert _sent(c) == [("rA", "c1")]  # the organization's one slot
     assert c.runs.get_for_org("acme", "rB").status == RunStatus.QUEUED
     assert c.orgs.get("acme").waiting == ["rA", "rB"]
     # rA's first case passes its slot to rA's second case; rA's second case has nothing to pass it to.
-    run_case.record(c, c.runs.get_for_org("acme", "rA"), Task("candidate", "c1", 1), PASSED, pause=no_pause)
-    run_case.record(c, c.runs.get_for_org("acme", "rA"), Task("candidate", "c2", 1), PASSED, pause=no_pause)
+    run_case.record(
+        c, c.runs.get_for_org("acme", "rA"), Task("candidate", "c1", 1), PASSED, pause=no_pause
+    )
+    run_case.record(
+        c, c.runs.get_for_org("acme", "rA"), Task("candidate", "c2", 1), PASSED, pause=no_pause
+    )
     a, b = c.runs.get_for_org("acme", "rA"), c.runs.get_for_org("acme", "rB")
     assert (a.status, a.slots, a.recorded) == ("completed", 0, 2)
     assert (b.status, b.slots, b.next_index) == ("running", 1, 1)
     assert _sent(c) == [("rA", "c1"), ("rA", "c2"), ("rB", "c1")]
     assert c.orgs.get("acme").in_flight == 1
-    assert c.orgs.get("acme").waiting == ["rB"]          # rB has a case left to start
+    assert c.orgs.get("acme").waiting == ["rB"]  # rB has a case left to start
 
 
-def test_the_organization_limit_holds_across_its_runs(c: FakeContainer, events: list[Event]) -> None:
+def test_the_organization_limit_holds_across_its_runs(
+    c: FakeContainer, events: list[Event]
+) -> None:
     _org(c, 2)
     _started(c, "rX", cases=5, limit=3)
     _started(c, "rY", cases=5, limit=3)
     x, y = c.runs.get_for_org("acme", "rX"), c.runs.get_for_org("acme", "rY")
     assert (x.slots, y.slots, c.orgs.get("acme").in_flight) == (2, 0, 2)
     assert (x.status, y.status) == ("running", "queued")
-    assert slots.assign_free_slots(c, "acme", pause=no_pause) == 0   # the tick finds nothing free
+    assert slots.assign_free_slots(c, "acme", pause=no_pause) == 0  # the tick finds nothing free
     run_case.record(c, x, Task("candidate", "c1", 1), PASSED, pause=no_pause)
-    assert c.orgs.get("acme").in_flight == 2                         # passed within rX, not to rY
+    assert c.orgs.get("acme").in_flight == 2  # passed within rX, not to rY
     assert c.runs.get_for_org("acme", "rY").slots == 0
     c.orgs.set_limit("acme", 3)
-    assert slots.assign_free_slots(c, "acme", pause=no_pause) == 1   # rX holds 2 of its 3: one more
+    assert slots.assign_free_slots(c, "acme", pause=no_pause) == 1  # rX holds 2 of its 3: one more
     assert (c.runs.get_for_org("acme", "rX").slots, c.orgs.get("acme").in_flight) == (3, 3)
-    assert c.orgs.get("acme").waiting == ["rY"]          # rX at its own limit left the line
+    assert c.orgs.get("acme").waiting == ["rY"]  # rX at its own limit left the line
 
 
 def test_a_claim_lost_to_another_worker_is_decided_again_on_what_it_left(c: FakeContainer) -> None:
@@ -111,22 +137,28 @@ def test_a_claim_lost_to_another_worker_is_decided_again_on_what_it_left(c: Fake
     c.runs.create(a_run("r1", cases=5, limit=3))
     c.orgs.add_waiting("acme", "r1", 0)
     # Between this caller's read and its claim of 3 tasks, another takes one of them.
-    c.runs.meanwhile.append(lambda: c.runs.claim_tasks(c.runs.get_for_org("acme", "r1"), 1, "acme", 3, 1, "t"))
+    c.runs.meanwhile.append(
+        lambda: c.runs.claim_tasks(c.runs.get_for_org("acme", "r1"), 1, "acme", 3, 1, "t")
+    )
     assert slots.assign_free_slots(c, "acme", pause=no_pause) == 2
     run = c.runs.get_for_org("acme", "r1")
     assert (run.next_index, run.slots, c.orgs.get("acme").in_flight) == (3, 3, 3)
-    assert _sent(c) == [("r1", "c2"), ("r1", "c3")]     # task 0 is the other worker's to send
+    assert _sent(c) == [("r1", "c2"), ("r1", "c3")]  # task 0 is the other worker's to send
 
 
-def test_a_recording_whose_claim_was_taken_claims_the_next_task_instead(c: FakeContainer,
-                                                                        events: list[Event]) -> None:
+def test_a_recording_whose_claim_was_taken_claims_the_next_task_instead(
+    c: FakeContainer, events: list[Event]
+) -> None:
     _org(c, 6)
     _started(c, "r1", cases=4, limit=2)
     assert _sent(c) == [("r1", "c1"), ("r1", "c2")]
     first_read = c.runs.get_for_org("acme", "r1")
     # c2's worker records first and claims c3: c1's claim of c3, decided on its read, loses.
-    c.runs.meanwhile.append(lambda: run_case.record(c, c.runs.get_for_org("acme", "r1"), Task("candidate", "c2", 1),
-                                                    PASSED, pause=no_pause))
+    c.runs.meanwhile.append(
+        lambda: run_case.record(
+            c, c.runs.get_for_org("acme", "r1"), Task("candidate", "c2", 1), PASSED, pause=no_pause
+        )
+    )
     assert run_case.record(c, first_read, Task("candidate", "c1", 1), PASSED, pause=no_pause)
     run = c.runs.get_for_org("acme", "r1")
     assert (run.recorded, run.next_index, run.slots) == (2, 4, 2)
@@ -134,9 +166,13 @@ def test_a_recording_whose_claim_was_taken_claims_the_next_task_instead(c: FakeC
     assert c.runs.get_attempt("acme", "r1", "candidate#c1#001").successor["case_id"] == "c4"
 
 
-def test_a_task_recorded_after_the_last_claim_gives_its_slot_back(c: FakeContainer, events: list[Event]) -> None:
+def test_a_task_recorded_after_the_last_claim_gives_its_slot_back(
+    c: FakeContainer, events: list[Event]
+) -> None:
     _org(c, 6)
     _started(c, "r1", cases=1)
-    run_case.record(c, c.runs.get_for_org("acme", "r1"), Task("candidate", "c1", 1), PASSED, pause=no_pause)
+    run_case.record(
+        c, c.runs.get_for_org("acme", "r1"), Task("candidate", "c1", 1), PASSED, pause=no_pause
+    )
     assert (c.runs.get_for_org("acme", "r1").slots, c.orgs.get("acme").in_flight) == (0, 0)
     assert events == [SlotReleased("acme", "r1")]

@@ -20,7 +20,7 @@ from chalicelib.services import environments, suites
 from tests.fakes import START, FakeContainer
 
 ANA = Identity("acme", "ana@example.com")
-NOW_MS = epoch_ms(START)   # 2026-12-01T09:00:00Z
+NOW_MS = epoch_ms(START)  # 2026-12-01T09:00:00Z
 NO_VERSION = "its environment serves no published version of the agent to check"
 BUSY = {"active_run_id": "r0", "active_trigger": {"kind": "manual", "version": 1, "run_id": "r0"}}
 """A suite with a run going (of version 1): what is triggered waits."""
@@ -30,9 +30,18 @@ def _suite(c: FakeContainer, suite_id: str = "s1", **fields: Any) -> Suite:
     """A suite of agent `a` checking what `prod` serves, owned by ana; `prod` serves nothing yet."""
     if not c.environments.list("acme"):
         environments.create(c, ANA, environment_id="prod")
-    suite = Suite(suite_id=suite_id, org_id="acme", agent_id="a", name="nightly", dataset_id="d",
-                  environment_id="prod", owner=ANA.user_id, created_at="2026-12-01T08:00:00.000Z",
-                  updated_at="2026-12-01T08:00:00.000Z#00000000", **fields)
+    suite = Suite(
+        suite_id=suite_id,
+        org_id="acme",
+        agent_id="a",
+        name="nightly",
+        dataset_id="d",
+        environment_id="prod",
+        owner=ANA.user_id,
+        created_at="2026-12-01T08:00:00.000Z",
+        updated_at="2026-12-01T08:00:00.000Z#00000000",
+        **fields,
+    )
     c.suites.create(suite)
     return suite
 
@@ -44,100 +53,182 @@ def _kept(c: FakeContainer, suite_id: str = "s1") -> Suite:
 
 
 def _waiting(due_at_ms: int, *, version: int | None = None, kind: str = "manual") -> dict[str, Any]:
-    return {"kind": kind, "kinds": [kind], "version": version, "by": None, "baseline_version": None,
-            "promotion_id": None, "due_at_ms": due_at_ms, "at": "2026-12-01T08:59:00.000Z"}
+    return {
+        "kind": kind,
+        "kinds": [kind],
+        "version": version,
+        "by": None,
+        "baseline_version": None,
+        "promotion_id": None,
+        "due_at_ms": due_at_ms,
+        "at": "2026-12-01T08:59:00.000Z",
+    }
 
 
-def test_a_trigger_for_a_waiting_version_is_absorbed_and_the_run_going_answers_its_own(c: FakeContainer) -> None:
+def test_a_trigger_for_a_waiting_version_is_absorbed_and_the_run_going_answers_its_own(
+    c: FakeContainer,
+) -> None:
     suite = _suite(c, **BUSY)
     assert suites.trigger(c, suite, TriggerKind.DEPENDENCY, version=2, delay_s=60)
     assert suites.trigger(c, suite, TriggerKind.MANUAL, version=2, by="bob")
     assert suites.trigger(c, suite, TriggerKind.PUBLISH, version=3, baseline_version=2)
-    assert suites.trigger(c, suite, TriggerKind.MANUAL, version=1)           # the run going checks 1
-    assert suites.trigger(c, suite, TriggerKind.GATE, version=1, promotion_id="p1")   # a gate is not answered
+    assert suites.trigger(c, suite, TriggerKind.MANUAL, version=1)  # the run going checks 1
+    assert suites.trigger(
+        c, suite, TriggerKind.GATE, version=1, promotion_id="p1"
+    )  # a gate is not answered
     kept = _kept(c)
-    assert [(p["version"], p["kind"], p["kinds"], p["due_at_ms"], p["by"]) for p in kept.pending] == [
-        (2, "dependency", ["dependency", "manual"], NOW_MS, "bob"),   # the earlier due time of the two
+    assert [
+        (p["version"], p["kind"], p["kinds"], p["due_at_ms"], p["by"]) for p in kept.pending
+    ] == [
+        (
+            2,
+            "dependency",
+            ["dependency", "manual"],
+            NOW_MS,
+            "bob",
+        ),  # the earlier due time of the two
         (3, "publish", ["publish"], NOW_MS, None),
-        (1, "gate", ["gate"], NOW_MS, None)]
+        (1, "gate", ["gate"], NOW_MS, None),
+    ]
     assert kept.due_at_ms == NOW_MS
-    assert kept.active_run_id == "r0"   # one run at a time: nothing started
+    assert kept.active_run_id == "r0"  # one run at a time: nothing started
 
 
-def test_a_paused_suite_takes_no_trigger_even_when_paused_since_it_was_read(c: FakeContainer) -> None:
+def test_a_paused_suite_takes_no_trigger_even_when_paused_since_it_was_read(
+    c: FakeContainer,
+) -> None:
     suite = _suite(c)
-    c.suites.kept[("acme", "a", "s1")] = replace(suite, paused=True, paused_reason="by hand", updated_at="later")
+    c.suites.kept[("acme", "a", "s1")] = replace(
+        suite, paused=True, paused_reason="by hand", updated_at="later"
+    )
     assert suites.trigger(c, suite, TriggerKind.MANUAL, version=2) is False
     kept = _kept(c)
     assert (kept.pending, kept.due_at_ms, c.suites.results("acme", "a", "s1")) == ([], None, [])
-    assert suites.trigger(c, replace(suite, suite_id="gone"), TriggerKind.MANUAL, version=2) is False
+    assert (
+        suites.trigger(c, replace(suite, suite_id="gone"), TriggerKind.MANUAL, version=2) is False
+    )
 
 
-def test_pausing_drops_the_waiting_triggers_and_refuses_the_gates_among_them(c: FakeContainer,
-                                                                              events: list[Event]) -> None:
+def test_pausing_drops_the_waiting_triggers_and_refuses_the_gates_among_them(
+    c: FakeContainer, events: list[Event]
+) -> None:
     stale = _suite(c, **BUSY)
     suites.trigger(c, stale, TriggerKind.GATE, version=2, promotion_id="p1", baseline_version=1)
     suites.trigger(c, stale, TriggerKind.MANUAL, version=3)
-    suites.pause(c, stale, "maintenance")   # given the suite as read before the triggers
+    suites.pause(c, stale, "maintenance")  # given the suite as read before the triggers
     kept = _kept(c)
-    assert (kept.paused, kept.paused_reason, kept.pending, kept.due_at_ms) == (True, "maintenance", [], None)
-    assert events == [GateDropped("acme", "a", "p1", "guard s1 was paused before it checked the version: maintenance")]
+    assert (kept.paused, kept.paused_reason, kept.pending, kept.due_at_ms) == (
+        True,
+        "maintenance",
+        [],
+        None,
+    )
+    assert events == [
+        GateDropped(
+            "acme", "a", "p1", "guard s1 was paused before it checked the version: maintenance"
+        )
+    ]
 
 
 def test_advance_loses_its_claim_to_another_worker_and_starts_nothing(c: FakeContainer) -> None:
     _suite(c, pending=[_waiting(NOW_MS - 1000)], due_at_ms=NOW_MS - 1000)
 
     def other_claims(s: Suite) -> Suite:
-        return replace(s, pending=[], active_run_id=suites.STARTING,
-                       active_trigger={**s.pending[0], "claimed_at_ms": NOW_MS}, due_at_ms=NOW_MS + 300_000)
+        return replace(
+            s,
+            pending=[],
+            active_run_id=suites.STARTING,
+            active_trigger={**s.pending[0], "claimed_at_ms": NOW_MS},
+            due_at_ms=NOW_MS + 300_000,
+        )
 
     c.suites.interfere(other_claims)
     assert suites.advance(c, "acme", "a", "s1") is None
     kept = _kept(c)
     assert (kept.active_run_id, kept.pending, kept.due_at_ms) == ("starting", [], NOW_MS + 300_000)
-    assert c.suites.results("acme", "a", "s1") == []   # the other worker's start: not done twice
+    assert c.suites.results("acme", "a", "s1") == []  # the other worker's start: not done twice
     assert c.suites.lost == 1
 
 
 def test_advance_claims_again_after_an_unrelated_write_and_a_trigger_that_cannot_run_is_not_run(
-        c: FakeContainer) -> None:
+    c: FakeContainer,
+) -> None:
     _suite(c, pending=[_waiting(NOW_MS - 1000)], due_at_ms=NOW_MS - 1000)
     c.suites.interfere(lambda s: replace(s, name="renamed"))
-    assert suites.advance(c, "acme", "a", "s1") is None   # nothing started: prod serves no version
+    assert suites.advance(c, "acme", "a", "s1") is None  # nothing started: prod serves no version
     [result] = c.suites.results("acme", "a", "s1")
-    assert (result.result, result.reasons, result.trigger["kind"], result.run_id) == ("not_run", [NO_VERSION],
-                                                                                      "manual", None)
+    assert (result.result, result.reasons, result.trigger["kind"], result.run_id) == (
+        "not_run",
+        [NO_VERSION],
+        "manual",
+        None,
+    )
     kept = _kept(c)
-    assert kept.name == "renamed"   # the other worker's write stands
-    assert (kept.active_run_id, kept.active_trigger, kept.pending, kept.due_at_ms) == (None, None, [], None)
-    assert kept.last_result["result"] == "not_run" and kept.last_result["result_id"] == result.result_id
+    assert kept.name == "renamed"  # the other worker's write stands
+    assert (kept.active_run_id, kept.active_trigger, kept.pending, kept.due_at_ms) == (
+        None,
+        None,
+        [],
+        None,
+    )
+    assert (
+        kept.last_result["result"] == "not_run"
+        and kept.last_result["result_id"] == result.result_id
+    )
     assert c.suites.lost == 1
 
 
-def test_the_tick_fires_a_missed_schedule_once_on_its_local_clock_and_never_while_paused(c: FakeContainer) -> None:
+def test_the_tick_fires_a_missed_schedule_once_on_its_local_clock_and_never_while_paused(
+    c: FakeContainer,
+) -> None:
     daily = {"cron": "0 6 * * *", "timezone": "UTC"}
-    toronto = {"cron": "0 6 * * *", "timezone": "America/Toronto"}   # 06:00 EST is 11:00 UTC
-    _suite(c, "utc", triggers={"schedule": daily}, **BUSY,
-           next_fire_at_ms=epoch_ms(datetime(2026, 11, 29, 6, tzinfo=UTC)))   # three fires missed
-    _suite(c, "toronto", triggers={"schedule": toronto}, **BUSY,
-           next_fire_at_ms=epoch_ms(datetime(2026, 11, 30, 11, tzinfo=UTC)))
-    _suite(c, "paused", triggers={"schedule": daily}, paused=True,
-           next_fire_at_ms=epoch_ms(datetime(2026, 12, 1, 6, tzinfo=UTC)))
+    toronto = {"cron": "0 6 * * *", "timezone": "America/Toronto"}  # 06:00 EST is 11:00 UTC
+    _suite(
+        c,
+        "utc",
+        triggers={"schedule": daily},
+        **BUSY,
+        next_fire_at_ms=epoch_ms(datetime(2026, 11, 29, 6, tzinfo=UTC)),
+    )  # three fires missed
+    _suite(
+        c,
+        "toronto",
+        triggers={"schedule": toronto},
+        **BUSY,
+        next_fire_at_ms=epoch_ms(datetime(2026, 11, 30, 11, tzinfo=UTC)),
+    )
+    _suite(
+        c,
+        "paused",
+        triggers={"schedule": daily},
+        paused=True,
+        next_fire_at_ms=epoch_ms(datetime(2026, 12, 1, 6, tzinfo=UTC)),
+    )
     assert suites.tick(c) == {"fired": 2, "started": 0, "cleared": 0}
     assert _kept(c, "utc").next_fire_at_ms == epoch_ms(datetime(2026, 12, 2, 6, tzinfo=UTC))
     assert _kept(c, "toronto").next_fire_at_ms == epoch_ms(datetime(2026, 12, 1, 11, tzinfo=UTC))
     assert _kept(c, "paused").next_fire_at_ms == epoch_ms(datetime(2026, 12, 2, 6, tzinfo=UTC))
     assert [(p["kind"], p["version"]) for p in _kept(c, "utc").pending] == [("schedule", None)]
     assert _kept(c, "paused").pending == []
-    assert suites.tick(c) == {"fired": 0, "started": 0, "cleared": 0}   # nothing due again before 11:00
+    assert suites.tick(c) == {
+        "fired": 0,
+        "started": 0,
+        "cleared": 0,
+    }  # nothing due again before 11:00
 
 
 def test_the_tick_puts_back_the_trigger_of_a_start_that_died(c: FakeContainer) -> None:
-    claimed = NOW_MS - suites.STALE_START_MS   # five minutes ago, and no run written since
-    _suite(c, active_run_id=suites.STARTING, active_trigger={**_waiting(claimed - 1), "claimed_at_ms": claimed},
-           due_at_ms=claimed)
+    claimed = NOW_MS - suites.STALE_START_MS  # five minutes ago, and no run written since
+    _suite(
+        c,
+        active_run_id=suites.STARTING,
+        active_trigger={**_waiting(claimed - 1), "claimed_at_ms": claimed},
+        due_at_ms=claimed,
+    )
     assert suites.tick(c) == {"fired": 0, "started": 0, "cleared": 1}
-    [result] = c.suites.results("acme", "a", "s1")   # tried again: this time it says why it cannot run
+    [result] = c.suites.results(
+        "acme", "a", "s1"
+    )  # tried again: this time it says why it cannot run
     assert (result.result, result.reasons) == ("not_run", [NO_VERSION])
     assert (_kept(c).active_run_id, _kept(c).due_at_ms) == (None, None)
 
@@ -149,28 +240,44 @@ def test_a_bad_result_tells_the_owner_once_until_a_good_one(c: FakeContainer) ->
     assert [r.result for r in c.suites.results("acme", "a", "s1")] == ["not_run", "not_run"]
     [notice] = c.notifications.of("acme", ANA.user_id)
     assert notice.title == "Suite nightly: not run on version None"
-    assert notice.body.splitlines() == ["Suite nightly of agent a came out not_run on version None.",
-                                        f"- {NO_VERSION}"]
+    assert notice.body.splitlines() == [
+        "Suite nightly of agent a came out not_run on version None.",
+        f"- {NO_VERSION}",
+    ]
     assert notice.emailed and [to for to, _, _ in c.mailer.sent] == [ANA.user_id]
     assert _kept(c).notified == {"None": True}
-    suites._record(c, _kept(c), {"kind": "manual", "version": None}, None,  # noqa: SLF001 - a passed result
-                   SuiteDecision(SuiteResult.PASSED), started="2026-12-01T09:00:00.000Z")
+    suites._record(
+        c,
+        _kept(c),
+        {"kind": "manual", "version": None},
+        None,  # noqa: SLF001 - a passed result
+        SuiteDecision(SuiteResult.PASSED),
+        started="2026-12-01T09:00:00.000Z",
+    )
     assert _kept(c).notified == {"None": False}
     suites.trigger(c, suite, TriggerKind.MANUAL, version=None)
     assert len(c.notifications.of("acme", ANA.user_id)) == 2
 
 
-def test_whoever_changes_a_suite_owns_it_and_a_lost_write_is_decided_again(c: FakeContainer) -> None:
-    c.agents.seed("acme", "a")   # no published version yet: the price says so
+def test_whoever_changes_a_suite_owns_it_and_a_lost_write_is_decided_again(
+    c: FakeContainer,
+) -> None:
+    c.agents.seed("acme", "a")  # no published version yet: the price says so
     _suite(c, notified={"1": True})
     c.suites.interfere(lambda s: replace(s, last_result={"result": "passed"}))
     bob = Identity("acme", "bob")
     changed, price = suites.update(c, bob, "a", "s1", {"name": "renamed"})
     at = iso(START)
-    assert (changed.name, changed.owner, changed.notified) == ("renamed", "bob", {})   # bob is told from now on
-    assert changed.history == [{"at": at, "by": "bob", "change": "owner", "old": ANA.user_id, "new": "bob"},
-                               {"at": at, "by": "bob", "change": "updated", "fields": ["name"]}]
-    assert changed.last_result == {"result": "passed"}   # the other worker's write stands
+    assert (changed.name, changed.owner, changed.notified) == (
+        "renamed",
+        "bob",
+        {},
+    )  # bob is told from now on
+    assert changed.history == [
+        {"at": at, "by": "bob", "change": "owner", "old": ANA.user_id, "new": "bob"},
+        {"at": at, "by": "bob", "change": "updated", "fields": ["name"]},
+    ]
+    assert changed.last_result == {"result": "passed"}  # the other worker's write stands
     assert changed.updated_at.startswith(f"{at}#")
     assert price == suites.SuitePrice(note="the agent has no published version to check yet")
     c.suites.interfere(*[lambda s: replace(s, name="theirs")] * 10)
@@ -183,8 +290,10 @@ def test_a_publish_is_taken_once_per_suite(c: FakeContainer) -> None:
     _suite(c, triggers={"on_publish": True}, **BUSY)
     _suite(c, "manual-only", **BUSY)
     suites.on_published(c, "acme", "a", 2)
-    suites.on_published(c, "acme", "a", 2)   # a redelivered publish event
+    suites.on_published(c, "acme", "a", 2)  # a redelivered publish event
     kept = _kept(c)
     assert kept.published_seen == [2]
-    assert [(p["kind"], p["version"], p["baseline_version"]) for p in kept.pending] == [("publish", 2, 1)]
+    assert [(p["kind"], p["version"], p["baseline_version"]) for p in kept.pending] == [
+        ("publish", 2, 1)
+    ]
     assert _kept(c, "manual-only").pending == []

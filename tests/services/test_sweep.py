@@ -22,13 +22,23 @@ def _org(c: FakeContainer, in_flight: int) -> None:
     c.orgs.kept["acme"] = replace(c.orgs.kept["acme"], in_flight=in_flight)
 
 
-def _running(run_id: str, *, beat_minutes_ago: float, next_index: int, slots: int, recorded: int = 0) -> Run:
-    return a_run(run_id, cases=3, status="running", heartbeat_at_ms=NOW_MS - int(beat_minutes_ago * MINUTE_MS),
-                 next_index=next_index, slots=slots, recorded=recorded)
+def _running(
+    run_id: str, *, beat_minutes_ago: float, next_index: int, slots: int, recorded: int = 0
+) -> Run:
+    return a_run(
+        run_id,
+        cases=3,
+        status="running",
+        heartbeat_at_ms=NOW_MS - int(beat_minutes_ago * MINUTE_MS),
+        next_index=next_index,
+        slots=slots,
+        recorded=recorded,
+    )
 
 
 def test_an_abandoned_running_run_is_failed_and_its_slots_freed_and_a_fresh_one_is_not(
-        c: FakeContainer, events: list[Event]) -> None:
+    c: FakeContainer, events: list[Event]
+) -> None:
     _org(c, in_flight=3)
     c.runs.add(_running("old", beat_minutes_ago=11, next_index=3, slots=2, recorded=1))
     c.runs.add_attempt("acme", an_attempt("c1", "passed", run_id="old"))
@@ -41,46 +51,71 @@ def test_an_abandoned_running_run_is_failed_and_its_slots_freed_and_a_fresh_one_
     assert c.orgs.get("acme").in_flight == 1
     # The cases it was running are failed; what it recorded stays as it was.
     assert [(a.case_id, a.state, a.reason) for a in c.runs.attempts("acme", "old")] == [
-        ("c1", "passed", ""), ("c2", "failed", "the run was abandoned while this case ran"),
-        ("c3", "failed", "the run was abandoned while this case ran")]
+        ("c1", "passed", ""),
+        ("c2", "failed", "the run was abandoned while this case ran"),
+        ("c3", "failed", "the run was abandoned while this case ran"),
+    ]
     assert events == [RunEnded("acme", "old")]
-    assert sweep.sweep(c).failed == []                   # swept once: nothing is freed twice
+    assert sweep.sweep(c).failed == []  # swept once: nothing is freed twice
     assert c.orgs.get("acme").in_flight == 1
 
 
 def test_a_run_that_heartbeats_between_the_sweep_s_read_and_its_write_is_left_running(
-        c: FakeContainer, events: list[Event]) -> None:
+    c: FakeContainer, events: list[Event]
+) -> None:
     _org(c, in_flight=2)
     c.runs.add(_running("slow", beat_minutes_ago=11, next_index=2, slots=2))
     c.runs.meanwhile.append(lambda: c.runs.beat("acme", "slow", NOW_MS))
     assert sweep.sweep(c).failed == []
-    assert (c.runs.get_for_org("acme", "slow").status, c.orgs.get("acme").in_flight) == ("running", 2)
+    assert (c.runs.get_for_org("acme", "slow").status, c.orgs.get("acme").in_flight) == (
+        "running",
+        2,
+    )
     assert events == []
 
 
-def test_a_queued_run_nothing_will_start_is_failed_but_one_in_line_waits(c: FakeContainer,
-                                                                         events: list[Event]) -> None:
+def test_a_queued_run_nothing_will_start_is_failed_but_one_in_line_waits(
+    c: FakeContainer, events: list[Event]
+) -> None:
     _org(c, in_flight=0)
     stale = NOW_MS - 11 * MINUTE_MS
     c.runs.add(a_run("lost", heartbeat_at_ms=stale))
     c.runs.add(a_run("in-line", heartbeat_at_ms=stale))
-    c.orgs.set_limit("acme", 0)                          # no slot free: the tick starts nothing
+    c.orgs.set_limit("acme", 0)  # no slot free: the tick starts nothing
     c.orgs.add_waiting("acme", "in-line", stale)
     assert sweep.sweep(c).failed == ["lost"]
     assert c.runs.get_for_org("acme", "lost").reason == "failed: nothing was left to run it"
     assert c.runs.get_for_org("acme", "in-line").status == "queued"
 
 
-def test_a_case_left_running_under_a_cancelled_run_is_failed_and_its_slot_freed(c: FakeContainer,
-                                                                                events: list[Event]) -> None:
+def test_a_case_left_running_under_a_cancelled_run_is_failed_and_its_slot_freed(
+    c: FakeContainer, events: list[Event]
+) -> None:
     _org(c, in_flight=1)
-    c.runs.add(a_run("gone", cases=2, status="cancelled", reason="cancelled by ana", next_index=2, slots=1,
-                     recorded=1, completed_at="2026-12-01T08:40:00.000Z",
-                     heartbeat_at_ms=NOW_MS - 20 * MINUTE_MS))
+    c.runs.add(
+        a_run(
+            "gone",
+            cases=2,
+            status="cancelled",
+            reason="cancelled by ana",
+            next_index=2,
+            slots=1,
+            recorded=1,
+            completed_at="2026-12-01T08:40:00.000Z",
+            heartbeat_at_ms=NOW_MS - 20 * MINUTE_MS,
+        )
+    )
     c.runs.add_attempt("acme", an_attempt("c1", "passed", run_id="gone"))
     assert sweep.sweep(c).released == ["gone"]
     gone = c.runs.get_for_org("acme", "gone")
     assert (gone.status, gone.reason, gone.completed_at, gone.slots) == (
-        "cancelled", "cancelled by ana", "2026-12-01T08:40:00.000Z", 0)
+        "cancelled",
+        "cancelled by ana",
+        "2026-12-01T08:40:00.000Z",
+        0,
+    )
     assert c.orgs.get("acme").in_flight == 0
-    assert c.runs.get_attempt("acme", "gone", "candidate#c2#001").reason == "its worker stopped after the run ended"
+    assert (
+        c.runs.get_attempt("acme", "gone", "candidate#c2#001").reason
+        == "its worker stopped after the run ended"
+    )

@@ -13,9 +13,14 @@ def tool_agent(request: dict[str, Any], options: dict[str, Any]) -> dict[str, An
     `options["wrong"]`, after `options["sleep_ms"]`."""
     time.sleep(float(options.get("sleep_ms", 0)) / 1000)
     wrong = request["case_id"] in options.get("wrong", [])
-    return {"answer": "41" if wrong else "42", "model": "tool-model-1",
-            "calls": [{"name": "lookup", "arguments": {"case": request["case_id"]}, "status": "intended"}],
-            "usage": {"input_tokens": 100, "output_tokens": 20}}
+    return {
+        "answer": "41" if wrong else "42",
+        "model": "tool-model-1",
+        "calls": [
+            {"name": "lookup", "arguments": {"case": request["case_id"]}, "status": "intended"}
+        ],
+        "usage": {"input_tokens": 100, "output_tokens": 20},
+    }
 
 
 _gates: dict[str, threading.Event] = {}

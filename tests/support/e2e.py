@@ -38,8 +38,11 @@ class Api:
 
     def dataset(self, cases: list[dict[str, Any]], required: list[str] | None = None) -> str:
         ds = self.ok("POST", "/api/v1/datasets", json={"name": "t"})
-        self.ok("POST", f"/api/v1/datasets/{ds['dataset_id']}/versions",
-                json={"scoring": {"required": required or ["equals"]}, "cases": cases})
+        self.ok(
+            "POST",
+            f"/api/v1/datasets/{ds['dataset_id']}/versions",
+            json={"scoring": {"required": required or ["equals"]}, "cases": cases},
+        )
         return ds["dataset_id"]
 
     def agent(self, spec: dict[str, Any], publish: int = 0) -> str:
@@ -49,22 +52,31 @@ class Api:
         return agent["agent_id"]
 
     def start(self, agent_id: str, dataset_id: str, **body: Any) -> dict[str, Any]:
-        return self.ok("POST", f"/api/v1/agents/{agent_id}/eval-runs",
-                       json={"dataset_id": dataset_id, "candidate": "draft", **body})
+        return self.ok(
+            "POST",
+            f"/api/v1/agents/{agent_id}/eval-runs",
+            json={"dataset_id": dataset_id, "candidate": "draft", **body},
+        )
 
-    def wait(self, run_id: str, timeout_s: float = 60.0, until: Callable[[dict], bool] | None = None) -> dict:
+    def wait(
+        self, run_id: str, timeout_s: float = 60.0, until: Callable[[dict], bool] | None = None
+    ) -> dict:
         """Poll the run's progress until it ended (or `until(progress)`); returns the progress."""
         deadline = time.monotonic() + timeout_s
         while True:
             p = self.ok("GET", f"/api/v1/eval-runs/{run_id}/progress")
-            if (until(p) if until else p["status"] not in ("queued", "running")):
+            if until(p) if until else p["status"] not in ("queued", "running"):
                 return p
             assert time.monotonic() < deadline, f"run {run_id} still {p} after {timeout_s} s"
             time.sleep(0.05)
 
 
-def sleepy_spec(sleep_ms: float = 0, probe: str | None = None, answer: str = "42",
-                answers: dict[str, str] | None = None) -> dict[str, Any]:
+def sleepy_spec(
+    sleep_ms: float = 0,
+    probe: str | None = None,
+    answer: str = "42",
+    answers: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """A `python` agent spec (bench.agents.sleepy) that sleeps, then answers."""
     options: dict[str, Any] = {"sleep_ms": sleep_ms, "answer": answer}
     if probe:
@@ -87,4 +99,6 @@ def wait_for(check: Callable[[], Any], timeout_s: float = 60.0, every_s: float =
 
 def cases(n: int, reference: str = "42") -> list[dict[str, Any]]:
     """`n` simple cases `c000..` expecting `reference`."""
-    return [{"case_id": f"c{i:03d}", "input": f"question {i}", "reference": reference} for i in range(n)]
+    return [
+        {"case_id": f"c{i:03d}", "input": f"question {i}", "reference": reference} for i in range(n)
+    ]

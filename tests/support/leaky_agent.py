@@ -28,5 +28,8 @@ def leaky(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
 
 def spec(payload: dict[str, Any]) -> dict[str, Any]:
     """The agent spec answering `payload` to every case."""
-    return {"runtime": "python", "entrypoint": "tests.support.leaky_agent:leaky",
-            "options": {"payload_b64": encode(payload)}}
+    return {
+        "runtime": "python",
+        "entrypoint": "tests.support.leaky_agent:leaky",
+        "options": {"payload_b64": encode(payload)},
+    }

@@ -13,23 +13,49 @@ from chalicelib.domain.baseline_rules import (
 
 HOUR = 3_600_000
 NOW = 100 * HOUR
-BASE = ArmRecord(run_id="r1", arm_id="candidate", version=3, spec_hash="h3", model="m", dataset_id="ds",
-                 dataset_version=2, scoring_hash="s", environment_id=None, completed_at_ms=NOW - 2 * HOUR,
-                 answered_here=True, every_case_answered=True)
+BASE = ArmRecord(
+    run_id="r1",
+    arm_id="candidate",
+    version=3,
+    spec_hash="h3",
+    model="m",
+    dataset_id="ds",
+    dataset_version=2,
+    scoring_hash="s",
+    environment_id=None,
+    completed_at_ms=NOW - 2 * HOUR,
+    answered_here=True,
+    every_case_answered=True,
+)
 ASK = dict(version=3, dataset_id="ds", scoring_hash="s", environment_id=None, model="m")
 
 
 def test_a_recent_matching_arm_is_reused_and_the_newest_wins():
     newer = replace(BASE, run_id="r2", completed_at_ms=NOW - HOUR)
-    assert reusable_baseline([BASE, newer], dataset_version=2, now_ms=NOW, cache_hours=24, **ASK) == newer
+    assert (
+        reusable_baseline([BASE, newer], dataset_version=2, now_ms=NOW, cache_hours=24, **ASK)
+        == newer
+    )
 
 
 def test_a_reused_baseline_must_match_every_condition():
-    for different in (dict(version=2), dict(dataset_version=1), dict(model="other"), dict(scoring_hash="s2"),
-                      dict(environment_id="staging"), dict(answered_here=False), dict(every_case_answered=False),
-                      dict(dataset_id="other"), dict(completed_at_ms=NOW - 25 * HOUR)):
-        assert reusable_baseline([replace(BASE, **different)], dataset_version=2, now_ms=NOW,
-                                 cache_hours=24, **ASK) is None, different
+    for different in (
+        dict(version=2),
+        dict(dataset_version=1),
+        dict(model="other"),
+        dict(scoring_hash="s2"),
+        dict(environment_id="staging"),
+        dict(answered_here=False),
+        dict(every_case_answered=False),
+        dict(dataset_id="other"),
+        dict(completed_at_ms=NOW - 25 * HOUR),
+    ):
+        assert (
+            reusable_baseline(
+                [replace(BASE, **different)], dataset_version=2, now_ms=NOW, cache_hours=24, **ASK
+            )
+            is None
+        ), different
 
 
 def test_the_cache_window_includes_its_edge():

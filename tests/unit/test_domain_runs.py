@@ -25,10 +25,17 @@ from chalicelib.domain.run_rules import (
 from chalicelib.domain.spec import canonical_json, spec_hash
 
 
-@pytest.mark.parametrize(("total", "passed", "word"), [
-    (0, 0, Verdict.NONE), (5, 5, Verdict.PASS), (5, 0, Verdict.FAIL), (5, 3, Verdict.PARTIAL),
-    (30, 28, Verdict.PARTIAL), (1, 1, Verdict.PASS),
-])
+@pytest.mark.parametrize(
+    ("total", "passed", "word"),
+    [
+        (0, 0, Verdict.NONE),
+        (5, 5, Verdict.PASS),
+        (5, 0, Verdict.FAIL),
+        (5, 3, Verdict.PARTIAL),
+        (30, 28, Verdict.PARTIAL),
+        (1, 1, Verdict.PASS),
+    ],
+)
 def test_the_verdict_word_comes_from_the_summed_totals(total, passed, word):
     assert verdict_word(total, passed) is word
 
@@ -37,18 +44,21 @@ def test_never_evaluated_is_none_not_fail():
     assert verdict_word(0, 0) is Verdict.NONE and Verdict.NONE.value == "none"
 
 
-@pytest.mark.parametrize(("tries", "settled"), [
-    ([S.PASSED], S.PASSED),
-    ([S.FAILED], S.FAILED),
-    ([S.PASSED, S.FAILED, S.FAILED], S.FAILED),
-    ([S.FAILED, S.PASSED, S.PASSED], S.PASSED),
-    ([S.PASSED, S.FAILED], S.INCOMPLETE),                  # a tie is incomplete
-    ([S.PASSED, S.INCOMPLETE, S.FAILED], S.INCOMPLETE),    # undecided tries do not vote
-    ([S.INCOMPLETE, S.PASSED], S.PASSED),
-    ([S.UNGRADED], S.UNGRADED),
-    ([S.INCOMPLETE, S.INCOMPLETE], S.INCOMPLETE),
-    ([], S.INCOMPLETE),
-])
+@pytest.mark.parametrize(
+    ("tries", "settled"),
+    [
+        ([S.PASSED], S.PASSED),
+        ([S.FAILED], S.FAILED),
+        ([S.PASSED, S.FAILED, S.FAILED], S.FAILED),
+        ([S.FAILED, S.PASSED, S.PASSED], S.PASSED),
+        ([S.PASSED, S.FAILED], S.INCOMPLETE),  # a tie is incomplete
+        ([S.PASSED, S.INCOMPLETE, S.FAILED], S.INCOMPLETE),  # undecided tries do not vote
+        ([S.INCOMPLETE, S.PASSED], S.PASSED),
+        ([S.UNGRADED], S.UNGRADED),
+        ([S.INCOMPLETE, S.INCOMPLETE], S.INCOMPLETE),
+        ([], S.INCOMPLETE),
+    ],
+)
 def test_a_case_settles_by_the_majority_of_its_decided_tries(tries, settled):
     assert settle(tries) is settled
 
@@ -56,8 +66,13 @@ def test_a_case_settles_by_the_majority_of_its_decided_tries(tries, settled):
 def test_tasks_put_every_arm_of_a_case_side_by_side_then_the_reruns():
     arms, case_ids = ["candidate", "baseline"], ["a", "b", "c"]
     assert [task_at(i, arms, case_ids) for i in range(6)] == [
-        Task("candidate", "a", 1), Task("baseline", "a", 1), Task("candidate", "b", 1),
-        Task("baseline", "b", 1), Task("candidate", "c", 1), Task("baseline", "c", 1)]
+        Task("candidate", "a", 1),
+        Task("baseline", "a", 1),
+        Task("candidate", "b", 1),
+        Task("baseline", "b", 1),
+        Task("candidate", "c", 1),
+        Task("baseline", "c", 1),
+    ]
     extra = [["candidate", "b", 2], ["baseline", "b", 2]]
     assert task_at(6, arms, case_ids, extra) == Task("candidate", "b", 2)
     assert task_at(7, arms, case_ids, extra).key == "baseline#b#002"
@@ -65,11 +80,22 @@ def test_tasks_put_every_arm_of_a_case_side_by_side_then_the_reruns():
         task_at(8, arms, case_ids, extra)
 
 
-@pytest.mark.parametrize(("run_limit", "held", "pending", "free", "k"), [
-    (3, 0, 100, 6, 3), (3, 0, 2, 6, 2), (3, 1, 100, 6, 2), (3, 0, 100, 1, 1), (3, 3, 5, 6, 0),
-    (3, 0, 0, 6, 0), (3, 0, 5, 0, 0), (3, 0, 5, -1, 0),
-])
-def test_a_run_claims_the_least_of_its_room_its_pending_tasks_and_the_free_slots(run_limit, held, pending, free, k):
+@pytest.mark.parametrize(
+    ("run_limit", "held", "pending", "free", "k"),
+    [
+        (3, 0, 100, 6, 3),
+        (3, 0, 2, 6, 2),
+        (3, 1, 100, 6, 2),
+        (3, 0, 100, 1, 1),
+        (3, 3, 5, 6, 0),
+        (3, 0, 0, 6, 0),
+        (3, 0, 5, 0, 0),
+        (3, 0, 5, -1, 0),
+    ],
+)
+def test_a_run_claims_the_least_of_its_room_its_pending_tasks_and_the_free_slots(
+    run_limit, held, pending, free, k
+):
     assert slots_to_claim(run_limit=run_limit, run_slots=held, pending=pending, org_free=free) == k
 
 
@@ -82,7 +108,16 @@ def test_percentiles_interpolate_between_ranks():
 
 def test_an_arm_summary_counts_cases_by_their_settled_state_and_keeps_the_first_pass_rate():
     attempts = [
-        AttemptFacts("a", 1, S.PASSED, score=1.0, cost_micros=1000, input_tokens=10, output_tokens=5, latency_ms=100),
+        AttemptFacts(
+            "a",
+            1,
+            S.PASSED,
+            score=1.0,
+            cost_micros=1000,
+            input_tokens=10,
+            output_tokens=5,
+            latency_ms=100,
+        ),
         AttemptFacts("b", 1, S.FAILED, cost_micros=1000, latency_ms=200),
         AttemptFacts("b", 2, S.PASSED, cost_micros=1000, latency_ms=300),
         AttemptFacts("b", 3, S.PASSED, cost_micros=1000, latency_ms=400),
@@ -92,28 +127,35 @@ def test_an_arm_summary_counts_cases_by_their_settled_state_and_keeps_the_first_
     ]
     s = summarize_arm(attempts, ["a", "b", "c", "d", "e"])
     assert (s.cases, s.passed, s.failed, s.incomplete, s.ungraded) == (5, 2, 1, 2, 0)
-    assert s.pass_rate == pytest.approx(2 / 3)          # over decided cases a, b, d
-    assert s.first_pass_rate == pytest.approx(1 / 3)    # first answers: a passed, b and d failed
+    assert s.pass_rate == pytest.approx(2 / 3)  # over decided cases a, b, d
+    assert s.first_pass_rate == pytest.approx(1 / 3)  # first answers: a passed, b and d failed
     assert s.crashed == 1
     assert s.cost_micros == 4000 and s.input_tokens == 10 and s.output_tokens == 5
     # Latency of every answer that came back (not the incomplete one): 0, 100, 200, 300, 400.
     assert s.latency_p50_ms == 200.0
-    assert s.latency_p95_ms == pytest.approx(380.0)     # rank 3.8: 300 + 0.8 * 100
+    assert s.latency_p95_ms == pytest.approx(380.0)  # rank 3.8: 300 + 0.8 * 100
     assert s.undecided_reasons == {"provider error after 3 tries": 1, "not answered": 1}
 
 
 def test_the_sweep_waits_the_full_abandoned_time():
     ten = 10 * 60_000
-    assert not is_stale_heartbeat(status=RunStatus.RUNNING, heartbeat_at_ms=0, now_ms=ten - 1,
-                                  abandoned_after_minutes=10)
-    assert is_stale_heartbeat(status=RunStatus.RUNNING, heartbeat_at_ms=0, now_ms=ten, abandoned_after_minutes=10)
-    assert not is_stale_heartbeat(status=RunStatus.COMPLETED, heartbeat_at_ms=0, now_ms=10 * ten,
-                                  abandoned_after_minutes=10)
+    assert not is_stale_heartbeat(
+        status=RunStatus.RUNNING, heartbeat_at_ms=0, now_ms=ten - 1, abandoned_after_minutes=10
+    )
+    assert is_stale_heartbeat(
+        status=RunStatus.RUNNING, heartbeat_at_ms=0, now_ms=ten, abandoned_after_minutes=10
+    )
+    assert not is_stale_heartbeat(
+        status=RunStatus.COMPLETED, heartbeat_at_ms=0, now_ms=10 * ten, abandoned_after_minutes=10
+    )
 
 
 def test_money_is_exact_in_micro_dollars():
     # 1,234 input tokens at $0.15/M and 567 output at $0.60/M = 185.1 + 340.2 = 525.3 micro-USD
-    assert token_cost_micros(1234, 567, {"input_per_mtok_usd": "0.15", "output_per_mtok_usd": "0.60"}) == 525
+    assert (
+        token_cost_micros(1234, 567, {"input_per_mtok_usd": "0.15", "output_per_mtok_usd": "0.60"})
+        == 525
+    )
     assert token_cost_micros(1000, 0, None) == 0
     assert sum(usd_to_micros("0.1") for _ in range(10)) == usd_to_micros("1.0") == 1_000_000
     assert micros_to_usd(3_010_000) == 3.01
@@ -133,7 +175,9 @@ def test_recognized_secrets_are_replaced_before_an_answer_is_kept():
     text = "key sk-abcdefghijklmnopqrstuvwxyz123456 and AKIAABCDEFGHIJKLMNOP, fine: sk-short"
     assert redact(text) == "key [REDACTED:openai_key] and [REDACTED:aws_access_key], fine: sk-short"
     assert redact_value({"args": ["Bearer abcdefghijklmnopqrstuvwxyz0123"], "n": 3}) == {
-        "args": ["Bearer [REDACTED:bearer_token]"], "n": 3}
+        "args": ["Bearer [REDACTED:bearer_token]"],
+        "n": 3,
+    }
 
 
 def test_a_case_task_message_naming_no_well_formed_organization_is_malformed():

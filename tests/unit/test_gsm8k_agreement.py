@@ -36,7 +36,10 @@ SCORING = ScoringConfig(required=["numeric_answer"])
 
 @pytest.fixture(scope="module")
 def cases() -> dict:
-    return {case.case_id: case for case in parse_gsm8k((GSM8K / "test.jsonl").read_text(encoding="utf-8"))}
+    return {
+        case.case_id: case
+        for case in parse_gsm8k((GSM8K / "test.jsonl").read_text(encoding="utf-8"))
+    }
 
 
 @pytest.fixture(scope="module")

@@ -53,7 +53,9 @@ def _indexes(params: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def test_one_table_per_model_with_the_same_keys_and_indexes(tpl):
-    by_name = {r["Properties"]["TableName"]: r for r in _resources(tpl, "AWS::DynamoDB::Table").values()}
+    by_name = {
+        r["Properties"]["TableName"]: r for r in _resources(tpl, "AWS::DynamoDB::Table").values()
+    }
     assert len(by_name) == len(tables.ALL_MODELS)
     for model in tables.ALL_MODELS:
         expected = tables.create_table_params(model)
@@ -61,7 +63,8 @@ def test_one_table_per_model_with_the_same_keys_and_indexes(tpl):
         props = resource["Properties"]
         assert props["KeySchema"] == expected["KeySchema"]
         assert sorted(props["AttributeDefinitions"], key=lambda a: a["AttributeName"]) == sorted(
-            expected["AttributeDefinitions"], key=lambda a: a["AttributeName"])
+            expected["AttributeDefinitions"], key=lambda a: a["AttributeName"]
+        )
         assert props["BillingMode"] == "PAY_PER_REQUEST"
         assert "ProvisionedThroughput" not in props
         for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
@@ -72,12 +75,15 @@ def test_one_table_per_model_with_the_same_keys_and_indexes(tpl):
 
 
 def test_every_index_the_models_declare_is_in_the_template(tpl):
-    declared = {(_base_name(m), i.Meta.index_name)
-                for m in tables.ALL_MODELS for i in m._indexes.values()}
-    in_template = {(r["Properties"]["TableName"].removeprefix(PREFIX), i["IndexName"])
-                   for r in _resources(tpl, "AWS::DynamoDB::Table").values()
-                   for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes")
-                   for i in r["Properties"].get(key, [])}
+    declared = {
+        (_base_name(m), i.Meta.index_name) for m in tables.ALL_MODELS for i in m._indexes.values()
+    }
+    in_template = {
+        (r["Properties"]["TableName"].removeprefix(PREFIX), i["IndexName"])
+        for r in _resources(tpl, "AWS::DynamoDB::Table").values()
+        for key in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes")
+        for i in r["Properties"].get(key, [])
+    }
     assert declared == in_template
     assert ("attempts", "recorded_order") in in_template  # the LSI
     assert ("eval_runs", "status_heartbeat") in in_template  # the sweep's GSI
@@ -93,8 +99,10 @@ def test_the_template_does_not_repoint_the_models():
 
 
 def _queues(tpl: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
-    return {r["Properties"]["QueueName"]: (k, r["Properties"])
-            for k, r in _resources(tpl, "AWS::SQS::Queue").items()}
+    return {
+        r["Properties"]["QueueName"]: (k, r["Properties"])
+        for k, r in _resources(tpl, "AWS::SQS::Queue").items()
+    }
 
 
 @pytest.mark.parametrize("case_timeout", [CASE_TIMEOUT, 30, 900])
@@ -102,8 +110,12 @@ def test_queues_have_their_dlq_and_follow_the_case_timeout(case_timeout):
     queues = _queues(template(prefix=PREFIX, case_timeout_seconds=case_timeout))
     specs = queue_specs(case_timeout)
     assert set(queues) == {s.name for s in specs} | {s.dlq_name for s in specs}
-    assert {names.CASE_TASKS_QUEUE, names.CASE_TASKS_DLQ, names.AGENT_EVENTS_QUEUE,
-            names.AGENT_EVENTS_DLQ} <= set(queues)
+    assert {
+        names.CASE_TASKS_QUEUE,
+        names.CASE_TASKS_DLQ,
+        names.AGENT_EVENTS_QUEUE,
+        names.AGENT_EVENTS_DLQ,
+    } <= set(queues)
     for spec in specs:
         _, props = queues[spec.name]
         dlq_id, dlq = queues[spec.dlq_name]
@@ -117,17 +129,24 @@ def test_queues_have_their_dlq_and_follow_the_case_timeout(case_timeout):
     case_tasks = queues[names.CASE_TASKS_QUEUE][1]
     assert case_tasks["RedrivePolicy"]["maxReceiveCount"] == names.MAX_RECEIVE_COUNT
     assert case_tasks["VisibilityTimeout"] >= case_timeout + 60
-    assert case_tasks["VisibilityTimeout"] == Settings(
-        evaluation_case_timeout_seconds=case_timeout).visibility_timeout_seconds
+    assert (
+        case_tasks["VisibilityTimeout"]
+        == Settings(evaluation_case_timeout_seconds=case_timeout).visibility_timeout_seconds
+    )
 
 
 def test_default_template_follows_the_settings(monkeypatch):
     monkeypatch.setenv("EVALUATION_CASE_TIMEOUT_SECONDS", "300")
     monkeypatch.setenv("ASSAY_RESOURCE_PREFIX", "team7-")
     tpl = template()
-    assert _queues(tpl)[names.CASE_TASKS_QUEUE][1]["VisibilityTimeout"] == Settings().visibility_timeout_seconds
-    assert all(r["Properties"]["TableName"].startswith("team7-")
-               for r in _resources(tpl, "AWS::DynamoDB::Table").values())
+    assert (
+        _queues(tpl)[names.CASE_TASKS_QUEUE][1]["VisibilityTimeout"]
+        == Settings().visibility_timeout_seconds
+    )
+    assert all(
+        r["Properties"]["TableName"].startswith("team7-")
+        for r in _resources(tpl, "AWS::DynamoDB::Table").values()
+    )
 
 
 def test_bucket_is_the_results_bucket_and_private(tpl):
@@ -137,9 +156,23 @@ def test_bucket_is_the_results_bucket_and_private(tpl):
 
 
 def test_cli_prints_the_template_as_json():
-    out = subprocess.run([sys.executable, "-m", "infra", "cloudformation", "--prefix", "cli-",
-                          "--case-timeout-seconds", "120"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=60, check=True).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "infra",
+            "cloudformation",
+            "--prefix",
+            "cli-",
+            "--case-timeout-seconds",
+            "120",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     tpl = json.loads(out)
     assert tpl["AWSTemplateFormatVersion"] == "2010-09-09"
     assert tpl == template(prefix="cli-", case_timeout_seconds=120)
@@ -162,11 +195,15 @@ def test_template_deploys_on_moto_cloudformation(tpl, monkeypatch):
         assert stack["StackStatus"] == "CREATE_COMPLETE", stack.get("StackStatusReason")
         dynamodb = boto3.client("dynamodb", region_name=region)
         assert sorted(dynamodb.list_tables()["TableNames"]) == sorted(
-            f"{PREFIX}{_base_name(m)}" for m in tables.ALL_MODELS)
+            f"{PREFIX}{_base_name(m)}" for m in tables.ALL_MODELS
+        )
         sqs = boto3.client("sqs", region_name=region)
         url = sqs.get_queue_url(QueueName=names.CASE_TASKS_QUEUE)["QueueUrl"]
         attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
-        assert int(attrs["VisibilityTimeout"]) == queue_specs(CASE_TIMEOUT)[0].visibility_timeout_seconds
+        assert (
+            int(attrs["VisibilityTimeout"])
+            == queue_specs(CASE_TIMEOUT)[0].visibility_timeout_seconds
+        )
         redrive = json.loads(attrs["RedrivePolicy"])
         assert redrive["deadLetterTargetArn"].endswith(f":{names.CASE_TASKS_DLQ}")
         assert int(redrive["maxReceiveCount"]) == names.MAX_RECEIVE_COUNT
@@ -184,8 +221,9 @@ def _chalice_config() -> dict[str, Any]:
 def _lambda_setting(function_name: str, stage: str, name: str) -> Any:
     from chalice.config import Config
 
-    config = Config(chalice_stage=stage, function_name=function_name,
-                    config_from_disk=_chalice_config())
+    config = Config(
+        chalice_stage=stage, function_name=function_name, config_from_disk=_chalice_config()
+    )
     return getattr(config, name)
 
 
@@ -208,18 +246,25 @@ def test_sqs_handlers_finish_within_their_queue_visibility(stage):
     """AWS refuses an SQS event source whose queue is visible again before the function times out."""
     from app import app
 
-    visibility = {name: props.get("VisibilityTimeout", 30)
-                  for name, (_, props) in _queues(template(prefix=PREFIX)).items()}
+    visibility = {
+        name: props.get("VisibilityTimeout", 30)
+        for name, (_, props) in _queues(template(prefix=PREFIX)).items()
+    }
     sqs_sources = [e for e in app.event_sources if type(e).__name__ == "SQSEventConfig"]
-    assert {e.queue for e in sqs_sources} == {names.CASE_TASKS_QUEUE, names.CASE_TASKS_DLQ,
-                                              names.AGENT_EVENTS_QUEUE}
+    assert {e.queue for e in sqs_sources} == {
+        names.CASE_TASKS_QUEUE,
+        names.CASE_TASKS_DLQ,
+        names.AGENT_EVENTS_QUEUE,
+    }
     for source in sqs_sources:
         timeout = _lambda_setting(source.name, stage, "lambda_timeout")
         assert source.batch_size == 1  # Chalice cannot report partial batch failures
         assert timeout <= visibility[source.queue], (source.name, timeout, source.queue)
     case_handler = next(e.name for e in sqs_sources if e.queue == names.CASE_TASKS_QUEUE)
-    assert _lambda_setting(case_handler, stage, "lambda_timeout") >= \
-        Settings().evaluation_case_timeout_seconds
+    assert (
+        _lambda_setting(case_handler, stage, "lambda_timeout")
+        >= Settings().evaluation_case_timeout_seconds
+    )
 
 
 # --- IAM policy ------------------------------------------------------------------------------
@@ -241,9 +286,11 @@ def _listed(statement: dict[str, Any], key: str) -> list[str]:
 
 
 def _matches(statement: dict[str, Any], action: str, resource: str) -> bool:
-    return (any(_pattern(a, ignore_case=True).match(action) for a in _listed(statement, "Action"))
-            and any(_pattern(r, ignore_case=False).match(resource)
-                    for r in _listed(statement, "Resource")))
+    return any(
+        _pattern(a, ignore_case=True).match(action) for a in _listed(statement, "Action")
+    ) and any(
+        _pattern(r, ignore_case=False).match(resource) for r in _listed(statement, "Resource")
+    )
 
 
 def allowed(action: str, resource: str) -> bool:
@@ -258,11 +305,19 @@ PYNAMODB_ACTIONS: dict[str, set[str]] = {
     # PynamoDB method (on a model, an index, a batch or a TransactWrite) -> DynamoDB IAM actions.
     # `TransactWriteItems` has no IAM action of its own: each of its parts needs the action of the
     # matching single-item call (PutItem, UpdateItem, DeleteItem, ConditionCheckItem).
-    "get": {"GetItem"}, "refresh": {"GetItem"}, "batch_get": {"BatchGetItem"},
-    "save": {"PutItem"}, "update": {"UpdateItem"}, "delete": {"DeleteItem"},
-    "condition_check": {"ConditionCheckItem"}, "batch_write": {"BatchWriteItem"},
-    "query": {"Query"}, "count": {"Query"}, "scan": {"Scan"},
-    "exists": {"DescribeTable"}, "describe_table": {"DescribeTable"},
+    "get": {"GetItem"},
+    "refresh": {"GetItem"},
+    "batch_get": {"BatchGetItem"},
+    "save": {"PutItem"},
+    "update": {"UpdateItem"},
+    "delete": {"DeleteItem"},
+    "condition_check": {"ConditionCheckItem"},
+    "batch_write": {"BatchWriteItem"},
+    "query": {"Query"},
+    "count": {"Query"},
+    "scan": {"Scan"},
+    "exists": {"DescribeTable"},
+    "describe_table": {"DescribeTable"},
 }
 """Dict `.get`/`.update` calls in the stores map to actions we need anyway: harmless."""
 
@@ -273,8 +328,12 @@ STORES = ROOT / "chalicelib" / "adapters" / "stores"
 def _called_methods(path: Path) -> set[str]:
     """Attribute calls in a module, or in every module of a package."""
     files = sorted(path.glob("*.py")) if path.is_dir() else [path]
-    return {node.func.attr for file in files for node in ast.walk(ast.parse(file.read_text()))
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
+    return {
+        node.func.attr
+        for file in files
+        for node in ast.walk(ast.parse(file.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+    }
 
 
 def _store_actions() -> set[str]:
@@ -292,14 +351,22 @@ def test_policy_is_a_valid_document():
     for statement in policy["Statement"]:
         assert statement["Effect"] in ("Allow", "Deny")
         assert _listed(statement, "Action") and _listed(statement, "Resource")
-        assert all(re.fullmatch(r"[a-z0-9-]+:[A-Za-z0-9*?]+", a) for a in _listed(statement, "Action"))
+        assert all(
+            re.fullmatch(r"[a-z0-9-]+:[A-Za-z0-9*?]+", a) for a in _listed(statement, "Action")
+        )
 
 
 def test_stores_make_the_calls_we_expect():
     actions = _store_actions()
     # The run engine's writes (DESIGN §5, §6) and its reads; if this fails, the stores changed.
-    assert {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-            "dynamodb:Query", "dynamodb:BatchWriteItem"} <= actions
+    assert {
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:Query",
+        "dynamodb:BatchWriteItem",
+    } <= actions
     assert any("TransactWrite" in f.read_text() for f in STORES.glob("*.py"))
 
 
@@ -321,8 +388,12 @@ def test_policy_allows_queries_on_every_index():
 
 def test_policy_never_allows_scan_nor_other_tables():
     statements = _policy()["Statement"]
-    assert not any(_pattern(a, ignore_case=True).match("dynamodb:Scan")
-                   for s in statements if s["Effect"] == "Allow" for a in _listed(s, "Action"))
+    assert not any(
+        _pattern(a, ignore_case=True).match("dynamodb:Scan")
+        for s in statements
+        if s["Effect"] == "Allow"
+        for a in _listed(s, "Action")
+    )
     assert "scan" not in _called_methods(STORES)
     for action in ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"):
         assert not allowed(action, _table_arn("organizations", prefix="billing-"))
@@ -344,11 +415,16 @@ def _boto3_actions(path: Path, service: str) -> set[str]:
 def test_policy_covers_the_queue_bucket_and_lambda_calls():
     from app import app
 
-    sqs_calls = (_boto3_actions(ROOT / "chalicelib" / "adapters" / "queue.py", "sqs")
-                 | _boto3_actions(ROOT / "chalicelib" / "workers" / "handlers.py", "sqs"))
+    sqs_calls = _boto3_actions(
+        ROOT / "chalicelib" / "adapters" / "queue.py", "sqs"
+    ) | _boto3_actions(ROOT / "chalicelib" / "workers" / "handlers.py", "sqs")
     assert {"sqs:SendMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl"} <= sqs_calls
-    for queue in (names.CASE_TASKS_QUEUE, names.CASE_TASKS_DLQ, names.AGENT_EVENTS_QUEUE,
-                  names.AGENT_EVENTS_DLQ):
+    for queue in (
+        names.CASE_TASKS_QUEUE,
+        names.CASE_TASKS_DLQ,
+        names.AGENT_EVENTS_QUEUE,
+        names.AGENT_EVENTS_DLQ,
+    ):
         for action in sqs_calls:
             assert allowed(action, f"arn:aws:sqs:{ACCOUNT_REGION}:{queue}"), (action, queue)
     # What Lambda's SQS event source mapping does with the function's role.
@@ -362,13 +438,21 @@ def test_policy_covers_the_queue_bucket_and_lambda_calls():
     s3_calls = _boto3_actions(ROOT / "chalicelib" / "adapters" / "bucket.py", "s3")
     assert s3_calls == {"s3:PutObject", "s3:GetObject"}
     for action in s3_calls:
-        assert allowed(action, f"arn:aws:s3:::{names.RESULTS_BUCKET}/org-1/answers/run-1/a#c#001.txt")
+        assert allowed(
+            action, f"arn:aws:s3:::{names.RESULTS_BUCKET}/org-1/answers/run-1/a#c#001.txt"
+        )
         assert not allowed(action, "arn:aws:s3:::another-bucket/key")
 
-    lambda_calls = _boto3_actions(ROOT / "chalicelib" / "adapters" / "runtimes" / "lambda_.py", "lambda")
+    lambda_calls = _boto3_actions(
+        ROOT / "chalicelib" / "adapters" / "runtimes" / "lambda_.py", "lambda"
+    )
     assert lambda_calls == {"lambda:InvokeFunction"}
-    assert allowed("lambda:InvokeFunction", f"arn:aws:lambda:{ACCOUNT_REGION}:function:assay-agent-my-agent")
-    assert not allowed("lambda:InvokeFunction", f"arn:aws:lambda:{ACCOUNT_REGION}:function:my-agent")
+    assert allowed(
+        "lambda:InvokeFunction", f"arn:aws:lambda:{ACCOUNT_REGION}:function:assay-agent-my-agent"
+    )
+    assert not allowed(
+        "lambda:InvokeFunction", f"arn:aws:lambda:{ACCOUNT_REGION}:function:my-agent"
+    )
 
     for action in ("logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"):
         assert allowed(action, f"arn:aws:logs:{ACCOUNT_REGION}:log-group:/aws/lambda/assay-dev:*")
@@ -387,24 +471,42 @@ def test_policy_never_grants_every_function_and_follows_the_lambda_prefix():
 
     text = json.dumps(_policy())
     assert "function:*" not in text
-    resources = [r for s in _policy()["Statement"] if "lambda:InvokeFunction" in _listed(s, "Action")
-                 for r in _listed(s, "Resource")]
+    resources = [
+        r
+        for s in _policy()["Statement"]
+        if "lambda:InvokeFunction" in _listed(s, "Action")
+        for r in _listed(s, "Resource")
+    ]
     assert resources == [f"arn:*:lambda:*:*:function:{Settings().assay_lambda_function_prefix}*"]
-    assert not allowed("lambda:InvokeFunction", f"arn:aws:lambda:{ACCOUNT_REGION}:function:assay-api_handler")
+    assert not allowed(
+        "lambda:InvokeFunction", f"arn:aws:lambda:{ACCOUNT_REGION}:function:assay-api_handler"
+    )
     other = policy(lambda_prefix="team7-agents-")
     assert [r for s in other["Statement"] for r in _listed(s, "Resource") if ":lambda:" in r] == [
-        "arn:*:lambda:*:*:function:team7-agents-*"]
+        "arn:*:lambda:*:*:function:team7-agents-*"
+    ]
     # No prefix: no function may be invoked at all.
-    assert not any("lambda:InvokeFunction" in _listed(s, "Action") for s in policy(lambda_prefix="")["Statement"])
+    assert not any(
+        "lambda:InvokeFunction" in _listed(s, "Action")
+        for s in policy(lambda_prefix="")["Statement"]
+    )
 
 
 def test_policy_covers_the_organizations_secrets_and_recordings_and_no_others():
     secret = f"arn:aws:secretsmanager:{ACCOUNT_REGION}:secret:assay/org_a/openai-AbCdEf"
-    for action in ("GetSecretValue", "CreateSecret", "PutSecretValue", "DeleteSecret", "DescribeSecret",
-                   "TagResource"):
+    for action in (
+        "GetSecretValue",
+        "CreateSecret",
+        "PutSecretValue",
+        "DeleteSecret",
+        "DescribeSecret",
+        "TagResource",
+    ):
         assert allowed(f"secretsmanager:{action}", secret), action
-        assert not allowed(f"secretsmanager:{action}",
-                           f"arn:aws:secretsmanager:{ACCOUNT_REGION}:secret:prod/db-password-AbCdEf"), action
+        assert not allowed(
+            f"secretsmanager:{action}",
+            f"arn:aws:secretsmanager:{ACCOUNT_REGION}:secret:prod/db-password-AbCdEf",
+        ), action
     recording = f"arn:aws:s3:::{names.RESULTS_BUCKET}/org_a/recordings/gsm8k.jsonl"
     for action in ("s3:GetObject", "s3:PutObject", "s3:DeleteObject"):
         assert allowed(action, recording), action
@@ -417,8 +519,14 @@ def test_policy_covers_the_organizations_secrets_and_recordings_and_no_others():
 def test_policy_cli_prints_what_policy_gives():
     from infra.policy import policy
 
-    out = subprocess.run([sys.executable, "-m", "infra", "policy", "--prefix", "cli-", "--lambda-prefix", "fn-"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=60, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "infra", "policy", "--prefix", "cli-", "--lambda-prefix", "fn-"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     assert json.loads(out) == policy("cli-", "fn-")
 
 
@@ -430,12 +538,20 @@ def test_gateway_responses_answer_in_the_api_shape_and_never_echo_the_request():
 
     responses = gateway_responses()
     assert set(responses) == set(RESPONSE_STATUS)
-    assert {"MISSING_AUTHENTICATION_TOKEN", "DEFAULT_4XX", "DEFAULT_5XX", "THROTTLED",
-            "INTEGRATION_TIMEOUT"} <= set(responses)
-    assert responses["MISSING_AUTHENTICATION_TOKEN"]["StatusCode"] == "404"   # an unknown path
+    assert {
+        "MISSING_AUTHENTICATION_TOKEN",
+        "DEFAULT_4XX",
+        "DEFAULT_5XX",
+        "THROTTLED",
+        "INTEGRATION_TIMEOUT",
+    } <= set(responses)
+    assert responses["MISSING_AUTHENTICATION_TOKEN"]["StatusCode"] == "404"  # an unknown path
     for response_type, response in responses.items():
         template = response["ResponseTemplates"]["application/json"]
-        assert "$" not in template, (response_type, template)   # no $context, no $input: nothing echoed
+        assert "$" not in template, (
+            response_type,
+            template,
+        )  # no $context, no $input: nothing echoed
         error = json.loads(template)["error"]
         assert set(error) == {"code", "message"} and error["code"] and error["message"]
         assert response["ResponseParameters"]["Headers"]["Content-Type"] == "'application/json'"
@@ -447,15 +563,33 @@ def test_gateway_responses_cli_adds_them_to_chalice_s_rest_api(tmp_path):
     from infra.gateway import gateway_responses
 
     sam = tmp_path / "sam.json"
-    sam.write_text(json.dumps({"Resources": {"RestAPI": {"Type": "AWS::Serverless::Api",
-                                                         "Properties": {"StageName": "api"}}}}))
-    subprocess.run([sys.executable, "-m", "infra", "gateway-responses", str(sam)], cwd=ROOT, capture_output=True,
-                   text=True, timeout=60, check=True)
+    sam.write_text(
+        json.dumps(
+            {
+                "Resources": {
+                    "RestAPI": {"Type": "AWS::Serverless::Api", "Properties": {"StageName": "api"}}
+                }
+            }
+        )
+    )
+    subprocess.run(
+        [sys.executable, "-m", "infra", "gateway-responses", str(sam)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     props = json.loads(sam.read_text())["Resources"]["RestAPI"]["Properties"]
     assert props["StageName"] == "api" and props["GatewayResponses"] == gateway_responses()
     sam.write_text(json.dumps({"Resources": {}}))
-    failed = subprocess.run([sys.executable, "-m", "infra", "gateway-responses", str(sam)], cwd=ROOT,
-                            capture_output=True, text=True, timeout=60)
+    failed = subprocess.run(
+        [sys.executable, "-m", "infra", "gateway-responses", str(sam)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert failed.returncode != 0 and "RestAPI" in failed.stderr
 
 
@@ -466,8 +600,11 @@ def test_requirements_txt_is_pyproject_without_the_local_only_packages():
     """`chalice package` bundles requirements.txt; it must match pyproject's pins."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     local_only = {"chalice", "rich", "moto"}  # the CLI, the embedded stack and the tests
-    expected = {d for d in project["dependencies"]
-                if re.match(r"[A-Za-z0-9_.-]+", d).group(0).lower() not in local_only}
+    expected = {
+        d
+        for d in project["dependencies"]
+        if re.match(r"[A-Za-z0-9_.-]+", d).group(0).lower() not in local_only
+    }
     lines = (ROOT / "requirements.txt").read_text().splitlines()
     bundled = {line.strip() for line in lines if line.strip() and not line.startswith("#")}
     assert bundled == expected

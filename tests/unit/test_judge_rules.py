@@ -58,12 +58,17 @@ def crit(cid: str, text: str = "Is correct", tags: list[str] | None = None) -> C
 
 
 def spec(*criteria: Criterion, **fields: Any) -> JudgeSpec:
-    return JudgeSpec(model_profile_id=fields.pop("model_profile_id", "prof-1"),
-                     criteria=list(criteria) or [crit("a")], **fields)
+    return JudgeSpec(
+        model_profile_id=fields.pop("model_profile_id", "prof-1"),
+        criteria=list(criteria) or [crit("a")],
+        **fields,
+    )
 
 
 def case(**fields: Any) -> Case:
-    return Case(case_id=fields.pop("case_id", "c1"), input=fields.pop("input", "What is 2+2?"), **fields)
+    return Case(
+        case_id=fields.pop("case_id", "c1"), input=fields.pop("input", "What is 2+2?"), **fields
+    )
 
 
 def reply(*grades: tuple[str, Any] | tuple[str, Any, str]) -> str:
@@ -76,8 +81,13 @@ def reply(*grades: tuple[str, Any] | tuple[str, Any, str]) -> str:
     return json.dumps({"grades": items})
 
 
-FP = {"judge_id": "j1", "judge_version": 2, "model": "gpt-x", "rubric_hash": "0123456789abcdef0123456789",
-      "prompt_version": "1"}
+FP = {
+    "judge_id": "j1",
+    "judge_version": 2,
+    "model": "gpt-x",
+    "rubric_hash": "0123456789abcdef0123456789",
+    "prompt_version": "1",
+}
 TWO = spec(crit("a", "Answers the question"), crit("b", "Cites a source"))
 
 
@@ -118,15 +128,18 @@ def test_an_unknown_prompt_version_is_refused_naming_the_known_ones():
         spec(prompt_version="2")
 
 
-@pytest.mark.parametrize("fields", [
-    {"scale_max": 1, "threshold": 1},
-    {"scale_max": 11},
-    {"threshold": 0},
-    {"temperature": -0.1},
-    {"temperature": 2.5},
-    {"instructions": "x" * 4001},
-    {"model_profile_id": ""},
-])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"scale_max": 1, "threshold": 1},
+        {"scale_max": 11},
+        {"threshold": 0},
+        {"temperature": -0.1},
+        {"temperature": 2.5},
+        {"instructions": "x" * 4001},
+        {"model_profile_id": ""},
+    ],
+)
 def test_out_of_bounds_fields_are_refused(fields):
     with pytest.raises(ValidationError):
         spec(**fields)
@@ -159,44 +172,91 @@ def test_criterion_text_must_not_be_empty():
 
 def test_rubric_hash_is_the_sha256_of_the_canonical_rubric_fields_only():
     s = JudgeSpec(model_profile_id="p", criteria=[crit("a", "Is correct")], temperature=0.5)
-    canonical = ('{"criteria":[{"criterion_id":"a","tags":[],"text":"Is correct"}],'
-                 '"instructions":"","scale_max":5,"threshold":4}')
+    canonical = (
+        '{"criteria":[{"criterion_id":"a","tags":[],"text":"Is correct"}],'
+        '"instructions":"","scale_max":5,"threshold":4}'
+    )
     assert rubric_hash(s) == hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-BASE_SPEC = spec(crit("a", "Answers the question"), crit("b", "Cites a source", ["research"]),
-                 instructions="Be strict.")
+BASE_SPEC = spec(
+    crit("a", "Answers the question"),
+    crit("b", "Cites a source", ["research"]),
+    instructions="Be strict.",
+)
 
 
-@pytest.mark.parametrize("changed", [
-    spec(crit("a", "Answers the question well"), crit("b", "Cites a source", ["research"]),
-         instructions="Be strict."),                                                    # a criterion's text
-    spec(crit("a", "Answers the question"), crit("b", "Cites a source", ["news"]),
-         instructions="Be strict."),                                                    # a tag scope
-    spec(crit("a", "Answers the question"), crit("b", "Cites a source"),
-         instructions="Be strict."),                                                    # scope removed
-    spec(crit("a", "Answers the question"), crit("b", "Cites a source", ["research"]),
-         instructions="Be strict.", threshold=3),                                       # threshold
-    spec(crit("a", "Answers the question"), crit("b", "Cites a source", ["research"]),
-         instructions="Be lenient."),                                                   # instructions
-    spec(crit("a", "Answers the question"), crit("b", "Cites a source", ["research"]),
-         instructions="Be strict.", scale_max=7),                                       # scale
-    spec(crit("a", "Answers the question"), crit("c", "Cites a source", ["research"]),
-         instructions="Be strict."),                                                    # a criterion id
-    spec(crit("a", "Answers the question"), instructions="Be strict."),                 # a criterion dropped
-], ids=["text", "tags", "unscoped", "threshold", "instructions", "scale", "criterion_id", "dropped"])
+@pytest.mark.parametrize(
+    "changed",
+    [
+        spec(
+            crit("a", "Answers the question well"),
+            crit("b", "Cites a source", ["research"]),
+            instructions="Be strict.",
+        ),  # a criterion's text
+        spec(
+            crit("a", "Answers the question"),
+            crit("b", "Cites a source", ["news"]),
+            instructions="Be strict.",
+        ),  # a tag scope
+        spec(
+            crit("a", "Answers the question"),
+            crit("b", "Cites a source"),
+            instructions="Be strict.",
+        ),  # scope removed
+        spec(
+            crit("a", "Answers the question"),
+            crit("b", "Cites a source", ["research"]),
+            instructions="Be strict.",
+            threshold=3,
+        ),  # threshold
+        spec(
+            crit("a", "Answers the question"),
+            crit("b", "Cites a source", ["research"]),
+            instructions="Be lenient.",
+        ),  # instructions
+        spec(
+            crit("a", "Answers the question"),
+            crit("b", "Cites a source", ["research"]),
+            instructions="Be strict.",
+            scale_max=7,
+        ),  # scale
+        spec(
+            crit("a", "Answers the question"),
+            crit("c", "Cites a source", ["research"]),
+            instructions="Be strict.",
+        ),  # a criterion id
+        spec(crit("a", "Answers the question"), instructions="Be strict."),  # a criterion dropped
+    ],
+    ids=[
+        "text",
+        "tags",
+        "unscoped",
+        "threshold",
+        "instructions",
+        "scale",
+        "criterion_id",
+        "dropped",
+    ],
+)
 def test_rubric_hash_changes_with_every_rubric_part(changed):
     assert rubric_hash(changed) != rubric_hash(BASE_SPEC)
 
 
 def test_rubric_hash_ignores_model_profile_temperature_and_prompt_version(monkeypatch):
     monkeypatch.setitem(rules.PROMPTS, "2", rules.PROMPT_V1 + " (v2)")
-    same = BASE_SPEC.model_copy(update={"model_profile_id": "other-profile", "temperature": 1.5,
-                                        "prompt_version": "2"})
-    assert (same.model_profile_id, same.temperature, same.prompt_version) == ("other-profile", 1.5, "2")
+    same = BASE_SPEC.model_copy(
+        update={"model_profile_id": "other-profile", "temperature": 1.5, "prompt_version": "2"}
+    )
+    assert (same.model_profile_id, same.temperature, same.prompt_version) == (
+        "other-profile",
+        1.5,
+        "2",
+    )
     assert rubric_hash(same) == rubric_hash(BASE_SPEC)
-    assert rubric_hash(spec(crit("a"), model_profile_id="x", temperature=0)) == \
-        rubric_hash(spec(crit("a"), model_profile_id="y", temperature=1))
+    assert rubric_hash(spec(crit("a"), model_profile_id="x", temperature=0)) == rubric_hash(
+        spec(crit("a"), model_profile_id="y", temperature=1)
+    )
 
 
 def test_rubric_hash_is_stable_for_equal_specs():
@@ -205,10 +265,17 @@ def test_rubric_hash_is_stable_for_equal_specs():
 
 def test_fingerprint_records_judge_version_model_rubric_and_prompt():
     s = JudgeSpec(model_profile_id="p", criteria=[crit("a", "Is correct")])
-    rh = hashlib.sha256(b'{"criteria":[{"criterion_id":"a","tags":[],"text":"Is correct"}],'
-                        b'"instructions":"","scale_max":5,"threshold":4}').hexdigest()
+    rh = hashlib.sha256(
+        b'{"criteria":[{"criterion_id":"a","tags":[],"text":"Is correct"}],'
+        b'"instructions":"","scale_max":5,"threshold":4}'
+    ).hexdigest()
     assert fingerprint("judge-1", 3, "claude-x", s) == {
-        "judge_id": "judge-1", "judge_version": 3, "model": "claude-x", "rubric_hash": rh, "prompt_version": "1"}
+        "judge_id": "judge-1",
+        "judge_version": 3,
+        "model": "claude-x",
+        "rubric_hash": rh,
+        "prompt_version": "1",
+    }
 
 
 def test_prompt_version_is_its_own_fingerprint_part(monkeypatch):
@@ -224,10 +291,16 @@ def test_fingerprint_key_joins_id_version_model_rubric_prefix_and_prompt():
     assert fingerprint_key(FP) == "j1@2|gpt-x|0123456789abcdef|prompt 1"
 
 
-@pytest.mark.parametrize("part, value", [
-    ("judge_id", "j2"), ("judge_version", 3), ("model", "gpt-y"), ("rubric_hash", "f123456789abcdef0123"),
-    ("prompt_version", "2"),
-])
+@pytest.mark.parametrize(
+    "part, value",
+    [
+        ("judge_id", "j2"),
+        ("judge_version", 3),
+        ("model", "gpt-y"),
+        ("rubric_hash", "f123456789abcdef0123"),
+        ("prompt_version", "2"),
+    ],
+)
 def test_fingerprint_key_differs_when_any_part_differs(part, value):
     assert fingerprint_key({**FP, part: value}) != fingerprint_key(FP)
 
@@ -258,7 +331,11 @@ def test_a_scoped_criterion_applies_only_when_a_tag_matches():
 
 
 def test_a_case_with_several_matching_tags_gets_the_criterion_once():
-    assert applicable_criteria(case(tags=["math", "arith", "geo"]), [U, MATH, GEO]) == [U, MATH, GEO]
+    assert applicable_criteria(case(tags=["math", "arith", "geo"]), [U, MATH, GEO]) == [
+        U,
+        MATH,
+        GEO,
+    ]
 
 
 def test_unmatched_criteria_are_omitted_entirely():
@@ -300,14 +377,19 @@ def test_instructions_with_braces_are_kept_verbatim():
 def test_user_message_lists_question_reference_answer_and_the_given_criteria_only():
     s = spec(U, MATH, GEO)
     _, user = messages(s, case(input="What is 2+2?", reference="4"), "It is 4.", [U, MATH])
-    assert user == ("QUESTION:\nWhat is 2+2?\n\nREFERENCE ANSWER:\n4\n\nANSWER:\nIt is 4.\n\n"
-                    "CRITERIA:\n- u: Polite\n- m: Shows working")
+    assert user == (
+        "QUESTION:\nWhat is 2+2?\n\nREFERENCE ANSWER:\n4\n\nANSWER:\nIt is 4.\n\n"
+        "CRITERIA:\n- u: Polite\n- m: Shows working"
+    )
     assert "Names the country" not in user
 
 
 def test_user_message_says_none_given_without_a_reference():
     _, user = messages(spec(U), case(input="Q?"), "A.", [U])
-    assert user == "QUESTION:\nQ?\n\nREFERENCE ANSWER:\n(none given)\n\nANSWER:\nA.\n\nCRITERIA:\n- u: Polite"
+    assert (
+        user
+        == "QUESTION:\nQ?\n\nREFERENCE ANSWER:\n(none given)\n\nANSWER:\nA.\n\nCRITERIA:\n- u: Polite"
+    )
 
 
 def test_an_empty_reference_is_not_none_given():
@@ -320,8 +402,9 @@ def test_an_empty_reference_is_not_none_given():
 
 def test_plain_json_reply_passing_every_criterion():
     result = parse_reply(reply(("a", 5, "on point"), ("b", 4)), TWO, TWO.criteria, FP)
-    assert result == ScoreResult(scorer="judge", passed=True, score=0.9, reason="a: 5/5 (on point); b: 4/5",
-                                 fingerprint=FP)
+    assert result == ScoreResult(
+        scorer="judge", passed=True, score=0.9, reason="a: 5/5 (on point); b: 4/5", fingerprint=FP
+    )
 
 
 def test_grades_5_and_3_on_scale_5_fail_with_score_0_8_and_only_the_failing_reason():
@@ -418,14 +501,17 @@ def test_extra_unknown_criterion_ids_are_ignored():
 
 
 def test_entries_without_a_string_criterion_id_are_skipped():
-    text = ('{"grades": [{"criterion_id": 7, "score": 0}, "junk", {"score": 1}, '
-            '{"criterion_id": "a", "score": 5}, {"criterion_id": "b", "score": 4}]}')
+    text = (
+        '{"grades": [{"criterion_id": 7, "score": 0}, "junk", {"score": 1}, '
+        '{"criterion_id": "a", "score": 5}, {"criterion_id": "b", "score": 4}]}'
+    )
     result = parse_reply(text, TWO, TWO.criteria, FP)
     assert (result.passed, result.score) == (True, 0.9)
 
 
-@pytest.mark.parametrize("text", ["no json at all", "", "[1, 2]", '{"grades": {"a": 5}}', '{"marks": []}',
-                                  "{not json}"])
+@pytest.mark.parametrize(
+    "text", ["no json at all", "", "[1, 2]", '{"grades": {"a": 5}}', '{"marks": []}', "{not json}"]
+)
 def test_replies_without_a_grades_list_are_refused(text):
     with pytest.raises(JudgeReplyError):
         parse_reply(text, TWO, TWO.criteria, FP)
@@ -446,7 +532,11 @@ def test_the_fingerprint_is_copied_onto_the_score():
 
 @pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
 def test_non_finite_scores_are_refused_as_a_reply_error(literal):
-    text = '{"grades": [{"criterion_id": "a", "score": 5}, {"criterion_id": "b", "score": ' + literal + "}]}"
+    text = (
+        '{"grades": [{"criterion_id": "a", "score": 5}, {"criterion_id": "b", "score": '
+        + literal
+        + "}]}"
+    )
     with pytest.raises(JudgeReplyError):
         parse_reply(text, TWO, TWO.criteria, FP)
 
@@ -471,7 +561,9 @@ def test_no_criterion_asked_is_a_reply_error_not_a_crash():
 
 def test_rubric_hash_ignores_edits_that_do_not_change_the_grading():
     base = spec(crit("a", "t", ["x", "y"]), crit("b", "u"), instructions="Be fair.")
-    assert rubric_hash(base) == rubric_hash(spec(crit("b", "u"), crit("a", "t", ["y", "x"]), instructions=" Be fair.\n"))
+    assert rubric_hash(base) == rubric_hash(
+        spec(crit("b", "u"), crit("a", "t", ["y", "x"]), instructions=" Be fair.\n")
+    )
 
 
 # --- not_graded and score_judge_key ----------------------------------------------------------------
@@ -480,8 +572,9 @@ def test_rubric_hash_ignores_edits_that_do_not_change_the_grading():
 def test_not_graded_decides_nothing_and_keeps_the_fingerprint():
     fp = dict(FP)
     result = not_graded("judge failed: timeout", fp)
-    assert result == ScoreResult(scorer="judge", passed=None, score=0.0, reason="judge failed: timeout",
-                                 fingerprint=FP)
+    assert result == ScoreResult(
+        scorer="judge", passed=None, score=0.0, reason="judge failed: timeout", fingerprint=FP
+    )
     assert result.fingerprint is not fp
 
 
@@ -491,8 +584,10 @@ def test_not_graded_without_a_fingerprint_records_none(fp):
 
 
 def test_score_judge_key_is_the_key_of_the_deciding_judge_score():
-    scores = [{"scorer": "equals", "passed": True, "fingerprint": {**FP, "judge_id": "nope"}},
-              {"scorer": "judge", "passed": False, "fingerprint": FP}]
+    scores = [
+        {"scorer": "equals", "passed": True, "fingerprint": {**FP, "judge_id": "nope"}},
+        {"scorer": "judge", "passed": False, "fingerprint": FP},
+    ]
     assert score_judge_key(scores) == "j1@2|gpt-x|0123456789abcdef|prompt 1"
 
 
@@ -562,10 +657,13 @@ def test_the_same_judge_on_both_sides_is_valid():
 def test_different_single_judges_invalidate_naming_both():
     assert invalid_reason([K1], [K2]) == (
         "the sides were graded by different judges (j1@1|m|aaaa|prompt 1 against j1@2|m|bbbb|prompt 1): "
-        "a flip would say something about the grading, not the agent")
+        "a flip would say something about the grading, not the agent"
+    )
 
 
-@pytest.mark.parametrize("cand, base", [([K1, K2], [K1]), ([K1], [K1, K2]), ([], [K1, K2]), ([K1, K2], [])])
+@pytest.mark.parametrize(
+    "cand, base", [([K1, K2], [K1]), ([K1], [K1, K2]), ([], [K1, K2]), ([K1, K2], [])]
+)
 def test_a_side_graded_by_two_judges_is_invalid(cand, base):
     assert invalid_reason(cand, base) == "the judge changed while the run's cases were graded"
 
@@ -586,8 +684,10 @@ JUDGE_SETTINGS = {"judge_id": "j1", "version": 2}
 
 
 def resolved(s: JudgeSpec) -> dict[str, Any]:
-    return {**JUDGE_SETTINGS, "resolved": {"version": 2, "spec": s.model_dump(mode="json"),
-                                           "fingerprint": FP}}
+    return {
+        **JUDGE_SETTINGS,
+        "resolved": {"version": 2, "spec": s.model_dump(mode="json"), "fingerprint": FP},
+    }
 
 
 def scoring(*required: str, **settings: dict[str, Any]) -> ScoringConfig:
@@ -627,7 +727,12 @@ def test_grade_asks_the_judge_with_its_settings_when_it_applies():
 
 
 def test_a_failing_judge_fails_the_answer():
-    result = grade(case(), AgentAnswer(answer="5"), scoring("judge", judge=JUDGE_SETTINGS), judge=Recorder(FAIL))
+    result = grade(
+        case(),
+        AgentAnswer(answer="5"),
+        scoring("judge", judge=JUDGE_SETTINGS),
+        judge=Recorder(FAIL),
+    )
     assert result.state == AttemptState.FAILED
     assert result.reason == "judge: a: 2/5"
 
@@ -659,8 +764,12 @@ def test_judge_not_applicable_is_not_asked_and_leaves_the_case_ungraded():
 def test_judge_not_applicable_beside_equals_leaves_equals_to_decide():
     s = spec(crit("g", "Names the country", ["geo"]))
     fn = Recorder(FAIL)
-    result = grade(case(reference="4"), AgentAnswer(answer="4"),
-                   scoring("equals", "judge", judge=resolved(s)), judge=fn)
+    result = grade(
+        case(reference="4"),
+        AgentAnswer(answer="4"),
+        scoring("equals", "judge", judge=resolved(s)),
+        judge=fn,
+    )
     assert fn.calls == []
     assert result.state == AttemptState.PASSED
     assert [sc.scorer for sc in result.scores] == ["equals"]
@@ -672,16 +781,24 @@ def test_judge_scorer_applies_without_a_resolved_judge():
 
 
 def test_without_a_judge_callable_the_judge_is_skipped_and_the_case_ungraded():
-    result = grade(case(), AgentAnswer(answer="4"), scoring("judge", judge=JUDGE_SETTINGS), judge=None)
-    assert result.scores == [ScoreResult(scorer="judge", passed=None, reason="judge skipped: not asked")]
+    result = grade(
+        case(), AgentAnswer(answer="4"), scoring("judge", judge=JUDGE_SETTINGS), judge=None
+    )
+    assert result.scores == [
+        ScoreResult(scorer="judge", passed=None, reason="judge skipped: not asked")
+    ]
     assert result.state == AttemptState.UNGRADED
     assert result.reason == "no required scorer could decide: judge: judge skipped: not asked"
 
 
 def test_an_ungraded_judge_beside_a_passing_equals_is_ungraded():
     skipped = not_graded("judge failed: timeout", FP)
-    result = grade(case(reference="4"), AgentAnswer(answer="4"),
-                   scoring("equals", "judge", judge=JUDGE_SETTINGS), judge=Recorder(skipped))
+    result = grade(
+        case(reference="4"),
+        AgentAnswer(answer="4"),
+        scoring("equals", "judge", judge=JUDGE_SETTINGS),
+        judge=Recorder(skipped),
+    )
     assert result.state == AttemptState.UNGRADED
     assert result.reason == "judge could not decide: judge failed: timeout"
     assert [s.passed for s in result.scores] == [True, None]
@@ -689,22 +806,33 @@ def test_an_ungraded_judge_beside_a_passing_equals_is_ungraded():
 
 def test_an_ungraded_judge_beside_a_failing_equals_is_failed():
     skipped = not_graded("judge failed: timeout", FP)
-    result = grade(case(reference="4"), AgentAnswer(answer="5"),
-                   scoring("equals", "judge", judge=JUDGE_SETTINGS), judge=Recorder(skipped))
+    result = grade(
+        case(reference="4"),
+        AgentAnswer(answer="5"),
+        scoring("equals", "judge", judge=JUDGE_SETTINGS),
+        judge=Recorder(skipped),
+    )
     assert result.state == AttemptState.FAILED
     assert result.reason == "equals: expected '4', got '5'"
 
 
 def test_a_judge_callable_that_raises_makes_the_attempt_incomplete():
-    result = grade(case(), AgentAnswer(answer="4"), scoring("judge", judge=JUDGE_SETTINGS),
-                   judge=Recorder(RuntimeError("boom")))
+    result = grade(
+        case(),
+        AgentAnswer(answer="4"),
+        scoring("judge", judge=JUDGE_SETTINGS),
+        judge=Recorder(RuntimeError("boom")),
+    )
     assert result.state == AttemptState.INCOMPLETE
     assert result.scores[0].error is True
     assert result.reason == "judge: scorer raised RuntimeError: boom"
 
 
 def test_a_broken_resolved_spec_is_an_error_not_a_silent_skip():
-    bad = {**JUDGE_SETTINGS, "resolved": {"version": 2, "spec": {"criteria": []}, "fingerprint": FP}}
+    bad = {
+        **JUDGE_SETTINGS,
+        "resolved": {"version": 2, "spec": {"criteria": []}, "fingerprint": FP},
+    }
     fn = Recorder(PASS)
     config = scoring("judge", judge=bad)
     result = grade(case(), AgentAnswer(answer="4"), config, judge=fn)
@@ -714,7 +842,11 @@ def test_a_broken_resolved_spec_is_an_error_not_a_silent_skip():
 
 
 def test_the_judge_end_to_end_through_parse_reply():
-    s = spec(crit("u", "Polite"), crit("m", "Shows working", ["math"]), crit("g", "Names a country", ["geo"]))
+    s = spec(
+        crit("u", "Polite"),
+        crit("m", "Shows working", ["math"]),
+        crit("g", "Names a country", ["geo"]),
+    )
     fp = fingerprint("j1", 2, "gpt-x", s)
     seen: list[list[str]] = []
 
@@ -723,7 +855,9 @@ def test_the_judge_end_to_end_through_parse_reply():
         seen.append([cr.criterion_id for cr in criteria])
         return parse_reply(reply(("u", 5), ("m", 3, "no working")), s, criteria, fp)
 
-    result = grade(case(tags=["math"]), AgentAnswer(answer="4"), scoring("judge", judge=resolved(s)), judge=ask)
+    result = grade(
+        case(tags=["math"]), AgentAnswer(answer="4"), scoring("judge", judge=resolved(s)), judge=ask
+    )
     assert seen == [["u", "m"]]
     assert result.state == AttemptState.FAILED
     assert result.scores[0].score == pytest.approx(0.8)
@@ -731,19 +865,24 @@ def test_the_judge_end_to_end_through_parse_reply():
     assert score_judge_key([result.scores[0].model_dump()]) == fingerprint_key(fp)
 
 
-@pytest.mark.parametrize("required, answer_text, judge_result", [
-    (("judge",), "4", PASS),
-    (("judge",), "4", FAIL),
-    (("judge",), "4", not_graded("judge failed: x", FP)),
-    (("equals", "judge"), "4", PASS),
-    (("equals", "judge"), "4", not_graded("judge failed: x", FP)),
-    (("equals", "judge"), "5", not_graded("judge failed: x", FP)),
-    (("equals", "judge"), "5", PASS),
-    (("equals", "judge"), "4", FAIL),
-])
+@pytest.mark.parametrize(
+    "required, answer_text, judge_result",
+    [
+        (("judge",), "4", PASS),
+        (("judge",), "4", FAIL),
+        (("judge",), "4", not_graded("judge failed: x", FP)),
+        (("equals", "judge"), "4", PASS),
+        (("equals", "judge"), "4", not_graded("judge failed: x", FP)),
+        (("equals", "judge"), "5", not_graded("judge failed: x", FP)),
+        (("equals", "judge"), "5", PASS),
+        (("equals", "judge"), "4", FAIL),
+    ],
+)
 def test_combine_gives_the_same_grade_as_grade(required, answer_text, judge_result):
     config = scoring(*required, judge=JUDGE_SETTINGS)
-    graded = grade(case(reference="4"), AgentAnswer(answer=answer_text), config, judge=Recorder(judge_result))
+    graded = grade(
+        case(reference="4"), AgentAnswer(answer=answer_text), config, judge=Recorder(judge_result)
+    )
     assert combine(graded.scores, config) == graded
 
 
@@ -767,16 +906,19 @@ def test_the_judge_scorer_is_never_asked_directly():
         JudgeScorer().score(case(), AgentAnswer(answer="4"), JUDGE_SETTINGS)
 
 
-@pytest.mark.parametrize("settings, field", [
-    ({"judge_id": "j1", "model": "x"}, "scoring.settings.judge.model"),
-    ({}, "scoring.settings.judge.judge_id"),
-    ({"judge_id": ""}, "scoring.settings.judge.judge_id"),
-    ({"judge_id": 7}, "scoring.settings.judge.judge_id"),
-    ({"judge_id": "j1", "version": 0}, "scoring.settings.judge.version"),
-    ({"judge_id": "j1", "version": True}, "scoring.settings.judge.version"),
-    ({"judge_id": "j1", "version": "2"}, "scoring.settings.judge.version"),
-    ({"judge_id": "j1", "version": 1.0}, "scoring.settings.judge.version"),
-])
+@pytest.mark.parametrize(
+    "settings, field",
+    [
+        ({"judge_id": "j1", "model": "x"}, "scoring.settings.judge.model"),
+        ({}, "scoring.settings.judge.judge_id"),
+        ({"judge_id": ""}, "scoring.settings.judge.judge_id"),
+        ({"judge_id": 7}, "scoring.settings.judge.judge_id"),
+        ({"judge_id": "j1", "version": 0}, "scoring.settings.judge.version"),
+        ({"judge_id": "j1", "version": True}, "scoring.settings.judge.version"),
+        ({"judge_id": "j1", "version": "2"}, "scoring.settings.judge.version"),
+        ({"judge_id": "j1", "version": 1.0}, "scoring.settings.judge.version"),
+    ],
+)
 def test_bad_judge_settings_are_refused(settings, field):
     with pytest.raises(InvalidInputError) as err:
         validate_scoring(scoring("judge", judge=settings))
@@ -806,14 +948,33 @@ def test_a_judge_check_on_a_case_is_refused():
 
 HOUR = 3_600_000
 NOW = 100 * HOUR
-ARM = ArmRecord(run_id="r1", arm_id="baseline", version=3, spec_hash="h3", model="m", dataset_id="ds",
-                dataset_version=2, scoring_hash="s", environment_id=None, completed_at_ms=NOW - HOUR,
-                answered_here=True, every_case_answered=True)
-ASK: dict[str, Any] = {"version": 3, "dataset_id": "ds", "scoring_hash": "s", "environment_id": None, "model": "m"}
+ARM = ArmRecord(
+    run_id="r1",
+    arm_id="baseline",
+    version=3,
+    spec_hash="h3",
+    model="m",
+    dataset_id="ds",
+    dataset_version=2,
+    scoring_hash="s",
+    environment_id=None,
+    completed_at_ms=NOW - HOUR,
+    answered_here=True,
+    every_case_answered=True,
+)
+ASK: dict[str, Any] = {
+    "version": 3,
+    "dataset_id": "ds",
+    "scoring_hash": "s",
+    "environment_id": None,
+    "model": "m",
+}
 
 
 def reusable(records: list[ArmRecord], judge_key: str | None) -> ArmRecord | None:
-    return reusable_baseline(records, dataset_version=2, now_ms=NOW, cache_hours=24, judge_key=judge_key, **ASK)
+    return reusable_baseline(
+        records, dataset_version=2, now_ms=NOW, cache_hours=24, judge_key=judge_key, **ASK
+    )
 
 
 def test_an_arm_graded_by_another_judge_is_not_reused():

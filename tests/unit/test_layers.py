@@ -33,17 +33,25 @@ def service_files() -> list[Path]:
 def test_the_service_files_are_found():
     names = {p.relative_to(ROOT).as_posix() for p in service_files()}
     assert {"app.py", "chalicelib/bootstrap.py", "chalicelib/domain/scorers.py"} <= names
-    assert not (ROOT / "chalicelib" / "local").exists() and not (ROOT / "chalicelib" / "cli.py").exists()
+    assert (
+        not (ROOT / "chalicelib" / "local").exists()
+        and not (ROOT / "chalicelib" / "cli.py").exists()
+    )
 
 
 @pytest.mark.parametrize("path", service_files(), ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_the_service_imports_nothing_that_stays_outside_the_lambda_package(path):
-    wrong = [(line, module) for line, module in imported_modules(path)
-             if module.split(".")[0] in OUTSIDE_THE_LAMBDA]
+    wrong = [
+        (line, module)
+        for line, module in imported_modules(path)
+        if module.split(".")[0] in OUTSIDE_THE_LAMBDA
+    ]
     assert wrong == [], f"{path.relative_to(ROOT)} imports {wrong}"
 
 
 def test_the_check_sees_imports_inside_functions(tmp_path):
     sample = tmp_path / "sample.py"
-    sample.write_text("def f():\n    from infra.resources import bootstrap\n    import moto.server\n")
+    sample.write_text(
+        "def f():\n    from infra.resources import bootstrap\n    import moto.server\n"
+    )
     assert imported_modules(sample) == [(2, "infra.resources"), (3, "moto.server")]

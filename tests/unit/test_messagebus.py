@@ -22,8 +22,11 @@ def bus() -> Iterator[None]:
 
 
 def test_every_event_has_a_handler_in_the_table():
-    kinds = {obj for _, obj in inspect.getmembers(events, inspect.isclass)
-             if issubclass(obj, Event) and obj is not Event and obj.__module__ == events.__name__}
+    kinds = {
+        obj
+        for _, obj in inspect.getmembers(events, inspect.isclass)
+        if issubclass(obj, Event) and obj is not Event and obj.__module__ == events.__name__
+    }
     assert kinds == set(event_handlers.EVENT_HANDLERS), kinds ^ set(event_handlers.EVENT_HANDLERS)
     assert all(event_handlers.EVENT_HANDLERS[kind] for kind in kinds)
 
@@ -38,8 +41,14 @@ def test_events_are_frozen_values_naming_their_organization():
 def test_handlers_run_in_the_order_listed_with_the_container_and_the_event(bus):
     seen: list[tuple[str, Any, Event]] = []
     container = object()
-    messagebus.wire({SlotReleased: [lambda c, e: seen.append(("first", c, e)),
-                                    lambda c, e: seen.append(("second", c, e))]})
+    messagebus.wire(
+        {
+            SlotReleased: [
+                lambda c, e: seen.append(("first", c, e)),
+                lambda c, e: seen.append(("second", c, e)),
+            ]
+        }
+    )
     event = SlotReleased("org_a", "run_1")
     messagebus.publish(container, event)
     assert seen == [("first", container, event), ("second", container, event)]

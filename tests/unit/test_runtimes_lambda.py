@@ -27,8 +27,14 @@ CTX = AskContext("org-1")
 class StubLambda:
     """Answers `invoke` with a scripted response or exception; records the calls."""
 
-    def __init__(self, result: Any = None, *, error: Exception | None = None,
-                 function_error: str | None = None, delay_s: float = 0) -> None:
+    def __init__(
+        self,
+        result: Any = None,
+        *,
+        error: Exception | None = None,
+        function_error: str | None = None,
+        delay_s: float = 0,
+    ) -> None:
         self.result, self.error = result, error
         self.function_error, self.delay_s = function_error, delay_s
         self.calls: list[dict[str, Any]] = []
@@ -48,8 +54,10 @@ class StubLambda:
 
 def client_error(code: str, status: int) -> ClientError:
     return ClientError(
-        {"Error": {"Code": code, "Message": f"{code} happened"},
-         "ResponseMetadata": {"HTTPStatusCode": status}},
+        {
+            "Error": {"Code": code, "Message": f"{code} happened"},
+            "ResponseMetadata": {"HTTPStatusCode": status},
+        },
         "Invoke",
     )
 
@@ -166,10 +174,13 @@ def test_client_is_built_lazily_once() -> None:
 
 @pytest.mark.parametrize(
     ("spec", "field"),
-    [({}, "spec.function_name"), ({"function_name": " "}, "spec.function_name"),
-     ({"function_name": "assay-agent-f", "qualifier": 1}, "spec.qualifier"),
-     ({"function_name": "assay-agent-f", "qualifier": "live:1"}, "spec.qualifier"),
-     ({"function_name": "assay-agent-f", "qualifier": "x" * 129}, "spec.qualifier")],
+    [
+        ({}, "spec.function_name"),
+        ({"function_name": " "}, "spec.function_name"),
+        ({"function_name": "assay-agent-f", "qualifier": 1}, "spec.qualifier"),
+        ({"function_name": "assay-agent-f", "qualifier": "live:1"}, "spec.qualifier"),
+        ({"function_name": "assay-agent-f", "qualifier": "x" * 129}, "spec.qualifier"),
+    ],
 )
 def test_validate(spec: dict, field: str) -> None:
     with pytest.raises(InvalidInputError) as info:
@@ -177,17 +188,20 @@ def test_validate(spec: dict, field: str) -> None:
     assert info.value.field == field
 
 
-@pytest.mark.parametrize("name", [
-    "my-agent",                                                          # not under the prefix
-    "assay-agent",                                                       # the prefix without its dash
-    "arn:aws:lambda:us-east-1:123456789012:function:assay-agent-x",      # an ARN, even under the prefix
-    "123456789012:function:assay-agent-x",                               # a partial ARN (another account)
-    "arn:aws:lambda:eu-west-1:999999999999:function:assay-agent-x:live",
-    "assay-agent-x:live",                                                # a qualifier in the name
-    "assay-agent-" + "x" * 60,                                           # longer than 64
-    "assay-agent-x/../y",
-    "assay-agent-x\n",                                                   # a trailing newline ($ matches before it)
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "my-agent",  # not under the prefix
+        "assay-agent",  # the prefix without its dash
+        "arn:aws:lambda:us-east-1:123456789012:function:assay-agent-x",  # an ARN, even under the prefix
+        "123456789012:function:assay-agent-x",  # a partial ARN (another account)
+        "arn:aws:lambda:eu-west-1:999999999999:function:assay-agent-x:live",
+        "assay-agent-x:live",  # a qualifier in the name
+        "assay-agent-" + "x" * 60,  # longer than 64
+        "assay-agent-x/../y",
+        "assay-agent-x\n",  # a trailing newline ($ matches before it)
+    ],
+)
 def test_only_plain_names_under_the_prefix_are_invoked(name: str) -> None:
     stub = StubLambda("should never run")
     runtime = LambdaRuntime(lambda: stub)

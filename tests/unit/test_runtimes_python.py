@@ -19,7 +19,7 @@ from chalicelib.services.ports import AskContext
 
 CTX = AskContext("org-1")
 
-AGENT_SOURCE = '''
+AGENT_SOURCE = """
 import time
 from chalicelib.errors import ProviderError
 
@@ -68,7 +68,7 @@ class Agents:
         return "nested"
 
 NOT_CALLABLE = 3
-'''
+"""
 
 _counter = itertools.count()
 
@@ -215,8 +215,16 @@ def test_with_no_allowed_modules_python_is_refused_naming_the_setting(module: st
         rt(" ", "").ask(spec(module, "text_agent"), request(), timeout_s=2, ctx=CTX)
 
 
-@pytest.mark.parametrize("entrypoint", ["os:getcwd", "subprocess:run", "builtins:eval", "importlib:import_module",
-                                        "chalicelib.config:get_settings"])
+@pytest.mark.parametrize(
+    "entrypoint",
+    [
+        "os:getcwd",
+        "subprocess:run",
+        "builtins:eval",
+        "importlib:import_module",
+        "chalicelib.config:get_settings",
+    ],
+)
 def test_a_module_outside_the_prefixes_is_refused(module: str, entrypoint: str) -> None:
     with pytest.raises(InvalidInputError) as info:
         rt(module).validate({"runtime": "python", "entrypoint": entrypoint})
@@ -224,11 +232,14 @@ def test_a_module_outside_the_prefixes_is_refused(module: str, entrypoint: str) 
     assert "ASSAY_PYTHON_AGENT_MODULES" in info.value.message
 
 
-def test_a_module_outside_the_prefixes_is_never_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          module: str) -> None:
+def test_a_module_outside_the_prefixes_is_never_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str
+) -> None:
     name = f"assay_unlisted_{next(_counter)}"
     marker = tmp_path / "imported"
-    (tmp_path / f"{name}.py").write_text(f"open({str(marker)!r}, 'w').close()\ndef agent(r, o):\n    return 'x'\n")
+    (tmp_path / f"{name}.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\ndef agent(r, o):\n    return 'x'\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(InvalidInputError):
         rt(module).validate({"runtime": "python", "entrypoint": f"{name}:agent"})
@@ -247,7 +258,9 @@ def test_the_refusal_reads_the_same_whether_an_unlisted_module_exists(module: st
 def test_a_prefix_allows_its_submodules_only_at_a_dot(module: str) -> None:
     assert rt(module).prefixes() == (module,)
     with pytest.raises(InvalidInputError) as info:
-        rt(module[:-1]).validate(spec(module, "text_agent"))   # "assay_test_agents_1" is not under "..._"
+        rt(module[:-1]).validate(
+            spec(module, "text_agent")
+        )  # "assay_test_agents_1" is not under "..._"
     assert "ASSAY_PYTHON_AGENT_MODULES" in info.value.message
     rt("json", module).validate(spec(module, "text_agent"))
 

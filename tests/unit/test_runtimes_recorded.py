@@ -40,7 +40,11 @@ LINES = [
     {"case_id": "bad-guard", "guardrail": 3},
 ]
 
-UPLOADED = {"answers": parse_jsonl("\n".join(json.dumps(line) for line in LINES) + "\n\n", "recording answers")}
+UPLOADED = {
+    "answers": parse_jsonl(
+        "\n".join(json.dumps(line) for line in LINES) + "\n\n", "recording answers"
+    )
+}
 
 
 class Uploads:
@@ -75,7 +79,7 @@ def spec(**extra: object) -> dict:
 def test_by_case_id(ctx: AskContext, uploads: Uploads) -> None:
     rt = RecordedRuntime()
     rt.validate(spec())
-    assert uploads.asked == []   # saving a spec reads no recording
+    assert uploads.asked == []  # saving a spec reads no recording
     answer = rt.ask(spec(model="rec-model"), request("c1", "anything else"), 1, ctx)
     assert answer.answer == "4"
     assert answer.calls[0].status is CallStatus.REPLAYED
@@ -91,7 +95,9 @@ def test_explicit_call_status_is_kept(ctx: AskContext) -> None:
 
 
 def test_by_input_when_case_id_is_unknown(ctx: AskContext) -> None:
-    answer = RecordedRuntime().ask(spec(model="rec-model"), request("new-id", "Capital of France?"), 1, ctx)
+    answer = RecordedRuntime().ask(
+        spec(model="rec-model"), request("new-id", "Capital of France?"), 1, ctx
+    )
     assert answer.answer == "Paris"
     assert answer.model == "line-model"  # the line's model wins over the spec's
 
@@ -105,7 +111,9 @@ def test_missing_case_is_divergent(ctx: AskContext) -> None:
 def test_a_recording_the_organization_lacks_fails_the_attempt(ctx: AskContext) -> None:
     with pytest.raises(AgentCrashError, match="recording other not found"):
         RecordedRuntime().ask(spec(recording_id="other"), request("c1"), 1, ctx)
-    with pytest.raises(AgentCrashError, match="not found"):   # a context of another organization sees none
+    with pytest.raises(
+        AgentCrashError, match="not found"
+    ):  # a context of another organization sees none
         RecordedRuntime().ask(spec(), request("c1"), 1, AskContext("org-2"))
 
 
@@ -196,21 +204,26 @@ def no_file_is_opened(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 
 def test_a_recording_path_is_refused_the_same_whether_the_file_exists(
-        tmp_path: Path, ctx: AskContext, no_file_is_opened: list[Any]) -> None:
+    tmp_path: Path, ctx: AskContext, no_file_is_opened: list[Any]
+) -> None:
     real = tmp_path / "answers.jsonl"
     real.write_text('{"case_id": "c1", "answer": "4"}\n')
     messages = set()
     for path in (str(real), str(tmp_path / "missing.jsonl"), "/etc/passwd", "../../x", "", 5):
-        for s in ({"runtime": "recorded", "recording": path}, {"runtime": "recorded", "recording": path,
-                                                                "recording_id": "answers"}):
+        for s in (
+            {"runtime": "recorded", "recording": path},
+            {"runtime": "recorded", "recording": path, "recording_id": "answers"},
+        ):
             with pytest.raises(InvalidInputError) as info:
                 RecordedRuntime().validate(s)
             assert info.value.field == "spec.recording"
             messages.add(info.value.message)
             with pytest.raises(InvalidInputError):
                 RecordedRuntime().ask(s, request("c1"), 1, ctx)
-    assert messages == {"spec.recording (a path) is not accepted: upload it with POST /api/v1/recordings and "
-                        "name it by recording_id"}
+    assert messages == {
+        "spec.recording (a path) is not accepted: upload it with POST /api/v1/recordings and "
+        "name it by recording_id"
+    }
     assert no_file_is_opened == []
 
 

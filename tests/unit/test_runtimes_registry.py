@@ -34,8 +34,9 @@ def stub_resolver(host: str, port: int) -> list[str]:
 
 @pytest.fixture()
 def runtimes():
-    return build_runtimes(resolver=lambda: stub_resolver,
-                          lambda_client_factory=lambda: pytest.fail("built eagerly"))
+    return build_runtimes(
+        resolver=lambda: stub_resolver, lambda_client_factory=lambda: pytest.fail("built eagerly")
+    )
 
 
 def test_every_kind_is_built(runtimes) -> None:
@@ -73,13 +74,18 @@ def test_validate_spec_calls_the_runtime(runtimes) -> None:
     with pytest.raises(InvalidInputError) as info:
         validate_spec({"runtime": "http", "url": "nope"}, runtimes)
     assert info.value.field == "spec.url"
-    validate_spec({"runtime": "lambda", "function_name": "assay-agent-x"}, runtimes)  # no client built
+    validate_spec(
+        {"runtime": "lambda", "function_name": "assay-agent-x"}, runtimes
+    )  # no client built
 
 
 def test_the_defaults_allow_no_python_module_and_no_private_network(runtimes) -> None:
     with pytest.raises(InvalidInputError) as info:
         validate_spec({"runtime": "python", "entrypoint": "bench.agents:sleepy"}, runtimes)
-    assert (info.value.field, "ASSAY_PYTHON_AGENT_MODULES" in info.value.message) == ("spec.runtime", True)
+    assert (info.value.field, "ASSAY_PYTHON_AGENT_MODULES" in info.value.message) == (
+        "spec.runtime",
+        True,
+    )
     with pytest.raises(InvalidInputError, match="ASSAY_ALLOW_PRIVATE_NETWORK"):
         validate_spec({"runtime": "http", "url": "http://127.0.0.1:8000/ask"}, runtimes)
 
@@ -93,22 +99,45 @@ def test_the_runtimes_read_the_operators_settings_when_called() -> None:
     for spec in (python, local, fn):
         with pytest.raises(InvalidInputError):
             validate_spec(spec, runtimes)
-    current[0] = Settings.model_construct(assay_python_agent_modules="bench.agents", assay_allow_private_network=True,
-                                          assay_lambda_function_prefix="team-x-")
+    current[0] = Settings.model_construct(
+        assay_python_agent_modules="bench.agents",
+        assay_allow_private_network=True,
+        assay_lambda_function_prefix="team-x-",
+    )
     for spec in (python, local, fn):
         validate_spec(spec, runtimes)
     current[0] = Settings.model_construct(assay_lambda_function_prefix="")
     with pytest.raises(InvalidInputError) as info:
         validate_spec(fn, runtimes)
-    assert (info.value.field, "ASSAY_LAMBDA_FUNCTION_PREFIX" in info.value.message) == ("spec.runtime", True)
+    assert (info.value.field, "ASSAY_LAMBDA_FUNCTION_PREFIX" in info.value.message) == (
+        "spec.runtime",
+        True,
+    )
 
 
-@pytest.mark.parametrize("spec", [
-    {"runtime": "openai", "base_url": "https://api.example/v1", "model": "m", "api_key_env": "ASSAY_JWT_SECRET"},
-    {"runtime": "openai", "base_url": "https://api.example/v1", "model": "m", "api_key_env": "AWS_SECRET_ACCESS_KEY"},
-    {"runtime": "http", "url": "https://agent.example/ask", "api_key_env": "AWS_SECRET_ACCESS_KEY"},
-    {"runtime": "recorded", "inline": {"c": "x"}, "api_key_env": None},
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {
+            "runtime": "openai",
+            "base_url": "https://api.example/v1",
+            "model": "m",
+            "api_key_env": "ASSAY_JWT_SECRET",
+        },
+        {
+            "runtime": "openai",
+            "base_url": "https://api.example/v1",
+            "model": "m",
+            "api_key_env": "AWS_SECRET_ACCESS_KEY",
+        },
+        {
+            "runtime": "http",
+            "url": "https://agent.example/ask",
+            "api_key_env": "AWS_SECRET_ACCESS_KEY",
+        },
+        {"runtime": "recorded", "inline": {"c": "x"}, "api_key_env": None},
+    ],
+)
 def test_api_key_env_is_refused_in_every_spec(runtimes, spec: dict) -> None:
     with pytest.raises(InvalidInputError) as info:
         validate_spec(spec, runtimes)
@@ -117,33 +146,47 @@ def test_api_key_env_is_refused_in_every_spec(runtimes, spec: dict) -> None:
 
 
 def test_a_profile_holds_connection_settings_only(runtimes) -> None:
-    settings = {"base_url": "https://api.example/v1", "api_key_secret": "openai", "max_tokens": 64,
-                "extra_headers": {"X-Team": "evals", "X-Key": {"secret": "gw"}}, "system_prompt": "Be brief.",
-                "url": "https://agent.example/ask", "headers": {"Authorization": {"secret": "a", "prefix": "Bearer "}}}
+    settings = {
+        "base_url": "https://api.example/v1",
+        "api_key_secret": "openai",
+        "max_tokens": 64,
+        "extra_headers": {"X-Team": "evals", "X-Key": {"secret": "gw"}},
+        "system_prompt": "Be brief.",
+        "url": "https://agent.example/ask",
+        "headers": {"Authorization": {"secret": "a", "prefix": "Bearer "}},
+    }
     assert set(settings) == set(PROFILE_SETTING_KEYS)
     assert validate_profile_settings(settings, runtimes) == settings
 
 
-@pytest.mark.parametrize(("settings", "field"), [
-    ({"api_key_env": "ASSAY_JWT_SECRET"}, "settings.api_key_env"),
-    ({"runtime": "python"}, "settings.runtime"),
-    ({"entrypoint": "os:getcwd"}, "settings.entrypoint"),
-    ({"recording": "/etc/passwd"}, "settings.recording"),
-    ({"recording_id": "r1"}, "settings.recording_id"),
-    ({"function_name": "assay-agent-x"}, "settings.function_name"),
-    ({"inline": {"c": "x"}}, "settings.inline"),
-    ({"model": "m"}, "settings.model"),
-    ({"base_url": "http://169.254.169.254/"}, "settings.base_url"),
-    ({"base_url": "https://meta.test/v1"}, "settings.base_url"),
-    ({"url": "http://[fd00:ec2::254]/"}, "settings.url"),
-    ({"base_url": "http://user:pw@api.example/"}, "settings.base_url"),
-    ({"api_key_secret": "../x"}, "settings.api_key_secret"),
-    ({"extra_headers": {"Authorization": "Bearer sk-abcdefghijklmnopqrstuvwx"}}, "settings.extra_headers"),
-    ({"headers": {"X-Aws": "AKIAABCDEFGHIJKLMNOP"}}, "settings.headers"),
-    ({"max_tokens": 0}, "settings.max_tokens"),
-    ({"system_prompt": 5}, "settings.system_prompt"),
-])
-def test_a_profile_setting_that_is_not_a_valid_connection_key_is_named(runtimes, settings: dict, field: str) -> None:
+@pytest.mark.parametrize(
+    ("settings", "field"),
+    [
+        ({"api_key_env": "ASSAY_JWT_SECRET"}, "settings.api_key_env"),
+        ({"runtime": "python"}, "settings.runtime"),
+        ({"entrypoint": "os:getcwd"}, "settings.entrypoint"),
+        ({"recording": "/etc/passwd"}, "settings.recording"),
+        ({"recording_id": "r1"}, "settings.recording_id"),
+        ({"function_name": "assay-agent-x"}, "settings.function_name"),
+        ({"inline": {"c": "x"}}, "settings.inline"),
+        ({"model": "m"}, "settings.model"),
+        ({"base_url": "http://169.254.169.254/"}, "settings.base_url"),
+        ({"base_url": "https://meta.test/v1"}, "settings.base_url"),
+        ({"url": "http://[fd00:ec2::254]/"}, "settings.url"),
+        ({"base_url": "http://user:pw@api.example/"}, "settings.base_url"),
+        ({"api_key_secret": "../x"}, "settings.api_key_secret"),
+        (
+            {"extra_headers": {"Authorization": "Bearer sk-abcdefghijklmnopqrstuvwx"}},
+            "settings.extra_headers",
+        ),
+        ({"headers": {"X-Aws": "AKIAABCDEFGHIJKLMNOP"}}, "settings.headers"),
+        ({"max_tokens": 0}, "settings.max_tokens"),
+        ({"system_prompt": 5}, "settings.system_prompt"),
+    ],
+)
+def test_a_profile_setting_that_is_not_a_valid_connection_key_is_named(
+    runtimes, settings: dict, field: str
+) -> None:
     with pytest.raises(InvalidInputError) as info:
         validate_profile_settings(settings, runtimes)
     assert info.value.field == field

@@ -45,7 +45,9 @@ def scoring(*required: str, **settings: dict[str, Any]) -> ScoringConfig:
     return ScoringConfig(required=list(required), settings=settings)
 
 
-def only_score(c: Case, text: str, config: ScoringConfig, calls: list[ToolCall] | None = None) -> ScoreResult:
+def only_score(
+    c: Case, text: str, config: ScoringConfig, calls: list[ToolCall] | None = None
+) -> ScoreResult:
     result = grade(c, answer(text, calls), config)
     assert len(result.scores) == 1, result
     return result.scores[0]
@@ -73,7 +75,9 @@ def only_score(c: Case, text: str, config: ScoringConfig, calls: list[ToolCall] 
         ("10.833333333333332", Fraction("10.833333333333332")),
     ],
 )
-def test_the_final_number_of_a_text_is_read_as_people_write_numbers(text: str, expected: Fraction) -> None:
+def test_the_final_number_of_a_text_is_read_as_people_write_numbers(
+    text: str, expected: Fraction
+) -> None:
     assert final_number(text) == expected
 
 
@@ -167,8 +171,9 @@ def test_regex_does_not_apply_without_a_pattern() -> None:
 
 
 def test_a_regex_that_backtracks_catastrophically_is_stopped_and_the_attempt_is_incomplete(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scorers, "REGEX_SECONDS", 0.05)   # (a|aa)+$ on 40 a's: ~fib(40) paths
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(scorers, "REGEX_SECONDS", 0.05)  # (a|aa)+$ on 40 a's: ~fib(40) paths
     c = case(checks=[Check(scorer="regex", pattern=r"^(a|aa)+$")])
     result = grade(c, answer("a" * 40 + "!"), scoring("regex"))
     assert result.state == AttemptState.INCOMPLETE
@@ -202,7 +207,9 @@ def test_json_schema_says_where_the_document_breaks_the_schema() -> None:
     config = scoring("json_schema", json_schema={"schema": PERSON})
     result = only_score(case(), '{"name": "Ada", "age": "36"}', config)
     assert result.passed is False
-    assert result.reason == "answer does not match the schema at $.age: '36' is not of type 'integer'"
+    assert (
+        result.reason == "answer does not match the schema at $.age: '36' is not of type 'integer'"
+    )
 
 
 def test_json_schema_fails_an_answer_that_is_not_json() -> None:
@@ -210,8 +217,15 @@ def test_json_schema_fails_an_answer_that_is_not_json() -> None:
     assert only_score(c, "Ada, 36", scoring("json_schema")).passed is False
 
 
-@pytest.mark.parametrize("ref", ["http://127.0.0.1:9/schema.json", "file:///etc/passwd",
-                                 "https://json-schema.org/other.json#/x", "other.json"])
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "http://127.0.0.1:9/schema.json",
+        "file:///etc/passwd",
+        "https://json-schema.org/other.json#/x",
+        "other.json",
+    ],
+)
 def test_a_schema_that_refers_outside_itself_is_refused_at_save(ref: str) -> None:
     c = case(checks=[Check(scorer="json_schema", schema={"$ref": ref})])
     with pytest.raises(InvalidInputError) as caught:
@@ -220,10 +234,16 @@ def test_a_schema_that_refers_outside_itself_is_refused_at_save(ref: str) -> Non
 
 
 def test_a_schema_may_refer_into_itself_and_to_the_meta_schemas() -> None:
-    schema = {"$id": "https://example.com/person.json", "$defs": {"age": {"type": "integer"}},
-              "type": "object", "properties": {"age": {"$ref": "#/$defs/age"},
-                                               "again": {"$ref": "https://example.com/person.json#/$defs/age"},
-                                               "schema": {"$ref": "https://json-schema.org/draft/2020-12/schema"}}}
+    schema = {
+        "$id": "https://example.com/person.json",
+        "$defs": {"age": {"type": "integer"}},
+        "type": "object",
+        "properties": {
+            "age": {"$ref": "#/$defs/age"},
+            "again": {"$ref": "https://example.com/person.json#/$defs/age"},
+            "schema": {"$ref": "https://json-schema.org/draft/2020-12/schema"},
+        },
+    }
     c = case(checks=[Check(scorer="json_schema", schema=schema)])
     validate_checks(c)
     assert only_score(c, '{"age": 3}', scoring("json_schema")).passed is True
@@ -237,10 +257,12 @@ def test_a_reference_that_slipped_past_saving_is_never_fetched() -> None:
     listener.setblocking(False)
     try:
         url = f"http://127.0.0.1:{listener.getsockname()[1]}/schema.json"
-        c = case(checks=[Check(scorer="json_schema", schema={"$ref": url})])   # not validated: stored before the check
+        c = case(
+            checks=[Check(scorer="json_schema", schema={"$ref": url})]
+        )  # not validated: stored before the check
         result = grade(c, answer("{}"), scoring("json_schema"))
         assert result.state == AttemptState.INCOMPLETE and result.scores[0].error is True
-        with pytest.raises(BlockingIOError):   # grading is synchronous: a fetch would be queued here
+        with pytest.raises(BlockingIOError):  # grading is synchronous: a fetch would be queued here
             listener.accept()
     finally:
         listener.close()
@@ -299,7 +321,12 @@ def call(name: str, **arguments: Any) -> ToolCall:
 
 
 def test_tool_calls_passes_when_every_expected_call_was_made_in_any_order() -> None:
-    c = case(expected_calls=[ExpectedCall(name="search"), ExpectedCall(name="book", arguments={"room": 4})])
+    c = case(
+        expected_calls=[
+            ExpectedCall(name="search"),
+            ExpectedCall(name="book", arguments={"room": 4}),
+        ]
+    )
     made = [call("book", room=4, when="today"), call("log"), call("search", q="rooms")]
     assert only_score(c, "done", scoring("tool_calls"), made).passed is True
 
@@ -319,7 +346,12 @@ def test_true_is_not_the_number_one_in_expected_arguments() -> None:
 
 def test_each_expected_call_needs_a_call_of_its_own() -> None:
     # The name-only expectation must not take the one call the stricter one needs.
-    c = case(expected_calls=[ExpectedCall(name="search"), ExpectedCall(name="search", arguments={"q": "a"})])
+    c = case(
+        expected_calls=[
+            ExpectedCall(name="search"),
+            ExpectedCall(name="search", arguments={"q": "a"}),
+        ]
+    )
     both = [call("search", q="a"), call("search", q="b")]
     assert only_score(c, "", scoring("tool_calls"), both).passed is True
     result = only_score(c, "", scoring("tool_calls"), [call("search", q="a")])
@@ -403,7 +435,9 @@ def extra_scorers() -> Any:
     SCORERS.update(before)
 
 
-def test_a_scorer_that_raises_makes_the_attempt_incomplete_even_beside_a_failure(extra_scorers: None) -> None:
+def test_a_scorer_that_raises_makes_the_attempt_incomplete_even_beside_a_failure(
+    extra_scorers: None,
+) -> None:
     result = grade(case(reference="18"), answer("26"), scoring("numeric_answer", "exploding"))
     assert result.state == AttemptState.INCOMPLETE
     assert [(s.scorer, s.passed, s.error) for s in result.scores] == [
@@ -457,8 +491,14 @@ def test_validate_scoring_refuses_a_negative_tolerance() -> None:
 
 
 def test_validate_scoring_accepts_every_builtin_scorer() -> None:
-    validate_scoring(scoring(*sorted(SCORERS), json_schema={"schema": PERSON}, tool_calls={"ordered": False},
-                             judge={"judge_id": "j1"}))
+    validate_scoring(
+        scoring(
+            *sorted(SCORERS),
+            json_schema={"schema": PERSON},
+            tool_calls={"ordered": False},
+            judge={"judge_id": "j1"},
+        )
+    )
 
 
 def test_the_judge_scorer_needs_its_settings() -> None:

@@ -12,20 +12,49 @@ from chalicelib.domain.enums import ArmRole
 
 SPEC = {"runtime": {"kind": "python"}, "model": "m1"}
 
-CANDIDATE = {"arm_id": "candidate", "role": "candidate", "version": 3, "draft": False, "spec": SPEC,
-             "spec_hash": "h3", "model_profile_id": None}
-PAIRED = {"arm_id": "baseline", "role": "baseline", "version": 2, "draft": False, "spec": SPEC,
-          "spec_hash": "h2", "model_profile_id": "fast", "answers": True, "rerun": False}
-BORROWED = {"arm_id": "baseline", "role": "baseline", "version": 2, "draft": False, "spec": SPEC,
-            "spec_hash": "h2", "model_profile_id": None, "answers": False, "rerun": True,
-            "source_run_id": "run_1", "source_arm_id": "candidate", "source_dataset_version": 1,
-            "source_completed_at": "2026-12-01T07:00:00.000Z"}
+CANDIDATE = {
+    "arm_id": "candidate",
+    "role": "candidate",
+    "version": 3,
+    "draft": False,
+    "spec": SPEC,
+    "spec_hash": "h3",
+    "model_profile_id": None,
+}
+PAIRED = {
+    "arm_id": "baseline",
+    "role": "baseline",
+    "version": 2,
+    "draft": False,
+    "spec": SPEC,
+    "spec_hash": "h2",
+    "model_profile_id": "fast",
+    "answers": True,
+    "rerun": False,
+}
+BORROWED = {
+    "arm_id": "baseline",
+    "role": "baseline",
+    "version": 2,
+    "draft": False,
+    "spec": SPEC,
+    "spec_hash": "h2",
+    "model_profile_id": None,
+    "answers": False,
+    "rerun": True,
+    "source_run_id": "run_1",
+    "source_arm_id": "candidate",
+    "source_dataset_version": 1,
+    "source_completed_at": "2026-12-01T07:00:00.000Z",
+}
 
 
-@pytest.mark.parametrize("kept", [CANDIDATE, PAIRED, BORROWED], ids=["candidate", "paired", "borrowed"])
+@pytest.mark.parametrize(
+    "kept", [CANDIDATE, PAIRED, BORROWED], ids=["candidate", "paired", "borrowed"]
+)
 def test_an_arm_is_kept_as_the_json_map_runs_always_kept(kept: dict[str, Any]) -> None:
     arm = arm_of(kept)
-    assert json.dumps(stored_arm(arm)) == json.dumps(kept)   # same keys, same order, same values
+    assert json.dumps(stored_arm(arm)) == json.dumps(kept)  # same keys, same order, same values
     assert type(stored_arm(arm)["role"]) is str
 
 

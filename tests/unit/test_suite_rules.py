@@ -64,12 +64,22 @@ def test_a_failed_run_without_a_reason_says_none_was_given() -> None:
 
 
 def test_an_error_wins_over_everything_that_would_fail_or_doubt() -> None:
-    j = decide_result(Threshold(min_pass_rate=0.9), facts(
-        status="failed", reason="boom", passed=0, confirmed_regressions=["c1"], first_crashes=["c2"],
-        undecided=["c3"], invalid_reason="judge changed", overall="worse"))
+    j = decide_result(
+        Threshold(min_pass_rate=0.9),
+        facts(
+            status="failed",
+            reason="boom",
+            passed=0,
+            confirmed_regressions=["c1"],
+            first_crashes=["c2"],
+            undecided=["c3"],
+            invalid_reason="judge changed",
+            overall="worse",
+        ),
+    )
     assert j.result is SuiteResult.ERROR
     assert j.reasons == ["the eval run failed: boom"]
-    assert j.broken == ["c1"]        # the regressions it had, carried; crashes are not judged
+    assert j.broken == ["c1"]  # the regressions it had, carried; crashes are not judged
     assert j.undecided == ["c3"]
     assert j.overall == "worse"
 
@@ -85,13 +95,17 @@ def test_one_confirmed_regression_fails_by_default() -> None:
 
 
 def test_max_regressions_two_allows_two() -> None:
-    j = decide_result(Threshold(max_regressions=2), facts(passed=8, confirmed_regressions=["c1", "c2"]))
+    j = decide_result(
+        Threshold(max_regressions=2), facts(passed=8, confirmed_regressions=["c1", "c2"])
+    )
     assert j.result is SuiteResult.PASSED
-    assert j.broken == ["c1", "c2"]          # still named, though allowed
+    assert j.broken == ["c1", "c2"]  # still named, though allowed
 
 
 def test_max_regressions_two_fails_at_three() -> None:
-    j = decide_result(Threshold(max_regressions=2), facts(passed=7, confirmed_regressions=["c1", "c2", "c3"]))
+    j = decide_result(
+        Threshold(max_regressions=2), facts(passed=7, confirmed_regressions=["c1", "c2", "c3"])
+    )
     assert j.result is SuiteResult.FAILED
     assert j.reasons == ["3 confirmed regressions, 2 allowed"]
     assert j.broken == ["c1", "c2", "c3"]
@@ -110,9 +124,11 @@ def test_a_first_answer_crash_fails_even_when_everything_else_passes() -> None:
 
 
 def test_crashes_are_counted_and_join_the_broken_cases_once() -> None:
-    j = decide_result(Threshold(max_regressions=5), facts(passed=8, confirmed_regressions=["c1", "c2"],
-                                                   first_crashes=["c2", "c3"]))
-    assert j.result is SuiteResult.FAILED           # regressions allowed, crashes are not
+    j = decide_result(
+        Threshold(max_regressions=5),
+        facts(passed=8, confirmed_regressions=["c1", "c2"], first_crashes=["c2", "c3"]),
+    )
+    assert j.result is SuiteResult.FAILED  # regressions allowed, crashes are not
     assert j.reasons == ["the agent crashed on 2 cases' first answers"]
     assert j.broken == ["c1", "c2", "c3"]
 
@@ -146,14 +162,18 @@ def test_a_minimum_of_one_fails_on_a_single_miss() -> None:
 def test_a_minimum_missed_even_were_every_undecided_case_to_pass_fails() -> None:
     j = decide_result(MIN_HALF, facts(passed=3, undecided=["c9"]))
     assert j.result is SuiteResult.FAILED
-    assert j.reasons == [("pass rate 30.0% is below the minimum 50.0% "
-                          "even were every undecided case to pass (40.0%)")]
+    assert j.reasons == [
+        (
+            "pass rate 30.0% is below the minimum 50.0% "
+            "even were every undecided case to pass (40.0%)"
+        )
+    ]
     assert j.undecided == ["c9"]
 
 
 def test_a_minimum_the_undecided_cases_could_still_reach_is_inconclusive() -> None:
     j = decide_result(MIN_HALF, facts(passed=4, undecided=["c9", "c10"]))
-    assert j.result is SuiteResult.INCONCLUSIVE         # best case 6/10 = 0.6 >= 0.5
+    assert j.result is SuiteResult.INCONCLUSIVE  # best case 6/10 = 0.6 >= 0.5
     assert j.reasons == ["2 cases left undecided: c9, c10"]
 
 
@@ -176,9 +196,15 @@ def test_a_zero_minimum_never_fails() -> None:
 
 
 def test_every_reason_a_result_fails_is_listed() -> None:
-    j = decide_result(Threshold(min_pass_rate=0.9, max_cost_per_pass_rise_pct=10),
-              facts(passed=5, confirmed_regressions=["c1"], first_crashes=["c2"],
-                    cost_per_pass_micros=(200, 100)))
+    j = decide_result(
+        Threshold(min_pass_rate=0.9, max_cost_per_pass_rise_pct=10),
+        facts(
+            passed=5,
+            confirmed_regressions=["c1"],
+            first_crashes=["c2"],
+            cost_per_pass_micros=(200, 100),
+        ),
+    )
     assert j.result is SuiteResult.FAILED
     assert j.reasons == [
         "1 confirmed regression, 0 allowed",
@@ -190,10 +216,12 @@ def test_every_reason_a_result_fails_is_listed() -> None:
 
 
 def test_a_regression_in_a_cancelled_run_fails_rather_than_doubts() -> None:
-    j = decide_result(NO_MIN, facts(status="cancelled", passed=6, confirmed_regressions=["c1"],
-                            undecided=["c8", "c9"]))
+    j = decide_result(
+        NO_MIN,
+        facts(status="cancelled", passed=6, confirmed_regressions=["c1"], undecided=["c8", "c9"]),
+    )
     assert j.result is SuiteResult.FAILED
-    assert j.reasons == ["1 confirmed regression, 0 allowed"]       # the doubts are not listed
+    assert j.reasons == ["1 confirmed regression, 0 allowed"]  # the doubts are not listed
     assert j.undecided == ["c8", "c9"]
 
 
@@ -206,34 +234,46 @@ def test_a_crash_in_a_run_out_of_budget_fails_rather_than_doubts() -> None:
 
 
 def test_cost_per_pass_above_its_ceiling_fails() -> None:
-    j = decide_result(Threshold(max_cost_per_pass_rise_pct=20), facts(cost_per_pass_micros=(121, 100)))
+    j = decide_result(
+        Threshold(max_cost_per_pass_rise_pct=20), facts(cost_per_pass_micros=(121, 100))
+    )
     assert j.result is SuiteResult.FAILED
     assert j.reasons == ["cost per passed case rose 21.0%, more than the 20% allowed"]
 
 
 def test_cost_per_pass_at_its_ceiling_passes() -> None:
-    j = decide_result(Threshold(max_cost_per_pass_rise_pct=20), facts(cost_per_pass_micros=(120, 100)))
+    j = decide_result(
+        Threshold(max_cost_per_pass_rise_pct=20), facts(cost_per_pass_micros=(120, 100))
+    )
     assert j.result is SuiteResult.PASSED
 
 
 def test_cost_per_pass_exactly_at_a_seven_percent_ceiling_passes() -> None:
-    j = decide_result(Threshold(max_cost_per_pass_rise_pct=7), facts(cost_per_pass_micros=(107, 100)))
+    j = decide_result(
+        Threshold(max_cost_per_pass_rise_pct=7), facts(cost_per_pass_micros=(107, 100))
+    )
     assert j.result is SuiteResult.PASSED
 
 
 def test_a_cheaper_candidate_never_exceeds_the_ceiling() -> None:
-    j = decide_result(Threshold(max_cost_per_pass_rise_pct=0), facts(cost_per_pass_micros=(50, 100)))
+    j = decide_result(
+        Threshold(max_cost_per_pass_rise_pct=0), facts(cost_per_pass_micros=(50, 100))
+    )
     assert j.result is SuiteResult.PASSED
 
 
 def test_a_zero_ceiling_fails_any_rise() -> None:
-    j = decide_result(Threshold(max_cost_per_pass_rise_pct=0), facts(cost_per_pass_micros=(101, 100)))
+    j = decide_result(
+        Threshold(max_cost_per_pass_rise_pct=0), facts(cost_per_pass_micros=(101, 100))
+    )
     assert j.result is SuiteResult.FAILED
     assert j.reasons == ["cost per passed case rose 1.0%, more than the 0% allowed"]
 
 
 def test_cost_per_pass_from_a_zero_baseline_fails_on_any_positive_increase() -> None:
-    j = decide_result(Threshold(max_cost_per_pass_rise_pct=1000), facts(cost_per_pass_micros=(1, 0)))
+    j = decide_result(
+        Threshold(max_cost_per_pass_rise_pct=1000), facts(cost_per_pass_micros=(1, 0))
+    )
     assert j.result is SuiteResult.FAILED
     assert j.reasons == ["cost per passed case rose from zero, more than the 1000% allowed"]
 
@@ -244,13 +284,17 @@ def test_cost_per_pass_staying_at_zero_passes() -> None:
 
 
 def test_p95_latency_above_its_ceiling_fails() -> None:
-    j = decide_result(Threshold(max_p95_latency_rise_pct=20), facts(p95_latency_ms=(1210.0, 1000.0)))
+    j = decide_result(
+        Threshold(max_p95_latency_rise_pct=20), facts(p95_latency_ms=(1210.0, 1000.0))
+    )
     assert j.result is SuiteResult.FAILED
     assert j.reasons == ["p95 latency rose 21.0%, more than the 20% allowed"]
 
 
 def test_p95_latency_at_its_ceiling_passes() -> None:
-    j = decide_result(Threshold(max_p95_latency_rise_pct=20), facts(p95_latency_ms=(1200.0, 1000.0)))
+    j = decide_result(
+        Threshold(max_p95_latency_rise_pct=20), facts(p95_latency_ms=(1200.0, 1000.0))
+    )
     assert j.result is SuiteResult.PASSED
 
 
@@ -261,26 +305,36 @@ def test_p95_latency_from_a_zero_baseline_fails_on_any_positive_increase() -> No
 
 
 def test_both_ceilings_exceeded_are_both_listed_with_fractional_limits() -> None:
-    j = decide_result(Threshold(max_cost_per_pass_rise_pct=12.5, max_p95_latency_rise_pct=5),
-              facts(cost_per_pass_micros=(150, 100), p95_latency_ms=(110.0, 100.0)))
+    j = decide_result(
+        Threshold(max_cost_per_pass_rise_pct=12.5, max_p95_latency_rise_pct=5),
+        facts(cost_per_pass_micros=(150, 100), p95_latency_ms=(110.0, 100.0)),
+    )
     assert j.result is SuiteResult.FAILED
-    assert j.reasons == ["cost per passed case rose 50.0%, more than the 12.5% allowed",
-                         "p95 latency rose 10.0%, more than the 5% allowed"]
+    assert j.reasons == [
+        "cost per passed case rose 50.0%, more than the 12.5% allowed",
+        "p95 latency rose 10.0%, more than the 5% allowed",
+    ]
 
 
 def test_each_ceiling_reads_its_own_numbers() -> None:
     # cost within its ceiling, latency far over a ceiling that is not set: passes
-    j = decide_result(Threshold(max_cost_per_pass_rise_pct=10),
-              facts(cost_per_pass_micros=(105, 100), p95_latency_ms=(900.0, 100.0)))
+    j = decide_result(
+        Threshold(max_cost_per_pass_rise_pct=10),
+        facts(cost_per_pass_micros=(105, 100), p95_latency_ms=(900.0, 100.0)),
+    )
     assert j.result is SuiteResult.PASSED
     # latency within its ceiling, cost far over a ceiling that is not set: passes
-    j = decide_result(Threshold(max_p95_latency_rise_pct=10),
-              facts(cost_per_pass_micros=(900, 100), p95_latency_ms=(105.0, 100.0)))
+    j = decide_result(
+        Threshold(max_p95_latency_rise_pct=10),
+        facts(cost_per_pass_micros=(900, 100), p95_latency_ms=(105.0, 100.0)),
+    )
     assert j.result is SuiteResult.PASSED
 
 
 def test_empty_ceilings_check_nothing() -> None:
-    j = decide_result(NO_MIN, facts(cost_per_pass_micros=(10_000, 1), p95_latency_ms=(9_000.0, 1.0)))
+    j = decide_result(
+        NO_MIN, facts(cost_per_pass_micros=(10_000, 1), p95_latency_ms=(9_000.0, 1.0))
+    )
     assert j.result is SuiteResult.PASSED
     j = decide_result(NO_MIN, facts(cost_per_pass_micros=(5, 0), p95_latency_ms=(5.0, 0.0)))
     assert j.result is SuiteResult.PASSED
@@ -288,30 +342,52 @@ def test_empty_ceilings_check_nothing() -> None:
 
 def test_a_ceiling_with_an_unknown_side_checks_nothing() -> None:
     t = Threshold(max_cost_per_pass_rise_pct=0, max_p95_latency_rise_pct=0)
-    assert decide_result(t, facts(cost_per_pass_micros=(None, 100), p95_latency_ms=(100.0, None))).result \
+    assert (
+        decide_result(
+            t, facts(cost_per_pass_micros=(None, 100), p95_latency_ms=(100.0, None))
+        ).result
         is SuiteResult.PASSED
-    assert decide_result(t, facts(cost_per_pass_micros=(100, None), p95_latency_ms=(None, 100.0))).result \
+    )
+    assert (
+        decide_result(
+            t, facts(cost_per_pass_micros=(100, None), p95_latency_ms=(None, 100.0))
+        ).result
         is SuiteResult.PASSED
+    )
 
 
 def test_ceilings_are_not_checked_without_a_comparison() -> None:
     t = Threshold(min_pass_rate=0.5, max_cost_per_pass_rise_pct=0, max_p95_latency_rise_pct=0)
-    j = decide_result(t, facts(compared=False, cost_per_pass_micros=(300, 100), p95_latency_ms=(300.0, 100.0)))
+    j = decide_result(
+        t, facts(compared=False, cost_per_pass_micros=(300, 100), p95_latency_ms=(300.0, 100.0))
+    )
     assert j.result is SuiteResult.PASSED
 
 
 def test_ceilings_are_not_checked_when_the_comparison_is_invalid() -> None:
     t = Threshold(max_cost_per_pass_rise_pct=0, max_p95_latency_rise_pct=0)
-    j = decide_result(t, facts(invalid_reason="the judge changed",
-                       cost_per_pass_micros=(300, 100), p95_latency_ms=(300.0, 100.0)))
+    j = decide_result(
+        t,
+        facts(
+            invalid_reason="the judge changed",
+            cost_per_pass_micros=(300, 100),
+            p95_latency_ms=(300.0, 100.0),
+        ),
+    )
     assert j.result is SuiteResult.INCONCLUSIVE
     assert j.reasons == ["the comparison is invalid: the judge changed"]
 
 
 def test_ceilings_are_not_checked_when_a_side_could_not_run() -> None:
     t = Threshold(max_cost_per_pass_rise_pct=0, max_p95_latency_rise_pct=0)
-    j = decide_result(t, facts(could_not_run="baseline: no version",
-                       cost_per_pass_micros=(300, 100), p95_latency_ms=(300.0, 100.0)))
+    j = decide_result(
+        t,
+        facts(
+            could_not_run="baseline: no version",
+            cost_per_pass_micros=(300, 100),
+            p95_latency_ms=(300.0, 100.0),
+        ),
+    )
     assert j.result is SuiteResult.INCONCLUSIVE
     assert j.reasons == ["a side could not run: baseline: no version"]
 
@@ -380,17 +456,30 @@ def test_past_ten_undecided_cases_the_rest_are_elided_but_all_are_kept() -> None
 
 
 def test_every_doubt_is_listed_in_order() -> None:
-    j = decide_result(NO_MIN, facts(status="cancelled", passed=8, invalid_reason="judge changed",
-                            could_not_run="baseline: gone", undecided=["c9", "c10"]))
+    j = decide_result(
+        NO_MIN,
+        facts(
+            status="cancelled",
+            passed=8,
+            invalid_reason="judge changed",
+            could_not_run="baseline: gone",
+            undecided=["c9", "c10"],
+        ),
+    )
     assert j.result is SuiteResult.INCONCLUSIVE
-    assert j.reasons == ["the eval run was cancelled",
-                         "the comparison is invalid: judge changed",
-                         "a side could not run: baseline: gone",
-                         "2 cases left undecided: c9, c10"]
+    assert j.reasons == [
+        "the eval run was cancelled",
+        "the comparison is invalid: judge changed",
+        "a side could not run: baseline: gone",
+        "2 cases left undecided: c9, c10",
+    ]
 
 
 def test_allowed_regressions_do_not_keep_a_doubtful_result_from_being_inconclusive() -> None:
-    j = decide_result(Threshold(max_regressions=1), facts(passed=8, confirmed_regressions=["c1"], undecided=["c2"]))
+    j = decide_result(
+        Threshold(max_regressions=1),
+        facts(passed=8, confirmed_regressions=["c1"], undecided=["c2"]),
+    )
     assert j.result is SuiteResult.INCONCLUSIVE
     assert j.broken == ["c1"]
 
@@ -401,8 +490,12 @@ def test_allowed_regressions_do_not_keep_a_doubtful_result_from_being_inconclusi
 def test_a_complete_first_measurement_without_a_minimum_sets_the_baseline() -> None:
     j = decide_result(NO_MIN, facts(compared=False, passed=7))
     assert j.result is SuiteResult.BASELINE_SET
-    assert j.reasons == [("a first measurement with no minimum and nothing earlier to compare: "
-                          "a reference for later results, not a pass")]
+    assert j.reasons == [
+        (
+            "a first measurement with no minimum and nothing earlier to compare: "
+            "a reference for later results, not a pass"
+        )
+    ]
 
 
 def test_a_first_measurement_where_every_case_failed_still_sets_the_baseline() -> None:
@@ -436,13 +529,16 @@ def test_an_overall_better_direction_does_not_save_a_regression() -> None:
     assert j.overall == "better"
 
 
-@pytest.mark.parametrize("kw", [
-    {"status": "failed"},
-    {"confirmed_regressions": ["c1"]},
-    {"status": "cancelled"},
-    {"compared": False},
-    {},
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"status": "failed"},
+        {"confirmed_regressions": ["c1"]},
+        {"status": "cancelled"},
+        {"compared": False},
+        {},
+    ],
+)
 def test_the_overall_direction_is_carried_for_every_word(kw: dict[str, Any]) -> None:
     assert decide_result(NO_MIN, facts(overall="no_change", **kw)).overall == "no_change"
 
@@ -452,21 +548,25 @@ def test_the_overall_direction_is_carried_for_every_word(kw: dict[str, Any]) -> 
 NOTE = "Not compared: running the earlier version too would exceed the suite's cost cap."
 
 
-@pytest.mark.parametrize(("threshold", "kw", "word"), [
-    (NO_MIN, {"status": "failed", "reason": "boom"}, SuiteResult.ERROR),
-    (NO_MIN, {"confirmed_regressions": ["c1"]}, SuiteResult.FAILED),
-    (NO_MIN, {"status": "cancelled"}, SuiteResult.INCONCLUSIVE),
-    (NO_MIN, {"compared": False}, SuiteResult.BASELINE_SET),
-    (MIN_HALF, {"compared": False}, SuiteResult.PASSED),
-])
-def test_the_note_is_the_last_reason_for_every_word(threshold: Threshold, kw: dict[str, Any],
-                                                    word: SuiteResult) -> None:
+@pytest.mark.parametrize(
+    ("threshold", "kw", "word"),
+    [
+        (NO_MIN, {"status": "failed", "reason": "boom"}, SuiteResult.ERROR),
+        (NO_MIN, {"confirmed_regressions": ["c1"]}, SuiteResult.FAILED),
+        (NO_MIN, {"status": "cancelled"}, SuiteResult.INCONCLUSIVE),
+        (NO_MIN, {"compared": False}, SuiteResult.BASELINE_SET),
+        (MIN_HALF, {"compared": False}, SuiteResult.PASSED),
+    ],
+)
+def test_the_note_is_the_last_reason_for_every_word(
+    threshold: Threshold, kw: dict[str, Any], word: SuiteResult
+) -> None:
     j = decide_result(threshold, facts(note=NOTE, **kw))
     assert j.result is word
     assert j.reasons[-1] == NOTE
     assert j.reasons.count(NOTE) == 1
     if word is not SuiteResult.PASSED:
-        assert len(j.reasons) == 2            # its own reason comes first
+        assert len(j.reasons) == 2  # its own reason comes first
 
 
 def test_a_passed_result_with_a_note_says_only_the_note() -> None:
@@ -482,26 +582,31 @@ def test_an_empty_note_says_nothing() -> None:
 
 def test_the_judgement_lists_are_copies_of_the_facts() -> None:
     regressions, undecided = ["c1"], ["c2"]
-    j = decide_result(Threshold(max_regressions=1), facts(confirmed_regressions=regressions, undecided=undecided,
-                                                  first_crashes=["c3"]))
+    j = decide_result(
+        Threshold(max_regressions=1),
+        facts(confirmed_regressions=regressions, undecided=undecided, first_crashes=["c3"]),
+    )
     assert j.broken == ["c1", "c3"]
-    assert regressions == ["c1"]          # the crash was not appended to the facts' own list
+    assert regressions == ["c1"]  # the crash was not appended to the facts' own list
     assert j.undecided is not undecided
 
 
 # --- rise_pct -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("new", "old", "expected"), [
-    (120, 100, 20.0),
-    (121, 100, 21.0),
-    (100, 100, 0.0),
-    (80, 100, -20.0),
-    (300, 100, 200.0),
-    (150.0, 200.0, -25.0),
-    (0, 0, 0.0),
-    (0.0, 0.0, 0.0),
-])
+@pytest.mark.parametrize(
+    ("new", "old", "expected"),
+    [
+        (120, 100, 20.0),
+        (121, 100, 21.0),
+        (100, 100, 0.0),
+        (80, 100, -20.0),
+        (300, 100, 200.0),
+        (150.0, 200.0, -25.0),
+        (0, 0, 0.0),
+        (0.0, 0.0, 0.0),
+    ],
+)
 def test_rise_pct(new: float, old: float, expected: float) -> None:
     assert rise_pct(new, old) == pytest.approx(expected)
 
@@ -511,7 +616,9 @@ def test_rise_pct_from_zero_is_infinite_for_any_positive_increase() -> None:
     assert rise_pct(0.001, 0.0) == math.inf
 
 
-@pytest.mark.parametrize(("new", "old"), [(None, 100), (100, None), (None, None), (None, 0), (0, None)])
+@pytest.mark.parametrize(
+    ("new", "old"), [(None, 100), (100, None), (None, None), (None, 0), (0, None)]
+)
 def test_rise_pct_is_none_when_a_side_is_unknown(new: float | None, old: float | None) -> None:
     assert rise_pct(new, old) is None
 
@@ -519,21 +626,30 @@ def test_rise_pct_is_none_when_a_side_is_unknown(new: float | None, old: float |
 # --- SuiteResult.bad ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("word", "bad"), [
-    (SuiteResult.PASSED, False),
-    (SuiteResult.FAILED, True),
-    (SuiteResult.INCONCLUSIVE, True),
-    (SuiteResult.ERROR, False),
-    (SuiteResult.BASELINE_SET, False),
-    (SuiteResult.NOT_RUN, True),
-])
+@pytest.mark.parametrize(
+    ("word", "bad"),
+    [
+        (SuiteResult.PASSED, False),
+        (SuiteResult.FAILED, True),
+        (SuiteResult.INCONCLUSIVE, True),
+        (SuiteResult.ERROR, False),
+        (SuiteResult.BASELINE_SET, False),
+        (SuiteResult.NOT_RUN, True),
+    ],
+)
 def test_which_results_the_owner_is_told_of(word: SuiteResult, bad: bool) -> None:
     assert word.bad is bad
 
 
 def test_the_result_words_read_as_stored() -> None:
     assert [w.value for w in SuiteResult] == [
-        "passed", "failed", "inconclusive", "error", "baseline_set", "not_run"]
+        "passed",
+        "failed",
+        "inconclusive",
+        "error",
+        "baseline_set",
+        "not_run",
+    ]
     assert SuiteResult("baseline_set") is SuiteResult.BASELINE_SET
 
 
@@ -541,12 +657,21 @@ def test_the_result_words_read_as_stored() -> None:
 
 
 def trig(kind: str, version: int | None, due: int, **kw: Any) -> dict[str, Any]:
-    return {"kind": kind, "version": version, "by": None, "baseline_version": None,
-            "promotion_id": None, "due_at_ms": due, **kw}
+    return {
+        "kind": kind,
+        "version": version,
+        "by": None,
+        "baseline_version": None,
+        "promotion_id": None,
+        "due_at_ms": due,
+        **kw,
+    }
 
 
 def test_the_first_trigger_waits_alone_with_its_kinds() -> None:
-    assert absorb([], trig("publish", 3, 1000)) == [{**trig("publish", 3, 1000), "kinds": ["publish"]}]
+    assert absorb([], trig("publish", 3, 1000)) == [
+        {**trig("publish", 3, 1000), "kinds": ["publish"]}
+    ]
 
 
 def test_a_trigger_for_the_same_version_is_absorbed_keeping_the_earlier_due_time() -> None:
@@ -555,7 +680,7 @@ def test_a_trigger_for_the_same_version_is_absorbed_keeping_the_earlier_due_time
     assert len(out) == 1
     assert out[0]["due_at_ms"] == 1000
     assert out[0]["kinds"] == ["dependency", "publish"]
-    assert out[0]["kind"] == "dependency"            # only a gate takes over the kind
+    assert out[0]["kind"] == "dependency"  # only a gate takes over the kind
 
 
 def test_an_earlier_due_trigger_brings_the_waiting_one_forward() -> None:
@@ -624,7 +749,9 @@ def test_a_gate_absorbed_into_a_waiting_entry_makes_it_a_gate() -> None:
     assert len(out) == 1
     assert out[0]["kind"] == "gate"
     assert out[0]["promotion_id"] == "pr_1"
-    assert out[0]["baseline_version"] == 5        # the gate's baseline: the version the environment serves
+    assert (
+        out[0]["baseline_version"] == 5
+    )  # the gate's baseline: the version the environment serves
     assert out[0]["kinds"] == ["gate", "publish"]
     assert out[0]["due_at_ms"] == 100
     assert out[0]["by"] == "u_ana"
@@ -694,9 +821,18 @@ def test_threshold_defaults_set_no_floor_and_allow_no_regression() -> None:
 
 
 def test_threshold_accepts_its_bounds() -> None:
-    t = Threshold(min_pass_rate=1, max_regressions=3, max_cost_per_pass_rise_pct=0, max_p95_latency_rise_pct=250.5)
-    assert (t.min_pass_rate, t.max_regressions, t.max_cost_per_pass_rise_pct, t.max_p95_latency_rise_pct) \
-        == (1, 3, 0, 250.5)
+    t = Threshold(
+        min_pass_rate=1,
+        max_regressions=3,
+        max_cost_per_pass_rise_pct=0,
+        max_p95_latency_rise_pct=250.5,
+    )
+    assert (
+        t.min_pass_rate,
+        t.max_regressions,
+        t.max_cost_per_pass_rise_pct,
+        t.max_p95_latency_rise_pct,
+    ) == (1, 3, 0, 250.5)
     assert Threshold(min_pass_rate=0).min_pass_rate == 0
 
 
@@ -705,25 +841,28 @@ def test_threshold_reads_from_stored_json() -> None:
     assert t == Threshold(min_pass_rate=0.8, max_regressions=1)
 
 
-@pytest.mark.parametrize("bad", [
-    {"min_pass_rate": 1.01},
-    {"min_pass_rate": 2},
-    {"min_pass_rate": -0.1},
-    {"min_pass_rate": math.nan},
-    {"min_pass_rate": math.inf},
-    {"max_regressions": -1},
-    {"max_regressions": True},
-    {"max_regressions": False},
-    {"max_regressions": 1.0},
-    {"max_regressions": "1"},
-    {"max_cost_per_pass_rise_pct": -1},
-    {"max_cost_per_pass_rise_pct": math.nan},
-    {"max_cost_per_pass_rise_pct": math.inf},
-    {"max_p95_latency_rise_pct": -0.5},
-    {"max_p95_latency_rise_pct": math.nan},
-    {"max_p95_latency_rise_pct": math.inf},
-    {"max_p95_rise_pct": 10},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"min_pass_rate": 1.01},
+        {"min_pass_rate": 2},
+        {"min_pass_rate": -0.1},
+        {"min_pass_rate": math.nan},
+        {"min_pass_rate": math.inf},
+        {"max_regressions": -1},
+        {"max_regressions": True},
+        {"max_regressions": False},
+        {"max_regressions": 1.0},
+        {"max_regressions": "1"},
+        {"max_cost_per_pass_rise_pct": -1},
+        {"max_cost_per_pass_rise_pct": math.nan},
+        {"max_cost_per_pass_rise_pct": math.inf},
+        {"max_p95_latency_rise_pct": -0.5},
+        {"max_p95_latency_rise_pct": math.nan},
+        {"max_p95_latency_rise_pct": math.inf},
+        {"max_p95_rise_pct": 10},
+    ],
+)
 def test_threshold_refuses(bad: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         Threshold.model_validate(bad)
@@ -744,14 +883,17 @@ def test_schedule_reads_utc_by_default() -> None:
     assert Schedule(cron="0 6 * * *", timezone="Europe/Warsaw").timezone == "Europe/Warsaw"
 
 
-@pytest.mark.parametrize("bad", [
-    {"cron": ""},
-    {"cron": "*" * 101},
-    {"cron": "0 6 * * *", "timezone": ""},
-    {"cron": "0 6 * * *", "timezone": "x" * 65},
-    {"timezone": "UTC"},
-    {"cron": "0 6 * * *", "tz": "UTC"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"cron": ""},
+        {"cron": "*" * 101},
+        {"cron": "0 6 * * *", "timezone": ""},
+        {"cron": "0 6 * * *", "timezone": "x" * 65},
+        {"timezone": "UTC"},
+        {"cron": "0 6 * * *", "tz": "UTC"},
+    ],
+)
 def test_schedule_refuses(bad: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         Schedule.model_validate(bad)
@@ -770,18 +912,27 @@ def test_triggers_default_to_none() -> None:
 
 
 def test_triggers_combine_and_read_from_stored_json() -> None:
-    t = Triggers.model_validate({"schedule": {"cron": "0 6 * * *", "timezone": "Europe/Warsaw"},
-                                 "on_publish": True, "on_promotion": True, "on_dependency_change": True})
+    t = Triggers.model_validate(
+        {
+            "schedule": {"cron": "0 6 * * *", "timezone": "Europe/Warsaw"},
+            "on_publish": True,
+            "on_promotion": True,
+            "on_dependency_change": True,
+        }
+    )
     assert t.schedule == Schedule(cron="0 6 * * *", timezone="Europe/Warsaw")
     assert (t.on_publish, t.on_promotion, t.on_dependency_change) == (True, True, True)
 
 
-@pytest.mark.parametrize("bad", [
-    {"on_manual": True},
-    {"schedule": {"cron": ""}},
-    {"schedule": {"cron": "0 6 * * *", "every": "day"}},
-    {"on_publish": "sometimes"},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"on_manual": True},
+        {"schedule": {"cron": ""}},
+        {"schedule": {"cron": "0 6 * * *", "every": "day"}},
+        {"on_publish": "sometimes"},
+    ],
+)
 def test_triggers_refuse(bad: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         Triggers.model_validate(bad)

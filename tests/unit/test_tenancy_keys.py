@@ -44,8 +44,10 @@ def key_problems(model: type[Model]) -> list[str]:
     table_hash = _hash_key(model.get_attributes())
     declared = getattr(model, "ORG_KEY", None)
     if table_hash != "org_id" and table_hash != declared:
-        problems.append(f"{model.__name__}: hash key {table_hash!r} is neither org_id nor a declared ORG_KEY "
-                        f"(ORG_KEY = {declared!r})")
+        problems.append(
+            f"{model.__name__}: hash key {table_hash!r} is neither org_id nor a declared ORG_KEY "
+            f"(ORG_KEY = {declared!r})"
+        )
     if declared is not None and declared not in model.get_attributes():
         problems.append(f"{model.__name__}: ORG_KEY {declared!r} is not an attribute")
     for name, index in model._indexes.items():  # noqa: SLF001 - PynamoDB keeps them there
@@ -54,16 +56,21 @@ def key_problems(model: type[Model]) -> list[str]:
             continue
         if isinstance(getattr(index, "SERVICE_WIDE", None), str) and index.SERVICE_WIDE:
             continue
-        problems.append(f"{model.__name__}.{name}: index hash key {index_hash!r} is neither org_id, a declared "
-                        "ORG_KEY, nor a SERVICE_WIDE index saying why it lists every organization")
+        problems.append(
+            f"{model.__name__}.{name}: index hash key {index_hash!r} is neither org_id, a declared "
+            "ORG_KEY, nor a SERVICE_WIDE index saying why it lists every organization"
+        )
     return problems
 
 
 def org_key_attributes(model: type[Model]) -> list[str]:
     """The attributes of `model`'s items that must start with `<org_id>#` (table and index keys)."""
     names = [model.ORG_KEY] if getattr(model, "ORG_KEY", None) else []
-    names += [index.ORG_KEY for index in model._indexes.values()  # noqa: SLF001
-              if getattr(index, "ORG_KEY", None) and index.ORG_KEY not in names]
+    names += [
+        index.ORG_KEY
+        for index in model._indexes.values()  # noqa: SLF001
+        if getattr(index, "ORG_KEY", None) and index.ORG_KEY not in names
+    ]
     return names
 
 
@@ -131,10 +138,16 @@ def test_ids_without_separators_are_kept_as_given():
 @pytest.fixture(scope="module")
 def moto_tables() -> Iterator[tuple[MotoHandle, Any]]:
     """moto's server with every table of assay; the models are pointed back where they were after."""
-    saved = {m: (m.Meta.table_name, getattr(m.Meta, "host", None), m.Meta.region) for m in tables.ALL_MODELS}
+    saved = {
+        m: (m.Meta.table_name, getattr(m.Meta, "host", None), m.Meta.region)
+        for m in tables.ALL_MODELS
+    }
     mp = pytest.MonkeyPatch()
-    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
-                        ("AWS_DEFAULT_REGION", REGION)):
+    for name, value in (
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_DEFAULT_REGION", REGION),
+    ):
         mp.setenv(name, value)
     handle = start_moto_server()
     try:
@@ -142,8 +155,13 @@ def moto_tables() -> Iterator[tuple[MotoHandle, Any]]:
 
         ensure_tables(handle.url, REGION, PREFIX)
         stores.reset_connections()
-        ddb = boto3.session.Session().client("dynamodb", endpoint_url=handle.url, region_name=REGION,
-                                             aws_access_key_id="testing", aws_secret_access_key="testing")
+        ddb = boto3.session.Session().client(
+            "dynamodb",
+            endpoint_url=handle.url,
+            region_name=REGION,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
         yield handle, ddb
     finally:
         handle.stop()
@@ -158,8 +176,11 @@ def moto_tables() -> Iterator[tuple[MotoHandle, Any]]:
 
 def _judge_spec(org: str) -> dict[str, Any]:
     """A stored judge version whose one criterion names `org`."""
-    return {"model_profile_id": "profile-1", "criteria": [{"criterion_id": "c", "text": f"graded for {org}"}],
-            "runtime": {"runtime": "openai", "model": f"model-of-{org}"}}
+    return {
+        "model_profile_id": "profile-1",
+        "criteria": [{"criterion_id": "c", "text": f"graded for {org}"}],
+        "runtime": {"runtime": "openai", "model": f"model-of-{org}"},
+    }
 
 
 def _write_everything(org: str) -> None:
@@ -169,45 +190,139 @@ def _write_everything(org: str) -> None:
     now = "2026-05-01T00:00:00Z"
     stores.OrganizationStore().ensure(org, concurrency_limit=3, now_iso=now)
     agents = stores.AgentStore()
-    agents.create(records.Agent(org_id=org, agent_id="agent-1", name=f"{org}'s", draft_spec={"runtime": "recorded"},
-                                draft_spec_hash="h", draft_updated_at=now, created_at=now))
-    assert agents.publish(records.AgentVersion(org_id=org, agent_id="agent-1", version=1, spec={"owner": org},
-                                               spec_hash=f"h-{org}", published_at=now))
-    stores.ModelProfileStore().create(records.ModelProfile(org_id=org, model_profile_id="profile-1", model="m",
-                                                           created_at=now))
+    agents.create(
+        records.Agent(
+            org_id=org,
+            agent_id="agent-1",
+            name=f"{org}'s",
+            draft_spec={"runtime": "recorded"},
+            draft_spec_hash="h",
+            draft_updated_at=now,
+            created_at=now,
+        )
+    )
+    assert agents.publish(
+        records.AgentVersion(
+            org_id=org,
+            agent_id="agent-1",
+            version=1,
+            spec={"owner": org},
+            spec_hash=f"h-{org}",
+            published_at=now,
+        )
+    )
+    stores.ModelProfileStore().create(
+        records.ModelProfile(org_id=org, model_profile_id="profile-1", model="m", created_at=now)
+    )
     stores.SpendStore().charge(org, "agent-1", MONTH, 7 if org == ORGS[0] else 11, judge=False)
     judges = stores.JudgeStore()
     header = records.Judge(judge_id="judge-1", version=0, org_id=org, name=org, created_at=now)
     judges.create(header)
-    assert judges.publish(header, records.Judge(judge_id="judge-1", version=1, org_id=org, created_at=now,
-                                                spec=_judge_spec(org), rubric_hash="r"))
-    stores.EnvironmentStore().create(records.Environment(org_id=org, environment_id="prod", created_at=now))
+    assert judges.publish(
+        header,
+        records.Judge(
+            judge_id="judge-1",
+            version=1,
+            org_id=org,
+            created_at=now,
+            spec=_judge_spec(org),
+            rubric_hash="r",
+        ),
+    )
+    stores.EnvironmentStore().create(
+        records.Environment(org_id=org, environment_id="prod", created_at=now)
+    )
     suites = stores.SuiteStore()
-    suites.create(records.Suite(agent_id="agent-1", suite_id="suite-1", org_id=org, dataset_id="ds-1",
-                                owner=f"owner@{org}", created_at=now, updated_at=now))
-    assert suites.add_result(records.SuiteResultEntry(
-        suite_id="suite-1", started_key=f"{now}#run-1", result_id="run-1", org_id=org, agent_id="agent-1",
-        trigger={}, run_id="run-1", result="passed", started_at=now))
-    assert stores.PromotionStore().create_waiting(records.Promotion(
-        agent_id="agent-1", promotion_id="p0001", org_id=org, environment_id="prod", version=1,
-        status="waiting", created_at=now))
-    stores.NotificationStore().add("u", records.Notification(notification_id="n0001", org_id=org, kind="k",
-                                                             title=org, created_at=now))
+    suites.create(
+        records.Suite(
+            agent_id="agent-1",
+            suite_id="suite-1",
+            org_id=org,
+            dataset_id="ds-1",
+            owner=f"owner@{org}",
+            created_at=now,
+            updated_at=now,
+        )
+    )
+    assert suites.add_result(
+        records.SuiteResultEntry(
+            suite_id="suite-1",
+            started_key=f"{now}#run-1",
+            result_id="run-1",
+            org_id=org,
+            agent_id="agent-1",
+            trigger={},
+            run_id="run-1",
+            result="passed",
+            started_at=now,
+        )
+    )
+    assert stores.PromotionStore().create_waiting(
+        records.Promotion(
+            agent_id="agent-1",
+            promotion_id="p0001",
+            org_id=org,
+            environment_id="prod",
+            version=1,
+            status="waiting",
+            created_at=now,
+        )
+    )
+    stores.NotificationStore().add(
+        "u",
+        records.Notification(
+            notification_id="n0001", org_id=org, kind="k", title=org, created_at=now
+        ),
+    )
     datasets = stores.DatasetStore()
     ds_header = records.Dataset(dataset_id="ds-1", version=0, org_id=org, name=org, created_at=now)
     datasets.create(ds_header)
-    datasets.add_version(records.Dataset(dataset_id="ds-1", version=1, org_id=org, created_at=now, case_count=1),
-                         [records.DatasetCase(case_id="case-1", case={"case_id": "case-1",
-                                                                      "input": f"question of {org}"})])
+    datasets.add_version(
+        records.Dataset(dataset_id="ds-1", version=1, org_id=org, created_at=now, case_count=1),
+        [
+            records.DatasetCase(
+                case_id="case-1", case={"case_id": "case-1", "input": f"question of {org}"}
+            )
+        ],
+    )
     runs = stores.RunStore()
-    run = records.Run(run_id="run-1", org_id=org, agent_id="agent-1", dataset_id="ds-1", dataset_version=1,
-                      created_at=now, status="completed", phase="done", candidate="version", spec_hash="h", arms=(),
-                      case_ids_text="case-1", scoring={}, tasks_total=1, expected=1, heartbeat_at_ms=0)
+    run = records.Run(
+        run_id="run-1",
+        org_id=org,
+        agent_id="agent-1",
+        dataset_id="ds-1",
+        dataset_version=1,
+        created_at=now,
+        status="completed",
+        phase="done",
+        candidate="version",
+        spec_hash="h",
+        arms=(),
+        case_ids_text="case-1",
+        scoring={},
+        tasks_total=1,
+        expected=1,
+        heartbeat_at_ms=0,
+    )
     runs.create(run)
-    outcome = runs.record_attempt(runs.get(org, "run-1"), records.Attempt(
-        run_id="run-1", attempt_key="candidate#case-1#001", recorded_key="0000000000001#candidate#case-1#001",
-        arm_id="candidate", case_id="case-1", attempt=1, state="passed", answer=f"answer of {org}",
-        recorded_at=now), counters={"recorded": 1}, claim_next=False, release_slot=False, now_ms=1)
+    outcome = runs.record_attempt(
+        runs.get(org, "run-1"),
+        records.Attempt(
+            run_id="run-1",
+            attempt_key="candidate#case-1#001",
+            recorded_key="0000000000001#candidate#case-1#001",
+            arm_id="candidate",
+            case_id="case-1",
+            attempt=1,
+            state="passed",
+            answer=f"answer of {org}",
+            recorded_at=now,
+        ),
+        counters={"recorded": 1},
+        claim_next=False,
+        release_slot=False,
+        now_ms=1,
+    )
     assert outcome.written
 
 
@@ -220,7 +335,9 @@ def written(moto_tables) -> dict[type[Model], list[dict[str, Any]]]:
     out = {}
     for model in tables.ALL_MODELS:
         items: list[dict[str, Any]] = []
-        for page in ddb.get_paginator("scan").paginate(TableName=tables.table_name(model)):   # tests only
+        for page in ddb.get_paginator("scan").paginate(
+            TableName=tables.table_name(model)
+        ):  # tests only
             items += page["Items"]
         out[model] = items
     return out
@@ -248,13 +365,25 @@ def test_the_same_ids_in_two_organizations_are_two_items(model, written):
 
 def test_spend_keys_name_the_organization_and_its_agent(written):
     keys = sorted(item["key"]["S"] for item in written[tables.SpendRow])
-    assert keys == sorted(f"{org}#{kind}#{MONTH}" for org in ORGS for kind in ("org", "agent#agent-1"))
+    assert keys == sorted(
+        f"{org}#{kind}#{MONTH}" for org in ORGS for kind in ("org", "agent#agent-1")
+    )
     a, b = (stores.SpendStore().read(org, "agent-1", MONTH) for org in ORGS)
-    assert (a.agent_spent_micros, a.org_spent_micros, b.agent_spent_micros, b.org_spent_micros) == (7, 7, 11, 11)
+    assert (a.agent_spent_micros, a.org_spent_micros, b.agent_spent_micros, b.org_spent_micros) == (
+        7,
+        7,
+        11,
+        11,
+    )
 
 
 def test_reads_by_the_same_ids_never_cross_organizations(written):
-    agents, runs, suites, datasets = stores.AgentStore(), stores.RunStore(), stores.SuiteStore(), stores.DatasetStore()
+    agents, runs, suites, datasets = (
+        stores.AgentStore(),
+        stores.RunStore(),
+        stores.SuiteStore(),
+        stores.DatasetStore(),
+    )
     for org in ORGS:
         assert agents.get_version(org, "agent-1", 1).spec == {"owner": org}
         assert [v.spec_hash for v in agents.list_versions(org, "agent-1")] == [f"h-{org}"]
@@ -280,13 +409,20 @@ def test_deleting_one_organization_s_suite_results_leaves_the_other_s(written):
 
 def test_a_listing_cursor_of_another_organization_is_not_a_page_start(written):
     a = ORGS[0]
-    start = {"run_key": {"S": f"{a}#run-1"}, "agent_key": {"S": f"{a}#agent-1"},
-             "created_at": {"S": "2026-05-01T00:00:00Z"}}   # the shape of the agent listing's last key
+    start = {
+        "run_key": {"S": f"{a}#run-1"},
+        "agent_key": {"S": f"{a}#agent-1"},
+        "created_at": {"S": "2026-05-01T00:00:00Z"},
+    }  # the shape of the agent listing's last key
     assert stores.RunStore.is_page_start(start, a, agent_id="agent-1")
-    assert list(stores.RunStore().list_by_agent(a, "agent-1", start=start)) == []   # nothing after its only run
+    assert (
+        list(stores.RunStore().list_by_agent(a, "agent-1", start=start)) == []
+    )  # nothing after its only run
     assert not stores.RunStore.is_page_start(start, ORGS[1], agent_id="agent-1")
     assert not stores.RunStore.is_page_start(start, a, dataset_id="agent-1")
-    assert not stores.RunStore.is_page_start({**start, "run_key": {"S": f"{ORGS[1]}#run-1"}}, a, agent_id="agent-1")
+    assert not stores.RunStore.is_page_start(
+        {**start, "run_key": {"S": f"{ORGS[1]}#run-1"}}, a, agent_id="agent-1"
+    )
 
 
 def test_process_caches_are_keyed_by_organization(written):
@@ -294,7 +430,7 @@ def test_process_caches_are_keyed_by_organization(written):
 
     datasets = stores.DatasetStore()
     c = SimpleNamespace(judges=stores.JudgeStore())
-    for _ in range(2):   # the second round reads the caches warm
+    for _ in range(2):  # the second round reads the caches warm
         for org in ORGS:
             assert datasets.get_case(org, "ds-1", 1, "case-1")["input"] == f"question of {org}"
             assert datasets.cases(org, "ds-1", 1)[0]["input"] == f"question of {org}"
@@ -302,4 +438,5 @@ def test_process_caches_are_keyed_by_organization(written):
             assert resolved.model == f"model-of-{org}"
             assert resolved.spec.criteria[0].text == f"graded for {org}"
     assert {key for key in judges._versions if key[1:] == ("judge-1", 1)} == {  # noqa: SLF001
-        (org, "judge-1", 1) for org in ORGS}
+        (org, "judge-1", 1) for org in ORGS
+    }

@@ -17,20 +17,35 @@ from infra.resources import (
 )
 
 
-@pytest.mark.parametrize("name", ["openai", "OPENAI_KEY", "gw.prod-1", "a", "x" * 64, "v1.2", ".env"])
+@pytest.mark.parametrize(
+    "name", ["openai", "OPENAI_KEY", "gw.prod-1", "a", "x" * 64, "v1.2", ".env"]
+)
 def test_plain_names_are_taken(name):
     assert name_problem(name) is None and is_valid_name(name)
 
 
-@pytest.mark.parametrize("name", ["", "a/b", "../x", "..", ".", "...", "a..b", "a#b", "a b", "café", "x" * 65,
-                                  "a\nb", None, 7])
+@pytest.mark.parametrize(
+    "name",
+    ["", "a/b", "../x", "..", ".", "...", "a..b", "a#b", "a b", "café", "x" * 65, "a\nb", None, 7],
+)
 def test_names_that_are_not_one_plain_segment_are_refused(name):
     assert name_problem(name) is not None and not is_valid_name(name)
 
 
-@pytest.mark.parametrize("org_id, safe", [("org_a", True), ("dev@assay.local", True), ("", False), ("a/b", False),
-                                          ("a#b", False), ("a..b", False), (" a", False), ("a\n", False),
-                                          ("x" * 101, False)])
+@pytest.mark.parametrize(
+    "org_id, safe",
+    [
+        ("org_a", True),
+        ("dev@assay.local", True),
+        ("", False),
+        ("a/b", False),
+        ("a#b", False),
+        ("a..b", False),
+        (" a", False),
+        ("a\n", False),
+        ("x" * 101, False),
+    ],
+)
 def test_only_org_ids_that_keep_to_one_segment_prefix_a_name(org_id, safe):
     assert is_org_id(org_id) is safe
 
@@ -54,10 +69,15 @@ def test_the_policy_pattern_covers_every_secret_of_the_stack_and_no_other():
     # Secrets Manager appends "-" and six random characters to a secret's ARN.
     own = f"arn:aws:secretsmanager:us-east-1:123456789012:secret:{names.secret_name('assay-', 'org_a', 'openai')}-AbC123"
     assert fnmatch.fnmatchcase(own, pattern)
-    for other in ("arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbC123",
-                  "arn:aws:secretsmanager:us-east-1:123456789012:secret:assay-other/x-AbC123"):
+    for other in (
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbC123",
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:assay-other/x-AbC123",
+    ):
         assert not fnmatch.fnmatchcase(other, pattern)
     statements = secret_policy_statements("assay-")
     assert statements[0]["Resource"] == [pattern]
     assert "secretsmanager:GetSecretValue" in statements[0]["Action"]
-    assert set(statements[1]["Action"]) == {"secretsmanager:ListSecrets", "secretsmanager:BatchGetSecretValue"}
+    assert set(statements[1]["Action"]) == {
+        "secretsmanager:ListSecrets",
+        "secretsmanager:BatchGetSecretValue",
+    }

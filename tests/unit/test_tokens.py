@@ -29,7 +29,15 @@ def hs256(claims: dict, secret: str = SECRET, headers: dict | None = None) -> st
 
 def good(**over) -> dict:
     now = int(time.time())
-    return {"sub": "alice", "org": "org_a", "iss": "assay", "aud": "assay", "iat": now, "exp": now + 600, **over}
+    return {
+        "sub": "alice",
+        "org": "org_a",
+        "iss": "assay",
+        "aud": "assay",
+        "iat": now,
+        "exp": now + 600,
+        **over,
+    }
 
 
 def refusal(verifier: TokenVerifier, token: str) -> str:
@@ -42,7 +50,15 @@ def refusal(verifier: TokenVerifier, token: str) -> str:
 
 def test_a_token_issued_here_names_its_organization_and_expires_after_its_ttl():
     now = int(time.time())
-    token = issue("org_a", "alice", secret=SECRET, issuer="assay", audience="assay", ttl_seconds=3600, now_s=now)
+    token = issue(
+        "org_a",
+        "alice",
+        secret=SECRET,
+        issuer="assay",
+        audience="assay",
+        ttl_seconds=3600,
+        now_s=now,
+    )
     claims = jwt.decode(token, SECRET, algorithms=["HS256"], audience="assay")
     assert claims["exp"] - claims["iat"] == 3600 and claims["iat"] == now
     who = TokenVerifier(settings).identify(token)
@@ -53,21 +69,24 @@ def test_a_token_issued_here_names_its_organization_and_expires_after_its_ttl():
 
 # The claims are made when the test runs (a collected session can run for many minutes: a token
 # made at collection would have expired by then).
-@pytest.mark.parametrize(("claims", "why"), [
-    (lambda: {k: v for k, v in good().items() if k != "exp"}, "no exp claim"),
-    (lambda: good(exp=NOW - 86400, iat=NOW - 90000), "expired"),
-    (lambda: good(iss="someone-else"), "issuer (iss) is not 'assay'"),
-    (lambda: {k: v for k, v in good().items() if k != "iss"}, "no iss claim"),
-    (lambda: good(aud="another-service"), "audience (aud) is not 'assay'"),
-    (lambda: {k: v for k, v in good().items() if k != "aud"}, "no aud claim"),
-    (lambda: good(nbf=NOW + 86400), "not valid yet"),
-    (lambda: good(iat=NOW + 86400), "not valid yet"),
-    (lambda: good(org="a#b"), "no valid organization"),
-    (lambda: good(org="org/other"), "no valid organization"),
-    (lambda: good(org="#agent-ids"), "no valid organization"),
-    (lambda: good(org="x" * 101), "no valid organization"),
-    (lambda: good(org=7), "as strings"),
-])
+@pytest.mark.parametrize(
+    ("claims", "why"),
+    [
+        (lambda: {k: v for k, v in good().items() if k != "exp"}, "no exp claim"),
+        (lambda: good(exp=NOW - 86400, iat=NOW - 90000), "expired"),
+        (lambda: good(iss="someone-else"), "issuer (iss) is not 'assay'"),
+        (lambda: {k: v for k, v in good().items() if k != "iss"}, "no iss claim"),
+        (lambda: good(aud="another-service"), "audience (aud) is not 'assay'"),
+        (lambda: {k: v for k, v in good().items() if k != "aud"}, "no aud claim"),
+        (lambda: good(nbf=NOW + 86400), "not valid yet"),
+        (lambda: good(iat=NOW + 86400), "not valid yet"),
+        (lambda: good(org="a#b"), "no valid organization"),
+        (lambda: good(org="org/other"), "no valid organization"),
+        (lambda: good(org="#agent-ids"), "no valid organization"),
+        (lambda: good(org="x" * 101), "no valid organization"),
+        (lambda: good(org=7), "as strings"),
+    ],
+)
 def test_a_token_lacking_a_required_claim_or_with_a_wrong_one_is_refused_saying_why(claims, why):
     assert why in refusal(TokenVerifier(settings), hs256(claims()))
 
@@ -84,11 +103,15 @@ def test_alg_none_and_every_other_algorithm_are_refused_before_anything_is_check
     verifier = TokenVerifier(settings)
     unsigned = jwt.encode(good(), None, algorithm="none")
     assert "'none' is not accepted" in refusal(verifier, unsigned)
-    assert "'HS512' is not accepted" in refusal(verifier, jwt.encode(good(), SECRET, algorithm="HS512"))
+    assert "'HS512' is not accepted" in refusal(
+        verifier, jwt.encode(good(), SECRET, algorithm="HS512")
+    )
     rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     rs = jwt.encode(good(), rsa_key, algorithm="RS256", headers={"kid": "k1"})
     assert "ASSAY_OIDC_JWKS_URL" in refusal(verifier, rs)
-    assert "signature" in refusal(verifier, hs256(good(), secret="another-secret-of-thirty-two-chars!!"))
+    assert "signature" in refusal(
+        verifier, hs256(good(), secret="another-secret-of-thirty-two-chars!!")
+    )
     assert "not a JWT" in refusal(verifier, "not-a-jwt")
 
 
@@ -110,16 +133,26 @@ class FakeJwks:
 
 
 def oidc_settings(**kw) -> Settings:
-    return settings(assay_jwt_secret="", assay_oidc_jwks_url="https://idp.test/jwks.json",
-                    assay_oidc_issuer="https://idp.test/", assay_oidc_audience="assay-api",
-                    assay_oidc_org_claim="tenant", **kw)
+    return settings(
+        assay_jwt_secret="",
+        assay_oidc_jwks_url="https://idp.test/jwks.json",
+        assay_oidc_issuer="https://idp.test/",
+        assay_oidc_audience="assay-api",
+        assay_oidc_org_claim="tenant",
+        **kw,
+    )
 
 
 def _jwk(private_key: object, kid: str, alg: str) -> dict:
     import json
 
     algo = jwt.algorithms.RSAAlgorithm if alg == "RS256" else jwt.algorithms.ECAlgorithm
-    return {**json.loads(algo.to_jwk(private_key.public_key())), "kid": kid, "alg": alg, "use": "sig"}
+    return {
+        **json.loads(algo.to_jwk(private_key.public_key())),
+        "kid": kid,
+        "alg": alg,
+        "use": "sig",
+    }
 
 
 def test_an_identity_provider_s_rs256_and_es256_tokens_verify_through_its_jwks():
@@ -127,24 +160,39 @@ def test_an_identity_provider_s_rs256_and_es256_tokens_verify_through_its_jwks()
     ec_key = ec.generate_private_key(ec.SECP256R1())
     jwks = FakeJwks({"r1": _jwk(rsa_key, "r1", "RS256"), "e1": _jwk(ec_key, "e1", "ES256")})
     verifier = TokenVerifier(oidc_settings, jwks=jwks)
-    claims = {"sub": "bob", "tenant": "acme.corp", "iss": "https://idp.test/", "aud": "assay-api",
-              "exp": int(time.time()) + 600}
+    claims = {
+        "sub": "bob",
+        "tenant": "acme.corp",
+        "iss": "https://idp.test/",
+        "aud": "assay-api",
+        "exp": int(time.time()) + 600,
+    }
     for key, kid, alg in ((rsa_key, "r1", "RS256"), (ec_key, "e1", "ES256")):
         who = verifier.identify(jwt.encode(claims, key, algorithm=alg, headers={"kid": kid}))
         assert (who.org_id, who.user_id) == ("acme.corp", "bob")
     assert jwks.urls[0] == "https://idp.test/jwks.json"
     # Signed by a key the JWKS does not hold, under a kid it has or one it does not.
     stranger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    assert "signature" in refusal(verifier, jwt.encode(claims, stranger, algorithm="RS256", headers={"kid": "r1"}))
-    assert "kid" in refusal(verifier, jwt.encode(claims, stranger, algorithm="RS256", headers={"kid": "zz"}))
+    assert "signature" in refusal(
+        verifier, jwt.encode(claims, stranger, algorithm="RS256", headers={"kid": "r1"})
+    )
+    assert "kid" in refusal(
+        verifier, jwt.encode(claims, stranger, algorithm="RS256", headers={"kid": "zz"})
+    )
     assert "kid" in refusal(verifier, jwt.encode(claims, rsa_key, algorithm="RS256"))
     # The identity provider's audience and issuer, not assay's own.
-    assert "audience" in refusal(verifier, jwt.encode({**claims, "aud": "assay"}, rsa_key, algorithm="RS256",
-                                                      headers={"kid": "r1"}))
-    assert "issuer" in refusal(verifier, jwt.encode({**claims, "iss": "assay"}, rsa_key, algorithm="RS256",
-                                                    headers={"kid": "r1"}))
+    assert "audience" in refusal(
+        verifier,
+        jwt.encode({**claims, "aud": "assay"}, rsa_key, algorithm="RS256", headers={"kid": "r1"}),
+    )
+    assert "issuer" in refusal(
+        verifier,
+        jwt.encode({**claims, "iss": "assay"}, rsa_key, algorithm="RS256", headers={"kid": "r1"}),
+    )
     # HS256 is off: even a token signed with the built-in secret is refused.
-    assert "HS256 tokens are not accepted" in refusal(verifier, hs256(good(), secret=DEV_JWT_SECRET))
+    assert "HS256 tokens are not accepted" in refusal(
+        verifier, hs256(good(), secret=DEV_JWT_SECRET)
+    )
 
 
 def test_a_deployed_stage_refuses_to_start_with_the_built_in_secret():
@@ -152,10 +200,19 @@ def test_a_deployed_stage_refuses_to_start_with_the_built_in_secret():
     with pytest.raises(ConfigurationError) as caught:
         check_deployment(settings(assay_jwt_secret=DEV_JWT_SECRET, **deployed))
     assert "ASSAY_JWT_SECRET" in caught.value.message and "built-in" in caught.value.message
-    assert "shorter than 32" in " ".join(deployment_problems(settings(assay_jwt_secret="short", **deployed)))
-    assert "ASSAY_OIDC_ISSUER" in " ".join(deployment_problems(settings(
-        assay_jwt_secret="", assay_oidc_jwks_url="https://idp.test/jwks.json", **deployed)))
-    assert "no token can be verified" in " ".join(deployment_problems(settings(assay_jwt_secret="", **deployed)))
+    assert "shorter than 32" in " ".join(
+        deployment_problems(settings(assay_jwt_secret="short", **deployed))
+    )
+    assert "ASSAY_OIDC_ISSUER" in " ".join(
+        deployment_problems(
+            settings(
+                assay_jwt_secret="", assay_oidc_jwks_url="https://idp.test/jwks.json", **deployed
+            )
+        )
+    )
+    assert "no token can be verified" in " ".join(
+        deployment_problems(settings(assay_jwt_secret="", **deployed))
+    )
     # Fine: a real secret; OIDC only; and any local stack, the built-in secret included.
     check_deployment(settings(**deployed))
     check_deployment(oidc_settings(**deployed))

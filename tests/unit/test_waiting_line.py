@@ -15,9 +15,14 @@ from chalicelib.domain.records import Organization
 
 
 def _org(*waiting: str) -> Organization:
-    return Organization(org_id="acme", concurrency_limit=3, waiting=list(waiting),
-                        waiting_flag="1" if waiting else None, waiting_since_ms=5 if waiting else None,
-                        created_at="2026-12-01T09:00:00.000Z")
+    return Organization(
+        org_id="acme",
+        concurrency_limit=3,
+        waiting=list(waiting),
+        waiting_flag="1" if waiting else None,
+        waiting_since_ms=5 if waiting else None,
+        created_at="2026-12-01T09:00:00.000Z",
+    )
 
 
 @dataclass
@@ -48,16 +53,20 @@ def _store(monkeypatch: pytest.MonkeyPatch, table: Table) -> OrganizationStore:
 def test_a_run_is_taken_out_of_the_line_as_read(monkeypatch: pytest.MonkeyPatch) -> None:
     table = Table([_org("r1", "r2", "r3")])
     _store(monkeypatch, table).remove_waiting("acme", "r2")
-    assert table.written == [["r1", "r2", "r3"]]   # one write: r2 out at position 1, if still there
+    assert table.written == [["r1", "r2", "r3"]]  # one write: r2 out at position 1, if still there
 
 
-def test_a_lost_write_reads_the_line_again_with_the_run_added_meanwhile(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_lost_write_reads_the_line_again_with_the_run_added_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     table = Table([_org("r1", "r2"), _org("r1", "r2", "r9")], wins=[False])
     _store(monkeypatch, table).remove_waiting("acme", "r1")
     assert table.written == [["r1", "r2"], ["r1", "r2", "r9"]]
 
 
-def test_a_run_not_in_line_or_an_unknown_organization_writes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_not_in_line_or_an_unknown_organization_writes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     table = Table([_org("r1")])
     _store(monkeypatch, table).remove_waiting("acme", "r7")
     gone = Table([None])
@@ -65,8 +74,9 @@ def test_a_run_not_in_line_or_an_unknown_organization_writes_nothing(monkeypatch
     assert table.written == gone.written == []
 
 
-def test_writes_lost_every_time_leave_the_run_in_line_without_an_error(monkeypatch: pytest.MonkeyPatch,
-                                                                       caplog: pytest.LogCaptureFixture) -> None:
+def test_writes_lost_every_time_leave_the_run_in_line_without_an_error(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     table = Table([_org("r1")], wins=[False] * 10)
     with caplog.at_level(logging.WARNING):
         _store(monkeypatch, table).remove_waiting("acme", "r1")

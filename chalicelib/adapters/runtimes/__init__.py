@@ -105,14 +105,20 @@ def build_runtimes(
     """
     defaults = Settings.model_construct()
     current = settings or (lambda: defaults)
-    egress = Egress(resolver or (lambda: system_resolver), lambda: current().assay_allow_private_network)
-    return RuntimeRegistry({
-        RuntimeKind.HTTP: HttpRuntime(egress=egress),
-        RuntimeKind.OPENAI: OpenAIRuntime(egress=egress),
-        RuntimeKind.LAMBDA: LambdaRuntime(lambda_client_factory, prefix=lambda: current().assay_lambda_function_prefix),
-        RuntimeKind.PYTHON: PythonRuntime(lambda: current().assay_python_agent_modules),
-        RuntimeKind.RECORDED: RecordedRuntime(),
-    })
+    egress = Egress(
+        resolver or (lambda: system_resolver), lambda: current().assay_allow_private_network
+    )
+    return RuntimeRegistry(
+        {
+            RuntimeKind.HTTP: HttpRuntime(egress=egress),
+            RuntimeKind.OPENAI: OpenAIRuntime(egress=egress),
+            RuntimeKind.LAMBDA: LambdaRuntime(
+                lambda_client_factory, prefix=lambda: current().assay_lambda_function_prefix
+            ),
+            RuntimeKind.PYTHON: PythonRuntime(lambda: current().assay_python_agent_modules),
+            RuntimeKind.RECORDED: RecordedRuntime(),
+        }
+    )
 
 
 def runtime_for(spec: Any, runtimes: Mapping[RuntimeKind, AgentRuntime]) -> AgentRuntime:
@@ -153,12 +159,21 @@ def validate_spec(spec: Any, runtimes: Mapping[RuntimeKind, AgentRuntime]) -> No
     runtime.validate(dict(spec))
 
 
-PROFILE_SETTING_KEYS = ("base_url", "api_key_secret", "extra_headers", "max_tokens", "system_prompt", "url",
-                        "headers")
+PROFILE_SETTING_KEYS = (
+    "base_url",
+    "api_key_secret",
+    "extra_headers",
+    "max_tokens",
+    "system_prompt",
+    "url",
+    "headers",
+)
 """The only keys a model profile's `settings` may hold: how to reach the model, never what runs."""
 
 
-def validate_profile_settings(settings: Any, runtimes: Mapping[RuntimeKind, AgentRuntime]) -> dict[str, Any]:
+def validate_profile_settings(
+    settings: Any, runtimes: Mapping[RuntimeKind, AgentRuntime]
+) -> dict[str, Any]:
     """Check a model profile's `settings`: connection keys only, each valid as in a spec.
 
     A profile is laid over an agent's spec for an arm and over a judge's runtime, so a key that
@@ -179,7 +194,9 @@ def validate_profile_settings(settings: Any, runtimes: Mapping[RuntimeKind, Agen
         if key not in PROFILE_SETTING_KEYS:
             raise InvalidInputError(
                 f"settings.{key} is not accepted: a model profile's settings hold only connection keys "
-                f"({', '.join(PROFILE_SETTING_KEYS)})", field=f"settings.{key}")
+                f"({', '.join(PROFILE_SETTING_KEYS)})",
+                field=f"settings.{key}",
+            )
     egress = getattr(runtimes.get(RuntimeKind.HTTP), "egress", None) or Egress()
     for key in ("base_url", "url"):
         if key in settings:
@@ -205,9 +222,13 @@ class Prices:
     def cost_micros(self, usage: Usage) -> int:
         """Cost of `usage` in integer micro-USD, rounded half up (Decimal math, no floats)."""
         usd_micros = (
-            Decimal(usage.input_tokens) * self.input_per_mtok_usd
-            + Decimal(usage.output_tokens) * self.output_per_mtok_usd
-        ) * _MICROS_PER_USD / _TOKENS_PER_MTOK
+            (
+                Decimal(usage.input_tokens) * self.input_per_mtok_usd
+                + Decimal(usage.output_tokens) * self.output_per_mtok_usd
+            )
+            * _MICROS_PER_USD
+            / _TOKENS_PER_MTOK
+        )
         return int(usd_micros.to_integral_value(rounding=ROUND_HALF_UP))
 
 
@@ -243,17 +264,18 @@ def spec_prices(spec: Mapping[str, Any]) -> Prices | None:
         if raw is None:
             raise InvalidInputError(f"{field} is required", field=field)
         if isinstance(raw, bool) or not isinstance(raw, str | int | float):
-            raise InvalidInputError(f"{field} must be a decimal string like \"0.15\"", field=field)
+            raise InvalidInputError(f'{field} must be a decimal string like "0.15"', field=field)
         try:
             value = Decimal(str(raw).strip())
         except InvalidOperation:
             raise InvalidInputError(
-                f"{field} must be a decimal string like \"0.15\"", field=field
+                f'{field} must be a decimal string like "0.15"', field=field
             ) from None
         if not value.is_finite() or value < 0:
             raise InvalidInputError(f"{field} must be a non-negative decimal", field=field)
         if value > MAX_PRICE_PER_MTOK_USD:
-            raise InvalidInputError(f"{field} must be at most {MAX_PRICE_PER_MTOK_USD} USD per 1M tokens",
-                                    field=field)
+            raise InvalidInputError(
+                f"{field} must be at most {MAX_PRICE_PER_MTOK_USD} USD per 1M tokens", field=field
+            )
         values.append(value)
     return Prices(input_per_mtok_usd=values[0], output_per_mtok_usd=values[1])

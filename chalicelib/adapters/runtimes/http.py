@@ -197,8 +197,11 @@ def check_secret_name(value: Any, field: str) -> str:
         InvalidInputError: (field `field`) when it does not.
     """
     if not isinstance(value, str) or not SECRET_NAME_RE.fullmatch(value):
-        raise InvalidInputError(f"{field} must name one of the organization's secrets "
-                                "(letters, digits, '_', '.', '-'; at most 64)", field=field)
+        raise InvalidInputError(
+            f"{field} must name one of the organization's secrets "
+            "(letters, digits, '_', '.', '-'; at most 64)",
+            field=field,
+        )
     return value
 
 
@@ -214,13 +217,15 @@ def refuse_api_key_env(spec: Mapping[str, Any], prefix: str = "spec") -> None:
         raise InvalidInputError(
             f"{field} is not accepted: credentials are the organization's secrets, not the service's "
             'environment. Store the key with PUT /api/v1/secrets/{name} and write "api_key_secret": "<name>"',
-            field=field)
-    if "api_key" in spec:   # a key written into a spec would be kept and shown with it
+            field=field,
+        )
+    if "api_key" in spec:  # a key written into a spec would be kept and shown with it
         field = f"{prefix}.api_key"
         raise InvalidInputError(
             f"{field} is not accepted: a key is never written into a spec (it is stored and shown as "
             'written). Store it with PUT /api/v1/secrets/{name} and write "api_key_secret": "<name>"',
-            field=field)
+            field=field,
+        )
 
 
 def check_headers(value: Any, field: str) -> dict[str, str | dict[str, str]]:
@@ -237,12 +242,17 @@ def check_headers(value: Any, field: str) -> dict[str, str | dict[str, str]]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise InvalidInputError(f"{field} must be an object of header values (a string or "
-                                '{"secret": "<name>", "prefix"?: "..."})', field=field)
+        raise InvalidInputError(
+            f"{field} must be an object of header values (a string or "
+            '{"secret": "<name>", "prefix"?: "..."})',
+            field=field,
+        )
     out: dict[str, str | dict[str, str]] = {}
     for name, raw in value.items():
         if not isinstance(name, str) or not _HEADER_NAME_RE.fullmatch(name):
-            raise InvalidInputError(f"{field}: {clip(repr(name), 80)} is not a header name", field=field)
+            raise InvalidInputError(
+                f"{field}: {clip(repr(name), 80)} is not a header name", field=field
+            )
         if name.lower() in _SERVICE_HEADERS:
             raise InvalidInputError(f"{field}.{name} is set by the service itself", field=field)
         if isinstance(raw, str):
@@ -252,19 +262,25 @@ def check_headers(value: Any, field: str) -> dict[str, str | dict[str, str]]:
                 raise InvalidInputError(
                     f"{field}.{name} holds a credential in plain text: store it as a secret "
                     '(PUT /api/v1/secrets/{name}) and write {"secret": "<name>", "prefix"?: "Bearer "}',
-                    field=field)
+                    field=field,
+                )
             out[name] = raw
             continue
         if not isinstance(raw, dict) or "secret" not in raw or set(raw) - {"secret", "prefix"}:
-            raise InvalidInputError(f"{field}.{name} must be a string or "
-                                    '{"secret": "<name>", "prefix"?: "..."}', field=field)
+            raise InvalidInputError(
+                f'{field}.{name} must be a string or {{"secret": "<name>", "prefix"?: "..."}}',
+                field=field,
+            )
         check_secret_name(raw["secret"], field)
         prefix = raw.get("prefix", "")
         if not isinstance(prefix, str) or len(prefix) > 256 or _BAD_HEADER_CHARS.search(prefix):
-            raise InvalidInputError(f"{field}.{name}.prefix must be a short string without line breaks",
-                                    field=field)
+            raise InvalidInputError(
+                f"{field}.{name}.prefix must be a short string without line breaks", field=field
+            )
         if prefix and redact(prefix) != prefix:
-            raise InvalidInputError(f"{field}.{name}.prefix holds a credential in plain text", field=field)
+            raise InvalidInputError(
+                f"{field}.{name}.prefix holds a credential in plain text", field=field
+            )
         out[name] = {"secret": raw["secret"], "prefix": prefix}
     return out
 
@@ -278,15 +294,21 @@ def secret_value(ctx: AskContext, name: str, source: str) -> str:
     """
     value = ctx.secret(name)
     if not value:
-        raise ProviderError(f"{source}: credentials missing: secret {name} is not set in this organization",
-                            status=401, credentials_missing=True)
+        raise ProviderError(
+            f"{source}: credentials missing: secret {name} is not set in this organization",
+            status=401,
+            credentials_missing=True,
+        )
     if _BAD_HEADER_CHARS.search(value):
-        raise AgentCrashError(f"{source}: secret {name} holds a line break and cannot be sent in a header")
+        raise AgentCrashError(
+            f"{source}: secret {name} holds a line break and cannot be sent in a header"
+        )
     return value
 
 
-def resolve_headers(headers: Mapping[str, str | dict[str, str]], ctx: AskContext,
-                    source: str) -> tuple[dict[str, str], frozenset[str]]:
+def resolve_headers(
+    headers: Mapping[str, str | dict[str, str]], ctx: AskContext, source: str
+) -> tuple[dict[str, str], frozenset[str]]:
     """Header values to send: literals as written, secret references read through `ctx`.
 
     Returns:
@@ -550,8 +572,9 @@ class HttpTransport:
     reused for another that shares its address.
     """
 
-    def __init__(self, egress: Egress | None = None,
-                 client_factory: Callable[[], httpx.Client] | None = None) -> None:
+    def __init__(
+        self, egress: Egress | None = None, client_factory: Callable[[], httpx.Client] | None = None
+    ) -> None:
         """Args:
         egress: the egress policy; default the system resolver with private networks refused.
         client_factory: builds one client (tests may inject one, e.g. trusting a test CA);
@@ -582,8 +605,16 @@ class HttpTransport:
         for client in clients:
             client.close()
 
-    def post_json(self, url: str, body: Any, headers: Mapping[str, str], timeout_s: float, source: str, *,
-                  secret_headers: frozenset[str] = frozenset()) -> tuple[int, bytes]:
+    def post_json(
+        self,
+        url: str,
+        body: Any,
+        headers: Mapping[str, str],
+        timeout_s: float,
+        source: str,
+        *,
+        secret_headers: frozenset[str] = frozenset(),
+    ) -> tuple[int, bytes]:
         """POST `body` as JSON; return `(status, response body)` within `timeout_s` seconds.
 
         Redirects: 301, 302, 307 and 308 are followed (at most `MAX_REDIRECTS`), POSTing the same
@@ -623,8 +654,9 @@ class HttpTransport:
                 try:
                     following = parse_target(target.url.join(location))
                 except ValueError as exc:
-                    raise AgentCrashError(f"{source} redirected to a URL that is not followed: the URL {exc}") \
-                        from None
+                    raise AgentCrashError(
+                        f"{source} redirected to a URL that is not followed: the URL {exc}"
+                    ) from None
                 if following.origin != target.origin:
                     sent = {k: v for k, v in sent.items() if k.lower() not in dropped}
                 target = following
@@ -632,8 +664,15 @@ class HttpTransport:
 
         return run_with_timeout(exchange, timeout_s, source)
 
-    def _send(self, target: Target, addresses: list[str], content: bytes, headers: Mapping[str, str],
-              timeout_s: float, source: str) -> httpx.Response:
+    def _send(
+        self,
+        target: Target,
+        addresses: list[str],
+        content: bytes,
+        headers: Mapping[str, str],
+        timeout_s: float,
+        source: str,
+    ) -> httpx.Response:
         """POST to the first of `addresses` that accepts a connection, naming `target`'s host."""
         client = self.client(target)
         extensions: dict[str, Any] = {}
@@ -643,8 +682,13 @@ class HttpTransport:
         last: Exception | None = None
         for address in addresses:
             try:
-                return client.post(target.url.copy_with(host=address), content=content, headers=sent,
-                                   timeout=httpx.Timeout(timeout_s), extensions=extensions)
+                return client.post(
+                    target.url.copy_with(host=address),
+                    content=content,
+                    headers=sent,
+                    timeout=httpx.Timeout(timeout_s),
+                    extensions=extensions,
+                )
             except httpx.ConnectError as exc:
                 last = exc
             except httpx.TimeoutException as exc:
@@ -660,7 +704,9 @@ class HttpTransport:
 class HttpRuntime:
     """Asks an agent that serves the case JSON over HTTP (`AgentRuntime`)."""
 
-    def __init__(self, transport: HttpTransport | None = None, egress: Egress | None = None) -> None:
+    def __init__(
+        self, transport: HttpTransport | None = None, egress: Egress | None = None
+    ) -> None:
         """Args:
         transport: the HTTP client holder; default one built lazily on first `ask`.
         egress: the egress policy of the default transport (ignored with `transport`).
@@ -681,7 +727,9 @@ class HttpRuntime:
         _check_shape(spec)
         self.egress.check(spec["url"], "spec.url")
 
-    def ask(self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext) -> AgentAnswer:
+    def ask(
+        self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext
+    ) -> AgentAnswer:
         """POST `request` to `spec["url"]` and parse the answer payload; one try.
 
         Args:
@@ -706,7 +754,12 @@ class HttpRuntime:
         source = f"agent {url}"
         values, secret_names = resolve_headers(headers, ctx, source)
         status, body = self._transport.post_json(
-            url, request.model_dump(mode="json"), values, timeout_s, source, secret_headers=secret_names
+            url,
+            request.model_dump(mode="json"),
+            values,
+            timeout_s,
+            source,
+            secret_headers=secret_names,
         )
         payload = _maybe_json(body)
         # An explicit crash report wins over the status: the agent told us its own run failed.

@@ -76,8 +76,11 @@ def _default_client() -> Any:
 class LambdaRuntime:
     """Invokes a Lambda function as the agent (`AgentRuntime`)."""
 
-    def __init__(self, client_factory: Callable[[], Any] | None = None,
-                 prefix: Callable[[], str] | None = None) -> None:
+    def __init__(
+        self,
+        client_factory: Callable[[], Any] | None = None,
+        prefix: Callable[[], str] | None = None,
+    ) -> None:
         """Args:
         client_factory: builds the boto3 Lambda client on first `ask` (bootstrap passes one
             with the stack's endpoint and timeouts); default `boto3.client("lambda")`.
@@ -107,23 +110,35 @@ class LambdaRuntime:
         if not prefix:
             raise InvalidInputError(
                 f"runtime lambda is not enabled on this service: the operator allows no functions ({PREFIX_SETTING} "
-                "is empty)", field="spec.runtime", setting=PREFIX_SETTING)
+                "is empty)",
+                field="spec.runtime",
+                setting=PREFIX_SETTING,
+            )
         name = spec.get("function_name")
         if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
             raise InvalidInputError(
                 "spec.function_name must be a plain Lambda function name (letters, digits, '-', '_'; at most 64; "
-                "no ARN)", field="spec.function_name")
+                "no ARN)",
+                field="spec.function_name",
+            )
         if not name.startswith(prefix):
             raise InvalidInputError(
                 f"spec.function_name must start with {prefix}: this service invokes only the functions under "
-                f"{PREFIX_SETTING}", field="spec.function_name", setting=PREFIX_SETTING)
+                f"{PREFIX_SETTING}",
+                field="spec.function_name",
+                setting=PREFIX_SETTING,
+            )
         qualifier = spec.get("qualifier")
-        if qualifier is not None and (not isinstance(qualifier, str) or not _QUALIFIER_RE.fullmatch(qualifier)):
+        if qualifier is not None and (
+            not isinstance(qualifier, str) or not _QUALIFIER_RE.fullmatch(qualifier)
+        ):
             raise InvalidInputError(
                 "spec.qualifier must be a version or alias name", field="spec.qualifier"
             )
 
-    def ask(self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext) -> AgentAnswer:
+    def ask(
+        self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext
+    ) -> AgentAnswer:
         """Invoke the function with the case; one try, bounded by `timeout_s` seconds.
 
         Returns:
@@ -232,5 +247,7 @@ def _classify(exc: Exception, source: str) -> Exception:
         return ProviderError(f"{source} failed ({code or type(exc).__name__}): {message}")
     # No service response: connection errors, read timeouts, credential lookup failures.
     if type(exc).__name__ in {"NoCredentialsError", "PartialCredentialsError"}:
-        return ProviderError(f"{source}: credentials missing: {exc}", status=401, credentials_missing=True)
+        return ProviderError(
+            f"{source}: credentials missing: {exc}", status=401, credentials_missing=True
+        )
     return ProviderError(f"{source} could not be invoked: {clip(f'{type(exc).__name__}: {exc}')}")

@@ -91,7 +91,9 @@ REFUSAL_GUARDRAIL = "model refusal"
 class OpenAIRuntime:
     """Asks an OpenAI-compatible chat-completions endpoint (`AgentRuntime`)."""
 
-    def __init__(self, transport: HttpTransport | None = None, egress: Egress | None = None) -> None:
+    def __init__(
+        self, transport: HttpTransport | None = None, egress: Egress | None = None
+    ) -> None:
         """Args:
         transport: the HTTP client holder; default one built lazily on first `ask`.
         egress: the egress policy of the default transport (ignored with `transport`).
@@ -114,7 +116,9 @@ class OpenAIRuntime:
         check_spec(spec)
         self.egress.check(spec["base_url"], "spec.base_url")
 
-    def ask(self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext) -> AgentAnswer:
+    def ask(
+        self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext
+    ) -> AgentAnswer:
         """Send one chat completion for the case; one try.
 
         Args:
@@ -142,7 +146,12 @@ class OpenAIRuntime:
             headers["authorization"] = "Bearer " + secret_value(ctx, spec["api_key_secret"], source)
             secret_names |= {"authorization"}
         status, body = self._transport.post_json(
-            url, build_chat_body(spec, request), headers, timeout_s, source, secret_headers=secret_names
+            url,
+            build_chat_body(spec, request),
+            headers,
+            timeout_s,
+            source,
+            secret_headers=secret_names,
         )
         raise_for_status(status, body, source, credentials_retry=True)
         return parse_chat_response(decode_json(body, source), source, default_model=spec["model"])
@@ -223,9 +232,7 @@ def build_chat_body(spec: Mapping[str, Any], request: CaseRequest) -> dict[str, 
     return body
 
 
-def parse_chat_response(
-    data: Any, source: str, *, default_model: str | None = None
-) -> AgentAnswer:
+def parse_chat_response(data: Any, source: str, *, default_model: str | None = None) -> AgentAnswer:
     """Turn a chat-completions response into an `AgentAnswer`.
 
     Args:
@@ -285,9 +292,7 @@ def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
-            part.get("text", "") for part in content if isinstance(part, dict)
-        )
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     raise ValueError(f"message.content is {type(content).__name__}")
 
 

@@ -52,8 +52,10 @@ MODULES_SETTING = "ASSAY_PYTHON_AGENT_MODULES"
 
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 _ENTRYPOINT_RE = re.compile(rf"^({_DOTTED}):([A-Za-z][A-Za-z0-9_]*)$")
-_SHAPE = ("spec.entrypoint must be 'package.module:function': a module under the allowed prefixes and one "
-          "public function defined in it (no dots, no leading '_')")
+_SHAPE = (
+    "spec.entrypoint must be 'package.module:function': a module under the allowed prefixes and one "
+    "public function defined in it (no dots, no leading '_')"
+)
 
 
 def allowed_prefixes(setting: str | Sequence[str]) -> tuple[str, ...]:
@@ -80,7 +82,10 @@ def resolve_entrypoint(entrypoint: Any, prefixes: Sequence[str]) -> Callable[...
     if not prefixes:
         raise InvalidInputError(
             f"runtime python is not enabled on this service: the operator allows no modules ({MODULES_SETTING} "
-            "is empty)", field="spec.runtime", setting=MODULES_SETTING)
+            "is empty)",
+            field="spec.runtime",
+            setting=MODULES_SETTING,
+        )
     match = _ENTRYPOINT_RE.fullmatch(entrypoint) if isinstance(entrypoint, str) else None
     if match is None:
         raise InvalidInputError(_SHAPE, field="spec.entrypoint")
@@ -88,7 +93,10 @@ def resolve_entrypoint(entrypoint: Any, prefixes: Sequence[str]) -> Callable[...
     if not module_allowed(module_name, prefixes):
         raise InvalidInputError(
             f"spec.entrypoint: {module_name} is not under the modules this service runs agents from "
-            f"({MODULES_SETTING}: {', '.join(prefixes)})", field="spec.entrypoint", setting=MODULES_SETTING)
+            f"({MODULES_SETTING}: {', '.join(prefixes)})",
+            field="spec.entrypoint",
+            setting=MODULES_SETTING,
+        )
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - any import failure means the spec cannot run
@@ -132,7 +140,9 @@ class PythonRuntime:
         resolve_entrypoint(spec.get("entrypoint"), self.prefixes())
         _options(spec)
 
-    def ask(self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext) -> AgentAnswer:
+    def ask(
+        self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext
+    ) -> AgentAnswer:
         """Call the entrypoint with the case; one try, bounded by `timeout_s` seconds.
 
         Returns:

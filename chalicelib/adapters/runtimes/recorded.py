@@ -52,8 +52,10 @@ from chalicelib.errors import (
 )
 from chalicelib.services.ports import AskContext
 
-_UPLOAD_IT = ("spec.recording (a path) is not accepted: upload it with POST /api/v1/recordings and name it by "
-              "recording_id")
+_UPLOAD_IT = (
+    "spec.recording (a path) is not accepted: upload it with POST /api/v1/recordings and name it by "
+    "recording_id"
+)
 
 
 class RecordedRuntime:
@@ -73,7 +75,9 @@ class RecordedRuntime:
             raise InvalidInputError("spec.model must be a non-empty string", field="spec.model")
         _latency_s(spec)
 
-    def ask(self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext) -> AgentAnswer:
+    def ask(
+        self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext
+    ) -> AgentAnswer:
         """Replay the recorded answer for the case, after the simulated latency.
 
         Args:
@@ -147,7 +151,8 @@ def _source(spec: dict[str, Any]) -> Recording | None:
         if not is_valid_name(spec["recording_id"]):
             raise InvalidInputError(
                 "spec.recording_id must name an uploaded recording (letters, digits, '_', '.', '-'; at most 64)",
-                field="spec.recording_id")
+                field="spec.recording_id",
+            )
         return None
     try:
         return parse_inline(spec["inline"])

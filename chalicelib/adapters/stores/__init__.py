@@ -13,7 +13,6 @@ row carries, so an id names one thing within its organization only, and one orga
 can never reach another's row.
 """
 
-
 from chalicelib.adapters.stores.automation import (
     EnvironmentStore,
     NotificationStore,

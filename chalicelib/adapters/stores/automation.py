@@ -49,28 +49,42 @@ class EnvironmentStore:
 
     def create(self, environment: Environment) -> None:
         """Raises ConflictError when the id is taken in the organization."""
-        save_new(row_of(environment, EnvironmentRow), EnvironmentRow.environment_id.does_not_exist(),
-                 f"environment {environment.environment_id} already exists", field="environment_id")
+        save_new(
+            row_of(environment, EnvironmentRow),
+            EnvironmentRow.environment_id.does_not_exist(),
+            f"environment {environment.environment_id} already exists",
+            field="environment_id",
+        )
 
-    def get(self, org_id: str, environment_id: str, *, field: str = "environment_id") -> Environment:
+    def get(
+        self, org_id: str, environment_id: str, *, field: str = "environment_id"
+    ) -> Environment:
         """Raises NotFoundError (naming `field`) for an unknown environment."""
         try:
-            return record_of(EnvironmentRow.get(org_id, environment_id, consistent_read=True), Environment)
+            return record_of(
+                EnvironmentRow.get(org_id, environment_id, consistent_read=True), Environment
+            )
         except DoesNotExist:
             raise NotFoundError(f"environment {environment_id} not found", field=field) from None
 
     def list(self, org_id: str) -> list[Environment]:
-        return [record_of(row, Environment) for row in EnvironmentRow.query(org_id, consistent_read=True)]
+        return [
+            record_of(row, Environment)
+            for row in EnvironmentRow.query(org_id, consistent_read=True)
+        ]
 
-    def serve(self, org_id: str, environment_id: str, agent_id: str, version: int, *,
-              expect: int | None) -> bool:
+    def serve(
+        self, org_id: str, environment_id: str, agent_id: str, version: int, *, expect: int | None
+    ) -> bool:
         """Serve `version` of an agent, conditional on the version served as read (`expect`)."""
         env = self.get(org_id, environment_id)
         if (env.serving or {}).get(agent_id) != expect:
             return False
-        return conditional_update(EnvironmentRow(org_id, environment_id),
-                                  [EnvironmentRow.serving.set({**(env.serving or {}), agent_id: version})],
-                                  EnvironmentRow.serving == env.serving)
+        return conditional_update(
+            EnvironmentRow(org_id, environment_id),
+            [EnvironmentRow.serving.set({**(env.serving or {}), agent_id: version})],
+            EnvironmentRow.serving == env.serving,
+        )
 
     def delete(self, org_id: str, environment_id: str) -> None:
         EnvironmentRow(org_id, environment_id).delete()
@@ -88,8 +102,10 @@ every notice (`n<ms>...`) and is never listed as one."""
 def _flags(next_fire_at_ms: int | None, due_at_ms: int | None) -> dict[str, str | None]:
     """A suite's sparse index flags: in the fire index while it has a next fire, in the due index
     while the tick should look at it."""
-    return {"fire_flag": FLAG if next_fire_at_ms is not None else None,
-            "due_flag": FLAG if due_at_ms is not None else None}
+    return {
+        "fire_flag": FLAG if next_fire_at_ms is not None else None,
+        "due_flag": FLAG if due_at_ms is not None else None,
+    }
 
 
 class SuiteStore:
@@ -98,10 +114,18 @@ class SuiteStore:
 
     def create(self, suite: Suite) -> None:
         """Raises ConflictError when the agent has a suite with that id in the organization."""
-        row = row_of(suite, SuiteRow, agent_key=org_key(suite.org_id, suite.agent_id),
-                     **_flags(suite.next_fire_at_ms, suite.due_at_ms))
-        save_new(row, SuiteRow.suite_id.does_not_exist(), f"suite {suite.suite_id} already exists",
-                 field="suite_id")
+        row = row_of(
+            suite,
+            SuiteRow,
+            agent_key=org_key(suite.org_id, suite.agent_id),
+            **_flags(suite.next_fire_at_ms, suite.due_at_ms),
+        )
+        save_new(
+            row,
+            SuiteRow.suite_id.does_not_exist(),
+            f"suite {suite.suite_id} already exists",
+            field="suite_id",
+        )
 
     def get(self, org_id: str, agent_id: str, suite_id: str) -> Suite | None:
         try:
@@ -124,20 +148,35 @@ class SuiteStore:
             raise ValueError(f"suite {after.suite_id}: a change needs a new updated_at stamp")
         actions = changes(SuiteRow, before, after, fixed=SUITE_KEYS)
         flags = _flags(after.next_fire_at_ms, after.due_at_ms)
-        for name, moved in (("fire_flag", after.next_fire_at_ms != before.next_fire_at_ms),
-                            ("due_flag", after.due_at_ms != before.due_at_ms)):
+        for name, moved in (
+            ("fire_flag", after.next_fire_at_ms != before.next_fire_at_ms),
+            ("due_flag", after.due_at_ms != before.due_at_ms),
+        ):
             if moved:
                 flag = getattr(SuiteRow, name)
                 actions.append(flag.remove() if flags[name] is None else flag.set(flags[name]))
         row = SuiteRow(org_key(before.org_id, before.agent_id), before.suite_id)
         return conditional_update(row, actions, SuiteRow.updated_at == before.updated_at)
 
-    def change(self, org_id: str, agent_id: str, suite_id: str,
-               decide: Callable[[Suite], Suite | None], *, tries: int = TRIES,
-               pause: Callable[[], None] = jitter) -> Changed[Suite] | None:
-        return retrying.change(lambda: self.get(org_id, agent_id, suite_id), decide, self.replace,
-                               conflict=f"suite {suite_id} keeps changing: try again",
-                               field="suite_id", tries=tries, pause=pause)
+    def change(
+        self,
+        org_id: str,
+        agent_id: str,
+        suite_id: str,
+        decide: Callable[[Suite], Suite | None],
+        *,
+        tries: int = TRIES,
+        pause: Callable[[], None] = jitter,
+    ) -> Changed[Suite] | None:
+        return retrying.change(
+            lambda: self.get(org_id, agent_id, suite_id),
+            decide,
+            self.replace,
+            conflict=f"suite {suite_id} keeps changing: try again",
+            field="suite_id",
+            tries=tries,
+            pause=pause,
+        )
 
     def delete(self, org_id: str, agent_id: str, suite_id: str) -> None:
         SuiteRow(org_key(org_id, agent_id), suite_id).delete()
@@ -151,8 +190,11 @@ class SuiteStore:
         return [record_of(row, Suite) for row in rows]
 
     def add_result(self, result: SuiteResultEntry) -> bool:
-        row = row_of(result, SuiteResultRow,
-                     suite_key=org_key(result.org_id, result.agent_id, result.suite_id))
+        row = row_of(
+            result,
+            SuiteResultRow,
+            suite_key=org_key(result.org_id, result.agent_id, result.suite_id),
+        )
         try:
             row.save(condition=SuiteResultRow.started_key.does_not_exist())
             return True
@@ -160,21 +202,25 @@ class SuiteStore:
             unless_condition_failed(exc)
             return False
 
-    def results(self, org_id: str, agent_id: str, suite_id: str,
-                limit: int = 100) -> list[SuiteResultEntry]:
-        rows = SuiteResultRow.query(org_key(org_id, agent_id, suite_id), scan_index_forward=False,
-                                    limit=limit)
+    def results(
+        self, org_id: str, agent_id: str, suite_id: str, limit: int = 100
+    ) -> list[SuiteResultEntry]:
+        rows = SuiteResultRow.query(
+            org_key(org_id, agent_id, suite_id), scan_index_forward=False, limit=limit
+        )
         return [record_of(row, SuiteResultEntry) for row in rows]
 
-    def result_of_run(self, org_id: str, agent_id: str, suite_id: str,
-                      run_id: str) -> SuiteResultEntry | None:
+    def result_of_run(
+        self, org_id: str, agent_id: str, suite_id: str, run_id: str
+    ) -> SuiteResultEntry | None:
         newest = self.results(org_id, agent_id, suite_id, 200)
         return next((r for r in newest if r.run_id == run_id), None)
 
     def delete_results(self, org_id: str, agent_id: str, suite_id: str) -> None:
         with SuiteResultRow.batch_write() as batch:
-            for r in SuiteResultRow.query(org_key(org_id, agent_id, suite_id),
-                                          attributes_to_get=["suite_key", "started_key"]):
+            for r in SuiteResultRow.query(
+                org_key(org_id, agent_id, suite_id), attributes_to_get=["suite_key", "started_key"]
+            ):
                 batch.delete(r)
 
 
@@ -190,10 +236,17 @@ class PromotionStore:
     def create_waiting(self, promotion: Promotion) -> bool:
         key = org_key(promotion.org_id, promotion.agent_id)
         row = row_of(promotion, PromotionRow, agent_key=key)
-        lock = PromotionRow(key, self._lock_id(promotion.environment_id), org_id=promotion.org_id,
-                            agent_id=promotion.agent_id, environment_id=promotion.environment_id,
-                            version=promotion.version, status="lock", reason=promotion.promotion_id,
-                            created_at=promotion.created_at)
+        lock = PromotionRow(
+            key,
+            self._lock_id(promotion.environment_id),
+            org_id=promotion.org_id,
+            agent_id=promotion.agent_id,
+            environment_id=promotion.environment_id,
+            version=promotion.version,
+            status="lock",
+            reason=promotion.promotion_id,
+            created_at=promotion.created_at,
+        )
         try:
             with TX.write() as t:
                 t.save(lock, condition=PromotionRow.promotion_id.does_not_exist())
@@ -205,19 +258,21 @@ class PromotionStore:
 
     def lock_holder(self, org_id: str, agent_id: str, environment_id: str) -> str | None:
         try:
-            lock = PromotionRow.get(org_key(org_id, agent_id), self._lock_id(environment_id),
-                                    consistent_read=True)
+            lock = PromotionRow.get(
+                org_key(org_id, agent_id), self._lock_id(environment_id), consistent_read=True
+            )
         except DoesNotExist:
             return None
         return lock.reason
 
     def release_lock(self, promotion: Promotion) -> None:
-        lock = PromotionRow(org_key(promotion.org_id, promotion.agent_id),
-                            self._lock_id(promotion.environment_id))
+        lock = PromotionRow(
+            org_key(promotion.org_id, promotion.agent_id), self._lock_id(promotion.environment_id)
+        )
         try:
             lock.delete(condition=PromotionRow.reason == promotion.promotion_id)
         except DeleteError as exc:
-            if not condition_failed(exc):   # a lock already gone (or another's) is fine
+            if not condition_failed(exc):  # a lock already gone (or another's) is fine
                 raise
 
     def get(self, org_id: str, agent_id: str, promotion_id: str) -> Promotion | None:
@@ -228,24 +283,42 @@ class PromotionStore:
         return record_of(row, Promotion)
 
     def of_agent(self, org_id: str, agent_id: str, limit: int = 100) -> list[Promotion]:
-        rows = PromotionRow.query(org_key(org_id, agent_id),
-                                  PromotionRow.promotion_id.startswith("p"),   # not the locks
-                                  scan_index_forward=False, limit=limit)
+        rows = PromotionRow.query(
+            org_key(org_id, agent_id),
+            PromotionRow.promotion_id.startswith("p"),  # not the locks
+            scan_index_forward=False,
+            limit=limit,
+        )
         return [record_of(row, Promotion) for row in rows]
 
     def decide(self, before: Promotion, after: Promotion) -> bool:
-        still_waiting = (PromotionRow.status == PromotionStatus.WAITING.value) \
-            & (PromotionRow.guards == before.guards)
+        still_waiting = (PromotionRow.status == PromotionStatus.WAITING.value) & (
+            PromotionRow.guards == before.guards
+        )
         row = PromotionRow(org_key(before.org_id, before.agent_id), before.promotion_id)
-        return conditional_update(row, changes(PromotionRow, before, after, fixed=PROMOTION_KEYS),
-                                  still_waiting)
+        return conditional_update(
+            row, changes(PromotionRow, before, after, fixed=PROMOTION_KEYS), still_waiting
+        )
 
-    def change(self, org_id: str, agent_id: str, promotion_id: str,
-               decide: Callable[[Promotion], Promotion | None], *, tries: int = TRIES,
-               pause: Callable[[], None] = jitter) -> Changed[Promotion] | None:
-        return retrying.change(lambda: self.get(org_id, agent_id, promotion_id), decide,
-                               self.decide, field="promotion_id", tries=tries, pause=pause,
-                               conflict=f"promotion {promotion_id} keeps changing: try again")
+    def change(
+        self,
+        org_id: str,
+        agent_id: str,
+        promotion_id: str,
+        decide: Callable[[Promotion], Promotion | None],
+        *,
+        tries: int = TRIES,
+        pause: Callable[[], None] = jitter,
+    ) -> Changed[Promotion] | None:
+        return retrying.change(
+            lambda: self.get(org_id, agent_id, promotion_id),
+            decide,
+            self.decide,
+            field="promotion_id",
+            tries=tries,
+            pause=pause,
+            conflict=f"promotion {promotion_id} keeps changing: try again",
+        )
 
 
 class NotificationStore:
@@ -256,20 +329,24 @@ class NotificationStore:
         row_of(notice, NotificationRow, recipient=org_key(notice.org_id, user_id)).save()
 
     def of(self, org_id: str, user_id: str, limit: int = 100) -> list[Notification]:
-        rows = NotificationRow.query(org_key(org_id, user_id), scan_index_forward=False,
-                                     limit=limit)
+        rows = NotificationRow.query(
+            org_key(org_id, user_id), scan_index_forward=False, limit=limit
+        )
         return [record_of(row, Notification) for row in rows if row.notification_id != SETTINGS_ID]
 
     def mark_read(self, org_id: str, user_id: str, notification_id: str) -> bool:
         if notification_id == SETTINGS_ID:
             return False
-        return conditional_update(NotificationRow(org_key(org_id, user_id), notification_id),
-                                  [NotificationRow.read.set(True)],
-                                  NotificationRow.notification_id.exists())
+        return conditional_update(
+            NotificationRow(org_key(org_id, user_id), notification_id),
+            [NotificationRow.read.set(True)],
+            NotificationRow.notification_id.exists(),
+        )
 
     def mark_emailed(self, org_id: str, user_id: str, notification_id: str) -> None:
         NotificationRow(org_key(org_id, user_id), notification_id).update(
-            actions=[NotificationRow.emailed.set(True)])
+            actions=[NotificationRow.emailed.set(True)]
+        )
 
     def email_preference(self, org_id: str, user_id: str) -> bool | None:
         try:
@@ -279,5 +356,12 @@ class NotificationStore:
         return bool(row.emailed)
 
     def set_email_preference(self, org_id: str, user_id: str, on: bool, *, at: str) -> None:
-        NotificationRow(org_key(org_id, user_id), SETTINGS_ID, org_id=org_id, kind="settings",
-                        title="settings", emailed=on, created_at=at).save()
+        NotificationRow(
+            org_key(org_id, user_id),
+            SETTINGS_ID,
+            org_id=org_id,
+            kind="settings",
+            title="settings",
+            emailed=on,
+            created_at=at,
+        ).save()

@@ -55,13 +55,20 @@ def transaction_condition_failed(exc: TransactWriteError) -> bool:
     """Whether a transaction was cancelled only because conditions of its items did not hold
     (each cancellation reason `ConditionalCheckFailed` or `None`, at least one of the first)."""
     codes = [code for code in reason_codes(exc) if code is not None]
-    return error_code(exc) == "TransactionCanceledException" and bool(codes) \
+    return (
+        error_code(exc) == "TransactionCanceledException"
+        and bool(codes)
         and all(code == "ConditionalCheckFailed" for code in codes)
+    )
 
 
 def unless_condition_failed(exc: PutError | UpdateError | TransactWriteError) -> None:
     """Re-raise `exc` unless it is a failed condition (call inside its `except`)."""
-    failed = transaction_condition_failed(exc) if isinstance(exc, TransactWriteError) else condition_failed(exc)
+    failed = (
+        transaction_condition_failed(exc)
+        if isinstance(exc, TransactWriteError)
+        else condition_failed(exc)
+    )
     if not failed:
         raise exc
 
@@ -101,7 +108,9 @@ class Transactions:
 
     def _conn(self) -> Connection:
         if self._connection is None:
-            self._connection = Connection(region=RunRow.Meta.region, host=getattr(RunRow.Meta, "host", None))
+            self._connection = Connection(
+                region=RunRow.Meta.region, host=getattr(RunRow.Meta, "host", None)
+            )
         return self._connection
 
     def write(self) -> TransactWrite:
@@ -146,8 +155,9 @@ def _names(cls: type) -> tuple[str, ...]:
     return names
 
 
-def record_of(row: Model, cls: type[R],
-              convert: Mapping[str, Callable[[Any], Any]] | None = None) -> R:
+def record_of(
+    row: Model, cls: type[R], convert: Mapping[str, Callable[[Any], Any]] | None = None
+) -> R:
     """The frozen record (`chalicelib.domain.records`) of a row: the row's fields of the same names.
 
     A field the item does not hold (DynamoDB keeps no null) takes the record's default, so a list
@@ -169,7 +179,9 @@ def row_of(record: Any, row_cls: type[M], **keys: Any) -> M:
     return row_cls(**keys, **{name: getattr(record, name) for name in _names(type(record))})
 
 
-def changes(row_cls: type[Model], before: Any, after: Any, *, fixed: Sequence[str] = ()) -> list[Action]:
+def changes(
+    row_cls: type[Model], before: Any, after: Any, *, fixed: Sequence[str] = ()
+) -> list[Action]:
     """The update actions that turn the stored `before` into `after` (a field set to None is removed).
 
     Raises:

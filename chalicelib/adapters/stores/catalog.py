@@ -57,12 +57,16 @@ class JudgeStore:
 
     def create(self, header: Judge) -> None:
         """Keep a new judge header. Raises ConflictError when the organization has the id."""
-        save_new(row_of(header, JudgeRow, judge_key=_judge_key(header)),
-                 JudgeRow.judge_key.does_not_exist(),
-                 f"judge {header.judge_id} already exists", field="judge_id")
+        save_new(
+            row_of(header, JudgeRow, judge_key=_judge_key(header)),
+            JudgeRow.judge_key.does_not_exist(),
+            f"judge {header.judge_id} already exists",
+            field="judge_id",
+        )
 
-    def get(self, org_id: str, judge_id: str, version: int = 0, *,
-            field: str = "judge_id") -> Judge:
+    def get(
+        self, org_id: str, judge_id: str, version: int = 0, *, field: str = "judge_id"
+    ) -> Judge:
         """The header (version 0) or a published version. Raises NotFoundError (naming `field`) for
         an unknown judge or version of the organization."""
         try:
@@ -86,10 +90,15 @@ class JudgeStore:
         key = _judge_key(version)
         try:
             with TX.write() as t:
-                t.save(row_of(version, JudgeRow, judge_key=key),
-                       condition=JudgeRow.version.does_not_exist())
-                t.update(JudgeRow(key, 0), actions=[JudgeRow.latest_version.set(version.version)],
-                         condition=JudgeRow.latest_version == int(header.latest_version or 0))
+                t.save(
+                    row_of(version, JudgeRow, judge_key=key),
+                    condition=JudgeRow.version.does_not_exist(),
+                )
+                t.update(
+                    JudgeRow(key, 0),
+                    actions=[JudgeRow.latest_version.set(version.version)],
+                    condition=JudgeRow.latest_version == int(header.latest_version or 0),
+                )
             return True
         except TransactWriteError as exc:
             unless_condition_failed(exc)
@@ -108,8 +117,12 @@ class AgentStore:
 
     def create(self, agent: Agent) -> None:
         """Raises ConflictError when the organization has the id (another's is no concern)."""
-        save_new(row_of(agent, AgentRow), AgentRow.agent_id.does_not_exist(),
-                 f"agent {agent.agent_id} already exists", field="agent_id")
+        save_new(
+            row_of(agent, AgentRow),
+            AgentRow.agent_id.does_not_exist(),
+            f"agent {agent.agent_id} already exists",
+            field="agent_id",
+        )
 
     def get(self, org_id: str, agent_id: str) -> Agent:
         """Raises NotFoundError for an agent the organization does not have."""
@@ -130,8 +143,9 @@ class AgentStore:
             ValueError: `after` changes anything but the draft and the name (a bug).
         """
         actions = changes(AgentRow, before, after, fixed=_NOT_DRAFT)
-        if actions and not conditional_update(AgentRow(before.org_id, before.agent_id), actions,
-                                              AgentRow.agent_id.exists()):
+        if actions and not conditional_update(
+            AgentRow(before.org_id, before.agent_id), actions, AgentRow.agent_id.exists()
+        ):
             raise NotFoundError(f"agent {before.agent_id} not found", field="agent_id")
 
     def get_version(self, org_id: str, agent_id: str, version: int) -> AgentVersion | None:
@@ -160,11 +174,15 @@ class AgentStore:
         try:
             with TX.write() as t:
                 t.save(row, condition=AgentVersionRow.version.does_not_exist())
-                t.update(with_agent, actions=[
-                    AgentRow.latest_version.set(version.version),
-                    AgentRow.live_version.set(version.version),
-                ], condition=AgentRow.agent_id.exists()
-                    & (AgentRow.latest_version < version.version))
+                t.update(
+                    with_agent,
+                    actions=[
+                        AgentRow.latest_version.set(version.version),
+                        AgentRow.live_version.set(version.version),
+                    ],
+                    condition=AgentRow.agent_id.exists()
+                    & (AgentRow.latest_version < version.version),
+                )
             return True
         except TransactWriteError as exc:
             codes = reason_codes(exc)
@@ -174,7 +192,9 @@ class AgentStore:
                     return False
                 raise ConflictError(
                     f"version {version.version} of agent {version.agent_id} is already "
-                    "published with another spec; versions are immutable", field="version") from exc
+                    "published with another spec; versions are immutable",
+                    field="version",
+                ) from exc
             if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
                 # An older version number than the latest: store it without moving `latest_version`.
                 try:
@@ -194,20 +214,24 @@ class ModelProfileStore:
 
     def create(self, profile: ModelProfile) -> None:
         """Raises ConflictError when the id is taken in the organization."""
-        save_new(row_of(profile, ModelProfileRow),
-                 ModelProfileRow.model_profile_id.does_not_exist(),
-                 f"model profile {profile.model_profile_id} already exists",
-                 field="model_profile_id")
+        save_new(
+            row_of(profile, ModelProfileRow),
+            ModelProfileRow.model_profile_id.does_not_exist(),
+            f"model profile {profile.model_profile_id} already exists",
+            field="model_profile_id",
+        )
 
-    def get(self, org_id: str, model_profile_id: str, *,
-            field: str = "model_profile_id") -> ModelProfile:
+    def get(
+        self, org_id: str, model_profile_id: str, *, field: str = "model_profile_id"
+    ) -> ModelProfile:
         """Raises NotFoundError (naming `field`) for an unknown profile."""
         try:
             row = ModelProfileRow.get(org_id, model_profile_id, consistent_read=True)
             return record_of(row, ModelProfile)
         except DoesNotExist:
-            raise NotFoundError(f"model profile {model_profile_id} not found",
-                                field=field) from None
+            raise NotFoundError(
+                f"model profile {model_profile_id} not found", field=field
+            ) from None
 
     def delete(self, org_id: str, model_profile_id: str) -> None:
         """Forget the profile (nothing when it is gone already)."""
@@ -237,9 +261,12 @@ class DatasetStore:
 
     def create(self, header: Dataset) -> None:
         """Keep a new dataset header. Raises ConflictError when the organization has the id."""
-        save_new(row_of(header, DatasetRow, dataset_key=org_key(header.org_id, header.dataset_id)),
-                 DatasetRow.dataset_key.does_not_exist(),
-                 f"dataset {header.dataset_id} already exists", field="dataset_id")
+        save_new(
+            row_of(header, DatasetRow, dataset_key=org_key(header.org_id, header.dataset_id)),
+            DatasetRow.dataset_key.does_not_exist(),
+            f"dataset {header.dataset_id} already exists",
+            field="dataset_id",
+        )
 
     def get(self, org_id: str, dataset_id: str, version: int = 0) -> Dataset:
         """The header (version 0) or a ready version. Raises NotFoundError for a dataset or version
@@ -248,11 +275,14 @@ class DatasetStore:
             row = DatasetRow.get(org_key(org_id, dataset_id), version, consistent_read=True)
         except DoesNotExist:
             what = f"dataset {dataset_id}" + (f" version {version}" if version else "")
-            raise NotFoundError(f"{what} not found",
-                                field="dataset_version" if version else "dataset_id") from None
+            raise NotFoundError(
+                f"{what} not found", field="dataset_version" if version else "dataset_id"
+            ) from None
         if version and row.ready is False:
-            raise NotFoundError(f"dataset {dataset_id} version {version} is still being written",
-                                field="dataset_version")
+            raise NotFoundError(
+                f"dataset {dataset_id} version {version} is still being written",
+                field="dataset_version",
+            )
         return record_of(row, Dataset)
 
     def list(self, org_id: str) -> list[Dataset]:
@@ -262,8 +292,9 @@ class DatasetStore:
 
     def next_version(self, org_id: str, dataset_id: str) -> int:
         """One more than the highest version number claimed so far (written or being written)."""
-        last = list(DatasetRow.query(org_key(org_id, dataset_id), scan_index_forward=False,
-                                     limit=1))
+        last = list(
+            DatasetRow.query(org_key(org_id, dataset_id), scan_index_forward=False, limit=1)
+        )
         return int(last[0].version) + 1 if last else 1
 
     def add_version(self, version: Dataset, cases: Sequence[DatasetCase]) -> None:
@@ -279,20 +310,27 @@ class DatasetStore:
         dataset_key = org_key(version.org_id, version.dataset_id)
         row = row_of(version, DatasetRow, dataset_key=dataset_key)
         row.ready = False
-        save_new(row, DatasetRow.version.does_not_exist(),
-                 "another version was added at the same time; retry", field="version")
+        save_new(
+            row,
+            DatasetRow.version.does_not_exist(),
+            "another version was added at the same time; retry",
+            field="version",
+        )
         key = org_key(version.org_id, version.dataset_id, int(version.version))
         with DatasetCaseRow.batch_write() as batch:
             for case in cases:
                 batch.save(DatasetCaseRow(key, case.case_id, case=case.case))
         row.update(actions=[DatasetRow.ready.set(True)])
         # False when a later version became ready first: it stays the latest.
-        conditional_update(DatasetRow(dataset_key, 0),
-                           [DatasetRow.latest_version.set(version.version)],
-                           DatasetRow.latest_version < version.version)
+        conditional_update(
+            DatasetRow(dataset_key, 0),
+            [DatasetRow.latest_version.set(version.version)],
+            DatasetRow.latest_version < version.version,
+        )
 
-    def _version_cases(self, org_id: str, dataset_id: str,
-                       version: int) -> dict[str, dict[str, Any]]:
+    def _version_cases(
+        self, org_id: str, dataset_id: str, version: int
+    ) -> dict[str, dict[str, Any]]:
         # The cache is keyed as the table is: by organization first.
         key = org_key(org_id, dataset_id, int(version))
         with self._lock:
@@ -308,8 +346,9 @@ class DatasetStore:
                     self._cases.popitem(last=False)
         return cases
 
-    def get_case(self, org_id: str, dataset_id: str, version: int,
-                 case_id: str) -> dict[str, Any] | None:
+    def get_case(
+        self, org_id: str, dataset_id: str, version: int, case_id: str
+    ) -> dict[str, Any] | None:
         """One case of an immutable version of the organization's dataset (the whole version is
         loaded and cached on first use); None when there is no such case."""
         return self._version_cases(org_id, dataset_id, version).get(case_id)

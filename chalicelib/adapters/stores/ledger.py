@@ -56,13 +56,21 @@ _ATTEMPT_KEYS = ("attempt_key", "run_id", "recorded_key", "arm_id", "case_id", "
 def arm_of(stored: dict[str, Any]) -> Arm:
     """An arm as a run row keeps it (one JSON map of `RunRow.arms`); a key an older row lacks
     takes the arm's default."""
-    return Arm(arm_id=stored["arm_id"], role=ArmRole(stored["role"]), version=stored.get("version"),
-               draft=stored.get("draft", False), spec=stored["spec"], spec_hash=stored["spec_hash"],
-               model_profile_id=stored.get("model_profile_id"),
-               answers=stored.get("answers", True), rerun=stored.get("rerun", True),
-               source_run_id=stored.get("source_run_id"), source_arm_id=stored.get("source_arm_id"),
-               source_dataset_version=stored.get("source_dataset_version"),
-               source_completed_at=stored.get("source_completed_at"))
+    return Arm(
+        arm_id=stored["arm_id"],
+        role=ArmRole(stored["role"]),
+        version=stored.get("version"),
+        draft=stored.get("draft", False),
+        spec=stored["spec"],
+        spec_hash=stored["spec_hash"],
+        model_profile_id=stored.get("model_profile_id"),
+        answers=stored.get("answers", True),
+        rerun=stored.get("rerun", True),
+        source_run_id=stored.get("source_run_id"),
+        source_arm_id=stored.get("source_arm_id"),
+        source_dataset_version=stored.get("source_dataset_version"),
+        source_completed_at=stored.get("source_completed_at"),
+    )
 
 
 def stored_arm(arm: Arm) -> dict[str, Any]:
@@ -70,15 +78,24 @@ def stored_arm(arm: Arm) -> dict[str, Any]:
     version, draft, spec, spec_hash, model_profile_id}`, then `answers` and `rerun` for a
     baseline, then `source_run_id`, `source_arm_id`, `source_dataset_version` and
     `source_completed_at` for one whose answers are borrowed. The role is a plain `str`."""
-    out: dict[str, Any] = {"arm_id": arm.arm_id, "role": arm.role.value, "version": arm.version,
-                           "draft": arm.draft, "spec": arm.spec, "spec_hash": arm.spec_hash,
-                           "model_profile_id": arm.model_profile_id}
+    out: dict[str, Any] = {
+        "arm_id": arm.arm_id,
+        "role": arm.role.value,
+        "version": arm.version,
+        "draft": arm.draft,
+        "spec": arm.spec,
+        "spec_hash": arm.spec_hash,
+        "model_profile_id": arm.model_profile_id,
+    }
     if arm.role is ArmRole.BASELINE:
         out |= {"answers": arm.answers, "rerun": arm.rerun}
     if arm.source_run_id is not None:
-        out |= {"source_run_id": arm.source_run_id, "source_arm_id": arm.source_arm_id,
-                "source_dataset_version": arm.source_dataset_version,
-                "source_completed_at": arm.source_completed_at}
+        out |= {
+            "source_run_id": arm.source_run_id,
+            "source_arm_id": arm.source_arm_id,
+            "source_dataset_version": arm.source_dataset_version,
+            "source_completed_at": arm.source_completed_at,
+        }
     return out
 
 
@@ -118,8 +135,13 @@ class RunStore:
     def create(self, run: Run) -> None:
         """Write a new run; its keys (`run_key`, `agent_key`, `dataset_key`) are built from its
         `org_id`, `run_id`, `agent_id` and `dataset_id`."""
-        row = row_of(run, RunRow, run_key=_key(run), agent_key=org_key(run.org_id, run.agent_id),
-                     dataset_key=org_key(run.org_id, run.dataset_id))
+        row = row_of(
+            run,
+            RunRow,
+            run_key=_key(run),
+            agent_key=org_key(run.org_id, run.agent_id),
+            dataset_key=org_key(run.org_id, run.dataset_id),
+        )
         row.arms = [stored_arm(a) for a in run.arms]
         row.outcome = run.outcome.as_json() if run.outcome is not None else None
         row.save(condition=RunRow.run_key.does_not_exist())
@@ -135,8 +157,9 @@ class RunStore:
         """`run` with its changing fields (`Run.CURSOR`) read again (consistent, projected: a small
         read); None when the run was deleted."""
         try:
-            fresh = RunRow.get(_key(run), consistent_read=True,
-                               attributes_to_get=["run_id", *Run.CURSOR])
+            fresh = RunRow.get(
+                _key(run), consistent_read=True, attributes_to_get=["run_id", *Run.CURSOR]
+            )
         except DoesNotExist:
             return None
         values = fresh.attribute_values
@@ -149,31 +172,49 @@ class RunStore:
             raise NotFoundError(f"eval run {run_id} not found", field="run_id")
         return run
 
-    def list_by_agent(self, org_id: str, agent_id: str, limit: int = 50,
-                      start: dict[str, Any] | None = None) -> RunPage:
+    def list_by_agent(
+        self, org_id: str, agent_id: str, limit: int = 50, start: dict[str, Any] | None = None
+    ) -> RunPage:
         """The organization's agent's runs, newest first, a page at a time (`start`: the previous
         page's `next_start`, keys `run_key`, `agent_key`, `created_at`)."""
-        return _page(RunRow.agent_index.query(org_key(org_id, agent_id), scan_index_forward=False,
-                                              limit=limit, last_evaluated_key=start))
+        return _page(
+            RunRow.agent_index.query(
+                org_key(org_id, agent_id),
+                scan_index_forward=False,
+                limit=limit,
+                last_evaluated_key=start,
+            )
+        )
 
-    def list_by_org(self, org_id: str, limit: int = 50,
-                    start: dict[str, Any] | None = None) -> RunPage:
+    def list_by_org(
+        self, org_id: str, limit: int = 50, start: dict[str, Any] | None = None
+    ) -> RunPage:
         """The organization's runs, newest first (`start` keys: `run_key`, `org_id`,
         `created_at`)."""
-        return _page(RunRow.org_index.query(org_id, scan_index_forward=False, limit=limit,
-                                            last_evaluated_key=start))
+        return _page(
+            RunRow.org_index.query(
+                org_id, scan_index_forward=False, limit=limit, last_evaluated_key=start
+            )
+        )
 
-    def list_by_dataset(self, org_id: str, dataset_id: str, limit: int = 50,
-                        start: dict[str, Any] | None = None) -> RunPage:
+    def list_by_dataset(
+        self, org_id: str, dataset_id: str, limit: int = 50, start: dict[str, Any] | None = None
+    ) -> RunPage:
         """The organization's dataset's runs, newest first (`start` keys: `run_key`, `dataset_key`,
         `created_at`)."""
-        return _page(RunRow.dataset_index.query(org_key(org_id, dataset_id),
-                                                scan_index_forward=False, limit=limit,
-                                                last_evaluated_key=start))
+        return _page(
+            RunRow.dataset_index.query(
+                org_key(org_id, dataset_id),
+                scan_index_forward=False,
+                limit=limit,
+                last_evaluated_key=start,
+            )
+        )
 
     @staticmethod
-    def is_page_start(start: Any, org_id: str, *, agent_id: str | None = None,
-                      dataset_id: str | None = None) -> bool:
+    def is_page_start(
+        start: Any, org_id: str, *, agent_id: str | None = None, dataset_id: str | None = None
+    ) -> bool:
         """Whether `start` is a `next_start` of this organization's listing: of the agent's
         runs (`agent_id`), the dataset's (`dataset_id`) or else all of them. Exactly the keys
         `run_key` (a run of the organization), the index's hash key (its value for this listing)
@@ -184,17 +225,23 @@ class RunStore:
             hash_name, hash_value = "dataset_key", org_key(org_id, dataset_id)
         else:
             hash_name, hash_value = "org_id", org_id
-        return (isinstance(start, dict) and set(start) == {"run_key", hash_name, "created_at"}
-                and all(isinstance(v, dict) and set(v) == {"S"} and isinstance(v["S"], str)
-                        for v in start.values())
-                and start[hash_name]["S"] == hash_value
-                and start["run_key"]["S"].startswith(org_key(org_id, "")))
+        return (
+            isinstance(start, dict)
+            and set(start) == {"run_key", hash_name, "created_at"}
+            and all(
+                isinstance(v, dict) and set(v) == {"S"} and isinstance(v["S"], str)
+                for v in start.values()
+            )
+            and start[hash_name]["S"] == hash_value
+            and start["run_key"]["S"].startswith(org_key(org_id, ""))
+        )
 
     def recent_active(self, org_id: str, limit: int) -> list[ActiveRun]:
         """The organization's queued or running runs among its newest `limit` (projected: only what
         their committed spend and what they use need)."""
-        rows = RunRow.org_index.query(org_id, scan_index_forward=False, limit=limit,
-                                      attributes_to_get=_ACTIVE)
+        rows = RunRow.org_index.query(
+            org_id, scan_index_forward=False, limit=limit, attributes_to_get=_ACTIVE
+        )
         return [record_of(r, ActiveRun, _STORED) for r in rows if r.status in _RUNNING]
 
     def stale(self, status: RunStatus, before_ms: int) -> Iterator[Run]:
@@ -203,32 +250,50 @@ class RunStore:
         rows = RunRow.status_index.query(status.value, RunRow.heartbeat_at_ms <= before_ms)
         return (run_of(r) for r in rows)
 
-    def claim_tasks(self, run: Run, k: int, org_id: str, org_limit: int,
-                    now_ms: int, now_iso: str) -> bool:
+    def claim_tasks(
+        self, run: Run, k: int, org_id: str, org_limit: int, now_ms: int, now_iso: str
+    ) -> bool:
         """Claim the run's next `k` tasks and `k` organization slots in one transaction.
 
         Conditional on the run's `next_index` as read and on the organization having `k` free
         slots; returns False when either moved (the caller reads again).
         """
-        actions: list[Action] = [RunRow.next_index.set(run.next_index + k), RunRow.slots.add(k),
-                                 RunRow.heartbeat_at_ms.set(now_ms)]
+        actions: list[Action] = [
+            RunRow.next_index.set(run.next_index + k),
+            RunRow.slots.add(k),
+            RunRow.heartbeat_at_ms.set(now_ms),
+        ]
         if run.status == RunStatus.QUEUED:
             actions += [RunRow.status.set(RunStatus.RUNNING.value), RunRow.started_at.set(now_iso)]
         try:
             with TX.write() as t:
-                t.update(RunRow(_key(run)), actions=actions,
-                         condition=(RunRow.next_index == run.next_index)
-                         & RunRow.status.is_in(*_RUNNING)
-                         & (RunRow.tasks_total >= run.next_index + k))
-                t.update(OrganizationRow(org_id), actions=[OrganizationRow.in_flight.add(k)],
-                         condition=OrganizationRow.in_flight <= org_limit - k)
+                t.update(
+                    RunRow(_key(run)),
+                    actions=actions,
+                    condition=(RunRow.next_index == run.next_index)
+                    & RunRow.status.is_in(*_RUNNING)
+                    & (RunRow.tasks_total >= run.next_index + k),
+                )
+                t.update(
+                    OrganizationRow(org_id),
+                    actions=[OrganizationRow.in_flight.add(k)],
+                    condition=OrganizationRow.in_flight <= org_limit - k,
+                )
             return True
         except TransactWriteError as exc:
             unless_condition_failed(exc)
             return False
 
-    def record_attempt(self, run: Run, attempt: Attempt, *, counters: dict[str, int],
-                       claim_next: bool, release_slot: bool, now_ms: int) -> RecordOutcome:
+    def record_attempt(
+        self,
+        run: Run,
+        attempt: Attempt,
+        *,
+        counters: dict[str, int],
+        claim_next: bool,
+        release_slot: bool,
+        now_ms: int,
+    ) -> RecordOutcome:
         """Write one attempt once, with the run's counters, in ONE transaction (DESIGN §5).
 
         Args:
@@ -250,8 +315,9 @@ class RunStore:
         condition = None
         if claim_next:
             actions.append(RunRow.next_index.set(run.next_index + 1))
-            condition = (RunRow.next_index == run.next_index) \
-                & (RunRow.status == RunStatus.RUNNING.value)
+            condition = (RunRow.next_index == run.next_index) & (
+                RunRow.status == RunStatus.RUNNING.value
+            )
         elif release_slot:
             actions.append(RunRow.slots.add(-1))
             condition = RunRow.slots > 0
@@ -262,39 +328,52 @@ class RunStore:
                 t.save(row, condition=AttemptRow.attempt_key.does_not_exist())
                 t.update(RunRow(_key(run)), actions=actions, condition=condition)
                 if release_slot and not claim_next:
-                    t.update(OrganizationRow(run.org_id),
-                             actions=[OrganizationRow.in_flight.add(-1)],
-                             condition=OrganizationRow.in_flight > 0)
+                    t.update(
+                        OrganizationRow(run.org_id),
+                        actions=[OrganizationRow.in_flight.add(-1)],
+                        condition=OrganizationRow.in_flight > 0,
+                    )
             return RecordOutcome(written=True)
         except TransactWriteError as exc:
             codes = reason_codes(exc)
             if codes and codes[0] == "ConditionalCheckFailed":
                 return RecordOutcome(written=False)
             if any(c == "ConditionalCheckFailed" for c in codes[1:]) or any(
-                    c == "TransactionConflict" for c in codes):
+                c == "TransactionConflict" for c in codes
+            ):
                 raise RecordConflict(str(codes)) from exc
             raise
 
     def beat(self, org_id: str, run_id: str, now_ms: int) -> bool:
         """Heartbeat a running run; False when it is not running (any more)."""
-        return conditional_update(RunRow(org_key(org_id, run_id)),
-                                  [RunRow.heartbeat_at_ms.set(now_ms)],
-                                  RunRow.status == RunStatus.RUNNING.value)
+        return conditional_update(
+            RunRow(org_key(org_id, run_id)),
+            [RunRow.heartbeat_at_ms.set(now_ms)],
+            RunRow.status == RunStatus.RUNNING.value,
+        )
 
     def _move_phase(self, run: Run, actions: list[Action]) -> bool:
         """A phase change conditional on the phase and `recorded` as read: one caller wins."""
-        return conditional_update(RunRow(_key(run)), actions,
-                                  (RunRow.phase == run.phase) & (RunRow.recorded == run.recorded))
+        return conditional_update(
+            RunRow(_key(run)),
+            actions,
+            (RunRow.phase == run.phase) & (RunRow.recorded == run.recorded),
+        )
 
     def enter_confirming(self, run: Run, tasks: list[list[Any]]) -> bool:
         """answering → confirming, the reruns `tasks` added to the run's tasks and expectation."""
         if run.phase != RunPhase.ANSWERING:
             return False
         n = len(tasks)
-        return self._move_phase(run, [RunRow.phase.set(RunPhase.CONFIRMING.value),
-                                      RunRow.tasks.set((run.tasks or []) + tasks),
-                                      RunRow.tasks_total.set(run.tasks_total + n),
-                                      RunRow.expected.set(run.expected + n)])
+        return self._move_phase(
+            run,
+            [
+                RunRow.phase.set(RunPhase.CONFIRMING.value),
+                RunRow.tasks.set((run.tasks or []) + tasks),
+                RunRow.tasks_total.set(run.tasks_total + n),
+                RunRow.expected.set(run.expected + n),
+            ],
+        )
 
     def enter_finalizing(self, run: Run) -> bool:
         """answering or confirming → finalizing (conditional on the phase and `recorded`)."""
@@ -307,33 +386,51 @@ class RunStore:
         `as_json()`; idempotent)."""
         return conditional_update(
             RunRow(org_key(org_id, run_id)),
-            [RunRow.status.set(RunStatus.COMPLETED.value), RunRow.phase.set(RunPhase.DONE.value),
-             RunRow.outcome.set(outcome.as_json()), RunRow.completed_at.set(now_iso)],
+            [
+                RunRow.status.set(RunStatus.COMPLETED.value),
+                RunRow.phase.set(RunPhase.DONE.value),
+                RunRow.outcome.set(outcome.as_json()),
+                RunRow.completed_at.set(now_iso),
+            ],
             (RunRow.phase == RunPhase.FINALIZING.value)
-            & (RunRow.status == RunStatus.RUNNING.value))
+            & (RunRow.status == RunStatus.RUNNING.value),
+        )
 
     def end(self, run: Run, status: RunStatus, reason: str, now_iso: str) -> bool:
         """End a queued or running run as `status`; its slots stay with its running cases."""
         return conditional_update(
             RunRow(_key(run)),
-            [RunRow.status.set(status.value), RunRow.reason.set(reason),
-             RunRow.completed_at.set(now_iso)],
-            RunRow.status.is_in(*_RUNNING))
+            [
+                RunRow.status.set(status.value),
+                RunRow.reason.set(reason),
+                RunRow.completed_at.set(now_iso),
+            ],
+            RunRow.status.is_in(*_RUNNING),
+        )
 
-    def _end_and_release(self, run: Run, *, status: str, reason: str, completed_at: str,
-                         condition: Condition) -> bool:
+    def _end_and_release(
+        self, run: Run, *, status: str, reason: str, completed_at: str, condition: Condition
+    ) -> bool:
         """End a run and give all its slots back to the organization in one transaction,
         conditional on `condition` and on the run holding the slots it was read with."""
         try:
             with TX.write() as t:
-                t.update(RunRow(_key(run)), actions=[
-                    RunRow.status.set(status), RunRow.reason.set(reason),
-                    RunRow.completed_at.set(completed_at), RunRow.slots.set(0)],
-                    condition=condition & (RunRow.slots == run.slots))
+                t.update(
+                    RunRow(_key(run)),
+                    actions=[
+                        RunRow.status.set(status),
+                        RunRow.reason.set(reason),
+                        RunRow.completed_at.set(completed_at),
+                        RunRow.slots.set(0),
+                    ],
+                    condition=condition & (RunRow.slots == run.slots),
+                )
                 if run.slots:
-                    t.update(OrganizationRow(run.org_id),
-                             actions=[OrganizationRow.in_flight.add(-run.slots)],
-                             condition=OrganizationRow.in_flight >= run.slots)
+                    t.update(
+                        OrganizationRow(run.org_id),
+                        actions=[OrganizationRow.in_flight.add(-run.slots)],
+                        condition=OrganizationRow.in_flight >= run.slots,
+                    )
             return True
         except TransactWriteError as exc:
             unless_condition_failed(exc)
@@ -341,54 +438,73 @@ class RunStore:
 
     def abandon(self, run: Run, reason: str, now_iso: str) -> bool:
         """Fail a running run unchanged since read (status, heartbeat, `recorded`); slots back."""
-        return self._end_and_release(run, status=RunStatus.FAILED.value, reason=reason,
-                                     completed_at=now_iso,
-                                     condition=(RunRow.status == RunStatus.RUNNING.value)
-                                     & (RunRow.heartbeat_at_ms == run.heartbeat_at_ms)
-                                     & (RunRow.recorded == run.recorded))
+        return self._end_and_release(
+            run,
+            status=RunStatus.FAILED.value,
+            reason=reason,
+            completed_at=now_iso,
+            condition=(RunRow.status == RunStatus.RUNNING.value)
+            & (RunRow.heartbeat_at_ms == run.heartbeat_at_ms)
+            & (RunRow.recorded == run.recorded),
+        )
 
     def fail_unstarted(self, run: Run, reason: str, now_iso: str) -> bool:
         """Fail a run that is still queued; slots back."""
-        return self._end_and_release(run, status=RunStatus.FAILED.value, reason=reason,
-                                     completed_at=now_iso,
-                                     condition=RunRow.status == RunStatus.QUEUED.value)
+        return self._end_and_release(
+            run,
+            status=RunStatus.FAILED.value,
+            reason=reason,
+            completed_at=now_iso,
+            condition=RunRow.status == RunStatus.QUEUED.value,
+        )
 
     def release_stranded(self, run: Run, reason: str, completed_at: str) -> bool:
         """An ended run's slots back (its status kept), unless its heartbeat moved since read."""
-        return self._end_and_release(run, status=run.status, reason=reason,
-                                     completed_at=completed_at,
-                                     condition=RunRow.heartbeat_at_ms == run.heartbeat_at_ms)
+        return self._end_and_release(
+            run,
+            status=run.status,
+            reason=reason,
+            completed_at=completed_at,
+            condition=RunRow.heartbeat_at_ms == run.heartbeat_at_ms,
+        )
 
     def claim_grading(self, org_id: str, run_id: str, until_ms: int, now_ms: int) -> bool:
         """Take the grading claim until `until_ms` unless another one holds past `now_ms`."""
-        return conditional_update(RunRow(org_key(org_id, run_id)),
-                                  [RunRow.grading_until_ms.set(until_ms)],
-                                  RunRow.grading_until_ms.does_not_exist()
-                                  | (RunRow.grading_until_ms < now_ms))
+        return conditional_update(
+            RunRow(org_key(org_id, run_id)),
+            [RunRow.grading_until_ms.set(until_ms)],
+            RunRow.grading_until_ms.does_not_exist() | (RunRow.grading_until_ms < now_ms),
+        )
 
     def release_grading(self, org_id: str, run_id: str, until_ms: int) -> bool:
         """Drop the grading claim taken until `until_ms` (not a later grader's)."""
-        return conditional_update(RunRow(org_key(org_id, run_id)),
-                                  [RunRow.grading_until_ms.remove()],
-                                  RunRow.grading_until_ms == until_ms)
+        return conditional_update(
+            RunRow(org_key(org_id, run_id)),
+            [RunRow.grading_until_ms.remove()],
+            RunRow.grading_until_ms == until_ms,
+        )
 
     def add_grading(self, org_id: str, run_id: str, entry: dict[str, Any]) -> None:
         """Append one entry to the run's `gradings`."""
         RunRow(org_key(org_id, run_id)).update(
-            actions=[RunRow.gradings.set((RunRow.gradings | []).append([entry]))])
+            actions=[RunRow.gradings.set((RunRow.gradings | []).append([entry]))]
+        )
 
     def record_outcome(self, run: Run, outcome: Outcome) -> bool:
         """Replace the outcome if `regrades` is still as read (absent when it was None or 0)."""
         seen = int(run.regrades or 0)
-        return conditional_update(RunRow(_key(run)), [RunRow.outcome.set(outcome.as_json())],
-                                  RunRow.regrades == seen if seen
-                                  else RunRow.regrades.does_not_exist())
+        return conditional_update(
+            RunRow(_key(run)),
+            [RunRow.outcome.set(outcome.as_json())],
+            RunRow.regrades == seen if seen else RunRow.regrades.does_not_exist(),
+        )
 
     def add_judge_cost(self, org_id: str, run_id: str, micros: int, calls: int) -> None:
         """Count judge requests whose grades were not kept (the money was spent all the same)."""
         if micros or calls:
-            RunRow(org_key(org_id, run_id)).update(actions=[RunRow.judge_cost_micros.add(micros),
-                                                            RunRow.judge_calls.add(calls)])
+            RunRow(org_key(org_id, run_id)).update(
+                actions=[RunRow.judge_cost_micros.add(micros), RunRow.judge_calls.add(calls)]
+            )
 
     def delete(self, org_id: str, run_id: str) -> None:
         """Delete the organization's run and every attempt it kept."""
@@ -411,8 +527,12 @@ class RunStore:
     def attempt_exists(self, org_id: str, run_id: str, key: str) -> bool:
         """Whether the attempt is recorded (reads its key only)."""
         try:
-            AttemptRow.get(org_key(org_id, run_id), key, consistent_read=True,
-                           attributes_to_get=["attempt_key"])
+            AttemptRow.get(
+                org_key(org_id, run_id),
+                key,
+                consistent_read=True,
+                attributes_to_get=["attempt_key"],
+            )
             return True
         except DoesNotExist:
             return False
@@ -424,12 +544,14 @@ class RunStore:
 
     def attempt_keys(self, org_id: str, run_id: str) -> set[str]:
         """The keys of every attempt of the run (consistent, projected)."""
-        rows = AttemptRow.query(org_key(org_id, run_id), consistent_read=True,
-                                attributes_to_get=["attempt_key"])
+        rows = AttemptRow.query(
+            org_key(org_id, run_id), consistent_read=True, attributes_to_get=["attempt_key"]
+        )
         return {r.attempt_key for r in rows}
 
-    def attempts_after(self, org_id: str, run_id: str, cursor: str, limit: int, *,
-                       until: str | None = None) -> list[Attempt]:
+    def attempts_after(
+        self, org_id: str, run_id: str, cursor: str, limit: int, *, until: str | None = None
+    ) -> list[Attempt]:
         """Attempts with `cursor < recorded_key <= until`, in recorded order.
 
         An empty `cursor` means from the first attempt; `until` None means no upper bound.
@@ -443,8 +565,9 @@ class RunStore:
             condition = AttemptRow.recorded_key <= until
         else:
             condition = None
-        rows = AttemptRow.order_index.query(org_key(org_id, run_id), condition, limit=limit + 1,
-                                            consistent_read=True)
+        rows = AttemptRow.order_index.query(
+            org_key(org_id, run_id), condition, limit=limit + 1, consistent_read=True
+        )
         return [record_of(r, Attempt) for r in rows if r.recorded_key != cursor][:limit]
 
     def regrade(self, org_id: str, before: Attempt, after: Attempt) -> bool:
@@ -453,19 +576,28 @@ class RunStore:
         when somebody regraded it meanwhile."""
         seen = len(before.regraded or [])
         condition = (AttemptRow.state == before.state) & (
-            AttemptRow.regraded.does_not_exist() if before.regraded is None
-            else size(AttemptRow.regraded) == seen)
+            AttemptRow.regraded.does_not_exist()
+            if before.regraded is None
+            else size(AttemptRow.regraded) == seen
+        )
         run_key = org_key(org_id, before.run_id)
         run_actions: list[Action] = [
             RunRow.judge_cost_micros.add(after.judge_cost_micros - before.judge_cost_micros),
-            RunRow.judge_calls.add(after.judge_calls - before.judge_calls), RunRow.regrades.add(1)]
+            RunRow.judge_calls.add(after.judge_calls - before.judge_calls),
+            RunRow.regrades.add(1),
+        ]
         if after.state != before.state:
-            run_actions += [getattr(RunRow, before.state).add(-1),
-                            getattr(RunRow, after.state).add(1)]
+            run_actions += [
+                getattr(RunRow, before.state).add(-1),
+                getattr(RunRow, after.state).add(1),
+            ]
         try:
             with TX.write() as t:
-                t.update(AttemptRow(run_key, before.attempt_key), condition=condition,
-                         actions=changes(AttemptRow, before, after, fixed=_ATTEMPT_KEYS))
+                t.update(
+                    AttemptRow(run_key, before.attempt_key),
+                    condition=condition,
+                    actions=changes(AttemptRow, before, after, fixed=_ATTEMPT_KEYS),
+                )
                 t.update(RunRow(run_key), actions=run_actions)
             return True
         except TransactWriteError as exc:

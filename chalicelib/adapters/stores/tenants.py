@@ -57,22 +57,25 @@ class OrganizationStore:
         org = self.get(org_id)
         if org is not None:
             return org
-        row = OrganizationRow(org_id, concurrency_limit=concurrency_limit, in_flight=0,
-                              waiting=[], created_at=now_iso)
+        row = OrganizationRow(
+            org_id, concurrency_limit=concurrency_limit, in_flight=0, waiting=[], created_at=now_iso
+        )
         try:
             row.save(condition=OrganizationRow.org_id.does_not_exist())
         except PutError as exc:
-            unless_condition_failed(exc)   # created meanwhile by another first use: read that one
+            unless_condition_failed(exc)  # created meanwhile by another first use: read that one
         return self.get(org_id)  # type: ignore[return-value]
 
     def add_waiting(self, org_id: str, run_id: str, now_ms: int) -> None:
         """Put a run at the end of the organization's waiting line."""
         row = OrganizationRow(org_id)
-        row.update(actions=[
-            OrganizationRow.waiting.set(OrganizationRow.waiting.append([run_id])),
-            OrganizationRow.waiting_flag.set(WAITING),
-            OrganizationRow.waiting_since_ms.set(OrganizationRow.waiting_since_ms | now_ms),
-        ])
+        row.update(
+            actions=[
+                OrganizationRow.waiting.set(OrganizationRow.waiting.append([run_id])),
+                OrganizationRow.waiting_flag.set(WAITING),
+                OrganizationRow.waiting_since_ms.set(OrganizationRow.waiting_since_ms | now_ms),
+            ]
+        )
 
     def remove_waiting(self, org_id: str, run_id: str) -> None:
         """Take a run out of the waiting line (nothing when it is not in it).
@@ -81,6 +84,7 @@ class OrganizationStore:
         run added behind it meanwhile is kept; after `REMOVE_WAITING_TRIES` lost writes the run is
         left in line (see there), never an error.
         """
+
         def decide(org: Organization) -> Organization | None:
             if run_id not in org.waiting:
                 return None
@@ -91,38 +95,52 @@ class OrganizationStore:
             return replace(org, waiting=[], waiting_flag=None, waiting_since_ms=None)
 
         try:
-            retrying.change(lambda: self.get(org_id), decide,
-                            lambda before, _after: self._remove_at(org_id, run_id, before),
-                            conflict=f"run {run_id} could not leave the waiting line",
-                            field="run_id", tries=REMOVE_WAITING_TRIES)
+            retrying.change(
+                lambda: self.get(org_id),
+                decide,
+                lambda before, _after: self._remove_at(org_id, run_id, before),
+                conflict=f"run {run_id} could not leave the waiting line",
+                field="run_id",
+                tries=REMOVE_WAITING_TRIES,
+            )
         except ConflictError:
-            log.warning("run %s left in the waiting line of %s after %d lost writes", run_id,
-                        org_id, REMOVE_WAITING_TRIES)
+            log.warning(
+                "run %s left in the waiting line of %s after %d lost writes",
+                run_id,
+                org_id,
+                REMOVE_WAITING_TRIES,
+            )
 
     @staticmethod
     def _remove_at(org_id: str, run_id: str, before: Organization) -> bool:
         pos = before.waiting.index(run_id)
         actions: list[Action] = [OrganizationRow.waiting[pos].remove()]
         if len(before.waiting) == 1:
-            actions += [OrganizationRow.waiting_flag.remove(),
-                        OrganizationRow.waiting_since_ms.remove()]
-        return conditional_update(OrganizationRow(org_id), actions,
-                                  OrganizationRow.waiting[pos] == run_id)
+            actions += [
+                OrganizationRow.waiting_flag.remove(),
+                OrganizationRow.waiting_since_ms.remove(),
+            ]
+        return conditional_update(
+            OrganizationRow(org_id), actions, OrganizationRow.waiting[pos] == run_id
+        )
 
     def orgs_with_waiting_runs(self) -> Iterator[Organization]:
         """Organizations with a waiting run (sparse GSI, eventually consistent)."""
         rows = OrganizationRow.waiting_index.query(WAITING)
         return (record_of(row, Organization) for row in rows)
 
-    def set_default_environment(self, org_id: str, environment_id: str | None, *,
-                                only_if_unset: bool = False) -> bool:
+    def set_default_environment(
+        self, org_id: str, environment_id: str | None, *, only_if_unset: bool = False
+    ) -> bool:
         """Name the organization's default environment (None: none). With `only_if_unset`, only when
         it names none yet; False when that condition failed."""
         default = OrganizationRow.default_environment_id
         action = default.set(environment_id) if environment_id is not None else default.remove()
         return conditional_update(
-            OrganizationRow(org_id), [action],
-            OrganizationRow.default_environment_id.does_not_exist() if only_if_unset else None)
+            OrganizationRow(org_id),
+            [action],
+            OrganizationRow.default_environment_id.does_not_exist() if only_if_unset else None,
+        )
 
     def set_limit(self, org_id: str, limit: int) -> None:
         """Set the organization's concurrency limit (slots)."""
@@ -142,8 +160,9 @@ class SpendStore:
         only the organization's are read."""
         return self._read(org_id, agent_id, month, None)[1]
 
-    def read_with_run(self, org_id: str, run_id: str, agent_id: str,
-                      month: str) -> tuple[Run | None, BudgetReading]:
+    def read_with_run(
+        self, org_id: str, run_id: str, agent_id: str, month: str
+    ) -> tuple[Run | None, BudgetReading]:
         """A run (consistent; None when there is none) and its budgets in the same single
         `BatchGetItem`: a case task's first read and its first budget check in one request."""
         return self._read(org_id, agent_id, month, run_id)
@@ -154,20 +173,26 @@ class SpendStore:
         agent_month = org_key(org_id, "agent", agent_id, month) if agent_id else None
         return org_key(org_id, "org", month), agent_month
 
-    def _read(self, org_id: str, agent_id: str | None, month: str,
-              run_id: str | None) -> tuple[Run | None, BudgetReading]:
+    def _read(
+        self, org_id: str, agent_id: str | None, month: str, run_id: str | None
+    ) -> tuple[Run | None, BudgetReading]:
         org_month, agent_month = self.month_keys(org_id, agent_id, month)
         budget = {"ConsistentRead": True, "ProjectionExpression": "monthly_budget_micros"}
         items: dict[str, Any] = {
             OrganizationRow.Meta.table_name: {"Keys": [{"org_id": {"S": org_id}}], **budget},
-            SpendRow.Meta.table_name: {"Keys": [{"key": {"S": org_month}}], "ConsistentRead": True}}
+            SpendRow.Meta.table_name: {"Keys": [{"key": {"S": org_month}}], "ConsistentRead": True},
+        }
         if agent_id:
             items[AgentRow.Meta.table_name] = {
-                "Keys": [{"org_id": {"S": org_id}, "agent_id": {"S": agent_id}}], **budget}
+                "Keys": [{"org_id": {"S": org_id}, "agent_id": {"S": agent_id}}],
+                **budget,
+            }
             items[SpendRow.Meta.table_name]["Keys"].append({"key": {"S": agent_month}})
         if run_id:
-            items[RunRow.Meta.table_name] = {"Keys": [{"run_key": {"S": org_key(org_id, run_id)}}],
-                                             "ConsistentRead": True}
+            items[RunRow.Meta.table_name] = {
+                "Keys": [{"run_key": {"S": org_key(org_id, run_id)}}],
+                "ConsistentRead": True,
+            }
         found = TX.batch_get(items)
 
         def budget_of(table: str) -> int | None:
@@ -175,12 +200,20 @@ class SpendStore:
             raw = rows[0].get("monthly_budget_micros") if rows else None
             return int(raw["N"]) if raw and "N" in raw else None
 
-        spent = {item["key"]["S"]: int(item.get("spent_micros", {}).get("N", 0))
-                 for item in found[SpendRow.Meta.table_name]}
+        spent = {
+            item["key"]["S"]: int(item.get("spent_micros", {}).get("N", 0))
+            for item in found[SpendRow.Meta.table_name]
+        }
         runs = found.get(RunRow.Meta.table_name) or []
-        return (run_of(RunRow.from_raw_data(runs[0])) if runs else None,
-                BudgetReading(budget_of(OrganizationRow.Meta.table_name), spent.get(org_month, 0),
-                              budget_of(AgentRow.Meta.table_name), spent.get(agent_month or "", 0)))
+        return (
+            run_of(RunRow.from_raw_data(runs[0])) if runs else None,
+            BudgetReading(
+                budget_of(OrganizationRow.Meta.table_name),
+                spent.get(org_month, 0),
+                budget_of(AgentRow.Meta.table_name),
+                spent.get(agent_month or "", 0),
+            ),
+        )
 
     def charge(self, org_id: str, agent_id: str, month: str, micros: int, *, judge: bool) -> None:
         """Add one model request's real cost to the organization's and the agent's month.
@@ -197,13 +230,19 @@ class SpendStore:
 
     def set_org_budget(self, org_id: str, micros: int | None) -> None:
         """Set (None: remove) an organization's monthly budget. The row must exist."""
-        action = OrganizationRow.monthly_budget_micros.remove() if micros is None \
+        action = (
+            OrganizationRow.monthly_budget_micros.remove()
+            if micros is None
             else OrganizationRow.monthly_budget_micros.set(micros)
+        )
         OrganizationRow(org_id).update(actions=[action])
 
     def set_agent_budget(self, org_id: str, agent_id: str, micros: int | None) -> None:
         """Set (None: remove) an agent's monthly budget. Raises NotFoundError for an unknown one."""
-        action = AgentRow.monthly_budget_micros.remove() if micros is None \
+        action = (
+            AgentRow.monthly_budget_micros.remove()
+            if micros is None
             else AgentRow.monthly_budget_micros.set(micros)
+        )
         if not conditional_update(AgentRow(org_id, agent_id), [action], AgentRow.agent_id.exists()):
             raise NotFoundError(f"agent {agent_id} not found", field="agent_id")

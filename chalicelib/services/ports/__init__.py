@@ -55,7 +55,9 @@ class AgentRuntime(Protocol):
         operator's limits (allowed python modules, lambda prefix) and egress (the URL's address).
         """
 
-    def ask(self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext) -> AgentAnswer:
+    def ask(
+        self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext
+    ) -> AgentAnswer:
         """Ask the agent described by `spec` the case in `request`, within `timeout_s` seconds,
         reading credentials and recordings only through `ctx`."""
 

@@ -45,9 +45,16 @@ class Suites(Protocol):
             ValueError: `after` keeps `before`'s `updated_at` stamp or changes a key (a bug).
         """
 
-    def change(self, org_id: str, agent_id: str, suite_id: str,
-               decide: Callable[[Suite], Suite | None], *, tries: int = TRIES,
-               pause: Callable[[], None] = jitter) -> Changed[Suite] | None:
+    def change(
+        self,
+        org_id: str,
+        agent_id: str,
+        suite_id: str,
+        decide: Callable[[Suite], Suite | None],
+        *,
+        tries: int = TRIES,
+        pause: Callable[[], None] = jitter,
+    ) -> Changed[Suite] | None:
         """`retrying.change` of one suite: read, `decide` (the suite as it should be, with a new
         stamp; None when nothing changes), `replace`, again while another writer wins.
 
@@ -73,12 +80,14 @@ class Suites(Protocol):
     def add_result(self, result: SuiteResultEntry) -> bool:
         """Keep a result once: False when one of its `started_key` was kept already."""
 
-    def results(self, org_id: str, agent_id: str, suite_id: str,
-                limit: int = 100) -> list[SuiteResultEntry]:
+    def results(
+        self, org_id: str, agent_id: str, suite_id: str, limit: int = 100
+    ) -> list[SuiteResultEntry]:
         """The results of the organization's agent's suite, newest first, at most `limit`."""
 
-    def result_of_run(self, org_id: str, agent_id: str, suite_id: str,
-                      run_id: str) -> SuiteResultEntry | None:
+    def result_of_run(
+        self, org_id: str, agent_id: str, suite_id: str, run_id: str
+    ) -> SuiteResultEntry | None:
         """The suite's result of an eval run, among its newest 200; None when it has none."""
 
     def delete_results(self, org_id: str, agent_id: str, suite_id: str) -> None:
@@ -114,9 +123,16 @@ class Promotions(Protocol):
             ValueError: `after` changes a key (a bug).
         """
 
-    def change(self, org_id: str, agent_id: str, promotion_id: str,
-               decide: Callable[[Promotion], Promotion | None], *, tries: int = TRIES,
-               pause: Callable[[], None] = jitter) -> Changed[Promotion] | None:
+    def change(
+        self,
+        org_id: str,
+        agent_id: str,
+        promotion_id: str,
+        decide: Callable[[Promotion], Promotion | None],
+        *,
+        tries: int = TRIES,
+        pause: Callable[[], None] = jitter,
+    ) -> Changed[Promotion] | None:
         """`retrying.change` of one promotion with `decide` as the write.
 
         Returns:

@@ -24,13 +24,17 @@ class Environments(Protocol):
     def create(self, environment: Environment) -> None:
         """Keep a new environment. Raises ConflictError (field `environment_id`) when the id is taken."""
 
-    def get(self, org_id: str, environment_id: str, *, field: str = "environment_id") -> Environment:
+    def get(
+        self, org_id: str, environment_id: str, *, field: str = "environment_id"
+    ) -> Environment:
         """The organization's environment. Raises NotFoundError naming `field`."""
 
     def list(self, org_id: str) -> list[Environment]:
         """Every environment of the organization."""
 
-    def serve(self, org_id: str, environment_id: str, agent_id: str, version: int, *, expect: int | None) -> bool:
+    def serve(
+        self, org_id: str, environment_id: str, agent_id: str, version: int, *, expect: int | None
+    ) -> bool:
         """Serve `version` of the agent if it serves `expect` now (None: none); False when it does not."""
 
     def delete(self, org_id: str, environment_id: str) -> None:
@@ -77,8 +81,9 @@ class Judges(Protocol):
     def create(self, header: Judge) -> None:
         """Keep a new judge header. Raises ConflictError (field `judge_id`) when the id is taken."""
 
-    def get(self, org_id: str, judge_id: str, version: int = 0, *,
-            field: str = "judge_id") -> Judge:
+    def get(
+        self, org_id: str, judge_id: str, version: int = 0, *, field: str = "judge_id"
+    ) -> Judge:
         """The header (`version` 0) or a published version. Raises NotFoundError naming `field`."""
 
     def versions(self, org_id: str, judge_id: str) -> list[Judge]:
@@ -97,8 +102,9 @@ class ModelProfiles(Protocol):
     def create(self, profile: ModelProfile) -> None:
         """Keep a new profile. Raises ConflictError (field `model_profile_id`) when it is taken."""
 
-    def get(self, org_id: str, model_profile_id: str, *,
-            field: str = "model_profile_id") -> ModelProfile:
+    def get(
+        self, org_id: str, model_profile_id: str, *, field: str = "model_profile_id"
+    ) -> ModelProfile:
         """The organization's profile. Raises NotFoundError naming `field`."""
 
     def delete(self, org_id: str, model_profile_id: str) -> None:
@@ -129,8 +135,9 @@ class Datasets(Protocol):
         (unless a later version became readable first). Raises ConflictError (field `version`)
         when the number was claimed meanwhile; nothing is kept then."""
 
-    def get_case(self, org_id: str, dataset_id: str, version: int,
-                 case_id: str) -> dict[str, Any] | None:
+    def get_case(
+        self, org_id: str, dataset_id: str, version: int, case_id: str
+    ) -> dict[str, Any] | None:
         """One case (its JSON) of a version, None when the version has no such case."""
 
     def cases(self, org_id: str, dataset_id: str, version: int) -> builtins.list[dict[str, Any]]:

@@ -60,21 +60,25 @@ class Runs(Protocol):
         """`run` with its cursor (`Run.CURSOR`) read again (a small consistent read); None when the
         run was deleted. The other fields are `run`'s."""
 
-    def list_by_agent(self, org_id: str, agent_id: str, limit: int = 50,
-                      start: dict[str, Any] | None = None) -> RunPage:
+    def list_by_agent(
+        self, org_id: str, agent_id: str, limit: int = 50, start: dict[str, Any] | None = None
+    ) -> RunPage:
         """The agent's runs, newest first, `limit` at a time (`start`: a page's `next_start`)."""
 
-    def list_by_org(self, org_id: str, limit: int = 50,
-                    start: dict[str, Any] | None = None) -> RunPage:
+    def list_by_org(
+        self, org_id: str, limit: int = 50, start: dict[str, Any] | None = None
+    ) -> RunPage:
         """The organization's runs, newest first, `limit` at a time."""
 
-    def list_by_dataset(self, org_id: str, dataset_id: str, limit: int = 50,
-                        start: dict[str, Any] | None = None) -> RunPage:
+    def list_by_dataset(
+        self, org_id: str, dataset_id: str, limit: int = 50, start: dict[str, Any] | None = None
+    ) -> RunPage:
         """The dataset's runs, newest first, `limit` at a time."""
 
     @staticmethod
-    def is_page_start(start: Any, org_id: str, *, agent_id: str | None = None,
-                      dataset_id: str | None = None) -> bool:
+    def is_page_start(
+        start: Any, org_id: str, *, agent_id: str | None = None, dataset_id: str | None = None
+    ) -> bool:
         """Whether `start` is a `next_start` of this organization's listing of the agent's runs
         (`agent_id`), the dataset's (`dataset_id`) or else all its runs."""
 
@@ -85,14 +89,23 @@ class Runs(Protocol):
         """Runs of every organization in `status` whose heartbeat is at or before `before_ms` (epoch
         ms; eventually consistent: the sweep reads each again)."""
 
-    def claim_tasks(self, run: Run, k: int, org_id: str, org_limit: int, now_ms: int,
-                    now_iso: str) -> bool:
+    def claim_tasks(
+        self, run: Run, k: int, org_id: str, org_limit: int, now_ms: int, now_iso: str
+    ) -> bool:
         """Claim the run's next `k` tasks and `k` of the organization's slots at once (a queued run
         starts running); False when the run's `next_index` moved, it ended, or the organization has
         fewer than `k` free slots under `org_limit`."""
 
-    def record_attempt(self, run: Run, attempt: Attempt, *, counters: dict[str, int],
-                       claim_next: bool, release_slot: bool, now_ms: int) -> RecordOutcome:
+    def record_attempt(
+        self,
+        run: Run,
+        attempt: Attempt,
+        *,
+        counters: dict[str, int],
+        claim_next: bool,
+        release_slot: bool,
+        now_ms: int,
+    ) -> RecordOutcome:
         """Write `attempt` once, with the run's counters, at once (DESIGN §5).
 
         Args:
@@ -171,8 +184,9 @@ class Runs(Protocol):
     def attempt_keys(self, org_id: str, run_id: str) -> set[str]:
         """The `attempt_key` of every attempt of the run (consistent)."""
 
-    def attempts_after(self, org_id: str, run_id: str, cursor: str, limit: int, *,
-                       until: str | None = None) -> list[Attempt]:
+    def attempts_after(
+        self, org_id: str, run_id: str, cursor: str, limit: int, *, until: str | None = None
+    ) -> list[Attempt]:
         """At most `limit` attempts with `cursor < recorded_key <= until`, in recorded order
         (`cursor` "" from the first, `until` None without an upper bound)."""
 

@@ -63,8 +63,9 @@ class Secrets(Protocol):
 class Recordings(Protocol):
     """The organizations' uploaded recordings (immutable JSONL, `<org>/recordings/<id>.jsonl`)."""
 
-    def put(self, org_id: str, recording_id: str, content: str, *, lines: int,
-            uploaded_by: str) -> tuple[RecordingMeta, bool]:
+    def put(
+        self, org_id: str, recording_id: str, content: str, *, lines: int, uploaded_by: str
+    ) -> tuple[RecordingMeta, bool]:
         """Keep a recording once: `(meta, True)` created, `(meta, False)` the same content was there.
 
         Raises:

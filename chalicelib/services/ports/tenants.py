@@ -30,8 +30,9 @@ class Organizations(Protocol):
         """Every organization with a run waiting (service-wide, for the slot tick; eventually
         consistent)."""
 
-    def set_default_environment(self, org_id: str, environment_id: str | None, *,
-                                only_if_unset: bool = False) -> bool:
+    def set_default_environment(
+        self, org_id: str, environment_id: str | None, *, only_if_unset: bool = False
+    ) -> bool:
         """Name the default environment (None: none); with `only_if_unset` only while it names none,
         False when it named one."""
 
@@ -47,8 +48,9 @@ class Budgets(Protocol):
         """Both budgets and both month counters in one request (without `agent_id`: the
         organization's; the agent's then read as no budget and nothing spent)."""
 
-    def read_with_run(self, org_id: str, run_id: str, agent_id: str,
-                      month: str) -> tuple[Run | None, BudgetReading]:
+    def read_with_run(
+        self, org_id: str, run_id: str, agent_id: str, month: str
+    ) -> tuple[Run | None, BudgetReading]:
         """The run (as `Runs.get` gives it; None when deleted) and its budgets in one request."""
 
     def charge(self, org_id: str, agent_id: str, month: str, micros: int, *, judge: bool) -> None:

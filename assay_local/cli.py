@@ -23,7 +23,8 @@ DEFAULT_USER = "dev@assay.local"
 
 
 def _token(org: str = DEFAULT_ORG, user: str = DEFAULT_USER, ttl_seconds: int | None = None) -> str:
-    """An HS256 token for `org`/`user`, valid `ttl_seconds` (default `ASSAY_TOKEN_TTL_SECONDS`, 8 h)."""
+    """An HS256 token for `org`/`user`, valid `ttl_seconds` (default
+    `ASSAY_TOKEN_TTL_SECONDS`, 8 h)."""
     from chalicelib.api.common import issue_token
     from chalicelib.config import get_settings
 
@@ -43,7 +44,8 @@ _TTL_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def parse_ttl(text: str) -> int:
-    """`"3600"`, `"90s"`, `"30m"`, `"12h"`, `"7d"` -> seconds. Raises `argparse.ArgumentTypeError`."""
+    """`"3600"`, `"90s"`, `"30m"`, `"12h"`, `"7d"` -> seconds. Raises
+    `argparse.ArgumentTypeError`."""
     m = _TTL.match(text.lower())
     if not m or int(m.group(1)) <= 0:
         raise argparse.ArgumentTypeError(
@@ -111,9 +113,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
         api = demo.Api(stack.api_url, _token())
         console.print(
-            f"API on {stack.api_url}; uploading four models' GSM8K recordings, publishing them through the "
-            "agent-events queue, "
-            f"importing GSM8K ({args.limit or 'all'} cases), measuring v1 and v2 in production…"
+            f"API on {stack.api_url}; uploading four models' GSM8K recordings, publishing them "
+            f"through the agent-events queue, importing GSM8K ({args.limit or 'all'} cases), "
+            "measuring v1 and v2 in production…"
         )
         with Progress(
             TextColumn("{task.description}"),
@@ -150,8 +152,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 on_progress=on_progress,
             )
         console.print(
-            f"[bold]Guarded promotions[/bold]: {demo.ENVIRONMENT} serves v2; a suite guards it with a "
-            f"{demo.GUARD['min_pass_rate']:.0%} minimum pass rate and up to "
+            f"[bold]Guarded promotions[/bold]: {demo.ENVIRONMENT} serves v2; a suite guards it "
+            f"with a {demo.GUARD['min_pass_rate']:.0%} minimum pass rate and up to "
             f"{demo.GUARD['max_regressions']} confirmed regressions; promoting v3, then v4 "
             "(each guard run checks the version beside v2; flips rerun once, EVAL_RERUNS=1)…"
         )
@@ -210,9 +212,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 r.run_id,
             )
         console.print(
-            "queued: waiting for a slot (the organization runs at most EVAL_ORG_CONCURRENCY cases at once); "
-            "wall time: from the first slot to completion. Verdict words (seed 000): pass = every case "
-            "passed, fail = none did, partial = some did, none = never evaluated."
+            "queued: waiting for a slot (the organization runs at most EVAL_ORG_CONCURRENCY cases "
+            "at once); wall time: from the first slot to completion. Verdict words (seed 000): "
+            "pass = every case passed, fail = none did, partial = some did, none = never evaluated."
         )
         console.print(table)
         console.print("[bold]POST /api/evaluations/agent-summaries[/bold]")
@@ -302,12 +304,13 @@ def cmd_dev(args: argparse.Namespace) -> int:
     print(f"export ASSAY_TOKEN={_token()}")
     print(
         f"# the token is for organization {DEFAULT_ORG}, user {DEFAULT_USER}, valid "
-        f"{stack.settings.assay_token_ttl_seconds // 3600} h (`assay token --ttl 12h` signs another); "
-        "to reach the queues with boto3 or the aws CLI:"
+        f"{stack.settings.assay_token_ttl_seconds // 3600} h (`assay token --ttl 12h` signs "
+        "another); to reach the queues with boto3 or the aws CLI:"
     )
     print(
-        f"export AWS_ENDPOINT_URL={stack.endpoint_url} AWS_DEFAULT_REGION={stack.settings.aws_default_region} "
-        "AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing"
+        f"export AWS_ENDPOINT_URL={stack.endpoint_url} "
+        f"AWS_DEFAULT_REGION={stack.settings.aws_default_region} AWS_ACCESS_KEY_ID=testing "
+        "AWS_SECRET_ACCESS_KEY=testing"
     )
     print("# Ctrl-C stops", flush=True)
     import signal
@@ -340,7 +343,8 @@ def _api(args: argparse.Namespace):
 
 
 def watch(api: Any, run_id: str) -> dict[str, Any]:
-    """Show a progress bar fed by the progress endpoint until the run ends; returns the last progress."""
+    """Show a progress bar fed by the progress endpoint until the run ends; returns the last
+    progress."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -428,7 +432,8 @@ def cmd_summaries(args: argparse.Namespace) -> int:
 
 
 def cmd_secrets(args: argparse.Namespace) -> int:
-    """`assay secrets set|list|delete`: the organization's secrets (write-only: no value is ever shown)."""
+    """`assay secrets set|list|delete`: the organization's secrets (write-only: no value is ever
+    shown)."""
     from urllib.parse import quote
 
     api = _api(args)
@@ -442,7 +447,8 @@ def cmd_secrets(args: argparse.Namespace) -> int:
         print(f"deleted secret {args.name}")
         return 0
     if args.from_env:
-        # The operator copies one variable of their own shell in, explicitly; the service never reads it.
+        # The operator copies one variable of their own shell in, explicitly; the service never
+        # reads it.
         value = os.environ.get(args.from_env)
         if value is None:
             print(f"assay: environment variable {args.from_env} is not set", file=sys.stderr)
@@ -458,7 +464,8 @@ def cmd_secrets(args: argparse.Namespace) -> int:
 
 
 def cmd_recordings(args: argparse.Namespace) -> int:
-    """`assay recordings upload|list|delete`: the organization's recordings (JSONL answers by case)."""
+    """`assay recordings upload|list|delete`: the organization's recordings (JSONL answers by
+    case)."""
     from urllib.parse import quote
 
     api = _api(args)
@@ -619,7 +626,9 @@ def main(argv: list[str] | None = None) -> int:
         "--ttl",
         type=parse_ttl,
         default=None,
-        help="how long it is valid: seconds, or e.g. 30m, 12h (default ASSAY_TOKEN_TTL_SECONDS, 8 h)",
+        help=(
+            "how long it is valid: seconds, or e.g. 30m, 12h (default ASSAY_TOKEN_TTL_SECONDS, 8 h)"
+        ),
     )
     p.set_defaults(func=cmd_token)
 

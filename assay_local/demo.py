@@ -30,7 +30,8 @@ def default_data_dir() -> Path:
 
 
 def recording_texts(data_dir: Path) -> dict[str, str]:
-    """One recording per model as JSONL text: `{"case_id", "input", "answer"}` lines keyed like the dataset."""
+    """One recording per model as JSONL text: `{"case_id", "input", "answer"}` lines keyed like the
+    dataset."""
     lines: dict[str, list[str]] = {m: [] for m in MODELS}
     with (data_dir / "example_model_solutions.jsonl").open(encoding="utf-8") as src:
         for line in src:
@@ -240,7 +241,8 @@ GUARD = {"min_pass_rate": 0.5, "max_regressions": 80}
 
 @dataclass
 class GateOutcome:
-    """One guarded promotion: the promotion as decided, the guard's result, its run and comparison."""
+    """One guarded promotion: the promotion as decided, the guard's result, its run and
+    comparison."""
 
     version: int
     promotion: dict[str, Any]

@@ -62,8 +62,9 @@ def check_moto_version(version: str) -> None:
     if not low <= release < high:
         shown = ".".join(map(str, low)), ".".join(map(str, high))
         raise UnsupportedMotoError(
-            f"moto {version} is installed; assay's embedded stack patches moto >={shown[0]},<{shown[1]} "
-            f"only (assay_local/motoserver.py): install that range (pyproject.toml pins it)"
+            f"moto {version} is installed; assay's embedded stack patches moto "
+            f">={shown[0]},<{shown[1]} only (assay_local/motoserver.py): install that range "
+            "(pyproject.toml pins it)"
         )
 
 
@@ -179,7 +180,8 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
                     snapshots.append(_item_snapshot(self.get_table(table_name), key))
                 except Exception:  # noqa: BLE001
                     # No usable key (unknown table, missing key attribute): the operation below
-                    # fails on the same input before it writes anything, so there is nothing to save.
+                    # fails on the same input before it writes anything, so there is nothing to
+                    # save.
                     pass
 
             current = self.get_item(table_name, key)
@@ -592,7 +594,8 @@ class MotoHandle:
 def start_moto_server(
     *, serialize_dynamodb: bool = True, patch_transactions: bool = True
 ) -> MotoHandle:
-    """Start moto's `ThreadedMotoServer` on 127.0.0.1, on a port the OS picks, and return its handle.
+    """Start moto's `ThreadedMotoServer` on 127.0.0.1, on a port the OS picks, and return its
+    handle.
 
     `serialize_dynamodb` and `patch_transactions` exist so the unpatched behaviour can be
     reproduced by hand; leave both on. `patch_transactions=False` does not remove a patch that an

@@ -23,8 +23,9 @@ LOCAL_OPERATOR_DEFAULTS = {
     "ASSAY_PYTHON_AGENT_MODULES": "bench.agents",
     "ASSAY_ALLOW_PRIVATE_NETWORK": "true",
 }
-"""What the embedded stack's operator allows unless the caller's environment or `env` says otherwise: the
-project's example agents as `python` entrypoints, and agents on this machine (DESIGN §8 "Trust boundary")."""
+"""What the embedded stack's operator allows unless the caller's environment or `env` says
+otherwise: the project's example agents as `python` entrypoints, and agents on this machine (DESIGN
+§8 "Trust boundary")."""
 API_LAMBDA_TIMEOUT_SECONDS = 29
 """API Gateway cuts requests at 29 s; the routes' Lambda context counts down from this."""
 
@@ -59,7 +60,8 @@ def _make_local_chalice(app: Any) -> None:
 
 def gateway_error_body(status: int) -> dict[str, Any]:
     """The body of an error the gateway answers itself (no view ran), as API Gateway's Gateway
-    Responses in `infra.gateway` answer it on AWS: `{"error": {"code", "message"}}`, a fixed text."""
+    Responses in `infra.gateway` answer it on AWS: `{"error": {"code", "message"}}`, a fixed
+    text."""
     from chalicelib.api.common import GATEWAY_ERRORS
 
     code, message = GATEWAY_ERRORS[status]
@@ -222,7 +224,8 @@ class EmbeddedStack:
         log.info("embedded stack: api %s, aws %s", self.api_url, endpoint)
 
     def pause_pollers(self) -> None:
-        """Stop delivering queue messages (tests deliver by hand meanwhile); messages stay queued."""
+        """Stop delivering queue messages (tests deliver by hand meanwhile); messages stay
+        queued."""
         if self.pollers is not None:
             self.pollers.stop()
             self.pollers = None
@@ -258,7 +261,8 @@ class EmbeddedStack:
         class JsonErrorGateway(LocalGateway):
             """Chalice's LocalGateway, but an unknown route is a 404 in the API's error shape, as on
             AWS (`infra.gateway`). Chalice's own answers 403 and, when the request has an
-            Authorization header, repeats that header - the caller's bearer token - in its message."""
+            Authorization header, repeats that header - the caller's bearer token - in its
+            message."""
 
             def handle_request(self, method: str, path: str, headers: Any, body: Any) -> Any:
                 try:

@@ -1,4 +1,5 @@
-"""Pipeline benchmark: how close a run comes to its concurrency floor, and what it costs in AWS requests.
+"""Pipeline benchmark: how close a run comes to its concurrency floor, and what it costs in AWS
+requests.
 
 500 cases against a `python` agent that sleeps 200 ms, `EVAL_RUN_CONCURRENCY=6`, on the embedded
 stack (moto server on 127.0.0.1, pollers, HTTP routes). Prints wall time, the floor
@@ -22,7 +23,7 @@ import httpx
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--cases", type=int, default=500)
     parser.add_argument("--sleep-ms", type=float, default=200.0)
     parser.add_argument("--concurrency", type=int, default=6)

@@ -1,11 +1,12 @@
-"""Figures of the code's structure, from the source alone (issue 10's before/after): `python -m bench.structure`.
+"""Figures of the code's structure, from the source alone (issue 10's before/after):
+`python -m bench.structure`.
 
 Prints, for `chalicelib`: import cycles (strongly connected components of the module graph, imports
 inside functions and under TYPE_CHECKING included), service modules importing `adapters.tables`,
 PynamoDB expressions built in services, service-to-service imports inside functions, statements
-per function in services (median, p90; the ports' Protocols left out), and lines longer than 100 characters; then service
-modules reaching PynamoDB or the stores' classes, optimistic-retry loops left in services, and unit
-tests of services on fakes (`tests/services`).
+per function in services (median, p90; the ports' Protocols left out), and lines longer than 100
+characters; then service modules reaching PynamoDB or the stores' classes, optimistic-retry loops
+left in services, and unit tests of services on fakes (`tests/services`).
 
 `python -m bench.structure [ROOT]` measures another checkout (e.g. a worktree of an old commit).
 """
@@ -233,7 +234,8 @@ def main() -> int:
     )
     print(f"lines over 100 characters in chalicelib: {long_lines}")
     print(
-        f"service modules importing pynamodb, adapters.tables or adapters.stores: {len(persistence)}"
+        "service modules importing pynamodb, adapters.tables or adapters.stores: "
+        f"{len(persistence)}"
     )
     print(f"hand-rolled optimistic-retry loops in services: {loops}")
     print(f"unit tests of services on fakes: {fake_tests()}")

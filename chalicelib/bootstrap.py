@@ -62,8 +62,8 @@ class Container:
 
     @cached_property
     def tokens(self) -> TokenVerifier:
-        """Verifies bearer tokens (HS256, or an identity provider's through JWKS) with the settings of
-        the moment (`override(settings=...)` takes effect at once)."""
+        """Verifies bearer tokens (HS256, or an identity provider's through JWKS) with the settings
+        of the moment (`override(settings=...)` takes effect at once)."""
         from chalicelib.adapters.tokens import TokenVerifier
 
         return TokenVerifier(lambda: self.settings)
@@ -160,7 +160,8 @@ class Container:
 
     @cached_property
     def secrets(self) -> Secrets:
-        """The organizations' secrets (Secrets Manager): `get`, `put`, `list`, `meta`, `delete`, `values`."""
+        """The organizations' secrets (Secrets Manager): `get`, `put`, `list`, `meta`, `delete`,
+        `values`."""
         from chalicelib.adapters.secrets_manager import OrgSecrets
 
         return OrgSecrets(
@@ -169,7 +170,8 @@ class Container:
 
     @cached_property
     def recordings(self) -> Recordings:
-        """The organizations' recordings (results bucket): `load`, `put`, `list`, `meta`, `delete`."""
+        """The organizations' recordings (results bucket): `load`, `put`, `list`, `meta`,
+        `delete`."""
         from chalicelib.adapters.recording_bucket import OrgRecordings
 
         return OrgRecordings(lambda: self._client("s3"), names.RESULTS_BUCKET)
@@ -183,7 +185,8 @@ class Container:
 
     @cached_property
     def runtimes(self) -> Runtimes:
-        """The agent runtimes; they read `settings` and `resolver` at call time, so `override` applies at once."""
+        """The agent runtimes; they read `settings` and `resolver` at call time, so `override`
+        applies at once."""
         from chalicelib.adapters.runtimes import build_runtimes
 
         return build_runtimes(
@@ -212,13 +215,15 @@ def deployment_problems(settings: Settings) -> list[str]:
     secret = settings.assay_jwt_secret
     if secret == DEV_JWT_SECRET:
         problems.append(
-            "ASSAY_JWT_SECRET is the built-in development secret, which is public: set ASSAY_JWT_SECRET "
-            'to a random value of 32 characters or more, or set it to "" and configure an identity '
-            "provider (ASSAY_OIDC_JWKS_URL, ASSAY_OIDC_ISSUER, ASSAY_OIDC_AUDIENCE)"
+            "ASSAY_JWT_SECRET is the built-in development secret, which is public: set "
+            'ASSAY_JWT_SECRET to a random value of 32 characters or more, or set it to "" and '
+            "configure an identity provider (ASSAY_OIDC_JWKS_URL, ASSAY_OIDC_ISSUER, "
+            "ASSAY_OIDC_AUDIENCE)"
         )
     elif secret and len(secret) < 32:
         problems.append(
-            "ASSAY_JWT_SECRET is shorter than 32 characters: use a random value of 32 characters or more"
+            "ASSAY_JWT_SECRET is shorter than 32 characters: use a random value of 32 characters "
+            "or more"
         )
     oidc = settings.assay_oidc_jwks_url
     if oidc and not (settings.assay_oidc_issuer and settings.assay_oidc_audience):

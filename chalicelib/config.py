@@ -12,7 +12,8 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEV_JWT_SECRET = "assay-local-dev-secret-change-me-0123456789"
-"""The built-in HS256 secret: public (it is in this file), for `assay dev`, the demo and tests only."""
+"""The built-in HS256 secret: public (it is in this file), for `assay dev`, the demo and tests
+only."""
 
 
 class Settings(BaseSettings):
@@ -39,7 +40,8 @@ class Settings(BaseSettings):
     eval_fallback_case_cost_usd: float = Field(0.05, ge=0)
     eval_estimate_sample: int = Field(50, ge=1)
     eval_abandoned_after_minutes: float = Field(10, gt=0)
-    """Minutes a running run may stand still (no heartbeat, no progress) before the sweep fails it."""
+    """Minutes a running run may stand still (no heartbeat, no progress) before the sweep fails
+    it."""
     eval_heartbeat_seconds: float = Field(60, gt=0)
     """How often a working case says its run is alive, in seconds."""
     eval_suite_dependency_debounce_seconds: int = Field(600, ge=0)
@@ -54,15 +56,18 @@ class Settings(BaseSettings):
     assay_jwt_audience: str = "assay"
     """`aud` every HS256 token must carry."""
     assay_token_ttl_seconds: int = Field(8 * 3600, ge=60)
-    """Lifetime of the tokens `assay token` and `issue_token` sign, in seconds (`exp` is required)."""
+    """Lifetime of the tokens `assay token` and `issue_token` sign, in seconds (`exp` is
+    required)."""
     assay_jwt_leeway_seconds: int = Field(30, ge=0, le=300)
     """Clock skew allowed when checking `exp`, `nbf` and `iat`, in seconds."""
     assay_oidc_jwks_url: str = ""
-    """JWKS URL of an OpenID Connect identity provider; set, RS256/ES256 tokens it signs are accepted."""
+    """JWKS URL of an OpenID Connect identity provider; set, RS256/ES256 tokens it signs are
+    accepted."""
     assay_oidc_issuer: str = ""
     """`iss` the identity provider's tokens carry (required with `assay_oidc_jwks_url`)."""
     assay_oidc_audience: str = ""
-    """`aud` the identity provider's tokens carry for assay (required with `assay_oidc_jwks_url`)."""
+    """`aud` the identity provider's tokens carry for assay (required with
+    `assay_oidc_jwks_url`)."""
     assay_oidc_org_claim: str = "org"
     """Claim of an identity provider's token that names the organization."""
     assay_agent_retries: int = Field(2, ge=0, le=10)
@@ -76,7 +81,8 @@ class Settings(BaseSettings):
     """Answers larger than this go to the results bucket; the attempt keeps a pointer."""
     assay_python_agent_modules: str = ""
     """Comma-separated module prefixes a `python` agent's entrypoint may live under (`bench.agents`
-    allows `bench.agents` and `bench.agents.x`); empty (a deployed stage): `runtime: python` is refused."""
+    allows `bench.agents` and `bench.agents.x`); empty (a deployed stage): `runtime: python` is
+    refused."""
     assay_lambda_function_prefix: str = "assay-agent-"
     """Prefix every `lambda` agent's function name must start with (the IAM policy grants invoke on
     it alone); empty: `runtime: lambda` is refused."""
@@ -95,7 +101,8 @@ class Settings(BaseSettings):
 
     @property
     def visibility_timeout_seconds(self) -> int:
-        """Case-task visibility timeout: the Lambda timeout (case timeout + 60 s) plus a margin (DESIGN §11 Queues)."""
+        """Case-task visibility timeout: the Lambda timeout (case timeout + 60 s) plus a margin
+        (DESIGN §11 Queues)."""
         return self.evaluation_case_timeout_seconds + 120
 
 

@@ -80,7 +80,8 @@ class NotFoundError(AssayError):
 
 
 class ConflictError(AssayError):
-    """The request contradicts what is stored, e.g. a version re-published with another spec (HTTP 409)."""
+    """The request contradicts what is stored, e.g. a version re-published with another spec (HTTP
+    409)."""
 
 
 class BudgetExceededError(AssayError):

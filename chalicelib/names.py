@@ -37,7 +37,8 @@ def org_secret_prefix(resource_prefix: str, org_id: str) -> str:
 
 
 def secret_name(resource_prefix: str, org_id: str, name: str) -> str:
-    """`<root>/<org>/<name>` (default `assay/<org>/<name>`): an organization secret in Secrets Manager."""
+    """`<root>/<org>/<name>` (default `assay/<org>/<name>`): an organization secret in Secrets
+    Manager."""
     return org_secret_prefix(resource_prefix, org_id) + name
 
 

@@ -1,4 +1,5 @@
-"""The CloudFormation template of assay's data stack: every table, both queues with DLQs, the bucket.
+"""The CloudFormation template of assay's data stack: every table, both queues with DLQs, the
+bucket.
 
 Built from the same definitions `infra.resources.bootstrap()` creates locally: tables from
 `chalicelib.adapters.tables` (`ALL_MODELS`, `create_table_params`), queues from
@@ -21,7 +22,8 @@ RETAIN = {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
 
 
 def _logical_id(*words: str) -> str:
-    """`("agent_versions", "table")` -> `AgentVersionsTable` (CloudFormation wants alphanumerics)."""
+    """`("agent_versions", "table")` -> `AgentVersionsTable` (CloudFormation wants
+    alphanumerics)."""
     parts: list[str] = []
     for word in words:
         parts.extend(p for p in word.replace("-", "_").split("_") if p)

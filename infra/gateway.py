@@ -98,7 +98,8 @@ def add_gateway_responses(template: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m infra gateway-responses SAM_JSON`: add the Gateway Responses to the file in place."""
+    """`python -m infra gateway-responses SAM_JSON`: add the Gateway Responses to the file in
+    place."""
     import argparse
 
     parser = argparse.ArgumentParser(

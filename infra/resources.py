@@ -102,7 +102,8 @@ SECRET_ACTIONS = (
 """What the service does to its own secrets (CreateSecret with tags needs TagResource)."""
 SECRET_LIST_ACTIONS = ("secretsmanager:ListSecrets", "secretsmanager:BatchGetSecretValue")
 """Listing actions; AWS takes no resource for them (`"Resource": "*"`). BatchGetSecretValue also
-needs GetSecretValue on every secret it returns, which `SECRET_ACTIONS` grants on the prefix only."""
+needs GetSecretValue on every secret it returns, which `SECRET_ACTIONS` grants on the prefix
+only."""
 
 
 def secret_arn_pattern(
@@ -138,8 +139,8 @@ def secret_policy_statements(prefix: str) -> list[dict[str, object]]:
 
 
 RECORDING_ACTIONS = ("s3:GetObject", "s3:PutObject", "s3:DeleteObject")
-"""What the service does to recordings (`<org>/recordings/<id>.jsonl` in the results bucket); listing
-them needs `s3:ListBucket` on the bucket itself."""
+"""What the service does to recordings (`<org>/recordings/<id>.jsonl` in the results bucket);
+listing them needs `s3:ListBucket` on the bucket itself."""
 
 
 def _client(service: str, endpoint_url: str | None, region: str) -> Any:
@@ -221,7 +222,8 @@ def ensure_bucket(endpoint_url: str | None, region: str, bucket: str = BUCKET_NA
 def ensure_queues(
     endpoint_url: str | None, region: str, case_timeout_seconds: int
 ) -> dict[str, str]:
-    """Create every queue of `queue_specs` and its DLQ (RedrivePolicy); return URLs by queue name."""
+    """Create every queue of `queue_specs` and its DLQ (RedrivePolicy); return URLs by queue
+    name."""
     sqs = _client("sqs", endpoint_url, region)
     urls: dict[str, str] = {}
     for spec in queue_specs(case_timeout_seconds):

@@ -1,5 +1,6 @@
-"""The whole embedded stack for end-to-end and security tests: moto's server (child process, 127.0.0.1), the
-resources from `infra/`, the Chalice routes over HTTP, and a poller per queue handler.
+"""The whole embedded stack for end-to-end and security tests: moto's server (child process,
+127.0.0.1), the resources from `infra/`, the Chalice routes over HTTP, and a poller per queue
+handler.
 
 One stack per session; tests stay apart by organization: every `api` fixture is a new
 organization with its own token, so nothing one test writes is visible to another.
@@ -26,7 +27,8 @@ _E2E_DIRS = ("e2e", "security")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test of `tests/e2e` and `tests/security` `e2e` (`make test-fast` leaves them out)."""
+    """Mark every test of `tests/e2e` and `tests/security` `e2e` (`make test-fast` leaves them
+    out)."""
     for item in items:
         if item.path.parent.name in _E2E_DIRS and item.path.parent.parent.name == "tests":
             item.add_marker(pytest.mark.e2e)
@@ -48,7 +50,8 @@ def stack() -> Iterator[EmbeddedStack]:
 
 @pytest.fixture
 def new_api(stack: EmbeddedStack) -> Callable[..., Api]:
-    """`new_api(org_id=None, user_id="tester", token=<signed>)` -> an Api for a fresh organization."""
+    """`new_api(org_id=None, user_id="tester", token=<signed>)` -> an Api for a fresh
+    organization."""
     s = stack.settings
 
     def make(
@@ -145,7 +148,8 @@ def resolver(container) -> Iterator[Callable[[Mapping[str, Sequence[str]]], Stub
 
 @pytest.fixture
 def operator(container) -> Iterator[Callable[..., Any]]:
-    """`operator(assay_allow_private_network=False, ...)` changes the operator's settings for this test."""
+    """`operator(assay_allow_private_network=False, ...)` changes the operator's settings for this
+    test."""
     original = container.settings
 
     def apply(**fields: Any) -> Any:

@@ -44,7 +44,8 @@ it does not resolve."""
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 PRIVATE_NETWORK_SETTING = "ASSAY_ALLOW_PRIVATE_NETWORK"
-"""The operator setting that allows loopback and private ranges (`Settings.assay_allow_private_network`)."""
+"""The operator setting that allows loopback and private ranges
+(`Settings.assay_allow_private_network`)."""
 
 
 def system_resolver(host: str, port: int) -> list[str]:
@@ -195,8 +196,14 @@ def _a(cls: AddressClass) -> str:
 
 def _why(cls: AddressClass) -> str:
     if cls in ALWAYS_REFUSED:
-        return "this service never connects to link-local, metadata, unspecified, multicast or reserved addresses"
-    return f"loopback and private networks are not allowed on this service ({PRIVATE_NETWORK_SETTING} is off)"
+        return (
+            "this service never connects to link-local, metadata, unspecified, multicast or "
+            "reserved addresses"
+        )
+    return (
+        "loopback and private networks are not allowed on this service "
+        f"({PRIVATE_NETWORK_SETTING} is off)"
+    )
 
 
 # --- URLs ---------------------------------------------------------------------------------------

@@ -16,7 +16,8 @@ class SesMailer(LazyClient):
         self.sender = sender
 
     def send(self, to: str, subject: str, body: str) -> str:
-        """Send one message; returns SES's message id. Raises botocore's errors (the caller decides)."""
+        """Send one message; returns SES's message id. Raises botocore's errors (the caller
+        decides)."""
         reply = self.client.send_email(
             Source=self.sender,
             Destination={"ToAddresses": [to]},

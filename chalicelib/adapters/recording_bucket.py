@@ -2,8 +2,8 @@
 
 A recording is JSONL text an organization uploads (`POST /api/v1/recordings`) and a `recorded`
 spec names by id. It lives in the results bucket at `<org>/recordings/<id>.jsonl`
-(`chalicelib.names.recording_key`) with user metadata `sha256`, `lines`, `bytes` and `uploaded-by`; its
-`uploaded_at` is the object's LastModified. Every method builds the key from the caller's
+(`chalicelib.names.recording_key`) with user metadata `sha256`, `lines`, `bytes` and `uploaded-by`;
+its `uploaded_at` is the object's LastModified. Every method builds the key from the caller's
 organization; an org id or id that could step out of that prefix owns nothing.
 
 Recordings are immutable while they exist: the first upload is a conditional write
@@ -145,8 +145,8 @@ class OrgRecordings(LazyClient):
                     continue  # deleted meanwhile: write again
                 if existing.sha256 != digest:
                     raise ConflictError(
-                        f"recording {recording_id} exists with other content; recordings are immutable: "
-                        "delete it first or upload under another recording_id",
+                        f"recording {recording_id} exists with other content; recordings are "
+                        "immutable: delete it first or upload under another recording_id",
                         field="recording_id",
                     ) from None
                 return existing, False
@@ -196,7 +196,8 @@ class OrgRecordings(LazyClient):
         )
 
     def list(self, org_id: str) -> list[RecordingMeta]:
-        """Every recording of the organization by id (ListObjectsV2 under `<org>/recordings/`, paged)."""
+        """Every recording of the organization by id (ListObjectsV2 under `<org>/recordings/`,
+        paged)."""
         if not is_org_id(org_id):
             return []
         prefix = names.org_recordings_prefix(org_id)

@@ -33,7 +33,8 @@ from chalicelib.services.ports.objects import SecretMeta
 
 _NOT_FOUND = ("ResourceNotFoundException",)
 _CREATE_RETRY_SECONDS = (0.5, 1.0, 2.0, 4.0)
-"""Waits before retrying a CreateSecret that AWS refuses because the same name was just force-deleted."""
+"""Waits before retrying a CreateSecret that AWS refuses because the same name was just
+force-deleted."""
 _MAX_CACHED_NAMES = 4096
 
 
@@ -164,7 +165,8 @@ class OrgSecrets(LazyClient):
     def get(self, org_id: str, name: str) -> str | None:
         """The value of the organization's secret `name`, or None when it has none.
 
-        Cached (module docstring): a value for `ttl_seconds`, an absent name for `missing_ttl_seconds`.
+        Cached (module docstring): a value for `ttl_seconds`, an absent name for
+        `missing_ttl_seconds`.
         """
         full = self._name(org_id, name)
         if full is None:
@@ -208,7 +210,8 @@ class OrgSecrets(LazyClient):
         )
 
     def list(self, org_id: str) -> list[SecretMeta]:
-        """Every secret of the organization, by name (ListSecrets with a name-prefix filter, paged)."""
+        """Every secret of the organization, by name (ListSecrets with a name-prefix filter,
+        paged)."""
         prefix = self._prefix(org_id)
         if prefix is None:
             return []
@@ -269,7 +272,8 @@ class OrgSecrets(LazyClient):
 
     @staticmethod
     def _own_name(full: Any, prefix: str) -> str | None:
-        """The organization's name of a listed secret, or None when it is not exactly under `prefix`.
+        """The organization's name of a listed secret, or None when it is not exactly under
+        `prefix`.
 
         The name filter is a prefix match done by AWS; this checks it again, case-sensitively and
         one segment deep (`assay/org_a/x`, never `assay/org_ab/x` or `assay/org_a/x/y`).

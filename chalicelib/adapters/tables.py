@@ -202,7 +202,8 @@ class JudgeRow(_Base):
 
 
 class EnvironmentRow(_Base):
-    """An environment of an organization: which version of each agent it serves (seed 004 "Suites")."""
+    """An environment of an organization: which version of each agent it serves (seed 004
+    "Suites")."""
 
     class Meta(_Base.Meta):
         table_name = "environments"
@@ -217,7 +218,8 @@ class EnvironmentRow(_Base):
 
 
 class SuiteFireIndex(GlobalSecondaryIndex):
-    """Sparse: suites with a schedule carry `fire_flag`; the tick reads those due by `next_fire_at_ms`."""
+    """Sparse: suites with a schedule carry `fire_flag`; the tick reads those due by
+    `next_fire_at_ms`."""
 
     SERVICE_WIDE = "the one-minute tick fires every organization's due schedules"
 
@@ -230,7 +232,8 @@ class SuiteFireIndex(GlobalSecondaryIndex):
 
 
 class SuiteDueIndex(GlobalSecondaryIndex):
-    """Sparse: suites with a trigger waiting carry `due_flag`; the tick starts those due by `due_at_ms`."""
+    """Sparse: suites with a trigger waiting carry `due_flag`; the tick starts those due by
+    `due_at_ms`."""
 
     SERVICE_WIDE = "the one-minute tick starts every organization's due triggers"
 
@@ -252,7 +255,8 @@ class SuiteOrgIndex(GlobalSecondaryIndex):
 
 
 class SuiteRow(_Base):
-    """A suite: what it checks, when, against which bar, as whom, and what is waiting (seed 004 "Suites").
+    """A suite: what it checks, when, against which bar, as whom, and what is waiting (seed 004
+    "Suites").
 
     `pending` holds the triggers waiting to run, one per version (a later trigger for a waiting
     version is absorbed); `active_run_id` is the one eval run it has going.
@@ -305,7 +309,8 @@ class SuiteRow(_Base):
 
 
 class SuiteResultRow(_Base):
-    """One result of a suite: its word, why, the cases behind it and the run (seed 004 "What a result must meet")."""
+    """One result of a suite: its word, why, the cases behind it and the run (seed 004 "What a
+    result must meet")."""
 
     ORG_KEY = "suite_key"
 
@@ -501,7 +506,8 @@ class RunRow(_Base):
         table_name = "eval_runs"
 
     run_key = UnicodeAttribute(hash_key=True)
-    """`<org_id>#<run_id>` (not the organization alone: one organization's runs would share a partition)."""
+    """`<org_id>#<run_id>` (not the organization alone: one organization's runs would share a
+    partition)."""
     run_id = UnicodeAttribute()
     org_id = UnicodeAttribute()
     agent_id = UnicodeAttribute()

@@ -57,7 +57,8 @@ def issue(
     permissions: list[str] | None = None,
 ) -> str:
     """An HS256 token naming an organization (`org`) and a user (`sub`), valid `ttl_seconds` from
-    `now_s` (default now), optionally listing what they may do (`permissions`; without it, everything).
+    `now_s` (default now), optionally listing what they may do (`permissions`; without it,
+    everything).
 
     Raises:
         ValueError: `secret` is empty (HS256 is off: tokens come from the identity provider), or
@@ -126,7 +127,8 @@ class TokenVerifier:
 
     @staticmethod
     def issue(org_id: str, user_id: str, **kwargs: Any) -> str:
-        """`issue` (module function): an HS256 token; here so callers reach it through the container."""
+        """`issue` (module function): an HS256 token; here so callers reach it through the
+        container."""
         return issue(org_id, user_id, **kwargs)
 
     def identify(self, token: str) -> Identity:
@@ -167,7 +169,8 @@ class TokenVerifier:
                     "(ASSAY_OIDC_JWKS_URL)"
                 )
             raise _refused(
-                f"token algorithm {_shown_alg(alg)} is not accepted (accepted: {', '.join(accepted)})"
+                f"token algorithm {_shown_alg(alg)} is not accepted (accepted: "
+                f"{', '.join(accepted)})"
             )
         if alg == HS256:
             key: Any = s.assay_jwt_secret

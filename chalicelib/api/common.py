@@ -68,7 +68,8 @@ def snake_code(name: str) -> str:
 
 
 def shape_chalice_errors(event: Any, get_response: Callable[[Any], Response]) -> Response:
-    """HTTP middleware: Chalice's own refusals (405 wrong method, 415 media type, its 500) in our shape.
+    """HTTP middleware: Chalice's own refusals (405 wrong method, 415 media type, its 500) in our
+    shape.
 
     Chalice answers those before any view runs, as `{"Code", "Message"}`; every error body of
     the API is `{"error": {"code", "message"}}`.
@@ -102,9 +103,9 @@ GATEWAY_ERRORS: dict[int, tuple[str, str]] = {
     502: ("bad_gateway", "the service answered badly: try again"),
     504: ("timeout", "the request took longer than the API waits (29 s)"),
 }
-"""`(code, message)` of each error the gateway answers without a view (an unknown route, throttling, a
-timeout...): the embedded stack's local gateway and API Gateway's Gateway Responses (`infra.gateway`)
-answer these fixed texts, which never repeat anything of the request."""
+"""`(code, message)` of each error the gateway answers without a view (an unknown route, throttling,
+a timeout...): the embedded stack's local gateway and API Gateway's Gateway Responses
+(`infra.gateway`) answer these fixed texts, which never repeat anything of the request."""
 
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
@@ -278,7 +279,8 @@ def api_view(bp: Blueprint, *, auth: bool = True) -> Callable[[F], F]:
                     None,
                 )
                 if empty is not None:
-                    # `…/suites//results`: nothing has an empty id (and DynamoDB refuses empty keys).
+                    # `…/suites//results`: nothing has an empty id (and DynamoDB refuses empty
+                    # keys).
                     raise NotFoundError(f"{empty} is empty", field=empty)
                 result = fn(c, who, *args, **kwargs)
             except AssayError as exc:

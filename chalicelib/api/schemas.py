@@ -1,4 +1,5 @@
-"""Request bodies of the HTTP API (pydantic v2); unknown fields are refused with a 400 naming them."""
+"""Request bodies of the HTTP API (pydantic v2); unknown fields are refused with a 400 naming
+them."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ class Body(BaseModel):
 
 Ref = Annotated[str, Field(min_length=1, pattern=r"^[^#/]+$")]
 """An id naming something of the caller's organization. Ids never contain `#` or `/` (the stores'
-composite keys use `#`), so one that does is refused (400 naming the field) rather than looked up."""
+composite keys use `#`), so one that does is refused (400 naming the field) rather than looked
+up."""
 
 
 class CreateAgent(Body):
@@ -91,8 +93,8 @@ class CreateModelProfile(Body):
     """The provider's model name."""
     name: str = ""
     settings: dict[str, Any] = Field(default_factory=dict)
-    """Connection keys laid over an agent's spec on this profile (`base_url`, `api_key_secret`, `extra_headers`,
-    `max_tokens`, `system_prompt`, `url`, `headers`); nothing else is accepted."""
+    """Connection keys laid over an agent's spec on this profile (`base_url`, `api_key_secret`,
+    `extra_headers`, `max_tokens`, `system_prompt`, `url`, `headers`); nothing else is accepted."""
     temperature: float | None = Field(None, ge=0, le=2)
     price: dict[str, Any] | None = None
     """`{"input_per_mtok_usd", "output_per_mtok_usd"}`, USD per 1M tokens."""
@@ -107,7 +109,8 @@ class AgentSummaries(Body):
 
 class SetBudget(Body):
     monthly_usd: Any = Field(...)
-    """The monthly budget in USD (a number or a decimal string); null removes it (checked by the service)."""
+    """The monthly budget in USD (a number or a decimal string); null removes it (checked by the
+    service)."""
 
 
 class CreateJudge(Body):
@@ -121,7 +124,8 @@ ScoreId = Annotated[str, Field(pattern=r"^[^:]+:.+:judge$", max_length=600)]
 
 class GradeAgain(Body):
     score_ids: list[ScoreId] | None = Field(None, min_length=1, max_length=1000)
-    """Judge scores to grade again (`<run_id>:<attempt_key>:judge`); default every one not graded."""
+    """Judge scores to grade again (`<run_id>:<attempt_key>:judge`); default every one not
+    graded."""
 
 
 class Rescore(Body):
@@ -157,14 +161,16 @@ class SuiteBody(Body):
     environment_id: Ref | None = None
     """The environment whose version it checks; absent: the default one."""
     threshold: dict[str, Any] | None = None
-    """`{min_pass_rate?, max_regressions?, max_cost_per_pass_rise_pct?, max_p95_latency_rise_pct?}`."""
+    """`{min_pass_rate?, max_regressions?, max_cost_per_pass_rise_pct?,
+    max_p95_latency_rise_pct?}`."""
     max_run_usd: Any = None
     triggers: dict[str, Any] | None = None
     """`{schedule?: {cron, timezone}, on_publish?, on_promotion?, on_dependency_change?}`."""
     guards: StrictBool | None = None
     """Guard its environment: promotions onto it wait for this suite to pass."""
     move_pins: StrictBool | None = None
-    """Move a guard's pins to the dataset version and judge publication now (`promotions:override`)."""
+    """Move a guard's pins to the dataset version and judge publication now
+    (`promotions:override`)."""
 
 
 class EmailSettings(Body):
@@ -175,13 +181,16 @@ class PutSecret(Body):
     """`PUT /api/v1/secrets/{name}`."""
 
     value: Any = Field(...)
-    """The secret's value: a non-empty string of at most 16 KiB (checked by the service, never echoed)."""
+    """The secret's value: a non-empty string of at most 16 KiB (checked by the service, never
+    echoed)."""
 
 
 class UploadRecording(Body):
     """`POST /api/v1/recordings`."""
 
     recording_id: Any = None
-    """The recording's id (`^[A-Za-z0-9_.-]{1,64}$`, no `..`); default `rec-<sha256 prefix>` of the content."""
+    """The recording's id (`^[A-Za-z0-9_.-]{1,64}$`, no `..`); default `rec-<sha256 prefix>` of the
+    content."""
     content: Any = Field(...)
-    """The JSONL text: one `{"case_id"?, "input"?, "answer", ...}` object per line (checked by the service)."""
+    """The JSONL text: one `{"case_id"?, "input"?, "answer", ...}` object per line (checked by the
+    service)."""

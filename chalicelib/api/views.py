@@ -348,8 +348,8 @@ def judge_view(row: Judge) -> dict[str, Any]:
 
 
 def judge_version_view(row: Judge) -> dict[str, Any]:
-    """A published judge version (`POST /judges/{id}/versions`, `GET .../versions/{version}`, each of
-    `GET /judges/{id}`'s `versions`): `{judge_id, version, spec (without the runtime it is asked
+    """A published judge version (`POST /judges/{id}/versions`, `GET .../versions/{version}`, each
+    of `GET /judges/{id}`'s `versions`): `{judge_id, version, spec (without the runtime it is asked
     through), model, rubric_hash, fingerprint, published_at, published_by}`."""
     spec = dict(row.spec or {})
     runtime = spec.pop("runtime", {})

@@ -104,7 +104,8 @@ def default_baseline(
 ) -> ArmRecord | None:
     """The default, cheap baseline ("The default baseline is cheap"): the last completed run of the
     same dataset (any version of it) on `version` as published, on its own model, every case
-    answered, graded with the same scoring and judge, in the same environment. None when there is none."""
+    answered, graded with the same scoring and judge, in the same environment. None when there is
+    none."""
     fits = [
         a
         for a in records
@@ -125,5 +126,6 @@ def is_candidate_itself(
     candidate_spec_hash: str, candidate_model: str | None, baseline: ArmRecord
 ) -> bool:
     """A baseline that is the candidate at an earlier time (same spec on the same model) is not
-    rerun: its reruns would only be the candidate's again ("A flip is confirmed before it counts")."""
+    rerun: its reruns would only be the candidate's again ("A flip is confirmed before it
+    counts")."""
     return baseline.spec_hash == candidate_spec_hash and baseline.model == candidate_model

@@ -624,7 +624,8 @@ def summarize_by_tag(
     attempts_by_case: Mapping[str, Sequence[AttemptFacts]],
     tags_by_case: Mapping[str, Sequence[str]],
 ) -> dict[str, ArmSummary]:
-    """One arm summarised per tag, each over the cases carrying it (seed 004 "Results": "and per tag").
+    """One arm summarised per tag, each over the cases carrying it (seed 004 "Results": "and per
+    tag").
 
     A case counts once under each of its tags; a tagged case the arm never answered counts as
     `incomplete`, as `runs.summarize_arm` has it. Tags come out in sorted order.

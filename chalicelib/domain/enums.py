@@ -113,7 +113,8 @@ class Split(StrEnum):
 
 
 class CaseOutcome(StrEnum):
-    """How one case compares between a candidate and its baseline (seed 004 "Comparing with a baseline")."""
+    """How one case compares between a candidate and its baseline (seed 004 "Comparing with a
+    baseline")."""
 
     REGRESSION = "regression"
     FIXED = "fixed"

@@ -60,7 +60,8 @@ def _exact(value: Any, name: str) -> Fraction:
 
 
 def round_half_up(value: Fraction) -> int:
-    """`value` to the nearest integer, halves rounded up (2.5 -> 3): how every component is shown."""
+    """`value` to the nearest integer, halves rounded up (2.5 -> 3): how every component is
+    shown."""
     return (2 * value.numerator + value.denominator) // (2 * value.denominator)
 
 
@@ -76,12 +77,13 @@ def unit_cost(
 
     Args:
         history: recent spending on the model, or None when there is none.
-        price: the model's `price` block, `{"input_per_mtok_usd": "0.15", "output_per_mtok_usd": "0.60"}`
-            (USD per 1M tokens, as `money.token_cost_micros` reads it), or None/empty when nothing
-            prices the model.
+        price: the model's `price` block,
+            `{"input_per_mtok_usd": "0.15", "output_per_mtok_usd": "0.60"}` (USD per 1M tokens, as
+            `money.token_cost_micros` reads it), or None/empty when nothing prices the model.
         fallback_input_tokens, fallback_output_tokens: a typical case (`EVAL_FALLBACK_INPUT_TOKENS`,
             `EVAL_FALLBACK_OUTPUT_TOKENS`).
-        fallback_case_micros: `EVAL_FALLBACK_CASE_COST_USD` in micro-USD, for a model nothing prices.
+        fallback_case_micros: `EVAL_FALLBACK_CASE_COST_USD` in micro-USD, for a model nothing
+            prices.
 
     Returns:
         `(Fraction(cost_micros, attempts), HISTORY)` when the history has attempts; else the exact,
@@ -181,7 +183,8 @@ def estimate(
     reruns: int,
     stability: bool = False,
 ) -> Estimate:
-    """The estimate of a run over `cases` cases (seed 004 "Starting a run" / "The budget it leaves").
+    """The estimate of a run over `cases` cases (seed 004 "Starting a run" / "The budget it
+    leaves").
 
     First pass: every arm that answers pays `cases x per_case`; an arm whose first answers are
     borrowed pays nothing. The judge is called once per judged case per answering arm.
@@ -276,7 +279,8 @@ def remaining_after(
 ) -> int | None:
     """A monthly budget's remainder after the full exposure (`agent_after_usd` / `org_after_usd`).
 
-    None when there is no budget; otherwise `budget - spent - exposure`, negative when it would not fit.
+    None when there is no budget; otherwise `budget - spent - exposure`, negative when it would not
+    fit.
     """
     if budget_micros is None:
         return None

@@ -43,7 +43,8 @@ SOURCE_FIELD = "source"
 """The `field` every import error names: the dataset text as a whole (its `line` says where)."""
 
 _ID_HEX = 12
-"""Hex digits of sha256 in a derived case id: 48 bits, so collisions in one dataset are negligible."""
+"""Hex digits of sha256 in a derived case id: 48 bits, so collisions in one dataset are
+negligible."""
 
 _CASE_FIELDS = frozenset(Case.model_fields)
 

@@ -25,11 +25,11 @@ JUDGE_SCORER = "judge"
 
 PROMPT_V1 = (
     "You are a strict, impartial grader of an AI agent's answer. Grade the ANSWER to the QUESTION "
-    "against each criterion separately, on a whole-number scale from 1 (not met at all) to {scale_max} "
-    "(fully met). Judge only what the answer says; the reference answer, when given, is what a correct "
-    "answer would say.{instructions}\n"
-    'Reply with JSON only, no prose around it: {{"grades": [{{"criterion_id": "<id>", "score": <1-{scale_max}>, '
-    '"reason": "<one sentence>"}}]}}, one entry for every criterion listed.'
+    "against each criterion separately, on a whole-number scale from 1 (not met at all) to "
+    "{scale_max} (fully met). Judge only what the answer says; the reference answer, when given, "
+    "is what a correct answer would say.{instructions}\n"
+    'Reply with JSON only, no prose around it: {{"grades": [{{"criterion_id": "<id>", "score": '
+    '<1-{scale_max}>, "reason": "<one sentence>"}}]}}, one entry for every criterion listed.'
 )
 PROMPTS: dict[str, str] = {"1": PROMPT_V1}
 """The judge's own prompt by version. A new wording is a new version: the fingerprint changes."""
@@ -52,7 +52,8 @@ class JudgeSpec(Frozen):
     scale_max: StrictInt = Field(5, ge=2, le=10)
     """Each criterion is graded 1..scale_max."""
     threshold: StrictInt = Field(4, ge=1, validate_default=True)
-    """A criterion passes at a grade >= threshold; the answer passes when every applicable one does."""
+    """A criterion passes at a grade >= threshold; the answer passes when every applicable one
+    does."""
     prompt_version: str = "1"
     """Version of the judge's own prompt (`PROMPTS`)."""
     temperature: float = Field(0.0, ge=0, le=2, allow_inf_nan=False)
@@ -115,7 +116,8 @@ def fingerprint(judge_id: str, version: int, model: str, spec: JudgeSpec) -> dic
 
 
 def fingerprint_key(fp: Mapping[str, Any]) -> str:
-    """One comparable string per judge fingerprint (two scores with equal keys had the same judge)."""
+    """One comparable string per judge fingerprint (two scores with equal keys had the same
+    judge)."""
     return (
         f"{fp.get('judge_id')}@{fp.get('judge_version')}|{fp.get('model')}|"
         f"{str(fp.get('rubric_hash'))[:16]}|prompt {fp.get('prompt_version')}"
@@ -123,7 +125,8 @@ def fingerprint_key(fp: Mapping[str, Any]) -> str:
 
 
 def score_judge_key(scores: Iterable[Mapping[str, Any]]) -> str | None:
-    """The fingerprint key of the judge score among an attempt's scores, None when no judge graded it."""
+    """The fingerprint key of the judge score among an attempt's scores, None when no judge graded
+    it."""
     for s in scores:
         if s.get("scorer") == JUDGE_SCORER and s.get("fingerprint") and s.get("passed") is not None:
             return fingerprint_key(s["fingerprint"])
@@ -253,7 +256,8 @@ def parse_reply(
 
 
 def not_graded(reason: str, fp: Mapping[str, Any] | None) -> ScoreResult:
-    """A judge score that decides nothing (the judge failed or was skipped): neither pass nor fail."""
+    """A judge score that decides nothing (the judge failed or was skipped): neither pass nor
+    fail."""
     return ScoreResult(
         scorer=JUDGE_SCORER,
         passed=None,

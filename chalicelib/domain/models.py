@@ -24,11 +24,13 @@ class ExpectedCall(Frozen):
     name: str
     """The tool's name."""
     arguments: dict[str, Any] | None = None
-    """Arguments that must match exactly (keys absent here are not checked); None checks the name only."""
+    """Arguments that must match exactly (keys absent here are not checked); None checks the name
+    only."""
 
 
 class Check(Frozen):
-    """One scorer applied to one case, with its parameters (e.g. `{"scorer": "regex", "pattern": "^4$"}`)."""
+    """One scorer applied to one case, with its parameters (e.g.
+    `{"scorer": "regex", "pattern": "^4$"}`)."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
 

@@ -41,7 +41,8 @@ def micros_to_usd(micros: int) -> float:
 
 
 def usd_text(micros: int) -> str:
-    """Micro-USD as a person reads it: `$3.00`, `$0.006`, `$0.000540` → `$0.00054` (exact, 2-6 decimals)."""
+    """Micro-USD as a person reads it: `$3.00`, `$0.006`, `$0.000540` → `$0.00054` (exact, 2-6
+    decimals)."""
     text = f"{Decimal(micros) / MICROS_PER_USD:.6f}".rstrip("0")
     whole, _, frac = text.partition(".")
     return f"${whole}.{frac.ljust(2, '0')}"

@@ -123,7 +123,8 @@ class Judge:
 
 @dataclass(frozen=True, kw_only=True)
 class Environment:
-    """An environment of an organization: which version of each agent it serves (seed 004 "Suites")."""
+    """An environment of an organization: which version of each agent it serves (seed 004
+    "Suites")."""
 
     org_id: str
     environment_id: str

@@ -121,7 +121,8 @@ def _own_rules() -> tuple[list[Rule], list[Rule], list[Rule]]:
         Rule(
             "aws_secret_key",
             re.compile(
-                r"(?i)(?:aws[_\-. ]?secret(?:[_\-. ]?access)?(?:[_\-. ]?key)?|secret[_\-. ]?(?:access[_\-. ]?)?key)"
+                r"(?i)(?:aws[_\-. ]?secret(?:[_\-. ]?access)?(?:[_\-. ]?key)?"
+                r"|secret[_\-. ]?(?:access[_\-. ]?)?key)"
                 + kv
                 + r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
             ),
@@ -259,7 +260,8 @@ def rules() -> tuple[Rule, ...]:
                 blocks, contexts, tokens = _own_rules()
                 # A private-key block first (it swallows whatever it holds), then the key=value and
                 # `Bearer` contexts (so a JWT after `Bearer ` is a bearer token), detect-secrets'
-                # patterns, then our own tokens; where two overlap the earlier start wins, then this order.
+                # patterns, then our own tokens; where two overlap the earlier start wins, then this
+                # order.
                 _rules = (*blocks, *contexts, *_detector_rules(), *tokens)
     return _rules
 
@@ -446,8 +448,9 @@ def first_secret(value: Any, known: Iterable[Known] = ()) -> tuple[str, str] | N
 
 
 def redact_value(value: Any, known: Iterable[Known] = ()) -> Any:
-    """`redact` applied to every string inside a JSON-like value (dict keys and values, lists, strings);
-    a dict's string value is read as the value of its key (`{"AWS_SECRET_ACCESS_KEY": "..."}`)."""
+    """`redact` applied to every string inside a JSON-like value (dict keys and values, lists,
+    strings); a dict's string value is read as the value of its key
+    (`{"AWS_SECRET_ACCESS_KEY": "..."}`)."""
     known = tuple(known)
     if isinstance(value, str):
         return redact(value, known)
@@ -457,7 +460,8 @@ def redact_value(value: Any, known: Iterable[Known] = ()) -> Any:
         out: dict[Any, Any] = {}
         for k, v in value.items():
             key = redact(k, known) if isinstance(k, str) else k
-            # A value is read after its key (`"aws_secret_access_key": "..."` is a key=value context).
+            # A value is read after its key (`"aws_secret_access_key": "..."` is a key=value
+            # context).
             out[key] = (
                 redact(v, known, context=f"{k}=")
                 if isinstance(v, str) and isinstance(k, str)

@@ -55,7 +55,8 @@ def task_at(
 
 
 def slots_to_claim(*, run_limit: int, run_slots: int, pending: int, org_free: int) -> int:
-    """Slots a run may claim now (DESIGN §6): `min(run limit - held, pending, org free)`, never < 0."""
+    """Slots a run may claim now (DESIGN §6): `min(run limit - held, pending, org free)`,
+    never < 0."""
     return max(0, min(run_limit - run_slots, pending, org_free))
 
 
@@ -214,7 +215,8 @@ def summarize_arm(attempts: Iterable[AttemptFacts], case_ids: Sequence[str]) -> 
 def is_stale_heartbeat(
     *, status: RunStatus, heartbeat_at_ms: int, now_ms: int, abandoned_after_minutes: float
 ) -> bool:
-    """True when a run has stood still long enough for the sweep (seed 004 "Running and cancelling")."""
+    """True when a run has stood still long enough for the sweep (seed 004 "Running and
+    cancelling")."""
     if status not in (RunStatus.RUNNING, RunStatus.QUEUED):
         return False
     return now_ms - heartbeat_at_ms >= abandoned_after_minutes * 60_000

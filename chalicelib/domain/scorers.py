@@ -187,7 +187,8 @@ def check_params(case: Case, scorer: str) -> list[dict[str, Any]]:
 
 
 def _combine(name: str, verdicts: Sequence[tuple[bool, str]]) -> ScoreResult:
-    """One `ScoreResult` from several (passed, reason) verdicts: all must pass; score = share passed."""
+    """One `ScoreResult` from several (passed, reason) verdicts: all must pass; score = share
+    passed."""
     passed = sum(1 for ok, _ in verdicts if ok)
     failing = [reason for ok, reason in verdicts if not ok]
     return ScoreResult(
@@ -231,7 +232,8 @@ class Scorer(ABC):
 
 
 class _TextScorer(Scorer):
-    """equals / contains / icontains: the answer against each check's `value`, else the reference."""
+    """equals / contains / icontains: the answer against each check's `value`, else the
+    reference."""
 
     def applies(self, case: Case, settings: Settings) -> bool:
         return case.reference is not None or bool(check_params(case, self.name))
@@ -495,9 +497,9 @@ class JsonSchemaScorer(Scorer):
         outside = _outside_references(schema)
         if outside:
             raise InvalidInputError(
-                f"the JSON schema refers to {outside[0]!r}, outside itself: a schema may refer only into "
-                "itself ('#/...' or a $id it defines) or to the JSON Schema meta-schemas; assay never "
-                "fetches a schema",
+                f"the JSON schema refers to {outside[0]!r}, outside itself: a schema may refer "
+                "only into itself ('#/...' or a $id it defines) or to the JSON Schema "
+                "meta-schemas; assay never fetches a schema",
                 field=f"{field}.schema",
             )
 
@@ -849,7 +851,8 @@ def validate_scoring(scoring: ScoringConfig) -> None:
 
 
 def validate_checks(case: Case, field: str = "checks") -> None:
-    """Refuse checks naming an unknown scorer or missing/bad parameters (e.g. a regex without pattern).
+    """Refuse checks naming an unknown scorer or missing/bad parameters (e.g. a regex without
+    pattern).
 
     Args:
         case: the case whose `checks` to read.

@@ -186,7 +186,8 @@ def decide_result(threshold: Threshold, facts: RunFacts) -> SuiteDecision:
     doubts: list[str] = []
     if facts.status in ("cancelled", "budget_exceeded"):
         doubts.append(
-            f"the eval run was {'cancelled' if facts.status == 'cancelled' else 'stopped: budget exceeded'}"
+            "the eval run was "
+            f"{'cancelled' if facts.status == 'cancelled' else 'stopped: budget exceeded'}"
             + (f" ({facts.reason})" if facts.reason else "")
         )
     if facts.invalid_reason:

@@ -133,7 +133,8 @@ def publish(
 
 
 def get_version(c: Container, who: Identity, agent_id: str, version: int) -> AgentVersion:
-    """One published version of the organization's agent. Raises NotFoundError (agent or version)."""
+    """One published version of the organization's agent. Raises NotFoundError (agent or
+    version)."""
     c.agents.get(who.org_id, agent_id)
     row = c.agents.get_version(who.org_id, agent_id, version)
     if row is None:

@@ -34,7 +34,8 @@ class Asked:
     exhausted: budgets.Exhausted | None = None
     """A budget was spent before a try: nothing more was sent."""
     provider_error: ProviderError | None = None
-    """The provider failed and retrying could not help (credentials, 4xx) or ran out of tries or time."""
+    """The provider failed and retrying could not help (credentials, 4xx) or ran out of tries or
+    time."""
     crash: AgentCrashError | None = None
     """The agent's own failure, or a request the provider refused."""
 
@@ -112,7 +113,8 @@ def ask(
 
 
 def context(c: Container, org_id: str) -> AskContext:
-    """What a runtime may read while it asks for `org_id`: its secrets and its recordings, by name."""
+    """What a runtime may read while it asks for `org_id`: its secrets and its recordings, by
+    name."""
     return AskContext(
         org_id,
         secret=lambda name: c.secrets.get(org_id, name),

@@ -127,8 +127,8 @@ def choose(
     Returns:
         (arm or None, `{"reused_baseline_run_id"?, "missing_baseline_version"?}`).
     Raises:
-        NotFoundError: an unknown `baseline_run_id`. InvalidInputError: one of another agent or dataset,
-            or not completed.
+        NotFoundError: an unknown `baseline_run_id`. InvalidInputError: one of another agent or
+            dataset, or not completed.
     """
     cand_hash, cand_model = spec_hash(candidate_spec), model_of(candidate_spec)
     scoring_hash = spec_hash(scoring)

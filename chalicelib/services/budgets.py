@@ -51,7 +51,8 @@ class Exhausted:
 
 
 def exhausted(reading: BudgetReading) -> Exhausted | None:
-    """The first budget with nothing left (spent >= budget), agent first; None while both have room."""
+    """The first budget with nothing left (spent >= budget), agent first; None while both have
+    room."""
     for scope, budget, spent in (
         ("agent", reading.agent_budget_micros, reading.agent_spent_micros),
         ("organization", reading.org_budget_micros, reading.org_spent_micros),
@@ -72,7 +73,8 @@ def check(c: Container, org_id: str, agent_id: str) -> Exhausted | None:
 
 
 def charge(c: Container, org_id: str, agent_id: str, micros: int, *, judge: bool = False) -> None:
-    """Add a model request's real cost (micro-USD) to both month counters; nothing for a free one."""
+    """Add a model request's real cost (micro-USD) to both month counters; nothing for a free
+    one."""
     if micros > 0:
         c.spend.charge(org_id, agent_id, month_of(c.clock.now()), micros, judge=judge)
 

@@ -169,7 +169,8 @@ def settled_state(tries: list[Attempt]) -> str | None:
 
 
 def by_case(run: Run, attempts: list[Attempt], arm_id: str) -> dict[str, list[AttemptFacts]]:
-    """An arm's tries per case, first first (a case graded by two judges keeps the majority judge's)."""
+    """An arm's tries per case, first first (a case graded by two judges keeps the majority
+    judge's)."""
     out: dict[str, list[AttemptFacts]] = {}
     for row in attempts:
         if row.arm_id == arm_id:
@@ -396,7 +397,8 @@ def compute_outcome(c: Container, run: Run, attempts: list[Attempt]) -> Outcome:
 
 
 def finalize(c: Container, org_id: str, run_id: str) -> None:
-    """Compute the outcome and complete the organization's run (idempotent: conditional on the phase)."""
+    """Compute the outcome and complete the organization's run (idempotent: conditional on the
+    phase)."""
     run = c.runs.get(org_id, run_id)
     if run is None or run.phase != RunPhase.FINALIZING or run.status != RunStatus.RUNNING:
         return

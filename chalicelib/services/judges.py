@@ -137,7 +137,8 @@ def publish(c: Container, who: Any, judge_id: str, body: Any) -> Judge:
     try:
         c.runtimes.validate_spec(runtime)
     except InvalidInputError as exc:
-        # A key the profile's settings hold is named as such (`settings.api_key_env`, `settings.base_url`).
+        # A key the profile's settings hold is named as such (`settings.api_key_env`,
+        # `settings.base_url`).
         key = (exc.field or "").removeprefix("spec.").split(".")[0]
         field = f"settings.{key}" if key in (profile.settings or {}) else "model_profile_id"
         raise InvalidInputError(
@@ -230,7 +231,8 @@ def pin_scoring(scoring: dict[str, Any], judge_version: int | None) -> dict[str,
 def effective_scoring(
     scoring: dict[str, Any] | ScoringConfig, judge: ResolvedJudge | None
 ) -> ScoringConfig:
-    """`scoring` with the resolved judge laid over its settings, for the domain's `grade`/`applies`."""
+    """`scoring` with the resolved judge laid over its settings, for the domain's
+    `grade`/`applies`."""
     cfg = scoring if isinstance(scoring, ScoringConfig) else ScoringConfig.model_validate(scoring)
     if judge is None:
         return cfg

@@ -37,7 +37,8 @@ def publish(c: Any, event: Event) -> None:
     listed = _handlers.get(type(event))
     if not listed:
         raise LookupError(
-            f"no handler is wired for {type(event).__name__}: call chalicelib.services.event_handlers.wire()"
+            f"no handler is wired for {type(event).__name__}: call "
+            "chalicelib.services.event_handlers.wire()"
         )
     for handler in listed:
         handler(c, event)

@@ -35,9 +35,9 @@ def create(
     temperature: float | None = None,
     price: dict[str, Any] | None = None,
 ) -> ModelProfile:
-    """Create a profile. Raises InvalidInputError for a bad price, an id with `#` or `/`, or settings
-    that are not connection keys or not valid as a spec's (field `settings.<key>`), ConflictError for
-    an id the organization has already."""
+    """Create a profile. Raises InvalidInputError for a bad price, an id with `#` or `/`, or
+    settings that are not connection keys or not valid as a spec's (field `settings.<key>`),
+    ConflictError for an id the organization has already."""
 
     check_tenant_id(model_profile_id, "model_profile_id")
     settings = c.runtimes.validate_profile_settings(settings or {})
@@ -70,7 +70,8 @@ def create(
 
 
 def apply(spec: dict[str, Any], profile: ModelProfile) -> dict[str, Any]:
-    """`spec` run on `profile`: its settings over the spec, then its model, temperature and price."""
+    """`spec` run on `profile`: its settings over the spec, then its model, temperature and
+    price."""
     out = {
         **spec,
         **(profile.settings or {}),

@@ -89,7 +89,8 @@ def suite_result(c: Container, suite: Suite, result: SuiteResultEntry) -> Notifi
     name = suite.name or suite.suite_id
     title = f"Suite {name}: {result.result.replace('_', ' ')} on version {result.version}"
     lines = [
-        f"Suite {name} of agent {suite.agent_id} came out {result.result} on version {result.version}."
+        f"Suite {name} of agent {suite.agent_id} came out {result.result} on version "
+        f"{result.version}."
     ]
     lines += [f"- {r}" for r in result.reasons]
     if result.cases_broken:

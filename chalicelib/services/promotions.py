@@ -228,14 +228,16 @@ def refuse(c: Container, org_id: str, agent_id: str, promotion_id: str, reason: 
 
 
 def guard_removed(c: Container, org_id: str, agent_id: str, suite_id: str, reason: str) -> None:
-    """A guard was taken off or deleted: the organization's promotions still waiting for it are refused."""
+    """A guard was taken off or deleted: the organization's promotions still waiting for it are
+    refused."""
     for promotion in c.promotions.of_agent(org_id, agent_id):
         if promotion.status == PromotionStatus.WAITING and suite_id in (promotion.guards or {}):
             refuse(c, org_id, agent_id, promotion.promotion_id, reason)
 
 
 def list_promotions(c: Container, who: Identity, agent_id: str) -> list[Promotion]:
-    """The organization's agent's promotions, newest first. Raises NotFoundError for an unknown agent."""
+    """The organization's agent's promotions, newest first. Raises NotFoundError for an unknown
+    agent."""
     c.agents.get(who.org_id, agent_id)
     return c.promotions.of_agent(who.org_id, agent_id)
 

@@ -60,9 +60,9 @@ def refuse_secrets(c: Container, org_id: str, value: Any, field: str) -> None:
         path, kind = found
         where = f"{field}{path}" if field else (path.removeprefix(".") or "body")
         raise InvalidInputError(
-            f"{where} holds a secret ({kind}): what is written here is stored and shown as written. Store the "
-            'value with PUT /api/v1/secrets/{name} and refer to it ("api_key_secret": "<name>", or a header '
-            '{"secret": "<name>"})',
+            f"{where} holds a secret ({kind}): what is written here is stored and shown as "
+            "written. Store the value with PUT /api/v1/secrets/{name} and refer to it "
+            '("api_key_secret": "<name>", or a header {"secret": "<name>"})',
             field=where,
         )
 

@@ -537,7 +537,8 @@ def handle_task(
 
 
 def handle_dead_task(c: Container, body: str, *, receive_count: int | None = None) -> None:
-    """A case task that kept failing reached the DLQ: record it `incomplete` and pass its slot on."""
+    """A case task that kept failing reached the DLQ: record it `incomplete` and pass its slot
+    on."""
     found = _unrecorded(c, body, check_recorded=True)
     if found is not None:
         run, task, _ = found

@@ -1,4 +1,5 @@
-"""Starting, reading, cancelling and deleting eval runs (seed 001, seed 004 "Running and cancelling")."""
+"""Starting, reading, cancelling and deleting eval runs (seed 001, seed 004 "Running and
+cancelling")."""
 
 from __future__ import annotations
 
@@ -32,7 +33,10 @@ from chalicelib.services.planning import Plan
 
 def _ungraded_warning(n: int) -> str:
     noun = "case has" if n == 1 else "cases have"
-    return f"{n} {noun} nothing to grade {'it' if n == 1 else 'them'}. The result will be inconclusive."
+    return (
+        f"{n} {noun} nothing to grade {'it' if n == 1 else 'them'}. The result will be "
+        "inconclusive."
+    )
 
 
 def resolve_candidate(
@@ -97,8 +101,8 @@ def _arm(arm_id: str, spec: dict[str, Any], version: int | None, draft: bool) ->
 def version_before(
     c: Container, who: Identity, agent_id: str, candidate_version: int | None, draft: bool
 ) -> tuple[int, dict[str, Any]] | None:
-    """The version before the candidate and its spec: for a draft the published version (the live one,
-    else the latest), for version N version N - 1; None when there is none (seed 004)."""
+    """The version before the candidate and its spec: for a draft the published version (the live
+    one, else the latest), for version N version N - 1; None when there is none (seed 004)."""
     agent = c.agents.get(who.org_id, agent_id)
     number = (
         int(agent.live_version or agent.latest_version or 0)
@@ -246,15 +250,16 @@ def plan_run(
     if judge is not None:
         if judge.spec.temperature > 0:
             warnings.append(
-                f"the judge grades at temperature {judge.spec.temperature:g}: the same answer may be "
-                "graded differently twice"
+                f"the judge grades at temperature {judge.spec.temperature:g}: the same answer may "
+                "be graded differently twice"
             )
         tested = {baselines.model_of(a.spec) for a in arms if a.role is ArmRole.CANDIDATE} | {
             a.spec.get("model") for a in arms if a.role is ArmRole.CANDIDATE
         }
         if judge.model in tested:
             warnings.append(
-                f"the judge runs on {judge.model}, the model being tested: it grades its own answers"
+                f"the judge runs on {judge.model}, the model being tested: it grades its own "
+                "answers"
             )
     return Plan(
         agent_id,
@@ -443,7 +448,8 @@ def _decode_cursor(
     """The index key a listing's `cursor` stands for, checked to be one this API gave for this
     listing of this organization (`RunStore.is_page_start`).
 
-    Raises InvalidInputError for anything else (garbage, another listing's or organization's cursor).
+    Raises InvalidInputError for anything else (garbage, another listing's or organization's
+    cursor).
     """
     if not cursor:
         return None
@@ -573,8 +579,8 @@ def events(
 def comparison(
     c: Container, who: Identity, run_id: str, arm_id: str | None = None
 ) -> tuple[Run, Comparison]:
-    """A candidate arm (default the first) against its baseline (seed 004 "Comparing with a baseline";
-    with several models every arm is compared with the baseline on the first).
+    """A candidate arm (default the first) against its baseline (seed 004 "Comparing with a
+    baseline"; with several models every arm is compared with the baseline on the first).
 
     Raises NotFoundError for a run without a baseline, or an arm that is not a candidate of the run.
     """

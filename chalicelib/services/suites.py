@@ -346,7 +346,8 @@ def delete(c: Container, who: Identity, agent_id: str, suite_id: str) -> None:
 
 
 def _stamp(c: Container) -> str:
-    """A fresh `updated_at`: the time plus a nonce, so two writes in one millisecond still differ."""
+    """A fresh `updated_at`: the time plus a nonce, so two writes in one millisecond still
+    differ."""
     return f"{iso(c.clock.now())}#{uuid.uuid4().hex[:8]}"
 
 
@@ -422,7 +423,8 @@ def set_paused(c: Container, who: Identity, agent_id: str, suite_id: str, paused
             environments.resolve(c, who.org_id, row.environment_id)
         except NotFoundError:
             raise ConflictError(
-                "its environment is gone: choose an environment (PATCH environment_id) to resume it",
+                "its environment is gone: choose an environment (PATCH environment_id) to "
+                "resume it",
                 field="environment_id",
             ) from None
         c.suites.change(

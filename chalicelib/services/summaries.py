@@ -55,7 +55,8 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[AgentSumm
     """One summary per `{agentId, version}` asked, in the order asked.
 
     Raises:
-        InvalidInputError: a malformed entry (naming `agents[i].field`). NotFoundError: unknown agent.
+        InvalidInputError: a malformed entry (naming `agents[i].field`). NotFoundError: unknown
+            agent.
     """
     if not isinstance(agents, list) or not agents:
         raise InvalidInputError(

@@ -37,7 +37,8 @@ def handle_case_task(event):
 
 @bp.on_sqs_message(queue=names.CASE_TASKS_DLQ, batch_size=1)
 def handle_dead_case(event):
-    """A case task that failed `maxReceiveCount` times: recorded `incomplete`, its slot passed on."""
+    """A case task that failed `maxReceiveCount` times: recorded `incomplete`, its slot passed
+    on."""
     c = bootstrap.container()
     for record in event:
         run_case.handle_dead_task(c, record.body, receive_count=_receive_count(record))

@@ -1,5 +1,6 @@
 """Agents: a draft edited in place, immutable published versions, and the publish pipeline's
-`version_published` messages on the agent-events queue (schema: `chalicelib.services.agent_events`)."""
+`version_published` messages on the agent-events queue (schema:
+`chalicelib.services.agent_events`)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from tests.e2e.conftest import sleepy_spec, wait_for
 
 
 def sha256_of_canonical_json(value: Any) -> str:
-    """DESIGN §3: sha256 of canonical JSON (sorted keys, no whitespace), written out by hand here."""
+    """DESIGN §3: sha256 of canonical JSON (sorted keys, no whitespace), written out by hand
+    here."""
     return hashlib.sha256(
         json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
     ).hexdigest()
@@ -249,7 +251,8 @@ def test_a_version_published_message_registers_the_version(api, events):
     assert agent["latest_version"] == 1
     assert agent["draft"]["spec"] == SPEC  # the pipeline publishes; it does not touch the draft
 
-    # The same message again (at-least-once delivery, or a pipeline retry) changes nothing and is no error.
+    # The same message again (at-least-once delivery, or a pipeline retry) changes nothing and is no
+    # error.
     events.send(
         {
             "type": "version_published",

@@ -1,5 +1,6 @@
 """A baseline in the same run, confirmed flips and the verdict, end to end through the API
-(seed 004 "Comparing with a baseline", "A flip is confirmed before it counts", "What the verdict says")."""
+(seed 004 "Comparing with a baseline", "A flip is confirmed before it counts", "What the verdict
+says")."""
 
 from __future__ import annotations
 
@@ -193,7 +194,8 @@ def test_a_recent_matching_baseline_arm_is_reused_for_its_first_answers_at_no_co
     )
     api.wait(second["run_id"])
     full = api.ok("GET", f"/api/v1/eval-runs/{second['run_id']}")
-    # 6 candidate first answers + 1 rerun of c004 on each side; the baseline's first answers are borrowed.
+    # 6 candidate first answers + 1 rerun of c004 on each side; the baseline's first answers are
+    # borrowed.
     assert full["progress"]["recorded"] == 6 + 2
     comparison = api.ok("GET", f"/api/v1/eval-runs/{second['run_id']}/comparison")
     assert (

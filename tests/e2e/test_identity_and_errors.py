@@ -25,7 +25,8 @@ CODES = {
     413: "payload_too_large",
     415: "unsupported_media_type",
 }
-"""Every refusal's code is snake case, one per status (401 and 403 say `unauthenticated`, `forbidden`)."""
+"""Every refusal's code is snake case, one per status (401 and 403 say `unauthenticated`,
+`forbidden`)."""
 
 
 def error_of(
@@ -209,7 +210,8 @@ def test_an_agent_id_of_one_organization_is_free_in_another_and_names_another_ag
         error_of(status, body, 404)
     assert b.ok("GET", "/api/v1/agents")["agents"] == []
 
-    # Ids are unique within an organization only: B takes the same id (201, never 409) for its own agent.
+    # Ids are unique within an organization only: B takes the same id (201, never 409) for its own
+    # agent.
     status, body = b.call(
         "POST",
         "/api/v1/agents",

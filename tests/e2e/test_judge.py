@@ -120,8 +120,8 @@ def test_the_judge_grades_with_its_fingerprint_and_a_failure_stays_its_own_case(
         f"/api/v1/agents/{agent}/eval-runs/estimate",
         json={"dataset_id": ds, "candidate": "draft"},
     )
-    # No history: the judge at its own price, 2000 in x 1 + 400 out x 2 = 2800 micro-USD a call, 5 cases;
-    # the unpriced agent at $0.05 a case.
+    # No history: the judge at its own price, 2000 in x 1 + 400 out x 2 = 2800 micro-USD a call, 5
+    # cases; the unpriced agent at $0.05 a case.
     assert est["judge"]["basis"] == "fallback" and est["judge"]["per_call_usd"] == 0.0028
     assert est["judge"]["first_pass_usd"] == 0.014 and est["judged_cases"] == 5
     assert est["first_pass_usd"] == 0.264  # 5 x 0.05 + 0.014

@@ -31,7 +31,8 @@ def test_an_attempt_that_commits_after_a_later_keyed_one_is_not_skipped(api, con
     run = api.start(api.agent(sleepy_spec()), api.dataset(cases(5)))
     who = Identity(api.org_id, api.user_id)
     t0 = epoch_ms(frozen.at)
-    # Worker B stamped its attempt at t0+100 ms and committed; worker A stamped t0+50 ms, still committing.
+    # Worker B stamped its attempt at t0+100 ms and committed; worker A stamped t0+50 ms, still
+    # committing.
     row = container.runs.get(api.org_id, run["run_id"])
     container.runs.put_attempt_once(row, _attempt(run["run_id"], "c001", t0 + 100))
     frozen.advance(milliseconds=150)

@@ -311,7 +311,8 @@ def test_a_long_poll_returns_when_the_wait_is_over_with_nothing_new(api):
     assert time.monotonic() - started < 20
     assert (body["events"], body["cursor"], body["done"]) == ([], "", False)
     assert body["status"] in ("queued", "running")
-    # ...and the longest wait (25 s) returns as soon as the attempt lands: the gate opens while it waits.
+    # ...and the longest wait (25 s) returns as soon as the attempt lands: the gate opens while it
+    # waits.
     opener = threading.Timer(0.5, agents.gate(name).set)
     opener.start()
     started = time.monotonic()

@@ -29,7 +29,8 @@ def answers(wrong: int) -> dict[str, str]:
 
 
 def agent_with_versions(api: Api, *wrongs: int) -> str:
-    """An agent with one published version per entry, version n getting `wrongs[n-1]` cases wrong."""
+    """An agent with one published version per entry, version n getting `wrongs[n-1]` cases
+    wrong."""
     agent = api.agent(sleepy_spec(answers=answers(wrongs[0])))
     for i, wrong in enumerate(wrongs):
         if i:
@@ -127,7 +128,8 @@ def test_saving_prices_a_run_and_a_month_and_whoever_changes_it_owns_it(api, new
         name="nightly",
         triggers={"schedule": {"cron": "0 6 * * *", "timezone": "Europe/Warsaw"}},
     )
-    # One run of version 1 alone (nothing earlier passed): 5 cases x $0.05; a daily schedule: 30 a month.
+    # One run of version 1 alone (nothing earlier passed): 5 cases x $0.05; a daily schedule: 30 a
+    # month.
     assert made["price"]["one_run_usd"] == 0.25 and made["price"]["runs_per_30_days"] == 30
     assert made["price"]["month_usd"] == 7.5
     assert made["owner"] == api.user_id
@@ -390,8 +392,8 @@ def test_a_first_measurement_sets_a_baseline_and_a_cost_cap_runs_the_candidate_a
     )
     run = api.ok("GET", f"/api/v1/eval-runs/{result['run_id']}")
     assert [a["role"] for a in run["arms"]] == ["candidate"]
-    # Too small a cap for even the candidate alone: the suite does not run, and says why. (Priced from
-    # history now: 100 in + 20 out at $1/M = 120 micro-USD a case, 5 cases = $0.0006.)
+    # Too small a cap for even the candidate alone: the suite does not run, and says why. (Priced
+    # from history now: 100 in + 20 out at $1/M = 120 micro-USD a case, 5 cases = $0.0006.)
     assert api.ok("GET", f"/api/v1/agents/{agent}/suites/{sid}")["max_run_usd"] == 0.05
     api.ok("PATCH", f"/api/v1/agents/{agent}/suites/{sid}", json={"max_run_usd": 0.0005})
     api.ok("POST", f"/api/v1/agents/{agent}/suites/{sid}/run")

@@ -60,7 +60,8 @@ class FakeEnvironments:
 
 
 class FakeAgents:
-    """`ports.catalog.Agents`: agents by (org_id, agent_id), versions by (org_id, agent_id, version)."""
+    """`ports.catalog.Agents`: agents by (org_id, agent_id), versions by (org_id, agent_id,
+    version)."""
 
     def __init__(self) -> None:
         self.kept: dict[tuple[str, str], Agent] = {}
@@ -229,7 +230,8 @@ class FakeModelProfiles:
 
 
 class FakeDatasets:
-    """`ports.catalog.Datasets`: headers and versions by (org_id, dataset_id, version), cases by version."""
+    """`ports.catalog.Datasets`: headers and versions by (org_id, dataset_id, version), cases by
+    version."""
 
     def __init__(self) -> None:
         self.kept: dict[tuple[str, str, int], Dataset] = {}

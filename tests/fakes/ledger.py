@@ -39,7 +39,8 @@ class FakeQueue:
 
 
 class FakeRuns:
-    """`ports.ledger.Runs` in dicts: runs by (org_id, run_id), attempts by (org_id, run_id) then key.
+    """`ports.ledger.Runs` in dicts: runs by (org_id, run_id), attempts by (org_id, run_id) then
+    key.
 
     Every conditional write checks what the real store's condition checks, on the records as
     kept now, and the organization's `in_flight` lives in `orgs` (the real transactions write the
@@ -456,8 +457,8 @@ def an_arm(arm_id: str = "candidate", role: ArmRole = ArmRole.CANDIDATE, **field
 def an_arm_result(
     *, cases: int = 2, incomplete: int = 0, judges: tuple[str, ...] = ()
 ) -> ArmResult:
-    """An arm's result over `cases` cases, `incomplete` of them undecided (the others passed), graded
-    by `judges`, that cost nothing."""
+    """An arm's result over `cases` cases, `incomplete` of them undecided (the others passed),
+    graded by `judges`, that cost nothing."""
     passed = cases - incomplete
     quality = Quality(
         cases=cases,

@@ -1,5 +1,6 @@
-"""Connecting to the checked address keeps TLS on the name: an HTTPS server on 127.0.0.1 with a certificate
-for `agent.test` only (a test CA made here), reached as `https://agent.test:<port>` through a stub resolver.
+"""Connecting to the checked address keeps TLS on the name: an HTTPS server on 127.0.0.1 with a
+certificate for `agent.test` only (a test CA made here), reached as `https://agent.test:<port>`
+through a stub resolver.
 
 The client connects to 127.0.0.1 (the address egress checked, never a second lookup), sends SNI
 `agent.test`, verifies the certificate against `agent.test`, and sends `Host: agent.test:<port>`.

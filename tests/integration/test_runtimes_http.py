@@ -1,5 +1,5 @@
-"""The `http` runtime against a local stdlib HTTP server on 127.0.0.1 running in a thread (private networks
-allowed, as on `assay dev`); names resolve through a stub resolver, never real DNS."""
+"""The `http` runtime against a local stdlib HTTP server on 127.0.0.1 running in a thread (private
+networks allowed, as on `assay dev`); names resolve through a stub resolver, never real DNS."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The `openai` runtime against the fake OpenAI server, run as a real subprocess on 127.0.0.1 (private
-networks allowed, as on `assay dev`); keys are the organization's secrets, read through the `AskContext`."""
+"""The `openai` runtime against the fake OpenAI server, run as a real subprocess on 127.0.0.1
+(private networks allowed, as on `assay dev`); keys are the organization's secrets, read through the
+`AskContext`."""
 
 from __future__ import annotations
 

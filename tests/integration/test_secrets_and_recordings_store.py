@@ -1,4 +1,5 @@
-"""The secrets adapter (Secrets Manager) and the recordings adapter (S3) against moto's server over HTTP.
+"""The secrets adapter (Secrets Manager) and the recordings adapter (S3) against moto's server over
+HTTP.
 
 What they must hold (issue 9 scope 1, 2): each organization's names live under its own prefix and
 nowhere else; the caches spare a request per case attempt yet a write in this process is seen at

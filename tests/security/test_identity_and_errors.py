@@ -225,7 +225,8 @@ def public_jwk(key: Any, kid: str, alg: str) -> dict[str, Any]:
 
 @pytest.fixture
 def idp(operator) -> Iterator[dict[str, Any]]:
-    """An identity provider (RSA and EC keys, JWKS on 127.0.0.1) the operator configures, HS256 off."""
+    """An identity provider (RSA and EC keys, JWKS on 127.0.0.1) the operator configures, HS256
+    off."""
     rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     ec_key = ec.generate_private_key(ec.SECP256R1())
     server = JwksServer(
@@ -324,7 +325,8 @@ def test_a_deployed_stage_with_the_built_in_secret_refuses_to_start():
         "ASSAY_JWT_SECRET"
         in _import_app(AWS_LAMBDA_FUNCTION_NAME="assay-dev", ASSAY_JWT_SECRET="too-short").stderr
     )
-    # A real secret starts; so does an identity provider alone; and a local process, built-in secret and all.
+    # A real secret starts; so does an identity provider alone; and a local process, built-in secret
+    # and all.
     assert (
         _import_app(AWS_LAMBDA_FUNCTION_NAME="assay-dev", ASSAY_JWT_SECRET="s" * 40).returncode == 0
     )

@@ -45,7 +45,9 @@ TOKENS = {
     "openai_key": "sk-proj-Abc123Def456Ghi789Jkl012Mno345Pqr678",
     "anthropic_key": "sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa-_AbCdEf",
     "github_token": "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
-    "github_token (fine-grained)": "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG",
+    "github_token (fine-grained)": (
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG"
+    ),
     "google_api_key": "AIzaSyA1234567890abcdefghijklmnopqrstuv",
     "slack_token": "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
     "slack_webhook": "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
@@ -65,7 +67,8 @@ CONTEXTS = {
 
 @pytest.fixture
 def api(new_api) -> Api:
-    """A fresh organization whose user is nobody else's: its owner mail is told apart from other tests'."""
+    """A fresh organization whose user is nobody else's: its owner mail is told apart from other
+    tests'."""
     return new_api(user_id=f"owner-{uuid.uuid4().hex[:10]}@example.com")
 
 
@@ -78,7 +81,8 @@ def org_secret(api: Api) -> str:
 
 
 def planted(org_secret: str, *, short: bool = False) -> str:
-    """One text holding every kind of secret (`short`: fewer, for fields that are cut at 500 chars)."""
+    """One text holding every kind of secret (`short`: fewer, for fields that are cut at 500
+    chars)."""
     parts = [f"{kind} {value}" for kind, value in TOKENS.items()]
     parts += [text for _, text in CONTEXTS.values()] + [f"own {org_secret}"]
     if short:
@@ -129,7 +133,8 @@ KEPT_TABLES = (
     tables.SuiteResultRow,
     tables.PromotionRow,
 )
-"""The tables holding what scope 7 lists (answers, calls, errors, reasons, cases, notices, results)."""
+"""The tables holding what scope 7 lists (answers, calls, errors, reasons, cases, notices,
+results)."""
 
 
 def stored(aws: Any, org_id: str) -> str:
@@ -138,8 +143,8 @@ def stored(aws: Any, org_id: str) -> str:
     dynamodb, s3 = aws("dynamodb"), aws("s3")
     texts: list[str] = []
     for model in KEPT_TABLES:
-        # Filtered by the server on the organization's key (every key of tenant data starts with it):
-        # the other tests' items stay in moto, not in this test's memory.
+        # Filtered by the server on the organization's key (every key of tenant data starts with
+        # it): the other tests' items stay in moto, not in this test's memory.
         key = getattr(model, "ORG_KEY", None)
         where = (
             {
@@ -413,7 +418,8 @@ def test_notices_their_email_and_suite_result_reasons_are_kept_redacted(
     api, org_secret, aws, stack, container
 ):
     short = planted(org_secret, short=True)
-    # A crashing version guarded by a suite whose name holds secrets: its failed result tells the owner.
+    # A crashing version guarded by a suite whose name holds secrets: its failed result tells the
+    # owner.
     agent = api.agent(
         leaky_agent.spec({"error": f"tool failed: {short}", "crash": True}), publish=1
     )

@@ -1,30 +1,33 @@
-"""What a tenant's spec may make the service do, driven through the HTTP API on the embedded stack (issue 9
-scope 1-4): credentials, server files, imports, Lambda functions and network addresses.
+"""What a tenant's spec may make the service do, driven through the HTTP API on the embedded stack
+(issue 9 scope 1-4): credentials, server files, imports, Lambda functions and network addresses.
 
 Attacks and what they now get:
 - an `openai` agent, a model profile or a judge naming `api_key_env: ASSAY_JWT_SECRET` (or
-  `AWS_SECRET_ACCESS_KEY`) with the tenant's own server as `base_url`: 400 naming `spec.api_key_env` /
-  `settings.api_key_env` at save (a profile stored before the rule: 400 when a judge is published on it
-  or an arm runs on it); a legitimate eval against a loopback listener shows it never sees the signing
-  secret, an AWS key or any value of the service's environment, and exactly the organization's secret
-  when `api_key_secret` names one; a literal credential in a header: 400 naming the headers;
-- `recorded` with a `recording` path (`/etc/passwd`, `../../x`, a file that exists, one that does not):
-  the same 400 naming `spec.recording`, whatever the file;
-- `python` with `os:getcwd`, `subprocess:run`, attribute walks (`bench.agents:os.system`), names the module
-  imported (`bench.agents:defaultdict`), dunder and private names: 400 naming `spec.entrypoint`; with
-  `ASSAY_PYTHON_AGENT_MODULES` empty: 400 naming `spec.runtime` and the setting;
-- `lambda` with a name outside `ASSAY_LAMBDA_FUNCTION_PREFIX`, an ARN, another account's function: 400
-  naming `spec.function_name`; with the prefix empty: 400 naming the setting;
-- a dataset whose `json_schema` check (or setting) has a `$ref` to a URL, a file or another schema: 400
-  naming its `schema` field, and nothing is fetched;
-- `http`/`openai` agents, model profiles and judges at link-local, metadata, unspecified, IPv4-mapped,
-  hex-written addresses, or names resolving to them: 400 naming the URL field and the address class at
-  save; a name re-pointed at the metadata address, or loopback after the operator turned private
-  networks off, after the spec was saved: the attempt fails "egress refused" and nothing is connected; a
-  redirect from a 127.0.0.1 agent to a refused address: refused, never followed.
+  `AWS_SECRET_ACCESS_KEY`) with the tenant's own server as `base_url`: 400 naming `spec.api_key_env`
+  / `settings.api_key_env` at save (a profile stored before the rule: 400 when a judge is published
+  on it or an arm runs on it); a legitimate eval against a loopback listener shows it never sees the
+  signing secret, an AWS key or any value of the service's environment, and exactly the
+  organization's secret when `api_key_secret` names one; a literal credential in a header: 400
+  naming the headers;
+- `recorded` with a `recording` path (`/etc/passwd`, `../../x`, a file that exists, one that does
+  not): the same 400 naming `spec.recording`, whatever the file;
+- `python` with `os:getcwd`, `subprocess:run`, attribute walks (`bench.agents:os.system`), names the
+  module imported (`bench.agents:defaultdict`), dunder and private names: 400 naming
+  `spec.entrypoint`; with `ASSAY_PYTHON_AGENT_MODULES` empty: 400 naming `spec.runtime` and the
+  setting;
+- `lambda` with a name outside `ASSAY_LAMBDA_FUNCTION_PREFIX`, an ARN, another account's function:
+  400 naming `spec.function_name`; with the prefix empty: 400 naming the setting;
+- a dataset whose `json_schema` check (or setting) has a `$ref` to a URL, a file or another schema:
+  400 naming its `schema` field, and nothing is fetched;
+- `http`/`openai` agents, model profiles and judges at link-local, metadata, unspecified,
+  IPv4-mapped, hex-written addresses, or names resolving to them: 400 naming the URL field and the
+  address class at save; a name re-pointed at the metadata address, or loopback after the operator
+  turned private networks off, after the spec was saved: the attempt fails "egress refused" and
+  nothing is connected; a redirect from a 127.0.0.1 agent to a refused address: refused, never
+  followed.
 
-Nothing here sends traffic anywhere but 127.0.0.1: every name resolves through the stub resolver, and every
-allowed destination is a listener on 127.0.0.1.
+Nothing here sends traffic anywhere but 127.0.0.1: every name resolves through the stub resolver,
+and every allowed destination is a listener on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -52,9 +55,9 @@ CASES = [
 class Listener:
     """A tiny HTTP server on 127.0.0.1 that records every request it gets (path, headers, body).
 
-    It answers like an OpenAI-compatible endpoint on `.../chat/completions` ("42", or a judge's grades
-    when asked to grade) and like an `http` agent elsewhere; any path under `/bounce` answers 307 to
-    `redirect_to`.
+    It answers like an OpenAI-compatible endpoint on `.../chat/completions` ("42", or a judge's
+    grades when asked to grade) and like an `http` agent elsewhere; any path under `/bounce` answers
+    307 to `redirect_to`.
     """
 
     def __init__(self) -> None:
@@ -411,7 +414,7 @@ def test_a_secret_the_organization_lacks_fails_as_missing_credentials_without_a_
     assert fresh.requests == []
 
 
-# --- (b) recordings are uploads, never paths --------------------------------------------------------
+# --- (b) recordings are uploads, never paths ------------------------------------------------------
 
 
 def test_a_recording_path_gets_the_same_400_whether_the_file_exists(api, tmp_path: Path):
@@ -437,7 +440,7 @@ def test_a_recording_path_gets_the_same_400_whether_the_file_exists(api, tmp_pat
     assert str(tmp_path) not in messages.pop()
 
 
-# --- (c) python entrypoints only under the operator's modules --------------------------------------
+# --- (c) python entrypoints only under the operator's modules -------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -495,7 +498,7 @@ def test_with_no_modules_allowed_python_is_refused_naming_the_setting(api, opera
     )
 
 
-# --- (d) lambda functions only under the operator's prefix -----------------------------------------
+# --- (d) lambda functions only under the operator's prefix ----------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""The organization's secrets and recordings through the HTTP API on the embedded stack (issue 9 scope 1, 2).
+"""The organization's secrets and recordings through the HTTP API on the embedded stack (issue 9
+scope 1, 2).
 
 Attacks and what they now get:
 - read a secret's value back through any route: no route returns it (every route walked);
@@ -321,7 +322,8 @@ def test_a_recording_deleted_is_gone_for_good(api: Api, stack, container):
     versions = s3.list_object_versions(Bucket=names.RESULTS_BUCKET, Prefix=f"{api.org_id}/")
     assert versions.get("Versions", []) == [] and versions.get("DeleteMarkers", []) == []
     assert container.recordings.load(api.org_id, "gsm") is None
-    # A run that names it now has nothing to replay: the case fails, nothing is answered from a cache.
+    # A run that names it now has nothing to replay: the case fails, nothing is answered from a
+    # cache.
     again = api.start(agent, ds)
     assert api.wait(again["run_id"])["status"] == "completed"
     outcome = api.ok("GET", f"/api/v1/eval-runs/{again['run_id']}")["outcome"]

@@ -32,7 +32,8 @@ def no_cached_versions(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def grader(c: FakeContainer) -> FakeContainer:
-    """An organization with the `grader` profile (an OpenAI-compatible endpoint, priced) and a judge."""
+    """An organization with the `grader` profile (an OpenAI-compatible endpoint, priced) and a
+    judge."""
     model_profiles.create(
         c,
         ACME,

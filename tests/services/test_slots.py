@@ -98,7 +98,8 @@ def test_a_run_waiting_for_a_slot_gets_the_one_released(c: FakeContainer, wired:
     assert _sent(c) == [("rA", "c1")]  # the organization's one slot
     assert c.runs.get_for_org("acme", "rB").status == RunStatus.QUEUED
     assert c.orgs.get("acme").waiting == ["rA", "rB"]
-    # rA's first case passes its slot to rA's second case; rA's second case has nothing to pass it to.
+    # rA's first case passes its slot to rA's second case; rA's second case has nothing to pass it
+    # to.
     run_case.record(
         c, c.runs.get_for_org("acme", "rA"), Task("candidate", "c1", 1), PASSED, pause=no_pause
     )

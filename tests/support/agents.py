@@ -1,5 +1,6 @@
-"""Agents of the e2e tests, asked through the `python` runtime: they live under `tests.support`, a module
-prefix the embedded stack's operator allows (`ASSAY_PYTHON_AGENT_MODULES`), like `bench.agents`."""
+"""Agents of the e2e tests, asked through the `python` runtime: they live under `tests.support`, a
+module prefix the embedded stack's operator allows (`ASSAY_PYTHON_AGENT_MODULES`), like
+`bench.agents`."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ _gates_lock = threading.Lock()
 
 
 def gate(name: str) -> threading.Event:
-    """The gate `gated` agents of `options["gate"] == name` wait on; `.set()` it to let them answer."""
+    """The gate `gated` agents of `options["gate"] == name` wait on; `.set()` it to let them
+    answer."""
     with _gates_lock:
         return _gates.setdefault(name, threading.Event())
 

@@ -1,7 +1,8 @@
-"""Helpers of the whole-stack tests: an HTTP client per organization, agent specs, case lists, waiting.
+"""Helpers of the whole-stack tests: an HTTP client per organization, agent specs, case lists,
+waiting.
 
-The fixtures that build on them (`stack`, `api`, `new_api`, ...) live in `tests/conftest.py`, so the e2e and
-security tests share one embedded stack per session."""
+The fixtures that build on them (`stack`, `api`, `new_api`, ...) live in `tests/conftest.py`, so the
+e2e and security tests share one embedded stack per session."""
 
 from __future__ import annotations
 
@@ -87,7 +88,8 @@ def sleepy_spec(
 
 
 def wait_for(check: Callable[[], Any], timeout_s: float = 60.0, every_s: float = 0.05) -> Any:
-    """Call `check` until it returns something truthy (returned), failing the test after `timeout_s`."""
+    """Call `check` until it returns something truthy (returned), failing the test after
+    `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while True:
         value = check()

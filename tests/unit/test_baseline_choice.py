@@ -1,4 +1,5 @@
-"""Choosing a baseline from earlier arms (seed 004 "Comparing with a baseline"), hand-built records."""
+"""Choosing a baseline from earlier arms (seed 004 "Comparing with a baseline"), hand-built
+records."""
 
 from __future__ import annotations
 

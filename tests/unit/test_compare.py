@@ -1,5 +1,5 @@
-"""Comparison rules with hand-computed values (seed 004 "Comparing with a baseline" through "Two axes,
-quality first", and the per-tag summaries of "Results")."""
+"""Comparison rules with hand-computed values (seed 004 "Comparing with a baseline" through "Two
+axes, quality first", and the per-tag summaries of "Results")."""
 
 from __future__ import annotations
 
@@ -476,8 +476,9 @@ def test_a_deterministic_regression_of_six_cases_is_worse_and_names_those_six():
 def flaky_against_itself(seed: int, cases: int = 40, reruns: int = 2):
     """An agent that changed nothing and passes each try with probability one half, on both sides.
 
-    Each case draws the baseline's tries 1..3, then the candidate's 1..3, from `random.Random(seed)`;
-    only a case whose first answers flipped keeps its reruns, as a run would ask only those again.
+    Each case draws the baseline's tries 1..3, then the candidate's 1..3, from
+    `random.Random(seed)`; only a case whose first answers flipped keeps its reruns, as a run would
+    ask only those again.
     """
     rng = random.Random(seed)
     candidate, baseline = {}, {}
@@ -506,7 +507,7 @@ def test_a_flaky_agent_against_itself_flips_often_and_confirms_about_one_flip_in
     assert (result.overall, result.p_value) == (None, 1.0)
 
 
-def test_over_two_hundred_seeds_a_flaky_agent_confirms_a_sixteenth_of_its_flips_and_never_an_overall():
+def test_over_200_seeds_a_flaky_agent_confirms_a_sixteenth_of_its_flips_and_never_an_overall():
     results = [flaky_against_itself(seed) for seed in range(200)]
     flips = sum(len(r.flips) for r in results)
     held = sum(r.confirmed_regressions + r.confirmed_fixes for r in results)

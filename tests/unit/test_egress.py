@@ -1,5 +1,5 @@
-"""Egress (DESIGN §8 "Trust boundary"): which addresses an agent's or judge's URL may reach, checked at
-save, after DNS resolution and on every redirect hop, before any connection.
+"""Egress (DESIGN §8 "Trust boundary"): which addresses an agent's or judge's URL may reach, checked
+at save, after DNS resolution and on every redirect hop, before any connection.
 
 No test here opens a socket: names resolve through a stub resolver, and the transport's client is an
 `httpx.MockTransport` that records what would have been sent.
@@ -303,11 +303,12 @@ def test_a_name_that_does_not_resolve_when_asked_is_a_provider_error() -> None:
     assert info.value.status is None
 
 
-# --- the transport: connect to the checked address, follow redirects hop by hop --------------------
+# --- the transport: connect to the checked address, follow redirects hop by hop -------------------
 
 
 class Recorder:
-    """An `httpx.MockTransport` handler: scripted replies by (host header, path); records every request."""
+    """An `httpx.MockTransport` handler: scripted replies by (host header, path); records every
+    request."""
 
     def __init__(self, replies: dict[tuple[str, str], httpx.Response]) -> None:
         self.replies, self.sent = replies, []

@@ -243,7 +243,8 @@ def test_lambda_runtime_is_python_312():
 
 @pytest.mark.parametrize("stage", _stages())
 def test_sqs_handlers_finish_within_their_queue_visibility(stage):
-    """AWS refuses an SQS event source whose queue is visible again before the function times out."""
+    """AWS refuses an SQS event source whose queue is visible again before the function times
+    out."""
     from app import app
 
     visibility = {
@@ -403,7 +404,8 @@ def test_policy_never_allows_scan_nor_other_tables():
 
 
 def _boto3_actions(path: Path, service: str) -> set[str]:
-    """`client.send_message_batch(` -> `sqs:SendMessage` (a batch needs its single call's action)."""
+    """`client.send_message_batch(` -> `sqs:SendMessage` (a batch needs its single call's
+    action)."""
     special = {"invoke": "InvokeFunction"}
     out = set()
     for method in re.findall(r"client\.([a-z_]+)\(", path.read_text()):

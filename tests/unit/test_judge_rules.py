@@ -1,6 +1,7 @@
-"""The model judge's pure rules (seed 004 "Results", "A different judge invalidates the comparison"):
-its spec, rubric fingerprint, criteria scoping, prompt, reply parsing, majority and invalidity rules,
-and how the judge joins grading (`scorers.grade`/`combine`) and baseline choice (`baseline`).
+"""The model judge's pure rules (seed 004 "Results", "A different judge invalidates the
+comparison"): its spec, rubric fingerprint, criteria scoping, prompt, reply parsing, majority and
+invalidity rules, and how the judge joins grading (`scorers.grade`/`combine`) and baseline choice
+(`baseline`).
 
 Expected values are hand-computed literals.
 """
@@ -313,7 +314,7 @@ def test_fingerprint_key_of_a_sparse_fingerprint_reads_missing_parts_as_none():
     assert fingerprint_key({}) == "None@None|None|None|prompt None"
 
 
-# --- applicable criteria ---------------------------------------------------------------------------
+# --- applicable criteria --------------------------------------------------------------------------
 
 U = crit("u", "Polite")
 MATH = crit("m", "Shows working", ["math", "arith"])
@@ -347,7 +348,7 @@ def test_applicable_criteria_keep_the_spec_order():
     assert applicable_criteria(case(tags=["geo", "math"]), [GEO, U, MATH]) == [GEO, U, MATH]
 
 
-# --- messages --------------------------------------------------------------------------------------
+# --- messages -------------------------------------------------------------------------------------
 
 
 def test_system_prompt_carries_the_scale_and_the_instructions():
@@ -387,8 +388,8 @@ def test_user_message_lists_question_reference_answer_and_the_given_criteria_onl
 def test_user_message_says_none_given_without_a_reference():
     _, user = messages(spec(U), case(input="Q?"), "A.", [U])
     assert (
-        user
-        == "QUESTION:\nQ?\n\nREFERENCE ANSWER:\n(none given)\n\nANSWER:\nA.\n\nCRITERIA:\n- u: Polite"
+        user == "QUESTION:\nQ?\n\nREFERENCE ANSWER:\n(none given)\n\nANSWER:\nA.\n\n"
+        "CRITERIA:\n- u: Polite"
     )
 
 
@@ -397,7 +398,7 @@ def test_an_empty_reference_is_not_none_given():
     assert "REFERENCE ANSWER:\n\n\nANSWER:" in user
 
 
-# --- parse_reply -------------------------------------------------------------------------------------
+# --- parse_reply ----------------------------------------------------------------------------------
 
 
 def test_plain_json_reply_passing_every_criterion():
@@ -548,7 +549,10 @@ def test_a_malformed_grade_of_a_criterion_not_asked_is_ignored():
 
 
 def test_braces_in_prose_around_the_grades_do_not_hide_them():
-    text = 'Sure: {"grades": [{"criterion_id": "a", "score": 5}, {"criterion_id": "b", "score": 4}]} (note: {x})'
+    text = (
+        'Sure: {"grades": [{"criterion_id": "a", "score": 5}, {"criterion_id": "b", "score": '
+        "4}]} (note: {x})"
+    )
     assert parse_reply(text, TWO, TWO.criteria, FP).passed is True
     with pytest.raises(JudgeReplyError, match="no JSON object with"):
         parse_reply('{"verdict": "fine"}  {"x": 1}', TWO, TWO.criteria, FP)
@@ -566,7 +570,7 @@ def test_rubric_hash_ignores_edits_that_do_not_change_the_grading():
     )
 
 
-# --- not_graded and score_judge_key ----------------------------------------------------------------
+# --- not_graded and score_judge_key ---------------------------------------------------------------
 
 
 def test_not_graded_decides_nothing_and_keeps_the_fingerprint():
@@ -605,7 +609,7 @@ def test_score_judge_key_is_none_without_a_judge_or_fingerprint():
     assert score_judge_key([{"scorer": "judge", "passed": True, "fingerprint": {}}]) is None
 
 
-# --- majority_judge --------------------------------------------------------------------------------
+# --- majority_judge -------------------------------------------------------------------------------
 
 
 def key_of(t: tuple[int, str | None]) -> str | None:
@@ -644,7 +648,7 @@ def test_a_single_judge_leaves_the_tries_unchanged():
     assert majority_judge([], key_of) == []
 
 
-# --- invalid_reason --------------------------------------------------------------------------------
+# --- invalid_reason -------------------------------------------------------------------------------
 
 K1, K2 = "j1@1|m|aaaa|prompt 1", "j1@2|m|bbbb|prompt 1"
 
@@ -656,8 +660,8 @@ def test_the_same_judge_on_both_sides_is_valid():
 
 def test_different_single_judges_invalidate_naming_both():
     assert invalid_reason([K1], [K2]) == (
-        "the sides were graded by different judges (j1@1|m|aaaa|prompt 1 against j1@2|m|bbbb|prompt 1): "
-        "a flip would say something about the grading, not the agent"
+        "the sides were graded by different judges (j1@1|m|aaaa|prompt 1 against "
+        "j1@2|m|bbbb|prompt 1): a flip would say something about the grading, not the agent"
     )
 
 
@@ -678,7 +682,7 @@ def test_invalid_reason_accepts_one_shot_iterables():
     assert invalid_reason(iter([K1]), iter([K1])) is None
 
 
-# --- JudgeScorer and grade(judge=...) --------------------------------------------------------------
+# --- JudgeScorer and grade(judge=...) -------------------------------------------------------------
 
 JUDGE_SETTINGS = {"judge_id": "j1", "version": 2}
 
@@ -944,7 +948,7 @@ def test_a_judge_check_on_a_case_is_refused():
     assert err.value.field == "checks[0].scorer"
 
 
-# --- baseline choice and the judge -----------------------------------------------------------------
+# --- baseline choice and the judge ----------------------------------------------------------------
 
 HOUR = 3_600_000
 NOW = 100 * HOUR

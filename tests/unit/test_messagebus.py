@@ -16,7 +16,8 @@ from chalicelib.services import event_handlers, messagebus
 
 @pytest.fixture
 def bus() -> Iterator[None]:
-    """A test's own wiring, and the process's wiring back afterwards (the embedded stack shares it)."""
+    """A test's own wiring, and the process's wiring back afterwards (the embedded stack shares
+    it)."""
     yield
     event_handlers.wire()
 

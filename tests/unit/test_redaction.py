@@ -1,4 +1,5 @@
-"""Recognized secrets are replaced with `[REDACTED:<kind>]` wherever they sit; nothing else is touched.
+"""Recognized secrets are replaced with `[REDACTED:<kind>]` wherever they sit; nothing else is
+touched.
 
 Every secret here is hand-written: it has the shape of a real one and belongs to nobody.
 """
@@ -24,7 +25,8 @@ JWT = (
     "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
 )
 PRIVATE_KEY = (
-    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\n"
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    "MIIEowIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\n"
     "aFDrBz9vFqU4yTjVlD1UsoFBOjKdG2oB3j0j5rGzMZqzFmi0XyMOnD==\n-----END RSA PRIVATE KEY-----"
 )
 
@@ -37,7 +39,9 @@ TOKENS = {
     "anthropic_key": "sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa-_AbCdEf",
     "github_token": "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
     "github_token (gho)": "gho_Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2",
-    "github_token (fine-grained)": "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOP",
+    "github_token (fine-grained)": (
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOP"
+    ),
     "google_api_key": "AIzaSyA1234567890abcdefghijklmnopqrstuv",
     "slack_token": "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
     "slack_webhook": "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
@@ -83,7 +87,8 @@ def test_every_kind_of_token_is_replaced_whole_in_any_context(name, context):
         ),
         (
             f'{{"SecretAccessKey": "{AWS_SECRET}", "AccessKeyId": "ASIAY34FZKBOKMUTVV7A"}}',
-            '{"SecretAccessKey": "[REDACTED:aws_secret_key]", "AccessKeyId": "[REDACTED:aws_access_key]"}',
+            '{"SecretAccessKey": "[REDACTED:aws_secret_key]", "AccessKeyId": '
+            '"[REDACTED:aws_access_key]"}',
         ),
         (f"aws_secret = '{AWS_SECRET}'", "aws_secret = '[REDACTED:aws_secret_key]'"),
         (
@@ -139,7 +144,8 @@ def test_secrets_inside_json_text_are_found_and_the_json_stays_valid():
     [
         "123e4567-e89b-12d3-a456-426614174000",
         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-        "The answer is 42. Ask-me-anything about the weather; the task-management-dashboard-v2 works.",
+        "The answer is 42. Ask-me-anything about the weather; the task-management-dashboard-v2 "
+        "works.",
         "desk-organizer-supplies-for-the-home-office-2024 and a risk-assessment-framework-document",
         "sk-short",
         "mask-ABCDEFGHIJKLMNOPQRSTUVWXYZ1234",
@@ -148,8 +154,10 @@ def test_secrets_inside_json_text_are_found_and_the_json_stays_valid():
         "bearer bonds-are-financial-instruments",
         "Version 1.2.3, see https://example.com/a?b=c#frag and mail user@example.com",
         "AKIA is the prefix of an access key id; eyJ is how JSON starts in base64",
-        "git commit 3f786850e387550fdab836ed7e6dc881de23001b; run_0123456789abcdef; ds_a1b2c3d4e5f6",
-        "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May.",
+        "git commit 3f786850e387550fdab836ed7e6dc881de23001b; run_0123456789abcdef; "
+        "ds_a1b2c3d4e5f6",
+        "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in "
+        "May.",
     ],
 )
 def test_ordinary_text_ids_and_hashes_stay_as_they_are(text):
@@ -182,7 +190,10 @@ def test_the_organization_s_own_secret_values_are_replaced_wherever_they_appear(
 
 
 def test_redacting_is_idempotent_and_leaves_non_strings_alone():
-    text = f"AKIAIOSFODNN7EXAMPLE aws_secret_access_key={AWS_SECRET} Bearer abc123def456ghi789jkl {JWT}"
+    text = (
+        f"AKIAIOSFODNN7EXAMPLE aws_secret_access_key={AWS_SECRET} Bearer abc123def456ghi789jkl "
+        f"{JWT}"
+    )
     once = redact(text)
     assert redact(once) == once
     assert redact_value(

@@ -1,5 +1,5 @@
-"""The `lambda` runtime with a stub boto3 client (moto's Lambda needs Docker); only plain function names
-under the operator's prefix are invoked."""
+"""The `lambda` runtime with a stub boto3 client (moto's Lambda needs Docker); only plain function
+names under the operator's prefix are invoked."""
 
 from __future__ import annotations
 
@@ -193,7 +193,8 @@ def test_validate(spec: dict, field: str) -> None:
     [
         "my-agent",  # not under the prefix
         "assay-agent",  # the prefix without its dash
-        "arn:aws:lambda:us-east-1:123456789012:function:assay-agent-x",  # an ARN, even under the prefix
+        # an ARN, even under the prefix
+        "arn:aws:lambda:us-east-1:123456789012:function:assay-agent-x",
         "123456789012:function:assay-agent-x",  # a partial ARN (another account)
         "arn:aws:lambda:eu-west-1:999999999999:function:assay-agent-x:live",
         "assay-agent-x:live",  # a qualifier in the name

@@ -1,4 +1,5 @@
-"""The `python` runtime: entrypoints written to a temporary module, allowed by the operator's prefixes."""
+"""The `python` runtime: entrypoints written to a temporary module, allowed by the operator's
+prefixes."""
 
 from __future__ import annotations
 

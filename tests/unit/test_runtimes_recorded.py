@@ -1,5 +1,5 @@
-"""The `recorded` runtime: replay by case id and input from an organization's recording (read through
-the `AskContext`) or inline answers, divergence, latency; a path is never opened."""
+"""The `recorded` runtime: replay by case id and input from an organization's recording (read
+through the `AskContext`) or inline answers, divergence, latency; a path is never opened."""
 
 from __future__ import annotations
 
@@ -48,7 +48,8 @@ UPLOADED = {
 
 
 class Uploads:
-    """The organization's recordings as `AskContext.recording` reads them; `asked` lists every id read."""
+    """The organization's recordings as `AskContext.recording` reads them; `asked` lists every id
+    read."""
 
     def __init__(self, recordings: dict[str, Recording]) -> None:
         self.recordings, self.asked = recordings, []

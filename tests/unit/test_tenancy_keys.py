@@ -137,7 +137,8 @@ def test_ids_without_separators_are_kept_as_given():
 
 @pytest.fixture(scope="module")
 def moto_tables() -> Iterator[tuple[MotoHandle, Any]]:
-    """moto's server with every table of assay; the models are pointed back where they were after."""
+    """moto's server with every table of assay; the models are pointed back where they were
+    after."""
     saved = {
         m: (m.Meta.table_name, getattr(m.Meta, "host", None), m.Meta.region)
         for m in tables.ALL_MODELS

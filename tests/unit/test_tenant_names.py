@@ -67,7 +67,10 @@ def test_the_policy_pattern_covers_every_secret_of_the_stack_and_no_other():
     pattern = secret_arn_pattern("assay-")
     assert pattern == "arn:*:secretsmanager:*:*:secret:assay/*"
     # Secrets Manager appends "-" and six random characters to a secret's ARN.
-    own = f"arn:aws:secretsmanager:us-east-1:123456789012:secret:{names.secret_name('assay-', 'org_a', 'openai')}-AbC123"
+    own = (
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:"
+        f"{names.secret_name('assay-', 'org_a', 'openai')}-AbC123"
+    )
     assert fnmatch.fnmatchcase(own, pattern)
     for other in (
         "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbC123",

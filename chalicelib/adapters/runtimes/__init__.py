@@ -80,7 +80,8 @@ class RuntimeRegistry(dict[RuntimeKind, AgentRuntime]):
         validate_spec(spec, self)
 
     def validate_profile_settings(self, settings: Any) -> dict[str, Any]:
-        """Check a model profile's settings (see the module function `validate_profile_settings`)."""
+        """Check a model profile's settings (see the module function
+        `validate_profile_settings`)."""
         return validate_profile_settings(settings, self)
 
 
@@ -193,8 +194,8 @@ def validate_profile_settings(
     for key in settings:
         if key not in PROFILE_SETTING_KEYS:
             raise InvalidInputError(
-                f"settings.{key} is not accepted: a model profile's settings hold only connection keys "
-                f"({', '.join(PROFILE_SETTING_KEYS)})",
+                f"settings.{key} is not accepted: a model profile's settings hold only connection "
+                f"keys ({', '.join(PROFILE_SETTING_KEYS)})",
                 field=f"settings.{key}",
             )
     egress = getattr(runtimes.get(RuntimeKind.HTTP), "egress", None) or Egress()

@@ -95,7 +95,8 @@ SECRET_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 """A secret's name, as `PUT /api/v1/secrets/{name}` accepts it."""
 
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
-"""Headers whose value is a credential: never a literal in a spec, dropped on a cross-origin redirect."""
+"""Headers whose value is a credential: never a literal in a spec, dropped on a cross-origin
+redirect."""
 
 _SERVICE_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 _HEADER_NAME_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
@@ -215,26 +216,30 @@ def refuse_api_key_env(spec: Mapping[str, Any], prefix: str = "spec") -> None:
     if "api_key_env" in spec:
         field = f"{prefix}.api_key_env"
         raise InvalidInputError(
-            f"{field} is not accepted: credentials are the organization's secrets, not the service's "
-            'environment. Store the key with PUT /api/v1/secrets/{name} and write "api_key_secret": "<name>"',
+            f"{field} is not accepted: credentials are the organization's secrets, not the "
+            "service's environment. Store the key with PUT /api/v1/secrets/{name} and write "
+            '"api_key_secret": "<name>"',
             field=field,
         )
     if "api_key" in spec:  # a key written into a spec would be kept and shown with it
         field = f"{prefix}.api_key"
         raise InvalidInputError(
-            f"{field} is not accepted: a key is never written into a spec (it is stored and shown as "
-            'written). Store it with PUT /api/v1/secrets/{name} and write "api_key_secret": "<name>"',
+            f"{field} is not accepted: a key is never written into a spec (it is stored and shown "
+            'as written). Store it with PUT /api/v1/secrets/{name} and write "api_key_secret": '
+            '"<name>"',
             field=field,
         )
 
 
 def check_headers(value: Any, field: str) -> dict[str, str | dict[str, str]]:
-    """Return optional headers (`spec.headers`, `spec.extra_headers`, a profile's) after checking them.
+    """Return optional headers (`spec.headers`, `spec.extra_headers`, a profile's) after checking
+    them.
 
-    A value is a literal string or a secret reference ``{"secret": "<name>", "prefix"?: "Bearer "}``.
-    A literal that is a credential (an `Authorization`, `Proxy-Authorization` or `Cookie` value, or
-    text the redaction recognizes as a secret) is refused: it would be stored and shown with the
-    spec. `Host`, `Content-Length`, `Transfer-Encoding` and `Connection` are the service's own.
+    A value is a literal string or a secret reference
+    ``{"secret": "<name>", "prefix"?: "Bearer "}``. A literal that is a credential (an
+    `Authorization`, `Proxy-Authorization` or `Cookie` value, or text the redaction recognizes as a
+    secret) is refused: it would be stored and shown with the spec. `Host`, `Content-Length`,
+    `Transfer-Encoding` and `Connection` are the service's own.
 
     Raises:
         InvalidInputError: (field `field`) naming the header at fault.
@@ -261,7 +266,8 @@ def check_headers(value: Any, field: str) -> dict[str, str | dict[str, str]]:
             if name.lower() in CREDENTIAL_HEADERS or redact(raw) != raw:
                 raise InvalidInputError(
                     f"{field}.{name} holds a credential in plain text: store it as a secret "
-                    '(PUT /api/v1/secrets/{name}) and write {"secret": "<name>", "prefix"?: "Bearer "}',
+                    '(PUT /api/v1/secrets/{name}) and write {"secret": "<name>", "prefix"?: '
+                    '"Bearer "}',
                     field=field,
                 )
             out[name] = raw
@@ -330,7 +336,8 @@ def resolve_headers(
 
 
 def clip(text: str, limit: int = _ERROR_TEXT_LIMIT) -> str:
-    """`text` with recognized secrets redacted, then cut to `limit` characters (an ellipsis when cut).
+    """`text` with recognized secrets redacted, then cut to `limit` characters (an ellipsis when
+    cut).
 
     Redacting first matters: a secret straddling the cut would otherwise leave its start behind,
     too short for anything downstream to recognize (seed 004 "What a run keeps").

@@ -84,8 +84,8 @@ class LambdaRuntime:
         """Args:
         client_factory: builds the boto3 Lambda client on first `ask` (bootstrap passes one
             with the stack's endpoint and timeouts); default `boto3.client("lambda")`.
-        prefix: returns the allowed function-name prefix now (`Settings.assay_lambda_function_prefix`,
-            read at call time); default `DEFAULT_PREFIX`.
+        prefix: returns the allowed function-name prefix now
+            (`Settings.assay_lambda_function_prefix`, read at call time); default `DEFAULT_PREFIX`.
         """
         self._factory = client_factory or _default_client
         self._prefix = prefix or (lambda: DEFAULT_PREFIX)
@@ -100,7 +100,8 @@ class LambdaRuntime:
             return self._client
 
     def validate(self, spec: dict[str, Any]) -> None:
-        """Check `function_name` (a plain name under the operator's prefix) and optional `qualifier`.
+        """Check `function_name` (a plain name under the operator's prefix) and optional
+        `qualifier`.
 
         Raises:
             InvalidInputError: naming `spec.runtime` (no prefix configured), `spec.function_name`
@@ -109,22 +110,22 @@ class LambdaRuntime:
         prefix = self._prefix()
         if not prefix:
             raise InvalidInputError(
-                f"runtime lambda is not enabled on this service: the operator allows no functions ({PREFIX_SETTING} "
-                "is empty)",
+                "runtime lambda is not enabled on this service: the operator allows no functions "
+                f"({PREFIX_SETTING} is empty)",
                 field="spec.runtime",
                 setting=PREFIX_SETTING,
             )
         name = spec.get("function_name")
         if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
             raise InvalidInputError(
-                "spec.function_name must be a plain Lambda function name (letters, digits, '-', '_'; at most 64; "
-                "no ARN)",
+                "spec.function_name must be a plain Lambda function name (letters, digits, '-', "
+                "'_'; at most 64; no ARN)",
                 field="spec.function_name",
             )
         if not name.startswith(prefix):
             raise InvalidInputError(
-                f"spec.function_name must start with {prefix}: this service invokes only the functions under "
-                f"{PREFIX_SETTING}",
+                f"spec.function_name must start with {prefix}: this service invokes only the "
+                f"functions under {PREFIX_SETTING}",
                 field="spec.function_name",
                 setting=PREFIX_SETTING,
             )

@@ -53,8 +53,8 @@ MODULES_SETTING = "ASSAY_PYTHON_AGENT_MODULES"
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 _ENTRYPOINT_RE = re.compile(rf"^({_DOTTED}):([A-Za-z][A-Za-z0-9_]*)$")
 _SHAPE = (
-    "spec.entrypoint must be 'package.module:function': a module under the allowed prefixes and one "
-    "public function defined in it (no dots, no leading '_')"
+    "spec.entrypoint must be 'package.module:function': a module under the allowed prefixes and "
+    "one public function defined in it (no dots, no leading '_')"
 )
 
 
@@ -81,8 +81,8 @@ def resolve_entrypoint(entrypoint: Any, prefixes: Sequence[str]) -> Callable[...
     """
     if not prefixes:
         raise InvalidInputError(
-            f"runtime python is not enabled on this service: the operator allows no modules ({MODULES_SETTING} "
-            "is empty)",
+            "runtime python is not enabled on this service: the operator allows no modules "
+            f"({MODULES_SETTING} is empty)",
             field="spec.runtime",
             setting=MODULES_SETTING,
         )
@@ -92,8 +92,8 @@ def resolve_entrypoint(entrypoint: Any, prefixes: Sequence[str]) -> Callable[...
     module_name, name = match.groups()
     if not module_allowed(module_name, prefixes):
         raise InvalidInputError(
-            f"spec.entrypoint: {module_name} is not under the modules this service runs agents from "
-            f"({MODULES_SETTING}: {', '.join(prefixes)})",
+            f"spec.entrypoint: {module_name} is not under the modules this service runs agents "
+            f"from ({MODULES_SETTING}: {', '.join(prefixes)})",
             field="spec.entrypoint",
             setting=MODULES_SETTING,
         )

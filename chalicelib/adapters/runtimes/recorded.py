@@ -24,10 +24,11 @@ lacks raises `DivergentCallError` (the attempt fails with `crash: true`). Calls 
 status are `replayed`.
 
 Recordings are the organization's data (DESIGN §8 "Trust boundary"): uploaded with
-`POST /api/v1/recordings` (parsed there with `domain.recordings.parse_jsonl`, kept under the organization's prefix)
-and read when asked through `AskContext.recording`; never a path, so nothing here reads a file.
-A spec naming a `recording` (a path) is refused the same way whatever the path, and a
-`recording_id` the organization lacks fails the attempt when asked ("recording <id> not found").
+`POST /api/v1/recordings` (parsed there with `domain.recordings.parse_jsonl`, kept under the
+organization's prefix) and read when asked through `AskContext.recording`; never a path, so nothing
+here reads a file. A spec naming a `recording` (a path) is refused the same way whatever the path,
+and a `recording_id` the organization lacks fails the attempt when asked ("recording <id> not
+found").
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ from chalicelib.errors import (
 from chalicelib.services.ports import AskContext
 
 _UPLOAD_IT = (
-    "spec.recording (a path) is not accepted: upload it with POST /api/v1/recordings and name it by "
-    "recording_id"
+    "spec.recording (a path) is not accepted: upload it with POST /api/v1/recordings and name it "
+    "by recording_id"
 )
 
 
@@ -150,7 +151,8 @@ def _source(spec: dict[str, Any]) -> Recording | None:
     if has_id:
         if not is_valid_name(spec["recording_id"]):
             raise InvalidInputError(
-                "spec.recording_id must name an uploaded recording (letters, digits, '_', '.', '-'; at most 64)",
+                "spec.recording_id must name an uploaded recording (letters, digits, '_', '.', "
+                "'-'; at most 64)",
                 field="spec.recording_id",
             )
         return None

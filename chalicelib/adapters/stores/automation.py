@@ -45,7 +45,8 @@ from chalicelib.retrying import TRIES, Changed, jitter
 
 
 class EnvironmentStore:
-    """Environments of an organization and the versions they serve (port `ports.catalog.Environments`)."""
+    """Environments of an organization and the versions they serve (port
+    `ports.catalog.Environments`)."""
 
     def create(self, environment: Environment) -> None:
         """Raises ConflictError when the id is taken in the organization."""

@@ -1,4 +1,5 @@
-"""What every store shares: telling a failed condition from any other failure, new items, transactions."""
+"""What every store shares: telling a failed condition from any other failure, new items,
+transactions."""
 
 from __future__ import annotations
 
@@ -117,7 +118,8 @@ class Transactions:
         return TransactWrite(connection=self._conn())
 
     def batch_get(self, request_items: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-        """One `BatchGetItem` over several tables (retrying unprocessed keys); raw items per table."""
+        """One `BatchGetItem` over several tables (retrying unprocessed keys); raw items per
+        table."""
         found: dict[str, list[dict[str, Any]]] = {name: [] for name in request_items}
         pending = request_items
         for _ in range(10):
@@ -175,14 +177,16 @@ def record_of(
 
 
 def row_of(record: Any, row_cls: type[M], **keys: Any) -> M:
-    """A row holding `record`'s fields, plus the storage keys `keys` (e.g. `agent_key=org_key(...)`)."""
+    """A row holding `record`'s fields, plus the storage keys `keys` (e.g.
+    `agent_key=org_key(...)`)."""
     return row_cls(**keys, **{name: getattr(record, name) for name in _names(type(record))})
 
 
 def changes(
     row_cls: type[Model], before: Any, after: Any, *, fixed: Sequence[str] = ()
 ) -> list[Action]:
-    """The update actions that turn the stored `before` into `after` (a field set to None is removed).
+    """The update actions that turn the stored `before` into `after` (a field set to None is
+    removed).
 
     Raises:
         ValueError: `after` changes a key field named in `fixed` (a bug: keys never change).

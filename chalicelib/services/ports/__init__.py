@@ -30,8 +30,8 @@ class AskContext:
 
     Attributes:
         org_id: the organization whose agent or judge is asked.
-        secret: the value of one of the organization's secrets by name (e.g. "openai"), None when the
-            organization has no secret of that name.
+        secret: the value of one of the organization's secrets by name (e.g. "openai"), None when
+            the organization has no secret of that name.
         recording: one of the organization's uploaded recordings by id, parsed, None when absent.
     """
 
@@ -63,7 +63,8 @@ class AgentRuntime(Protocol):
 
 
 class Runtimes(Protocol):
-    """Every agent runtime, by kind, and the checks of what a tenant writes to run one (DESIGN §8)."""
+    """Every agent runtime, by kind, and the checks of what a tenant writes to run one (DESIGN
+    §8)."""
 
     def runtime_for(self, spec: Any) -> AgentRuntime:
         """The runtime `spec["runtime"]` names.
@@ -77,7 +78,8 @@ class Runtimes(Protocol):
         """Check a spec can run: its runtime, its prices, then the runtime's own fields.
 
         Raises:
-            InvalidInputError: naming the field at fault (`spec.runtime`, `spec.price...`, `spec.url`).
+            InvalidInputError: naming the field at fault (`spec.runtime`, `spec.price...`,
+                `spec.url`).
         """
 
     def validate_profile_settings(self, settings: Any) -> dict[str, Any]:

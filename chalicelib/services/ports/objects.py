@@ -42,7 +42,8 @@ class Secrets(Protocol):
     """The organizations' secrets by name; values are written and used, never shown (issue 9)."""
 
     def put(self, org_id: str, name: str, value: str) -> str:
-        """Keep a secret's value (creating or replacing it); returns when it changed (ISO-8601 `Z`)."""
+        """Keep a secret's value (creating or replacing it); returns when it changed (ISO-8601
+        `Z`)."""
 
     def delete(self, org_id: str, name: str) -> None:
         """Forget a secret. Raises NotFoundError when the organization has none of that name."""
@@ -66,7 +67,8 @@ class Recordings(Protocol):
     def put(
         self, org_id: str, recording_id: str, content: str, *, lines: int, uploaded_by: str
     ) -> tuple[RecordingMeta, bool]:
-        """Keep a recording once: `(meta, True)` created, `(meta, False)` the same content was there.
+        """Keep a recording once: `(meta, True)` created, `(meta, False)` the same content was
+        there.
 
         Raises:
             ConflictError: the id holds other content (recordings are immutable).

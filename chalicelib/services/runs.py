@@ -8,7 +8,7 @@ import binascii
 import json
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.bootstrap import Container
@@ -384,14 +384,6 @@ def read_run(c: Container, who: Identity, run_id: str, *, with_results: bool = T
         finalize.ungraded_score_ids(run, attempts),
         sorted(attempts, key=lambda r: r.attempt_key) if with_results else None,
     )
-
-
-def full_answer(c: Container, attempt: Attempt) -> Attempt:
-    """The attempt with its whole answer: a long one is kept in the bucket (`answer_ref`) and
-    only its start on the attempt."""
-    if not attempt.answer_ref:
-        return attempt
-    return replace(attempt, answer=c.bucket.get_text(attempt.answer_ref))
 
 
 def cancel_run(c: Container, who: Identity, run_id: str) -> Run:

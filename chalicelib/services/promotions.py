@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 
 from chalicelib.bootstrap import Container
@@ -22,9 +23,29 @@ from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Promotion, Suite
 from chalicelib.domain.suite_rules import SuiteResult
 from chalicelib.errors import ConflictError, NotFoundError
+from chalicelib.retrying import Changed, change
 from chalicelib.services import environments, suites
 
 log = logging.getLogger(__name__)
+
+
+def _change_promotion(
+    c: Container,
+    org_id: str,
+    agent_id: str,
+    promotion_id: str,
+    decide: Callable[[Promotion], Promotion | None],
+) -> Changed[Promotion] | None:
+    """`retrying.change` of one promotion, `Promotions.decide` as the write (it holds only while
+    the promotion waits with the guards as read). Returns None when the promotion does not exist;
+    raises ConflictError after 20 lost writes."""
+    return change(
+        lambda: c.promotions.get(org_id, agent_id, promotion_id),
+        decide,
+        c.promotions.decide,
+        conflict=f"promotion {promotion_id} keeps changing: try again",
+        field="promotion_id",
+    )
 
 
 def guards_of(c: Container, org_id: str, agent_id: str, environment_id: str) -> list[Suite]:
@@ -186,7 +207,8 @@ def on_gate_decided(c: Container, event: GateDecided) -> None:
     all passed. A promotion that keeps changing under it (20 lost writes) is left to its other
     guards and logged."""
     try:
-        changed = c.promotions.change(
+        changed = _change_promotion(
+            c,
             event.org_id,
             event.agent_id,
             event.promotion_id,
@@ -219,7 +241,7 @@ def refuse(c: Container, org_id: str, agent_id: str, promotion_id: str, reason: 
         return _decided(c, promotion, PromotionStatus.REFUSED, reason)
 
     try:
-        changed = c.promotions.change(org_id, agent_id, promotion_id, decide)
+        changed = _change_promotion(c, org_id, agent_id, promotion_id, decide)
     except ConflictError:
         log.warning("promotion %s kept changing: not refused (%s)", promotion_id, reason)
         return

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -58,6 +59,7 @@ from chalicelib.errors import (
     NotFoundError,
     invalid_input,
 )
+from chalicelib.retrying import TRIES, Changed, change
 from chalicelib.services import (
     budgets,
     environments,
@@ -73,6 +75,31 @@ from chalicelib.services import datasets as dataset_service
 from chalicelib.services.planning import Plan
 
 log = logging.getLogger(__name__)
+
+
+def _change_suite(
+    c: Container,
+    org_id: str,
+    agent_id: str,
+    suite_id: str,
+    decide: Callable[[Suite], Suite | None],
+    *,
+    tries: int = TRIES,
+) -> Changed[Suite] | None:
+    """`retrying.change` of one suite: read it, `decide` (the suite as it should be, with a new
+    stamp; None when nothing changes), `replace` it as read, again while another writer wins.
+
+    Returns None when the suite does not exist. Raises ConflictError after `tries` lost writes.
+    """
+    return change(
+        lambda: c.suites.get(org_id, agent_id, suite_id),
+        decide,
+        c.suites.replace,
+        conflict=f"suite {suite_id} keeps changing: try again",
+        field="suite_id",
+        tries=tries,
+    )
+
 
 STARTING = "starting"
 """`active_run_id` while a run is being started; a start that died leaves it, and the tick clears
@@ -311,8 +338,8 @@ def update(
     """
     get(c, who, agent_id, suite_id)
     parsed = _parse(body, partial=True)
-    changed = c.suites.change(
-        who.org_id, agent_id, suite_id, lambda row: _updated(c, who, row, body, parsed), tries=10
+    changed = _change_suite(
+        c, who.org_id, agent_id, suite_id, lambda row: _updated(c, who, row, body, parsed), tries=10
     )
     if changed is None:
         raise NotFoundError(f"suite {suite_id} not found", field="suite_id")
@@ -397,7 +424,7 @@ def pause(c: Container, row: Suite, reason: str) -> None:
     def paused(suite: Suite) -> Suite:
         return _touch(c, suite, paused=True, paused_reason=reason, pending=[], due_at_ms=None)
 
-    changed = c.suites.change(row.org_id, row.agent_id, row.suite_id, paused, tries=10)
+    changed = _change_suite(c, row.org_id, row.agent_id, row.suite_id, paused, tries=10)
     if changed is None:
         return
     for gate in _waiting_gates(changed.before):
@@ -427,7 +454,8 @@ def set_paused(c: Container, who: Identity, agent_id: str, suite_id: str, paused
                 "resume it",
                 field="environment_id",
             ) from None
-        c.suites.change(
+        _change_suite(
+            c,
             who.org_id,
             agent_id,
             suite_id,
@@ -538,8 +566,8 @@ def trigger(
         "due_at_ms": now_ms + int(delay_s * 1000),
         "at": iso(c.clock.now()),
     }
-    changed = c.suites.change(
-        row.org_id, row.agent_id, row.suite_id, lambda s: _with_trigger(c, s, entry)
+    changed = _change_suite(
+        c, row.org_id, row.agent_id, row.suite_id, lambda s: _with_trigger(c, s, entry)
     )
     if changed is None or changed.before.paused:
         return False
@@ -577,8 +605,8 @@ def on_published(c: Container, org_id: str, agent_id: str, version: int) -> None
         if row.org_id != org_id or not (row.triggers or {}).get("on_publish") or row.paused:
             continue
         try:
-            changed = c.suites.change(
-                org_id, agent_id, row.suite_id, lambda s: _seen(c, s, version), tries=50
+            changed = _change_suite(
+                c, org_id, agent_id, row.suite_id, lambda s: _seen(c, s, version), tries=50
             )
             if changed is not None and changed.written:
                 trigger(
@@ -763,7 +791,7 @@ def _claim_due(
     suite as claimed and the trigger; None when nothing was claimed (a suite that keeps changing is
     left to the next tick: it is still in the due index)."""
     try:
-        changed = c.suites.change(org_id, agent_id, suite_id, lambda s: _claimed(c, s))
+        changed = _change_suite(c, org_id, agent_id, suite_id, lambda s: _claimed(c, s))
     except ConflictError:
         log.warning("suite %s kept changing: its due trigger is left to the next tick", suite_id)
         return None
@@ -842,8 +870,8 @@ def _start(c: Container, row: Suite, entry: dict[str, Any]) -> str | None:
         _release(c, row, STARTING)
         return None
     try:
-        c.suites.change(
-            row.org_id, row.agent_id, row.suite_id, lambda s: _named_run(c, s, entry, run.run_id)
+        _change_suite(
+            c, row.org_id, row.agent_id, row.suite_id, lambda s: _named_run(c, s, entry, run.run_id)
         )
     except ConflictError:  # the run goes on; its end still finds the suite by the run's settings
         log.warning(
@@ -875,7 +903,7 @@ def _release(c: Container, row: Suite, active: str) -> None:
         return _touch(c, suite, active_run_id=None, active_trigger=None)
 
     try:
-        c.suites.change(row.org_id, row.agent_id, row.suite_id, released)
+        _change_suite(c, row.org_id, row.agent_id, row.suite_id, released)
     except ConflictError:
         log.warning("suite %s kept changing: its claim %s was not given up", row.suite_id, active)
 
@@ -1044,8 +1072,8 @@ def _record(
         return
     bad = decision.result.bad
     try:
-        changed = c.suites.change(
-            row.org_id, row.agent_id, row.suite_id, lambda s: _told(c, s, version, result, bad)
+        changed = _change_suite(
+            c, row.org_id, row.agent_id, row.suite_id, lambda s: _told(c, s, version, result, bad)
         )
         # As read before the write (or as the caller read it, when the suite is gone).
         told = changed.before if changed is not None else row

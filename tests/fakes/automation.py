@@ -13,15 +13,9 @@ from collections.abc import Callable
 from dataclasses import fields, replace
 from typing import Any
 
-from chalicelib import retrying
 from chalicelib.domain.enums import PromotionStatus
 from chalicelib.domain.records import Notification, Promotion, Suite, SuiteResultEntry
 from chalicelib.errors import ConflictError
-from chalicelib.retrying import TRIES, Changed
-
-
-def _no_pause() -> None:
-    """Tests never sleep: a lost write is decided again at once."""
 
 
 def _check_keys(before: Any, after: Any, keys: tuple[str, ...]) -> None:
@@ -89,26 +83,6 @@ class FakeSuites:
             return False
         self.kept[key] = replace(stored, **_changed_fields(before, after))
         return True
-
-    def change(
-        self,
-        org_id: str,
-        agent_id: str,
-        suite_id: str,
-        decide: Callable[[Suite], Suite | None],
-        *,
-        tries: int = TRIES,
-        pause: Callable[[], None] = _no_pause,
-    ) -> Changed[Suite] | None:
-        return retrying.change(
-            lambda: self.get(org_id, agent_id, suite_id),
-            decide,
-            self.replace,
-            conflict=f"suite {suite_id} keeps changing: try again",
-            field="suite_id",
-            tries=tries,
-            pause=_no_pause,
-        )
 
     def delete(self, org_id: str, agent_id: str, suite_id: str) -> None:
         self.kept.pop((org_id, agent_id, suite_id), None)
@@ -203,26 +177,6 @@ class FakePromotions:
             return False
         self.kept[key] = replace(stored, **_changed_fields(before, after))
         return True
-
-    def change(
-        self,
-        org_id: str,
-        agent_id: str,
-        promotion_id: str,
-        decide: Callable[[Promotion], Promotion | None],
-        *,
-        tries: int = TRIES,
-        pause: Callable[[], None] = _no_pause,
-    ) -> Changed[Promotion] | None:
-        return retrying.change(
-            lambda: self.get(org_id, agent_id, promotion_id),
-            decide,
-            self.decide,
-            conflict=f"promotion {promotion_id} keeps changing: try again",
-            field="promotion_id",
-            tries=tries,
-            pause=_no_pause,
-        )
 
 
 class FakeNotifications:

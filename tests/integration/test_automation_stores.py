@@ -11,6 +11,7 @@ import boto3
 import pytest
 
 from assay_local.motoserver import MotoHandle
+from chalicelib import retrying
 from chalicelib.adapters import stores, tables
 from chalicelib.domain.records import Notification, Promotion, Suite
 from chalicelib.errors import ConflictError
@@ -120,10 +121,20 @@ def test_change_decides_again_after_a_write_it_lost(ddb):
             assert suites.replace(s, replace(s, pending=["theirs"], updated_at=f"{T0}#other"))
         return replace(s, pending=[*s.pending, "mine"], updated_at=f"{T0}#{len(seen) + 1}")
 
-    changed = suites.change("acme", "a", "s1", add_one, pause=lambda: None)
+    def change(suite_id: str):
+        return retrying.change(
+            lambda: suites.get("acme", "a", suite_id),
+            add_one,
+            suites.replace,
+            conflict="keeps changing",
+            field="suite_id",
+            pause=lambda: None,
+        )
+
+    changed = change("s1")
     assert seen == [[], ["theirs"]] and changed.after.pending == ["theirs", "mine"]
     assert suites.get("acme", "a", "s1").pending == ["theirs", "mine"]
-    assert suites.change("acme", "a", "gone", add_one) is None
+    assert change("gone") is None
 
 
 def test_a_promotion_holds_its_environment_and_is_decided_once(ddb):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from pynamodb.exceptions import (
     DeleteError,
     DoesNotExist,
@@ -11,7 +9,6 @@ from pynamodb.exceptions import (
     TransactWriteError,
 )
 
-from chalicelib import retrying
 from chalicelib.adapters.stores.base import (
     TX,
     changes,
@@ -39,7 +36,6 @@ from chalicelib.domain.records import (
     SuiteResultEntry,
 )
 from chalicelib.errors import NotFoundError
-from chalicelib.retrying import TRIES, Changed, jitter
 
 # --- environments, suites, promotions, notifications -----------------------------------------
 
@@ -158,26 +154,6 @@ class SuiteStore:
                 actions.append(flag.remove() if flags[name] is None else flag.set(flags[name]))
         row = SuiteRow(org_key(before.org_id, before.agent_id), before.suite_id)
         return conditional_update(row, actions, SuiteRow.updated_at == before.updated_at)
-
-    def change(
-        self,
-        org_id: str,
-        agent_id: str,
-        suite_id: str,
-        decide: Callable[[Suite], Suite | None],
-        *,
-        tries: int = TRIES,
-        pause: Callable[[], None] = jitter,
-    ) -> Changed[Suite] | None:
-        return retrying.change(
-            lambda: self.get(org_id, agent_id, suite_id),
-            decide,
-            self.replace,
-            conflict=f"suite {suite_id} keeps changing: try again",
-            field="suite_id",
-            tries=tries,
-            pause=pause,
-        )
 
     def delete(self, org_id: str, agent_id: str, suite_id: str) -> None:
         SuiteRow(org_key(org_id, agent_id), suite_id).delete()
@@ -299,26 +275,6 @@ class PromotionStore:
         row = PromotionRow(org_key(before.org_id, before.agent_id), before.promotion_id)
         return conditional_update(
             row, changes(PromotionRow, before, after, fixed=PROMOTION_KEYS), still_waiting
-        )
-
-    def change(
-        self,
-        org_id: str,
-        agent_id: str,
-        promotion_id: str,
-        decide: Callable[[Promotion], Promotion | None],
-        *,
-        tries: int = TRIES,
-        pause: Callable[[], None] = jitter,
-    ) -> Changed[Promotion] | None:
-        return retrying.change(
-            lambda: self.get(org_id, agent_id, promotion_id),
-            decide,
-            self.decide,
-            field="promotion_id",
-            tries=tries,
-            pause=pause,
-            conflict=f"promotion {promotion_id} keeps changing: try again",
         )
 
 

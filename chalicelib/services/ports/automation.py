@@ -9,11 +9,9 @@ promotion changes only while it waits, and is decided once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol
 
 from chalicelib.domain.records import Notification, Promotion, Suite, SuiteResultEntry
-from chalicelib.retrying import TRIES, Changed, jitter
 
 
 class Suites(Protocol):
@@ -43,27 +41,6 @@ class Suites(Protocol):
 
         Raises:
             ValueError: `after` keeps `before`'s `updated_at` stamp or changes a key (a bug).
-        """
-
-    def change(
-        self,
-        org_id: str,
-        agent_id: str,
-        suite_id: str,
-        decide: Callable[[Suite], Suite | None],
-        *,
-        tries: int = TRIES,
-        pause: Callable[[], None] = jitter,
-    ) -> Changed[Suite] | None:
-        """`retrying.change` of one suite: read, `decide` (the suite as it should be, with a new
-        stamp; None when nothing changes), `replace`, again while another writer wins.
-
-        Returns:
-            What was read last and written (`Changed.written` False when `decide` wrote nothing);
-            None when the suite is gone.
-        Raises:
-            ConflictError: (field `suite_id`) `tries` writes in a row were lost.
-            Whatever `decide` raises (a refusal of the change).
         """
 
     def delete(self, org_id: str, agent_id: str, suite_id: str) -> None:
@@ -121,24 +98,6 @@ class Promotions(Protocol):
 
         Raises:
             ValueError: `after` changes a key (a bug).
-        """
-
-    def change(
-        self,
-        org_id: str,
-        agent_id: str,
-        promotion_id: str,
-        decide: Callable[[Promotion], Promotion | None],
-        *,
-        tries: int = TRIES,
-        pause: Callable[[], None] = jitter,
-    ) -> Changed[Promotion] | None:
-        """`retrying.change` of one promotion with `decide` as the write.
-
-        Returns:
-            What was read last and written; None when the promotion does not exist.
-        Raises:
-            ConflictError: (field `promotion_id`) `tries` writes in a row were lost.
         """
 
 

@@ -147,6 +147,12 @@ class Container:
         return SqsQueue(lambda: self._client("sqs"), names.CASE_TASKS_QUEUE)
 
     @cached_property
+    def case_dlq(self) -> DeadLetterQueue:
+        from chalicelib.adapters.queue import SqsQueue
+
+        return SqsQueue(lambda: self._client("sqs"), names.CASE_TASKS_DLQ)
+
+    @cached_property
     def agent_events_dlq(self) -> DeadLetterQueue:
         from chalicelib.adapters.queue import SqsQueue
 

@@ -43,6 +43,9 @@ def table_resources(prefix: str) -> dict[str, dict[str, Any]]:
         base = tables._BASE_NAMES[model]  # noqa: SLF001 - the unprefixed name, whatever is configured
         properties = copy.deepcopy(tables.create_table_params(model))
         properties["TableName"] = f"{prefix}{base}"
+        ttl = tables.ttl_attribute(model)
+        if ttl:
+            properties["TimeToLiveSpecification"] = {"AttributeName": ttl, "Enabled": True}
         out[_logical_id(base, "table")] = {
             "Type": "AWS::DynamoDB::Table",
             **RETAIN,

@@ -199,6 +199,13 @@ def ensure_tables(endpoint_url: str | None, region: str, prefix: str) -> list[st
     waiter = dynamodb.get_waiter("table_exists")
     for name in created:
         waiter.wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 120})
+    for model in tables.ALL_MODELS:
+        ttl = tables.ttl_attribute(model)
+        if ttl and tables.table_name(model) in created:
+            dynamodb.update_time_to_live(
+                TableName=tables.table_name(model),
+                TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl},
+            )
     return [tables.table_name(m) for m in tables.ALL_MODELS]
 
 

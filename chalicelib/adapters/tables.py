@@ -535,6 +535,10 @@ class RunRow(_Base):
     tasks_total = NumberAttribute()
     next_index = NumberAttribute(default=0)
     slots = NumberAttribute(default=0)
+    lane_next: ListAttribute[Any] = ListAttribute(of=NumberAttribute, default=list)
+    """Each lane's next task index: lane `j` of `n` starts tasks `j, j+n, j+2n...` in turn."""
+    lane_busy: ListAttribute[Any] = ListAttribute(of=BooleanAttribute, default=list)
+    """Whether lane `j` holds a slot (one of its tasks is in flight)."""
     expected = NumberAttribute()
     recorded = NumberAttribute(default=0)
     passed = NumberAttribute(default=0)
@@ -631,7 +635,36 @@ class AttemptRow(_Base):
     model = UnicodeAttribute(null=True)
     recorded_at = UnicodeAttribute()
     successor = JSONAttribute(null=True)
+    delivery = UnicodeAttribute(null=True)
+    """The SQS message id of the delivery that recorded it: only that message, delivered again,
+    re-sends `successor`."""
     order_index = AttemptOrderIndex()
+
+
+class LeaseRow(_Base):
+    """Who is answering one attempt, and until when (issue 11 "One ask per attempt").
+
+    A delivery of a case task claims its attempt here before it asks the agent; a second delivery
+    while the claim lives leaves without asking. Kept a while after it lapses (`expires_at`, the
+    table's TTL) so a late duplicate can still tell that its successor was sent.
+    """
+
+    ORG_KEY = "run_key"
+    TTL_ATTRIBUTE = "expires_at"
+
+    class Meta(_Base.Meta):
+        table_name = "attempt_leases"
+
+    run_key = UnicodeAttribute(hash_key=True)
+    """`<org_id>#<run_id>`, as the run's."""
+    attempt_key = UnicodeAttribute(range_key=True)
+    holder = UnicodeAttribute(null=True)
+    """The SQS message id of the delivery that holds the claim (None: recorded without one)."""
+    until_ms = NumberAttribute(null=True)
+    done = BooleanAttribute(null=True)
+    """True once the attempt is recorded, written by the recording's own transaction."""
+    expires_at = NumberAttribute()
+    """Epoch seconds when DynamoDB may drop the row (TTL)."""
 
 
 ALL_MODELS: tuple[type[Model], ...] = (
@@ -650,6 +683,7 @@ ALL_MODELS: tuple[type[Model], ...] = (
     DatasetCaseRow,
     RunRow,
     AttemptRow,
+    LeaseRow,
 )
 """Every table of assay, in creation order."""
 
@@ -676,8 +710,14 @@ def table_name(model: type[Model]) -> str:
     return model.Meta.table_name
 
 
+def ttl_attribute(model: type[Model]) -> str | None:
+    """The attribute DynamoDB's time to live reads on `model`'s table (epoch seconds), or None."""
+    return getattr(model, "TTL_ATTRIBUTE", None)
+
+
 def create_table_params(model: type[Model]) -> dict[str, Any]:
-    """`CreateTable` parameters for `model` (keys, GSIs, LSIs, on-demand billing)."""
+    """`CreateTable` parameters for `model` (keys, GSIs, LSIs, on-demand billing); a table with a
+    time to live is switched on after it is created (`ttl_attribute`)."""
     schema = model._get_schema()
     params: dict[str, Any] = {
         "TableName": model.Meta.table_name,

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from chalicelib.domain.run_rules import Task
-
 
 @dataclass(frozen=True, slots=True)
 class Event:
@@ -98,8 +96,8 @@ class BudgetExhausted(Event):
 
 @dataclass(frozen=True, slots=True)
 class TasksNotQueued(Event):
-    """Claimed case tasks of `run_id` could not be sent to the queue: each is recorded
-    `incomplete`, which also gives its slot back (seed 001 "Stuck runs")."""
+    """Claimed case tasks of `run_id` (their indices in its plan) could not be sent to the queue:
+    each is recorded `incomplete`, which also gives its slot back (seed 001 "Stuck runs")."""
 
     run_id: str
-    tasks: tuple[Task, ...]
+    indices: tuple[int, ...]

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from chalicelib.domain.enums import ArmRole
 from chalicelib.domain.outcome import Outcome
+from chalicelib.domain.run_rules import Lanes
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -307,7 +308,12 @@ class Run:
     tasks: Any = None
     tasks_total: int
     next_index: int = 0
+    """How many tasks were claimed (started) so far."""
     slots: int = 0
+    lane_next: tuple[int, ...] | list[int] = ()
+    """Each lane's next task index (`Lanes.next`); empty for a run that has not started."""
+    lane_busy: tuple[bool, ...] | list[bool] = ()
+    """Whether each lane holds a slot (`Lanes.busy`)."""
     expected: int
     recorded: int = 0
     passed: int = 0
@@ -337,6 +343,8 @@ class Run:
         "next_index",
         "tasks_total",
         "slots",
+        "lane_next",
+        "lane_busy",
         "tasks",
         "recorded",
         "expected",
@@ -344,6 +352,14 @@ class Run:
     )
     """What changes on a run while its cases run (read again by `Runs.refresh`); the arms, case
     ids and scoring are fixed at start."""
+
+    @property
+    def lanes(self) -> Lanes:
+        """The run's lanes (DESIGN §6): as kept once it started, else `settings.run_concurrency`
+        idle ones (3 when a run predates the setting)."""
+        if self.lane_next:
+            return Lanes(tuple(self.lane_next), tuple(bool(b) for b in self.lane_busy))
+        return Lanes.start(int((self.settings or {}).get("run_concurrency", 3)))
 
     @cached_property
     def case_ids(self) -> list[str]:
@@ -418,3 +434,17 @@ class Attempt:
     model: str | None = None
     recorded_at: str
     successor: Any = None
+    delivery: str | None = None
+    """The message id of the delivery that recorded it (None: recorded outside a delivery)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lease:
+    """A delivery's claim on one attempt while it asks the agent (issue 11 "One ask per
+    attempt"): `holder` the SQS message id, `until_ms` when it lapses (epoch ms); `done` once the
+    attempt is recorded (then it never lapses: nobody asks a recorded attempt again)."""
+
+    attempt_key: str
+    holder: str | None = None
+    until_ms: int = 0
+    done: bool = False

@@ -54,6 +54,108 @@ def task_at(
     return Task(str(arm_id), str(case_id), int(attempt))  # type: ignore[call-overload]
 
 
+def index_of(
+    task: Task,
+    arm_ids: Sequence[str],
+    case_ids: Sequence[str],
+    extra_tasks: Sequence[Sequence[object]] | None = None,
+    *,
+    hint: int | None = None,
+) -> int | None:
+    """The index of `task` in the run's plan (the inverse of `task_at`), or None when the plan has
+    no such task: an arm, a case or an attempt the run never had (issue 11 "Only the run's own
+    tasks are recorded").
+
+    `hint`: the index a case-task message carries; checked, and used when it is right (a lookup
+    without it walks the case ids).
+    """
+    total = len(arm_ids) * len(case_ids) + len(extra_tasks or [])
+    if hint is not None and 0 <= hint < total:
+        if task_at(hint, arm_ids, case_ids, extra_tasks) == task:
+            return hint
+    if task.attempt == 1 and task.arm_id in arm_ids:
+        try:
+            case_pos = list(case_ids).index(task.case_id)
+        except ValueError:
+            return None
+        return case_pos * len(arm_ids) + list(arm_ids).index(task.arm_id)
+    first = len(arm_ids) * len(case_ids)
+    for i, extra in enumerate(extra_tasks or []):
+        arm_id, case_id, attempt = extra
+        if Task(str(arm_id), str(case_id), int(attempt)) == task:  # type: ignore[call-overload]
+            return first + i
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Lanes:
+    """Who starts which task of a run (DESIGN §6; issue 11 "No contention on the run row").
+
+    A run has `n` lanes (its concurrency limit); lane `j` owns the task indices `i` with
+    `i % n == j` and starts them in order, one at a time. `next[j]` is the next index lane `j`
+    claims, `busy[j]` whether it holds a slot (one of its tasks is in flight). A finished task
+    passes its slot to the next task of its own lane, so the claim is a conditional write on that
+    lane's cursor alone: the slots of one run never race each other for a task.
+    """
+
+    next: tuple[int, ...]
+    busy: tuple[bool, ...]
+
+    @classmethod
+    def start(cls, n: int) -> Lanes:
+        """`n` idle lanes, lane `j` starting at task `j`. Raises ValueError for `n < 1`."""
+        if n < 1:
+            raise ValueError(f"a run needs at least one lane, not {n}")
+        return cls(tuple(range(n)), (False,) * n)
+
+    @property
+    def n(self) -> int:
+        """How many lanes: the run's own concurrency limit."""
+        return len(self.next)
+
+    @property
+    def held(self) -> int:
+        """Slots the lanes hold (busy lanes)."""
+        return sum(self.busy)
+
+    def lane_of(self, index: int) -> int:
+        """The lane that owns task `index`."""
+        return index % self.n
+
+    def is_claimed(self, index: int) -> bool:
+        """Whether task `index` was claimed (started) already."""
+        return index < self.next[self.lane_of(index)]
+
+    def startable(self, total: int) -> list[int]:
+        """Idle lanes with a task left below `total`, the one with the earliest task first (so
+        tasks start roughly in plan order)."""
+        return sorted(
+            (j for j in range(self.n) if not self.busy[j] and self.next[j] < total),
+            key=lambda j: self.next[j],
+        )
+
+    def pending(self, total: int) -> int:
+        """Tasks below `total` that no lane claimed yet."""
+        return sum(max(0, -(-(total - nxt) // self.n)) for nxt in self.next)
+
+    def claimed(self, total: int) -> list[int]:
+        """Every claimed task index below `total`, ascending."""
+        return [i for i in range(total) if self.is_claimed(i)]
+
+    def claiming(self, lanes: Iterable[int]) -> Lanes:
+        """These lanes once each of `lanes` started its next task (its cursor on by `n`, busy)."""
+        nxt, busy = list(self.next), list(self.busy)
+        for j in lanes:
+            nxt[j] += self.n
+            busy[j] = True
+        return Lanes(tuple(nxt), tuple(busy))
+
+    def successor(self, lane: int, total: int) -> int | None:
+        """The task lane `lane` starts next, None when it has none below `total`."""
+        nxt = self.next[lane]
+        return nxt if nxt < total else None
+
+
 def slots_to_claim(*, run_limit: int, run_slots: int, pending: int, org_free: int) -> int:
     """Slots a run may claim now (DESIGN §6): `min(run limit - held, pending, org free)`,
     never < 0."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,20 +67,33 @@ class AttemptResult:
     """Set when a budget ran out before a model request: the run ends `budget_exceeded`."""
 
 
-def parse_message(body: str) -> tuple[str, str, Task] | None:
-    """`(org_id, run_id, task)` of a case-task message, or None when it is malformed (a message
-    without its organization included: a run is named by its organization and its id)."""
+@dataclass(frozen=True)
+class TaskMessage:
+    """A case-task message as parsed: its run, its task and the index it says the task has in
+    the run's plan (None in a message that does not carry one)."""
+
+    org_id: str
+    run_id: str
+    task: Task
+    index: int | None = None
+
+
+def parse_message(body: str) -> TaskMessage | None:
+    """The case-task message `body`, or None when it is malformed (a message without its
+    organization included: a run is named by its organization and its id)."""
     try:
         data = json.loads(body)
         org_id = data["org_id"]
         if not is_org_id(org_id):
             return None
-        return (
+        index = data.get("index")
+        return TaskMessage(
             org_id,
             str(data["run_id"]),
             Task(str(data["arm_id"]), str(data["case_id"]), int(data["attempt"])),
+            index if isinstance(index, int) and not isinstance(index, bool) else None,
         )
-    except (ValueError, KeyError, TypeError, RecursionError):
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
 
 
@@ -217,12 +231,15 @@ def grade_answer(
 
 
 class _KeepAlive:
-    """While a long case runs: heartbeat the run and keep the message invisible (DESIGN §7.2)."""
+    """While a long case runs: heartbeat the run, keep the message invisible and the attempt's
+    lease held (DESIGN §7.2)."""
 
-    def __init__(self, c: Container, org_id: str, run_id: str, receipt_handle: str | None) -> None:
-        self._c, self._org_id, self._run_id, self._receipt = c, org_id, run_id, receipt_handle
+    def __init__(self, c: Container, run: Run, key: str, holder: str, receipt: str | None) -> None:
+        self._c, self._run, self._key, self._holder, self._receipt = c, run, key, holder, receipt
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True, name=f"keepalive-{run_id}")
+        self._thread = threading.Thread(
+            target=self._loop, daemon=True, name=f"keepalive-{run.run_id}"
+        )
 
     def __enter__(self) -> _KeepAlive:
         self._thread.start()
@@ -232,16 +249,35 @@ class _KeepAlive:
         self._stop.set()
 
     def _loop(self) -> None:
-        interval = self._c.settings.eval_heartbeat_seconds
+        c, run = self._c, self._run
+        interval = c.settings.eval_heartbeat_seconds
         while not self._stop.wait(interval):
             try:
-                self._c.runs.beat(self._org_id, self._run_id, epoch_ms(self._c.clock.now()))
+                now_ms = epoch_ms(c.clock.now())
+                c.runs.beat(run.org_id, run.run_id, now_ms)
+                c.runs.extend_lease(run, self._key, self._holder, now_ms + _lease_ms(c))
                 if self._receipt:
-                    self._c.case_queue.extend_visibility(
-                        self._receipt, self._c.settings.visibility_timeout_seconds
+                    c.case_queue.extend_visibility(
+                        self._receipt, c.settings.visibility_timeout_seconds
                     )
             except Exception:  # noqa: BLE001 - a missed heartbeat is what the sweep is for
-                log.exception("heartbeat of run %s failed", self._run_id)
+                log.exception("heartbeat of run %s failed", run.run_id)
+
+
+def _lease_ms(c: Container) -> int:
+    """How long a delivery's claim on its attempt lasts (ms): the message's visibility timeout,
+    which is beyond the case timeout, so a live worker's claim never lapses under it (its
+    keep-alive moves both on) and a dead worker's lapses by the time SQS delivers again."""
+    return c.settings.visibility_timeout_seconds * 1000
+
+
+class LeaseHeld(Exception):
+    """An earlier delivery of this very message holds its attempt and may still be asking: the
+    message is left for SQS to deliver again once that claim lapses (`seconds` from now)."""
+
+    def __init__(self, key: str, seconds: int) -> None:
+        super().__init__(f"attempt {key} is held by an earlier delivery for {seconds} s more")
+        self.seconds = seconds
 
 
 # --- recording -------------------------------------------------------------------------------
@@ -254,7 +290,8 @@ class _Recording:
 
     run: Run
     attempt: Attempt | None = None
-    successor: Task | None = None
+    successor: int | None = None
+    """The index of the task the write starts in the attempt's lane, None when it starts none."""
     release_slot: bool = False
     now_ms: int = 0
 
@@ -276,11 +313,13 @@ def _attempt(
     task: Task,
     result: AttemptResult,
     answer: tuple[str | None, str | None],
-    successor: Task | None,
+    successor: int | None,
     now_ms: int,
     now_iso: str,
+    delivery: str | None = None,
 ) -> Attempt:
-    """The attempt `result` is recorded as, claiming `successor` (None: none)."""
+    """The attempt `result` is recorded as by the delivery `delivery` (a message id), claiming
+    the task `successor` (an index; None: none)."""
     return Attempt(
         run_id=run.run_id,
         attempt_key=task.key,
@@ -305,7 +344,12 @@ def _attempt(
         latency_ms=round(result.latency_ms, 3),
         model=result.model,
         recorded_at=now_iso,
-        successor=slots.message(run, successor) if successor else None,
+        successor=(
+            slots.message(run, slots.task_of(run, successor), successor)
+            if successor is not None
+            else None
+        ),
+        delivery=delivery,
     )
 
 
@@ -313,23 +357,29 @@ def record(
     c: Container,
     run: Run,
     task: Task,
+    index: int,
     result: AttemptResult,
     *,
     pass_slot: bool = True,
+    delivery: str | None = None,
     pause: Callable[[], None] = jitter,
 ) -> bool:
     """Write the attempt once with the run's counters, and pass its slot on (DESIGN §5, §6).
 
-    The write claims the run's next task as read; when another task of the run claimed it first,
-    the run's cursor is read again and the next one is claimed instead.
+    The write starts the next task of the attempt's own lane (`index`'s), conditional on that
+    lane's cursor as read: no other slot of the run moves it, so the write conflicts only when
+    the run itself moved (it ended, or was deleted); then the run is read again and decided anew.
 
     Args:
-        pass_slot: claim the run's next task for this slot; False gives the slot back instead.
-        pause: between lost claims (tests pass a no-op).
+        index: the task's index in the run's plan.
+        pass_slot: start the lane's next task with this slot; False gives the slot back instead.
+        delivery: the message id that recorded it (kept on the attempt: only that message, when
+            SQS delivers it again, finishes the hand-off).
+        pause: between lost writes (tests pass a no-op).
     Returns True when this call wrote the attempt, False when it existed (a redelivery) or the run
     was deleted meanwhile.
     Raises:
-        ConflictError: `RECORD_TRIES` claims in a row were lost (SQS delivers the task again).
+        ConflictError: `RECORD_TRIES` writes in a row were lost (SQS delivers the task again).
     """
     counters = {
         "recorded": 1,
@@ -342,6 +392,7 @@ def record(
         "output_tokens": result.output_tokens,
     }
     answer = _answer_kept(c, run, task, result.answer)
+    lane = run.lanes.lane_of(index)
     reads = iter([run])
     outcome = RecordOutcome(written=False)
 
@@ -351,18 +402,18 @@ def record(
 
     def decide(before: _Recording) -> _Recording:
         now, seen = c.clock.now(), before.run
-        claim = (
-            pass_slot
-            and seen.status == RunStatus.RUNNING
-            and int(seen.next_index) < int(seen.tasks_total)
+        lanes = seen.lanes
+        successor = (
+            lanes.successor(lane, int(seen.tasks_total))
+            if pass_slot and seen.status == RunStatus.RUNNING
+            else None
         )
-        successor = slots.task_of(seen, int(seen.next_index)) if claim else None
-        attempt = _attempt(seen, task, result, answer, successor, epoch_ms(now), iso(now))
+        attempt = _attempt(seen, task, result, answer, successor, epoch_ms(now), iso(now), delivery)
         return _Recording(
             seen,
             attempt,
             successor,
-            release_slot=not claim and int(seen.slots) > 0,
+            release_slot=successor is None and lanes.busy[lane] and int(seen.slots) > 0,
             now_ms=epoch_ms(now),
         )
 
@@ -375,6 +426,7 @@ def record(
                 after.run,
                 after.attempt,
                 counters=counters,
+                lane=lane,
                 claim_next=after.successor is not None,
                 release_slot=after.release_slot,
                 now_ms=after.now_ms,
@@ -396,7 +448,7 @@ def record(
         return False
     run = done.after.run
     if not outcome.written:
-        on_duplicate(c, run, task)
+        on_duplicate(c, run, task, delivery)
         return False
     if done.after.successor is not None:
         slots.send_tasks(c, run, [done.after.successor])
@@ -410,21 +462,25 @@ def after_release(c: Container, org_id: str, run_id: str) -> None:
     messagebus.publish(c, SlotReleased(org_id, run_id))
 
 
-def on_duplicate(c: Container, run: Run, task: Task) -> None:
-    """A redelivered task whose attempt is recorded: finish what its first delivery may not have.
+def on_duplicate(c: Container, run: Run, task: Task, delivery: str | None = None) -> None:
+    """A task whose attempt is recorded: finish what the delivery that recorded it may not have.
 
-    Re-sends the successor its write claimed unless that successor is recorded already (its own
-    write is conditional, so a second copy cannot count twice), or redoes the idempotent
-    hand-off and phase check when it claimed none.
+    Only that delivery's own message does (`delivery`, its message id; None: a caller that cannot
+    tell, treated as it): SQS keeps a message until its handler returns, so a worker that died
+    after the write comes back with that message, while any other copy would start a second
+    chain. It re-sends the successor the write claimed unless that successor ever started (its
+    lease or attempt exists), or redoes the idempotent hand-off and phase check when it claimed
+    none.
     """
     row = c.runs.get_attempt(run.org_id, run.run_id, task.key)
     if row is None:
         return
+    if delivery is not None and row.delivery is not None and row.delivery != delivery:
+        return
     if row.successor:
         succ = row.successor
-        if not c.runs.attempt_exists(
-            run.org_id, run.run_id, Task(succ["arm_id"], succ["case_id"], int(succ["attempt"])).key
-        ):
+        key = Task(succ["arm_id"], succ["case_id"], int(succ["attempt"])).key
+        if c.runs.lease_of(run, key) is None:
             c.case_queue.send([succ])
     else:
         after_release(c, run.org_id, run.run_id)
@@ -435,13 +491,14 @@ def on_tasks_not_queued(c: Container, event: TasksNotQueued) -> None:
     that just failed would likely fail again for a successor). The run then waits for slots again:
     the next hand-off in its organization or the one-minute sweep starts what it has left - never
     this call, where a queue that keeps refusing would recurse through every case."""
-    for task in event.tasks:
+    for index in event.indices:
         run = c.runs.get(event.org_id, event.run_id)
         if run is not None:
             record(
                 c,
                 run,
-                task,
+                slots.task_of(run, index),
+                index,
                 AttemptResult(AttemptState.INCOMPLETE, reason="could not be queued"),
                 pass_slot=False,
             )
@@ -453,59 +510,150 @@ def on_tasks_not_queued(c: Container, event: TasksNotQueued) -> None:
 # --- entry points ----------------------------------------------------------------------------
 
 
-_RUN_AGENTS: dict[tuple[str, str], str] = {}
-"""`(org_id, run_id) -> agent_id`, which never changes: once a process knows it, a task's run and
-its budgets come in one read."""
+@dataclass(frozen=True)
+class _RunFacts:
+    """What never changes on a run once it started: read once per process."""
+
+    agent_id: str
+    dataset_id: str
+    dataset_version: int
+
+
+_RUN_FACTS: dict[tuple[str, str], _RunFacts] = {}
+"""`(org_id, run_id) -> facts`: once a process knows a run, a task's run and its budgets come in
+one read."""
 
 
 def _load_run(c: Container, org_id: str, run_id: str) -> tuple[Run | None, BudgetReading | None]:
     """The organization's run (consistent) and, when the process has seen the run before, its
     budgets read in the same request (else None: they are read before the first model request)."""
-    agent_id = _RUN_AGENTS.get((org_id, run_id))
-    if agent_id is None:
+    facts = _RUN_FACTS.get((org_id, run_id))
+    if facts is None:
         run = c.runs.get(org_id, run_id)
         if run is not None:
-            if len(_RUN_AGENTS) > 10_000:
-                _RUN_AGENTS.clear()
-            _RUN_AGENTS[(org_id, run_id)] = run.agent_id
+            if len(_RUN_FACTS) > 10_000:
+                _RUN_FACTS.clear()
+            _RUN_FACTS[(org_id, run_id)] = _RunFacts(
+                run.agent_id, run.dataset_id, int(run.dataset_version)
+            )
         return run, None
-    return c.spend.read_with_run(org_id, run_id, agent_id, budgets.month_of(c.clock.now()))
+    return c.spend.read_with_run(org_id, run_id, facts.agent_id, budgets.month_of(c.clock.now()))
 
 
-def _unrecorded(
-    c: Container, body: str, *, check_recorded: bool
-) -> tuple[Run, Task, BudgetReading | None] | None:
-    """The run and task a message names (and the run's budgets when read with it), or None when
-    there is nothing left to do for it: a malformed message, a deleted run, or an attempt already
-    recorded (whose hand-off `on_duplicate` then finishes)."""
+@dataclass(frozen=True)
+class _Found:
+    """A case task worth handling: its run as read, the task, its index, the budgets read with
+    the run (None when not read yet)."""
+
+    run: Run
+    task: Task
+    index: int
+    reading: BudgetReading | None
+
+
+def _reject(c: Container, body: str, reason: str) -> None:
+    """Move a case task the service will not run to the DLQ with `reason` (it changes nothing)."""
+    log.warning("case task moved to the dead-letter queue: %s: %.200s", reason, body)
+    c.case_dlq.send_text(body, {"reason": reason[:1000]})
+
+
+def _found(c: Container, body: str, *, dead: bool = False) -> _Found | None:
+    """The run and task a message names, or None when there is nothing to do for it: a malformed
+    message or a task the run never planned or never started (moved to the DLQ with its reason,
+    unless it is there already: `dead`), or a deleted run."""
     parsed = parse_message(body)
     if parsed is None:
-        log.error("malformed case task dropped: %.200s", body)
+        if not dead:
+            _reject(c, body, "malformed case task")
+        else:
+            log.error("malformed case task dropped: %.200s", body)
         return None
-    org_id, run_id, task = parsed
-    run, reading = _load_run(c, org_id, run_id)
+    run, reading = _load_run(c, parsed.org_id, parsed.run_id)
     if run is None:
-        log.info("case task for deleted run %s dropped", run_id)
+        log.info("case task for deleted run %s dropped", parsed.run_id)
         return None
-    if check_recorded and c.runs.attempt_exists(org_id, run_id, task.key):
-        on_duplicate(c, run, task)
+    index = slots.index_in_plan(run, parsed.task, parsed.index)
+    problem = (
+        f"run {run.run_id} has no task {parsed.task.key}"
+        if index is None
+        else f"run {run.run_id} never started task {parsed.task.key}"
+        if not run.lanes.is_claimed(index)
+        else None
+    )
+    if problem is not None or index is None:
+        if not dead:
+            _reject(c, body, problem or "")
+        else:
+            log.error("case task dropped: %s", problem)
         return None
-    return run, task, reading
+    return _Found(run, parsed.task, index, reading)
+
+
+def _held_elsewhere(c: Container, found: _Found, holder: str, receipt: str | None) -> None:
+    """This delivery could not claim its attempt: finish a recorded one's hand-off, leave one
+    another delivery is answering, and hand back a message whose own earlier delivery holds it.
+
+    Raises:
+        LeaseHeld: this message's earlier delivery holds the claim (SQS delivers it again once
+            the claim lapses: the worker that held it died, or it records meanwhile).
+    """
+    run, task = found.run, found.task
+    lease = c.runs.lease_of(run, task.key)
+    if lease is None:  # gone since the claim failed (its run deleted): SQS delivers it again
+        raise LeaseHeld(task.key, 1)
+    if lease.done:
+        on_duplicate(c, run, task, holder)
+        return
+    if lease.holder != holder:
+        log.info("attempt %s of run %s is being answered by another delivery", task.key, run.run_id)
+        return
+    left = max(1, -(-(lease.until_ms - epoch_ms(c.clock.now())) // 1000))
+    if receipt:
+        c.case_queue.extend_visibility(receipt, min(left, 43_200))
+    raise LeaseHeld(task.key, left)
 
 
 def handle_task(
-    c: Container, body: str, *, receive_count: int = 1, receipt_handle: str | None = None
+    c: Container,
+    body: str,
+    *,
+    receive_count: int = 1,
+    receipt_handle: str | None = None,
+    message_id: str | None = None,
 ) -> None:
-    """Run one case-task message end to end. Raises only for bugs and AWS failures (so SQS
-    redelivers); every expected outcome is recorded as an attempt state.
+    """Run one case-task message end to end (issue 11 "One ask per attempt").
 
-    A first delivery skips the check for an existing attempt (the conditional write catches a
-    duplicate anyway); a redelivery checks first, so a recorded case is never asked again.
+    The delivery first claims its attempt (a lease in the attempts' lease table, conditional on
+    no live claim and no recording): a second delivery while the claim lives leaves without
+    asking, a recorded attempt is never asked again, and after a worker died the next delivery
+    of its message past the claim takes over. `message_id`: the SQS message id (None: a caller
+    outside SQS, whose every call is a delivery of its own).
+
+    Raises only for bugs, AWS failures and `LeaseHeld` (so SQS delivers again); every expected
+    outcome is recorded as an attempt state. `receive_count` is kept for the handlers' logs.
     """
-    found = _unrecorded(c, body, check_recorded=receive_count > 1)
+    found = _found(c, body)
     if found is None:
         return
-    run, task, reading = found
+    run, task = found.run, found.task
+    holder = message_id or f"call-{uuid.uuid4().hex}"
+    now_ms = epoch_ms(c.clock.now())
+    if not c.runs.take_lease(run, task.key, holder, now_ms + _lease_ms(c), now_ms):
+        _held_elsewhere(c, found, holder, receipt_handle)
+        return
+    try:
+        _answer(c, found, holder, receipt_handle)
+    except Exception:
+        # A failure in this process (a bug, AWS): the next delivery need not wait for the claim
+        # to lapse. A worker that is killed never gets here; its claim lapses with the message's
+        # visibility.
+        c.runs.release_lease(run, task.key, holder)
+        raise
+
+
+def _answer(c: Container, found: _Found, holder: str, receipt_handle: str | None) -> None:
+    """Ask, grade and record the task this delivery holds the lease of."""
+    run, task, index = found.run, found.task, found.index
     status = RunStatus(run.status)
     if status.ended:
         # Nothing else starts once a run ended; its slot is given back by recording the task.
@@ -513,41 +661,63 @@ def handle_task(
             RunStatus.CANCELLED: "cancelled",
             RunStatus.BUDGET_EXCEEDED: "budget exceeded",
         }.get(status, f"run {status.value}")
-        record(c, run, task, AttemptResult(AttemptState.INCOMPLETE, reason=reason))
+        record(
+            c,
+            run,
+            task,
+            index,
+            AttemptResult(AttemptState.INCOMPLETE, reason=reason),
+            delivery=holder,
+        )
         return
-    arm = next((a for a in run.arms if a.arm_id == task.arm_id), None)
+    arm = next(a for a in run.arms if a.arm_id == task.arm_id)
     raw_case = c.datasets.get_case(
         run.org_id, run.dataset_id, int(run.dataset_version), task.case_id
     )
-    if arm is None or raw_case is None:
-        record(c, run, task, AttemptResult(AttemptState.INCOMPLETE, reason="unknown arm or case"))
+    if raw_case is None:
+        result = AttemptResult(AttemptState.INCOMPLETE, reason="the case is gone from its dataset")
+        record(c, run, task, index, result, delivery=holder)
         return
-    with _KeepAlive(c, run.org_id, run.run_id, receipt_handle):
+    with _KeepAlive(c, run, task.key, holder, receipt_handle):
         result = ask_and_grade(
-            c, run, arm, Case.model_validate(raw_case), task, budget_read=reading
+            c, run, arm, Case.model_validate(raw_case), task, budget_read=found.reading
         )
     if result.budget_exceeded is not None:
         # Running cases finish; nothing else starts, and what was never asked stays incomplete.
         messagebus.publish(
             c, BudgetExhausted(run.org_id, run.run_id, result.budget_exceeded.reason)
         )
-    # Other tasks of the run claimed successors while this one ran: read the cursor afresh so the
-    # claim in `record` rarely meets a conflict.
-    record(c, c.runs.refresh(run) or run, task, result)
+    record(c, run, task, index, result, delivery=holder)
 
 
-def handle_dead_task(c: Container, body: str, *, receive_count: int | None = None) -> None:
+def handle_dead_task(
+    c: Container, body: str, *, receive_count: int | None = None, message_id: str | None = None
+) -> None:
     """A case task that kept failing reached the DLQ: record it `incomplete` and pass its slot
-    on."""
-    found = _unrecorded(c, body, check_recorded=True)
-    if found is not None:
-        run, task, _ = found
-        record(
-            c,
-            run,
-            task,
-            AttemptResult(
-                AttemptState.INCOMPLETE,
-                reason=f"gave up after {receive_count or 'several'} deliveries",
-            ),
-        )
+    on, unless another delivery is answering it now or it is recorded (then only the hand-off of
+    the delivery that recorded it is finished)."""
+    found = _found(c, body, dead=True)
+    if found is None:
+        return
+    run, task = found.run, found.task
+    lease = c.runs.lease_of(run, task.key)
+    if lease is not None and lease.done:
+        on_duplicate(c, run, task, message_id)
+        return
+    if (
+        lease is not None
+        and lease.holder != message_id
+        and lease.until_ms >= epoch_ms(c.clock.now())
+    ):
+        return
+    record(
+        c,
+        run,
+        task,
+        found.index,
+        AttemptResult(
+            AttemptState.INCOMPLETE,
+            reason=f"gave up after {receive_count or 'several'} deliveries",
+        ),
+        delivery=message_id,
+    )

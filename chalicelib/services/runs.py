@@ -18,6 +18,7 @@ from chalicelib.domain.events import BudgetExhausted
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.outcome import ArmResult, Comparison
 from chalicelib.domain.records import Arm, Attempt, Run
+from chalicelib.domain.run_rules import Lanes
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import (
     BudgetExceededError,
@@ -315,6 +316,7 @@ def start_run(
     c.orgs.ensure(who.org_id, concurrency_limit=settings.eval_org_concurrency, now_iso=iso(now))
     arms, dataset_version = plan.arms, plan.dataset
     total = sum(1 for a in arms if a.answers) * plan.case_count
+    lanes = Lanes.start(settings.eval_run_concurrency)
     run = Run(
         run_id=f"run_{uuid.uuid4().hex[:16]}",
         org_id=who.org_id,
@@ -348,6 +350,8 @@ def start_run(
         tasks_total=total,
         next_index=0,
         slots=0,
+        lane_next=lanes.next,
+        lane_busy=lanes.busy,
         expected=total,
         heartbeat_at_ms=epoch_ms(now),
     )

@@ -17,7 +17,7 @@ from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.events import TasksNotQueued
 from chalicelib.domain.records import Run
-from chalicelib.domain.run_rules import Task, slots_to_claim, task_at
+from chalicelib.domain.run_rules import Task, index_of, slots_to_claim, task_at
 from chalicelib.errors import ConflictError
 from chalicelib.retrying import change, jitter
 from chalicelib.services import messagebus
@@ -30,62 +30,67 @@ ROUNDS = 50
 
 
 def run_limit(run: Run) -> int:
-    """The run's own concurrency limit (EVAL_RUN_CONCURRENCY when it started)."""
-    return int((run.settings or {}).get("run_concurrency", 3))
+    """The run's own concurrency limit (EVAL_RUN_CONCURRENCY when it started): its lane count."""
+    return run.lanes.n
+
+
+def _answering_arms(run: Run) -> list[str]:
+    return [a.arm_id for a in run.arms if a.answers]
 
 
 def task_of(run: Run, index: int) -> Task:
     """The run's `index`-th task (first answers only on the arms that answer here)."""
-    return task_at(index, [a.arm_id for a in run.arms if a.answers], run.case_ids, run.tasks)
+    return task_at(index, _answering_arms(run), run.case_ids, run.tasks)
 
 
-def message(run: Run, task: Task) -> dict[str, Any]:
-    """A case-task message: ids only (DESIGN §5)."""
+def index_in_plan(run: Run, task: Task, hint: int | None = None) -> int | None:
+    """The index of `task` among the run's tasks, or None when the run never planned it
+    (`hint`: the index its message carries)."""
+    return index_of(task, _answering_arms(run), run.case_ids, run.tasks, hint=hint)
+
+
+def message(run: Run, task: Task, index: int) -> dict[str, Any]:
+    """A case-task message: ids only (DESIGN §5), and the task's index in the run's plan (which
+    names its lane)."""
     return {
         "org_id": run.org_id,
         "run_id": run.run_id,
         "arm_id": task.arm_id,
         "case_id": task.case_id,
         "attempt": task.attempt,
+        "index": index,
     }
 
 
-def send_tasks(c: Container, run: Run, tasks: list[Task]) -> None:
-    """Send claimed tasks; a task that cannot be queued is recorded `incomplete`, not rolled back
-    (seed 001 "Stuck runs"), which also gives its slot back."""
-    if not tasks:
+def send_tasks(c: Container, run: Run, indices: list[int]) -> None:
+    """Send the claimed tasks `indices`; a task that cannot be queued is recorded `incomplete`, not
+    rolled back (seed 001 "Stuck runs"), which also gives its slot back."""
+    if not indices:
         return
     try:
-        c.case_queue.send([message(run, t) for t in tasks])
+        c.case_queue.send([message(run, task_of(run, i), i) for i in indices])
     except QueueSendError as exc:
         log.error("run %s: %d task(s) could not be queued", run.run_id, len(exc.failed))
         messagebus.publish(
-            c,
-            TasksNotQueued(
-                run.org_id,
-                run.run_id,
-                tuple(
-                    Task(body["arm_id"], body["case_id"], body["attempt"]) for body in exc.failed
-                ),
-            ),
+            c, TasksNotQueued(run.org_id, run.run_id, tuple(b["index"] for b in exc.failed))
         )
 
 
 @dataclass(frozen=True)
 class _Offer:
     """The oldest waiting run that can start a task now, the organization's slots as read, and
-    how many tasks it claims (`k`: 0 until decided)."""
+    the lanes whose next tasks it starts (empty until decided)."""
 
     run: Run
     org_limit: int
     free: int
-    k: int = 0
+    lanes: tuple[int, ...] = ()
 
 
 def _offer(c: Container, org_id: str) -> _Offer | None:
     """What the organization can start now: its oldest waiting run with a task to start, or None
     (no free slot, nobody waiting). A waiting run with nothing to start leaves the line on the way:
-    a run at its own limit passes slots between its own tasks."""
+    a run whose lanes are all busy passes slots between its own tasks."""
     org = c.orgs.get(org_id)
     if org is None or not org.waiting:
         return None
@@ -97,8 +102,7 @@ def _offer(c: Container, org_id: str) -> _Offer | None:
         if (
             run is None
             or RunStatus(run.status).ended
-            or int(run.tasks_total) - int(run.next_index) <= 0
-            or int(run.slots) >= run_limit(run)
+            or not run.lanes.startable(int(run.tasks_total))
         ):
             c.orgs.remove_waiting(org_id, run_id)
             continue
@@ -107,32 +111,34 @@ def _offer(c: Container, org_id: str) -> _Offer | None:
 
 
 def _claimed(offer: _Offer) -> _Offer:
-    """The offer with how many tasks its run may claim (DESIGN §6: run limit, pending, free)."""
+    """The offer with the lanes its run starts (DESIGN §6: idle lanes with a task, at most the
+    organization's free slots)."""
     run = offer.run
-    pending = int(run.tasks_total) - int(run.next_index)
-    return replace(
-        offer,
-        k=slots_to_claim(
-            run_limit=run_limit(run), run_slots=int(run.slots), pending=pending, org_free=offer.free
-        ),
+    startable = run.lanes.startable(int(run.tasks_total))
+    k = slots_to_claim(
+        run_limit=run.lanes.n,
+        run_slots=run.lanes.held,
+        pending=len(startable),
+        org_free=offer.free,
     )
+    return replace(offer, lanes=tuple(startable[:k]))
 
 
 def assign_free_slots(c: Container, org_id: str, *, pause: Callable[[], None] = jitter) -> int:
     """Give the organization's free slots to its waiting runs, oldest first.
 
     Returns the number of tasks started (`pause`: between lost claims; tests pass a no-op).
-    Every claim is a conditional transaction on the run's `next_index` and the organization's
-    `in_flight`, so concurrent callers never over-claim; a claim lost to them is decided again on
-    what they left. Gives up quietly when claims keep being lost: whoever frees a slot next, or
-    the one-minute tick, hands out what is left.
+    Every claim is a conditional transaction on the cursors of the run's lanes it starts and the
+    organization's `in_flight`, so concurrent callers never over-claim; a claim lost to them is
+    decided again on what they left. Gives up quietly when claims keep being lost: whoever frees a
+    slot next, or the one-minute tick, hands out what is left.
     """
     started = 0
 
     def claim(_: _Offer, offer: _Offer) -> bool:
         now = c.clock.now()
         return c.runs.claim_tasks(
-            offer.run, offer.k, org_id, offer.org_limit, epoch_ms(now), iso(now)
+            offer.run, list(offer.lanes), org_id, offer.org_limit, epoch_ms(now), iso(now)
         )
 
     for _ in range(ROUNDS):
@@ -147,21 +153,21 @@ def assign_free_slots(c: Container, org_id: str, *, pause: Callable[[], None] = 
             )
         except ConflictError:
             return started
-        if done is None or not done.written:
+        if done is None or not done.written or not done.after.lanes:
             return started
-        run, k = done.after.run, done.after.k
-        first = int(run.next_index)
-        if int(run.slots) + k >= run_limit(run) or first + k >= int(run.tasks_total):
+        run, lanes = done.after.run, done.after.lanes
+        indices = [run.lanes.next[j] for j in lanes]
+        if not run.lanes.claiming(lanes).startable(int(run.tasks_total)):
             c.orgs.remove_waiting(org_id, run.run_id)
-        send_tasks(c, run, [task_of(run, i) for i in range(first, first + k)])
-        started += k
+        send_tasks(c, run, indices)
+        started += len(lanes)
     return started
 
 
 def wait_again(c: Container, run: Run) -> None:
     """Put a run that still has tasks to start back in its organization's waiting line (once),
     handing out no slot now: whoever frees a slot next, or the sweep, serves it."""
-    if RunStatus(run.status).ended or int(run.next_index) >= int(run.tasks_total):
+    if RunStatus(run.status).ended or not run.lanes.pending(int(run.tasks_total)):
         return
     org = c.orgs.get(run.org_id)
     if org is None or run.run_id not in (org.waiting or []):

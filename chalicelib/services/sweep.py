@@ -39,10 +39,12 @@ def _abandoned_reason(minutes: float) -> str:
 
 
 def fail_running_cases(c: Container, run: Run, reason: str, now: datetime) -> int:
-    """Write a `failed` attempt for every task the run claimed that has no attempt yet."""
+    """Write a `failed` attempt for every task the run claimed that has no attempt yet, each
+    counted in the run's counters by its own write (issue 11: after a sweep the counters equal
+    the attempts)."""
     keys = c.runs.attempt_keys(run.org_id, run.run_id)
     written = 0
-    for index in range(int(run.next_index)):
+    for index in run.lanes.claimed(int(run.tasks_total)):
         task = slots.task_of(run, index)
         if task.key in keys:
             continue
@@ -57,7 +59,7 @@ def fail_running_cases(c: Container, run: Run, reason: str, now: datetime) -> in
             reason=reason,
             recorded_at=iso(now),
         )
-        written += c.runs.put_attempt_once(run, attempt)
+        written += c.runs.put_attempt_counted(run, attempt, epoch_ms(now))
     return written
 
 

@@ -15,6 +15,10 @@ log = logging.getLogger(__name__)
 bp = Blueprint(__name__)
 
 
+def _message_id(record) -> str | None:
+    return (record.to_dict() or {}).get("messageId")
+
+
 def _receive_count(record) -> int:
     try:
         return int((record.to_dict().get("attributes") or {}).get("ApproximateReceiveCount", 1))
@@ -24,7 +28,8 @@ def _receive_count(record) -> int:
 
 @bp.on_sqs_message(queue=names.CASE_TASKS_QUEUE, batch_size=1)
 def handle_case_task(event):
-    """One case attempt per message (DESIGN §5). Raising leaves the message for redelivery."""
+    """One case attempt per message (DESIGN §5). Raising (`run_case.LeaseHeld` included: an
+    earlier delivery of this message still holds its attempt) leaves the message for redelivery."""
     c = bootstrap.container()
     for record in event:
         run_case.handle_task(
@@ -32,6 +37,7 @@ def handle_case_task(event):
             record.body,
             receive_count=_receive_count(record),
             receipt_handle=record.receipt_handle,
+            message_id=_message_id(record),
         )
 
 
@@ -41,7 +47,9 @@ def handle_dead_case(event):
     on."""
     c = bootstrap.container()
     for record in event:
-        run_case.handle_dead_task(c, record.body, receive_count=_receive_count(record))
+        run_case.handle_dead_task(
+            c, record.body, receive_count=_receive_count(record), message_id=_message_id(record)
+        )
 
 
 @bp.on_sqs_message(queue=names.AGENT_EVENTS_QUEUE, batch_size=1)

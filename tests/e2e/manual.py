@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 
 from chalicelib import names
+from chalicelib.domain.run_rules import attempt_key
 
 
 @dataclass
@@ -17,6 +18,7 @@ class Delivery:
     body: str
     receipt: str
     receive_count: int
+    message_id: str
 
     @property
     def task(self) -> dict[str, Any]:
@@ -38,7 +40,12 @@ class Queue:
             MessageSystemAttributeNames=["All"],
         )
         return [
-            Delivery(m["Body"], m["ReceiptHandle"], int(m["Attributes"]["ApproximateReceiveCount"]))
+            Delivery(
+                m["Body"],
+                m["ReceiptHandle"],
+                int(m["Attributes"]["ApproximateReceiveCount"]),
+                m["MessageId"],
+            )
             for m in resp.get("Messages", [])
         ]
 
@@ -50,6 +57,15 @@ class Queue:
         self.sqs.change_message_visibility(
             QueueUrl=self.url, ReceiptHandle=d.receipt, VisibilityTimeout=0
         )
+
+    def lapse(self, d: Delivery, container: Any) -> None:
+        """As if the message's visibility timeout ran out after its worker died: visible again, and
+        the lease that delivery held on its attempt (as long as the visibility) lapsed with it."""
+        task = d.task
+        run = container.runs.get(task["org_id"], task["run_id"])
+        key = attempt_key(task["arm_id"], task["case_id"], int(task["attempt"]))
+        container.runs.release_lease(run, key, d.message_id)
+        self.release(d)
 
     def drain(self) -> None:
         while True:

@@ -65,12 +65,16 @@ def test_the_sweep_fails_a_run_that_stood_still_and_frees_its_slots_once(
         ("c002", "failed"),
     ]
     assert container.orgs.get(api.org_id).in_flight == 0
+    counted = api.ok("GET", f"/api/v1/eval-runs/{run_id}/progress")
+    assert (counted["recorded"], counted["failed"]) == (3, 3), "the sweep's attempts are counted"
     assert sweep.sweep(container).failed == [], "a swept run is not swept twice"
 
     # The dead worker's messages come back later: they change nothing and free nothing twice.
     q = Queue(stack)
     for d in q.receive():
-        run_case.handle_task(container, d.body, receive_count=d.receive_count)
+        run_case.handle_task(
+            container, d.body, receive_count=d.receive_count, message_id=d.message_id
+        )
         q.delete(d)
     assert container.orgs.get(api.org_id).in_flight == 0
     after = api.ok("GET", f"/api/v1/eval-runs/{run_id}")

@@ -71,7 +71,7 @@ def test_every_message_delivered_three_times_two_at_once_counts_each_attempt_onc
                 t.join()
             case_id = d.task["case_id"]
             kept.setdefault(case_id, answers_by_case(api, run["run_id"])[case_id])
-            run_case.handle_task(container, d.body, receive_count=2)
+            run_case.handle_task(container, d.body, receive_count=2, message_id=d.message_id)
             queue.delete(d)
             handled += 1
             assert answers_by_case(api, run["run_id"])[case_id] == kept[case_id], (
@@ -84,6 +84,8 @@ def test_every_message_delivered_three_times_two_at_once_counts_each_attempt_onc
     assert sorted(r["case_id"] for r in full["results"]) == [f"c{i:03d}" for i in range(5)]
     assert full["outcome"]["total"] == 5 and full["outcome"]["passed"] == 5
     assert answers_by_case(api, run["run_id"]) == kept
+    for i in range(5):
+        assert agents.calls(f"{probe}#c{i:03d}") == 1, "three deliveries asked the agent twice"
     assert container.orgs.get(api.org_id).in_flight == 0
 
 
@@ -96,19 +98,21 @@ def test_a_worker_killed_between_the_answer_and_the_write_loses_nothing(
     real_record = run_case.record
     crashed: list[str] = []
 
-    def crash_once(c, run_row, task, result):
+    def crash_once(c, run_row, task, index, result, **kw):
         if task.case_id == "c001" and not crashed:
             crashed.append(task.case_id)
             raise SystemExit("worker killed after the agent answered")
-        return real_record(c, run_row, task, result)
+        return real_record(c, run_row, task, index, result, **kw)
 
     monkeypatch.setattr(run_case, "record", crash_once)
     while progress(api, run["run_id"])["status"] == "running":
         for d in queue.receive():
             try:
-                run_case.handle_task(container, d.body, receive_count=d.receive_count)
+                run_case.handle_task(
+                    container, d.body, receive_count=d.receive_count, message_id=d.message_id
+                )
             except SystemExit:
-                queue.release(d)  # the message was never deleted: SQS redelivers it
+                queue.lapse(d, container)  # never deleted: SQS delivers it again, claim lapsed
                 continue
             queue.delete(d)
     final = progress(api, run["run_id"])
@@ -128,7 +132,9 @@ def test_a_worker_killed_between_the_write_and_the_delete_counts_nothing_twice(
     undeleted = 0
     while progress(api, run["run_id"])["status"] == "running":
         for d in queue.receive():
-            run_case.handle_task(container, d.body, receive_count=d.receive_count)
+            run_case.handle_task(
+                container, d.body, receive_count=d.receive_count, message_id=d.message_id
+            )
             if d.receive_count == 1 and d.task["case_id"] in ("c000", "c003", "c005"):
                 undeleted += 1
                 queue.release(d)  # killed before DeleteMessage: it comes back
@@ -166,7 +172,9 @@ def test_a_message_that_keeps_failing_reaches_the_dlq_and_is_recorded_incomplete
     while progress(api, run["run_id"])["status"] == "running":
         for d in queue.receive():
             try:
-                run_case.handle_task(container, d.body, receive_count=d.receive_count)
+                run_case.handle_task(
+                    container, d.body, receive_count=d.receive_count, message_id=d.message_id
+                )
             except RuntimeError:
                 receives += 1
                 queue.release(d)
@@ -174,7 +182,9 @@ def test_a_message_that_keeps_failing_reaches_the_dlq_and_is_recorded_incomplete
             queue.delete(d)
         for d in dlq.receive():
             dead.append(d.task["case_id"])
-            run_case.handle_dead_task(container, d.body, receive_count=d.receive_count)
+            run_case.handle_dead_task(
+                container, d.body, receive_count=d.receive_count, message_id=d.message_id
+            )
             dlq.delete(d)
     assert receives == names.MAX_RECEIVE_COUNT
     assert dead == ["c002"]

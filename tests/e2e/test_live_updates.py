@@ -34,13 +34,13 @@ def test_an_attempt_that_commits_after_a_later_keyed_one_is_not_skipped(api, con
     # Worker B stamped its attempt at t0+100 ms and committed; worker A stamped t0+50 ms, still
     # committing.
     row = container.runs.get(api.org_id, run["run_id"])
-    container.runs.put_attempt_once(row, _attempt(run["run_id"], "c001", t0 + 100))
+    container.runs.put_attempt_counted(row, _attempt(run["run_id"], "c001", t0 + 100), t0)
     frozen.advance(milliseconds=150)
     first = views.events_view(run_service.events(container, who, run["run_id"], after="", wait_s=0))
     assert first["events"] == [], (
         "handed out an attempt while an earlier-keyed one could still commit"
     )
-    container.runs.put_attempt_once(row, _attempt(run["run_id"], "c000", t0 + 50))
+    container.runs.put_attempt_counted(row, _attempt(run["run_id"], "c000", t0 + 50), t0)
     frozen.advance(seconds=2.5)
     second = views.events_view(
         run_service.events(container, who, run["run_id"], after=first["cursor"], wait_s=0)

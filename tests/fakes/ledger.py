@@ -9,8 +9,8 @@ from typing import Any
 
 from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
 from chalicelib.domain.outcome import ArmResult, Efficiency, Outcome, Quality
-from chalicelib.domain.records import ActiveRun, Arm, Attempt, Run
-from chalicelib.domain.run_rules import verdict_word
+from chalicelib.domain.records import ActiveRun, Arm, Attempt, Lease, Run
+from chalicelib.domain.run_rules import Lanes, verdict_word
 from chalicelib.errors import NotFoundError
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage
 from chalicelib.services.ports.messaging import QueueSendError
@@ -54,6 +54,7 @@ class FakeRuns:
         self.attempts_kept: dict[tuple[str, str], dict[str, Attempt]] = {}
         self.orgs = orgs if orgs is not None else FakeOrganizations()
         self.meanwhile: list[Callable[[], None]] = []
+        self.leases: dict[tuple[str, str, str], Lease] = {}
 
     # -- test helpers
 
@@ -176,14 +177,15 @@ class FakeRuns:
         )
 
     def claim_tasks(
-        self, run: Run, k: int, org_id: str, org_limit: int, now_ms: int, now_iso: str
+        self, run: Run, lanes: list[int], org_id: str, org_limit: int, now_ms: int, now_iso: str
     ) -> bool:
         self._others_write()
         kept = self.kept[(run.org_id, run.run_id)]
+        seen, now = run.lanes, kept.lanes
+        k = len(lanes)
         if (
-            kept.next_index != run.next_index
+            any(now.next[j] != seen.next[j] or now.busy[j] for j in lanes)
             or kept.status not in _RUNNING
-            or kept.tasks_total < run.next_index + k
             or self._in_flight(org_id) > org_limit - k
         ):
             return False
@@ -192,11 +194,14 @@ class FakeRuns:
             if run.status == RunStatus.QUEUED
             else {}
         )
+        after = now.claiming(lanes)
         self.set(
             run.org_id,
             run.run_id,
-            next_index=run.next_index + k,
+            next_index=kept.next_index + k,
             slots=kept.slots + k,
+            lane_next=after.next,
+            lane_busy=after.busy,
             heartbeat_at_ms=now_ms,
             **started,
         )
@@ -209,6 +214,7 @@ class FakeRuns:
         attempt: Attempt,
         *,
         counters: dict[str, int],
+        lane: int,
         claim_next: bool,
         release_slot: bool,
         now_ms: int,
@@ -218,24 +224,61 @@ class FakeRuns:
         if attempt.attempt_key in self.attempts_kept.get(key, {}):
             return RecordOutcome(written=False)
         kept = self.kept[key]
+        now = kept.lanes
         moves: dict[str, Any] = {
             name: getattr(kept, name) + value for name, value in counters.items() if value
         }
         moves["heartbeat_at_ms"] = now_ms
         if claim_next:
-            if kept.next_index != run.next_index or kept.status != RunStatus.RUNNING:
-                raise RecordConflict("next_index or status moved")
-            moves["next_index"] = run.next_index + 1
+            if now.next[lane] != run.lanes.next[lane] or kept.status != RunStatus.RUNNING:
+                raise RecordConflict("the lane's cursor or the status moved")
+            nxt = list(now.next)
+            nxt[lane] += now.n
+            moves |= {"lane_next": tuple(nxt), "next_index": kept.next_index + 1}
         elif release_slot:
-            if kept.slots <= 0 or self._in_flight(run.org_id) <= 0:
+            if not now.busy[lane] or kept.slots <= 0 or self._in_flight(run.org_id) <= 0:
                 raise RecordConflict("no slot to release")
-            moves["slots"] = kept.slots - 1
+            busy = list(now.busy)
+            busy[lane] = False
+            moves |= {"slots": kept.slots - 1, "lane_busy": tuple(busy)}
             self._org_in_flight(run.org_id, -1)
         self.attempts_kept.setdefault(key, {})[attempt.attempt_key] = replace(
             attempt, run_id=run.run_id
         )
         self.set(*key, **moves)
+        self._lease_done(run, attempt.attempt_key)
         return RecordOutcome(written=True)
+
+    def take_lease(self, run: Run, key: str, holder: str, until_ms: int, now_ms: int) -> bool:
+        self._others_write()
+        kept = self.leases.get((run.org_id, run.run_id, key))
+        if kept is not None and (kept.done or kept.until_ms >= now_ms):
+            return False
+        self.leases[(run.org_id, run.run_id, key)] = Lease(
+            attempt_key=key, holder=holder, until_ms=until_ms
+        )
+        return True
+
+    def extend_lease(self, run: Run, key: str, holder: str, until_ms: int) -> bool:
+        kept = self.leases.get((run.org_id, run.run_id, key))
+        if kept is None or kept.holder != holder:
+            return False
+        self.leases[(run.org_id, run.run_id, key)] = replace(kept, until_ms=until_ms)
+        return True
+
+    def release_lease(self, run: Run, key: str, holder: str) -> bool:
+        kept = self.leases.get((run.org_id, run.run_id, key))
+        if kept is None or kept.holder != holder or kept.done:
+            return False
+        self.leases[(run.org_id, run.run_id, key)] = replace(kept, until_ms=0)
+        return True
+
+    def lease_of(self, run: Run, key: str) -> Lease | None:
+        return self.leases.get((run.org_id, run.run_id, key))
+
+    def _lease_done(self, run: Run, key: str) -> None:
+        kept = self.leases.get((run.org_id, run.run_id, key)) or Lease(attempt_key=key)
+        self.leases[(run.org_id, run.run_id, key)] = replace(kept, done=True)
 
     def beat(self, org_id: str, run_id: str, now_ms: int) -> bool:
         if self.kept[(org_id, run_id)].status != RunStatus.RUNNING:
@@ -300,7 +343,13 @@ class FakeRuns:
         ):
             return False
         self.set(
-            run.org_id, run.run_id, status=status, reason=reason, completed_at=completed_at, slots=0
+            run.org_id,
+            run.run_id,
+            status=status,
+            reason=reason,
+            completed_at=completed_at,
+            slots=0,
+            lane_busy=(False,) * kept.lanes.n,
         )
         if run.slots:
             self._org_in_flight(run.org_id, -run.slots)
@@ -373,6 +422,8 @@ class FakeRuns:
     def delete(self, org_id: str, run_id: str) -> None:
         self.kept.pop((org_id, run_id), None)
         self.attempts_kept.pop((org_id, run_id), None)
+        for key in [k for k in self.leases if k[:2] == (org_id, run_id)]:
+            del self.leases[key]
 
     # -- attempts
 
@@ -405,10 +456,18 @@ class FakeRuns:
             if a.recorded_key > cursor and (until is None or a.recorded_key <= until)
         ][:limit]
 
-    def put_attempt_once(self, run: Run, attempt: Attempt) -> bool:
+    def put_attempt_counted(self, run: Run, attempt: Attempt, now_ms: int) -> bool:
         if self.attempt_exists(run.org_id, run.run_id, attempt.attempt_key):
             return False
         self.add_attempt(run.org_id, replace(attempt, run_id=run.run_id))
+        self._lease_done(run, attempt.attempt_key)
+        kept = self.kept[(run.org_id, run.run_id)]
+        self.set(
+            run.org_id,
+            run.run_id,
+            recorded=kept.recorded + 1,
+            **{attempt.state: getattr(kept, attempt.state) + 1},
+        )
         return True
 
     def regrade(self, org_id: str, before: Attempt, after: Attempt) -> bool:
@@ -541,7 +600,22 @@ def a_run(
         "expected": cases * len(arm_ids),
         "heartbeat_at_ms": 0,
     }
+    if "lane_next" not in fields_:
+        values |= _lanes_after(fields_.get("next_index", 0), fields_.get("slots", 0), limit)
     return Run(**{**values, **fields_})
+
+
+def _lanes_after(claimed: int, in_flight: int, n: int) -> dict[str, Any]:
+    """The lanes of a run whose first `claimed` tasks started, the last `in_flight` of them still
+    running (how a run moves when nothing finished out of turn)."""
+    lanes = Lanes.start(n).claiming(range(min(claimed, n)))
+    for index in range(n, claimed):
+        lanes = Lanes(
+            tuple(nxt + n if j == index % n else nxt for j, nxt in enumerate(lanes.next)),
+            lanes.busy,
+        )
+    running = {i % n for i in range(max(0, claimed - in_flight), claimed)}
+    return {"lane_next": lanes.next, "lane_busy": tuple(j in running for j in range(n))}
 
 
 def an_attempt(

@@ -51,7 +51,7 @@ def test_a_recorded_attempt_passes_its_slot_to_the_next_task(
     _started(c, "r1", cases=3, limit=1)
     assert _sent(c) == [("r1", "c1")]
     assert run_case.record(
-        c, c.runs.get_for_org("acme", "r1"), Task("candidate", "c1", 1), PASSED, pause=no_pause
+        c, c.runs.get_for_org("acme", "r1"), Task("candidate", "c1", 1), 0, PASSED, pause=no_pause
     )
     run = c.runs.get_for_org("acme", "r1")
     assert (run.status, run.next_index, run.slots, run.recorded, run.passed, run.cost_micros) == (
@@ -70,6 +70,7 @@ def test_a_recorded_attempt_passes_its_slot_to_the_next_task(
         "arm_id": "candidate",
         "case_id": "c2",
         "attempt": 1,
+        "index": 1,
     }
     assert events == []  # nothing released
 
@@ -80,9 +81,9 @@ def test_a_redelivered_task_counts_once_and_sends_its_successor_again(
     _org(c, 6)
     _started(c, "r1", cases=3, limit=1)
     run = c.runs.get_for_org("acme", "r1")
-    assert run_case.record(c, run, Task("candidate", "c1", 1), PASSED, pause=no_pause)
+    assert run_case.record(c, run, Task("candidate", "c1", 1), 0, PASSED, pause=no_pause)
     assert not run_case.record(
-        c, c.runs.get_for_org("acme", "r1"), Task("candidate", "c1", 1), PASSED, pause=no_pause
+        c, c.runs.get_for_org("acme", "r1"), Task("candidate", "c1", 1), 0, PASSED, pause=no_pause
     )
     run = c.runs.get_for_org("acme", "r1")
     assert (run.recorded, run.passed, run.next_index) == (1, 1, 2)
@@ -98,13 +99,13 @@ def test_a_run_waiting_for_a_slot_gets_the_one_released(c: FakeContainer, wired:
     assert _sent(c) == [("rA", "c1")]  # the organization's one slot
     assert c.runs.get_for_org("acme", "rB").status == RunStatus.QUEUED
     assert c.orgs.get("acme").waiting == ["rA", "rB"]
-    # rA's first case passes its slot to rA's second case; rA's second case has nothing to pass it
-    # to.
+    # rA's first case has no task left in its lane (rA has two): its slot goes back, and rA, first
+    # in line, takes it for its second case, which then has nothing to pass it to.
     run_case.record(
-        c, c.runs.get_for_org("acme", "rA"), Task("candidate", "c1", 1), PASSED, pause=no_pause
+        c, c.runs.get_for_org("acme", "rA"), Task("candidate", "c1", 1), 0, PASSED, pause=no_pause
     )
     run_case.record(
-        c, c.runs.get_for_org("acme", "rA"), Task("candidate", "c2", 1), PASSED, pause=no_pause
+        c, c.runs.get_for_org("acme", "rA"), Task("candidate", "c2", 1), 1, PASSED, pause=no_pause
     )
     a, b = c.runs.get_for_org("acme", "rA"), c.runs.get_for_org("acme", "rB")
     assert (a.status, a.slots, a.recorded) == ("completed", 0, 2)
@@ -124,7 +125,7 @@ def test_the_organization_limit_holds_across_its_runs(
     assert (x.slots, y.slots, c.orgs.get("acme").in_flight) == (2, 0, 2)
     assert (x.status, y.status) == ("running", "queued")
     assert slots.assign_free_slots(c, "acme", pause=no_pause) == 0  # the tick finds nothing free
-    run_case.record(c, x, Task("candidate", "c1", 1), PASSED, pause=no_pause)
+    run_case.record(c, x, Task("candidate", "c1", 1), 0, PASSED, pause=no_pause)
     assert c.orgs.get("acme").in_flight == 2  # passed within rX, not to rY
     assert c.runs.get_for_org("acme", "rY").slots == 0
     c.orgs.set_limit("acme", 3)
@@ -139,7 +140,7 @@ def test_a_claim_lost_to_another_worker_is_decided_again_on_what_it_left(c: Fake
     c.orgs.add_waiting("acme", "r1", 0)
     # Between this caller's read and its claim of 3 tasks, another takes one of them.
     c.runs.meanwhile.append(
-        lambda: c.runs.claim_tasks(c.runs.get_for_org("acme", "r1"), 1, "acme", 3, 1, "t")
+        lambda: c.runs.claim_tasks(c.runs.get_for_org("acme", "r1"), [0], "acme", 3, 1, "t")
     )
     assert slots.assign_free_slots(c, "acme", pause=no_pause) == 2
     run = c.runs.get_for_org("acme", "r1")
@@ -147,24 +148,35 @@ def test_a_claim_lost_to_another_worker_is_decided_again_on_what_it_left(c: Fake
     assert _sent(c) == [("r1", "c2"), ("r1", "c3")]  # task 0 is the other worker's to send
 
 
-def test_a_recording_whose_claim_was_taken_claims_the_next_task_instead(
+def test_a_recording_never_loses_its_claim_to_another_slot_of_the_run(
     c: FakeContainer, events: list[Event]
 ) -> None:
     _org(c, 6)
     _started(c, "r1", cases=4, limit=2)
     assert _sent(c) == [("r1", "c1"), ("r1", "c2")]
     first_read = c.runs.get_for_org("acme", "r1")
-    # c2's worker records first and claims c3: c1's claim of c3, decided on its read, loses.
+    # c2's worker records first: it starts c4, the next task of its own lane, so c1's write,
+    # decided on a read from before, still holds and starts c3 at the first try.
     c.runs.meanwhile.append(
         lambda: run_case.record(
-            c, c.runs.get_for_org("acme", "r1"), Task("candidate", "c2", 1), PASSED, pause=no_pause
+            c,
+            c.runs.get_for_org("acme", "r1"),
+            Task("candidate", "c2", 1),
+            1,
+            PASSED,
+            pause=no_pause,
         )
     )
-    assert run_case.record(c, first_read, Task("candidate", "c1", 1), PASSED, pause=no_pause)
+    refreshes: list[str] = []
+    real_refresh = c.runs.refresh
+    c.runs.refresh = lambda run: refreshes.append(run.run_id) or real_refresh(run)  # type: ignore[method-assign]
+    assert run_case.record(c, first_read, Task("candidate", "c1", 1), 0, PASSED, pause=no_pause)
+    assert refreshes == []  # no conflict: the run was never read again
     run = c.runs.get_for_org("acme", "r1")
     assert (run.recorded, run.next_index, run.slots) == (2, 4, 2)
-    assert _sent(c) == [("r1", "c1"), ("r1", "c2"), ("r1", "c3"), ("r1", "c4")]
-    assert c.runs.get_attempt("acme", "r1", "candidate#c1#001").successor["case_id"] == "c4"
+    assert _sent(c) == [("r1", "c1"), ("r1", "c2"), ("r1", "c4"), ("r1", "c3")]
+    assert c.runs.get_attempt("acme", "r1", "candidate#c1#001").successor["case_id"] == "c3"
+    assert c.runs.get_attempt("acme", "r1", "candidate#c2#001").successor["case_id"] == "c4"
 
 
 def test_a_task_recorded_after_the_last_claim_gives_its_slot_back(
@@ -173,7 +185,7 @@ def test_a_task_recorded_after_the_last_claim_gives_its_slot_back(
     _org(c, 6)
     _started(c, "r1", cases=1)
     run_case.record(
-        c, c.runs.get_for_org("acme", "r1"), Task("candidate", "c1", 1), PASSED, pause=no_pause
+        c, c.runs.get_for_org("acme", "r1"), Task("candidate", "c1", 1), 0, PASSED, pause=no_pause
     )
     assert (c.runs.get_for_org("acme", "r1").slots, c.orgs.get("acme").in_flight) == (0, 0)
     assert events == [SlotReleased("acme", "r1")]

@@ -188,3 +188,43 @@ def test_a_case_task_message_naming_no_well_formed_organization_is_malformed():
     for org in ("", "a..b", "org/b", "org#b", 7, None, "[" * 3):
         assert parse_message(json.dumps({**task, "org_id": org})) is None, org
     assert parse_message('{"org_id": ' + "[" * 100_000) is None
+
+
+def test_lanes_own_strides_and_start_their_tasks_in_turn():
+    from chalicelib.domain.run_rules import Lanes
+
+    lanes = Lanes.start(3)
+    assert (lanes.next, lanes.busy, lanes.n, lanes.held) == ((0, 1, 2), (False,) * 3, 3, 0)
+    assert [lanes.lane_of(i) for i in range(7)] == [0, 1, 2, 0, 1, 2, 0]
+    # 7 tasks: lane 0 owns 0, 3, 6; lane 1 owns 1, 4; lane 2 owns 2, 5.
+    assert lanes.startable(7) == [0, 1, 2] and lanes.pending(7) == 7
+    two = lanes.claiming([0, 1])
+    assert (two.next, two.busy, two.held) == ((3, 4, 2), (True, True, False), 2)
+    assert two.startable(7) == [2] and two.pending(7) == 5
+    assert two.claimed(7) == [0, 1] and two.is_claimed(1) and not two.is_claimed(4)
+    assert two.successor(0, 7) == 3 and two.successor(1, 7) == 4
+    # Lane 1 after task 4 has nothing below 7 (its next would be 7): it gives its slot back.
+    late = Lanes((6, 7, 5), (True, True, False))
+    assert late.successor(1, 7) is None and late.successor(0, 7) == 6
+    assert late.pending(7) == 2 and late.startable(7) == [2]  # tasks 5 and 6
+    # Lane 1 gave its slot back; reruns appended at 7..9 give it work again (earliest lane first).
+    idle = Lanes(late.next, (True, False, False))
+    assert idle.startable(7) == [2] and idle.startable(10) == [2, 1]
+    assert late.startable(10) == [2] and late.pending(10) == 5  # 5, 6, 7, 8, 9
+    with pytest.raises(ValueError):
+        Lanes.start(0)
+
+
+def test_a_task_s_index_in_the_plan_is_checked_against_the_plan():
+    from chalicelib.domain.run_rules import Task, index_of, task_at
+
+    arms, cases, extra = ["cand", "base"], ["a", "b", "c"], [["cand", "b", 2], ["base", "b", 2]]
+    for i in range(8):
+        assert index_of(task_at(i, arms, cases, extra), arms, cases, extra) == i
+        assert index_of(task_at(i, arms, cases, extra), arms, cases, extra, hint=i) == i
+    assert index_of(Task("base", "c", 1), arms, cases, extra, hint=0) == 5  # a wrong hint
+    assert index_of(Task("base", "c", 1), arms, cases, extra, hint=10**9) == 5
+    assert index_of(Task("other", "a", 1), arms, cases, extra) is None
+    assert index_of(Task("cand", "zz", 1), arms, cases, extra) is None
+    assert index_of(Task("cand", "a", 99), arms, cases, extra) is None
+    assert index_of(Task("cand", "a", 2), arms, cases, extra) is None  # only b is rerun

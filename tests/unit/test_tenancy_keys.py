@@ -320,6 +320,7 @@ def _write_everything(org: str) -> None:
             recorded_at=now,
         ),
         counters={"recorded": 1},
+        lane=0,
         claim_next=False,
         release_slot=False,
         now_ms=1,

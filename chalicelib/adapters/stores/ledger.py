@@ -30,13 +30,14 @@ from chalicelib.adapters.stores.base import (
 )
 from chalicelib.adapters.tables import (
     AttemptRow,
+    LeaseRow,
     OrganizationRow,
     RunRow,
     org_key,
 )
 from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
 from chalicelib.domain.outcome import Outcome
-from chalicelib.domain.records import ActiveRun, Arm, Attempt, Run
+from chalicelib.domain.records import ActiveRun, Arm, Attempt, Lease, Run
 from chalicelib.errors import NotFoundError
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage
 
@@ -48,6 +49,10 @@ _ACTIVE = [*(f.name for f in fields(ActiveRun)), "run_key"]
 """What `recent_active` reads of a run (the index's keys with it)."""
 
 _RUNNING = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
+
+LEASE_KEPT_SECONDS = 14 * 86_400
+"""How long a lease stays after it lapses or its attempt is recorded (TTL): SQS's longest
+retention, so no copy of a message outlives what tells it the attempt was answered."""
 
 _ATTEMPT_KEYS = ("attempt_key", "run_id", "recorded_key", "arm_id", "case_id", "attempt")
 """What a regrade never changes."""
@@ -119,6 +124,18 @@ def run_of(row: RunRow) -> Run:
 
 def _key(run: Run) -> str:
     return org_key(run.org_id, run.run_id)
+
+
+def _lease_done(t: Any, run: Run, key: str, now_ms: int) -> None:
+    """In a recording's transaction: mark the attempt's lease done (writing one if no delivery
+    claimed it), so no later delivery claims a recorded attempt."""
+    t.update(
+        LeaseRow(_key(run), key),
+        actions=[
+            LeaseRow.done.set(True),
+            LeaseRow.expires_at.set(now_ms // 1000 + LEASE_KEPT_SECONDS),
+        ],
+    )
 
 
 def _page(rows: Any) -> RunPage:
@@ -251,29 +268,43 @@ class RunStore:
         return (run_of(r) for r in rows)
 
     def claim_tasks(
-        self, run: Run, k: int, org_id: str, org_limit: int, now_ms: int, now_iso: str
+        self, run: Run, lanes: list[int], org_id: str, org_limit: int, now_ms: int, now_iso: str
     ) -> bool:
-        """Claim the run's next `k` tasks and `k` organization slots in one transaction.
+        """Start the next task of each idle lane in `lanes` and take as many organization slots,
+        in one transaction.
 
-        Conditional on the run's `next_index` as read and on the organization having `k` free
-        slots; returns False when either moved (the caller reads again).
+        Conditional on each lane's cursor as read and idle, on the run being queued or running,
+        and on the organization having that many free slots; returns False when any moved (the
+        caller reads again).
         """
+        k = len(lanes)
+        seen = run.lanes
         actions: list[Action] = [
-            RunRow.next_index.set(run.next_index + k),
+            RunRow.next_index.add(k),
             RunRow.slots.add(k),
             RunRow.heartbeat_at_ms.set(now_ms),
         ]
+        condition: Condition = RunRow.status.is_in(*_RUNNING)
+        if not run.lane_next:  # a run kept without lanes gets them whole on its first claim
+            after = seen.claiming(lanes)
+            actions += [
+                RunRow.lane_next.set(list(after.next)),
+                RunRow.lane_busy.set(list(after.busy)),
+            ]
+            condition &= RunRow.next_index == run.next_index
+        for j in lanes if run.lane_next else ():
+            actions += [
+                RunRow.lane_next[j].set(seen.next[j] + seen.n),
+                RunRow.lane_busy[j].set(True),
+            ]
+            condition &= (RunRow.lane_next[j] == seen.next[j]) & (
+                RunRow.lane_busy[j] == False  # noqa: E712 - a PynamoDB condition, not a test
+            )
         if run.status == RunStatus.QUEUED:
             actions += [RunRow.status.set(RunStatus.RUNNING.value), RunRow.started_at.set(now_iso)]
         try:
             with TX.write() as t:
-                t.update(
-                    RunRow(_key(run)),
-                    actions=actions,
-                    condition=(RunRow.next_index == run.next_index)
-                    & RunRow.status.is_in(*_RUNNING)
-                    & (RunRow.tasks_total >= run.next_index + k),
-                )
+                t.update(RunRow(_key(run)), actions=actions, condition=condition)
                 t.update(
                     OrganizationRow(org_id),
                     actions=[OrganizationRow.in_flight.add(k)],
@@ -290,6 +321,7 @@ class RunStore:
         attempt: Attempt,
         *,
         counters: dict[str, int],
+        lane: int,
         claim_next: bool,
         release_slot: bool,
         now_ms: int,
@@ -297,14 +329,17 @@ class RunStore:
         """Write one attempt once, with the run's counters, in ONE transaction (DESIGN §5).
 
         Args:
-            run: the run as read; its `next_index` guards a claim.
+            run: the run as read; its lane `lane`'s cursor guards a claim.
             attempt: the attempt to put (`attribute_not_exists`; kept under the run's key);
                 `successor` set when claiming.
             counters: run attributes to ADD (`recorded`, `passed`, `cost_micros`, ...).
-            claim_next: also take the run's next task (`next_index` + 1, conditional on the value
-                read and on the run still running): the slot passes to that task.
+            lane: the lane the attempt's task belongs to (`Lanes.lane_of`).
+            claim_next: also start the lane's next task (its cursor moves on by the lane count,
+                conditional on the value read and on the run still running): the slot passes to
+                that task. Only this lane's own chain moves its cursor, so other slots of the run
+                never make this write fail.
             release_slot: no task to pass the slot to: give it back to the run and organization
-                (conditional on the run still holding one, so a swept run is never released twice).
+                (conditional on the lane holding one, so a swept run is never released twice).
         Returns:
             RecordOutcome(written=False) when the attempt existed already (a redelivery).
         Raises:
@@ -313,20 +348,25 @@ class RunStore:
         actions = [getattr(RunRow, name).add(value) for name, value in counters.items() if value]
         actions.append(RunRow.heartbeat_at_ms.set(now_ms))
         condition = None
+        seen = run.lanes
         if claim_next:
-            actions.append(RunRow.next_index.set(run.next_index + 1))
-            condition = (RunRow.next_index == run.next_index) & (
+            actions += [
+                RunRow.lane_next[lane].set(seen.next[lane] + seen.n),
+                RunRow.next_index.add(1),
+            ]
+            condition = (RunRow.lane_next[lane] == seen.next[lane]) & (
                 RunRow.status == RunStatus.RUNNING.value
             )
         elif release_slot:
-            actions.append(RunRow.slots.add(-1))
-            condition = RunRow.slots > 0
+            actions += [RunRow.slots.add(-1), RunRow.lane_busy[lane].set(False)]
+            condition = (RunRow.lane_busy[lane] == True) & (RunRow.slots > 0)  # noqa: E712 - a condition
         row = row_of(attempt, AttemptRow, run_key=_key(run))
         row.run_id = run.run_id
         try:
             with TX.write() as t:
                 t.save(row, condition=AttemptRow.attempt_key.does_not_exist())
                 t.update(RunRow(_key(run)), actions=actions, condition=condition)
+                _lease_done(t, run, attempt.attempt_key, now_ms)
                 if release_slot and not claim_next:
                     t.update(
                         OrganizationRow(run.org_id),
@@ -343,6 +383,62 @@ class RunStore:
             ):
                 raise RecordConflict(str(codes)) from exc
             raise
+
+    # -- leases (issue 11 "One ask per attempt")
+
+    def take_lease(self, run: Run, key: str, holder: str, until_ms: int, now_ms: int) -> bool:
+        """Claim the attempt `key` of `run` for `holder` until `until_ms` (epoch ms), unless
+        another claim lives past `now_ms`; True when taken."""
+        row = LeaseRow(
+            _key(run),
+            key,
+            holder=holder,
+            until_ms=until_ms,
+            expires_at=until_ms // 1000 + LEASE_KEPT_SECONDS,
+        )
+        try:
+            row.save(
+                condition=(LeaseRow.attempt_key.does_not_exist() | (LeaseRow.until_ms < now_ms))
+                & LeaseRow.done.does_not_exist()
+            )
+            return True
+        except PutError as exc:
+            unless_condition_failed(exc)
+            return False
+
+    def extend_lease(self, run: Run, key: str, holder: str, until_ms: int) -> bool:
+        """Move `holder`'s claim on the attempt `key` to `until_ms`; False when it is not theirs."""
+        return conditional_update(
+            LeaseRow(_key(run), key),
+            [
+                LeaseRow.until_ms.set(until_ms),
+                LeaseRow.expires_at.set(until_ms // 1000 + LEASE_KEPT_SECONDS),
+            ],
+            LeaseRow.holder == holder,
+        )
+
+    def release_lease(self, run: Run, key: str, holder: str) -> bool:
+        """Let `holder`'s claim on the attempt `key` lapse now (its delivery failed and SQS will
+        deliver the message again); False when the claim is not theirs or the attempt is
+        recorded."""
+        return conditional_update(
+            LeaseRow(_key(run), key),
+            [LeaseRow.until_ms.set(0)],
+            (LeaseRow.holder == holder) & LeaseRow.done.does_not_exist(),
+        )
+
+    def lease_of(self, run: Run, key: str) -> Lease | None:
+        """The claim on the attempt `key` (consistent), or None."""
+        try:
+            row = LeaseRow.get(_key(run), key, consistent_read=True)
+        except DoesNotExist:
+            return None
+        return Lease(
+            attempt_key=key,
+            holder=row.holder,
+            until_ms=int(row.until_ms or 0),
+            done=bool(row.done),
+        )
 
     def beat(self, org_id: str, run_id: str, now_ms: int) -> bool:
         """Heartbeat a running run; False when it is not running (any more)."""
@@ -422,6 +518,7 @@ class RunStore:
                         RunRow.reason.set(reason),
                         RunRow.completed_at.set(completed_at),
                         RunRow.slots.set(0),
+                        RunRow.lane_busy.set([False] * run.lanes.n),
                     ],
                     condition=condition & (RunRow.slots == run.slots),
                 )
@@ -509,9 +606,10 @@ class RunStore:
     def delete(self, org_id: str, run_id: str) -> None:
         """Delete the organization's run and every attempt it kept."""
         key = org_key(org_id, run_id)
-        with AttemptRow.batch_write() as batch:
-            for row in AttemptRow.query(key, attributes_to_get=["run_key", "attempt_key"]):
-                batch.delete(row)
+        for model in (AttemptRow, LeaseRow):
+            with model.batch_write() as batch:
+                for row in model.query(key, attributes_to_get=["run_key", "attempt_key"]):
+                    batch.delete(row)
         RunRow(key).delete()
 
     # -- attempts
@@ -605,14 +703,20 @@ class RunStore:
                 return False
             raise
 
-    def put_attempt_once(self, run: Run, attempt: Attempt) -> bool:
-        """Write an attempt of `run` unless one exists (the sweep's failed attempts); True if
-        written."""
+    def put_attempt_counted(self, run: Run, attempt: Attempt, now_ms: int) -> bool:
+        """Write an attempt of `run` unless it exists (the sweep's failed attempts), counting it
+        in the run's `recorded` and state counters in the same transaction; True if written."""
         row = row_of(attempt, AttemptRow, run_key=_key(run))
         row.run_id = run.run_id
         try:
-            row.save(condition=AttemptRow.attempt_key.does_not_exist())
+            with TX.write() as t:
+                t.save(row, condition=AttemptRow.attempt_key.does_not_exist())
+                t.update(
+                    RunRow(_key(run)),
+                    actions=[RunRow.recorded.add(1), getattr(RunRow, attempt.state).add(1)],
+                )
+                _lease_done(t, run, attempt.attempt_key, now_ms)
             return True
-        except PutError as exc:
+        except TransactWriteError as exc:
             unless_condition_failed(exc)
             return False

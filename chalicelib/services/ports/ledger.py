@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.outcome import Outcome
-from chalicelib.domain.records import ActiveRun, Attempt, Run
+from chalicelib.domain.records import ActiveRun, Attempt, Lease, Run
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +90,11 @@ class Runs(Protocol):
         ms; eventually consistent: the sweep reads each again)."""
 
     def claim_tasks(
-        self, run: Run, k: int, org_id: str, org_limit: int, now_ms: int, now_iso: str
+        self, run: Run, lanes: list[int], org_id: str, org_limit: int, now_ms: int, now_iso: str
     ) -> bool:
-        """Claim the run's next `k` tasks and `k` of the organization's slots at once (a queued run
-        starts running); False when the run's `next_index` moved, it ended, or the organization has
-        fewer than `k` free slots under `org_limit`."""
+        """Start the next task of each idle lane in `lanes` (`run.lanes` as read) and take as many
+        of the organization's slots at once (a queued run starts running); False when one of those
+        lanes moved, the run ended, or the organization has fewer free slots under `org_limit`."""
 
     def record_attempt(
         self,
@@ -102,6 +102,7 @@ class Runs(Protocol):
         attempt: Attempt,
         *,
         counters: dict[str, int],
+        lane: int,
         claim_next: bool,
         release_slot: bool,
         now_ms: int,
@@ -110,15 +111,32 @@ class Runs(Protocol):
 
         Args:
             counters: run fields to add to (`recorded`, `passed`, `cost_micros`, ...).
-            claim_next: also take the run's next task (conditional on its `next_index` as read and
-                on the run running): the slot passes to that task (`attempt.successor`).
+            lane: the lane of the attempt's task (`run.lanes.lane_of(index)`).
+            claim_next: also start the lane's next task (conditional on that lane's cursor as read
+                and on the run running): the slot passes to that task (`attempt.successor`).
             release_slot: no task to pass the slot to: give it back to the run and organization
-                (conditional on the run holding one, so a swept run is never released twice).
+                (conditional on the lane holding one, so a swept run is never released twice).
         Returns:
             `RecordOutcome(written=False)` when the attempt existed already (a redelivery).
         Raises:
             RecordConflict: the run moved since it was read; read it again and retry.
         """
+
+    def take_lease(self, run: Run, key: str, holder: str, until_ms: int, now_ms: int) -> bool:
+        """Claim the attempt `key` for `holder` (a delivery's message id) until `until_ms` (epoch
+        ms) unless another claim lives past `now_ms` or the attempt is recorded (every recording
+        marks its lease done in its own write); True when taken."""
+
+    def extend_lease(self, run: Run, key: str, holder: str, until_ms: int) -> bool:
+        """Move `holder`'s claim on the attempt `key` to `until_ms`; False when not theirs."""
+
+    def release_lease(self, run: Run, key: str, holder: str) -> bool:
+        """Let `holder`'s claim on the attempt `key` lapse now (its delivery failed); False when
+        the claim is not theirs or the attempt is recorded."""
+
+    def lease_of(self, run: Run, key: str) -> Lease | None:
+        """The claim on the attempt `key` (consistent; `done` once it is recorded), or None when
+        no delivery ever claimed it and it is not recorded."""
 
     def beat(self, org_id: str, run_id: str, now_ms: int) -> bool:
         """Heartbeat a running run (`heartbeat_at_ms`); False when it is not running."""
@@ -190,8 +208,9 @@ class Runs(Protocol):
         """At most `limit` attempts with `cursor < recorded_key <= until`, in recorded order
         (`cursor` "" from the first, `until` None without an upper bound)."""
 
-    def put_attempt_once(self, run: Run, attempt: Attempt) -> bool:
-        """Write an attempt of `run` unless it exists, counting nothing; True when written."""
+    def put_attempt_counted(self, run: Run, attempt: Attempt, now_ms: int) -> bool:
+        """Write an attempt of `run` unless it exists, adding it to the run's `recorded` and its
+        state's counter and marking its lease done at once; True when written."""
 
     def regrade(self, org_id: str, before: Attempt, after: Attempt) -> bool:
         """Replace an attempt's grade (`state`, `scores`, `reason`, judge cost and calls,

@@ -1,8 +1,8 @@
 """Lambda's SQS event-source mapping, in-process, for every Chalice `on_sqs_message` handler.
 
 Per handler, N worker threads each long-poll the handler's queue for one message, hand it to the
-handler as a real SQS Lambda event, delete it when the handler returns and leave it when the
-handler raises, so the queue's visibility timeout, `ApproximateReceiveCount` and RedrivePolicy
+handler as a real SQS Lambda event, delete it (in batches) when the handler returns and leave it
+when the handler raises, so the queue's visibility timeout, `ApproximateReceiveCount` and RedrivePolicy
 (DLQ after `maxReceiveCount`) behave as on AWS. Only queues with a registered handler are polled
 (a DLQ is polled only because a handler is registered for it).
 
@@ -26,6 +26,9 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 LAMBDA_MAX_TIMEOUT_SECONDS = 900
+
+DELETE_INTERVAL_S = 0.05
+"""How long handled messages gather before one `DeleteMessageBatch` deletes them."""
 
 
 class LocalLambdaContext:
@@ -120,6 +123,72 @@ def resolve_handler(
     return found
 
 
+class _Deletes:
+    """Deletes of handled messages, sent in `DeleteMessageBatch`es of up to 10 (as Lambda's
+    event-source mapping deletes a batch): a handler that returned is queued here, and one thread
+    sends what gathered every `interval` seconds, so deleting costs a fraction of a request per
+    message when several finish together. A delete that never goes (the process died) only
+    means a redelivery, which the handlers take as the duplicate it is."""
+
+    def __init__(self, client: Any, queue_url: str, queue_name: str, interval: float) -> None:
+        self._client, self._url, self._name, self._interval = (
+            client,
+            queue_url,
+            queue_name,
+            interval,
+        )
+        self._pending: list[str] = []
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"sqs-{queue_name}-deletes", daemon=True
+        )
+        self._thread.start()
+
+    def add(self, receipt_handle: str) -> None:
+        with self._lock:
+            self._pending.append(receipt_handle)
+            full = len(self._pending) >= 10
+        if full:
+            self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self._interval)
+            self._wake.clear()
+            self.flush()
+        self.flush()
+
+    def flush(self) -> None:
+        """Send every pending delete now."""
+        while True:
+            with self._lock:
+                batch, self._pending = self._pending[:10], self._pending[10:]
+            if not batch:
+                return
+            try:
+                reply = self._client.delete_message_batch(
+                    QueueUrl=self._url,
+                    Entries=[{"Id": str(i), "ReceiptHandle": r} for i, r in enumerate(batch)],
+                )
+                failed = reply.get("Failed") or []
+            except Exception:  # noqa: BLE001 - undeleted means redelivered: handlers are idempotent
+                failed = batch
+            if failed:
+                log.warning(
+                    "%d delete(s) from %s failed; those messages will be redelivered",
+                    len(failed),
+                    self._name,
+                )
+
+    def stop(self, timeout: float) -> None:
+        """Send what is pending and stop the thread."""
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout)
+
+
 @dataclass
 class PollerStats:
     """Counts of one poller since start: `received`, `succeeded`, `failed` (handler raised)."""
@@ -179,9 +248,12 @@ class SqsPoller:
             if timeout_seconds is not None
             else min(float(attrs.get("VisibilityTimeout", 30)), LAMBDA_MAX_TIMEOUT_SECONDS)
         )
+        self._deletes: _Deletes | None = None
 
     def start(self) -> SqsPoller:
-        """Start the worker threads (daemon threads named `sqs-<queue>-<i>`)."""
+        """Start the worker threads (daemon threads named `sqs-<queue>-<i>`) and the one that
+        deletes handled messages."""
+        self._deletes = _Deletes(self._client, self.queue_url, self.queue_name, DELETE_INTERVAL_S)
         for i in range(self._workers):
             thread = threading.Thread(
                 target=self._run, name=f"sqs-{self.queue_name}-{i}", daemon=True
@@ -200,6 +272,8 @@ class SqsPoller:
         deadline = time.monotonic() + (timeout if timeout is not None else self._wait_seconds + 10)
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+        if self._deletes is not None:
+            self._deletes.stop(max(1.0, deadline - time.monotonic()))
 
     def _count(self, field: str) -> None:
         with self._stats_lock:
@@ -244,15 +318,11 @@ class SqsPoller:
                 self.queue_name,
             )
             return
-        try:
+        if self._deletes is not None:
+            self._deletes.add(message["ReceiptHandle"])
+        else:  # delivered by a caller that never started the poller's threads
             self._client.delete_message(
                 QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"]
-            )
-        except Exception:  # noqa: BLE001 - undeleted means redelivered: handlers are idempotent
-            log.warning(
-                "delete from %s failed; the message will be redelivered",
-                self.queue_name,
-                exc_info=True,
             )
         self._count("succeeded")
 

@@ -19,6 +19,7 @@ class Delivery:
     receipt: str
     receive_count: int
     message_id: str
+    attributes: dict[str, str]
 
     @property
     def task(self) -> dict[str, Any]:
@@ -32,12 +33,17 @@ class Queue:
         self.sqs = boto3.client("sqs", endpoint_url=stack.endpoint_url, region_name="us-east-1")
         self.url = stack.queue_urls[name]
 
+    def send(self, body: str) -> None:
+        """Send one message: a copy of a task is a message of its own (its own message id)."""
+        self.sqs.send_message(QueueUrl=self.url, MessageBody=body)
+
     def receive(self, max_messages: int = 10, wait_s: int = 0) -> list[Delivery]:
         resp = self.sqs.receive_message(
             QueueUrl=self.url,
             MaxNumberOfMessages=max_messages,
             WaitTimeSeconds=wait_s,
             MessageSystemAttributeNames=["All"],
+            MessageAttributeNames=["All"],
         )
         return [
             Delivery(
@@ -45,6 +51,7 @@ class Queue:
                 m["ReceiptHandle"],
                 int(m["Attributes"]["ApproximateReceiveCount"]),
                 m["MessageId"],
+                {k: v["StringValue"] for k, v in m.get("MessageAttributes", {}).items()},
             )
             for m in resp.get("Messages", [])
         ]

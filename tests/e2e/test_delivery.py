@@ -7,6 +7,7 @@ Pollers are paused: each test plays SQS and Lambda by hand against the moto serv
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 
@@ -196,3 +197,81 @@ def test_a_message_that_keeps_failing_reaches_the_dlq_and_is_recorded_incomplete
     assert "gave up after" in c002["reason"]
     assert full["outcome"]["incomplete"] == 1 and full["outcome"]["passed"] == 3
     assert container.orgs.get(api.org_id).in_flight == 0
+
+
+def _deliver(container, queue, d) -> None:
+    run_case.handle_task(container, d.body, receive_count=d.receive_count, message_id=d.message_id)
+    queue.delete(d)
+
+
+def test_copies_of_every_task_before_and_after_it_ran_ask_each_case_once_and_start_no_chain(
+    api, queue, container
+):
+    """Issue 11: a copy (a message of its own) of a task that is being answered or is recorded
+    never asks the agent, and never re-sends a successor that is running or recorded."""
+    probe = f"p-{uuid.uuid4().hex}"
+    ds = api.dataset(cases(8), required=["contains"])
+    run = api.start(api.agent(numbered_spec(probe)), ds)
+    handled = 0
+    while progress(api, run["run_id"])["status"] == "running":
+        batch = queue.receive()
+        assert batch or handled < 200, "the run stalled with nothing queued"
+        for d in batch:
+            handled += 1
+            if d.receive_count == 1 and "copy" not in d.body:
+                for n in (1, 2):  # copies that arrive after the original was answered
+                    queue.send(d.body.replace("}", f',"copy":{n}}}'))
+            _deliver(container, queue, d)
+    final = progress(api, run["run_id"])
+    assert (final["status"], final["recorded"], final["expected"], final["passed"]) == (
+        "completed",
+        8,
+        8,
+        8,
+    )
+    for i in range(8):
+        assert agents.calls(f"{probe}#c{i:03d}") == 1, f"c{i:03d} was asked more than once"
+    # Every original and its two copies, nothing more: no copy started a second chain.
+    while batch := queue.receive():
+        for d in batch:
+            handled += 1
+            _deliver(container, queue, d)
+    assert handled == 8 * 3
+    assert container.orgs.get(api.org_id).in_flight == 0
+
+
+def test_a_task_outside_the_run_s_plan_goes_to_the_dlq_and_changes_nothing(
+    api, queue, container, stack
+):
+    ds = api.dataset(cases(2), required=["contains"])
+    run = api.start(api.agent(numbered_spec(f"p-{uuid.uuid4().hex}")), ds)
+    task = None
+    while progress(api, run["run_id"])["status"] == "running":
+        for d in queue.receive():
+            task = d.task
+            _deliver(container, queue, d)
+    assert task is not None
+    before = progress(api, run["run_id"])
+    assert (before["status"], before["recorded"], before["expected"]) == ("completed", 2, 2)
+    outsiders = {
+        "an unknown case": {**task, "case_id": "c999", "index": 0},
+        "an unknown arm": {**task, "arm_id": "nobody"},
+        "attempt 99": {**task, "attempt": 99},
+    }
+    for body in outsiders.values():
+        queue.send(json.dumps(body))
+    for d in queue.receive():
+        _deliver(container, queue, d)
+    after = progress(api, run["run_id"])
+    assert (after["recorded"], after["expected"], after["passed"]) == (2, 2, 2)
+    full = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    assert len(full["results"]) == 2
+    dlq = Queue(stack, names.CASE_TASKS_DLQ)
+    dead = dlq.receive()
+    reasons = sorted(d.attributes["reason"] for d in dead)
+    assert len(dead) == 3 and all(" has no task " in r for r in reasons), reasons
+    for d in dead:  # the DLQ's handler drops them too
+        run_case.handle_dead_task(container, d.body, message_id=d.message_id)
+        dlq.delete(d)
+    assert progress(api, run["run_id"])["recorded"] == 2
+    assert len(api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["results"]) == 2

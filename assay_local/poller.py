@@ -3,8 +3,8 @@
 Per handler, N worker threads each long-poll the handler's queue for one message, hand it to the
 handler as a real SQS Lambda event, delete it (in batches) when the handler returns and leave it
 when the handler raises, so the queue's visibility timeout, `ApproximateReceiveCount` and
-RedrivePolicy (DLQ after `maxReceiveCount`) behave as on AWS. Only queues with a registered handler are polled
-(a DLQ is polled only because a handler is registered for it).
+RedrivePolicy (DLQ after `maxReceiveCount`) behave as on AWS. Only queues with a registered
+handler are polled (a DLQ is polled only because a handler is registered for it).
 
 Delivery is at least once: moto, like SQS, may hand the same message to two receivers.
 """

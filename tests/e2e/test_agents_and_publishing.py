@@ -14,6 +14,7 @@ import boto3
 import pytest
 
 from chalicelib import names
+from infra.resources import AGENT_EVENTS_VISIBILITY_TIMEOUT_SECONDS as RETRY_AFTER_S
 from tests.e2e.conftest import sleepy_spec, wait_for
 
 
@@ -190,11 +191,13 @@ class AgentEvents:
             attrs["ApproximateNumberOfMessagesNotVisible"]
         )
 
-    def dead(self, marker: str, timeout_s: float, linger_s: float = 0.0) -> list[dict[str, Any]]:
-        """The DLQ messages whose body contains `marker`: polled until one arrives or `timeout_s`
-        passes, then for `linger_s` more so a second copy would show. Each is deleted once read, so
-        a copy is never counted twice; other messages are left visible for whoever owns them.
-        Each message gets `"seconds"`: how long after this call it was seen."""
+    def dead(
+        self, marker: str, timeout_s: float, linger_s: float = 0.0, count: int = 1
+    ) -> list[dict[str, Any]]:
+        """The DLQ messages whose body contains `marker`: polled until `count` arrived or
+        `timeout_s` passes, then for `linger_s` more so a further copy would show. Each is deleted
+        once read, so a copy is never counted twice; other messages are left visible for whoever
+        owns them. Each message gets `"seconds"`: how long after this call it was seen."""
         found: list[dict[str, Any]] = []
         started = time.monotonic()
         deadline = started + timeout_s
@@ -209,9 +212,9 @@ class AgentEvents:
             ).get("Messages", [])
             for m in got:
                 if marker in m["Body"]:
-                    if not found:
-                        deadline = time.monotonic() + linger_s
                     found.append({**m, "seconds": time.monotonic() - started})
+                    if len(found) == count:
+                        deadline = time.monotonic() + linger_s
                     self.sqs.delete_message(QueueUrl=self.dlq, ReceiptHandle=m["ReceiptHandle"])
                 else:
                     self.sqs.change_message_visibility(
@@ -361,15 +364,18 @@ def test_a_malformed_message_goes_to_the_dlq_once_with_its_reason(api, events, k
     body = make(api.org_id, agent_id)
     events.send(body)
 
-    dead = events.dead(api.org_id, timeout_s=5.0, linger_s=0.6)
+    dead = events.dead(api.org_id, timeout_s=RETRY_AFTER_S - 5, linger_s=0.6)
     assert len(dead) == 1, f"{kind}: {len(dead)} copies in the DLQ"
     message = dead[0]
-    assert message["seconds"] < 3.0  # straight there, not after visibility-timeout retries
+    # Straight there: sooner than the visibility timeout after which a retry could have sent it.
+    assert message["seconds"] < RETRY_AFTER_S
     assert message["Body"] == (body if isinstance(body, str) else json.dumps(body))
     reason = message["MessageAttributes"]["reason"]["StringValue"]
     assert reason_says in reason, reason
-    # Received once and acknowledged: nothing waits or hides in the main queue for a retry.
-    assert events.queue_counts() == (0, 0)
+    # Received once and acknowledged: nothing waits or hides in the main queue for a retry, and
+    # no second copy followed.
+    wait_for(lambda: events.queue_counts() == (0, 0), what="the main queue empty")
+    assert events.dead(api.org_id, timeout_s=0.3) == [], f"{kind}: a second copy in the DLQ"
     # ...and nothing was published.
     assert [
         v["version"] for v in api.ok("GET", f"/api/v1/agents/{agent_id}/versions")["versions"]
@@ -399,8 +405,10 @@ def test_a_message_for_another_organization_s_agent_does_not_publish_it(new_api,
             "spec": OTHER_SPEC,
         }
     )
-    dead = events.dead(other.org_id, timeout_s=5.0, linger_s=0.6)
+    dead = events.dead(other.org_id, timeout_s=RETRY_AFTER_S - 5, linger_s=0.6, count=2)
     assert len(dead) == 2
+    wait_for(lambda: events.queue_counts() == (0, 0), what="the main queue empty")
+    assert events.dead(other.org_id, timeout_s=0.3) == [], "a third copy in the DLQ"
     assert (
         "marker"
         in dead[0]["MessageAttributes"]["reason"]["StringValue"]

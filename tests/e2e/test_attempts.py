@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
 
 from bench import agents
 from chalicelib import bootstrap
-from tests.e2e.conftest import cases, sleepy_spec
+from tests.e2e.conftest import cases, sleepy_spec, wait_for
+from tests.support.agents import held_spec, hold
 from tests.support.fake_openai import FakeOpenAI
 
 
@@ -184,24 +184,41 @@ def test_a_guardrail_block_is_graded_as_a_refusal_not_a_crash(api):
 
 def test_a_case_past_its_timeout_is_incomplete(api, settings):
     settings(evaluation_case_timeout_seconds=1, assay_agent_retries=0)
-    run = api.start(api.agent(sleepy_spec(sleep_ms=2500)), api.dataset(cases(1)))
-    assert api.wait(run["run_id"], timeout_s=30)["status"] == "completed"
-    r = results(api, run["run_id"])["c000"]
-    assert r["state"] == "incomplete" and "timed out" in r["reason"]
+    h = hold(f"timeout-{uuid.uuid4().hex}")
+    run = api.start(api.agent(held_spec(h.name)), api.dataset(cases(1)))
+    # The agent cannot answer until the test lets it, whatever the machine's speed: only the
+    # case timeout can end the attempt.
+    try:
+        assert api.wait(run["run_id"])["status"] == "completed"
+        r = results(api, run["run_id"])["c000"]
+        assert r["state"] == "incomplete" and "timed out" in r["reason"]
+        assert (h.calls, h.answered) == (1, 0), h.seen()
+    finally:
+        h.open()  # the timed-out call still waits in the background: let it end
 
 
 def test_a_long_case_heartbeats_and_keeps_its_message_invisible(api, settings, stack, container):
     settings(eval_heartbeat_seconds=0.3)
     before = stack.moto.requests().get("sqs.ChangeMessageVisibility", 0)
-    run = api.start(api.agent(sleepy_spec(sleep_ms=1600)), api.dataset(cases(1)))
-    time.sleep(0.2)
-    first_beat = container.runs.get(api.org_id, run["run_id"]).heartbeat_at_ms
-    time.sleep(1.0)
-    assert container.runs.get(api.org_id, run["run_id"]).heartbeat_at_ms > first_beat, (
-        "no heartbeat while the case ran"
+    h = hold(f"beat-{uuid.uuid4().hex}")
+    run = api.start(api.agent(held_spec(h.name)), api.dataset(cases(1)))
+    h.wait_in_flight(1)
+
+    def beat() -> int | None:
+        return container.runs.get(api.org_id, run["run_id"]).heartbeat_at_ms
+
+    # While the case is held (it cannot end by itself), the run heartbeats, more than once, and
+    # the message's visibility is extended each time.
+    first_beat = wait_for(beat, what="a first heartbeat")
+    wait_for(lambda: (beat() or 0) > first_beat, what="a heartbeat after the first")
+    wait_for(
+        lambda: stack.moto.requests().get("sqs.ChangeMessageVisibility", 0) - before >= 2,
+        what="two visibility extensions",
     )
+    assert (h.in_flight, h.answered) == (1, 0), "the case ended before the test let it"
+    h.open()
     assert api.wait(run["run_id"])["status"] == "completed"
-    assert stack.moto.requests().get("sqs.ChangeMessageVisibility", 0) - before >= 2
+    assert h.answered == 1
 
 
 def test_an_answer_too_large_for_dynamodb_is_kept_in_the_results_bucket(api, settings):

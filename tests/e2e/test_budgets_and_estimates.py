@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench import agents as bench_agents
 from tests.e2e.conftest import cases, sleepy_spec
+from tests.support.agents import held_spec, hold
 
 
 def priced(input_per_mtok: str, output_per_mtok: str, **kw) -> dict:
@@ -134,14 +134,17 @@ def test_the_organizations_budget_counts_what_its_other_agents_spent(api):
 
 def test_a_run_that_exhausts_a_budget_ends_budget_exceeded_and_spends_no_further(api, limits):
     limits(1, 1)
-    probe = f"budget-{api.org_id}"
-    agent = api.agent(priced("10", "50", sleep_ms=150, probe=probe))
+    h = hold(f"budget-{api.org_id}")
+    price = {"input_per_mtok_usd": "10", "output_per_mtok_usd": "50"}
+    agent = api.agent({**held_spec(h.name), "price": price})
     ds = api.dataset(cases(30))
     run = api.start(agent, ds)
+    h.release(1)  # one answer, then the run waits on the agent: the budget changes mid-run
     api.wait(run["run_id"], until=lambda p: p["recorded"] >= 1)
     # Lowered while it runs: $0.006 is three answers of 2000 micro-USD.
     api.ok("PUT", f"/api/v1/agents/{agent}/budget", json={"monthly_usd": "0.006"})
-    progress = api.wait(run["run_id"], timeout_s=60)
+    h.open()
+    progress = api.wait(run["run_id"])
     assert progress["status"] == "budget_exceeded"
     view = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
     assert view["reason"].startswith(
@@ -150,7 +153,7 @@ def test_a_run_that_exhausts_a_budget_ends_budget_exceeded_and_spends_no_further
     answered = [r for r in view["results"] if r["answer"] is not None]
     # The agent was asked exactly as often as answers were kept, and never past the budget
     # (a case already running when it ran out may finish: at most one over).
-    assert bench_agents.calls(probe) == len(answered)
+    assert h.calls == h.answered == len(answered), h.seen()
     assert 3 <= len(answered) <= 4
     budget = api.ok("GET", f"/api/v1/agents/{agent}/budget")
     assert budget["spent_usd"] == pytest.approx(0.002 * len(answered), abs=1e-9)

@@ -2,41 +2,41 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 
-from bench import agents
-from chalicelib.services import run_case, sweep
+from chalicelib.services import run_case, slots, sweep
 from chalicelib.services.ports.messaging import QueueSendError
-from tests.e2e.conftest import cases, sleepy_spec
+from tests.e2e.conftest import cases, sleepy_spec, wait_for
 from tests.e2e.manual import Queue
+from tests.support.agents import held_spec, hold
 
 
 def test_cancel_lets_running_cases_finish_and_starts_nothing_else(api, container):
-    probe = f"c-{uuid.uuid4().hex}"
+    h = hold(f"c-{uuid.uuid4().hex}")
     ds = api.dataset(cases(12))
-    run = api.start(api.agent(sleepy_spec(sleep_ms=400, probe=probe)), ds)
+    run = api.start(api.agent(held_spec(h.name)), ds)
+    h.release(3)  # three answers; the three cases after them are asked and held
     api.wait(run["run_id"], until=lambda p: p["recorded"] >= 3)
+    h.wait_in_flight(3)
     cancelled = api.ok("POST", f"/api/v1/eval-runs/{run['run_id']}/cancel")
     assert cancelled["status"] == "cancelled"
-    recorded_at_cancel = cancelled["progress"]["recorded"]
+    assert cancelled["progress"]["recorded"] == 3
     # Running cases hold their organization slots until they end.
-    assert 1 <= container.orgs.get(api.org_id).in_flight <= 3
-    deadline = time.monotonic() + 20
-    while container.orgs.get(api.org_id).in_flight and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert container.orgs.get(api.org_id).in_flight == 3
+    h.open()
+    wait_for(lambda: container.orgs.get(api.org_id).in_flight == 0, what="the slots back")
+    # Only the three cases in flight when it was cancelled ran after it; then nothing starts, not
+    # even when free slots are handed out again (what the tick and every freed slot do).
+    assert h.calls == 6, h.seen()
+    assert slots.assign_free_slots(container, api.org_id) == 0
     assert container.orgs.get(api.org_id).in_flight == 0
-    asked = agents.calls(probe)
-    # At most the three cases in flight when it was cancelled ran after it; then nothing starts.
-    assert asked <= recorded_at_cancel + 3
-    time.sleep(0.6)
-    assert agents.calls(probe) == asked, "a case started after the cancel"
     full = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
     assert full["status"] == "cancelled"
     answered = [r for r in full["results"] if r["state"] == "passed"]
-    assert len(answered) == asked, "every case that ran is kept"
+    assert len(answered) == 6 == h.answered, "every case that ran is kept"
     assert all(r["reason"] == "cancelled" for r in full["results"] if r["state"] == "incomplete")
-    assert len(full["results"]) <= recorded_at_cancel + 3 < 12
+    assert len(full["results"]) <= 6 < 12
+    assert h.calls == 6, "a case started after the cancel"
     status, body = api.call("POST", f"/api/v1/eval-runs/{run['run_id']}/cancel")
     assert status == 409 and body["error"]["field"] == "run_id"
 

@@ -170,7 +170,7 @@ def test_a_side_whose_every_answer_failed_with_one_error_says_so_instead_of_a_ve
         api, agent, {"runtime": "http", "url": "http://127.0.0.1:9/answer"}
     )  # nothing listens there
     run = api.start(agent, ds, candidate="version", version=2, paired_baseline=True, reruns=1)
-    api.wait(run["run_id"], timeout_s=120)
+    api.wait(run["run_id"])
     full = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
     assert full["summaries"]["candidate"]["could_not_run"]
     comparison = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")

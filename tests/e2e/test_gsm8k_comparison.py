@@ -44,9 +44,10 @@ def expected_flips(before: str, after: str) -> tuple[int, int, int]:
     return regressions, fixes, unchanged
 
 
-# 4 x 1,319 answers and every flip asked again: minutes of work on a shared 2-core machine, more
-# than the default per-test bound (pyproject `timeout`), which is for tests that hang.
-@pytest.mark.timeout(1800)
+# 4 x 1,319 answers and every flip asked again: ten minutes of work on a shared 2-core machine, and
+# more when it is loaded. The runs are waited on by their progress (a run that stands still for two
+# minutes fails, naming what it saw); this bound is only a hang guard.
+@pytest.mark.timeout(3600)
 def test_v4_against_v3_and_v3_against_v2_on_every_gsm8k_case(api):
     assert DATA.is_dir(), f"GSM8K data not found at {DATA}: ../shared must be beside the repository"
     # Each model's answers are a recording of the organization, uploaded through the API.
@@ -82,7 +83,7 @@ def test_v4_against_v3_and_v3_against_v2_on_every_gsm8k_case(api):
         for v in (3, 4)
     }
     for version, run in runs.items():
-        assert api.wait(run["run_id"], timeout_s=900)["status"] == "completed"
+        assert api.wait(run["run_id"], timeout_s=3000)["status"] == "completed"
         comparison = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")
         regressions, fixes, unchanged = expected_flips(
             demo.MODELS[version - 2], demo.MODELS[version - 1]

@@ -7,12 +7,14 @@ The agent is the `sleepy` python agent answering per case; the judge is asked th
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import sleepy_spec
+from tests.support.agents import held_spec, hold
 from tests.support.fake_openai import FakeOpenAI
 
 USAGE = {"prompt_tokens": 1000, "completion_tokens": 100}
@@ -421,18 +423,21 @@ def test_criteria_scoped_to_tags_leave_unmatched_cases_ungraded(api, fake, judge
 def test_a_judge_republished_during_a_run_makes_its_comparison_invalid(
     api, fake, judge_setup, limits
 ):
-    limits(1, 1)  # one case at a time: the change lands mid-run
+    limits(1, 1)  # one case at a time
     judge, ds = judge_setup
-    agent = api.agent(sleepy_spec(answers=ANSWERS, sleep_ms=150), publish=1)
+    h = hold(f"judged-{uuid.uuid4().hex}")
+    agent = api.agent(held_spec(h.name, answers=ANSWERS), publish=1)
     api.ok(
         "PUT",
         f"/api/v1/agents/{agent}/draft",
-        json={"spec": sleepy_spec(answers={**ANSWERS, "c1": "good"}, sleep_ms=150)},
+        json={"spec": held_spec(h.name, answers={**ANSWERS, "c1": "good"})},
     )
     api.ok("POST", f"/api/v1/agents/{agent}/versions")
     run = api.start(agent, ds, candidate="version", version=2, paired_baseline=True)
+    h.release(2)  # two answers graded, then the run waits on the agent: the change lands mid-run
     api.wait(run["run_id"], until=lambda p: p["recorded"] >= 2)
     publish_judge(api, judge, instructions="A second opinion.")
+    h.open()
     api.wait(run["run_id"])
     view = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
     versions = {

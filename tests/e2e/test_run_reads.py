@@ -356,14 +356,16 @@ def test_deleting_an_ended_run_removes_it_and_its_attempts(api, container):
 
 def test_deleting_a_running_run_is_409_until_it_has_ended(api, container):
     ds = api.dataset(cases(4))
-    agent = api.agent(sleepy_spec(sleep_ms=400))
+    h = agents.hold(f"delete-{uuid.uuid4().hex}")
+    agent = api.agent(agents.held_spec(h.name))
     run = api.start(agent, ds)
-    api.wait(run["run_id"], until=lambda p: p["status"] == "running")
+    h.wait_in_flight(3)  # its cases are held: it cannot end before the test lets it
     status, body = api.call("DELETE", f"/api/v1/eval-runs/{run['run_id']}")
     assert status == 409 and body["error"]["code"] == "conflict", body
     assert api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["status"] == "running"
 
     api.ok("POST", f"/api/v1/eval-runs/{run['run_id']}/cancel")
+    h.open()
     api.wait(run["run_id"], until=lambda p: p["in_flight"] == 0)
     api.ok("DELETE", f"/api/v1/eval-runs/{run['run_id']}")
     assert api.call("GET", f"/api/v1/eval-runs/{run['run_id']}")[0] == 404

@@ -629,7 +629,7 @@ def test_every_concurrent_publish_is_checked_once(api):
             )
         )
     assert all(status == 201 for status, _ in replies), replies
-    checked = wait_for(lambda: (r := results(api, agent, sid)) and len(r) >= 4 and r, timeout_s=90)
+    checked = wait_for(lambda: (r := results(api, agent, sid)) and len(r) >= 4 and r)
     assert sorted(r["version"] for r in checked) == [2, 3, 4, 5]
 
 

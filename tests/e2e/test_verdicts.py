@@ -4,9 +4,12 @@ a draft whose spec changed since it was run."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from tests.e2e.conftest import cases, sleepy_spec
+from tests.support.agents import held_spec, hold
 
 PATHS = ["/api/v1/agent-summaries", "/api/evaluations/agent-summaries"]
 
@@ -125,12 +128,15 @@ def test_a_run_that_did_not_complete_does_not_replace_the_completed_one(api):
     ds = api.dataset(cases(6))
     agent = api.agent(sleepy_spec())
     done = run_draft(api, agent, ds)
-    slow = sleepy_spec(sleep_ms=300, answer="0")
-    api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": slow})
+    h = hold(f"stopped-{uuid.uuid4().hex}")
+    api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": held_spec(h.name, answer="0")})
     run = api.start(agent, ds)
+    h.wait_in_flight(3)  # its cases are held: it is still running when cancelled
     cancelled = api.ok("POST", f"/api/v1/eval-runs/{run['run_id']}/cancel")
     assert cancelled["status"] == "cancelled"
+    h.open()
     api.wait(run["run_id"], until=lambda p: p["in_flight"] == 0)
+    assert h.answered == 3, h.seen()
     s = summary(api, agent, "draft")
     assert s["run_ids"] == [done["run_id"]]
     assert counts(s) == ("pass", 6, 6, 1, True)  # ...and stale: the draft changed since that run

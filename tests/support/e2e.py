@@ -12,6 +12,15 @@ from typing import Any
 
 import httpx
 
+from tests.support.agents import TEST_GUARD_S
+
+STALL_S = 120.0
+"""How long a run's progress may stand still before `Api.wait` fails: a case takes seconds even
+on a loaded machine, so two minutes without a counter moving is a run that stopped."""
+
+HANG_GUARD_S = 1500.0
+"""`Api.wait`'s bound in all, a hang guard only (pytest's per-test timeout usually comes first)."""
+
 
 class Api:
     """An HTTP client for one organization; `call` returns (status, json)."""
@@ -60,15 +69,32 @@ class Api:
         )
 
     def wait(
-        self, run_id: str, timeout_s: float = 60.0, until: Callable[[dict], bool] | None = None
+        self,
+        run_id: str,
+        timeout_s: float = HANG_GUARD_S,
+        until: Callable[[dict], bool] | None = None,
+        stall_s: float = STALL_S,
     ) -> dict:
-        """Poll the run's progress until it ended (or `until(progress)`); returns the progress."""
-        deadline = time.monotonic() + timeout_s
+        """Poll the run's progress until it ended (or `until(progress)`); returns the progress.
+
+        Waits on state, not on a guess of how long the run takes: it fails only when the progress
+        (status and counters) stood still for `stall_s`, or, as a hang guard, after `timeout_s`
+        in all; the message names the state last seen.
+        """
+        started = last_change = time.monotonic()
+        seen: dict | None = None
         while True:
             p = self.ok("GET", f"/api/v1/eval-runs/{run_id}/progress")
             if until(p) if until else p["status"] not in ("queued", "running"):
                 return p
-            assert time.monotonic() < deadline, f"run {run_id} still {p} after {timeout_s} s"
+            now = time.monotonic()
+            if p != seen:
+                seen, last_change = p, now
+            assert now - last_change < stall_s, (
+                f"run {run_id} stood still for {stall_s:.0f} s at {p}"
+                + (" (waiting for a condition on it)" if until else "")
+            )
+            assert now - started < timeout_s, f"run {run_id} still {p} after {timeout_s:.0f} s"
             time.sleep(0.05)
 
 
@@ -87,15 +113,21 @@ def sleepy_spec(
     return {"runtime": "python", "entrypoint": "bench.agents:sleepy", "options": options}
 
 
-def wait_for(check: Callable[[], Any], timeout_s: float = 60.0, every_s: float = 0.05) -> Any:
+def wait_for(
+    check: Callable[[], Any],
+    timeout_s: float = TEST_GUARD_S,
+    every_s: float = 0.05,
+    what: str = "",
+) -> Any:
     """Call `check` until it returns something truthy (returned), failing the test after
-    `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
+    `timeout_s`: a hang guard, far beyond what a loaded machine needs, not a measure of speed."""
+    started = time.monotonic()
     while True:
         value = check()
         if value:
             return value
-        assert time.monotonic() < deadline, f"timed out after {timeout_s} s"
+        waited = time.monotonic() - started
+        assert waited < timeout_s, f"waited {waited:.0f} s for {what or check}; last saw {value!r}"
         time.sleep(every_s)
 
 

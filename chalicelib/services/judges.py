@@ -257,7 +257,8 @@ class Asker:
     adding each request's real cost to them (seed 004 "What each case runs as").
 
     Used as `grade(..., judge=asker)`. A judge that fails or is skipped gives a score with
-    `passed` None (not graded), never an exception: one case's failure stays its own.
+    `passed` None (not graded: the attempt is `incomplete` until graded again), never an
+    exception: one case's failure stays its own.
     """
 
     c: Container

@@ -188,8 +188,9 @@ def grade_answer(
 ) -> tuple[Grade, judges.Asker | None]:
     """Grade an answer with the run's scoring and, when it names one, the judge grading now.
 
-    A judge that cannot be resolved leaves the answer not graded by it, saying why. With `scores`
-    (grading again) only the judge is asked again: the other scorers' verdicts are kept.
+    A judge that cannot be resolved leaves the answer not graded by it (`incomplete`), saying
+    why. With `scores` (grading again) only the judge is asked again: the other scorers' verdicts
+    are kept.
     Returns the grade and the judge's asker (its cost and calls), None without a judge.
     """
     scoring = ScoringConfig.model_validate(run.scoring)

@@ -276,7 +276,7 @@ def test_a_grade_again_view_says_what_each_score_came_to_and_what_it_cost() -> N
     done = GradeAgain(
         "r1",
         [
-            Regraded("r1:a#c1#001:judge", state_before="ungraded", state="passed", reason="ok"),
+            Regraded("r1:a#c1#001:judge", state_before="incomplete", state="passed", reason="ok"),
             Regraded(
                 "r1:a#c2#001:judge",
                 state_before="failed",
@@ -302,7 +302,7 @@ def test_a_grade_again_view_says_what_each_score_came_to_and_what_it_cost() -> N
         "scores": [
             {
                 "score_id": "r1:a#c1#001:judge",
-                "state_before": "ungraded",
+                "state_before": "incomplete",
                 "state": "passed",
                 "reason": "ok",
             },

@@ -13,6 +13,7 @@ from chalicelib.bootstrap import Container
 from chalicelib.domain.models import AgentAnswer, CaseRequest
 from chalicelib.domain.money import token_cost_micros
 from chalicelib.domain.records import BudgetReading
+from chalicelib.domain.text import clean_answer, clean_text
 from chalicelib.errors import (
     AgentCrashError,
     InvalidInputError,
@@ -59,6 +60,11 @@ def ask(
     (DESIGN §8 "Trust boundary"); a spec that no longer passes its checks (the operator's limits
     changed since it was saved) is the agent's failure. Never raises for an expected failure: see
     `Asked`.
+
+    This is where an agent's and a judge's text enters assay: the answer (text, calls, model,
+    guardrail) and the message of a crash or provider error are cleaned here (`domain.text`: NUL,
+    lone surrogates and bytes that are not UTF-8 become U+FFFD), so nothing written from them can
+    fail to encode (issue 11, scope 6).
     """
     settings = c.settings
     ctx = context(c, org_id)
@@ -100,7 +106,11 @@ def ask(
             out.crash = exc
             break
     out.latency_ms = (time.monotonic() - started) * 1000
+    for error in (out.crash, out.provider_error):
+        if error is not None:
+            _clean_error(error)
     if out.answer is not None:
+        out.answer = clean_answer(out.answer)
         out.cost_micros = (
             out.answer.cost_micros
             if out.answer.cost_micros is not None
@@ -110,6 +120,12 @@ def ask(
         )
         budgets.charge(c, org_id, agent_id, out.cost_micros, judge=judge)
     return out
+
+
+def _clean_error(error: Exception) -> None:
+    """The error's message (which may quote what the agent sent) cleaned in place: the error keeps
+    its type and its facts (a `ProviderError`'s `status`, `credentials_missing`)."""
+    error.args = tuple(clean_text(a) if isinstance(a, str) else a for a in error.args)
 
 
 def context(c: Container, org_id: str) -> AskContext:

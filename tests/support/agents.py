@@ -4,6 +4,7 @@ module prefix the embedded stack's operator allows (`ASSAY_PYTHON_AGENT_MODULES`
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import Any
@@ -41,3 +42,24 @@ def gated(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
     if not gate(str(options["gate"])).wait(timeout=60):
         raise RuntimeError(f"gate {options['gate']!r} was never opened")
     return {"answer": "42", "usage": {"input_tokens": 10, "output_tokens": 2}}
+
+
+_asked: dict[str, int] = {}
+_asked_lock = threading.Lock()
+
+
+def scripted(request: dict[str, Any], options: dict[str, Any]) -> Any:
+    """Answers each case with the JSON text `options["payloads"][case_id]` (else
+    `options["payload"]`) decoded, as an agent sending that JSON would: `"\\ud800"` in the text
+    is a lone surrogate in the answer. Counts its calls under `options.get("probe")` (`asked`)."""
+    probe = str(options.get("probe", ""))
+    with _asked_lock:
+        _asked[probe] = _asked.get(probe, 0) + 1
+    text = (options.get("payloads") or {}).get(request["case_id"], options.get("payload"))
+    return json.loads(text)
+
+
+def asked(probe: str) -> int:
+    """How many times `scripted` agents of `probe` were asked."""
+    with _asked_lock:
+        return _asked.get(probe, 0)

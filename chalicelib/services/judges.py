@@ -291,6 +291,8 @@ class Asker:
         reply = asked.answer
         if reply is None:  # neither an answer nor a reason it has none: not a grade either
             return rules.not_graded("judge failed: the provider returned no reply", fp)
+        if asked.over_bound is not None:  # nothing charged: its figures are not believed
+            return rules.not_graded(rules.cut_reason(f"judge failed: {asked.over_bound}"), fp)
         self.calls += 1
         self.cost_micros += asked.cost_micros
         try:

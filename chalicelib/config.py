@@ -6,6 +6,7 @@ they need as arguments. Defaults are the seeds' (004 "Settings", 001 "One task p
 
 from __future__ import annotations
 
+from decimal import Decimal
 from functools import lru_cache
 
 from pydantic import Field
@@ -78,7 +79,21 @@ class Settings(BaseSettings):
     assay_grade_again_seconds: float = Field(20, gt=0, le=25)
     """How long one "grade again" call grades before it answers with what is left (`pending`)."""
     assay_answer_inline_bytes: int = Field(300_000, ge=1_000)
-    """Answers larger than this go to the results bucket; the attempt keeps a pointer."""
+    """Answers larger than this, in UTF-8 bytes, go to the results bucket; the attempt keeps a
+    pointer and the answer's first 1,000 characters."""
+    assay_answer_max_bytes: int = Field(1_048_576, ge=1_000)
+    """The most of one answer kept, in UTF-8 bytes (1 MiB); a longer answer is kept cut at a
+    character boundary, the attempt marked `answer_truncated` (issue 11, scope 7)."""
+    assay_request_max_cost_usd: Decimal = Field(Decimal("10"), gt=0, allow_inf_nan=False)
+    """The highest cost in USD one model request (an agent's try or a judge's call) may report or
+    be priced at; beyond it the figure is not believed, nothing is charged to the budgets and the
+    attempt is `incomplete` (the judge's score not graded) saying so."""
+    assay_request_max_tokens: int = Field(2_000_000, ge=1)
+    """The most tokens (input + output) one model request may report; beyond it, as for the cost
+    bound."""
+    assay_answer_url_seconds: int = Field(300, ge=1, le=3600)
+    """How long a presigned URL to an answer kept in the results bucket stays valid, in
+    seconds."""
     assay_python_agent_modules: str = ""
     """Comma-separated module prefixes a `python` agent's entrypoint may live under (`bench.agents`
     allows `bench.agents` and `bench.agents.x`); empty (a deployed stage): `runtime: python` is
@@ -98,6 +113,11 @@ class Settings(BaseSettings):
     aws_default_region: str = "us-east-1"
     aws_lambda_function_name: str | None = None
     """Set by Lambda itself: this process is a deployed stage (`bootstrap.check_deployment`)."""
+
+    @property
+    def request_max_cost_micros(self) -> int:
+        """`assay_request_max_cost_usd` in integer micro-USD."""
+        return int(self.assay_request_max_cost_usd * 1_000_000)
 
     @property
     def visibility_timeout_seconds(self) -> int:

@@ -29,3 +29,18 @@ class ResultsBucket(LazyClient):
         """Read back a text stored by `put_text`."""
         key = pointer.split("/", 3)[3]
         return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read().decode("utf-8")
+
+    def url(self, pointer: str, expires_s: int) -> str:
+        """A presigned GET URL of a text stored by `put_text`, valid `expires_s` seconds (signed
+        locally with the client's credentials: no request is made)."""
+        return str(
+            self.client.generate_presigned_url(
+                "get_object",
+                Params={
+                    "Bucket": self.bucket,
+                    "Key": pointer.split("/", 3)[3],
+                    "ResponseContentType": "text/plain; charset=utf-8",
+                },
+                ExpiresIn=expires_s,
+            )
+        )

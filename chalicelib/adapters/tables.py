@@ -617,6 +617,10 @@ class AttemptRow(_Base):
     state = UnicodeAttribute()
     answer = UnicodeAttribute(null=True)
     answer_ref = UnicodeAttribute(null=True)
+    answer_bytes = NumberAttribute(null=True)
+    """The whole answer's UTF-8 length in bytes (absent on attempts recorded before it was)."""
+    answer_truncated = BooleanAttribute(default=False)
+    """The answer was longer than `ASSAY_ANSWER_MAX_BYTES` and is kept cut there."""
     calls = JSONAttribute(default=list)
     scores = JSONAttribute(default=list)
     reason = UnicodeAttribute(default="")

@@ -37,6 +37,7 @@ from chalicelib.domain.enums import PromotionStatus
 from chalicelib.domain.ids import MAX_RECORDING_BYTES
 from chalicelib.errors import InvalidInputError, PayloadTooLargeError
 from chalicelib.services import agents as agent_service
+from chalicelib.services import answers as answer_service
 from chalicelib.services import budgets as budget_service
 from chalicelib.services import datasets as dataset_service
 from chalicelib.services import environments as environment_service
@@ -553,6 +554,15 @@ def run_cases(c, who, run_id):
             case_id=query_param(bp, "case_id"),
         ),
     )
+
+
+@bp.route("/api/v1/eval-runs/{run_id}/answer", methods=["GET"])
+@api_view(bp)
+def run_answer(c, who, run_id):
+    # The attempt key (`arm#case#001`) is a query parameter: a `#` or `/` in a path segment is
+    # decoded differently by API Gateway and by Chalice's local server.
+    key = query_param(bp, "attempt_key") or ""
+    return views.answer_view(key, answer_service.read_answer(c, who, run_id, key))
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/arms/{arm_id}/spec", methods=["GET"])

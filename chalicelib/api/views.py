@@ -10,6 +10,7 @@ trigger) is shaped where it is written, not here; a run's outcome is a domain va
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from chalicelib.clock import from_epoch_ms, iso
 from chalicelib.domain.enums import ArmRole, AttemptState, RunPurpose
@@ -31,6 +32,8 @@ from chalicelib.domain.records import (
     Suite,
     SuiteResultEntry,
 )
+from chalicelib.domain.text import utf8_length
+from chalicelib.services.answers import AnswerRead
 from chalicelib.services.budgets import Budget
 from chalicelib.services.estimates import Price
 from chalicelib.services.grading import GradeAgain, Regraded, Rescore
@@ -605,14 +608,37 @@ def run_list_view(page: RunList) -> dict[str, Any]:
     return {"runs": [run_view(r) for r in page.runs], "next_cursor": page.next_cursor}
 
 
+def answer_url(run_id: str, attempt_key: str) -> str:
+    """The path of `GET /eval-runs/{id}/answer` for one attempt (its key percent-encoded)."""
+    return f"/api/v1/eval-runs/{run_id}/answer?attempt_key={quote(attempt_key, safe='')}"
+
+
+def _answer_bytes(row: Attempt) -> int | None:
+    """The whole answer's UTF-8 length: as recorded, else (an attempt recorded before it was kept)
+    the inline answer's when that is all of it, else unknown (None)."""
+    if row.answer_bytes is not None:
+        return int(row.answer_bytes)
+    if row.answer_ref:
+        return None
+    return utf8_length(row.answer) if row.answer is not None else 0
+
+
 def attempt_view(row: Attempt) -> dict[str, Any]:
     """One attempt (`results` of `GET /eval-runs/{id}`, the cases' `attempts`, each event of `GET
     .../events`): its state, `score` (the mean of its decided scores, None without one), answer
-    as kept (a long one's start, the whole in the bucket at `answer_ref`), calls, scores, costs in
-    USD, tokens, `latency_ms` and when it was recorded."""
+    as kept, calls, scores, costs in USD, tokens, `latency_ms` and when it was recorded.
+
+    The answer (issue 11, scope 7): `answer_bytes` is the whole answer's UTF-8 length in bytes;
+    `answer_truncated` says it was longer than `ASSAY_ANSWER_MAX_BYTES` and is kept cut there;
+    `answer_whole` is false when `answer` here is not everything the agent answered (only the
+    first 1,000 characters of one kept in the bucket at `answer_ref`, or a truncated one), and
+    `answer_url` (`GET /eval-runs/{id}/answer`) then gives all that is kept.
+    """
     scores = row.scores or []
     decided = [s.get("score", 0.0) for s in scores if s.get("passed") is not None]
+    has_answer = row.answer is not None
     return {
+        "attempt_key": row.attempt_key,
         "arm_id": row.arm_id,
         "case_id": row.case_id,
         "attempt": int(row.attempt),
@@ -620,6 +646,10 @@ def attempt_view(row: Attempt) -> dict[str, Any]:
         "passed": row.state == AttemptState.PASSED,
         "score": (sum(decided) / len(decided)) if decided else None,
         "answer": row.answer,
+        "answer_bytes": _answer_bytes(row),
+        "answer_truncated": bool(row.answer_truncated),
+        "answer_whole": not has_answer or not (row.answer_ref or row.answer_truncated),
+        "answer_url": answer_url(row.run_id, row.attempt_key) if has_answer else None,
         "answer_ref": row.answer_ref,
         "calls": row.calls,
         "scores": scores,
@@ -635,6 +665,27 @@ def attempt_view(row: Attempt) -> dict[str, Any]:
         "model": row.model,
         "recorded_at": row.recorded_at,
     }
+
+
+def answer_view(attempt_key: str, read: AnswerRead) -> dict[str, Any]:
+    """One attempt's kept answer (`GET /eval-runs/{id}/answer?attempt_key=`): `{run_id,
+    attempt_key, arm_id, case_id, attempt, answer_bytes, answer_truncated, answer}`, with `answer`
+    None and `url` + `expires_in_seconds` (a presigned GET of the text) for one kept in the
+    results bucket."""
+    row = read.attempt
+    out: dict[str, Any] = {
+        "run_id": read.run_id,
+        "attempt_key": attempt_key,
+        "arm_id": attempt_key.partition("#")[0],
+        "case_id": row.case_id,
+        "attempt": int(row.attempt),
+        "answer_bytes": read.answer_bytes,
+        "answer_truncated": bool(row.answer_truncated),
+        "answer": read.answer,
+    }
+    if read.url is not None:
+        out |= {"url": read.url, "expires_in_seconds": read.expires_in_seconds}
+    return out
 
 
 def events_view(found: RunEvents) -> dict[str, Any]:

@@ -125,7 +125,8 @@ class ScoreResult(Frozen):
 
     scorer: str
     passed: bool | None
-    """True/False; None when the scorer could not decide (not graded)."""
+    """True/False; None when the scorer could not decide (not graded: the attempt is
+    `incomplete`)."""
     score: float = 0.0
     """0..1."""
     reason: str = ""

@@ -417,7 +417,14 @@ class Attempt:
     attempt: int
     state: str
     answer: str | None = None
+    """The kept answer, or its first 1,000 characters when it is in the bucket (`answer_ref`)."""
     answer_ref: str | None = None
+    """Where the kept answer is in the results bucket (`s3://bucket/<org>/answers/...`)."""
+    answer_bytes: int | None = None
+    """The whole answer's UTF-8 length in bytes, cut or not (0 without an answer; None on an
+    attempt recorded before it was kept)."""
+    answer_truncated: bool = False
+    """True when the answer was longer than `ASSAY_ANSWER_MAX_BYTES` and is kept cut there."""
     calls: Any = field(default_factory=list)
     scores: Any = field(default_factory=list)
     reason: str = ""

@@ -6,7 +6,10 @@ that applies to the case and turns their verdicts into the attempt's state:
 
 - any scorer raised -> `incomplete` (its `ScoreResult` has `error=True`; the exception never
   leaves `grade`, so one broken check cannot break other cases), even beside a failure;
-- no required scorer applies (or none could decide) -> `ungraded`;
+- any scorer that applies could not decide (`passed` None: the judge failed or was skipped) ->
+  `incomplete` too, even beside a failure: the answer was not graded, and "grade again" decides
+  it later (the judge's score is listed in the run's `ungraded_score_ids`);
+- no required scorer applies -> `ungraded` (and only then);
 - any scorer failed -> `failed`; every scorer that ran passed -> `passed`.
 
 Neither `incomplete` nor `ungraded` is ever a pass (seed 004 "Results").
@@ -906,9 +909,9 @@ def grade(
     """Grade one answer to one case (seed 004 "Results": the attempt's `state`).
 
     Every required scorer that applies is run, in `scoring.required` order. The state:
-    `incomplete` if any scorer raised (or is not registered); `ungraded` if none applied or
-    none could decide (`passed` None); `failed` if any decided scorer failed; `ungraded` if
-    the others passed but one could not decide; else `passed`.
+    `incomplete` if any scorer raised (or is not registered) or could not decide (`passed` None:
+    a judge that failed or was skipped), whatever the others said; `ungraded` if none applied;
+    `failed` if any scorer failed; else `passed`.
 
     Args:
         case: the case asked.
@@ -953,28 +956,26 @@ def grade(
 def combine(scores: Sequence[ScoreResult], scoring: ScoringConfig) -> Grade:
     """The grade that `scores` (each applicable scorer's verdict) give an answer; see `grade`.
 
-    Grading again replaces one score and combines the set anew.
+    Seed 004 "Results": a scorer that raised - or, for the judge, failed or was skipped - makes the
+    attempt `incomplete`; `ungraded` is only for an answer no required scorer applies to. Grading
+    again replaces one score and combines the set anew, so an `incomplete` answer whose judge now
+    grades it becomes `passed` or `failed`.
     """
     scores = list(scores)
-    errors = [s for s in scores if s.error]
-    if errors:
-        reason = "; ".join(f"{s.scorer}: {s.reason}" for s in errors)
-        return Grade(state=AttemptState.INCOMPLETE, scores=scores, reason=reason)
-    decided = [s for s in scores if s.passed is not None]
-    if not decided:
-        if scores:
-            why = "; ".join(f"{s.scorer}: {s.reason}" for s in scores)
-            reason = f"no required scorer could decide: {why}"
-        else:
-            reason = f"no required scorer applies (required: {', '.join(_required(scoring))})"
+    if not scores:
+        reason = f"no required scorer applies (required: {', '.join(_required(scoring))})"
         return Grade(state=AttemptState.UNGRADED, scores=scores, reason=reason)
-    failed = [s for s in decided if s.passed is False]
+    errors = [s for s in scores if s.error]
+    undecided = [s for s in scores if s.passed is None and not s.error]
+    if errors or undecided:
+        reason = "; ".join(
+            [f"{s.scorer}: {s.reason}" for s in errors]
+            + [f"{s.scorer} could not decide: {s.reason}" for s in undecided]
+        )
+        return Grade(state=AttemptState.INCOMPLETE, scores=scores, reason=reason)
+    failed = [s for s in scores if s.passed is False]
     if failed:
         reason = "; ".join(f"{s.scorer}: {s.reason}" for s in failed)
         return Grade(state=AttemptState.FAILED, scores=scores, reason=reason)
-    undecided = [s for s in scores if s.passed is None]
-    if undecided:
-        reason = "; ".join(f"{s.scorer} could not decide: {s.reason}" for s in undecided)
-        return Grade(state=AttemptState.UNGRADED, scores=scores, reason=reason)
     reason = "; ".join(f"{s.scorer}: {s.reason}" for s in scores)
     return Grade(state=AttemptState.PASSED, scores=scores, reason=reason)

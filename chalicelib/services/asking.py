@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.bootstrap import Container
+from chalicelib.domain import bounds
 from chalicelib.domain.models import AgentAnswer, CaseRequest
 from chalicelib.domain.money import token_cost_micros
 from chalicelib.domain.records import BudgetReading
+from chalicelib.domain.text import clean_answer, clean_text
 from chalicelib.errors import (
     AgentCrashError,
     InvalidInputError,
@@ -38,6 +40,9 @@ class Asked:
     time."""
     crash: AgentCrashError | None = None
     """The agent's own failure, or a request the provider refused."""
+    over_bound: str | None = None
+    """Why the answer's reported tokens or cost are past the operator's bound (`answer` is kept,
+    `cost_micros` is 0 and nothing was charged): the attempt is `incomplete` saying so."""
 
 
 def ask(
@@ -55,10 +60,16 @@ def ask(
     `EVALUATION_CASE_TIMEOUT_SECONDS`. Both budgets are checked before every try (`budget_read`:
     the budgets as read a moment ago, used for the first try); the answer's cost (micro-USD, from
     the runtime or priced from usage with `spec["price"]`) is charged to them, as the judge's when
-    `judge`. The runtime reads credentials and recordings only through an `AskContext` of `org_id`
-    (DESIGN §8 "Trust boundary"); a spec that no longer passes its checks (the operator's limits
-    changed since it was saved) is the agent's failure. Never raises for an expected failure: see
-    `Asked`.
+    `judge`; an answer whose tokens or cost are past the operator's bounds is charged nothing and
+    says why in `over_bound`. The runtime reads credentials and recordings only through an
+    `AskContext` of `org_id` (DESIGN §8 "Trust boundary"); a spec that no longer passes its checks
+    (the operator's limits changed since it was saved) is the agent's failure. Never raises for an
+    expected failure: see `Asked`.
+
+    This is where an agent's and a judge's text enters assay: the answer (text, calls, model,
+    guardrail) and the message of a crash or provider error are cleaned here (`domain.text`: NUL,
+    lone surrogates and bytes that are not UTF-8 become U+FFFD), so nothing written from them can
+    fail to encode (issue 11, scope 6).
     """
     settings = c.settings
     ctx = context(c, org_id)
@@ -100,16 +111,45 @@ def ask(
             out.crash = exc
             break
     out.latency_ms = (time.monotonic() - started) * 1000
+    for error in (out.crash, out.provider_error):
+        if error is not None:
+            _clean_error(error)
     if out.answer is not None:
-        out.cost_micros = (
-            out.answer.cost_micros
-            if out.answer.cost_micros is not None
-            else token_cost_micros(
-                out.answer.usage.input_tokens, out.answer.usage.output_tokens, spec.get("price")
-            )
-        )
-        budgets.charge(c, org_id, agent_id, out.cost_micros, judge=judge)
+        out.answer = clean_answer(out.answer)
+        _bound_and_charge(c, org_id, agent_id, spec, out, judge=judge)
     return out
+
+
+def _bound_and_charge(
+    c: Container, org_id: str, agent_id: str, spec: dict[str, Any], out: Asked, *, judge: bool
+) -> None:
+    """Price the answer and charge its cost, unless its tokens (`ASSAY_REQUEST_MAX_TOKENS`) or
+    cost (`ASSAY_REQUEST_MAX_COST_USD`) are past the operator's bound: then `over_bound` says
+    which, and nothing is charged (issue 11, scope 7)."""
+    if out.answer is None:
+        return
+    settings, usage = c.settings, out.answer.usage
+    who = "the judge" if judge else "the agent"
+    out.over_bound = bounds.tokens_over_bound(
+        usage.input_tokens, usage.output_tokens, settings.assay_request_max_tokens, who
+    )
+    if out.over_bound is not None:
+        return
+    cost = (
+        out.answer.cost_micros
+        if out.answer.cost_micros is not None
+        else token_cost_micros(usage.input_tokens, usage.output_tokens, spec.get("price"))
+    )
+    out.over_bound = bounds.cost_over_bound(cost, settings.request_max_cost_micros, who)
+    if out.over_bound is None:
+        out.cost_micros = cost
+        budgets.charge(c, org_id, agent_id, cost, judge=judge)
+
+
+def _clean_error(error: Exception) -> None:
+    """The error's message (which may quote what the agent sent) cleaned in place: the error keeps
+    its type and its facts (a `ProviderError`'s `status`, `credentials_missing`)."""
+    error.args = tuple(clean_text(a) if isinstance(a, str) else a for a in error.args)
 
 
 def context(c: Container, org_id: str) -> AskContext:

@@ -1,9 +1,11 @@
 """Grade again: the judge grades kept answers anew, without asking the agent (seed 004 "Results").
 
-An answer the judge failed on or skipped is not graded; grading it again reads the answer kept on
-the attempt, asks the judge grading the dataset now (checking the budgets before each request),
-and replaces that attempt's judge score. The other scorers' verdicts stay. The run's counters
-move with each changed grade in the same transaction, and a completed run's summaries,
+An answer the judge failed on or skipped is not graded (the attempt is `incomplete`, its judge
+score listed in `ungraded_score_ids`); grading it again reads the answer kept on the attempt,
+asks the judge grading the dataset now (checking the budgets before each request), and replaces
+that attempt's judge score. The other scorers' verdicts stay, and the attempt becomes `passed` or
+`failed` once the judge decides. The run's counters move with each changed grade in the same
+transaction, and a completed run's summaries,
 comparison and outcome are computed again. Who did it is kept on each attempt and on the run.
 """
 

@@ -257,7 +257,8 @@ class Asker:
     adding each request's real cost to them (seed 004 "What each case runs as").
 
     Used as `grade(..., judge=asker)`. A judge that fails or is skipped gives a score with
-    `passed` None (not graded), never an exception: one case's failure stays its own.
+    `passed` None (not graded: the attempt is `incomplete` until graded again), never an
+    exception: one case's failure stays its own.
     """
 
     c: Container
@@ -290,6 +291,8 @@ class Asker:
         reply = asked.answer
         if reply is None:  # neither an answer nor a reason it has none: not a grade either
             return rules.not_graded("judge failed: the provider returned no reply", fp)
+        if asked.over_bound is not None:  # nothing charged: its figures are not believed
+            return rules.not_graded(rules.cut_reason(f"judge failed: {asked.over_bound}"), fp)
         self.calls += 1
         self.cost_micros += asked.cost_micros
         try:

@@ -13,12 +13,12 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain import judge_rules as judge_rules
-from chalicelib.domain import scorers
+from chalicelib.domain import scorers, text
 from chalicelib.domain.enums import AttemptState, RunStatus
 from chalicelib.domain.events import BudgetExhausted, SlotReleased, TasksNotQueued
 from chalicelib.domain.identity import is_org_id
@@ -38,6 +38,9 @@ from chalicelib.services import asking, budgets, judges, messagebus, redacting, 
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome
 
 log = logging.getLogger(__name__)
+
+ANSWER_PREVIEW_CHARS = 1000
+"""How much of an answer kept in the bucket stays inline on its attempt, in characters."""
 
 RECORD_TRIES = 100
 """Lost races a recording takes before it gives up (each loses to another task of the run claiming
@@ -115,7 +118,9 @@ def ask_and_grade(
     each request's real cost is charged to them (seed 004 "What each case runs as"). Expected
     failures are states, not exceptions: provider errors after retries → `incomplete`, the
     agent's own failure → `failed` with `crash`, a scorer that raised → `incomplete`, a budget
-    spent before the agent was asked → `incomplete` with `budget_exceeded` set.
+    spent before the agent was asked → `incomplete` with `budget_exceeded` set, tokens or a cost
+    past the operator's bounds (`ASSAY_REQUEST_MAX_TOKENS`, `ASSAY_REQUEST_MAX_COST_USD`) →
+    `incomplete` naming the bound, its answer kept ungraded and nothing charged.
     `budget_read`: the budgets as read with the run a moment ago, used for the first try's check.
     """
     spec = arm.spec
@@ -167,6 +172,24 @@ def ask_and_grade(
         return AttemptResult(
             AttemptState.INCOMPLETE, latency_ms=latency, reason="the agent returned no answer"
         )
+    if asked.over_bound is not None:
+        # Figures past the operator's bound are not believed: the answer is kept, not graded,
+        # and neither its cost nor its tokens count anywhere (issue 11, scope 7).
+        r = r.learning(
+            answer.answer,
+            json.dumps([call.model_dump(mode="json") for call in answer.calls]),
+            answer.model,
+            answer.guardrail,
+        )
+        return AttemptResult(
+            AttemptState.INCOMPLETE,
+            answer=r.text(answer.answer),
+            calls=[r.value(call.model_dump(mode="json")) for call in answer.calls],
+            reason=r.text(asked.over_bound),
+            latency_ms=latency,
+            model=r.text(answer.model),
+            guardrail=r.text(answer.guardrail),
+        )
     grade, asker = grade_answer(c, run, case, answer)
     # Reasons may quote the original answer, cut short: what is secret in it is redacted there too.
     r = r.learning(
@@ -202,8 +225,9 @@ def grade_answer(
 ) -> tuple[Grade, judges.Asker | None]:
     """Grade an answer with the run's scoring and, when it names one, the judge grading now.
 
-    A judge that cannot be resolved leaves the answer not graded by it, saying why. With `scores`
-    (grading again) only the judge is asked again: the other scorers' verdicts are kept.
+    A judge that cannot be resolved leaves the answer not graded by it (`incomplete`), saying
+    why. With `scores` (grading again) only the judge is asked again: the other scorers' verdicts
+    are kept.
     Returns the grade and the judge's asker (its cost and calls), None without a judge.
     """
     scoring = ScoringConfig.model_validate(run.scoring)
@@ -296,23 +320,42 @@ class _Recording:
     now_ms: int = 0
 
 
-def _answer_kept(
-    c: Container, run: Run, task: Task, answer: str | None
-) -> tuple[str | None, str | None]:
-    """`(answer, answer_ref)` as the attempt keeps them: a long answer goes to the bucket, under the
-    organization's prefix like everything of a tenant there (DESIGN §4), and its first 1,000
-    characters stay inline."""
-    if answer is None or len(answer.encode("utf-8")) <= c.settings.assay_answer_inline_bytes:
-        return answer, None
-    ref = c.bucket.put_text(f"{run.org_id}/answers/{run.run_id}/{task.key}.txt", answer)
-    return answer[:1000], ref
+class KeptAnswer(NamedTuple):
+    """An answer as its attempt keeps it (seed 004 "What a run keeps"; issue 11, scope 7)."""
+
+    answer: str | None
+    """The kept answer inline, or its first 1,000 characters when it is in the bucket."""
+    answer_ref: str | None
+    """Where the kept answer is in the results bucket, None when it is inline."""
+    answer_bytes: int
+    """The whole answer's UTF-8 length in bytes (0 without an answer), cut or not."""
+    answer_truncated: bool
+    """True when the whole answer was longer than `ASSAY_ANSWER_MAX_BYTES` and is kept cut."""
+
+
+def _answer_kept(c: Container, run: Run, task: Task, answer: str | None) -> KeptAnswer:
+    """The answer as the attempt keeps it: its first `ASSAY_ANSWER_MAX_BYTES` bytes (cut at a
+    character boundary, `answer_truncated`), in the bucket when that is more than
+    `ASSAY_ANSWER_INLINE_BYTES` - under the organization's prefix like everything of a tenant
+    there (DESIGN §4) - with its first 1,000 characters inline."""
+    if answer is None:
+        return KeptAnswer(None, None, 0, False)
+    whole = text.utf8_length(answer)
+    truncated = whole > c.settings.assay_answer_max_bytes
+    kept = text.cut_utf8(answer, c.settings.assay_answer_max_bytes) if truncated else answer
+    if not truncated and whole <= c.settings.assay_answer_inline_bytes:
+        return KeptAnswer(kept, None, whole, False)
+    if text.utf8_length(kept) <= c.settings.assay_answer_inline_bytes:
+        return KeptAnswer(kept, None, whole, truncated)
+    ref = c.bucket.put_text(f"{run.org_id}/answers/{run.run_id}/{task.key}.txt", kept)
+    return KeptAnswer(kept[:ANSWER_PREVIEW_CHARS], ref, whole, truncated)
 
 
 def _attempt(
     run: Run,
     task: Task,
     result: AttemptResult,
-    answer: tuple[str | None, str | None],
+    answer: KeptAnswer,
     successor: int | None,
     now_ms: int,
     now_iso: str,
@@ -328,8 +371,10 @@ def _attempt(
         case_id=task.case_id,
         attempt=task.attempt,
         state=result.state.value,
-        answer=answer[0],
-        answer_ref=answer[1],
+        answer=answer.answer,
+        answer_ref=answer.answer_ref,
+        answer_bytes=answer.answer_bytes,
+        answer_truncated=answer.answer_truncated,
         calls=result.calls,
         scores=result.scores,
         reason=result.reason,

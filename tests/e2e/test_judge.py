@@ -135,9 +135,9 @@ def test_the_judge_grades_with_its_fingerprint_and_a_failure_stays_its_own_case(
     assert {cid: a["state"] for cid, a in got.items()} == {
         "c0": "passed",
         "c1": "failed",
-        "c2": "ungraded",
+        "c2": "incomplete",
         "c3": "passed",
-        "c4": "ungraded",
+        "c4": "incomplete",
     }
     fp = judge_score(got["c0"])["fingerprint"]
     assert fp["judge_id"] == judge and fp["judge_version"] == 1 and fp["model"] == "judge-model"
@@ -170,7 +170,10 @@ def test_the_judge_grades_with_its_fingerprint_and_a_failure_stays_its_own_case(
     # 4 replies priced (c0, c1, c2, c3: the 503 costs nothing) x 1200 micro-USD.
     assert view["judge_calls"] == 4 and view["judge_cost_usd"] == 0.0048
     assert api.ok("GET", f"/api/v1/agents/{agent}/budget")["spent_usd"] == 0.0048
-    assert view["summaries"]["candidate"]["quality"]["ungraded"] == 2
+    # A judge that failed (a reply it could not read, a 503) leaves its answer incomplete, not
+    # ungraded: that is only for an answer no required scorer applies to (seed 004 "Results").
+    quality = view["summaries"]["candidate"]["quality"]
+    assert (quality["incomplete"], quality["ungraded"]) == (2, 0)
 
 
 def test_grading_again_reads_the_kept_answer_and_recomputes_the_outcome(
@@ -184,7 +187,8 @@ def test_grading_again_reads_the_kept_answer_and_recomputes_the_outcome(
     run = api.start(agent, ds)
     api.wait(run["run_id"])
     before = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
-    assert before["outcome"]["passed"] == 2 and before["outcome"]["ungraded"] == 2
+    assert before["outcome"]["passed"] == 2 and before["outcome"]["incomplete"] == 2
+    assert before["progress"]["incomplete"] == 2 and before["progress"]["ungraded"] == 0
     agent_calls = bench_agents.calls(probe)
 
     fake.set_script(
@@ -202,12 +206,13 @@ def test_grading_again_reads_the_kept_answer_and_recomputes_the_outcome(
     }
     assert bench_agents.calls(probe) == agent_calls  # the agent was not asked again
     after = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
-    assert after["outcome"]["passed"] == 4 and after["outcome"]["ungraded"] == 0
-    assert after["progress"]["passed"] == 4 and after["progress"]["ungraded"] == 0
+    assert after["outcome"]["passed"] == 4 and after["outcome"]["incomplete"] == 0
+    assert after["progress"]["passed"] == 4 and after["progress"]["incomplete"] == 0
     assert after["gradings"][-1]["by"] == api.user_id and after["gradings"][-1]["changed"] == 2
     c2 = by_case(after)["c2"]
     assert (
-        c2["regraded"][-1]["by"] == api.user_id and c2["regraded"][-1]["state_before"] == "ungraded"
+        c2["regraded"][-1]["by"] == api.user_id
+        and c2["regraded"][-1]["state_before"] == "incomplete"
     )
     assert c2["answer"] == "broken"
     assert after["judge_calls"] == 6  # 4 first + 2 again

@@ -375,13 +375,13 @@ def test_a_judge_s_reason_is_kept_redacted_and_grading_again_reads_the_redacted_
             "cases": [{"case_id": "c1", "input": "deploy it", "reference": "done"}],
         },
     )
-    # First the judge is down: the answer stays ungraded (its error kept redacted too)...
+    # First the judge is down: the answer is incomplete (its error kept redacted too)...
     judge_server.set_script(
         {"rules": [], "default": {"status": 503, "error": f"overloaded {short}"}}
     )
     view, reads = run_of(api, leaky_agent.spec({"answer": f"done, with {short}"}), ds)
     [attempt] = view["results"]
-    assert attempt["state"] == "ungraded", attempt
+    assert attempt["state"] == "incomplete", attempt
     # ...and the judge read the original answer in memory (its prompt held the secrets).
     asked = json.dumps([r["body"] for r in judge_server.requests()])
     assert TOKENS["aws_access_key"] in asked and org_secret in asked

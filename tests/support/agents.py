@@ -10,6 +10,7 @@ never by how long a call sleeps on a machine of unknown speed.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import defaultdict
@@ -173,3 +174,24 @@ def held(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
 def gated(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
     """`held` under the hold `options["gate"]` (the long-poll test's agent)."""
     return held(request, options)
+
+
+_asked: dict[str, int] = {}
+_asked_lock = threading.Lock()
+
+
+def scripted(request: dict[str, Any], options: dict[str, Any]) -> Any:
+    """Answers each case with the JSON text `options["payloads"][case_id]` (else
+    `options["payload"]`) decoded, as an agent sending that JSON would: `"\\ud800"` in the text
+    is a lone surrogate in the answer. Counts its calls under `options.get("probe")` (`asked`)."""
+    probe = str(options.get("probe", ""))
+    with _asked_lock:
+        _asked[probe] = _asked.get(probe, 0) + 1
+    text = (options.get("payloads") or {}).get(request["case_id"], options.get("payload"))
+    return json.loads(text)
+
+
+def asked(probe: str) -> int:
+    """How many times `scripted` agents of `probe` were asked."""
+    with _asked_lock:
+        return _asked.get(probe, 0)

@@ -405,8 +405,9 @@ def test_policy_never_allows_scan_nor_other_tables():
 
 def _boto3_actions(path: Path, service: str) -> set[str]:
     """`client.send_message_batch(` -> `sqs:SendMessage` (a batch needs its single call's
-    action)."""
-    special = {"invoke": "InvokeFunction"}
+    action); a presigned URL is used with the signer's authority, so `get_object`'s needs
+    `s3:GetObject`."""
+    special = {"invoke": "InvokeFunction", "generate_presigned_url": "GetObject"}
     out = set()
     for method in re.findall(r"client\.([a-z_]+)\(", path.read_text()):
         camel = special.get(method) or "".join(p.capitalize() for p in method.split("_"))

@@ -784,18 +784,18 @@ def test_judge_scorer_applies_without_a_resolved_judge():
     assert JudgeScorer().applies(case(), {**JUDGE_SETTINGS, "resolved": None}) is True
 
 
-def test_without_a_judge_callable_the_judge_is_skipped_and_the_case_ungraded():
+def test_without_a_judge_callable_the_judge_is_skipped_and_the_case_incomplete():
     result = grade(
         case(), AgentAnswer(answer="4"), scoring("judge", judge=JUDGE_SETTINGS), judge=None
     )
     assert result.scores == [
         ScoreResult(scorer="judge", passed=None, reason="judge skipped: not asked")
     ]
-    assert result.state == AttemptState.UNGRADED
-    assert result.reason == "no required scorer could decide: judge: judge skipped: not asked"
+    assert result.state == AttemptState.INCOMPLETE
+    assert result.reason == "judge could not decide: judge skipped: not asked"
 
 
-def test_an_ungraded_judge_beside_a_passing_equals_is_ungraded():
+def test_a_failed_judge_beside_a_passing_equals_is_incomplete():
     skipped = not_graded("judge failed: timeout", FP)
     result = grade(
         case(reference="4"),
@@ -803,21 +803,18 @@ def test_an_ungraded_judge_beside_a_passing_equals_is_ungraded():
         scoring("equals", "judge", judge=JUDGE_SETTINGS),
         judge=Recorder(skipped),
     )
-    assert result.state == AttemptState.UNGRADED
+    assert result.state == AttemptState.INCOMPLETE
     assert result.reason == "judge could not decide: judge failed: timeout"
     assert [s.passed for s in result.scores] == [True, None]
 
 
-def test_an_ungraded_judge_beside_a_failing_equals_is_failed():
-    skipped = not_graded("judge failed: timeout", FP)
-    result = grade(
-        case(reference="4"),
-        AgentAnswer(answer="5"),
-        scoring("equals", "judge", judge=JUDGE_SETTINGS),
-        judge=Recorder(skipped),
-    )
-    assert result.state == AttemptState.FAILED
-    assert result.reason == "equals: expected '4', got '5'"
+def test_a_failed_judge_beside_a_failing_equals_is_incomplete_until_graded_again():
+    skipped = not_graded("judge failed: HTTP 503", FP)
+    config = scoring("equals", "judge", judge=JUDGE_SETTINGS)
+    result = grade(case(reference="4"), AgentAnswer(answer="5"), config, judge=Recorder(skipped))
+    assert result.state == AttemptState.INCOMPLETE
+    assert result.reason == "judge could not decide: judge failed: HTTP 503"
+    assert combine([result.scores[0], PASS], config).state == AttemptState.FAILED
 
 
 def test_a_judge_callable_that_raises_makes_the_attempt_incomplete():
@@ -893,7 +890,7 @@ def test_combine_gives_the_same_grade_as_grade(required, answer_text, judge_resu
 def test_combine_replaces_a_regraded_judge_score():
     config = scoring("equals", "judge", judge=JUDGE_SETTINGS)
     first = grade(case(reference="4"), AgentAnswer(answer="4"), config, judge=None)
-    assert first.state == AttemptState.UNGRADED
+    assert first.state == AttemptState.INCOMPLETE
     regraded = combine([first.scores[0], PASS], config)
     assert regraded.state == AttemptState.PASSED
     assert combine([first.scores[0], FAIL], config).state == AttemptState.FAILED

@@ -215,6 +215,7 @@ def test_an_attempt_view_scores_the_decided_scores_and_gives_money_in_usd() -> N
         recorded_at="2026-12-01T08:30:00.000Z",
     )
     assert views.attempt_view(attempt) == {
+        "attempt_key": "candidate#c1#002",
         "arm_id": "candidate",
         "case_id": "c1",
         "attempt": 2,
@@ -222,6 +223,10 @@ def test_an_attempt_view_scores_the_decided_scores_and_gives_money_in_usd() -> N
         "passed": False,
         "score": 0.25,
         "answer": "5",
+        "answer_bytes": None,  # recorded before the size was kept, and only its start is here
+        "answer_truncated": False,
+        "answer_whole": False,
+        "answer_url": "/api/v1/eval-runs/r1/answer?attempt_key=candidate%23c1%23002",
         "answer_ref": "answers/r1/x",
         "calls": [{"name": "add", "arguments": {"a": 2}}],
         "scores": [
@@ -276,7 +281,7 @@ def test_a_grade_again_view_says_what_each_score_came_to_and_what_it_cost() -> N
     done = GradeAgain(
         "r1",
         [
-            Regraded("r1:a#c1#001:judge", state_before="ungraded", state="passed", reason="ok"),
+            Regraded("r1:a#c1#001:judge", state_before="incomplete", state="passed", reason="ok"),
             Regraded(
                 "r1:a#c2#001:judge",
                 state_before="failed",
@@ -302,7 +307,7 @@ def test_a_grade_again_view_says_what_each_score_came_to_and_what_it_cost() -> N
         "scores": [
             {
                 "score_id": "r1:a#c1#001:judge",
-                "state_before": "ungraded",
+                "state_before": "incomplete",
                 "state": "passed",
                 "reason": "ok",
             },

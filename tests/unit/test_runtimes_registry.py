@@ -242,3 +242,10 @@ def test_usd_to_micros_uses_decimals() -> None:
     assert usd_to_micros(0.1) == 100_000
     with pytest.raises(ValueError):
         usd_to_micros("-0.1")
+
+
+def test_a_cost_past_what_decimal_holds_is_a_malformed_answer_not_an_arithmetic_error() -> None:
+    # Decimal's Overflow is no ValueError: uncaught, it left the case for SQS to deliver again.
+    assert usd_to_micros("1e30") == 10**36  # large, yet a number: the cost bound judges it
+    with pytest.raises(ValueError, match="too large"):
+        usd_to_micros("1e999999")

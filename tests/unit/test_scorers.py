@@ -454,14 +454,27 @@ def test_a_scorer_that_raises_on_one_case_does_not_touch_the_next() -> None:
     assert states == [AttemptState.INCOMPLETE, AttemptState.PASSED]
 
 
-def test_a_scorer_that_cannot_decide_leaves_a_passing_answer_ungraded(extra_scorers: None) -> None:
+def test_a_scorer_that_cannot_decide_makes_a_passing_answer_incomplete(extra_scorers: None) -> None:
     result = grade(case(reference="1"), answer("1"), scoring("equals", "undecided"))
-    assert result.state == AttemptState.UNGRADED
+    assert result.state == AttemptState.INCOMPLETE
+    assert result.reason == "undecided could not decide: judge skipped"
 
 
-def test_a_definite_failure_outweighs_an_undecided_scorer(extra_scorers: None) -> None:
+def test_an_undecided_scorer_makes_even_a_failing_answer_incomplete(extra_scorers: None) -> None:
+    # Seed 004 "Results": an answer a scorer did not grade is neither passed nor failed until it
+    # is graded again.
     result = grade(case(reference="1"), answer("2"), scoring("equals", "undecided"))
-    assert result.state == AttemptState.FAILED
+    assert result.state == AttemptState.INCOMPLETE
+    assert [(s.scorer, s.passed) for s in result.scores] == [("equals", False), ("undecided", None)]
+
+
+def test_ungraded_is_only_for_an_answer_no_required_scorer_applies_to(extra_scorers: None) -> None:
+    states = [
+        grade(case(), answer("x"), scoring("equals")).state,  # no reference: equals does not apply
+        grade(case(), answer("x"), scoring("equals", "undecided")).state,
+        grade(case(), answer("x"), scoring("equals", "exploding")).state,
+    ]
+    assert states == [AttemptState.UNGRADED, AttemptState.INCOMPLETE, AttemptState.INCOMPLETE]
 
 
 def test_a_registered_scorer_is_known_to_validation(extra_scorers: None) -> None:

@@ -75,6 +75,7 @@ from chalicelib.adapters.egress import Egress, Target, parse_target
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.models import AgentAnswer, CaseRequest, ToolCall, Usage
 from chalicelib.domain.redaction import redact
+from chalicelib.domain.text import json_of_bytes
 from chalicelib.errors import (
     AgentCrashError,
     InvalidInputError,
@@ -362,7 +363,10 @@ def usd_to_micros(value: Any, *, what: str = "cost_usd") -> int:
         raise ValueError(f"{what} must be a decimal number of USD") from exc
     if not amount.is_finite() or amount < 0:
         raise ValueError(f"{what} must be a finite, non-negative number of USD")
-    return int((amount * 1_000_000).to_integral_value(rounding=ROUND_HALF_UP))
+    try:
+        return int((amount * 1_000_000).to_integral_value(rounding=ROUND_HALF_UP))
+    except ArithmeticError as exc:  # "1e999999": past what Decimal holds, so past any bound too
+        raise ValueError(f"{what} is too large to be a cost") from exc
 
 
 def answer_from_payload(
@@ -511,8 +515,8 @@ def decode_json(body: bytes, source: str) -> Any:
         ProviderError: the body is not JSON (a proxy's HTML error page, a cut-off stream).
     """
     try:
-        return json.loads(body)
-    except (RecursionError, ValueError, UnicodeDecodeError) as exc:
+        return json_of_bytes(body)  # a byte that is not UTF-8 is U+FFFD, not a refused body
+    except (RecursionError, ValueError) as exc:
         shown = repr(clip(body.decode("utf-8", errors="replace"), 200))  # redacted before it is cut
         raise ProviderError(f"{source} returned a body that is not JSON: {shown}") from exc
 
@@ -788,6 +792,6 @@ def _check_shape(spec: Mapping[str, Any]) -> dict[str, str | dict[str, str]]:
 
 def _maybe_json(body: bytes) -> Any:
     try:
-        return json.loads(body)
-    except (RecursionError, ValueError, UnicodeDecodeError):
+        return json_of_bytes(body)
+    except (RecursionError, ValueError):
         return None

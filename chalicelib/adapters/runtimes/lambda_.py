@@ -45,6 +45,7 @@ from chalicelib.adapters.runtimes.http import (
     run_with_timeout,
 )
 from chalicelib.domain.models import AgentAnswer, CaseRequest
+from chalicelib.domain.text import clean_text, json_of_bytes
 from chalicelib.errors import (
     AgentCrashError,
     InvalidInputError,
@@ -181,7 +182,7 @@ class LambdaRuntime:
         if not body.strip():
             raise ProviderError(f"{source} returned no answer")
         try:
-            result = json.loads(body)
+            result = json_of_bytes(body)  # a byte that is not UTF-8 is U+FFFD, not a crash
         except (ValueError, RecursionError) as exc:
             raise AgentCrashError(f"{source} returned a payload that is not JSON") from exc
         if isinstance(result, str):
@@ -194,7 +195,10 @@ class LambdaRuntime:
 def _proxy_answer(result: dict[str, Any], source: str) -> AgentAnswer:
     """An API Gateway proxy response: classify its status like HTTP, parse its body."""
     body = result.get("body") or ""
-    body_bytes = body.encode("utf-8") if isinstance(body, str) else json.dumps(body).encode()
+    # A proxy body is text the function made: one lone surrogate in it must not fail the encode.
+    body_bytes = (
+        clean_text(body).encode("utf-8") if isinstance(body, str) else json.dumps(body).encode()
+    )
     status = result.get("statusCode")
     if not isinstance(status, int):
         raise AgentCrashError(f"{source} returned a non-integer statusCode")

@@ -95,3 +95,6 @@ class AnswerBucket(Protocol):
 
     def get_text(self, pointer: str) -> str:
         """The text a pointer names."""
+
+    def url(self, pointer: str, expires_s: int) -> str:
+        """A presigned GET URL of the text a pointer names, valid `expires_s` seconds."""

@@ -45,6 +45,10 @@ class Settings(BaseSettings):
     it."""
     eval_heartbeat_seconds: float = Field(60, gt=0)
     """How often a working case says its run is alive, in seconds."""
+    eval_resend_after_seconds: float = Field(60, gt=0)
+    """Seconds a running run may stand still before the sweep sends again each of its running
+    tasks that no delivery ever claimed (a message lost with a worker that died between claiming
+    a task and sending it). A copy of a task that was only slow to arrive asks nobody twice."""
     eval_suite_dependency_debounce_seconds: int = Field(600, ge=0)
 
     assay_resource_prefix: str = "assay-"

@@ -28,6 +28,8 @@ class SweepReport:
     failed: list[str] = field(default_factory=list)
     finalized: list[str] = field(default_factory=list)
     released: list[str] = field(default_factory=list)
+    resent: list[str] = field(default_factory=list)
+    """Runs some of whose running tasks were sent again (`resend_unclaimed`)."""
     slots_started: int = 0
 
 
@@ -63,6 +65,27 @@ def fail_running_cases(c: Container, run: Run, reason: str, now: datetime) -> in
     return written
 
 
+def resend_unclaimed(c: Container, run: Run) -> int:
+    """Send again every running task of `run` (a busy lane's task in flight) that no delivery
+    ever claimed (issue 11): its message was lost with a worker that died after the write that
+    started it and before the send. Sending one that is only slow costs a copy, which its lease
+    makes ask nobody. Returns how many were sent."""
+    lanes = run.lanes
+    if not run.lane_next:
+        return 0
+    lost = []
+    for j in range(lanes.n):
+        index = lanes.next[j] - lanes.n
+        if lanes.busy[j] and index >= 0:
+            task = slots.task_of(run, index)
+            if c.runs.lease_of(run, task.key) is None:
+                lost.append(slots.message(run, task, index))
+    if lost:
+        log.warning("run %s: %d running task(s) never claimed: sent again", run.run_id, len(lost))
+        c.case_queue.send(lost)
+    return len(lost)
+
+
 def sweep(c: Container) -> SweepReport:
     """Fail abandoned runs, free slots of ended runs, and hand free slots to waiting runs."""
     now = c.clock.now()
@@ -84,6 +107,13 @@ def sweep(c: Container) -> SweepReport:
             c.orgs.remove_waiting(run.org_id, run.run_id)
             finalize.ended(c, run.org_id, run.run_id)
             report.failed.append(run.run_id)
+    resend_cutoff = epoch_ms(now) - int(c.settings.eval_resend_after_seconds * 1000)
+    for candidate in c.runs.stale(RunStatus.RUNNING, resend_cutoff):
+        run = c.runs.get(candidate.org_id, candidate.run_id)
+        if run is None or run.status != RunStatus.RUNNING or run.run_id in report.failed:
+            continue
+        if int(run.heartbeat_at_ms) <= resend_cutoff and resend_unclaimed(c, run):
+            report.resent.append(run.run_id)
     for candidate in c.runs.stale(RunStatus.QUEUED, cutoff):
         run = c.runs.get(candidate.org_id, candidate.run_id)
         if run is None or run.status != RunStatus.QUEUED:

@@ -68,7 +68,7 @@ def handle_agent_event(event):
 def sweep_runs(event):
     """Fail abandoned runs, free their slots, and hand free slots to waiting runs."""
     report = sweep.sweep(bootstrap.container())
-    if report.failed or report.released or report.finalized:
+    if report.failed or report.released or report.finalized or report.resent:
         log.info("sweep: %s", json.dumps(report.__dict__))
 
 

@@ -119,3 +119,28 @@ def test_a_case_left_running_under_a_cancelled_run_is_failed_and_its_slot_freed(
         c.runs.get_attempt("acme", "gone", "candidate#c2#001").reason
         == "its worker stopped after the run ended"
     )
+
+
+def test_a_running_task_no_delivery_ever_claimed_is_sent_again_once_the_run_stood_still(
+    c: FakeContainer,
+) -> None:
+    """Issue 11: a worker that died between the write that started a task and its send leaves a
+    busy lane whose task nobody holds; the sweep sends that task again, and only that one."""
+    _org(c, in_flight=4)
+    stuck = _running("stuck", beat_minutes_ago=2, next_index=2, slots=2)
+    c.runs.add(stuck)
+    c.runs.take_lease(stuck, "candidate#c1#001", "msg-1", NOW_MS + MINUTE_MS, NOW_MS)
+    c.runs.add(_running("moving", beat_minutes_ago=0.5, next_index=2, slots=2))
+    report = sweep.sweep(c)
+    assert report.resent == ["stuck"] and report.failed == []
+    assert c.case_queue.sent == [
+        {
+            "org_id": "acme",
+            "run_id": "stuck",
+            "arm_id": "candidate",
+            "case_id": "c2",
+            "attempt": 1,
+            "index": 1,
+        }
+    ]
+    assert c.runs.get_for_org("acme", "stuck").status == "running"

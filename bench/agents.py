@@ -117,3 +117,29 @@ def flaky(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
     rng = random.Random(f"{options.get('seed', 0)}#{request['case_id']}#{request['attempt']}")
     right = rng.random() < float(options.get("p", 0.5))
     return {"answer": str(options.get("answer", "42")) if right else "0"}
+
+
+CALL_LOG_ENV = "ASSAY_BENCH_CALL_LOG"
+"""Directory where `logged` appends one line per call (set by the benchmark, not by a tenant)."""
+
+
+def logged(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """Answer "42" at once, first appending `<run_id> <case_id> <attempt>` to a file of this
+    process under `$ASSAY_BENCH_CALL_LOG`: one `write` of a line in append mode, so the count
+    survives a worker killed right after (the chaos benchmark counts agent calls across worker
+    processes that it kills)."""
+    import os
+
+    folder = os.environ.get(CALL_LOG_ENV)
+    if folder:
+        line = f"{request['run_id']} {request['case_id']} {request['attempt']}\n".encode()
+        fd = os.open(
+            os.path.join(folder, f"calls-{os.getpid()}.log"),
+            os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+            0o600,
+        )
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+    return {"answer": "42", "usage": {"input_tokens": 3, "output_tokens": 1}}

@@ -305,6 +305,12 @@ def advance_if_done(c: Container, org_id: str, run_id: str) -> None:
                 if fresh is not None:
                     slots.enqueue_run(c, fresh)
             return
+    elif run.phase == RunPhase.FINALIZING:
+        # Whoever moved it here stopped before completing it (a worker died, a read failed): the
+        # delivery that recorded its last attempt comes back and finishes, as the sweep would.
+        if finalize(c, org_id, run_id):
+            ended(c, org_id, run_id)
+        return
     elif run.phase != RunPhase.CONFIRMING:
         return
     if c.runs.enter_finalizing(run):
@@ -396,11 +402,11 @@ def compute_outcome(c: Container, run: Run, attempts: list[Attempt]) -> Outcome:
     )
 
 
-def finalize(c: Container, org_id: str, run_id: str) -> None:
+def finalize(c: Container, org_id: str, run_id: str) -> bool:
     """Compute the outcome and complete the organization's run (idempotent: conditional on the
-    phase)."""
+    phase). True when this call completed it."""
     run = c.runs.get(org_id, run_id)
     if run is None or run.phase != RunPhase.FINALIZING or run.status != RunStatus.RUNNING:
-        return
+        return False
     outcome = compute_outcome(c, run, all_attempts(c, run))
-    c.runs.complete(org_id, run_id, outcome, iso(c.clock.now()))
+    return c.runs.complete(org_id, run_id, outcome, iso(c.clock.now()))

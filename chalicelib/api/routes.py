@@ -57,6 +57,18 @@ bp = Blueprint(__name__)
 bp.register_middleware(shape_chalice_errors, "http")
 
 
+# --- the contract ----------------------------------------------------------------------------
+
+
+@bp.route("/openapi.json", methods=["GET"])
+@api_view(bp, auth=False)
+def openapi_document(c, who):
+    """The OpenAPI 3.1 document of every route (public: it holds no tenant's data)."""
+    from chalicelib.api import openapi  # built on the first request, not at a cold start
+
+    return openapi.document(bp.current_app)
+
+
 # --- agents ----------------------------------------------------------------------------------
 
 

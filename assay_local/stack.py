@@ -291,6 +291,34 @@ class EmbeddedStack:
                     return self._method_not_allowed
                 raise AttributeError(name)
 
+            def _generic_handle(self) -> None:
+                # API Gateway refuses a body over 10 MiB itself, and a Content-Length that is not a
+                # number; Chalice's handler would read the whole body or drop the connection.
+                from chalicelib.api.common import GATEWAY_MAX_BODY_BYTES
+
+                length = self.headers.get("content-length", "0").strip()
+                status = (
+                    400
+                    if not (length.isascii() and length.isdigit())
+                    else 413
+                    if int(length) > GATEWAY_MAX_BODY_BYTES
+                    else None
+                )
+                if status is None:
+                    super()._generic_handle()
+                    return
+                self.close_connection = True  # the body is left unread
+                self._send_http_response(
+                    status,
+                    {"Content-Type": "application/json"},
+                    json.dumps(gateway_error_body(status)),
+                )
+
+            # ChaliceRequestHandler binds these to its own _generic_handle.
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = do_PATCH = do_OPTIONS = (
+                _generic_handle
+            )
+
             def _method_not_allowed(self) -> None:
                 self._parse_payload()
                 self._send_http_response(

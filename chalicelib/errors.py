@@ -31,7 +31,7 @@ class InvalidInputError(AssayError):
 
 
 _UNION_BRANCH = re.compile(
-    r"^(int|str|float|bool|none|list\[.*\]|dict\[.*\]|literal\[.*\]|function-.*)$"
+    r"^(int|str|float|bool|none|constrained-\w+|list\[.*\]|dict\[.*\]|literal\[.*\]|function-.*)$"
 )
 """Parts of a pydantic error location that name a union's branch, not a field (`version.int`)."""
 

@@ -23,12 +23,12 @@ from chalicelib.clock import FixedClock, SystemClock
 from tests.e2e.manual import Queue
 from tests.support.e2e import Api
 
-_E2E_DIRS = ("e2e", "security")
+_E2E_DIRS = ("e2e", "security", "fuzz")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test of `tests/e2e` and `tests/security` `e2e` (`make test-fast` leaves them
-    out)."""
+    """Mark every test of `tests/e2e`, `tests/security` and `tests/fuzz` `e2e` (`make test-fast`
+    leaves them out)."""
     for item in items:
         if item.path.parent.name in _E2E_DIRS and item.path.parent.parent.name == "tests":
             item.add_marker(pytest.mark.e2e)

@@ -9,16 +9,20 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 from chalice import Blueprint, Response
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from chalicelib import bootstrap
 from chalicelib.api.views import estimate_view
 from chalicelib.domain.identity import Identity
+from chalicelib.domain.ids import FORBIDDEN
 from chalicelib.errors import (
     AssayError,
     BudgetExceededError,
@@ -107,6 +111,10 @@ GATEWAY_ERRORS: dict[int, tuple[str, str]] = {
 a timeout...): the embedded stack's local gateway and API Gateway's Gateway Responses
 (`infra.gateway`) answer these fixed texts, which never repeat anything of the request."""
 
+GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024
+"""Largest request body the gateway passes on (API Gateway's 10 MiB; the embedded stack's gateway
+answers a larger one 413 before reading it)."""
+
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 
@@ -189,42 +197,134 @@ MAX_JSON_DEPTH = 24
 """How deeply a request body's arrays and objects may nest: what is kept is stored inside items
 DynamoDB nests at most 32 levels deep, and deeper JSON only serves to exhaust the stack."""
 
+MAX_BODY_BYTES = 1024 * 1024
+"""Largest request body of a route, in bytes (1 MiB), unless the route says otherwise: a dataset
+version and a recording take `MAX_RECORDING_BYTES` (5 MiB). A larger one is a 413 naming `body`
+before it is parsed. API Gateway itself takes 10 MiB, a Lambda behind it 6 MB."""
 
-def json_depth(value: Any) -> int:
-    """How many arrays and objects deep `value` nests (0 for a scalar), without recursion."""
-    deepest, stack = 0, [(value, 1)]
+MAX_INTEGER_DIGITS = 38
+"""Most digits of an integer anywhere in a JSON body: DynamoDB keeps numbers of at most 38
+significant digits, so a longer one could be accepted and then never written or read back."""
+
+MAX_NUMBER_MAGNITUDE = 1e126
+"""A number in a JSON body is 0 or has a magnitude in [`MIN_NUMBER_MAGNITUDE`, this): DynamoDB's
+range; beyond it a write fails (and a float past 1.8e308 would parse as infinity)."""
+
+MIN_NUMBER_MAGNITUDE = 1e-130
+"""Smallest magnitude of a non-zero number in a JSON body (DynamoDB's)."""
+
+MAX_PATH_ID_LENGTH = 200
+"""Longest id in a URL path, in characters: no id assay keeps is longer (chosen ids are at most 64),
+and a DynamoDB key part is at most 2 KiB."""
+
+
+class _Refused:
+    """A number the parser met that a body may not hold, kept in place so that the walk after
+    parsing can name the field it sits in."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+def _constant(name: str) -> _Refused:
+    return _Refused(f"{name} is not a JSON number (numbers must be finite)")
+
+
+def _integer(text: str) -> int | _Refused:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INTEGER_DIGITS:
+        return _Refused(
+            f"an integer of {digits} digits (integers have at most {MAX_INTEGER_DIGITS})"
+        )
+    return int(text)
+
+
+def _number(text: str) -> float | _Refused:
+    value = float(text)
+    if not math.isfinite(value) or (
+        value and not MIN_NUMBER_MAGNITUDE <= abs(value) < MAX_NUMBER_MAGNITUDE
+    ):
+        return _Refused(f"{text[:40]} is outside the range of numbers (0, or 1e-130 to 1e126)")
+    return value
+
+
+def _field_name(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out or "body"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A UTF-16 surrogate: JSON's `\\ud800` escapes can spell one alone, which is no Unicode text (it
+cannot be encoded to UTF-8, so nothing could store it)."""
+_NOT_TEXT = "holds a lone surrogate (a \\ud800-\\udfff escape without its pair), not text"
+
+
+def _check_parsed(body: Any) -> None:
+    """Raise for the first refused number or lone surrogate (naming its field), or for nesting past
+    the limit."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(body, ())]
     while stack:
-        node, depth = stack.pop()
+        node, path = stack.pop()
+        if isinstance(node, _Refused):
+            field = _field_name(path)
+            raise InvalidInputError(f"{field}: {node.why}", field=field)
+        if isinstance(node, str) and _SURROGATE.search(node):
+            field = _field_name(path)
+            raise InvalidInputError(f"{field}: {_NOT_TEXT}", field=field)
         if isinstance(node, dict | list):
-            deepest = max(deepest, depth)
-            stack.extend(
-                (child, depth + 1) for child in (node.values() if isinstance(node, dict) else node)
-            )
-    return deepest
+            if len(path) >= MAX_JSON_DEPTH:
+                raise InvalidInputError(
+                    f"the JSON body nests deeper than {MAX_JSON_DEPTH} levels", field="body"
+                )
+            if isinstance(node, dict):
+                key = next((k for k in node if _SURROGATE.search(k)), None)
+                if key is not None:
+                    field = _field_name(path)
+                    raise InvalidInputError(f"{field}: a key {_NOT_TEXT}", field=field)
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            stack.extend((child, (*path, key)) for key, child in reversed(list(items)))
+
+
+def loads_bounded(raw: bytes | str) -> Any:
+    """Parse JSON text as a request body is parsed: standard JSON only, within DynamoDB's numbers.
+
+    Args:
+        raw: the JSON text (UTF-8 bytes or str).
+    Returns:
+        The parsed value.
+    Raises:
+        InvalidInputError: text that is not JSON, or nesting deeper than `MAX_JSON_DEPTH` (also
+            when it is deep enough to exhaust the parser's stack), field `body`; `NaN`,
+            `Infinity` or `-Infinity` (Python's json takes them, other JSON parsers do not), an
+            integer of more than `MAX_INTEGER_DIGITS` digits, a non-zero number outside
+            [`MIN_NUMBER_MAGNITUDE`, `MAX_NUMBER_MAGNITUDE`), or a string or key holding a lone
+            surrogate, naming the field it is in (`spec.options.n`, `cases[2].metadata`).
+    """
+    try:
+        body = json.loads(raw, parse_constant=_constant, parse_int=_integer, parse_float=_number)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"malformed JSON: {exc}", field="body") from None
+    except RecursionError:
+        raise InvalidInputError(
+            f"the JSON body nests deeper than {MAX_JSON_DEPTH} levels", field="body"
+        ) from None
+    _check_parsed(body)
+    return body
 
 
 def json_body(bp: Blueprint) -> Any:
-    """The request's JSON body.
+    """The request's JSON body (`loads_bounded`).
 
     Raises:
-        InvalidInputError: a missing or malformed body, or one nested deeper than `MAX_JSON_DEPTH`
-            (field `body`).
+        InvalidInputError: a missing or malformed body, or one `loads_bounded` refuses (field
+            `body`).
     """
     raw = bp.current_request.raw_body
     if not raw:
         raise InvalidInputError("a JSON body is required", field="body")
-    too_deep = InvalidInputError(
-        f"the JSON body nests deeper than {MAX_JSON_DEPTH} levels", field="body"
-    )
-    try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(f"malformed JSON: {exc}", field="body") from None
-    except RecursionError:
-        raise too_deep from None
-    if json_depth(body) > MAX_JSON_DEPTH:
-        raise too_deep
-    return body
+    return loads_bounded(raw)
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -240,67 +340,173 @@ def parse(model: type[M], data: Any) -> M:
         raise invalid_input(exc) from None
 
 
-def query_param(bp: Blueprint, name: str, default: str | None = None) -> str | None:
-    params: Mapping[str, str] = bp.current_request.query_params or {}
-    return params.get(name, default)
+def query_params(bp: Blueprint) -> dict[str, str]:
+    """The request's query parameters, the last value of each (`?a=1&a=2` is `a=2`)."""
+    params: Mapping[str, str] | None = bp.current_request.query_params
+    return {name: params[name] for name in params} if params else {}
 
 
-def int_param(bp: Blueprint, name: str, default: int) -> int:
-    raw = query_param(bp, name)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise InvalidInputError(f"{name} must be an integer", field=name) from None
+def check_path_ids(params: Mapping[str, Any]) -> None:
+    """Refuse URL path ids nothing can be named by, before any store is asked.
+
+    Raises:
+        NotFoundError: an empty id (`…/suites//results`: nothing has one, and DynamoDB refuses
+            empty keys), naming it.
+        InvalidInputError: an id longer than `MAX_PATH_ID_LENGTH`, or containing `#` or `/`, also
+            percent-encoded (no id does: the stores' keys join parts with `#`, so `a%23b` could
+            otherwise run into another key's parts), naming it.
+    """
+    for name, value in params.items():
+        if not isinstance(value, str):
+            continue
+        if not value:
+            raise NotFoundError(f"{name} is empty", field=name)
+        if len(value) > MAX_PATH_ID_LENGTH:
+            raise InvalidInputError(
+                f"{name} is longer than {MAX_PATH_ID_LENGTH} characters: no id is", field=name
+            )
+        # Chalice's local server passes `%23` on as it came; a gateway may decode it: either way
+        # it spells `#` (no id holds a `%`).
+        bad = [ch for ch in FORBIDDEN if ch in unquote(value)]
+        if bad:
+            raise InvalidInputError(
+                f"{name} must not contain {' or '.join(repr(ch) for ch in bad)}", field=name
+            )
 
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def api_view(bp: Blueprint, *, auth: bool = True) -> Callable[[F], F]:
-    """Wrap a view: authenticate, call it with `(container, identity, **url_params)`, map errors.
+class Query(BaseModel):
+    """Query parameters of a route; a parameter the route does not take is ignored (a cache
+    buster), one it takes is validated, and the first problem is a 400 naming it."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+
+
+@dataclass(frozen=True)
+class Contract:
+    """What a view takes: `api_view` checks a request against it, and `api.openapi` describes the
+    route from it, so the document and the checks cannot tell different stories.
+
+    Attributes:
+        auth: whether a bearer token is required.
+        body: the body's model, or None for a route that takes no body.
+        body_required: False when an empty body stands for the model's defaults.
+        parse_body: True: the view gets the validated model as `body`; False: it gets the JSON
+            value (checked by `loads_bounded`) and validates it itself (`body` is then the model
+            the service validates it with, documented only).
+        query: the query parameters' model, passed to the view as `query`; None: none taken.
+        max_body_bytes: larger bodies are a 413 naming `too_large_field`.
+        too_large_field: the field a 413 names.
+    """
+
+    auth: bool = True
+    body: type[BaseModel] | None = None
+    body_required: bool = True
+    parse_body: bool = True
+    query: type[Query] | None = None
+    max_body_bytes: int = MAX_BODY_BYTES
+    too_large_field: str = "body"
+
+
+CONTRACT_ATTRIBUTE = "assay_contract"
+"""The attribute of a view function (as Chalice keeps it) that holds its `Contract`."""
+
+
+def _parse_query(model: type[Query], params: Mapping[str, str]) -> Query:
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        raise invalid_input(exc) from None
+
+
+def _request_body(bp: Blueprint, contract: Contract) -> Any:
+    raw = bp.current_request.raw_body or b""
+    if len(raw) > contract.max_body_bytes:
+        raise PayloadTooLargeError(
+            f"{contract.too_large_field}: a request to this route takes at most "
+            f"{contract.max_body_bytes} bytes; this one has {len(raw)}",
+            field=contract.too_large_field,
+        )
+    model = contract.body
+    if model is None:
+        return None
+    if not raw and not contract.body_required:
+        return model() if contract.parse_body else {}
+    data = json_body(bp)
+    return parse(model, data) if contract.parse_body else data
+
+
+def _internal_error() -> Response:
+    return Response(
+        body={"error": {"code": "internal", "message": "internal error"}},
+        status_code=500,
+        headers={"Content-Type": "application/json"},
+    )
+
+
+def api_view(
+    bp: Blueprint,
+    *,
+    auth: bool = True,
+    body: type[BaseModel] | None = None,
+    body_required: bool = True,
+    parse_body: bool = True,
+    query: type[Query] | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    too_large_field: str = "body",
+) -> Callable[[F], F]:
+    """Wrap a view: authenticate, check the path ids (`check_path_ids`), the query (`query`) and
+    the body (`body`; see `Contract` for the arguments), call it with `(container, identity,
+    **url_params, [query=...], [body=...])`, and map errors to the API's JSON error shape.
 
     A view returns a JSON-able value (200), or a `(value, status)` tuple, or a Chalice Response.
+    A body over `max_body_bytes` is a 413; a body or query that does not validate is a 400 naming
+    the field; anything unexpected is a 500 in the same shape (and logged), never a bare one.
     """
+    contract = Contract(
+        auth=auth,
+        body=body,
+        body_required=body_required,
+        parse_body=parse_body,
+        query=query,
+        max_body_bytes=max_body_bytes,
+        too_large_field=too_large_field,
+    )
 
     def decorate(fn: F) -> F:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
                 c = bootstrap.container()
-                who = identity_from(bp.current_request.headers or {}) if auth else None
-                empty = next(
-                    (
-                        name
-                        for name, value in kwargs.items()
-                        if isinstance(value, str) and not value
-                    ),
-                    None,
-                )
-                if empty is not None:
-                    # `…/suites//results`: nothing has an empty id (and DynamoDB refuses empty
-                    # keys).
-                    raise NotFoundError(f"{empty} is empty", field=empty)
-                result = fn(c, who, *args, **kwargs)
+                request = bp.current_request
+                who = identity_from(request.headers or {}) if auth else None
+                check_path_ids(kwargs)
+                extra: dict[str, Any] = {}
+                if contract.query is not None:
+                    extra["query"] = _parse_query(contract.query, query_params(bp))
+                parsed = _request_body(bp, contract)
+                if contract.body is not None:
+                    extra["body"] = parsed
+                result = fn(c, who, *args, **kwargs, **extra)
             except AssayError as exc:
                 return error_response(exc)
             except Exception:  # noqa: BLE001 - never a bare 500 without a JSON body
                 log.exception("unhandled error in %s", fn.__name__)
-                return Response(
-                    body={"error": {"code": "internal", "message": "internal error"}},
-                    status_code=500,
-                    headers={"Content-Type": "application/json"},
-                )
+                return _internal_error()
             if isinstance(result, Response):
                 return result
             if isinstance(result, tuple):
-                body, status = result
+                result_body, status = result
                 return Response(
-                    body=body, status_code=status, headers={"Content-Type": "application/json"}
+                    body=result_body,
+                    status_code=status,
+                    headers={"Content-Type": "application/json"},
                 )
             return result
 
+        setattr(wrapper, CONTRACT_ATTRIBUTE, contract)
         return wrapper  # type: ignore[return-value]
 
     return decorate

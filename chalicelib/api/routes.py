@@ -5,28 +5,28 @@ from __future__ import annotations
 from chalice import Blueprint, Response
 
 from chalicelib.api import views
-from chalicelib.api.common import (
-    api_view,
-    int_param,
-    json_body,
-    parse,
-    query_param,
-    shape_chalice_errors,
-)
+from chalicelib.api.common import api_view, shape_chalice_errors
 from chalicelib.api.schemas import (
     AddDatasetVersion,
+    AgentRunsQuery,
     AgentSummaries,
+    CasesQuery,
+    ComparisonQuery,
     CreateAgent,
     CreateDataset,
     CreateEnvironment,
     CreateJudge,
     CreateModelProfile,
     EmailSettings,
+    EventsQuery,
     GradeAgain,
+    NotificationsQuery,
+    Page,
     Promote,
     Publish,
     PutSecret,
     Rescore,
+    ResultsQuery,
     SetBudget,
     StartRun,
     SuiteBody,
@@ -35,7 +35,9 @@ from chalicelib.api.schemas import (
 )
 from chalicelib.domain.enums import PromotionStatus
 from chalicelib.domain.ids import MAX_RECORDING_BYTES
-from chalicelib.errors import InvalidInputError, PayloadTooLargeError
+from chalicelib.domain.judge_rules import JudgeSpec
+from chalicelib.domain.limits import MAX_VERSION
+from chalicelib.errors import InvalidInputError
 from chalicelib.services import agents as agent_service
 from chalicelib.services import answers as answer_service
 from chalicelib.services import budgets as budget_service
@@ -56,13 +58,24 @@ bp = Blueprint(__name__)
 bp.register_middleware(shape_chalice_errors, "http")
 
 
+# --- the contract ----------------------------------------------------------------------------
+
+
+@bp.route("/openapi.json", methods=["GET"])
+@api_view(bp, auth=False)
+def openapi_document(c, who):
+    """The OpenAPI 3.1 document of every route (public: it holds no tenant's data)."""
+    from chalicelib.api import openapi  # built on the first request, not at a cold start
+
+    return openapi.document(bp.current_app)
+
+
 # --- agents ----------------------------------------------------------------------------------
 
 
 @bp.route("/api/v1/agents", methods=["POST"])
-@api_view(bp)
-def create_agent(c, who):
-    body = parse(CreateAgent, json_body(bp))
+@api_view(bp, body=CreateAgent)
+def create_agent(c, who, body):
     row = agent_service.create_agent(c, who, name=body.name, spec=body.spec, agent_id=body.agent_id)
     return views.agent_view(row), 201
 
@@ -86,18 +99,15 @@ def get_draft(c, who, agent_id):
 
 
 @bp.route("/api/v1/agents/{agent_id}/draft", methods=["PUT"])
-@api_view(bp)
-def update_draft(c, who, agent_id):
-    body = parse(UpdateDraft, json_body(bp))
+@api_view(bp, body=UpdateDraft)
+def update_draft(c, who, agent_id, body):
     row = agent_service.update_draft(c, who, agent_id, spec=body.spec, name=body.name)
     return views.agent_view(row)
 
 
 @bp.route("/api/v1/agents/{agent_id}/versions", methods=["POST"])
-@api_view(bp)
-def publish_version(c, who, agent_id):
-    raw = bp.current_request.raw_body
-    body = parse(Publish, json_body(bp)) if raw else Publish()
+@api_view(bp, body=Publish, body_required=False)
+def publish_version(c, who, agent_id, body):
     row, created = agent_service.publish(c, who, agent_id, version=body.version)
     return {**views.agent_version_view(row), "created": created}, 201 if created else 200
 
@@ -115,9 +125,7 @@ def list_versions(c, who, agent_id):
 @bp.route("/api/v1/agents/{agent_id}/versions/{version}", methods=["GET"])
 @api_view(bp)
 def get_version(c, who, agent_id, version):
-    if not _is_number(version):
-        raise InvalidInputError("version must be a positive integer", field="version")
-    return views.agent_version_view(agent_service.get_version(c, who, agent_id, int(version)))
+    return views.agent_version_view(agent_service.get_version(c, who, agent_id, _version(version)))
 
 
 def _is_number(text: str) -> bool:
@@ -125,13 +133,22 @@ def _is_number(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
+def _version(text: str) -> int:
+    """A version number in a path: 1 to `MAX_VERSION`; else a 400 naming `version` (a number
+    beyond what the stores keep would otherwise reach DynamoDB)."""
+    if not _is_number(text) or len(text) > 12 or not 1 <= int(text) <= MAX_VERSION:
+        raise InvalidInputError(
+            f"version must be an integer from 1 to {MAX_VERSION}", field="version"
+        )
+    return int(text)
+
+
 # --- model profiles --------------------------------------------------------------------------
 
 
 @bp.route("/api/v1/model-profiles", methods=["POST"])
-@api_view(bp)
-def create_model_profile(c, who):
-    body = parse(CreateModelProfile, json_body(bp))
+@api_view(bp, body=CreateModelProfile)
+def create_model_profile(c, who, body):
     return views.model_profile_view(profile_service.create(c, who, **body.model_dump())), 201
 
 
@@ -160,9 +177,8 @@ def delete_model_profile(c, who, model_profile_id):
 
 
 @bp.route("/api/v1/environments", methods=["POST"])
-@api_view(bp)
-def create_environment(c, who):
-    body = parse(CreateEnvironment, json_body(bp))
+@api_view(bp, body=CreateEnvironment)
+def create_environment(c, who, body):
     row = environment_service.create(
         c, who, environment_id=body.environment_id, name=body.name, default=body.default
     )
@@ -197,9 +213,8 @@ def delete_environment(c, who, environment_id):
 
 
 @bp.route("/api/v1/agents/{agent_id}/promotions", methods=["POST"])
-@api_view(bp)
-def promote(c, who, agent_id):
-    body = parse(Promote, json_body(bp))
+@api_view(bp, body=Promote)
+def promote(c, who, agent_id, body):
     row = promotion_service.promote(c, who, agent_id, body.environment_id, body.version)
     return views.promotion_view(row), 202 if row.status == PromotionStatus.WAITING else 201
 
@@ -223,17 +238,13 @@ def get_promotion(c, who, agent_id, promotion_id):
 # --- suites ----------------------------------------------------------------------------------
 
 
-def _suite_body():
-    return parse(SuiteBody, json_body(bp)).model_dump(exclude_unset=True)
-
-
 @bp.route("/api/v1/agents/{agent_id}/suites", methods=["POST"])
-@api_view(bp)
-def create_suite(c, who, agent_id):
-    body = _suite_body()
-    if not body.get("dataset_id"):
+@api_view(bp, body=SuiteBody)
+def create_suite(c, who, agent_id, body):
+    fields = body.model_dump(exclude_unset=True)
+    if not fields.get("dataset_id"):
         raise InvalidInputError("dataset_id is required", field="dataset_id")
-    row, priced = suite_service.create(c, who, agent_id, body)
+    row, priced = suite_service.create(c, who, agent_id, fields)
     return {**views.suite_view(row), "price": views.suite_price_view(priced)}, 201
 
 
@@ -251,9 +262,10 @@ def get_suite(c, who, agent_id, suite_id):
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}", methods=["PATCH"])
-@api_view(bp)
-def update_suite(c, who, agent_id, suite_id):
-    row, priced = suite_service.update(c, who, agent_id, suite_id, _suite_body())
+@api_view(bp, body=SuiteBody)
+def update_suite(c, who, agent_id, suite_id, body):
+    fields = body.model_dump(exclude_unset=True)
+    row, priced = suite_service.update(c, who, agent_id, suite_id, fields)
     return {**views.suite_view(row), "price": views.suite_price_view(priced)}
 
 
@@ -283,9 +295,9 @@ def run_suite_now(c, who, agent_id, suite_id):
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}/results", methods=["GET"])
-@api_view(bp)
-def suite_results(c, who, agent_id, suite_id):
-    results = suite_service.results(c, who, agent_id, suite_id, limit=int_param(bp, "limit", 50))
+@api_view(bp, query=ResultsQuery)
+def suite_results(c, who, agent_id, suite_id, query):
+    results = suite_service.results(c, who, agent_id, suite_id, limit=query.limit)
     return {"results": [views.suite_result_view(r) for r in results]}
 
 
@@ -293,9 +305,9 @@ def suite_results(c, who, agent_id, suite_id):
 
 
 @bp.route("/api/v1/notifications", methods=["GET"])
-@api_view(bp)
-def list_notifications(c, who):
-    notices = notification_service.list_for(c, who, unread=query_param(bp, "unread") == "true")
+@api_view(bp, query=NotificationsQuery)
+def list_notifications(c, who, query):
+    notices = notification_service.list_for(c, who, unread=query.unread == "true")
     return {"notifications": [views.notification_view(n) for n in notices]}
 
 
@@ -307,11 +319,9 @@ def read_notification(c, who, notification_id):
 
 
 @bp.route("/api/v1/notifications/settings", methods=["PUT"])
-@api_view(bp)
-def notification_settings(c, who):
-    return views.email_setting_view(
-        notification_service.set_email(c, who, parse(EmailSettings, json_body(bp)).email)
-    )
+@api_view(bp, body=EmailSettings)
+def notification_settings(c, who, body):
+    return views.email_setting_view(notification_service.set_email(c, who, body.email))
 
 
 # --- budgets ---------------------------------------------------------------------------------
@@ -324,11 +334,9 @@ def get_org_budget(c, who):
 
 
 @bp.route("/api/v1/budget", methods=["PUT"])
-@api_view(bp)
-def set_org_budget(c, who):
-    return views.budget_view(
-        budget_service.set_org_budget(c, who, parse(SetBudget, json_body(bp)).monthly_usd)
-    )
+@api_view(bp, body=SetBudget)
+def set_org_budget(c, who, body):
+    return views.budget_view(budget_service.set_org_budget(c, who, body.monthly_usd))
 
 
 @bp.route("/api/v1/agents/{agent_id}/budget", methods=["GET"])
@@ -338,19 +346,17 @@ def get_agent_budget(c, who, agent_id):
 
 
 @bp.route("/api/v1/agents/{agent_id}/budget", methods=["PUT"])
-@api_view(bp)
-def set_agent_budget(c, who, agent_id):
-    monthly_usd = parse(SetBudget, json_body(bp)).monthly_usd
-    return views.budget_view(budget_service.set_agent_budget(c, who, agent_id, monthly_usd))
+@api_view(bp, body=SetBudget)
+def set_agent_budget(c, who, agent_id, body):
+    return views.budget_view(budget_service.set_agent_budget(c, who, agent_id, body.monthly_usd))
 
 
 # --- judges ----------------------------------------------------------------------------------
 
 
 @bp.route("/api/v1/judges", methods=["POST"])
-@api_view(bp)
-def create_judge(c, who):
-    body = parse(CreateJudge, json_body(bp))
+@api_view(bp, body=CreateJudge)
+def create_judge(c, who, body):
     return views.judge_view(
         judge_service.create(c, who, name=body.name, judge_id=body.judge_id)
     ), 201
@@ -366,18 +372,16 @@ def get_judge(c, who, judge_id):
 
 
 @bp.route("/api/v1/judges/{judge_id}/versions", methods=["POST"])
-@api_view(bp)
-def publish_judge(c, who, judge_id):
-    return views.judge_version_view(judge_service.publish(c, who, judge_id, json_body(bp))), 201
+@api_view(bp, body=JudgeSpec, parse_body=False)
+def publish_judge(c, who, judge_id, body):
+    return views.judge_version_view(judge_service.publish(c, who, judge_id, body)), 201
 
 
 @bp.route("/api/v1/judges/{judge_id}/versions/{version}", methods=["GET"])
 @api_view(bp)
 def get_judge_version(c, who, judge_id, version):
-    if not _is_number(version) or int(version) < 1:
-        raise InvalidInputError("version must be a positive integer", field="version")
     return views.judge_version_view(
-        c.judges.get(who.org_id, judge_id, int(version), field="version")
+        c.judges.get(who.org_id, judge_id, _version(version), field="version")
     )
 
 
@@ -385,9 +389,8 @@ def get_judge_version(c, who, judge_id, version):
 
 
 @bp.route("/api/v1/datasets", methods=["POST"])
-@api_view(bp)
-def create_dataset(c, who):
-    body = parse(CreateDataset, json_body(bp))
+@api_view(bp, body=CreateDataset)
+def create_dataset(c, who, body):
     return views.dataset_view(
         dataset_service.create_dataset(c, who, name=body.name, dataset_id=body.dataset_id)
     ), 201
@@ -412,9 +415,8 @@ def get_dataset(c, who, dataset_id):
 
 
 @bp.route("/api/v1/datasets/{dataset_id}/versions", methods=["POST"])
-@api_view(bp)
-def add_dataset_version(c, who, dataset_id):
-    body = parse(AddDatasetVersion, json_body(bp))
+@api_view(bp, body=AddDatasetVersion, max_body_bytes=MAX_RECORDING_BYTES)
+def add_dataset_version(c, who, dataset_id, body):
     header, row = dataset_service.add_version(
         c,
         who,
@@ -430,7 +432,7 @@ def add_dataset_version(c, who, dataset_id):
 @api_view(bp)
 def list_cases(c, who, dataset_id, version):
     row = dataset_service.resolve_version(
-        c, who, dataset_id, int(version) if _is_number(version) else version
+        c, who, dataset_id, _version(version) if _is_number(version) else version
     )
     return {
         "dataset_id": dataset_id,
@@ -440,23 +442,16 @@ def list_cases(c, who, dataset_id, version):
 
 
 @bp.route("/api/v1/datasets/{dataset_id}/eval-runs", methods=["GET"])
-@api_view(bp)
-def list_dataset_runs(c, who, dataset_id):
+@api_view(bp, query=Page)
+def list_dataset_runs(c, who, dataset_id, query):
     return views.run_list_view(
-        run_service.list_runs(
-            c,
-            who,
-            dataset_id=dataset_id,
-            limit=int_param(bp, "limit", 50),
-            cursor=query_param(bp, "cursor"),
-        )
+        run_service.list_runs(c, who, dataset_id=dataset_id, limit=query.limit, cursor=query.cursor)
     )
 
 
 @bp.route("/api/v1/datasets/{dataset_id}/scores/rescore", methods=["POST"])
-@api_view(bp)
-def rescore(c, who, dataset_id):
-    body = parse(Rescore, json_body(bp))
+@api_view(bp, body=Rescore)
+def rescore(c, who, dataset_id, body):
     return views.rescore_view(
         grading_service.rescore(c, who, dataset_id, score_ids=body.score_ids, run_id=body.run_id)
     )
@@ -466,42 +461,33 @@ def rescore(c, who, dataset_id):
 
 
 @bp.route("/api/v1/agents/{agent_id}/eval-runs/estimate", methods=["POST"])
-@api_view(bp)
-def estimate_run(c, who, agent_id):
-    body = parse(StartRun, json_body(bp))
+@api_view(bp, body=StartRun)
+def estimate_run(c, who, agent_id, body):
     return views.estimate_view(run_service.estimate(c, who, agent_id, body.model_dump()))
 
 
 @bp.route("/api/v1/agents/{agent_id}/eval-runs", methods=["POST"])
-@api_view(bp)
-def start_run(c, who, agent_id):
-    body = parse(StartRun, json_body(bp))
+@api_view(bp, body=StartRun)
+def start_run(c, who, agent_id, body):
     run, warnings = run_service.start_run(c, who, agent_id, body.model_dump())
     return {**views.run_view(run), "warnings": warnings}, 201
 
 
 @bp.route("/api/v1/agents/{agent_id}/eval-runs", methods=["GET"])
-@api_view(bp)
-def list_agent_runs(c, who, agent_id):
+@api_view(bp, query=AgentRunsQuery)
+def list_agent_runs(c, who, agent_id, query):
     return views.run_list_view(
         run_service.list_runs(
-            c,
-            who,
-            agent_id=agent_id,
-            limit=int_param(bp, "limit", 50),
-            cursor=query_param(bp, "cursor"),
-            draft=query_param(bp, "draft"),
+            c, who, agent_id=agent_id, limit=query.limit, cursor=query.cursor, draft=query.draft
         )
     )
 
 
 @bp.route("/api/v1/eval-runs", methods=["GET"])
-@api_view(bp)
-def list_org_runs(c, who):
+@api_view(bp, query=Page)
+def list_org_runs(c, who, query):
     return views.run_list_view(
-        run_service.list_runs(
-            c, who, limit=int_param(bp, "limit", 50), cursor=query_param(bp, "cursor")
-        )
+        run_service.list_runs(c, who, limit=query.limit, cursor=query.cursor)
     )
 
 
@@ -525,33 +511,30 @@ def cancel_run(c, who, run_id):
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/grade-again", methods=["POST"])
-@api_view(bp)
-def grade_again(c, who, run_id):
-    body = parse(GradeAgain, json_body(bp)) if bp.current_request.raw_body else GradeAgain()
+@api_view(bp, body=GradeAgain, body_required=False)
+def grade_again(c, who, run_id, body):
     return views.grade_again_view(grading_service.grade_again(c, who, run_id, body.score_ids))
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/comparison", methods=["GET"])
-@api_view(bp)
-def run_comparison(c, who, run_id):
-    return views.comparison_view(
-        *run_service.comparison(c, who, run_id, arm_id=query_param(bp, "arm_id"))
-    )
+@api_view(bp, query=ComparisonQuery)
+def run_comparison(c, who, run_id, query):
+    return views.comparison_view(*run_service.comparison(c, who, run_id, arm_id=query.arm_id))
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/cases", methods=["GET"])
-@api_view(bp)
-def run_cases(c, who, run_id):
+@api_view(bp, query=CasesQuery)
+def run_cases(c, who, run_id, query):
     return views.cases_view(
         run_id,
         run_service.cases(
             c,
             who,
             run_id,
-            outcome=query_param(bp, "outcome"),
-            tag=query_param(bp, "tag"),
-            arm_id=query_param(bp, "arm_id"),
-            case_id=query_param(bp, "case_id"),
+            outcome=query.outcome,
+            tag=query.tag,
+            arm_id=query.arm_id,
+            case_id=query.case_id,
         ),
     )
 
@@ -577,28 +560,16 @@ def run_progress(c, who, run_id):
     return views.progress_view(c.runs.get_for_org(who.org_id, run_id))
 
 
-def _events(c, who, run_id):
-    wait = query_param(bp, "wait")
-    try:
-        wait_s = float(wait) if wait is not None else None
-    except ValueError:
-        raise InvalidInputError("wait must be a number of seconds", field="wait") from None
+def _events(c, who, run_id, query):
     return views.events_view(
-        run_service.events(
-            c,
-            who,
-            run_id,
-            after=query_param(bp, "after", "") or "",
-            wait_s=wait_s,
-            limit=int_param(bp, "limit", 100),
-        )
+        run_service.events(c, who, run_id, after=query.after, wait_s=query.wait, limit=query.limit)
     )
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/events", methods=["GET"])
-@api_view(bp)
-def run_events(c, who, run_id):
-    return _events(c, who, run_id)
+@api_view(bp, query=EventsQuery)
+def run_events(c, who, run_id, query):
+    return _events(c, who, run_id, query)
 
 
 # Seed 001's own paths.
@@ -609,16 +580,15 @@ def seed_progress(c, who, run_id):
 
 
 @bp.route("/api/evaluations/stream/{run_id}", methods=["GET"])
-@api_view(bp)
-def seed_stream(c, who, run_id):
-    return _events(c, who, run_id)
+@api_view(bp, query=EventsQuery)
+def seed_stream(c, who, run_id, query):
+    return _events(c, who, run_id, query)
 
 
 # --- verdicts --------------------------------------------------------------------------------
 
 
-def _summaries(c, who):
-    body = parse(AgentSummaries, json_body(bp))
+def _summaries(c, who, body):
     return {
         "summaries": [
             views.agent_summary_view(s)
@@ -628,15 +598,15 @@ def _summaries(c, who):
 
 
 @bp.route("/api/v1/agent-summaries", methods=["POST"])
-@api_view(bp)
-def agent_summaries(c, who):
-    return _summaries(c, who)
+@api_view(bp, body=AgentSummaries)
+def agent_summaries(c, who, body):
+    return _summaries(c, who, body)
 
 
 @bp.route("/api/evaluations/agent-summaries", methods=["POST"])
-@api_view(bp)
-def seed_agent_summaries(c, who):
-    return _summaries(c, who)
+@api_view(bp, body=AgentSummaries)
+def seed_agent_summaries(c, who, body):
+    return _summaries(c, who, body)
 
 
 # --- the organization's secrets (write-only) and recordings ------------------------------------
@@ -653,11 +623,9 @@ def list_secrets(c, who):
 
 
 @bp.route("/api/v1/secrets/{name}", methods=["PUT"])
-@api_view(bp)
-def put_secret(c, who, name):
-    return views.secret_view(
-        secret_service.put(c, who, name, parse(PutSecret, json_body(bp)).value)
-    )
+@api_view(bp, body=PutSecret)
+def put_secret(c, who, name, body):
+    return views.secret_view(secret_service.put(c, who, name, body.value))
 
 
 @bp.route("/api/v1/secrets/{name}", methods=["GET"])
@@ -674,16 +642,8 @@ def delete_secret(c, who, name):
 
 
 @bp.route("/api/v1/recordings", methods=["POST"])
-@api_view(bp)
-def upload_recording(c, who):
-    raw = bp.current_request.raw_body or b""
-    if len(raw) > MAX_RECORDING_BYTES:  # a Lambda behind API Gateway takes at most 6 MB
-        raise PayloadTooLargeError(
-            f"content: a request takes at most {MAX_RECORDING_BYTES} bytes (5 MiB); "
-            f"this one has {len(raw)}",
-            field="content",
-        )
-    body = parse(UploadRecording, json_body(bp))
+@api_view(bp, body=UploadRecording, max_body_bytes=MAX_RECORDING_BYTES, too_large_field="content")
+def upload_recording(c, who, body):
     meta, created = recording_service.upload(c, who, body.content, body.recording_id)
     return views.recording_view(meta), 201 if created else 200
 

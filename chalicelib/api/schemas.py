@@ -7,15 +7,24 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
+from chalicelib.api.common import MAX_PATH_ID_LENGTH, Query
+from chalicelib.domain.limits import MAX_IMPORT_LIMIT, MAX_VERSION
+
 
 class Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A request body: unknown fields are refused; each field's docstring is its description in the
+    OpenAPI document."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
-Ref = Annotated[str, Field(min_length=1, pattern=r"^[^#/]+$")]
+Ref = Annotated[str, Field(min_length=1, max_length=MAX_PATH_ID_LENGTH, pattern=r"^[^#/]+$")]
 """An id naming something of the caller's organization. Ids never contain `#` or `/` (the stores'
 composite keys use `#`), so one that does is refused (400 naming the field) rather than looked
-up."""
+up; none is longer than `MAX_PATH_ID_LENGTH` characters."""
+
+Version = Annotated[StrictInt, Field(ge=1, le=MAX_VERSION)]
+"""A version number: 1 to `MAX_VERSION` (2,147,483,647)."""
 
 
 class CreateAgent(Body):
@@ -34,7 +43,7 @@ class UpdateDraft(Body):
 
 
 class Publish(Body):
-    version: StrictInt | None = Field(None, ge=1)
+    version: Version | None = None
     """The version number to publish; default the latest + 1."""
 
 
@@ -48,7 +57,7 @@ class Source(Body):
     """How `content` is written."""
     content: str
     """The file's text."""
-    limit: StrictInt | None = Field(None, ge=1)
+    limit: StrictInt | None = Field(None, ge=1, le=MAX_IMPORT_LIMIT)
     """Keep only the first N cases."""
 
 
@@ -65,11 +74,11 @@ class StartRun(Body):
     """The body of `/eval-runs` and (issue 4) `/eval-runs/estimate`."""
 
     dataset_id: Ref
-    dataset_version: StrictInt | Literal["latest"] | None = None
+    dataset_version: Version | Literal["latest"] | None = None
     """A dataset version number, default the latest."""
-    candidate: Literal["draft", "version", "latest", "published"] | StrictInt = "version"
+    candidate: Literal["draft", "version", "latest", "published"] | Version = "version"
     """`draft`, or a published version (`version` with `version`, or directly a selector)."""
-    version: StrictInt | Literal["latest", "published"] | None = None
+    version: Version | Literal["latest", "published"] | None = None
     """With `candidate: "version"`: a number, `latest` (default) or `published`."""
     environment_id: Ref | None = None
     """The environment whose test connections the cases use."""
@@ -147,7 +156,7 @@ class CreateEnvironment(Body):
 
 class Promote(Body):
     environment_id: Ref
-    version: StrictInt = Field(ge=1)
+    version: Version
 
 
 class SuiteBody(Body):
@@ -156,7 +165,7 @@ class SuiteBody(Body):
     suite_id: Id | None = None
     name: str | None = Field(None, max_length=200)
     dataset_id: Ref | None = None
-    dataset_version: StrictInt | None = Field(None, ge=1)
+    dataset_version: Version | None = None
     """Pinned dataset version; absent or null: the latest when a run starts."""
     environment_id: Ref | None = None
     """The environment whose version it checks; absent: the default one."""
@@ -194,3 +203,87 @@ class UploadRecording(Body):
     content: Any = Field(...)
     """The JSONL text: one `{"case_id"?, "input"?, "answer", ...}` object per line (checked by the
     service)."""
+
+
+# --- query parameters ----------------------------------------------------------------------------
+
+Cursor = Annotated[str, Field(max_length=4096)]
+"""A listing's `next_cursor`, passed back as it was given (checked by the service)."""
+
+
+class Page(Query):
+    """`?limit=&cursor=` of a listing of runs."""
+
+    limit: int = Field(50, ge=1, le=200)
+    """Runs per page."""
+    cursor: Cursor | None = None
+    """The previous page's `next_cursor`; absent: the first page."""
+
+
+class AgentRunsQuery(Page):
+    """`GET /api/v1/agents/{agent_id}/eval-runs`."""
+
+    draft: Literal["current", "earlier"] | None = None
+    """Only runs of the draft as it stands now (`current`) or of earlier drafts (`earlier`)."""
+
+
+class ResultsQuery(Query):
+    """`GET …/suites/{suite_id}/results`."""
+
+    limit: int = Field(50, ge=1, le=200)
+    """Results, newest first."""
+
+
+class NotificationsQuery(Query):
+    """`GET /api/v1/notifications`."""
+
+    unread: Literal["true", "false"] | None = None
+    """`true`: only notices not read yet."""
+
+
+class ComparisonQuery(Query):
+    """`GET /api/v1/eval-runs/{run_id}/comparison`."""
+
+    arm_id: Ref | None = None
+    """The candidate arm to compare (a run on several model profiles has one per profile)."""
+
+
+CaseFilter = Literal[
+    "regression",
+    "fixed",
+    "unchanged",
+    "incomplete",
+    "not_compared",
+    "changed",
+    "passed",
+    "failed",
+    "ungraded",
+]
+"""A comparison outcome (`CaseOutcome`) or a settled state (`AttemptState`): the values `?outcome=`
+filters on (a unit test keeps this list equal to the two enums)."""
+
+
+class CasesQuery(Query):
+    """`GET /api/v1/eval-runs/{run_id}/cases`."""
+
+    outcome: CaseFilter | None = None
+    """Only cases with this comparison outcome, or settled in this state on some arm."""
+    tag: str | None = Field(None, max_length=200)
+    """Only cases carrying this tag."""
+    arm_id: Ref | None = None
+    """Only this arm's side of each case."""
+    case_id: str | None = Field(None, max_length=MAX_PATH_ID_LENGTH)
+    """Only this case."""
+
+
+class EventsQuery(Query):
+    """`GET /api/v1/eval-runs/{run_id}/events` (and `/api/evaluations/stream/{run_id}`)."""
+
+    after: str = Field("", max_length=1024, pattern=r"^(\d{13}#.+)?$")
+    """The `cursor` of the previous answer (`<13-digit ms>#<attempt key>`); empty: from the
+    start."""
+    wait: float | None = Field(None, ge=0, le=25)
+    """Seconds to wait for an attempt when none is there yet (default `ASSAY_EVENTS_WAIT_SECONDS`,
+    20)."""
+    limit: int = Field(100, ge=1, le=1000)
+    """Attempts per answer."""

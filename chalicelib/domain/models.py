@@ -5,11 +5,13 @@ These are plain data: the stores turn rows into them, the runtimes and scorers p
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from chalicelib.domain.enums import AttemptState, CallStatus, Split
+from chalicelib.domain.limits import MAX_CASE_BYTES
 
 
 class Frozen(BaseModel):
@@ -63,6 +65,17 @@ class Case(Frozen):
     """Free text for people; changing it does not change the case."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Anything else the source carried (never an input to scoring)."""
+
+    @model_validator(mode="after")
+    def _fits_one_item(self) -> Case:
+        """A case is kept as one DynamoDB item (at most 400 KB): its JSON is at most
+        `MAX_CASE_BYTES`."""
+        size = len(json.dumps(self.model_dump(mode="json"), ensure_ascii=False).encode())
+        if size > MAX_CASE_BYTES:
+            raise ValueError(
+                f"the case is {size} bytes of JSON; a case takes at most {MAX_CASE_BYTES}"
+            )
+        return self
 
 
 class ScoringConfig(Frozen):

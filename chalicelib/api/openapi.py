@@ -1,0 +1,244 @@
+"""The OpenAPI 3.1 document of the HTTP API (issue 11 scope 9), built from the app's route table and
+each view's `Contract` (`api.common.api_view`): its body and query models in `api.schemas` (and
+the judge spec the service validates), so the document cannot describe other routes or other
+fields than the ones the views check.
+
+`GET /openapi.json` serves it; clients and `tests/fuzz/` read it. It is built on the first request
+and kept: pydantic's JSON-schema generation is not paid at a cold start that never asks for it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from chalicelib.api.common import (
+    CONTRACT_ATTRIBUTE,
+    GATEWAY_ERRORS,
+    MAX_PATH_ID_LENGTH,
+    Contract,
+)
+
+OPENAPI_VERSION = "3.1.0"
+SCHEMA_REF = "#/components/schemas/{model}"
+NOT_DOCUMENTED_PREFIX = "method_not_allowed_"
+"""Views `api.common.answer_other_methods` adds: a method a route does not take (405), which the
+document describes by leaving that method out."""
+
+_PATH_PARAMETERS: dict[str, dict[str, Any]] = {
+    "version": {
+        "type": "string",
+        "pattern": r"^[0-9]{1,10}$",
+        "description": "A version number (1 to 2147483647).",
+    },
+}
+"""Path parameters that are not ids; every other one is an id (`_ID_PARAMETER`)."""
+
+_ID_PARAMETER: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_PATH_ID_LENGTH,
+    "pattern": r"^[^#/]+$",
+    "description": "An id of the caller's organization (never holds `#` or `/`).",
+}
+
+_ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {
+                "code": {
+                    "type": "string",
+                    "description": "The error's name in snake case (`invalid_input`, `not_found`).",
+                },
+                "message": {"type": "string", "description": "What a person should read."},
+                "field": {
+                    "type": "string",
+                    "description": "The request field, parameter or header at fault.",
+                },
+            },
+        }
+    },
+}
+"""Every error body: `{"error": {"code", "message", "field"?, ...details}}`."""
+
+
+def _operations(app: Any) -> list[tuple[str, str, Any]]:
+    """`(path, method, route entry)` of every documented view, sorted by path then method."""
+    out = []
+    for path, views in sorted(app.routes.items()):
+        for method, entry in sorted(views.items()):
+            if not entry.view_name.startswith(NOT_DOCUMENTED_PREFIX):
+                out.append((path, method, entry))
+    return out
+
+
+def contract_of(entry: Any) -> Contract:
+    """The `Contract` `api_view` attached to a route entry's view.
+
+    Raises:
+        TypeError: a view not wrapped by `api_view` (it could not be documented, nor checked).
+    """
+    contract = getattr(entry.view_function, CONTRACT_ATTRIBUTE, None)
+    if not isinstance(contract, Contract):
+        raise TypeError(f"view {entry.view_name} is not wrapped by api_view")
+    return contract
+
+
+def _clean(schema: dict[str, Any]) -> dict[str, Any]:
+    """A property's schema as a parameter's schema (the title pydantic adds says nothing)."""
+    return {k: v for k, v in schema.items() if k != "title"}
+
+
+def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
+    schema = model.model_json_schema(ref_template=SCHEMA_REF)
+    required = set(schema.get("required", []))
+    out = []
+    for name, prop in schema.get("properties", {}).items():
+        parameter: dict[str, Any] = {
+            "name": name,
+            "in": "query",
+            "required": name in required,
+            "schema": _clean(prop),
+        }
+        if "description" in prop:
+            parameter["description"] = prop["description"]
+        out.append(parameter)
+    return out
+
+
+def _path_parameters(path: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "schema": dict(_PATH_PARAMETERS.get(name, _ID_PARAMETER)),
+        }
+        for name in re.findall(r"{(\w+)}", path)
+    ]
+
+
+_RESPONSES: dict[str, dict[str, Any]] = {
+    name: {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
+    for name, description in {
+        "BadRequest": "A malformed request; `field` names the field or parameter.",
+        "Unauthenticated": "No bearer token, or one that does not verify.",
+        "NotFound": "Nothing of that id in the caller's organization.",
+        "TooLarge": "A body over the route's limit (README, Limits).",
+        "Refused": "Refused; `code` says why.",
+    }.items()
+}
+"""The error responses operations share (`components.responses`)."""
+
+
+def _responses(contract: Contract) -> dict[str, Any]:
+    def ref(name: str) -> dict[str, str]:
+        return {"$ref": f"#/components/responses/{name}"}
+
+    responses: dict[str, Any] = {
+        "2XX": {
+            "description": "Success: a JSON value (204: no body).",
+            "content": {"application/json": {"schema": {}}},
+        },
+        "400": ref("BadRequest"),
+        "404": ref("NotFound"),
+        "4XX": ref("Refused"),
+    }
+    if contract.auth:
+        responses["401"] = ref("Unauthenticated")
+    if contract.body is not None:
+        responses["413"] = ref("TooLarge")
+    return responses
+
+
+def build(app: Any) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of `app`'s routes.
+
+    Args:
+        app: the Chalice app, every blueprint registered (`app.app`).
+    Returns:
+        The document as a JSON-able dict: one operation per route and method (the 405 views left
+        out), operationId the view's name, path ids as strings without `#` or `/`, query
+        parameters and request bodies from the view's `Contract`, models under
+        `components.schemas`, a bearer (JWT) security scheme required unless the view takes none.
+    Raises:
+        TypeError: a route whose view is not wrapped by `api_view`.
+    """
+    operations = _operations(app)
+    models = sorted(
+        {c.body for _, _, e in operations if (c := contract_of(e)).body is not None},
+        key=lambda m: m.__name__,
+    )
+    _, defs = models_json_schema([(m, "validation") for m in models], ref_template=SCHEMA_REF)
+    schemas: dict[str, Any] = {**defs.get("$defs", {}), "Error": _ERROR_SCHEMA}
+    paths: dict[str, dict[str, Any]] = {}
+    for path, method, entry in operations:
+        contract = contract_of(entry)
+        operation: dict[str, Any] = {
+            "operationId": entry.view_name,
+            "responses": _responses(contract),
+        }
+        doc = (entry.view_function.__doc__ or "").strip()
+        if doc:
+            operation["summary"] = doc.splitlines()[0]
+        parameters = _path_parameters(path)
+        if contract.query is not None:
+            parameters += _query_parameters(contract.query)
+        if parameters:
+            operation["parameters"] = parameters
+        if contract.body is not None:
+            operation["requestBody"] = {
+                "required": contract.body_required,
+                "content": {
+                    "application/json": {
+                        "schema": {"$ref": SCHEMA_REF.format(model=contract.body.__name__)}
+                    }
+                },
+            }
+        if not contract.auth:
+            operation["security"] = []
+        paths.setdefault(path, {})[method.lower()] = operation
+    return {
+        "openapi": OPENAPI_VERSION,
+        "info": {
+            "title": "assay",
+            "version": "1",
+            "description": (
+                "Evaluations of LLM agents. Every error is "
+                '`{"error": {"code", "message", "field"?}}`; gateway errors: '
+                + ", ".join(f"{status} `{code}`" for status, (code, _) in GATEWAY_ERRORS.items())
+                + "."
+            ),
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "responses": _RESPONSES,
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+            },
+        },
+        "security": [{"bearer": []}],
+    }
+
+
+_built: dict[int, dict[str, Any]] = {}
+
+
+def document(app: Any) -> dict[str, Any]:
+    """`build(app)`, built once per app and process (the route table does not change after the
+    blueprints are registered)."""
+    found = _built.get(id(app))
+    if found is None:
+        found = _built[id(app)] = build(app)
+    return found

@@ -1,0 +1,18 @@
+"""Bounds of numbers a tenant sends (issue 11 scope 8): each is documented in the README's
+"Limits" and is a 400 naming the field beyond it, rather than a number the stores cannot keep.
+
+DynamoDB keeps numbers of at most 38 significant digits; a version number past that was accepted
+once and then made every read of its agent fail. The bounds sit far inside that range.
+"""
+
+from __future__ import annotations
+
+MAX_VERSION = 2**31 - 1
+"""Largest version number of an agent, a dataset or a judge (2,147,483,647); the smallest is 1."""
+
+MAX_IMPORT_LIMIT = 1_000_000
+"""Largest `source.limit` of a dataset import (cases kept from the file)."""
+
+MAX_CASE_BYTES = 256 * 1024
+"""Largest case of a dataset version, as JSON in UTF-8 bytes (256 KiB): a case is kept as one
+DynamoDB item, which takes at most 400 KB with its keys and redaction's longer markers."""

@@ -1,0 +1,116 @@
+"""The OpenAPI 3.1 document (`chalicelib.api.openapi`, issue 11 scope 9) cannot drift from the
+routes: it lists exactly the app's routes and methods, each view's body and query come from the
+`Contract` the view is checked against, and the whole validates as OpenAPI 3.1."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+from typing import get_args
+
+from openapi_spec_validator import OpenAPIV31SpecValidator
+
+import app
+from chalicelib.api import openapi, routes, schemas
+from chalicelib.api.common import CONTRACT_ATTRIBUTE
+from chalicelib.domain.enums import AttemptState, CaseOutcome
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _routes() -> set[tuple[str, str]]:
+    """Every (path, method) a view of the app answers, less the 405 views."""
+    return {
+        (path, method)
+        for path, views in app.app.routes.items()
+        for method, entry in views.items()
+        if not entry.view_name.startswith(openapi.NOT_DOCUMENTED_PREFIX)
+    }
+
+
+def test_the_document_lists_every_route_and_method_and_nothing_else():
+    document = openapi.build(app.app)
+    documented = {
+        (path, method.upper()) for path, ops in document["paths"].items() for method in ops
+    }
+    assert documented == _routes()
+    assert len(documented) == 72  # 71 routes of the API and the document's own
+
+
+def test_the_document_validates_as_openapi_3_1():
+    document = openapi.build(app.app)
+    assert document["openapi"] == "3.1.0"
+    errors = [str(e) for e in OpenAPIV31SpecValidator(document).iter_errors()]
+    assert errors == []
+
+
+def test_every_view_is_wrapped_so_it_is_checked_and_documented():
+    for path, views in app.app.routes.items():
+        for method, entry in views.items():
+            if entry.view_name.startswith(openapi.NOT_DOCUMENTED_PREFIX):
+                continue
+            assert hasattr(entry.view_function, CONTRACT_ATTRIBUTE), (method, path)
+
+
+def test_no_view_reads_the_request_itself():
+    """A view that read `current_request` could take a body or parameter the document does not
+    list; every view gets its body and query from its contract."""
+    source = inspect.getsource(routes)
+    assert "current_request" not in source.replace("bp.current_app", "")
+
+
+def test_a_body_and_its_query_are_documented_from_their_models():
+    document = openapi.build(app.app)
+    create = document["paths"]["/api/v1/agents"]["post"]
+    assert create["requestBody"]["required"] is True
+    assert create["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/CreateAgent"
+    }
+    agent = document["components"]["schemas"]["CreateAgent"]
+    assert agent["required"] == ["name", "spec"] and agent["additionalProperties"] is False
+    assert agent["properties"]["name"]["description"] == "A person's name for the agent."
+    publish = document["paths"]["/api/v1/agents/{agent_id}/versions"]["post"]
+    assert publish["requestBody"]["required"] is False
+    version = document["components"]["schemas"]["Publish"]["properties"]["version"]["anyOf"][0]
+    assert version == {"type": "integer", "minimum": 1, "maximum": 2**31 - 1}
+    events = document["paths"]["/api/v1/eval-runs/{run_id}/events"]["get"]["parameters"]
+    assert [(p["name"], p["in"]) for p in events] == [
+        ("run_id", "path"),
+        ("after", "query"),
+        ("wait", "query"),
+        ("limit", "query"),
+    ]
+    assert events[3]["schema"] == {
+        "default": 100,
+        "description": "Attempts per answer.",
+        "maximum": 1000,
+        "minimum": 1,
+        "type": "integer",
+    }
+
+
+def test_the_document_itself_needs_no_token_and_every_other_route_does():
+    document = openapi.build(app.app)
+    assert document["security"] == [{"bearer": []}]
+    public = [
+        (path, method)
+        for path, ops in document["paths"].items()
+        for method, op in ops.items()
+        if op.get("security") == []
+    ]
+    assert public == [("/openapi.json", "get")]
+
+
+def test_the_outcome_filter_takes_every_comparison_outcome_and_settled_state():
+    assert set(get_args(schemas.CaseFilter)) == {*CaseOutcome, *AttemptState}
+
+
+def test_importing_the_app_builds_no_document():
+    """A cold start that is never asked for the document does not pay for building it."""
+    probe = "import sys, app; print('chalicelib.api.openapi' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"

@@ -10,6 +10,7 @@ from chalicelib.api.schemas import (
     AddDatasetVersion,
     AgentRunsQuery,
     AgentSummaries,
+    AnswerQuery,
     CasesQuery,
     ComparisonQuery,
     CreateAgent,
@@ -540,11 +541,9 @@ def run_cases(c, who, run_id, query):
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/answer", methods=["GET"])
-@api_view(bp)
-def run_answer(c, who, run_id):
-    # The attempt key (`arm#case#001`) is a query parameter: a `#` or `/` in a path segment is
-    # decoded differently by API Gateway and by Chalice's local server.
-    key = query_param(bp, "attempt_key") or ""
+@api_view(bp, query=AnswerQuery)
+def run_answer(c, who, run_id, query):
+    key = query.attempt_key
     return views.answer_view(key, answer_service.read_answer(c, who, run_id, key))
 
 

@@ -276,6 +276,15 @@ class CasesQuery(Query):
     """Only this case."""
 
 
+class AnswerQuery(Query):
+    """`GET /api/v1/eval-runs/{run_id}/answer`."""
+
+    attempt_key: str = Field("", max_length=1024)
+    """The attempt whose kept answer is read whole: `<arm_id>#<case_id>#<attempt, 3 digits>` (a
+    query parameter: a `#` or `/` in a path segment is decoded differently by API Gateway and by
+    Chalice's local server)."""
+
+
 class EventsQuery(Query):
     """`GET /api/v1/eval-runs/{run_id}/events` (and `/api/evaluations/stream/{run_id}`)."""
 

@@ -186,3 +186,20 @@ def test_notices_are_kept_per_person_with_their_email_choice_apart(ddb):
         (False, True),
         (True, False),
     ]
+
+
+def test_a_run_leaving_the_line_keeps_the_flag_of_a_run_that_joined_since_it_was_read(ddb) -> None:
+    """Issue 11: the write that empties the waiting line drops its flag only if nobody joined
+    between the read and the write, else the slot tick would never find the run that joined."""
+    orgs = stores.OrganizationStore()
+    orgs.ensure("acme", concurrency_limit=2, now_iso=T0)
+    orgs.add_waiting("acme", "r1", 1)
+    before = orgs.get("acme")
+    orgs.add_waiting("acme", "r2", 2)
+    assert not orgs._remove_at("acme", "r1", before)  # noqa: SLF001 - the write, decided on a stale read
+    orgs.remove_waiting("acme", "r1")  # decided again on what it reads now
+    after = orgs.get("acme")
+    assert (after.waiting, after.waiting_flag is not None) == (["r2"], True)
+    assert [o.org_id for o in orgs.orgs_with_waiting_runs()] == ["acme"]
+    orgs.remove_waiting("acme", "r2")
+    assert list(orgs.orgs_with_waiting_runs()) == [] and orgs.get("acme").waiting == []

@@ -11,6 +11,7 @@ from pynamodb.exceptions import (
     DoesNotExist,
     PutError,
 )
+from pynamodb.expressions.condition import size
 from pynamodb.expressions.update import Action
 
 from chalicelib import retrying
@@ -115,14 +116,16 @@ class OrganizationStore:
     def _remove_at(org_id: str, run_id: str, before: Organization) -> bool:
         pos = before.waiting.index(run_id)
         actions: list[Action] = [OrganizationRow.waiting[pos].remove()]
+        condition = OrganizationRow.waiting[pos] == run_id
         if len(before.waiting) == 1:
+            # The line empties: its flag goes too, unless a run joined since it was read (the
+            # flag is what the slot tick finds the organization by).
             actions += [
                 OrganizationRow.waiting_flag.remove(),
                 OrganizationRow.waiting_since_ms.remove(),
             ]
-        return conditional_update(
-            OrganizationRow(org_id), actions, OrganizationRow.waiting[pos] == run_id
-        )
+            condition &= size(OrganizationRow.waiting) == 1
+        return conditional_update(OrganizationRow(org_id), actions, condition)
 
     def orgs_with_waiting_runs(self) -> Iterator[Organization]:
         """Organizations with a waiting run (sparse GSI, eventually consistent)."""

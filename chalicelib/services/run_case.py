@@ -555,34 +555,23 @@ def on_tasks_not_queued(c: Container, event: TasksNotQueued) -> None:
 # --- entry points ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _RunFacts:
-    """What never changes on a run once it started: read once per process."""
-
-    agent_id: str
-    dataset_id: str
-    dataset_version: int
-
-
-_RUN_FACTS: dict[tuple[str, str], _RunFacts] = {}
-"""`(org_id, run_id) -> facts`: once a process knows a run, a task's run and its budgets come in
-one read."""
+_RUN_AGENTS: dict[tuple[str, str], str] = {}
+"""`(org_id, run_id) -> agent_id`, which never changes: once a process knows it, a task's run and
+its budgets come in one read."""
 
 
 def _load_run(c: Container, org_id: str, run_id: str) -> tuple[Run | None, BudgetReading | None]:
     """The organization's run (consistent) and, when the process has seen the run before, its
     budgets read in the same request (else None: they are read before the first model request)."""
-    facts = _RUN_FACTS.get((org_id, run_id))
-    if facts is None:
+    agent_id = _RUN_AGENTS.get((org_id, run_id))
+    if agent_id is None:
         run = c.runs.get(org_id, run_id)
         if run is not None:
-            if len(_RUN_FACTS) > 10_000:
-                _RUN_FACTS.clear()
-            _RUN_FACTS[(org_id, run_id)] = _RunFacts(
-                run.agent_id, run.dataset_id, int(run.dataset_version)
-            )
+            if len(_RUN_AGENTS) > 10_000:
+                _RUN_AGENTS.clear()
+            _RUN_AGENTS[(org_id, run_id)] = run.agent_id
         return run, None
-    return c.spend.read_with_run(org_id, run_id, facts.agent_id, budgets.month_of(c.clock.now()))
+    return c.spend.read_with_run(org_id, run_id, agent_id, budgets.month_of(c.clock.now()))
 
 
 @dataclass(frozen=True)
@@ -596,42 +585,36 @@ class _Found:
     reading: BudgetReading | None
 
 
-def _reject(c: Container, body: str, reason: str) -> None:
-    """Move a case task the service will not run to the DLQ with `reason` (it changes nothing)."""
+def _drop(c: Container, body: str, reason: str, *, dead: bool) -> None:
+    """Move a case task the service will not run to the DLQ with `reason` (it changes nothing);
+    one read off the DLQ already (`dead`) is only logged."""
+    if dead:
+        log.error("case task dropped: %s: %.200s", reason, body)
+        return
     log.warning("case task moved to the dead-letter queue: %s: %.200s", reason, body)
     c.case_dlq.send_text(body, {"reason": reason[:1000]})
 
 
 def _found(c: Container, body: str, *, dead: bool = False) -> _Found | None:
     """The run and task a message names, or None when there is nothing to do for it: a malformed
-    message or a task the run never planned or never started (moved to the DLQ with its reason,
-    unless it is there already: `dead`), or a deleted run."""
+    message or a task the run never planned or never started (`_drop`ped with its reason), or a
+    deleted run."""
     parsed = parse_message(body)
     if parsed is None:
-        if not dead:
-            _reject(c, body, "malformed case task")
-        else:
-            log.error("malformed case task dropped: %.200s", body)
+        _drop(c, body, "malformed case task", dead=dead)
         return None
     run, reading = _load_run(c, parsed.org_id, parsed.run_id)
     if run is None:
         log.info("case task for deleted run %s dropped", parsed.run_id)
         return None
     index = slots.index_in_plan(run, parsed.task, parsed.index)
-    problem = (
-        f"run {run.run_id} has no task {parsed.task.key}"
-        if index is None
-        else f"run {run.run_id} never started task {parsed.task.key}"
-        if not run.lanes.is_claimed(index)
-        else None
-    )
-    if problem is not None or index is None:
-        if not dead:
-            _reject(c, body, problem or "")
-        else:
-            log.error("case task dropped: %s", problem)
-        return None
-    return _Found(run, parsed.task, index, reading)
+    if index is None:
+        _drop(c, body, f"run {run.run_id} has no task {parsed.task.key}", dead=dead)
+    elif not run.lanes.is_claimed(index):
+        _drop(c, body, f"run {run.run_id} never started task {parsed.task.key}", dead=dead)
+    else:
+        return _Found(run, parsed.task, index, reading)
+    return None
 
 
 def _held_elsewhere(c: Container, found: _Found, holder: str, receipt: str | None) -> None:

@@ -29,11 +29,6 @@ ROUNDS = 50
 """At most this many runs are handed slots per call (each round serves one run, oldest first)."""
 
 
-def run_limit(run: Run) -> int:
-    """The run's own concurrency limit (EVAL_RUN_CONCURRENCY when it started): its lane count."""
-    return run.lanes.n
-
-
 def _answering_arms(run: Run) -> list[str]:
     return [a.arm_id for a in run.arms if a.answers]
 

@@ -637,7 +637,10 @@ def _held_elsewhere(c: Container, found: _Found, holder: str, receipt: str | Non
         return
     left = max(1, -(-(lease.until_ms - epoch_ms(c.clock.now())) // 1000))
     if receipt:
-        c.case_queue.extend_visibility(receipt, min(left, 43_200))
+        try:
+            c.case_queue.extend_visibility(receipt, min(left, 43_200))
+        except Exception:  # noqa: BLE001 - a stale receipt: SQS delivers it again all the same
+            log.info("could not move the visibility of a held attempt %s", task.key)
     raise LeaseHeld(task.key, left)
 
 

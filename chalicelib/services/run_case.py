@@ -1,8 +1,10 @@
 """One case attempt: ask the agent, grade, record once, pass the slot on (DESIGN §5-§7).
 
-Delivery is at least once. The attempt row is written with `attribute_not_exists` in one
-transaction with the run's counters and the claim of the run's next task, so a redelivered
-message changes nothing and the slot it held is passed on exactly once.
+Delivery is at least once; asking is once (issue 11). A delivery first claims its attempt with a
+lease, so a copy of a task being answered or answered already asks nobody. The attempt row is then
+written with `attribute_not_exists` in one transaction with the run's counters, the start of the
+next task of the attempt's lane and the lease marked done, so a redelivered message changes nothing
+and the slot it held is passed on exactly once.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Slots: a slot is a case-task message in flight (DESIGN §6).
 
-`assign_free_slots` hands an organization's free slots to its waiting runs, oldest first. It is
+A run's slots run in lanes (`domain.run_rules.Lanes`): a finished task passes its slot to the next
+task of its own lane. `assign_free_slots` hands an organization's free slots to the idle lanes of
+its waiting runs, oldest run first. It is
 called when a run starts, when a finished case had no successor to pass its slot to, and by the
 one-minute tick, so a hand-off lost to a crash costs at most a minute, never a slot.
 """

@@ -1,7 +1,7 @@
-"""moto's server, embedded in our process, with the two fixes our design needs (DESIGN §11).
+"""moto's server, embedded in our process, with the fixes our design needs (DESIGN §11).
 
 moto 5.2.5 as shipped has two problems for a service that decides everything with
-conditional writes:
+conditional writes (and a third, 3., for one that receives and deletes from several threads):
 
 1. `TransactWriteItems` is not atomic under concurrent requests. The server handles each request
    on its own thread and moto checks conditions, then writes, with no lock; with 24 threads doing
@@ -11,6 +11,10 @@ conditional writes:
    cost grows with table size (57 ms per transaction at 2,000 items, ~200 ms at 8,000). We replace
    it with a version that snapshots only the items the transaction touches and puts exactly those
    back when it fails.
+
+3. SQS `ReceiveMessage` iterates a queue's live set of pending messages while a delete on another
+   thread changes it, and answers 500 ("Set changed size during iteration"); it iterates a
+   snapshot instead (`patch_sqs_pending_groups`).
 
 The same WSGI wrapper counts AWS requests by operation; the benchmark reads those counts.
 
@@ -256,6 +260,23 @@ def unpatch_transact_write_items() -> None:
     if _original_transact_write_items is not None:
         DynamoDBBackend.transact_write_items = _original_transact_write_items  # type: ignore[method-assign]
         _original_transact_write_items = None
+
+
+def _pending_message_groups(self: Any) -> set[str]:
+    """moto's `Queue.pending_message_groups` over a snapshot of the pending messages: moto iterates
+    the live set in Python while another request's delete changes it, and the receive answers 500
+    ("Set changed size during iteration"). `tuple()` of a set copies it in one step under the
+    GIL."""
+    return {m.group_id for m in tuple(self._pending_messages) if m.group_id is not None}
+
+
+def patch_sqs_pending_groups() -> None:
+    """Install `_pending_message_groups` on moto's SQS `Queue` (process-wide, idempotent)."""
+    import moto
+    from moto.sqs.models import Queue
+
+    check_moto_version(moto.__version__)
+    Queue.pending_message_groups = property(_pending_message_groups)  # type: ignore[assignment,method-assign]
 
 
 # --- request counting and 1. the DynamoDB lock -----------------------------------------------
@@ -611,6 +632,7 @@ def start_moto_server(
     check_moto_version(moto.__version__)
     if patch_transactions:
         patch_transact_write_items()
+    patch_sqs_pending_groups()
     counter = RequestCounter()
 
     class FastDispatcher(DomainDispatcherApplication):

@@ -308,8 +308,13 @@ class SqsPoller:
         context = LocalLambdaContext(self.function_name, self._timeout_seconds, region=self._region)
         try:
             self._handler(event, context)
-        except Exception:  # noqa: BLE001 - as Lambda: log, leave the message, SQS redelivers
+        except Exception as exc:  # noqa: BLE001 - as Lambda: log, leave the message, SQS redelivers
             self._count("failed")
+            if getattr(exc, "redelivery_expected", False):  # a handler's way of saying "later"
+                log.info(
+                    "message %s left on %s: %s", message.get("MessageId"), self.queue_name, exc
+                )
+                return
             log.exception(
                 "handler %s failed on message %s (receive %s); left on %s",
                 self.function_name,

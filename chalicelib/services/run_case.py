@@ -301,6 +301,9 @@ class LeaseHeld(Exception):
     """An earlier delivery of this very message holds its attempt and may still be asking: the
     message is left for SQS to deliver again once that claim lapses (`seconds` from now)."""
 
+    redelivery_expected = True
+    """Not a failure: the local pollers log it as a line, not a traceback."""
+
     def __init__(self, key: str, seconds: int) -> None:
         super().__init__(f"attempt {key} is held by an earlier delivery for {seconds} s more")
         self.seconds = seconds

@@ -174,36 +174,26 @@ def ask_and_grade(
         return AttemptResult(
             AttemptState.INCOMPLETE, latency_ms=latency, reason="the agent returned no answer"
         )
+    calls = [call.model_dump(mode="json") for call in answer.calls]
+    # Reasons may quote the original answer, cut short: what is secret in it is redacted there too.
+    r = r.learning(answer.answer, json.dumps(calls), answer.model, answer.guardrail)
     if asked.over_bound is not None:
         # Figures past the operator's bound are not believed: the answer is kept, not graded,
         # and neither its cost nor its tokens count anywhere (issue 11, scope 7).
-        r = r.learning(
-            answer.answer,
-            json.dumps([call.model_dump(mode="json") for call in answer.calls]),
-            answer.model,
-            answer.guardrail,
-        )
         return AttemptResult(
             AttemptState.INCOMPLETE,
             answer=r.text(answer.answer),
-            calls=[r.value(call.model_dump(mode="json")) for call in answer.calls],
+            calls=[r.value(call) for call in calls],
             reason=r.text(asked.over_bound),
             latency_ms=latency,
             model=r.text(answer.model),
             guardrail=r.text(answer.guardrail),
         )
     grade, asker = grade_answer(c, run, case, answer)
-    # Reasons may quote the original answer, cut short: what is secret in it is redacted there too.
-    r = r.learning(
-        answer.answer,
-        json.dumps([call.model_dump(mode="json") for call in answer.calls]),
-        answer.model,
-        answer.guardrail,
-    )
     return AttemptResult(
         state=grade.state,
         answer=r.text(answer.answer),
-        calls=[r.value(call.model_dump(mode="json")) for call in answer.calls],
+        calls=[r.value(call) for call in calls],
         scores=[r.value(s.model_dump(mode="json")) for s in grade.scores],
         reason=r.text(grade.reason),
         cost_micros=cost,

@@ -24,6 +24,9 @@ How a schedule fires (cron's convention, DESIGN §11):
 
 Plain croniter with an aware start fires twice in autumn; walking naive wall times and mapping
 each to an instant here is what gives the rules above.
+
+croniter is imported by the two functions that read cron, so importing this module (every Lambda
+does, through the suites) costs a cold start nothing of it (issue 12).
 """
 
 from __future__ import annotations
@@ -32,8 +35,6 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-from croniter import CroniterError, croniter
 
 FIELD_NAMES = ("minute", "hour", "day-of-month", "month", "day-of-week")
 
@@ -89,6 +90,8 @@ def _check_cron(expr: object) -> None:
             f"cron: aliases such as {expr.strip()!r} are not accepted; write the 5 fields, "
             "e.g. '0 0 * * *' for daily"
         )
+    from croniter import CroniterError, croniter
+
     fields = expr.split()
     if len(fields) != 5:
         extra = " (a seconds or year field is not accepted)" if len(fields) > 5 else ""
@@ -177,6 +180,8 @@ def _fires(expr: str, zone: ZoneInfo, after: datetime) -> Iterator[datetime]:
     """
     # No wall time at or before `after`'s own maps past `after`: when `after` is in the second
     # pass of a repeated hour its wall time maps to the first pass, earlier still.
+    from croniter import croniter
+
     walls = croniter(expr, _wall(after, zone))
     last = after
     while True:

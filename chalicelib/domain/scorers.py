@@ -21,7 +21,8 @@ Where a scorer's parameters come from: a case's `checks` naming the scorer (one 
 check, all must pass) take precedence; otherwise `ScoringConfig.settings[name]`; otherwise,
 for the text scorers, the case's `reference`.
 
-Pure: no I/O, no clock, no environment.
+Pure: no I/O, no clock, no environment. `regex`, `jsonschema` and `referencing` are imported by
+the checks that use them, so a Lambda's cold start pays for none of them (issue 12).
 """
 
 from __future__ import annotations
@@ -32,12 +33,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from fractions import Fraction
+from functools import cache
 from typing import Any, ClassVar
-
-import jsonschema
-import referencing
-import regex
-from jsonschema.exceptions import SchemaError, best_match
 
 from chalicelib.domain.enums import AttemptState
 from chalicelib.domain.models import (
@@ -379,6 +376,8 @@ class RegexScorer(Scorer):
             # Flags not given on the check fall back to the settings' flags.
             flags = _regex_flags(params.get("flags", settings.get("flags")))
             pattern = str(params["pattern"])
+            import regex
+
             try:
                 found = regex.search(pattern, answer.answer, int(flags), timeout=REGEX_SECONDS)
             except TimeoutError as exc:
@@ -431,9 +430,18 @@ def _json_path(path: Sequence[Any]) -> str:
 
 
 _REFERENCE_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
-_NO_RETRIEVAL = referencing.Registry()
-"""A registry that holds nothing and retrieves nothing: jsonschema adds the meta-schemas to it, so
-a schema's references resolve into itself or the meta-schemas only (never a URL or a file)."""
+
+
+@cache
+def _no_retrieval() -> Any:
+    """A registry that holds nothing and retrieves nothing: jsonschema adds the meta-schemas to it,
+    so a schema's references resolve into itself or the meta-schemas only (never a URL or a file).
+
+    jsonschema and referencing are imported on the first JSON Schema check, never at a cold start.
+    """
+    import referencing
+
+    return referencing.Registry()
 
 
 def _outside_references(schema: Any) -> list[str]:
@@ -491,6 +499,9 @@ class JsonSchemaScorer(Scorer):
         schema = settings.get("schema")
         if schema is None:
             return
+        import jsonschema.validators
+        from jsonschema.exceptions import SchemaError
+
         try:
             jsonschema.validators.validator_for(schema).check_schema(schema)
         except SchemaError as exc:
@@ -518,13 +529,16 @@ class JsonSchemaScorer(Scorer):
         document, error = _parse_json(answer.answer)
         if error:
             return ScoreResult(scorer=self.name, passed=False, score=0.0, reason=error)
+        import jsonschema.validators
+        from jsonschema.exceptions import best_match
+
         verdicts = []
         for schema in schemas:
             if schema is None:
                 raise ValueError("a json_schema check has no schema")
             validator_cls = jsonschema.validators.validator_for(schema)
             validator_cls.check_schema(schema)
-            worst = best_match(validator_cls(schema, registry=_NO_RETRIEVAL).iter_errors(document))
+            worst = best_match(validator_cls(schema, registry=_no_retrieval()).iter_errors(document))
             if worst is None:
                 verdicts.append((True, "answer matches the schema"))
             else:

@@ -2,25 +2,41 @@
 
 Nothing below `bootstrap` reads `os.environ`: services and the domain receive the values
 they need as arguments. Defaults are the seeds' (004 "Settings", 001 "One task per case").
+
+`Settings` is a plain pydantic model that reads its fields' variables itself, as pydantic-settings
+did with the options we used (no prefix, names in any case, other variables ignored, arguments
+over the environment): pydantic-settings cost every Lambda's cold start ~170 ms of imports
+(asyncio, dotenv, argparse, its providers) for that one loop (issue 12).
 """
 
 from __future__ import annotations
 
+import os
 from decimal import Decimal
 from functools import lru_cache
+from typing import Any
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 DEV_JWT_SECRET = "assay-local-dev-secret-change-me-0123456789"
 """The built-in HS256 secret: public (it is in this file), for `assay dev`, the demo and tests
 only."""
 
 
-class Settings(BaseSettings):
-    """Every tunable of assay, with the seeds' defaults."""
+class Settings(BaseModel):
+    """Every tunable of assay, with the seeds' defaults.
 
-    model_config = SettingsConfigDict(env_prefix="", extra="ignore", frozen=True)
+    `Settings(**values)` reads each field from the environment variable of its name in any case
+    (`EVAL_RERUNS` or `eval_reruns`); a value passed as an argument wins over the environment. A
+    value that does not validate raises pydantic's `ValidationError` naming the setting.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    def __init__(self, **values: Any) -> None:
+        names = type(self).model_fields
+        environ = {k.lower(): v for k, v in os.environ.items() if k.lower() in names}
+        super().__init__(**{**environ, **values})
 
     evaluation_case_timeout_seconds: int = Field(600, ge=1)
     """Bound on one case attempt, in seconds (seed 001 `EVALUATION_CASE_TIMEOUT_SECONDS`)."""

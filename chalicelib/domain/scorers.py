@@ -538,7 +538,9 @@ class JsonSchemaScorer(Scorer):
                 raise ValueError("a json_schema check has no schema")
             validator_cls = jsonschema.validators.validator_for(schema)
             validator_cls.check_schema(schema)
-            worst = best_match(validator_cls(schema, registry=_no_retrieval()).iter_errors(document))
+            worst = best_match(
+                validator_cls(schema, registry=_no_retrieval()).iter_errors(document)
+            )
             if worst is None:
                 verdicts.append((True, "answer matches the schema"))
             else:

@@ -5,10 +5,15 @@ The publisher imports this module and the event, never the services that listen:
 service modules a graph, not a ring (issue 10). Dispatch is synchronous and in order (the
 cosmicpython message bus, without its queue): a handler's exception reaches the publisher, which
 decides whether its own work stands regardless.
+
+A worker Lambda wires the table on its first event rather than as it starts
+(`wire_on_first_publish`): the table names every listener, so importing it imports most of the
+services, which a case attempt that ends no run never uses (issue 12).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -17,13 +22,45 @@ from chalicelib.domain.events import Event
 Handler = Callable[[Any, Any], None]
 """`handler(container, event)`."""
 
+Table = Mapping[type[Event], Sequence[Handler]]
+"""The handlers of each event type, in order."""
+
 _handlers: dict[type[Event], tuple[Handler, ...]] = {}
+_wired = False
+_load_table: Callable[[], Table] | None = None
+_lock = threading.Lock()
 
 
-def wire(handlers: Mapping[type[Event], Sequence[Handler]]) -> None:
+def wire(handlers: Table) -> None:
     """Install the handlers of every event type (replacing any before; idempotent)."""
+    with _lock:
+        _install(handlers)
+
+
+def wire_on_first_publish(load_table: Callable[[], Table]) -> None:
+    """Have the first `publish` wire `load_table()`, unless `wire` has been called by then (the
+    table wired first stays)."""
+    global _load_table
+    with _lock:
+        if not _wired:
+            _load_table = load_table
+
+
+def _install(handlers: Table) -> None:
+    global _wired, _load_table
     _handlers.clear()
     _handlers.update({kind: tuple(listed) for kind, listed in handlers.items()})
+    _wired, _load_table = True, None
+
+
+def _wire_if_pending() -> None:
+    load = _load_table
+    if load is None:
+        return
+    table = load()  # outside the lock: it imports the listeners' modules
+    with _lock:
+        if _load_table is load:
+            _install(table)
 
 
 def publish(c: Any, event: Event) -> None:
@@ -34,6 +71,7 @@ def publish(c: Any, event: Event) -> None:
             called in this process): an event nobody hears would be work silently not done.
         Exception: whatever a handler raises.
     """
+    _wire_if_pending()
     listed = _handlers.get(type(event))
     if not listed:
         raise LookupError(

@@ -1,4 +1,9 @@
-"""Queue and schedule handlers. `batch_size=1`: Chalice cannot report partial batch failures."""
+"""Agent events and schedule handlers (the case worker is `cases`). `batch_size=1`: Chalice
+cannot report partial batch failures.
+
+Each function is a Lambda whose entry point is this module (`chalicelib.workers` says why):
+importing it starts the worker.
+"""
 
 from __future__ import annotations
 
@@ -8,48 +13,14 @@ import logging
 from chalice import Blueprint
 
 from chalicelib import bootstrap, names
-from chalicelib.services import agent_events, run_case, suites, sweep
+from chalicelib.services import agent_events, suites, sweep
+from chalicelib.workers import start
+
+start()
 
 log = logging.getLogger(__name__)
 
 bp = Blueprint(__name__)
-
-
-def _message_id(record) -> str | None:
-    return (record.to_dict() or {}).get("messageId")
-
-
-def _receive_count(record) -> int:
-    try:
-        return int((record.to_dict().get("attributes") or {}).get("ApproximateReceiveCount", 1))
-    except (TypeError, ValueError):
-        return 1
-
-
-@bp.on_sqs_message(queue=names.CASE_TASKS_QUEUE, batch_size=1)
-def handle_case_task(event):
-    """One case attempt per message (DESIGN §5). Raising (`run_case.LeaseHeld` included: an
-    earlier delivery of this message still holds its attempt) leaves the message for redelivery."""
-    c = bootstrap.container()
-    for record in event:
-        run_case.handle_task(
-            c,
-            record.body,
-            receive_count=_receive_count(record),
-            receipt_handle=record.receipt_handle,
-            message_id=_message_id(record),
-        )
-
-
-@bp.on_sqs_message(queue=names.CASE_TASKS_DLQ, batch_size=1)
-def handle_dead_case(event):
-    """A case task that failed `maxReceiveCount` times: recorded `incomplete`, its slot passed
-    on."""
-    c = bootstrap.container()
-    for record in event:
-        run_case.handle_dead_task(
-            c, record.body, receive_count=_receive_count(record), message_id=_message_id(record)
-        )
 
 
 @bp.on_sqs_message(queue=names.AGENT_EVENTS_QUEUE, batch_size=1)

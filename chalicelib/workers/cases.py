@@ -1,0 +1,54 @@
+"""The case worker: one case attempt per message of the case-tasks queue, and the attempts its
+DLQ gives up on. `batch_size=1`: Chalice cannot report partial batch failures.
+
+A Lambda entry point of its own (`chalicelib.workers` says why): importing it starts the worker.
+"""
+
+from __future__ import annotations
+
+from chalice import Blueprint
+
+from chalicelib import bootstrap, names
+from chalicelib.services import run_case
+from chalicelib.workers import start
+
+start()
+
+bp = Blueprint(__name__)
+
+
+def _message_id(record) -> str | None:
+    return (record.to_dict() or {}).get("messageId")
+
+
+def _receive_count(record) -> int:
+    try:
+        return int((record.to_dict().get("attributes") or {}).get("ApproximateReceiveCount", 1))
+    except (TypeError, ValueError):
+        return 1
+
+
+@bp.on_sqs_message(queue=names.CASE_TASKS_QUEUE, batch_size=1)
+def handle_case_task(event):
+    """One case attempt per message (DESIGN §5). Raising (`run_case.LeaseHeld` included: an
+    earlier delivery of this message still holds its attempt) leaves the message for redelivery."""
+    c = bootstrap.container()
+    for record in event:
+        run_case.handle_task(
+            c,
+            record.body,
+            receive_count=_receive_count(record),
+            receipt_handle=record.receipt_handle,
+            message_id=_message_id(record),
+        )
+
+
+@bp.on_sqs_message(queue=names.CASE_TASKS_DLQ, batch_size=1)
+def handle_dead_case(event):
+    """A case task that failed `maxReceiveCount` times: recorded `incomplete`, its slot passed
+    on."""
+    c = bootstrap.container()
+    for record in event:
+        run_case.handle_dead_task(
+            c, record.body, receive_count=_receive_count(record), message_id=_message_id(record)
+        )

@@ -71,3 +71,30 @@ def test_what_a_handler_raises_reaches_the_publisher_and_later_handlers_do_not_r
     with pytest.raises(ValueError, match="handler failed"):
         messagebus.publish(object(), RunEnded("org_a", "run_1"))
     assert later == []
+
+
+def test_a_bus_wired_on_first_publish_loads_its_table_once_then_dispatches(bus, monkeypatch):
+    monkeypatch.setattr(messagebus, "_wired", False)  # as a worker Lambda's bus starts
+    loads: list[int] = []
+    seen: list[Event] = []
+
+    def load() -> messagebus.Table:
+        loads.append(1)
+        return {RunEnded: [lambda c, e: seen.append(e)]}
+
+    messagebus.wire_on_first_publish(load)
+    assert loads == []  # nothing is imported until an event is published
+    first, second = RunEnded("org_a", "run_1"), RunEnded("org_a", "run_2")
+    messagebus.publish(object(), first)
+    messagebus.publish(object(), second)
+    assert loads == [1] and seen == [first, second]
+
+
+def test_a_table_wired_outright_wins_over_one_left_for_the_first_publish(bus, monkeypatch):
+    monkeypatch.setattr(messagebus, "_wired", False)
+    seen: list[str] = []
+    messagebus.wire_on_first_publish(lambda: {RunEnded: [lambda c, e: seen.append("lazy")]})
+    messagebus.wire({RunEnded: [lambda c, e: seen.append("wired")]})
+    messagebus.wire_on_first_publish(lambda: {RunEnded: [lambda c, e: seen.append("late")]})
+    messagebus.publish(object(), RunEnded("org_a", "run_1"))
+    assert seen == ["wired"]

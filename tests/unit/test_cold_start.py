@@ -1,0 +1,140 @@
+"""What a Lambda imports as it starts (issue 12 scope 3), checked without timing anything.
+
+Each test starts a fresh interpreter the way the Lambda runtime starts a function - import the
+module of its handler string, get the handler - as a deployed stage (`AWS_LAMBDA_FUNCTION_NAME`
+set, a real signing secret), and looks at `sys.modules` afterwards. An event handler on a
+blueprint has the handler string `<blueprint module>.<function>` (Chalice), so its Lambda never
+imports `app.py`. `bench/coldimport.py` gives the times.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chalicelib import names
+from chalicelib.config import DEV_JWT_SECRET
+
+ROOT = Path(__file__).resolve().parents[2]
+
+HEAVY = ("httpx", "jsonschema", "referencing", "regex", "croniter", "scipy", "jwt", "cryptography")
+"""Libraries a start must not import: each is imported where it is first needed."""
+
+AWS = ("boto3", "botocore", "pynamodb")
+"""Clients are built on first use (`bootstrap`), never as a module is imported."""
+
+GONE = ("pydantic_settings",)
+"""No longer a dependency: `Settings` reads its variables itself."""
+
+
+def _handlers() -> dict[str, str]:
+    from app import app
+
+    return {e.name: e.handler_string for e in app.event_sources}
+
+
+def _start(handler: str, function_name: str, **env: str) -> subprocess.CompletedProcess[str]:
+    module, _, attr = handler.rpartition(".")
+    code = (
+        "import importlib, json, sys; "
+        f"getattr(importlib.import_module({module!r}), {attr!r}); "
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "AWS_LAMBDA"))}
+    environ.update(
+        AWS_LAMBDA_FUNCTION_NAME=function_name, _HANDLER=handler, ASSAY_JWT_SECRET="s" * 40
+    )
+    environ.update(env)
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _modules(handler: str, function_name: str) -> set[str]:
+    started = _start(handler, function_name)
+    assert started.returncode == 0, started.stderr[-2000:]
+    return set(json.loads(started.stdout.splitlines()[-1]))
+
+
+def _loaded(modules: set[str], packages: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in packages)
+
+
+def _case_worker() -> str:
+    from app import app
+
+    return next(
+        e.handler_string
+        for e in app.event_sources
+        if getattr(e, "queue", None) == names.CASE_TASKS_QUEUE
+    )
+
+
+def test_the_case_worker_starts_without_app_the_routes_the_suites_or_heavy_libraries():
+    modules = _modules(_case_worker(), "assay-dev-handle_case_task")
+    assert "chalicelib.services.run_case" in modules  # what it is there for
+    assert "app" not in modules
+    assert not [m for m in modules if m.startswith("chalicelib.api")]
+    assert "chalicelib.workers.handlers" not in modules  # agent events and the schedules
+    assert not _loaded(modules, HEAVY + AWS + GONE)
+    # the bus's table names every listener: it is imported by the first published event
+    assert "chalicelib.services.event_handlers" not in modules
+    assert "chalicelib.services.suites" not in modules
+
+
+@pytest.mark.parametrize("name", ["handle_dead_case", "handle_agent_event", "sweep_runs"])
+def test_no_event_handler_imports_app_or_the_routes(name):
+    modules = _modules(_handlers()[name], f"assay-dev-{name}")
+    assert "app" not in modules
+    assert not [m for m in modules if m.startswith("chalicelib.api")]
+    assert not _loaded(modules, HEAVY + AWS + GONE)
+
+
+def test_the_api_handler_starts_without_heavy_libraries_until_a_request_needs_them():
+    modules = _modules("app.app", "assay-dev")
+    assert "chalicelib.api.routes" in modules
+    assert not _loaded(modules, HEAVY + AWS + GONE)
+
+
+def test_a_worker_started_alone_hears_its_events():
+    """Lambda never imports `app.py` for a worker, so the worker's module wires the bus itself:
+    its first published event loads the table every listener is named in."""
+    code = (
+        "import importlib, sys; "
+        f"importlib.import_module({_case_worker().rpartition('.')[0]!r}); "
+        "from chalicelib.services import messagebus; "
+        "assert 'chalicelib.services.event_handlers' not in sys.modules; "
+        "messagebus._wire_if_pending(); "  # what the first publish does first
+        "from chalicelib.services.event_handlers import EVENT_HANDLERS; "
+        "assert messagebus._handlers == {k: tuple(v) for k, v in EVENT_HANDLERS.items()}; "
+        "print('wired')"
+    )
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "AWS_LAMBDA"))}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "wired", done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("name", ["handle_case_task", "suite_tick"])
+def test_a_deployed_worker_with_the_built_in_secret_refuses_to_start(name):
+    """The check `app.py` makes for the API, made by the worker's own module (a worker Lambda never
+    imports `app.py`)."""
+    cold = _start(_handlers()[name], f"assay-dev-{name}", ASSAY_JWT_SECRET=DEV_JWT_SECRET)
+    assert cold.returncode != 0
+    assert "ConfigurationError" in cold.stderr and "built-in development secret" in cold.stderr

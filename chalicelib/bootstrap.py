@@ -1,7 +1,8 @@
 """Composition root: the only module that knows every layer.
 
 Adapters are built lazily on first use (a Lambda cold start pays for nothing it does not
-use) and cached per process. Tests and the embedded stack call `reset()` after changing
+use) and cached per process; the ports are imported for type checking only, so importing this
+module (every Lambda does as it starts) costs the settings and little else. Tests and the embedded stack call `reset()` after changing
 the environment, or `override()` to swap a collaborator for a fake.
 """
 
@@ -15,23 +16,23 @@ from chalicelib import names
 from chalicelib.clock import Clock, SystemClock
 from chalicelib.config import DEV_JWT_SECRET, Settings, get_settings
 from chalicelib.errors import ConfigurationError
-from chalicelib.services.ports import Runtimes
-from chalicelib.services.ports.automation import Notifications, Promotions, Suites
-from chalicelib.services.ports.catalog import (
-    Agents,
-    Datasets,
-    Environments,
-    Judges,
-    ModelProfiles,
-)
-from chalicelib.services.ports.ledger import Runs
-from chalicelib.services.ports.messaging import CaseQueue, DeadLetterQueue, Mailer
-from chalicelib.services.ports.objects import AnswerBucket, Recordings, Secrets
-from chalicelib.services.ports.tenants import Budgets, Organizations
 
-if TYPE_CHECKING:  # the adapters are built lazily, on first use
+if TYPE_CHECKING:  # the adapters are built lazily, on first use; the ports name what they are
     from chalicelib.adapters.egress import Resolver
     from chalicelib.adapters.tokens import TokenVerifier
+    from chalicelib.services.ports import Runtimes
+    from chalicelib.services.ports.automation import Notifications, Promotions, Suites
+    from chalicelib.services.ports.catalog import (
+        Agents,
+        Datasets,
+        Environments,
+        Judges,
+        ModelProfiles,
+    )
+    from chalicelib.services.ports.ledger import Runs
+    from chalicelib.services.ports.messaging import CaseQueue, DeadLetterQueue, Mailer
+    from chalicelib.services.ports.objects import AnswerBucket, Recordings, Secrets
+    from chalicelib.services.ports.tenants import Budgets, Organizations
 
 
 class Container:

@@ -2,8 +2,9 @@
 
 Adapters are built lazily on first use (a Lambda cold start pays for nothing it does not
 use) and cached per process; the ports are imported for type checking only, so importing this
-module (every Lambda does as it starts) costs the settings and little else. Tests and the embedded stack call `reset()` after changing
-the environment, or `override()` to swap a collaborator for a fake.
+module (every Lambda does as it starts) costs the settings and little else. Tests and the
+embedded stack call `reset()` after changing the environment, or `override()` to swap a
+collaborator for a fake.
 """
 
 from __future__ import annotations

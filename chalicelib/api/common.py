@@ -13,14 +13,14 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
 from chalice import Blueprint, Response
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from chalicelib import bootstrap
-from chalicelib.api.views import estimate_view
+from chalicelib.api.lazy import LazyModule
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import FORBIDDEN
 from chalicelib.errors import (
@@ -34,7 +34,13 @@ from chalicelib.errors import (
     UnauthenticatedError,
     invalid_input,
 )
-from chalicelib.services.estimates import Price
+
+if TYPE_CHECKING:
+    from chalicelib.api import views
+    from chalicelib.services import estimates
+else:  # only an error carrying a price needs them (`chalicelib.api.lazy`)
+    views = LazyModule("chalicelib.api.views")
+    estimates = LazyModule("chalicelib.services.estimates")
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +62,13 @@ def error_response(exc: AssayError) -> Response:
     body: dict[str, Any] = {"code": snake_code(type(exc).__name__), "message": exc.message}
     if exc.field:
         body["field"] = exc.field
-    body.update(
-        {k: estimate_view(v) if isinstance(v, Price) else v for k, v in exc.details.items()}
-    )
+    if exc.details:
+        body.update(
+            {
+                k: views.estimate_view(v) if isinstance(v, estimates.Price) else v
+                for k, v in exc.details.items()
+            }
+        )
     headers: dict[str, str | list[str]] = {"Content-Type": "application/json"}
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="assay"'

@@ -1,11 +1,18 @@
-"""Every HTTP route of assay. Handlers parse, call one service, shape the response."""
+"""Every HTTP route of assay. Handlers parse, call one service, shape the response.
+
+The services and the views are imported by the first request that needs each
+(`chalicelib.api.lazy`): the API function starts with the routes, their bodies' schemas and
+little else (issue 12).
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from chalice import Blueprint, Response
 
-from chalicelib.api import views
 from chalicelib.api.common import api_view, shape_chalice_errors
+from chalicelib.api.lazy import LazyModule
 from chalicelib.api.schemas import (
     AddDatasetVersion,
     AgentRunsQuery,
@@ -39,21 +46,41 @@ from chalicelib.domain.ids import MAX_RECORDING_BYTES
 from chalicelib.domain.judge_rules import JudgeSpec
 from chalicelib.domain.limits import MAX_VERSION
 from chalicelib.errors import InvalidInputError
-from chalicelib.services import agents as agent_service
-from chalicelib.services import answers as answer_service
-from chalicelib.services import budgets as budget_service
-from chalicelib.services import datasets as dataset_service
-from chalicelib.services import environments as environment_service
-from chalicelib.services import grading as grading_service
-from chalicelib.services import judges as judge_service
-from chalicelib.services import model_profiles as profile_service
-from chalicelib.services import notifications as notification_service
-from chalicelib.services import promotions as promotion_service
-from chalicelib.services import recordings as recording_service
-from chalicelib.services import runs as run_service
-from chalicelib.services import secrets as secret_service
-from chalicelib.services import suites as suite_service
-from chalicelib.services import summaries as summary_service
+
+if TYPE_CHECKING:
+    from chalicelib.api import views
+    from chalicelib.services import agents as agent_service
+    from chalicelib.services import answers as answer_service
+    from chalicelib.services import budgets as budget_service
+    from chalicelib.services import datasets as dataset_service
+    from chalicelib.services import environments as environment_service
+    from chalicelib.services import grading as grading_service
+    from chalicelib.services import judges as judge_service
+    from chalicelib.services import model_profiles as profile_service
+    from chalicelib.services import notifications as notification_service
+    from chalicelib.services import promotions as promotion_service
+    from chalicelib.services import recordings as recording_service
+    from chalicelib.services import runs as run_service
+    from chalicelib.services import secrets as secret_service
+    from chalicelib.services import suites as suite_service
+    from chalicelib.services import summaries as summary_service
+else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
+    views = LazyModule("chalicelib.api.views")
+    agent_service = LazyModule("chalicelib.services.agents")
+    answer_service = LazyModule("chalicelib.services.answers")
+    budget_service = LazyModule("chalicelib.services.budgets")
+    dataset_service = LazyModule("chalicelib.services.datasets")
+    environment_service = LazyModule("chalicelib.services.environments")
+    grading_service = LazyModule("chalicelib.services.grading")
+    judge_service = LazyModule("chalicelib.services.judges")
+    profile_service = LazyModule("chalicelib.services.model_profiles")
+    notification_service = LazyModule("chalicelib.services.notifications")
+    promotion_service = LazyModule("chalicelib.services.promotions")
+    recording_service = LazyModule("chalicelib.services.recordings")
+    run_service = LazyModule("chalicelib.services.runs")
+    secret_service = LazyModule("chalicelib.services.secrets")
+    suite_service = LazyModule("chalicelib.services.suites")
+    summary_service = LazyModule("chalicelib.services.summaries")
 
 bp = Blueprint(__name__)
 bp.register_middleware(shape_chalice_errors, "http")

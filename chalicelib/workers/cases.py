@@ -1,7 +1,7 @@
 """The case worker: one case attempt per message of the case-tasks queue, and the attempts its
 DLQ gives up on. `batch_size=1`: Chalice cannot report partial batch failures.
 
-A Lambda entry point of its own (`chalicelib.workers` says why): importing it starts the worker.
+A Lambda entry point of its own (`chalicelib.startup` says why): importing it starts the worker.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from chalice import Blueprint
 
 from chalicelib import bootstrap, names
 from chalicelib.services import run_case
-from chalicelib.workers import start
+from chalicelib.startup import start
 
 start()
 

@@ -1,7 +1,7 @@
 """Agent events and schedule handlers (the case worker is `cases`). `batch_size=1`: Chalice
 cannot report partial batch failures.
 
-Each function is a Lambda whose entry point is this module (`chalicelib.workers` says why):
+Each function is a Lambda whose entry point is this module (`chalicelib.startup` says why):
 importing it starts the worker.
 """
 
@@ -14,7 +14,7 @@ from chalice import Blueprint
 
 from chalicelib import bootstrap, names
 from chalicelib.services import agent_events, suites, sweep
-from chalicelib.workers import start
+from chalicelib.startup import start
 
 start()
 

@@ -9,6 +9,8 @@ imports `app.py`. `bench/coldimport.py` gives the times.
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import os
 import subprocess
@@ -18,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from chalicelib import names
+from chalicelib.api.lazy import LazyModule
 from chalicelib.config import DEV_JWT_SECRET
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,6 +33,9 @@ AWS = ("boto3", "botocore", "pynamodb")
 
 GONE = ("pydantic_settings",)
 """No longer a dependency: `Settings` reads its variables itself."""
+
+BUS = "chalicelib.services.messagebus"
+"""The one service module every function imports as it starts (`startup.start` wires the bus)."""
 
 
 def _handlers() -> dict[str, str]:
@@ -100,10 +106,60 @@ def test_no_event_handler_imports_app_or_the_routes(name):
     assert not _loaded(modules, HEAVY + AWS + GONE)
 
 
-def test_the_api_handler_starts_without_heavy_libraries_until_a_request_needs_them():
+def test_the_api_handler_starts_with_the_routes_and_no_service_view_worker_or_heavy_library():
     modules = _modules("app.app", "assay-dev")
-    assert "chalicelib.api.routes" in modules
+    assert {"chalicelib.api.routes", "chalicelib.api.schemas"} <= modules
     assert not _loaded(modules, HEAVY + AWS + GONE)
+    # each service and the views come with the first request that needs them
+    assert "chalicelib.api.views" not in modules
+    assert not [m for m in modules if m.startswith("chalicelib.services.") and m != BUS]
+    assert not [m for m in modules if m.startswith("chalicelib.workers")]
+
+
+def test_the_api_function_serves_every_route_the_deployment_declares():
+    """As the API function, `app.py` leaves the worker blueprints out; the routes (and the 405
+    answers beside them) are the ones `chalice package` sees."""
+    from app import app
+
+    code = (
+        "import json, app; "
+        "print(json.dumps({p: sorted(v) for p, v in app.app.routes.items()})); "
+        "print(len(app.app.event_sources))"
+    )
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "AWS_LAMBDA"))}
+    environ.update(AWS_LAMBDA_FUNCTION_NAME="assay-dev", _HANDLER="app.app")
+    environ["ASSAY_JWT_SECRET"] = "s" * 40
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    routes, sources = done.stdout.splitlines()[-2:]
+    assert json.loads(routes) == {p: sorted(v) for p, v in app.routes.items()}
+    assert int(sources) == 0 and len(app.event_sources) == 5
+
+
+@pytest.mark.parametrize("module", ["chalicelib.api.routes", "chalicelib.api.common"])
+def test_each_lazy_module_is_the_one_type_checking_imports(module):
+    """`LazyModule("x.y")` stands for what `from x import y as name` imports under
+    `TYPE_CHECKING`: the same name bound to the same module, and that module exists."""
+    loaded = importlib.import_module(module)
+    tree = ast.parse(Path(loaded.__file__ or "").read_text())
+    typed: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom), ast.unparse(imp)
+                for alias in imp.names:
+                    typed[alias.asname or alias.name] = f"{imp.module}.{alias.name}"
+    lazy = {k: v.name for k, v in vars(loaded).items() if isinstance(v, LazyModule)}
+    assert lazy and lazy == typed
+    for name in lazy.values():
+        importlib.import_module(name)
 
 
 def test_a_worker_started_alone_hears_its_events():

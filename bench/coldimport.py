@@ -34,7 +34,8 @@ Bytecode decides much of a start, so each mode is measured apart (`--modes`), fr
 Then `-X importtime` (bytecode, the least of 3 runs per module) lists what each start spends most
 on, cumulative (a module's imports count in it), so the next person sees where start-up goes.
 
-`--root DIR` measures another checkout (e.g. a worktree of an older commit). Figures, never
+`--root DIR` measures another checkout; `--baseline DIR` measures an older one (e.g. a worktree of
+the commit before) in the same interleaved rounds and prints after/before ratios. Figures, never
 pass/fail.
 """
 
@@ -158,13 +159,13 @@ def _run(
 
 
 def measure(
-    root: Path, all_targets: list[Target], prefix: Path, runs: int
-) -> dict[str, list[Sample]]:
-    """`runs` samples of each target, taken in interleaved rounds."""
-    samples: dict[str, list[Sample]] = {t.label: [] for t in all_targets}
+    plan: list[tuple[Path, Target]], prefix: Path, runs: int
+) -> dict[tuple[Path, str], list[Sample]]:
+    """`runs` samples of each `(checkout, target)`, taken in interleaved rounds."""
+    samples: dict[tuple[Path, str], list[Sample]] = {(r, t.label): [] for r, t in plan}
     for _ in range(runs):
-        for target in all_targets:
-            samples[target.label].append(_run(root, target, prefix)[0])
+        for root, target in plan:
+            samples[root, target.label].append(_run(root, target, prefix)[0])
     return samples
 
 
@@ -187,16 +188,17 @@ def top_imports(stderrs: list[str], limit: int) -> list[tuple[float, float, int,
     return sorted(rows, reverse=True)[:limit]
 
 
-def _prepare(root: Path, prefix: Path, mode: str, all_targets: list[Target]) -> None:
+def _prepare(prefix: Path, mode: str, plan: list[tuple[Path, Target]]) -> None:
     """Give the cache `prefix` the bytecode `mode` calls for."""
     shutil.rmtree(prefix, ignore_errors=True)
     prefix.mkdir(parents=True)
     if mode == "none":
         return
-    for target in all_targets:
+    for root, target in plan:
         _run(root, target, prefix, write=True)
     if mode == "source":  # assay's own modules lose their bytecode; the libraries keep theirs
-        shutil.rmtree(prefix / root.relative_to(root.anchor), ignore_errors=True)
+        for root in {r for r, _ in plan}:
+            shutil.rmtree(prefix / root.relative_to(root.anchor), ignore_errors=True)
 
 
 def _load() -> str:
@@ -212,6 +214,15 @@ def _verdict(label: str, ms: float) -> str:
     return f"  goal <= {goal:.0f} ms: {met}"
 
 
+def _figures(taken: list[Sample], bare: float) -> tuple[float, float, float]:
+    """Medians of `(import, CPU, process - bare)` ms."""
+    return (
+        statistics.median(s.import_ms for s in taken),
+        statistics.median(s.cpu_ms for s in taken),
+        statistics.median(s.process_ms for s in taken) - bare,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--runs", type=int, default=7, help="interpreters per target and mode")
@@ -221,35 +232,49 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all", action="store_true", help="every event handler, not only two")
     parser.add_argument("--top", type=int, default=15, help="costliest imports shown per target")
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to measure")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="an older checkout measured in the same rounds (before/after ratios)",
+    )
     args = parser.parse_args(argv)
     root = args.root.resolve()
+    baseline = args.baseline.resolve() if args.baseline else None
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = set(modes) - {"bytecode", "source", "none"}
     if unknown:
         parser.error(f"unknown mode(s): {', '.join(sorted(unknown))}")
 
     handlers = targets(root, args.all)
-    all_targets = [BARE, *handlers]
+    compared = targets(baseline, args.all) if baseline else []
+    plan = [(root, BARE), *((root, t) for t in handlers), *((baseline, t) for t in compared)]
     print(f"{root}: python {sys.version.split()[0]}, {args.runs} runs per figure")
+    if baseline:
+        print(f"baseline {baseline}, measured in the same rounds")
     print(f"{_load()} at start; medians in ms")
     with tempfile.TemporaryDirectory(prefix="assay-coldimport-") as tmp:
         prefix = Path(tmp) / "pycache"
         for mode in modes:
-            _prepare(root, prefix, mode, all_targets)
-            samples = measure(root, all_targets, prefix, args.runs)
-            bare = statistics.median(s.process_ms for s in samples[BARE.label])
+            _prepare(prefix, mode, plan)
+            samples = measure(plan, prefix, args.runs)
+            bare = statistics.median(s.process_ms for s in samples[root, BARE.label])
             print(f"\nmode {mode} ({_load()}): bare interpreter {bare:.0f}")
             print(f"  {'':<20} {'import':>7} {'CPU':>7} {'process':>8}")
             for target in handlers:
-                taken = samples[target.label]
-                wall = statistics.median(s.import_ms for s in taken)
-                cpu = statistics.median(s.cpu_ms for s in taken)
-                process = statistics.median(s.process_ms for s in taken) - bare
+                wall, cpu, process = _figures(samples[root, target.label], bare)
                 print(
                     f"  {target.label:<20} {wall:7.0f} {cpu:7.0f} {process:8.0f}  "
                     f"{target.handler}{_verdict(target.label, wall)}"
                 )
-        _prepare(root, prefix, "bytecode", all_targets)
+                before = next((t for t in compared if t.label == target.label), None)
+                if baseline and before:
+                    was, was_cpu, was_process = _figures(samples[baseline, before.label], bare)
+                    print(
+                        f"  {'  baseline':<20} {was:7.0f} {was_cpu:7.0f} {was_process:8.0f}  "
+                        f"{before.handler}  after/before: import {wall / was:.2f}, "
+                        f"CPU {cpu / was_cpu:.2f}"
+                    )
+        _prepare(prefix, "bytecode", [(root, t) for t in (BARE, *handlers)])
         for target in handlers:
             stderrs = [_run(root, target, prefix, importtime=True)[1] for _ in range(3)]
             print(f"\ncostliest imports of {target.label} (-X importtime, bytecode; ms):")

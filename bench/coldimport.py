@@ -198,7 +198,10 @@ def _prepare(prefix: Path, mode: str, plan: list[tuple[Path, Target]]) -> None:
         _run(root, target, prefix, write=True)
     if mode == "source":  # assay's own modules lose their bytecode; the libraries keep theirs
         for root in {r for r, _ in plan}:
-            shutil.rmtree(prefix / root.relative_to(root.anchor), ignore_errors=True)
+            mirror = prefix / root.relative_to(root.anchor)  # (a venv may live in the checkout)
+            shutil.rmtree(mirror / "chalicelib", ignore_errors=True)
+            for compiled in mirror.glob("app.*.pyc"):
+                compiled.unlink()
 
 
 def _load() -> str:
@@ -275,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"CPU {cpu / was_cpu:.2f}"
                     )
         _prepare(prefix, "bytecode", [(root, t) for t in (BARE, *handlers)])
-        for target in handlers:
+        for target in handlers if args.top > 0 else []:
             stderrs = [_run(root, target, prefix, importtime=True)[1] for _ in range(3)]
             print(f"\ncostliest imports of {target.label} (-X importtime, bytecode; ms):")
             print(f"  {'cumulative':>10} {'self':>7}  module")

@@ -389,9 +389,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 class Query(BaseModel):
     """Query parameters of a route; a parameter the route does not take is ignored (a cache
-    buster), one it takes is validated, and the first problem is a 400 naming it."""
+    buster), one it takes is validated, and the first problem is a 400 naming it. Each field's
+    docstring is its description in the OpenAPI document (`api.openapi.DocumentedFields`); the
+    model is built on first use (`defer_build`, issue 12)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
 
 @dataclass(frozen=True)

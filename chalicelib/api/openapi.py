@@ -5,15 +5,23 @@ fields than the ones the views check.
 
 `GET /openapi.json` serves it; clients and `tests/fuzz/` read it. It is built on the first request
 and kept: pydantic's JSON-schema generation is not paid at a cold start that never asks for it.
+So are the fields' descriptions, the docstring under each field of a model (`DocumentedFields`):
+pydantic's `use_attribute_docstrings` would read them as every model class is created, a tenth of
+the API function's start (issue 12).
 """
 
 from __future__ import annotations
 
+import ast
+import inspect
 import re
+import sys
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic.json_schema import models_json_schema
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, models_json_schema
+from pydantic_core import core_schema
 
 from chalicelib.api.common import (
     CONTRACT_ATTRIBUTE,
@@ -69,6 +77,58 @@ _ERROR_SCHEMA: dict[str, Any] = {
 """Every error body: `{"error": {"code", "message", "field"?, ...details}}`."""
 
 
+@cache
+def _docstrings_in(module: str) -> dict[str, dict[str, str]]:
+    """`{class qualname: {field: docstring}}` of every class in a module's source: the string
+    right under an annotated name in the class body, cleaned as pydantic cleans it."""
+    tree = ast.parse(inspect.getsource(sys.modules[module]))
+    found: dict[str, dict[str, str]] = {}
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            docs: dict[str, str] = {}
+            for field, under in zip(node.body, node.body[1:], strict=False):
+                if (
+                    isinstance(field, ast.AnnAssign)
+                    and isinstance(field.target, ast.Name)
+                    and isinstance(under, ast.Expr)
+                    and isinstance(under.value, ast.Constant)
+                    and isinstance(under.value.value, str)
+                ):
+                    docs[field.target.id] = inspect.cleandoc(under.value.value)
+            found[prefix + node.name] = docs
+            visit(node.body, f"{prefix}{node.name}.")
+
+    visit(tree.body, "")
+    return found
+
+
+def field_docstrings(model: type[BaseModel]) -> dict[str, str]:
+    """The docstring under each field of an API model (`api.schemas`' bodies, `api.common.Query`'s
+    queries) or of the API models it derives from (its own first); none for other models (the
+    domain's describe themselves)."""
+    docs: dict[str, str] = {}
+    for cls in reversed(model.__mro__):
+        if issubclass(cls, BaseModel) and cls.__module__.startswith("chalicelib.api."):
+            docs.update(_docstrings_in(cls.__module__).get(cls.__qualname__, {}))
+    return docs
+
+
+class DocumentedFields(GenerateJsonSchema):
+    """pydantic's JSON schema, each field without a `description` described by its docstring
+    (`field_docstrings`), as `use_attribute_docstrings` would describe it."""
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        json_schema = super().model_schema(schema)
+        docs = field_docstrings(schema["cls"])
+        for name, prop in json_schema.get("properties", {}).items():
+            if name in docs:
+                prop.setdefault("description", docs[name])
+        return json_schema
+
+
 def _operations(app: Any) -> list[tuple[str, str, Any]]:
     """`(path, method, route entry)` of every documented view, sorted by path then method."""
     out = []
@@ -97,7 +157,7 @@ def _clean(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
-    schema = model.model_json_schema(ref_template=SCHEMA_REF)
+    schema = model.model_json_schema(ref_template=SCHEMA_REF, schema_generator=DocumentedFields)
     required = set(schema.get("required", []))
     out = []
     for name, prop in schema.get("properties", {}).items():
@@ -179,7 +239,11 @@ def build(app: Any) -> dict[str, Any]:
         {c.body for _, _, e in operations if (c := contract_of(e)).body is not None},
         key=lambda m: m.__name__,
     )
-    _, defs = models_json_schema([(m, "validation") for m in models], ref_template=SCHEMA_REF)
+    _, defs = models_json_schema(
+        [(m, "validation") for m in models],
+        ref_template=SCHEMA_REF,
+        schema_generator=DocumentedFields,
+    )
     schemas: dict[str, Any] = {**defs.get("$defs", {}), "Error": _ERROR_SCHEMA}
     paths: dict[str, dict[str, Any]] = {}
     for path, method, entry in operations:

@@ -13,9 +13,13 @@ from chalicelib.domain.limits import MAX_IMPORT_LIMIT, MAX_VERSION
 
 class Body(BaseModel):
     """A request body: unknown fields are refused; each field's docstring is its description in the
-    OpenAPI document."""
+    OpenAPI document (`api.openapi.DocumentedFields`).
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    Built on first use (`defer_build`): a request validates one body, so the API function's start
+    builds none of them (issue 12).
+    """
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 Ref = Annotated[str, Field(min_length=1, max_length=MAX_PATH_ID_LENGTH, pattern=r"^[^#/]+$")]

@@ -34,6 +34,9 @@ Bytecode decides much of a start, so each mode is measured apart (`--modes`), fr
 Then `-X importtime` (bytecode, the least of 3 runs per module) lists what each start spends most
 on, cumulative (a module's imports count in it), so the next person sees where start-up goes.
 
+`--instructions` also counts each start's instructions under valgrind's callgrind (bytecode mode):
+a figure the machine's load does not move, for a machine others share (each count takes minutes).
+
 `--root DIR` measures another checkout; `--baseline DIR` measures an older one (e.g. a worktree of
 the commit before) in the same interleaved rounds and prints after/before ratios. Figures, never
 pass/fail.
@@ -144,9 +147,16 @@ def targets(root: Path, all_handlers: bool) -> list[Target]:
 
 
 def _run(
-    root: Path, target: Target, prefix: Path, *, write: bool = False, importtime: bool = False
+    root: Path,
+    target: Target,
+    prefix: Path,
+    *,
+    write: bool = False,
+    importtime: bool = False,
+    wrapper: tuple[str, ...] = (),
 ) -> tuple[Sample, str]:
-    argv = [sys.executable, *(["-X", "importtime"] if importtime else []), "-c", target.code()]
+    argv = [*wrapper, sys.executable, *(["-X", "importtime"] if importtime else [])]
+    argv += ["-c", target.code()]
     env = _environ(root, target, write=write, prefix=prefix)
     start = time.perf_counter()
     done = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, timeout=300)
@@ -167,6 +177,19 @@ def measure(
         for root, target in plan:
             samples[root, target.label].append(_run(root, target, prefix)[0])
     return samples
+
+
+CALLGRIND = ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null")
+
+
+def instructions(root: Path, target: Target, prefix: Path) -> int:
+    """Instructions the whole process executes, counted by valgrind's callgrind: the same figure
+    on an idle or a loaded machine (~50x slower to take)."""
+    _, stderr = _run(root, target, prefix, wrapper=CALLGRIND)
+    counted = [line for line in stderr.splitlines() if "Collected :" in line]
+    if not counted:
+        raise SystemExit(f"callgrind reported no count for {target.label}:\n{stderr[-2000:]}")
+    return int(counted[-1].split()[-1])
 
 
 def top_imports(stderrs: list[str], limit: int) -> list[tuple[float, float, int, str]]:
@@ -240,6 +263,11 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="an older checkout measured in the same rounds (before/after ratios)",
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count each start's instructions with valgrind (load-independent; slow)",
+    )
     args = parser.parse_args(argv)
     root = args.root.resolve()
     baseline = args.baseline.resolve() if args.baseline else None
@@ -277,6 +305,18 @@ def main(argv: list[str] | None = None) -> int:
                         f"{before.handler}  after/before: import {wall / was:.2f}, "
                         f"CPU {cpu / was_cpu:.2f}"
                     )
+        if args.instructions:
+            _prepare(prefix, "bytecode", plan)
+            bare_count = instructions(root, BARE, prefix)
+            print("\ninstructions (callgrind, bytecode; millions, less a bare interpreter's):")
+            for target in handlers:
+                count = (instructions(root, target, prefix) - bare_count) / 1e6
+                line = f"  {target.label:<20} {count:7.0f}  {target.handler}"
+                before = next((t for t in compared if t.label == target.label), None)
+                if baseline and before:
+                    was = (instructions(baseline, before, prefix) - bare_count) / 1e6
+                    line += f"  (baseline {was:.0f}: after/before {count / was:.2f})"
+                print(line)
         _prepare(prefix, "bytecode", [(root, t) for t in (BARE, *handlers)])
         for target in handlers if args.top > 0 else []:
             stderrs = [_run(root, target, prefix, importtime=True)[1] for _ in range(3)]

@@ -194,3 +194,28 @@ def test_a_deployed_worker_with_the_built_in_secret_refuses_to_start(name):
     cold = _start(_handlers()[name], f"assay-dev-{name}", ASSAY_JWT_SECRET=DEV_JWT_SECRET)
     assert cold.returncode != 0
     assert "ConfigurationError" in cold.stderr and "built-in development secret" in cold.stderr
+
+
+def test_the_deployment_chalice_builds_holds_every_function_with_its_handler(monkeypatch):
+    """What `chalice package` and `chalice deploy` build from `app.py` (its application graph):
+    the API function and one function per event handler, each handler a worker module's."""
+    from chalice.cli.factory import CLIFactory
+    from chalice.deploy import models
+    from chalice.deploy.appgraph import ApplicationGraphBuilder, DependencyBuilder
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    config = CLIFactory(project_dir=str(ROOT)).create_config_obj(chalice_stage_name="dev")
+    graph = ApplicationGraphBuilder().build(config, "dev")
+    functions = {
+        r.resource_name: r.handler
+        for r in DependencyBuilder().build_dependencies(graph)
+        if isinstance(r, models.LambdaFunction)
+    }
+    assert functions == {
+        "api_handler": "app.app",
+        "handle_case_task": "chalicelib.workers.cases.handle_case_task",
+        "handle_dead_case": "chalicelib.workers.cases.handle_dead_case",
+        "handle_agent_event": "chalicelib.workers.handlers.handle_agent_event",
+        "sweep_runs": "chalicelib.workers.handlers.sweep_runs",
+        "suite_tick": "chalicelib.workers.handlers.suite_tick",
+    }

@@ -80,8 +80,12 @@ _ERROR_SCHEMA: dict[str, Any] = {
 @cache
 def _docstrings_in(module: str) -> dict[str, dict[str, str]]:
     """`{class qualname: {field: docstring}}` of every class in a module's source: the string
-    right under an annotated name in the class body, cleaned as pydantic cleans it."""
-    tree = ast.parse(inspect.getsource(sys.modules[module]))
+    right under an annotated name in the class body, cleaned as pydantic cleans it; none when the
+    source cannot be read (as pydantic then reads none)."""
+    try:
+        tree = ast.parse(inspect.getsource(sys.modules[module]))
+    except (OSError, TypeError):
+        return {}
     found: dict[str, dict[str, str]] = {}
 
     def visit(body: list[ast.stmt], prefix: str) -> None:

@@ -25,8 +25,8 @@ How a schedule fires (cron's convention, DESIGN §11):
 Plain croniter with an aware start fires twice in autumn; walking naive wall times and mapping
 each to an instant here is what gives the rules above.
 
-croniter is imported by the two functions that read cron, so importing this module (every Lambda
-does, through the suites) costs a cold start nothing of it (issue 12).
+croniter is imported by the two functions that read cron, so importing this module (the suites
+do) costs a Lambda's start nothing of it (issue 12).
 """
 
 from __future__ import annotations

@@ -368,6 +368,8 @@ class RegexScorer(Scorer):
         self.check_settings(params, field)
 
     def score(self, case: Case, answer: AgentAnswer, settings: Settings) -> ScoreResult:
+        import regex
+
         sources = check_params(case, self.name) or [dict(settings)]
         verdicts = []
         for params in sources:
@@ -376,8 +378,6 @@ class RegexScorer(Scorer):
             # Flags not given on the check fall back to the settings' flags.
             flags = _regex_flags(params.get("flags", settings.get("flags")))
             pattern = str(params["pattern"])
-            import regex
-
             try:
                 found = regex.search(pattern, answer.answer, int(flags), timeout=REGEX_SECONDS)
             except TimeoutError as exc:

@@ -6,9 +6,9 @@ service modules a graph, not a ring (issue 10). Dispatch is synchronous and in o
 cosmicpython message bus, without its queue): a handler's exception reaches the publisher, which
 decides whether its own work stands regardless.
 
-A worker Lambda wires the table on its first event rather than as it starts
-(`wire_on_first_publish`): the table names every listener, so importing it imports most of the
-services, which a case attempt that ends no run never uses (issue 12).
+A Lambda wires the table at its first publish rather than as it starts (`wire_on_first_publish`,
+`chalicelib.startup`): the table names every listener, so importing it imports most of the
+services, which most requests and case attempts never use (issue 12).
 """
 
 from __future__ import annotations

@@ -28,7 +28,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sleep-ms", type=float, default=200.0)
     parser.add_argument("--concurrency", type=int, default=6)
     parser.add_argument(
-        "--workers", type=int, default=None, help="poller threads (default concurrency + 4)"
+        "--workers",
+        type=int,
+        default=None,
+        help="threads polling the case-task queue (default: the concurrency)",
     )
     args = parser.parse_args(argv)
 
@@ -41,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         "EVAL_RUN_CONCURRENCY": str(args.concurrency),
         "EVAL_ORG_CONCURRENCY": str(max(args.concurrency, 6)),
     }
-    workers = args.workers or args.concurrency + 4
-    with EmbeddedStack(env=env, workers=workers, scheduler=False) as stack:
+    workers = args.workers or args.concurrency
+    with EmbeddedStack(env=env, workers=workers, scheduler=False, poll_wait_seconds=10) as stack:
         s = stack.settings
         token = issue_token(
             "org_bench", "bench@assay.local", secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer
@@ -80,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             },
         )
         stack.moto.reset_counts()
+        cpu0, moto0 = _cpu(stack), stack.moto.cpu_seconds()
         t0 = time.monotonic()
         run = call(
             "POST",
@@ -94,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                 break
             time.sleep(0.2)
         wall = time.monotonic() - t0
+        cpu, moto_cpu = _cpu(stack) - cpu0, stack.moto.cpu_seconds() - moto0
         counts = stack.moto.requests()
     # The benchmark's own API calls go to the Chalice routes, which read DynamoDB too: count only
     # what the pipeline did by leaving out the progress polls' GetItem (one per poll).
@@ -114,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"status: {p['status']}  attempts recorded: {attempts}/{p['expected']}")
     print(f"wall: {wall:.2f} s   floor: {floor:.2f} s   efficiency: {floor / wall:.3f}")
+    print(
+        f"CPU: {cpu:.2f} s over the process tree (moto's process {moto_cpu:.2f} s), "
+        f"{cpu * 1000 / max(attempts, 1):.1f} ms per case attempt"
+    )
     print(f"most in flight at once: {agents.peak(probe)} (limit {args.concurrency})")
     total = sum(per_op.values())
     print(
@@ -124,6 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     for op, n in sorted(per_op.items(), key=lambda kv: -kv[1]):
         print(f"  {op:<36} {n:>7}  {n / max(attempts, 1):6.2f}")
     return 0 if p["status"] == "completed" else 1
+
+
+def _cpu(stack) -> float:
+    """CPU seconds used so far by this process (routes, pollers, handlers) and moto's."""
+    t = os.times()
+    return t.user + t.system + stack.moto.cpu_seconds()
 
 
 if __name__ == "__main__":

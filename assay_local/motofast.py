@@ -31,6 +31,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import threading
 from collections import Counter, deque
 from typing import Any
@@ -71,6 +72,10 @@ _CONTENT_TYPE = {"dynamodb": "application/x-amz-json-1.0", "sqs": "application/x
 VERIFY = False
 """When True, every fast response is also serialized by moto and compared (tests set it); a
 difference is kept in `MISMATCHES` and the serializer's answer is sent."""
+
+VERIFY_ENV = "ASSAY_MOTO_VERIFY"
+"""`1` in a moto server's environment turns `VERIFY` on from the start (tests of a stack whose
+server runs in a child process)."""
 
 MISMATCHES: list[dict[str, Any]] = []
 FAST_HITS: Counter[str] = Counter()
@@ -183,6 +188,8 @@ def install() -> None:
         if _installed:
             return
         _installed = True
+    global VERIFY
+    VERIFY = VERIFY or os.environ.get(VERIFY_ENV) == "1"
 
     original_serialized = core_responses.BaseResponse.serialized
 

@@ -405,6 +405,14 @@ class _CountingSerializingApp:
                 "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
             )
             return [body]
+        if path.startswith(FAST_PATHS_PATH):
+            body = json.dumps(
+                {"hits": dict(motofast.FAST_HITS), "mismatches": motofast.MISMATCHES}
+            ).encode()
+            start_response(
+                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+            )
+            return [body]
         if path.startswith(SES_SENT_PATH):
             body = json.dumps(_ses_sent()).encode()
             start_response(
@@ -565,6 +573,9 @@ COUNTS_PATH = "/_assay/requests"
 """GET: the request counts as JSON; POST: zero them (served by our middleware, not moto)."""
 
 SES_SENT_PATH = "/_assay/ses/sent"
+FAST_PATHS_PATH = "/_assay/fast-paths"
+"""`GET`: `{"hits": {"service.Operation": n}, "mismatches": [...]}` of `assay_local.motofast` (a
+server in another process is checked over HTTP; `ASSAY_MOTO_VERIFY=1` makes it compare)."""
 """GET: every email moto's SES accepted, as JSON (moto keeps them only in its own process)."""
 
 

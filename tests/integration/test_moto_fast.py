@@ -322,3 +322,56 @@ def test_a_cached_expression_takes_each_requests_values(aws_client: Client, moto
             assert not held
     item = ddb.get_item(TableName="t", Key=key)["Item"]
     assert item["n"] == {"N": "7"} and item["status"] == {"S": "a"}
+
+
+def test_a_whole_run_reads_what_motos_serializer_would_have_written() -> None:
+    # A stack whose moto server (a child process) compares every fast response with moto's own:
+    # a comparison run with confirmed flips, the reads of its result, the listings.
+    import json
+    import urllib.request
+
+    from assay_local.motoserver import FAST_PATHS_PATH
+    from assay_local.stack import EmbeddedStack
+    from chalicelib.api.common import issue_token
+    from tests.support.e2e import Api, cases, sleepy_spec
+
+    with EmbeddedStack(
+        workers=4,
+        scheduler=False,
+        env={
+            motofast.VERIFY_ENV: "1",
+            "ASSAY_RETRY_BACKOFF_SECONDS": "0.01",
+            "ASSAY_PYTHON_AGENT_MODULES": "bench.agents,tests.support",
+        },
+    ) as stack:
+        s = stack.settings
+        token = issue_token(
+            "org_fast", "t@example.com", secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer
+        )
+        api = Api(stack.api_url, "org_fast", "t@example.com", token)
+        ds = api.dataset(cases(8))
+        agent = api.agent(sleepy_spec(), publish=1)
+        api.ok(
+            "PUT",
+            f"/api/v1/agents/{agent}/draft",
+            json={"spec": sleepy_spec(answers={"c003": "7"})},
+        )
+        run = api.start(agent, ds, paired_baseline=True)
+        assert api.wait(run["run_id"])["status"] == "completed"
+        comparison = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")
+        assert [f["case_id"] for f in comparison["flips"] if f["confirmed"]] == ["c003"]
+        api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/cases")
+        api.ok("GET", f"/api/v1/agents/{agent}/eval-runs")
+        with urllib.request.urlopen(f"{stack.moto.url}{FAST_PATHS_PATH}", timeout=10) as r:
+            seen = json.loads(r.read())
+    assert seen["mismatches"] == []
+    for operation in (
+        "dynamodb.TransactWriteItems",
+        "dynamodb.BatchGetItem",
+        "dynamodb.PutItem",
+        "dynamodb.Query",
+        "sqs.ReceiveMessage",
+        "sqs.SendMessageBatch",
+        "sqs.DeleteMessageBatch",
+    ):
+        assert seen["hits"].get(operation, 0) >= 1, operation

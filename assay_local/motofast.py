@@ -284,28 +284,19 @@ def _cache_expression_parsing() -> None:
 
     assay sends a handful of expression texts (values travel apart, as `:placeholders`), and moto
     parses an update expression up to three times per request (validation in the handler, the
-    transaction, the update). Parsed trees are later rewritten in place (placeholders resolved
-    against the request's values), so each use gets its own copy of the cached one: a copy of
-    every node with its children list (`_clone`; `copy.deepcopy` cost as much as parsing).
+    transaction, the update). moto only reads a parsed tree (`find_clauses`) except in its
+    `Validator`, which rewrites a deep copy of it: the cached tree is handed out as it is, and
+    the validator's copy is made by `_clone_tree` (`copy.deepcopy` cost as much as parsing).
     """
+    import copy
+
     from moto.dynamodb.comparisons import ConditionExpressionParser
+    from moto.dynamodb.parsing import validators
     from moto.dynamodb.parsing.ast_nodes import Node
     from moto.dynamodb.parsing.expressions import UpdateExpressionParser
 
     parsed: dict[str, Any] = {}
     make = UpdateExpressionParser.make.__func__  # type: ignore[attr-defined]
-
-    def _clone(node: Any, parent: Any) -> Any:
-        copied = object.__new__(type(node))
-        fields = dict(node.__dict__)
-        children = fields.get("children")
-        if children is not None:
-            fields["children"] = [
-                _clone(child, copied) if isinstance(child, Node) else child for child in children
-            ]
-        fields["parent"] = parent
-        copied.__dict__.update(fields)
-        return copied
 
     def cached_make(cls: Any, expression_str: str) -> Any:
         tree = parsed.get(expression_str)
@@ -313,9 +304,38 @@ def _cache_expression_parsing() -> None:
             tree = make(cls, expression_str)  # a text that does not parse raises, uncached
             if len(parsed) < _EXPRESSIONS_KEPT:
                 parsed[expression_str] = tree
-        return _clone(tree, None)
+        return tree
 
     UpdateExpressionParser.make = classmethod(cached_make)  # type: ignore[assignment,method-assign]
+
+    def leaf(value: Any) -> Any:
+        return value if type(value) in _IMMUTABLE else copy.deepcopy(value)
+
+    def clone(node: Any, parent: Any) -> Any:
+        # A parsed tree's nodes hold `type`, `children` and `parent`, their leaves names,
+        # placeholders and indexes: the nodes and children lists are copied, immutable leaves
+        # shared, and anything else deep-copied as before.
+        copied = object.__new__(type(node))
+        fields: dict[str, Any] = {}
+        for name, value in node.__dict__.items():
+            if name == "parent":
+                fields[name] = parent
+            elif name == "children" and type(value) is list:
+                fields[name] = [
+                    clone(child, copied) if isinstance(child, Node) else leaf(child)
+                    for child in value
+                ]
+            else:
+                fields[name] = leaf(value)
+        copied.__dict__.update(fields)
+        return copied
+
+    def validators_deepcopy(value: Any, memo: Any = None) -> Any:
+        if isinstance(value, Node):
+            return clone(value, value.parent)
+        return copy.deepcopy(value, memo)
+
+    validators.deepcopy = validators_deepcopy  # type: ignore[attr-defined]
 
     lexed: dict[str, Any] = {}
     lex = ConditionExpressionParser._lex_condition_expression
@@ -334,6 +354,8 @@ def _cache_expression_parsing() -> None:
 
     ConditionExpressionParser._lex_condition_expression = cached_lex  # type: ignore[method-assign]
 
+
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 
 _EXPRESSIONS_KEPT = 2048
 """Distinct expression texts cached, at most (a client building texts with values inlined must

@@ -102,7 +102,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     # Flips are rerun once (not EVAL_RERUNS' default twice): the recorded answers never change, and
     # the demo stays within its few minutes.
-    stack = _stack(args.workers, env={"EVAL_RERUNS": "1"})
+    # One run may use every slot of the organization: the guard runs go one after the other.
+    stack = _stack(args.workers, env={"EVAL_RERUNS": "1", "EVAL_RUN_CONCURRENCY": "6"})
     try:
         import boto3
 

@@ -16,7 +16,9 @@ conditional writes (and a third, 3., for one that receives and deletes from seve
    thread changes it, and answers 500 ("Set changed size during iteration"); it iterates a
    snapshot instead (`patch_sqs_pending_groups`).
 
-The same WSGI wrapper counts AWS requests by operation; the benchmark reads those counts.
+The same WSGI wrapper counts AWS requests by operation; the benchmark reads those counts. And
+`assay_local.motofast` takes the requests assay makes all the time along faster paths through
+moto (issue 12), checked against moto's own answers.
 
 moto keeps its state in process-global backends: two servers started in one process share it,
 and so does `moto.mock_aws` used in the same process. Call `reset()` between tests.
@@ -377,6 +379,15 @@ def _receive_was_empty(status: str, body: bytes) -> bool:
     return b"<Message>" not in body
 
 
+def _json_response(start_response: Callable[..., Any], value: Any) -> list[bytes]:
+    """A 200 `application/json` answer of one of our own paths (counts, fast paths, SES)."""
+    body = json.dumps(value).encode()
+    start_response(
+        "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+    )
+    return [body]
+
+
 class _CountingSerializingApp:
     """WSGI middleware in front of moto: counts requests, serializes DynamoDB ones.
 
@@ -400,25 +411,14 @@ class _CountingSerializingApp:
             # The counts of a server in another process (`start_moto_process`) are read over HTTP.
             if environ.get("REQUEST_METHOD") == "POST":
                 self._counter.clear()
-            body = json.dumps(self._counter.snapshot()).encode()
-            start_response(
-                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
-            )
-            return [body]
+            return _json_response(start_response, self._counter.snapshot())
         if path.startswith(FAST_PATHS_PATH):
-            body = json.dumps(
-                {"hits": dict(motofast.FAST_HITS), "mismatches": motofast.MISMATCHES}
-            ).encode()
-            start_response(
-                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+            return _json_response(
+                start_response,
+                {"hits": dict(motofast.FAST_HITS), "mismatches": motofast.MISMATCHES},
             )
-            return [body]
         if path.startswith(SES_SENT_PATH):
-            body = json.dumps(_ses_sent()).encode()
-            start_response(
-                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
-            )
-            return [body]
+            return _json_response(start_response, _ses_sent())
         if path.startswith("/moto-api"):
             return self._app(environ, start_response)
         operation = _operation(environ)

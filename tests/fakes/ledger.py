@@ -514,10 +514,15 @@ def an_arm(arm_id: str = "candidate", role: ArmRole = ArmRole.CANDIDATE, **field
 
 
 def an_arm_result(
-    *, cases: int = 2, incomplete: int = 0, judges: tuple[str, ...] = ()
+    *,
+    cases: int = 2,
+    incomplete: int = 0,
+    judges: tuple[str, ...] = (),
+    cost_micros: int = 0,
+    attempts: int | None = None,
 ) -> ArmResult:
     """An arm's result over `cases` cases, `incomplete` of them undecided (the others passed),
-    graded by `judges`, that cost nothing."""
+    graded by `judges`, whose `attempts` (default one per case) cost `cost_micros`."""
     passed = cases - incomplete
     quality = Quality(
         cases=cases,
@@ -540,8 +545,8 @@ def an_arm_result(
         output_tokens=0,
         latency_p50_ms=None,
         latency_p95_ms=None,
-        cost_micros=0,
-        attempts=cases,
+        cost_micros=cost_micros,
+        attempts=cases if attempts is None else attempts,
     )
     return ArmResult(quality=quality, efficiency=efficiency, judges=judges)
 

@@ -170,3 +170,55 @@ def test_a_malformed_entry_names_its_field(c: FakeContainer) -> None:
     with pytest.raises(InvalidInputError) as refused:
         summaries.summarize_agents(c, ACME, [{"agentId": "a", "version": 0}])
     assert refused.value.field == "agents[0].version"
+
+
+def test_deleting_an_evaluation_s_latest_run_falls_back_to_the_one_completed_before_it(
+    c: FakeContainer,
+) -> None:
+    c.agents = SimpleNamespace(get=lambda org, agent: SimpleNamespace(draft_spec_hash="h-draft"))
+    c.runs.add(_completed("r1", "d1", "2026-12-01T01:00:00.000Z", 4, 1))
+    c.runs.add(_completed("r2", "d1", "2026-12-01T02:00:00.000Z", 4, 4))
+    c.runs.delete("acme", "r2")
+    [summary] = summaries.summarize_agents(c, ACME, [{"agentId": "a", "version": 3}])
+    assert (summary.run_ids, summary.total, summary.passed, summary.verdict) == (
+        ["r1"],
+        4,
+        1,
+        "partial",
+    )
+    c.runs.delete("acme", "r1")
+    [none] = summaries.summarize_agents(c, ACME, [{"agentId": "a", "version": 3}])
+    assert (none.evaluations, none.verdict) == (0, "none")
+
+
+def test_a_grade_again_moves_the_verdict_of_the_latest_run(c: FakeContainer) -> None:
+    c.agents = SimpleNamespace(get=lambda org, agent: SimpleNamespace(draft_spec_hash="h-draft"))
+    run = _completed("r1", "d1", "2026-12-01T01:00:00.000Z", 4, 1)
+    c.runs.add(run)
+    assert c.runs.record_outcome(run, an_outcome(total=4, passed=4))
+    [summary] = summaries.summarize_agents(c, ACME, [{"agentId": "a", "version": 3}])
+    assert (summary.passed, summary.verdict) == (4, "pass")
+
+
+def test_a_draft_s_verdict_is_stale_once_the_draft_changed_and_each_agent_is_read_once(
+    c: FakeContainer,
+) -> None:
+    read: list[str] = []
+
+    def agent(org: str, agent_id: str) -> SimpleNamespace:
+        read.append(agent_id)
+        return SimpleNamespace(draft_spec_hash="h-now")
+
+    c.agents = SimpleNamespace(get=agent)
+    draft = replace(
+        _completed("r1", "d1", "2026-12-01T01:00:00.000Z", 2, 2),
+        draft=True,
+        resolved_version=None,
+        spec_hash="h-then",
+    )
+    c.runs.add(draft)
+    c.runs.add(replace(draft, run_id="r2", agent_id="b", spec_hash="h-now"))
+    asked = [{"agentId": "a", "version": "draft"}, {"agentId": "b", "version": "draft"}]
+    a, b = summaries.summarize_agents(c, ACME, [*asked, {"agentId": "a", "version": 3}])[:2]
+    assert (a.verdict, a.stale, b.verdict, b.stale) == ("pass", True, "pass", False)
+    assert read == ["a", "b"]

@@ -4,16 +4,17 @@ On the embedded stack (moto server on 127.0.0.1, pollers, HTTP routes) one agent
 1,000, then 10,000 completed runs of history, written straight into the tables in batches (copies
 of one real completed run, older than it, over four datasets). At each size it measures
 
-- `POST /api/evaluations/agent-summaries` for the agent's version 1: the median of `--repeat`
-  requests;
+- `POST /api/evaluations/agent-summaries` for the agent's version 1: the median of
+  `--summary-repeat` requests;
 - a start: `POST .../eval-runs/estimate` then `POST .../eval-runs` of the draft on a two-case
   dataset (its baseline is chosen from the history, its estimate priced from it, its committed
   spend read), the median of `--repeat` starts, each run left to finish before the next;
 
-and prints each figure with its ratio to the 10-run one. Goal (issue 12): within 1.2x from 10 to
-10,000 runs.
+and prints each figure with its ratio to the 10-run one, the DynamoDB requests one summary and one
+estimate made, and the machine's load average. Goal (issue 12): within 1.2x from 10 to 10,000
+runs.
 
-    python -m bench.history [--sizes 10,1000,10000] [--repeat 5]
+    python -m bench.history [--sizes 10,1000,10000] [--repeat 5] [--summary-repeat 21]
 """
 
 from __future__ import annotations
@@ -62,8 +63,9 @@ def _history(template: Any, start: int, stop: int) -> list[Any]:
 
 
 def write_history(runs: list[Any]) -> None:
-    """Write completed runs straight into the runs table (batch writes), and what their completing
-    transactions leave behind when the store keeps it (`RunStore.remember`)."""
+    """Write completed runs straight into the runs table (batch writes), then fold them into the
+    agent's history rows through the store (`RunStore.remember`: the same rules, and the same
+    conditional writes, as the transaction that completes a run)."""
     from chalicelib import bootstrap
     from chalicelib.adapters.stores.base import row_of
     from chalicelib.adapters.stores.ledger import stored_arm
@@ -81,10 +83,12 @@ def write_history(runs: list[Any]) -> None:
             row.arms = [stored_arm(a) for a in run.arms]
             row.outcome = run.outcome.as_json() if run.outcome is not None else None
             batch.save(row)
-    store = bootstrap.container().runs
-    remember = getattr(store, "remember", None)
-    if remember is not None:
-        remember(runs)
+    bootstrap.container().runs.remember(runs)
+
+
+def _dynamodb(counts: dict[str, int]) -> int:
+    """DynamoDB requests among what moto served."""
+    return sum(n for op, n in counts.items() if op.startswith("dynamodb."))
 
 
 def _median_ms(samples: list[float]) -> float:
@@ -94,7 +98,8 @@ def _median_ms(samples: list[float]) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--sizes", default="10,1000,10000")
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=5, help="starts per size")
+    parser.add_argument("--summary-repeat", type=int, default=21, help="summaries per size")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
 
@@ -162,10 +167,15 @@ def main(argv: list[str] | None = None) -> int:
             written = size
             call("POST", "/api/evaluations/agent-summaries", json=summary_body)  # warm
             summary_s, estimate_s, start_s = [], [], []
-            for _ in range(args.repeat):
+            for _ in range(args.summary_repeat):
+                stack.moto.reset_counts()
                 t = time.monotonic()
                 reply = call("POST", "/api/evaluations/agent-summaries", json=summary_body)
                 summary_s.append(time.monotonic() - t)
+            summary_requests = _dynamodb(stack.moto.requests())
+            stack.moto.reset_counts()
+            call("POST", f"/api/v1/agents/{agent_id}/eval-runs/estimate", json=start_body)
+            estimate_requests = _dynamodb(stack.moto.requests())
             for _ in range(args.repeat):
                 t = time.monotonic()
                 call("POST", f"/api/v1/agents/{agent_id}/eval-runs/estimate", json=start_body)
@@ -183,19 +193,23 @@ def main(argv: list[str] | None = None) -> int:
                     [a + b for a, b in zip(estimate_s, start_s, strict=True)]
                 ),
             }
-            [summary] = reply["summaries"] if "summaries" in reply else reply
+            [summary] = reply["summaries"]
             print(
                 f"{size:>6} runs of history (written in {wrote_s:.1f} s): "
                 + "  ".join(f"{k} {v:.0f} ms" for k, v in figures[size].items())
                 + f"   [summary: {summary['evaluations']} evaluations, {summary['total']} cases,"
-                f" {summary['verdict']}]",
+                f" {summary['verdict']}; DynamoDB requests: summary {summary_requests}, estimate"
+                f" {estimate_requests}; load average {os.getloadavg()[0]:.2f}]",
                 flush=True,
             )
     base = figures[sizes[0]]
     print(
         f"machine: {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}"
     )
-    print(f"command: python -m bench.history --sizes {args.sizes} --repeat {args.repeat}")
+    print(
+        f"command: python -m bench.history --sizes {args.sizes} --repeat {args.repeat}"
+        f" --summary-repeat {args.summary_repeat}"
+    )
     print(f"{'runs':>6}  " + "  ".join(f"{k:>20}" for k in base))
     for size in sizes:
         print(

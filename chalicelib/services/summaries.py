@@ -18,7 +18,6 @@ from chalicelib.bootstrap import Container
 from chalicelib.domain.enums import Verdict
 from chalicelib.domain.history import LatestRow, subject_of, verdict_of
 from chalicelib.domain.identity import Identity
-from chalicelib.domain.records import Agent
 from chalicelib.domain.run_rules import verdict_word
 from chalicelib.errors import InvalidInputError
 
@@ -50,8 +49,9 @@ class AgentSummary:
 def summarize_agents(c: Container, who: Identity, agents: Any) -> list[AgentSummary]:
     """One summary per `{agentId, version}` asked, in the order asked.
 
-    Reads each agent once and its version's latest results (`domain.history.LatestRow`, one row
-    per agent version) in batches: a bounded number of items whatever the agents' history.
+    Reads the agents and their versions' latest results (`domain.history.LatestRow`, one row per
+    agent version) in batches of at most 100 keys: two requests for up to 100 agents, whatever
+    their history.
 
     Raises:
         InvalidInputError: a malformed entry (naming `agents[i].field`). NotFoundError: unknown
@@ -64,26 +64,18 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[AgentSumm
     if len(agents) > 100:
         raise InvalidInputError("at most 100 agents per request", field="agents")
     asked: list[tuple[str, int | str]] = []
-    known: dict[str, Agent] = {}
+    refused: InvalidInputError | None = None
     for i, entry in enumerate(agents):
-        if not isinstance(entry, dict):
-            raise InvalidInputError(f"agents[{i}] must be an object", field=f"agents[{i}]")
-        agent_id = entry.get("agentId", entry.get("agent_id"))
-        version = entry.get("version")
-        if not isinstance(agent_id, str) or not agent_id:
-            raise InvalidInputError(
-                f"agents[{i}].agentId is required", field=f"agents[{i}].agentId"
-            )
-        if version != "draft" and (
-            not isinstance(version, int) or isinstance(version, bool) or version < 1
-        ):
-            raise InvalidInputError(
-                f'agents[{i}].version must be a positive integer or "draft"',
-                field=f"agents[{i}].version",
-            )
-        if agent_id not in known:
-            known[agent_id] = c.agents.get(who.org_id, agent_id)
-        asked.append((agent_id, version))
+        try:
+            asked.append(_entry(i, entry))
+        except InvalidInputError as exc:
+            refused = exc
+            break
+    # The entries before a malformed one are looked up first: an unknown agent among them is
+    # what an entry-by-entry check would have met first.
+    known = c.agents.get_many(who.org_id, [agent_id for agent_id, _ in asked])
+    if refused is not None:
+        raise refused
     keys = {(agent_id, _row(version).key) for agent_id, version in asked}
     rows = c.runs.history(who.org_id, sorted(keys))
     out = []
@@ -107,6 +99,24 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[AgentSumm
             )
         )
     return out
+
+
+def _entry(i: int, entry: Any) -> tuple[str, int | str]:
+    """`agents[i]` as `(agent_id, version)`. Raises InvalidInputError naming its field."""
+    if not isinstance(entry, dict):
+        raise InvalidInputError(f"agents[{i}] must be an object", field=f"agents[{i}]")
+    agent_id = entry.get("agentId", entry.get("agent_id"))
+    version = entry.get("version")
+    if not isinstance(agent_id, str) or not agent_id:
+        raise InvalidInputError(f"agents[{i}].agentId is required", field=f"agents[{i}].agentId")
+    if version != "draft" and (
+        not isinstance(version, int) or isinstance(version, bool) or version < 1
+    ):
+        raise InvalidInputError(
+            f'agents[{i}].version must be a positive integer or "draft"',
+            field=f"agents[{i}].version",
+        )
+    return agent_id, version
 
 
 def _row(version: int | str) -> LatestRow:

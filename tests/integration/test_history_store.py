@@ -14,7 +14,8 @@ from assay_local.motoserver import MotoHandle
 from chalicelib.adapters import stores, tables
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.history import ArmsRow, CostRow, LatestRow
-from chalicelib.domain.records import Run
+from chalicelib.domain.records import Agent, Run
+from chalicelib.errors import NotFoundError
 from tests.fakes.ledger import a_run, an_arm_result, an_outcome
 from tests.integration.conftest import REGION
 
@@ -178,3 +179,27 @@ def test_summaries_of_many_agents_read_their_rows_in_batches(ddb: Any, moto: Mot
     assert moto.requests().get("dynamodb.BatchGetItem") == 2  # 100 keys, then 50
     passed = [row.results["d"].passed for _, row in sorted(rows.items())]
     assert passed == [i % 4 for i in range(150)]
+
+
+def test_many_agents_are_read_in_batches_and_an_unknown_one_is_named(
+    ddb: Any, moto: MotoHandle
+) -> None:
+    agents = stores.AgentStore()
+    for i in range(150):
+        agents.create(
+            Agent(
+                org_id="acme",
+                agent_id=f"agent-{i:03d}",
+                name=f"agent {i}",
+                draft_spec={},
+                draft_spec_hash=f"h{i}",
+                draft_updated_at=T0,
+                created_at=T0,
+            )
+        )
+    moto.reset_counts()
+    found = agents.get_many("acme", [f"agent-{i:03d}" for i in range(150)])
+    assert moto.requests().get("dynamodb.BatchGetItem") == 2  # 100 keys, then 50
+    assert [found[f"agent-{i:03d}"].draft_spec_hash for i in (0, 149)] == ["h0", "h149"]
+    with pytest.raises(NotFoundError, match="agent nobody not found"):
+        agents.get_many("acme", ["agent-000", "nobody", "agent-001"])

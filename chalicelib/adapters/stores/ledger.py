@@ -169,6 +169,11 @@ def _rows_touched(*runs: Run) -> list[rules.HistoryRow]:
     return [rows[k] for k in sorted(rows)]
 
 
+def _nothing(held: dict[str, history.Held]) -> list[rules.HistoryRow]:
+    """No history row changes (a write of the run alone)."""
+    return []
+
+
 def _folded(held: dict[str, history.Held], run: Run) -> list[rules.HistoryRow]:
     """Every held row with `run` folded in (`HistoryRow.with_run`)."""
     return [h.row.with_run(run) for h in held.values()]
@@ -186,8 +191,9 @@ class RunStore:
     ) -> bool:
         """`own(t)` (the run's own writes into transaction `t`; returns how many items it added)
         and the history `rows` of the run's agent as `fold` makes them of the rows as read, in ONE
-        transaction, read and folded again while another run of the agent wins a row (or a
-        transaction conflict). False when a condition of the run's own writes failed.
+        transaction, read and folded again while another run of the agent wins a row, and tried
+        again after a conflict with another transaction (the organization's row is busy: every
+        slot moves through it). False when a condition of the run's own writes failed.
 
         Raises:
             ConflictError: `history.TRIES` transactions in a row lost to the agent's other runs.
@@ -218,7 +224,8 @@ class RunStore:
         organization's active runs in the same transaction (the organization must exist).
 
         Raises:
-            TransactWriteError: the run exists already, or the organization does not.
+            ConflictError: the run exists already, or the organization does not (bugs: run ids are
+                new uuids, and a start makes sure of its organization first).
         """
         row = row_of(
             run,
@@ -229,14 +236,23 @@ class RunStore:
         )
         row.arms = [stored_arm(a) for a in run.arms]
         row.outcome = run.outcome.as_json() if run.outcome is not None else None
-        with TX.write() as t:
+
+        def own(t: Any) -> int:
             t.save(row, condition=RunRow.run_key.does_not_exist())
-            if run.status in _RUNNING:
-                t.update(
-                    OrganizationRow(run.org_id),
-                    actions=[OrganizationRow.active_runs.add({run.run_id})],
-                    condition=OrganizationRow.org_id.exists(),
-                )
+            if run.status not in _RUNNING:
+                return 1
+            t.update(
+                OrganizationRow(run.org_id),
+                actions=[OrganizationRow.active_runs.add({run.run_id})],
+                condition=OrganizationRow.org_id.exists(),
+            )
+            return 2
+
+        if not self._commit(run, [], own, _nothing):
+            raise ConflictError(
+                f"eval run {run.run_id} exists already, or organization {run.org_id} does not",
+                field="run_id",
+            )
 
     def get(self, org_id: str, run_id: str) -> Run | None:
         """The organization's run (consistent), or None."""
@@ -659,25 +675,24 @@ class RunStore:
     def end(self, run: Run, status: RunStatus, reason: str, now_iso: str) -> bool:
         """End a queued or running run as `status`, taking it off the organization's active runs
         in the same transaction; its slots stay with its running cases."""
-        try:
-            with TX.write() as t:
-                t.update(
-                    RunRow(_key(run)),
-                    actions=[
-                        RunRow.status.set(status.value),
-                        RunRow.reason.set(reason),
-                        RunRow.completed_at.set(now_iso),
-                    ],
-                    condition=RunRow.status.is_in(*_RUNNING),
-                )
-                t.update(
-                    OrganizationRow(run.org_id),
-                    actions=[OrganizationRow.active_runs.delete({run.run_id})],
-                )
-            return True
-        except TransactWriteError as exc:
-            unless_condition_failed(exc)
-            return False
+
+        def own(t: Any) -> int:
+            t.update(
+                RunRow(_key(run)),
+                actions=[
+                    RunRow.status.set(status.value),
+                    RunRow.reason.set(reason),
+                    RunRow.completed_at.set(now_iso),
+                ],
+                condition=RunRow.status.is_in(*_RUNNING),
+            )
+            t.update(
+                OrganizationRow(run.org_id),
+                actions=[OrganizationRow.active_runs.delete({run.run_id})],
+            )
+            return 2
+
+        return self._commit(run, [], own, _nothing)
 
     def _end_and_release(
         self, run: Run, *, status: str, reason: str, completed_at: str, condition: Condition
@@ -685,32 +700,31 @@ class RunStore:
         """End a run and give all its slots back to the organization in one transaction (the run
         taken off the organization's active runs too), conditional on `condition` and on the run
         holding the slots it was read with."""
-        try:
-            with TX.write() as t:
+
+        def own(t: Any) -> int:
+            t.update(
+                RunRow(_key(run)),
+                actions=[
+                    RunRow.status.set(status),
+                    RunRow.reason.set(reason),
+                    RunRow.completed_at.set(completed_at),
+                    RunRow.slots.set(0),
+                    RunRow.lane_busy.set([False] * run.lanes.n),
+                ],
+                condition=condition & (RunRow.slots == run.slots),
+            )
+            no_longer_active = OrganizationRow.active_runs.delete({run.run_id})
+            if run.slots:
                 t.update(
-                    RunRow(_key(run)),
-                    actions=[
-                        RunRow.status.set(status),
-                        RunRow.reason.set(reason),
-                        RunRow.completed_at.set(completed_at),
-                        RunRow.slots.set(0),
-                        RunRow.lane_busy.set([False] * run.lanes.n),
-                    ],
-                    condition=condition & (RunRow.slots == run.slots),
+                    OrganizationRow(run.org_id),
+                    actions=[OrganizationRow.in_flight.add(-run.slots), no_longer_active],
+                    condition=OrganizationRow.in_flight >= run.slots,
                 )
-                no_longer_active = OrganizationRow.active_runs.delete({run.run_id})
-                if run.slots:
-                    t.update(
-                        OrganizationRow(run.org_id),
-                        actions=[OrganizationRow.in_flight.add(-run.slots), no_longer_active],
-                        condition=OrganizationRow.in_flight >= run.slots,
-                    )
-                else:
-                    t.update(OrganizationRow(run.org_id), actions=[no_longer_active])
-            return True
-        except TransactWriteError as exc:
-            unless_condition_failed(exc)
-            return False
+            else:
+                t.update(OrganizationRow(run.org_id), actions=[no_longer_active])
+            return 2
+
+        return self._commit(run, [], own, _nothing)
 
     def abandon(self, run: Run, reason: str, now_iso: str) -> bool:
         """Fail a running run unchanged since read (status, heartbeat, `recorded`); slots back."""

@@ -14,6 +14,10 @@ and prints each figure (the median, and the fastest sample: on a loaded machine 
 disturbed) with its ratio to the 10-run one, the DynamoDB requests one summary and one estimate
 made, and the machine's load average. Goal (issue 12): within 1.2x from 10 to 10,000 runs.
 
+Then, unless `--no-interleave`, two more agents get the smaller histories in the same tables and
+the three are measured in turn, one summary and one start each per round, so that a machine whose
+load drifts during the minutes the growing history takes weighs on every size alike.
+
     python -m bench.history [--sizes 10,1000,10000] [--repeat 11] [--summary-repeat 31]
 """
 
@@ -36,8 +40,9 @@ DATASETS_OF_HISTORY = 4
 
 
 def _history(template: Any, start: int, stop: int) -> list[Any]:
-    """Runs `start..stop-1` of history: copies of the completed `template`, each a minute older
-    than the one before it (all older than the template), over `DATASETS_OF_HISTORY` datasets."""
+    """Runs `start..stop-1` of history: copies of the completed `template` (of its agent), each a
+    minute older than the one before it (all older than the template), over
+    `DATASETS_OF_HISTORY` datasets."""
     from chalicelib.clock import iso, parse_iso
 
     created = parse_iso(template.created_at)
@@ -52,7 +57,7 @@ def _history(template: Any, start: int, stop: int) -> list[Any]:
         out.append(
             replace(
                 template,
-                run_id=f"run_hist_{i:06d}",
+                run_id=f"run_hist_{template.agent_id}_{i:06d}",
                 dataset_id=dataset_id,
                 created_at=iso(at),
                 started_at=iso(at),
@@ -95,11 +100,27 @@ def _median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
 
+def _table(sizes: list[int], samples: dict[int, dict[str, list[float]]]) -> None:
+    """The medians, then the fastest samples, of each figure, with their ratios to the first
+    size's."""
+    for name, of in (("median", _median_ms), ("fastest", lambda v: min(v) * 1000)):
+        base = {k: of(v) for k, v in samples[sizes[0]].items()}
+        print(f"{name:>7}  " + "  ".join(f"{k:>20}" for k in base))
+        for size in sizes:
+            print(
+                f"{size:>7}  "
+                + "  ".join(
+                    f"{of(v):>10.0f} ms {of(v) / base[k]:>5.2f}x" for k, v in samples[size].items()
+                )
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--sizes", default="10,1000,10000")
     parser.add_argument("--repeat", type=int, default=11, help="starts per size")
     parser.add_argument("--summary-repeat", type=int, default=31, help="summaries per size")
+    parser.add_argument("--no-interleave", action="store_true", help="skip the interleaved pass")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
 
@@ -144,20 +165,51 @@ def main(argv: list[str] | None = None) -> int:
             "model": "bench-model",
             "options": {"sleep_ms": 0},
         }
-        agent = call("POST", "/api/v1/agents", json={"name": "historic", "spec": spec})
-        agent_id = agent["agent_id"]
-        call("POST", f"/api/v1/agents/{agent_id}/versions", json={})
-        body = {"dataset_id": ds["dataset_id"], "candidate": "version", "version": 1}
-        first = call("POST", f"/api/v1/agents/{agent_id}/eval-runs", json=body)
-        done = finish(first["run_id"])
-        if done["status"] != "completed":
-            print(f"the template run ended {done['status']}", file=sys.stderr)
-            return 1
-        template = bootstrap.container().runs.get("org_bench", first["run_id"])
-        assert template is not None
-
         start_body = {"dataset_id": ds["dataset_id"], "candidate": "draft"}
-        summary_body = {"agents": [{"agentId": agent_id, "version": 1}]}
+
+        def new_agent(name: str) -> Any:
+            """An agent with version 1 published and one real completed run of it (the template
+            its history copies)."""
+            agent_id = call("POST", "/api/v1/agents", json={"name": name, "spec": spec})["agent_id"]
+            call("POST", f"/api/v1/agents/{agent_id}/versions", json={})
+            body = {"dataset_id": ds["dataset_id"], "candidate": "version", "version": 1}
+            first = call("POST", f"/api/v1/agents/{agent_id}/eval-runs", json=body)
+            done = finish(first["run_id"])
+            if done["status"] != "completed":
+                raise RuntimeError(f"the template run ended {done['status']}")
+            template = bootstrap.container().runs.get("org_bench", first["run_id"])
+            assert template is not None
+            return template
+
+        def summary(agent_id: str) -> tuple[float, Any]:
+            body = {"agents": [{"agentId": agent_id, "version": 1}]}
+            t = time.monotonic()
+            reply = call("POST", "/api/evaluations/agent-summaries", json=body)
+            return time.monotonic() - t, reply
+
+        def start(agent_id: str) -> tuple[float, float]:
+            """One estimate and one start of the agent's draft (the run left to finish): their
+            seconds."""
+            t = time.monotonic()
+            call("POST", f"/api/v1/agents/{agent_id}/eval-runs/estimate", json=start_body)
+            t1 = time.monotonic()
+            run = call("POST", f"/api/v1/agents/{agent_id}/eval-runs", json=start_body)
+            t2 = time.monotonic()
+            finish(run["run_id"])
+            return t1 - t, t2 - t1
+
+        def figures(
+            summary_s: list[float], times: list[tuple[float, float]]
+        ) -> dict[str, list[float]]:
+            return {
+                "summaries": summary_s,
+                "estimate": [e for e, _ in times],
+                "start": [b for _, b in times],
+                "estimate+start": [e + b for e, b in times],
+            }
+
+        template = new_agent("historic")
+        agent_id = template.agent_id
         samples: dict[int, dict[str, list[float]]] = {}
         written = 0
         for size in sizes:
@@ -165,58 +217,53 @@ def main(argv: list[str] | None = None) -> int:
             write_history(_history(template, written, size))
             wrote_s = time.monotonic() - t0
             written = size
-            call("POST", "/api/evaluations/agent-summaries", json=summary_body)  # warm
-            summary_s, estimate_s, start_s = [], [], []
+            summary(agent_id)  # warm
+            summary_s = []
             for _ in range(args.summary_repeat):
                 stack.moto.reset_counts()
-                t = time.monotonic()
-                reply = call("POST", "/api/evaluations/agent-summaries", json=summary_body)
-                summary_s.append(time.monotonic() - t)
+                took, reply = summary(agent_id)
+                summary_s.append(took)
             summary_requests = _dynamodb(stack.moto.requests())
             stack.moto.reset_counts()
             call("POST", f"/api/v1/agents/{agent_id}/eval-runs/estimate", json=start_body)
             estimate_requests = _dynamodb(stack.moto.requests())
-            for _ in range(args.repeat):
-                t = time.monotonic()
-                call("POST", f"/api/v1/agents/{agent_id}/eval-runs/estimate", json=start_body)
-                t1 = time.monotonic()
-                run = call("POST", f"/api/v1/agents/{agent_id}/eval-runs", json=start_body)
-                t2 = time.monotonic()
-                estimate_s.append(t1 - t)
-                start_s.append(t2 - t1)
-                finish(run["run_id"])
-            samples[size] = {
-                "summaries": summary_s,
-                "estimate": estimate_s,
-                "start": start_s,
-                "estimate+start": [a + b for a, b in zip(estimate_s, start_s, strict=True)],
-            }
-            [summary] = reply["summaries"]
+            samples[size] = figures(summary_s, [start(agent_id) for _ in range(args.repeat)])
+            [kept] = reply["summaries"]
             print(
                 f"{size:>6} runs of history (written in {wrote_s:.1f} s): "
                 + "  ".join(f"{k} {_median_ms(v):.0f} ms" for k, v in samples[size].items())
-                + f"   [summary: {summary['evaluations']} evaluations, {summary['total']} cases,"
-                f" {summary['verdict']}; DynamoDB requests: summary {summary_requests}, estimate"
+                + f"   [summary: {kept['evaluations']} evaluations, {kept['total']} cases,"
+                f" {kept['verdict']}; DynamoDB requests: summary {summary_requests}, estimate"
                 f" {estimate_requests}; load average {os.getloadavg()[0]:.2f}]",
                 flush=True,
             )
+        interleaved: dict[int, dict[str, list[float]]] = {}
+        if not args.no_interleave:
+            agents = {sizes[-1]: agent_id}
+            for size in sizes[:-1]:
+                other = new_agent(f"historic-{size}")
+                write_history(_history(other, 0, size))
+                agents[size] = other.agent_id
+            summary_s_of: dict[int, list[float]] = {size: [] for size in sizes}
+            times_of: dict[int, list[tuple[float, float]]] = {size: [] for size in sizes}
+            for round_ in range(max(args.repeat, args.summary_repeat)):
+                for size in sizes:
+                    summary_s_of[size].append(summary(agents[size])[0])
+                    if round_ < args.repeat:
+                        times_of[size].append(start(agents[size]))
+            interleaved = {size: figures(summary_s_of[size], times_of[size]) for size in sizes}
     print(
         f"machine: {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}"
     )
     print(
         f"command: python -m bench.history --sizes {args.sizes} --repeat {args.repeat}"
-        f" --summary-repeat {args.summary_repeat}"
+        f" --summary-repeat {args.summary_repeat}{' --no-interleave' if args.no_interleave else ''}"
     )
-    for name, of in (("median", _median_ms), ("fastest", lambda v: min(v) * 1000)):
-        base = {k: of(v) for k, v in samples[sizes[0]].items()}
-        print(f"{name:>7}  " + "  ".join(f"{k:>20}" for k in base))
-        for size in sizes:
-            print(
-                f"{size:>7}  "
-                + "  ".join(
-                    f"{of(v):>10.0f} ms {of(v) / base[k]:>5.2f}x" for k, v in samples[size].items()
-                )
-            )
+    print("one agent, its history growing:")
+    _table(sizes, samples)
+    if interleaved:
+        print("three agents with those histories in the same tables, measured in turn:")
+        _table(sizes, interleaved)
     return 0
 
 

@@ -282,7 +282,9 @@ def answer_costs(run: Run) -> dict[str | None, CostEntry]:
 
 def grading_cost(run: Run) -> tuple[str, CostEntry] | None:
     """The judge model that graded a completed run and what it spent there (the run's judge cost
-    and calls), or None when no judge was asked."""
+    and calls, as they stood when its outcome was last written: a grade again that kept no grade
+    adds its cost to the run, and reaches this row with the run's next outcome), or None when no
+    judge was asked."""
     judge_model = (run.settings or {}).get("judge_model")
     calls = int(run.judge_calls or 0)
     if not counts(run) or not judge_model or not calls:

@@ -65,7 +65,10 @@ def _quiet_logs() -> None:
 def _stack(workers: int, env: dict[str, str] | None = None, tick_seconds: float | None = None):
     from assay_local.stack import EmbeddedStack
 
-    return EmbeddedStack(env=env or {}, workers=workers, tick_seconds=tick_seconds).start()
+    # Long polls: an idle stack asks the queues a few times a minute, not a few times a second.
+    return EmbeddedStack(
+        env=env or {}, workers=workers, tick_seconds=tick_seconds, poll_wait_seconds=10
+    ).start()
 
 
 # --- demo ------------------------------------------------------------------------------------
@@ -99,7 +102,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     # Flips are rerun once (not EVAL_RERUNS' default twice): the recorded answers never change, and
     # the demo stays within its few minutes.
-    stack = _stack(args.workers, env={"EVAL_RERUNS": "1"})
+    # One run may use every slot of the organization: the guard runs go one after the other.
+    stack = _stack(args.workers, env={"EVAL_RERUNS": "1", "EVAL_RUN_CONCURRENCY": "6"})
     try:
         import boto3
 
@@ -531,11 +535,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--data-dir", default=None, help="folder with test.jsonl and example_model_solutions.jsonl"
     )
-    p.add_argument("--workers", type=int, default=8, help="poller threads per queue handler")
+    p.add_argument("--workers", type=int, default=8, help="threads polling the case-task queue")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("dev", help="run the embedded stack until Ctrl-C and print a token")
-    p.add_argument("--workers", type=int, default=8, help="poller threads per queue handler")
+    p.add_argument("--workers", type=int, default=8, help="threads polling the case-task queue")
     p.set_defaults(func=cmd_dev)
 
     def remote(p: argparse.ArgumentParser) -> None:

@@ -16,7 +16,9 @@ conditional writes (and a third, 3., for one that receives and deletes from seve
    thread changes it, and answers 500 ("Set changed size during iteration"); it iterates a
    snapshot instead (`patch_sqs_pending_groups`).
 
-The same WSGI wrapper counts AWS requests by operation; the benchmark reads those counts.
+The same WSGI wrapper counts AWS requests by operation; the benchmark reads those counts. And
+`assay_local.motofast` takes the requests assay makes all the time along faster paths through
+moto (issue 12), checked against moto's own answers.
 
 moto keeps its state in process-global backends: two servers started in one process share it,
 and so does `moto.mock_aws` used in the same process. Call `reset()` between tests.
@@ -29,6 +31,7 @@ import http.server
 import io
 import json
 import logging
+import os
 import sys
 import threading
 import urllib.request
@@ -36,6 +39,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qs, unquote
+
+from assay_local import motofast
 
 log = logging.getLogger(__name__)
 
@@ -77,13 +82,16 @@ def check_moto_version(version: str) -> None:
 _original_transact_write_items: Callable[..., None] | None = None
 
 
-def _item_snapshot(table: Any, key: dict[str, Any]) -> tuple[Any, Any, Any, bool, Any]:
-    """`(table, hash, range, bucket existed, deep copy of the item or None)` for one key.
+def _item_snapshot(
+    table: Any, key: dict[str, Any], *, copy_item: bool = True
+) -> tuple[Any, Any, Any, bool, Any]:
+    """`(table, hash, range, bucket existed, the item as it is or None)` for one key.
 
     moto stores items as `table.items[hash] -> Item` or, with a range key,
     `table.items[hash][range] -> Item` (a defaultdict: reading a missing hash creates an empty
-    bucket, hence `bucket existed`). Updates mutate the stored `Item` in place, so the snapshot
-    must be a copy; one item is cheap to copy, the table was not.
+    bucket, hence `bucket existed`). Updates mutate the stored `Item` in place, so their snapshot
+    must be a copy (`copy_item`); a put stores a new `Item` and a delete drops the stored one,
+    neither touching the object, so theirs may keep the object itself.
     """
     from moto.dynamodb.models.dynamo_type import DynamoType
 
@@ -94,7 +102,13 @@ def _item_snapshot(table: Any, key: dict[str, Any]) -> tuple[Any, Any, Any, bool
         current = table.items.get(hash_value)
     else:
         current = table.items[hash_value].get(range_value) if had_bucket else None
-    return table, hash_value, range_value, had_bucket, copy.deepcopy(current)
+    return (
+        table,
+        hash_value,
+        range_value,
+        had_bucket,
+        (copy.deepcopy(current) if copy_item else current),
+    )
 
 
 def _restore(snapshot: tuple[Any, Any, Any, bool, Any]) -> None:
@@ -120,9 +134,10 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
     """moto 5.2.5's `DynamoDBBackend.transact_write_items` with per-item rollback.
 
     Same loop, checks and errors as moto's (compare with
-    moto/dynamodb/models/__init__.py); the only change is the backup: moto deep-copies every
-    touched table up front and swaps the copies back in on failure, we copy each touched item
-    just before its operation and put those items back, in reverse order, on failure.
+    moto/dynamodb/models/__init__.py); two changes. The backup: moto deep-copies every touched
+    table up front and swaps the copies back in on failure, we keep each touched item just before
+    its operation (a copy for an update) and put those back, in reverse order, on failure. And an
+    operation's condition is checked once, not again inside the operation.
     Raises `TransactionCanceledException` (with one reason per operation) when any operation
     fails, and re-raises `MultipleTransactionsException` / `MockValidationException` as moto does.
     Stream records of a cancelled transaction are not withdrawn (moto's table swap dropped them);
@@ -181,7 +196,11 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
             check_unicity(table_name, key)
             if op_type != "ConditionCheck":
                 try:
-                    snapshots.append(_item_snapshot(self.get_table(table_name), key))
+                    snapshots.append(
+                        _item_snapshot(
+                            self.get_table(table_name), key, copy_item=op_type == "Update"
+                        )
+                    )
                 except Exception:  # noqa: BLE001
                     # No usable key (unknown table, missing key attribute): the operation below
                     # fails on the same input before it writes anything, so there is nothing to
@@ -198,11 +217,13 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
                         original_item = current.to_json()["Attributes"]
                     raise ConditionalCheckFailed(item=original_item)
 
+            # The condition held on `current` just now, under the DynamoDB lock: moto's own loop
+            # hands it to the operation, which parses and checks it a second time on the same
+            # item; we do not.
             if op_type == "Put":
                 self.put_item(
                     table_name,
                     op["Item"],
-                    condition_expression=condition_expression,
                     expression_attribute_names=expression_attribute_names,
                     expression_attribute_values=expression_attribute_values,
                 )
@@ -210,7 +231,6 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
                 self.delete_item(
                     table_name,
                     key,
-                    condition_expression=condition_expression,
                     expression_attribute_names=expression_attribute_names,
                     expression_attribute_values=expression_attribute_values,
                 )
@@ -219,7 +239,6 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
                     table_name,
                     key,
                     update_expression=op["UpdateExpression"],
-                    condition_expression=condition_expression,
                     expression_attribute_names=expression_attribute_names,
                     expression_attribute_values=expression_attribute_values,
                 )
@@ -360,6 +379,15 @@ def _receive_was_empty(status: str, body: bytes) -> bool:
     return b"<Message>" not in body
 
 
+def _json_response(start_response: Callable[..., Any], value: Any) -> list[bytes]:
+    """A 200 `application/json` answer of one of our own paths (counts, fast paths, SES)."""
+    body = json.dumps(value).encode()
+    start_response(
+        "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+    )
+    return [body]
+
+
 class _CountingSerializingApp:
     """WSGI middleware in front of moto: counts requests, serializes DynamoDB ones.
 
@@ -383,33 +411,34 @@ class _CountingSerializingApp:
             # The counts of a server in another process (`start_moto_process`) are read over HTTP.
             if environ.get("REQUEST_METHOD") == "POST":
                 self._counter.clear()
-            body = json.dumps(self._counter.snapshot()).encode()
-            start_response(
-                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+            return _json_response(start_response, self._counter.snapshot())
+        if path.startswith(FAST_PATHS_PATH):
+            return _json_response(
+                start_response,
+                {"hits": dict(motofast.FAST_HITS), "mismatches": motofast.MISMATCHES},
             )
-            return [body]
         if path.startswith(SES_SENT_PATH):
-            body = json.dumps(_ses_sent()).encode()
-            start_response(
-                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
-            )
-            return [body]
+            return _json_response(start_response, _ses_sent())
         if path.startswith("/moto-api"):
             return self._app(environ, start_response)
         operation = _operation(environ)
         self._counter.add(operation)
+        service = operation.split(".", 1)[0]
         if operation.startswith("dynamodb.") and self._serialize:
             with self._dynamodb_lock:
-                return self._buffered(environ, start_response)[1]
+                return self._buffered(environ, start_response, service)[1]
         if operation == "sqs.ReceiveMessage":
-            status, body = self._buffered(environ, start_response)
+            status, body = self._buffered(environ, start_response, service)
             if _receive_was_empty(status, body[0]):
                 self._counter.add(EMPTY_RECEIVE_KEY)
             return body
+        answered = motofast.direct(environ, start_response, service)
+        if answered is not None:
+            return answered
         return self._app(environ, start_response)
 
     def _buffered(
-        self, environ: dict[str, Any], start_response: Callable[..., Any]
+        self, environ: dict[str, Any], start_response: Callable[..., Any], service: str
     ) -> tuple[str, list[bytes]]:
         seen: list[str] = []
 
@@ -421,6 +450,9 @@ class _CountingSerializingApp:
                 else start_response(status, headers)
             )
 
+        result = motofast.direct(environ, capture, service)
+        if result is not None:
+            return (seen[0] if seen else ""), result
         result = self._app(environ, capture)
         try:
             body = b"".join(result)
@@ -541,6 +573,9 @@ COUNTS_PATH = "/_assay/requests"
 """GET: the request counts as JSON; POST: zero them (served by our middleware, not moto)."""
 
 SES_SENT_PATH = "/_assay/ses/sent"
+FAST_PATHS_PATH = "/_assay/fast-paths"
+"""`GET`: `{"hits": {"service.Operation": n}, "mismatches": [...]}` of `assay_local.motofast` (a
+server in another process is checked over HTTP; `ASSAY_MOTO_VERIFY=1` makes it compare)."""
 """GET: every email moto's SES accepted, as JSON (moto keeps them only in its own process)."""
 
 
@@ -611,6 +646,11 @@ class MotoHandle:
         """Zero every request count."""
         self._counter.clear()
 
+    def cpu_seconds(self) -> float:
+        """CPU seconds (user + system) the server has used outside this process: 0.0 here, where
+        it runs in this process's threads (its time is this process's own)."""
+        return 0.0
+
 
 def start_moto_server(
     *, serialize_dynamodb: bool = True, patch_transactions: bool = True
@@ -633,6 +673,7 @@ def start_moto_server(
     if patch_transactions:
         patch_transact_write_items()
     patch_sqs_pending_groups()
+    motofast.install()
     counter = RequestCounter()
 
     class FastDispatcher(DomainDispatcherApplication):
@@ -699,6 +740,17 @@ class MotoProcessHandle(MotoHandle):
 
     def requests(self) -> dict[str, int]:
         return self._counts("GET")
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds (user + system) the child process has used, from `/proc/<pid>/stat`
+        (Linux); 0.0 where that cannot be read."""
+        try:
+            with open(f"/proc/{self._process.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        # utime and stime are fields 14 and 15 of stat(5); the split drops the first two
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def total_requests(self) -> int:
         return sum(n for key, n in self.requests().items() if key != EMPTY_RECEIVE_KEY)

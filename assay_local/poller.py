@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -27,8 +27,10 @@ log = logging.getLogger(__name__)
 
 LAMBDA_MAX_TIMEOUT_SECONDS = 900
 
-DELETE_INTERVAL_S = 0.05
-"""How long handled messages gather before one `DeleteMessageBatch` deletes them."""
+DELETE_INTERVAL_S = 0.25
+"""How long handled messages gather before one `DeleteMessageBatch` deletes them (ten at once go
+at once). A delete is off every case's path: a message delivered again before its delete finds
+its attempt's lease done and leaves."""
 
 
 class LocalLambdaContext:
@@ -237,6 +239,8 @@ class SqsPoller:
         self._wait_seconds = wait_seconds
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._handling = 0
+        self._idle = threading.Condition()
         self._stats_lock = threading.Lock()
         self.queue_url: str = client.get_queue_url(QueueName=queue_name)["QueueUrl"]
         attrs = client.get_queue_attributes(
@@ -264,14 +268,26 @@ class SqsPoller:
 
     def signal_stop(self) -> None:
         """Ask workers to stop after their current receive or handler; returns at once."""
-        self._stop.set()
+        with self._idle:
+            self._stop.set()
 
-    def stop(self, timeout: float | None = None) -> None:
-        """Ask workers to stop and wait for them (a running handler is allowed to finish)."""
-        self._stop.set()
+    def stop(self, timeout: float | None = None, *, wait_for_receives: bool = True) -> None:
+        """Ask workers to stop and wait for them (a running handler is allowed to finish).
+
+        `wait_for_receives=False` waits for running handlers only, not for long polls in flight
+        (a process about to exit need not sit out a 20 s wait): a worker whose receive answers
+        after the stop hands its message back (visibility 0) and ends.
+        """
+        self.signal_stop()
         deadline = time.monotonic() + (timeout if timeout is not None else self._wait_seconds + 10)
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        if wait_for_receives:
+            for thread in self._threads:
+                thread.join(max(0.0, deadline - time.monotonic()))
+        else:
+            with self._idle:
+                self._idle.wait_for(
+                    lambda: self._handling == 0, max(0.0, deadline - time.monotonic())
+                )
         if self._deletes is not None:
             self._deletes.stop(max(1.0, deadline - time.monotonic()))
 
@@ -299,8 +315,36 @@ class SqsPoller:
                 log.warning("receive from %s failed", self.queue_name, exc_info=failures == 1)
                 self._stop.wait(min(5.0, 0.2 * 2 ** min(failures, 5)))
                 continue
-            for message in response.get("Messages", []):
-                self._deliver(message)
+            messages = response.get("Messages", [])
+            if not messages:
+                continue
+            with self._idle:  # the stop flag is set under this lock: a stop sees this handler
+                stopped = self._stop.is_set()
+                if not stopped:
+                    self._handling += 1
+            if stopped:
+                self._hand_back(messages)
+                return
+            try:
+                for message in messages:
+                    self._deliver(message)
+            finally:
+                with self._idle:
+                    self._handling -= 1
+                    self._idle.notify_all()
+
+    def _hand_back(self, messages: list[dict[str, Any]]) -> None:
+        """Make messages received after a stop visible again at once (best effort: one that
+        cannot be handed back comes back when its visibility lapses, as after any crash)."""
+        for message in messages:
+            try:
+                self._client.change_message_visibility(
+                    QueueUrl=self.queue_url,
+                    ReceiptHandle=message["ReceiptHandle"],
+                    VisibilityTimeout=0,
+                )
+            except Exception:  # noqa: BLE001 - the server may be going away with us
+                log.info("could not hand back message %s", message.get("MessageId"))
 
     def _deliver(self, message: dict[str, Any]) -> None:
         self._count("received")
@@ -343,12 +387,13 @@ class Pollers:
         """`PollerStats` by queue name."""
         return {p.queue_name: p.stats for p in self.pollers}
 
-    def stop(self, timeout: float | None = None) -> None:
-        """Stop every poller; all are signalled first, so stopping takes one poll wait, not N."""
+    def stop(self, timeout: float | None = None, *, wait_for_receives: bool = True) -> None:
+        """Stop every poller; all are signalled first, so stopping takes one poll wait, not N
+        (`wait_for_receives=False`: only as long as the running handlers, see `SqsPoller.stop`)."""
         for poller in self.pollers:
             poller.signal_stop()
         for poller in self.pollers:
-            poller.stop(timeout)
+            poller.stop(timeout, wait_for_receives=wait_for_receives)
 
 
 def sqs_event_sources(app: Any) -> list[Any]:
@@ -363,7 +408,7 @@ def start_pollers(
     *,
     endpoint_url: str | None,
     region: str,
-    workers: int = 8,
+    workers: int | Mapping[str, int] = 8,
     wait_seconds: int = 1,
     app_module: ModuleType | None = None,
     client_factory: Callable[[int], Any] | None = None,
@@ -373,7 +418,9 @@ def start_pollers(
     Args:
         app: the `chalice.Chalice` object (blueprints registered).
         endpoint_url / region: where the queues are (None: AWS).
-        workers: threads per handler.
+        workers: threads per handler: one number for all, or by handler name (the Chalice
+            function name, e.g. `handle_case_task`) or queue name, with `"*"` for the others
+            (default 1).
         wait_seconds: long-poll wait per receive.
         app_module: the module `app` lives in, for `handler_string` fallback (`resolve_handler`).
         client_factory: `(max_pool_connections) -> SQS client`; default boto3 with the endpoint.
@@ -414,13 +461,18 @@ def start_pollers(
             if seen[queue_name] > 1:
                 # Two mappings on one queue split its messages on AWS too; allowed but unusual.
                 log.warning("queue %s has %d handlers", queue_name, seen[queue_name])
+            threads = (
+                workers
+                if isinstance(workers, int)
+                else workers.get(config.name, workers.get(queue_name, workers.get("*", 1)))
+            )
             poller = SqsPoller(
                 queue_name=queue_name,
                 handler=resolve_handler(app, config, app_module),
-                client=factory(workers * 2 + 2),  # every worker may hold a receive and a delete
+                client=factory(threads * 2 + 2),  # every worker may hold a receive and a delete
                 region=region,
                 function_name=config.name,
-                workers=workers,
+                workers=threads,
                 wait_seconds=wait_seconds,
             )
             pollers.append(poller.start())

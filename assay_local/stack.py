@@ -77,8 +77,11 @@ class EmbeddedStack:
         app_module: module with a Chalice `app` attribute; default `import app` (the repo's).
         env: environment overrides applied for the stack's life (e.g.
             `{"EVAL_RUN_CONCURRENCY": "2"}`); `AWS_ENDPOINT_URL` here selects LocalStack.
-        workers: threads per SQS handler.
-        poll_wait_seconds: long-poll wait of each receive (stop takes about this long).
+        workers: threads polling the case-task queue: as many cases as may be in flight at once
+            (`EVAL_ORG_CONCURRENCY`) is enough; each more is one more idle long poll.
+        side_workers: threads for each other queue (dead case tasks, agent events).
+        poll_wait_seconds: long-poll wait of each receive (`pause_pollers` takes about this long;
+            `stop` does not wait for receives).
         tick_seconds: if set, every schedule fires this often instead of on its expression.
         scheduler: start the scheduler's background thread (`self.scheduler` exists either way,
             so `fire_all()` works).
@@ -100,6 +103,7 @@ class EmbeddedStack:
         *,
         env: Mapping[str, str] | None = None,
         workers: int = 8,
+        side_workers: int = 2,
         poll_wait_seconds: int = 1,
         tick_seconds: float | None = None,
         scheduler: bool = True,
@@ -109,7 +113,9 @@ class EmbeddedStack:
         self._app_module = app_module
         self._moto_process = moto_process
         self._env_overrides = dict(env or {})
-        self._workers = workers
+        from chalicelib import names
+
+        self._workers: dict[str, int] = {names.CASE_TASKS_QUEUE: workers, "*": side_workers}
         self._poll_wait_seconds = poll_wait_seconds
         self._tick_seconds = tick_seconds
         self._run_scheduler = scheduler
@@ -351,7 +357,7 @@ class EmbeddedStack:
         if self.scheduler is not None:
             self.scheduler.stop()
         if self.pollers is not None:
-            self.pollers.stop()
+            self.pollers.stop(wait_for_receives=False)
             self.pollers = None
         if self._http is not None:
             self._http.shutdown()

@@ -1,14 +1,22 @@
-"""Pipeline benchmark: how close a run comes to its concurrency floor, and what it costs in AWS
-requests.
+"""Pipeline benchmark: how close a run comes to its concurrency floor, what it costs in CPU, and
+what it costs in AWS requests.
 
-500 cases against a `python` agent that sleeps 200 ms, `EVAL_RUN_CONCURRENCY=6`, on the embedded
-stack (moto server on 127.0.0.1, pollers, HTTP routes). Prints wall time, the floor
-(cases x sleep / concurrency), efficiency = floor / wall, the most attempts seen in flight at once,
+One run of `--cases` cases against a `python` agent that sleeps `--sleep-ms`,
+`EVAL_RUN_CONCURRENCY=--concurrency`, on the embedded stack (moto server on 127.0.0.1, pollers,
+HTTP routes), each measurement on a fresh stack. Prints wall time, the floor
+(cases x sleep / concurrency), efficiency = floor / wall, the CPU the whole process tree used
+(this process: routes, pollers, handlers; and moto's), the most attempts seen in flight at once,
 and AWS requests per case attempt by operation (every request moto served, empty long-poll
-receives left out). Targets (DESIGN, issue 2): efficiency >= 0.9, in flight never above the limit,
-<= 8 AWS requests per case attempt.
+receives left out).
+
+`--suite` measures what issue 12 asks, in one go: `--rounds` runs of 500 x 200 ms x 6 (the
+efficiency's median and range), one of 2,000 x 200 ms, and an instant agent's CPU per case at 500
+and at 2,000 cases (the ratio of the two says whether the cost per case grows with the run).
+Targets: efficiency >= 0.90; CPU <= 15 ms per case at an instant agent, within 1.2x from 500 to
+2,000 cases; <= 8 AWS requests per case attempt; in flight never above the limit.
 
     python -m bench.pipeline [--cases 500] [--sleep-ms 200] [--concurrency 6]
+    python -m bench.pipeline --suite [--rounds 3]
 """
 
 from __future__ import annotations
@@ -16,33 +24,76 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
 import sys
 import time
+from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
-    parser.add_argument("--cases", type=int, default=500)
-    parser.add_argument("--sleep-ms", type=float, default=200.0)
-    parser.add_argument("--concurrency", type=int, default=6)
-    parser.add_argument(
-        "--workers", type=int, default=None, help="poller threads (default concurrency + 4)"
-    )
-    args = parser.parse_args(argv)
+@dataclass
+class Measured:
+    """One run of the pipeline: figures of `measure`."""
 
+    cases: int
+    sleep_ms: float
+    concurrency: int
+    status: str
+    attempts: int
+    expected: int
+    wall_s: float
+    cpu_s: float
+    """CPU seconds of the process tree (this process and moto's) from the start to the end."""
+    moto_cpu_s: float
+    peak: int
+    polls: int
+    empty_receives: int
+    per_op: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def floor_s(self) -> float:
+        """cases x sleep / concurrency: the least a run can take."""
+        return self.cases * self.sleep_ms / 1000.0 / self.concurrency
+
+    @property
+    def efficiency(self) -> float:
+        return self.floor_s / self.wall_s if self.wall_s else 0.0
+
+    @property
+    def cpu_ms_per_case(self) -> float:
+        return self.cpu_s * 1000 / max(self.attempts, 1)
+
+    @property
+    def requests_per_attempt(self) -> float:
+        return sum(self.per_op.values()) / max(self.attempts, 1)
+
+
+def _cpu(stack: Any) -> float:
+    """CPU seconds used so far by this process (routes, pollers, handlers) and moto's."""
+    t = os.times()
+    return t.user + t.system + stack.moto.cpu_seconds()
+
+
+def measure(cases: int, sleep_ms: float, concurrency: int, workers: int | None = None) -> Measured:
+    """Start a stack, import `cases` cases, run them once against the sleepy agent, stop.
+
+    The benchmark's own API calls go to the Chalice routes, which read DynamoDB too: their
+    `GetItem` (one per progress poll) is left out of the request counts, and so are empty
+    long-poll receives."""
     from assay_local.motoserver import EMPTY_RECEIVE_KEY
     from assay_local.stack import EmbeddedStack
     from bench import agents
     from chalicelib.api.common import issue_token
 
     env = {
-        "EVAL_RUN_CONCURRENCY": str(args.concurrency),
-        "EVAL_ORG_CONCURRENCY": str(max(args.concurrency, 6)),
+        "EVAL_RUN_CONCURRENCY": str(concurrency),
+        "EVAL_ORG_CONCURRENCY": str(max(concurrency, 6)),
     }
-    workers = args.workers or args.concurrency + 4
-    with EmbeddedStack(env=env, workers=workers, scheduler=False) as stack:
+    with EmbeddedStack(
+        env=env, workers=workers or concurrency, scheduler=False, poll_wait_seconds=10
+    ) as stack:
         s = stack.settings
         token = issue_token(
             "org_bench", "bench@assay.local", secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer
@@ -51,20 +102,22 @@ def main(argv: list[str] | None = None) -> int:
             base_url=stack.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=60
         )
 
-        def call(method: str, path: str, **kw):
+        def call(method: str, path: str, **kw: Any) -> Any:
             r = http.request(method, path, **kw)
             r.raise_for_status()
             return r.json()
 
-        cases = [
-            {"case_id": f"c{i:05d}", "input": f"question {i}", "reference": "42"}
-            for i in range(args.cases)
-        ]
         ds = call("POST", "/api/v1/datasets", json={"name": "bench"})
         call(
             "POST",
             f"/api/v1/datasets/{ds['dataset_id']}/versions",
-            json={"scoring": {"required": ["equals"]}, "cases": cases},
+            json={
+                "scoring": {"required": ["equals"]},
+                "cases": [
+                    {"case_id": f"c{i:05d}", "input": f"question {i}", "reference": "42"}
+                    for i in range(cases)
+                ],
+            },
         )
         probe = f"bench-{time.time_ns()}"
         agent = call(
@@ -75,11 +128,12 @@ def main(argv: list[str] | None = None) -> int:
                 "spec": {
                     "runtime": "python",
                     "entrypoint": "bench.agents:sleepy",
-                    "options": {"sleep_ms": args.sleep_ms, "probe": probe},
+                    "options": {"sleep_ms": sleep_ms, "probe": probe},
                 },
             },
         )
         stack.moto.reset_counts()
+        cpu0, moto0 = _cpu(stack), stack.moto.cpu_seconds()
         t0 = time.monotonic()
         run = call(
             "POST",
@@ -88,42 +142,129 @@ def main(argv: list[str] | None = None) -> int:
         )
         polls = 0
         while True:
-            p = call("GET", f"/api/v1/eval-runs/{run['run_id']}/progress?")
+            p = call("GET", f"/api/v1/eval-runs/{run['run_id']}/progress")
             polls += 1
             if p["status"] not in ("queued", "running"):
                 break
             time.sleep(0.2)
         wall = time.monotonic() - t0
+        cpu, moto_cpu = _cpu(stack) - cpu0, stack.moto.cpu_seconds() - moto0
         counts = stack.moto.requests()
-    # The benchmark's own API calls go to the Chalice routes, which read DynamoDB too: count only
-    # what the pipeline did by leaving out the progress polls' GetItem (one per poll).
-    attempts = p["recorded"]
     empty = counts.get(EMPTY_RECEIVE_KEY, 0)
     per_op = {k: v for k, v in counts.items() if k != EMPTY_RECEIVE_KEY}
     if "sqs.ReceiveMessage" in per_op:
         per_op["sqs.ReceiveMessage"] -= empty
     if "dynamodb.GetItem" in per_op:
         per_op["dynamodb.GetItem"] -= polls
-    floor = args.cases * args.sleep_ms / 1000.0 / args.concurrency
+    return Measured(
+        cases,
+        sleep_ms,
+        concurrency,
+        p["status"],
+        p["recorded"],
+        p["expected"],
+        wall,
+        cpu,
+        moto_cpu,
+        agents.peak(probe),
+        polls,
+        empty,
+        per_op,
+    )
+
+
+def _print_one(m: Measured) -> None:
     print(
-        f"machine: {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}"
+        f"command: python -m bench.pipeline --cases {m.cases} --sleep-ms {m.sleep_ms:g} "
+        f"--concurrency {m.concurrency}"
+    )
+    print(f"status: {m.status}  attempts recorded: {m.attempts}/{m.expected}")
+    print(f"wall: {m.wall_s:.2f} s   floor: {m.floor_s:.2f} s   efficiency: {m.efficiency:.3f}")
+    print(
+        f"CPU: {m.cpu_s:.2f} s over the process tree (moto's process {m.moto_cpu_s:.2f} s), "
+        f"{m.cpu_ms_per_case:.1f} ms per case attempt"
+    )
+    print(f"most in flight at once: {m.peak} (limit {m.concurrency})")
+    total = sum(m.per_op.values())
+    print(
+        f"AWS requests per case attempt: {m.requests_per_attempt:.2f} "
+        f"(total {total}; left out: {m.empty_receives} empty long-poll receives, the benchmark's "
+        f"own {m.polls} progress polls)"
+    )
+    for op, n in sorted(m.per_op.items(), key=lambda kv: -kv[1]):
+        print(f"  {op:<36} {n:>7}  {n / max(m.attempts, 1):6.2f}")
+
+
+def _load() -> str:
+    try:
+        return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "load average unknown"
+
+
+def suite(rounds: int, concurrency: int) -> int:
+    """Issue 12's pipeline figures, each on a fresh stack; returns 0 when every run completed."""
+    rows: list[tuple[str, Measured]] = []
+    for i in range(rounds):
+        rows.append((f"500 x 200 ms, round {i + 1}", measure(500, 200, concurrency)))
+        print(f"  {rows[-1][0]}: efficiency {rows[-1][1].efficiency:.3f} ({_load()})", flush=True)
+    for label, args in (
+        ("2,000 x 200 ms", (2000, 200)),
+        ("500 x instant", (500, 0)),
+        ("2,000 x instant", (2000, 0)),
+    ):
+        rows.append((label, measure(*args, concurrency)))
+        print(f"  {label}: done ({_load()})", flush=True)
+    print()
+    print(
+        f"{'run':<26} {'wall s':>8} {'floor s':>8} {'eff.':>6} {'CPU ms/case':>12} {'req/att':>8}"
+    )
+    for label, m in rows:
+        print(
+            f"{label:<26} {m.wall_s:>8.2f} {m.floor_s:>8.2f} "
+            f"{m.efficiency if m.sleep_ms else float('nan'):>6.3f} "
+            f"{m.cpu_ms_per_case:>12.1f} {m.requests_per_attempt:>8.2f}"
+        )
+    effs = [m.efficiency for label, m in rows if label.startswith("500 x 200")]
+    small = next(m for label, m in rows if label == "500 x instant")
+    big = next(m for label, m in rows if label == "2,000 x instant")
+    print()
+    print(
+        f"efficiency at 500 x 200 ms x {concurrency}: median {statistics.median(effs):.3f} "
+        f"(range {min(effs):.3f}-{max(effs):.3f} over {len(effs)} runs; goal >= 0.90)"
     )
     print(
-        f"command: python -m bench.pipeline --cases {args.cases} --sleep-ms {args.sleep_ms:g} "
-        f"--concurrency {args.concurrency}"
+        f"CPU per case at an instant agent: {small.cpu_ms_per_case:.1f} ms at 500, "
+        f"{big.cpu_ms_per_case:.1f} ms at 2,000: ratio "
+        f"{big.cpu_ms_per_case / small.cpu_ms_per_case:.2f} (goals <= 15 ms, ratio <= 1.2)"
     )
-    print(f"status: {p['status']}  attempts recorded: {attempts}/{p['expected']}")
-    print(f"wall: {wall:.2f} s   floor: {floor:.2f} s   efficiency: {floor / wall:.3f}")
-    print(f"most in flight at once: {agents.peak(probe)} (limit {args.concurrency})")
-    total = sum(per_op.values())
+    print(f"most in flight at once: {max(m.peak for _, m in rows)} (limit {concurrency})")
+    return 0 if all(m.status == "completed" for _, m in rows) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser.add_argument("--cases", type=int, default=500)
+    parser.add_argument("--sleep-ms", type=float, default=200.0)
+    parser.add_argument("--concurrency", type=int, default=6)
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="threads polling the case-task queue (default: the concurrency)",
+    )
+    parser.add_argument("--suite", action="store_true", help="issue 12's figures (see above)")
+    parser.add_argument("--rounds", type=int, default=3, help="--suite: runs of 500 x 200 ms")
+    args = parser.parse_args(argv)
     print(
-        f"AWS requests per case attempt: {total / max(attempts, 1):.2f} "
-        f"(total {total}; left out: {empty} empty long-poll receives, the benchmark's own "
-        f"{polls} progress polls)"
+        f"machine: {platform.machine()} {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}, {_load()}"
     )
-    for op, n in sorted(per_op.items(), key=lambda kv: -kv[1]):
-        print(f"  {op:<36} {n:>7}  {n / max(attempts, 1):6.2f}")
-    return 0 if p["status"] == "completed" else 1
+    if args.suite:
+        return suite(args.rounds, args.concurrency)
+    m = measure(args.cases, args.sleep_ms, args.concurrency, args.workers)
+    _print_one(m)
+    return 0 if m.status == "completed" else 1
 
 
 if __name__ == "__main__":

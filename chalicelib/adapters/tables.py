@@ -26,8 +26,14 @@ from pynamodb.attributes import (
     ListAttribute,
     NumberAttribute,
     UnicodeAttribute,
+    UnicodeSetAttribute,
 )
-from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, LocalSecondaryIndex
+from pynamodb.indexes import (
+    AllProjection,
+    GlobalSecondaryIndex,
+    KeysOnlyProjection,
+    LocalSecondaryIndex,
+)
 from pynamodb.models import Model
 
 KEY_SEPARATOR = "#"
@@ -90,6 +96,10 @@ class OrganizationRow(_Base):
     monthly_budget_micros = NumberAttribute(null=True)
     default_environment_id = UnicodeAttribute(null=True)
     """The environment a suite without one checks (one value: a default is never two or none)."""
+    active_runs = UnicodeSetAttribute(null=True)
+    """Ids of the organization's queued and running runs: added by the write that creates a run,
+    taken out by every write that ends one (what runs may still spend is read from these alone).
+    Runs created before it was kept are not in it (no backfill: the local stack keeps no state)."""
     created_at = UnicodeAttribute()
     waiting_index = WaitingIndex()
 
@@ -477,6 +487,21 @@ class RunDatasetIndex(GlobalSecondaryIndex):
     created_at = UnicodeAttribute(range_key=True)
 
 
+class RunEvaluationIndex(GlobalSecondaryIndex):
+    """Sparse: an evaluation's completed runs, latest last (only a completed run carries
+    `evaluation_key`). Read when a delete takes away an evaluation's latest run, to find the one
+    before it (`AgentHistoryRow`)."""
+
+    ORG_KEY = "evaluation_key"
+
+    class Meta:
+        index_name = "evaluation_completed"
+        projection = KeysOnlyProjection()
+
+    evaluation_key = UnicodeAttribute(hash_key=True)
+    completed_at = UnicodeAttribute(range_key=True)
+
+
 class RunStatusIndex(GlobalSecondaryIndex):
     """Serves the sweep: running/queued runs by how long ago they last moved."""
 
@@ -564,6 +589,9 @@ class RunRow(_Base):
     reason = UnicodeAttribute(null=True)
     outcome = JSONAttribute(null=True)
     enqueue_errors = NumberAttribute(default=0)
+    evaluation_key = UnicodeAttribute(null=True)
+    """`<org_id>#<agent_id>#<v<version> or draft>#<dataset_id>`, set by the write that completes the
+    run: the hash key of `evaluation_index`."""
     org_index = RunOrgIndex()
     agent_index = RunAgentIndex()
 
@@ -578,6 +606,7 @@ class RunRow(_Base):
 
     dataset_index = RunDatasetIndex()
     status_index = RunStatusIndex()
+    evaluation_index = RunEvaluationIndex()
 
 
 class AttemptOrderIndex(LocalSecondaryIndex):
@@ -645,6 +674,36 @@ class AttemptRow(_Base):
     order_index = AttemptOrderIndex()
 
 
+class AgentHistoryRow(_Base):
+    """One row of an agent's history (`chalicelib.domain.history`): its latest results per
+    version (`latest#v<n>`, `latest#draft`), the arms a baseline may be borrowed from per version
+    and dataset (`arms#v<n>#<dataset_id>`), its cost per model (`answers#<model>`,
+    `grading#<model>`).
+
+    Written by the transaction that completes a run (and by a grade again and a delete of one),
+    conditional on `revision` as read; read by the verdicts and a start, a few items whatever the
+    number of runs (issue 12 "History costs nothing"). DESIGN §4 calls the `latest#` rows "latest
+    results". Runs completed before these rows were kept are not in them: the local stack keeps no
+    state, so no backfill is needed there; elsewhere `RunStore.remember` folds kept runs in.
+    """
+
+    ORG_KEY = "agent_key"
+
+    class Meta(_Base.Meta):
+        table_name = "agent_history"
+
+    agent_key = UnicodeAttribute(hash_key=True)
+    """`<org_id>#<agent_id>`."""
+    item = UnicodeAttribute(range_key=True)
+    """The row's key in `domain.history` (`HistoryRow.key`)."""
+    org_id = UnicodeAttribute()
+    agent_id = UnicodeAttribute()
+    entries = JSONAttribute(default=dict)
+    """The row's entries as `HistoryRow.as_json()` gives them (one JSON string: cheap to read)."""
+    revision = NumberAttribute(default=0)
+    """How often the row was written: each write is conditional on the revision it read."""
+
+
 class LeaseRow(_Base):
     """Who is answering one attempt, and until when (issue 11 "One ask per attempt").
 
@@ -688,6 +747,7 @@ ALL_MODELS: tuple[type[Model], ...] = (
     RunRow,
     AttemptRow,
     LeaseRow,
+    AgentHistoryRow,
 )
 """Every table of assay, in creation order."""
 

@@ -8,6 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from chalicelib.domain.enums import RunStatus
+from chalicelib.domain.records import Run
+from chalicelib.domain.spec import spec_hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +37,54 @@ class ArmRecord:
     """Every case got a first answer that was not left incomplete."""
     judge_key: str | None = None
     """The judge that graded it (fingerprint key); None when no judge did."""
+
+
+def model_of(spec: dict[str, Any]) -> str | None:
+    """The model a spec runs on, as far as matching baselines goes."""
+    return spec.get("model_profile_id") or spec.get("model")
+
+
+def _epoch_ms(text: str) -> int:
+    """Epoch milliseconds of an ISO-8601 time with `Z` or an offset (`clock.epoch_ms` of
+    `clock.parse_iso`)."""
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def _one_judge(keys: list[str] | None) -> str | None:
+    """The judge that graded an arm; "" (matches no judge) when several did."""
+    if not keys:
+        return None
+    return keys[0] if len(keys) == 1 else ""
+
+
+def arm_records(run: Run) -> list[ArmRecord]:
+    """The arms of a completed run as baseline candidates (none for a run that did not complete)."""
+    if run.status != RunStatus.COMPLETED or not run.completed_at:
+        return []
+    results = run.outcome.arms if run.outcome is not None else {}
+    out = []
+    for arm in run.arms:
+        result = results.get(arm.arm_id)
+        out.append(
+            ArmRecord(
+                run_id=run.run_id,
+                arm_id=arm.arm_id,
+                version=None if arm.draft else arm.version,
+                spec_hash=arm.spec_hash,
+                model=model_of(arm.spec),
+                dataset_id=run.dataset_id,
+                dataset_version=int(run.dataset_version),
+                scoring_hash=spec_hash(run.scoring),
+                environment_id=run.environment_id,
+                completed_at_ms=_epoch_ms(run.completed_at),
+                answered_here=arm.answers,
+                every_case_answered=result is not None
+                and result.quality.incomplete == 0
+                and result.quality.cases == len(run.case_ids),
+                judge_key=_one_judge(list(result.judges) if result is not None else None),
+            )
+        )
+    return out
 
 
 def _same_conditions(

@@ -384,7 +384,7 @@ class Run:
 
 @dataclass(frozen=True, kw_only=True)
 class ActiveRun:
-    """What `Runs.recent_active` reads of a queued or running run (a projection of its row):
+    """What `Runs.active` reads of a queued or running run (a projection of its row):
     enough to tell what it may still spend and what it uses (environment, arms' model profiles)."""
 
     run_id: str

@@ -6,6 +6,9 @@ default, the last completed run of the same dataset on the version before. A bas
 answers come from another run is an arm that does not answer here (`answers: false`) and names
 where its answers come from (`source_run_id`, `source_arm_id`); it is still rerun beside the
 candidate unless it is the candidate itself at an earlier time.
+
+The arms searched are the ones the agent's history keeps for the version before on the dataset
+(`domain.history.ArmsRow`, read by `Runs.history`): one read, however many runs the agent has.
 """
 
 from __future__ import annotations
@@ -13,69 +16,23 @@ from __future__ import annotations
 from typing import Any
 
 from chalicelib.bootstrap import Container
-from chalicelib.clock import epoch_ms, parse_iso
 from chalicelib.domain.baseline_rules import (
     ArmRecord,
+    arm_records,
     default_baseline,
     is_candidate_itself,
+    model_of,
     reusable_baseline,
 )
-from chalicelib.domain.enums import ArmRole, RunStatus
+from chalicelib.domain.enums import ArmRole
+from chalicelib.domain.history import ArmsRow, arms_key
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Arm, Run
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import InvalidInputError, NotFoundError
 
-RECENT_RUNS = 200
-"""How many of the agent's newest runs are searched for a baseline."""
-
-
-def model_of(spec: dict[str, Any]) -> str | None:
-    """The model a spec runs on, as far as matching baselines goes."""
-    return spec.get("model_profile_id") or spec.get("model")
-
-
-def arm_records(run: Run) -> list[ArmRecord]:
-    """The arms of a completed run as baseline candidates (none for a run that did not complete)."""
-    if run.status != RunStatus.COMPLETED or not run.completed_at:
-        return []
-    results = run.outcome.arms if run.outcome is not None else {}
-    out = []
-    for arm in run.arms:
-        result = results.get(arm.arm_id)
-        out.append(
-            ArmRecord(
-                run_id=run.run_id,
-                arm_id=arm.arm_id,
-                version=None if arm.draft else arm.version,
-                spec_hash=arm.spec_hash,
-                model=model_of(arm.spec),
-                dataset_id=run.dataset_id,
-                dataset_version=int(run.dataset_version),
-                scoring_hash=spec_hash(run.scoring),
-                environment_id=run.environment_id,
-                completed_at_ms=epoch_ms(parse_iso(run.completed_at)),
-                answered_here=arm.answers,
-                every_case_answered=result is not None
-                and result.quality.incomplete == 0
-                and result.quality.cases == len(run.case_ids),
-                judge_key=_one_judge(list(result.judges) if result is not None else None),
-            )
-        )
-    return out
-
-
-def _one_judge(keys: list[str] | None) -> str | None:
-    """The judge that graded an arm; "" (matches no judge) when several did."""
-    if not keys:
-        return None
-    return keys[0] if len(keys) == 1 else ""
-
-
-def recent_runs(c: Container, org_id: str, agent_id: str) -> list[Run]:
-    """The organization's agent's newest `RECENT_RUNS` runs (read once per start: the baseline and
-    the estimate both search them)."""
-    return list(c.runs.list_by_agent(org_id, agent_id, limit=RECENT_RUNS))
+__all__ = ["arm_records", "borrowed_arm", "choose", "model_of"]
+"""`arm_records` and `model_of` are the domain's rules, named here where the services look."""
 
 
 def borrowed_arm(record: ArmRecord, source: Run, *, rerun: bool) -> Arm:
@@ -114,7 +71,6 @@ def choose(
     paired: bool,
     now_ms: int,
     judge_key: str | None = None,
-    recent: list[Run] | None = None,
 ) -> tuple[Arm | None, dict[str, Any]]:
     """The baseline arm for a new run, or None, and what to tell the caller.
 
@@ -123,7 +79,6 @@ def choose(
         before_spec: its published spec; it runs on its own model.
         paired: `paired_baseline` was asked (it then runs here unless a recent arm stands in).
         judge_key: the judge grading now; an arm graded by another judge is not reused.
-        recent: the agent's newest runs, when the caller read them already.
     Returns:
         (arm or None, `{"reused_baseline_run_id"?, "missing_baseline_version"?}`).
     Raises:
@@ -158,12 +113,9 @@ def choose(
     if version_before is None or before_spec is None:
         return None, {}
     model = model_of(before_spec)
-    records = [
-        record
-        for run in (recent if recent is not None else recent_runs(c, who.org_id, agent_id))
-        if run.org_id == who.org_id
-        for record in arm_records(run)
-    ]
+    key = arms_key(version_before, dataset_id)
+    kept = c.runs.history(who.org_id, [(agent_id, key)]).get((agent_id, key))
+    records = list(kept.arms) if isinstance(kept, ArmsRow) else []
     if paired:
         rec = reusable_baseline(
             records,

@@ -12,9 +12,6 @@ from chalicelib.domain.records import Environment
 from chalicelib.errors import ConflictError, NotFoundError
 from chalicelib.services import messagebus
 
-RECENT_RUNS = 200
-"""How many of the organization's newest runs are checked for queued or running ones."""
-
 
 def create(
     c: Container, who: Identity, *, environment_id: str, name: str = "", default: bool = False
@@ -84,7 +81,7 @@ def active_runs_using(
     """Queued or running runs that name the environment or run an arm on the model profile."""
     out = []
     default = default_id(c, org_id) if environment_id is not None else None
-    for run in c.runs.recent_active(org_id, RECENT_RUNS):
+    for run in c.runs.active(org_id):
         if environment_id is not None and (
             run.environment_id == environment_id
             or (run.environment_id in (None, "default") and environment_id == default)

@@ -14,58 +14,41 @@ from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.domain import estimate_rules as rules
-from chalicelib.domain.enums import RunStatus
+from chalicelib.domain.history import ANSWERS, GRADING, CostRow, cost_key
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.money import micros_to_usd, usd_text, usd_to_micros
-from chalicelib.domain.records import BudgetReading, Run
-from chalicelib.services import baselines, budgets, environments
+from chalicelib.domain.records import BudgetReading
+from chalicelib.services import baselines, budgets
 from chalicelib.services.planning import Plan
 
 
 def _history(
-    c: Container, recent: list[Run], org_id: str
+    c: Container, org_id: str, agent_id: str, models: set[str | None], judge_model: str | None
 ) -> tuple[dict[str | None, rules.CostHistory], dict[str | None, rules.CostHistory]]:
-    """The agent's cost history per model (answers) and per judge model (grading), each over its
-    last `EVAL_ESTIMATE_SAMPLE` completed runs on that model, from its newest runs `recent`."""
+    """The agent's cost history on each of `models` (answers) and on `judge_model` (grading), each
+    over its last `EVAL_ESTIMATE_SAMPLE` completed runs there: one read of the rows its history
+    keeps per model (`domain.history.CostRow`), however many runs it has."""
+    wanted = [(ANSWERS, m) for m in sorted(models, key=lambda m: (m is not None, m or ""))]
+    wanted += [(GRADING, judge_model)] if judge_model else []
+    rows = c.runs.history(org_id, [(agent_id, cost_key(kind, m)) for kind, m in wanted])
     sample = c.settings.eval_estimate_sample
-    answers: dict[str | None, list[int]] = {}
-    grading: dict[str | None, list[int]] = {}
-    for run in recent:
-        if run.org_id != org_id or run.status != RunStatus.COMPLETED:
-            continue
-        results = run.outcome.arms if run.outcome is not None else {}
-        this_run: dict[str | None, list[int]] = {}
-        for arm in run.arms:
-            result = results.get(arm.arm_id)
-            eff = result.efficiency if result is not None else None
-            if arm.answers and eff is not None and eff.attempts:
-                acc = this_run.setdefault(baselines.model_of(arm.spec), [0, 0])
-                acc[0] += eff.cost_micros or 0
-                acc[1] += eff.attempts
-        judge_model = (run.settings or {}).get("judge_model")
-        for totals, model, cost, count in (
-            *((answers, m, v[0], v[1]) for m, v in this_run.items()),
-            *(
-                [(grading, judge_model, int(run.judge_cost_micros or 0), int(run.judge_calls or 0))]
-                if judge_model and int(run.judge_calls or 0)
-                else []
-            ),
-        ):
-            acc = totals.setdefault(model, [0, 0, 0])
-            if acc[2] < sample:  # this model's newest `sample` runs only
-                acc[0], acc[1], acc[2] = acc[0] + cost, acc[1] + count, acc[2] + 1
-    return (
-        {m: rules.CostHistory(*v) for m, v in answers.items()},
-        {m: rules.CostHistory(*v) for m, v in grading.items()},
-    )
+    answers: dict[str | None, rules.CostHistory] = {}
+    grading: dict[str | None, rules.CostHistory] = {}
+    for kind, model in wanted:
+        row = rows.get((agent_id, cost_key(kind, model)))
+        history = row.history(sample) if isinstance(row, CostRow) else None
+        if history is not None:
+            (answers if kind == ANSWERS else grading)[model] = history
+    return answers, grading
 
 
 def _committed(c: Container, org_id: str, agent_id: str) -> tuple[int, int]:
     """What runs already started may still spend, `(this agent's, the organization's)` in micro-USD:
     each queued or running run's estimate less what it has spent so far. Counted against the budgets
-    so that runs started together cannot each claim the same remainder."""
+    so that runs started together cannot each claim the same remainder. Reads the organization's
+    active runs only (`Runs.active`), never its history."""
     agent = org = 0
-    for run in c.runs.recent_active(org_id, environments.RECENT_RUNS):
+    for run in c.runs.active(org_id):
         estimated = int(((run.settings or {}).get("estimate") or {}).get("total_micros") or 0)
         left = max(0, estimated - int(run.cost_micros or 0) - int(run.judge_cost_micros or 0))
         org += left
@@ -127,7 +110,13 @@ def price(c: Container, who: Identity, plan: Plan) -> Price:
         "fallback_output_tokens": s.eval_fallback_output_tokens,
         "fallback_case_micros": usd_to_micros(s.eval_fallback_case_cost_usd),
     }
-    answers, grading = _history(c, plan.recent_runs, who.org_id)
+    answers, grading = _history(
+        c,
+        who.org_id,
+        plan.agent_id,
+        {baselines.model_of(arm.spec) for arm in plan.arms},
+        plan.judge.model if plan.judge is not None else None,
+    )
     arm_plans = []
     for arm in plan.arms:
         model = baselines.model_of(arm.spec)

@@ -409,4 +409,4 @@ def finalize(c: Container, org_id: str, run_id: str) -> bool:
     if run is None or run.phase != RunPhase.FINALIZING or run.status != RunStatus.RUNNING:
         return False
     outcome = compute_outcome(c, run, all_attempts(c, run))
-    return c.runs.complete(org_id, run_id, outcome, iso(c.clock.now()))
+    return c.runs.complete(run, outcome, iso(c.clock.now()))

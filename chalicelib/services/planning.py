@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from chalicelib.domain.records import Arm, Run
+from chalicelib.domain.records import Arm
 from chalicelib.services import judges
 
 
@@ -37,5 +37,3 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     scoring: dict[str, Any] = field(default_factory=dict)
     """The dataset version's scoring, with a pinned judge version when one is pinned."""
-    recent_runs: list[Run] = field(default_factory=list)
-    """The agent's newest runs (`records.Run`): its baseline and its cost history come from them."""

@@ -217,7 +217,6 @@ def plan_run(
             else "the draft has no published version to compare with: run it without a baseline",
             field="paired_baseline",
         )
-    recent = baselines.recent_runs(c, who.org_id, agent_id)
     info: dict[str, Any] = {}
     if not stability and (
         default_baseline or body.get("paired_baseline") or body.get("baseline_run_id")
@@ -242,7 +241,6 @@ def plan_run(
             paired=bool(body.get("paired_baseline")),
             now_ms=epoch_ms(c.clock.now()),
             judge_key=judge.key if judge else None,
-            recent=recent,
         )
         if base_arm is not None:
             c.runtimes.validate_spec(base_arm.spec)
@@ -278,7 +276,6 @@ def plan_run(
         stability,
         warnings,
         scoring,
-        recent,
     )
 
 

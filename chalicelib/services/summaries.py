@@ -4,6 +4,9 @@ An evaluation is the dataset a version was measured on. Each evaluation contribu
 completed run only, matched on the run's pinned version (exact match; a draft matches runs of
 the draft), and the contributions are summed. Staleness applies to drafts only: a run whose
 spec hash differs from the draft as it is now tested something that no longer exists.
+
+The runs are not read: the transaction that completes a run keeps its evaluation's latest totals
+(`domain.history.LatestRow`), and a summary reads those.
 """
 
 from __future__ import annotations
@@ -12,19 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.bootstrap import Container
-from chalicelib.domain.enums import RunStatus, Verdict
+from chalicelib.domain.enums import Verdict
+from chalicelib.domain.history import LatestRow, subject_of, verdict_of
 from chalicelib.domain.identity import Identity
-from chalicelib.domain.records import Run
 from chalicelib.domain.run_rules import verdict_word
 from chalicelib.errors import InvalidInputError
-
-
-def _matches(run: Run, version: int | str) -> bool:
-    if version == "draft":
-        return bool(run.draft)
-    return (
-        not run.draft and run.resolved_version is not None and int(run.resolved_version) == version
-    )
 
 
 @dataclass(frozen=True)
@@ -54,6 +49,10 @@ class AgentSummary:
 def summarize_agents(c: Container, who: Identity, agents: Any) -> list[AgentSummary]:
     """One summary per `{agentId, version}` asked, in the order asked.
 
+    Reads the agents and their versions' latest results (`domain.history.LatestRow`, one row per
+    agent version) in batches of at most 100 keys: two requests for up to 100 agents, whatever
+    their history.
+
     Raises:
         InvalidInputError: a malformed entry (naming `agents[i].field`). NotFoundError: unknown
             agent.
@@ -64,69 +63,64 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[AgentSumm
         )
     if len(agents) > 100:
         raise InvalidInputError("at most 100 agents per request", field="agents")
-    out = []
-    runs_by_agent: dict[str, list[Run]] = {}
+    asked: list[tuple[str, int | str]] = []
+    refused: InvalidInputError | None = None
     for i, entry in enumerate(agents):
-        if not isinstance(entry, dict):
-            raise InvalidInputError(f"agents[{i}] must be an object", field=f"agents[{i}]")
-        agent_id = entry.get("agentId", entry.get("agent_id"))
-        version = entry.get("version")
-        if not isinstance(agent_id, str) or not agent_id:
-            raise InvalidInputError(
-                f"agents[{i}].agentId is required", field=f"agents[{i}].agentId"
-            )
-        if version != "draft" and (
-            not isinstance(version, int) or isinstance(version, bool) or version < 1
-        ):
-            raise InvalidInputError(
-                f'agents[{i}].version must be a positive integer or "draft"',
-                field=f"agents[{i}].version",
-            )
-        agent = c.agents.get(who.org_id, agent_id)
-        if agent_id not in runs_by_agent:
-            runs_by_agent[agent_id] = [
-                r
-                for r in _all_runs(c, who.org_id, agent_id)
-                if r.status == RunStatus.COMPLETED and r.outcome is not None
-            ]
-        latest: dict[str, Run] = {}
-        for run in runs_by_agent[agent_id]:
-            if not _matches(run, version):
-                continue
-            held = latest.get(run.dataset_id)
-            if held is None or (run.completed_at or "") > (held.completed_at or ""):
-                latest[run.dataset_id] = run
-        kept = [r.outcome for r in latest.values() if r.outcome is not None]
-        total = sum(o.total for o in kept)
-        passed = sum(o.passed for o in kept)
-        stale = version == "draft" and any(
-            r.spec_hash != agent.draft_spec_hash for r in latest.values()
+        try:
+            asked.append(_entry(i, entry))
+        except InvalidInputError as exc:
+            refused = exc
+            break
+    # The entries before a malformed one are looked up first: an unknown agent among them is
+    # what an entry-by-entry check would have met first.
+    known = c.agents.get_many(who.org_id, [agent_id for agent_id, _ in asked])
+    if refused is not None:
+        raise refused
+    keys = {(agent_id, _row(version).key) for agent_id, version in asked}
+    rows = c.runs.history(who.org_id, sorted(keys))
+    out = []
+    for agent_id, version in asked:
+        row = rows.get((agent_id, _row(version).key))
+        results = row.results.values() if isinstance(row, LatestRow) else ()
+        totals = verdict_of(
+            results, draft=version == "draft", draft_spec_hash=known[agent_id].draft_spec_hash
         )
         out.append(
             AgentSummary(
                 agent_id=agent_id,
                 version=version,
-                total=total,
-                passed=passed,
-                evaluations=len(latest),
-                last_completed_at=max(
-                    (r.completed_at for r in latest.values() if r.completed_at), default=None
-                ),
-                stale=stale,
-                verdict=verdict_word(total, passed),
-                run_ids=sorted(r.run_id for r in latest.values()),
+                total=totals.total,
+                passed=totals.passed,
+                evaluations=totals.evaluations,
+                last_completed_at=totals.last_completed_at,
+                stale=totals.stale,
+                verdict=verdict_word(totals.total, totals.passed),
+                run_ids=totals.run_ids,
             )
         )
     return out
 
 
-def _all_runs(c: Container, org_id: str, agent_id: str) -> list[Run]:
-    """Every run of the organization's agent, newest first."""
-    rows: list[Run] = []
-    start = None
-    while True:
-        page = c.runs.list_by_agent(org_id, agent_id, limit=200, start=start)
-        rows.extend(page)
-        start = page.next_start
-        if not start:
-            return rows
+def _entry(i: int, entry: Any) -> tuple[str, int | str]:
+    """`agents[i]` as `(agent_id, version)`. Raises InvalidInputError naming its field."""
+    if not isinstance(entry, dict):
+        raise InvalidInputError(f"agents[{i}] must be an object", field=f"agents[{i}]")
+    agent_id = entry.get("agentId", entry.get("agent_id"))
+    version = entry.get("version")
+    if not isinstance(agent_id, str) or not agent_id:
+        raise InvalidInputError(f"agents[{i}].agentId is required", field=f"agents[{i}].agentId")
+    if version != "draft" and (
+        not isinstance(version, int) or isinstance(version, bool) or version < 1
+    ):
+        raise InvalidInputError(
+            f'agents[{i}].version must be a positive integer or "draft"',
+            field=f"agents[{i}].version",
+        )
+    return agent_id, version
+
+
+def _row(version: int | str) -> LatestRow:
+    """The (empty) row of the latest results of `version` (a number or `"draft"`)."""
+    subject = subject_of(None if version == "draft" else int(version), version == "draft")
+    assert subject is not None  # a number or the draft always names one
+    return LatestRow(subject)

@@ -107,6 +107,9 @@ class FakeAgents:
         except KeyError:
             raise NotFoundError(f"agent {agent_id} not found", field="agent_id") from None
 
+    def get_many(self, org_id: str, agent_ids: Sequence[str]) -> dict[str, Agent]:
+        return {agent_id: self.get(org_id, agent_id) for agent_id in agent_ids}
+
     def list(self, org_id: str) -> builtins.list[Agent]:
         return [a for (org, _), a in sorted(self.kept.items()) if org == org_id]
 

@@ -3,10 +3,11 @@ run: the organization's slot counter and waiting line, the case-task queue)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
+from chalicelib.domain import history
 from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
 from chalicelib.domain.outcome import ArmResult, Efficiency, Outcome, Quality
 from chalicelib.domain.records import ActiveRun, Arm, Attempt, Lease, Run
@@ -47,6 +48,11 @@ class FakeRuns:
     organization row too). `meanwhile` stands for the other workers: each conditional write first
     runs (and drops) the first callable in it, before checking its condition, so a test loses a
     race by appending what the winner wrote (one callable per write lost).
+
+    The agents' history rows (`domain.history`) are folded by the same rules as the store's: by
+    `complete`, `record_outcome` and `delete`, and by `add` of a completed run (a test seeds runs
+    as their completing transactions left them). `history_rows` holds them by (org_id, agent_id,
+    row key). The organization's active runs are the kept runs queued or running.
     """
 
     def __init__(self, orgs: FakeOrganizations | None = None) -> None:
@@ -55,12 +61,49 @@ class FakeRuns:
         self.orgs = orgs if orgs is not None else FakeOrganizations()
         self.meanwhile: list[Callable[[], None]] = []
         self.leases: dict[tuple[str, str, str], Lease] = {}
+        self.history_rows: dict[tuple[str, str, str], history.HistoryRow] = {}
 
     # -- test helpers
 
     def add(self, run: Run) -> None:
-        """Seed a run (tests)."""
+        """Seed a run (tests); a completed one is folded into its agent's history, as the
+        transaction that completed it would have."""
         self.kept[(run.org_id, run.run_id)] = run
+        self._fold(run)
+
+    def _fold(self, run: Run, *also: Run) -> None:
+        """Fold `run` into every history row it (or `also`, the run as it was) has something
+        in."""
+        keys = {
+            r.key: r
+            for r in (*history.rows_of(run), *(x for a in also for x in history.rows_of(a)))
+        }
+        for key, empty in keys.items():
+            kept = self.history_rows.get((run.org_id, run.agent_id, key), empty)
+            self.history_rows[(run.org_id, run.agent_id, key)] = kept.with_run(run)
+
+    def _unfold(self, run: Run) -> None:
+        """Take `run` out of its agent's history; an evaluation whose latest run it was falls back
+        to the latest of its other completed runs kept."""
+        for empty in history.rows_of(run):
+            slot = (run.org_id, run.agent_id, empty.key)
+            kept = self.history_rows.get(slot)
+            if kept is None:
+                continue
+            row = kept.without_run(run.run_id)
+            if isinstance(kept, history.LatestRow) and kept.vacated_by(run.run_id) is not None:
+                same = [
+                    r
+                    for r in self.kept.values()
+                    if r.run_id != run.run_id
+                    and (r.org_id, r.agent_id, r.dataset_id)
+                    == (run.org_id, run.agent_id, run.dataset_id)
+                    and history.subject_of(r.resolved_version, r.draft) == kept.subject
+                    and history.counts(r)
+                ]
+                for other in same:
+                    row = row.with_run(other)
+            self.history_rows[slot] = row
 
     def set(self, org_id: str, run_id: str, **changes: Any) -> Run:
         """Change a kept run as another writer would (tests); returns it as kept now."""
@@ -163,13 +206,24 @@ class FakeRuns:
             and start["listing"] == listing
         )
 
-    def recent_active(self, org_id: str, limit: int) -> list[ActiveRun]:
-        newest = self._newest(org_id, lambda r: True)[:limit]
+    def active(self, org_id: str) -> list[ActiveRun]:
         return [
             ActiveRun(**{name: getattr(r, name) for name in _ACTIVE})
-            for r in newest
-            if r.status in _RUNNING
+            for r in self._newest(org_id, lambda r: r.status in _RUNNING)
         ]
+
+    def history(
+        self, org_id: str, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], history.HistoryRow]:
+        return {
+            (agent_id, key): self.history_rows[(org_id, agent_id, key)]
+            for agent_id, key in keys
+            if (org_id, agent_id, key) in self.history_rows
+        }
+
+    def remember(self, runs: Sequence[Run]) -> None:
+        for run in runs:
+            self._fold(run)
 
     def stale(self, status: RunStatus, before_ms: int) -> Iterator[Run]:
         return iter(
@@ -309,19 +363,20 @@ class FakeRuns:
             run, (RunPhase.ANSWERING, RunPhase.CONFIRMING), phase=RunPhase.FINALIZING.value
         )
 
-    def complete(self, org_id: str, run_id: str, outcome: Outcome, now_iso: str) -> bool:
+    def complete(self, run: Run, outcome: Outcome, now_iso: str) -> bool:
         self._others_write()
-        kept = self.kept[(org_id, run_id)]
+        kept = self.kept[(run.org_id, run.run_id)]
         if kept.phase != RunPhase.FINALIZING or kept.status != RunStatus.RUNNING:
             return False
-        self.set(
-            org_id,
-            run_id,
+        done = self.set(
+            run.org_id,
+            run.run_id,
             status=RunStatus.COMPLETED.value,
             phase=RunPhase.DONE.value,
             outcome=outcome,
             completed_at=now_iso,
         )
+        self._fold(done)
         return True
 
     def end(self, run: Run, status: RunStatus, reason: str, now_iso: str) -> bool:
@@ -408,6 +463,7 @@ class FakeRuns:
         if int(self.kept[(run.org_id, run.run_id)].regrades or 0) != int(run.regrades or 0):
             return False
         self.set(run.org_id, run.run_id, outcome=outcome)
+        self._fold(replace(run, outcome=outcome), run)
         return True
 
     def add_judge_cost(self, org_id: str, run_id: str, micros: int, calls: int) -> None:
@@ -420,7 +476,9 @@ class FakeRuns:
         )
 
     def delete(self, org_id: str, run_id: str) -> None:
-        self.kept.pop((org_id, run_id), None)
+        run = self.kept.pop((org_id, run_id), None)
+        if run is not None:
+            self._unfold(run)
         self.attempts_kept.pop((org_id, run_id), None)
         for key in [k for k in self.leases if k[:2] == (org_id, run_id)]:
             del self.leases[key]
@@ -514,10 +572,15 @@ def an_arm(arm_id: str = "candidate", role: ArmRole = ArmRole.CANDIDATE, **field
 
 
 def an_arm_result(
-    *, cases: int = 2, incomplete: int = 0, judges: tuple[str, ...] = ()
+    *,
+    cases: int = 2,
+    incomplete: int = 0,
+    judges: tuple[str, ...] = (),
+    cost_micros: int = 0,
+    attempts: int | None = None,
 ) -> ArmResult:
     """An arm's result over `cases` cases, `incomplete` of them undecided (the others passed),
-    graded by `judges`, that cost nothing."""
+    graded by `judges`, whose `attempts` (default one per case) cost `cost_micros`."""
     passed = cases - incomplete
     quality = Quality(
         cases=cases,
@@ -540,8 +603,8 @@ def an_arm_result(
         output_tokens=0,
         latency_p50_ms=None,
         latency_p95_ms=None,
-        cost_micros=0,
-        attempts=cases,
+        cost_micros=cost_micros,
+        attempts=cases if attempts is None else attempts,
     )
     return ArmResult(quality=quality, efficiency=efficiency, judges=judges)
 

@@ -136,3 +136,25 @@ def test_a_named_baseline_run_must_be_of_the_same_agent_and_completed(c: FakeCon
         _choose(c, body={"baseline_run_id": "running"})
     with pytest.raises(InvalidInputError, match="same agent"):
         _choose(c, body={"baseline_run_id": "other-agent"})
+
+
+def test_deleting_the_newest_matching_run_falls_back_to_the_one_before_it(
+    c: FakeContainer,
+) -> None:
+    c.runs.add(_done("older", "2026-12-01T06:00:00.000Z"))
+    c.runs.add(_done("newest", "2026-12-01T07:00:00.000Z"))
+    c.runs.delete("acme", "newest")
+    arm, info = _choose(c)
+    assert info == {"reused_baseline_run_id": "older"}
+    assert arm is not None and arm.source_completed_at == "2026-12-01T06:00:00.000Z"
+
+
+def test_a_paired_baseline_reuses_a_recent_arm_and_runs_here_past_the_cache_window(
+    c: FakeContainer,
+) -> None:
+    c.runs.add(_done("recent", "2026-12-01T08:00:00.000Z"))
+    completed_ms = 1_796_112_000_000  # 2026-12-01T08:00:00Z
+    arm, info = _choose(c, paired=True, now_ms=completed_ms + 3_600_000)
+    assert info == {"reused_baseline_run_id": "recent"} and arm is not None and not arm.answers
+    arm, info = _choose(c, paired=True, now_ms=completed_ms + 25 * 3_600_000)
+    assert info == {} and arm is not None and arm.answers  # 25 hours old: asked again here

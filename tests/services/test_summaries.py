@@ -4,7 +4,6 @@ seed 004 "Results"), on fakes with hand-built attempts."""
 from __future__ import annotations
 
 from dataclasses import replace
-from types import SimpleNamespace
 
 import pytest
 
@@ -12,7 +11,7 @@ from chalicelib.api import views
 from chalicelib.domain.enums import ArmRole
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Run
-from chalicelib.errors import InvalidInputError
+from chalicelib.errors import InvalidInputError, NotFoundError
 from chalicelib.services import finalize, summaries
 from tests.fakes import FakeContainer
 from tests.fakes.ledger import a_run, an_arm, an_attempt, an_outcome
@@ -120,7 +119,7 @@ def _completed(
 def test_a_version_s_verdict_sums_the_latest_completed_run_of_each_dataset(
     c: FakeContainer,
 ) -> None:
-    c.agents = SimpleNamespace(get=lambda org, agent: SimpleNamespace(draft_spec_hash="h-draft"))
+    c.agents.seed("acme", "a")
     c.runs.add(_completed("r1", "d1", "2026-12-01T01:00:00.000Z", 4, 2))
     c.runs.add(_completed("r2", "d1", "2026-12-01T02:00:00.000Z", 4, 4))  # the latest of d1
     c.runs.add(_completed("r3", "d2", "2026-12-01T01:30:00.000Z", 2, 1))
@@ -159,7 +158,7 @@ def test_a_version_s_verdict_sums_the_latest_completed_run_of_each_dataset(
 
 
 def test_the_summaries_page_through_every_run_of_the_agent(c: FakeContainer) -> None:
-    c.agents = SimpleNamespace(get=lambda org, agent: SimpleNamespace(draft_spec_hash="h-draft"))
+    c.agents.seed("acme", "a")
     for i in range(205):  # more than one page of 200
         c.runs.add(_completed(f"r{i:03d}", f"d{i:03d}", f"2026-12-01T01:00:00.{i:03d}Z", 1, 1))
     [summary] = summaries.summarize_agents(c, ACME, [{"agentId": "a", "version": 3}])
@@ -170,3 +169,63 @@ def test_a_malformed_entry_names_its_field(c: FakeContainer) -> None:
     with pytest.raises(InvalidInputError) as refused:
         summaries.summarize_agents(c, ACME, [{"agentId": "a", "version": 0}])
     assert refused.value.field == "agents[0].version"
+
+
+def test_deleting_an_evaluation_s_latest_run_falls_back_to_the_one_completed_before_it(
+    c: FakeContainer,
+) -> None:
+    c.agents.seed("acme", "a")
+    c.runs.add(_completed("r1", "d1", "2026-12-01T01:00:00.000Z", 4, 1))
+    c.runs.add(_completed("r2", "d1", "2026-12-01T02:00:00.000Z", 4, 4))
+    c.runs.delete("acme", "r2")
+    [summary] = summaries.summarize_agents(c, ACME, [{"agentId": "a", "version": 3}])
+    assert (summary.run_ids, summary.total, summary.passed, summary.verdict) == (
+        ["r1"],
+        4,
+        1,
+        "partial",
+    )
+    c.runs.delete("acme", "r1")
+    [none] = summaries.summarize_agents(c, ACME, [{"agentId": "a", "version": 3}])
+    assert (none.evaluations, none.verdict) == (0, "none")
+
+
+def test_a_grade_again_moves_the_verdict_of_the_latest_run(c: FakeContainer) -> None:
+    c.agents.seed("acme", "a")
+    run = _completed("r1", "d1", "2026-12-01T01:00:00.000Z", 4, 1)
+    c.runs.add(run)
+    assert c.runs.record_outcome(run, an_outcome(total=4, passed=4))
+    [summary] = summaries.summarize_agents(c, ACME, [{"agentId": "a", "version": 3}])
+    assert (summary.passed, summary.verdict) == (4, "pass")
+
+
+def test_a_draft_s_verdict_is_stale_once_the_draft_changed(
+    c: FakeContainer,
+) -> None:
+    for agent_id in ("a", "b"):
+        c.agents.seed("acme", agent_id)
+    c.agents.kept[("acme", "a")] = replace(c.agents.get("acme", "a"), draft_spec_hash="h-now")
+    c.agents.kept[("acme", "b")] = replace(c.agents.get("acme", "b"), draft_spec_hash="h-now")
+    draft = replace(
+        _completed("r1", "d1", "2026-12-01T01:00:00.000Z", 2, 2),
+        draft=True,
+        resolved_version=None,
+        spec_hash="h-then",
+    )
+    c.runs.add(draft)
+    c.runs.add(replace(draft, run_id="r2", agent_id="b", spec_hash="h-now"))
+    asked = [{"agentId": "a", "version": "draft"}, {"agentId": "b", "version": "draft"}]
+    a, b = summaries.summarize_agents(c, ACME, asked)
+    assert (a.verdict, a.stale, b.verdict, b.stale) == ("pass", True, "pass", False)
+
+
+def test_an_unknown_agent_before_a_malformed_entry_is_what_is_refused(c: FakeContainer) -> None:
+    c.agents.seed("acme", "a")
+    with pytest.raises(NotFoundError) as unknown:
+        summaries.summarize_agents(
+            c, ACME, [{"agentId": "a", "version": 1}, {"agentId": "x", "version": 1}, {}]
+        )
+    assert (unknown.value.field, str(unknown.value)) == ("agent_id", "agent x not found")
+    with pytest.raises(InvalidInputError) as malformed:
+        summaries.summarize_agents(c, ACME, [{"agentId": "a", "version": 1}, {}, {"agentId": "x"}])
+    assert malformed.value.field == "agents[1].agentId"

@@ -22,8 +22,10 @@ from pynamodb.models import Model
 
 from assay_local.motoserver import MotoHandle, start_moto_server
 from chalicelib.adapters import stores, tables
+from chalicelib.domain.history import LatestRow
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.errors import InvalidInputError
+from tests.fakes.ledger import an_arm, an_arm_result, an_outcome
 
 REGION = "us-east-1"
 PREFIX = "tenancy-"
@@ -294,11 +296,12 @@ def _write_everything(org: str) -> None:
         dataset_id="ds-1",
         dataset_version=1,
         created_at=now,
-        status="completed",
-        phase="done",
+        status="running",
+        phase="finalizing",
         candidate="version",
+        resolved_version=1,
         spec_hash="h",
-        arms=(),
+        arms=(an_arm(version=1, spec={"model": "m"}),),
         case_ids_text="case-1",
         scoring={},
         tasks_total=1,
@@ -326,6 +329,12 @@ def _write_everything(org: str) -> None:
         now_ms=1,
     )
     assert outcome.written
+    # Completing it writes the evaluation index's key and the agent's history rows.
+    assert runs.complete(
+        runs.get(org, "run-1"),
+        an_outcome(total=1, passed=1, arms={"candidate": an_arm_result(cases=1)}),
+        now,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -395,6 +404,10 @@ def test_reads_by_the_same_ids_never_cross_organizations(written):
         assert [r.org_id for r in runs.list_by_org(org)] == [org]
         assert [a.answer for a in runs.attempts(org, "run-1")] == [f"answer of {org}"]
         assert [a.answer for a in runs.attempts_after(org, "run-1", "", 10)] == [f"answer of {org}"]
+        [latest] = runs.history(org, [("agent-1", "latest#v1")]).values()
+        assert isinstance(latest, LatestRow)
+        assert [r.run_id for r in latest.results.values()] == ["run-1"]
+        assert runs.active(org) == []
         assert suites.get(org, "agent-1", "suite-1").owner == f"owner@{org}"
         assert [r.org_id for r in suites.results(org, "agent-1", "suite-1")] == [org]
         assert stores.JudgeStore().get(org, "judge-1", 1).spec == _judge_spec(org)

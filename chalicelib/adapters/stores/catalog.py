@@ -131,6 +131,18 @@ class AgentStore:
         except DoesNotExist:
             raise NotFoundError(f"agent {agent_id} not found", field="agent_id") from None
 
+    def get_many(self, org_id: str, agent_ids: Sequence[str]) -> dict[str, Agent]:
+        """The organization's agents named, by id (`BatchGetItem`, consistent: PynamoDB asks 100
+        keys at a time and again for any left unprocessed). Raises NotFoundError for the first of
+        `agent_ids` the organization does not have."""
+        wanted = list(dict.fromkeys(agent_ids))
+        rows = AgentRow.batch_get([(org_id, a) for a in wanted], consistent_read=True)
+        found = {row.agent_id: record_of(row, Agent) for row in rows}
+        for agent_id in wanted:
+            if agent_id not in found:
+                raise NotFoundError(f"agent {agent_id} not found", field="agent_id")
+        return found
+
     def list(self, org_id: str) -> list[Agent]:
         """Every agent of the organization, by id."""
         return [record_of(row, Agent) for row in AgentRow.query(org_id)]

@@ -3,12 +3,19 @@
 
 Rows never leave this module: every method takes and returns the frozen records of
 `chalicelib.domain.records` (`Run`, `Attempt`, `ActiveRun`) and builds its own keys and conditions.
+
+Two things are kept beside the runs so that no read has to go through an organization's or an
+agent's whole history (issue 12): the organization's active runs (`OrganizationRow.active_runs`,
+one id per queued or running run: the write that creates a run adds it, every write that ends one
+takes it out, in the same transaction), and the agent's history rows (`stores.history`,
+`domain.history`: its latest results, baseline arms and cost per model), folded by the transaction
+that completes a run, again by a grade again's, and taken apart by a delete's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import fields
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import fields, replace
 from typing import Any, TypeVar
 
 from pynamodb.exceptions import (
@@ -19,6 +26,8 @@ from pynamodb.exceptions import (
 from pynamodb.expressions.condition import Condition, size
 from pynamodb.expressions.update import Action
 
+from chalicelib import retrying
+from chalicelib.adapters.stores import history
 from chalicelib.adapters.stores.base import (
     TX,
     changes,
@@ -35,10 +44,11 @@ from chalicelib.adapters.tables import (
     RunRow,
     org_key,
 )
+from chalicelib.domain import history as rules
 from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
 from chalicelib.domain.outcome import Outcome
 from chalicelib.domain.records import ActiveRun, Arm, Attempt, Lease, Run
-from chalicelib.errors import NotFoundError
+from chalicelib.errors import ConflictError, NotFoundError
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage
 
 __all__ = ["RecordConflict", "RecordOutcome", "RunStore", "run_of"]
@@ -46,7 +56,7 @@ __all__ = ["RecordConflict", "RecordOutcome", "RunStore", "run_of"]
 R = TypeVar("R")
 
 _ACTIVE = [*(f.name for f in fields(ActiveRun)), "run_key"]
-"""What `recent_active` reads of a run (the index's keys with it)."""
+"""What `active` reads of a run (its key with it)."""
 
 _RUNNING = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
 
@@ -144,14 +154,79 @@ def _page(rows: Any) -> RunPage:
     return RunPage(runs, rows.last_evaluated_key)
 
 
+def _evaluation_key(run: Run) -> str | None:
+    """The hash key of `RunRow.evaluation_index` for a completed run (None for a run that did not
+    complete, or of neither a version nor the draft)."""
+    subject = rules.subject_of(run.resolved_version, run.draft)
+    if subject is None or not rules.counts(run):
+        return None
+    return org_key(run.org_id, run.agent_id, subject, run.dataset_id)
+
+
+def _rows_touched(*runs: Run) -> list[rules.HistoryRow]:
+    """The history rows any of `runs` has something in (each empty, once, in key order)."""
+    rows = {r.key: r for run in runs for r in rules.rows_of(run)}
+    return [rows[k] for k in sorted(rows)]
+
+
+def _nothing(held: dict[str, history.Held]) -> list[rules.HistoryRow]:
+    """No history row changes (a write of the run alone)."""
+    return []
+
+
+def _folded(held: dict[str, history.Held], run: Run) -> list[rules.HistoryRow]:
+    """Every held row with `run` folded in (`HistoryRow.with_run`)."""
+    return [h.row.with_run(run) for h in held.values()]
+
+
 class RunStore:
     """Eval runs, their attempts, and the conditional writes that move them (DESIGN §5-§7)."""
+
+    def _commit(
+        self,
+        run: Run,
+        rows: Sequence[rules.HistoryRow],
+        own: Callable[[Any], int],
+        fold: Callable[[dict[str, history.Held]], list[rules.HistoryRow]],
+    ) -> bool:
+        """`own(t)` (the run's own writes into transaction `t`; returns how many items it added)
+        and the history `rows` of the run's agent as `fold` makes them of the rows as read, in ONE
+        transaction, read and folded again while another run of the agent wins a row, and tried
+        again after a conflict with another transaction (the organization's row is busy: every
+        slot moves through it). False when a condition of the run's own writes failed.
+
+        Raises:
+            ConflictError: `history.TRIES` transactions in a row lost to the agent's other runs.
+        """
+        for _ in range(history.TRIES):
+            held = history.held_rows(run, rows) if rows else {}
+            changed = history.changes(held, fold(held))
+            first = 0
+            try:
+                with TX.write() as t:
+                    first = own(t)
+                    history.stage(t, run, changed)
+                return True
+            except TransactWriteError as exc:
+                if not history.lost_to_history(exc, first):
+                    unless_condition_failed(exc)
+                    return False
+            retrying.jitter()
+        raise ConflictError(
+            f"the history of agent {run.agent_id} keeps changing: try again", field="run_id"
+        )
 
     # -- runs
 
     def create(self, run: Run) -> None:
         """Write a new run; its keys (`run_key`, `agent_key`, `dataset_key`) are built from its
-        `org_id`, `run_id`, `agent_id` and `dataset_id`."""
+        `org_id`, `run_id`, `agent_id` and `dataset_id`. A queued or running one joins the
+        organization's active runs in the same transaction (the organization must exist).
+
+        Raises:
+            ConflictError: the run exists already, or the organization does not (bugs: run ids are
+                new uuids, and a start makes sure of its organization first).
+        """
         row = row_of(
             run,
             RunRow,
@@ -161,7 +236,23 @@ class RunStore:
         )
         row.arms = [stored_arm(a) for a in run.arms]
         row.outcome = run.outcome.as_json() if run.outcome is not None else None
-        row.save(condition=RunRow.run_key.does_not_exist())
+
+        def own(t: Any) -> int:
+            t.save(row, condition=RunRow.run_key.does_not_exist())
+            if run.status not in _RUNNING:
+                return 1
+            t.update(
+                OrganizationRow(run.org_id),
+                actions=[OrganizationRow.active_runs.add({run.run_id})],
+                condition=OrganizationRow.org_id.exists(),
+            )
+            return 2
+
+        if not self._commit(run, [], own, _nothing):
+            raise ConflictError(
+                f"eval run {run.run_id} exists already, or organization {run.org_id} does not",
+                field="run_id",
+            )
 
     def get(self, org_id: str, run_id: str) -> Run | None:
         """The organization's run (consistent), or None."""
@@ -253,13 +344,75 @@ class RunStore:
             and start["run_key"]["S"].startswith(org_key(org_id, ""))
         )
 
-    def recent_active(self, org_id: str, limit: int) -> list[ActiveRun]:
-        """The organization's queued or running runs among its newest `limit` (projected: only what
-        their committed spend and what they use need)."""
-        rows = RunRow.org_index.query(
-            org_id, scan_index_forward=False, limit=limit, attributes_to_get=_ACTIVE
+    def active(self, org_id: str) -> list[ActiveRun]:
+        """Every queued or running run of the organization, newest first (consistent): the
+        organization's list of them, then their rows in batches, projected to what their committed
+        spend and what they use need."""
+        try:
+            org = OrganizationRow.get(
+                org_id, consistent_read=True, attributes_to_get=["org_id", "active_runs"]
+            )
+        except DoesNotExist:
+            return []
+        ids = sorted(org.active_runs or ())
+        rows = RunRow.batch_get(
+            [org_key(org_id, i) for i in ids], consistent_read=True, attributes_to_get=_ACTIVE
         )
-        return [record_of(r, ActiveRun, _STORED) for r in rows if r.status in _RUNNING]
+        runs = [record_of(r, ActiveRun, _STORED) for r in rows if r.status in _RUNNING]
+        return sorted(runs, key=lambda r: (r.created_at, r.run_id), reverse=True)
+
+    def history(
+        self, org_id: str, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], rules.HistoryRow]:
+        """The organization's agents' history rows named by `(agent_id, row key)` (eventually
+        consistent, 100 keys per request); rows nobody wrote are left out."""
+        return {k: h.row for k, h in history.read(org_id, keys, consistent=False).items()}
+
+    def remember(self, runs: Sequence[Run]) -> None:
+        """Fold completed runs that are kept already into their agents' history rows and the
+        evaluation index (`evaluation_key`), as their completing transactions would have: a
+        backfill (runs completed before the history was kept; the local stack needs none, it
+        keeps no state) or a benchmark's history written straight into the table. One conditional
+        write per row touched (read again and folded again when another writer won it), one
+        update per run."""
+        by_agent: dict[tuple[str, str], list[Run]] = {}
+        for run in runs:
+            if rules.counts(run):
+                by_agent.setdefault((run.org_id, run.agent_id), []).append(run)
+        for group in by_agent.values():
+            for empty in _rows_touched(*group):
+                self._remember_row(group, empty)
+            for run in group:
+                evaluation = _evaluation_key(run)
+                if evaluation is not None:
+                    conditional_update(
+                        RunRow(_key(run)),
+                        [RunRow.evaluation_key.set(evaluation)],
+                        RunRow.run_key.exists(),
+                    )
+
+    def _remember_row(self, runs: list[Run], empty: rules.HistoryRow) -> None:
+        """Fold `runs` (of one agent) into the row `empty` names, conditional on its revision."""
+        first = runs[0]
+        for _ in range(history.TRIES):
+            held = history.held_rows(first, [empty])
+            row = held[empty.key].row
+            for run in runs:
+                row = row.with_run(run)
+            changed = history.changes(held, [row])
+            if not changed:
+                return
+            try:
+                with TX.write() as t:
+                    history.stage(t, first, changed)
+                return
+            except TransactWriteError as exc:
+                if not history.lost_to_history(exc, 0):
+                    raise
+            retrying.jitter()
+        raise ConflictError(
+            f"the history of agent {first.agent_id} keeps changing: try again", field="run_id"
+        )
 
     def stale(self, status: RunStatus, before_ms: int) -> Iterator[Run]:
         """Runs in `status` whose heartbeat is at or before `before_ms` (GSI; the sweep
@@ -477,61 +630,101 @@ class RunStore:
             return False
         return self._move_phase(run, [RunRow.phase.set(RunPhase.FINALIZING.value)])
 
-    def complete(self, org_id: str, run_id: str, outcome: Outcome, now_iso: str) -> bool:
+    def complete(self, run: Run, outcome: Outcome, now_iso: str) -> bool:
         """A finalizing running run → completed, phase done, with its outcome (kept as its
-        `as_json()`; idempotent)."""
-        return conditional_update(
-            RunRow(org_key(org_id, run_id)),
-            [
+        `as_json()`; idempotent), in ONE transaction with: the run taken off the organization's
+        active runs, its `evaluation_key` set, and the run folded into its agent's history rows
+        (each conditional on the revision read: an older run completing late never replaces a
+        newer one, `domain.history`). False when the run is not finalizing and running any more.
+
+        Raises:
+            ConflictError: the agent's history kept changing under it (`history.TRIES` times).
+        """
+        done = replace(
+            run,
+            status=RunStatus.COMPLETED.value,
+            phase=RunPhase.DONE.value,
+            outcome=outcome,
+            completed_at=now_iso,
+        )
+        evaluation = _evaluation_key(done)
+
+        def own(t: Any) -> int:
+            actions: list[Action] = [
                 RunRow.status.set(RunStatus.COMPLETED.value),
                 RunRow.phase.set(RunPhase.DONE.value),
                 RunRow.outcome.set(outcome.as_json()),
                 RunRow.completed_at.set(now_iso),
-            ],
-            (RunRow.phase == RunPhase.FINALIZING.value)
-            & (RunRow.status == RunStatus.RUNNING.value),
-        )
+            ]
+            if evaluation is not None:
+                actions.append(RunRow.evaluation_key.set(evaluation))
+            t.update(
+                RunRow(_key(run)),
+                actions=actions,
+                condition=(RunRow.phase == RunPhase.FINALIZING.value)
+                & (RunRow.status == RunStatus.RUNNING.value),
+            )
+            t.update(
+                OrganizationRow(run.org_id),
+                actions=[OrganizationRow.active_runs.delete({run.run_id})],
+            )
+            return 2
+
+        return self._commit(run, _rows_touched(done), own, lambda held: _folded(held, done))
 
     def end(self, run: Run, status: RunStatus, reason: str, now_iso: str) -> bool:
-        """End a queued or running run as `status`; its slots stay with its running cases."""
-        return conditional_update(
-            RunRow(_key(run)),
-            [
-                RunRow.status.set(status.value),
-                RunRow.reason.set(reason),
-                RunRow.completed_at.set(now_iso),
-            ],
-            RunRow.status.is_in(*_RUNNING),
-        )
+        """End a queued or running run as `status`, taking it off the organization's active runs
+        in the same transaction; its slots stay with its running cases."""
+
+        def own(t: Any) -> int:
+            t.update(
+                RunRow(_key(run)),
+                actions=[
+                    RunRow.status.set(status.value),
+                    RunRow.reason.set(reason),
+                    RunRow.completed_at.set(now_iso),
+                ],
+                condition=RunRow.status.is_in(*_RUNNING),
+            )
+            t.update(
+                OrganizationRow(run.org_id),
+                actions=[OrganizationRow.active_runs.delete({run.run_id})],
+            )
+            return 2
+
+        return self._commit(run, [], own, _nothing)
 
     def _end_and_release(
         self, run: Run, *, status: str, reason: str, completed_at: str, condition: Condition
     ) -> bool:
-        """End a run and give all its slots back to the organization in one transaction,
-        conditional on `condition` and on the run holding the slots it was read with."""
-        try:
-            with TX.write() as t:
+        """End a run and give all its slots back to the organization in one transaction (the run
+        taken off the organization's active runs too), conditional on `condition` and on the run
+        holding the slots it was read with."""
+
+        def own(t: Any) -> int:
+            t.update(
+                RunRow(_key(run)),
+                actions=[
+                    RunRow.status.set(status),
+                    RunRow.reason.set(reason),
+                    RunRow.completed_at.set(completed_at),
+                    RunRow.slots.set(0),
+                    RunRow.lane_busy.set([False] * run.lanes.n),
+                ],
+                condition=condition & (RunRow.slots == run.slots),
+            )
+            no_longer_active = OrganizationRow.active_runs.delete({run.run_id})
+            if run.slots:
                 t.update(
-                    RunRow(_key(run)),
-                    actions=[
-                        RunRow.status.set(status),
-                        RunRow.reason.set(reason),
-                        RunRow.completed_at.set(completed_at),
-                        RunRow.slots.set(0),
-                        RunRow.lane_busy.set([False] * run.lanes.n),
-                    ],
-                    condition=condition & (RunRow.slots == run.slots),
+                    OrganizationRow(run.org_id),
+                    actions=[OrganizationRow.in_flight.add(-run.slots), no_longer_active],
+                    condition=OrganizationRow.in_flight >= run.slots,
                 )
-                if run.slots:
-                    t.update(
-                        OrganizationRow(run.org_id),
-                        actions=[OrganizationRow.in_flight.add(-run.slots)],
-                        condition=OrganizationRow.in_flight >= run.slots,
-                    )
-            return True
-        except TransactWriteError as exc:
-            unless_condition_failed(exc)
-            return False
+            else:
+                t.update(OrganizationRow(run.org_id), actions=[no_longer_active])
+            return 2
+
+        return self._commit(run, [], own, _nothing)
 
     def abandon(self, run: Run, reason: str, now_iso: str) -> bool:
         """Fail a running run unchanged since read (status, heartbeat, `recorded`); slots back."""
@@ -588,13 +781,25 @@ class RunStore:
         )
 
     def record_outcome(self, run: Run, outcome: Outcome) -> bool:
-        """Replace the outcome if `regrades` is still as read (absent when it was None or 0)."""
+        """Replace the outcome if `regrades` is still as read (absent when it was None or 0), and
+        fold a completed run into its agent's history again with it, in one transaction (its
+        entries there replaced: a grade again moves its totals, its judges, its judge cost).
+
+        Raises:
+            ConflictError: the agent's history kept changing under it (`history.TRIES` times).
+        """
         seen = int(run.regrades or 0)
-        return conditional_update(
-            RunRow(_key(run)),
-            [RunRow.outcome.set(outcome.as_json())],
-            RunRow.regrades == seen if seen else RunRow.regrades.does_not_exist(),
-        )
+        after = replace(run, outcome=outcome)
+
+        def own(t: Any) -> int:
+            t.update(
+                RunRow(_key(run)),
+                actions=[RunRow.outcome.set(outcome.as_json())],
+                condition=RunRow.regrades == seen if seen else RunRow.regrades.does_not_exist(),
+            )
+            return 1
+
+        return self._commit(run, _rows_touched(run, after), own, lambda held: _folded(held, after))
 
     def add_judge_cost(self, org_id: str, run_id: str, micros: int, calls: int) -> None:
         """Count judge requests whose grades were not kept (the money was spent all the same)."""
@@ -604,13 +809,51 @@ class RunStore:
             )
 
     def delete(self, org_id: str, run_id: str) -> None:
-        """Delete the organization's run and every attempt it kept."""
+        """Delete the organization's run and every attempt it kept, then the run and its part of
+        its agent's history in one transaction: its entries leave every row, and an evaluation whose
+        latest run it was falls back to the latest of its remaining completed runs (the evaluation
+        index, newest first: at most a few items read, whatever the history).
+
+        Raises:
+            ConflictError: the agent's history kept changing under it (`history.TRIES` times).
+        """
         key = org_key(org_id, run_id)
+        run = self.get(org_id, run_id)
         for model in (AttemptRow, LeaseRow):
             with model.batch_write() as batch:
                 for row in model.query(key, attributes_to_get=["run_key", "attempt_key"]):
                     batch.delete(row)
-        RunRow(key).delete()
+        if run is None:
+            return
+
+        def own(t: Any) -> int:
+            t.delete(RunRow(key))
+            return 1
+
+        def fold(held: dict[str, history.Held]) -> list[rules.HistoryRow]:
+            out = []
+            for h in held.values():
+                row = h.row.without_run(run_id)
+                if isinstance(h.row, rules.LatestRow) and h.row.vacated_by(run_id) is not None:
+                    before = self._latest_before(run)
+                    row = row.with_run(before) if before is not None else row
+                out.append(row)
+            return out
+
+        self._commit(run, _rows_touched(run), own, fold)
+
+    def _latest_before(self, run: Run) -> Run | None:
+        """The latest completed run of `run`'s evaluation other than `run` (the evaluation index,
+        newest first; its keys only, then the run itself)."""
+        evaluation = _evaluation_key(run)
+        if evaluation is None:
+            return None
+        for row in RunRow.evaluation_index.query(evaluation, scan_index_forward=False, page_size=3):
+            if row.run_key != _key(run):
+                other = self.get(run.org_id, row.run_key.split("#", 1)[1])
+                if other is not None and rules.counts(other):
+                    return other
+        return None
 
     # -- attempts
 

@@ -53,6 +53,10 @@ class Agents(Protocol):
     def get(self, org_id: str, agent_id: str) -> Agent:
         """The organization's agent. Raises NotFoundError (field `agent_id`)."""
 
+    def get_many(self, org_id: str, agent_ids: Sequence[str]) -> dict[str, Agent]:
+        """The organization's agents named, by id, read at most 100 at a time (consistent).
+        Raises NotFoundError (field `agent_id`) for the first of `agent_ids` it does not have."""
+
     def list(self, org_id: str) -> builtins.list[Agent]:
         """Every agent of the organization, by id."""
 

@@ -9,11 +9,12 @@ read, and the caller reads again (`chalicelib.retrying.change`) or lets the winn
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from chalicelib.domain.enums import RunStatus
+from chalicelib.domain.history import HistoryRow
 from chalicelib.domain.outcome import Outcome
 from chalicelib.domain.records import ActiveRun, Attempt, Lease, Run
 
@@ -82,8 +83,23 @@ class Runs(Protocol):
         """Whether `start` is a `next_start` of this organization's listing of the agent's runs
         (`agent_id`), the dataset's (`dataset_id`) or else all its runs."""
 
-    def recent_active(self, org_id: str, limit: int) -> list[ActiveRun]:
-        """The queued or running runs among the organization's newest `limit`, newest first."""
+    def active(self, org_id: str) -> list[ActiveRun]:
+        """Every queued or running run of the organization, newest first: as many reads as it has
+        such runs, however many runs it has (`create` and every write that ends a run keep the
+        organization's list of them)."""
+
+    def history(
+        self, org_id: str, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], HistoryRow]:
+        """The rows of the organization's agents' history (`domain.history`) named by `(agent_id,
+        row key)`, in batches of at most 100 keys (eventually consistent); a row no completed run
+        wrote is left out."""
+
+    def remember(self, runs: Sequence[Run]) -> None:
+        """Fold completed runs that are kept already into their agents' history, as their
+        completing transactions would have (a backfill of runs completed before the history was
+        kept, or history written straight into the tables by a benchmark). Runs that did not
+        complete are left out; folding a run twice changes nothing."""
 
     def stale(self, status: RunStatus, before_ms: int) -> Iterator[Run]:
         """Runs of every organization in `status` whose heartbeat is at or before `before_ms` (epoch
@@ -149,12 +165,14 @@ class Runs(Protocol):
         """answering or confirming → finalizing; False unless the phase and `recorded` are still
         as read (exactly one worker wins)."""
 
-    def complete(self, org_id: str, run_id: str, outcome: Outcome, now_iso: str) -> bool:
-        """A finalizing running run → completed (phase done) with its `outcome`; else False."""
+    def complete(self, run: Run, outcome: Outcome, now_iso: str) -> bool:
+        """A finalizing running run → completed (phase done) with its `outcome`, and, at once, the
+        run folded into its agent's history (`domain.history.rows_of`) and taken off the
+        organization's active runs; False when it is not finalizing and running any more."""
 
     def end(self, run: Run, status: RunStatus, reason: str, now_iso: str) -> bool:
         """End a queued or running run as `status` (its running cases keep their slots until they
-        finish); False when it had ended."""
+        finish), taking it off the organization's active runs; False when it had ended."""
 
     def abandon(self, run: Run, reason: str, now_iso: str) -> bool:
         """Fail a running run that did not move since read (status, heartbeat, `recorded`) and give
@@ -180,13 +198,15 @@ class Runs(Protocol):
 
     def record_outcome(self, run: Run, outcome: Outcome) -> bool:
         """Replace a run's outcome, conditional on no grade having moved since read (`regrades`);
-        False when one did."""
+        False when one did. A completed run is folded into its agent's history again at once, with
+        its new outcome (`run` as read gives the rest: arms, judge cost)."""
 
     def add_judge_cost(self, org_id: str, run_id: str, micros: int, calls: int) -> None:
         """Count judge requests (micro-USD, calls) whose grades were not kept."""
 
     def delete(self, org_id: str, run_id: str) -> None:
-        """Delete the run and every attempt it kept."""
+        """Delete the run and every attempt it kept, and take it out of its agent's history; an
+        evaluation whose latest run it was falls back to its latest remaining completed run."""
 
     # -- attempts
 

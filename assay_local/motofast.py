@@ -1,0 +1,435 @@
+"""Fast paths through moto 5.2.5's server for the requests assay makes all the time (issue 12).
+
+Profiled under the pipeline benchmark (py-spy, GIL holder only), moto's process spent ~40 % of
+its time in its generic response serializer, which walks botocore's shape model member by member
+to write JSON that is, for the operations below, the result dict as it is (DynamoDB's items are
+already wire-format dicts, SQS's results plain dicts of strings); a quarter of an SQS request in
+the Flask app moto puts in front of its handlers; and the rest largely in parsing the same few
+expression texts again and again.
+
+What changes (each behind `check_moto_version`), and what does not:
+
+- `serialized`: for the JSON protocol and the operations in `FAST_OPERATIONS`, a successful
+  result that is a dict of JSON values is written with `json.dumps`: top-level members outside
+  the operation's output shape and `None` members dropped, and bytes (only blob members hold
+  them there) as base64, as moto's serializer writes them. Anything else (errors, other
+  operations, the query protocol, a datetime or model object) goes through moto's serializer.
+  With `VERIFY` on, both are computed and compared (`tests/integration/test_moto_fast.py`).
+- `direct`: DynamoDB and JSON-protocol SQS requests go to the handler moto's URL map names for
+  them, with the arguments moto's Flask view passes, without the Flask app around it.
+- `method_names_from_class`: the same list, computed once per handler class.
+- `Table.query` on the table's own hash key reads that key's items instead of every item.
+- Update expressions are parsed, and condition expressions lexed, once per text.
+- SQS's retention check reads the queue's retention period instead of building every attribute.
+
+The backends, their checks, conditions and errors stay moto's own: a client sees the same
+answers, over the same HTTP API a LocalStack or AWS run uses.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import threading
+from collections import Counter, deque
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+FAST_OPERATIONS: dict[str, frozenset[str]] = {
+    "dynamodb": frozenset(
+        {
+            "GetItem",
+            "BatchGetItem",
+            "PutItem",
+            "UpdateItem",
+            "DeleteItem",
+            "Query",
+            "BatchWriteItem",
+            "TransactWriteItems",
+            "TransactGetItems",
+        }
+    ),
+    "sqs": frozenset(
+        {
+            "ReceiveMessage",
+            "SendMessage",
+            "SendMessageBatch",
+            "DeleteMessage",
+            "DeleteMessageBatch",
+            "ChangeMessageVisibility",
+            "ChangeMessageVisibilityBatch",
+            "GetQueueUrl",
+        }
+    ),
+}
+"""Operations whose successful JSON results are written directly, by service."""
+
+_CONTENT_TYPE = {"dynamodb": "application/x-amz-json-1.0", "sqs": "application/x-amz-json-1.0"}
+
+VERIFY = False
+"""When True, every fast response is also serialized by moto and compared (tests set it); a
+difference is kept in `MISMATCHES` and the serializer's answer is sent."""
+
+VERIFY_ENV = "ASSAY_MOTO_VERIFY"
+"""`1` in a moto server's environment turns `VERIFY` on from the start (tests of a stack whose
+server runs in a child process)."""
+
+MISMATCHES: list[dict[str, Any]] = []
+FAST_HITS: Counter[str] = Counter()
+"""Responses written by the fast path, by `service.Operation` (tests read it)."""
+FULL_LISTINGS: Counter[str] = Counter()
+"""Times a table's every item was listed (scans, index queries), by table name (tests read it)."""
+_installed = False
+_lock = threading.Lock()
+
+
+class _NotJson(Exception):
+    pass
+
+
+def _plain(value: Any) -> Any:
+    """`value` with `None` members dropped from dicts, or `_NotJson` if anything in it is not a
+    JSON string, number, bool, list or dict (moto's serializer would convert those)."""
+    t = type(value)
+    if t is dict:
+        return {k: _plain(v) for k, v in value.items() if v is not None}
+    if t is list:
+        return [_plain(v) for v in value]
+    if t is str or t is int or t is bool:
+        return value
+    if t is bytes:
+        # Only blob members hold bytes in these operations' results (an item's B and BS, a
+        # message attribute's BinaryValue); JSON carries blobs as base64.
+        return base64.b64encode(value).decode()
+    if t is float and value == value and value not in (float("inf"), float("-inf")):
+        return value
+    raise _NotJson(t.__name__)
+
+
+def _fast_body(response: Any, action_result: Any) -> str | None:
+    """The JSON body for `action_result`, or None when moto's serializer must write it."""
+    from moto.core.responses import EmptyResult
+
+    service = response.boto3_service_name
+    operations = FAST_OPERATIONS.get(service)
+    if operations is None:
+        return None
+    result = action_result.result
+    if isinstance(result, Exception):
+        return None
+    if type(action_result).execute_result is not _plain_execute_result_owner(action_result):
+        return None
+    if response._get_action() not in operations:
+        return None
+    if "x-amz-json" not in (response.headers.get("Content-Type") or ""):
+        return None  # the query (XML) protocol, or a form-encoded request
+    if isinstance(action_result, EmptyResult) or result is None:
+        return "{}"
+    if type(result) is not dict:
+        return None
+    members = _output_members(service, response._get_action())
+    try:
+        return json.dumps(
+            _plain({k: v for k, v in result.items() if k in members}), separators=(",", ":")
+        )
+    except _NotJson:
+        return None
+
+
+_members: dict[tuple[str, str], frozenset[str]] = {}
+
+
+def _output_members(service: str, operation: str) -> frozenset[str]:
+    """The top-level members of the operation's output shape: moto's serializer writes only
+    those (a result may carry more, e.g. DeleteItem's `ConsumedCapacityUnits`)."""
+    key = (service, operation)
+    found = _members.get(key)
+    if found is None:
+        from moto.core.responses import get_service_model
+
+        shape = get_service_model(service).operation_model(operation).output_shape
+        found = _members[key] = frozenset(shape.members if shape is not None else ())
+    return found
+
+
+def _plain_execute_result_owner(action_result: Any) -> Any:
+    # Subclasses that override execute_result (pagination, custom results) keep moto's path.
+    from moto.core.responses import ActionResult
+
+    return ActionResult.execute_result
+
+
+def _same(fast: str, slow: Any) -> bool:
+    try:
+        return bool(json.loads(fast) == json.loads(slow or "{}"))
+    except ValueError:
+        return False
+
+
+def install() -> None:
+    """Install the fast paths (process-wide, idempotent).
+
+    Raises:
+        UnsupportedMotoError: the installed moto is not the release these were written for.
+    """
+    global _installed
+    import moto
+    from moto.core import responses as core_responses
+    from moto.core import utils as core_utils
+    from moto.dynamodb.models.table import Table
+
+    from assay_local.motoserver import check_moto_version
+
+    check_moto_version(moto.__version__)
+    with _lock:
+        if _installed:
+            return
+        _installed = True
+    global VERIFY
+    VERIFY = VERIFY or os.environ.get(VERIFY_ENV) == "1"
+
+    original_serialized = core_responses.BaseResponse.serialized
+
+    def serialized(self: Any, action_result: Any) -> Any:
+        body = _fast_body(self, action_result)
+        if body is None:
+            return original_serialized(self, action_result)
+        FAST_HITS[f"{self.boto3_service_name}.{self._get_action()}"] += 1
+        headers = {"Content-Type": _CONTENT_TYPE[self.boto3_service_name]}
+        headers.update(self.response_headers)
+        if VERIFY:
+            status, slow_headers, slow_body = original_serialized(self, action_result)
+            if status != 200 or not _same(body, slow_body):
+                MISMATCHES.append(
+                    {
+                        "operation": f"{self.boto3_service_name}.{self._get_action()}",
+                        "fast": body,
+                        "moto": slow_body,
+                        "status": status,
+                    }
+                )
+                return status, slow_headers, slow_body
+        return 200, headers, body
+
+    core_responses.BaseResponse.serialized = serialized  # type: ignore[method-assign]
+
+    original_names = core_utils.method_names_from_class
+    names: dict[type, list[str]] = {}
+
+    def method_names_from_class(clazz: Any) -> list[str]:
+        # A handler's methods are its class's: the same list on every request.
+        try:
+            return names[clazz]
+        except KeyError:
+            found = names[clazz] = original_names(clazz)
+            return found
+
+    core_responses.method_names_from_class = method_names_from_class  # type: ignore[assignment]
+
+    original_all_items = Table.all_items
+    original_query = Table.query
+    only = threading.local()
+
+    def all_items(self: Any) -> Any:
+        if getattr(only, "table", None) is self:
+            return only.items
+        FULL_LISTINGS[self.name] += 1
+        return original_all_items(self)
+
+    def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        index_name = kwargs.get("index_name", args[6] if len(args) > 6 else None)
+        if index_name is not None or hash_key is None:
+            return original_query(self, hash_key, *args, **kwargs)
+        # Without an index moto keeps, from every item of the table (sorted), those whose hash
+        # key matches: hand it that key's items alone, sorted the same way.
+        bucket = self.items.get(hash_key)
+        if bucket is None:
+            found = []
+        elif self.range_key_attr:
+            found = sorted(bucket.values(), key=lambda x: x.range_key)
+        else:
+            found = [bucket]
+        only.table, only.items = self, found
+        try:
+            return original_query(self, hash_key, *args, **kwargs)
+        finally:
+            only.table = only.items = None
+
+    Table.all_items = all_items  # type: ignore[method-assign]
+    Table.query = query  # type: ignore[method-assign]
+
+    from moto.sqs.models import SQSBackend
+
+    def is_message_valid_based_on_retention_period(
+        self: Any, queue_name: str, message: Any
+    ) -> bool:
+        # moto builds every attribute of the queue (camel-casing each name) to read this one, for
+        # every message it hands out.
+        queue = self.get_queue(queue_name)
+        retain_until = int(queue.message_retention_period) + message.sent_timestamp / 1000
+        return bool(retain_until > _unix_time())
+
+    SQSBackend.is_message_valid_based_on_retention_period = (  # type: ignore[method-assign]
+        is_message_valid_based_on_retention_period
+    )
+
+    _cache_expression_parsing()
+
+
+def _cache_expression_parsing() -> None:
+    """Parse each update expression, and lex each condition expression, once per text.
+
+    assay sends a handful of expression texts (values travel apart, as `:placeholders`), and moto
+    parses an update expression up to three times per request (validation in the handler, the
+    transaction, the update). moto only reads a parsed tree (`find_clauses`) except in its
+    `Validator`, which rewrites a deep copy of it: the cached tree is handed out as it is, and
+    the validator's copy is made by `_clone_tree` (`copy.deepcopy` cost as much as parsing).
+    """
+    import copy
+
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+    from moto.dynamodb.parsing import validators
+    from moto.dynamodb.parsing.ast_nodes import Node
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+
+    parsed: dict[str, Any] = {}
+    make = UpdateExpressionParser.make.__func__  # type: ignore[attr-defined]
+
+    def cached_make(cls: Any, expression_str: str) -> Any:
+        tree = parsed.get(expression_str)
+        if tree is None:
+            tree = make(cls, expression_str)  # a text that does not parse raises, uncached
+            if len(parsed) < _EXPRESSIONS_KEPT:
+                parsed[expression_str] = tree
+        return tree
+
+    UpdateExpressionParser.make = classmethod(cached_make)  # type: ignore[assignment,method-assign]
+
+    def leaf(value: Any) -> Any:
+        return value if type(value) in _IMMUTABLE else copy.deepcopy(value)
+
+    def clone(node: Any, parent: Any) -> Any:
+        # A parsed tree's nodes hold `type`, `children` and `parent`, their leaves names,
+        # placeholders and indexes: the nodes and children lists are copied, immutable leaves
+        # shared, and anything else deep-copied as before.
+        copied = object.__new__(type(node))
+        fields: dict[str, Any] = {}
+        for name, value in node.__dict__.items():
+            if name == "parent":
+                fields[name] = parent
+            elif name == "children" and type(value) is list:
+                fields[name] = [
+                    clone(child, copied) if isinstance(child, Node) else leaf(child)
+                    for child in value
+                ]
+            else:
+                fields[name] = leaf(value)
+        copied.__dict__.update(fields)
+        return copied
+
+    def validators_deepcopy(value: Any, memo: Any = None) -> Any:
+        if isinstance(value, Node):
+            return clone(value, value.parent)
+        return copy.deepcopy(value, memo)
+
+    validators.deepcopy = validators_deepcopy  # type: ignore[attr-defined]
+
+    lexed: dict[str, Any] = {}
+    lex = ConditionExpressionParser._lex_condition_expression
+
+    def cached_lex(self: Any) -> Any:
+        text = self.condition_expression
+        nodes = lexed.get(text)
+        if nodes is None:
+            nodes = lex(self)
+            if len(lexed) < _EXPRESSIONS_KEPT:
+                lexed[text] = nodes
+        # Lexed nodes are namedtuples of strings; only a children list could be changed later.
+        return deque(
+            n._replace(children=list(n.children)) if type(n.children) is list else n for n in nodes
+        )
+
+    ConditionExpressionParser._lex_condition_expression = cached_lex  # type: ignore[method-assign]
+
+
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
+
+_EXPRESSIONS_KEPT = 2048
+"""Distinct expression texts cached, at most (a client building texts with values inlined must
+not grow the server's memory without bound)."""
+
+
+def _unix_time() -> float:
+    from moto.core.utils import unix_time
+
+    return float(unix_time())
+
+
+_DISPATCH: dict[str, Any] = {}
+
+
+def _dispatcher(service: str) -> Any:
+    found = _DISPATCH.get(service)
+    if found is None:
+        if service == "dynamodb":
+            from moto.dynamodb.responses import DynamoHandler
+
+            found = DynamoHandler.dispatch
+        else:
+            from moto.sqs.responses import SQSResponse
+
+            found = SQSResponse().dispatch
+        _DISPATCH[service] = found
+    return found
+
+
+def direct(environ: dict[str, Any], start_response: Any, service: str) -> list[bytes] | None:
+    """Answer a DynamoDB or JSON-protocol SQS request with moto's own handler, without the Flask
+    app moto puts in front of it (its routing, request context and CORS headers cost a quarter
+    of an SQS request), or None when the request is not one of those (the caller hands it to
+    moto's app).
+
+    The handler is the one moto's URL map names for `POST /` of that service
+    (`DynamoHandler.dispatch`, `SQSResponse().dispatch`) with the arguments moto's Flask view
+    gives it (the request, its raw URL, its headers).
+    """
+    if service not in ("dynamodb", "sqs") or environ.get("REQUEST_METHOD") != "POST":
+        return None
+    if environ.get("PATH_INFO") not in ("/", "") or "x-amz-json" not in environ.get(
+        "CONTENT_TYPE", ""
+    ):
+        return None
+    from moto.moto_server.werkzeug_app import BackendRequest
+
+    request = BackendRequest(environ)
+    try:
+        result = _dispatcher(service)(request, request.raw_url, dict(request.headers))
+    except Exception:  # noqa: BLE001 - moto's Flask app answers an unhandled error with 500
+        log.exception("moto raised on %s", environ.get("HTTP_X_AMZ_TARGET"))
+        body = b'{"__type":"InternalFailure","message":"moto raised"}'
+        start_response(
+            "500 INTERNAL SERVER ERROR",
+            [("Content-Type", "application/x-amz-json-1.0"), ("Content-Length", str(len(body)))],
+        )
+        return [body]
+    if len(result) == 3:
+        status, headers, content = result
+    else:
+        status, headers, content = 200, {}, result
+    payload = content.encode() if isinstance(content, str) else bytes(content or b"")
+    out = [(str(k), str(v)) for k, v in headers.items() if k.lower() not in _DROPPED]
+    out.append(("Content-Length", str(len(payload))))
+    if not any(k.lower() == "content-type" for k, _ in out):
+        out.append(("Content-Type", "application/x-amz-json-1.0"))
+    code = int(status)
+    start_response(f"{code} {_REASONS.get(code, 'UNKNOWN')}", out)
+    return [payload]
+
+
+_DROPPED = frozenset({"status", "content-length"})
+"""Header keys moto's results carry that are not headers (`status`) or that we recompute."""
+
+_REASONS = {200: "OK", 400: "BAD REQUEST", 403: "FORBIDDEN", 404: "NOT FOUND", 500: "ERROR"}

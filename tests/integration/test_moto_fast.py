@@ -1,0 +1,377 @@
+"""moto's fast paths (`assay_local.motofast`) answer what moto's own serializer answers.
+
+With `VERIFY` on, every fast response is also written by moto's serializer and compared; these
+tests drive each fast operation with every DynamoDB type and SQS attribute kind, then read the
+mismatches (none) and the hits (each operation took the fast path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from assay_local import motofast
+
+Client = Callable[..., Any]
+
+
+@pytest.fixture
+def verify(moto: Any) -> Iterator[None]:
+    motofast.VERIFY = True
+    motofast.MISMATCHES.clear()
+    motofast.FAST_HITS.clear()
+    try:
+        yield
+    finally:
+        motofast.VERIFY = False
+
+
+ITEM = {
+    "pk": {"S": "org#1"},
+    "sk": {"S": "a"},
+    "n": {"N": "12.50"},
+    "b": {"B": b"\x00\xffbytes"},
+    "ss": {"SS": ["x", "y"]},
+    "ns": {"NS": ["1", "2.5"]},
+    "bs": {"BS": [b"\x01", b"\x02"]},
+    "m": {"M": {"deep": {"L": [{"S": "é"}, {"NULL": True}, {"BOOL": False}]}}},
+    "gk": {"S": "g"},
+}
+
+
+def _table(ddb: Any) -> None:
+    ddb.create_table(
+        TableName="t",
+        KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+            {"AttributeName": "gk", "AttributeType": "S"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by_g",
+                "KeySchema": [{"AttributeName": "gk", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+def test_dynamodb_fast_responses_equal_motos(aws_client: Client, verify: None) -> None:
+    ddb = aws_client("dynamodb")
+    _table(ddb)
+    ddb.put_item(TableName="t", Item=ITEM)
+    old = ddb.put_item(TableName="t", Item={**ITEM, "n": {"N": "3"}}, ReturnValues="ALL_OLD")
+    assert old["Attributes"]["b"] == {"B": b"\x00\xffbytes"}
+    got = ddb.get_item(TableName="t", Key={"pk": ITEM["pk"], "sk": ITEM["sk"]})
+    assert got["Item"]["m"] == ITEM["m"] and got["Item"]["bs"]["BS"] == [b"\x01", b"\x02"]
+    assert "Item" not in ddb.get_item(TableName="t", Key={"pk": {"S": "none"}, "sk": {"S": "a"}})
+    ddb.get_item(
+        TableName="t",
+        Key={"pk": ITEM["pk"], "sk": ITEM["sk"]},
+        ProjectionExpression="#n, m.deep",
+        ExpressionAttributeNames={"#n": "n"},
+        ReturnConsumedCapacity="TOTAL",
+    )
+    ddb.batch_write_item(
+        RequestItems={
+            "t": [
+                {"PutRequest": {"Item": {"pk": {"S": "org#1"}, "sk": {"S": f"k{i}"}}}}
+                for i in range(5)
+            ]
+        }
+    )
+    batch = ddb.batch_get_item(
+        RequestItems={
+            "t": {"Keys": [{"pk": {"S": "org#1"}, "sk": {"S": f"k{i}"}} for i in range(3)]}
+        }
+    )
+    assert len(batch["Responses"]["t"]) == 3 and batch["UnprocessedKeys"] == {}
+    page = ddb.query(
+        TableName="t",
+        KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": "org#1"}},
+        Limit=2,
+        ScanIndexForward=False,
+    )
+    assert page["Count"] == 2 and "LastEvaluatedKey" in page
+    ddb.query(
+        TableName="t",
+        IndexName="by_g",
+        KeyConditionExpression="gk = :g",
+        ExpressionAttributeValues={":g": {"S": "g"}},
+    )
+    updated = ddb.update_item(
+        TableName="t",
+        Key={"pk": ITEM["pk"], "sk": ITEM["sk"]},
+        UpdateExpression="ADD n :one SET l = :l",
+        ExpressionAttributeValues={":one": {"N": "1"}, ":l": {"L": []}},
+        ReturnValues="ALL_NEW",
+    )
+    assert updated["Attributes"]["n"] == {"N": "4"}
+    ddb.transact_write_items(
+        TransactItems=[
+            {"Put": {"TableName": "t", "Item": {"pk": {"S": "org#2"}, "sk": {"S": "x"}}}},
+            {
+                "Update": {
+                    "TableName": "t",
+                    "Key": {"pk": ITEM["pk"], "sk": ITEM["sk"]},
+                    "UpdateExpression": "SET z = :z",
+                    "ExpressionAttributeValues": {":z": {"BOOL": True}},
+                }
+            },
+        ]
+    )
+    ddb.transact_get_items(
+        TransactItems=[{"Get": {"TableName": "t", "Key": {"pk": ITEM["pk"], "sk": ITEM["sk"]}}}]
+    )
+    with pytest.raises(ddb.exceptions.ConditionalCheckFailedException):
+        ddb.put_item(TableName="t", Item=ITEM, ConditionExpression="attribute_not_exists(pk)")
+    ddb.delete_item(TableName="t", Key={"pk": ITEM["pk"], "sk": ITEM["sk"]}, ReturnValues="ALL_OLD")
+
+    assert motofast.MISMATCHES == []
+    for operation in (
+        "PutItem",
+        "GetItem",
+        "BatchWriteItem",
+        "BatchGetItem",
+        "Query",
+        "UpdateItem",
+        "TransactWriteItems",
+        "TransactGetItems",
+        "DeleteItem",
+    ):
+        assert motofast.FAST_HITS[f"dynamodb.{operation}"] >= 1, operation
+
+
+def test_sqs_fast_responses_equal_motos(aws_client: Client, verify: None) -> None:
+    sqs = aws_client("sqs")
+    url = sqs.create_queue(QueueName="q")["QueueUrl"]
+    assert sqs.get_queue_url(QueueName="q")["QueueUrl"] == url
+    sqs.send_message(
+        QueueUrl=url,
+        MessageBody="one",
+        MessageAttributes={
+            "s": {"DataType": "String", "StringValue": "é"},
+            "n": {"DataType": "Number", "StringValue": "7"},
+            "b": {"DataType": "Binary", "BinaryValue": b"\x00\x01"},
+        },
+    )
+    sent = sqs.send_message_batch(
+        QueueUrl=url,
+        Entries=[{"Id": f"m{i}", "MessageBody": f"body {i}"} for i in range(3)],
+    )
+    assert len(sent["Successful"]) == 3
+    got = sqs.receive_message(
+        QueueUrl=url,
+        MaxNumberOfMessages=10,
+        MessageAttributeNames=["All"],
+        MessageSystemAttributeNames=["All"],
+        WaitTimeSeconds=0,
+    )["Messages"]
+    assert len(got) == 4
+    with_attributes = next(m for m in got if m["Body"] == "one")
+    assert with_attributes["MessageAttributes"]["b"]["BinaryValue"] == b"\x00\x01"
+    sqs.change_message_visibility(
+        QueueUrl=url, ReceiptHandle=got[0]["ReceiptHandle"], VisibilityTimeout=0
+    )
+    sqs.change_message_visibility_batch(
+        QueueUrl=url,
+        Entries=[{"Id": "a", "ReceiptHandle": got[1]["ReceiptHandle"], "VisibilityTimeout": 5}],
+    )
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=got[2]["ReceiptHandle"])
+    deleted = sqs.delete_message_batch(
+        QueueUrl=url,
+        Entries=[
+            {"Id": "ok", "ReceiptHandle": got[3]["ReceiptHandle"]},
+            {"Id": "bad", "ReceiptHandle": "not-a-receipt"},
+        ],
+    )
+    assert [e["Id"] for e in deleted["Successful"]] == ["ok"]
+    assert [e["Id"] for e in deleted["Failed"]] == ["bad"]
+    assert sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0).get("Messages", []) != []
+
+    assert motofast.MISMATCHES == []
+    for operation in (
+        "GetQueueUrl",
+        "SendMessage",
+        "SendMessageBatch",
+        "ReceiveMessage",
+        "ChangeMessageVisibility",
+        "ChangeMessageVisibilityBatch",
+        "DeleteMessage",
+        "DeleteMessageBatch",
+    ):
+        assert motofast.FAST_HITS[f"sqs.{operation}"] >= 1, operation
+
+
+def test_a_query_on_the_tables_key_reads_that_key_only(aws_client: Client, moto: Any) -> None:
+    ddb = aws_client("dynamodb")
+    _table(ddb)
+    for org in range(30):
+        ddb.batch_write_item(
+            RequestItems={
+                "t": [
+                    {
+                        "PutRequest": {
+                            "Item": {
+                                "pk": {"S": f"org#{org}"},
+                                "sk": {"S": f"k{i:02d}"},
+                                "v": {"N": str(i)},
+                                "gk": {"S": f"g{org % 3}"},
+                            }
+                        }
+                    }
+                    for i in range(10)
+                ]
+            }
+        )
+    motofast.FULL_LISTINGS.clear()
+
+    def keys(**kw: Any) -> list[str]:
+        return [i["sk"]["S"] for i in ddb.query(TableName="t", **kw)["Items"]]
+
+    def by_org(org: int, **kw: Any) -> dict[str, Any]:
+        return {
+            "KeyConditionExpression": "pk = :p" + kw.pop("extra", ""),
+            "ExpressionAttributeValues": {":p": {"S": f"org#{org}"}, **kw.pop("values", {})},
+            **kw,
+        }
+
+    assert keys(**by_org(7)) == [f"k{i:02d}" for i in range(10)]
+    assert keys(**by_org(7, ScanIndexForward=False, Limit=3)) == ["k09", "k08", "k07"]
+    start = {"pk": {"S": "org#7"}, "sk": {"S": "k04"}}
+    assert keys(**by_org(7, ExclusiveStartKey=start, Limit=2)) == ["k05", "k06"]
+    between = by_org(7, extra=" AND sk BETWEEN :a AND :b", values={":a": {"S": "k02"}})
+    between["ExpressionAttributeValues"][":b"] = {"S": "k04"}
+    assert keys(**between) == ["k02", "k03", "k04"]
+    filtered = by_org(7, FilterExpression="v > :five", values={":five": {"N": "5"}})
+    assert keys(**filtered) == ["k06", "k07", "k08", "k09"]
+    assert keys(**by_org(99)) == []
+    assert motofast.FULL_LISTINGS["t"] == 0
+
+    # An index query still lists the table (moto keeps no index): same answers as before.
+    gsi = ddb.query(
+        TableName="t",
+        IndexName="by_g",
+        KeyConditionExpression="gk = :g",
+        ExpressionAttributeValues={":g": {"S": "g1"}},
+    )
+    assert gsi["Count"] == 100
+    assert motofast.FULL_LISTINGS["t"] == 1
+
+
+def test_a_cached_expression_takes_each_requests_values(aws_client: Client, moto: Any) -> None:
+    # The same texts with other values, in an update, a condition and a transaction, twice each:
+    # a parse kept from the first request must not keep its values.
+    ddb = aws_client("dynamodb")
+    _table(ddb)
+    key = {"pk": {"S": "org#1"}, "sk": {"S": "run"}}
+    ddb.put_item(TableName="t", Item={**key, "n": {"N": "0"}, "lanes": {"L": [{"N": "0"}] * 3}})
+    update = "SET lanes[1] = :lane, #s = :s ADD n :step"
+    condition = "n < :limit AND attribute_exists(pk)"
+    for step, lane, limit, held in ((2, 5, 1, True), (3, 7, 1, False), (4, 9, 100, True)):
+        try:
+            ddb.update_item(
+                TableName="t",
+                Key=key,
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={
+                    ":lane": {"N": str(lane)},
+                    ":s": {"S": f"s{step}"},
+                    ":step": {"N": str(step)},
+                    ":limit": {"N": str(limit)},
+                },
+            )
+            assert held
+        except ddb.exceptions.ConditionalCheckFailedException:
+            assert not held
+    item = ddb.get_item(TableName="t", Key=key)["Item"]
+    assert item["n"] == {"N": "6"} and item["status"] == {"S": "s4"}
+    assert item["lanes"]["L"] == [{"N": "0"}, {"N": "9"}, {"N": "0"}]
+
+    for value, held in (("a", True), ("b", False)):
+        try:
+            ddb.transact_write_items(
+                TransactItems=[
+                    {
+                        "Update": {
+                            "TableName": "t",
+                            "Key": key,
+                            "UpdateExpression": "SET #s = :v ADD n :one",
+                            "ConditionExpression": "#s <> :v",
+                            "ExpressionAttributeNames": {"#s": "status"},
+                            "ExpressionAttributeValues": {":v": {"S": "a"}, ":one": {"N": "1"}}
+                            if value == "a"
+                            else {":v": {"S": "a"}, ":one": {"N": "10"}},
+                        }
+                    }
+                ]
+            )
+            assert held
+        except ddb.exceptions.TransactionCanceledException:
+            assert not held
+    item = ddb.get_item(TableName="t", Key=key)["Item"]
+    assert item["n"] == {"N": "7"} and item["status"] == {"S": "a"}
+
+
+def test_a_whole_run_reads_what_motos_serializer_would_have_written() -> None:
+    # A stack whose moto server (a child process) compares every fast response with moto's own:
+    # a comparison run with confirmed flips, the reads of its result, the listings.
+    import json
+    import urllib.request
+
+    from assay_local.motoserver import FAST_PATHS_PATH
+    from assay_local.stack import EmbeddedStack
+    from chalicelib.api.common import issue_token
+    from tests.support.e2e import Api, cases, sleepy_spec
+
+    with EmbeddedStack(
+        workers=4,
+        scheduler=False,
+        env={
+            motofast.VERIFY_ENV: "1",
+            "ASSAY_RETRY_BACKOFF_SECONDS": "0.01",
+            "ASSAY_PYTHON_AGENT_MODULES": "bench.agents,tests.support",
+        },
+    ) as stack:
+        s = stack.settings
+        token = issue_token(
+            "org_fast", "t@example.com", secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer
+        )
+        api = Api(stack.api_url, "org_fast", "t@example.com", token)
+        ds = api.dataset(cases(8))
+        agent = api.agent(sleepy_spec(), publish=1)
+        api.ok(
+            "PUT",
+            f"/api/v1/agents/{agent}/draft",
+            json={"spec": sleepy_spec(answers={"c003": "7"})},
+        )
+        run = api.start(agent, ds, paired_baseline=True)
+        assert api.wait(run["run_id"])["status"] == "completed"
+        comparison = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/comparison")
+        assert [f["case_id"] for f in comparison["flips"] if f["confirmed"]] == ["c003"]
+        api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/cases")
+        api.ok("GET", f"/api/v1/agents/{agent}/eval-runs")
+        with urllib.request.urlopen(f"{stack.moto.url}{FAST_PATHS_PATH}", timeout=10) as r:
+            seen = json.loads(r.read())
+    assert seen["mismatches"] == []
+    for operation in (
+        "dynamodb.TransactWriteItems",
+        "dynamodb.BatchGetItem",
+        "dynamodb.PutItem",
+        "dynamodb.Query",
+        "sqs.ReceiveMessage",
+        "sqs.SendMessageBatch",
+        "sqs.DeleteMessageBatch",
+    ):
+        assert seen["hits"].get(operation, 0) >= 1, operation

@@ -324,9 +324,13 @@ def test_a_cached_expression_takes_each_requests_values(aws_client: Client, moto
     assert item["n"] == {"N": "7"} and item["status"] == {"S": "a"}
 
 
-def test_a_whole_run_reads_what_motos_serializer_would_have_written() -> None:
+def test_a_whole_run_reads_what_motos_serializer_would_have_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # A stack whose moto server (a child process) compares every fast response with moto's own:
-    # a comparison run with confirmed flips, the reads of its result, the listings.
+    # a comparison run with confirmed flips, the reads of its result, the listings. Its own
+    # server, not the endpoint an earlier stack of this session left in the environment.
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     import json
     import urllib.request
 
@@ -362,6 +366,7 @@ def test_a_whole_run_reads_what_motos_serializer_would_have_written() -> None:
         assert [f["case_id"] for f in comparison["flips"] if f["confirmed"]] == ["c003"]
         api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/cases")
         api.ok("GET", f"/api/v1/agents/{agent}/eval-runs")
+        assert stack.moto is not None
         with urllib.request.urlopen(f"{stack.moto.url}{FAST_PATHS_PATH}", timeout=10) as r:
             seen = json.loads(r.read())
     assert seen["mismatches"] == []

@@ -26,8 +26,8 @@ from pynamodb.exceptions import (
 from pynamodb.expressions.condition import Condition, size
 from pynamodb.expressions.update import Action
 
+import chalicelib.adapters.stores.history as history
 from chalicelib import retrying
-from chalicelib.adapters.stores import history
 from chalicelib.adapters.stores.base import (
     TX,
     changes,

@@ -50,8 +50,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 KILLED = 137
 """Exit code of a worker that killed itself on purpose."""
 
@@ -305,8 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from assay_local.stack import EmbeddedStack
+    from bench.client import api_caller
     from chalicelib import names
-    from chalicelib.api.common import issue_token
     from chalicelib.services import sweep
 
     log_dir = Path(tempfile.mkdtemp(prefix="assay-chaos-"))
@@ -330,19 +328,8 @@ def main(argv: list[str] | None = None) -> int:
             ).set_queue_attributes(
                 QueueUrl=queue_url, Attributes={"VisibilityTimeout": str(args.visibility)}
             )
-            s = stack.settings
             org_id = f"org_chaos{uuid.uuid4().hex[:8]}"
-            token = issue_token(
-                org_id, "chaos@assay.local", secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer
-            )
-            http = httpx.Client(
-                base_url=stack.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=120
-            )
-
-            def call(method: str, path: str, **kw: Any) -> Any:
-                r = http.request(method, path, **kw)
-                r.raise_for_status()
-                return r.json()
+            call = api_caller(stack, org_id, "chaos@assay.local", timeout=120)
 
             ds = call("POST", "/api/v1/datasets", json={"name": "chaos"})
             cases = [

@@ -33,8 +33,6 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-import httpx
-
 DATASETS_OF_HISTORY = 4
 """The history is spread over the bench's dataset and three others (never read but by id)."""
 
@@ -125,23 +123,12 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
 
     from assay_local.stack import EmbeddedStack
+    from bench.client import api_caller
     from chalicelib import bootstrap
-    from chalicelib.api.common import issue_token
 
     env = {"EVAL_RUN_CONCURRENCY": "2", "EVAL_ORG_CONCURRENCY": "6"}
     with EmbeddedStack(env=env, workers=4, scheduler=False) as stack:
-        s = stack.settings
-        token = issue_token(
-            "org_bench", "bench@assay.local", secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer
-        )
-        http = httpx.Client(
-            base_url=stack.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=900
-        )
-
-        def call(method: str, path: str, **kw: Any) -> Any:
-            r = http.request(method, path, **kw)
-            r.raise_for_status()
-            return r.json()
+        call = api_caller(stack, "org_bench", "bench@assay.local", timeout=900)
 
         def finish(run_id: str) -> dict[str, Any]:
             while True:

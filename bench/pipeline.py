@@ -30,8 +30,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 
 @dataclass
 class Measured:
@@ -85,7 +83,7 @@ def measure(cases: int, sleep_ms: float, concurrency: int, workers: int | None =
     from assay_local.motoserver import EMPTY_RECEIVE_KEY
     from assay_local.stack import EmbeddedStack
     from bench import agents
-    from chalicelib.api.common import issue_token
+    from bench.client import api_caller
 
     env = {
         "EVAL_RUN_CONCURRENCY": str(concurrency),
@@ -94,18 +92,7 @@ def measure(cases: int, sleep_ms: float, concurrency: int, workers: int | None =
     with EmbeddedStack(
         env=env, workers=workers or concurrency, scheduler=False, poll_wait_seconds=10
     ) as stack:
-        s = stack.settings
-        token = issue_token(
-            "org_bench", "bench@assay.local", secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer
-        )
-        http = httpx.Client(
-            base_url=stack.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=60
-        )
-
-        def call(method: str, path: str, **kw: Any) -> Any:
-            r = http.request(method, path, **kw)
-            r.raise_for_status()
-            return r.json()
+        call = api_caller(stack, "org_bench", "bench@assay.local", timeout=60)
 
         ds = call("POST", "/api/v1/datasets", json={"name": "bench"})
         call(

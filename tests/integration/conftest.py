@@ -55,3 +55,43 @@ def aws_client(moto: MotoHandle) -> Callable[..., Any]:
         )
 
     return make
+
+
+@pytest.fixture(scope="module")
+def models_put_back() -> Iterator[None]:
+    """The models point at a module's tables while it runs (`store_tables`), and back where they
+    were after (a module asks for it with `pytestmark = pytest.mark.usefixtures(...)`)."""
+    from chalicelib.adapters import stores, tables
+
+    saved = {
+        m: (m.Meta.table_name, getattr(m.Meta, "host", None), m.Meta.region)
+        for m in tables.ALL_MODELS
+    }
+    yield
+    for model, (name, host, region) in saved.items():
+        model.Meta.table_name, model.Meta.host, model.Meta.region = name, host, region
+        model._connection = None  # noqa: SLF001
+        for index in model._indexes.values():  # noqa: SLF001
+            index._connection = None  # type: ignore[attr-defined]  # noqa: SLF001
+    stores.reset_connections()
+
+
+def store_tables(moto: MotoHandle, monkeypatch: pytest.MonkeyPatch, prefix: str) -> Any:
+    """Every table of assay on `moto` under `prefix`, the stores pointed at them; returns a raw
+    DynamoDB client to read items as stored."""
+    import boto3
+
+    from chalicelib.adapters import stores
+    from infra.resources import ensure_tables
+
+    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
+        monkeypatch.setenv(name, value)
+    ensure_tables(moto.url, REGION, prefix)
+    stores.reset_connections()
+    return boto3.session.Session().client(
+        "dynamodb",
+        endpoint_url=moto.url,
+        region_name=REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )

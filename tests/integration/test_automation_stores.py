@@ -3,11 +3,9 @@ a suite's sparse index flags following its times, every write conditional on wha
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-import boto3
 import pytest
 
 from assay_local.motoserver import MotoHandle
@@ -15,44 +13,19 @@ from chalicelib import retrying
 from chalicelib.adapters import stores, tables
 from chalicelib.domain.records import Notification, Promotion, Suite
 from chalicelib.errors import ConflictError
-from tests.integration.conftest import REGION
+from tests.integration.conftest import store_tables
 
 PREFIX = "automation-"
 T0 = "2026-12-01T09:00:00.000Z"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _models_put_back() -> Iterator[None]:
-    """The models point at this module's tables while it runs, and back where they were after."""
-    saved = {
-        m: (m.Meta.table_name, getattr(m.Meta, "host", None), m.Meta.region)
-        for m in tables.ALL_MODELS
-    }
-    yield
-    for model, (name, host, region) in saved.items():
-        model.Meta.table_name, model.Meta.host, model.Meta.region = name, host, region
-        model._connection = None  # noqa: SLF001
-        for index in model._indexes.values():  # noqa: SLF001
-            index._connection = None  # type: ignore[attr-defined]  # noqa: SLF001
-    stores.reset_connections()
+pytestmark = pytest.mark.usefixtures("models_put_back")
 
 
 @pytest.fixture
 def ddb(moto: MotoHandle, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Every table of assay on a wiped moto; a raw client to read items as stored."""
-    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
-        monkeypatch.setenv(name, value)
-    from infra.resources import ensure_tables
-
-    ensure_tables(moto.url, REGION, PREFIX)
-    stores.reset_connections()
-    return boto3.session.Session().client(
-        "dynamodb",
-        endpoint_url=moto.url,
-        region_name=REGION,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    return store_tables(moto, monkeypatch, PREFIX)
 
 
 def _suite(**fields: Any) -> Suite:

@@ -4,10 +4,8 @@ organization's active runs in one transaction; a grade again and a delete keep t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 
 from assay_local.motoserver import MotoHandle
@@ -17,45 +15,21 @@ from chalicelib.domain.history import ArmsRow, CostRow, LatestRow
 from chalicelib.domain.records import Agent, Run
 from chalicelib.errors import NotFoundError
 from tests.fakes.ledger import a_run, an_arm_result, an_outcome
-from tests.integration.conftest import REGION
+from tests.integration.conftest import store_tables
 
 PREFIX = "history-"
 T0 = "2026-12-01T09:00:00.000Z"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _models_put_back() -> Iterator[None]:
-    """The models point at this module's tables while it runs, and back where they were after."""
-    saved = {
-        m: (m.Meta.table_name, getattr(m.Meta, "host", None), m.Meta.region)
-        for m in tables.ALL_MODELS
-    }
-    yield
-    for model, (name, host, region) in saved.items():
-        model.Meta.table_name, model.Meta.host, model.Meta.region = name, host, region
-        model._connection = None  # noqa: SLF001
-        for index in model._indexes.values():  # noqa: SLF001
-            index._connection = None  # type: ignore[attr-defined]  # noqa: SLF001
-    stores.reset_connections()
+pytestmark = pytest.mark.usefixtures("models_put_back")
 
 
 @pytest.fixture
 def ddb(moto: MotoHandle, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Every table of assay on a wiped moto, organization `acme` in it; a raw client."""
-    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
-        monkeypatch.setenv(name, value)
-    from infra.resources import ensure_tables
-
-    ensure_tables(moto.url, REGION, PREFIX)
-    stores.reset_connections()
+    client = store_tables(moto, monkeypatch, PREFIX)
     stores.OrganizationStore().ensure("acme", concurrency_limit=3, now_iso=T0)
-    return boto3.session.Session().client(
-        "dynamodb",
-        endpoint_url=moto.url,
-        region_name=REGION,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
+    return client
 
 
 def _finalizing(run_id: str, created_at: str, **fields: Any) -> Run:

@@ -44,17 +44,10 @@ def _handlers() -> dict[str, str]:
     return {e.name: e.handler_string for e in app.event_sources}
 
 
-def _start(handler: str, function_name: str, **env: str) -> subprocess.CompletedProcess[str]:
-    module, _, attr = handler.rpartition(".")
-    code = (
-        "import importlib, json, sys; "
-        f"getattr(importlib.import_module({module!r}), {attr!r}); "
-        "print(json.dumps(sorted(sys.modules)))"
-    )
+def _python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`code` run by a fresh interpreter in the checkout, with none of this process's `ASSAY_*`
+    or `AWS_LAMBDA*` variables, and `env` on top."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "AWS_LAMBDA"))}
-    environ.update(
-        AWS_LAMBDA_FUNCTION_NAME=function_name, _HANDLER=handler, ASSAY_JWT_SECRET="s" * 40
-    )
     environ.update(env)
     return subprocess.run(
         [sys.executable, "-c", code],
@@ -63,6 +56,24 @@ def _start(handler: str, function_name: str, **env: str) -> subprocess.Completed
         capture_output=True,
         text=True,
         timeout=120,
+    )
+
+
+def _start(handler: str, function_name: str, **env: str) -> subprocess.CompletedProcess[str]:
+    module, _, attr = handler.rpartition(".")
+    code = (
+        "import importlib, json, sys; "
+        f"getattr(importlib.import_module({module!r}), {attr!r}); "
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    return _python(
+        code,
+        **{
+            "AWS_LAMBDA_FUNCTION_NAME": function_name,
+            "_HANDLER": handler,
+            "ASSAY_JWT_SECRET": "s" * 40,
+            **env,
+        },
     )
 
 
@@ -126,16 +137,8 @@ def test_the_api_function_serves_every_route_the_deployment_declares():
         "print(json.dumps({p: sorted(v) for p, v in app.app.routes.items()})); "
         "print(len(app.app.event_sources))"
     )
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "AWS_LAMBDA"))}
-    environ.update(AWS_LAMBDA_FUNCTION_NAME="assay-dev", _HANDLER="app.app")
-    environ["ASSAY_JWT_SECRET"] = "s" * 40
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = _python(
+        code, AWS_LAMBDA_FUNCTION_NAME="assay-dev", _HANDLER="app.app", ASSAY_JWT_SECRET="s" * 40
     )
     assert done.returncode == 0, done.stderr[-2000:]
     routes, sources = done.stdout.splitlines()[-2:]
@@ -175,15 +178,7 @@ def test_a_worker_started_alone_hears_its_events():
         "assert messagebus._handlers == {k: tuple(v) for k, v in EVENT_HANDLERS.items()}; "
         "print('wired')"
     )
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "AWS_LAMBDA"))}
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _python(code)
     assert done.returncode == 0 and done.stdout.strip() == "wired", done.stderr[-2000:]
 
 

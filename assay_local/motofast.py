@@ -111,8 +111,6 @@ def _plain(value: Any) -> Any:
 
 def _fast_body(response: Any, action_result: Any) -> str | None:
     """The JSON body for `action_result`, or None when moto's serializer must write it."""
-    from moto.core.responses import EmptyResult
-
     service = response.boto3_service_name
     operations = FAST_OPERATIONS.get(service)
     if operations is None:
@@ -120,23 +118,29 @@ def _fast_body(response: Any, action_result: Any) -> str | None:
     result = action_result.result
     if isinstance(result, Exception):
         return None
-    if type(action_result).execute_result is not _plain_execute_result_owner(action_result):
+    # Results whose class writes itself (pagination, custom results) keep moto's path.
+    if type(action_result).execute_result is not _moto["plain_execute"]:
         return None
-    if response._get_action() not in operations:
+    operation = response._get_action()
+    if operation not in operations:
         return None
     if "x-amz-json" not in (response.headers.get("Content-Type") or ""):
         return None  # the query (XML) protocol, or a form-encoded request
-    if isinstance(action_result, EmptyResult) or result is None:
+    if isinstance(action_result, _moto["empty"]) or result is None:
         return "{}"
     if type(result) is not dict:
         return None
-    members = _output_members(service, response._get_action())
+    members = _output_members(service, operation)
     try:
         return json.dumps(
             _plain({k: v for k, v in result.items() if k in members}), separators=(",", ":")
         )
     except _NotJson:
         return None
+
+
+_moto: dict[str, Any] = {}
+"""moto's `ActionResult.execute_result` and `EmptyResult`, looked up once by `install`."""
 
 
 _members: dict[tuple[str, str], frozenset[str]] = {}
@@ -153,13 +157,6 @@ def _output_members(service: str, operation: str) -> frozenset[str]:
         shape = get_service_model(service).operation_model(operation).output_shape
         found = _members[key] = frozenset(shape.members if shape is not None else ())
     return found
-
-
-def _plain_execute_result_owner(action_result: Any) -> Any:
-    # Subclasses that override execute_result (pagination, custom results) keep moto's path.
-    from moto.core.responses import ActionResult
-
-    return ActionResult.execute_result
 
 
 def _same(fast: str, slow: Any) -> bool:
@@ -191,6 +188,8 @@ def install() -> None:
     global VERIFY
     VERIFY = VERIFY or os.environ.get(VERIFY_ENV) == "1"
 
+    _moto["plain_execute"] = core_responses.ActionResult.execute_result
+    _moto["empty"] = core_responses.EmptyResult
     original_serialized = core_responses.BaseResponse.serialized
 
     def serialized(self: Any, action_result: Any) -> Any:
@@ -261,6 +260,7 @@ def install() -> None:
     Table.all_items = all_items  # type: ignore[method-assign]
     Table.query = query  # type: ignore[method-assign]
 
+    from moto.core.utils import unix_time
     from moto.sqs.models import SQSBackend
 
     def is_message_valid_based_on_retention_period(
@@ -270,7 +270,7 @@ def install() -> None:
         # every message it hands out.
         queue = self.get_queue(queue_name)
         retain_until = int(queue.message_retention_period) + message.sent_timestamp / 1000
-        return bool(retain_until > _unix_time())
+        return bool(retain_until > unix_time())
 
     SQSBackend.is_message_valid_based_on_retention_period = (  # type: ignore[method-assign]
         is_message_valid_based_on_retention_period
@@ -360,12 +360,6 @@ _IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 _EXPRESSIONS_KEPT = 2048
 """Distinct expression texts cached, at most (a client building texts with values inlined must
 not grow the server's memory without bound)."""
-
-
-def _unix_time() -> float:
-    from moto.core.utils import unix_time
-
-    return float(unix_time())
 
 
 _DISPATCH: dict[str, Any] = {}

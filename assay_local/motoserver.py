@@ -32,6 +32,7 @@ import io
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import urllib.request
@@ -82,16 +83,46 @@ def check_moto_version(version: str) -> None:
 _original_transact_write_items: Callable[..., None] | None = None
 
 
+_NAME_TOKEN = re.compile(r"#[A-Za-z0-9_]+|[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _touched(update: Any) -> set[str] | None:
+    """The top-level attribute names an Update operation may change (a superset: every name and
+    bare word of its expression), or None when it is not an update expression."""
+    expression = update.get("UpdateExpression")
+    if not isinstance(expression, str):
+        return None
+    names = update.get("ExpressionAttributeNames") or {}
+    return {names.get(t, t) if t.startswith("#") else t for t in _NAME_TOKEN.findall(expression)}
+
+
+def _copy_of(item: Any, touched: set[str] | None) -> Any:
+    """`item` as it is now, kept apart from what an update does to it: the attributes it may
+    change deep-copied, the others shared (an update replaces or mutates only what its
+    expression names; the rest of a large item - a run's case ids, its arms - is never
+    copied)."""
+    if touched is None:
+        return copy.deepcopy(item)
+    kept = copy.copy(item)
+    attrs = dict.__new__(type(item.attrs))
+    dict.update(attrs, item.attrs)
+    for name in touched & attrs.keys():
+        dict.__setitem__(attrs, name, copy.deepcopy(item.attrs[name]))
+    kept.attrs = attrs
+    return kept
+
+
 def _item_snapshot(
-    table: Any, key: dict[str, Any], *, copy_item: bool = True
+    table: Any, key: dict[str, Any], *, copy_item: bool = True, touched: set[str] | None = None
 ) -> tuple[Any, Any, Any, bool, Any]:
     """`(table, hash, range, bucket existed, the item as it is or None)` for one key.
 
     moto stores items as `table.items[hash] -> Item` or, with a range key,
     `table.items[hash][range] -> Item` (a defaultdict: reading a missing hash creates an empty
     bucket, hence `bucket existed`). Updates mutate the stored `Item` in place, so their snapshot
-    must be a copy (`copy_item`); a put stores a new `Item` and a delete drops the stored one,
-    neither touching the object, so theirs may keep the object itself.
+    must be a copy (`copy_item`; of the attributes in `touched` alone when given); a put stores a
+    new `Item` and a delete drops the stored one, neither touching the object, so theirs may keep
+    the object itself.
     """
     from moto.dynamodb.models.dynamo_type import DynamoType
 
@@ -107,7 +138,7 @@ def _item_snapshot(
         hash_value,
         range_value,
         had_bucket,
-        (copy.deepcopy(current) if copy_item else current),
+        (_copy_of(current, touched) if copy_item and current is not None else current),
     )
 
 
@@ -198,7 +229,10 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
                 try:
                     snapshots.append(
                         _item_snapshot(
-                            self.get_table(table_name), key, copy_item=op_type == "Update"
+                            self.get_table(table_name),
+                            key,
+                            copy_item=op_type == "Update",
+                            touched=_touched(op) if op_type == "Update" else None,
                         )
                     )
                 except Exception:  # noqa: BLE001

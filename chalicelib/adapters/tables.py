@@ -17,6 +17,7 @@ every table and index against these declarations.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +29,7 @@ from pynamodb.attributes import (
     UnicodeAttribute,
     UnicodeSetAttribute,
 )
+from pynamodb.connection import Connection, TableConnection
 from pynamodb.indexes import (
     AllProjection,
     GlobalSecondaryIndex,
@@ -56,12 +58,42 @@ def org_key(org_id: str, *parts: str | int) -> str:
     return KEY_SEPARATOR.join([org_id, *(str(p) for p in parts)])
 
 
+_CLIENTS: dict[tuple[str | None, str | None], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def share_client(connection: Connection) -> Connection:
+    """Give `connection` the process's one DynamoDB client for its endpoint and region, made on
+    first use, and return it.
+
+    PynamoDB makes a botocore client per model (per table), about 60 ms of CPU each: a worker
+    touching a dozen tables spent most of a second of its first case making clients. One client,
+    thread-safe like every botocore client, serves them all. (`_client` is PynamoDB's own cache
+    of it, read by `Connection.client`.)
+    """
+    key = (connection.host, connection.region)
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(key)
+        if client is None:
+            client = _CLIENTS[key] = connection.client
+    connection._client = client
+    return connection
+
+
 class _Base(Model):
     class Meta:
         abstract = True
         region = "us-east-1"
         table_name = "unset"
         billing_mode = "PAY_PER_REQUEST"
+
+    @classmethod
+    def _get_connection(cls) -> TableConnection:
+        """PynamoDB's connection of the model, on the shared client (`share_client`)."""
+        table = super()._get_connection()
+        if table.connection._client is None:
+            share_client(table.connection)
+        return table
 
 
 # --- organizations ---------------------------------------------------------------------------
@@ -759,6 +791,7 @@ def configure(*, prefix: str, endpoint_url: str | None, region: str) -> None:
 
     Safe to call again (tests re-point models at a fresh moto server); connections are rebuilt.
     """
+    _CLIENTS.clear()
     for model, base in _BASE_NAMES.items():
         model.Meta.table_name = f"{prefix}{base}"
         model.Meta.host = endpoint_url

@@ -4,7 +4,9 @@ Delivery is at least once; asking is once (issue 11). A delivery first claims it
 lease, so a copy of a task being answered or answered already asks nobody. The attempt row is then
 written with `attribute_not_exists` in one transaction with the run's counters, the start of the
 next task of the attempt's lane and the lease marked done, so a redelivered message changes nothing
-and the slot it held is passed on exactly once.
+and the slot it held is passed on exactly once. While its invocation has time, the delivery
+carries on with that next task itself: the same transaction claims it for the delivery, and no
+message is sent (issue 12).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from chalicelib.domain.models import (
     ScoreResult,
     ScoringConfig,
 )
-from chalicelib.domain.records import Arm, Attempt, BudgetReading, Run
+from chalicelib.domain.records import Arm, Attempt, BudgetReading, Lease, Run
 from chalicelib.domain.run_rules import Task
 from chalicelib.errors import AssayError
 from chalicelib.retrying import change, jitter
@@ -404,6 +406,35 @@ def record(
     delivery: str | None = None,
     pause: Callable[[], None] = jitter,
 ) -> bool:
+    """Write the attempt once with the run's counters, and pass its slot on (DESIGN §5, §6):
+    `_record` that sends the task it starts. Returns True when this call wrote the attempt."""
+    return _record(
+        c, run, task, index, result, pass_slot=pass_slot, delivery=delivery, pause=pause
+    ).written
+
+
+class _Recorded(NamedTuple):
+    """What `_record` did: whether it wrote the attempt, and the task it carried on with."""
+
+    written: bool
+    carried: int | None = None
+    """The index of the task the write claimed for its delivery to carry on with (None: none)."""
+    run: Run | None = None
+    """With `carried`: the run as the write left its cursor (its lane moved on, still running)."""
+
+
+def _record(
+    c: Container,
+    run: Run,
+    task: Task,
+    index: int,
+    result: AttemptResult,
+    *,
+    pass_slot: bool = True,
+    delivery: str | None = None,
+    carry: str | None = None,
+    pause: Callable[[], None] = jitter,
+) -> _Recorded:
     """Write the attempt once with the run's counters, and pass its slot on (DESIGN §5, §6).
 
     The write starts the next task of the attempt's own lane (`index`'s), conditional on that
@@ -415,9 +446,11 @@ def record(
         pass_slot: start the lane's next task with this slot; False gives the slot back instead.
         delivery: the message id that recorded it (kept on the attempt: only that message, when
             SQS delivers it again, finishes the hand-off).
+        carry: the holder (`delivery`'s claim) that carries on with the task the write starts:
+            its lease is written with the attempt and no message is sent; None sends it.
         pause: between lost writes (tests pass a no-op).
-    Returns True when this call wrote the attempt, False when it existed (a redelivery) or the run
-    was deleted meanwhile.
+    Returns whether this call wrote the attempt (not when it existed: a redelivery, or the run
+    was deleted meanwhile) and the task it carried on with.
     Raises:
         ConflictError: `RECORD_TRIES` writes in a row were lost (SQS delivers the task again).
     """
@@ -461,6 +494,13 @@ def record(
         nonlocal outcome
         if after.attempt is None:
             raise ValueError(f"run {run.run_id}: a recording of {task.key} without its attempt")
+        successor_lease = None
+        if carry is not None and after.successor is not None:
+            successor_lease = Lease(
+                attempt_key=slots.task_of(after.run, after.successor).key,
+                holder=carry,
+                until_ms=after.now_ms + _lease_ms(c),
+            )
         try:
             outcome = c.runs.record_attempt(
                 after.run,
@@ -470,6 +510,7 @@ def record(
                 claim_next=after.successor is not None,
                 release_slot=after.release_slot,
                 now_ms=after.now_ms,
+                successor_lease=successor_lease,
             )
         except RecordConflict:
             return False
@@ -485,16 +526,20 @@ def record(
         pause=pause,
     )
     if done is None:
-        return False
-    run = done.after.run
+        return _Recorded(False)
+    run, successor = done.after.run, done.after.successor
     if not outcome.written:
         on_duplicate(c, run, task, delivery)
-        return False
-    if done.after.successor is not None:
-        slots.send_tasks(c, run, [done.after.successor])
-    else:
+        return _Recorded(False)
+    if successor is None:
         after_release(c, run.org_id, run.run_id)
-    return True
+    elif carry is not None:
+        lanes = run.lanes.claiming([lane])
+        moved = run.moved(lane_next=lanes.next, next_index=int(run.next_index) + 1)
+        return _Recorded(True, successor, moved)
+    else:
+        slots.send_tasks(c, run, [successor])
+    return _Recorded(True)
 
 
 def after_release(c: Container, org_id: str, run_id: str) -> None:
@@ -510,20 +555,39 @@ def on_duplicate(c: Container, run: Run, task: Task, delivery: str | None = None
     after the write comes back with that message, while any other copy would start a second
     chain. It re-sends the successor the write claimed unless that successor ever started (its
     lease or attempt exists), or redoes the idempotent hand-off and phase check when it claimed
-    none.
+    none. A successor the delivery carried on with itself (its lease is the delivery's) is
+    followed: recorded, to its own successor; claimed and lapsed (the worker died on it), sent
+    for a new delivery to take over.
+
+    Raises:
+        LeaseHeld: a task this delivery carried on with is still held (its worker may be alive):
+            the message comes back once that claim lapses.
     """
-    row = c.runs.get_attempt(run.org_id, run.run_id, task.key)
-    if row is None:
-        return
-    if delivery is not None and row.delivery is not None and row.delivery != delivery:
-        return
-    if row.successor:
+    key = task.key
+    for _ in range(int(run.tasks_total) + 1):  # a chain never holds a task twice
+        row = c.runs.get_attempt(run.org_id, run.run_id, key)
+        if row is None:
+            return
+        if delivery is not None and row.delivery is not None and row.delivery != delivery:
+            return
+        if not row.successor:
+            after_release(c, run.org_id, run.run_id)
+            return
         succ = row.successor
         key = Task(succ["arm_id"], succ["case_id"], int(succ["attempt"])).key
-        if c.runs.lease_of(run, key) is None:
+        lease = c.runs.lease_of(run, key)
+        if lease is None:
             c.case_queue.send([succ])
-    else:
-        after_release(c, run.org_id, run.run_id)
+            return
+        if lease.done:
+            continue
+        if delivery is None or lease.holder != delivery:
+            return  # another delivery answers it
+        left_ms = lease.until_ms - epoch_ms(c.clock.now())
+        if left_ms >= 0:
+            raise LeaseHeld(key, max(1, -(-left_ms // 1000)))
+        c.case_queue.send([succ])
+        return
 
 
 def on_tasks_not_queued(c: Container, event: TasksNotQueued) -> None:
@@ -624,19 +688,28 @@ def _held_elsewhere(c: Container, found: _Found, holder: str, receipt: str | Non
     lease = c.runs.lease_of(run, task.key)
     if lease is None:  # gone since the claim failed (its run deleted): SQS delivers it again
         raise LeaseHeld(task.key, 1)
-    if lease.done:
-        on_duplicate(c, run, task, holder)
-        return
-    if lease.holder != holder:
-        log.info("attempt %s of run %s is being answered by another delivery", task.key, run.run_id)
-        return
-    left = max(1, -(-(lease.until_ms - epoch_ms(c.clock.now())) // 1000))
-    if receipt:
-        try:
-            c.case_queue.extend_visibility(receipt, min(left, 43_200))
-        except Exception:  # noqa: BLE001 - a stale receipt: SQS delivers it again all the same
-            log.info("could not move the visibility of a held attempt %s", task.key)
-    raise LeaseHeld(task.key, left)
+    try:
+        if lease.done:
+            on_duplicate(c, run, task, holder)
+            return
+        if lease.holder != holder:
+            log.info(
+                "attempt %s of run %s is being answered by another delivery", task.key, run.run_id
+            )
+            return
+        raise LeaseHeld(task.key, max(1, -(-(lease.until_ms - epoch_ms(c.clock.now())) // 1000)))
+    except LeaseHeld as held:
+        if receipt:
+            try:
+                c.case_queue.extend_visibility(receipt, min(held.seconds, 43_200))
+            except Exception:  # noqa: BLE001 - a stale receipt: SQS delivers it again all the same
+                log.info("could not move the visibility of a held attempt %s", task.key)
+        raise
+
+
+CARRY_MARGIN_SECONDS = 30
+"""Time a delivery keeps in hand past a case's timeout before it carries on with another task:
+below it, the task it starts is sent as a message for a new invocation."""
 
 
 def handle_task(
@@ -646,6 +719,7 @@ def handle_task(
     receive_count: int = 1,
     receipt_handle: str | None = None,
     message_id: str | None = None,
+    remaining_ms: Callable[[], int] | None = None,
 ) -> None:
     """Run one case-task message end to end (issue 11 "One ask per attempt").
 
@@ -655,31 +729,76 @@ def handle_task(
     of its message past the claim takes over. `message_id`: the SQS message id (None: a caller
     outside SQS, whose every call is a delivery of its own).
 
+    The task the recording starts in the attempt's lane is carried on with in this delivery
+    while its invocation has time for one more case (`remaining_ms`, the Lambda context's
+    milliseconds left, above `EVALUATION_CASE_TIMEOUT_SECONDS` + `CARRY_MARGIN_SECONDS`; None:
+    never): the write that records one attempt also claims the next for this delivery, so a lane
+    costs no message, receive or delete per case (issue 12). Its message stays in flight until
+    the last: should the worker die, SQS delivers it again and `on_duplicate` follows the chain
+    to the task left unrecorded.
+
     Raises only for bugs, AWS failures and `LeaseHeld` (so SQS delivers again); every expected
     outcome is recorded as an attempt state. `receive_count` is kept for the handlers' logs.
     """
     found = _found(c, body)
     if found is None:
         return
-    run, task = found.run, found.task
     holder = message_id or f"call-{uuid.uuid4().hex}"
     now_ms = epoch_ms(c.clock.now())
-    if not c.runs.take_lease(run, task.key, holder, now_ms + _lease_ms(c), now_ms):
+    if not c.runs.take_lease(found.run, found.task.key, holder, now_ms + _lease_ms(c), now_ms):
         _held_elsewhere(c, found, holder, receipt_handle)
         return
+    held: tuple[Run, str] = (found.run, found.task.key)
     try:
-        _answer(c, found, holder, receipt_handle)
+        while True:
+            recorded = _answer(c, found, holder, receipt_handle, remaining_ms)
+            if recorded.carried is None or recorded.run is None:
+                return
+            found = _carried(c, recorded.run, recorded.carried)
+            held = (found.run, found.task.key)
     except Exception:
         # A failure in this process (a bug, AWS): the next delivery need not wait for the claim
         # to lapse. A worker that is killed never gets here; its claim lapses with the message's
         # visibility.
-        c.runs.release_lease(run, task.key, holder)
+        c.runs.release_lease(*held, holder)
         raise
 
 
-def _answer(c: Container, found: _Found, holder: str, receipt_handle: str | None) -> None:
-    """Ask, grade and record the task this delivery holds the lease of."""
+def _carry(c: Container, holder: str, remaining_ms: Callable[[], int] | None) -> str | None:
+    """`holder` when this invocation has time for one more case after the one it records now,
+    else None."""
+    if remaining_ms is None:
+        return None
+    needed_s = c.settings.evaluation_case_timeout_seconds + CARRY_MARGIN_SECONDS
+    return holder if remaining_ms() > needed_s * 1000 else None
+
+
+def _carried(c: Container, run: Run, index: int) -> _Found:
+    """The task `index` this delivery claimed with its last recording of `run` (as that write
+    left it), with the budgets read now (before its model request, as every task's). The run is
+    not read again: the claim was conditional on it running a moment ago, as a message's first
+    read would have found it (a cancel in that instant finds the task started); whatever moved
+    since - another lane's counters, a cancel - fails its recording's condition, which reads the
+    run again."""
+    reading = c.spend.read(run.org_id, run.agent_id, budgets.month_of(c.clock.now()))
+    return _Found(run, slots.task_of(run, index), index, reading)
+
+
+def _answer(
+    c: Container,
+    found: _Found,
+    holder: str,
+    receipt_handle: str | None,
+    remaining_ms: Callable[[], int] | None,
+) -> _Recorded:
+    """Ask, grade and record the task this delivery holds the lease of (with what the recording
+    claimed for this delivery to carry on with)."""
     run, task, index = found.run, found.task, found.index
+
+    def finish(result: AttemptResult) -> _Recorded:
+        carry = _carry(c, holder, remaining_ms)
+        return _record(c, run, task, index, result, delivery=holder, carry=carry)
+
     status = RunStatus(run.status)
     if status.ended:
         # Nothing else starts once a run ended; its slot is given back by recording the task.
@@ -687,23 +806,15 @@ def _answer(c: Container, found: _Found, holder: str, receipt_handle: str | None
             RunStatus.CANCELLED: "cancelled",
             RunStatus.BUDGET_EXCEEDED: "budget exceeded",
         }.get(status, f"run {status.value}")
-        record(
-            c,
-            run,
-            task,
-            index,
-            AttemptResult(AttemptState.INCOMPLETE, reason=reason),
-            delivery=holder,
-        )
-        return
+        result = AttemptResult(AttemptState.INCOMPLETE, reason=reason)
+        return finish(result)
     arm = next(a for a in run.arms if a.arm_id == task.arm_id)
     raw_case = c.datasets.get_case(
         run.org_id, run.dataset_id, int(run.dataset_version), task.case_id
     )
     if raw_case is None:
         result = AttemptResult(AttemptState.INCOMPLETE, reason="the case is gone from its dataset")
-        record(c, run, task, index, result, delivery=holder)
-        return
+        return finish(result)
     with _KeepAlive(c, run, task.key, holder, receipt_handle):
         result = ask_and_grade(
             c, run, arm, Case.model_validate(raw_case), task, budget_read=found.reading
@@ -713,7 +824,7 @@ def _answer(c: Container, found: _Found, holder: str, receipt_handle: str | None
         messagebus.publish(
             c, BudgetExhausted(run.org_id, run.run_id, result.budget_exceeded.reason)
         )
-    record(c, run, task, index, result, delivery=holder)
+    return finish(result)
 
 
 def handle_dead_task(

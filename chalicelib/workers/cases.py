@@ -1,5 +1,6 @@
-"""The case worker: one case attempt per message of the case-tasks queue, and the attempts its
-DLQ gives up on. `batch_size=1`: Chalice cannot report partial batch failures.
+"""The case worker: a case attempt per message of the case-tasks queue (and the tasks of its lane
+it carries on with), and the attempts its DLQ gives up on. `batch_size=1`: Chalice cannot report
+partial batch failures.
 
 A Lambda entry point of its own (`chalicelib.startup` says why): importing it starts the worker.
 """
@@ -30,9 +31,11 @@ def _receive_count(record) -> int:
 
 @bp.on_sqs_message(queue=names.CASE_TASKS_QUEUE, batch_size=1)
 def handle_case_task(event):
-    """One case attempt per message (DESIGN §5). Raising (`run_case.LeaseHeld` included: an
+    """One case attempt per message (DESIGN §5), carrying on with the next task of its lane
+    while the invocation has time for it. Raising (`run_case.LeaseHeld` included: an
     earlier delivery of this message still holds its attempt) leaves the message for redelivery."""
     c = bootstrap.container()
+    remaining = getattr(event.context, "get_remaining_time_in_millis", None)
     for record in event:
         run_case.handle_task(
             c,
@@ -40,6 +43,7 @@ def handle_case_task(event):
             receive_count=_receive_count(record),
             receipt_handle=record.receipt_handle,
             message_id=_message_id(record),
+            remaining_ms=remaining,
         )
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from bench import agents
 from chalicelib import names
+from chalicelib.domain.run_rules import attempt_key
 from chalicelib.services import run_case
 from tests.e2e.conftest import cases
 from tests.e2e.manual import Queue
@@ -96,7 +97,7 @@ def test_a_worker_killed_between_the_answer_and_the_write_loses_nothing(
     probe = f"p-{uuid.uuid4().hex}"
     ds = api.dataset(cases(4), required=["contains"])
     run = api.start(api.agent(numbered_spec(probe)), ds)
-    real_record = run_case.record
+    real_record = run_case._record
     crashed: list[str] = []
 
     def crash_once(c, run_row, task, index, result, **kw):
@@ -105,7 +106,7 @@ def test_a_worker_killed_between_the_answer_and_the_write_loses_nothing(
             raise SystemExit("worker killed after the agent answered")
         return real_record(c, run_row, task, index, result, **kw)
 
-    monkeypatch.setattr(run_case, "record", crash_once)
+    monkeypatch.setattr(run_case, "_record", crash_once)
     while progress(api, run["run_id"])["status"] == "running":
         for d in queue.receive():
             try:
@@ -275,3 +276,134 @@ def test_a_task_outside_the_run_s_plan_goes_to_the_dlq_and_changes_nothing(
         dlq.delete(d)
     assert progress(api, run["run_id"])["recorded"] == 2
     assert len(api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["results"]) == 2
+
+
+# --- a delivery carries on with its lane (issue 12) -------------------------------------------
+
+
+PLENTY = lambda: 10**9  # noqa: E731 - a Lambda context's milliseconds left, never running out
+
+
+def _lease_key(task: dict) -> str:
+    return attempt_key(task["arm_id"], task["case_id"], int(task["attempt"]))
+
+
+def test_a_delivery_carries_on_with_its_lane_and_one_killed_mid_lane_loses_nothing(
+    api, queue, container, limits, monkeypatch
+):
+    """With time left in its invocation, a delivery asks its lane's next cases itself (no
+    message); killed on one of them, its own message comes back, finds the carried case whose
+    claim lapsed and sends it, and the lane goes on from there."""
+    limits(2, 10)
+    probe = f"p-{uuid.uuid4().hex}"
+    ds = api.dataset(cases(6), required=["contains"])
+    run = api.start(api.agent(numbered_spec(probe)), ds)
+    real_record = run_case._record
+    crashed: list[str] = []
+
+    def crash_once(c, run_row, task, index, result, **kw):
+        if task.case_id == "c002" and not crashed:
+            crashed.append(task.case_id)
+            raise SystemExit("worker killed after the agent answered c002")
+        return real_record(c, run_row, task, index, result, **kw)
+
+    monkeypatch.setattr(run_case, "_record", crash_once)
+    bodies: list[str] = []
+    for _ in range(50):
+        if progress(api, run["run_id"])["status"] != "running":
+            break
+        for d in queue.receive():
+            bodies.append(d.task["case_id"])
+            try:
+                run_case.handle_task(
+                    container, d.body, message_id=d.message_id, remaining_ms=PLENTY
+                )
+            except SystemExit:
+                # Killed: nothing is released; once the visibility (and the claims, as long)
+                # run out, SQS delivers the message again.
+                row = container.runs.get(api.org_id, run["run_id"])
+                carried = {**d.task, "case_id": "c002"}
+                assert container.runs.lease_of(row, _lease_key(carried)).holder == d.message_id
+                container.runs.release_lease(row, _lease_key(carried), d.message_id)
+                queue.release(d)
+                continue
+            queue.delete(d)
+    final = progress(api, run["run_id"])
+    assert crashed == ["c002"]
+    assert (final["status"], final["recorded"], final["passed"]) == ("completed", 6, 6)
+    # The two lanes' first tasks, the killed one's message again, then c002 sent for a new
+    # delivery, which carried on with c004: no other message.
+    assert sorted(bodies) == ["c000", "c000", "c001", "c002"], bodies
+    assert agents.calls(f"{probe}#c002") == 2, "the case the worker died on is asked again"
+    for case_id in ("c000", "c001", "c003", "c004", "c005"):
+        assert agents.calls(f"{probe}#{case_id}") == 1, case_id
+    assert container.orgs.get(api.org_id).in_flight == 0
+
+
+def test_a_copy_of_a_message_whose_lane_is_still_carried_on_waits_and_asks_nobody(
+    api, queue, container, limits, monkeypatch
+):
+    """SQS may deliver a message again while its first delivery is still carrying on with the
+    lane: the copy follows the lane to the case being answered and leaves (`LeaseHeld`), asking
+    nobody; once the lane ended, a copy only redoes the idempotent hand-off."""
+    limits(1, 10)
+    probe = f"p-{uuid.uuid4().hex}"
+    ds = api.dataset(cases(3), required=["contains"])
+    run = api.start(api.agent(numbered_spec(probe)), ds)
+    real = run_case.ask_and_grade
+    entered, go = threading.Event(), threading.Event()
+
+    def held_on_c001(c, run_row, arm, case, task, **kw):
+        if case.case_id == "c001":
+            entered.set()
+            assert go.wait(60), "the test never let c001 go"
+        return real(c, run_row, arm, case, task, **kw)
+
+    monkeypatch.setattr(run_case, "ask_and_grade", held_on_c001)
+    (d,) = queue.receive()
+    errors: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            run_case.handle_task(container, d.body, message_id=d.message_id, remaining_ms=PLENTY)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    worker = threading.Thread(target=first)
+    worker.start()
+    assert entered.wait(60), "the delivery never carried on to c001"
+    with pytest.raises(run_case.LeaseHeld):
+        run_case.handle_task(container, d.body, message_id=d.message_id, remaining_ms=PLENTY)
+    go.set()
+    worker.join(60)
+    assert not worker.is_alive() and errors == []
+    queue.delete(d)
+    run_case.handle_task(container, d.body, message_id=d.message_id, remaining_ms=PLENTY)
+    final = progress(api, run["run_id"])
+    assert (final["status"], final["recorded"], final["passed"]) == ("completed", 3, 3)
+    for i in range(3):
+        assert agents.calls(f"{probe}#c{i:03d}") == 1
+    assert queue.receive() == [], "a copy sent a task the lane had carried on with"
+    assert container.orgs.get(api.org_id).in_flight == 0
+
+
+def test_a_delivery_short_of_time_sends_its_lane_s_next_task_instead(api, queue, container, limits):
+    """Carrying on needs a case timeout and a margin left in the invocation; short of that, the
+    recording sends the next task as a message, as without a Lambda context."""
+    limits(1, 10)
+    ds = api.dataset(cases(3), required=["contains"])
+    run = api.start(api.agent(numbered_spec(f"p-{uuid.uuid4().hex}")), ds)
+    needed = (
+        container.settings.evaluation_case_timeout_seconds + run_case.CARRY_MARGIN_SECONDS
+    ) * 1000
+    left = iter([needed + 1, needed])  # enough after c000, not after c001
+    seen: list[str] = []
+    while progress(api, run["run_id"])["status"] == "running":
+        for d in queue.receive():
+            seen.append(d.task["case_id"])
+            run_case.handle_task(
+                container, d.body, message_id=d.message_id, remaining_ms=lambda: next(left, 0)
+            )
+            queue.delete(d)
+    assert seen == ["c000", "c002"]
+    assert progress(api, run["run_id"])["recorded"] == 3

@@ -272,6 +272,7 @@ class FakeRuns:
         claim_next: bool,
         release_slot: bool,
         now_ms: int,
+        successor_lease: Lease | None = None,
     ) -> RecordOutcome:
         self._others_write()
         key = (run.org_id, run.run_id)
@@ -301,6 +302,8 @@ class FakeRuns:
         )
         self.set(*key, **moves)
         self._lease_done(run, attempt.attempt_key)
+        if claim_next and successor_lease is not None:
+            self.leases[(run.org_id, run.run_id, successor_lease.attempt_key)] = successor_lease
         return RecordOutcome(written=True)
 
     def take_lease(self, run: Run, key: str, holder: str, until_ms: int, now_ms: int) -> bool:

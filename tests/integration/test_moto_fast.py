@@ -364,5 +364,68 @@ def test_a_whole_run_reads_what_motos_serializer_would_have_written(
         "sqs.ReceiveMessage",
         "sqs.SendMessageBatch",
         "sqs.DeleteMessageBatch",
+        "dynamodb.plain-update",
     ):
         assert seen["hits"].get(operation, 0) >= 1, operation
+
+
+def _update(ddb: Any, expression: str, names: dict[str, str], values: dict[str, Any]) -> Any:
+    return ddb.update_item(
+        TableName="t",
+        Key={"pk": ITEM["pk"], "sk": ITEM["sk"]},
+        UpdateExpression=expression,
+        ExpressionAttributeNames=names,
+        **({"ExpressionAttributeValues": values} if values else {}),
+        ReturnValues="ALL_NEW",
+    )["Attributes"]
+
+
+def test_plain_updates_change_the_item_as_motos_own_validator_and_executor(
+    aws_client: Client, verify: None
+) -> None:
+    """`SET #n = :v`, `SET #n[i] = :v`, `ADD #n :v`, `REMOVE #n` are applied without moto's
+    validator; with VERIFY each is also run through moto's own path and compared. What is not
+    plain, or breaks a rule, goes to moto: the same errors."""
+    from botocore.exceptions import ClientError
+
+    ddb = aws_client("dynamodb")
+    _table(ddb)
+    ddb.put_item(TableName="t", Item={**ITEM, "lanes": {"L": [{"N": "0"}, {"N": "1"}]}})
+    after = _update(
+        ddb,
+        "SET #a = :a, #l[1] = :one, #l[7] = :two ADD #n :half, #fresh :one REMOVE #gone, #m",
+        {"#a": "a", "#l": "lanes", "#n": "n", "#fresh": "fresh", "#gone": "nothing", "#m": "m"},
+        {
+            ":a": {"M": {"x": {"SS": ["q"]}}},
+            ":one": {"N": "1"},
+            ":two": {"N": "2"},
+            ":half": {"N": "0.5"},
+        },
+    )
+    assert after["a"] == {"M": {"x": {"SS": ["q"]}}}
+    assert after["lanes"] == {"L": [{"N": "0"}, {"N": "1"}, {"N": "2"}]}  # past the end: appended
+    assert _update(ddb, "SET #l[0] = :one", {"#l": "lanes"}, {":one": {"N": "1"}})["lanes"] == {
+        "L": [{"N": "1"}, {"N": "1"}, {"N": "2"}]
+    }
+    assert after["n"] == {"N": "13.00"} and after["fresh"] == {"N": "1"}
+    assert "m" not in after and "nothing" not in after
+    assert motofast.FAST_HITS["dynamodb.plain-update"] >= 1
+    ddb.put_item(TableName="t", Item={**ITEM, "text": {"S": "s"}})
+    refused = [
+        # ADD onto a string, SET into a missing list, a key attribute, a missing value
+        ("ADD #t :one", {"#t": "text"}, {":one": {"N": "1"}}),
+        ("SET #x[0] = :one", {"#x": "missing"}, {":one": {"N": "1"}}),
+        ("SET #k = :v", {"#k": "sk"}, {":v": {"S": "b"}}),
+        ("SET #a = :nope", {"#a": "a"}, {":v": {"S": "b"}}),
+    ]
+    for expression, names, values in refused:
+        hits = motofast.FAST_HITS["dynamodb.plain-update"]
+        with pytest.raises(ClientError) as caught:
+            _update(ddb, expression, names, values)
+        assert caught.value.response["Error"]["Code"] == "ValidationException", expression
+        assert motofast.FAST_HITS["dynamodb.plain-update"] == hits, f"{expression} was not moto's"
+    # An index key by placeholder: moto checks neither its type nor its emptiness, nor do we.
+    hits = motofast.FAST_HITS["dynamodb.plain-update"]
+    assert _update(ddb, "SET #g = :v", {"#g": "gk"}, {":v": {"N": "1"}})["gk"] == {"N": "1"}
+    assert motofast.FAST_HITS["dynamodb.plain-update"] == hits + 1
+    assert motofast.MISMATCHES == []

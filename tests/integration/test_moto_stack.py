@@ -335,3 +335,30 @@ def test_the_releases_the_patches_cover_are_taken(version: str) -> None:
     from assay_local.motoserver import check_moto_version
 
     check_moto_version(version)
+
+
+def test_an_item_past_the_size_limit_is_refused_and_one_within_it_kept(aws_client: Client) -> None:
+    """The item-size check moto makes attribute by attribute is made once on the whole item
+    (`motofast._cheaper_items`): the same items pass and fail."""
+    ddb = aws_client("dynamodb")
+    _create_table(ddb, "sized")
+    limit = 405_000  # moto's limit, in bytes of names and values
+    # 2 ("pk") + 3 ("big") + 3 ("two") + len("x") = 9 bytes beside the filler
+    fits = {"pk": {"S": "x"}, "big": {"S": "a" * (limit - 9 - 1000)}, "two": {"S": "b" * 1000}}
+    ddb.put_item(TableName="sized", Item=fits)
+    assert _item(ddb, "sized", {"pk": {"S": "x"}}) == fits
+    past = {**fits, "pk": {"S": "y"}, "two": {"S": "b" * 1001}}
+    with pytest.raises(ClientError) as caught:
+        ddb.put_item(TableName="sized", Item=past)
+    assert caught.value.response["Error"]["Code"] == "ValidationException"
+    assert "size" in caught.value.response["Error"]["Message"].lower()
+    assert _item(ddb, "sized", {"pk": {"S": "y"}}) is None
+    # an update past the limit is refused too, the stored item unchanged
+    with pytest.raises(ClientError):
+        ddb.update_item(
+            TableName="sized",
+            Key={"pk": {"S": "x"}},
+            UpdateExpression="SET three = :v",
+            ExpressionAttributeValues={":v": {"S": "c" * 10}},
+        )
+    assert _item(ddb, "sized", {"pk": {"S": "x"}}) == fits

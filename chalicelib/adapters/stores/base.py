@@ -19,9 +19,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
-from chalicelib.adapters.tables import (
-    RunRow,
-)
+from chalicelib.adapters.tables import RunRow, share_client
 from chalicelib.errors import ConflictError
 
 WAITING = "1"
@@ -109,8 +107,8 @@ class Transactions:
 
     def _conn(self) -> Connection:
         if self._connection is None:
-            self._connection = Connection(
-                region=RunRow.Meta.region, host=getattr(RunRow.Meta, "host", None)
+            self._connection = share_client(
+                Connection(region=RunRow.Meta.region, host=getattr(RunRow.Meta, "host", None))
             )
         return self._connection
 

@@ -148,6 +148,18 @@ def _lease_done(t: Any, run: Run, key: str, now_ms: int) -> None:
     )
 
 
+def _lease_row(run: Run, lease: Lease) -> LeaseRow:
+    """The row of a live claim on one attempt of `run` (kept `LEASE_KEPT_SECONDS` past its
+    lapse)."""
+    return LeaseRow(
+        _key(run),
+        lease.attempt_key,
+        holder=lease.holder,
+        until_ms=lease.until_ms,
+        expires_at=lease.until_ms // 1000 + LEASE_KEPT_SECONDS,
+    )
+
+
 def _page(rows: Any) -> RunPage:
     """A listing's page: its runs, then where the next page starts (known once they are read)."""
     runs = [run_of(r) for r in rows]
@@ -478,6 +490,7 @@ class RunStore:
         claim_next: bool,
         release_slot: bool,
         now_ms: int,
+        successor_lease: Lease | None = None,
     ) -> RecordOutcome:
         """Write one attempt once, with the run's counters, in ONE transaction (DESIGN §5).
 
@@ -493,6 +506,8 @@ class RunStore:
                 never make this write fail.
             release_slot: no task to pass the slot to: give it back to the run and organization
                 (conditional on the lane holding one, so a swept run is never released twice).
+            successor_lease: with `claim_next`, the claim on the task it starts (put in the same
+                transaction: the recording delivery carries on with that task itself).
         Returns:
             RecordOutcome(written=False) when the attempt existed already (a redelivery).
         Raises:
@@ -520,6 +535,8 @@ class RunStore:
                 t.save(row, condition=AttemptRow.attempt_key.does_not_exist())
                 t.update(RunRow(_key(run)), actions=actions, condition=condition)
                 _lease_done(t, run, attempt.attempt_key, now_ms)
+                if claim_next and successor_lease is not None:
+                    t.save(_lease_row(run, successor_lease))
                 if release_slot and not claim_next:
                     t.update(
                         OrganizationRow(run.org_id),
@@ -542,13 +559,7 @@ class RunStore:
     def take_lease(self, run: Run, key: str, holder: str, until_ms: int, now_ms: int) -> bool:
         """Claim the attempt `key` of `run` for `holder` until `until_ms` (epoch ms), unless
         another claim lives past `now_ms`; True when taken."""
-        row = LeaseRow(
-            _key(run),
-            key,
-            holder=holder,
-            until_ms=until_ms,
-            expires_at=until_ms // 1000 + LEASE_KEPT_SECONDS,
-        )
+        row = _lease_row(run, Lease(attempt_key=key, holder=holder, until_ms=until_ms))
         try:
             row.save(
                 condition=(LeaseRow.attempt_key.does_not_exist() | (LeaseRow.until_ms < now_ms))

@@ -122,6 +122,7 @@ class Runs(Protocol):
         claim_next: bool,
         release_slot: bool,
         now_ms: int,
+        successor_lease: Lease | None = None,
     ) -> RecordOutcome:
         """Write `attempt` once, with the run's counters, at once (DESIGN §5).
 
@@ -132,6 +133,9 @@ class Runs(Protocol):
                 and on the run running): the slot passes to that task (`attempt.successor`).
             release_slot: no task to pass the slot to: give it back to the run and organization
                 (conditional on the lane holding one, so a swept run is never released twice).
+            successor_lease: with `claim_next`, the claim on the task it starts, written in the
+                same write: the delivery that recorded carries on with that task itself, no
+                message sent (`run_case.handle_task`).
         Returns:
             `RecordOutcome(written=False)` when the attempt existed already (a redelivery).
         Raises:

@@ -32,6 +32,7 @@ patterns; nothing is verified against any service.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import re
@@ -67,6 +68,9 @@ class Rule:
         source: `detect-secrets <plugin>` or `assay`.
         literal: text every match holds: the pattern is not run on a text without it (a few of
             detect-secrets' patterns backtrack quadratically on long near-misses).
+        needs: lower-case ASCII every match holds in some case (`token` for `(?i)...token`): the
+            pattern is not run on an ASCII text whose lower case lacks it. Only on ASCII texts:
+            under `(?i)` a few other characters match ASCII letters (`ſ` is an `s`).
     """
 
     kind: str
@@ -77,6 +81,7 @@ class Rule:
     valid: Callable[[str], bool] | None = None
     source: str = "assay"
     literal: str | None = None
+    needs: str | None = None
 
 
 _KEY_RUN = re.compile(r"[A-Za-z0-9]{20}")
@@ -129,6 +134,7 @@ def _own_rules() -> tuple[list[Rule], list[Rule], list[Rule]]:
             group=1,
             word=False,
             tail=None,
+            needs="secret",
         ),
         Rule(
             "aws_session_token",
@@ -140,6 +146,7 @@ def _own_rules() -> tuple[list[Rule], list[Rule], list[Rule]]:
             group=1,
             word=False,
             tail=None,
+            needs="token",
         ),
         Rule(
             "basic_auth",
@@ -147,6 +154,7 @@ def _own_rules() -> tuple[list[Rule], list[Rule], list[Rule]]:
             group=1,
             word=False,
             tail=None,
+            needs="authorization",
         ),
         # A bearer token holds a digit, or upper- and lower-case letters and no `-` (so `bearer
         # bonds-are-financial-instruments` stays).
@@ -156,6 +164,7 @@ def _own_rules() -> tuple[list[Rule], list[Rule], list[Rule]]:
             group=1,
             word=False,
             tail=None,
+            needs="bearer",
         ),
         Rule(
             "bearer_token",
@@ -166,6 +175,7 @@ def _own_rules() -> tuple[list[Rule], list[Rule], list[Rule]]:
             group=1,
             word=False,
             tail=None,
+            needs="bearer",
         ),
         Rule(
             "aws_secret_key",
@@ -217,6 +227,17 @@ _DETECTORS: tuple[tuple[str, str, tuple[tuple[str, int, bool], ...]], ...] = (
 
 _LITERALS = {"NpmDetector": "_authToken", "OpenAIDetector": "T3BlbkFJ"}
 
+_NEEDS = {
+    # (class, entry of its denylist) -> `Rule.needs`: the patterns that cost most on plain prose
+    ("AWSKeyDetector", 1): "aws",
+    ("SlackDetector", 0): "xox",
+    ("SlackDetector", 1): "hooks.slack.com",
+    ("MailchimpDetector", 0): "-us",
+    ("TelegramBotTokenDetector", 0): ":",
+    ("StripeDetector", 0): "k_live_",
+    ("DiscordBotTokenDetector", 0): ".",
+}
+
 
 def _detector_rules() -> list[Rule]:
     rules: list[Rule] = []
@@ -230,7 +251,7 @@ def _detector_rules() -> list[Rule]:
                 f"{len(entries)}: check chalicelib.domain.redaction against the new release"
             )
         valid = getattr(detector, "is_formally_valid", None)
-        for pattern, (kind, group, word) in zip(denylist, entries, strict=True):
+        for n, (pattern, (kind, group, word)) in enumerate(zip(denylist, entries, strict=True)):
             tail = (_JWT_TAIL if kind == "jwt" else _TOKEN_TAIL) if word else None
             rules.append(
                 Rule(
@@ -242,6 +263,7 @@ def _detector_rules() -> list[Rule]:
                     valid=valid,
                     source=f"detect-secrets {class_name}",
                     literal=_LITERALS.get(class_name),
+                    needs=_NEEDS.get((class_name, n)),
                 )
             )
     return rules
@@ -325,9 +347,12 @@ def _known_spans(text: str, known: Iterable[Known]) -> list[tuple[int, int, str]
     return spans
 
 
-def _rule_spans(text: str, rule: Rule) -> list[tuple[int, int, str]]:
+def _rule_spans(text: str, rule: Rule, lowered: str | None = None) -> list[tuple[int, int, str]]:
+    """`rule`'s matches in `text` (`lowered`: `text.lower()` when `text` is ASCII, else None)."""
     spans: list[tuple[int, int, str]] = []
     if rule.literal is not None and rule.literal not in text:
+        return spans
+    if rule.needs is not None and lowered is not None and rule.needs not in lowered:
         return spans
     for m in rule.pattern.finditer(text):
         group = rule.group if rule.group <= (rule.pattern.groups or 0) else 0
@@ -353,9 +378,28 @@ def find(text: str, known: Iterable[Known] = ()) -> list[tuple[int, int, str]]:
     Overlapping matches merge into one span named after the one that starts first (on a tie:
     the organization's own values, then `rules()` order).
     """
+    known = tuple(known)
+    if len(text) <= _CACHED_TEXT_CHARS:
+        return list(_find_cached(text, known))
+    return _find(text, known)
+
+
+_CACHED_TEXT_CHARS = 4096
+"""Texts up to this many characters have their spans kept (`_find_cached`): a case's answer is
+read for secrets more than once (to learn them, then to redact), and the same keys and short
+values recur in every attempt."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _find_cached(text: str, known: tuple[Known, ...]) -> tuple[tuple[int, int, str], ...]:
+    return tuple(_find(text, known))
+
+
+def _find(text: str, known: tuple[Known, ...]) -> list[tuple[int, int, str]]:
     found = _known_spans(text, known)
+    lowered = text.lower() if text.isascii() else None
     for rule in rules():
-        found.extend(_rule_spans(text, rule))
+        found.extend(_rule_spans(text, rule, lowered))
     found.sort(key=lambda s: s[0])  # stable: on a tie, the earlier rule stays first
     merged: list[tuple[int, int, str]] = []
     for start, end, kind in found:

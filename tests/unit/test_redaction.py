@@ -279,3 +279,20 @@ def test_first_secret_names_the_path_and_kind_of_the_first_secret_inside_a_value
         first_secret({"answer": "42", "n": 3, "ok": True, "placeholder": "[REDACTED:secret]"})
         is None
     )
+
+
+def test_a_pattern_with_a_needed_word_is_still_found_in_any_case_and_in_unicode_text():
+    """`Rule.needs` skips a pattern on an ASCII text lacking its word (in lower case); the word's
+    case never matters, and a non-ASCII text always runs the pattern (`ſ` matches `s` there)."""
+    token = "A" * 20 + "b" * 20 + "/"
+    for text in (
+        f"AWS_SESSION_TOKEN={token}",
+        f"aws_session_TOKEN: {token}",
+        f"Authorization: Basic {'QWxhZGRpbjpvcGVuc2VzYW1l'}",
+        f"é AWS_SESSION_TOKEN={token}",
+    ):
+        assert "[REDACTED:" in redact(text), text
+    assert redact(f"ſecret_key = {'A1b2' * 10}") != f"ſecret_key = {'A1b2' * 10}"
+    assert [r.kind for r in rules() if r.needs] and all(
+        r.needs == r.needs.lower() for r in rules() if r.needs
+    )

@@ -38,6 +38,8 @@ from pynamodb.indexes import (
 )
 from pynamodb.models import Model
 
+from chalicelib.adapters import dynamo_parser
+
 KEY_SEPARATOR = "#"
 """Joins the parts of a composite key; no organization id and no id a tenant chooses contains it."""
 
@@ -69,12 +71,15 @@ def share_client(connection: Connection) -> Connection:
     PynamoDB makes a botocore client per model (per table), about 60 ms of CPU each: a worker
     touching a dozen tables spent most of a second of its first case making clients. One client,
     thread-safe like every botocore client, serves them all. (`_client` is PynamoDB's own cache
-    of it, read by `Connection.client`.)
+    of it, read by `Connection.client`.) Its responses are parsed by `dynamo_parser`.
     """
     key = (connection.host, connection.region)
     with _CLIENTS_LOCK:
         client = _CLIENTS.get(key)
         if client is None:
+            connection.session.register_component(
+                "response_parser_factory", dynamo_parser.DynamoParserFactory()
+            )
             client = _CLIENTS[key] = connection.client
     connection._client = client
     return connection

@@ -187,7 +187,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
             _, outcomes = demo.run_promotions(api, agent_id, dataset_id, on_gate)
         for outcome in outcomes:
             print_gate(console, outcome)
-        results += [demo.version_result(api, o.version, o.run["run_id"]) for o in outcomes if o.run]
+        results += [
+            demo.version_result(api, o.version, o.run["run_id"], o.run) for o in outcomes if o.run
+        ]
         table = Table(
             title="GSM8K: each published version's eval run (graded by numeric_answer; v3 and v4 "
             "measured by the guard)"

@@ -197,11 +197,15 @@ def run_demo(
     )
 
 
-def version_result(api: Api, version: int, run_id: str) -> VersionResult:
-    """A run's first candidate as a row of the demo's table."""
+def version_result(
+    api: Api, version: int, run_id: str, full: dict[str, Any] | None = None
+) -> VersionResult:
+    """A run's first candidate as a row of the demo's table (`full`: the run as read already by
+    `GET /api/v1/eval-runs/{run_id}`, else it is read)."""
     from chalicelib.clock import parse_iso
 
-    full = api.call("GET", f"/api/v1/eval-runs/{run_id}")
+    if full is None:
+        full = api.call("GET", f"/api/v1/eval-runs/{run_id}")
     outcome = full.get("outcome") or {}
     queued = wall = 0.0
     if full.get("started_at") and full.get("completed_at"):

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from chalicelib.domain.enums import RunStatus
-from chalicelib.domain.history import HistoryRow
-from chalicelib.domain.outcome import Outcome
 from chalicelib.domain.records import ActiveRun, Attempt, Lease, Run
+
+if TYPE_CHECKING:  # annotations only: the case worker need not import them to start
+    from chalicelib.domain.history import HistoryRow
+    from chalicelib.domain.outcome import Outcome
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,10 +9,14 @@ one-minute sweep every two seconds. The workers misbehave on purpose:
 - a **copy** of a task (a message of its own) is sent before it is handled (`--copy`), and some
   deliveries are handled twice at once, as the same message (`--twin`) or beside a copy
   (`--concurrent-copy`);
+- a delivery **carries on** with up to `CARRIES` tasks of its lane (drawn per delivery: the
+  Lambda context's time runs out after that many), as `handle_task` does with time left;
 - a worker process is **killed** (`os._exit`, nothing cleaned up) at a random moment
   (`--kill` per delivery): before the handler, after the agent answered and before the write,
   between the write that starts a task and its send (a recording's successor, or a hand-off's
-  claim), or after the handler and before the delete; this process starts a new one;
+  claim), between the write that claims a task to carry on with and that task, or after the
+  handler and before the delete (after the answer and before a carried task: at any task of a
+  lane carried on with); this process starts a new one;
 - ~`--throttle` of DynamoDB and SQS requests answer `ThrottlingException` (the AWS SDK retries
   them, as against AWS).
 
@@ -53,7 +57,16 @@ from typing import Any
 KILLED = 137
 """Exit code of a worker that killed itself on purpose."""
 
-KILL_POINTS = ("before the handler", "after the answer", "between write and send", "before delete")
+KILL_POINTS = (
+    "before the handler",
+    "after the answer",
+    "between write and send",
+    "between write and carry",
+    "before delete",
+)
+CARRIES = (0, 0, 1, 3, 10, 50)
+"""How many tasks of its lane a delivery may carry on with (issue 12), one drawn per delivery: the
+invocation's time runs out after that many."""
 
 
 # --- worker processes ------------------------------------------------------------------------
@@ -119,9 +132,13 @@ _doom = threading.local()
 
 
 def _die_if(point: str) -> None:
-    if getattr(_doom, "point", None) == point:
-        _count(f"killed {point}")
-        os._exit(KILLED)
+    if getattr(_doom, "point", None) != point:
+        return
+    if getattr(_doom, "skip", 0) > 0:  # on a later task of the lane this delivery carries on with
+        _doom.skip -= 1
+        return
+    _count(f"killed {point}")
+    os._exit(KILLED)
 
 
 def worker_main(config: dict[str, Any]) -> None:
@@ -144,7 +161,7 @@ def worker_main(config: dict[str, Any]) -> None:
         "app"
     )  # as Lambda does: the handlers, and the events they publish wired
     _throttle(config["throttle"], random.Random(config["seed"] + 1))
-    real_record, real_send = run_case.record, slots.send_tasks
+    real_record, real_send, real_carried = run_case._record, slots.send_tasks, run_case._carried
 
     def record(*a: Any, **kw: Any) -> Any:
         _die_if("after the answer")
@@ -154,16 +171,38 @@ def worker_main(config: dict[str, Any]) -> None:
         _die_if("between write and send")
         return real_send(*a, **kw)
 
-    run_case.record = record  # type: ignore[assignment]
+    def carried(*a: Any, **kw: Any) -> Any:
+        _die_if("between write and carry")
+        return real_carried(*a, **kw)
+
+    run_case._record = record  # type: ignore[assignment]
     slots.send_tasks = send_tasks  # type: ignore[assignment]
+    run_case._carried = carried  # type: ignore[assignment]
+    enough_ms = (
+        c.settings.evaluation_case_timeout_seconds + run_case.CARRY_MARGIN_SECONDS
+    ) * 1000 + 1
     sqs = boto3.client("sqs", endpoint_url=config["endpoint"], region_name="us-east-1")
     stop = Path(config["stop_file"])
 
-    def handle(body: str, message_id: str, receipt: str | None, count: int) -> bool:
+    def handle(
+        body: str, message_id: str, receipt: str | None, count: int, carries: int = 0
+    ) -> bool:
         _count("delivery")
+        left = [carries]
+
+        def remaining_ms() -> int:
+            # The Lambda context's time left: enough for `carries` more tasks, then not.
+            left[0] -= 1
+            return enough_ms if left[0] >= 0 else 0
+
         try:
             run_case.handle_task(
-                c, body, receive_count=count, receipt_handle=receipt, message_id=message_id
+                c,
+                body,
+                receive_count=count,
+                receipt_handle=receipt,
+                message_id=message_id,
+                remaining_ms=remaining_ms,
             )
             return True
         except run_case.LeaseHeld:
@@ -196,7 +235,9 @@ def worker_main(config: dict[str, Any]) -> None:
                     except Exception:  # noqa: BLE001 - it comes back
                         _count("left: dead handler raised")
                     continue
+                carries = local.choice(CARRIES)
                 _doom.point = local.choice(KILL_POINTS) if local.random() < config["kill"] else None
+                _doom.skip = local.randint(0, carries)
                 _die_if("before the handler")
                 if local.random() < config["copy"]:
                     try:
@@ -215,7 +256,7 @@ def worker_main(config: dict[str, Any]) -> None:
                     beside = threading.Thread(target=handle, args=(body, copy_id, None, 1))
                 if beside is not None:
                     beside.start()
-                done = handle(body, mid, receipt, count)
+                done = handle(body, mid, receipt, count, carries)
                 if beside is not None:
                     beside.join()
                 _die_if("before delete")

@@ -754,8 +754,8 @@ def handle_task(
             recorded = _answer(c, found, holder, receipt_handle, remaining_ms)
             if recorded.carried is None or recorded.run is None:
                 return
+            held = (recorded.run, slots.task_of(recorded.run, recorded.carried).key)
             found = _carried(c, recorded.run, recorded.carried)
-            held = (found.run, found.task.key)
     except Exception:
         # A failure in this process (a bug, AWS): the next delivery need not wait for the claim
         # to lapse. A worker that is killed never gets here; its claim lapses with the message's

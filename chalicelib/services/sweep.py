@@ -65,11 +65,21 @@ def fail_running_cases(c: Container, run: Run, reason: str, now: datetime) -> in
     return written
 
 
-def resend_unclaimed(c: Container, run: Run) -> int:
+TAKEOVER_BEATS = 3
+"""Heartbeats a run may miss before the sweep takes its running tasks from the deliveries that
+claimed them: every live case beats its run each `EVAL_HEARTBEAT_SECONDS`, so a run silent for
+three beats has nobody alive on it."""
+
+
+def resend_unclaimed(c: Container, run: Run, *, take_over: bool = False) -> int:
     """Send again every running task of `run` (a busy lane's task in flight) that no delivery
     ever claimed (issue 11): its message was lost with a worker that died after the write that
     started it and before the send. Sending one that is only slow costs a copy, which its lease
-    makes ask nobody. Returns how many were sent."""
+    makes ask nobody. With `take_over` (the run silent for `TAKEOVER_BEATS` heartbeats), a task a
+    delivery claimed and never recorded is sent too, its claim let go: its worker died, perhaps
+    between two cases of a lane it carried on with (issue 12), whose message SQS would only
+    deliver again after its visibility timeout - past the sweep's abandonment. Returns how many
+    were sent."""
     lanes = run.lanes
     if not run.lane_next:
         return 0
@@ -78,8 +88,12 @@ def resend_unclaimed(c: Container, run: Run) -> int:
         index = lanes.next[j] - lanes.n
         if lanes.busy[j] and index >= 0:
             task = slots.task_of(run, index)
-            if c.runs.lease_of(run, task.key) is None:
+            lease = c.runs.lease_of(run, task.key)
+            if lease is None:
                 lost.append(slots.message(run, task, index))
+            elif take_over and not lease.done and lease.holder is not None:
+                if c.runs.release_lease(run, task.key, lease.holder):
+                    lost.append(slots.message(run, task, index))
     if lost:
         log.warning("run %s: %d running task(s) never claimed: sent again", run.run_id, len(lost))
         c.case_queue.send(lost)
@@ -108,11 +122,15 @@ def sweep(c: Container) -> SweepReport:
             finalize.ended(c, run.org_id, run.run_id)
             report.failed.append(run.run_id)
     resend_cutoff = epoch_ms(now) - int(c.settings.eval_resend_after_seconds * 1000)
+    takeover_cutoff = epoch_ms(now) - int(TAKEOVER_BEATS * c.settings.eval_heartbeat_seconds * 1000)
     for candidate in c.runs.stale(RunStatus.RUNNING, resend_cutoff):
         run = c.runs.get(candidate.org_id, candidate.run_id)
         if run is None or run.status != RunStatus.RUNNING or run.run_id in report.failed:
             continue
-        if int(run.heartbeat_at_ms) <= resend_cutoff and resend_unclaimed(c, run):
+        take_over = int(run.heartbeat_at_ms) <= takeover_cutoff
+        if int(run.heartbeat_at_ms) <= resend_cutoff and resend_unclaimed(
+            c, run, take_over=take_over
+        ):
             report.resent.append(run.run_id)
     for candidate in c.runs.stale(RunStatus.QUEUED, cutoff):
         run = c.runs.get(candidate.org_id, candidate.run_id)

@@ -263,13 +263,15 @@ class DatasetStore:
 
     A dataset version never changes once written, so its cases are cached per process (a warm
     Lambda keeps them): a case attempt then reads no case from DynamoDB. The cache holds the
-    `max_cached_versions` most recently used versions.
+    `max_cached_versions` most recently used versions. A version is read once however many case
+    tasks want it at once (a run's lanes all start together).
     """
 
     def __init__(self, max_cached_versions: int = 8) -> None:
         self._cases: OrderedDict[str, dict[str, dict[str, Any]]] = OrderedDict()
         self._max = max_cached_versions
         self._lock = threading.Lock()
+        self._loading: dict[str, threading.Lock] = {}
 
     def create(self, header: Dataset) -> None:
         """Keep a new dataset header. Raises ConflictError when the organization has the id."""
@@ -350,12 +352,19 @@ class DatasetStore:
             if cases is not None:
                 self._cases.move_to_end(key)
                 return cases
-        cases = {r.case_id: r.case for r in DatasetCaseRow.query(key)}
-        if cases:  # an absence (not written yet, or unknown) is never cached
+            loading = self._loading.setdefault(key, threading.Lock())
+        with loading:  # one read of the version; the others wait for it
             with self._lock:
-                self._cases[key] = cases
-                while len(self._cases) > self._max:
-                    self._cases.popitem(last=False)
+                cases = self._cases.get(key)
+            if cases is not None:
+                return cases
+            cases = {r.case_id: r.case for r in DatasetCaseRow.query(key)}
+            with self._lock:
+                if cases:  # an absence (not written yet, or unknown) is never cached
+                    self._cases[key] = cases
+                    while len(self._cases) > self._max:
+                        self._cases.popitem(last=False)
+                self._loading.pop(key, None)
         return cases
 
     def get_case(

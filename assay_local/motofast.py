@@ -20,6 +20,11 @@ What changes (each behind `check_moto_version`), and what does not:
 - `method_names_from_class`: the same list, computed once per handler class.
 - `Table.query` on the table's own hash key reads that key's items instead of every item.
 - Update expressions are parsed, and condition expressions lexed, once per text.
+- A plain update (`SET #n = :v`, `SET #n[i] = :v`, `ADD #n :v`, `REMOVE #n`) is checked and
+  applied directly, not by moto's validator (`_plain_updates`; compared with moto's own path under
+  `VERIFY`).
+- An item's size is summed once as it is built, not at each attribute; `update_item` skips its
+  copy of the item for a stream's old image while no table has a stream (`_cheaper_items`).
 - SQS's retention check reads the queue's retention period instead of building every attribute.
 
 The backends, their checks, conditions and errors stay moto's own: a client sees the same

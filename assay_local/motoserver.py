@@ -113,14 +113,14 @@ def _copy_of(item: Any, touched: set[str] | None) -> Any:
 
 
 def _item_snapshot(
-    table: Any, key: dict[str, Any], *, copy_item: bool = True, touched: set[str] | None = None
+    table: Any, key: dict[str, Any], *, update: dict[str, Any] | None = None
 ) -> tuple[Any, Any, Any, bool, Any]:
     """`(table, hash, range, bucket existed, the item as it is or None)` for one key.
 
     moto stores items as `table.items[hash] -> Item` or, with a range key,
     `table.items[hash][range] -> Item` (a defaultdict: reading a missing hash creates an empty
-    bucket, hence `bucket existed`). Updates mutate the stored `Item` in place, so their snapshot
-    must be a copy (`copy_item`; of the attributes in `touched` alone when given); a put stores a
+    bucket, hence `bucket existed`). An update (`update`: its operation) mutates the stored `Item`
+    in place, so its snapshot is a copy (of the attributes its expression names); a put stores a
     new `Item` and a delete drops the stored one, neither touching the object, so theirs may keep
     the object itself.
     """
@@ -138,7 +138,7 @@ def _item_snapshot(
         hash_value,
         range_value,
         had_bucket,
-        (_copy_of(current, touched) if copy_item and current is not None else current),
+        (_copy_of(current, _touched(update)) if update and current is not None else current),
     )
 
 
@@ -231,8 +231,7 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
                         _item_snapshot(
                             self.get_table(table_name),
                             key,
-                            copy_item=op_type == "Update",
-                            touched=_touched(op) if op_type == "Update" else None,
+                            update=op if op_type == "Update" else None,
                         )
                     )
                 except Exception:  # noqa: BLE001

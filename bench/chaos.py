@@ -161,7 +161,7 @@ def worker_main(config: dict[str, Any]) -> None:
         "app"
     )  # as Lambda does: the handlers, and the events they publish wired
     _throttle(config["throttle"], random.Random(config["seed"] + 1))
-    real_record, real_send, real_carried = run_case._record, slots.send_tasks, run_case._carried
+    real_record, real_send, real_carried = run_case.record, slots.send_tasks, run_case._carried
 
     def record(*a: Any, **kw: Any) -> Any:
         _die_if("after the answer")
@@ -175,7 +175,7 @@ def worker_main(config: dict[str, Any]) -> None:
         _die_if("between write and carry")
         return real_carried(*a, **kw)
 
-    run_case._record = record  # type: ignore[assignment]
+    run_case.record = record  # type: ignore[assignment]
     slots.send_tasks = send_tasks  # type: ignore[assignment]
     run_case._carried = carried  # type: ignore[assignment]
     enough_ms = (

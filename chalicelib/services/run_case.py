@@ -395,26 +395,9 @@ def _attempt(
     )
 
 
-def record(
-    c: Container,
-    run: Run,
-    task: Task,
-    index: int,
-    result: AttemptResult,
-    *,
-    pass_slot: bool = True,
-    delivery: str | None = None,
-    pause: Callable[[], None] = jitter,
-) -> bool:
-    """Write the attempt once with the run's counters, and pass its slot on (DESIGN §5, §6):
-    `_record` that sends the task it starts. Returns True when this call wrote the attempt."""
-    return _record(
-        c, run, task, index, result, pass_slot=pass_slot, delivery=delivery, pause=pause
-    ).written
-
-
-class _Recorded(NamedTuple):
-    """What `_record` did: whether it wrote the attempt, and the task it carried on with."""
+class Recorded(NamedTuple):
+    """What `record` did: whether it wrote the attempt (its truth), and the task it carried on
+    with."""
 
     written: bool
     carried: int | None = None
@@ -422,8 +405,11 @@ class _Recorded(NamedTuple):
     run: Run | None = None
     """With `carried`: the run as the write left its cursor (its lane moved on, still running)."""
 
+    def __bool__(self) -> bool:
+        return self.written
 
-def _record(
+
+def record(
     c: Container,
     run: Run,
     task: Task,
@@ -434,7 +420,7 @@ def _record(
     delivery: str | None = None,
     carry: str | None = None,
     pause: Callable[[], None] = jitter,
-) -> _Recorded:
+) -> Recorded:
     """Write the attempt once with the run's counters, and pass its slot on (DESIGN §5, §6).
 
     The write starts the next task of the attempt's own lane (`index`'s), conditional on that
@@ -449,8 +435,8 @@ def _record(
         carry: the holder (`delivery`'s claim) that carries on with the task the write starts:
             its lease is written with the attempt and no message is sent; None sends it.
         pause: between lost writes (tests pass a no-op).
-    Returns whether this call wrote the attempt (not when it existed: a redelivery, or the run
-    was deleted meanwhile) and the task it carried on with.
+    Returns a `Recorded`, true when this call wrote the attempt (false when it existed: a
+    redelivery, or the run was deleted meanwhile), with the task it carried on with.
     Raises:
         ConflictError: `RECORD_TRIES` writes in a row were lost (SQS delivers the task again).
     """
@@ -526,20 +512,20 @@ def _record(
         pause=pause,
     )
     if done is None:
-        return _Recorded(False)
+        return Recorded(False)
     run, successor = done.after.run, done.after.successor
     if not outcome.written:
         on_duplicate(c, run, task, delivery)
-        return _Recorded(False)
+        return Recorded(False)
     if successor is None:
         after_release(c, run.org_id, run.run_id)
     elif carry is not None:
         lanes = run.lanes.claiming([lane])
         moved = run.moved(lane_next=lanes.next, next_index=int(run.next_index) + 1)
-        return _Recorded(True, successor, moved)
+        return Recorded(True, successor, moved)
     else:
         slots.send_tasks(c, run, [successor])
-    return _Recorded(True)
+    return Recorded(True)
 
 
 def after_release(c: Container, org_id: str, run_id: str) -> None:
@@ -790,14 +776,14 @@ def _answer(
     holder: str,
     receipt_handle: str | None,
     remaining_ms: Callable[[], int] | None,
-) -> _Recorded:
+) -> Recorded:
     """Ask, grade and record the task this delivery holds the lease of (with what the recording
     claimed for this delivery to carry on with)."""
     run, task, index = found.run, found.task, found.index
 
-    def finish(result: AttemptResult) -> _Recorded:
+    def finish(result: AttemptResult) -> Recorded:
         carry = _carry(c, holder, remaining_ms)
-        return _record(c, run, task, index, result, delivery=holder, carry=carry)
+        return record(c, run, task, index, result, delivery=holder, carry=carry)
 
     status = RunStatus(run.status)
     if status.ended:

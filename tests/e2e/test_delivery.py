@@ -91,22 +91,29 @@ def test_every_message_delivered_three_times_two_at_once_counts_each_attempt_onc
     assert container.orgs.get(api.org_id).in_flight == 0
 
 
+def _killed_once_before_recording(monkeypatch, case_id: str) -> list[str]:
+    """The worker is killed (`SystemExit`) once, after the agent answered `case_id` and before
+    its attempt is written; returns the list the killed case is appended to."""
+    real_record = run_case.record
+    crashed: list[str] = []
+
+    def crash_once(c, run_row, task, index, result, **kw):
+        if task.case_id == case_id and not crashed:
+            crashed.append(task.case_id)
+            raise SystemExit(f"worker killed after the agent answered {case_id}")
+        return real_record(c, run_row, task, index, result, **kw)
+
+    monkeypatch.setattr(run_case, "record", crash_once)
+    return crashed
+
+
 def test_a_worker_killed_between_the_answer_and_the_write_loses_nothing(
     api, queue, container, monkeypatch
 ):
     probe = f"p-{uuid.uuid4().hex}"
     ds = api.dataset(cases(4), required=["contains"])
     run = api.start(api.agent(numbered_spec(probe)), ds)
-    real_record = run_case._record
-    crashed: list[str] = []
-
-    def crash_once(c, run_row, task, index, result, **kw):
-        if task.case_id == "c001" and not crashed:
-            crashed.append(task.case_id)
-            raise SystemExit("worker killed after the agent answered")
-        return real_record(c, run_row, task, index, result, **kw)
-
-    monkeypatch.setattr(run_case, "_record", crash_once)
+    crashed = _killed_once_before_recording(monkeypatch, "c001")
     while progress(api, run["run_id"])["status"] == "running":
         for d in queue.receive():
             try:
@@ -298,16 +305,7 @@ def test_a_delivery_carries_on_with_its_lane_and_one_killed_mid_lane_loses_nothi
     probe = f"p-{uuid.uuid4().hex}"
     ds = api.dataset(cases(6), required=["contains"])
     run = api.start(api.agent(numbered_spec(probe)), ds)
-    real_record = run_case._record
-    crashed: list[str] = []
-
-    def crash_once(c, run_row, task, index, result, **kw):
-        if task.case_id == "c002" and not crashed:
-            crashed.append(task.case_id)
-            raise SystemExit("worker killed after the agent answered c002")
-        return real_record(c, run_row, task, index, result, **kw)
-
-    monkeypatch.setattr(run_case, "_record", crash_once)
+    crashed = _killed_once_before_recording(monkeypatch, "c002")
     bodies: list[str] = []
     for _ in range(50):
         if progress(api, run["run_id"])["status"] != "running":

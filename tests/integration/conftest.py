@@ -61,19 +61,22 @@ def aws_client(moto: MotoHandle) -> Callable[..., Any]:
 def models_put_back() -> Iterator[None]:
     """The models point at a module's tables while it runs (`store_tables`), and back where they
     were after (a module asks for it with `pytestmark = pytest.mark.usefixtures(...)`)."""
-    from chalicelib.adapters import stores, tables
+    from tests.support.models import models_kept
 
-    saved = {
-        m: (m.Meta.table_name, getattr(m.Meta, "host", None), m.Meta.region)
-        for m in tables.ALL_MODELS
-    }
-    yield
-    for model, (name, host, region) in saved.items():
-        model.Meta.table_name, model.Meta.host, model.Meta.region = name, host, region
-        model._connection = None  # noqa: SLF001
-        for index in model._indexes.values():  # noqa: SLF001
-            index._connection = None  # type: ignore[attr-defined]  # noqa: SLF001
-    stores.reset_connections()
+    with models_kept():
+        yield
+
+
+def create_table(ddb: Any, name: str, *, range_key: bool = False) -> None:
+    """A pay-per-request table keyed by the string `pk` (and `sk` with `range_key`)."""
+    keys = [{"AttributeName": "pk", "KeyType": "HASH"}]
+    attrs = [{"AttributeName": "pk", "AttributeType": "S"}]
+    if range_key:
+        keys.append({"AttributeName": "sk", "KeyType": "RANGE"})
+        attrs.append({"AttributeName": "sk", "AttributeType": "S"})
+    ddb.create_table(
+        TableName=name, KeySchema=keys, AttributeDefinitions=attrs, BillingMode="PAY_PER_REQUEST"
+    )
 
 
 def store_tables(moto: MotoHandle, monkeypatch: pytest.MonkeyPatch, prefix: str) -> Any:

@@ -10,6 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from chalicelib.adapters.dynamo_parser import ITEM_OPERATIONS, DynamoJSONParser, DynamoParserFactory
+from tests.integration.conftest import create_table
 
 ITEM = {
     "pk": {"S": "org#1"},
@@ -94,18 +95,7 @@ def test_every_item_operation_reads_as_botocore_reads_it(moto, monkeypatch) -> N
         walked.append(shape.name)
         return original(self, raw_body, shape)
 
-    slow.create_table(
-        TableName="parsed",
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_table(slow, "parsed", range_key=True)
     calls = _calls("parsed")
     assert set(calls) == ITEM_OPERATIONS
     for operation, (method, kwargs) in calls.items():

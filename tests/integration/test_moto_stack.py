@@ -19,19 +19,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from assay_local.motoserver import EMPTY_RECEIVE_KEY, MotoHandle
+from tests.integration.conftest import create_table
 
 Client = Callable[..., Any]
-
-
-def _create_table(ddb: Any, name: str, *, range_key: bool = False) -> None:
-    keys = [{"AttributeName": "pk", "KeyType": "HASH"}]
-    attrs = [{"AttributeName": "pk", "AttributeType": "S"}]
-    if range_key:
-        keys.append({"AttributeName": "sk", "KeyType": "RANGE"})
-        attrs.append({"AttributeName": "sk", "AttributeType": "S"})
-    ddb.create_table(
-        TableName=name, KeySchema=keys, AttributeDefinitions=attrs, BillingMode="PAY_PER_REQUEST"
-    )
 
 
 def _fill(ddb: Any, table: str, count: int) -> None:
@@ -82,7 +72,7 @@ def test_concurrent_conditional_transactions_have_one_winner(aws_client: Client)
     # HTTP 500 "dictionary changed size during iteration" from moto's table deep copy. (Earlier
     # we also saw two winners of the conditional put.) With the lock and the patch: 1 every time.
     ddb = aws_client("dynamodb")
-    _create_table(ddb, "race")
+    create_table(ddb, "race")
     _fill(ddb, "race", 2000)  # a table big enough that moto's deep copy is slow: the race window
     threads_n = 24
     clients = [aws_client("dynamodb", max_pool_connections=2) for _ in range(threads_n)]
@@ -131,8 +121,8 @@ def test_transaction_latency_does_not_grow_with_table_size(aws_client: Client) -
     # Unpatched, moto deep-copies each touched table per transaction: this test then measured
     # medians of 8 ms (100 items) and 209 ms (10,000 items), a ratio of 25. Patched: about 1.
     ddb = aws_client("dynamodb")
-    _create_table(ddb, "small")
-    _create_table(ddb, "big")
+    create_table(ddb, "small")
+    create_table(ddb, "big")
     _fill(ddb, "small", 100)
     _fill(ddb, "big", 10_000)
 
@@ -164,8 +154,8 @@ def _scan(ddb: Any, table: str) -> list[dict[str, Any]]:
 
 def test_cancelled_transaction_restores_every_touched_item(aws_client: Client) -> None:
     ddb = aws_client("dynamodb")
-    _create_table(ddb, "plain")
-    _create_table(ddb, "ranged", range_key=True)
+    create_table(ddb, "plain")
+    create_table(ddb, "ranged", range_key=True)
     ddb.put_item(
         TableName="plain",
         Item={
@@ -273,7 +263,7 @@ def test_cancelled_transaction_restores_every_touched_item(aws_client: Client) -
 
 def test_invalid_transaction_is_rejected_and_rolled_back(aws_client: Client) -> None:
     ddb = aws_client("dynamodb")
-    _create_table(ddb, "plain")
+    create_table(ddb, "plain")
     ddb.put_item(TableName="plain", Item={"pk": {"S": "a"}, "n": {"N": "1"}})
     with pytest.raises(ClientError) as caught:
         ddb.transact_write_items(
@@ -295,7 +285,7 @@ def test_invalid_transaction_is_rejected_and_rolled_back(aws_client: Client) -> 
 
 def test_requests_are_counted_by_operation(moto: MotoHandle, aws_client: Client) -> None:
     ddb, sqs, s3 = aws_client("dynamodb"), aws_client("sqs"), aws_client("s3")
-    _create_table(ddb, "plain")
+    create_table(ddb, "plain")
     ddb.transact_write_items(TransactItems=_claim_transaction("plain", "c", "n"))
     url = sqs.create_queue(QueueName="counted")["QueueUrl"]
     sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0)
@@ -341,7 +331,7 @@ def test_an_item_past_the_size_limit_is_refused_and_one_within_it_kept(aws_clien
     """The item-size check moto makes attribute by attribute is made once on the whole item
     (`motofast._cheaper_items`): the same items pass and fail."""
     ddb = aws_client("dynamodb")
-    _create_table(ddb, "sized")
+    create_table(ddb, "sized")
     limit = 405_000  # moto's limit, in bytes of names and values
     # 2 ("pk") + 3 ("big") + 3 ("two") + len("x") = 9 bytes beside the filler
     fits = {"pk": {"S": "x"}, "big": {"S": "a" * (limit - 9 - 1000)}, "two": {"S": "b" * 1000}}

@@ -4,17 +4,15 @@ twins of its message, failures and a worker killed between two cases of the lane
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from chalicelib.clock import epoch_ms
-from chalicelib.domain import events as domain_events
 from chalicelib.domain.enums import AttemptState, RunStatus
 from chalicelib.domain.events import Event
-from chalicelib.services import event_handlers, messagebus, run_case, slots
+from chalicelib.services import run_case, slots
 from tests.fakes import FakeContainer
 from tests.fakes.ledger import a_run
 
@@ -22,22 +20,9 @@ PLENTY = lambda: 10**9  # noqa: E731
 
 
 @pytest.fixture
-def events() -> Iterator[list[Event]]:
-    seen: list[Event] = []
-    kinds = [
-        k
-        for k in vars(domain_events).values()
-        if isinstance(k, type) and issubclass(k, Event) and k is not Event
-    ]
-    messagebus.wire({kind: [lambda _c, event: seen.append(event)] for kind in kinds})
-    try:
-        yield seen
-    finally:
-        event_handlers.wire()
-
-
-@pytest.fixture
 def c(monkeypatch: pytest.MonkeyPatch, events: list[Event]) -> FakeContainer:
+    """The services' fake container (published events caught by `events`), organization `acme`,
+    every case asked through a stub that records it and runs the hook set for it."""
     c = FakeContainer()
     c.orgs.ensure("acme", concurrency_limit=6, now_iso="2026-12-01T08:00:00.000Z")
     c.datasets = SimpleNamespace(  # type: ignore[assignment]

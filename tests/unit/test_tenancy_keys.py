@@ -26,6 +26,7 @@ from chalicelib.domain.history import LatestRow
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.errors import InvalidInputError
 from tests.fakes.ledger import an_arm, an_arm_result, an_outcome
+from tests.support.models import models_kept
 
 REGION = "us-east-1"
 PREFIX = "tenancy-"
@@ -141,10 +142,6 @@ def test_ids_without_separators_are_kept_as_given():
 def moto_tables() -> Iterator[tuple[MotoHandle, Any]]:
     """moto's server with every table of assay; the models are pointed back where they were
     after."""
-    saved = {
-        m: (m.Meta.table_name, getattr(m.Meta, "host", None), m.Meta.region)
-        for m in tables.ALL_MODELS
-    }
     mp = pytest.MonkeyPatch()
     for name, value in (
         ("AWS_ACCESS_KEY_ID", "testing"),
@@ -152,29 +149,24 @@ def moto_tables() -> Iterator[tuple[MotoHandle, Any]]:
         ("AWS_DEFAULT_REGION", REGION),
     ):
         mp.setenv(name, value)
-    handle = start_moto_server()
-    try:
-        from infra.resources import ensure_tables
+    with models_kept():
+        handle = start_moto_server()
+        try:
+            from infra.resources import ensure_tables
 
-        ensure_tables(handle.url, REGION, PREFIX)
-        stores.reset_connections()
-        ddb = boto3.session.Session().client(
-            "dynamodb",
-            endpoint_url=handle.url,
-            region_name=REGION,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        )
-        yield handle, ddb
-    finally:
-        handle.stop()
-        for model, (name, host, region) in saved.items():
-            model.Meta.table_name, model.Meta.host, model.Meta.region = name, host, region
-            model._connection = None  # noqa: SLF001
-            for index in model._indexes.values():  # noqa: SLF001
-                index._connection = None  # type: ignore[attr-defined]  # noqa: SLF001
-        stores.reset_connections()
-        mp.undo()
+            ensure_tables(handle.url, REGION, PREFIX)
+            stores.reset_connections()
+            ddb = boto3.session.Session().client(
+                "dynamodb",
+                endpoint_url=handle.url,
+                region_name=REGION,
+                aws_access_key_id="testing",
+                aws_secret_access_key="testing",
+            )
+            yield handle, ddb
+        finally:
+            handle.stop()
+            mp.undo()
 
 
 def _judge_spec(org: str) -> dict[str, Any]:

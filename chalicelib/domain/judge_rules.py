@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from pydantic import Field, StrictInt, ValidationInfo, field_validator
+from pydantic import ConfigDict, Field, StrictInt, ValidationInfo, field_validator
 
 from chalicelib.domain.models import Case, Frozen, ScoreResult
 from chalicelib.domain.redaction import redact
@@ -38,6 +38,9 @@ PROMPTS: dict[str, str] = {"1": PROMPT_V1}
 class Criterion(Frozen):
     """One thing the judge grades; scoped to cases with any of `tags` (none: every case)."""
 
+    # Built at the first judge spec read, not at import: most case workers never grade with a judge.
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
     criterion_id: str = Field(pattern=r"^[A-Za-z0-9_\-.]{1,64}$")
     text: str = Field(min_length=1, max_length=2000)
     tags: list[str] = Field(default_factory=list)
@@ -45,6 +48,8 @@ class Criterion(Frozen):
 
 class JudgeSpec(Frozen):
     """What a published judge version grades with (the body of `POST /judges/{id}/versions`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     model_profile_id: str = Field(min_length=1)
     """The model profile the judge is asked on (its model, price and connection settings)."""

@@ -28,9 +28,12 @@ from chalicelib.domain.run_rules import ArmSummary, verdict_word
 
 class Kept(BaseModel):
     """Base of what a run keeps as JSON: immutable; a key it does not know (another version's
-    writer) is kept as it was."""
+    writer) is kept as it was.
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    Built at the first validation, not at import: a case worker reads and writes an outcome only as
+    its run ends (issue 12, scope 3)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow", defer_build=True)
 
     def as_json(self) -> dict[str, Any]:
         """The JSON kept: every field it was built or read with, in declaration order (a field

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from chalicelib.domain.enums import ArmRole
-from chalicelib.domain.outcome import Outcome
 from chalicelib.domain.run_rules import Lanes
+
+if TYPE_CHECKING:  # a case worker reads no outcome: its models are not imported for it
+    from chalicelib.domain.outcome import Outcome
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -107,6 +107,32 @@ def test_the_case_worker_starts_without_app_the_routes_the_suites_or_heavy_libra
     # the bus's table names every listener: it is imported by the first published event
     assert "chalicelib.services.event_handlers" not in modules
     assert "chalicelib.services.suites" not in modules
+    # a run's outcome (its models, the comparison) is read and written only as the run ends
+    assert "chalicelib.domain.outcome" not in modules
+    assert "chalicelib.domain.compare" not in modules
+
+
+def test_models_a_case_worker_starts_with_but_seldom_uses_are_built_at_their_first_use():
+    code = (
+        "import chalicelib.workers.cases; "
+        "from chalicelib.domain import judge_rules, outcome; "
+        "print(judge_rules.JudgeSpec.__pydantic_complete__, "
+        "outcome.Outcome.__pydantic_complete__); "
+        "import pydantic\ntry: outcome.Outcome.model_validate({})\n"
+        "except pydantic.ValidationError: pass\n"
+        "print(outcome.Outcome.__pydantic_complete__)"
+    )
+    started = _python(
+        code, AWS_LAMBDA_FUNCTION_NAME="assay-dev-handle_case_task", ASSAY_JWT_SECRET="s" * 40
+    )
+    assert started.returncode == 0, started.stderr[-2000:]
+    assert started.stdout.split() == ["False", "False", "True"]
+
+
+def test_pydantic_looks_for_no_plugin_unless_the_operator_asks():
+    code = "import os, chalicelib; print(os.environ['PYDANTIC_DISABLE_PLUGINS'])"
+    assert _python(code).stdout.strip() == "__all__"
+    assert _python(code, PYDANTIC_DISABLE_PLUGINS="0").stdout.strip() == "0"
 
 
 @pytest.mark.parametrize("name", ["handle_dead_case", "handle_agent_event", "sweep_runs"])

@@ -297,8 +297,10 @@ def advance_if_done(c: Container, org_id: str, run_id: str) -> None:
     run = c.runs.get(org_id, run_id)
     if run is None or run.status != RunStatus.RUNNING or int(run.recorded) < int(run.expected):
         return
+    attempts: list[Attempt] | None = None
     if run.phase == RunPhase.ANSWERING:
-        extra = confirming_tasks(c, run, all_attempts(c, run))
+        attempts = all_attempts(c, run)
+        extra = confirming_tasks(c, run, attempts)
         if extra:
             if c.runs.enter_confirming(run, extra):
                 fresh = c.runs.get(org_id, run_id)
@@ -314,7 +316,10 @@ def advance_if_done(c: Container, org_id: str, run_id: str) -> None:
     elif run.phase != RunPhase.CONFIRMING:
         return
     if c.runs.enter_finalizing(run):
-        finalize(c, org_id, run_id)
+        # The move was conditional on `recorded` as read, and every attempt is written with its
+        # count: the attempts read above are all there will be (a second read of a 2,000-case
+        # run cost ~0.3 s between its last answer and its verdict).
+        finalize(c, org_id, run_id, attempts)
         ended(c, org_id, run_id)
 
 
@@ -402,11 +407,12 @@ def compute_outcome(c: Container, run: Run, attempts: list[Attempt]) -> Outcome:
     )
 
 
-def finalize(c: Container, org_id: str, run_id: str) -> bool:
+def finalize(c: Container, org_id: str, run_id: str, attempts: list[Attempt] | None = None) -> bool:
     """Compute the outcome and complete the organization's run (idempotent: conditional on the
-    phase). True when this call completed it."""
+    phase). True when this call completed it. `attempts`: `all_attempts` of the run as its move
+    to finalizing found it, when the caller read them (None: read them here)."""
     run = c.runs.get(org_id, run_id)
     if run is None or run.phase != RunPhase.FINALIZING or run.status != RunStatus.RUNNING:
         return False
-    outcome = compute_outcome(c, run, all_attempts(c, run))
+    outcome = compute_outcome(c, run, all_attempts(c, run) if attempts is None else attempts)
     return c.runs.complete(run, outcome, iso(c.clock.now()))

@@ -11,11 +11,14 @@ message is sent (issue 12).
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -248,38 +251,79 @@ def grade_answer(
     return scorers.combine(kept + fresh.scores, scoring), asker
 
 
-class _KeepAlive:
-    """While a long case runs: heartbeat the run, keep the message invisible and the attempt's
-    lease held (DESIGN §7.2)."""
+class _Beat:
+    """One case in flight that `_HEARTBEATS` keeps alive: what to beat, and when next."""
 
     def __init__(self, c: Container, run: Run, key: str, holder: str, receipt: str | None) -> None:
-        self._c, self._run, self._key, self._holder, self._receipt = c, run, key, holder, receipt
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._loop, daemon=True, name=f"keepalive-{run.run_id}"
-        )
+        self.c, self.run, self.key, self.holder, self.receipt = c, run, key, holder, receipt
+        self.interval_s = float(c.settings.eval_heartbeat_seconds)
+        self.next_at = time.monotonic() + self.interval_s
 
-    def __enter__(self) -> _KeepAlive:
-        self._thread.start()
-        return self
+    def beat(self) -> None:
+        c, run = self.c, self.run
+        try:
+            now_ms = epoch_ms(c.clock.now())
+            c.runs.beat(run.org_id, run.run_id, now_ms)
+            c.runs.extend_lease(run, self.key, self.holder, now_ms + _lease_ms(c))
+            if self.receipt:
+                c.case_queue.extend_visibility(self.receipt, c.settings.visibility_timeout_seconds)
+        except Exception:  # noqa: BLE001 - a missed heartbeat is what the sweep is for
+            log.exception("heartbeat of run %s failed", run.run_id)
 
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
+
+class _Heartbeats:
+    """While a long case runs: heartbeat the run, keep the message invisible and the attempt's
+    lease held, every `EVAL_HEARTBEAT_SECONDS` (DESIGN §7.2).
+
+    One daemon thread per process beats every case in flight in it, started with the first: a
+    thread per case cost each case a thread start, a handoff through the GIL that waits on every
+    other lane of the embedded stack (issue 12). A beat that hangs delays the others of this
+    process only (a Lambda holds one case at a time); the sweep takes a lane over only after
+    `TAKEOVER_BEATS` missed ones."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._held: dict[int, _Beat] = {}
+        self._tokens = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def keeping(
+        self, c: Container, run: Run, key: str, holder: str, receipt: str | None
+    ) -> Iterator[None]:
+        """Keep the attempt `key` of `run` alive for `holder` while the block runs."""
+        with self._changed:
+            token = next(self._tokens)
+            self._held[token] = _Beat(c, run, key, holder, receipt)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, daemon=True, name="keepalive")
+                self._thread.start()
+            self._changed.notify()
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._held.pop(token, None)
 
     def _loop(self) -> None:
-        c, run = self._c, self._run
-        interval = c.settings.eval_heartbeat_seconds
-        while not self._stop.wait(interval):
-            try:
-                now_ms = epoch_ms(c.clock.now())
-                c.runs.beat(run.org_id, run.run_id, now_ms)
-                c.runs.extend_lease(run, self._key, self._holder, now_ms + _lease_ms(c))
-                if self._receipt:
-                    c.case_queue.extend_visibility(
-                        self._receipt, c.settings.visibility_timeout_seconds
-                    )
-            except Exception:  # noqa: BLE001 - a missed heartbeat is what the sweep is for
-                log.exception("heartbeat of run %s failed", run.run_id)
+        while True:
+            with self._changed:
+                now = time.monotonic()
+                due = [(t, b) for t, b in self._held.items() if b.next_at <= now]
+                if not due:
+                    soonest = min((b.next_at for b in self._held.values()), default=None)
+                    self._changed.wait(None if soonest is None else soonest - now)
+                    continue
+                for _, b in due:
+                    b.next_at = now + b.interval_s
+            for token, b in due:
+                with self._changed:
+                    if token not in self._held:  # its case ended while others were beaten
+                        continue
+                b.beat()
+
+
+_HEARTBEATS = _Heartbeats()
 
 
 def _lease_ms(c: Container) -> int:
@@ -801,7 +845,7 @@ def _answer(
     if raw_case is None:
         result = AttemptResult(AttemptState.INCOMPLETE, reason="the case is gone from its dataset")
         return finish(result)
-    with _KeepAlive(c, run, task.key, holder, receipt_handle):
+    with _HEARTBEATS.keeping(c, run, task.key, holder, receipt_handle):
         result = ask_and_grade(
             c, run, arm, Case.model_validate(raw_case), task, budget_read=found.reading
         )

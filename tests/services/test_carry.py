@@ -12,7 +12,7 @@ import pytest
 from chalicelib.clock import epoch_ms
 from chalicelib.domain.enums import AttemptState, RunStatus
 from chalicelib.domain.events import Event
-from chalicelib.services import run_case, slots
+from chalicelib.services import finalize, run_case, slots
 from tests.fakes import FakeContainer
 from tests.fakes.ledger import a_run
 
@@ -169,3 +169,26 @@ def test_a_twin_of_the_message_while_its_lane_is_carried_on_asks_nobody(c: FakeC
     c.hooks["c2"] = twin
     run_case.handle_task(c, _body(msg), message_id="m1", remaining_ms=PLENTY)
     assert seen == ["held"] and c.asked == ["c1", "c2", "c3"]
+
+
+def test_a_run_ending_without_flips_reads_its_attempts_once_between_its_last_answer_and_verdict(
+    c: FakeContainer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attempts read to find the flips are the ones the outcome is computed from: the move
+    to finalizing is conditional on the recorded count they were read at."""
+    _start(c, cases=4)
+    (msg,) = c.case_queue.sent
+    run_case.handle_task(c, _body(msg), message_id="m1", remaining_ms=PLENTY)
+    reads: list[str] = []
+    real = c.runs.attempts
+
+    def counted(org_id: str, run_id: str) -> Any:
+        reads.append(run_id)
+        return real(org_id, run_id)
+
+    monkeypatch.setattr(c.runs, "attempts", counted)
+    finalize.advance_if_done(c, "acme", "r1")
+    run = c.runs.get_for_org("acme", "r1")
+    assert run.status == RunStatus.COMPLETED.value
+    assert run.outcome is not None and run.outcome.total == 4
+    assert reads == ["r1"]

@@ -26,6 +26,10 @@ What changes (each behind `check_moto_version`), and what does not:
 - An item's size is summed once as it is built, not at each attribute; `update_item` skips its
   copy of the item for a stream's old image while no table has a stream (`_cheaper_items`).
 - SQS's retention check reads the queue's retention period instead of building every attribute.
+- A query that neither projects nor filters hands its items on uncopied (moto deep-copies them
+  for a projection; the handler only reads them, inside the DynamoDB lock), and a result's
+  DynamoDB types are turned into plain dicts by a converter written for them (`_fast_results`,
+  compared with moto's under `VERIFY`).
 
 The backends, their checks, conditions and errors stay moto's own: a client sees the same
 answers, over the same HTTP API a LocalStack or AWS run uses.
@@ -235,6 +239,8 @@ def install() -> None:
 
     core_responses.method_names_from_class = method_names_from_class  # type: ignore[assignment]
 
+    from moto.dynamodb.comparisons import OpDefault
+
     original_all_items = Table.all_items
     original_query = Table.query
     only = threading.local()
@@ -249,6 +255,16 @@ def install() -> None:
         index_name = kwargs.get("index_name", args[6] if len(args) > 6 else None)
         if index_name is not None or hash_key is None:
             return original_query(self, hash_key, *args, **kwargs)
+        projection = kwargs.get("projection_expressions", args[5] if len(args) > 5 else None)
+        condition = kwargs.get("filter_expression", args[8] if len(args) > 8 else None)
+        # moto copies every item it found before it projects or filters them; the handler only
+        # reads them, inside the DynamoDB lock, so a query with neither keeps the items as they
+        # are (a copy of a 500-attempt run's items was a third of its query).
+        only.read_only = (
+            not projection
+            and (condition is None or type(condition) is OpDefault)  # no FilterExpression
+            and not _filters(kwargs)
+        )
         # Without an index moto keeps, from every item of the table (sorted), those whose hash
         # key matches: hand it that key's items alone, sorted the same way.
         bucket = self.items.get(hash_key)
@@ -263,6 +279,24 @@ def install() -> None:
             return original_query(self, hash_key, *args, **kwargs)
         finally:
             only.table = only.items = None
+            only.read_only = False
+
+    class _CopyUnlessReadOnly:
+        """`copy` as moto's table module sees it: the results of a read-only query (`query`
+        above) are handed on as a new list of the same items."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(copy, name)
+
+        def deepcopy(self, value: Any, memo: Any = None) -> Any:
+            if getattr(only, "read_only", False) and type(value) is list:
+                FAST_HITS["dynamodb.query-uncopied"] += 1
+                return list(value)
+            return copy.deepcopy(value, memo)
+
+    import moto.dynamodb.models.table as table_module
+
+    table_module.copy = _CopyUnlessReadOnly()  # type: ignore[assignment]
 
     Table.all_items = all_items  # type: ignore[method-assign]
     Table.query = query  # type: ignore[method-assign]
@@ -286,6 +320,70 @@ def install() -> None:
     _cache_expression_parsing()
     _cheaper_items()
     _plain_updates()
+    _fast_results()
+
+
+_QUERY_PARAMETERS = frozenset(
+    {
+        "range_comparison",
+        "range_objs",
+        "limit",
+        "exclusive_start_key",
+        "scan_index_forward",
+        "projection_expressions",
+        "index_name",
+        "consistent_read",
+        "filter_expression",
+        "hash_key_conditions",
+        "range_key_conditions",
+    }
+)
+"""The named parameters of moto's `Table.query`: any other keyword is a `QueryFilter` condition."""
+
+
+def _filters(kwargs: dict[str, Any]) -> bool:
+    """Whether a `Table.query` call's keywords hold legacy `QueryFilter` conditions."""
+    return any(k not in _QUERY_PARAMETERS for k in kwargs)
+
+
+def _fast_results() -> None:
+    """`DynamoResult`'s conversion of a result to plain dicts, written for the types a result
+    holds (moto's re-imports `DynamoType` at every value of every item: ~8 % of its process under
+    the pipeline benchmark); anything else still goes through moto's own, and with `VERIFY` on
+    both are compared."""
+    from moto.dynamodb import responses
+    from moto.dynamodb.models.dynamo_type import DynamoType, LimitedSizeDict
+
+    original = responses.dynamo_to_dict
+    plain_types = (str, bool, int, float, type(None))
+
+    def convert(value: Any) -> Any:
+        kind = type(value)
+        if kind is DynamoType:
+            name, inner = value.type, value.value
+            if name in ("B", "BS"):
+                return original(value)
+            if type(inner) in plain_types:
+                return {name: inner}
+            return {name: convert(inner)}
+        if kind is dict or kind is LimitedSizeDict:
+            return {k: convert(v) for k, v in value.items()}
+        if kind is list:
+            return [convert(v) for v in value]
+        if kind in plain_types:
+            return value
+        return original(value)
+
+    def dynamo_to_dict(value: Any) -> Any:
+        fast = convert(value)
+        if VERIFY:
+            slow = original(value)
+            if fast != slow:
+                MISMATCHES.append({"operation": "dynamo_to_dict", "fast": fast, "moto": slow})
+                return slow
+        return fast
+
+    responses.dynamo_to_dict = dynamo_to_dict  # type: ignore[assignment]
 
 
 def _cheaper_items() -> None:

@@ -254,6 +254,35 @@ def test_a_query_on_the_tables_key_reads_that_key_only(aws_client: Client, moto:
     assert motofast.FULL_LISTINGS["t"] == 1
 
 
+def test_only_a_query_that_neither_projects_nor_filters_hands_on_the_items_uncopied(
+    aws_client: Client, verify: None
+) -> None:
+    """moto copies a query's items before it projects or filters them; a plain query's are only
+    read, inside the DynamoDB lock, so they are not copied: the answers stay moto's (VERIFY) and
+    the stored items keep every attribute after a projecting or filtering query."""
+    ddb = aws_client("dynamodb")
+    _table(ddb)
+    ddb.put_item(TableName="t", Item=ITEM)
+    ddb.put_item(TableName="t", Item={**ITEM, "sk": {"S": "b"}, "n": {"N": "9"}})
+    by_pk = {"KeyConditionExpression": "pk = :p", "ExpressionAttributeValues": {":p": ITEM["pk"]}}
+    hits = motofast.FAST_HITS["dynamodb.query-uncopied"]
+    plain = ddb.query(TableName="t", **by_pk)["Items"]
+    assert [i["sk"]["S"] for i in plain] == ["a", "b"] and plain[0]["m"] == ITEM["m"]
+    assert motofast.FAST_HITS["dynamodb.query-uncopied"] == hits + 1
+    projected = ddb.query(TableName="t", ProjectionExpression="sk, m.deep", **by_pk)["Items"]
+    assert projected[0] == {"sk": ITEM["sk"], "m": {"M": {"deep": ITEM["m"]["M"]["deep"]}}}
+    filtered = ddb.query(
+        TableName="t",
+        KeyConditionExpression="pk = :p",
+        FilterExpression="n < :ten",
+        ExpressionAttributeValues={":p": ITEM["pk"], ":ten": {"N": "10"}},
+    )["Items"]
+    assert [i["sk"]["S"] for i in filtered] == ["b"]
+    assert motofast.FAST_HITS["dynamodb.query-uncopied"] == hits + 1
+    assert ddb.query(TableName="t", **by_pk)["Items"] == plain  # nothing was projected away
+    assert motofast.MISMATCHES == []
+
+
 def test_a_cached_expression_takes_each_requests_values(aws_client: Client, moto: Any) -> None:
     # The same texts with other values, in an update, a condition and a transaction, twice each:
     # a parse kept from the first request must not keep its values.
@@ -365,6 +394,7 @@ def test_a_whole_run_reads_what_motos_serializer_would_have_written(
         "sqs.SendMessageBatch",
         "sqs.DeleteMessageBatch",
         "dynamodb.plain-update",
+        "dynamodb.query-uncopied",
     ):
         assert seen["hits"].get(operation, 0) >= 1, operation
 

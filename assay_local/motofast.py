@@ -29,7 +29,9 @@ What changes (each behind `check_moto_version`), and what does not:
 - A query that neither projects nor filters hands its items on uncopied (moto deep-copies them
   for a projection; the handler only reads them, inside the DynamoDB lock), and a result's
   DynamoDB types are turned into plain dicts by a converter written for them (`_fast_results`,
-  compared with moto's under `VERIFY`).
+  compared with moto's under `VERIFY`); an item's size is summed once per query, not twice; the
+  request id goes into a body with a `<RequestId>` tag only (moto ran its regular expression over
+  every body).
 
 The backends, their checks, conditions and errors stay moto's own: a client sees the same
 answers, over the same HTTP API a LocalStack or AWS run uses.
@@ -187,6 +189,7 @@ def install() -> None:
     import moto
     from moto.core import responses as core_responses
     from moto.core import utils as core_utils
+    from moto.dynamodb.models.dynamo_type import Item
     from moto.dynamodb.models.table import Table
 
     from assay_local.motoserver import check_moto_version
@@ -274,12 +277,41 @@ def install() -> None:
             found = sorted(bucket.values(), key=lambda x: x.range_key)
         else:
             found = [bucket]
-        only.table, only.items = self, found
+        only.table, only.items, only.sizes = self, found, {}
         try:
             return original_query(self, hash_key, *args, **kwargs)
         finally:
-            only.table = only.items = None
+            only.table = only.items = only.sizes = None
             only.read_only = False
+
+    original_size = Item.size
+
+    def size(self: Any) -> int:
+        # moto sums an item's size twice per item a query returns (for the page's 1 MB limit);
+        # no item changes during one query.
+        sizes = getattr(only, "sizes", None)
+        if sizes is None:
+            return original_size(self)  # type: ignore[no-any-return]
+        found = sizes.get(id(self))
+        if found is None:
+            found = sizes[id(self)] = original_size(self)
+        return found  # type: ignore[no-any-return]
+
+    Item.size = size  # type: ignore[method-assign]
+
+    original_enrich = core_responses.BaseResponse._enrich_response
+
+    def enrich_response(headers: dict[str, str], body: Any) -> tuple[dict[str, str], Any]:
+        # moto puts the request id into an XML body with a regular expression run over any
+        # body, a query's half megabyte of JSON too: where there is no tag, nothing changes.
+        if isinstance(body, str) and "<RequestId>" not in body:
+            if "status" in headers:
+                headers["status"] = str(headers["status"])
+            core_responses.gen_amzn_requestid_long(headers)
+            return headers, body
+        return original_enrich(headers, body)  # type: ignore[no-any-return]
+
+    core_responses.BaseResponse._enrich_response = staticmethod(enrich_response)  # type: ignore[method-assign,assignment]
 
     class _CopyUnlessReadOnly:
         """`copy` as moto's table module sees it: the results of a read-only query (`query`

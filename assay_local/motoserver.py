@@ -825,9 +825,14 @@ def start_moto_process(timeout_s: float = 60.0) -> MotoProcessHandle:
 
 def _serve_in_child() -> None:
     """Entry point of the child process: serve until the parent closes our stdin."""
+    import gc
     import sys
 
     handle = start_moto_server()
+    # This process is the server alone: what it holds once up (moto, its backends, botocore's
+    # models) stays until it exits, and the cyclic collector's full passes skip it (one took
+    # ~0.1 s, holding every request of the stack, issue 12).
+    gc.freeze()
     print(handle.url, flush=True)
     try:
         sys.stdin.read()  # returns when the parent exits or closes the pipe

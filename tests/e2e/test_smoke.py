@@ -15,3 +15,11 @@ def test_a_draft_run_completes_with_every_case_recorded_once(api):
     assert full["outcome"]["passed"] == 5 and full["outcome"]["failed"] == 2
     assert full["outcome"]["verdict"] == "partial"
     assert len(full["results"]) == 7
+
+
+def test_what_the_stack_holds_once_up_is_left_out_of_the_collectors_full_passes(stack):
+    """A full pass of the cyclic collector over the process's imports and clients stalled every
+    lane ~0.2 s; the stack freezes them as it starts (and unfreezes them as it stops)."""
+    import gc
+
+    assert gc.get_freeze_count() > 10_000

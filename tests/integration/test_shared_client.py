@@ -36,3 +36,16 @@ def test_every_model_and_the_transactions_use_one_client_per_endpoint(moto, monk
         "eu-west-1",
     )
     assert all(_client(m) is second for m in tables.ALL_MODELS)
+
+
+def test_the_queues_and_the_buckets_share_one_client_per_service(moto) -> None:
+    """A client per queue or bucket cost a session and ~100 ms of CPU each, in the first request
+    that used it (the run start that sent its first tasks)."""
+    from chalicelib.bootstrap import Container
+    from chalicelib.config import Settings
+
+    c = Container(Settings(aws_endpoint_url=moto.url, assay_resource_prefix="shared-"))
+    assert c.case_queue.client is c.case_dlq.client is c.agent_events_dlq.client
+    assert c.case_queue.client.meta.service_model.service_name == "sqs"
+    assert c.bucket.client is c.recordings.client
+    assert c.bucket.client is not c.case_queue.client

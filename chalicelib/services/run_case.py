@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
@@ -43,6 +43,9 @@ from chalicelib.errors import AssayError
 from chalicelib.retrying import change, jitter
 from chalicelib.services import asking, budgets, judges, messagebus, redacting, slots
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome
+
+if TYPE_CHECKING:  # the pool is made by the first carried recording, not as a worker starts
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 log = logging.getLogger(__name__)
 
@@ -448,9 +451,40 @@ class Recorded(NamedTuple):
     """The index of the task the write claimed for its delivery to carry on with (None: none)."""
     run: Run | None = None
     """With `carried`: the run as the write left its cursor (its lane moved on, still running)."""
+    reading: Future[BudgetReading] | None = None
+    """With `carried`: the budgets read beside the write (`_budgets_beside`)."""
 
     def __bool__(self) -> bool:
         return self.written
+
+
+_BESIDE: ThreadPoolExecutor | None = None
+_BESIDE_LOCK = threading.Lock()
+BESIDE_THREADS = 8
+"""Threads per process reading a carried task's budgets beside its recording (a Lambda needs one;
+the embedded stack's lanes share them, and a read waiting for one is only later)."""
+
+
+def _budgets_beside(c: Container, run: Run) -> Future[BudgetReading]:
+    """The budgets for the task the recording of `run`'s attempt carries on with, read while that
+    recording is written (issue 12: two round trips one after the other were most of a case
+    beyond its agent).
+
+    The check before a model request needs both budgets and both month counters as they stand
+    once every earlier request of the lane is charged, and each is charged as it ends, before its
+    attempt is recorded (`budgets`): a read beside the recording sees what one after it would, but
+    for other lanes' charges in those few ms, which the model request that follows is exposed to
+    in the same way (seed 004 "What each case runs as"). A failed read fails the carried task as
+    a failed read after the recording did (`_carried`)."""
+    global _BESIDE
+    with _BESIDE_LOCK:
+        if _BESIDE is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _BESIDE = ThreadPoolExecutor(BESIDE_THREADS, thread_name_prefix="budgets-beside")
+        pool = _BESIDE
+    month = budgets.month_of(c.clock.now())
+    return pool.submit(c.spend.read, run.org_id, run.agent_id, month)
 
 
 def record(
@@ -496,6 +530,9 @@ def record(
     }
     answer = _answer_kept(c, run, task, result.answer)
     lane = run.lanes.lane_of(index)
+    beside = (
+        _budgets_beside(c, run) if carry is not None and run.status == RunStatus.RUNNING else None
+    )
     reads = iter([run])
     outcome = RecordOutcome(written=False)
 
@@ -566,7 +603,7 @@ def record(
     elif carry is not None:
         lanes = run.lanes.claiming([lane])
         moved = run.moved(lane_next=lanes.next, next_index=int(run.next_index) + 1)
-        return Recorded(True, successor, moved)
+        return Recorded(True, successor, moved, beside)
     else:
         slots.send_tasks(c, run, [successor])
     return Recorded(True)
@@ -785,7 +822,7 @@ def handle_task(
             if recorded.carried is None or recorded.run is None:
                 return
             held = (recorded.run, slots.task_of(recorded.run, recorded.carried).key)
-            found = _carried(c, recorded.run, recorded.carried)
+            found = _carried(c, recorded.run, recorded.carried, recorded.reading)
     except Exception:
         # A failure in this process (a bug, AWS): the next delivery need not wait for the claim
         # to lapse. A worker that is killed never gets here; its claim lapses with the message's
@@ -803,14 +840,19 @@ def _carry(c: Container, holder: str, remaining_ms: Callable[[], int] | None) ->
     return holder if remaining_ms() > needed_s * 1000 else None
 
 
-def _carried(c: Container, run: Run, index: int) -> _Found:
+def _carried(
+    c: Container, run: Run, index: int, beside: Future[BudgetReading] | None = None
+) -> _Found:
     """The task `index` this delivery claimed with its last recording of `run` (as that write
-    left it), with the budgets read now (before its model request, as every task's). The run is
-    not read again: the claim was conditional on it running a moment ago, as a message's first
-    read would have found it (a cancel in that instant finds the task started); whatever moved
-    since - another lane's counters, a cancel - fails its recording's condition, which reads the
-    run again."""
-    reading = c.spend.read(run.org_id, run.agent_id, budgets.month_of(c.clock.now()))
+    left it), with the budgets as read beside that write (`beside`; None: read now), before its
+    model request as every task's. The run is not read again: the claim was conditional on it
+    running a moment ago, as a message's first read would have found it (a cancel in that
+    instant finds the task started); whatever moved since - another lane's counters, a cancel -
+    fails its recording's condition, which reads the run again."""
+    if beside is not None:
+        reading = beside.result()
+    else:
+        reading = c.spend.read(run.org_id, run.agent_id, budgets.month_of(c.clock.now()))
     return _Found(run, slots.task_of(run, index), index, reading)
 
 

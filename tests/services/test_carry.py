@@ -4,6 +4,7 @@ twins of its message, failures and a worker killed between two cases of the lane
 from __future__ import annotations
 
 import json
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from chalicelib.clock import epoch_ms
 from chalicelib.domain.enums import AttemptState, RunStatus
 from chalicelib.domain.events import Event
-from chalicelib.services import finalize, run_case, slots
+from chalicelib.services import budgets, finalize, run_case, slots
 from tests.fakes import FakeContainer
 from tests.fakes.ledger import a_run
 
@@ -153,6 +154,43 @@ def test_a_budget_spent_mid_lane_asks_nobody_more(c: FakeContainer) -> None:
     assert c.asked == ["c1", "c2"]
     assert (run.recorded, run.slots) == (2, 0)
     assert c.orgs.get("acme").in_flight == 0
+
+
+def test_a_carried_tasks_budgets_are_read_while_the_attempt_before_it_is_recorded(
+    c: FakeContainer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The read and the write are under way at once (a barrier both must reach), and the read
+    still sees what the case before charged as its request ended."""
+    _start(c, cases=2)
+    (msg,) = c.case_queue.sent
+    both = threading.Barrier(2, timeout=60)
+    real_read, real_record = c.spend.read, c.runs.record_attempt
+    seen: dict[str, Any] = {}
+
+    lane = threading.current_thread()
+
+    def read(*a: Any, **kw: Any) -> Any:
+        if threading.current_thread() is not lane:
+            both.wait()  # the recording of c1 is under way in the lane's own thread
+        return real_read(*a, **kw)
+
+    def record_attempt(*a: Any, **kw: Any) -> Any:
+        if "c1" in a[1].attempt_key:
+            both.wait()  # and the read is under way in another
+        return real_record(*a, **kw)
+
+    def ask_and_grade(cc: Any, run: Any, arm: Any, case: Any, task: Any, **kw: Any):
+        seen[case.case_id] = kw["budget_read"]
+        if case.case_id == "c1":
+            c.spend.charge("acme", run.agent_id, budgets.month_of(c.clock.now()), 700, judge=False)
+        return run_case.AttemptResult(AttemptState.PASSED, answer="4", cost_micros=700)
+
+    monkeypatch.setattr(c.spend, "read", read)
+    monkeypatch.setattr(c.runs, "record_attempt", record_attempt)
+    monkeypatch.setattr(run_case, "ask_and_grade", ask_and_grade)
+    run_case.handle_task(c, _body(msg), message_id="m1", remaining_ms=PLENTY)
+    assert c.runs.get_for_org("acme", "r1").recorded == 2
+    assert seen["c2"].org_spent_micros == 700
 
 
 def test_a_twin_of_the_message_while_its_lane_is_carried_on_asks_nobody(c: FakeContainer) -> None:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import inspect
 import json
 import logging
 import os
@@ -247,6 +248,9 @@ def install() -> None:
     original_all_items = Table.all_items
     original_query = Table.query
     only = threading.local()
+    # Any keyword of a `Table.query` call that is not one of its parameters is a legacy
+    # `QueryFilter` condition.
+    named = frozenset(inspect.signature(original_query).parameters)
 
     def all_items(self: Any) -> Any:
         if getattr(only, "table", None) is self:
@@ -266,7 +270,7 @@ def install() -> None:
         only.read_only = (
             not projection
             and (condition is None or type(condition) is OpDefault)  # no FilterExpression
-            and not _filters(kwargs)
+            and named.issuperset(kwargs)
         )
         # Without an index moto keeps, from every item of the table (sorted), those whose hash
         # key matches: hand it that key's items alone, sorted the same way.
@@ -303,12 +307,10 @@ def install() -> None:
 
     def enrich_response(headers: dict[str, str], body: Any) -> tuple[dict[str, str], Any]:
         # moto puts the request id into an XML body with a regular expression run over any
-        # body, a query's half megabyte of JSON too: where there is no tag, nothing changes.
+        # body, a query's half megabyte of JSON too: where there is no tag, the body is left
+        # out of it (the headers still get what moto gives them).
         if isinstance(body, str) and "<RequestId>" not in body:
-            if "status" in headers:
-                headers["status"] = str(headers["status"])
-            core_responses.gen_amzn_requestid_long(headers)
-            return headers, body
+            return original_enrich(headers, "")[0], body
         return original_enrich(headers, body)  # type: ignore[no-any-return]
 
     core_responses.BaseResponse._enrich_response = staticmethod(enrich_response)  # type: ignore[method-assign,assignment]
@@ -353,29 +355,6 @@ def install() -> None:
     _cheaper_items()
     _plain_updates()
     _fast_results()
-
-
-_QUERY_PARAMETERS = frozenset(
-    {
-        "range_comparison",
-        "range_objs",
-        "limit",
-        "exclusive_start_key",
-        "scan_index_forward",
-        "projection_expressions",
-        "index_name",
-        "consistent_read",
-        "filter_expression",
-        "hash_key_conditions",
-        "range_key_conditions",
-    }
-)
-"""The named parameters of moto's `Table.query`: any other keyword is a `QueryFilter` condition."""
-
-
-def _filters(kwargs: dict[str, Any]) -> bool:
-    """Whether a `Table.query` call's keywords hold legacy `QueryFilter` conditions."""
-    return any(k not in _QUERY_PARAMETERS for k in kwargs)
 
 
 def _fast_results() -> None:

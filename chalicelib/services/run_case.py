@@ -483,8 +483,7 @@ def _budgets_beside(c: Container, run: Run) -> Future[BudgetReading]:
 
             _BESIDE = ThreadPoolExecutor(BESIDE_THREADS, thread_name_prefix="budgets-beside")
         pool = _BESIDE
-    month = budgets.month_of(c.clock.now())
-    return pool.submit(c.spend.read, run.org_id, run.agent_id, month)
+    return pool.submit(budgets.read, c, run.org_id, run.agent_id)
 
 
 def record(
@@ -530,9 +529,7 @@ def record(
     }
     answer = _answer_kept(c, run, task, result.answer)
     lane = run.lanes.lane_of(index)
-    beside = (
-        _budgets_beside(c, run) if carry is not None and run.status == RunStatus.RUNNING else None
-    )
+    beside = _budgets_beside(c, run) if carry is not None else None
     reads = iter([run])
     outcome = RecordOutcome(written=False)
 
@@ -819,10 +816,10 @@ def handle_task(
     try:
         while True:
             recorded = _answer(c, found, holder, receipt_handle, remaining_ms)
-            if recorded.carried is None or recorded.run is None:
+            if recorded.carried is None or recorded.run is None or recorded.reading is None:
                 return
             held = (recorded.run, slots.task_of(recorded.run, recorded.carried).key)
-            found = _carried(c, recorded.run, recorded.carried, recorded.reading)
+            found = _carried(recorded.run, recorded.carried, recorded.reading)
     except Exception:
         # A failure in this process (a bug, AWS): the next delivery need not wait for the claim
         # to lapse. A worker that is killed never gets here; its claim lapses with the message's
@@ -840,20 +837,14 @@ def _carry(c: Container, holder: str, remaining_ms: Callable[[], int] | None) ->
     return holder if remaining_ms() > needed_s * 1000 else None
 
 
-def _carried(
-    c: Container, run: Run, index: int, beside: Future[BudgetReading] | None = None
-) -> _Found:
+def _carried(run: Run, index: int, beside: Future[BudgetReading]) -> _Found:
     """The task `index` this delivery claimed with its last recording of `run` (as that write
-    left it), with the budgets as read beside that write (`beside`; None: read now), before its
-    model request as every task's. The run is not read again: the claim was conditional on it
-    running a moment ago, as a message's first read would have found it (a cancel in that
-    instant finds the task started); whatever moved since - another lane's counters, a cancel -
-    fails its recording's condition, which reads the run again."""
-    if beside is not None:
-        reading = beside.result()
-    else:
-        reading = c.spend.read(run.org_id, run.agent_id, budgets.month_of(c.clock.now()))
-    return _Found(run, slots.task_of(run, index), index, reading)
+    left it), with the budgets as read beside that write, before its model request as every
+    task's. The run is not read again: the claim was conditional on it running a moment ago, as
+    a message's first read would have found it (a cancel in that instant finds the task started);
+    whatever moved since - another lane's counters, a cancel - fails its recording's condition,
+    which reads the run again."""
+    return _Found(run, slots.task_of(run, index), index, beside.result())
 
 
 def _answer(

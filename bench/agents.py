@@ -17,6 +17,8 @@ _opened: set[str] = set()
 _in_flight: dict[str, int] = defaultdict(int)
 _peak: dict[str, int] = defaultdict(int)
 _calls: dict[str, int] = defaultdict(int)
+_first: dict[str, float] = {}
+_last: dict[str, float] = {}
 
 
 def _enter(keys: list[str]) -> None:
@@ -25,6 +27,7 @@ def _enter(keys: list[str]) -> None:
             _in_flight[k] += 1
             _calls[k] += 1
             _peak[k] = max(_peak[k], _in_flight[k])
+            _first.setdefault(k, time.monotonic())
         _changed.notify_all()
 
 
@@ -40,6 +43,7 @@ def _leave(keys: list[str]) -> None:
     with _lock:
         for k in keys:
             _in_flight[k] -= 1
+            _last[k] = time.monotonic()
         _changed.notify_all()
 
 
@@ -70,6 +74,15 @@ def sleepy(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
         }
     finally:
         _leave(keys)
+
+
+def span(key: str) -> tuple[float, float] | None:
+    """(first call's start, last call's end) under `key`, `time.monotonic()` seconds, or None
+    before any call ended: a benchmark tells the run's start-up and its tail from the asking."""
+    with _lock:
+        if key not in _first or key not in _last:
+            return None
+        return _first[key], _last[key]
 
 
 def peak(key: str) -> int:

@@ -32,6 +32,7 @@ from chalicelib.adapters.stores.base import (
     TX,
     changes,
     conditional_update,
+    query_records,
     reason_codes,
     record_of,
     row_of,
@@ -891,8 +892,7 @@ class RunStore:
 
     def attempts(self, org_id: str, run_id: str) -> list[Attempt]:
         """Every attempt of the organization's run (consistent)."""
-        rows = AttemptRow.query(org_key(org_id, run_id), consistent_read=True)
-        return [record_of(r, Attempt) for r in rows]
+        return query_records(AttemptRow, Attempt, org_key(org_id, run_id))
 
     def attempt_keys(self, org_id: str, run_id: str) -> set[str]:
         """The keys of every attempt of the run (consistent, projected)."""

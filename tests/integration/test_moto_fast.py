@@ -147,6 +147,37 @@ def test_dynamodb_fast_responses_equal_motos(aws_client: Client, verify: None) -
     assert _not_taken("dynamodb") == []  # every fast operation of the service was driven
 
 
+def test_dynamodb_parameters_read_plainly_equal_motos_parse(
+    aws_client: Client, verify: None
+) -> None:
+    """A request with no binary and no null is read by `json.loads` (VERIFY compares it with
+    moto's parser); one with either goes through moto's parser and means the same."""
+    ddb = aws_client("dynamodb")
+    _table(ddb)
+
+    def hits() -> int:
+        return motofast.FAST_HITS["dynamodb.plain-parameters"]
+
+    before = hits()
+    plain = {k: v for k, v in ITEM.items() if k not in ("b", "bs", "m")}
+    ddb.put_item(TableName="t", Item=plain, ConditionExpression="attribute_not_exists(pk)")
+    ddb.update_item(
+        TableName="t",
+        Key={"pk": ITEM["pk"], "sk": ITEM["sk"]},
+        UpdateExpression="ADD n :one",
+        ExpressionAttributeValues={":one": {"N": "1"}},
+    )
+    assert hits() == before + 2
+    ddb.put_item(TableName="t", Item={**plain, "sk": {"S": "bin"}, "b": ITEM["b"]})
+    ddb.put_item(TableName="t", Item={**plain, "sk": {"S": "null"}, "z": {"NULL": True}})
+    assert hits() == before + 2  # moto's parser read those two
+    got = ddb.get_item(TableName="t", Key={"pk": ITEM["pk"], "sk": {"S": "bin"}})["Item"]
+    assert got["b"] == {"B": b"\x00\xffbytes"}  # decoded by moto's parser, not kept as text
+    n = ddb.get_item(TableName="t", Key={"pk": ITEM["pk"], "sk": ITEM["sk"]})["Item"]["n"]
+    assert float(n["N"]) == 13.5
+    assert motofast.MISMATCHES == []
+
+
 def test_sqs_fast_responses_equal_motos(aws_client: Client, verify: None) -> None:
     sqs = aws_client("sqs")
     url = sqs.create_queue(QueueName="q")["QueueUrl"]

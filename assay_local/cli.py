@@ -1,4 +1,6 @@
-"""The `assay` command: demo, dev, run, watch, import, summaries, secrets, recordings, bench, token.
+"""The `assay` command: demo, dev, import, summaries, secrets, recordings, bench, token, and the API
+commands of `assay.commands` (run, gate, watch, estimate, cancel, cases, comparison, export,
+suites, promote).
 
 `demo` and `dev` start the embedded stack (moto's server on 127.0.0.1, the routes over HTTP, a
 poller per queue handler, the schedules). The other commands talk to a running assay over HTTP
@@ -348,60 +350,6 @@ def _api(args: argparse.Namespace):
     return Api(url, token)
 
 
-def watch(api: Any, run_id: str) -> dict[str, Any]:
-    """Show a progress bar fed by the progress endpoint until the run ends; returns the last
-    progress."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    with Progress(
-        TextColumn(run_id),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"),
-        TimeElapsedColumn(),
-    ) as bar:
-        task = None
-        while True:
-            p = api.call("GET", f"/api/v1/eval-runs/{run_id}/progress")
-            if task is None:
-                task = bar.add_task(run_id, total=p["expected"], status=p["status"])
-            bar.update(task, completed=p["recorded"], total=p["expected"], status=p["status"])
-            if p["status"] not in ("queued", "running"):
-                return p
-            time.sleep(0.5)
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    api = _api(args)
-    body: dict[str, Any] = {"dataset_id": args.dataset}
-    if args.draft:
-        body["candidate"] = "draft"
-    else:
-        body["candidate"] = "version"
-        body["version"] = int(args.version) if str(args.version).isdigit() else args.version
-    run = api.call("POST", f"/api/v1/agents/{args.agent}/eval-runs", json=body)
-    for w in run.get("warnings", []):
-        print(f"warning: {w}")
-    print(run["run_id"])
-    if args.watch:
-        watch(api, run["run_id"])
-        print(
-            json.dumps(api.call("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"], indent=2)
-        )
-    return 0
-
-
-def cmd_watch(args: argparse.Namespace) -> int:
-    p = watch(_api(args), args.run_id)
-    return 0 if p["status"] == "completed" else 1
-
-
 def cmd_import(args: argparse.Namespace) -> int:
     api = _api(args)
     text = Path(args.file).read_text(encoding="utf-8")
@@ -550,23 +498,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         p.add_argument("--token", default=None, help="a bearer token (default $ASSAY_TOKEN)")
 
-    p = sub.add_parser("run", help="start an eval run")
-    remote(p)
-    p.add_argument("agent", help="the agent's id")
-    p.add_argument("--dataset", required=True, help="the dataset's id (its latest version runs)")
-    p.add_argument(
-        "--version", default="latest", help="a version number, latest or published (default latest)"
-    )
-    p.add_argument(
-        "--draft", action="store_true", help="run the agent's draft instead of a version"
-    )
-    p.add_argument("--watch", action="store_true", help="show a progress bar, then the outcome")
-    p.set_defaults(func=cmd_run)
+    from assay import commands
 
-    p = sub.add_parser("watch", help="a progress bar for a run")
-    remote(p)
-    p.add_argument("run_id")
-    p.set_defaults(func=cmd_watch)
+    commands.register(sub)  # run, gate, watch, estimate, cancel, cases, comparison, export, ...
 
     p = sub.add_parser("import", help="add a dataset version from a JSONL, CSV or GSM8K file")
     remote(p)
@@ -646,10 +580,10 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        return int(args.func(args))
     except ApiError as exc:
         print(f"assay: {exc}", file=sys.stderr)
-        return 1
+        return 3  # an error: `assay.gate`'s exit codes
 
 
 if __name__ == "__main__":

@@ -1,0 +1,394 @@
+"""The CI gate: what an eval run, a suite result or a promotion means for a pipeline, as an exit
+code, and the reports a pipeline keeps (issue 13, scope 1). Pure: it reads the API's JSON and
+writes text; nothing here calls the API.
+
+Exit codes (also in the README, "assay in CI"):
+
+- `0` **passed**: nothing confirmed broke and nothing is undecided.
+- `1` **broke**: a confirmed regression (seed 004 "A flip is confirmed before it counts"), a pass
+  rate under `--min-pass-rate`, a suite result `failed`, a promotion refused.
+- `2` **inconclusive**: cases left undecided (incomplete or ungraded), an invalid comparison, a
+  side that could not run, a run that ended `cancelled`, `failed` or `budget_exceeded`, a suite
+  result `inconclusive`, `error` or `not_run`.
+- `3` **error**: the API refused or could not be reached (auth, a 4xx, a timeout).
+
+A confirmed regression outranks undecided cases: what broke is known whatever else is not.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+JSON = dict[str, Any]
+
+PASSED, BROKE, INCONCLUSIVE, ERROR = 0, 1, 2, 3
+WORDS = {PASSED: "passed", BROKE: "broke", INCONCLUSIVE: "inconclusive", ERROR: "error"}
+
+_SUITE_CODES = {
+    "passed": PASSED,
+    "baseline_set": PASSED,
+    "failed": BROKE,
+    "inconclusive": INCONCLUSIVE,
+    "error": INCONCLUSIVE,
+    "not_run": INCONCLUSIVE,
+}
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A gate's decision: `code` (the exit code), its `word`, and the sentences that say why."""
+
+    code: int
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def word(self) -> str:
+        return WORDS[self.code]
+
+    def as_json(self) -> JSON:
+        return {"exit_code": self.code, "result": self.word, "reasons": list(self.reasons)}
+
+
+def _pct(rate: Any) -> str:
+    return "n/a" if rate is None else f"{100 * float(rate):.1f} %"
+
+
+def _names(ids: list[str], most: int = 10) -> str:
+    shown = ", ".join(ids[:most])
+    return shown + (f" and {len(ids) - most} more" if len(ids) > most else "")
+
+
+def candidate_arm(run: JSON) -> str:
+    """The first candidate arm's id (`candidate` unless the run names another)."""
+    for arm in run.get("arms") or []:
+        if arm.get("role") == "candidate":
+            return str(arm.get("arm_id"))
+    return str((run.get("outcome") or {}).get("arm_id") or "candidate")
+
+
+def decide_run(run: JSON, comparison: JSON | None, *, min_pass_rate: float | None = None) -> Gate:
+    """The gate of an ended run (`GET /eval-runs/{id}`) and its comparison (`GET
+    .../comparison`, None without a baseline). `min_pass_rate` is a fraction (0.8 = 80 %) the
+    candidate's settled pass rate must reach. A run still queued or running is inconclusive."""
+    status = run.get("status")
+    if status in ("queued", "running"):
+        return Gate(INCONCLUSIVE, [f"the run is still {status}"])
+    if status != "completed":
+        why = f": {run['reason']}" if run.get("reason") else ""
+        return Gate(INCONCLUSIVE, [f"the run ended {status}{why}"])
+    broke: list[str] = []
+    unsure: list[str] = []
+    outcome = run.get("outcome") or {}
+    summary = (run.get("summaries") or {}).get(candidate_arm(run)) or {}
+    if summary.get("could_not_run"):
+        unsure.append(f"the candidate could not run: {summary['could_not_run']}")
+    if comparison is not None:
+        if comparison.get("verdict") == "invalid":
+            unsure.append(f"the comparison is invalid: {comparison.get('invalid_reason')}")
+        for arm, error in (comparison.get("could_not_run") or {}).items():
+            if arm != candidate_arm(run) or not summary.get("could_not_run"):
+                unsure.append(f"side {arm} could not run: {error}")
+        regressions = [
+            f["case_id"]
+            for f in comparison.get("flips") or []
+            if f.get("outcome") == "regression" and f.get("confirmed")
+        ]
+        if regressions:
+            broke.append(
+                f"{len(regressions)} confirmed regression{'s' * (len(regressions) != 1)}: "
+                f"{_names(regressions)}"
+            )
+        incomplete = int((comparison.get("counts") or {}).get("incomplete") or 0)
+        if incomplete:
+            unsure.append(
+                f"{incomplete} case{'s' * (incomplete != 1)} left undecided on one side or both"
+            )
+    undecided = int(outcome.get("undecided") or 0)
+    if undecided and (comparison is None or not (comparison.get("counts") or {}).get("incomplete")):
+        reasons = (summary.get("quality") or {}).get("undecided_reasons") or {}
+        why = f" ({', '.join(f'{k}: {v}' for k, v in reasons.items())})" if reasons else ""
+        unsure.append(f"{undecided} case{'s' * (undecided != 1)} undecided{why}")
+    rate = outcome.get("pass_rate")
+    if min_pass_rate is not None and (rate is None or float(rate) < min_pass_rate):
+        broke.append(f"pass rate {_pct(rate)} is under the minimum {_pct(min_pass_rate)}")
+    if broke:
+        return Gate(BROKE, broke + unsure)
+    if unsure:
+        return Gate(INCONCLUSIVE, unsure)
+    return Gate(PASSED, [_passed_sentence(outcome, comparison)])
+
+
+def _passed_sentence(outcome: JSON, comparison: JSON | None) -> str:
+    rate = f"pass rate {_pct(outcome.get('pass_rate'))}"
+    if comparison is None:
+        return f"no baseline to compare with; {rate}"
+    fixes = int(comparison.get("confirmed_fixes") or 0)
+    fixed = f", {fixes} confirmed fix{'es' * (fixes != 1)}" if fixes else ""
+    return f"no confirmed regression{fixed}; {rate}"
+
+
+def decide_suite_result(result: JSON) -> Gate:
+    """The gate of one suite result (`GET .../suites/{id}/results`): its word and reasons."""
+    word = str(result.get("result"))
+    code = _SUITE_CODES.get(word, INCONCLUSIVE)
+    reasons = [str(r) for r in result.get("reasons") or []] or [f"the suite result is {word}"]
+    return Gate(code, reasons)
+
+
+def decide_promotion(promotion: JSON) -> Gate:
+    """The gate of a promotion (`GET .../promotions/{id}`): promoted, refused, or still waiting."""
+    status = promotion.get("status")
+    reason = promotion.get("reason")
+    if status == "promoted":
+        return Gate(PASSED, [f"version {promotion.get('version')} is promoted"])
+    if status == "refused":
+        return Gate(BROKE, [f"the promotion was refused: {reason}" if reason else "refused"])
+    return Gate(INCONCLUSIVE, [f"the promotion is still {status}"])
+
+
+# --- reports ---------------------------------------------------------------------------------
+
+
+def _side(case: JSON, arm: str) -> JSON:
+    return (case.get("arms") or {}).get(arm) or {}
+
+
+def _first_attempt(case: JSON, arm: str) -> JSON:
+    attempts = _side(case, arm).get("attempts") or []
+    return attempts[0] if attempts else {}
+
+
+def _tries(case: JSON, arm: str) -> list[str]:
+    return [str(a.get("state")) for a in _side(case, arm).get("attempts") or []]
+
+
+def _expected(case: JSON) -> str:
+    expects = case.get("expects") or {}
+    reference = expects.get("reference")
+    if reference not in (None, ""):
+        return str(reference)
+    if expects.get("checks"):
+        return json.dumps(expects["checks"], ensure_ascii=False)
+    return "(no reference: graded by its checks or judge)"
+
+
+def _clean_xml(text: str) -> str:
+    """`text` without the characters XML 1.0 cannot hold (an answer may carry any)."""
+    return "".join(
+        ch
+        for ch in text
+        if ch in "\t\n\r"
+        or 0x20 <= ord(ch) <= 0xD7FF
+        or 0xE000 <= ord(ch) <= 0xFFFD
+        or 0x10000 <= ord(ch) <= 0x10FFFF
+    )
+
+
+def junit(run: JSON, cases: Iterable[JSON], gate: Gate) -> str:
+    """A JUnit XML report: one testsuite for the run, one testcase per case of the candidate.
+    A case whose candidate side settled `failed` is a `<failure>` carrying what it expected, the
+    answer and the scorers' reasons (and `regression` when it broke against the baseline); one
+    left `incomplete` or `ungraded` is an `<error>`; the run's gate and ids are properties."""
+    arm = candidate_arm(run)
+    suite = ET.Element("testsuite", name=f"assay {run.get('agent_id')} on {run.get('dataset_id')}")
+    props = ET.SubElement(suite, "properties")
+    for name, value in (
+        ("run_id", run.get("run_id")),
+        ("status", run.get("status")),
+        ("gate", gate.word),
+        ("exit_code", gate.code),
+        ("gate_reasons", "; ".join(gate.reasons)),
+    ):
+        ET.SubElement(props, "property", name=name, value=_clean_xml(str(value)))
+    counts = {"tests": 0, "failures": 0, "errors": 0}
+    for case in cases:
+        counts["tests"] += 1
+        first = _first_attempt(case, arm)
+        tc = ET.SubElement(
+            suite,
+            "testcase",
+            name=str(case.get("case_id")),
+            classname=f"{run.get('dataset_id')}.v{run.get('dataset_version')}",
+            time=f"{float(first.get('latency_ms') or 0) / 1000:.3f}",
+        )
+        settled = _side(case, arm).get("settled")
+        detail = "\n".join(
+            [
+                f"expected: {_expected(case)}",
+                f"answer: {first.get('answer')}",
+                f"tries: {', '.join(_tries(case, arm)) or 'none'}",
+                f"reason: {first.get('reason') or ''}",
+            ]
+        )
+        if settled == "failed":
+            counts["failures"] += 1
+            outcome = case.get("outcome")
+            kind = "regression" if outcome == "regression" else "failed"
+            el = ET.SubElement(
+                tc, "failure", type=kind, message=_clean_xml(str(first.get("reason") or kind))
+            )
+            el.text = _clean_xml(detail)
+        elif settled != "passed":
+            counts["errors"] += 1
+            el = ET.SubElement(
+                tc,
+                "error",
+                type=str(settled or "incomplete"),
+                message=_clean_xml(str(first.get("reason") or "undecided")),
+            )
+            el.text = _clean_xml(detail)
+    for k, v in counts.items():
+        suite.set(k, str(v))
+    ET.indent(suite)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+    )
+
+
+def _md(text: Any, most: int = 120) -> str:
+    """`text` for one Markdown table cell: one line, pipes escaped, cut at `most` characters."""
+    one = " ".join(str(text if text is not None else "").split())
+    one = one if len(one) <= most else one[: most - 1] + "…"
+    return one.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
+
+
+def _subject(run: JSON) -> str:
+    arm: JSON = next((a for a in run.get("arms") or [] if a.get("role") == "candidate"), {})
+    if arm.get("draft"):
+        return "The draft"
+    return f"Version {arm.get('version', run.get('resolved_version'))}"
+
+
+def markdown(
+    run: JSON, comparison: JSON | None, gate: Gate, broken: list[JSON], *, url: str | None = None
+) -> str:
+    """A pull-request comment: the gate's word, the verdict in a few sentences, and the cases
+    that broke (question, expected, answer, reason)."""
+    lines = [f"### assay: {gate.word} (exit {gate.code})", ""]
+    baseline = next((a for a in run.get("arms") or [] if a.get("role") == "baseline"), None)
+    against = ""
+    if baseline is not None:
+        against = (
+            " against the draft"
+            if baseline.get("draft")
+            else f" against version {baseline.get('version')}"
+        )
+    lines.append(
+        f"{_subject(run)}{against} on dataset `{run.get('dataset_id')}` "
+        f"(version {run.get('dataset_version')}), run `{run.get('run_id')}`: {run.get('status')}."
+    )
+    outcome = run.get("outcome") or {}
+    if comparison is not None and comparison.get("verdict"):
+        regressions = int(comparison.get("confirmed_regressions") or 0)
+        fixes = int(comparison.get("confirmed_fixes") or 0)
+        sentence = (
+            f"{regressions} case{'s' * (regressions != 1)} broke and {fixes} "
+            f"{'were' if fixes != 1 else 'was'} fixed every time they were asked; "
+            f"verdict **{comparison['verdict']}**"
+        )
+        p = comparison.get("p_value")
+        if comparison.get("overall") and isinstance(p, int | float):
+            sentence += f", {comparison['overall']} overall (exact McNemar p = {p:.3g})"
+        lines.append(sentence + ".")
+        lines.append(
+            f"Pass rate {_pct(comparison.get('pass_rate_before'))} before, "
+            f"{_pct(comparison.get('pass_rate_after'))} after."
+        )
+    elif outcome:
+        lines.append(
+            f"Pass rate {_pct(outcome.get('pass_rate'))} "
+            f"({outcome.get('passed')}/{outcome.get('total')} passed); no baseline to compare with."
+        )
+    lines += ["", *[f"- {r}" for r in gate.reasons]]
+    if broken:
+        arm = candidate_arm(run)
+        lines += [
+            "",
+            f"**Cases that broke** ({len(broken)}):",
+            "",
+            "| case | question | expected | answer | reason |",
+            "|---|---|---|---|---|",
+        ]
+        for case in broken[:50]:
+            first = _first_attempt(case, arm)
+            question = (case.get("expects") or {}).get("input")
+            lines.append(
+                f"| {_md(case.get('case_id'), 40)} | {_md(question)} "
+                f"| {_md(_expected(case), 60)} | {_md(first.get('answer'), 60)} "
+                f"| {_md(first.get('reason'))} |"
+            )
+        if len(broken) > 50:
+            lines.append(f"\n…and {len(broken) - 50} more (see the run).")
+    if url:
+        lines += ["", f"[The run]({url})"]
+    return "\n".join(lines) + "\n"
+
+
+# --- export ----------------------------------------------------------------------------------
+
+EXPORT_COLUMNS = (
+    "case_id",
+    "outcome",
+    "arm_id",
+    "settled",
+    "tries",
+    "answer",
+    "reason",
+    "expected",
+    "input",
+    "tags",
+    "cost_usd",
+    "latency_ms",
+)
+
+
+def export_rows(cases: Iterable[JSON]) -> Iterable[JSON]:
+    """One row per case and side: `EXPORT_COLUMNS`, the first answer's answer, reason, cost and
+    latency, every try's state joined by `,`."""
+    for case in cases:
+        expects = case.get("expects") or {}
+        for arm_id, side in (case.get("arms") or {}).items():
+            attempts = side.get("attempts") or []
+            first = attempts[0] if attempts else {}
+            yield {
+                "case_id": case.get("case_id"),
+                "outcome": case.get("outcome"),
+                "arm_id": arm_id,
+                "settled": side.get("settled"),
+                "tries": ",".join(str(a.get("state")) for a in attempts),
+                "answer": first.get("answer"),
+                "reason": first.get("reason"),
+                "expected": expects.get("reference"),
+                "input": expects.get("input")
+                if isinstance(expects.get("input"), str)
+                else json.dumps(expects.get("input"), ensure_ascii=False),
+                "tags": ",".join(expects.get("tags") or []),
+                "cost_usd": first.get("cost_usd"),
+                "latency_ms": first.get("latency_ms"),
+            }
+
+
+def csv_text(rows: Iterable[JSON]) -> Iterable[str]:
+    """`rows` as CSV text, the header first, a chunk per row (a cell that a spreadsheet would
+    read as a formula is prefixed with `'`)."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(EXPORT_COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    yield buf.getvalue()
+    for row in rows:
+        buf.seek(0)
+        buf.truncate()
+        writer.writerow({k: _cell(v) for k, v in row.items()})
+        yield buf.getvalue()
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return "" if value is None else value

@@ -1,0 +1,203 @@
+"""The CI gate's decisions and reports (`assay.gate`, issue 13 scope 1), on hand-written API JSON:
+0 nothing confirmed broke and nothing undecided, 1 a confirmed regression (or a pass rate under
+the minimum, a failed suite result, a refused promotion), 2 inconclusive."""
+
+from __future__ import annotations
+
+import csv
+import io
+import xml.etree.ElementTree as ET
+from typing import Any
+
+import pytest
+
+from assay import gate
+from assay.gate import BROKE, INCONCLUSIVE, PASSED
+
+
+def _run(status: str = "completed", **outcome: Any) -> dict[str, Any]:
+    base = {"total": 10, "passed": 10, "failed": 0, "pass_rate": 1.0, "undecided": 0}
+    return {
+        "run_id": "run_1",
+        "agent_id": "agt_1",
+        "dataset_id": "ds_1",
+        "dataset_version": 2,
+        "status": status,
+        "reason": "cancelled by ann" if status == "cancelled" else None,
+        "arms": [
+            {"arm_id": "candidate", "role": "candidate", "version": 3, "draft": False},
+            {"arm_id": "baseline", "role": "baseline", "version": 2, "draft": False},
+        ],
+        "outcome": {**base, **outcome},
+        "summaries": {"candidate": {"quality": {"undecided_reasons": {}}, "could_not_run": None}},
+    }
+
+
+def _comparison(regressions: list[str] = (), unconfirmed: list[str] = (), **kw: Any) -> dict:
+    flips = [{"case_id": c, "outcome": "regression", "confirmed": True} for c in regressions]
+    flips += [{"case_id": c, "outcome": "regression", "confirmed": False} for c in unconfirmed]
+    return {
+        "verdict": kw.pop("verdict", "worse" if regressions else "no_difference"),
+        "confirmed_regressions": len(regressions),
+        "confirmed_fixes": kw.pop("fixes", 0),
+        "flips": flips,
+        "counts": {"incomplete": kw.pop("incomplete", 0)},
+        "overall": kw.pop("overall", None),
+        "p_value": kw.pop("p_value", None),
+        "pass_rate_before": 0.9,
+        "pass_rate_after": 0.6,
+        **kw,
+    }
+
+
+def test_a_confirmed_regression_breaks_and_names_the_cases() -> None:
+    g = gate.decide_run(_run(passed=7, failed=3, pass_rate=0.7), _comparison(["c2", "c5", "c7"]))
+    assert g.code == BROKE and g.word == "broke"
+    assert g.reasons == ["3 confirmed regressions: c2, c5, c7"]
+
+
+def test_flips_that_did_not_hold_break_nothing() -> None:
+    g = gate.decide_run(_run(), _comparison(unconfirmed=["c1", "c4"]))
+    assert (g.code, g.reasons) == (PASSED, ["no confirmed regression; pass rate 100.0 %"])
+
+
+def test_a_first_result_without_baseline_passes_unless_under_the_minimum() -> None:
+    assert gate.decide_run(_run(pass_rate=0.5), None).code == PASSED
+    g = gate.decide_run(_run(pass_rate=0.5), None, min_pass_rate=0.8)
+    assert (g.code, g.reasons) == (BROKE, ["pass rate 50.0 % is under the minimum 80.0 %"])
+    assert gate.decide_run(_run(pass_rate=0.8), None, min_pass_rate=0.8).code == PASSED
+
+
+def test_undecided_cases_are_inconclusive_with_their_reasons() -> None:
+    run = _run(passed=0, pass_rate=None, undecided=10, incomplete=10)
+    run["summaries"]["candidate"]["quality"]["undecided_reasons"] = {"credentials missing": 10}
+    g = gate.decide_run(run, None)
+    assert (g.code, g.reasons) == (INCONCLUSIVE, ["10 cases undecided (credentials missing: 10)"])
+
+
+def test_a_confirmed_regression_outranks_undecided_cases() -> None:
+    g = gate.decide_run(_run(undecided=2), _comparison(["c1"], incomplete=2))
+    assert g.code == BROKE
+    assert g.reasons == [
+        "1 confirmed regression: c1",
+        "2 cases left undecided on one side or both",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [
+        ("cancelled", "the run ended cancelled: cancelled by ann"),
+        ("failed", "the run ended failed"),
+        ("budget_exceeded", "the run ended budget_exceeded"),
+        ("running", "the run is still running"),
+    ],
+)
+def test_a_run_that_did_not_complete_is_inconclusive(status: str, reason: str) -> None:
+    assert gate.decide_run(_run(status), None) == gate.Gate(INCONCLUSIVE, [reason])
+
+
+def test_an_invalid_comparison_or_a_side_that_could_not_run_is_inconclusive() -> None:
+    invalid = _comparison(verdict="invalid", invalid_reason="the judge differs")
+    assert gate.decide_run(_run(), invalid).reasons == [
+        "the comparison is invalid: the judge differs"
+    ]
+    broken = _comparison(verdict=None, could_not_run={"baseline": "401 from provider"})
+    g = gate.decide_run(_run(), broken)
+    assert (g.code, g.reasons) == (INCONCLUSIVE, ["side baseline could not run: 401 from provider"])
+
+
+@pytest.mark.parametrize(
+    ("word", "code"),
+    [
+        ("passed", PASSED),
+        ("baseline_set", PASSED),
+        ("failed", BROKE),
+        ("inconclusive", INCONCLUSIVE),
+        ("error", INCONCLUSIVE),
+        ("not_run", INCONCLUSIVE),
+    ],
+)
+def test_a_suite_results_word_gives_its_code(word: str, code: int) -> None:
+    g = gate.decide_suite_result({"result": word, "reasons": ["why"]})
+    assert (g.code, g.reasons) == (code, ["why"])
+
+
+def test_a_promotion_promoted_refused_or_waiting() -> None:
+    assert gate.decide_promotion({"status": "promoted", "version": 4}).code == PASSED
+    refused = gate.decide_promotion({"status": "refused", "reason": "guard s1 failed"})
+    assert (refused.code, refused.reasons) == (
+        BROKE,
+        ["the promotion was refused: guard s1 failed"],
+    )
+    assert gate.decide_promotion({"status": "waiting"}).code == INCONCLUSIVE
+
+
+def _case(cid: str, settled: str, outcome: str | None = None, answer: str = "7") -> dict:
+    return {
+        "case_id": cid,
+        "outcome": outcome,
+        "expects": {"input": f"What is 6*7? <{cid}> | x", "reference": "42", "tags": ["math"]},
+        "arms": {
+            "candidate": {
+                "settled": settled,
+                "attempts": [
+                    {
+                        "state": settled,
+                        "answer": answer,
+                        "reason": f"equals: expected '42', got '{answer}'",
+                        "latency_ms": 1500,
+                        "cost_usd": 0.01,
+                    }
+                ],
+            }
+        },
+    }
+
+
+def test_junit_has_a_testcase_per_case_failures_with_what_was_expected() -> None:
+    cases = [
+        _case("c1", "passed", answer="42"),
+        _case("c2", "failed", "regression"),
+        _case("c3", "incomplete"),
+    ]
+    g = gate.Gate(BROKE, ["1 confirmed regression: c2"])
+    root = ET.fromstring(gate.junit(_run(), cases, g))
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("3", "1", "1")
+    by_name = {tc.get("name"): tc for tc in root.iter("testcase")}
+    failure = by_name["c2"].find("failure")
+    assert failure is not None and failure.get("type") == "regression"
+    assert "expected: 42" in (failure.text or "") and "answer: 7" in (failure.text or "")
+    assert by_name["c3"].find("error") is not None and len(by_name["c1"]) == 0
+    assert by_name["c1"].get("time") == "1.500"
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props["exit_code"] == "1" and props["gate"] == "broke"
+
+
+def test_junit_drops_what_xml_cannot_hold() -> None:
+    root = ET.fromstring(
+        gate.junit(_run(), [_case("c1", "failed", answer="a\x00b\x1bc")], gate.Gate(BROKE))
+    )
+    text = next(root.iter("failure")).text or ""
+    assert "answer: abc" in text
+
+
+def test_markdown_says_the_verdict_and_lists_the_broken_cases_escaped() -> None:
+    comparison = _comparison(["c2"], overall="worse", p_value=0.03125)
+    g = gate.decide_run(_run(), comparison)
+    text = gate.markdown(_run(), comparison, g, [_case("c2", "failed", "regression")])
+    assert text.startswith("### assay: broke (exit 1)\n")
+    assert "Version 3 against version 2 on dataset `ds_1` (version 2)" in text
+    assert "1 case broke and 0 were fixed every time they were asked; verdict **worse**" in text
+    assert "worse overall (exact McNemar p = 0.0312)" in text
+    assert "Pass rate 90.0 % before, 60.0 % after." in text
+    assert "| c2 | What is 6*7? &lt;c2> \\| x | 42 | 7 | equals: expected '42', got '7' |" in text
+
+
+def test_export_rows_and_csv_guard_formulas() -> None:
+    rows = list(gate.export_rows([_case("c1", "failed", answer="=HYPERLINK(1)")]))
+    assert rows[0]["tries"] == "failed" and rows[0]["expected"] == "42"
+    text = "".join(gate.csv_text(rows))
+    parsed = list(csv.DictReader(io.StringIO(text)))
+    assert parsed[0]["answer"] == "'=HYPERLINK(1)" and parsed[0]["tags"] == "math"
+    assert list(parsed[0]) == list(gate.EXPORT_COLUMNS)

@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assay_local.demo import ApiError
+from assay.client import ApiError, ApiUnreachable
+from assay.commands import UsageError
 
 DEFAULT_ORG = "org_default"
 DEFAULT_USER = "dev@assay.local"
@@ -96,7 +97,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir) if args.data_dir else demo.default_data_dir()
     if not (data_dir / "test.jsonl").exists():
         console.print(f"[red]GSM8K data not found in {data_dir}[/red] (use --data-dir)")
-        return 2
+        return 3  # an error (`assay.gate`)
     _quiet_logs()
     t0 = time.monotonic()
     console.print(
@@ -341,13 +342,9 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
 
 def _api(args: argparse.Namespace):
-    from assay_local.demo import Api
+    from assay.commands import client_of
 
-    url = args.url or os.environ.get("ASSAY_URL")
-    token = args.token or os.environ.get("ASSAY_TOKEN")
-    if not url or not token:
-        sys.exit("set --url/--token or ASSAY_URL/ASSAY_TOKEN (assay dev prints both)")
-    return Api(url, token)
+    return client_of(args)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -355,11 +352,13 @@ def cmd_import(args: argparse.Namespace) -> int:
     text = Path(args.file).read_text(encoding="utf-8")
     fmt = args.format or ("gsm8k" if "gsm8k" in args.file else Path(args.file).suffix.lstrip("."))
     if args.create:
-        api.call("POST", "/api/v1/datasets", json={"name": args.create, "dataset_id": args.dataset})
+        api.request(
+            "POST", "/api/v1/datasets", json={"name": args.create, "dataset_id": args.dataset}
+        )
     source: dict[str, Any] = {"format": fmt, "content": text}
     if args.limit:
         source["limit"] = args.limit
-    out = api.call(
+    out = api.request(
         "POST",
         f"/api/v1/datasets/{args.dataset}/versions",
         json={"scoring": {"required": args.scorer}, "source": source},
@@ -380,7 +379,9 @@ def cmd_summaries(args: argparse.Namespace) -> int:
             }
         )
     print(
-        json.dumps(api.call("POST", "/api/v1/agent-summaries", json={"agents": agents}), indent=2)
+        json.dumps(
+            api.request("POST", "/api/v1/agent-summaries", json={"agents": agents}), indent=2
+        )
     )
     return 0
 
@@ -392,12 +393,12 @@ def cmd_secrets(args: argparse.Namespace) -> int:
 
     api = _api(args)
     if args.action == "list":
-        for secret in api.call("GET", "/api/v1/secrets")["secrets"]:
+        for secret in api.request("GET", "/api/v1/secrets")["secrets"]:
             print(f"{secret['name']}\t{secret['updated_at']}")
         return 0
     path = f"/api/v1/secrets/{quote(args.name, safe='')}"
     if args.action == "delete":
-        api.call("DELETE", path)
+        api.request("DELETE", path)
         print(f"deleted secret {args.name}")
         return 0
     if args.from_env:
@@ -406,13 +407,13 @@ def cmd_secrets(args: argparse.Namespace) -> int:
         value = os.environ.get(args.from_env)
         if value is None:
             print(f"assay: environment variable {args.from_env} is not set", file=sys.stderr)
-            return 2
+            return 3  # an error (`assay.gate`)
     else:
         value = sys.stdin.read().rstrip("\r\n")
     if not value:
         print("assay: the secret's value is empty", file=sys.stderr)
-        return 2
-    out = api.call("PUT", path, json={"value": value})
+        return 3  # an error (`assay.gate`)
+    out = api.request("PUT", path, json={"value": value})
     print(f"secret {out['name']} set at {out['updated_at']}")
     return 0
 
@@ -428,14 +429,14 @@ def cmd_recordings(args: argparse.Namespace) -> int:
             body: dict[str, Any] = {"content": Path(args.file).read_text(encoding="utf-8")}
         except (OSError, UnicodeDecodeError) as exc:
             print(f"assay: cannot read {args.file}: {exc}", file=sys.stderr)
-            return 2
+            return 3  # an error (`assay.gate`)
         if args.id:
             body["recording_id"] = args.id
-        print(json.dumps(api.call("POST", "/api/v1/recordings", json=body), indent=2))
+        print(json.dumps(api.request("POST", "/api/v1/recordings", json=body), indent=2))
     elif args.action == "list":
-        print(json.dumps(api.call("GET", "/api/v1/recordings"), indent=2))
+        print(json.dumps(api.request("GET", "/api/v1/recordings"), indent=2))
     else:
-        api.call("DELETE", f"/api/v1/recordings/{quote(args.recording_id, safe='')}")
+        api.request("DELETE", f"/api/v1/recordings/{quote(args.recording_id, safe='')}")
         print(f"deleted recording {args.recording_id}")
     return 0
 
@@ -449,12 +450,12 @@ def cmd_token(args: argparse.Namespace) -> int:
             "starting with a letter or digit; at most 100)",
             file=sys.stderr,
         )
-        return 2
+        return 3  # an error (`assay.gate`)
     try:
         print(_token(args.org, args.user, args.ttl))
     except ValueError as exc:
         print(f"assay: {exc}", file=sys.stderr)
-        return 2
+        return 3  # an error (`assay.gate`)
     return 0
 
 
@@ -581,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except ApiError as exc:
+    except (ApiError, ApiUnreachable, UsageError) as exc:
         print(f"assay: {exc}", file=sys.stderr)
         return 3  # an error: `assay.gate`'s exit codes
 

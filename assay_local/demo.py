@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
+from assay.client import AssayClient
 from chalicelib.domain.importers import gsm8k_case_id
 
 MODELS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification")
@@ -53,9 +52,9 @@ def upload_recordings(api: Api, data_dir: Path) -> dict[str, str]:
     the recording id of each model. Uploading the same recordings again is a no-op (200)."""
     ids: dict[str, str] = {}
     for model, text in recording_texts(data_dir).items():
-        ids[model] = api.call(
-            "POST", "/api/v1/recordings", json={"recording_id": f"gsm8k-{model}", "content": text}
-        )["recording_id"]
+        ids[model] = api.upload_recording(content=text, recording_id=f"gsm8k-{model}")[
+            "recording_id"
+        ]
     return ids
 
 
@@ -75,26 +74,8 @@ class VersionResult:
     """From its first slot until it completed."""
 
 
-class ApiError(Exception):
-    """An assay API call answered 4xx/5xx; the message has the status and the error body."""
-
-
-class Api:
-    """A small HTTP client for the assay API (raises ApiError with the error body on 4xx/5xx)."""
-
-    def __init__(self, base_url: str, token: str) -> None:
-        self.http = httpx.Client(
-            base_url=base_url, timeout=60.0, headers={"Authorization": f"Bearer {token}"}
-        )
-
-    def call(self, method: str, path: str, **kwargs: Any) -> Any:
-        try:
-            resp = self.http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise ApiError(f"{method} {self.http.base_url}{path}: {exc}") from None
-        if resp.status_code >= 400:
-            raise ApiError(f"{method} {path} -> {resp.status_code}: {resp.text}")
-        return resp.json() if resp.content else None  # 204: no body
+Api = AssayClient
+"""The demo's client of the API: the typed `assay.client` every command uses."""
 
 
 def run_demo(
@@ -116,17 +97,13 @@ def run_demo(
     """
     recordings = upload_recordings(api, data_dir)
     suffix = str(int(time.time()))
-    dataset = api.call(
-        "POST", "/api/v1/datasets", json={"name": "GSM8K test", "dataset_id": f"gsm8k-{suffix}"}
-    )
+    dataset = api.create_dataset(name="GSM8K test", dataset_id=f"gsm8k-{suffix}")
     content = (data_dir / "test.jsonl").read_text(encoding="utf-8")
     source: dict[str, Any] = {"format": "gsm8k", "content": content}
     if limit:
         source["limit"] = limit
-    api.call(
-        "POST",
-        f"/api/v1/datasets/{dataset['dataset_id']}/versions",
-        json={"scoring": {"required": ["numeric_answer"]}, "source": source},
+    api.add_dataset_version(
+        dataset["dataset_id"], scoring={"required": ["numeric_answer"]}, source=source
     )
 
     def spec(model: str) -> dict[str, Any]:
@@ -137,14 +114,8 @@ def run_demo(
             "latency_ms": latency_ms,
         }
 
-    agent = api.call(
-        "POST",
-        "/api/v1/agents",
-        json={
-            "name": "GSM8K solver",
-            "agent_id": f"gsm8k-solver-{suffix}",
-            "spec": spec(MODELS[0]),
-        },
+    agent = api.create_agent(
+        name="GSM8K solver", agent_id=f"gsm8k-solver-{suffix}", spec=spec(MODELS[0])
     )
     agent_id = agent["agent_id"]
     for version, model in enumerate(MODELS, start=1):
@@ -159,32 +130,27 @@ def run_demo(
             }
         )
     deadline = time.monotonic() + 60
-    while api.call("GET", f"/api/v1/agents/{agent_id}").get("latest_version") != len(MODELS):
+    while api.get_agent(agent_id).get("latest_version") != len(MODELS):
         if time.monotonic() > deadline:
             raise RuntimeError("the publish pipeline's events were not applied within 60 s")
         time.sleep(0.2)
 
     # The runs are made in `production`, the environment the guard checks: the version it serves
     # then stands in as the gate's baseline (a recent matching arm is reused, not asked again).
-    api.call(
-        "POST", "/api/v1/environments", json={"environment_id": ENVIRONMENT, "name": "Production"}
-    )
+    api.create_environment(environment_id=ENVIRONMENT, name="Production")
     runs: dict[int, dict[str, Any]] = {}
     for version in FIRST_RUNS:
-        runs[version] = api.call(
-            "POST",
-            f"/api/v1/agents/{agent_id}/eval-runs",
-            json={
-                "dataset_id": dataset["dataset_id"],
-                "candidate": "version",
-                "version": version,
-                "environment_id": ENVIRONMENT,
-            },
+        runs[version] = api.start_run(
+            agent_id,
+            dataset_id=dataset["dataset_id"],
+            candidate="version",
+            version=version,
+            environment_id=ENVIRONMENT,
         )
     progress: dict[int, dict[str, Any]] = {}
     while True:
         for version, run in runs.items():
-            progress[version] = api.call("GET", f"/api/v1/eval-runs/{run['run_id']}/progress")
+            progress[version] = api.progress(run["run_id"])
         if on_progress:
             on_progress(progress)
         if all(p["status"] not in ("queued", "running") for p in progress.values()):
@@ -205,7 +171,7 @@ def version_result(
     from chalicelib.clock import parse_iso
 
     if full is None:
-        full = api.call("GET", f"/api/v1/eval-runs/{run_id}")
+        full = api.get_run(run_id)
     outcome = full.get("outcome") or {}
     queued = wall = 0.0
     if full.get("started_at") and full.get("completed_at"):
@@ -227,10 +193,8 @@ def version_result(
 
 def summaries(api: Api, agent_id: str) -> Any:
     """Seed 000's summaries of every version (each from its latest completed run on the dataset)."""
-    return api.call(
-        "POST",
-        "/api/evaluations/agent-summaries",
-        json={"agents": [{"agentId": agent_id, "version": v} for v in range(1, len(MODELS) + 1)]},
+    return api.evaluation_summaries(
+        [{"agentId": agent_id, "version": v} for v in range(1, len(MODELS) + 1)]
     )
 
 
@@ -263,45 +227,32 @@ def run_promotions(
 ) -> tuple[dict, list[GateOutcome]]:
     """`production` serves version 2; a suite guards it (`GUARD`); versions 3 and 4 are promoted
     in turn, each waiting for the guard's run of it beside version 2. Returns (suite, outcomes)."""
-    api.call(
-        "POST",
-        f"/api/v1/agents/{agent_id}/promotions",
-        json={"environment_id": ENVIRONMENT, "version": 2},
-    )
-    suite = api.call(
-        "POST",
-        f"/api/v1/agents/{agent_id}/suites",
-        json={
-            "name": "production guard",
-            "dataset_id": dataset_id,
-            "environment_id": ENVIRONMENT,
-            "guards": True,
-            "threshold": GUARD,
-        },
+    api.promote(agent_id, environment_id=ENVIRONMENT, version=2)
+    suite = api.create_suite(
+        agent_id,
+        name="production guard",
+        dataset_id=dataset_id,
+        environment_id=ENVIRONMENT,
+        guards=True,
+        threshold=GUARD,
     )
     outcomes = []
     for version in (3, 4):
-        promotion = api.call(
-            "POST",
-            f"/api/v1/agents/{agent_id}/promotions",
-            json={"environment_id": ENVIRONMENT, "version": version},
-        )
+        promotion = api.promote(agent_id, environment_id=ENVIRONMENT, version=version)
         pid = promotion["promotion_id"]
         while promotion["status"] == "waiting":
-            view = api.call("GET", f"/api/v1/agents/{agent_id}/suites/{suite['suite_id']}")
+            view = api.get_suite(agent_id, suite["suite_id"])
             run_id = view.get("active_run_id")
             if on_progress and run_id and run_id != "starting":
-                on_progress(version, api.call("GET", f"/api/v1/eval-runs/{run_id}/progress"))
+                on_progress(version, api.progress(run_id))
             time.sleep(0.25)
-            promotion = api.call("GET", f"/api/v1/agents/{agent_id}/promotions/{pid}")
+            promotion = api.get_promotion(agent_id, pid)
         run_id = ((promotion.get("guards") or {}).get(suite["suite_id"]) or {}).get("run_id")
         result = (
             next(
                 (
                     r
-                    for r in api.call(
-                        "GET", f"/api/v1/agents/{agent_id}/suites/{suite['suite_id']}/results"
-                    )["results"]
+                    for r in api.suite_results(agent_id, suite["suite_id"])["results"]
                     if r["run_id"] == run_id
                 ),
                 None,
@@ -309,8 +260,8 @@ def run_promotions(
             if run_id
             else None
         )
-        run = api.call("GET", f"/api/v1/eval-runs/{run_id}") if run_id else None
-        comparison = api.call("GET", f"/api/v1/eval-runs/{run_id}/comparison") if run_id else None
+        run = api.get_run(run_id) if run_id else None
+        comparison = api.comparison_or_none(run_id) if run_id else None
         if on_progress and run:
             on_progress(version, run["progress"])
         outcomes.append(GateOutcome(version, promotion, result, run, comparison))

@@ -104,6 +104,11 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _count(n: Any, noun: str, plural: str = "s") -> str:
+    count = int(n or 0)
+    return f"{count} {noun}{plural * (count != 1)}"
+
+
 def _usd(value: Any) -> str:
     return "unlimited" if value is None else f"${float(value):,.2f}"
 
@@ -212,8 +217,8 @@ def print_run(run: JSON, comparison: JSON | None, decision: gates.Gate) -> None:
         p = comparison.get("p_value")
         print(
             f"  against the baseline: {comparison.get('verdict')}; "
-            f"{comparison.get('confirmed_regressions')} confirmed regressions, "
-            f"{comparison.get('confirmed_fixes')} confirmed fixes; overall "
+            f"{_count(comparison.get('confirmed_regressions'), 'confirmed regression')}, "
+            f"{_count(comparison.get('confirmed_fixes'), 'confirmed fix', 'es')}; overall "
             f"{comparison.get('overall') or 'not told apart'}"
             + (f" (exact McNemar p = {p:.3g})" if isinstance(p, int | float) else "")
         )
@@ -366,8 +371,9 @@ def cmd_comparison(args: argparse.Namespace) -> int:
         _emit_json(comparison)
         return gates.PASSED
     print(
-        f"verdict {comparison.get('verdict')}: {comparison.get('confirmed_regressions')} confirmed "
-        f"regressions, {comparison.get('confirmed_fixes')} confirmed fixes; overall "
+        f"verdict {comparison.get('verdict')}: "
+        f"{_count(comparison.get('confirmed_regressions'), 'confirmed regression')}, "
+        f"{_count(comparison.get('confirmed_fixes'), 'confirmed fix', 'es')}; overall "
         f"{comparison.get('overall') or 'not told apart'}; pass rate "
         f"{gates._pct(comparison.get('pass_rate_before'))} -> "
         f"{gates._pct(comparison.get('pass_rate_after'))}"

@@ -287,11 +287,17 @@ def markdown(
     if comparison is not None and comparison.get("verdict"):
         regressions = int(comparison.get("confirmed_regressions") or 0)
         fixes = int(comparison.get("confirmed_fixes") or 0)
+        parts = [
+            f"{n} case{'s' * (n != 1)} {what}"
+            for n, what in ((regressions, "broke"), (fixes, "fixed"))
+            if n
+        ]
+        they = "they were" if regressions + fixes != 1 else "it was"
         sentence = (
-            f"{regressions} case{'s' * (regressions != 1)} broke and {fixes} "
-            f"{'were' if fixes != 1 else 'was'} fixed every time they were asked; "
-            f"verdict **{comparison['verdict']}**"
-        )
+            f"{' and '.join(parts)} every time {they} asked"
+            if parts
+            else "no case broke or was fixed on every try"
+        ) + f"; verdict **{comparison['verdict']}**"
         p = comparison.get("p_value")
         if comparison.get("overall") and isinstance(p, int | float):
             sentence += f", {comparison['overall']} overall (exact McNemar p = {p:.3g})"

@@ -157,7 +157,7 @@ def test_estimate_cases_comparison_and_export_cover_a_run(api, cli, tmp_path):
         "c001 [regression]: candidate failed (3 tries), baseline passed (3 tries)"
     ]
     compared = cli("comparison", run_id)
-    assert compared.stdout.startswith("verdict worse: 1 confirmed regressions")
+    assert compared.stdout.startswith("verdict worse: 1 confirmed regression, 0 confirmed fixes")
     assert "c001: regression (confirmed; candidate failed,failed,failed" in compared.stdout
 
     jsonl = cli("export", run_id)

@@ -188,7 +188,11 @@ def test_markdown_says_the_verdict_and_lists_the_broken_cases_escaped() -> None:
     text = gate.markdown(_run(), comparison, g, [_case("c2", "failed", "regression")])
     assert text.startswith("### assay: broke (exit 1)\n")
     assert "Version 3 against version 2 on dataset `ds_1` (version 2)" in text
-    assert "1 case broke and 0 were fixed every time they were asked; verdict **worse**" in text
+    assert "1 case broke every time it was asked; verdict **worse**" in text
+    both = gate.markdown(_run(), _comparison(["c1", "c2"], fixes=1), g, [])
+    assert "2 cases broke and 1 case fixed every time they were asked" in both
+    none = gate.markdown(_run(), _comparison(), g, [])
+    assert "no case broke or was fixed on every try; verdict **no_difference**" in none
     assert "worse overall (exact McNemar p = 0.0312)" in text
     assert "Pass rate 90.0 % before, 60.0 % after." in text
     assert "| c2 | What is 6*7? &lt;c2> \\| x | 42 | 7 | equals: expected '42', got '7' |" in text

@@ -289,7 +289,7 @@ def print_comparison(console: Any, full: dict[str, Any], comparison: dict[str, A
     )
     console.print(
         f"verdict: [bold]{comparison['verdict']}[/bold]   overall (exact McNemar): "
-        f"{comparison['overall']}" + (f", p = {p:.3g}" if p is not None else "")
+        f"{comparison['overall'] or 'not told apart'}" + (f", p = {p:.3g}" if p is not None else "")
     )
     console.print(
         f"pass rate before: {rate(before.get('pass_rate'), before.get('pass_rate_interval_95'))}   "

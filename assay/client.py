@@ -635,6 +635,64 @@ class AssayClient:
             "GET", _path("/api/evaluations/stream/{run_id}", run_id=run_id), params=_fields(**query)
         )
 
+    @operation("POST", "/api/evaluations")
+    def create_evaluation(self, *, agent_id: str, dataset_id: str, **body: Any) -> JSON:
+        """Create an evaluation (seed 001): `agent_id`, `dataset_id`, and optionally `version`
+        (`latest` default, `published` or a number), `name`, `evaluation_id`."""
+        return self._json(
+            "POST",
+            "/api/evaluations",
+            json=_fields(agent_id=agent_id, dataset_id=dataset_id, **body),
+        )
+
+    @operation("GET", "/api/evaluations")
+    def evaluations(self, **query: Any) -> JSON:
+        """The organization's evaluations by id (`limit`, `cursor`)."""
+        return self._json("GET", "/api/evaluations", params=_fields(**query))
+
+    def _evaluation(self, evaluation_id: str, tail: str = "") -> str:
+        return _path("/api/evaluations/{evaluation_id}" + tail, evaluation_id=evaluation_id)
+
+    @operation("GET", "/api/evaluations/{evaluation_id}")
+    def get_evaluation(self, evaluation_id: str) -> JSON:
+        """One evaluation (an implied one, `implied~<agent>~<dataset>`, too)."""
+        return self._json("GET", self._evaluation(evaluation_id))
+
+    @operation("PATCH", "/api/evaluations/{evaluation_id}")
+    def update_evaluation(self, evaluation_id: str, **body: Any) -> JSON:
+        """Change an evaluation's `name`, `agent_id` or `version`; past runs keep their pins."""
+        return self._json("PATCH", self._evaluation(evaluation_id), json=_fields(**body))
+
+    @operation("DELETE", "/api/evaluations/{evaluation_id}")
+    def delete_evaluation(self, evaluation_id: str) -> JSON:
+        """Delete an evaluation and its runs (409 while one of them runs)."""
+        return self._json("DELETE", self._evaluation(evaluation_id))
+
+    @operation("POST", "/api/evaluations/{evaluation_id}/runs")
+    def start_evaluation_run(self, evaluation_id: str, **body: Any) -> JSON:
+        """Start a run of the evaluation; body fields as `start_run`'s but `dataset_id`,
+        `candidate` and `version` (the evaluation decides them)."""
+        return self._json("POST", self._evaluation(evaluation_id, "/runs"), json=_fields(**body))
+
+    @operation("GET", "/api/evaluations/{evaluation_id}/runs")
+    def evaluation_runs(self, evaluation_id: str, **query: Any) -> JSON:
+        """The evaluation's run history, newest first (`limit`, `cursor`)."""
+        return self._json("GET", self._evaluation(evaluation_id, "/runs"), params=_fields(**query))
+
+    @operation("GET", "/api/evaluations/{evaluation_id}/runs/{run_id}")
+    def get_evaluation_run(self, evaluation_id: str, run_id: str) -> JSON:
+        """One run of the evaluation with all its results (as `get_run`)."""
+        return self._json(
+            "GET", self._evaluation(evaluation_id, _path("/runs/{run_id}", run_id=run_id))
+        )
+
+    @operation("DELETE", "/api/evaluations/{evaluation_id}/runs/{run_id}")
+    def delete_evaluation_run(self, evaluation_id: str, run_id: str) -> JSON:
+        """Delete one run of the evaluation (as `delete_run`)."""
+        return self._json(
+            "DELETE", self._evaluation(evaluation_id, _path("/runs/{run_id}", run_id=run_id))
+        )
+
     @operation("POST", "/api/v1/agent-summaries")
     def agent_summaries(self, agents: list[JSON]) -> JSON:
         """Verdict summaries of up to 100 agents (`[{agentId, agentVersion?}]`)."""

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the adapters are built lazily, on first use; the ports name
         Agents,
         Datasets,
         Environments,
+        Evaluations,
         Judges,
         ModelProfiles,
     )
@@ -149,6 +150,12 @@ class Container:
         from chalicelib.adapters.stores import DatasetStore
 
         return DatasetStore()
+
+    @cached_property
+    def evaluations(self) -> Evaluations:
+        from chalicelib.adapters.stores import EvaluationStore
+
+        return EvaluationStore()
 
     @cached_property
     def runs(self) -> Runs:

@@ -486,6 +486,27 @@ class DatasetCaseRow(_Base):
     case = JSONAttribute()
 
 
+# --- evaluations (seed 001) ------------------------------------------------------------------
+
+
+class EvaluationRow(_Base):
+    """An evaluation: an agent, a dataset and a version selector (`records.Evaluation`)."""
+
+    class Meta(_Base.Meta):
+        table_name = "evaluations"
+
+    org_id = UnicodeAttribute(hash_key=True)
+    evaluation_id = UnicodeAttribute(range_key=True)
+    name = UnicodeAttribute(default="")
+    agent_id = UnicodeAttribute()
+    dataset_id = UnicodeAttribute()
+    version = UnicodeAttribute(default="latest")
+    """`latest`, `published` or a version number as decimal text."""
+    created_at = UnicodeAttribute()
+    created_by = UnicodeAttribute(default="")
+    updated_at = UnicodeAttribute(null=True)
+
+
 # --- eval runs and attempts ------------------------------------------------------------------
 
 
@@ -537,6 +558,20 @@ class RunEvaluationIndex(GlobalSecondaryIndex):
 
     evaluation_key = UnicodeAttribute(hash_key=True)
     completed_at = UnicodeAttribute(range_key=True)
+
+
+class RunEvaluationRunsIndex(GlobalSecondaryIndex):
+    """An evaluation's runs, newest last (seed 001 "Run history"): every run carries
+    `evaluation_run_key` from its creation (runs recorded before evaluations were kept do not)."""
+
+    ORG_KEY = "evaluation_run_key"
+
+    class Meta:
+        index_name = "evaluation_created"
+        projection = AllProjection()
+
+    evaluation_run_key = UnicodeAttribute(hash_key=True)
+    created_at = UnicodeAttribute(range_key=True)
 
 
 class RunStatusIndex(GlobalSecondaryIndex):
@@ -627,8 +662,13 @@ class RunRow(_Base):
     outcome = JSONAttribute(null=True)
     enqueue_errors = NumberAttribute(default=0)
     evaluation_key = UnicodeAttribute(null=True)
-    """`<org_id>#<agent_id>#<v<version> or draft>#<dataset_id>`, set by the write that completes the
-    run: the hash key of `evaluation_index`."""
+    """`<org_id>#<agent_id>#<v<version> or draft>#<dataset_id>`, then `#<evaluation_id>` for a run
+    of an explicit evaluation, set by the write that completes the run: the hash key of
+    `evaluation_index`."""
+    evaluation_id = UnicodeAttribute(null=True)
+    """The evaluation the run belongs to (`domain.evaluations`), pinned at creation."""
+    evaluation_run_key = UnicodeAttribute(null=True)
+    """`<org_id>#<evaluation_id>`, set at creation: the hash key of `evaluation_runs_index`."""
     org_index = RunOrgIndex()
     agent_index = RunAgentIndex()
 
@@ -644,6 +684,7 @@ class RunRow(_Base):
     dataset_index = RunDatasetIndex()
     status_index = RunStatusIndex()
     evaluation_index = RunEvaluationIndex()
+    evaluation_runs_index = RunEvaluationRunsIndex()
 
 
 class AttemptOrderIndex(LocalSecondaryIndex):
@@ -781,6 +822,7 @@ ALL_MODELS: tuple[type[Model], ...] = (
     NotificationRow,
     DatasetRow,
     DatasetCaseRow,
+    EvaluationRow,
     RunRow,
     AttemptRow,
     LeaseRow,

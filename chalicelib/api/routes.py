@@ -23,6 +23,7 @@ from chalicelib.api.schemas import (
     CreateAgent,
     CreateDataset,
     CreateEnvironment,
+    CreateEvaluation,
     CreateJudge,
     CreateModelProfile,
     EmailSettings,
@@ -36,9 +37,11 @@ from chalicelib.api.schemas import (
     Rescore,
     ResultsQuery,
     SetBudget,
+    StartEvaluationRun,
     StartRun,
     SuiteBody,
     UpdateDraft,
+    UpdateEvaluation,
     UploadRecording,
 )
 from chalicelib.domain.enums import PromotionStatus
@@ -54,6 +57,7 @@ if TYPE_CHECKING:
     from chalicelib.services import budgets as budget_service
     from chalicelib.services import datasets as dataset_service
     from chalicelib.services import environments as environment_service
+    from chalicelib.services import evaluations as evaluation_service
     from chalicelib.services import grading as grading_service
     from chalicelib.services import judges as judge_service
     from chalicelib.services import model_profiles as profile_service
@@ -71,6 +75,7 @@ else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
     budget_service = LazyModule("chalicelib.services.budgets")
     dataset_service = LazyModule("chalicelib.services.datasets")
     environment_service = LazyModule("chalicelib.services.environments")
+    evaluation_service = LazyModule("chalicelib.services.evaluations")
     grading_service = LazyModule("chalicelib.services.grading")
     judge_service = LazyModule("chalicelib.services.judges")
     profile_service = LazyModule("chalicelib.services.model_profiles")
@@ -609,6 +614,88 @@ def seed_progress(c, who, run_id):
 @api_view(bp, query=EventsQuery)
 def seed_stream(c, who, run_id, query):
     return _events(c, who, run_id, query)
+
+
+# Seed 001's evaluations and their run history.
+@bp.route("/api/evaluations", methods=["POST"])
+@api_view(bp, body=CreateEvaluation)
+def create_evaluation(c, who, body):
+    """Create an evaluation: an agent, a dataset and a version selector."""
+    return views.evaluation_view(
+        evaluation_service.create_evaluation(c, who, **body.model_dump())
+    ), 201
+
+
+@bp.route("/api/evaluations", methods=["GET"])
+@api_view(bp, query=Page)
+def list_evaluations(c, who, query):
+    """The organization's evaluations by id, a page at a time."""
+    return views.evaluation_list_view(
+        evaluation_service.list_evaluations(c, who, limit=query.limit, cursor=query.cursor)
+    )
+
+
+@bp.route("/api/evaluations/{evaluation_id}", methods=["GET"])
+@api_view(bp)
+def get_evaluation(c, who, evaluation_id):
+    """One evaluation (an implied one too)."""
+    return views.evaluation_view(evaluation_service.get_evaluation(c, who, evaluation_id))
+
+
+@bp.route("/api/evaluations/{evaluation_id}", methods=["PATCH"])
+@api_view(bp, body=UpdateEvaluation)
+def update_evaluation(c, who, evaluation_id, body):
+    """Change an evaluation's name, agent or version selector; past runs keep their pins."""
+    changes = {k: v for k, v in body.model_dump(exclude_unset=True).items() if v is not None}
+    return views.evaluation_view(
+        evaluation_service.update_evaluation(c, who, evaluation_id, changes)
+    )
+
+
+@bp.route("/api/evaluations/{evaluation_id}", methods=["DELETE"])
+@api_view(bp)
+def delete_evaluation(c, who, evaluation_id):
+    """Delete an evaluation and its runs (409 while one runs)."""
+    deleted = evaluation_service.delete_evaluation(c, who, evaluation_id)
+    return {"evaluation_id": evaluation_id, "deleted": True, "runs_deleted": deleted}
+
+
+@bp.route("/api/evaluations/{evaluation_id}/runs", methods=["POST"])
+@api_view(bp, body=StartEvaluationRun)
+def start_evaluation_run(c, who, evaluation_id, body):
+    """Start a run of the evaluation: its selector resolved now and pinned on the run."""
+    run, warnings = evaluation_service.start_evaluation_run(
+        c, who, evaluation_id, body.model_dump()
+    )
+    return {**views.run_view(run), "warnings": warnings}, 201
+
+
+@bp.route("/api/evaluations/{evaluation_id}/runs", methods=["GET"])
+@api_view(bp, query=Page)
+def list_evaluation_runs(c, who, evaluation_id, query):
+    """The evaluation's run history, newest first."""
+    return views.run_list_view(
+        evaluation_service.list_evaluation_runs(
+            c, who, evaluation_id, limit=query.limit, cursor=query.cursor
+        )
+    )
+
+
+@bp.route("/api/evaluations/{evaluation_id}/runs/{run_id}", methods=["GET"])
+@api_view(bp)
+def get_evaluation_run(c, who, evaluation_id, run_id):
+    """One run of the evaluation and its results."""
+    return views.run_read_view(
+        evaluation_service.read_evaluation_run(c, who, evaluation_id, run_id)
+    )
+
+
+@bp.route("/api/evaluations/{evaluation_id}/runs/{run_id}", methods=["DELETE"])
+@api_view(bp)
+def delete_evaluation_run(c, who, evaluation_id, run_id):
+    """Delete a run of the evaluation."""
+    evaluation_service.delete_evaluation_run(c, who, evaluation_id, run_id)
+    return {"run_id": run_id, "deleted": True}
 
 
 # --- verdicts --------------------------------------------------------------------------------

@@ -97,6 +97,60 @@ class StartRun(Body):
     """Run the candidate once per model profile, each as an arm; a baseline runs on the first."""
     stability: StrictBool = False
     """Measure how steady the answers are: every case asked, then asked again; nothing compared."""
+    evaluation_id: Ref | None = None
+    """The evaluation the run belongs to (seed 001): the run takes its version selector, and must
+    be of its agent and dataset. Absent: the evaluation the agent and dataset imply."""
+
+
+class StartEvaluationRun(Body):
+    """The body of `POST /api/evaluations/{evaluation_id}/runs`: a start's fields but what the
+    evaluation decides (agent, dataset, candidate and version)."""
+
+    dataset_version: Version | Literal["latest"] | None = None
+    """A dataset version number, default the latest."""
+    environment_id: Ref | None = None
+    """The environment whose test connections the cases use."""
+    paired_baseline: StrictBool = False
+    """Run the version before the candidate in the same run, as the baseline (seed 004)."""
+    reruns: StrictInt | None = Field(None, ge=0, le=5)
+    """Reruns of each flipped case on both sides (default EVAL_RERUNS); a baseline needs >= 1."""
+    baseline_run_id: Ref | None = None
+    """An earlier completed run of the same agent and dataset to compare with."""
+    model_profile_ids: list[Ref] | None = Field(None, min_length=1, max_length=5)
+    """Run the candidate once per model profile, each as an arm; a baseline runs on the first."""
+    stability: StrictBool = False
+    """Measure how steady the answers are: every case asked, then asked again; nothing compared."""
+
+
+VersionSelector = Literal["latest", "published"] | Version
+"""An evaluation's version selector: `latest`, `published` or a version number."""
+
+
+class CreateEvaluation(Body):
+    """The body of `POST /api/evaluations`."""
+
+    agent_id: Ref
+    """The agent evaluated."""
+    dataset_id: Ref
+    """The dataset its runs measure."""
+    version: VersionSelector = "latest"
+    """Which version a run picks, resolved when the run is created: `latest` (default),
+    `published` (the version served, else the latest) or a number."""
+    name: str = Field("", max_length=200)
+    """A person's name for the evaluation."""
+    evaluation_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-]{1,64}$")
+    """An id of the caller's choosing; generated when absent."""
+
+
+class UpdateEvaluation(Body):
+    """The body of `PATCH /api/evaluations/{evaluation_id}`: only the fields given change."""
+
+    agent_id: Ref | None = None
+    """Another agent to evaluate (past runs keep the agent they pinned)."""
+    version: VersionSelector | None = None
+    """Another version selector (past runs keep the version they pinned)."""
+    name: str | None = Field(None, max_length=200)
+    """A new name."""
 
 
 class CreateModelProfile(Body):

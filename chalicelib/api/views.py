@@ -15,6 +15,7 @@ from urllib.parse import quote
 from chalicelib.clock import from_epoch_ms, iso
 from chalicelib.domain.enums import ArmRole, AttemptState, RunPurpose
 from chalicelib.domain.estimate_rules import ArmEstimate, round_half_up
+from chalicelib.domain.evaluations import evaluation_of, is_implied, selector_value
 from chalicelib.domain.money import micros_to_usd
 from chalicelib.domain.outcome import ArmResult, Comparison
 from chalicelib.domain.records import (
@@ -24,6 +25,7 @@ from chalicelib.domain.records import (
     Attempt,
     Dataset,
     Environment,
+    Evaluation,
     Judge,
     ModelProfile,
     Notification,
@@ -36,6 +38,7 @@ from chalicelib.domain.text import utf8_length
 from chalicelib.services.answers import AnswerRead
 from chalicelib.services.budgets import Budget
 from chalicelib.services.estimates import Price
+from chalicelib.services.evaluations import EvaluationList
 from chalicelib.services.grading import GradeAgain, Regraded, Rescore
 from chalicelib.services.judges import ResolvedJudge
 from chalicelib.services.notifications import EmailSetting
@@ -545,19 +548,25 @@ def summary_view(result: ArmResult) -> dict[str, Any]:
 
 def run_view(run: Run, *, summaries: dict[str, ArmResult] | None = None) -> dict[str, Any]:
     """A run header (`POST /agents/{id}/eval-runs` adds `warnings`, `POST .../cancel`, each of the
-    listings; `GET /eval-runs/{id}` adds more): its pins, times, `progress`, costs in USD, tokens,
-    arms without their specs, the kept outcome without its `arms`, and `summaries` per arm (the
-    outcome's, or `summaries` computed now for a run without one)."""
+    listings; `GET /eval-runs/{id}` adds more): its pins (`evaluation_id`, and seed 001's
+    `agentId` and `resolvedAgentVersion` beside `agent_id` and `resolved_version`), times,
+    `progress`, costs in USD, tokens, arms without their specs, the kept outcome without its
+    `arms`, and `summaries` per arm (the outcome's, or `summaries` computed now for a run without
+    one)."""
     kept = run.outcome.as_json() if run.outcome else None
     settings = run.settings or {}
+    resolved = int(run.resolved_version) if run.resolved_version is not None else None
     return {
         "run_id": run.run_id,
         "agent_id": run.agent_id,
+        "evaluation_id": evaluation_of(run.evaluation_id, run.agent_id, run.dataset_id),
+        "agentId": run.agent_id,
+        "resolvedAgentVersion": resolved,
         "status": run.status,
         "phase": run.phase,
         "purpose": run.purpose,
         "candidate": run.candidate,
-        "resolved_version": int(run.resolved_version) if run.resolved_version is not None else None,
+        "resolved_version": resolved,
         "draft": bool(run.draft),
         "spec_hash": run.spec_hash,
         "dataset_id": run.dataset_id,
@@ -589,6 +598,32 @@ def run_view(run: Run, *, summaries: dict[str, ArmResult] | None = None) -> dict
             if summaries is not None
             else (kept or {}).get("arms")
         ),
+    }
+
+
+def evaluation_view(evaluation: Evaluation) -> dict[str, Any]:
+    """An evaluation (`/api/evaluations...`): `{evaluation_id, name, agent_id, dataset_id, version
+    ("latest" | "published" | number), implied, created_at, created_by, updated_at}`; an implied
+    one (`implied: true`) has no creation time."""
+    return {
+        "evaluation_id": evaluation.evaluation_id,
+        "name": evaluation.name,
+        "agent_id": evaluation.agent_id,
+        "dataset_id": evaluation.dataset_id,
+        "version": selector_value(evaluation.version),
+        "implied": is_implied(evaluation.evaluation_id),
+        "created_at": evaluation.created_at or None,
+        "created_by": evaluation.created_by or None,
+        "updated_at": evaluation.updated_at,
+    }
+
+
+def evaluation_list_view(page: EvaluationList) -> dict[str, Any]:
+    """A page of evaluations (`GET /api/evaluations`): `{evaluations: [evaluation_view],
+    next_cursor}`."""
+    return {
+        "evaluations": [evaluation_view(e) for e in page.evaluations],
+        "next_cursor": page.next_cursor,
     }
 
 

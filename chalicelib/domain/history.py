@@ -6,8 +6,11 @@ A verdict (seed 000 "What a verdict is computed from"), a start's baseline choic
 the agent's completed runs, never on all of them. Those few are kept as they change, in small
 rows of the agent's history, one per thing read:
 
-- `LatestRow`, one per agent version (or the draft): per dataset, its latest completed run's
-  totals. A verdict sums them.
+- `LatestRow`, one per agent version (or the draft): per evaluation, its latest completed run's
+  totals. A verdict sums them. An implied evaluation (a run that named none, seed 001) is held
+  under its dataset id, as these rows always held it; an explicit one under
+  `<dataset_id>#<evaluation_id>` (`evaluation_slot`), so two evaluations of one version on one
+  dataset are two contributions.
 - `ArmsRow`, one per (agent version, dataset): the newest arms that could stand in as that
   version's baseline, `ARMS_KEPT` per condition a baseline is matched on.
 - `CostRow`, one per model the agent answered on (`answers`) and per judge model that graded it
@@ -33,6 +36,7 @@ from typing import Any
 from chalicelib.domain.baseline_rules import ArmRecord, arm_records, model_of
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.estimate_rules import CostHistory
+from chalicelib.domain.evaluations import is_implied
 from chalicelib.domain.records import Run
 
 ARMS_KEPT = 8
@@ -82,10 +86,23 @@ class LatestResult:
     passed: int
     spec_hash: str
     """The spec the run tested (a draft's verdict is stale when the draft's differs)."""
+    evaluation_id: str | None = None
+    """The explicit evaluation the run belongs to; None for the implied one (seed 001)."""
+
+    @property
+    def slot(self) -> str:
+        """Where a `LatestRow` holds it (`evaluation_slot`)."""
+        return evaluation_slot(self.dataset_id, self.evaluation_id)
 
     def is_newer_than(self, other: LatestResult) -> bool:
         """Completed later; in the same millisecond, created later."""
         return (self.completed_at, self.created_at) > (other.completed_at, other.created_at)
+
+
+def evaluation_slot(dataset_id: str, evaluation_id: str | None) -> str:
+    """The key of an evaluation's entry in a `LatestRow`: the dataset id for an implied evaluation
+    (as rows kept before evaluations were), `<dataset_id>#<evaluation_id>` for an explicit one."""
+    return dataset_id if is_implied(evaluation_id) else f"{dataset_id}{_SEP}{evaluation_id}"
 
 
 def latest_result(run: Run) -> LatestResult | None:
@@ -100,39 +117,40 @@ def latest_result(run: Run) -> LatestResult | None:
         total=int(run.outcome.total),
         passed=int(run.outcome.passed),
         spec_hash=run.spec_hash,
+        evaluation_id=None if is_implied(run.evaluation_id) else run.evaluation_id,
     )
 
 
 @dataclass(frozen=True)
 class LatestRow:
-    """Per dataset, the latest completed run of one agent version or of the draft (`subject`)."""
+    """Per evaluation, the latest completed run of one agent version or of the draft (`subject`)."""
 
     subject: str
     results: Mapping[str, LatestResult] = field(default_factory=dict)
-    """By dataset id."""
+    """By `evaluation_slot`."""
 
     @property
     def key(self) -> str:
         return f"{LATEST}{_SEP}{self.subject}"
 
     def with_run(self, run: Run) -> LatestRow:
-        """The run is its dataset's latest if it is newer than the one held, or is the one held
+        """The run is its evaluation's latest if it is newer than the one held, or is the one held
         (then with its totals as they are now: a grade again moves them)."""
         result = latest_result(run)
         if result is None or subject_of(run.resolved_version, run.draft) != self.subject:
             return self
-        held = self.results.get(result.dataset_id)
+        held = self.results.get(result.slot)
         if held is not None and held.run_id != result.run_id and not result.is_newer_than(held):
             return self
-        return replace(self, results={**self.results, result.dataset_id: result})
+        return replace(self, results={**self.results, result.slot: result})
 
     def vacated_by(self, run_id: str) -> str | None:
-        """The dataset whose latest run is `run_id` (its contribution must be found again when
-        the run goes), or None."""
+        """The evaluation (`evaluation_slot`) whose latest run is `run_id` (its contribution must
+        be found again when the run goes), or None."""
         return next((d for d, r in self.results.items() if r.run_id == run_id), None)
 
     def without_run(self, run_id: str) -> LatestRow:
-        """The row without `run_id`: its dataset contributes nothing until the next-latest run of
+        """The row without `run_id`: its evaluation contributes nothing until the next-latest run of
         that evaluation is folded in (`with_run`)."""
         return replace(self, results={d: r for d, r in self.results.items() if r.run_id != run_id})
 

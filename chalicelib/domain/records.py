@@ -59,6 +59,25 @@ class Agent:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Evaluation:
+    """An evaluation (seed 001): an agent, a dataset and a version selector of the organization.
+
+    `version` is the selector as stored (`domain.evaluations.selector_of`): `"latest"`,
+    `"published"` or a version number as decimal text; a run of the evaluation resolves it once, at
+    creation, and pins what it picked."""
+
+    org_id: str
+    evaluation_id: str
+    name: str = ""
+    agent_id: str
+    dataset_id: str
+    version: str = "latest"
+    created_at: str
+    created_by: str = ""
+    updated_at: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class AgentVersion:
     """An immutable published version of an agent."""
 
@@ -338,6 +357,10 @@ class Run:
     outcome: Outcome | None = None
     """What finalizing computed (a completed run's, computed again by a regrade); None before."""
     enqueue_errors: int = 0
+    evaluation_id: str | None = None
+    """The evaluation the run belongs to (seed 001), pinned at creation: one named at the start,
+    else the one its agent and dataset imply (`domain.evaluations.implied_id`); None on runs
+    recorded before evaluations were kept (the implied one)."""
 
     CURSOR: ClassVar[tuple[str, ...]] = (
         "status",

@@ -14,6 +14,13 @@ from typing import Any
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import ArmRole, RunPhase, RunPurpose, RunStatus
+from chalicelib.domain.evaluations import (
+    implied_id,
+    implied_parts,
+    resolve_selector,
+    selector_of,
+    selector_value,
+)
 from chalicelib.domain.events import BudgetExhausted
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.outcome import ArmResult, Comparison
@@ -68,17 +75,14 @@ def resolve_candidate(
             f'agent {agent_id} was never published: run its draft instead (candidate: "draft")',
             field="candidate",
         )
-    if selector == "latest":
-        number = latest
-    elif selector == "published":
-        number = int(agent.live_version or latest)
-    elif isinstance(selector, int) and not isinstance(selector, bool) and selector >= 1:
-        number = selector
-    else:
+    if selector not in ("latest", "published") and not (
+        isinstance(selector, int) and not isinstance(selector, bool) and selector >= 1
+    ):
         raise InvalidInputError(
             'version must be a positive integer, "latest" or "published"',
             field="version" if candidate in (None, "version") else "candidate",
         )
+    number = resolve_selector(selector, latest_version=latest, live_version=agent.live_version)
     row = c.agents.get_version(who.org_id, agent_id, number)
     if row is None:
         raise NotFoundError(f"version {number} of agent {agent_id} not found", field="version")
@@ -118,8 +122,67 @@ def version_before(
 
 def estimate(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> estimates.Price:
     """`POST /agents/{id}/eval-runs/estimate`: plan the run as a start would and price it; nothing
-    is written. Raises what `plan_run` raises."""
-    return estimates.price(c, who, plan_run(c, who, agent_id, body))
+    is written. Raises what `of_evaluation` and `plan_run` raise."""
+    return estimates.price(
+        c, who, plan_run(c, who, agent_id, of_evaluation(c, who, agent_id, body))
+    )
+
+
+def of_evaluation(
+    c: Container, who: Identity, agent_id: str, body: dict[str, Any]
+) -> dict[str, Any]:
+    """A start body that names an `evaluation_id`, made the evaluation's run (seed 001): its
+    candidate is the evaluation's version selector (resolved once, by `plan_run`), and it must be
+    of the evaluation's agent and dataset. An implied evaluation's id must be of the agent and
+    dataset the start names; the start picks its candidate as without one. A body without an
+    evaluation is returned as it is.
+
+    Raises:
+        NotFoundError: the organization has no such evaluation.
+        InvalidInputError: another agent (`evaluation_id`) or dataset (`dataset_id`) than the
+            evaluation's, the draft (`candidate`), or another selector (`version`, `candidate`).
+    """
+    evaluation_id = body.get("evaluation_id")
+    if not evaluation_id:
+        return body
+    implied = implied_parts(evaluation_id)
+    if implied is not None:
+        if implied != (agent_id, body.get("dataset_id")):
+            raise InvalidInputError(
+                f"evaluation {evaluation_id} is of another agent or dataset than this run's",
+                field="evaluation_id",
+            )
+        return body
+    evaluation = c.evaluations.get(who.org_id, evaluation_id)
+    if evaluation.agent_id != agent_id:
+        raise InvalidInputError(
+            f"evaluation {evaluation_id} evaluates agent {evaluation.agent_id}, not {agent_id}",
+            field="evaluation_id",
+        )
+    if body.get("dataset_id") not in (None, evaluation.dataset_id):
+        raise InvalidInputError(
+            f"evaluation {evaluation_id} runs dataset {evaluation.dataset_id}",
+            field="dataset_id",
+        )
+    candidate, version = body.get("candidate"), body.get("version")
+    if candidate == "draft":
+        raise InvalidInputError(
+            "an evaluation runs the version its selector picks, never the draft",
+            field="candidate",
+        )
+    named = version if candidate in (None, "version") else candidate
+    if named is not None and selector_of(named) != evaluation.version:
+        raise InvalidInputError(
+            f"evaluation {evaluation_id} picks version {evaluation.version!r}: leave the version "
+            "out, or change the evaluation",
+            field="version" if candidate in (None, "version") else "candidate",
+        )
+    return {
+        **body,
+        "dataset_id": evaluation.dataset_id,
+        "candidate": "version",
+        "version": selector_value(evaluation.version),
+    }
 
 
 def plan_run(
@@ -303,6 +366,7 @@ def start_run(
         detail the `Price`, shaped by the API).
     """
     if planned is None:
+        body = of_evaluation(c, who, agent_id, body)
         plan = plan_run(c, who, agent_id, body)
         planned = plan, estimates.price(c, who, plan)
     plan, priced = planned
@@ -351,6 +415,7 @@ def start_run(
         lane_busy=lanes.busy,
         expected=total,
         heartbeat_at_ms=epoch_ms(now),
+        evaluation_id=body.get("evaluation_id") or implied_id(agent_id, dataset_version.dataset_id),
     )
     c.runs.create(run)
     slots.enqueue_run(c, run)
@@ -437,6 +502,7 @@ def _decode_cursor(
     *,
     agent_id: str | None = None,
     dataset_id: str | None = None,
+    evaluation_id: str | None = None,
 ) -> dict[str, Any] | None:
     """The index key a listing's `cursor` stands for, checked to be one this API gave for this
     listing of this organization (`RunStore.is_page_start`).
@@ -451,7 +517,7 @@ def _decode_cursor(
     except (ValueError, RecursionError, binascii.Error, UnicodeError):
         key = None
     if not isinstance(key, dict) or not c.runs.is_page_start(
-        key, org_id, agent_id=agent_id, dataset_id=dataset_id
+        key, org_id, agent_id=agent_id, dataset_id=dataset_id, evaluation_id=evaluation_id
     ):
         raise InvalidInputError("cursor is not one this API gave", field="cursor")
     return key
@@ -472,11 +538,13 @@ def list_runs(
     *,
     agent_id: str | None = None,
     dataset_id: str | None = None,
+    evaluation_id: str | None = None,
     limit: int = 50,
     cursor: str | None = None,
     draft: str | None = None,
 ) -> RunList:
-    """Runs newest first, a page at a time (`cursor` from the previous page's `next_cursor`).
+    """Runs newest first, a page at a time (`cursor` from the previous page's `next_cursor`): of
+    an agent, a dataset, an evaluation (whose existence the caller checked), or the organization.
 
     `draft="current"` keeps the runs of the draft as it stands now (same spec hash), `"earlier"` the
     runs of other drafts. Raises InvalidInputError for a bad limit, cursor or draft filter.
@@ -493,6 +561,13 @@ def list_runs(
             agent_id,
             limit=limit,
             start=_decode_cursor(c, cursor, who.org_id, agent_id=agent_id),
+        )
+    elif evaluation_id is not None:
+        result = c.runs.list_by_evaluation(
+            who.org_id,
+            evaluation_id,
+            limit=limit,
+            start=_decode_cursor(c, cursor, who.org_id, evaluation_id=evaluation_id),
         )
     elif dataset_id is not None:
         c.datasets.get(who.org_id, dataset_id)

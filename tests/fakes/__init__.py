@@ -25,6 +25,7 @@ from tests.fakes.catalog import (
     FakeAgents,
     FakeDatasets,
     FakeEnvironments,
+    FakeEvaluations,
     FakeJudges,
     FakeModelProfiles,
 )
@@ -69,6 +70,7 @@ class FakeContainer:
         self.judges = FakeJudges()
         self.model_profiles = FakeModelProfiles()
         self.datasets = FakeDatasets()
+        self.evaluations = FakeEvaluations()
         self.spend = FakeBudgets(self.orgs, self.agents, self.runs)
         self.secrets = FakeSecrets()
         self.resolver = lambda _host, _port: [PUBLIC_ADDRESS]

@@ -13,6 +13,7 @@ from chalicelib.domain.records import (
     Dataset,
     DatasetCase,
     Environment,
+    Evaluation,
     Judge,
     ModelProfile,
 )
@@ -288,3 +289,45 @@ class FakeDatasets:
 
     def cases(self, org_id: str, dataset_id: str, version: int) -> builtins.list[dict[str, Any]]:
         return list(self.case_rows.get((org_id, dataset_id, version), {}).values())
+
+
+class FakeEvaluations:
+    """`ports.catalog.Evaluations` in a dict keyed by (org_id, evaluation_id)."""
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[str, str], Evaluation] = {}
+
+    def create(self, evaluation: Evaluation) -> None:
+        key = (evaluation.org_id, evaluation.evaluation_id)
+        if key in self.kept:
+            raise ConflictError(
+                f"evaluation {evaluation.evaluation_id} already exists", field="evaluation_id"
+            )
+        self.kept[key] = evaluation
+
+    def get(self, org_id: str, evaluation_id: str) -> Evaluation:
+        try:
+            return self.kept[(org_id, evaluation_id)]
+        except KeyError:
+            raise NotFoundError(
+                f"evaluation {evaluation_id} not found", field="evaluation_id"
+            ) from None
+
+    def list(
+        self, org_id: str, limit: int = 50, start: str | None = None
+    ) -> tuple[builtins.list[Evaluation], str | None]:
+        mine = [e for (org, eid), e in sorted(self.kept.items()) if org == org_id]
+        after = [e for e in mine if start is None or e.evaluation_id > start]
+        page = after[:limit]
+        return page, (page[-1].evaluation_id if len(after) > limit else None)
+
+    def update(self, before: Evaluation, after: Evaluation) -> None:
+        key = (before.org_id, before.evaluation_id)
+        if key not in self.kept:
+            raise NotFoundError(
+                f"evaluation {before.evaluation_id} not found", field="evaluation_id"
+            )
+        self.kept[key] = after
+
+    def delete(self, org_id: str, evaluation_id: str) -> None:
+        self.kept.pop((org_id, evaluation_id), None)

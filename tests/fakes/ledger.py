@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
-from chalicelib.domain import history
+from chalicelib.domain import evaluations, history
 from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
 from chalicelib.domain.outcome import ArmResult, Efficiency, Outcome, Quality
 from chalicelib.domain.records import ActiveRun, Arm, Attempt, Lease, Run
@@ -98,6 +98,8 @@ class FakeRuns:
                     if r.run_id != run.run_id
                     and (r.org_id, r.agent_id, r.dataset_id)
                     == (run.org_id, run.agent_id, run.dataset_id)
+                    and history.evaluation_slot(r.dataset_id, r.evaluation_id)
+                    == history.evaluation_slot(run.dataset_id, run.evaluation_id)
                     and history.subject_of(r.resolved_version, r.draft) == kept.subject
                     and history.counts(r)
                 ]
@@ -188,12 +190,36 @@ class FakeRuns:
             start,
         )
 
+    def list_by_evaluation(
+        self, org_id: str, evaluation_id: str, limit: int = 50, start: dict[str, Any] | None = None
+    ) -> RunPage:
+        return self._page(
+            self._newest(
+                org_id,
+                lambda r: (
+                    evaluations.evaluation_of(r.evaluation_id, r.agent_id, r.dataset_id)
+                    == evaluation_id
+                ),
+            ),
+            org_id,
+            f"evaluation:{evaluation_id}",
+            limit,
+            start,
+        )
+
     @staticmethod
     def is_page_start(
-        start: Any, org_id: str, *, agent_id: str | None = None, dataset_id: str | None = None
+        start: Any,
+        org_id: str,
+        *,
+        agent_id: str | None = None,
+        dataset_id: str | None = None,
+        evaluation_id: str | None = None,
     ) -> bool:
         listing = (
-            f"agent:{agent_id}"
+            f"evaluation:{evaluation_id}"
+            if evaluation_id is not None
+            else f"agent:{agent_id}"
             if agent_id is not None
             else f"dataset:{dataset_id}"
             if dataset_id is not None

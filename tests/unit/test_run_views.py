@@ -51,6 +51,9 @@ def test_a_run_view_shows_its_pins_costs_arms_without_specs_and_the_kept_outcome
     assert views.run_view(run) == {
         "run_id": "r1",
         "agent_id": "a",
+        "evaluation_id": "implied~a~d",
+        "agentId": "a",
+        "resolvedAgentVersion": 3,
         "status": "completed",
         "phase": "done",
         "purpose": "check",

@@ -280,6 +280,15 @@ def _write_everything(org: str) -> None:
             )
         ],
     )
+    stores.EvaluationStore().create(
+        records.Evaluation(
+            org_id=org,
+            evaluation_id="evaluation-1",
+            agent_id="agent-1",
+            dataset_id="ds-1",
+            created_at=now,
+        )
+    )
     runs = stores.RunStore()
     run = records.Run(
         run_id="run-1",
@@ -299,6 +308,7 @@ def _write_everything(org: str) -> None:
         tasks_total=1,
         expected=1,
         heartbeat_at_ms=0,
+        evaluation_id="evaluation-1",
     )
     runs.create(run)
     outcome = runs.record_attempt(

@@ -31,6 +31,7 @@ from chalicelib.adapters.stores.base import (
 from chalicelib.adapters.stores.catalog import (
     AgentStore,
     DatasetStore,
+    EvaluationStore,
     JudgeStore,
     ModelProfileStore,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "CONDITION_FAILED",
     "DatasetStore",
     "EnvironmentStore",
+    "EvaluationStore",
     "JudgeStore",
     "ModelProfileStore",
     "NotificationStore",

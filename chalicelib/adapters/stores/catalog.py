@@ -1,4 +1,5 @@
-"""What an organization defines: judges, agents and their versions, model profiles, datasets."""
+"""What an organization defines: judges, agents and their versions, model profiles, datasets,
+evaluations."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from chalicelib.adapters.tables import (
     AgentVersionRow,
     DatasetCaseRow,
     DatasetRow,
+    EvaluationRow,
     JudgeRow,
     ModelProfileRow,
     org_key,
@@ -39,6 +41,7 @@ from chalicelib.domain.records import (
     AgentVersion,
     Dataset,
     DatasetCase,
+    Evaluation,
     Judge,
     ModelProfile,
 )
@@ -378,3 +381,68 @@ class DatasetStore:
         """Every case of an immutable version of the organization's dataset, by case id (cached like
         `get_case`)."""
         return list(self._version_cases(org_id, dataset_id, version).values())
+
+
+# --- evaluations (seed 001) --------------------------------------------------------------------
+
+_EVALUATION_KEYS = ("org_id", "evaluation_id", "created_at", "created_by")
+
+
+class EvaluationStore:
+    """Evaluations by organization and id (port `ports.catalog.Evaluations`)."""
+
+    def create(self, evaluation: Evaluation) -> None:
+        """Raises ConflictError (field `evaluation_id`) when the organization has the id."""
+        save_new(
+            row_of(evaluation, EvaluationRow),
+            EvaluationRow.evaluation_id.does_not_exist(),
+            f"evaluation {evaluation.evaluation_id} already exists",
+            field="evaluation_id",
+        )
+
+    def get(self, org_id: str, evaluation_id: str) -> Evaluation:
+        """Raises NotFoundError (field `evaluation_id`) for one the organization does not have."""
+        try:
+            row = EvaluationRow.get(org_id, evaluation_id, consistent_read=True)
+        except DoesNotExist:
+            raise NotFoundError(
+                f"evaluation {evaluation_id} not found", field="evaluation_id"
+            ) from None
+        return record_of(row, Evaluation)
+
+    def list(
+        self, org_id: str, limit: int = 50, start: str | None = None
+    ) -> tuple[builtins.list[Evaluation], str | None]:
+        """A page of the organization's evaluations by id, from after `start` (an evaluation id),
+        and the id the next page starts after (None after the last)."""
+        rows = EvaluationRow.query(
+            org_id,
+            limit=limit,
+            last_evaluated_key=(
+                {"org_id": {"S": org_id}, "evaluation_id": {"S": start}} if start else None
+            ),
+        )
+        found = [record_of(r, Evaluation) for r in rows]
+        last = rows.last_evaluated_key
+        return found, (last["evaluation_id"]["S"] if last else None)
+
+    def update(self, before: Evaluation, after: Evaluation) -> None:
+        """Write what `after` changes of `before` (conditional on the evaluation existing).
+
+        Raises:
+            NotFoundError: the evaluation is gone.
+            ValueError: `after` changes its organization, id or creation (a bug).
+        """
+        actions = changes(EvaluationRow, before, after, fixed=_EVALUATION_KEYS)
+        if actions and not conditional_update(
+            EvaluationRow(before.org_id, before.evaluation_id),
+            actions,
+            EvaluationRow.evaluation_id.exists(),
+        ):
+            raise NotFoundError(
+                f"evaluation {before.evaluation_id} not found", field="evaluation_id"
+            )
+
+    def delete(self, org_id: str, evaluation_id: str) -> None:
+        """Delete the evaluation (nothing when it is gone already)."""
+        EvaluationRow(org_id, evaluation_id).delete()

@@ -47,6 +47,7 @@ from chalicelib.adapters.tables import (
 )
 from chalicelib.domain import history as rules
 from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
+from chalicelib.domain.evaluations import evaluation_of, is_implied
 from chalicelib.domain.outcome import Outcome
 from chalicelib.domain.records import ActiveRun, Arm, Attempt, Lease, Run
 from chalicelib.errors import ConflictError, NotFoundError
@@ -173,7 +174,13 @@ def _evaluation_key(run: Run) -> str | None:
     subject = rules.subject_of(run.resolved_version, run.draft)
     if subject is None or not rules.counts(run):
         return None
-    return org_key(run.org_id, run.agent_id, subject, run.dataset_id)
+    explicit = () if is_implied(run.evaluation_id) else (str(run.evaluation_id),)
+    return org_key(run.org_id, run.agent_id, subject, run.dataset_id, *explicit)
+
+
+def _evaluation_run_key(org_id: str, evaluation_id: str) -> str:
+    """The hash key of `RunRow.evaluation_runs_index`: `<org_id>#<evaluation_id>`."""
+    return org_key(org_id, evaluation_id)
 
 
 def _rows_touched(*runs: Run) -> list[rules.HistoryRow]:
@@ -246,6 +253,9 @@ class RunStore:
             run_key=_key(run),
             agent_key=org_key(run.org_id, run.agent_id),
             dataset_key=org_key(run.org_id, run.dataset_id),
+            evaluation_run_key=_evaluation_run_key(
+                run.org_id, evaluation_of(run.evaluation_id, run.agent_id, run.dataset_id)
+            ),
         )
         row.arms = [stored_arm(a) for a in run.arms]
         row.outcome = run.outcome.as_json() if run.outcome is not None else None
@@ -332,15 +342,37 @@ class RunStore:
             )
         )
 
+    def list_by_evaluation(
+        self, org_id: str, evaluation_id: str, limit: int = 50, start: dict[str, Any] | None = None
+    ) -> RunPage:
+        """The organization's evaluation's runs, newest first (seed 001 "Run history"; `start`
+        keys: `run_key`, `evaluation_run_key`, `created_at`)."""
+        return _page(
+            RunRow.evaluation_runs_index.query(
+                _evaluation_run_key(org_id, evaluation_id),
+                scan_index_forward=False,
+                limit=limit,
+                last_evaluated_key=start,
+            )
+        )
+
     @staticmethod
     def is_page_start(
-        start: Any, org_id: str, *, agent_id: str | None = None, dataset_id: str | None = None
+        start: Any,
+        org_id: str,
+        *,
+        agent_id: str | None = None,
+        dataset_id: str | None = None,
+        evaluation_id: str | None = None,
     ) -> bool:
         """Whether `start` is a `next_start` of this organization's listing: of the agent's
-        runs (`agent_id`), the dataset's (`dataset_id`) or else all of them. Exactly the keys
-        `run_key` (a run of the organization), the index's hash key (its value for this listing)
-        and `created_at`, each `{"S": str}`."""
-        if agent_id is not None:
+        runs (`agent_id`), the dataset's (`dataset_id`), the evaluation's (`evaluation_id`) or
+        else all of them. Exactly the keys `run_key` (a run of the organization), the index's hash
+        key (its value for this listing) and `created_at`, each `{"S": str}`."""
+        if evaluation_id is not None:
+            hash_name = "evaluation_run_key"
+            hash_value = _evaluation_run_key(org_id, evaluation_id)
+        elif agent_id is not None:
             hash_name, hash_value = "agent_key", org_key(org_id, agent_id)
         elif dataset_id is not None:
             hash_name, hash_value = "dataset_key", org_key(org_id, dataset_id)

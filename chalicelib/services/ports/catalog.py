@@ -1,5 +1,6 @@
 """Ports of what an organization defines: environments, agents and versions, model profiles,
-judges, datasets (implemented by `chalicelib.adapters.stores.catalog` / `.automation`)."""
+judges, datasets, evaluations (implemented by `chalicelib.adapters.stores.catalog` /
+`.automation`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from chalicelib.domain.records import (
     Dataset,
     DatasetCase,
     Environment,
+    Evaluation,
     Judge,
     ModelProfile,
 )
@@ -148,3 +150,26 @@ class Datasets(Protocol):
 
     def cases(self, org_id: str, dataset_id: str, version: int) -> builtins.list[dict[str, Any]]:
         """Every case (its JSON) of a version, by case id."""
+
+
+class Evaluations(Protocol):
+    """An organization's evaluations: an agent, a dataset and a version selector (seed 001)."""
+
+    def create(self, evaluation: Evaluation) -> None:
+        """Keep a new evaluation. Raises ConflictError (field `evaluation_id`) when the
+        organization has the id."""
+
+    def get(self, org_id: str, evaluation_id: str) -> Evaluation:
+        """The organization's evaluation. Raises NotFoundError (field `evaluation_id`)."""
+
+    def list(
+        self, org_id: str, limit: int = 50, start: str | None = None
+    ) -> tuple[builtins.list[Evaluation], str | None]:
+        """A page of the organization's evaluations by id, after the id `start`, and the id the
+        next page starts after (None after the last)."""
+
+    def update(self, before: Evaluation, after: Evaluation) -> None:
+        """Write what `after` changes of `before`. Raises NotFoundError when it is gone."""
+
+    def delete(self, org_id: str, evaluation_id: str) -> None:
+        """Delete the evaluation (nothing when it is gone)."""

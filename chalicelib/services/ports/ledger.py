@@ -78,12 +78,23 @@ class Runs(Protocol):
     ) -> RunPage:
         """The dataset's runs, newest first, `limit` at a time."""
 
+    def list_by_evaluation(
+        self, org_id: str, evaluation_id: str, limit: int = 50, start: dict[str, Any] | None = None
+    ) -> RunPage:
+        """The evaluation's runs (seed 001 "Run history"), newest first, `limit` at a time."""
+
     @staticmethod
     def is_page_start(
-        start: Any, org_id: str, *, agent_id: str | None = None, dataset_id: str | None = None
+        start: Any,
+        org_id: str,
+        *,
+        agent_id: str | None = None,
+        dataset_id: str | None = None,
+        evaluation_id: str | None = None,
     ) -> bool:
         """Whether `start` is a `next_start` of this organization's listing of the agent's runs
-        (`agent_id`), the dataset's (`dataset_id`) or else all its runs."""
+        (`agent_id`), the dataset's (`dataset_id`), the evaluation's (`evaluation_id`) or else all
+        its runs."""
 
     def active(self, org_id: str) -> list[ActiveRun]:
         """Every queued or running run of the organization, newest first: as many reads as it has

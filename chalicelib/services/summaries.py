@@ -1,6 +1,7 @@
 """Agent summaries: the verdict word beside an agent version (seed 000 "Verdicts").
 
-An evaluation is the dataset a version was measured on. Each evaluation contributes its latest
+An evaluation is what measured a version (seed 001): the implied evaluation of each dataset it was
+run on, and each explicit evaluation of it. Each evaluation contributes its latest
 completed run only, matched on the run's pinned version (exact match; a draft matches runs of
 the draft), and the contributions are summed. Staleness applies to drafts only: a run whose
 spec hash differs from the draft as it is now tested something that no longer exists.
@@ -32,7 +33,7 @@ class AgentSummary:
     total: int
     passed: int
     evaluations: int
-    """How many datasets contributed a run."""
+    """How many evaluations contributed a run."""
     last_completed_at: str | None
     stale: bool
     """A draft's run tested a draft that no longer exists (another spec hash)."""

@@ -94,6 +94,13 @@ def test_a_start_naming_the_evaluation_takes_its_selector(c: FakeContainer) -> N
             c, ACME, "agt", {"dataset_id": "ds", "evaluation_id": "v1", "candidate": "latest"}
         )
     assert other_selector.value.field == "candidate"
+    priced = runs.estimate(c, ACME, "agt", {"dataset_id": "ds", "evaluation_id": "v1"})
+    assert priced.plan.version == 1  # not the latest, 2: the evaluation's selector
+    with pytest.raises(InvalidInputError) as estimated:  # an estimate plans the same run
+        runs.estimate(c, ACME, "agt", {"dataset_id": "ds", "evaluation_id": "v1", "version": 2})
+    assert estimated.value.field == "version"
+    with pytest.raises(NotFoundError):
+        runs.estimate(c, ACME, "agt", {"dataset_id": "ds", "evaluation_id": "nope"})
     with pytest.raises(InvalidInputError) as implied_elsewhere:
         runs.start_run(c, ACME, "agt", {"dataset_id": "ds", "evaluation_id": "implied~agt~other"})
     assert implied_elsewhere.value.field == "evaluation_id"

@@ -1,0 +1,417 @@
+"""The embedded moto server's state on disk: `assay dev` keeps what a user made (issue 13, 4).
+
+moto 5.2 keeps everything in process-global backends (one object per service, account and region)
+and has no persistence of its own (getmoto/moto#1069: "pickle the backends"). The moto process
+(`python -m assay_local.motoserver --state FILE`) pickles the backends of `PERSISTED_SERVICES` in
+one snapshot and, at its next start, puts them back before it serves its first request. Nothing
+is read through the AWS APIs (no table is scanned): the snapshot is moto's own objects.
+
+- One instant: every AWS request passes `StateGate` shared and a snapshot takes it alone, so
+  DynamoDB, SQS, S3 and Secrets Manager are saved as one state: a case task is queued in the
+  snapshot exactly when the write that sent it is recorded there. A receive waiting for messages
+  steps out of the gate while it waits (it holds nothing then), so a snapshot never waits for a
+  long poll.
+- When: `Saver` saves a changed state at most every `min_interval_s` seconds, never holding
+  requests for more than `busy_share` of the time (a snapshot that took 0.3 s waits 3 s for the
+  next), and once more on a clean stop (the parent closed our stdin, or SIGTERM), so a `kill -9`
+  of the moto process loses at most the last seconds and a `kill -9` of `assay dev` nothing
+  (its moto process sees stdin close and saves).
+- Atomic: a snapshot is written to a temporary file beside the old one, flushed to disk and
+  renamed over it, then the folder is synced: a crash mid-save leaves the previous snapshot.
+- Checked: a header names the format, the moto and Python versions and the payload's sha256; a
+  file another moto wrote, or a damaged one, is a `SnapshotError` (one line, naming `--fresh`)
+  and is never overwritten, rather than half a stack restored.
+
+SQS messages keep their receive counts and visibility (both moto's, in epoch milliseconds): a
+message a worker held when the stack stopped comes back when its visibility lapses, as after a
+Lambda that died.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import pickle
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+MAGIC = b"ASSAY-MOTO-STATE 1\n"
+"""First line of a snapshot file: what it is and its format (a new format gets a new number)."""
+
+PERSISTED_SERVICES = ("dynamodb", "sqs", "s3", "secretsmanager", "ses")
+"""The moto backends a snapshot holds: every service the embedded stack's code calls that keeps
+state (tables, queues and their messages, the results bucket with answers and recordings, the
+organizations' secrets, the verified sender). `lambda` is only ever invoked, never created."""
+
+
+class SnapshotError(Exception):
+    """A snapshot that cannot be restored (another moto or Python wrote it, or it is damaged);
+    the message is one line for a person and names `--fresh`."""
+
+
+class GateClosedError(Exception):
+    """The gate was closed by the final snapshot: the server is stopping and takes no request."""
+
+
+def _refuse(path: Path, why: str) -> SnapshotError:
+    return SnapshotError(
+        f"the saved state {path} {why}: start with --fresh to begin empty "
+        f"(it keeps this file as {path.name}.old)"
+    )
+
+
+# --- the gate --------------------------------------------------------------------------------
+
+
+class StateGate:
+    """Requests pass together (`shared`), a snapshot alone (`exclusive`); writer-preferring, so a
+    snapshot waits only for the requests already being handled.
+
+    `changes` counts the requests that may have changed state (`touch`); a `Saver` compares it
+    with the count it last saved. After `close()` (the final snapshot) `shared` raises
+    `GateClosedError`.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._active = 0
+        self._writer = False
+        self._writers_waiting = 0
+        self._closed = False
+        self._local = threading.local()
+        self.changes = 0
+
+    def _enter(self, *, closing_ok: bool = False) -> None:
+        with self._cond:
+            while self._writer or self._writers_waiting:
+                self._cond.wait()
+            if self._closed and not closing_ok:
+                raise GateClosedError
+            self._active += 1
+
+    def _leave(self) -> None:
+        with self._cond:
+            self._active -= 1
+            if self._active == 0:
+                self._cond.notify_all()
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        """Hold the gate with other requests for the block. Raises `GateClosedError` once
+        closed."""
+        self._enter()
+        self._local.depth = getattr(self._local, "depth", 0) + 1
+        try:
+            yield
+        finally:
+            self._local.depth -= 1
+            self._leave()
+
+    @contextmanager
+    def stepped_out(self) -> Iterator[None]:
+        """Let a snapshot pass while this thread waits on something that holds no state (a
+        receive waiting for messages); re-enters after. A thread outside the gate just waits."""
+        if getattr(self._local, "depth", 0) != 1:
+            yield
+            return
+        self._leave()
+        try:
+            yield
+        finally:
+            # The request this wait belongs to finishes even once closed: its answer goes to a
+            # server that is stopping.
+            self._enter(closing_ok=True)
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the gate alone for the block: no request is being handled meanwhile."""
+        with self._cond:
+            self._writers_waiting += 1
+            try:
+                while self._writer or self._active:
+                    self._cond.wait()
+            finally:
+                self._writers_waiting -= 1
+            self._writer = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = False
+                self._cond.notify_all()
+
+    def touch(self) -> None:
+        """Count one request that may have changed state."""
+        with self._cond:
+            self.changes += 1
+
+    def close(self) -> None:
+        """Refuse every request from now on (call inside `exclusive`, after the final
+        snapshot)."""
+        with self._cond:
+            self._closed = True
+
+
+_original_wait_for_messages: Callable[..., None] | None = None
+
+
+def release_gate_while_receives_wait(gate: StateGate) -> None:
+    """Make moto's SQS long poll step out of `gate` while it waits (`Queue.wait_for_messages`,
+    which moto's `receive_message` calls only when it holds no message). Process-wide."""
+    global _original_wait_for_messages
+    from moto.sqs.models import Queue
+
+    if _original_wait_for_messages is None:
+        _original_wait_for_messages = Queue.wait_for_messages
+    original = _original_wait_for_messages
+
+    def wait_for_messages(self: Any, timeout: int) -> None:
+        with gate.stepped_out():
+            original(self, timeout)
+
+    Queue.wait_for_messages = wait_for_messages  # type: ignore[method-assign]
+
+
+# --- pickling the backends -------------------------------------------------------------------
+
+
+class _BackendPickler(pickle.Pickler):
+    """A pickler for moto's backends: locks and conditions (an SQS queue's, an S3 key's) are
+    made anew, unlocked, on load; moto's S3 keys pickle their bytes themselves
+    (`FakeKey.__getstate__`)."""
+
+    _LOCKS: dict[type, Callable[[], Any]] = {
+        type(threading.Lock()): threading.Lock,
+        type(threading.RLock()): threading.RLock,
+        threading.Condition: threading.Condition,
+    }
+
+    def reducer_override(self, obj: Any) -> Any:
+        make = self._LOCKS.get(type(obj))
+        if make is not None:
+            return make, ()
+        return NotImplemented
+
+
+def _backend_dict(service: str) -> Any:
+    """moto's `BackendDict` of `service` (`{account_id: {region: backend}}`)."""
+    from moto.backends import get_backend
+
+    return get_backend(service)  # type: ignore[call-overload]
+
+
+def _backends() -> dict[str, dict[str, dict[str, Any]]]:
+    """`{service: {account_id: {region: backend}}}` for every persisted service, as they are."""
+    return {
+        service: {account: dict(regions) for account, regions in _backend_dict(service).items()}
+        for service in PERSISTED_SERVICES
+    }
+
+
+def dump_backends() -> bytes:
+    """The persisted backends as one pickle (call with the gate held alone)."""
+    buffer = io.BytesIO()
+    _BackendPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(_backends())
+    return buffer.getvalue()
+
+
+def _install(state: dict[str, dict[str, dict[str, Any]]]) -> None:
+    for service, accounts in state.items():
+        backends = _backend_dict(service)
+        for account, regions in accounts.items():
+            for region, backend in regions.items():
+                backends[account][region] = backend
+
+
+def _versions() -> dict[str, str]:
+    import moto
+
+    return {"moto": moto.__version__, "python": f"{sys.version_info[0]}.{sys.version_info[1]}"}
+
+
+# --- the file --------------------------------------------------------------------------------
+
+
+def write_snapshot(path: Path, payload: bytes, *, now: datetime | None = None) -> None:
+    """Write `payload` (from `dump_backends`) to `path` with its header, atomically: a temporary
+    file in the same folder, fsync, rename, fsync of the folder. Raises `OSError`."""
+    saved_at = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    header = {
+        **_versions(),
+        "saved_at": saved_at,
+        "bytes": len(payload),
+        "sha256": hashlib.sha256(payload).hexdigest(),
+        "services": list(PERSISTED_SERVICES),
+    }
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "wb") as f:
+            f.write(MAGIC)
+            f.write(json.dumps(header, sort_keys=True).encode() + b"\n")
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def read_header(path: Path) -> dict[str, Any]:
+    """The header of the snapshot at `path` (`moto`, `python`, `saved_at`, `bytes`, `sha256`).
+
+    Raises:
+        SnapshotError: not a snapshot of this format, or its header does not parse.
+        OSError: it cannot be read.
+    """
+    with open(path, "rb") as f:
+        return _header(path, f)
+
+
+def _header(path: Path, f: Any) -> dict[str, Any]:
+    if f.read(len(MAGIC)) != MAGIC:
+        raise _refuse(path, "is not a snapshot this assay can read")
+    try:
+        header = json.loads(f.readline())
+    except ValueError:
+        header = None
+    if not isinstance(header, dict):
+        raise _refuse(path, "is damaged (its header does not parse)")
+    return header
+
+
+def restore(path: Path) -> dict[str, Any]:
+    """Put the backends saved at `path` in place of this process's (before serving); returns
+    the header.
+
+    Raises:
+        SnapshotError: written by another moto or Python, damaged, or not loadable; nothing is
+            installed then.
+        OSError: it cannot be read.
+    """
+    with open(path, "rb") as f:
+        header = _header(path, f)
+        payload = f.read()
+    mine = _versions()
+    for name in ("moto", "python"):
+        if header.get(name) != mine[name]:
+            raise _refuse(
+                path,
+                f"was written by {name} {header.get(name)} (this is {name} {mine[name]}) "
+                "and cannot be read",
+            )
+    if len(payload) != header.get("bytes") or (
+        hashlib.sha256(payload).hexdigest() != header.get("sha256")
+    ):
+        raise _refuse(path, "is damaged (its content does not match its checksum)")
+    try:
+        # Our own file, in the user's own data folder, checked against its sha256 above.
+        state = pickle.loads(payload)
+    except Exception as exc:  # noqa: BLE001 - any failure to load is the same refusal
+        raise _refuse(path, f"cannot be loaded ({type(exc).__name__})") from exc
+    if not isinstance(state, dict) or set(state) - set(PERSISTED_SERVICES):
+        raise _refuse(path, "holds services this assay does not keep")
+    _install(state)
+    return header
+
+
+# --- saving while serving --------------------------------------------------------------------
+
+
+class Saver:
+    """Saves the backends to `path` while the server runs (see module doc).
+
+    Args:
+        path: the snapshot file.
+        gate: the gate every request of the server passes.
+        min_interval_s: the shortest time between two saves of a changed state, in seconds.
+        busy_share: the largest share of time a snapshot may hold requests (0.1: a snapshot
+            that held them 0.3 s is followed by one 3 s later at the soonest).
+        on_error: called with a one-line message when a save fails (the server keeps serving,
+            and the next change is saved again).
+
+    Attributes: `saves` (snapshots written), `last_bytes`, `last_held_s` (how long the last one
+    held requests, in seconds).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        gate: StateGate,
+        *,
+        min_interval_s: float = 2.0,
+        busy_share: float = 0.1,
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
+        self.path = path
+        self._gate = gate
+        self._min_interval_s = min_interval_s
+        self._busy_share = busy_share
+        self._on_error = on_error or (lambda message: print(message, file=sys.stderr))
+        self._saved_changes = gate.changes
+        self._next_at = 0.0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.saves = 0
+        self.last_bytes = 0
+        self.last_held_s = 0.0
+
+    def start(self) -> Saver:
+        """Start the thread that saves changes."""
+        self._thread = threading.Thread(target=self._run, name="moto-state-saver", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            if self._gate.changes != self._saved_changes and time.monotonic() >= self._next_at:
+                try:
+                    self.save()
+                except OSError as exc:
+                    self._on_error(f"could not save the local state to {self.path}: {exc}")
+                    self._next_at = time.monotonic() + max(self._min_interval_s, 10.0)
+
+    def save(self, *, final: bool = False) -> bool:
+        """Save now if anything changed since the last save; `final` also closes the gate (no
+        request after it). Returns whether a snapshot was written. Raises `OSError`."""
+        with self._lock:
+            with self._gate.exclusive():
+                changes = self._gate.changes
+                payload = None
+                if changes != self._saved_changes or not self.path.exists():
+                    started = time.monotonic()
+                    payload = dump_backends()
+                    self.last_held_s = time.monotonic() - started
+                if final:
+                    self._gate.close()
+            if payload is None:
+                return False
+            write_snapshot(self.path, payload)
+            self._saved_changes = changes
+            self.saves += 1
+            self.last_bytes = len(payload)
+            self._next_at = time.monotonic() + max(
+                self._min_interval_s, self.last_held_s / self._busy_share
+            )
+            return True
+
+    def stop(self) -> bool:
+        """Stop the thread and save for the last time (see `save(final=True)`)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        return self.save(final=True)

@@ -52,6 +52,10 @@ state (tables, queues and their messages, the results bucket with answers and re
 organizations' secrets, the verified sender). `lambda` is only ever invoked, never created."""
 
 
+_PARTS = {"accounts", "attributes"}
+"""What a snapshot keeps of each service (`_backends`)."""
+
+
 class SnapshotError(Exception):
     """A snapshot that cannot be restored (another moto or Python wrote it, or it is damaged);
     the message is one line for a person and names `--fresh`."""
@@ -208,12 +212,26 @@ def _backend_dict(service: str) -> Any:
     return get_backend(service)  # type: ignore[call-overload]
 
 
-def _backends() -> dict[str, dict[str, dict[str, Any]]]:
-    """`{service: {account_id: {region: backend}}}` for every persisted service, as they are."""
-    return {
-        service: {account: dict(regions) for account, regions in _backend_dict(service).items()}
-        for service in PERSISTED_SERVICES
-    }
+def _own_attributes(backends: Any) -> dict[str, Any]:
+    """What a service's `BackendDict` subclass keeps beside its backends (S3's `bucket_accounts`,
+    the owner of every bucket name, without which a bucket restored is created again empty)."""
+    from moto.core.base_backend import BackendDict, BaseBackend
+
+    plain = vars(BackendDict(BaseBackend, "assay-probe")).keys()
+    return {name: value for name, value in vars(backends).items() if name not in plain}
+
+
+def _backends() -> dict[str, dict[str, Any]]:
+    """`{service: {"accounts": {account_id: {region: backend}}, "attributes": {...}}}` for every
+    persisted service, as they are."""
+    state = {}
+    for service in PERSISTED_SERVICES:
+        backends = _backend_dict(service)
+        state[service] = {
+            "accounts": {account: dict(regions) for account, regions in backends.items()},
+            "attributes": _own_attributes(backends),
+        }
+    return state
 
 
 def dump_backends() -> bytes:
@@ -223,12 +241,14 @@ def dump_backends() -> bytes:
     return buffer.getvalue()
 
 
-def _install(state: dict[str, dict[str, dict[str, Any]]]) -> None:
-    for service, accounts in state.items():
+def _install(state: dict[str, dict[str, Any]]) -> None:
+    for service, saved in state.items():
         backends = _backend_dict(service)
-        for account, regions in accounts.items():
+        for account, regions in saved["accounts"].items():
             for region, backend in regions.items():
                 backends[account][region] = backend
+        for name, value in saved["attributes"].items():
+            setattr(backends, name, value)
 
 
 def _versions() -> dict[str, str]:
@@ -322,8 +342,11 @@ def restore(path: Path) -> dict[str, Any]:
         state = pickle.loads(payload)
     except Exception as exc:  # noqa: BLE001 - any failure to load is the same refusal
         raise _refuse(path, f"cannot be loaded ({type(exc).__name__})") from exc
-    if not isinstance(state, dict) or set(state) - set(PERSISTED_SERVICES):
-        raise _refuse(path, "holds services this assay does not keep")
+    if not isinstance(state, dict) or not all(
+        service in PERSISTED_SERVICES and isinstance(saved, dict) and saved.keys() == _PARTS
+        for service, saved in state.items()
+    ):
+        raise _refuse(path, "holds what this assay does not keep")
     _install(state)
     return header
 

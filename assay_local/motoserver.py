@@ -1075,7 +1075,7 @@ def _serve_in_child(argv: list[str] | None = None) -> int:
                     if wrote
                     else {"unchanged": str(args.state)}
                 )
-            except OSError as exc:
+            except Exception as exc:  # noqa: BLE001 - said to the parent, which says it once
                 _say({"error": f"could not save the local state to {args.state}: {exc}"})
                 status = 1
     return status

@@ -29,14 +29,17 @@ Lambda that died.
 
 from __future__ import annotations
 
+import copyreg
 import hashlib
 import io
 import json
 import os
 import pickle
+import signal
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -187,22 +190,52 @@ def release_gate_while_receives_wait(gate: StateGate) -> None:
 # --- pickling the backends -------------------------------------------------------------------
 
 
-class _BackendPickler(pickle.Pickler):
-    """A pickler for moto's backends: locks and conditions (an SQS queue's, an S3 key's) are
-    made anew, unlocked, on load; moto's S3 keys pickle their bytes themselves
-    (`FakeKey.__getstate__`)."""
+def _fresh(make: Callable[[], Any]) -> Callable[[Any], tuple[Callable[[], Any], tuple[()]]]:
+    return lambda _: (make, ())
 
-    _LOCKS: dict[type, Callable[[], Any]] = {
-        type(threading.Lock()): threading.Lock,
-        type(threading.RLock()): threading.RLock,
-        threading.Condition: threading.Condition,
-    }
 
-    def reducer_override(self, obj: Any) -> Any:
-        make = self._LOCKS.get(type(obj))
-        if make is not None:
-            return make, ()
-        return NotImplemented
+def _read_all(fd: int) -> bytes:
+    """Every byte of the file `fd`, read with `pread` (its shared offset left alone)."""
+    chunks, offset = [], 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _reduce_fake_key(key: Any) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """moto's S3 key as `FakeKey.__getstate__` keeps it (its bytes in place of its buffer and
+    lock), read without its lock or its buffer's file offset: in a forked snapshot process
+    (`Saver`) a lock may be a copy of one held at the fork, and a buffer spooled to disk shares
+    its offset with the server's reads of the same key."""
+    state = dict(key.__dict__)
+    buffer = state.pop("_value_buffer")
+    state.pop("lock", None)
+    if getattr(buffer, "_rolled", True):
+        state["value"] = _read_all(buffer.fileno())
+    else:
+        state["value"] = buffer._file.getvalue()  # noqa: SLF001 - the in-memory buffer's bytes
+    return _restore_fake_key, (type(key), state)
+
+
+def _restore_fake_key(cls: type, state: dict[str, Any]) -> Any:
+    key = cls.__new__(cls)
+    key.__setstate__(state)
+    return key
+
+
+def _dispatch_table() -> dict[type, Callable[[Any], Any]]:
+    """How moto's objects that do not pickle as they are are kept: locks and conditions (an SQS
+    queue's, an S3 key's) are made anew, unlocked, on load; S3 keys by `_reduce_fake_key`. A
+    table, not `reducer_override`: looked up in C, not a Python call per object."""
+    from moto.s3.models import FakeKey
+
+    table: dict[type, Callable[[Any], Any]] = dict(copyreg.dispatch_table)
+    table[type(threading.Lock())] = _fresh(threading.Lock)
+    table[type(threading.RLock())] = _fresh(threading.RLock)
+    table[threading.Condition] = _fresh(threading.Condition)
+    table[FakeKey] = _reduce_fake_key
+    return table
 
 
 def _backend_dict(service: str) -> Any:
@@ -235,9 +268,12 @@ def _backends() -> dict[str, dict[str, Any]]:
 
 
 def dump_backends() -> bytes:
-    """The persisted backends as one pickle (call with the gate held alone)."""
+    """The persisted backends as one pickle (call with the gate held alone, or in a process
+    forked while it was)."""
     buffer = io.BytesIO()
-    _BackendPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(_backends())
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _dispatch_table()
+    pickler.dump(_backends())
     return buffer.getvalue()
 
 
@@ -357,17 +393,22 @@ def restore(path: Path) -> dict[str, Any]:
 class Saver:
     """Saves the backends to `path` while the server runs (see module doc).
 
+    A save while serving forks the process with the gate held alone (a few milliseconds, what
+    every request waits), and the forked copy pickles and writes the state as it was at the
+    fork, while the server goes on; where `os.fork` does not exist the state is pickled under
+    the gate. The last save (`stop`) pickles directly: no request is left to wait.
+
     Args:
         path: the snapshot file.
         gate: the gate every request of the server passes.
         min_interval_s: the shortest time between two saves of a changed state, in seconds.
-        busy_share: the largest share of time a snapshot may hold requests (0.1: a snapshot
-            that held them 0.3 s is followed by one 3 s later at the soonest).
+        busy_share: the largest share of time saving may take (0.1: a save that took 0.3 s is
+            followed by the next 3 s later at the soonest), which bounds its CPU.
         on_error: called with a one-line message when a save fails (the server keeps serving,
-            and the next change is saved again).
+            and tries again after the next change).
 
-    Attributes: `saves` (snapshots written), `last_bytes`, `last_held_s` (how long the last one
-    held requests, in seconds).
+    Attributes: `saves` (snapshots written), `last_bytes` (0 when a forked copy wrote it),
+    `last_held_s` (how long the last save held requests), `last_took_s` (how long it took).
     """
 
     def __init__(
@@ -392,9 +433,13 @@ class Saver:
         self.saves = 0
         self.last_bytes = 0
         self.last_held_s = 0.0
+        self.last_took_s = 0.0
 
     def start(self) -> Saver:
-        """Start the thread that saves changes."""
+        """Remove what an interrupted save left (its temporary files) and start the thread that
+        saves changes."""
+        for leftover in self.path.parent.glob(f".{self.path.name}.*.tmp"):
+            leftover.unlink(missing_ok=True)
         self._thread = threading.Thread(target=self._run, name="moto-state-saver", daemon=True)
         self._thread.start()
         return self
@@ -404,31 +449,46 @@ class Saver:
             if self._gate.changes != self._saved_changes and time.monotonic() >= self._next_at:
                 try:
                     self.save()
-                except OSError as exc:
+                except Exception as exc:  # noqa: BLE001 - reported; the server keeps serving
                     self._on_error(f"could not save the local state to {self.path}: {exc}")
                     self._next_at = time.monotonic() + max(self._min_interval_s, 10.0)
 
     def save(self, *, final: bool = False) -> bool:
-        """Save now if anything changed since the last save; `final` also closes the gate (no
-        request after it). Returns whether a snapshot was written. Raises `OSError`."""
-        with self._lock:
+        """Save now if anything changed since the last save (or nothing was ever saved); `final`
+        also closes the gate (no request after it) and pickles in this process. Returns whether
+        a snapshot was written. Raises `OSError`."""
+        with self._lock:  # one save at a time: an older state never lands after a newer one
+            started = time.monotonic()
+            forked = None
+            payload = None
             with self._gate.exclusive():
                 changes = self._gate.changes
-                payload = None
-                if changes != self._saved_changes or not self.path.exists():
-                    started = time.monotonic()
+                if changes == self._saved_changes and self.path.exists():
+                    if final:
+                        self._gate.close()
+                    return False
+                if final or not hasattr(os, "fork"):
                     payload = dump_backends()
-                    self.last_held_s = time.monotonic() - started
+                else:
+                    forked = _fork_snapshot(self.path)
                 if final:
                     self._gate.close()
-            if payload is None:
-                return False
-            write_snapshot(self.path, payload)
+                self.last_held_s = time.monotonic() - started
+            if forked is not None:
+                _, status = os.waitpid(forked, 0)
+                code = os.waitstatus_to_exitcode(status)
+                if code != 0:
+                    raise OSError(f"the process writing the snapshot failed (exit status {code})")
+                self.last_bytes = 0
+            else:
+                assert payload is not None
+                write_snapshot(self.path, payload)
+                self.last_bytes = len(payload)
             self._saved_changes = changes
             self.saves += 1
-            self.last_bytes = len(payload)
+            self.last_took_s = time.monotonic() - started
             self._next_at = time.monotonic() + max(
-                self._min_interval_s, self.last_held_s / self._busy_share
+                self._min_interval_s, self.last_took_s / self._busy_share
             )
             return True
 
@@ -438,3 +498,32 @@ class Saver:
         if self._thread is not None:
             self._thread.join()
         return self.save(final=True)
+
+
+def _fork_snapshot(path: Path) -> int:
+    """Fork; the child writes the snapshot of the state as it is at the fork and exits (never
+    returns). Returns the child's pid to the caller, which holds the gate alone: no request is
+    inside moto at the fork, so no lock the pickling needs is held by a thread the child lacks
+    (the child touches no lock at all: `_dispatch_table` is built here, S3 keys are read
+    without theirs, and errors are written to fd 2 directly)."""
+    table = _dispatch_table()
+    with warnings.catch_warnings():
+        # Python 3.12 warns that a fork of a threaded process may deadlock in the child: see
+        # above for why this child cannot.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the server's own stop follows this save
+        buffer = io.BytesIO()
+        pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+        pickler.dispatch_table = table
+        pickler.dump(_backends())
+        write_snapshot(path, buffer.getvalue())
+        code = 0
+    except BaseException as exc:  # noqa: BLE001 - the child reports any failure and exits
+        os.write(2, f"assay dev: could not save the local state to {path}: {exc}\n".encode())
+    finally:
+        os._exit(code)

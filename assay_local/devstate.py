@@ -37,7 +37,7 @@ SECRET_FILE = "signing-secret"
 LOCK_FILE = "lock"
 SECRET_ENV = "ASSAY_JWT_SECRET"
 
-LOCALSTACK_HINT = "start it with `docker compose -f localstack-compose.yml up -d`"
+LOCALSTACK_UP = "`docker compose -f localstack-compose.yml up -d`"
 
 
 class DevError(Exception):
@@ -106,14 +106,17 @@ def check_endpoint(url: str, *, named: str, hint: str, timeout_s: float = 3.0) -
         raise DevError(f"{named} does not answer ({reason.lower()}); {hint}") from None
 
 
-def endpoint_hint(from_env: bool) -> str:
-    """What to do about an endpoint that does not answer, by where it came from."""
+def endpoint_hint(from_env: bool, *, own_moto: bool = False) -> str:
+    """What to do about an endpoint that does not answer, by where it came from (`own_moto`: it
+    is the address `assay dev` gives its own moto, exported from an earlier start)."""
     if from_env:
+        earlier = "it is the moto address an earlier assay dev printed; " if own_moto else ""
         return (
-            "unset AWS_ENDPOINT_URL to use the embedded stack (`unset AWS_ENDPOINT_URL`), or "
-            f"{LOCALSTACK_HINT} (the README's LocalStack section)"
+            f"{earlier}unset AWS_ENDPOINT_URL to use the embedded stack (`unset "
+            f"AWS_ENDPOINT_URL`), or start LocalStack with {LOCALSTACK_UP} (README, Using it by "
+            "hand)"
         )
-    return f"{LOCALSTACK_HINT}, or leave out --localstack to use the embedded stack"
+    return f"start it with {LOCALSTACK_UP}, or leave out --localstack to use the embedded stack"
 
 
 class DataFolder:
@@ -326,8 +329,13 @@ def start(
         check_endpoint(external, named=named, hint=endpoint_hint(from_env=False))
     elif env.get("AWS_ENDPOINT_URL"):
         external = env["AWS_ENDPOINT_URL"]
+        own = (port + 1 if aws_port is None else aws_port) if port else None
         check_endpoint(
-            external, named=f"AWS_ENDPOINT_URL={external}", hint=endpoint_hint(from_env=True)
+            external,
+            named=f"AWS_ENDPOINT_URL={external}",
+            hint=endpoint_hint(
+                from_env=True, own_moto=external.rstrip("/") == f"http://127.0.0.1:{own}"
+            ),
         )
     if fresh and external is not None:
         raise DevError(

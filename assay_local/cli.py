@@ -389,8 +389,20 @@ def cmd_dev(args: argparse.Namespace) -> int:
             time.sleep(3600)
     except KeyboardInterrupt:
         pass
-    finally:
-        said = session.stop()
+    running = session.running_cases()
+    if running:
+        print(
+            f"assay dev: stopping: letting {running} running case(s) finish (Ctrl-C again stops "
+            "at once; those come back when their message's visibility lapses)",
+            flush=True,
+        )
+    try:
+        # A case may take up to its timeout; each finished one queues its lane's next task,
+        # which the next start delivers.
+        said = session.stop(grace_s=stack.settings.evaluation_case_timeout_seconds)
+    except KeyboardInterrupt:
+        print(f"assay dev: stopped at once; moto saves its state in {data} as it exits")
+        return 0
     if said and "error" in said:
         print(f"assay dev: {said['error']}", file=sys.stderr)
         return 1

@@ -277,10 +277,17 @@ class DevSession:
         self.secret_from_env = secret_from_env
         self.restored: dict[str, Any] | None = getattr(stack.moto, "restored", None)
 
-    def stop(self) -> dict[str, Any] | None:
-        """Stop the stack; returns what moto said of its last save (`{"saved": path, "bytes"}`,
-        `{"unchanged": path}`, `{"error": message}`), or None with an external endpoint."""
-        self.stack.stop()
+    def running_cases(self) -> int:
+        """Queue messages being handled now (case tasks, mostly)."""
+        pollers = self.stack.pollers
+        return pollers.handling() if pollers is not None else 0
+
+    def stop(self, *, grace_s: float | None = None) -> dict[str, Any] | None:
+        """Stop the stack, leaving running handlers `grace_s` seconds to finish (see
+        `EmbeddedStack.stop`); returns what moto said of its last save (`{"saved": path,
+        "bytes"}`, `{"unchanged": path}`, `{"error": message}`), or None with an external
+        endpoint."""
+        self.stack.stop(grace_s=grace_s)
         return getattr(self.stack.moto, "stopped", None)
 
 

@@ -271,6 +271,12 @@ class SqsPoller:
             self._threads.append(thread)
         return self
 
+    @property
+    def handling(self) -> int:
+        """Messages whose handler is running now."""
+        with self._idle:
+            return self._handling
+
     def signal_stop(self) -> None:
         """Ask workers to stop after their current receive or handler; returns at once.
 
@@ -407,6 +413,10 @@ class Pollers:
     def stats(self) -> dict[str, PollerStats]:
         """`PollerStats` by queue name."""
         return {p.queue_name: p.stats for p in self.pollers}
+
+    def handling(self) -> int:
+        """Messages whose handler is running now, over every poller."""
+        return sum(p.handling for p in self.pollers)
 
     def stop(self, timeout: float | None = None, *, wait_for_receives: bool = True) -> None:
         """Stop every poller; all are signalled first, so stopping takes one poll wait, not N

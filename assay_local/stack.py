@@ -425,12 +425,16 @@ class EmbeddedStack:
         self._http_thread.start()
         self._http = http  # only now: shutdown() of a server that never served blocks forever
 
-    def stop(self) -> None:
-        """Stop everything that was started, restore the environment; idempotent."""
+    def stop(self, *, grace_s: float | None = None) -> None:
+        """Stop everything that was started, restore the environment; idempotent.
+
+        Running handlers are left `grace_s` seconds to finish (default: the poll wait + 10 s),
+        with no time to carry on with more (`SqsPoller.signal_stop`); the rest stops after.
+        """
         if self.scheduler is not None:
             self.scheduler.stop()
         if self.pollers is not None:
-            self.pollers.stop(wait_for_receives=False)
+            self.pollers.stop(grace_s, wait_for_receives=False)
             self.pollers = None
         if self._http is not None:
             self._http.shutdown()

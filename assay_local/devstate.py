@@ -1,29 +1,31 @@
 """What `assay dev` needs around the embedded stack to behave like a tool (issue 13 scope 4).
 
 - Stable ports: the API on `DEFAULT_API_PORT` (8642), moto on the next port, unless `--port` /
-  `--aws-port` say otherwise; `check_port_free` turns a port in use into one line before anything
-  starts. Tests, the demo and the benchmarks keep asking the OS for free ports (0).
+  `--aws-port` say otherwise; `assay_local.probes.check_port_free` turns a port in use into one
+  line before anything starts. Tests, the demo and the benchmarks keep asking the OS for free
+  ports (0).
 - A data folder (`DataFolder`, default `.assay/dev` under the current directory): moto's saved
   state (`assay_local.motostate`), the token signing secret (so a printed token keeps working
   across restarts), and a lock so two `assay dev` never write one folder. `--fresh` keeps the
   previous state beside it as `moto-state.old` and starts empty.
-- An endpoint that must answer (`check_endpoint`): `AWS_ENDPOINT_URL` or `--localstack` pointing at
-  nothing is one line saying so and how to fix it, checked before anything else connects.
+- An endpoint that must answer (`assay_local.probes.check_endpoint`): `AWS_ENDPOINT_URL` or
+  `--localstack` pointing at nothing is one line saying so and how to fix it, checked before
+  anything else connects.
 
 Every refusal is a `DevError` whose message is that one line.
 """
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
 import secrets
-import socket
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+
+from assay_local import probes
+from assay_local.probes import ProbeError, endpoint_hint
 
 DEFAULT_API_PORT = 8642
 """Where `assay dev` serves the API unless `--port` says otherwise; moto listens on the next
@@ -37,86 +39,9 @@ SECRET_FILE = "signing-secret"
 LOCK_FILE = "lock"
 SECRET_ENV = "ASSAY_JWT_SECRET"
 
-LOCALSTACK_UP = "`docker compose -f localstack-compose.yml up -d`"
-
 
 class DevError(Exception):
     """`assay dev` cannot start as asked; the message is one line saying why and what to do."""
-
-
-def check_port_free(port: int, flag: str) -> None:
-    """Refuse a port of 127.0.0.1 that something already listens on (`flag` names the option
-    that chooses another). Port 0 (any free port) always passes.
-
-    Raises:
-        DevError: the port is in use, or may not be opened by this user.
-    """
-    if port == 0:
-        return
-    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    # As the servers bind (http.server sets SO_REUSEADDR): a port whose last connections of an
-    # earlier run are in TIME_WAIT is free for them, and for this probe.
-    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        probe.bind(("127.0.0.1", port))
-    except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
-            raise DevError(
-                f"port {port} on 127.0.0.1 is in use (another assay dev?): stop what holds it, "
-                f"or choose another with {flag}"
-            ) from None
-        raise DevError(f"cannot listen on port {port} of 127.0.0.1 ({exc.strerror})") from None
-    finally:
-        probe.close()
-
-
-def check_endpoint(url: str, *, named: str, hint: str, timeout_s: float = 3.0) -> None:
-    """Refuse an AWS endpoint that does not answer: a TCP connection to its host and port.
-
-    Args:
-        url: the endpoint, e.g. `http://127.0.0.1:4566`.
-        named: how the user gave it, shown in the message (`AWS_ENDPOINT_URL=...`,
-            `--localstack`).
-        hint: what to do about it, ending the message.
-        timeout_s: how long a connection may take, in seconds.
-
-    Raises:
-        DevError: not an http(s) URL with a host, a host that does not resolve, or nothing
-            accepting connections there.
-    """
-    parts = urlsplit(url)
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        port = None
-    if parts.scheme not in ("http", "https") or not parts.hostname or port is None:
-        raise DevError(f"{named} is not an http(s) URL with a host ({url!r}); {hint}")
-    try:
-        socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
-    except socket.gaierror:
-        raise DevError(
-            f"{named} does not answer: {parts.hostname} does not resolve; {hint}"
-        ) from None
-    except TimeoutError:
-        raise DevError(
-            f"{named} does not answer (no connection within {timeout_s:g} s); {hint}"
-        ) from None
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise DevError(f"{named} does not answer ({reason.lower()}); {hint}") from None
-
-
-def endpoint_hint(from_env: bool, *, own_moto: bool = False) -> str:
-    """What to do about an endpoint that does not answer, by where it came from (`own_moto`: it
-    is the address `assay dev` gives its own moto, exported from an earlier start)."""
-    if from_env:
-        earlier = "it is the moto address an earlier assay dev printed; " if own_moto else ""
-        return (
-            f"{earlier}unset AWS_ENDPOINT_URL to use the embedded stack (`unset "
-            f"AWS_ENDPOINT_URL`), or start LocalStack with {LOCALSTACK_UP} (README, Using it by "
-            "hand)"
-        )
-    return f"start it with {LOCALSTACK_UP}, or leave out --localstack to use the embedded stack"
 
 
 class DataFolder:
@@ -326,18 +251,48 @@ def start(
         DevError: any refusal above, or a start that failed on a port taken meanwhile, a state
             moto cannot restore (naming `--fresh`), an endpoint that stopped answering.
     """
+    try:
+        return _start(
+            data=data,
+            port=port,
+            aws_port=aws_port,
+            fresh=fresh,
+            localstack=localstack,
+            endpoint=endpoint,
+            workers=workers,
+            environ=os.environ if environ is None else environ,
+            on_wait=on_wait,
+        )
+    except ProbeError as exc:
+        raise DevError(str(exc)) from None
+
+
+def _start(
+    *,
+    data: Path,
+    port: int,
+    aws_port: int | None,
+    fresh: bool,
+    localstack: bool,
+    endpoint: str | None,
+    workers: int,
+    environ: Any,
+    on_wait: Any,
+) -> DevSession:
+    # The stack's modules are imported only to start it: every `assay` command's parser reads
+    # this module's defaults, and `assay run` need not load the embedded stack (~80 ms).
     from assay_local.motoserver import MotoStartError, PortTakenError
     from assay_local.stack import EmbeddedStack, EndpointUnreachableError
 
-    env = os.environ if environ is None else environ
+    env = environ
     external = endpoint or (LOCALSTACK_ENDPOINT if localstack else None)
     if external is not None:
         named = f"--localstack ({external})" if localstack else f"--endpoint {external}"
-        check_endpoint(external, named=named, hint=endpoint_hint(from_env=False))
+        probes.check_endpoint(external, named=named, hint=endpoint_hint(from_env=False))
     elif env.get("AWS_ENDPOINT_URL"):
         external = env["AWS_ENDPOINT_URL"]
         own = (port + 1 if aws_port is None else aws_port) if port else None
-        check_endpoint(
+        probes.check_endpoint(
             external,
             named=f"AWS_ENDPOINT_URL={external}",
             hint=endpoint_hint(
@@ -351,13 +306,13 @@ def start(
         )
     folder = DataFolder(data)
     folder.lock(on_wait=on_wait)
-    check_port_free(port, "--port")
+    probes.check_port_free(port, "--port")
     moto_port = 0
     if external is None:
         moto_port = (port + 1 if port else 0) if aws_port is None else aws_port
         if moto_port > 65535:
             raise DevError(f"port {moto_port} does not exist: choose moto's with --aws-port")
-        check_port_free(moto_port, "--aws-port")
+        probes.check_port_free(moto_port, "--aws-port")
     discarded = folder.discard_state() if fresh else None
     overrides: dict[str, str] = {}
     secret_from_env = SECRET_ENV in env

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
+from assay_local import probes
 from assay_local.motoserver import port_taken
 
 log = logging.getLogger(__name__)
@@ -46,19 +47,16 @@ def check_endpoint(url: str, timeout_s: float = 3.0) -> None:
 
     Raises:
         EndpointUnreachableError: nothing accepts a connection at `url` (see
-            `devstate.check_endpoint`).
+            `probes.check_endpoint`).
     """
-    from assay_local.devstate import DevError, endpoint_hint
-    from assay_local.devstate import check_endpoint as probe
-
     try:
-        probe(
+        probes.check_endpoint(
             url,
             named=f"AWS_ENDPOINT_URL={url}",
-            hint=endpoint_hint(from_env=True),
+            hint=probes.endpoint_hint(from_env=True),
             timeout_s=timeout_s,
         )
-    except DevError as exc:
+    except probes.ProbeError as exc:
         raise EndpointUnreachableError(str(exc)) from None
 
 

@@ -1,7 +1,8 @@
 """What `assay dev` checks and keeps around the stack (assay_local.devstate, assay_local.motostate):
 the gate that makes a snapshot one instant, atomic snapshot writes, the data folder (its lock, its
 signing secret, `--fresh`), and the one-line refusals of a port in use and an endpoint that does
-not answer. No AWS here; the moto process is tested in tests/integration/test_moto_state.py."""
+not answer (assay_local.probes). No AWS here; the moto process is tested in
+tests/integration/test_moto_state.py."""
 
 from __future__ import annotations
 
@@ -14,14 +15,9 @@ from pathlib import Path
 import pytest
 
 from assay_local import motostate
-from assay_local.devstate import (
-    DataFolder,
-    DevError,
-    check_endpoint,
-    check_port_free,
-    endpoint_hint,
-)
+from assay_local.devstate import DataFolder, DevError
 from assay_local.motostate import GateClosedError, StateGate
+from assay_local.probes import ProbeError, check_endpoint, check_port_free, endpoint_hint
 from tests.support.e2e import wait_for
 
 # --- the gate ----------------------------------------------------------------------------------
@@ -170,7 +166,7 @@ def test_a_port_in_use_is_refused_naming_the_option() -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        with pytest.raises(DevError) as refused:
+        with pytest.raises(ProbeError) as refused:
             check_port_free(port, "--aws-port")
     assert str(refused.value) == (
         f"port {port} on 127.0.0.1 is in use (another assay dev?): stop what holds it, or "
@@ -189,7 +185,7 @@ def closed_port() -> int:
 def test_an_endpoint_nothing_answers_at_is_refused_saying_how_to_fix_it() -> None:
     port = closed_port()
     url = f"http://127.0.0.1:{port}"
-    with pytest.raises(DevError) as refused:
+    with pytest.raises(ProbeError) as refused:
         check_endpoint(url, named=f"AWS_ENDPOINT_URL={url}", hint=endpoint_hint(from_env=True))
     message = str(refused.value)
     assert message.startswith(f"AWS_ENDPOINT_URL={url} does not answer (connection refused); ")
@@ -199,7 +195,7 @@ def test_an_endpoint_nothing_answers_at_is_refused_saying_how_to_fix_it() -> Non
 
 @pytest.mark.parametrize("url", ["localhost:4566", "ftp://127.0.0.1:21", "http://", "http://h:x"])
 def test_an_endpoint_that_is_not_a_url_is_refused(url: str) -> None:
-    with pytest.raises(DevError) as refused:
+    with pytest.raises(ProbeError) as refused:
         check_endpoint(url, named="--endpoint", hint="fix it")
     assert "is not an http(s) URL with a host" in str(refused.value)
 

@@ -362,7 +362,9 @@ def cmd_dev(args: argparse.Namespace) -> int:
     except ValueError as exc:  # ASSAY_JWT_SECRET="" turns HS256 off: no token to sign
         print(f"# no token: {exc}")
     if not session.secret_from_env:
-        print(f"export ASSAY_JWT_SECRET={stack.settings.assay_jwt_secret}")
+        # Where it is, not what it is: the value stays out of terminals and logs.
+        secret_file = (data / devstate.SECRET_FILE).resolve()
+        print(f'export ASSAY_JWT_SECRET="$(cat {secret_file})"')
     print(
         f"# the token is for organization {DEFAULT_ORG}, user {DEFAULT_USER}, valid "
         f"{stack.settings.assay_token_ttl_seconds // 3600} h (`assay token --ttl 12h` signs "

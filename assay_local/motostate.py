@@ -298,7 +298,7 @@ def _versions() -> dict[str, str]:
 
 def write_snapshot(path: Path, payload: bytes, *, now: datetime | None = None) -> None:
     """Write `payload` (from `dump_backends`) to `path` with its header, atomically: a temporary
-    file in the same folder, fsync, rename, fsync of the folder. Raises `OSError`."""
+    file in the same folder (mode 0600), fsync, rename, fsync of the folder. Raises `OSError`."""
     saved_at = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     header = {
         **_versions(),
@@ -309,7 +309,9 @@ def write_snapshot(path: Path, payload: bytes, *, now: datetime | None = None) -
     }
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(temporary, "wb") as f:
+        # Owner only: the state holds every organization's data and secrets.
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
             f.write(MAGIC)
             f.write(json.dumps(header, sort_keys=True).encode() + b"\n")
             f.write(payload)

@@ -110,9 +110,10 @@ class Dev:
         return line.split(" ", 1)[1].split(" ", 1)[0].split("=", 1)[1]
 
     def api(self, token: str | None = None) -> Api:
-        return Api(
-            self.export("ASSAY_URL"), "org_default", "dev", token or self.export("ASSAY_TOKEN")
-        )
+        """A client of its API with `token` (default: the one it printed)."""
+        if token is None:
+            token = self.export("ASSAY_TOKEN")
+        return Api(self.export("ASSAY_URL"), "org_default", "dev", token)
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         """Send `sig` and wait for the command to end; returns its exit status."""
@@ -199,6 +200,17 @@ def test_what_a_user_made_survives_a_restart_and_fresh_starts_empty(
     assert first.export("AWS_ENDPOINT_URL") == f"http://127.0.0.1:{ports[1]}"
     token = first.export("ASSAY_TOKEN")
     make_things(first.api())
+    # `assay token` in a shell that ran the printed export signs with the folder's secret.
+    secret_export = first.wait_line("export ASSAY_JWT_SECRET=")
+    signed = subprocess.run(
+        ["bash", "-c", f'{secret_export} && exec "$0" -m assay_local.cli token', sys.executable],
+        cwd=REPO,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=TEST_GUARD_S,
+    ).stdout.strip()
+    assert signed.count(".") == 2, signed  # a JWT
     assert first.stop() == 0
     assert any(line.startswith("assay dev: stopped; state ") for line in first.lines)
 
@@ -207,6 +219,7 @@ def test_what_a_user_made_survives_a_restart_and_fresh_starts_empty(
     assert "restored" in again.wait_line("assay dev: state in ")
     # The token the first start printed still works: the signing secret is the folder's.
     things_there(again.api(token))
+    things_there(again.api(signed))
     assert again.stop() == 0
 
     fresh = start(running, data, ports, "--fresh")

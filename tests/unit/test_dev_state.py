@@ -114,6 +114,7 @@ def read_payload(path: Path) -> bytes:
 def test_a_snapshot_header_names_versions_size_and_checksum(tmp_path: Path) -> None:
     path = tmp_path / "moto-state"
     motostate.write_snapshot(path, b"payload")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # every organization's data and secrets
     header = motostate.read_header(path)
     assert header["bytes"] == 7
     assert header["python"] == "3.12"

@@ -25,7 +25,7 @@ demo: setup
 	$(VENV)/bin/assay demo $(ARGS)
 
 dev: setup
-	$(VENV)/bin/assay dev
+	$(VENV)/bin/assay dev $(ARGS)
 
 lint: setup
 	$(PY) -m ruff format --check .

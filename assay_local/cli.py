@@ -305,24 +305,85 @@ def print_comparison(console: Any, full: dict[str, Any], comparison: dict[str, A
 # --- dev -------------------------------------------------------------------------------------
 
 
+def _port(text: str) -> int:
+    """A TCP port for `assay dev`: 0 (any free port) to 65535. Raises
+    `argparse.ArgumentTypeError`."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0-65535; 0: any free port)")
+    return int(text)
+
+
 def cmd_dev(args: argparse.Namespace) -> int:
+    """`assay dev`: the embedded stack until Ctrl-C or SIGTERM, on stable ports, its state kept
+    in a data folder across restarts (issue 13 scope 4; `assay_local.devstate`). Exit status 0,
+    or 2 with one line on stderr when it cannot start (1 when the last save failed)."""
+    import signal
+
+    from assay_local import devstate
+
     _quiet_logs()
-    stack = _stack(args.workers)
-    print(f"assay dev: API on {stack.api_url}, AWS (moto) on {stack.endpoint_url}")
+    data = Path(args.data)
+
+    def waiting() -> None:
+        print(f"assay dev: waiting for the last assay dev to finish saving {data}…", flush=True)
+
+    try:
+        session = devstate.start(
+            data=data,
+            port=args.port,
+            aws_port=args.aws_port,
+            fresh=args.fresh,
+            localstack=args.localstack,
+            endpoint=args.endpoint,
+            workers=args.workers,
+            on_wait=waiting,
+        )
+    except devstate.DevError as exc:
+        print(f"assay dev: {exc}", file=sys.stderr)
+        return 2
+    stack = session.stack
+    if session.endpoint is not None:
+        print(
+            f"assay dev: AWS at {session.endpoint} (it keeps its own state); the signing "
+            f"secret in {data}"
+        )
+    elif session.discarded is not None:
+        print(
+            f"assay dev: --fresh: starting empty; the previous state is kept as {session.discarded}"
+        )
+    elif args.fresh:
+        print(f"assay dev: --fresh: starting empty (there was no saved state in {data})")
+    elif session.restored is not None:
+        print(f"assay dev: state in {data}, restored (saved {session.restored.get('saved_at')})")
+    else:
+        print(f"assay dev: state in {data} (new: nothing saved there yet)")
+    kind = "moto" if session.endpoint is None else "external"
+    print(f"assay dev: API on {stack.api_url}, AWS ({kind}) on {stack.endpoint_url}")
     print(f"export ASSAY_URL={stack.api_url}")
-    print(f"export ASSAY_TOKEN={_token()}")
+    try:
+        print(f"export ASSAY_TOKEN={_token()}")
+    except ValueError as exc:  # ASSAY_JWT_SECRET="" turns HS256 off: no token to sign
+        print(f"# no token: {exc}")
+    if not session.secret_from_env:
+        # Where it is, not what it is: the value stays out of terminals and logs.
+        secret_file = (data / devstate.SECRET_FILE).resolve()
+        print(f'export ASSAY_JWT_SECRET="$(cat {secret_file})"')
     print(
         f"# the token is for organization {DEFAULT_ORG}, user {DEFAULT_USER}, valid "
         f"{stack.settings.assay_token_ttl_seconds // 3600} h (`assay token --ttl 12h` signs "
-        "another); to reach the queues with boto3 or the aws CLI:"
+        "another with ASSAY_JWT_SECRET, kept in the data folder); to reach the queues with boto3 "
+        "or the aws CLI:"
     )
     print(
         f"export AWS_ENDPOINT_URL={stack.endpoint_url} "
         f"AWS_DEFAULT_REGION={stack.settings.aws_default_region} AWS_ACCESS_KEY_ID=testing "
         "AWS_SECRET_ACCESS_KEY=testing"
     )
-    print("# Ctrl-C stops", flush=True)
-    import signal
+    if session.endpoint is None:
+        print(f"# Ctrl-C stops and saves the state in {data} (`assay dev --fresh` starts empty)")
+    else:
+        print("# Ctrl-C stops", flush=True)
+    sys.stdout.flush()
 
     def stop(*_: object) -> None:
         raise KeyboardInterrupt
@@ -333,8 +394,27 @@ def cmd_dev(args: argparse.Namespace) -> int:
             time.sleep(3600)
     except KeyboardInterrupt:
         pass
-    finally:
-        stack.stop()
+    running = session.running_cases()
+    if running:
+        print(
+            f"assay dev: stopping: letting {running} running case(s) finish (Ctrl-C again stops "
+            "at once; those come back when their message's visibility lapses)",
+            flush=True,
+        )
+    try:
+        # A case may take up to its timeout; each finished one queues its lane's next task,
+        # which the next start delivers.
+        said = session.stop(grace_s=stack.settings.evaluation_case_timeout_seconds)
+    except KeyboardInterrupt:
+        print(f"assay dev: stopped at once; moto saves its state in {data} as it exits")
+        return 0
+    if said and "error" in said:
+        print(f"assay dev: {said['error']}", file=sys.stderr)
+        return 1
+    if said and "saved" in said:
+        print(f"assay dev: stopped; state saved in {said['saved']} ({said['bytes']:,} bytes)")
+    elif said:
+        print(f"assay dev: stopped; state in {said['unchanged']} (saved already)")
     return 0
 
 
@@ -489,8 +569,48 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=8, help="threads polling the case-task queue")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("dev", help="run the embedded stack until Ctrl-C and print a token")
+    from assay_local.devstate import DEFAULT_API_PORT, DEFAULT_DATA_DIR, LOCALSTACK_ENDPOINT
+
+    p = sub.add_parser(
+        "dev",
+        help="run the embedded stack until Ctrl-C and print a token; its state is kept in a data "
+        "folder across restarts",
+    )
     p.add_argument("--workers", type=int, default=8, help="threads polling the case-task queue")
+    p.add_argument(
+        "--port",
+        type=_port,
+        default=DEFAULT_API_PORT,
+        help=f"the API's port on 127.0.0.1 (default {DEFAULT_API_PORT}; 0: any free port)",
+    )
+    p.add_argument(
+        "--aws-port",
+        type=_port,
+        default=None,
+        help="moto's port on 127.0.0.1 (default: the API's port + 1)",
+    )
+    p.add_argument(
+        "--data",
+        default=str(DEFAULT_DATA_DIR),
+        help=f"the folder the state is kept in (default {DEFAULT_DATA_DIR} under the current "
+        "directory)",
+    )
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start empty (the previous state is kept as moto-state.old in the data folder)",
+    )
+    p.add_argument(
+        "--localstack",
+        action="store_true",
+        help="use LocalStack (localstack-compose.yml) at --endpoint, default "
+        f"{LOCALSTACK_ENDPOINT}",
+    )
+    p.add_argument(
+        "--endpoint",
+        default=None,
+        help="an AWS endpoint to use instead of the embedded moto (default $AWS_ENDPOINT_URL)",
+    )
     p.set_defaults(func=cmd_dev)
 
     def remote(p: argparse.ArgumentParser) -> None:

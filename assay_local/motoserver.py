@@ -27,6 +27,7 @@ and so does `moto.mock_aws` used in the same process. Call `reset()` between tes
 from __future__ import annotations
 
 import copy
+import errno
 import http.server
 import io
 import json
@@ -42,6 +43,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote
 
 from assay_local import motofast
+from assay_local.motostate import GateClosedError, StateGate
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,30 @@ PATCHED_MOTO = ((5, 2, 5), (5, 3, 0))
 
 class UnsupportedMotoError(RuntimeError):
     """The installed moto is not one `PATCHED_MOTO` covers: its internals may have moved."""
+
+
+class PortTakenError(RuntimeError):
+    """A server of the embedded stack could not listen on its port: something else holds it. The
+    message is one line naming the port (`port`)."""
+
+    def __init__(self, port: int, message: str) -> None:
+        super().__init__(message)
+        self.port = port
+
+
+class MotoStartError(RuntimeError):
+    """The moto process did not start; the message is its own one-line reason (a port in use, a
+    saved state it cannot restore) when it gave one."""
+
+
+def port_taken(port: int, flag: str | None = None) -> PortTakenError:
+    """The error for `port` of 127.0.0.1 being in use; `flag` names the option that chooses
+    another."""
+    how = f"choose another with {flag}" if flag else "choose another port"
+    return PortTakenError(
+        port,
+        f"port {port} on 127.0.0.1 is in use (another assay dev?): stop what holds it, or {how}",
+    )
 
 
 def check_moto_version(version: str) -> None:
@@ -412,13 +438,27 @@ def _receive_was_empty(status: str, body: bytes) -> bool:
     return b"<Message>" not in body
 
 
-def _json_response(start_response: Callable[..., Any], value: Any) -> list[bytes]:
-    """A 200 `application/json` answer of one of our own paths (counts, fast paths, SES)."""
+def _json_response(
+    start_response: Callable[..., Any], value: Any, status: str = "200 OK"
+) -> list[bytes]:
+    """An `application/json` answer of one of our own paths (counts, fast paths, SES)."""
     body = json.dumps(value).encode()
     start_response(
-        "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+        status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
     )
     return [body]
+
+
+_READ_ONLY_PREFIXES = ("Get", "BatchGet", "TransactGet", "Describe", "List", "Query", "Scan")
+
+
+def _changes_state(operation: str) -> bool:
+    """Whether a request (`"service.Operation"`, `_operation`'s key) may change moto's state: a
+    saved state is written again only after one did. Reads by their names; S3 by its method."""
+    service, _, name = operation.partition(".")
+    if service == "s3":
+        return name not in ("GET", "HEAD")
+    return bool(name) and not name.startswith(_READ_ONLY_PREFIXES)
 
 
 class _CountingSerializingApp:
@@ -429,14 +469,40 @@ class _CountingSerializingApp:
     """
 
     def __init__(
-        self, app: Callable[..., Iterable[bytes]], counter: RequestCounter, serialize_dynamodb: bool
+        self,
+        app: Callable[..., Iterable[bytes]],
+        counter: RequestCounter,
+        serialize_dynamodb: bool,
+        gate: StateGate | None = None,
     ) -> None:
         self._app = app
         self._counter = counter
         self._serialize = serialize_dynamodb
         self._dynamodb_lock = threading.Lock()
+        self._gate = gate
 
     def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        gate = self._gate
+        if gate is None or environ.get("PATH_INFO", "").startswith("/_assay/"):
+            return self._route(environ, start_response)
+        # A saved state (`assay_local.motostate`): the request, its body included, is handled
+        # inside the gate, so a snapshot sees it whole or not at all.
+        try:
+            with gate.shared():
+                status, body = self._buffered(environ, start_response, None)
+        except GateClosedError:
+            stopping = {"message": "the local stack is stopping"}
+            return _json_response(start_response, stopping, "503 Service Unavailable")
+        operation = environ.get("assay.operation", "")
+        if _changes_state(operation) and not (
+            operation == "sqs.ReceiveMessage" and _receive_was_empty(status, body[0])
+        ):
+            gate.touch()
+        return body
+
+    def _route(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
@@ -453,8 +519,9 @@ class _CountingSerializingApp:
         if path.startswith(SES_SENT_PATH):
             return _json_response(start_response, _ses_sent())
         if path.startswith("/moto-api"):
+            environ["assay.operation"] = "moto-api.POST"  # a reset changes everything
             return self._app(environ, start_response)
-        operation = _operation(environ)
+        operation = environ["assay.operation"] = _operation(environ)
         self._counter.add(operation)
         service = operation.split(".", 1)[0]
         if operation.startswith("dynamodb.") and self._serialize:
@@ -471,8 +538,10 @@ class _CountingSerializingApp:
         return self._app(environ, start_response)
 
     def _buffered(
-        self, environ: dict[str, Any], start_response: Callable[..., Any], service: str
+        self, environ: dict[str, Any], start_response: Callable[..., Any], service: str | None
     ) -> tuple[str, list[bytes]]:
+        """`(status, [body])` of the request read to its end: through `motofast` or moto's app
+        for `service`, or through `_route` (None)."""
         seen: list[str] = []
 
         def capture(status: str, headers: Any, exc_info: Any = None) -> Any:
@@ -483,10 +552,14 @@ class _CountingSerializingApp:
                 else start_response(status, headers)
             )
 
-        result = motofast.direct(environ, capture, service)
-        if result is not None:
-            return (seen[0] if seen else ""), result
-        result = self._app(environ, capture)
+        result: Iterable[bytes]
+        if service is None:
+            result = self._route(environ, capture)
+        else:
+            direct = motofast.direct(environ, capture, service)
+            if direct is not None:
+                return (seen[0] if seen else ""), direct
+            result = self._app(environ, capture)
         try:
             body = b"".join(result)
         finally:
@@ -686,14 +759,22 @@ class MotoHandle:
 
 
 def start_moto_server(
-    *, serialize_dynamodb: bool = True, patch_transactions: bool = True
+    *,
+    port: int = 0,
+    gate: StateGate | None = None,
+    serialize_dynamodb: bool = True,
+    patch_transactions: bool = True,
 ) -> MotoHandle:
-    """Start moto's `ThreadedMotoServer` on 127.0.0.1, on a port the OS picks, and return its
-    handle.
+    """Start moto's `ThreadedMotoServer` on 127.0.0.1 and return its handle.
 
-    `serialize_dynamodb` and `patch_transactions` exist so the unpatched behaviour can be
+    `port`: 0 (the default) lets the OS pick a free one. `gate`: every AWS request passes it
+    (`assay_local.motostate`, for a saved state), and moto's long polls step out of it while they
+    wait. `serialize_dynamodb` and `patch_transactions` exist so the unpatched behaviour can be
     reproduced by hand; leave both on. `patch_transactions=False` does not remove a patch that an
     earlier call installed (see `unpatch_transact_write_items`).
+
+    Raises:
+        PortTakenError: `port` is in use.
     """
     import moto
     from moto.moto_server.werkzeug_app import (
@@ -725,43 +806,103 @@ def start_moto_server(
                 self._backend_by_host[host] = backend
                 return backend
 
+    if gate is not None:
+        from assay_local.motostate import release_gate_while_receives_wait
+
+        release_gate_while_receives_wait(gate)
+
     class EmbeddedMotoServer(ThreadedMotoServer):
         # ThreadedMotoServer builds its WSGI app inside `_server_entry`; this is the same body
-        # with our middleware around the app and a quiet request handler.
+        # with our middleware around the app and a quiet request handler, and a bind that fails
+        # reported to `start` (moto's own would leave `start` waiting for ever).
+        bind_error: OSError | None = None
+
         def _server_entry(self) -> None:
             app = _CountingSerializingApp(
-                FastDispatcher(create_backend_app), counter, serialize_dynamodb
+                FastDispatcher(create_backend_app), counter, serialize_dynamodb, gate
             )
-            self._server = KeepAliveWSGIServer((self._ip_address, self._port), app)
+            try:
+                self._server = KeepAliveWSGIServer((self._ip_address, self._port), app)
+            except OSError as exc:
+                self.bind_error = exc
+                self._server_ready_event.set()
+                return
             self._server_ready_event.set()
             self._server.serve_forever()
 
-    server = EmbeddedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server = EmbeddedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
-    host, port = server.get_host_and_port()
-    log.info("moto server on http://%s:%s", host, port)
-    return MotoHandle(server, f"http://{host}:{port}", counter)
+    if server.bind_error is not None:
+        if server.bind_error.errno == errno.EADDRINUSE:
+            raise port_taken(port) from server.bind_error
+        raise server.bind_error
+    host, bound = server.get_host_and_port()
+    log.info("moto server on http://%s:%s", host, bound)
+    return MotoHandle(server, f"http://{host}:{bound}", counter)
 
 
 class MotoProcessHandle(MotoHandle):
     """A moto server running in a child process (its own interpreter, so its own GIL).
 
-    Same interface as `MotoHandle`; counts are read over HTTP from `COUNTS_PATH`.
+    Same interface as `MotoHandle`; counts are read over HTTP from `COUNTS_PATH`. With a saved
+    state (`start_moto_process(state=...)`), `restored` is the header of the snapshot it started
+    from (None: it started empty), `stop()` lets the child save a last time and `stopped` is what
+    it said: `{"saved": path, "bytes": n}`, `{"unchanged": path}` or `{"error": message}`.
     """
 
-    def __init__(self, process: Any, url: str) -> None:
+    def __init__(
+        self,
+        process: Any,
+        url: str,
+        *,
+        persistent: bool = False,
+        restored: dict[str, Any] | None = None,
+        save_timeout_s: float = 300.0,
+    ) -> None:
         self._process = process
         self.url = url
         self._stopped = False
+        self._persistent = persistent
+        self._save_timeout_s = save_timeout_s
+        self.restored = restored
+        self.stopped: dict[str, Any] | None = None
 
     def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
+        if self._persistent:
+            self._stop_saving()
+            return
         self._process.terminate()
         try:
             self._process.wait(timeout=10)
         except Exception:  # noqa: BLE001 - a child that will not stop is killed
+            self._process.kill()
+
+    def _stop_saving(self) -> None:
+        """Close the child's stdin (it stops serving, saves, says so and exits) and wait for it;
+        a child that takes longer than `save_timeout_s` is killed (its last snapshot stays)."""
+        import select
+
+        try:
+            self._process.stdin.close()
+        except OSError:
+            pass
+        ready, _, _ = select.select([self._process.stdout], [], [], self._save_timeout_s)
+        line = self._process.stdout.readline() if ready else ""
+        try:
+            said = json.loads(line) if line.strip() else None
+        except ValueError:
+            said = None
+        self.stopped = (
+            said
+            if isinstance(said, dict)
+            else {"error": "the moto process ended without saying it saved"}
+        )
+        try:
+            self._process.wait(timeout=30)
+        except Exception:  # noqa: BLE001 - a child that will not end is killed
             self._process.kill()
 
     def _counts(self, method: str) -> dict[str, int]:
@@ -792,53 +933,153 @@ class MotoProcessHandle(MotoHandle):
         self._counts("POST")
 
 
-def start_moto_process(timeout_s: float = 60.0) -> MotoProcessHandle:
+def start_moto_process(
+    timeout_s: float = 60.0,
+    *,
+    port: int = 0,
+    state: os.PathLike[str] | str | None = None,
+    min_save_interval_s: float = 2.0,
+    pass_fds: tuple[int, ...] = (),
+) -> MotoProcessHandle:
     """Start `start_moto_server()` in a child Python process and return its handle.
 
     The embedded stack runs moto out of process so the server's CPU work (moto parses, evaluates
     and serializes every request in Python) does not compete for one GIL with the handlers it
-    serves. The child exits with its parent (it watches its stdin).
+    serves. The child exits with its parent (it watches its stdin) and ignores Ctrl-C (the
+    parent stops it).
+
+    Args:
+        timeout_s: how long the child may take to say where it listens (restoring a large state
+            included), in seconds.
+        port: where it listens on 127.0.0.1; 0 lets the OS pick a free port.
+        state: a snapshot file (`assay_local.motostate`): restored at start when it exists, saved
+            while serving and when stopped (also when this process dies: the child sees its stdin
+            close). None keeps nothing.
+        min_save_interval_s: the shortest time between two saves of a changed state.
+        pass_fds: file descriptors the child inherits (a lock it keeps held while it saves).
 
     Raises:
-        RuntimeError: the child did not report its URL within `timeout_s` seconds.
+        MotoStartError: the child did not start within `timeout_s`, or could not restore `state`
+            (its one-line reason, naming --fresh).
+        PortTakenError: `port` is in use.
     """
+    import select
     import subprocess
-    import sys
 
+    command = [sys.executable, "-m", "assay_local.motoserver", "--port", str(port)]
+    if state is not None:
+        command += ["--state", os.fspath(state), "--save-interval", str(min_save_interval_s)]
     process = subprocess.Popen(
-        [sys.executable, "-m", "assay_local.motoserver"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, pass_fds=pass_fds
     )
     line = ""
-    import select
-
     ready, _, _ = select.select([process.stdout], [], [], timeout_s)
     if ready:
         line = process.stdout.readline().strip()  # type: ignore[union-attr]
-    if not line.startswith("http://127.0.0.1:"):
-        process.kill()
-        raise RuntimeError(f"moto server process did not start (said {line!r})")
-    return MotoProcessHandle(process, line)
-
-
-def _serve_in_child() -> None:
-    """Entry point of the child process: serve until the parent closes our stdin."""
-    import gc
-    import sys
-
-    handle = start_moto_server()
-    # This process is the server alone: what it holds once up (moto, its backends, botocore's
-    # models) stays until it exits, and the cyclic collector's full passes skip it (one took
-    # ~0.1 s, holding every request of the stack, issue 12).
-    gc.freeze()
-    print(handle.url, flush=True)
     try:
+        said = json.loads(line) if line.startswith("{") else {}
+    except ValueError:
+        said = {}
+    url = said.get("url", "")
+    if not isinstance(url, str) or not url.startswith("http://127.0.0.1:"):
+        process.kill()
+        process.wait()
+        if said.get("port_taken"):
+            raise port_taken(port)
+        raise MotoStartError(said.get("error") or f"moto server process did not start ({line!r})")
+    return MotoProcessHandle(
+        process, url, persistent=state is not None, restored=said.get("restored")
+    )
+
+
+class _Stop(Exception):
+    """SIGTERM in the moto process: stop serving, save, exit."""
+
+
+def _say(value: dict[str, Any]) -> None:
+    """One JSON line to the parent (which may be gone: then nobody listens)."""
+    try:
+        print(json.dumps(value), flush=True)
+    except (BrokenPipeError, OSError):
+        pass
+
+
+def _serve_in_child(argv: list[str] | None = None) -> int:
+    """Entry point of the child process: serve until the parent closes our stdin (or SIGTERM).
+
+    Says one JSON line when it listens, `{"url": ..., "restored": header or null}`, or why it
+    did not, `{"error": ...}` (`"port_taken": true` for a port in use); with `--state`, one more
+    as it exits, after the last save. Exit status 0, or 1 when it did not start or the last save
+    failed.
+    """
+    import argparse
+    import gc
+    import signal
+    from pathlib import Path
+
+    from assay_local import motostate
+
+    parser = argparse.ArgumentParser(prog="python -m assay_local.motoserver")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--state", type=Path, default=None)
+    parser.add_argument("--save-interval", type=float, default=2.0)
+    args = parser.parse_args(argv)
+    # Ctrl-C reaches every process of the terminal's group: the parent stops us (closing our
+    # stdin), so a save is never cut short by the same key press.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    gate = motostate.StateGate() if args.state is not None else None
+    restored = None
+    try:
+        if args.state is not None and args.state.exists():
+            restored = motostate.restore(args.state)
+        handle = start_moto_server(port=args.port, gate=gate)
+    except PortTakenError as exc:
+        _say({"error": str(exc), "port_taken": True})
+        return 1
+    except (motostate.SnapshotError, OSError) as exc:
+        _say({"error": str(exc)})
+        return 1
+    saver = None
+    if gate is not None:
+
+        def report(message: str) -> None:
+            print(f"assay dev: {message}", file=sys.stderr, flush=True)
+
+        saver = motostate.Saver(
+            args.state, gate, min_interval_s=args.save_interval, on_error=report
+        ).start()
+
+        def stop(*_: object) -> None:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the save
+            raise _Stop
+
+        signal.signal(signal.SIGTERM, stop)
+    status = 0
+    try:
+        # This process is the server alone: what it holds once up (moto, its backends,
+        # botocore's models) stays until it exits, and the cyclic collector's full passes skip
+        # it (one took ~0.1 s, holding every request of the stack, issue 12).
+        gc.freeze()
+        _say({"url": handle.url, "restored": restored})
         sys.stdin.read()  # returns when the parent exits or closes the pipe
+    except _Stop:
+        pass
     finally:
         handle.stop()
+        if saver is not None:
+            try:
+                wrote = saver.stop()
+                _say(
+                    {"saved": str(args.state), "bytes": saver.last_bytes}
+                    if wrote
+                    else {"unchanged": str(args.state)}
+                )
+            except Exception as exc:  # noqa: BLE001 - said to the parent, which says it once
+                _say({"error": f"could not save the local state to {args.state}: {exc}"})
+                status = 1
+    return status
 
 
 if __name__ == "__main__":
-    _serve_in_child()
+    sys.exit(_serve_in_child())

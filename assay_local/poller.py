@@ -60,6 +60,10 @@ class LocalLambdaContext:
         """Milliseconds left before this invocation's timeout (never negative)."""
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
+    def expire(self) -> None:
+        """No time left from now on: the poller is stopping (see `SqsPoller.signal_stop`)."""
+        self._deadline = min(self._deadline, time.monotonic())
+
 
 def _lambda_message_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
     """SQS API message attributes (`StringValue`, `DataType`) to the Lambda event's shape."""
@@ -240,6 +244,7 @@ class SqsPoller:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._handling = 0
+        self._contexts: set[LocalLambdaContext] = set()
         self._idle = threading.Condition()
         self._stats_lock = threading.Lock()
         self.queue_url: str = client.get_queue_url(QueueName=queue_name)["QueueUrl"]
@@ -266,10 +271,24 @@ class SqsPoller:
             self._threads.append(thread)
         return self
 
+    @property
+    def handling(self) -> int:
+        """Messages whose handler is running now."""
+        with self._idle:
+            return self._handling
+
     def signal_stop(self) -> None:
-        """Ask workers to stop after their current receive or handler; returns at once."""
+        """Ask workers to stop after their current receive or handler; returns at once.
+
+        A running handler's invocation has no time left from now on, as a Lambda being shut
+        down: one that asks before carrying on with the next task of its lane (the case worker)
+        finishes the task in hand and queues the next as a message instead, which a later start
+        of the stack delivers (`assay dev` keeps its queues across restarts).
+        """
         with self._idle:
             self._stop.set()
+            for context in self._contexts:
+                context.expire()
 
     def stop(self, timeout: float | None = None, *, wait_for_receives: bool = True) -> None:
         """Ask workers to stop and wait for them (a running handler is allowed to finish).
@@ -350,8 +369,16 @@ class SqsPoller:
         self._count("received")
         event = sqs_lambda_event(message, self.queue_arn, self._region)
         context = LocalLambdaContext(self.function_name, self._timeout_seconds, region=self._region)
+        with self._idle:
+            if self._stop.is_set():
+                context.expire()
+            self._contexts.add(context)
         try:
-            self._handler(event, context)
+            try:
+                self._handler(event, context)
+            finally:
+                with self._idle:
+                    self._contexts.discard(context)
         except Exception as exc:  # noqa: BLE001 - as Lambda: log, leave the message, SQS redelivers
             self._count("failed")
             if getattr(exc, "redelivery_expected", False):  # a handler's way of saying "later"
@@ -386,6 +413,10 @@ class Pollers:
     def stats(self) -> dict[str, PollerStats]:
         """`PollerStats` by queue name."""
         return {p.queue_name: p.stats for p in self.pollers}
+
+    def handling(self) -> int:
+        """Messages whose handler is running now, over every poller."""
+        return sum(p.handling for p in self.pollers)
 
     def stop(self, timeout: float | None = None, *, wait_for_receives: bool = True) -> None:
         """Stop every poller; all are signalled first, so stopping takes one poll wait, not N

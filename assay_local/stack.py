@@ -7,6 +7,7 @@ HTTP, polls every queue that has an `on_sqs_message` handler and fires every `@a
 
 from __future__ import annotations
 
+import errno
 import gc
 import importlib
 import json
@@ -16,6 +17,9 @@ import threading
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
+
+from assay_local import probes
+from assay_local.motoserver import port_taken
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +33,31 @@ otherwise: the project's example agents as `python` entrypoints, and agents on t
 §8 "Trust boundary")."""
 API_LAMBDA_TIMEOUT_SECONDS = 29
 """API Gateway cuts requests at 29 s; the routes' Lambda context counts down from this."""
+
+
+class EndpointUnreachableError(RuntimeError):
+    """`AWS_ENDPOINT_URL` names an endpoint nothing answers at; the message is one line saying
+    so and what to do."""
+
+
+def check_endpoint(url: str, timeout_s: float = 3.0) -> None:
+    """Refuse an external endpoint (`AWS_ENDPOINT_URL`) before anything connects to it: a
+    botocore client would retry, then end in a long `EndpointConnectionError` that does not say
+    which setting is wrong.
+
+    Raises:
+        EndpointUnreachableError: nothing accepts a connection at `url` (see
+            `probes.check_endpoint`).
+    """
+    try:
+        probes.check_endpoint(
+            url,
+            named=f"AWS_ENDPOINT_URL={url}",
+            hint=probes.endpoint_hint(from_env=True),
+            timeout_s=timeout_s,
+        )
+    except probes.ProbeError as exc:
+        raise EndpointUnreachableError(str(exc)) from None
 
 
 def reset_process_state() -> None:
@@ -89,13 +118,22 @@ class EmbeddedStack:
         pollers: start the SQS pollers.
         moto_process: run moto's server in a child process (its own GIL: the default, and what
             keeps a loaded stack near its concurrency floor) rather than in this one.
+        api_port / moto_port: where the API and moto listen on 127.0.0.1; 0 (the default, what
+            tests, the demo and the benchmarks use) lets the OS pick free ports.
+        moto_state: a file moto's state is kept in (`assay_local.motostate`: restored at start,
+            saved while running and at `stop`); None keeps nothing. Needs `moto_process`.
+        moto_pass_fds: descriptors moto's process inherits (`assay dev`'s data-folder lock).
 
     Attributes (after `start()`): `api_url` (`http://127.0.0.1:<port>`), `moto` (`MotoHandle`,
     or None when using an external endpoint), `endpoint_url`, `queue_urls` (by queue name),
     `settings`, `app`, `pollers` (`Pollers` or None), `scheduler` (`Scheduler`).
 
-    Raises (from `start()`): whatever bootstrap or the app import raises; the partly started
-    stack is stopped first.
+    Raises (from `start()`), the partly started stack stopped first:
+        PortTakenError: `api_port` or `moto_port` is in use.
+        MotoStartError: moto's process did not start (`moto_state` it cannot restore: the
+            message, one line, names `--fresh`).
+        EndpointUnreachableError: `AWS_ENDPOINT_URL` is set and nothing answers there.
+        Whatever bootstrap or the app import raises.
     """
 
     def __init__(
@@ -110,9 +148,19 @@ class EmbeddedStack:
         scheduler: bool = True,
         pollers: bool = True,
         moto_process: bool = True,
+        api_port: int = 0,
+        moto_port: int = 0,
+        moto_state: os.PathLike[str] | str | None = None,
+        moto_pass_fds: tuple[int, ...] = (),
     ) -> None:
+        if moto_state is not None and not moto_process:
+            raise ValueError("moto_state needs moto_process=True (moto's state is its process's)")
         self._app_module = app_module
         self._moto_process = moto_process
+        self._api_port = api_port
+        self._moto_port = moto_port
+        self._moto_state = moto_state
+        self._moto_pass_fds = moto_pass_fds
         self._env_overrides = dict(env or {})
         from chalicelib import names
 
@@ -174,7 +222,13 @@ class EmbeddedStack:
                 self._set_env(name, value)
         endpoint = Settings().aws_endpoint_url
         if endpoint is None:
-            self.moto = start_moto_process() if self._moto_process else start_moto_server()
+            self.moto = (
+                start_moto_process(
+                    port=self._moto_port, state=self._moto_state, pass_fds=self._moto_pass_fds
+                )
+                if self._moto_process
+                else start_moto_server(port=self._moto_port)
+            )
             endpoint = self.moto.url
             # Only moto's dummy keys: real ones (or a profile) must never reach a local endpoint.
             for name, value in _DUMMY_CREDENTIALS.items():
@@ -182,6 +236,7 @@ class EmbeddedStack:
             self._set_env("AWS_SESSION_TOKEN", None)
             self._set_env("AWS_PROFILE", None)
         else:
+            check_endpoint(endpoint)
             for name, value in _DUMMY_CREDENTIALS.items():  # LocalStack takes any key
                 if not os.environ.get(name):
                     self._set_env(name, value)
@@ -351,7 +406,14 @@ class EmbeddedStack:
             lambda_timeout=API_LAMBDA_TIMEOUT_SECONDS,
         )
         # Port 0: the OS picks a free port; LocalDevServer's default server is threaded.
-        http = LocalDevServer(self.app, config, "127.0.0.1", 0, handler_cls=QuietHandler)
+        try:
+            http = LocalDevServer(
+                self.app, config, "127.0.0.1", self._api_port, handler_cls=QuietHandler
+            )
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise port_taken(self._api_port) from exc
+            raise
         port = http.server.server_address[1]
         self.api_url = f"http://127.0.0.1:{port}"
         # Not LocalDevServer.serve_forever: it prints a banner with the requested port (0).
@@ -361,12 +423,16 @@ class EmbeddedStack:
         self._http_thread.start()
         self._http = http  # only now: shutdown() of a server that never served blocks forever
 
-    def stop(self) -> None:
-        """Stop everything that was started, restore the environment; idempotent."""
+    def stop(self, *, grace_s: float | None = None) -> None:
+        """Stop everything that was started, restore the environment; idempotent.
+
+        Running handlers are left `grace_s` seconds to finish (default: the poll wait + 10 s),
+        with no time to carry on with more (`SqsPoller.signal_stop`); the rest stops after.
+        """
         if self.scheduler is not None:
             self.scheduler.stop()
         if self.pollers is not None:
-            self.pollers.stop(wait_for_receives=False)
+            self.pollers.stop(grace_s, wait_for_receives=False)
             self.pollers = None
         if self._http is not None:
             self._http.shutdown()

@@ -97,3 +97,28 @@ def test_a_stop_waits_for_a_running_handler() -> None:
     stopper.join(30)
     assert not stopper.is_alive()
     assert done == ["handled"]
+
+
+def test_a_stop_leaves_a_running_handler_no_time_to_carry_on() -> None:
+    queue = _Queue()
+    queue.release.set()
+    started, stopping = threading.Event(), threading.Event()
+    left: list[int] = []
+
+    def handler(event: Any, context: Any) -> None:
+        if left:
+            return
+        left.append(context.get_remaining_time_in_millis())
+        started.set()
+        stopping.wait(30)
+        # As the case worker asks before carrying on with its lane's next task.
+        left.append(context.get_remaining_time_in_millis())
+
+    poller = SqsPoller(
+        queue_name="q", handler=handler, client=queue, region="us-east-1", workers=1
+    ).start()
+    assert started.wait(30)
+    poller.signal_stop()
+    stopping.set()
+    poller.stop(timeout=30, wait_for_receives=False)
+    assert left[0] > 20_000 and left[1] == 0

@@ -288,3 +288,15 @@ class FakeDatasets:
 
     def cases(self, org_id: str, dataset_id: str, version: int) -> builtins.list[dict[str, Any]]:
         return list(self.case_rows.get((org_id, dataset_id, version), {}).values())
+
+    def cases_page(
+        self, org_id: str, dataset_id: str, version: int, *, limit: int, after: str | None
+    ) -> tuple[builtins.list[dict[str, Any]], bool]:
+        rows = self.case_rows.get((org_id, dataset_id, version), {})
+        ids = sorted(i for i in rows if after is None or i > after)
+        return [rows[i] for i in ids[:limit]], len(ids) > limit
+
+    def delete(self, org_id: str, dataset_id: str) -> None:
+        for key in [k for k in self.kept if k[:2] == (org_id, dataset_id)]:
+            del self.kept[key]
+            self.case_rows.pop(key, None)

@@ -378,3 +378,43 @@ class DatasetStore:
         """Every case of an immutable version of the organization's dataset, by case id (cached like
         `get_case`)."""
         return list(self._version_cases(org_id, dataset_id, version).values())
+
+    def cases_page(
+        self, org_id: str, dataset_id: str, version: int, *, limit: int, after: str | None
+    ) -> tuple[builtins.list[dict[str, Any]], bool]:
+        """At most `limit` cases of the version after the case id `after`, by case id, and whether
+        more follow: one query of the version's key from `after` (a page reads `limit` + 1 rows,
+        not the version; a warm cache of the version serves it without a read)."""
+        key = org_key(org_id, dataset_id, int(version))
+        with self._lock:
+            cached = self._cases.get(key)
+        if cached is not None:
+            ids = [i for i in cached if after is None or i > after]  # the cache is in key order
+            return [cached[i] for i in ids[:limit]], len(ids) > limit
+        condition = DatasetCaseRow.case_id > after if after is not None else None
+        rows = list(DatasetCaseRow.query(key, condition, limit=limit + 1))
+        return [r.case for r in rows[:limit]], len(rows) > limit
+
+    def delete(self, org_id: str, dataset_id: str) -> None:
+        """Forget a dataset: its header, every version row (ready or not) and their cases, by
+        queries of its keys (used to undo a create whose first version failed)."""
+        dataset_key = org_key(org_id, dataset_id)
+        rows = list(DatasetRow.query(dataset_key, consistent_read=True))
+        for row in rows:
+            if not row.version:
+                continue
+            key = org_key(org_id, dataset_id, int(row.version))
+            with self._lock:
+                self._cases.pop(key, None)
+            cases = DatasetCaseRow.query(key, attributes_to_get=["version_key", "case_id"])
+            with DatasetCaseRow.batch_write() as batch:
+                for case in cases:
+                    batch.delete(case)
+        with DatasetRow.batch_write() as batch:
+            for row in rows:
+                if row.version:
+                    batch.delete(row)
+        # The header goes last: while it stands, a retry sees the dataset and is told so.
+        for row in rows:
+            if not row.version:
+                row.delete()

@@ -148,3 +148,13 @@ class Datasets(Protocol):
 
     def cases(self, org_id: str, dataset_id: str, version: int) -> builtins.list[dict[str, Any]]:
         """Every case (its JSON) of a version, by case id."""
+
+    def cases_page(
+        self, org_id: str, dataset_id: str, version: int, *, limit: int, after: str | None
+    ) -> tuple[builtins.list[dict[str, Any]], bool]:
+        """At most `limit` cases of a version with a case id after `after` (None: from the first),
+        by case id, and whether more follow."""
+
+    def delete(self, org_id: str, dataset_id: str) -> None:
+        """Forget a dataset: its header, every version (ready or being written) and their cases
+        (nothing when it is gone already)."""

@@ -101,14 +101,14 @@ class _Node:
 
     def __init__(self, value: Any, node: Any, path: str, fallback_line: int | None) -> None:
         self.value = value
-        self._node = node
+        self.node = node
         self.at = _At(path, node.start_mark.line + 1 if node is not None else fallback_line)
 
     def key(self, name: str) -> _Node:
         """The value under `name` of a mapping (None if absent), with its position."""
         child = None
-        if self._node is not None and type(self._node).__name__ == "MappingNode":
-            for key_node, value_node in self._node.value:
+        if self.node is not None and type(self.node).__name__ == "MappingNode":
+            for key_node, value_node in self.node.value:
                 if getattr(key_node, "value", None) == name:
                     child = value_node
         value = self.value.get(name) if isinstance(self.value, dict) else None
@@ -117,8 +117,8 @@ class _Node:
 
     def items(self) -> Iterator[_Node]:
         """Each item of a list, with its position."""
-        is_list = self._node is not None and type(self._node).__name__ == "SequenceNode"
-        nodes = list(self._node.value) if is_list else []
+        is_list = self.node is not None and type(self.node).__name__ == "SequenceNode"
+        nodes = list(self.node.value) if is_list else []
         for i, value in enumerate(self.value):
             node = nodes[i] if i < len(nodes) else None
             yield _Node(value, node, f"{self.at.path}[{i}]", self.at.line)
@@ -505,8 +505,8 @@ def _test_keys(node: _Node) -> None:
 
 def _tests_of(root: _Node) -> tuple[_Node, _Node | None]:
     """`(the list of tests, defaultTest or None)` of the document."""
-    if isinstance(root.value, list):
-        return root, None
+    if isinstance(root.value, list):  # a bare list is the tests themselves: named as such
+        return _Node(root.value, root.node, "tests", root.at.line), None
     if not isinstance(root.value, dict) or "tests" not in root.value:
         raise source_error(
             root.at.line or 1,

@@ -202,6 +202,26 @@ def _criteria_view(criteria: list[Criterion]) -> list[dict[str, Any]]:
     return [c.model_dump(mode="json") for c in criteria]
 
 
+def _name_a_judge(scoring: Any, imported: Imported) -> None:
+    """Refuse a file with rubrics whose scoring names no judge (before the scoring is checked, so
+    the 400 lists the criteria to publish).
+
+    Raises:
+        InvalidInputError: field `scoring.settings.judge`, `details["criteria"]` the criteria.
+    """
+    if not imported.criteria:
+        return
+    settings = scoring.get("settings") if isinstance(scoring, dict) else None
+    if isinstance(settings, dict) and settings.get(JUDGE_SCORER):
+        return
+    raise InvalidInputError(
+        f"the file has {len(imported.criteria)} llm-rubric criteria: name a judge in "
+        "scoring.settings.judge whose criteria include them (details.criteria)",
+        field="scoring.settings.judge",
+        criteria=_criteria_view(imported.criteria),
+    )
+
+
 def _check_rubrics(c: Container, org_id: str, scoring: ScoringConfig, imported: Imported) -> None:
     """Refuse a version whose file defines judge criteria its judge does not have.
 
@@ -211,13 +231,6 @@ def _check_rubrics(c: Container, org_id: str, scoring: ScoringConfig, imported: 
     """
     if not imported.criteria:
         return
-    if JUDGE_SCORER not in scoring.settings:
-        raise InvalidInputError(
-            f"the file has {len(imported.criteria)} llm-rubric assertion(s): name a judge in "
-            "scoring.settings.judge whose criteria include them (details.criteria)",
-            field="scoring.settings.judge",
-            criteria=_criteria_view(imported.criteria),
-        )
     judge = judges.of_scoring(c, org_id, scoring)
     if judge is None:  # not reached: `judge` is required whenever a file has criteria
         return
@@ -250,6 +263,7 @@ def _prepare(
     if (cases is None) == (source is None):
         raise InvalidInputError("give exactly one of cases or source", field="cases")
     imported = _source_cases(source) if source is not None else Imported(parse_cases(cases))
+    _name_a_judge(scoring, imported)
     scoring_cfg = parse_scoring(_with_required(scoring, imported))
     if not imported.cases:
         raise InvalidInputError("a dataset version needs at least one case", field="cases")

@@ -70,7 +70,9 @@ class Imported:
 
 
 def _sha_hex(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:_ID_HEX]
+    # "surrogatepass": a lone surrogate (JSON's "\ud800") must reach `build_case`, which refuses
+    # it naming the line, rather than fail here; every real text hashes as plain UTF-8.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_ID_HEX]
 
 
 def gsm8k_case_id(question: str) -> str:

@@ -176,7 +176,12 @@ def _load(text: str) -> tuple[Any, Any]:
             if node is None:
                 return None, None
             _expanded_size(node)
-            return loader.construct_document(node), node
+            try:
+                return loader.construct_document(node), node
+            except (ValueError, TypeError, AttributeError, OverflowError, KeyError) as exc:
+                # PyYAML's constructors raise these for values it parsed but cannot build: a date
+                # that does not exist (2024-02-30), a malformed !!timestamp, a list as a key.
+                raise source_error(None, f"a value YAML cannot build ({exc})") from None
         finally:
             loader.dispose()
     except RecursionError:
@@ -456,7 +461,11 @@ def _assertion(node: _Node, variables: Mapping[str, Any], into: _Grading) -> Non
             raise at.error("is empty", ".value")
         if len(rubric) > 2000:
             raise at.error("is longer than a judge criterion takes (2000 characters)", ".value")
-        criterion_id = RUBRIC_PREFIX + hashlib.sha256(rubric.encode()).hexdigest()[:12]
+        try:
+            encoded = rubric.encode("utf-8")
+        except UnicodeEncodeError:
+            raise at.error("holds a lone surrogate: it is not text", ".value") from None
+        criterion_id = RUBRIC_PREFIX + hashlib.sha256(encoded).hexdigest()[:12]
         into.criteria.append(Criterion(criterion_id=criterion_id, text=rubric, tags=[criterion_id]))
         into.tags.append(criterion_id)
         return

@@ -402,7 +402,9 @@ ASSERTIONS: dict[str, Translate] = {
 }
 """promptfoo assertion type -> the checks it becomes (`llm-rubric` is a judge criterion instead).
 
-`starts-with` and every `not-` variant are `regex` checks (negative lookaheads at the start);
+`equals` compares the texts with surrounding whitespace stripped, as assay's `equals` does
+(promptfoo's compares them exactly). `starts-with` and every `not-` variant are `regex` checks
+(negative lookaheads at the start);
 `is-json` is a `json_schema` check (the value's schema, or `{}`: any JSON); `contains-json` the
 same with `embedded: true`; `equals` with an object or a list is a `json_schema` `const`.
 """

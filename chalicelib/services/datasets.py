@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,8 @@ from chalicelib.domain.models import Case, ScoringConfig
 from chalicelib.domain.records import Dataset, DatasetCase
 from chalicelib.errors import ConflictError, InvalidInputError, invalid_input
 from chalicelib.services import judges, redacting
+
+log = logging.getLogger(__name__)
 
 
 def parse_scoring(raw: Any) -> ScoringConfig:
@@ -152,9 +155,21 @@ def create_with_version(
         header, created = existing, False
     try:
         return _write_version(c, who, header, prepared)
+    except ConflictError:
+        raise  # another writer took the number: nothing of ours is written, the dataset is theirs
     except BaseException:
+        # The store took back what it wrote of the version; the header goes too unless a version
+        # became readable meanwhile.
         if created:
-            c.datasets.delete(who.org_id, header.dataset_id)
+            try:
+                c.datasets.delete_empty(who.org_id, header.dataset_id)
+            except Exception:  # noqa: BLE001 - the write's own error is the one to raise
+                # Left empty, the dataset still takes the retry: an empty one of this name does.
+                log.warning(
+                    "could not delete dataset %s after its first version failed",
+                    header.dataset_id,
+                    exc_info=True,
+                )
         raise
 
 
@@ -278,6 +293,9 @@ def _prepare(
 def _write_version(
     c: Container, who: Identity, header: Dataset, prepared: _Prepared
 ) -> tuple[Dataset, Dataset]:
+    """Write `prepared` as the next version of `header`'s dataset; returns (header, the version).
+
+    Raises ConflictError when the number was claimed meanwhile (nothing is written then)."""
     version = c.datasets.next_version(who.org_id, header.dataset_id)
     row = Dataset(
         dataset_id=header.dataset_id,

@@ -296,7 +296,9 @@ class FakeDatasets:
         ids = sorted(i for i in rows if after is None or i > after)
         return [rows[i] for i in ids[:limit]], len(ids) > limit
 
-    def delete(self, org_id: str, dataset_id: str) -> None:
-        for key in [k for k in self.kept if k[:2] == (org_id, dataset_id)]:
-            del self.kept[key]
-            self.case_rows.pop(key, None)
+    def delete_empty(self, org_id: str, dataset_id: str) -> bool:
+        header = self.kept.get((org_id, dataset_id, 0))
+        if header is None or header.latest_version:
+            return False
+        del self.kept[(org_id, dataset_id, 0)]
+        return True

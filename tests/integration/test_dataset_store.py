@@ -1,6 +1,7 @@
-"""The dataset store's undo and its pages of cases (issue 13 scope 3), against moto's server:
-deleting a dataset takes every version (written or half written) and its cases, by queries only;
-a page of a version's cases reads `limit` + 1 rows from the case after the cursor."""
+"""The dataset store's undo and its pages of cases (issue 13 scope 3), against moto's server: a
+version that fails half written is taken back (its cases and its claimed number, by queries
+only); an empty header is deleted, never one another writer gave a readable version; a page of a
+version's cases reads `limit` + 1 rows from the case after the cursor."""
 
 from __future__ import annotations
 
@@ -35,34 +36,47 @@ def version(n: int, ids: list[str], dataset_id: str = "d") -> tuple[Dataset, lis
     return row, [DatasetCase(case_id=i, case={"case_id": i, "input": f"q {i}"}) for i in ids]
 
 
-def test_delete_takes_the_header_every_version_and_their_cases_by_queries(
+def test_a_version_that_fails_half_written_is_taken_back(
     moto: MotoHandle, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store_tables(moto, monkeypatch, "ds-delete-")
+    store_tables(moto, monkeypatch, "ds-take-back-")
     datasets = stores.DatasetStore()
     datasets.create(header())
-    datasets.add_version(*version(1, [f"c{i:02d}" for i in range(30)]))
-    # A version a crashed import claimed and half wrote: not ready, two cases in.
-    half = DatasetRow(org_key("acme", "d"), 2, org_id="acme", dataset_id="d", created_at=NOW)
-    half.ready = False
-    half.save()
-    DatasetCaseRow(org_key("acme", "d", 2), "x", case={"case_id": "x", "input": "?"}).save()
-    datasets.create(header("kept"))
-    datasets.add_version(*version(1, ["k"], "kept"))
-    assert datasets.get_case("acme", "d", 1, "c00") is not None  # cached: delete must drop it
+    real_update = DatasetRow.update
 
+    def failing(self, *args, **kwargs):  # the cases are in; marking the version ready fails
+        if self.version:
+            raise RuntimeError("connection reset")
+        return real_update(self, *args, **kwargs)
+
+    monkeypatch.setattr(DatasetRow, "update", failing)
     moto.reset_counts()
-    datasets.delete("acme", "d")
+    with pytest.raises(RuntimeError):
+        datasets.add_version(*version(1, [f"c{i:02d}" for i in range(30)]))
+    monkeypatch.setattr(DatasetRow, "update", real_update)
     counts = moto.requests()
     assert not any(op.endswith("Scan") for op in counts), counts
+    assert list(DatasetCaseRow.query(org_key("acme", "d", 1))) == []
+    assert [int(r.version) for r in DatasetRow.query(org_key("acme", "d"))] == [0]
+    assert datasets.next_version("acme", "d") == 1  # the number is free again
+    datasets.add_version(*version(1, ["a"]))
+    assert [c["case_id"] for c in datasets.cases("acme", "d", 1)] == ["a"]
+
+
+def test_delete_empty_takes_a_header_without_a_readable_version_only(
+    moto: MotoHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store_tables(moto, monkeypatch, "ds-delete-empty-")
+    datasets = stores.DatasetStore()
+    datasets.create(header("empty"))
+    datasets.create(header("full"))
+    datasets.add_version(*version(1, ["a"], "full"))  # another writer's, readable
+    assert datasets.delete_empty("acme", "empty") is True
     with pytest.raises(NotFoundError):
-        datasets.get("acme", "d")
-    assert list(DatasetRow.query(org_key("acme", "d"))) == []
-    for n in (1, 2):
-        assert list(DatasetCaseRow.query(org_key("acme", "d", n))) == []
-    assert datasets.get_case("acme", "d", 1, "c00") is None
-    assert [c["case_id"] for c in datasets.cases("acme", "kept", 1)] == ["k"]
-    datasets.delete("acme", "d")  # gone already: nothing to do, no error
+        datasets.get("acme", "empty")
+    assert datasets.delete_empty("acme", "empty") is False  # gone already
+    assert datasets.delete_empty("acme", "full") is False
+    assert datasets.get("acme", "full").latest_version == 1
 
 
 def test_pages_of_a_version_read_from_the_cursor_and_see_each_case_once(

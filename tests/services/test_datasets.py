@@ -7,6 +7,7 @@ import pytest
 
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.promptfoo_tests import parse_promptfoo
+from chalicelib.domain.records import DatasetCase
 from chalicelib.errors import ConflictError, InvalidInputError, NotFoundError
 from chalicelib.services import datasets, judges, model_profiles
 from tests.fakes import FakeContainer
@@ -175,6 +176,23 @@ def test_a_first_version_that_fails_to_be_written_takes_its_dataset_with_it(
         c, ACME, name="d", dataset_id="d", scoring=EQUALS, cases=TWO
     )
     assert (header.latest_version, first.case_ids) == (1, ["add", "open"])
+
+
+def test_a_first_version_that_loses_its_number_to_another_writer_leaves_theirs(
+    c: FakeContainer,
+) -> None:
+    real = c.datasets.add_version
+
+    def rival_first(version, cases):  # another create of the same empty dataset claimed 1 first
+        real(version, [DatasetCase(case_id="theirs", case={"case_id": "theirs", "input": "?"})])
+        raise ConflictError("another version was added at the same time; retry", field="version")
+
+    c.datasets.add_version = rival_first  # type: ignore[method-assign]
+    with pytest.raises(ConflictError):
+        datasets.create_with_version(c, ACME, name="d", dataset_id="d", scoring=EQUALS, cases=TWO)
+    c.datasets.add_version = real  # type: ignore[method-assign]
+    assert c.datasets.get("acme", "d").latest_version == 1
+    assert [case["case_id"] for case in c.datasets.cases("acme", "d", 1)] == ["theirs"]
 
 
 def test_an_empty_dataset_of_the_same_name_gets_the_first_version(c: FakeContainer) -> None:

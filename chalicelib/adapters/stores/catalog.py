@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -10,6 +11,7 @@ from dataclasses import fields
 from typing import Any
 
 from pynamodb.exceptions import (
+    DeleteError,
     DoesNotExist,
     PutError,
     TransactWriteError,
@@ -18,6 +20,7 @@ from pynamodb.exceptions import (
 from chalicelib.adapters.stores.base import (
     TX,
     changes,
+    condition_failed,
     conditional_update,
     reason_codes,
     record_of,
@@ -43,6 +46,8 @@ from chalicelib.domain.records import (
     ModelProfile,
 )
 from chalicelib.errors import ConflictError, NotFoundError
+
+log = logging.getLogger(__name__)
 
 # --- judges ----------------------------------------------------------------------------------
 
@@ -331,16 +336,25 @@ class DatasetStore:
             field="version",
         )
         key = org_key(version.org_id, version.dataset_id, int(version.version))
-        with DatasetCaseRow.batch_write() as batch:
-            for case in cases:
-                batch.save(DatasetCaseRow(key, case.case_id, case=case.case))
-        row.update(actions=[DatasetRow.ready.set(True)])
-        # False when a later version became ready first: it stays the latest.
-        conditional_update(
-            DatasetRow(dataset_key, 0),
-            [DatasetRow.latest_version.set(version.version)],
-            DatasetRow.latest_version < version.version,
-        )
+        try:
+            with DatasetCaseRow.batch_write() as batch:
+                for case in cases:
+                    batch.save(DatasetCaseRow(key, case.case_id, case=case.case))
+            row.update(actions=[DatasetRow.ready.set(True)])
+            # False when a later version became ready first: it stays the latest.
+            conditional_update(
+                DatasetRow(dataset_key, 0),
+                [DatasetRow.latest_version.set(version.version)],
+                DatasetRow.latest_version < version.version,
+            )
+        except BaseException:
+            # A version half written is never read (not ready) but would hold its number and its
+            # cases for ever; a failure while taking it back leaves the first error to be seen.
+            try:
+                self._take_back(version)
+            except Exception:  # noqa: BLE001 - the write's own error is the one to raise
+                log.warning("could not take back dataset version %s", key, exc_info=True)
+            raise
 
     def _version_cases(
         self, org_id: str, dataset_id: str, version: int
@@ -395,26 +409,28 @@ class DatasetStore:
         rows = list(DatasetCaseRow.query(key, condition, limit=limit + 1))
         return [r.case for r in rows[:limit]], len(rows) > limit
 
-    def delete(self, org_id: str, dataset_id: str) -> None:
-        """Forget a dataset: its header, every version row (ready or not) and their cases, by
-        queries of its keys (used to undo a create whose first version failed)."""
-        dataset_key = org_key(org_id, dataset_id)
-        rows = list(DatasetRow.query(dataset_key, consistent_read=True))
-        for row in rows:
-            if not row.version:
-                continue
-            key = org_key(org_id, dataset_id, int(row.version))
-            with self._lock:
-                self._cases.pop(key, None)
-            cases = DatasetCaseRow.query(key, attributes_to_get=["version_key", "case_id"])
-            with DatasetCaseRow.batch_write() as batch:
-                for case in cases:
-                    batch.delete(case)
-        with DatasetRow.batch_write() as batch:
-            for row in rows:
-                if row.version:
-                    batch.delete(row)
-        # The header goes last: while it stands, a retry sees the dataset and is told so.
-        for row in rows:
-            if not row.version:
-                row.delete()
+    def delete_empty(self, org_id: str, dataset_id: str) -> bool:
+        """Delete the dataset's header unless a version became readable (a conditional delete on
+        `latest_version` being 0): how a create whose first version failed is undone."""
+        try:
+            DatasetRow(org_key(org_id, dataset_id), 0).delete(
+                condition=DatasetRow.dataset_key.exists()
+                & (DatasetRow.latest_version.does_not_exist() | (DatasetRow.latest_version == 0))
+            )
+        except DeleteError as exc:
+            if not condition_failed(exc):
+                raise
+            return False
+        return True
+
+    def _take_back(self, version: Dataset) -> None:
+        """Delete what `add_version` wrote of a version before it failed: its cases (a query of
+        the version's key) and the row that claimed its number."""
+        key = org_key(version.org_id, version.dataset_id, int(version.version))
+        with self._lock:
+            self._cases.pop(key, None)
+        written = DatasetCaseRow.query(key, attributes_to_get=["version_key", "case_id"])
+        with DatasetCaseRow.batch_write() as batch:
+            for case in written:
+                batch.delete(case)
+        DatasetRow(org_key(version.org_id, version.dataset_id), int(version.version)).delete()

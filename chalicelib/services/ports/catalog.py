@@ -139,7 +139,8 @@ class Datasets(Protocol):
     def add_version(self, version: Dataset, cases: Sequence[DatasetCase]) -> None:
         """Claim `version.version`, keep its cases, then make it readable and the header's latest
         (unless a later version became readable first). Raises ConflictError (field `version`)
-        when the number was claimed meanwhile; nothing is kept then."""
+        when the number was claimed meanwhile; nothing is kept then, nor when writing fails after
+        the claim (what was written of the version is taken back before the error is raised)."""
 
     def get_case(
         self, org_id: str, dataset_id: str, version: int, case_id: str
@@ -155,6 +156,6 @@ class Datasets(Protocol):
         """At most `limit` cases of a version with a case id after `after` (None: from the first),
         by case id, and whether more follow."""
 
-    def delete(self, org_id: str, dataset_id: str) -> None:
-        """Forget a dataset: its header, every version (ready or being written) and their cases
-        (nothing when it is gone already)."""
+    def delete_empty(self, org_id: str, dataset_id: str) -> bool:
+        """Forget a dataset header that has no readable version (how a create whose first version
+        failed is undone); False when it has one, or is gone already."""

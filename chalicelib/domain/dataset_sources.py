@@ -55,6 +55,11 @@ def read(kind: str, text: str, *, field: str = "kind") -> Imported:
         raise InvalidInputError(
             f"unknown source format {kind!r} (known: {known})", field=field
         ) from None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = text.count("\n", 0, exc.start) + 1
+        raise importers.source_error(line, "holds a lone surrogate: the file is not text") from None
     return reader(text)
 
 

@@ -314,10 +314,14 @@ def test_a_rubric_shared_by_tests_is_one_criterion() -> None:
     assert all(case.tags == [criterion.criterion_id] for case in imported.cases)
 
 
-def test_json_that_yaml_cannot_read_is_read_as_json_without_lines() -> None:
-    text = '{"tests": [{"vars": {"q":\t"tabbed"}, "assert": [{"type": "bogus"}]}]}'
-    error = refused(text)
-    assert error.details == {"source_field": "tests[0].assert[0].type"}
+def test_json_is_read_as_json_with_its_lines_where_yaml_can_tell_them() -> None:
+    text = '{"tests": [\n  {"vars": {"q": "x", "n": 1e5}},\n  {"assert": [{"type": "bogus"}]}]}'
+    assert refused(text).details == {"line": 3, "source_field": "tests[1].assert[0].type"}
+    [case] = parse_promptfoo(text.replace('"bogus"', '"contains", "value": "y"')).cases[:1]
+    assert case.metadata["vars"]["n"] == 100000.0  # YAML 1.1 would have read the text "1e5"
+    # A surrogate pair escaped as JSON does is beyond PyYAML: the error has no line then.
+    emoji = '{"tests": [{"vars": {"q": "\\ud83d\\ude00"}, "assert": [{"type": "bogus"}]}]}'
+    assert refused(emoji).details == {"source_field": "tests[0].assert[0].type"}
 
 
 def test_a_file_that_is_not_a_test_list_is_refused_at_line_1() -> None:

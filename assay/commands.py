@@ -424,7 +424,7 @@ def _load_document(path: str) -> JSON:
         doc = json.loads(text)
     except ValueError:
         try:
-            import yaml  # type: ignore[import-untyped]  # PyYAML ships no stubs; safe_load only
+            import yaml
         except ImportError:
             raise UsageError(
                 f"{path} is not JSON (and PyYAML is not installed to read YAML)"

@@ -428,21 +428,36 @@ def _api(args: argparse.Namespace):
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    """`assay import DATASET FILE`: a new dataset version from a file; with `--create NAME` the
+    dataset is created with it in one request (both or neither)."""
+    from chalicelib.domain.dataset_sources import detect_kind
+
     api = _api(args)
     text = Path(args.file).read_text(encoding="utf-8")
-    fmt = args.format or ("gsm8k" if "gsm8k" in args.file else Path(args.file).suffix.lstrip("."))
-    if args.create:
-        api.request(
-            "POST", "/api/v1/datasets", json={"name": args.create, "dataset_id": args.dataset}
-        )
-    source: dict[str, Any] = {"format": fmt, "content": text}
+    fmt = args.format or detect_kind(Path(args.file).name, text)
+    if fmt is None:
+        print(f"assay: cannot tell the format of {args.file}: give --format", file=sys.stderr)
+        return 3  # an error (`assay.gate`)
+    source: dict[str, Any] = {"format": str(fmt), "content": text}
     if args.limit:
         source["limit"] = args.limit
-    out = api.request(
-        "POST",
-        f"/api/v1/datasets/{args.dataset}/versions",
-        json={"scoring": {"required": args.scorer}, "source": source},
-    )
+    body: dict[str, Any] = {"source": source}
+    if args.scorer or args.judge:
+        required = list(args.scorer or [])
+        scoring: dict[str, Any] = {"required": required}
+        if args.judge:
+            if "judge" not in required:
+                required.append("judge")
+            scoring["settings"] = {"judge": {"judge_id": args.judge}}
+        body["scoring"] = scoring
+    if args.create:
+        out = api.request(
+            "POST",
+            "/api/v1/datasets",
+            json={"name": args.create, "dataset_id": args.dataset, **body},
+        )
+    else:
+        out = api.request("POST", f"/api/v1/datasets/{args.dataset}/versions", json=body)
     print(json.dumps(out, indent=2))
     return 0
 
@@ -623,15 +638,27 @@ def main(argv: list[str] | None = None) -> int:
 
     commands.register(sub)  # run, gate, watch, estimate, cancel, cases, comparison, export, ...
 
-    p = sub.add_parser("import", help="add a dataset version from a JSONL, CSV or GSM8K file")
+    p = sub.add_parser(
+        "import",
+        help="add a dataset version from a JSONL, CSV, GSM8K, promptfoo or Inspect file",
+    )
     remote(p)
     p.add_argument("dataset")
     p.add_argument("file")
-    p.add_argument("--format", choices=["jsonl", "csv", "gsm8k"])
     p.add_argument(
-        "--scorer", action="append", required=True, help="a required scorer (repeatable)"
+        "--format",
+        choices=["jsonl", "csv", "gsm8k", "promptfoo", "inspect"],
+        help="default: told from the file (.yaml is promptfoo; Inspect's target/id/choices)",
     )
-    p.add_argument("--create", metavar="NAME", help="create the dataset first, with this name")
+    p.add_argument(
+        "--scorer",
+        action="append",
+        help="a required scorer (repeatable); a promptfoo file's assertions add their own",
+    )
+    p.add_argument("--judge", metavar="JUDGE_ID", help="grade with this judge (llm-rubric)")
+    p.add_argument(
+        "--create", metavar="NAME", help="create the dataset with this version (both or neither)"
+    )
     p.add_argument("--limit", type=int)
     p.set_defaults(func=cmd_import)
 

@@ -26,6 +26,7 @@ from chalicelib.api.schemas import (
     CreateEvaluation,
     CreateJudge,
     CreateModelProfile,
+    DatasetCasesQuery,
     EmailSettings,
     EventsQuery,
     GradeAgain,
@@ -422,11 +423,23 @@ def get_judge_version(c, who, judge_id, version):
 
 
 @bp.route("/api/v1/datasets", methods=["POST"])
-@api_view(bp, body=CreateDataset)
+@api_view(bp, body=CreateDataset, max_body_bytes=MAX_RECORDING_BYTES)
 def create_dataset(c, who, body):
-    return views.dataset_view(
-        dataset_service.create_dataset(c, who, name=body.name, dataset_id=body.dataset_id)
-    ), 201
+    """Create a dataset, empty or together with its first version (kept only if that version is)."""
+    if body.cases is None and body.source is None and body.scoring is None:
+        return views.dataset_view(
+            dataset_service.create_dataset(c, who, name=body.name, dataset_id=body.dataset_id)
+        ), 201
+    header, first = dataset_service.create_with_version(
+        c,
+        who,
+        name=body.name,
+        dataset_id=body.dataset_id,
+        scoring=body.scoring,
+        cases=body.cases,
+        source=body.source.model_dump() if body.source else None,
+    )
+    return views.dataset_view(header, first), 201
 
 
 @bp.route("/api/v1/datasets", methods=["GET"])
@@ -462,15 +475,18 @@ def add_dataset_version(c, who, dataset_id, body):
 
 
 @bp.route("/api/v1/datasets/{dataset_id}/versions/{version}/cases", methods=["GET"])
-@api_view(bp)
-def list_cases(c, who, dataset_id, version):
+@api_view(bp, query=DatasetCasesQuery)
+def list_cases(c, who, dataset_id, version, query):
+    """A page of a dataset version's cases, by case id (`next_cursor` gives the next)."""
     row = dataset_service.resolve_version(
         c, who, dataset_id, _version(version) if _is_number(version) else version
     )
+    page = dataset_service.list_cases(c, row, limit=query.limit, cursor=query.cursor)
     return {
         "dataset_id": dataset_id,
         "version": int(row.version),
-        "cases": c.datasets.cases(who.org_id, dataset_id, int(row.version)),
+        "cases": page.cases,
+        "next_cursor": page.next_cursor,
     }
 
 
@@ -558,6 +574,7 @@ def run_comparison(c, who, run_id, query):
 @bp.route("/api/v1/eval-runs/{run_id}/cases", methods=["GET"])
 @api_view(bp, query=CasesQuery)
 def run_cases(c, who, run_id, query):
+    """A page of a run's cases in the run's order: what each expects and every attempt per arm."""
     return views.cases_view(
         run_id,
         run_service.cases(
@@ -568,6 +585,8 @@ def run_cases(c, who, run_id, query):
             tag=query.tag,
             arm_id=query.arm_id,
             case_id=query.case_id,
+            limit=query.limit,
+            cursor=query.cursor,
         ),
     )
 

@@ -51,14 +51,10 @@ class Publish(Body):
     """The version number to publish; default the latest + 1."""
 
 
-class CreateDataset(Body):
-    name: str = Field(min_length=1, max_length=200)
-    dataset_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-]{1,64}$")
-
-
 class Source(Body):
-    format: Literal["jsonl", "csv", "gsm8k"]
-    """How `content` is written."""
+    format: Literal["jsonl", "csv", "gsm8k", "promptfoo", "inspect"]
+    """How `content` is written: assay's own `jsonl`/`csv`, `gsm8k`, a `promptfoo` test file
+    (YAML or JSON), or an `inspect` dataset (JSON array, JSON lines or CSV)."""
     content: str
     """The file's text."""
     limit: StrictInt | None = Field(None, ge=1, le=MAX_IMPORT_LIMIT)
@@ -66,12 +62,25 @@ class Source(Body):
 
 
 class AddDatasetVersion(Body):
-    scoring: dict[str, Any]
-    """`{"required": [scorer names], "settings": {scorer: {...}}}`."""
+    scoring: dict[str, Any] | None = None
+    """`{"required": [scorer names], "settings": {scorer: {...}}}`; may be left out when the
+    imported file says how it is graded (promptfoo assertions, Inspect choices): the scorers it
+    needs are added to `required` either way."""
     cases: list[Any] | None = None
     """Cases given inline (`case_id`, `input`, `reference`, `tags`, `checks`, ...)."""
     source: Source | None = None
     """Or a file to import."""
+
+
+class CreateDataset(Body):
+    name: str = Field(min_length=1, max_length=200)
+    dataset_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-]{1,64}$")
+    scoring: dict[str, Any] | None = None
+    """With `cases` or `source`: the first version's scoring, as `POST …/versions` takes it."""
+    cases: list[Any] | None = None
+    """The first version's cases, inline: the dataset is created with it, or not at all."""
+    source: Source | None = None
+    """Or the first version's file to import: the dataset is created with it, or not at all."""
 
 
 class StartRun(Body):
@@ -324,6 +333,10 @@ filters on (a unit test keeps this list equal to the two enums)."""
 class CasesQuery(Query):
     """`GET /api/v1/eval-runs/{run_id}/cases`."""
 
+    limit: int = Field(50, ge=1, le=200)
+    """Cases per page, in the run's order."""
+    cursor: Cursor | None = None
+    """The previous page's `next_cursor`; absent: the first page."""
     outcome: CaseFilter | None = None
     """Only cases with this comparison outcome, or settled in this state on some arm."""
     tag: str | None = Field(None, max_length=200)
@@ -332,6 +345,15 @@ class CasesQuery(Query):
     """Only this arm's side of each case."""
     case_id: str | None = Field(None, max_length=MAX_PATH_ID_LENGTH)
     """Only this case."""
+
+
+class DatasetCasesQuery(Query):
+    """`GET /api/v1/datasets/{dataset_id}/versions/{version}/cases`."""
+
+    limit: int = Field(100, ge=1, le=500)
+    """Cases per page, by case id."""
+    cursor: Cursor | None = None
+    """The previous page's `next_cursor`; absent: the first page."""
 
 
 class AnswerQuery(Query):

@@ -43,7 +43,7 @@ from chalicelib.services.grading import GradeAgain, Regraded, Rescore
 from chalicelib.services.judges import ResolvedJudge
 from chalicelib.services.notifications import EmailSetting
 from chalicelib.services.ports.objects import RecordingMeta, SecretMeta
-from chalicelib.services.runs import CaseResults, RunEvents, RunList, RunRead
+from chalicelib.services.runs import CasesPage, RunEvents, RunList, RunRead
 from chalicelib.services.suites import SuitePrice
 from chalicelib.services.summaries import AgentSummary
 
@@ -748,11 +748,13 @@ def comparison_view(run: Run, comparison: Comparison) -> dict[str, Any]:
     return {"run_id": run.run_id, "status": run.status, **comparison.as_json()}
 
 
-def cases_view(run_id: str, cases: list[CaseResults]) -> dict[str, Any]:
-    """A run's cases (`GET /eval-runs/{id}/cases`): `{run_id, cases: [{case_id, expects, outcome,
-    arms: {arm_id: {settled, attempts: [attempt_view]}}}]}`."""
+def cases_view(run_id: str, page: CasesPage) -> dict[str, Any]:
+    """A page of a run's cases (`GET /eval-runs/{id}/cases`): `{run_id, cases: [{case_id, expects,
+    outcome, arms: {arm_id: {settled, attempts: [attempt_view]}}}], next_cursor}`."""
+    cases = page.cases
     return {
         "run_id": run_id,
+        "next_cursor": page.next_cursor,
         "cases": [
             {
                 "case_id": case.case_id,

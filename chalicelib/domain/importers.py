@@ -1,7 +1,9 @@
 """Dataset sources -> `list[Case]` (DESIGN §3 "case": stable `case_id`; §10 the GSM8K data).
 
-Three source kinds, all given as TEXT (the caller reads files or uploads; this module does
-no I/O):
+assay's own source kinds, all given as TEXT (the caller reads files or uploads; this module does
+no I/O), and the pieces every importer shares (`source_error`, `CaseIds`, `build_case`,
+`Imported`); promptfoo test files and Inspect datasets are read by `promptfoo_tests` and
+`inspect_samples`, and `dataset_sources` picks the importer of a kind.
 
 - `jsonl`: one JSON object per line, with `Case`'s fields (`input` may be spelled `question`);
   keys `Case` does not have go into `metadata`.
@@ -19,8 +21,11 @@ Case ids are stable so runs on different versions can be compared case by case (
 `gsm8k_case_id(question)`; any other case without one gets `case-` + the first 12 hex
 digits of sha256 of its input. Two cases with one id in a source are refused.
 
-Errors are `InvalidInputError` with `field="source"` and `details["line"]` = the 1-based
-line of the source (for CSV, the line the record starts on; the header is line 1).
+Errors are `InvalidInputError` with `field="source"`, `details["line"]` = the 1-based
+line of the source (for CSV, the line the record starts on; the header is line 1) and, where one
+field of the file is at fault, `details["source_field"]` naming it (`tags`, `tests[2].assert[0]`).
+A jsonl line or a CSV header with Inspect's `target` and no `reference` is refused, naming the
+`inspect` kind: read as assay's own jsonl it would make cases nothing grades.
 """
 
 from __future__ import annotations
@@ -30,11 +35,12 @@ import hashlib
 import io
 import json
 from collections.abc import Iterator
-from enum import StrEnum
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
+from chalicelib.domain.judge_rules import Criterion
 from chalicelib.domain.models import Case
 from chalicelib.domain.scorers import final_number, format_number, validate_checks
 from chalicelib.errors import InvalidInputError
@@ -49,16 +55,24 @@ negligible."""
 _CASE_FIELDS = frozenset(Case.model_fields)
 
 
-class SourceKind(StrEnum):
-    """The dataset source formats `parse` understands."""
+@dataclass(frozen=True)
+class Imported:
+    """What an importer read from a source: its cases, and what grading them needs."""
 
-    JSONL = "jsonl"
-    CSV = "csv"
-    GSM8K = "gsm8k"
+    cases: list[Case]
+    """The cases in source order."""
+    required: list[str] = field(default_factory=list)
+    """Scorers the file's own expectations need (a promptfoo assertion, an Inspect sample's
+    choices), in first-use order: the version's `scoring.required` gets them added."""
+    criteria: list[Criterion] = field(default_factory=list)
+    """Judge criteria the file defines (promptfoo's `llm-rubric`), each scoped to the tag its cases
+    carry: the judge the version names must have every one of them."""
 
 
 def _sha_hex(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:_ID_HEX]
+    # "surrogatepass": a lone surrogate (JSON's "\ud800") must reach `build_case`, which refuses
+    # it naming the line, rather than fail here; every real text hashes as plain UTF-8.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_ID_HEX]
 
 
 def gsm8k_case_id(question: str) -> str:
@@ -75,11 +89,28 @@ def derived_case_id(input_text: str) -> str:
     return "case-" + _sha_hex(input_text)
 
 
-def _error(line: int, message: str) -> InvalidInputError:
-    return InvalidInputError(f"line {line}: {message}", field=SOURCE_FIELD, line=line)
+def source_error(
+    line: int | None, message: str, source_field: str | None = None
+) -> InvalidInputError:
+    """The 400 of a source that cannot be imported: `field` "source", `details["line"]` (1-based;
+    left out when not known) and `details["source_field"]` (the file's field at fault, if one is).
+    The message starts with both: "line 12: tests[2].assert[0].type: ..."."""
+    where = [f"line {line}"] if line is not None else []
+    if source_field:
+        where.append(source_field)
+    details: dict[str, Any] = {}
+    if line is not None:
+        details["line"] = line
+    if source_field:
+        details["source_field"] = source_field
+    return InvalidInputError(": ".join([*where, message]), field=SOURCE_FIELD, **details)
 
 
-def _json_lines(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def _error(line: int, message: str, source_field: str | None = None) -> InvalidInputError:
+    return source_error(line, message, source_field)
+
+
+def json_lines(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for every non-blank line of a JSON-lines text.
 
     Raises:
@@ -100,17 +131,25 @@ def _json_lines(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, value
 
 
-def _text(value: Any, name: str, line: int) -> str | None:
-    """A scalar source value as text (numbers as written: a reference 18 is "18")."""
+def text_value(value: Any, name: str, line: int | None) -> str | None:
+    """A scalar source value as text (numbers as written: a reference 18 is "18").
+
+    Raises:
+        InvalidInputError: a value that is not a string or a number (`source_field` = `name`).
+    """
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _error(line, f"{name} must be text, got {type(value).__name__}")
+        raise source_error(line, f"must be text, got {type(value).__name__}", name)
     return str(value)
 
 
-def _tags(value: Any, line: int) -> list[str]:
-    """Tags from a list or a `;`-separated string; blanks dropped, order kept, repeats removed."""
+def tags_value(value: Any, line: int | None, name: str = "tags") -> list[str]:
+    """Tags from a list or a `;`-separated string; blanks dropped, order kept, repeats removed.
+
+    Raises:
+        InvalidInputError: anything else (`source_field` = `name`).
+    """
     if value is None:
         return []
     if isinstance(value, str):
@@ -118,50 +157,80 @@ def _tags(value: Any, line: int) -> list[str]:
     elif isinstance(value, list) and all(isinstance(tag, str) for tag in value):
         parts = value
     else:
-        raise _error(line, "tags must be a list of strings or a ';'-separated string")
+        raise source_error(line, "must be a list of strings or a ';'-separated string", name)
     return list(dict.fromkeys(tag.strip() for tag in parts if tag.strip()))
 
 
-def _build(fields: dict[str, Any], line: int) -> Case:
+def build_case(fields: dict[str, Any], line: int | None, where: str = "") -> Case:
     """A `Case` from already-mapped fields, with pydantic's complaints named by line and field.
+
+    Args:
+        fields: `Case`'s fields.
+        line: the line the record starts on (None when not known).
+        where: the record's own path in the file (`tests[2]`), put before a field at fault.
 
     Raises:
         InvalidInputError: an empty input, a field of the wrong shape, or a bad check.
     """
+    prefix = f"{where}." if where else ""
     if not (fields.get("input") or "").strip():
-        raise _error(line, "input is empty")
+        raise source_error(line, "is empty", f"{prefix}input")
     try:
         case = Case(**fields)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise _error(line, f"{where}: {first['msg']}") from exc
+        path = ".".join(str(part) for part in first["loc"]) or "case"
+        raise source_error(line, first["msg"], f"{prefix}{path}") from exc
     try:
         validate_checks(case)
     except InvalidInputError as exc:
-        raise _error(line, f"{exc.field}: {exc.message}") from exc
+        raise source_error(line, exc.message, f"{prefix}{exc.field}") from exc
     return case
 
 
-class _Ids:
+class CaseIds:
     """Case ids seen so far in one source, to refuse a repeat by the line that repeats it."""
 
     def __init__(self) -> None:
-        self._lines: dict[str, int] = {}
+        self._lines: dict[str, int | None] = {}
 
-    def claim(self, case_id: str, line: int, *, derived: bool) -> None:
-        """Record `case_id` for `line`; `derived` says it came from the input, for the hint."""
+    def claim(
+        self,
+        case_id: str,
+        line: int | None,
+        *,
+        derived: bool,
+        hint: str = "give each a case_id to keep both",
+        source_field: str = "case_id",
+    ) -> None:
+        """Record `case_id` for `line`; `derived` says it came from the input, for the `hint`.
+
+        Raises:
+            InvalidInputError: the id was claimed already (naming the first line holding it).
+        """
         if case_id in self._lines:
             first = self._lines[case_id]
-            hint = "; the same input, so give each a case_id to keep both" if derived else ""
-            raise _error(line, f"duplicate case_id {case_id!r} (first on line {first}{hint})")
+            said = f"first on line {first}" if first is not None else "used before"
+            more = f"; the same input, so {hint}" if derived else ""
+            raise source_error(line, f"duplicate case_id {case_id!r} ({said}{more})", source_field)
         self._lines[case_id] = line
 
 
 def _given_id(value: Any, line: int) -> str | None:
     """A source's case id, trimmed; None when absent or blank."""
-    text = _text(value, "case_id", line)
+    text = text_value(value, "case_id", line)
     return text.strip() if text and text.strip() else None
+
+
+def _not_inspect(has_target: bool, has_reference: bool, line: int) -> None:
+    """Refuse Inspect's `target` where assay's own kinds read `reference` (issue 13: it used to
+    land in `metadata`, leaving every case ungraded)."""
+    if has_target and not has_reference:
+        raise source_error(
+            line,
+            "is Inspect's field: import the file with format inspect (or call it reference)",
+            "target",
+        )
 
 
 def parse_jsonl(text: str) -> list[Case]:
@@ -185,24 +254,25 @@ def parse_jsonl(text: str) -> list[Case]:
             `details["line"]` name the line.
     """
     cases: list[Case] = []
-    ids = _Ids()
-    for line, obj in _json_lines(text):
+    ids = CaseIds()
+    for line, obj in json_lines(text):
         obj = dict(obj)
+        _not_inspect("target" in obj, "reference" in obj, line)
         if "input" not in obj and "question" in obj:
             obj["input"] = obj.pop("question")
         extra = {key: obj.pop(key) for key in list(obj) if key not in _CASE_FIELDS}
         metadata = obj.get("metadata") or {}
         if not isinstance(metadata, dict):
-            raise _error(line, "metadata must be a JSON object")
+            raise _error(line, "must be a JSON object", "metadata")
         obj["metadata"] = {**extra, **metadata}
-        obj["input"] = _text(obj.get("input"), "input", line)
+        obj["input"] = text_value(obj.get("input"), "input", line)
         for name in ("reference", "counter_example"):
             if name in obj:
-                obj[name] = _text(obj[name], name, line)
-        obj["tags"] = _tags(obj.get("tags"), line)
+                obj[name] = text_value(obj[name], name, line)
+        obj["tags"] = tags_value(obj.get("tags"), line)
         given = _given_id(obj.get("case_id"), line)
         obj["case_id"] = given or derived_case_id(obj["input"] or "")
-        case = _build(obj, line)
+        case = build_case(obj, line)
         ids.claim(case.case_id, line, derived=given is None)
         cases.append(case)
     return cases
@@ -242,9 +312,10 @@ def parse_csv(text: str) -> list[Case]:
         header = ["input" if name == "question" else name for name in header]
     if "input" not in header:
         raise _error(1, "the header has no input (or question) column")
+    _not_inspect("target" in header, "reference" in header, 1)
 
     cases: list[Case] = []
-    ids = _Ids()
+    ids = CaseIds()
     start = reader.line_num + 1
     while True:
         try:
@@ -262,7 +333,7 @@ def parse_csv(text: str) -> list[Case]:
         fields: dict[str, Any] = {
             name: cells[name] for name in _CSV_COLUMNS if cells.get(name, "").strip()
         }
-        fields["tags"] = _tags(fields.get("tags"), line)
+        fields["tags"] = tags_value(fields.get("tags"), line)
         fields["metadata"] = {
             name: value
             for name, value in cells.items()
@@ -271,7 +342,7 @@ def parse_csv(text: str) -> list[Case]:
         fields["input"] = cells.get("input", "")
         given = _given_id(cells.get("case_id"), line)
         fields["case_id"] = given or derived_case_id(fields["input"])
-        case = _build(fields, line)
+        case = build_case(fields, line)
         ids.claim(case.case_id, line, derived=given is None)
         cases.append(case)
     return cases
@@ -306,17 +377,17 @@ def parse_gsm8k(text: str) -> list[Case]:
             (hence case_id); the message and `details["line"]` name the line.
     """
     cases: list[Case] = []
-    ids = _Ids()
-    for line, obj in _json_lines(text):
-        question = _text(obj.get("question"), "question", line) or ""
+    ids = CaseIds()
+    for line, obj in json_lines(text):
+        question = text_value(obj.get("question"), "question", line) or ""
         solution = obj.get("answer", obj.get("ground_truth"))
         if not isinstance(solution, str) or not solution.strip():
-            raise _error(line, "a GSM8K line needs an answer (or ground_truth) solution")
+            raise _error(line, "a GSM8K line needs an answer (or ground_truth) solution", "answer")
         reference = _final_answer(solution)
         if reference is None:
-            raise _error(line, "the solution has no final number")
+            raise _error(line, "the solution has no final number", "answer")
         given = _given_id(obj.get("case_id"), line)
-        case = _build(
+        case = build_case(
             {
                 "case_id": given or gsm8k_case_id(question),
                 "input": question,
@@ -328,26 +399,3 @@ def parse_gsm8k(text: str) -> list[Case]:
         ids.claim(case.case_id, line, derived=given is None)
         cases.append(case)
     return cases
-
-
-_PARSERS = {
-    SourceKind.JSONL: parse_jsonl,
-    SourceKind.CSV: parse_csv,
-    SourceKind.GSM8K: parse_gsm8k,
-}
-
-
-def parse(kind: str, text: str) -> list[Case]:
-    """Cases from a source of the given kind ("jsonl" | "csv" | "gsm8k").
-
-    Raises:
-        InvalidInputError: field `kind` for an unknown kind; otherwise as the parser raises.
-    """
-    try:
-        parser = _PARSERS[SourceKind(kind)]
-    except ValueError as exc:
-        known = ", ".join(SourceKind)
-        raise InvalidInputError(
-            f"unknown source kind {kind!r} (known: {known})", field="kind"
-        ) from exc
-    return parser(text)

@@ -300,3 +300,20 @@ def invalid_reason(candidate_keys: Iterable[str], baseline_keys: Iterable[str]) 
             f"{next(iter(base))}): a flip would say something about the grading, not the agent"
         )
     return None
+
+
+def missing_criteria(have: Sequence[Criterion], wanted: Sequence[Criterion]) -> list[Criterion]:
+    """The `wanted` criteria (an imported file's rubrics, issue 13) that a judge's `have` does
+    not grade as wanted: one is there when a criterion of the same id has the same text and
+    reaches its tags (no tags, or one of them)."""
+    by_id = {c.criterion_id: c for c in have}
+    out = []
+    for want in wanted:
+        got = by_id.get(want.criterion_id)
+        if (
+            got is None
+            or got.text.strip() != want.text.strip()
+            or (got.tags and not set(got.tags) & set(want.tags))
+        ):
+            out.append(want)
+    return out

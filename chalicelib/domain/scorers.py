@@ -233,32 +233,64 @@ class Scorer(ABC):
 
 class _TextScorer(Scorer):
     """equals / contains / icontains: the answer against each check's `value`, else the
-    reference."""
+    reference.
+
+    A check's `value` is one text, or a list of texts of which ANY may match (an Inspect sample's
+    several targets, promptfoo's `contains-any`); every check must pass, as for every scorer.
+    """
 
     def applies(self, case: Case, settings: Settings) -> bool:
         return case.reference is not None or bool(check_params(case, self.name))
 
-    def _targets(self, case: Case) -> list[str]:
+    def _targets(self, case: Case) -> list[list[str]]:
+        """Each check's acceptable texts (one list per check), else `[[reference]]`."""
         checks = check_params(case, self.name)
         if not checks:
-            return [case.reference or ""]
+            return [[case.reference or ""]]
         targets = []
         for params in checks:
-            if params.get("value") is None:
+            value = params.get("value")
+            if value is None or value == []:
                 raise ValueError(f"a {self.name} check has no value")
-            targets.append(str(params["value"]))
+            targets.append([str(v) for v in value] if isinstance(value, list) else [str(value)])
         return targets
 
     def check_params(self, params: Settings, field: str) -> None:
-        if params.get("value") is None:
+        value = params.get("value")
+        if value is None:
             raise InvalidInputError(f"a {self.name} check needs a value", field=f"{field}.value")
+        if isinstance(value, list) and (
+            not value or not all(isinstance(v, str | int | float) for v in value)
+        ):
+            raise InvalidInputError(
+                f"a {self.name} check's value is a text or a non-empty list of texts",
+                field=f"{field}.value",
+            )
+        if isinstance(value, dict):
+            raise InvalidInputError(
+                f"a {self.name} check's value is a text, not an object", field=f"{field}.value"
+            )
 
     def score(self, case: Case, answer: AgentAnswer, settings: Settings) -> ScoreResult:
-        return _combine(self.name, [self._verdict(answer.answer, t) for t in self._targets(case)])
+        return _combine(self.name, [self._any(answer.answer, t) for t in self._targets(case)])
+
+    def _any(self, answer: str, targets: list[str]) -> tuple[bool, str]:
+        """(passed, reason) of `answer` against one check's acceptable texts: the first that
+        matches passes it; with several and none matching, the reason names them all."""
+        verdicts = [self._verdict(answer, t) for t in targets]
+        passing = next((v for v in verdicts if v[0]), None)
+        if passing is not None or len(targets) == 1:
+            return passing or verdicts[0]
+        shown = ", ".join(_shown(t) for t in targets)
+        return False, f"expected {self._expected_any(shown)}, got {_shown(answer)}"
 
     @abstractmethod
     def _verdict(self, answer: str, target: str) -> tuple[bool, str]:
         """(passed, reason) of `answer` against one target."""
+
+    @abstractmethod
+    def _expected_any(self, shown: str) -> str:
+        """What a reason says was expected of the answer, given several acceptable texts."""
 
 
 class EqualsScorer(_TextScorer):
@@ -272,6 +304,9 @@ class EqualsScorer(_TextScorer):
             return True, f"answer equals {_shown(want)}"
         return False, f"expected {_shown(want)}, got {_shown(got)}"
 
+    def _expected_any(self, shown: str) -> str:
+        return f"one of {shown}"
+
 
 class ContainsScorer(_TextScorer):
     """The answer contains the target verbatim."""
@@ -282,6 +317,9 @@ class ContainsScorer(_TextScorer):
         if target in answer:
             return True, f"answer contains {_shown(target)}"
         return False, f"expected the answer to contain {_shown(target)}, got {_shown(answer)}"
+
+    def _expected_any(self, shown: str) -> str:
+        return f"the answer to contain one of {shown}"
 
 
 class IContainsScorer(_TextScorer):
@@ -295,6 +333,9 @@ class IContainsScorer(_TextScorer):
         return False, (
             f"expected the answer to contain {_shown(target)} (ignoring case), got {_shown(answer)}"
         )
+
+    def _expected_any(self, shown: str) -> str:
+        return f"the answer to contain one of {shown} (ignoring case)"
 
 
 # ---------------------------------------------------------------------------------------
@@ -476,8 +517,46 @@ def _outside_references(schema: Any) -> list[str]:
     return outside
 
 
+EMBEDDED_JSON_TRIES = 50
+"""How many `{` / `[` of an answer an `embedded` JSON check tries to read a JSON value from: an
+answer of 1 MiB of unclosed brackets must not cost a worker more than that many reads."""
+
+
+def _embedded_json(text: str) -> list[Any]:
+    """The JSON objects and arrays written inside `text`, in order (prose, code fences and other
+    text around them ignored; a value inside one found is not listed again).
+
+    The whole text is read first; then a value is read from each `{` or `[` after the last one
+    found, at most `EMBEDDED_JSON_TRIES` times.
+    """
+    whole, error = _parse_json(text)
+    if error is None and isinstance(whole, dict | list):
+        return [whole]
+    decoder = json.JSONDecoder()
+    found: list[Any] = []
+    position = tries = 0
+    while tries < EMBEDDED_JSON_TRIES:
+        starts = [i for i in (text.find("{", position), text.find("[", position)) if i >= 0]
+        if not starts:
+            break
+        start = min(starts)
+        tries += 1
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            position = start + 1
+            continue
+        found.append(value)
+        position = end
+    return found
+
+
 class JsonSchemaScorer(Scorer):
     """The answer is JSON valid against a JSON Schema (each check's `schema`, else settings').
+
+    A check with `embedded: true` asks instead that the answer CONTAIN a JSON object or array
+    valid against the schema, prose around it allowed (promptfoo's `contains-json`): any of the
+    values `_embedded_json` finds may pass it.
 
     The schema's own `$schema` picks the draft (default: the latest `jsonschema` knows). A
     broken schema raises (`SchemaError`), so the attempt is `incomplete`, not `failed`: the
@@ -520,35 +599,61 @@ class JsonSchemaScorer(Scorer):
     def check_params(self, params: Settings, field: str) -> None:
         if params.get("schema") is None:
             raise InvalidInputError("a json_schema check needs a schema", field=f"{field}.schema")
+        if not isinstance(params.get("embedded", False), bool):
+            raise InvalidInputError("embedded must be true or false", field=f"{field}.embedded")
         self.check_settings(params, field)
 
     def score(self, case: Case, answer: AgentAnswer, settings: Settings) -> ScoreResult:
-        schemas = [p.get("schema") for p in check_params(case, self.name)] or [
-            settings.get("schema")
-        ]
-        document, error = _parse_json(answer.answer)
-        if error:
-            return ScoreResult(scorer=self.name, passed=False, score=0.0, reason=error)
-        import jsonschema.validators
-        from jsonschema.exceptions import best_match
-
+        checks = check_params(case, self.name) or [{"schema": settings.get("schema")}]
+        whole, error = _parse_json(answer.answer)
+        embedded: list[Any] | None = None
         verdicts = []
-        for schema in schemas:
+        for params in checks:
+            schema = params.get("schema")
             if schema is None:
                 raise ValueError("a json_schema check has no schema")
-            validator_cls = jsonschema.validators.validator_for(schema)
-            validator_cls.check_schema(schema)
-            worst = best_match(
-                validator_cls(schema, registry=_no_retrieval()).iter_errors(document)
-            )
-            if worst is None:
-                verdicts.append((True, "answer matches the schema"))
+            if params.get("embedded") is True:
+                if embedded is None:
+                    embedded = _embedded_json(answer.answer)
+                verdicts.append(self._any_matches(schema, embedded))
+            elif error:
+                verdicts.append((False, error))
             else:
-                where = _json_path(worst.absolute_path)
-                verdicts.append(
-                    (False, f"answer does not match the schema at {where}: {worst.message}")
-                )
+                found = _schema_error(schema, whole)
+                verdicts.append((True, "answer matches the schema") if found is None else found)
         return _combine(self.name, verdicts)
+
+    @staticmethod
+    def _any_matches(schema: Any, values: list[Any]) -> tuple[bool, str]:
+        """(passed, reason): whether any of the JSON values found in an answer matches."""
+        if not values:
+            return False, "the answer holds no JSON object or array"
+        problems = []
+        for value in values:
+            found = _schema_error(schema, value)
+            if found is None:
+                return True, "the answer holds JSON that matches the schema"
+            problems.append(found[1])
+        many = f" (the first of {len(values)} JSON values in it)" if len(values) > 1 else ""
+        return False, f"{problems[0]}{many}"
+
+
+def _schema_error(schema: Any, document: Any) -> tuple[bool, str] | None:
+    """None when `document` is valid against `schema`, else (False, where and why not).
+
+    Raises:
+        jsonschema.exceptions.SchemaError: a broken schema (the attempt is then `incomplete`).
+    """
+    import jsonschema.validators
+    from jsonschema.exceptions import best_match
+
+    validator_cls = jsonschema.validators.validator_for(schema)
+    validator_cls.check_schema(schema)
+    worst = best_match(validator_cls(schema, registry=_no_retrieval()).iter_errors(document))
+    if worst is None:
+        return None
+    where = _json_path(worst.absolute_path)
+    return False, f"answer does not match the schema at {where}: {worst.message}"
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,22 +1,37 @@
-"""Datasets and their immutable versions: cases given inline or imported (JSONL, CSV, GSM8K)."""
+"""Datasets and their immutable versions: cases given inline or imported (JSONL, CSV, GSM8K,
+promptfoo test files, Inspect datasets: `domain.dataset_sources`).
+
+A version is checked whole before anything is written (its cases, its scoring, the judge it
+names), and a dataset created together with its first version (`create_with_version`, what
+`assay import --create` sends) is kept only if that version is: a refused or failed import
+leaves no empty dataset behind, and trying again succeeds (issue 13 scope 3).
+"""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
+import logging
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
-from chalicelib.domain import importers, scorers
+from chalicelib.domain import dataset_sources, scorers
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
-from chalicelib.domain.judge_rules import JUDGE_SCORER
+from chalicelib.domain.importers import Imported
+from chalicelib.domain.judge_rules import JUDGE_SCORER, Criterion, missing_criteria
 from chalicelib.domain.models import Case, ScoringConfig
 from chalicelib.domain.records import Dataset, DatasetCase
-from chalicelib.errors import InvalidInputError, invalid_input
+from chalicelib.errors import ConflictError, InvalidInputError, invalid_input
 from chalicelib.services import judges, redacting
+
+log = logging.getLogger(__name__)
 
 
 def parse_scoring(raw: Any) -> ScoringConfig:
@@ -76,6 +91,20 @@ def redact_cases(c: Container, org_id: str, cases: list[Case]) -> list[Case]:
     return out
 
 
+def _header(c: Container, who: Identity, name: str, dataset_id: str | None) -> Dataset:
+    if dataset_id is not None:
+        check_tenant_id(dataset_id, "dataset_id")
+    return Dataset(
+        dataset_id=dataset_id or f"ds_{uuid.uuid4().hex[:12]}",
+        version=0,
+        org_id=who.org_id,
+        name=name,
+        created_at=iso(c.clock.now()),
+        created_by=who.user_id,
+        latest_version=0,
+    )
+
+
 def create_dataset(
     c: Container, who: Identity, *, name: str, dataset_id: str | None = None
 ) -> Dataset:
@@ -85,19 +114,209 @@ def create_dataset(
     Raises InvalidInputError for a `dataset_id` with `#` or `/`, ConflictError for an id the
     organization has already.
     """
-    if dataset_id is not None:
-        check_tenant_id(dataset_id, "dataset_id")
-    header = Dataset(
-        dataset_id=dataset_id or f"ds_{uuid.uuid4().hex[:12]}",
-        version=0,
-        org_id=who.org_id,
-        name=name,
-        created_at=iso(c.clock.now()),
-        created_by=who.user_id,
-        latest_version=0,
-    )
+    header = _header(c, who, name, dataset_id)
     c.datasets.create(header)
     return header
+
+
+def create_with_version(
+    c: Container,
+    who: Identity,
+    *,
+    name: str,
+    dataset_id: str | None = None,
+    scoring: Any = None,
+    cases: Any = None,
+    source: dict[str, Any] | None = None,
+) -> tuple[Dataset, Dataset]:
+    """Create a dataset together with its first version (`scoring`, `cases` | `source` as
+    `add_version` takes them): both, or neither (issue 13: `assay import --create`).
+
+    The version is checked whole before the dataset is written, and the dataset is deleted again
+    when writing the version fails: no request leaves behind an empty dataset it did not find. A
+    dataset of that id and name with no version yet (one a failed earlier create left, or one made
+    empty on purpose) gets the version instead of a 409, so trying again after a failure succeeds.
+
+    Returns:
+        (header, the first version).
+    Raises:
+        InvalidInputError: a `dataset_id` with `#` or `/`, or a version `add_version` refuses.
+        ConflictError: an id the organization has already (with a version, or under another name).
+    """
+    header = _header(c, who, name, dataset_id)
+    prepared = _prepare(c, who, scoring=scoring, cases=cases, source=source)
+    created = True
+    try:
+        c.datasets.create(header)
+    except ConflictError:
+        existing = c.datasets.get(who.org_id, header.dataset_id)
+        if existing.latest_version or existing.name != name:
+            raise
+        header, created = existing, False
+    try:
+        return _write_version(c, who, header, prepared)
+    except ConflictError:
+        raise  # another writer took the number: nothing of ours is written, the dataset is theirs
+    except BaseException:
+        # The store took back what it wrote of the version; the header goes too unless a version
+        # became readable meanwhile.
+        if created:
+            try:
+                c.datasets.delete_empty(who.org_id, header.dataset_id)
+            except Exception:  # noqa: BLE001 - the write's own error is the one to raise
+                # Left empty, the dataset still takes the retry: an empty one of this name does.
+                log.warning(
+                    "could not delete dataset %s after its first version failed",
+                    header.dataset_id,
+                    exc_info=True,
+                )
+        raise
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A version checked whole and ready to write."""
+
+    scoring: ScoringConfig
+    cases: list[Case]
+    ungraded: int
+
+
+def _source_cases(source: Any) -> Imported:
+    """What an import `source` holds. Raises InvalidInputError naming `source.*`."""
+    if not isinstance(source, dict) or not isinstance(source.get("content"), str):
+        raise InvalidInputError("source must be {format, content}", field="source.content")
+    imported = dataset_sources.read(
+        str(source.get("format")), source["content"], field="source.format"
+    )
+    limit = source.get("limit")
+    if limit is not None:
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise InvalidInputError("source.limit must be a positive integer", field="source.limit")
+        imported = Imported(imported.cases[:limit], imported.required, imported.criteria)
+    return imported
+
+
+def _with_required(scoring: Any, imported: Imported) -> Any:
+    """`scoring` with the scorers the file's own expectations need added (none given: just them).
+
+    A promptfoo assertion or an Inspect sample's choices are requirements of the file itself: left
+    out of `required` they would grade nothing and leave their cases ungraded.
+    """
+    if not imported.required:
+        return scoring
+    if scoring is None:
+        return {"required": list(imported.required)}
+    if not isinstance(scoring, dict) or not isinstance(scoring.get("required"), list):
+        return scoring  # parse_scoring names what is wrong with it
+    given = list(scoring["required"])
+    return {**scoring, "required": given + [n for n in imported.required if n not in given]}
+
+
+def _criteria_view(criteria: list[Criterion]) -> list[dict[str, Any]]:
+    return [c.model_dump(mode="json") for c in criteria]
+
+
+def _name_a_judge(scoring: Any, imported: Imported) -> None:
+    """Refuse a file with rubrics whose scoring names no judge (before the scoring is checked, so
+    the 400 lists the criteria to publish).
+
+    Raises:
+        InvalidInputError: field `scoring.settings.judge`, `details["criteria"]` the criteria.
+    """
+    if not imported.criteria:
+        return
+    settings = scoring.get("settings") if isinstance(scoring, dict) else None
+    if isinstance(settings, dict) and settings.get(JUDGE_SCORER):
+        return
+    raise InvalidInputError(
+        f"the file has {len(imported.criteria)} llm-rubric criteria: name a judge in "
+        "scoring.settings.judge whose criteria include them (details.criteria)",
+        field="scoring.settings.judge",
+        criteria=_criteria_view(imported.criteria),
+    )
+
+
+def _check_rubrics(c: Container, org_id: str, scoring: ScoringConfig, imported: Imported) -> None:
+    """Refuse a version whose file defines judge criteria its judge does not have.
+
+    Raises:
+        InvalidInputError: field `scoring.settings.judge`, with `details["criteria"]` the criteria
+            to publish on the judge (`POST /api/v1/judges/{id}/versions`).
+    """
+    if not imported.criteria:
+        return
+    judge = judges.of_scoring(c, org_id, scoring)
+    if judge is None:  # not reached: `judge` is required whenever a file has criteria
+        return
+    missing = missing_criteria(judge.spec.criteria, imported.criteria)
+    if missing:
+        raise InvalidInputError(
+            f"judge {judge.judge_id} (version {judge.version}) lacks {len(missing)} of the file's "
+            f"{len(imported.criteria)} llm-rubric criteria: publish a judge version with them "
+            "(details.criteria), then import again",
+            field="scoring.settings.judge",
+            criteria=_criteria_view(missing),
+        )
+
+
+def _prepare(
+    c: Container,
+    who: Identity,
+    *,
+    scoring: Any = None,
+    cases: Any = None,
+    source: dict[str, Any] | None = None,
+) -> _Prepared:
+    """Check a version whole, writing nothing: its cases (inline or imported), its scoring (with
+    the scorers an imported file needs) and the judge it names.
+
+    Raises:
+        InvalidInputError: no cases, malformed cases or source, unknown scorers, a judge that does
+            not grade the file's rubrics. NotFoundError: an unknown judge.
+    """
+    if (cases is None) == (source is None):
+        raise InvalidInputError("give exactly one of cases or source", field="cases")
+    imported = _source_cases(source) if source is not None else Imported(parse_cases(cases))
+    _name_a_judge(scoring, imported)
+    scoring_cfg = parse_scoring(_with_required(scoring, imported))
+    if not imported.cases:
+        raise InvalidInputError("a dataset version needs at least one case", field="cases")
+    parsed = redact_cases(c, who.org_id, imported.cases)
+    _check_rubrics(c, who.org_id, scoring_cfg, imported)
+    # The judge must exist and be published; it decides which cases its criteria reach.
+    effective = judges.effective_scoring(scoring_cfg, judges.of_scoring(c, who.org_id, scoring_cfg))
+    ungraded = sum(1 for case in parsed if not scorers.is_gradable(case, effective))
+    return _Prepared(scoring_cfg, parsed, ungraded)
+
+
+def _write_version(
+    c: Container, who: Identity, header: Dataset, prepared: _Prepared
+) -> tuple[Dataset, Dataset]:
+    """Write `prepared` as the next version of `header`'s dataset; returns (header, the version).
+
+    Raises ConflictError when the number was claimed meanwhile (nothing is written then)."""
+    version = c.datasets.next_version(who.org_id, header.dataset_id)
+    row = Dataset(
+        dataset_id=header.dataset_id,
+        version=version,
+        org_id=who.org_id,
+        name=header.name,
+        created_at=iso(c.clock.now()),
+        created_by=who.user_id,
+        scoring=prepared.scoring.model_dump(mode="json"),
+        case_ids=[case.case_id for case in prepared.cases],
+        case_count=len(prepared.cases),
+        ungraded_cases=prepared.ungraded,
+    )
+    c.datasets.add_version(
+        row,
+        [
+            DatasetCase(case_id=case.case_id, case=case.model_dump(mode="json"))
+            for case in prepared.cases
+        ],
+    )
+    return c.datasets.get(who.org_id, header.dataset_id), row
 
 
 def add_version(
@@ -105,68 +324,82 @@ def add_version(
     who: Identity,
     dataset_id: str,
     *,
-    scoring: Any,
+    scoring: Any = None,
     cases: Any = None,
     source: dict[str, Any] | None = None,
 ) -> tuple[Dataset, Dataset]:
     """Add the next immutable version from inline `cases` or an import `source`.
 
     Args:
-        scoring: `{"required": [...], "settings": {...}}`.
+        scoring: `{"required": [...], "settings": {...}}`; may be left out when the source's own
+            expectations say how to grade it (a promptfoo file's assertions, an Inspect dataset's
+            choices): their scorers are added to `required` in any case.
         cases: a list of case objects, or None when `source` is given.
-        source: `{"format": "jsonl"|"csv"|"gsm8k", "content": "<text>", "limit": N?}`.
+        source: `{"format": "jsonl"|"csv"|"gsm8k"|"promptfoo"|"inspect", "content": "<text>",
+            "limit": N?}`.
     Returns:
         (header, the new version row).
     Raises:
-        InvalidInputError: no cases, malformed cases or source, unknown scorers.
-        NotFoundError: unknown dataset. ConflictError: a concurrent version took the number.
+        InvalidInputError: no cases, malformed cases or source, unknown scorers, a judge without
+            the file's rubrics. NotFoundError: unknown dataset or judge.
+        ConflictError: a concurrent version took the number.
     """
     header = c.datasets.get(who.org_id, dataset_id)
-    scoring_cfg = parse_scoring(scoring)
-    if (cases is None) == (source is None):
-        raise InvalidInputError("give exactly one of cases or source", field="cases")
-    if source is not None:
-        if not isinstance(source, dict) or not isinstance(source.get("content"), str):
-            raise InvalidInputError("source must be {format, content}", field="source.content")
-        fmt = source.get("format")
-        if fmt not in ("jsonl", "csv", "gsm8k"):
-            raise InvalidInputError(
-                "source.format must be one of jsonl, csv, gsm8k", field="source.format"
-            )
-        parsed = importers.parse(fmt, source["content"])
-        limit = source.get("limit")
-        if limit is not None:
-            if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-                raise InvalidInputError(
-                    "source.limit must be a positive integer", field="source.limit"
-                )
-            parsed = parsed[:limit]
-    else:
-        parsed = parse_cases(cases)
-    if not parsed:
-        raise InvalidInputError("a dataset version needs at least one case", field="cases")
-    parsed = redact_cases(c, who.org_id, parsed)
-    # The judge must exist and be published; it decides which cases its criteria reach.
-    effective = judges.effective_scoring(scoring_cfg, judges.of_scoring(c, who.org_id, scoring_cfg))
-    ungraded = sum(1 for case in parsed if not scorers.is_gradable(case, effective))
-    version = c.datasets.next_version(who.org_id, dataset_id)
-    row = Dataset(
-        dataset_id=dataset_id,
-        version=version,
-        org_id=who.org_id,
-        name=header.name,
-        created_at=iso(c.clock.now()),
-        created_by=who.user_id,
-        scoring=scoring_cfg.model_dump(mode="json"),
-        case_ids=[case.case_id for case in parsed],
-        case_count=len(parsed),
-        ungraded_cases=ungraded,
+    prepared = _prepare(c, who, scoring=scoring, cases=cases, source=source)
+    return _write_version(c, who, header, prepared)
+
+
+CASES_PAGE = 100
+"""Cases per page of a dataset version's listing, unless `limit` says otherwise."""
+MAX_CASES_PAGE = 500
+"""The most cases one page of a dataset version's listing holds."""
+
+
+@dataclass(frozen=True)
+class CasePage:
+    """One page of a listing of cases, and the cursor of the next page (None after the last)."""
+
+    cases: list[dict[str, Any]]
+    next_cursor: str | None
+
+
+def encode_cursor(after: str) -> str:
+    """The opaque cursor of a page that starts after the case `after`."""
+    return base64.urlsafe_b64encode(json.dumps({"after": after}).encode()).decode()
+
+
+def decode_cursor(cursor: str | None) -> str | None:
+    """The case id a cursor `encode_cursor` gave starts after; None for no cursor.
+
+    Raises InvalidInputError (field `cursor`) for anything else.
+    """
+    if not cursor:
+        return None
+    try:
+        value = json.loads(base64.urlsafe_b64decode(cursor.encode()).decode())
+    except (ValueError, RecursionError, binascii.Error, UnicodeError):
+        value = None
+    if not isinstance(value, dict) or not isinstance(value.get("after"), str):
+        raise InvalidInputError("cursor is not one this API gave", field="cursor")
+    return str(value["after"])
+
+
+def list_cases(
+    c: Container, version: Dataset, *, limit: int = CASES_PAGE, cursor: str | None = None
+) -> CasePage:
+    """A page of a dataset version's cases, by case id (a query of that version's cases from the
+    case after the cursor; never a scan).
+
+    Raises InvalidInputError for a `limit` outside 1..`MAX_CASES_PAGE` or a bad cursor.
+    """
+    if not 1 <= limit <= MAX_CASES_PAGE:
+        raise InvalidInputError(f"limit must be between 1 and {MAX_CASES_PAGE}", field="limit")
+    after = decode_cursor(cursor)
+    rows, more = c.datasets.cases_page(
+        version.org_id, version.dataset_id, int(version.version), limit=limit, after=after
     )
-    c.datasets.add_version(
-        row,
-        [DatasetCase(case_id=case.case_id, case=case.model_dump(mode="json")) for case in parsed],
-    )
-    return c.datasets.get(who.org_id, dataset_id), row
+    last = rows[-1]["case_id"] if rows and more else None
+    return CasePage(rows, encode_cursor(last) if last is not None else None)
 
 
 def coverage(

@@ -684,6 +684,20 @@ class CaseResults:
     arms: dict[str, CaseSide]
 
 
+@dataclass(frozen=True)
+class CasesPage:
+    """One page of a run's cases and the cursor of the next page (None after the last)."""
+
+    cases: list[CaseResults]
+    next_cursor: str | None
+
+
+CASES_PAGE = 50
+"""Cases per page of `GET /eval-runs/{id}/cases` unless `limit` says otherwise."""
+MAX_CASES_PAGE = 200
+"""The most cases one page holds (each with every attempt of every arm)."""
+
+
 def cases(
     c: Container,
     who: Identity,
@@ -693,18 +707,33 @@ def cases(
     tag: str | None = None,
     arm_id: str | None = None,
     case_id: str | None = None,
-) -> list[CaseResults]:
-    """Every case of the run, in the run's order: what it expects, its comparison outcome and every
-    attempt per arm.
+    limit: int = CASES_PAGE,
+    cursor: str | None = None,
+) -> CasesPage:
+    """A page of the run's cases, in the run's order: what each expects, its comparison outcome and
+    every attempt per arm.
 
     Filters: `outcome` (a comparison outcome such as `regression`, or a settled state such as
-    `failed`), `tag`, `arm_id`, `case_id`.
-    Raises NotFoundError for an unknown run or arm.
+    `failed`), `tag`, `arm_id`, `case_id`. A page holds at most `limit` cases that pass them; the
+    cursor stands for the last case a page returned, so the pages of one listing hold each case at
+    most once whatever is recorded in between. The run's attempts are read with queries of its key
+    (and of a borrowed baseline's run), never a scan.
+
+    Raises NotFoundError for an unknown run or arm; InvalidInputError for a `limit` outside
+    1..`MAX_CASES_PAGE` or a cursor this listing did not give.
     """
+    if not 1 <= limit <= MAX_CASES_PAGE:
+        raise InvalidInputError(f"limit must be between 1 and {MAX_CASES_PAGE}", field="limit")
     run = c.runs.get_for_org(who.org_id, run_id)
     arm_ids = [a.arm_id for a in run.arms]
     if arm_id is not None and arm_id not in arm_ids:
         raise NotFoundError(f"arm {arm_id} not found in run {run_id}", field="arm_id")
+    after = dataset_service.decode_cursor(cursor)
+    start = 0
+    if after is not None:
+        if after not in run.case_ids:
+            raise InvalidInputError("cursor is not one this API gave", field="cursor")
+        start = list(run.case_ids).index(after) + 1
     attempts = finalize.all_attempts(c, run)
     has_baseline = any(a.role is ArmRole.BASELINE for a in run.arms)
     compared = comparison(c, who, run_id)[1] if has_baseline else None
@@ -712,8 +741,10 @@ def cases(
     by_case: dict[str, list[Attempt]] = {}
     for row in attempts:
         by_case.setdefault(row.case_id, []).append(row)
-    out = []
-    for cid in run.case_ids:
+    out: list[CaseResults] = []
+    ordered = list(run.case_ids)
+    more = False
+    for cid in ordered[start:]:
         if case_id is not None and cid != case_id:
             continue
         case = c.datasets.get_case(run.org_id, run.dataset_id, int(run.dataset_version), cid) or {}
@@ -737,8 +768,12 @@ def cases(
             and all(s.settled != outcome for s in sides.values())
         ):
             continue
+        if len(out) == limit:
+            more = True
+            break
         out.append(entry)
-    return out
+    next_cursor = dataset_service.encode_cursor(out[-1].case_id) if more else None
+    return CasesPage(out, next_cursor)
 
 
 def arm_spec(c: Container, who: Identity, run_id: str, arm_id: str) -> Arm:

@@ -290,6 +290,20 @@ class FakeDatasets:
     def cases(self, org_id: str, dataset_id: str, version: int) -> builtins.list[dict[str, Any]]:
         return list(self.case_rows.get((org_id, dataset_id, version), {}).values())
 
+    def cases_page(
+        self, org_id: str, dataset_id: str, version: int, *, limit: int, after: str | None
+    ) -> tuple[builtins.list[dict[str, Any]], bool]:
+        rows = self.case_rows.get((org_id, dataset_id, version), {})
+        ids = sorted(i for i in rows if after is None or i > after)
+        return [rows[i] for i in ids[:limit]], len(ids) > limit
+
+    def delete_empty(self, org_id: str, dataset_id: str) -> bool:
+        header = self.kept.get((org_id, dataset_id, 0))
+        if header is None or header.latest_version:
+            return False
+        del self.kept[(org_id, dataset_id, 0)]
+        return True
+
 
 class FakeEvaluations:
     """`ports.catalog.Evaluations` in a dict keyed by (org_id, evaluation_id)."""

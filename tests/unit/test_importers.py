@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from chalicelib.domain.dataset_sources import parse
 from chalicelib.domain.enums import Split
 from chalicelib.domain.importers import (
     derived_case_id,
     gsm8k_case_id,
-    parse,
     parse_csv,
     parse_gsm8k,
     parse_jsonl,
@@ -94,7 +94,8 @@ def test_a_repeated_jsonl_case_id_is_refused_naming_both_lines() -> None:
     with pytest.raises(InvalidInputError) as raised:
         parse_jsonl('{"case_id": "x", "input": "a"}\n{"case_id": "x", "input": "b"}')
     assert line_of(raised) == 2
-    assert raised.value.message == "line 2: duplicate case_id 'x' (first on line 1)"
+    assert raised.value.message == "line 2: case_id: duplicate case_id 'x' (first on line 1)"
+    assert raised.value.details == {"line": 2, "source_field": "case_id"}
 
 
 def test_two_jsonl_cases_with_one_input_and_no_ids_are_duplicates() -> None:
@@ -108,7 +109,8 @@ def test_two_jsonl_cases_with_one_input_and_no_ids_are_duplicates() -> None:
 def test_an_empty_or_missing_input_is_refused(line: str) -> None:
     with pytest.raises(InvalidInputError) as raised:
         parse_jsonl(line)
-    assert raised.value.message == "line 1: input is empty"
+    assert raised.value.message == "line 1: input: is empty"
+    assert raised.value.details == {"line": 1, "source_field": "input"}
 
 
 def test_a_jsonl_field_of_the_wrong_shape_is_refused_naming_the_field() -> None:
@@ -215,7 +217,7 @@ def test_a_gsm8k_line_without_a_solution_or_final_number_is_refused() -> None:
     assert line_of(raised) == 2
     with pytest.raises(InvalidInputError) as raised:
         parse_gsm8k('{"question": "q", "answer": "#### many"}')
-    assert raised.value.message == "line 1: the solution has no final number"
+    assert raised.value.message == "line 1: answer: the solution has no final number"
 
 
 def test_a_repeated_gsm8k_question_is_a_duplicate_case() -> None:

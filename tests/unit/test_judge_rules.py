@@ -1006,3 +1006,19 @@ def test_the_newest_arm_under_the_same_judge_wins_over_a_newer_arm_under_another
     other = replace(ARM, run_id="other", judge_key="B", completed_at_ms=NOW - HOUR)
     assert reusable([same, other], "A") == same
     assert default_baseline([other, same], judge_key="A", **ASK) == same
+
+
+def test_missing_criteria_are_those_the_judge_lacks_or_words_otherwise_or_scopes_away() -> None:
+    wanted = [
+        crit("rubric-a", "Is polite", ["rubric-a"]),
+        crit("rubric-b", "Is brief", ["rubric-b"]),
+    ]
+    assert rules.missing_criteria([*wanted], wanted) == []
+    assert rules.missing_criteria([crit("rubric-a", "Is polite")], wanted) == [wanted[1]]
+    assert (
+        rules.missing_criteria(
+            [crit("rubric-a", "Is rude", ["rubric-a"]), crit("rubric-b", "Is brief", ["other"])],
+            wanted,
+        )
+        == wanted
+    )

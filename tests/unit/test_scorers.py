@@ -527,3 +527,51 @@ def test_validate_checks_names_the_check_missing_its_pattern() -> None:
     with pytest.raises(InvalidInputError) as raised:
         validate_checks(case(checks=[Check(scorer="contains", value="a"), Check(scorer="regex")]))
     assert raised.value.field == "checks[1].pattern"
+
+
+# --- checks an importer writes (issue 13) -------------------------------------------------------
+
+
+def test_a_text_check_with_a_list_passes_on_any_of_its_texts() -> None:
+    c = case(reference="Paris", checks=[Check(scorer="equals", value=["Paris", "Paris, France"])])
+    scoring = ScoringConfig(required=["equals"])
+    assert grade(c, answer("Paris, France"), scoring).state is AttemptState.PASSED
+    failed = grade(c, answer("Lyon"), scoring)
+    assert failed.state is AttemptState.FAILED
+    assert failed.scores[0].reason == "expected one of 'Paris', 'Paris, France', got 'Lyon'"
+
+
+def test_a_text_check_with_an_empty_list_or_an_object_is_refused() -> None:
+    for value in ([], {"a": 1}):
+        with pytest.raises(InvalidInputError) as raised:
+            validate_checks(case(checks=[Check(scorer="contains", value=value)]))
+        assert raised.value.field == "checks[0].value"
+
+
+def test_an_embedded_json_schema_check_finds_json_inside_prose() -> None:
+    schema = {"type": "object", "required": ["city"]}
+    c = case(checks=[Check(scorer="json_schema", schema=schema, embedded=True)])
+    scoring = ScoringConfig(required=["json_schema"])
+    assert grade(c, answer('Sure: ```json\n{"city": "Oslo"}\n```'), scoring).state is (
+        AttemptState.PASSED
+    )
+    assert grade(c, answer('{"town": "Oslo"} or [1]'), scoring).reason == (
+        "json_schema: answer does not match the schema at $: 'city' is a required property "
+        "(the first of 2 JSON values in it)"
+    )
+    assert grade(c, answer("no JSON at all"), scoring).reason == (
+        "json_schema: the answer holds no JSON object or array"
+    )
+    # Without `embedded` the whole answer must be the JSON.
+    whole = case(checks=[Check(scorer="json_schema", schema=schema)])
+    assert grade(whole, answer('Sure: {"city": "Oslo"}'), scoring).state is AttemptState.FAILED
+
+
+def test_embedded_json_reads_a_bounded_number_of_brackets() -> None:
+    text = "[" * 5000 + ' {"city": "Oslo"}'
+    c = case(checks=[Check(scorer="json_schema", schema={}, embedded=True)])
+    # Past EMBEDDED_JSON_TRIES openings nothing more is read: the object at the end is not found.
+    assert grade(c, answer(text), ScoringConfig(required=["json_schema"])).state is (
+        AttemptState.FAILED
+    )
+    assert scorers.EMBEDDED_JSON_TRIES == 50

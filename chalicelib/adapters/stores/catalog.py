@@ -4,6 +4,7 @@ evaluations."""
 from __future__ import annotations
 
 import builtins
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -11,6 +12,7 @@ from dataclasses import fields
 from typing import Any
 
 from pynamodb.exceptions import (
+    DeleteError,
     DoesNotExist,
     PutError,
     TransactWriteError,
@@ -19,6 +21,7 @@ from pynamodb.exceptions import (
 from chalicelib.adapters.stores.base import (
     TX,
     changes,
+    condition_failed,
     conditional_update,
     reason_codes,
     record_of,
@@ -46,6 +49,8 @@ from chalicelib.domain.records import (
     ModelProfile,
 )
 from chalicelib.errors import ConflictError, NotFoundError
+
+log = logging.getLogger(__name__)
 
 # --- judges ----------------------------------------------------------------------------------
 
@@ -334,16 +339,25 @@ class DatasetStore:
             field="version",
         )
         key = org_key(version.org_id, version.dataset_id, int(version.version))
-        with DatasetCaseRow.batch_write() as batch:
-            for case in cases:
-                batch.save(DatasetCaseRow(key, case.case_id, case=case.case))
-        row.update(actions=[DatasetRow.ready.set(True)])
-        # False when a later version became ready first: it stays the latest.
-        conditional_update(
-            DatasetRow(dataset_key, 0),
-            [DatasetRow.latest_version.set(version.version)],
-            DatasetRow.latest_version < version.version,
-        )
+        try:
+            with DatasetCaseRow.batch_write() as batch:
+                for case in cases:
+                    batch.save(DatasetCaseRow(key, case.case_id, case=case.case))
+            row.update(actions=[DatasetRow.ready.set(True)])
+            # False when a later version became ready first: it stays the latest.
+            conditional_update(
+                DatasetRow(dataset_key, 0),
+                [DatasetRow.latest_version.set(version.version)],
+                DatasetRow.latest_version < version.version,
+            )
+        except BaseException:
+            # A version half written is never read (not ready) but would hold its number and its
+            # cases for ever; a failure while taking it back leaves the first error to be seen.
+            try:
+                self._take_back(version)
+            except Exception:  # noqa: BLE001 - the write's own error is the one to raise
+                log.warning("could not take back dataset version %s", key, exc_info=True)
+            raise
 
     def _version_cases(
         self, org_id: str, dataset_id: str, version: int
@@ -381,6 +395,48 @@ class DatasetStore:
         """Every case of an immutable version of the organization's dataset, by case id (cached like
         `get_case`)."""
         return list(self._version_cases(org_id, dataset_id, version).values())
+
+    def cases_page(
+        self, org_id: str, dataset_id: str, version: int, *, limit: int, after: str | None
+    ) -> tuple[builtins.list[dict[str, Any]], bool]:
+        """At most `limit` cases of the version after the case id `after`, by case id, and whether
+        more follow: one query of the version's key from `after` (a page reads `limit` + 1 rows,
+        not the version; a warm cache of the version serves it without a read)."""
+        key = org_key(org_id, dataset_id, int(version))
+        with self._lock:
+            cached = self._cases.get(key)
+        if cached is not None:
+            ids = [i for i in cached if after is None or i > after]  # the cache is in key order
+            return [cached[i] for i in ids[:limit]], len(ids) > limit
+        condition = DatasetCaseRow.case_id > after if after is not None else None
+        rows = list(DatasetCaseRow.query(key, condition, limit=limit + 1))
+        return [r.case for r in rows[:limit]], len(rows) > limit
+
+    def delete_empty(self, org_id: str, dataset_id: str) -> bool:
+        """Delete the dataset's header unless a version became readable (a conditional delete on
+        `latest_version` being 0): how a create whose first version failed is undone."""
+        try:
+            DatasetRow(org_key(org_id, dataset_id), 0).delete(
+                condition=DatasetRow.dataset_key.exists()
+                & (DatasetRow.latest_version.does_not_exist() | (DatasetRow.latest_version == 0))
+            )
+        except DeleteError as exc:
+            if not condition_failed(exc):
+                raise
+            return False
+        return True
+
+    def _take_back(self, version: Dataset) -> None:
+        """Delete what `add_version` wrote of a version before it failed: its cases (a query of
+        the version's key) and the row that claimed its number."""
+        key = org_key(version.org_id, version.dataset_id, int(version.version))
+        with self._lock:
+            self._cases.pop(key, None)
+        written = DatasetCaseRow.query(key, attributes_to_get=["version_key", "case_id"])
+        with DatasetCaseRow.batch_write() as batch:
+            for case in written:
+                batch.delete(case)
+        DatasetRow(org_key(version.org_id, version.dataset_id), int(version.version)).delete()
 
 
 # --- evaluations (seed 001) --------------------------------------------------------------------

@@ -141,7 +141,8 @@ class Datasets(Protocol):
     def add_version(self, version: Dataset, cases: Sequence[DatasetCase]) -> None:
         """Claim `version.version`, keep its cases, then make it readable and the header's latest
         (unless a later version became readable first). Raises ConflictError (field `version`)
-        when the number was claimed meanwhile; nothing is kept then."""
+        when the number was claimed meanwhile; nothing is kept then, nor when writing fails after
+        the claim (what was written of the version is taken back before the error is raised)."""
 
     def get_case(
         self, org_id: str, dataset_id: str, version: int, case_id: str
@@ -150,6 +151,16 @@ class Datasets(Protocol):
 
     def cases(self, org_id: str, dataset_id: str, version: int) -> builtins.list[dict[str, Any]]:
         """Every case (its JSON) of a version, by case id."""
+
+    def cases_page(
+        self, org_id: str, dataset_id: str, version: int, *, limit: int, after: str | None
+    ) -> tuple[builtins.list[dict[str, Any]], bool]:
+        """At most `limit` cases of a version with a case id after `after` (None: from the first),
+        by case id, and whether more follow."""
+
+    def delete_empty(self, org_id: str, dataset_id: str) -> bool:
+        """Forget a dataset header that has no readable version (how a create whose first version
+        failed is undone); False when it has one, or is gone already."""
 
 
 class Evaluations(Protocol):

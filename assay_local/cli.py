@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from assay_local.demo import ApiError
+from assay_local.extras import STACK_COMMANDS, require_local_stack
 
 DEFAULT_ORG = "org_default"
 DEFAULT_USER = "dev@assay.local"
@@ -645,6 +646,8 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_bench)
 
     args = parser.parse_args(argv)
+    if args.command in STACK_COMMANDS:
+        require_local_stack(args.command)
     try:
         return args.func(args)
     except ApiError as exc:

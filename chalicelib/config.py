@@ -147,6 +147,10 @@ class Settings(BaseModel):
     (`adapters.metrics`); `off`: none. Unset: `emf` in a deployed stage."""
     assay_metrics_namespace: str = Field("assay", min_length=1, max_length=255)
     """The CloudWatch namespace of the metrics."""
+    powertools_log_level: str | None = None
+    """Level of the JSON lines (`DEBUG`, `INFO`...; Powertools' own variable)."""
+    aws_lambda_log_level: str | None = None
+    """Set by Lambda from the function's logging configuration; `powertools_log_level` wins."""
     aws_endpoint_url: str | None = None
     """Endpoint of every AWS client (moto server or LocalStack); unset means AWS itself."""
     aws_default_region: str = "us-east-1"

@@ -1,11 +1,12 @@
 """What a function says about its work (issue 13 scope 6): structured logs and the request id.
 
 Logs: every module logs through the standard library (`logging.getLogger(__name__)`), as before. A
-deployed stage (`Settings.log_format` `json`) gives the `chalicelib` logger the handler and JSON
-formatter of a Powertools `Logger` (service `assay`, level `POWERTOOLS_LOG_LEVEL`
-or Lambda's own log level, `INFO` by default: Lambda's root logger dropped every `info` line), so
-each line is one JSON object on stdout. Besides Powertools' fields (`level`, `location`,
-`message`, `timestamp`, `service`...), a line carries the keys bound for the work at hand:
+deployed stage (`Settings.log_format` `json`) gives the `chalicelib` logger a stdout handler with
+the JSON formatter of Powertools' `Logger` (`LambdaPowertoolsFormatter`; service `assay`; level
+`POWERTOOLS_LOG_LEVEL`, else Lambda's own `AWS_LAMBDA_LOG_LEVEL`, else `INFO`: Lambda's root
+logger dropped every `info` line), so each line is one JSON object. Besides Powertools' fields
+(`level`, `location`, `message`, `timestamp`, `service`, `exception`...), a line carries the keys
+bound for the work at hand:
 
 - `correlation_id`: the request id on the API (API Gateway's, `X-Request-Id`), the SQS message id
   on a queue worker;
@@ -20,11 +21,14 @@ tests) the process's logging is left as it is, so `assay dev` and `make demo` pr
 
 Powertools is imported at the first invocation of a deployed function, not as its module is
 imported: its ~15 ms would count against the cold-import goals (issue 12, `bench.coldimport`).
+Its `Logger` object itself is not used: it would take the logger named `assay`, which is Chalice's
+app logger (with Chalice's text handler), and filter the root handlers.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import uuid
 from collections.abc import Iterator, Mapping
@@ -86,24 +90,32 @@ class ContextKeys(logging.Filter):
 _saved: tuple[list[logging.Handler], int, bool] | None = None
 
 
+def log_level(settings: Settings) -> str:
+    """The level of the JSON lines: `POWERTOOLS_LOG_LEVEL`, else Lambda's `AWS_LAMBDA_LOG_LEVEL`,
+    else `INFO` (as Powertools' `Logger` chooses)."""
+    chosen = settings.powertools_log_level or settings.aws_lambda_log_level or "INFO"
+    return chosen.upper() if chosen.upper() in logging.getLevelNamesMapping() else "INFO"
+
+
 def configure_logging(settings: Settings, stream: Any = None) -> bool:
-    """Give the `chalicelib` logger Powertools' JSON handler when `settings.log_format` is `json`
-    (once per process; `stream` default stdout); returns whether it is so configured."""
+    """Give the `chalicelib` logger a JSON handler (Powertools' formatter) when
+    `settings.log_format` is `json` (once per process; `stream` default stdout); returns whether
+    it is so configured."""
     global _configured, _saved
     if settings.log_format != "json":
         return False
     with _configured_lock:
         if _configured:
             return True
-        from aws_lambda_powertools.logging import Logger
+        from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
-        powertools = Logger(service=SERVICE, utc=True, use_rfc3339=True, stream=stream)
-        handler = powertools.registered_handler
+        handler = logging.StreamHandler(stream if stream is not None else sys.stdout)
+        handler.setFormatter(LambdaPowertoolsFormatter(service=SERVICE, utc=True, use_rfc3339=True))
         handler.addFilter(ContextKeys())
         target = logging.getLogger("chalicelib")
         _saved = (list(target.handlers), target.level, target.propagate)
         target.handlers = [handler]
-        target.setLevel(powertools.log_level)
+        target.setLevel(log_level(settings))
         target.propagate = False  # Lambda's root handler would print each line again, as text
         _configured = True
         return True

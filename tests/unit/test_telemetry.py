@@ -106,12 +106,20 @@ def test_json_logs_can_be_asked_for_outside_lambda_and_given_back():
 
 
 def test_the_keys_of_one_context_stay_out_of_another():
-    with telemetry.keys(run_id="a"):
-        telemetry.bind(case_id="c1")
-        assert dict(telemetry.bound()) == {"run_id": "a", "case_id": "c1"}
-        telemetry.bind(case_id=None)
-        assert dict(telemetry.bound()) == {"run_id": "a"}
-    assert dict(telemetry.bound()) == {}
+    import contextvars
+
+    def work() -> None:  # in a context of its own, as each thread and invocation has
+        with telemetry.keys(run_id="a"):
+            telemetry.bind(case_id="c1")
+            assert dict(telemetry.bound()) == {"run_id": "a", "case_id": "c1"}
+            telemetry.bind(case_id=None)
+            assert dict(telemetry.bound()) == {"run_id": "a"}
+        assert dict(telemetry.bound()) == {}
+        with telemetry.invocation(Settings(), None, correlation_id="r1"):
+            telemetry.bind(run_id="b")
+        assert dict(telemetry.bound()) == {}  # an invocation leaves nothing behind
+
+    contextvars.Context().run(work)
 
 
 # --- metrics ---------------------------------------------------------------------------------

@@ -69,16 +69,17 @@ class Settings(BaseModel):
     a task and sending it). A copy of a task that was only slow to arrive asks nobody twice."""
     eval_suite_dependency_debounce_seconds: int = Field(600, ge=0)
 
-    assay_resource_prefix: str = Field(DEFAULT_PREFIX, pattern=r"^[a-z0-9-]{0,40}$")
-    """Prefix of every table, queue and bucket name, and the root of the secrets' names (one
-    stack per prefix): lower-case letters, digits and `-` (S3 takes no other), at most 40."""
+    assay_resource_prefix: str = Field(DEFAULT_PREFIX, pattern=r"^[a-z0-9][a-z0-9-]{0,38}-$")
+    """Prefix of every table, queue and bucket name, and (without its `-`) the root of the
+    secrets' names, one stack per prefix: lower-case letters, digits and `-` (S3 takes no other),
+    a letter or digit first and `-` last (so no two prefixes share a root), at most 40."""
     assay_results_bucket: str = Field("", pattern=r"^([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])?$")
     """The results bucket's name; empty: `<prefix>results` (`StackNames.results_bucket`). S3
     names are global: a deployment names it after its account (`python -m infra package`)."""
     assay_jwt_secret: str = DEV_JWT_SECRET
     """HS256 secret that signs and checks bearer tokens; empty turns HS256 off (OIDC only). A
     deployed stage refuses to start with the built-in one (`bootstrap.check_deployment`)."""
-    assay_jwt_secret_parameter: str = Field("", pattern=r"^(/?[A-Za-z0-9_.-]+)*$", max_length=1011)
+    assay_jwt_secret_parameter: str = Field("", pattern=r"^[A-Za-z0-9_./-]{0,1011}$")
     """Name of the SSM Parameter Store parameter (a `SecureString`) that holds the HS256 secret;
     set, it replaces `assay_jwt_secret`, read once per process at the first token it signs or
     checks (`bootstrap.Container.signing_settings`). The operator names it (the stage's

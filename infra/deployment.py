@@ -46,7 +46,8 @@ class Deployment:
     """What an operator chooses for one stack; every name of it follows from these.
 
     Attributes:
-        prefix: `ASSAY_RESOURCE_PREFIX`: lower-case letters, digits, `-`, at most 40.
+        prefix: `ASSAY_RESOURCE_PREFIX`: lower-case letters, digits and `-`, ending with `-`, at
+            most 40.
         bucket: the results bucket; empty: `<prefix>results-${AWS::AccountId}`.
         case_timeout_seconds: `EVALUATION_CASE_TIMEOUT_SECONDS`: the case-tasks queue's
             visibility and the case worker's Lambda timeout follow it.

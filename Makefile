@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml
 	@if [ ! -x $(PY) ] || ! $(PY) -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then \
 		rm -rf $(VENV); $(PY312) -m venv $(VENV); fi
 	$(PY) -m pip install --quiet --upgrade 'pip<26.3'  # chalice 1.34 requires pip<26.3
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[local,dev]'  # the embedded stack (moto) is the local extra
 	@touch $@
 
 demo: setup

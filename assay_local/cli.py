@@ -20,6 +20,7 @@ from typing import Any
 
 from assay.client import ApiError, ApiUnreachable
 from assay.commands import UsageError
+from assay_local.extras import STACK_COMMANDS, require_local_stack
 
 DEFAULT_ORG = "org_default"
 DEFAULT_USER = "dev@assay.local"
@@ -727,6 +728,8 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_bench)
 
     args = parser.parse_args(argv)
+    if args.command in STACK_COMMANDS:
+        require_local_stack(args.command)
     try:
         return int(args.func(args))
     except (ApiError, ApiUnreachable, UsageError) as exc:

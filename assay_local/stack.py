@@ -88,14 +88,22 @@ def _make_local_chalice(app: Any) -> None:
         app.__class__ = type(f"Local{cls.__name__}", (LocalChalice, cls), {})
 
 
-def gateway_error_body(status: int) -> dict[str, Any]:
+def gateway_error_body(status: int, request_id: str | None = None) -> dict[str, Any]:
     """The body of an error the gateway answers itself (no view ran), as API Gateway's Gateway
-    Responses in `infra.gateway` answer it on AWS: `{"error": {"code", "message"}}`, a fixed
-    text."""
+    Responses in `infra.gateway` answer it on AWS: `{"error": {"code", "message", "request_id"}}`,
+    a fixed text and the request's id."""
     from chalicelib.api.common import GATEWAY_ERRORS
 
     code, message = GATEWAY_ERRORS[status]
-    return {"error": {"code": code, "message": message}}
+    error = {"code": code, "message": message}
+    return {"error": error | {"request_id": request_id} if request_id else error}
+
+
+def gateway_error_headers(request_id: str) -> dict[str, str]:
+    """The headers of an error the gateway answers itself: JSON, and the request id."""
+    from chalicelib.telemetry import REQUEST_ID_HEADER
+
+    return {"Content-Type": "application/json", REQUEST_ID_HEADER: request_id}
 
 
 class EmbeddedStack:
@@ -162,9 +170,7 @@ class EmbeddedStack:
         self._moto_state = moto_state
         self._moto_pass_fds = moto_pass_fds
         self._env_overrides = dict(env or {})
-        from chalicelib import names
-
-        self._workers: dict[str, int] = {names.CASE_TASKS_QUEUE: workers, "*": side_workers}
+        self._case_workers, self._side_workers = workers, side_workers
         self._poll_wait_seconds = poll_wait_seconds
         self._tick_seconds = tick_seconds
         self._run_scheduler = scheduler
@@ -180,6 +186,11 @@ class EmbeddedStack:
         self.app: Any = None
         self.pollers: Any = None
         self.scheduler: Any = None
+
+    @property
+    def _workers(self) -> dict[str, int]:
+        """Poller threads by queue name (the stack's case-tasks queue, and every other)."""
+        return {self.settings.names.case_tasks_queue: self._case_workers, "*": self._side_workers}
 
     # -- environment ---------------------------------------------------------------------------
 
@@ -253,6 +264,7 @@ class EmbeddedStack:
             settings.aws_default_region,
             settings.assay_resource_prefix,
             settings.evaluation_case_timeout_seconds,
+            bucket=settings.assay_results_bucket,
         )
         # Owner notices are mailed from a verified sender: verify it on the local stack.
         from chalicelib import bootstrap as composition
@@ -328,21 +340,32 @@ class EmbeddedStack:
         class RouteNotFound(LocalGatewayException):
             CODE = 404
 
+        from chalicelib.telemetry import new_request_id
+
         class JsonErrorGateway(LocalGateway):
             """Chalice's LocalGateway, but an unknown route is a 404 in the API's error shape, as on
             AWS (`infra.gateway`). Chalice's own answers 403 and, when the request has an
             Authorization header, repeats that header - the caller's bearer token - in its
-            message."""
+            message. Each request gets an id, as API Gateway gives one
+            (`requestContext.requestId`)."""
+
+            request_id = ""
 
             def handle_request(self, method: str, path: str, headers: Any, body: Any) -> Any:
+                self.request_id = new_request_id()
                 try:
                     self.event_converter._route_matcher.match_route(path)  # noqa: SLF001 - Chalice's matcher
                 except ValueError:
                     raise RouteNotFound(
-                        {"Content-Type": "application/json"},
-                        json.dumps(gateway_error_body(404)).encode(),
+                        gateway_error_headers(self.request_id),
+                        json.dumps(gateway_error_body(404, self.request_id)).encode(),
                     ) from None
                 return super().handle_request(method, path, headers, body)
+
+            def _generate_lambda_event(self, *args: Any, **kwargs: Any) -> Any:
+                event = super()._generate_lambda_event(*args, **kwargs)
+                event["requestContext"]["requestId"] = self.request_id
+                return event
 
         class QuietHandler(ChaliceRequestHandler):
             disable_nagle_algorithm = True  # headers and body are separate sends (see motoserver)
@@ -378,10 +401,11 @@ class EmbeddedStack:
                     super()._generic_handle()
                     return
                 self.close_connection = True  # the body is left unread
+                request_id = new_request_id()
                 self._send_http_response(
                     status,
-                    {"Content-Type": "application/json"},
-                    json.dumps(gateway_error_body(status)),
+                    gateway_error_headers(request_id),
+                    json.dumps(gateway_error_body(status, request_id)),
                 )
 
             # ChaliceRequestHandler binds these to its own _generic_handle.
@@ -391,8 +415,11 @@ class EmbeddedStack:
 
             def _method_not_allowed(self) -> None:
                 self._parse_payload()
+                request_id = new_request_id()
                 self._send_http_response(
-                    405, {"Content-Type": "application/json"}, json.dumps(gateway_error_body(405))
+                    405,
+                    gateway_error_headers(request_id),
+                    json.dumps(gateway_error_body(405, request_id)),
                 )
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib's name

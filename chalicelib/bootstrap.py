@@ -13,7 +13,6 @@ import threading
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from chalicelib import names
 from chalicelib.clock import Clock, SystemClock
 from chalicelib.config import DEV_JWT_SECRET, Settings, get_settings
 from chalicelib.errors import ConfigurationError
@@ -34,6 +33,7 @@ if TYPE_CHECKING:  # the adapters are built lazily, on first use; the ports name
     from chalicelib.services.ports.ledger import Runs
     from chalicelib.services.ports.messaging import CaseQueue, DeadLetterQueue, Mailer
     from chalicelib.services.ports.objects import AnswerBucket, Recordings, Secrets
+    from chalicelib.services.ports.telemetry import Metrics
     from chalicelib.services.ports.tenants import Budgets, Organizations
 
 
@@ -54,6 +54,8 @@ class Container:
         self._session: Any = None
         self._clients: dict[str, Any] = {}
         self._clients_lock = threading.Lock()
+        self._parameters: dict[str, str] = {}
+        self._parameters_lock = threading.Lock()
 
     def _client(self, service: str) -> Any:
         """The container's one boto3 client of `service`, made on first use (thread-safe, like
@@ -80,10 +82,39 @@ class Container:
     @cached_property
     def tokens(self) -> TokenVerifier:
         """Verifies bearer tokens (HS256, or an identity provider's through JWKS) with the settings
-        of the moment (`override(settings=...)` takes effect at once)."""
+        of the moment (`override(settings=...)` takes effect at once), the HS256 secret read from
+        its parameter when the stage names one (`signing_settings`)."""
         from chalicelib.adapters.tokens import TokenVerifier
 
-        return TokenVerifier(lambda: self.settings)
+        return TokenVerifier(self.signing_settings)
+
+    def signing_settings(self) -> Settings:
+        """The settings with `assay_jwt_secret` taken from the SSM parameter
+        `assay_jwt_secret_parameter` names, when it names one (read once per process, at the first
+        token: a cold start of a function that checks no token never reads it).
+
+        Raises:
+            ConfigurationError: the parameter is missing or empty, or its value is no safe secret
+                (`secret_problems`); the API answers a 500 and logs why.
+        """
+        settings = self.settings
+        name = settings.assay_jwt_secret_parameter
+        if not name:
+            return settings
+        with self._parameters_lock:
+            secret = self._parameters.get(name)
+            if secret is None:
+                from chalicelib.adapters.parameters import ParameterStore
+
+                setting = "ASSAY_JWT_SECRET_PARAMETER"
+                secret = ParameterStore(lambda: self._client("ssm")).secure_string(name, setting)
+                problems = secret_problems(secret, f"the SSM parameter {name!r}")
+                if problems:
+                    raise ConfigurationError(
+                        "assay refuses to sign or check tokens: " + "; ".join(problems)
+                    )
+                self._parameters[name] = secret
+        return settings.model_copy(update={"assay_jwt_secret": secret})
 
     @cached_property
     def orgs(self) -> Organizations:
@@ -146,6 +177,19 @@ class Container:
         return SesMailer(lambda: self._client("ses"), self.settings.assay_email_sender)
 
     @cached_property
+    def metrics(self) -> Metrics:
+        """What the services count (`services.ports.telemetry`): CloudWatch EMF lines on stdout in
+        a deployed stage (`Settings.metrics_format`), nothing elsewhere; the `service` dimension is
+        the stack's root (`assay` for the prefix `assay-`), so two stacks' figures stay apart."""
+        from chalicelib import names
+        from chalicelib.adapters.metrics import EmfMetrics, NoMetrics
+
+        if self.settings.metrics_format != "emf":
+            return NoMetrics()
+        root = names.secret_name_prefix(self.settings.assay_resource_prefix)
+        return EmfMetrics(self.settings.assay_metrics_namespace, root)
+
+    @cached_property
     def datasets(self) -> Datasets:
         from chalicelib.adapters.stores import DatasetStore
 
@@ -167,25 +211,25 @@ class Container:
     def case_queue(self) -> CaseQueue:
         from chalicelib.adapters.queue import SqsQueue
 
-        return SqsQueue(lambda: self._client("sqs"), names.CASE_TASKS_QUEUE)
+        return SqsQueue(lambda: self._client("sqs"), self.settings.names.case_tasks_queue)
 
     @cached_property
     def case_dlq(self) -> DeadLetterQueue:
         from chalicelib.adapters.queue import SqsQueue
 
-        return SqsQueue(lambda: self._client("sqs"), names.CASE_TASKS_DLQ)
+        return SqsQueue(lambda: self._client("sqs"), self.settings.names.case_tasks_dlq)
 
     @cached_property
     def agent_events_dlq(self) -> DeadLetterQueue:
         from chalicelib.adapters.queue import SqsQueue
 
-        return SqsQueue(lambda: self._client("sqs"), names.AGENT_EVENTS_DLQ)
+        return SqsQueue(lambda: self._client("sqs"), self.settings.names.agent_events_dlq)
 
     @cached_property
     def bucket(self) -> AnswerBucket:
         from chalicelib.adapters.bucket import ResultsBucket
 
-        return ResultsBucket(lambda: self._client("s3"), names.RESULTS_BUCKET)
+        return ResultsBucket(lambda: self._client("s3"), self.settings.names.results_bucket)
 
     @cached_property
     def secrets(self) -> Secrets:
@@ -203,7 +247,7 @@ class Container:
         `delete`."""
         from chalicelib.adapters.recording_bucket import OrgRecordings
 
-        return OrgRecordings(lambda: self._client("s3"), names.RESULTS_BUCKET)
+        return OrgRecordings(lambda: self._client("s3"), self.settings.names.results_bucket)
 
     @cached_property
     def resolver(self) -> Resolver:
@@ -229,31 +273,39 @@ _lock = threading.Lock()
 _container: Container | None = None
 
 
+def secret_problems(secret: str, where: str) -> list[str]:
+    """Why `secret` may not sign tokens of a deployed stage (empty: it may, or it is empty, which
+    turns HS256 off); `where` names where it was read (`ASSAY_JWT_SECRET`, a parameter)."""
+    if secret == DEV_JWT_SECRET:
+        return [
+            f"{where} is the built-in development secret, which is public: set "
+            "ASSAY_JWT_SECRET_PARAMETER to an SSM SecureString parameter holding a random value of "
+            '32 characters or more, or set ASSAY_JWT_SECRET to "" and configure an identity '
+            "provider (ASSAY_OIDC_JWKS_URL, ASSAY_OIDC_ISSUER, ASSAY_OIDC_AUDIENCE)"
+        ]
+    if secret and len(secret) < 32:
+        return [f"{where} is shorter than 32 characters: use a random value of 32 or more"]
+    return []
+
+
 def deployment_problems(settings: Settings) -> list[str]:
     """What keeps `settings` from running a deployed stage safely (empty: nothing).
 
     A deployed stage (Lambda sets `AWS_LAMBDA_FUNCTION_NAME`) must not sign or accept tokens with
     the built-in secret - it is public, so anyone could forge a token for any organization - nor
-    with a short one; it may turn HS256 off (`ASSAY_JWT_SECRET=""`) in favour of an identity
+    with a short one (a secret read from `ASSAY_JWT_SECRET_PARAMETER` is checked when it is read,
+    at the first token); it may turn HS256 off (`ASSAY_JWT_SECRET=""`) in favour of an identity
     provider, which then needs its issuer and audience. Local stacks (`assay dev`, tests) are not
     deployed stages and may use the built-in secret.
     """
     if not settings.aws_lambda_function_name:
         return []
     problems: list[str] = []
-    secret = settings.assay_jwt_secret
-    if secret == DEV_JWT_SECRET:
-        problems.append(
-            "ASSAY_JWT_SECRET is the built-in development secret, which is public: set "
-            'ASSAY_JWT_SECRET to a random value of 32 characters or more, or set it to "" and '
-            "configure an identity provider (ASSAY_OIDC_JWKS_URL, ASSAY_OIDC_ISSUER, "
-            "ASSAY_OIDC_AUDIENCE)"
-        )
-    elif secret and len(secret) < 32:
-        problems.append(
-            "ASSAY_JWT_SECRET is shorter than 32 characters: use a random value of 32 characters "
-            "or more"
-        )
+    # A secret read from its parameter is checked when it is read (`Container.signing_settings`).
+    from_parameter = bool(settings.assay_jwt_secret_parameter)
+    secret = "parameter" if from_parameter else settings.assay_jwt_secret
+    if not from_parameter:
+        problems += secret_problems(secret, "ASSAY_JWT_SECRET")
     oidc = settings.assay_oidc_jwks_url
     if oidc and not (settings.assay_oidc_issuer and settings.assay_oidc_audience):
         problems.append(

@@ -14,9 +14,11 @@ from __future__ import annotations
 import os
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from chalicelib.names import DEFAULT_PREFIX, StackNames
 
 DEV_JWT_SECRET = "assay-local-dev-secret-change-me-0123456789"
 """The built-in HS256 secret: public (it is in this file), for `assay dev`, the demo and tests
@@ -67,11 +69,21 @@ class Settings(BaseModel):
     a task and sending it). A copy of a task that was only slow to arrive asks nobody twice."""
     eval_suite_dependency_debounce_seconds: int = Field(600, ge=0)
 
-    assay_resource_prefix: str = "assay-"
-    """Prefix of every table, queue and bucket name (one stack per prefix)."""
+    assay_resource_prefix: str = Field(DEFAULT_PREFIX, pattern=r"^[a-z0-9][a-z0-9-]{0,38}-$")
+    """Prefix of every table, queue and bucket name, and (without its `-`) the root of the
+    secrets' names, one stack per prefix: lower-case letters, digits and `-` (S3 takes no other),
+    a letter or digit first and `-` last (so no two prefixes share a root), at most 40."""
+    assay_results_bucket: str = Field("", pattern=r"^([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])?$")
+    """The results bucket's name; empty: `<prefix>results` (`StackNames.results_bucket`). S3
+    names are global: a deployment names it after its account (`python -m infra package`)."""
     assay_jwt_secret: str = DEV_JWT_SECRET
     """HS256 secret that signs and checks bearer tokens; empty turns HS256 off (OIDC only). A
     deployed stage refuses to start with the built-in one (`bootstrap.check_deployment`)."""
+    assay_jwt_secret_parameter: str = Field("", pattern=r"^[A-Za-z0-9_./-]{0,1011}$")
+    """Name of the SSM Parameter Store parameter (a `SecureString`) that holds the HS256 secret;
+    set, it replaces `assay_jwt_secret`, read once per process at the first token it signs or
+    checks (`bootstrap.Container.signing_settings`). The operator names it (the stage's
+    environment); nothing a tenant sends can."""
     assay_jwt_issuer: str = "assay"
     """`iss` every HS256 token must carry."""
     assay_jwt_audience: str = "assay"
@@ -128,11 +140,43 @@ class Settings(BaseModel):
     assay_email_sender: str = "assay@example.com"
     """The verified SES sender of owner notices (verified by `infra` on a local stack)."""
 
+    assay_log_format: Literal["json", "text"] | None = None
+    """`json`: Powertools' structured lines on stdout (`chalicelib.logs`); `text`: the process's
+    own logging left as it is (the CLI's quiet lines). Unset: `json` in a deployed stage."""
+    assay_metrics: Literal["emf", "off"] | None = None
+    """`emf`: CloudWatch metrics as Embedded Metric Format lines on stdout, through Powertools
+    (`adapters.metrics`); `off`: none. Unset: `emf` in a deployed stage."""
+    assay_metrics_namespace: str = Field("assay", min_length=1, max_length=255)
+    """The CloudWatch namespace of the metrics."""
+    powertools_log_level: str | None = None
+    """Level of the JSON lines (`DEBUG`, `INFO`...; Powertools' own variable)."""
+    aws_lambda_log_level: str | None = None
+    """Set by Lambda from the function's logging configuration; `powertools_log_level` wins."""
     aws_endpoint_url: str | None = None
     """Endpoint of every AWS client (moto server or LocalStack); unset means AWS itself."""
     aws_default_region: str = "us-east-1"
     aws_lambda_function_name: str | None = None
     """Set by Lambda itself: this process is a deployed stage (`bootstrap.check_deployment`)."""
+
+    @property
+    def names(self) -> StackNames:
+        """The stack's queue and bucket names (`chalicelib.names`)."""
+        return StackNames(self.assay_resource_prefix, self.assay_results_bucket)
+
+    @property
+    def deployed(self) -> bool:
+        """Whether this process is a Lambda function of a deployed stage."""
+        return bool(self.aws_lambda_function_name)
+
+    @property
+    def log_format(self) -> str:
+        """`assay_log_format`, or its default: `json` deployed, `text` elsewhere."""
+        return self.assay_log_format or ("json" if self.deployed else "text")
+
+    @property
+    def metrics_format(self) -> str:
+        """`assay_metrics`, or its default: `emf` deployed, `off` elsewhere."""
+        return self.assay_metrics or ("emf" if self.deployed else "off")
 
     @property
     def request_max_cost_micros(self) -> int:

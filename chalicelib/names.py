@@ -1,18 +1,78 @@
-"""Names of the queues and the bucket (Chalice needs queue names when `app.py` is imported).
+"""Names of the stack's queues and bucket, all built from one prefix (`ASSAY_RESOURCE_PREFIX`).
 
-Table names come from `adapters.tables.configure` (prefix + base name).
+One prefix names every table (`adapters.tables.configure`), queue and bucket of a stack, so two
+stacks (`assay-`, `staging-`) never share one (issue 13). Chalice needs the queue names when a
+worker module is imported: the workers build them from the settings as they start.
 """
 
-CASE_TASKS_QUEUE = "assay-case-tasks"
-"""One message per case attempt: `{org_id, run_id, arm_id, case_id, attempt}` (DESIGN §5)."""
-CASE_TASKS_DLQ = "assay-case-tasks-dlq"
-AGENT_EVENTS_QUEUE = "assay-agent-events"
-"""Messages from publish pipelines: `version_published`, `dependency_changed`."""
-AGENT_EVENTS_DLQ = "assay-agent-events-dlq"
-RESULTS_BUCKET = "assay-results"
-"""Answers over `assay_answer_inline_bytes` (DynamoDB items stop at 400 KB)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_PREFIX = "assay-"
+"""`ASSAY_RESOURCE_PREFIX`'s default: the embedded stack's and the tests'."""
+
 MAX_RECEIVE_COUNT = 5
 """Deliveries of a message before SQS moves it to its DLQ (DESIGN §11: at least 5)."""
+
+
+@dataclass(frozen=True)
+class StackNames:
+    """The queue and bucket names of the stack with resource prefix `prefix`.
+
+    `StackNames("staging-").case_tasks_queue == "staging-case-tasks"`; the results bucket is
+    `<prefix>results` unless the operator names another (`ASSAY_RESULTS_BUCKET`: S3 names are
+    global, so a deployment names it after its account, `infra.package`).
+    """
+
+    prefix: str = DEFAULT_PREFIX
+    bucket: str = ""
+    """The results bucket's name; empty: `<prefix>results`."""
+
+    @property
+    def case_tasks_queue(self) -> str:
+        """One message per case attempt: `{org_id, run_id, arm_id, case_id, attempt}` (DESIGN
+        §5)."""
+        return f"{self.prefix}case-tasks"
+
+    @property
+    def case_tasks_dlq(self) -> str:
+        return f"{self.prefix}case-tasks-dlq"
+
+    @property
+    def agent_events_queue(self) -> str:
+        """Messages from publish pipelines: `version_published`, `dependency_changed`."""
+        return f"{self.prefix}agent-events"
+
+    @property
+    def agent_events_dlq(self) -> str:
+        return f"{self.prefix}agent-events-dlq"
+
+    @property
+    def queues(self) -> tuple[str, str, str, str]:
+        """Every queue of the stack: case tasks, its DLQ, agent events, its DLQ."""
+        return (
+            self.case_tasks_queue,
+            self.case_tasks_dlq,
+            self.agent_events_queue,
+            self.agent_events_dlq,
+        )
+
+    @property
+    def results_bucket(self) -> str:
+        """Answers over `assay_answer_inline_bytes` (DynamoDB items stop at 400 KB) and the
+        organizations' recordings."""
+        return self.bucket or f"{self.prefix}results"
+
+
+DEFAULT = StackNames()
+CASE_TASKS_QUEUE = DEFAULT.case_tasks_queue
+"""The default stack's names (`assay-`), for local tools and tests; the service itself always
+builds them from its settings (`Settings.names`)."""
+CASE_TASKS_DLQ = DEFAULT.case_tasks_dlq
+AGENT_EVENTS_QUEUE = DEFAULT.agent_events_queue
+AGENT_EVENTS_DLQ = DEFAULT.agent_events_dlq
+RESULTS_BUCKET = DEFAULT.results_bucket
 
 
 # --- the organization's secrets and recordings (issue 9) -------------------------------------

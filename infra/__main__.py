@@ -1,12 +1,14 @@
-"""`python -m infra [--endpoint-url URL] [--region R] [--prefix P] [--case-timeout-seconds N]`
-or `python -m infra cloudformation [--prefix P] [--case-timeout-seconds N] > stack.json`,
+"""`python -m infra [--endpoint-url URL] [--region R] [--prefix P] [--case-timeout-seconds N]`,
+`python -m infra package --prefix P OUT_DIR` (both stacks of a deployment: the README's recipe),
+`python -m infra cloudformation [--prefix P] [--bucket B] [--case-timeout-seconds N]`,
 `python -m infra policy [--write]` (the Lambdas' IAM policy, `.chalice/policy.json`) and
 `python -m infra gateway-responses build/sam.json` (API Gateway's own errors in the API's shape).
 
 Without a command: creates every table, queue and the bucket (idempotent) against an endpoint
 and prints the queue URLs as JSON. `cloudformation`: prints the CloudFormation template of the
-same resources (deploy it before `chalice package`'s stack). Defaults come from the same
-settings the app reads (`AWS_ENDPOINT_URL`, `AWS_DEFAULT_REGION`, `ASSAY_RESOURCE_PREFIX`,
+same resources. `package`: `chalice package` for one prefix, with the data stack beside it
+(`infra.package`). Defaults come from the same settings the app reads (`AWS_ENDPOINT_URL`,
+`AWS_DEFAULT_REGION`, `ASSAY_RESOURCE_PREFIX`, `ASSAY_RESULTS_BUCKET`,
 `EVALUATION_CASE_TIMEOUT_SECONDS`).
 """
 
@@ -31,13 +33,24 @@ def cloudformation_main(argv: list[str]) -> int:
         "assay's tables, queues and bucket.",
     )
     parser.add_argument(
-        "--prefix", default=settings.assay_resource_prefix, help="table-name prefix"
+        "--prefix",
+        default=settings.assay_resource_prefix,
+        help="resource prefix: names every table, queue and (by default) the bucket",
+    )
+    parser.add_argument(
+        "--bucket",
+        default=settings.assay_results_bucket,
+        help="results bucket (default <prefix>results-<account id>)",
     )
     parser.add_argument(
         "--case-timeout-seconds", type=int, default=settings.evaluation_case_timeout_seconds
     )
     args = parser.parse_args(argv)
-    json.dump(template(args.prefix, args.case_timeout_seconds), sys.stdout, indent=2)
+    try:
+        tpl = template(args.prefix, args.case_timeout_seconds, args.bucket)
+    except ValueError as exc:
+        parser.error(str(exc))
+    json.dump(tpl, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0
 
@@ -47,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["cloudformation"]:
         return cloudformation_main(argv[1:])
+    if argv[:1] == ["package"]:
+        from infra.package import main as package_main
+
+        return package_main(argv[1:])
     if argv[:1] == ["policy"]:
         from infra.policy import main as policy_main
 
@@ -71,14 +88,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--region", default=settings.aws_default_region)
     parser.add_argument(
-        "--prefix", default=settings.assay_resource_prefix, help="table-name prefix"
+        "--prefix",
+        default=settings.assay_resource_prefix,
+        help="resource prefix: names every table, queue and (by default) the bucket",
+    )
+    parser.add_argument(
+        "--bucket",
+        default=settings.assay_results_bucket,
+        help="results bucket (default <prefix>results)",
     )
     parser.add_argument(
         "--case-timeout-seconds", type=int, default=settings.evaluation_case_timeout_seconds
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    urls = bootstrap(args.endpoint_url or None, args.region, args.prefix, args.case_timeout_seconds)
+    urls = bootstrap(
+        args.endpoint_url or None,
+        args.region,
+        args.prefix,
+        args.case_timeout_seconds,
+        bucket=args.bucket,
+    )
     json.dump(urls, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0

@@ -3,10 +3,12 @@ bucket.
 
 Built from the same definitions `infra.resources.bootstrap()` creates locally: tables from
 `chalicelib.adapters.tables` (`ALL_MODELS`, `create_table_params`), queues from
-`infra.resources.queue_specs`, the bucket from `infra.resources.BUCKET_NAME`. Deploy it before
-the Chalice stack (`chalice package`): the SQS event sources of the Lambdas name these queues.
+`infra.resources.queue_specs`, and every name from one `infra.deployment.Deployment` (the prefix
+names the tables, the queues and, unless `--bucket` names it, the bucket
+`<prefix>results-<account id>`). Deploy it before the app stack: the SQS event sources of the
+Lambdas name these queues. `python -m infra package` writes it beside the app stack.
 
-    python -m infra cloudformation [--prefix assay-] [--case-timeout-seconds 600] > stack.json
+    python -m infra cloudformation [--prefix assay-] [--bucket NAME] [--case-timeout-seconds 600]
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import copy
 from typing import Any
 
 from chalicelib.adapters import tables
-from infra.resources import BUCKET_NAME, QueueSpec, queue_specs
+from infra.deployment import Deployment, sub
+from infra.resources import QueueSpec, queue_specs
 
 RETAIN = {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
 """Tables and the bucket hold evaluation history: deleting or replacing the stack keeps them."""
@@ -81,14 +84,14 @@ def queue_resources(specs: tuple[QueueSpec, ...]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def bucket_resources(bucket: str = BUCKET_NAME) -> dict[str, dict[str, Any]]:
-    """The results bucket: private, encrypted at rest."""
+def bucket_resources(bucket: str) -> dict[str, dict[str, Any]]:
+    """The results bucket: private, encrypted at rest (`bucket` may hold `${AWS::AccountId}`)."""
     return {
         "ResultsBucket": {
             "Type": "AWS::S3::Bucket",
             **RETAIN,
             "Properties": {
-                "BucketName": bucket,
+                "BucketName": sub(bucket),
                 "PublicAccessBlockConfiguration": {
                     "BlockPublicAcls": True,
                     "BlockPublicPolicy": True,
@@ -105,25 +108,48 @@ def bucket_resources(bucket: str = BUCKET_NAME) -> dict[str, dict[str, Any]]:
     }
 
 
-def template(prefix: str | None = None, case_timeout_seconds: int | None = None) -> dict[str, Any]:
+def template(
+    prefix: str | None = None,
+    case_timeout_seconds: int | None = None,
+    bucket: str | None = None,
+) -> dict[str, Any]:
     """The whole template as a JSON-ready dict.
 
     Args:
-        prefix: table-name prefix; default the settings' `ASSAY_RESOURCE_PREFIX` (`assay-`).
-            `.chalice/policy.json` grants access to `assay-*` tables only.
+        prefix: the stack's resource prefix; default the settings' `ASSAY_RESOURCE_PREFIX`
+            (`assay-`): tables `<prefix><table>`, queues `<prefix>case-tasks`...
         case_timeout_seconds: default the settings' `EVALUATION_CASE_TIMEOUT_SECONDS`; the
             case-tasks visibility timeout follows it (`Settings.visibility_timeout_seconds`).
-            The Lambdas' `lambda_timeout` in `.chalice/config.json` must stay below it.
+        bucket: the results bucket; default the settings' `ASSAY_RESULTS_BUCKET`, and without it
+            `<prefix>results-${AWS::AccountId}` (`Deployment.bucket_name`).
+
+    Raises:
+        ValueError: a prefix or bucket name AWS would refuse (`Deployment`).
     """
     from chalicelib.config import Settings
 
     settings = Settings()
-    if prefix is None:
-        prefix = settings.assay_resource_prefix
-    if case_timeout_seconds is None:
-        case_timeout_seconds = settings.evaluation_case_timeout_seconds
-    specs = queue_specs(case_timeout_seconds)
-    resources = {**table_resources(prefix), **queue_resources(specs), **bucket_resources()}
+    deployment = Deployment(
+        prefix=settings.assay_resource_prefix if prefix is None else prefix,
+        bucket=settings.assay_results_bucket if bucket is None else bucket,
+        case_timeout_seconds=(
+            settings.evaluation_case_timeout_seconds
+            if case_timeout_seconds is None
+            else case_timeout_seconds
+        ),
+    )
+    return data_stack(deployment)
+
+
+def data_stack(deployment: Deployment) -> dict[str, Any]:
+    """The data stack of `deployment`: its tables, queues with DLQs and results bucket."""
+    prefix = deployment.prefix
+    specs = queue_specs(deployment.case_timeout_seconds, deployment.names)
+    resources = {
+        **table_resources(prefix),
+        **queue_resources(specs),
+        **bucket_resources(deployment.bucket_name),
+    }
     outputs: dict[str, Any] = {}
     for logical_id, resource in resources.items():
         if resource["Type"] == "AWS::SQS::Queue":

@@ -1,11 +1,13 @@
-"""API Gateway's own error answers in the API's shape: `{"error": {"code", "message"}}`.
+"""API Gateway's own error answers in the API's shape: `{"error": {"code", "message",
+"request_id"}}`.
 
 API Gateway answers some requests before any Lambda runs: an unknown path (as
 `MISSING_AUTHENTICATION_TOKEN`, 403 - and, when the request has an Authorization header, a
 message that repeats that header, i.e. the caller's bearer token), throttling, a body too
 large, an integration timeout. Its Gateway Responses replace those answers: each type here gets
 a fixed JSON body (`chalicelib.api.common.GATEWAY_ERRORS`, the texts the embedded stack's gateway
-answers too) and never `$context.error.message`, which for some types echoes request headers.
+answers too) and the request's id (`$context.requestId`, API Gateway's own), never
+`$context.error.message`, which for some types echoes request headers.
 An unknown path becomes a 404. (A wrong method on a known path reaches the app, which answers
 405: `chalicelib.api.common.answer_other_methods`.)
 
@@ -55,11 +57,18 @@ _DEFAULT_BODIES = {
 }
 
 
+REQUEST_ID = "$context.requestId"
+"""API Gateway's request id in a response template (the one variable the bodies hold). A gateway
+response's header can map only request parameters or a fixed value, so the id travels in the
+body there, and in the `x-amzn-RequestId` header API Gateway puts on every answer (the same id the
+app's `X-Request-Id` carries)."""
+
+
 def body(response_type: str) -> dict[str, Any]:
-    """The fixed JSON body of one gateway response type."""
+    """The JSON body of one gateway response type: a fixed text and the request id."""
     status = RESPONSE_STATUS[response_type]
     code, message = GATEWAY_ERRORS[status] if status is not None else _DEFAULT_BODIES[response_type]
-    return {"error": {"code": code, "message": message}}
+    return {"error": {"code": code, "message": message, "request_id": REQUEST_ID}}
 
 
 def gateway_responses() -> dict[str, dict[str, Any]]:

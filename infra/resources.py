@@ -4,8 +4,9 @@ Tables are defined once, as PynamoDB models, in `chalicelib.adapters.tables`; qu
 bucket here. `bootstrap()` targets moto server, LocalStack (`endpoint_url` set) or AWS
 (`endpoint_url=None`) and may be run any number of times.
 
-Queue names are fixed (`chalicelib.names`): Chalice needs them when `app.py` is imported, before
-any settings are read. Only table names carry the stack's prefix.
+One prefix names everything (`chalicelib.names.StackNames`): tables `<prefix><table>`, queues
+`<prefix>case-tasks`..., the bucket `<prefix>results` unless named otherwise, secrets
+`<prefix without '-'>/<org>/<name>`; two stacks with two prefixes share nothing.
 """
 
 from __future__ import annotations
@@ -61,18 +62,21 @@ def case_tasks_visibility_seconds(case_timeout_seconds: int) -> int:
     ).visibility_timeout_seconds
 
 
-def queue_specs(case_timeout_seconds: int) -> tuple[QueueSpec, ...]:
-    """Every queue of assay, for a case timeout in seconds."""
+def queue_specs(
+    case_timeout_seconds: int, stack: names.StackNames = names.DEFAULT
+) -> tuple[QueueSpec, ...]:
+    """Every queue of the stack `stack` names (default `assay-`), for a case timeout in
+    seconds."""
     return (
         QueueSpec(
-            name=names.CASE_TASKS_QUEUE,
-            dlq_name=names.CASE_TASKS_DLQ,
+            name=stack.case_tasks_queue,
+            dlq_name=stack.case_tasks_dlq,
             max_receive_count=names.MAX_RECEIVE_COUNT,
             visibility_timeout_seconds=case_tasks_visibility_seconds(case_timeout_seconds),
         ),
         QueueSpec(
-            name=names.AGENT_EVENTS_QUEUE,
-            dlq_name=names.AGENT_EVENTS_DLQ,
+            name=stack.agent_events_queue,
+            dlq_name=stack.agent_events_dlq,
             max_receive_count=AGENT_EVENTS_MAX_RECEIVE_COUNT,
             visibility_timeout_seconds=AGENT_EVENTS_VISIBILITY_TIMEOUT_SECONDS,
         ),
@@ -80,6 +84,7 @@ def queue_specs(case_timeout_seconds: int) -> tuple[QueueSpec, ...]:
 
 
 BUCKET_NAME = names.RESULTS_BUCKET
+"""The default stack's results bucket (`assay-results`): the embedded stack's."""
 
 
 # --- the organizations' secrets (Secrets Manager) ----------------------------------------------
@@ -227,13 +232,16 @@ def ensure_bucket(endpoint_url: str | None, region: str, bucket: str = BUCKET_NA
 
 
 def ensure_queues(
-    endpoint_url: str | None, region: str, case_timeout_seconds: int
+    endpoint_url: str | None,
+    region: str,
+    case_timeout_seconds: int,
+    stack: names.StackNames = names.DEFAULT,
 ) -> dict[str, str]:
     """Create every queue of `queue_specs` and its DLQ (RedrivePolicy); return URLs by queue
     name."""
     sqs = _client("sqs", endpoint_url, region)
     urls: dict[str, str] = {}
-    for spec in queue_specs(case_timeout_seconds):
+    for spec in queue_specs(case_timeout_seconds, stack):
         dlq_url = ensure_queue(
             sqs,
             spec.dlq_name,
@@ -263,16 +271,22 @@ def ensure_queues(
 
 
 def bootstrap(
-    endpoint_url: str | None, region: str, prefix: str, case_timeout_seconds: int
+    endpoint_url: str | None,
+    region: str,
+    prefix: str,
+    case_timeout_seconds: int,
+    *,
+    bucket: str = "",
 ) -> dict[str, str]:
     """Create every table, queue (with its DLQ) and the bucket; safe to run again.
 
     Args:
         endpoint_url: moto server or LocalStack URL; None for AWS itself.
         region: AWS region name, e.g. `us-east-1`.
-        prefix: table-name prefix of the stack, e.g. `assay-`.
+        prefix: the stack's resource prefix, e.g. `assay-`: it names every table and queue.
         case_timeout_seconds: bound on one case attempt; the case-tasks visibility timeout is
             `case_tasks_visibility_seconds(case_timeout_seconds)`.
+        bucket: the results bucket (`ASSAY_RESULTS_BUCKET`); empty: `<prefix>results`.
 
     Returns:
         Queue URL by queue name, DLQs included (`{"assay-case-tasks": "http://...", ...}`).
@@ -280,14 +294,15 @@ def bootstrap(
     Raises:
         botocore.exceptions.ClientError: any refusal other than "already exists".
     """
+    stack = names.StackNames(prefix, bucket)
     table_names = ensure_tables(endpoint_url, region, prefix)
-    urls = ensure_queues(endpoint_url, region, case_timeout_seconds)
-    ensure_bucket(endpoint_url, region)
+    urls = ensure_queues(endpoint_url, region, case_timeout_seconds, stack)
+    ensure_bucket(endpoint_url, region, stack.results_bucket)
     log.info(
         "bootstrapped %d tables, %d queues, bucket %s at %s",
         len(table_names),
         len(urls),
-        BUCKET_NAME,
+        stack.results_bucket,
         endpoint_url or "AWS",
     )
     return urls

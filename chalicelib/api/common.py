@@ -19,13 +19,14 @@ from urllib.parse import unquote
 from chalice import Blueprint, Response
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from chalicelib import bootstrap
+from chalicelib import bootstrap, telemetry
 from chalicelib.api.lazy import LazyModule
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import FORBIDDEN
 from chalicelib.errors import (
     AssayError,
     BudgetExceededError,
+    ConfigurationError,
     ConflictError,
     ForbiddenError,
     InvalidInputError,
@@ -81,14 +82,51 @@ def snake_code(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name.removesuffix("Error")).lower() or "error"
 
 
-def shape_chalice_errors(event: Any, get_response: Callable[[Any], Response]) -> Response:
-    """HTTP middleware: Chalice's own refusals (405 wrong method, 415 media type, its 500) in our
-    shape.
+def request_id_of(request: Any) -> str:
+    """The request's id: API Gateway's (`requestContext.requestId`, which the embedded stack's
+    gateway gives too), or a new one where nothing gave any (Chalice's test client)."""
+    context = getattr(request, "context", None) or {}
+    given = context.get("requestId") if isinstance(context, dict) else None
+    return str(given) if given else telemetry.new_request_id()
+
+
+def answer_middleware(event: Any, get_response: Callable[[Any], Response]) -> Response:
+    """HTTP middleware around every route: one invocation (`telemetry.invocation`: the request id
+    is the log lines' `correlation_id`, what the request counted is flushed as it ends), Chalice's
+    own refusals in the API's shape (`shape_chalice_errors`), and the request id on the answer:
+    the `X-Request-Id` header on every response, and `error.request_id` in every error body."""
+    request_id = request_id_of(event)
+    c = bootstrap.container()
+    with telemetry.invocation(
+        c.settings,
+        getattr(event, "lambda_context", None),
+        metrics=c.metrics,
+        correlation_id=request_id,
+    ):
+        response = shape_chalice_errors(get_response(event))
+    return with_request_id(response, request_id)
+
+
+def with_request_id(response: Response, request_id: str) -> Response:
+    """`response` carrying `request_id`: its `X-Request-Id` header, and `request_id` in its error
+    object when it is an error in the API's shape."""
+    headers = dict(response.headers or {})
+    headers[telemetry.REQUEST_ID_HEADER] = request_id
+    response.headers = headers
+    body = response.body
+    if response.status_code >= 400 and isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            response.body = {**body, "error": {**error, "request_id": request_id}}
+    return response
+
+
+def shape_chalice_errors(response: Response) -> Response:
+    """Chalice's own refusals (405 wrong method, 415 media type, its 500) in our shape.
 
     Chalice answers those before any view runs, as `{"Code", "Message"}`; every error body of
     the API is `{"error": {"code", "message"}}`.
     """
-    response = get_response(event)
     body = response.body
     if response.status_code >= 400 and isinstance(body, dict) and set(body) == {"Code", "Message"}:
         error: dict[str, Any] = {
@@ -502,6 +540,9 @@ def api_view(
                 if contract.body is not None:
                     extra["body"] = parsed
                 result = fn(c, who, *args, **kwargs, **extra)
+            except ConfigurationError as exc:  # the operator's settings: logged, never shown
+                log.error("%s cannot answer: %s", fn.__name__, exc.message)
+                return _internal_error()
             except AssayError as exc:
                 return error_response(exc)
             except Exception:  # noqa: BLE001 - never a bare 500 without a JSON body

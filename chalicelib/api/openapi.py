@@ -59,7 +59,7 @@ _ERROR_SCHEMA: dict[str, Any] = {
     "properties": {
         "error": {
             "type": "object",
-            "required": ["code", "message"],
+            "required": ["code", "message", "request_id"],
             "properties": {
                 "code": {
                     "type": "string",
@@ -70,11 +70,15 @@ _ERROR_SCHEMA: dict[str, Any] = {
                     "type": "string",
                     "description": "The request field, parameter or header at fault.",
                 },
+                "request_id": {
+                    "type": "string",
+                    "description": "The request's id, as its `X-Request-Id` header gives it.",
+                },
             },
         }
     },
 }
-"""Every error body: `{"error": {"code", "message", "field"?, ...details}}`."""
+"""Every error body: `{"error": {"code", "message", "field"?, "request_id", ...details}}`."""
 
 
 @cache
@@ -283,7 +287,8 @@ def build(app: Any) -> dict[str, Any]:
             "version": "1",
             "description": (
                 "Evaluations of LLM agents. Every error is "
-                '`{"error": {"code", "message", "field"?}}`; gateway errors: '
+                '`{"error": {"code", "message", "field"?, "request_id"}}`, and every answer has '
+                "an `X-Request-Id` header; gateway errors: "
                 + ", ".join(f"{status} `{code}`" for status, (code, _) in GATEWAY_ERRORS.items())
                 + "."
             ),

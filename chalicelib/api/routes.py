@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from chalice import Blueprint, Response
 
-from chalicelib.api.common import api_view, shape_chalice_errors
+from chalicelib.api.common import answer_middleware, api_view
 from chalicelib.api.lazy import LazyModule
 from chalicelib.api.schemas import (
     AddDatasetVersion,
@@ -89,7 +89,7 @@ else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
     summary_service = LazyModule("chalicelib.services.summaries")
 
 bp = Blueprint(__name__)
-bp.register_middleware(shape_chalice_errors, "http")
+bp.register_middleware(answer_middleware, "http")
 
 
 # --- the contract ----------------------------------------------------------------------------

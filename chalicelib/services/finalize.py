@@ -43,6 +43,7 @@ from chalicelib.domain.run_rules import (
 )
 from chalicelib.domain.spec import spec_hash
 from chalicelib.services import messagebus, slots
+from chalicelib.services.ports.telemetry import Metric
 
 log = logging.getLogger(__name__)
 
@@ -415,4 +416,13 @@ def finalize(c: Container, org_id: str, run_id: str, attempts: list[Attempt] | N
     if run is None or run.phase != RunPhase.FINALIZING or run.status != RunStatus.RUNNING:
         return False
     outcome = compute_outcome(c, run, all_attempts(c, run) if attempts is None else attempts)
-    return c.runs.complete(run, outcome, iso(c.clock.now()))
+    if not c.runs.complete(run, outcome, iso(c.clock.now())):
+        return False
+    count_end(c, RunStatus.COMPLETED)
+    return True
+
+
+def count_end(c: Container, status: RunStatus) -> None:
+    """Count a run's end (`RunsEnded` by `status`); called by the conditional write that ended it,
+    which exactly one caller wins, so each run is counted once."""
+    c.metrics.add(Metric.RUNS_ENDED, status=RunStatus(status).value)

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from chalicelib import telemetry
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain import judge_rules as judge_rules
@@ -43,6 +44,7 @@ from chalicelib.errors import AssayError
 from chalicelib.retrying import change, jitter
 from chalicelib.services import asking, budgets, judges, messagebus, redacting, slots
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome
+from chalicelib.services.ports.telemetry import Metric
 
 if TYPE_CHECKING:  # the pool is made by the first carried recording, not as a worker starts
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -595,6 +597,10 @@ def record(
     if not outcome.written:
         on_duplicate(c, run, task, delivery)
         return Recorded(False)
+    state = result.state.value
+    c.metrics.add(Metric.ATTEMPTS, state=state)
+    spent = result.cost_micros + result.judge_cost_micros
+    c.metrics.add(Metric.COST_USD, spent / 1_000_000, state=state)
     if successor is None:
         after_release(c, run.org_id, run.run_id)
     elif carry is not None:
@@ -716,6 +722,7 @@ def _drop(c: Container, body: str, reason: str, *, dead: bool) -> None:
         return
     log.warning("case task moved to the dead-letter queue: %s: %.200s", reason, body)
     c.case_dlq.send_text(body, {"reason": reason[:1000]})
+    c.metrics.add(Metric.DEAD_LETTERS, queue="case-tasks", cause="refused")
 
 
 def _found(c: Container, body: str, *, dead: bool = False) -> _Found | None:
@@ -726,6 +733,7 @@ def _found(c: Container, body: str, *, dead: bool = False) -> _Found | None:
     if parsed is None:
         _drop(c, body, "malformed case task", dead=dead)
         return None
+    _bind_task(parsed.org_id, parsed.run_id, parsed.task)
     run, reading = _load_run(c, parsed.org_id, parsed.run_id)
     if run is None:
         log.info("case task for deleted run %s dropped", parsed.run_id)
@@ -820,12 +828,24 @@ def handle_task(
                 return
             held = (recorded.run, slots.task_of(recorded.run, recorded.carried).key)
             found = _carried(recorded.run, recorded.carried, recorded.reading)
+            _bind_task(found.run.org_id, found.run.run_id, found.task)
     except Exception:
         # A failure in this process (a bug, AWS): the next delivery need not wait for the claim
         # to lapse. A worker that is killed never gets here; its claim lapses with the message's
         # visibility.
         c.runs.release_lease(*held, holder)
         raise
+
+
+def _bind_task(org_id: str, run_id: str, task: Task) -> None:
+    """Name the task at hand on every log line from here on (`chalicelib.telemetry`)."""
+    telemetry.bind(
+        org_id=org_id,
+        run_id=run_id,
+        arm_id=task.arm_id,
+        case_id=task.case_id,
+        attempt=task.attempt,
+    )
 
 
 def _carry(c: Container, holder: str, remaining_ms: Callable[[], int] | None) -> str | None:
@@ -899,6 +919,7 @@ def handle_dead_task(
     found = _found(c, body, dead=True)
     if found is None:
         return
+    c.metrics.add(Metric.DEAD_LETTERS, queue="case-tasks", cause="redelivered")
     run, task = found.run, found.task
     lease = c.runs.lease_of(run, task.key)
     if lease is not None and lease.done:

@@ -37,6 +37,7 @@ from chalicelib.services import baselines, estimates, finalize, judges, slots
 from chalicelib.services import datasets as dataset_service
 from chalicelib.services import model_profiles as profile_service
 from chalicelib.services.planning import Plan
+from chalicelib.services.ports.telemetry import Metric
 
 
 def _ungraded_warning(n: int) -> str:
@@ -419,6 +420,7 @@ def start_run(
     )
     c.runs.create(run)
     slots.enqueue_run(c, run)
+    c.metrics.add(Metric.RUNS_STARTED)
     return c.runs.get(who.org_id, run.run_id) or run, plan.warnings
 
 
@@ -479,6 +481,7 @@ def end_run(c: Container, run: Run, status: RunStatus, reason: str) -> bool:
     finish and keep their slots until they do; nothing else starts. False when it had ended."""
     ok = c.runs.end(run, status, reason, iso(c.clock.now()))
     if ok:
+        finalize.count_end(c, status)
         c.orgs.remove_waiting(run.org_id, run.run_id)
         finalize.ended(c, run.org_id, run.run_id)
     return ok

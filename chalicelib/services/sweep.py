@@ -117,6 +117,7 @@ def sweep(c: Container) -> SweepReport:
             continue
         reason = _abandoned_reason(minutes)
         if c.runs.abandon(run, reason, iso(now)):
+            finalize.count_end(c, RunStatus.FAILED)
             fail_running_cases(c, run, "the run was abandoned while this case ran", now)
             c.orgs.remove_waiting(run.org_id, run.run_id)
             finalize.ended(c, run.org_id, run.run_id)
@@ -140,6 +141,7 @@ def sweep(c: Container) -> SweepReport:
         if org is not None and run.run_id in (org.waiting or []):
             continue  # still in line for a slot: a queued run may wait as long as its job is queued
         if c.runs.fail_unstarted(run, "failed: nothing was left to run it", iso(now)):
+            finalize.count_end(c, RunStatus.FAILED)
             finalize.ended(c, run.org_id, run.run_id)
             report.failed.append(run.run_id)
     for status in (RunStatus.CANCELLED, RunStatus.BUDGET_EXCEEDED, RunStatus.FAILED):

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from chalice import Blueprint
 
-from chalicelib import bootstrap, names
+from chalicelib import bootstrap, telemetry
+from chalicelib.config import get_settings
 from chalicelib.services import run_case
 from chalicelib.startup import start
 
 start()
+NAMES = get_settings().names
+"""The stack's queues, as the settings name them when the function starts (Chalice reads each
+handler's queue as the module is imported: `chalice package` with the stage's prefix)."""
 
 bp = Blueprint(__name__)
 
@@ -29,30 +33,37 @@ def _receive_count(record) -> int:
         return 1
 
 
-@bp.on_sqs_message(queue=names.CASE_TASKS_QUEUE, batch_size=1)
+@bp.on_sqs_message(queue=NAMES.case_tasks_queue, batch_size=1)
 def handle_case_task(event):
     """One case attempt per message (DESIGN §5), carrying on with the next task of its lane
     while the invocation has time for it. Raising (`run_case.LeaseHeld` included: an
     earlier delivery of this message still holds its attempt) leaves the message for redelivery."""
     c = bootstrap.container()
     remaining = getattr(event.context, "get_remaining_time_in_millis", None)
-    for record in event:
-        run_case.handle_task(
-            c,
-            record.body,
-            receive_count=_receive_count(record),
-            receipt_handle=record.receipt_handle,
-            message_id=_message_id(record),
-            remaining_ms=remaining,
-        )
+    with telemetry.invocation(c.settings, event.context, metrics=c.metrics):
+        for record in event:
+            with telemetry.keys(correlation_id=_message_id(record)):
+                run_case.handle_task(
+                    c,
+                    record.body,
+                    receive_count=_receive_count(record),
+                    receipt_handle=record.receipt_handle,
+                    message_id=_message_id(record),
+                    remaining_ms=remaining,
+                )
 
 
-@bp.on_sqs_message(queue=names.CASE_TASKS_DLQ, batch_size=1)
+@bp.on_sqs_message(queue=NAMES.case_tasks_dlq, batch_size=1)
 def handle_dead_case(event):
     """A case task that failed `maxReceiveCount` times: recorded `incomplete`, its slot passed
     on."""
     c = bootstrap.container()
-    for record in event:
-        run_case.handle_dead_task(
-            c, record.body, receive_count=_receive_count(record), message_id=_message_id(record)
-        )
+    with telemetry.invocation(c.settings, event.context, metrics=c.metrics):
+        for record in event:
+            with telemetry.keys(correlation_id=_message_id(record)):
+                run_case.handle_dead_task(
+                    c,
+                    record.body,
+                    receive_count=_receive_count(record),
+                    message_id=_message_id(record),
+                )

@@ -30,6 +30,7 @@ from tests.fakes.catalog import (
     FakeModelProfiles,
 )
 from tests.fakes.ledger import FakeQueue, FakeRuns
+from tests.fakes.telemetry import FakeMetrics
 from tests.fakes.tenants import FakeBudgets, FakeOrganizations
 
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -82,5 +83,6 @@ class FakeContainer:
         self.promotions = FakePromotions()
         self.notifications = FakeNotifications()
         self.mailer = FakeMailer()
+        self.metrics = FakeMetrics()
         for name, value in collaborators.items():
             setattr(self, name, value)

@@ -379,7 +379,13 @@ def test_an_unknown_route_is_404_in_the_api_shape_and_never_echoes_the_token(api
         r = api.http.request(method, path)
         assert r.status_code == 404, (method, path, r.status_code, r.text)
         assert r.headers["Content-Type"].startswith("application/json")
-        assert r.json() == {"error": {"code": "not_found", "message": "no route matches this path"}}
+        assert r.json() == {
+            "error": {
+                "code": "not_found",
+                "message": "no route matches this path",
+                "request_id": r.headers["X-Request-Id"],  # the gateway's id of this request
+            }
+        }
         assert token not in r.text and "Authorization" not in r.text
 
 

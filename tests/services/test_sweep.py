@@ -10,6 +10,7 @@ from chalicelib.clock import epoch_ms
 from chalicelib.domain.events import Event, RunEnded
 from chalicelib.domain.records import Run
 from chalicelib.services import sweep
+from chalicelib.services.ports.telemetry import Metric
 from tests.fakes import START, FakeContainer
 from tests.fakes.ledger import a_run, an_attempt
 
@@ -58,6 +59,7 @@ def test_an_abandoned_running_run_is_failed_and_its_slots_freed_and_a_fresh_one_
     assert events == [RunEnded("acme", "old")]
     assert sweep.sweep(c).failed == []  # swept once: nothing is freed twice
     assert c.orgs.get("acme").in_flight == 1
+    assert c.metrics.counted == {(Metric.RUNS_ENDED, (("status", "failed"),)): 1}  # once
 
 
 def test_a_run_that_heartbeats_between_the_sweep_s_read_and_its_write_is_left_running(

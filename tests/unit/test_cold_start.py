@@ -25,7 +25,17 @@ from chalicelib.config import DEV_JWT_SECRET
 
 ROOT = Path(__file__).resolve().parents[2]
 
-HEAVY = ("httpx", "jsonschema", "referencing", "regex", "croniter", "scipy", "jwt", "cryptography")
+HEAVY = (
+    "httpx",
+    "jsonschema",
+    "referencing",
+    "regex",
+    "croniter",
+    "scipy",
+    "jwt",
+    "cryptography",
+    "aws_lambda_powertools",  # JSON logs and EMF metrics: at the first invocation (telemetry)
+)
 """Libraries a start must not import: each is imported where it is first needed."""
 
 AWS = ("boto3", "botocore", "pynamodb")

@@ -24,7 +24,7 @@ from chalicelib import names
 from chalicelib.adapters import tables
 from chalicelib.config import Settings
 from infra.cloudformation import template
-from infra.resources import BUCKET_NAME, queue_specs
+from infra.resources import queue_specs
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "assay-"
@@ -140,19 +140,77 @@ def test_default_template_follows_the_settings(monkeypatch):
     monkeypatch.setenv("ASSAY_RESOURCE_PREFIX", "team7-")
     tpl = template()
     assert (
-        _queues(tpl)[names.CASE_TASKS_QUEUE][1]["VisibilityTimeout"]
+        _queues(tpl)["team7-case-tasks"][1]["VisibilityTimeout"]
         == Settings().visibility_timeout_seconds
     )
     assert all(
         r["Properties"]["TableName"].startswith("team7-")
         for r in _resources(tpl, "AWS::DynamoDB::Table").values()
     )
+    monkeypatch.setenv("ASSAY_RESULTS_BUCKET", "team7-results-eu")
+    (bucket,) = _resources(template(), "AWS::S3::Bucket").values()
+    assert bucket["Properties"]["BucketName"] == "team7-results-eu"
 
 
-def test_bucket_is_the_results_bucket_and_private(tpl):
+def test_bucket_is_the_results_bucket_named_after_the_account_and_private(tpl):
     (bucket,) = _resources(tpl, "AWS::S3::Bucket").values()
-    assert bucket["Properties"]["BucketName"] == BUCKET_NAME == names.RESULTS_BUCKET
+    # S3 names are global: the default names the account, which CloudFormation fills in.
+    assert bucket["Properties"]["BucketName"] == {"Fn::Sub": "assay-results-${AWS::AccountId}"}
     assert all(bucket["Properties"]["PublicAccessBlockConfiguration"].values())
+    named = template(prefix=PREFIX, case_timeout_seconds=CASE_TIMEOUT, bucket="acme-assay-data")
+    (bucket,) = _resources(named, "AWS::S3::Bucket").values()
+    assert bucket["Properties"]["BucketName"] == "acme-assay-data"
+
+
+@pytest.mark.parametrize("prefix", ["staging-", "team7-"])
+def test_one_prefix_names_every_table_queue_and_the_bucket(prefix):
+    """Two stacks with two prefixes share no resource name (issue 13 scope 5)."""
+    tpl = template(prefix=prefix, case_timeout_seconds=CASE_TIMEOUT)
+    ours = template(prefix=PREFIX, case_timeout_seconds=CASE_TIMEOUT)
+
+    def physical_names(t: dict[str, Any]) -> set[str]:
+        out = set()
+        for r in t["Resources"].values():
+            props = r["Properties"]
+            name = props.get("TableName") or props.get("QueueName") or props.get("BucketName")
+            out.add(name["Fn::Sub"] if isinstance(name, dict) else name)
+        return out
+
+    theirs = physical_names(tpl)
+    assert len(theirs) == len(tpl["Resources"])
+    assert all(n.startswith(prefix) for n in theirs), sorted(theirs)
+    assert not theirs & physical_names(ours)
+    assert set(_queues(tpl)) == {
+        f"{prefix}case-tasks",
+        f"{prefix}case-tasks-dlq",
+        f"{prefix}agent-events",
+        f"{prefix}agent-events-dlq",
+    }
+    for _, props in _queues(tpl).values():
+        target = props.get("RedrivePolicy", {}).get("deadLetterTargetArn")
+        if target:  # the DLQ of the same stack
+            assert tpl["Resources"][target["Fn::GetAtt"][0]]["Properties"]["QueueName"].startswith(
+                prefix
+            )
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    ["Staging-", "staging_", "staging", "-staging-", "", "a" * 40 + "-", "st ack-"],
+    ids=repr,
+)
+def test_a_prefix_aws_would_refuse_is_refused_naming_it(prefix):
+    with pytest.raises(ValueError, match="assay_resource_prefix"):
+        template(prefix=prefix, case_timeout_seconds=CASE_TIMEOUT)
+    done = subprocess.run(
+        [sys.executable, "-m", "infra", "cloudformation", f"--prefix={prefix}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "assay_resource_prefix" in done.stderr
+    assert done.stdout == ""
 
 
 def test_cli_prints_the_template_as_json():
@@ -207,7 +265,8 @@ def test_template_deploys_on_moto_cloudformation(tpl, monkeypatch):
         redrive = json.loads(attrs["RedrivePolicy"])
         assert redrive["deadLetterTargetArn"].endswith(f":{names.CASE_TASKS_DLQ}")
         assert int(redrive["maxReceiveCount"]) == names.MAX_RECEIVE_COUNT
-        boto3.client("s3", region_name=region).head_bucket(Bucket=BUCKET_NAME)
+        account = boto3.client("sts", region_name=region).get_caller_identity()["Account"]
+        boto3.client("s3", region_name=region).head_bucket(Bucket=f"assay-results-{account}")
 
 
 # --- Lambda settings against the queues ------------------------------------------------------
@@ -294,9 +353,10 @@ def _matches(statement: dict[str, Any], action: str, resource: str) -> bool:
     )
 
 
-def allowed(action: str, resource: str) -> bool:
-    """IAM's verdict on `action` over `resource` for this policy alone (no conditions used)."""
-    statements = _policy()["Statement"]
+def allowed(action: str, resource: str, document: dict[str, Any] | None = None) -> bool:
+    """IAM's verdict on `action` over `resource` for `document` alone (default the committed
+    policy; no conditions used)."""
+    statements = (document or _policy())["Statement"]
     if any(s["Effect"] == "Deny" and _matches(s, action, resource) for s in statements):
         return False
     return any(s["Effect"] == "Allow" and _matches(s, action, resource) for s in statements)
@@ -519,6 +579,39 @@ def test_policy_covers_the_organizations_secrets_and_recordings_and_no_others():
     assert not allowed("secretsmanager:GetSecretValue", "*")
 
 
+def test_a_prefix_s_policy_covers_its_own_resources_and_none_of_another_stack():
+    from infra.policy import policy
+
+    account = "123456789012"
+    doc = policy(
+        "staging-",
+        "staging-agent-",
+        bucket=f"staging-results-{account}",
+        jwt_secret_parameter="/staging/jwt-secret",
+    )
+    ours, theirs = names.StackNames("staging-"), names.DEFAULT
+    for queue in ours.queues:
+        assert allowed("sqs:SendMessage", f"arn:aws:sqs:{ACCOUNT_REGION}:{queue}", doc)
+    for queue in theirs.queues:
+        assert not allowed("sqs:SendMessage", f"arn:aws:sqs:{ACCOUNT_REGION}:{queue}", doc)
+    assert allowed("dynamodb:PutItem", _table_arn("eval_runs", "staging-"), doc)
+    assert not allowed("dynamodb:PutItem", _table_arn("eval_runs", PREFIX), doc)
+    assert allowed("s3:PutObject", f"arn:aws:s3:::staging-results-{account}/org/answers/x", doc)
+    assert not allowed("s3:PutObject", f"arn:aws:s3:::{names.RESULTS_BUCKET}/org/answers/x", doc)
+    secret = f"arn:aws:secretsmanager:{ACCOUNT_REGION}:secret:staging/org_a/openai-AbCdEf"
+    assert allowed("secretsmanager:GetSecretValue", secret, doc)
+    assert not allowed("secretsmanager:GetSecretValue", secret.replace("staging/", "assay/"), doc)
+    parameter = f"arn:aws:ssm:{ACCOUNT_REGION}:parameter/staging/jwt-secret"
+    assert allowed("ssm:GetParameter", parameter, doc)
+    assert not allowed("ssm:GetParameter", parameter.replace("staging/", "assay/"), doc)
+    assert not allowed("ssm:PutParameter", parameter, doc)
+    assert allowed(
+        "lambda:InvokeFunction", f"arn:aws:lambda:{ACCOUNT_REGION}:function:staging-agent-x", doc
+    )
+    # The committed policy (plain `chalice package`) reads no parameter: the stage names none.
+    assert not allowed("ssm:GetParameter", parameter.replace("staging/", "assay/"))
+
+
 def test_policy_cli_prints_what_policy_gives():
     from infra.policy import policy
 
@@ -551,12 +644,14 @@ def test_gateway_responses_answer_in_the_api_shape_and_never_echo_the_request():
     assert responses["MISSING_AUTHENTICATION_TOKEN"]["StatusCode"] == "404"  # an unknown path
     for response_type, response in responses.items():
         template = response["ResponseTemplates"]["application/json"]
-        assert "$" not in template, (
-            response_type,
-            template,
-        )  # no $context, no $input: nothing echoed
+        # No $input, no $context.error.message: nothing of the request is echoed; the one
+        # variable is API Gateway's request id.
+        assert template.replace("$context.requestId", "").count("$") == 0, (response_type, template)
         error = json.loads(template)["error"]
-        assert set(error) == {"code", "message"} and error["code"] and error["message"]
+        assert (
+            set(error) == {"code", "message", "request_id"} and error["code"] and error["message"]
+        )
+        assert error["request_id"] == "$context.requestId"
         assert response["ResponseParameters"]["Headers"]["Content-Type"] == "'application/json'"
         if RESPONSE_STATUS[response_type] is None:
             assert "StatusCode" not in response

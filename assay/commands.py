@@ -54,7 +54,12 @@ def guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.
     def run(args: argparse.Namespace) -> int:
         try:
             return command(args)
-        except (ApiError, ApiUnreachable, UsageError, TimeoutError) as exc:
+        except BrokenPipeError:
+            # stdout was closed by its reader (`assay export ... | head`): nothing more to say
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return gates.ERROR
+        except (ApiError, ApiUnreachable, UsageError, TimeoutError, OSError) as exc:
             print(f"assay: {exc}", file=sys.stderr)
             if getattr(args, "json", False):
                 error: JSON = {"message": str(exc)}
@@ -93,7 +98,13 @@ def _reports(p: argparse.ArgumentParser) -> None:
         help="fail (exit 1) below this pass rate: 0.8 or 80%%",
     )
     p.add_argument(
-        "--timeout", type=float, default=None, help="give up waiting after N seconds (exit 3)"
+        "--timeout",
+        type=float,
+        default=None,
+        help="stop waiting after N seconds: inconclusive (exit 2), the run goes on",
+    )
+    p.add_argument(
+        "--cancel-on-timeout", action="store_true", help="with --timeout: cancel the run then"
     )
 
 
@@ -104,9 +115,17 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _count(n: Any, noun: str, plural: str = "s") -> str:
+def _count(n: Any, one: str, many: str | None = None) -> str:
     count = int(n or 0)
-    return f"{count} {noun}{plural * (count != 1)}"
+    return f"{count} {one if count == 1 else (many or one + 's')}"
+
+
+def _fixes(comparison: JSON) -> str:
+    return _count(comparison.get("confirmed_fixes"), "confirmed fix", "confirmed fixes")
+
+
+def _tries(side: JSON) -> str:
+    return _count(len(side.get("attempts") or []), "try", "tries")
 
 
 def _usd(value: Any) -> str:
@@ -167,6 +186,28 @@ def _run_summary(run: JSON) -> JSON:
     return {k: v for k, v in run.items() if k != "results"}
 
 
+def wait_and_report(api: AssayClient, run_id: str, args: argparse.Namespace) -> int:
+    """Wait for the run (at most `--timeout` seconds), then `report_run`. A run still going at
+    the timeout is inconclusive (exit 2): it goes on, unless `--cancel-on-timeout` cancels it."""
+    try:
+        watch_progress(api, run_id, timeout_s=args.timeout)
+    except TimeoutError:
+        reason = f"the run {run_id} did not end within {args.timeout:g} s"
+        if args.cancel_on_timeout:
+            api.cancel(run_id)
+            reason += "; it was cancelled (--cancel-on-timeout)"
+        else:
+            reason += f"; it goes on (assay cancel {run_id} stops it)"
+        decision = gates.Gate(gates.INCONCLUSIVE, [reason])
+        if args.json:
+            _emit_json({"run": {"run_id": run_id}, "comparison": None, "gate": decision.as_json()})
+        else:
+            print(f"gate: {decision.word} (exit {decision.code})")
+            print(f"  - {reason}")
+        return decision.code
+    return report_run(api, run_id, args)
+
+
 def report_run(api: AssayClient, run_id: str, args: argparse.Namespace) -> int:
     """Decide the ended run's gate, write the reports asked for, print the result; the exit
     code."""
@@ -218,7 +259,7 @@ def print_run(run: JSON, comparison: JSON | None, decision: gates.Gate) -> None:
         print(
             f"  against the baseline: {comparison.get('verdict')}; "
             f"{_count(comparison.get('confirmed_regressions'), 'confirmed regression')}, "
-            f"{_count(comparison.get('confirmed_fixes'), 'confirmed fix', 'es')}; overall "
+            f"{_fixes(comparison)}; overall "
             f"{comparison.get('overall') or 'not told apart'}"
             + (f" (exact McNemar p = {p:.3g})" if isinstance(p, int | float) else "")
         )
@@ -304,16 +345,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(run["run_id"])
         return gates.PASSED
     print(f"started {run['run_id']}", file=sys.stderr)
-    watch_progress(api, run["run_id"], timeout_s=args.timeout)
-    return report_run(api, run["run_id"], args)
+    return wait_and_report(api, run["run_id"], args)
 
 
 @guarded
 def cmd_gate(args: argparse.Namespace) -> int:
     """Wait for a run to end and gate it (exit 0/1/2/3)."""
-    api = client_of(args)
-    watch_progress(api, args.run_id, timeout_s=args.timeout)
-    return report_run(api, args.run_id, args)
+    return wait_and_report(client_of(args), args.run_id, args)
 
 
 @guarded
@@ -355,7 +393,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
         return gates.PASSED
     for case in cases:
         sides = ", ".join(
-            f"{arm} {side.get('settled')} ({len(side.get('attempts') or [])} tries)"
+            f"{arm} {side.get('settled')} ({_tries(side)})"
             for arm, side in (case.get("arms") or {}).items()
         )
         outcome = f" [{case['outcome']}]" if case.get("outcome") else ""
@@ -373,7 +411,7 @@ def cmd_comparison(args: argparse.Namespace) -> int:
     print(
         f"verdict {comparison.get('verdict')}: "
         f"{_count(comparison.get('confirmed_regressions'), 'confirmed regression')}, "
-        f"{_count(comparison.get('confirmed_fixes'), 'confirmed fix', 'es')}; overall "
+        f"{_fixes(comparison)}; overall "
         f"{comparison.get('overall') or 'not told apart'}; pass rate "
         f"{gates._pct(comparison.get('pass_rate_before'))} -> "
         f"{gates._pct(comparison.get('pass_rate_after'))}"
@@ -434,7 +472,10 @@ def _load_document(path: str) -> JSON:
         except yaml.YAMLError as exc:
             raise UsageError(f"{path} is neither JSON nor YAML: {exc}") from None
     if not isinstance(doc, dict):
-        raise UsageError(f"{path} must hold one object (a suite's fields)")
+        raise UsageError(
+            f"{path} must hold one JSON (or YAML) object of the suite's fields, e.g. "
+            '{"dataset_id": "ds", "threshold": {"min_pass_rate": 0.9}, "guards": true}'
+        )
     return doc
 
 
@@ -532,7 +573,11 @@ def cmd_promote(args: argparse.Namespace) -> int:
             raise TimeoutError(
                 f"promotion {promotion.get('promotion_id')} still waiting after {args.timeout:g} s"
             )
-        print(f"waiting for guards: {json.dumps(promotion.get('guards'))}", file=sys.stderr)
+        guards = promotion.get("guards") or {}
+        told = ", ".join(
+            f"{sid} {(g or {}).get('result') or 'running'}" for sid, g in sorted(guards.items())
+        )
+        print(f"waiting for its guards: {told or 'none yet'}", file=sys.stderr)
         time.sleep(2.0)
         promotion = api.get_promotion(args.agent, promotion["promotion_id"])
     decision = gates.decide_promotion(promotion)

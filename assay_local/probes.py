@@ -79,9 +79,10 @@ def check_endpoint(url: str, *, named: str, hint: str, timeout_s: float = 3.0) -
         raise ProbeError(f"{named} does not answer ({reason.lower()}); {hint}") from None
 
 
-def endpoint_hint(from_env: bool, *, own_moto: bool = False) -> str:
+def endpoint_hint(from_env: bool, *, own_moto: bool = False, flag: str = "--localstack") -> str:
     """What to do about an endpoint that does not answer, by where it came from (`own_moto`: it
-    is the address `assay dev` gives its own moto, exported from an earlier start)."""
+    is the address `assay dev` gives its own moto, exported from an earlier start; `flag`: the
+    option that named it)."""
     if from_env:
         earlier = "it is the moto address an earlier assay dev printed; " if own_moto else ""
         return (
@@ -89,4 +90,4 @@ def endpoint_hint(from_env: bool, *, own_moto: bool = False) -> str:
             f"AWS_ENDPOINT_URL`), or start LocalStack with {LOCALSTACK_UP} (README, Using it by "
             "hand)"
         )
-    return f"start it with {LOCALSTACK_UP}, or leave out --localstack to use the embedded stack"
+    return f"start it with {LOCALSTACK_UP}, or leave out {flag} to use the embedded stack"

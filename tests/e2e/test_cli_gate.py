@@ -42,6 +42,7 @@ def cli(stack, api):
             stdin=subprocess.DEVNULL,
         )
 
+    run.env = env  # the environment the command gets, for a shell pipeline
     return run
 
 
@@ -223,3 +224,45 @@ def test_suites_and_a_guarded_promotion_from_the_command_line(api, cli, tmp_path
     assert json.loads(ran.stdout)["gate"]["exit_code"] == 0
     results = cli("suites", "results", agent, suite_id, "--json")
     assert len(json.loads(results.stdout)["results"]) == 3
+
+
+def test_a_run_still_going_at_the_timeout_is_inconclusive_and_may_be_cancelled(api, cli):
+    ds = api.dataset(cases(30))
+    agent = api.agent(sleepy_spec(sleep_ms=400))
+    going = cli("run", agent, "--dataset", ds, "--draft", "--yes", "--wait", "--timeout", "0.5")
+    assert going.returncode == 2, going.stdout + going.stderr
+    assert "did not end within 0.5 s; it goes on (assay cancel run_" in going.stdout
+    stopped = cli(
+        "run", agent, "--dataset", ds, "--draft", "--yes", "--wait", "--json",
+        "--timeout", "0.5", "--cancel-on-timeout",
+    )  # fmt: skip
+    assert stopped.returncode == 2
+    out = json.loads(stopped.stdout)
+    assert "it was cancelled (--cancel-on-timeout)" in out["gate"]["reasons"][0]
+    status = api.ok("GET", f"/api/v1/eval-runs/{out['run']['run_id']}")["status"]
+    assert status in ("cancelled", "running")  # cancelled; its last cases may still be ending
+    assert api.ok("GET", f"/api/v1/eval-runs/{out['run']['run_id']}")["status"] != "completed"
+
+
+def test_a_mistyped_flag_a_missing_file_and_a_closed_pipe_are_errors_in_one_line(
+    api, cli, tmp_path
+):
+    typo = cli("run", "agt", "--dataset", "ds", "--verison", "3", "--yes", "--wait")
+    assert typo.returncode == 3 and "unrecognized arguments: --verison" in typo.stderr
+    missing = cli("suites", "create", "agt", str(tmp_path / "nope.json"))
+    assert missing.returncode == 3 and "Traceback" not in missing.stderr
+    assert missing.stderr.startswith("assay: ") and missing.stderr.count("\n") == 1
+    imported = cli("import", "ds1", str(tmp_path / "nope.jsonl"), "--create", "D")
+    assert imported.returncode == 3 and "Traceback" not in imported.stderr
+
+    ds = api.dataset(cases(200))
+    agent = api.agent(sleepy_spec())
+    run_id = json.loads(
+        cli("run", agent, "--dataset", ds, "--draft", "--yes", "--wait", "--json").stdout
+    )["run"]["run_id"]
+    assert len(cli("export", run_id).stdout) > 150_000  # more than a pipe holds (64 KiB)
+    piped = subprocess.run(
+        f"{ASSAY} export {run_id} | head -c 100 > /dev/null",
+        shell=True, capture_output=True, text=True, timeout=120, env=cli.env,
+    )  # fmt: skip
+    assert piped.stderr == ""  # no BrokenPipeError traceback

@@ -88,7 +88,7 @@ def test_each_stack_command_refuses_in_one_line_naming_the_local_extra_when_moto
     assert set(STACK_COMMANDS) == {"demo", "dev", "bench"}
     for command in STACK_COMMANDS:
         done = _without_moto([command])
-        assert done.returncode == 1, (command, done.stderr[-2000:])
+        assert done.returncode == 2, (command, done.stderr[-2000:])  # cannot start
         assert done.stdout == ""
         assert done.stderr.splitlines() == [
             f"assay {command}: the embedded stack (moto) is not installed: {LOCAL_EXTRA}"

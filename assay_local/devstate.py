@@ -300,6 +300,15 @@ def _start(
                 from_env=True, own_moto=external.rstrip("/") == f"http://127.0.0.1:{own}"
             ),
         )
+        if probes.is_assay_moto(external):
+            # A shell that kept what an earlier `assay dev` printed: this one would serve that
+            # one's state, and both would poll the same queues and fire the same schedules.
+            raise DevError(
+                f"AWS_ENDPOINT_URL={external} is the moto server of another assay dev (its data "
+                "folder keeps that state, and two would poll the same queues): unset "
+                "AWS_ENDPOINT_URL for a stack of this one's own, or pass --endpoint to share it "
+                "on purpose"
+            )
     if fresh and external is not None:
         raise DevError(
             "--fresh empties the embedded stack's saved state; LocalStack keeps its own "

@@ -79,6 +79,24 @@ def check_endpoint(url: str, *, named: str, hint: str, timeout_s: float = 3.0) -
         raise ProbeError(f"{named} does not answer ({reason.lower()}); {hint}") from None
 
 
+ASSAY_MOTO_PATH = "/_assay/requests"
+"""A path only the embedded stack's moto server answers (its request counts,
+`assay_local.motoserver.COUNTS_PATH`)."""
+
+
+def is_assay_moto(url: str, timeout_s: float = 2.0) -> bool:
+    """Whether `url` (an endpoint the operator exported) is the moto server of an embedded stack:
+    it answers `ASSAY_MOTO_PATH` with a JSON object. LocalStack and AWS do not."""
+    import json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + ASSAY_MOTO_PATH, timeout=timeout_s) as r:
+            return isinstance(json.loads(r.read(65536)), dict)
+    except (OSError, ValueError):
+        return False
+
+
 def endpoint_hint(from_env: bool, *, own_moto: bool = False, flag: str = "--localstack") -> str:
     """What to do about an endpoint that does not answer, by where it came from (`own_moto`: it
     is the address `assay dev` gives its own moto, exported from an earlier start; `flag`: the

@@ -290,6 +290,19 @@ def test_an_aws_endpoint_url_that_does_not_answer_is_one_line(tmp_path: Path) ->
     assert "docker compose -f localstack-compose.yml up -d" in line
 
 
+def test_an_aws_endpoint_url_of_another_assay_devs_moto_is_refused(tmp_path: Path) -> None:
+    from assay_local.motoserver import start_moto_process
+
+    other = start_moto_process()  # what an earlier assay dev printed and the shell kept
+    try:
+        env = clean_env(AWS_ENDPOINT_URL=other.url)
+        line = one_line_refusal(tmp_path / "dev", "--port", free_port(), env=env)
+        assert f"AWS_ENDPOINT_URL={other.url} is the moto server of another assay dev" in line
+        assert "unset AWS_ENDPOINT_URL" in line and "--endpoint" in line
+    finally:
+        other.stop()
+
+
 def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -254,6 +254,12 @@ def print_run(run: JSON, comparison: JSON | None, decision: gates.Gate) -> None:
             f"{outcome.get('total')} passed, {outcome.get('failed')} failed, "
             f"{outcome.get('undecided', 0)} undecided"
         )
+    stability = run.get("stability")
+    if isinstance(stability, dict):
+        print(
+            f"  stability: {stability.get('unstable')} of {stability.get('asked')} cases changed "
+            f"their answer when asked again ({'noisy' if stability.get('noisy') else 'steady'})"
+        )
     if comparison is not None:
         p = comparison.get("p_value")
         print(

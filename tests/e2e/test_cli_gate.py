@@ -266,3 +266,20 @@ def test_a_mistyped_flag_a_missing_file_and_a_closed_pipe_are_errors_in_one_line
         shell=True, capture_output=True, text=True, timeout=120, env=cli.env,
     )  # fmt: skip
     assert piped.stderr == ""  # no BrokenPipeError traceback
+
+
+def test_a_stability_run_says_how_steady_the_answers_were(api, cli):
+    flaky = {"runtime": "python", "entrypoint": "bench.agents:flaky", "options": {"p": 1.0}}
+    agent = api.agent(flaky)
+    done = cli(
+        "run",
+        agent,
+        "--dataset",
+        api.dataset(cases(3)),
+        "--draft",
+        "--stability",
+        "--yes",
+        "--wait",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "stability: 0 of 3 cases changed their answer when asked again (steady)" in done.stdout

@@ -54,6 +54,7 @@ class DataFolder:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock_fd: int | None = None
+        self._made = False
 
     @property
     def state_file(self) -> Path:
@@ -81,6 +82,7 @@ class DataFolder:
         Raises:
             DevError: another `assay dev` uses the folder, or the folder cannot be made.
         """
+        self._made = not self.path.exists()
         try:
             self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
@@ -113,6 +115,21 @@ class DataFolder:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._lock_fd = fd
+
+    def forget_if_new(self) -> None:
+        """Undo `lock()` on a folder it made, when nothing but the lock is in it (a start that
+        was refused after the lock leaves no folder behind); a folder that was there stays."""
+        if self._lock_fd is None or not self._made:
+            return
+        if any(p.name != LOCK_FILE for p in self.path.iterdir()):
+            return
+        (self.path / LOCK_FILE).unlink(missing_ok=True)
+        os.close(self._lock_fd)
+        self._lock_fd = None
+        try:
+            self.path.rmdir()
+        except OSError:
+            pass  # something else appeared in it meanwhile: leave it
 
     def discard_state(self) -> Path | None:
         """`--fresh`: move the saved state aside (to `moto-state.old`, replacing an older one);
@@ -316,13 +333,17 @@ def _start(
         )
     folder = DataFolder(data)
     folder.lock(on_wait=on_wait)
-    probes.check_port_free(port, "--port")
     moto_port = 0
-    if external is None:
-        moto_port = (port + 1 if port else 0) if aws_port is None else aws_port
-        if moto_port > 65535:
-            raise DevError(f"port {moto_port} does not exist: choose moto's with --aws-port")
-        probes.check_port_free(moto_port, "--aws-port")
+    try:
+        probes.check_port_free(port, "--port")
+        if external is None:
+            moto_port = (port + 1 if port else 0) if aws_port is None else aws_port
+            if moto_port > 65535:
+                raise DevError(f"port {moto_port} does not exist: choose moto's with --aws-port")
+            probes.check_port_free(moto_port, "--aws-port")
+    except (DevError, ProbeError):
+        folder.forget_if_new()
+        raise
     discarded = folder.discard_state() if fresh else None
     overrides: dict[str, str] = {}
     secret_from_env = SECRET_ENV in env

@@ -310,6 +310,7 @@ def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
         port = int(taken.getsockname()[1])
         line = one_line_refusal(tmp_path / "dev", "--port", port, "--aws-port", free_port())
         assert f"port {port} on 127.0.0.1 is in use" in line and "--port" in line
+        assert not (tmp_path / "dev").exists()  # a refused start leaves no folder behind
         line = one_line_refusal(tmp_path / "dev", "--port", free_port(), "--aws-port", port)
         assert f"port {port} on 127.0.0.1 is in use" in line and "--aws-port" in line
 

@@ -250,7 +250,7 @@ def print_run(run: JSON, comparison: JSON | None, decision: gates.Gate) -> None:
     print(f"run {run.get('run_id')}: {run.get('status')}")
     if outcome:
         print(
-            f"  pass rate {gates._pct(outcome.get('pass_rate'))}: {outcome.get('passed')}/"
+            f"  pass rate {gates.percent(outcome.get('pass_rate'))}: {outcome.get('passed')}/"
             f"{outcome.get('total')} passed, {outcome.get('failed')} failed, "
             f"{outcome.get('undecided', 0)} undecided"
         )
@@ -419,8 +419,8 @@ def cmd_comparison(args: argparse.Namespace) -> int:
         f"{_count(comparison.get('confirmed_regressions'), 'confirmed regression')}, "
         f"{_fixes(comparison)}; overall "
         f"{comparison.get('overall') or 'not told apart'}; pass rate "
-        f"{gates._pct(comparison.get('pass_rate_before'))} -> "
-        f"{gates._pct(comparison.get('pass_rate_after'))}"
+        f"{gates.percent(comparison.get('pass_rate_before'))} -> "
+        f"{gates.percent(comparison.get('pass_rate_after'))}"
     )
     for flip in comparison.get("flips") or []:
         held = "confirmed" if flip.get("confirmed") else "not confirmed"

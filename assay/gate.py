@@ -55,7 +55,8 @@ class Gate:
         return {"exit_code": self.code, "result": self.word, "reasons": list(self.reasons)}
 
 
-def _pct(rate: Any) -> str:
+def percent(rate: Any) -> str:
+    """A rate 0..1 as a percentage with one decimal (`n/a` for None)."""
     return "n/a" if rate is None else f"{100 * float(rate):.1f} %"
 
 
@@ -116,7 +117,7 @@ def decide_run(run: JSON, comparison: JSON | None, *, min_pass_rate: float | Non
         unsure.append(f"{undecided} case{'s' * (undecided != 1)} undecided{why}")
     rate = outcome.get("pass_rate")
     if min_pass_rate is not None and (rate is None or float(rate) < min_pass_rate):
-        broke.append(f"pass rate {_pct(rate)} is under the minimum {_pct(min_pass_rate)}")
+        broke.append(f"pass rate {percent(rate)} is under the minimum {percent(min_pass_rate)}")
     if broke:
         return Gate(BROKE, broke + unsure)
     if unsure:
@@ -125,7 +126,7 @@ def decide_run(run: JSON, comparison: JSON | None, *, min_pass_rate: float | Non
 
 
 def _passed_sentence(outcome: JSON, comparison: JSON | None) -> str:
-    rate = f"pass rate {_pct(outcome.get('pass_rate'))}"
+    rate = f"pass rate {percent(outcome.get('pass_rate'))}"
     if comparison is None:
         return f"no baseline to compare with; {rate}"
     fixes = int(comparison.get("confirmed_fixes") or 0)
@@ -303,12 +304,12 @@ def markdown(
             sentence += f", {comparison['overall']} overall (exact McNemar p = {p:.3g})"
         lines.append(sentence + ".")
         lines.append(
-            f"Pass rate {_pct(comparison.get('pass_rate_before'))} before, "
-            f"{_pct(comparison.get('pass_rate_after'))} after."
+            f"Pass rate {percent(comparison.get('pass_rate_before'))} before, "
+            f"{percent(comparison.get('pass_rate_after'))} after."
         )
     elif outcome:
         lines.append(
-            f"Pass rate {_pct(outcome.get('pass_rate'))} "
+            f"Pass rate {percent(outcome.get('pass_rate'))} "
             f"({outcome.get('passed')}/{outcome.get('total')} passed); no baseline to compare with."
         )
     lines += ["", *[f"- {r}" for r in gate.reasons]]

@@ -110,3 +110,14 @@ def org_recordings_prefix(org_id: str) -> str:
 def recording_key(org_id: str, recording_id: str) -> str:
     """`<org>/recordings/<id>.jsonl`: the results-bucket key of one recording."""
     return f"{org_recordings_prefix(org_id)}{recording_id}.jsonl"
+
+
+def run_answers_prefix(org_id: str, run_id: str) -> str:
+    """`<org>/answers/<run_id>/`: where a run's long answers live in the results bucket (deleted
+    with the run)."""
+    return f"{org_id}/answers/{run_id}/"
+
+
+def answer_key(org_id: str, run_id: str, attempt_key: str) -> str:
+    """`<org>/answers/<run_id>/<attempt_key>.txt`: the results-bucket key of one long answer."""
+    return f"{run_answers_prefix(org_id, run_id)}{attempt_key}.txt"

@@ -44,3 +44,26 @@ class ResultsBucket(LazyClient):
                 ExpiresIn=expires_s,
             )
         )
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Delete every object whose key starts with `prefix`, 1,000 per request (S3's limit for
+        one `DeleteObjects`); returns how many were listed. A key that could not be deleted
+        raises, so the caller's delete stops before the records that point at it."""
+        pages = self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=prefix
+        )
+        count = 0
+        for page in pages:
+            keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+            if not keys:
+                continue
+            answer = self.client.delete_objects(
+                Bucket=self.bucket, Delete={"Objects": keys, "Quiet": True}
+            )
+            if answer.get("Errors"):
+                first = answer["Errors"][0]
+                raise RuntimeError(
+                    f"results bucket: could not delete {first.get('Key')}: {first.get('Code')}"
+                )
+            count += len(keys)
+        return count

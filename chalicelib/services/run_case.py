@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from chalicelib import telemetry
+from chalicelib import names, telemetry
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain import judge_rules as judge_rules
@@ -393,7 +393,7 @@ def _answer_kept(c: Container, run: Run, task: Task, answer: str | None) -> Kept
         return KeptAnswer(kept, None, whole, False)
     if text.utf8_length(kept) <= c.settings.assay_answer_inline_bytes:
         return KeptAnswer(kept, None, whole, truncated)
-    ref = c.bucket.put_text(f"{run.org_id}/answers/{run.run_id}/{task.key}.txt", kept)
+    ref = c.bucket.put_text(names.answer_key(run.org_id, run.run_id, task.key), kept)
     return KeptAnswer(kept[:ANSWER_PREVIEW_CHARS], ref, whole, truncated)
 
 

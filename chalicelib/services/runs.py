@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from chalicelib import names
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import ArmRole, RunPhase, RunPurpose, RunStatus
@@ -488,13 +489,17 @@ def end_run(c: Container, run: Run, status: RunStatus, reason: str) -> bool:
 
 
 def delete_run(c: Container, who: Identity, run_id: str) -> None:
-    """Delete an ended run and every attempt it kept. Raises ConflictError while it runs."""
+    """Delete an ended run, every attempt it kept, and the answers it kept in the results
+    bucket (`<org>/answers/<run_id>/`, seed 004 "What a run keeps"). The answers go first: a
+    delete cut short between the two leaves the run, and asking again finishes it, where the
+    other order would leave answers nothing points at. Raises ConflictError while it runs."""
     run = c.runs.get_for_org(who.org_id, run_id)
     if not RunStatus(run.status).ended or int(run.slots) > 0:
         raise ConflictError(
             "the run is still running: cancel it and wait for its running cases first",
             field="run_id",
         )
+    c.bucket.delete_prefix(names.run_answers_prefix(who.org_id, run_id))
     c.runs.delete(who.org_id, run_id)
 
 

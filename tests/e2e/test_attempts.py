@@ -236,6 +236,33 @@ def test_an_answer_too_large_for_dynamodb_is_kept_in_the_results_bucket(api, set
     assert events["events"][0]["answer_ref"] == r["answer_ref"]
 
 
+def test_deleting_a_run_deletes_the_answers_it_kept_in_the_results_bucket(api, settings, stack):
+    import boto3
+
+    settings(assay_answer_inline_bytes=5_000)
+    spec = {"runtime": "python", "entrypoint": "bench.agents:verbose", "options": {"size": 20_000}}
+    agent, ds = api.agent(spec), api.dataset(cases(3), required=["contains"])
+    kept, deleted = (api.start(agent, ds)["run_id"] for _ in range(2))
+    for run_id in (kept, deleted):
+        assert api.wait(run_id)["status"] == "completed"
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=stack.endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+
+    def keys(run_id: str) -> list[str]:
+        prefix = f"{api.org_id}/answers/{run_id}/"
+        listed = s3.list_objects_v2(Bucket=stack.settings.names.results_bucket, Prefix=prefix)
+        return [o["Key"] for o in listed.get("Contents", [])]
+
+    assert len(keys(deleted)) == 3 and len(keys(kept)) == 3
+    assert api.call("DELETE", f"/api/v1/eval-runs/{deleted}")[0] == 200
+    assert keys(deleted) == [] and len(keys(kept)) == 3
+
+
 def test_the_draft_is_copied_onto_the_run_when_it_starts(api, container):
     probe = f"d-{uuid.uuid4().hex}"
     agent = api.agent(sleepy_spec(sleep_ms=200, probe=probe, answer="42"))

@@ -54,6 +54,29 @@ class FakeSecrets:
         return tuple(value for (org, _), value in sorted(self.kept.items()) if org == org_id)
 
 
+class FakeBucket:
+    """The results bucket in memory: `s3://results/<key>` pointers, URLs that name them."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, str] = {}
+
+    def put_text(self, key: str, text: str) -> str:
+        self.texts[f"s3://results/{key}"] = text
+        return f"s3://results/{key}"
+
+    def get_text(self, pointer: str) -> str:
+        return self.texts[pointer]
+
+    def url(self, pointer: str, expires_s: int) -> str:
+        return f"https://signed.example/{pointer.removeprefix('s3://')}?expires={expires_s}"
+
+    def delete_prefix(self, prefix: str) -> int:
+        gone = [p for p in self.texts if p.removeprefix("s3://results/").startswith(prefix)]
+        for pointer in gone:
+            del self.texts[pointer]
+        return len(gone)
+
+
 class FakeContainer:
     """What `bootstrap.Container` offers the services, built of fakes (the message bus as wired:
     `tests/services/conftest.py`'s `events` fixture records events instead of handling them)."""
@@ -84,5 +107,6 @@ class FakeContainer:
         self.notifications = FakeNotifications()
         self.mailer = FakeMailer()
         self.metrics = FakeMetrics()
+        self.bucket = FakeBucket()
         for name, value in collaborators.items():
             setattr(self, name, value)

@@ -13,28 +13,11 @@ from chalicelib.domain.run_rules import Task
 from chalicelib.errors import InvalidInputError, NotFoundError
 from chalicelib.services import answers
 from chalicelib.services.run_case import KeptAnswer, _answer_kept
-from tests.fakes import FakeContainer
+from tests.fakes import FakeBucket, FakeContainer
 from tests.fakes.ledger import a_run, an_arm, an_attempt
 
 ACME = Identity("acme", "ana")
 TASK = Task("candidate", "c1", 1)
-
-
-class FakeBucket:
-    """The results bucket in memory: `s3://results/<key>` pointers, URLs that name them."""
-
-    def __init__(self) -> None:
-        self.texts: dict[str, str] = {}
-
-    def put_text(self, key: str, text: str) -> str:
-        self.texts[f"s3://results/{key}"] = text
-        return f"s3://results/{key}"
-
-    def get_text(self, pointer: str) -> str:
-        return self.texts[pointer]
-
-    def url(self, pointer: str, expires_s: int) -> str:
-        return f"https://signed.example/{pointer.removeprefix('s3://')}?expires={expires_s}"
 
 
 @pytest.fixture
@@ -129,3 +112,17 @@ def test_a_borrowed_first_answer_is_read_from_the_run_it_came_from(c):
     c.runs.add(a_run(status="completed", arms=(an_arm("candidate"), borrowed)))
     c.runs.add_attempt("acme", an_attempt("c1", "failed", run_id="r0", answer="41"))
     assert answers.read_answer(c, ACME, "r1", "baseline#c1#001").answer == "41"
+
+
+def test_deleting_a_run_deletes_its_long_answers_and_no_other_runs(c):
+    from chalicelib.services import runs
+
+    for run_id in ("r1", "r10"):  # r1's prefix must not take r10's answers
+        c.runs.add(a_run(run_id, status="cancelled"))
+        c.bucket.put_text(f"acme/answers/{run_id}/candidate#c1#001.txt", "long")
+    c.bucket.put_text("other/answers/r1/candidate#c1#001.txt", "another organization's")
+    runs.delete_run(c, ACME, "r1")
+    assert sorted(c.bucket.texts) == [
+        "s3://results/acme/answers/r10/candidate#c1#001.txt",
+        "s3://results/other/answers/r1/candidate#c1#001.txt",
+    ]

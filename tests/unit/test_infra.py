@@ -467,7 +467,14 @@ def _boto3_actions(path: Path, service: str) -> set[str]:
     """`client.send_message_batch(` -> `sqs:SendMessage` (a batch needs its single call's
     action); a presigned URL is used with the signer's authority, so `get_object`'s needs
     `s3:GetObject`."""
-    special = {"invoke": "InvokeFunction", "generate_presigned_url": "GetObject"}
+    special = {
+        "invoke": "InvokeFunction",
+        "generate_presigned_url": "GetObject",
+        # the only paginator is ListObjectsV2's, whose action is s3:ListBucket; a DeleteObjects
+        # needs s3:DeleteObject on every key it names
+        "get_paginator": "ListBucket",
+        "delete_objects": "DeleteObject",
+    }
     out = set()
     for method in re.findall(r"client\.([a-z_]+)\(", path.read_text()):
         camel = special.get(method) or "".join(p.capitalize() for p in method.split("_"))
@@ -499,12 +506,14 @@ def test_policy_covers_the_queue_bucket_and_lambda_calls():
     assert not allowed("sqs:SendMessage", f"arn:aws:sqs:{ACCOUNT_REGION}:someone-elses-queue")
 
     s3_calls = _boto3_actions(ROOT / "chalicelib" / "adapters" / "bucket.py", "s3")
-    assert s3_calls == {"s3:PutObject", "s3:GetObject"}
-    for action in s3_calls:
+    assert s3_calls == {"s3:PutObject", "s3:GetObject", "s3:DeleteObject", "s3:ListBucket"}
+    for action in s3_calls - {"s3:ListBucket"}:
         assert allowed(
             action, f"arn:aws:s3:::{names.RESULTS_BUCKET}/org-1/answers/run-1/a#c#001.txt"
         )
         assert not allowed(action, "arn:aws:s3:::another-bucket/key")
+    assert allowed("s3:ListBucket", f"arn:aws:s3:::{names.RESULTS_BUCKET}")  # a run's answers
+    assert not allowed("s3:ListBucket", "arn:aws:s3:::another-bucket")
 
     lambda_calls = _boto3_actions(
         ROOT / "chalicelib" / "adapters" / "runtimes" / "lambda_.py", "lambda"

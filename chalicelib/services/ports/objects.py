@@ -98,3 +98,7 @@ class AnswerBucket(Protocol):
 
     def url(self, pointer: str, expires_s: int) -> str:
         """A presigned GET URL of the text a pointer names, valid `expires_s` seconds."""
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Delete every text whose key starts with `prefix` (e.g. `<org>/answers/<run_id>/`);
+        returns how many there were."""

@@ -116,9 +116,16 @@ class Dev:
         return Api(self.export("ASSAY_URL"), "org_default", "dev", token)
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
-        """Send `sig` and wait for the command to end; returns its exit status."""
+        """Send `sig` and wait for the command to end; returns its exit status (a stop that
+        does not end fails the test with what the command said last)."""
         self.process.send_signal(sig)
-        return self.process.wait(timeout=TEST_GUARD_S)
+        try:
+            return self.process.wait(timeout=TEST_GUARD_S)
+        except subprocess.TimeoutExpired:
+            said = "\n".join([*self.lines[-10:], *self.errors[-20:]])
+            raise AssertionError(
+                f"assay dev did not stop within {TEST_GUARD_S} s:\n{said}"
+            ) from None
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -141,8 +148,14 @@ def running() -> Iterator[list[Dev]]:
         dev.kill()
 
 
-def start(running: list[Dev], data: Path, ports: tuple[int, int], *args: str) -> Dev:
-    dev = Dev(data, "--port", ports[0], "--aws-port", ports[1], *args)
+def start(
+    running: list[Dev],
+    data: Path,
+    ports: tuple[int, int],
+    *args: str,
+    env: dict[str, str] | None = None,
+) -> Dev:
+    dev = Dev(data, "--port", ports[0], "--aws-port", ports[1], *args, env=env)
     running.append(dev)
     return dev.ready()
 
@@ -235,7 +248,10 @@ def test_a_run_in_flight_when_the_stack_stops_finishes_after_the_next_start(
     tmp_path: Path, ports: tuple[int, int], running: list[Dev]
 ) -> None:
     data = tmp_path / "dev"
-    first = start(running, data, ports)
+    # A case bound of 30 s (not 600): the stop waits at most that for the cases in flight, and a
+    # case cut short comes back once its message's visibility (the bound + 120 s) lapses.
+    env = clean_env(EVALUATION_CASE_TIMEOUT_SECONDS="30")
+    first = start(running, data, ports, env=env)
     api = first.api()
     api.ok("POST", "/api/v1/datasets", json={"name": "Many", "dataset_id": "many"})
     api.ok(
@@ -250,7 +266,7 @@ def test_a_run_in_flight_when_the_stack_stops_finishes_after_the_next_start(
     assert before["status"] == "running" and before["recorded"] < before["expected"]
     assert first.stop() == 0
 
-    again = start(running, data, ports)
+    again = start(running, data, ports, env=env)
     after = again.api().wait(run_id)
     assert after["status"] == "completed", after
     assert after["recorded"] == after["expected"]

@@ -120,8 +120,11 @@ def _count(n: Any, one: str, many: str | None = None) -> str:
     return f"{count} {one if count == 1 else (many or one + 's')}"
 
 
-def _fixes(comparison: JSON) -> str:
-    return _count(comparison.get("confirmed_fixes"), "confirmed fix", "confirmed fixes")
+def _confirmed(comparison: JSON) -> str:
+    """`N confirmed regressions, M confirmed fixes; overall worse|better|not told apart`."""
+    regressions = _count(comparison.get("confirmed_regressions"), "confirmed regression")
+    fixes = _count(comparison.get("confirmed_fixes"), "confirmed fix", "confirmed fixes")
+    return f"{regressions}, {fixes}; overall {comparison.get('overall') or 'not told apart'}"
 
 
 def _tries(side: JSON) -> str:
@@ -263,10 +266,7 @@ def print_run(run: JSON, comparison: JSON | None, decision: gates.Gate) -> None:
     if comparison is not None:
         p = comparison.get("p_value")
         print(
-            f"  against the baseline: {comparison.get('verdict')}; "
-            f"{_count(comparison.get('confirmed_regressions'), 'confirmed regression')}, "
-            f"{_fixes(comparison)}; overall "
-            f"{comparison.get('overall') or 'not told apart'}"
+            f"  against the baseline: {comparison.get('verdict')}; {_confirmed(comparison)}"
             + (f" (exact McNemar p = {p:.3g})" if isinstance(p, int | float) else "")
         )
     print(f"gate: {decision.word} (exit {decision.code})")
@@ -415,10 +415,7 @@ def cmd_comparison(args: argparse.Namespace) -> int:
         _emit_json(comparison)
         return gates.PASSED
     print(
-        f"verdict {comparison.get('verdict')}: "
-        f"{_count(comparison.get('confirmed_regressions'), 'confirmed regression')}, "
-        f"{_fixes(comparison)}; overall "
-        f"{comparison.get('overall') or 'not told apart'}; pass rate "
+        f"verdict {comparison.get('verdict')}: {_confirmed(comparison)}; pass rate "
         f"{gates.percent(comparison.get('pass_rate_before'))} -> "
         f"{gates.percent(comparison.get('pass_rate_after'))}"
     )

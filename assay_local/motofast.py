@@ -360,7 +360,6 @@ def install() -> None:
     _plain_parameters()
 
 
-_BINARY_MEMBER = re.compile(rb'"BS?"\s*:')
 _PLAIN_INPUT: dict[str, frozenset[str] | None] = {}
 
 
@@ -413,6 +412,8 @@ def _plain_parameters() -> None:
     goes through moto's parser. With `VERIFY` on both are computed and compared."""
     from moto.dynamodb.responses import DynamoHandler
 
+    from chalicelib.adapters.dynamo_parser import BINARY
+
     original = DynamoHandler.parse_parameters
 
     def parse_parameters(self: Any, request: Any) -> None:
@@ -423,7 +424,7 @@ def _plain_parameters() -> None:
             members is None
             or not isinstance(body, bytes)
             or b"null" in body
-            or _BINARY_MEMBER.search(body)
+            or BINARY.search(body)
             or "x-amz-json" not in (request.content_type or "")
         ):
             return original(self, request)

@@ -33,7 +33,9 @@ ITEM_OPERATIONS = frozenset(
 """Operations whose output holds no timestamps: only `AttributeValue`s need anything done."""
 
 _OUTPUT_SHAPES = frozenset(f"{name}Output" for name in ITEM_OPERATIONS)
-_BINARY = re.compile(rb'"BS?"\s*:')
+BINARY = re.compile(rb'"BS?"\s*:')
+"""Where a DynamoDB JSON body may hold a binary (`B`) or a binary set (`BS`): text that reads so
+only costs the slow path."""
 
 
 class DynamoJSONParser(JSONParser):
@@ -46,7 +48,7 @@ class DynamoJSONParser(JSONParser):
         parsed = self._parse_body_as_json(body)
         if not isinstance(parsed, dict):
             return super()._do_parse(response, shape)
-        if _BINARY.search(body):  # a binary or a binary set somewhere (or text that reads so)
+        if BINARY.search(body):  # a binary or a binary set somewhere (or text that reads so)
             self._decode_binaries(parsed)
         self._inject_response_metadata(parsed, response["headers"])
         return parsed

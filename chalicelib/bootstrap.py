@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the adapters are built lazily, on first use; the ports name
     from chalicelib.adapters.egress import Resolver
     from chalicelib.adapters.tokens import TokenVerifier
     from chalicelib.services.ports import Runtimes
+    from chalicelib.services.ports.access import ApiKeys, Members
     from chalicelib.services.ports.automation import Notifications, Promotions, Suites
     from chalicelib.services.ports.catalog import (
         Agents,
@@ -121,6 +122,18 @@ class Container:
         from chalicelib.adapters.stores import OrganizationStore
 
         return OrganizationStore()
+
+    @cached_property
+    def members(self) -> Members:
+        from chalicelib.adapters.stores.access import MemberStore
+
+        return MemberStore()
+
+    @cached_property
+    def api_keys(self) -> ApiKeys:
+        from chalicelib.adapters.stores.access import ApiKeyStore
+
+        return ApiKeyStore()
 
     @cached_property
     def agents(self) -> Agents:

@@ -48,24 +48,46 @@ def stack() -> Iterator[EmbeddedStack]:
         yield s
 
 
+def make_api(
+    stack: EmbeddedStack,
+    org_id: str | None = None,
+    user_id: str = "tester@example.com",
+    token: str | None = "sign",
+    role: str | None = "admin",
+) -> Api:
+    """An Api for `user_id` of `org_id` (default a fresh organization, whose first request makes
+    them its admin). In an organization that exists, they are made a member with `role` first;
+    None leaves them a person of no role there. `token`: "sign" signs one, else it is sent as it
+    is (None: no Authorization header)."""
+    s = stack.settings
+    org = org_id or f"org_{uuid.uuid4().hex[:10]}"
+    tok = (
+        issue_token(org, user_id, secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer)
+        if token == "sign"
+        else token
+    )
+    if org_id is not None and role is not None:
+        add_member(stack, org, user_id, role)
+    return Api(stack.api_url, org, user_id, tok)
+
+
 @pytest.fixture
 def new_api(stack: EmbeddedStack) -> Callable[..., Api]:
-    """`new_api(org_id=None, user_id="tester", token=<signed>)` -> an Api for a fresh
-    organization."""
-    s = stack.settings
+    """`new_api(org_id=None, user_id="tester@example.com", token="sign", role="admin")` -> an Api
+    (`make_api`)."""
+    return lambda *args, **kw: make_api(stack, *args, **kw)
 
-    def make(
-        org_id: str | None = None, user_id: str = "tester@example.com", token: str | None = "sign"
-    ) -> Api:
-        org = org_id or f"org_{uuid.uuid4().hex[:10]}"
-        tok = (
-            issue_token(org, user_id, secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer)
-            if token == "sign"
-            else token
-        )
-        return Api(stack.api_url, org, user_id, tok)
 
-    return make
+def add_member(stack: EmbeddedStack, org_id: str, user_id: str, role: str) -> None:
+    """Make `user_id` a member of `org_id` with `role` (or change their role), as its admin would
+    through the API. It does not take the bootstrap: the organization's own first sign-in still
+    makes its admin."""
+    from chalicelib.domain.access import Member
+
+    members = bootstrap.container().members
+    now = "2026-12-01T00:00:00Z"
+    member = Member(org_id, user_id, role, added_at=now, added_by="tests", updated_at=now)
+    members.put(member, new=False)
 
 
 @pytest.fixture

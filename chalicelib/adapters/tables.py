@@ -808,6 +808,47 @@ class LeaseRow(_Base):
     """Epoch seconds when DynamoDB may drop the row (TTL)."""
 
 
+# --- access: members and API keys -------------------------------------------------------------
+
+
+class MemberRow(_Base):
+    """A person of an organization and their role and grants (seed 004 "Access"); the item keyed
+    `FIRST_MEMBER_KEY` records who became its first member (the bootstrap happens once)."""
+
+    class Meta(_Base.Meta):
+        table_name = "members"
+
+    org_id = UnicodeAttribute(hash_key=True)
+    member_key = UnicodeAttribute(range_key=True)
+    """`u#<user_id>`; `FIRST_MEMBER_KEY` for the bootstrap's item."""
+    user_id = UnicodeAttribute()
+    role = UnicodeAttribute(default="viewer")
+    grants = JSONAttribute(default=dict)
+    """`{"agent:<id>" | "dataset:<id>": [permission, ...]}`."""
+    added_at = UnicodeAttribute(default="")
+    added_by = UnicodeAttribute(default="")
+    updated_at = UnicodeAttribute(default="")
+    revision = NumberAttribute(default=0)
+    """How often the member was changed: each change is conditional on the revision it read."""
+
+
+class ApiKeyRow(_Base):
+    """An API key of an organization: only the SHA-256 of its secret is kept."""
+
+    class Meta(_Base.Meta):
+        table_name = "api_keys"
+
+    org_id = UnicodeAttribute(hash_key=True)
+    key_id = UnicodeAttribute(range_key=True)
+    name = UnicodeAttribute(default="")
+    scopes = ListAttribute(of=UnicodeAttribute, default=list)
+    created_by = UnicodeAttribute()
+    created_at = UnicodeAttribute()
+    secret_sha256 = UnicodeAttribute()
+    revoked_at = UnicodeAttribute(null=True)
+    revoked_by = UnicodeAttribute(null=True)
+
+
 ALL_MODELS: tuple[type[Model], ...] = (
     OrganizationRow,
     AgentRow,
@@ -827,6 +868,8 @@ ALL_MODELS: tuple[type[Model], ...] = (
     AttemptRow,
     LeaseRow,
     AgentHistoryRow,
+    MemberRow,
+    ApiKeyRow,
 )
 """Every table of assay, in creation order."""
 

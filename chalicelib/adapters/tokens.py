@@ -54,11 +54,11 @@ def issue(
     audience: str,
     ttl_seconds: int,
     now_s: int | None = None,
-    permissions: list[str] | None = None,
+    actor: str | None = None,
 ) -> str:
     """An HS256 token naming an organization (`org`) and a user (`sub`), valid `ttl_seconds` from
-    `now_s` (default now), optionally listing what they may do (`permissions`; without it,
-    everything).
+    `now_s` (default now); with `actor`, an administrator signed in as that user (`act`, RFC 8693).
+    What the user may do is their membership's, read when each request is served.
 
     Raises:
         ValueError: `secret` is empty (HS256 is off: tokens come from the identity provider), or
@@ -81,8 +81,8 @@ def issue(
         "iat": now,
         "exp": now + int(ttl_seconds),
     }
-    if permissions is not None:
-        claims["permissions"] = list(permissions)
+    if actor is not None:
+        claims["act"] = {"sub": actor}
     return jwt.encode(claims, secret, algorithm=HS256)
 
 

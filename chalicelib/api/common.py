@@ -202,10 +202,11 @@ def issue_token(
     audience: str | None = None,
     ttl_seconds: int | None = None,
     now_s: int | None = None,
-    permissions: list[str] | None = None,
+    actor: str | None = None,
 ) -> str:
-    """A signed HS256 bearer token naming an organization (`org`) and user (`sub`), and optionally
-    what they may do (`permissions`; without it, everything).
+    """A signed HS256 bearer token naming an organization (`org`) and user (`sub`); with `actor`,
+    an administrator signed in as that user. What they may do is their membership's
+    (`services.access`), not the token's.
 
     It expires `ttl_seconds` after `now_s` (defaults: `ASSAY_TOKEN_TTL_SECONDS`, 8 h, from now); its
     audience defaults to `ASSAY_JWT_AUDIENCE` ("assay").
@@ -219,17 +220,20 @@ def issue_token(
         audience=c.settings.assay_jwt_audience if audience is None else audience,
         ttl_seconds=c.settings.assay_token_ttl_seconds if ttl_seconds is None else ttl_seconds,
         now_s=now_s,
-        permissions=permissions,
+        actor=actor,
     )
 
 
 def identity_from(headers: Mapping[str, str]) -> Identity:
-    """The caller named by the `Authorization: Bearer <jwt>` header (`adapters.tokens` verifies it).
+    """The caller named by the `Authorization: Bearer <token or API key>` header, with what they
+    may do now (`services.access.identify`: their membership's, not the token's).
 
     Raises:
-        UnauthenticatedError: no header, not a bearer token, or a token that does not verify (the
-            message says why, never repeating the token).
+        UnauthenticatedError: no header, not a bearer value, or one that does not verify (the
+            message says why, never repeating it).
     """
+    from chalicelib.services import access as access_service
+
     auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
     if not auth:
         raise UnauthenticatedError(
@@ -238,7 +242,29 @@ def identity_from(headers: Mapping[str, str]) -> Identity:
     scheme, _, token = auth.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise UnauthenticatedError("Authorization must be 'Bearer <token>'", field="Authorization")
-    return bootstrap.container().tokens.identify(token.strip())
+    return access_service.identify(bootstrap.container(), token.strip())
+
+
+Need = str | tuple[str, str]
+"""What a route needs before its view runs: a permission across the organization
+(`"runs:view"`), or one on the agent or dataset a path parameter names (`("agents:edit",
+"agent_id")`): that resource must be visible (else 404, as another organization's) and the
+permission held on it (else 403 naming it)."""
+
+_KIND_OF_PARAM = {"agent_id": "agent", "dataset_id": "dataset"}
+
+
+def check_needs(
+    who: Identity, needs: tuple[Need, ...], params: Mapping[str, Any], what: str
+) -> None:
+    """Check a route's `needs` in order (seed 004 "Access"). Raises NotFoundError or
+    ForbiddenError."""
+    for need in needs:
+        if isinstance(need, str):
+            who.require(need, what)
+        else:
+            permission, param = need
+            who.require_on(permission, _KIND_OF_PARAM[param], params[param], what, param)
 
 
 MAX_JSON_DEPTH = 24
@@ -496,6 +522,11 @@ def _internal_error() -> Response:
     )
 
 
+def _what(view_name: str) -> str:
+    """How a refusal names what was asked: the view's name in words ("list agents")."""
+    return view_name.replace("_", " ")
+
+
 def api_view(
     bp: Blueprint,
     *,
@@ -506,8 +537,10 @@ def api_view(
     query: type[Query] | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     too_large_field: str = "body",
+    needs: tuple[Need, ...] = (),
 ) -> Callable[[F], F]:
-    """Wrap a view: authenticate, check the path ids (`check_path_ids`), the query (`query`) and
+    """Wrap a view: authenticate, check the path ids (`check_path_ids`), what the caller must hold
+    (`needs`, `check_needs`), the query (`query`) and
     the body (`body`; see `Contract` for the arguments), call it with `(container, identity,
     **url_params, [query=...], [body=...])`, and map errors to the API's JSON error shape.
 
@@ -533,6 +566,8 @@ def api_view(
                 request = bp.current_request
                 who = identity_from(request.headers or {}) if auth else None
                 check_path_ids(kwargs)
+                if needs and who is not None:
+                    check_needs(who, needs, kwargs, _what(fn.__name__))
                 extra: dict[str, Any] = {}
                 if contract.query is not None:
                     extra["query"] = _parse_query(contract.query, query_params(bp))
@@ -560,6 +595,7 @@ def api_view(
             return result
 
         setattr(wrapper, CONTRACT_ATTRIBUTE, contract)
+        wrapper.needs = needs  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]
 
     return decorate

@@ -15,12 +15,15 @@ from chalicelib.api.common import answer_middleware, api_view
 from chalicelib.api.lazy import LazyModule
 from chalicelib.api.schemas import (
     AddDatasetVersion,
+    AddMember,
     AgentRunsQuery,
     AgentSummaries,
     AnswerQuery,
     CasesQuery,
+    ChangeMember,
     ComparisonQuery,
     CreateAgent,
+    CreateApiKey,
     CreateDataset,
     CreateEnvironment,
     CreateEvaluation,
@@ -34,6 +37,7 @@ from chalicelib.api.schemas import (
     Page,
     Promote,
     Publish,
+    PutGrant,
     PutSecret,
     Rescore,
     ResultsQuery,
@@ -49,10 +53,11 @@ from chalicelib.domain.enums import PromotionStatus
 from chalicelib.domain.ids import MAX_RECORDING_BYTES
 from chalicelib.domain.judge_rules import JudgeSpec
 from chalicelib.domain.limits import MAX_VERSION
-from chalicelib.errors import InvalidInputError
+from chalicelib.errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
     from chalicelib.api import views
+    from chalicelib.services import access as access_service
     from chalicelib.services import agents as agent_service
     from chalicelib.services import answers as answer_service
     from chalicelib.services import budgets as budget_service
@@ -71,6 +76,7 @@ if TYPE_CHECKING:
     from chalicelib.services import summaries as summary_service
 else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
     views = LazyModule("chalicelib.api.views")
+    access_service = LazyModule("chalicelib.services.access")
     agent_service = LazyModule("chalicelib.services.agents")
     answer_service = LazyModule("chalicelib.services.answers")
     budget_service = LazyModule("chalicelib.services.budgets")
@@ -89,6 +95,12 @@ else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
     summary_service = LazyModule("chalicelib.services.summaries")
 
 bp = Blueprint(__name__)
+
+SUITE_CHANGE = (("agents:edit", "agent_id"), ("agents:run", "agent_id"))
+"""Saving, changing, pausing or running a suite (seed 004 "Access"); the service then checks
+`datasets:run` on its dataset, `runs:view`, and that a person asks, not an API key."""
+AGENT_RUNS = ("runs:view", ("agents:view", "agent_id"))
+"""Reading an agent's runs or suites."""
 bp.register_middleware(answer_middleware, "http")
 
 
@@ -104,11 +116,89 @@ def openapi_document(c, who):
     return openapi.document(bp.current_app)
 
 
+# --- access: who asks, members, grants, API keys (seed 004 "Access") -----------------------------
+
+
+@bp.route("/api/v1/me", methods=["GET"])
+@api_view(bp)
+def get_me(c, who):
+    """Who this request is resolved as, and what they may do now."""
+    return views.me_view(who, c.members.get(who.org_id, who.user_id))
+
+
+@bp.route("/api/v1/members", methods=["GET"])
+@api_view(bp)
+def list_members(c, who):
+    return {"members": [views.member_view(m) for m in access_service.list_members(c, who)]}
+
+
+@bp.route("/api/v1/members", methods=["POST"])
+@api_view(bp, body=AddMember)
+def add_member(c, who, body):
+    return views.member_view(access_service.add_member(c, who, body.user_id, body.role)), 201
+
+
+@bp.route("/api/v1/members/{user_id}", methods=["GET"])
+@api_view(bp)
+def get_member(c, who, user_id):
+    who.require("members:manage", "reading a member")
+    found = c.members.get(who.org_id, user_id)
+    if found is None:
+        raise NotFoundError(f"{user_id} is not a member", field="user_id")
+    return views.member_view(found)
+
+
+@bp.route("/api/v1/members/{user_id}", methods=["PATCH"])
+@api_view(bp, body=ChangeMember)
+def change_member(c, who, user_id, body):
+    return views.member_view(access_service.change_role(c, who, user_id, body.role))
+
+
+@bp.route("/api/v1/members/{user_id}", methods=["DELETE"])
+@api_view(bp)
+def remove_member(c, who, user_id):
+    access_service.remove_member(c, who, user_id)
+    return {"user_id": user_id, "deleted": True}
+
+
+@bp.route("/api/v1/members/{user_id}/grants/{kind}/{resource_id}", methods=["PUT"])
+@api_view(bp, body=PutGrant)
+def put_grant(c, who, user_id, kind, resource_id, body):
+    member = access_service.set_grant(c, who, user_id, kind, resource_id, body.permissions)
+    return views.member_view(member)
+
+
+@bp.route("/api/v1/members/{user_id}/grants/{kind}/{resource_id}", methods=["DELETE"])
+@api_view(bp)
+def delete_grant(c, who, user_id, kind, resource_id):
+    return views.member_view(access_service.remove_grant(c, who, user_id, kind, resource_id))
+
+
+@bp.route("/api/v1/api-keys", methods=["POST"])
+@api_view(bp, body=CreateApiKey)
+def create_api_key(c, who, body):
+    """Issue an API key; its `key` (the bearer value) is shown in this answer only."""
+    key, bearer = access_service.create_api_key(c, who, body.name, body.scopes)
+    return {**views.api_key_view(key), "key": bearer}, 201
+
+
+@bp.route("/api/v1/api-keys", methods=["GET"])
+@api_view(bp)
+def list_api_keys(c, who):
+    return {"api_keys": [views.api_key_view(k) for k in access_service.list_api_keys(c, who)]}
+
+
+@bp.route("/api/v1/api-keys/{key_id}", methods=["DELETE"])
+@api_view(bp)
+def revoke_api_key(c, who, key_id):
+    return views.api_key_view(access_service.revoke_api_key(c, who, key_id))
+
+
 # --- agents ----------------------------------------------------------------------------------
 
 
 @bp.route("/api/v1/agents", methods=["POST"])
-@api_view(bp, body=CreateAgent)
+@api_view(bp, body=CreateAgent, needs=("agents:edit",))
 def create_agent(c, who, body):
     row = agent_service.create_agent(c, who, name=body.name, spec=body.spec, agent_id=body.agent_id)
     return views.agent_view(row), 201
@@ -117,37 +207,47 @@ def create_agent(c, who, body):
 @bp.route("/api/v1/agents", methods=["GET"])
 @api_view(bp)
 def list_agents(c, who):
-    return {"agents": [views.agent_view(r) for r in c.agents.list(who.org_id)]}
+    return {
+        "agents": [
+            views.agent_view(r, with_draft=_edits(who, r.agent_id))
+            for r in c.agents.list(who.org_id)
+            if who.sees("agent", r.agent_id)
+        ]
+    }
 
 
 @bp.route("/api/v1/agents/{agent_id}", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=(("agents:view", "agent_id"),))
 def get_agent(c, who, agent_id):
-    return views.agent_view(c.agents.get(who.org_id, agent_id))
+    return views.agent_view(c.agents.get(who.org_id, agent_id), with_draft=_edits(who, agent_id))
+
+
+def _edits(who, agent_id: str) -> bool:
+    return who.may("agents:edit", f"agent:{agent_id}")
 
 
 @bp.route("/api/v1/agents/{agent_id}/draft", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=(("agents:edit", "agent_id"),))
 def get_draft(c, who, agent_id):
     return views.agent_view(c.agents.get(who.org_id, agent_id))["draft"]
 
 
 @bp.route("/api/v1/agents/{agent_id}/draft", methods=["PUT"])
-@api_view(bp, body=UpdateDraft)
+@api_view(bp, body=UpdateDraft, needs=(("agents:edit", "agent_id"),))
 def update_draft(c, who, agent_id, body):
     row = agent_service.update_draft(c, who, agent_id, spec=body.spec, name=body.name)
     return views.agent_view(row)
 
 
 @bp.route("/api/v1/agents/{agent_id}/versions", methods=["POST"])
-@api_view(bp, body=Publish, body_required=False)
+@api_view(bp, body=Publish, body_required=False, needs=(("agents:edit", "agent_id"),))
 def publish_version(c, who, agent_id, body):
     row, created = agent_service.publish(c, who, agent_id, version=body.version)
     return {**views.agent_version_view(row), "created": created}, 201 if created else 200
 
 
 @bp.route("/api/v1/agents/{agent_id}/versions", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=(("agents:view", "agent_id"),))
 def list_versions(c, who, agent_id):
     return {
         "versions": [
@@ -157,7 +257,7 @@ def list_versions(c, who, agent_id):
 
 
 @bp.route("/api/v1/agents/{agent_id}/versions/{version}", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=(("agents:view", "agent_id"),))
 def get_version(c, who, agent_id, version):
     return views.agent_version_view(agent_service.get_version(c, who, agent_id, _version(version)))
 
@@ -181,13 +281,13 @@ def _version(text: str) -> int:
 
 
 @bp.route("/api/v1/model-profiles", methods=["POST"])
-@api_view(bp, body=CreateModelProfile)
+@api_view(bp, body=CreateModelProfile, needs=("agents:edit",))
 def create_model_profile(c, who, body):
     return views.model_profile_view(profile_service.create(c, who, **body.model_dump())), 201
 
 
 @bp.route("/api/v1/model-profiles", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=("agents:view",))
 def list_model_profiles(c, who):
     return {
         "model_profiles": [views.model_profile_view(r) for r in c.model_profiles.list(who.org_id)]
@@ -195,13 +295,13 @@ def list_model_profiles(c, who):
 
 
 @bp.route("/api/v1/model-profiles/{model_profile_id}", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=("agents:view",))
 def get_model_profile(c, who, model_profile_id):
     return views.model_profile_view(c.model_profiles.get(who.org_id, model_profile_id))
 
 
 @bp.route("/api/v1/model-profiles/{model_profile_id}", methods=["DELETE"])
-@api_view(bp)
+@api_view(bp, needs=("agents:edit",))
 def delete_model_profile(c, who, model_profile_id):
     profile_service.delete(c, who, model_profile_id)
     return {"model_profile_id": model_profile_id, "deleted": True}
@@ -211,7 +311,7 @@ def delete_model_profile(c, who, model_profile_id):
 
 
 @bp.route("/api/v1/environments", methods=["POST"])
-@api_view(bp, body=CreateEnvironment)
+@api_view(bp, body=CreateEnvironment, needs=("settings:manage",))
 def create_environment(c, who, body):
     row = environment_service.create(
         c, who, environment_id=body.environment_id, name=body.name, default=body.default
@@ -220,7 +320,7 @@ def create_environment(c, who, body):
 
 
 @bp.route("/api/v1/environments", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=("agents:view",))
 def list_environments(c, who):
     default = environment_service.default_id(c, who.org_id)
     return {
@@ -231,7 +331,7 @@ def list_environments(c, who):
 
 
 @bp.route("/api/v1/environments/{environment_id}", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=("agents:view",))
 def get_environment(c, who, environment_id):
     return views.environment_view(
         c.environments.get(who.org_id, environment_id),
@@ -240,21 +340,21 @@ def get_environment(c, who, environment_id):
 
 
 @bp.route("/api/v1/environments/{environment_id}", methods=["DELETE"])
-@api_view(bp)
+@api_view(bp, needs=("settings:manage",))
 def delete_environment(c, who, environment_id):
     environment_service.delete(c, who, environment_id)
     return {"environment_id": environment_id, "deleted": True}
 
 
 @bp.route("/api/v1/agents/{agent_id}/promotions", methods=["POST"])
-@api_view(bp, body=Promote)
+@api_view(bp, body=Promote, needs=(("agents:edit", "agent_id"),))
 def promote(c, who, agent_id, body):
     row = promotion_service.promote(c, who, agent_id, body.environment_id, body.version)
     return views.promotion_view(row), 202 if row.status == PromotionStatus.WAITING else 201
 
 
 @bp.route("/api/v1/agents/{agent_id}/promotions", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=(("agents:view", "agent_id"),))
 def list_promotions(c, who, agent_id):
     return {
         "promotions": [
@@ -264,7 +364,7 @@ def list_promotions(c, who, agent_id):
 
 
 @bp.route("/api/v1/agents/{agent_id}/promotions/{promotion_id}", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=(("agents:view", "agent_id"),))
 def get_promotion(c, who, agent_id, promotion_id):
     return views.promotion_view(promotion_service.get(c, who, agent_id, promotion_id))
 
@@ -273,7 +373,7 @@ def get_promotion(c, who, agent_id, promotion_id):
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites", methods=["POST"])
-@api_view(bp, body=SuiteBody)
+@api_view(bp, body=SuiteBody, needs=SUITE_CHANGE)
 def create_suite(c, who, agent_id, body):
     fields = body.model_dump(exclude_unset=True)
     if not fields.get("dataset_id"):
@@ -283,20 +383,20 @@ def create_suite(c, who, agent_id, body):
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=AGENT_RUNS)
 def list_suites(c, who, agent_id):
     c.agents.get(who.org_id, agent_id)
     return {"suites": [views.suite_view(r) for r in c.suites.of_agent(who.org_id, agent_id)]}
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=AGENT_RUNS)
 def get_suite(c, who, agent_id, suite_id):
     return views.suite_view(suite_service.get(c, who, agent_id, suite_id))
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}", methods=["PATCH"])
-@api_view(bp, body=SuiteBody)
+@api_view(bp, body=SuiteBody, needs=SUITE_CHANGE)
 def update_suite(c, who, agent_id, suite_id, body):
     fields = body.model_dump(exclude_unset=True)
     row, priced = suite_service.update(c, who, agent_id, suite_id, fields)
@@ -304,32 +404,32 @@ def update_suite(c, who, agent_id, suite_id, body):
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}", methods=["DELETE"])
-@api_view(bp)
+@api_view(bp, needs=SUITE_CHANGE)
 def delete_suite(c, who, agent_id, suite_id):
     suite_service.delete(c, who, agent_id, suite_id)
     return {"suite_id": suite_id, "deleted": True}
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}/pause", methods=["POST"])
-@api_view(bp)
+@api_view(bp, needs=SUITE_CHANGE)
 def pause_suite(c, who, agent_id, suite_id):
     return views.suite_view(suite_service.set_paused(c, who, agent_id, suite_id, True))
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}/resume", methods=["POST"])
-@api_view(bp)
+@api_view(bp, needs=SUITE_CHANGE)
 def resume_suite(c, who, agent_id, suite_id):
     return views.suite_view(suite_service.set_paused(c, who, agent_id, suite_id, False))
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}/run", methods=["POST"])
-@api_view(bp)
+@api_view(bp, needs=SUITE_CHANGE)
 def run_suite_now(c, who, agent_id, suite_id):
     return views.suite_view(suite_service.run_now(c, who, agent_id, suite_id)), 202
 
 
 @bp.route("/api/v1/agents/{agent_id}/suites/{suite_id}/results", methods=["GET"])
-@api_view(bp, query=ResultsQuery)
+@api_view(bp, query=ResultsQuery, needs=AGENT_RUNS)
 def suite_results(c, who, agent_id, suite_id, query):
     results = suite_service.results(c, who, agent_id, suite_id, limit=query.limit)
     return {"results": [views.suite_result_view(r) for r in results]}
@@ -362,25 +462,25 @@ def notification_settings(c, who, body):
 
 
 @bp.route("/api/v1/budget", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=("runs:view",))
 def get_org_budget(c, who):
     return views.budget_view(budget_service.org_budget(c, who))
 
 
 @bp.route("/api/v1/budget", methods=["PUT"])
-@api_view(bp, body=SetBudget)
+@api_view(bp, body=SetBudget, needs=("settings:manage",))
 def set_org_budget(c, who, body):
     return views.budget_view(budget_service.set_org_budget(c, who, body.monthly_usd))
 
 
 @bp.route("/api/v1/agents/{agent_id}/budget", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=(("agents:view", "agent_id"),))
 def get_agent_budget(c, who, agent_id):
     return views.budget_view(budget_service.agent_budget(c, who, agent_id))
 
 
 @bp.route("/api/v1/agents/{agent_id}/budget", methods=["PUT"])
-@api_view(bp, body=SetBudget)
+@api_view(bp, body=SetBudget, needs=(("agents:edit", "agent_id"),))
 def set_agent_budget(c, who, agent_id, body):
     return views.budget_view(budget_service.set_agent_budget(c, who, agent_id, body.monthly_usd))
 
@@ -389,7 +489,7 @@ def set_agent_budget(c, who, agent_id, body):
 
 
 @bp.route("/api/v1/judges", methods=["POST"])
-@api_view(bp, body=CreateJudge)
+@api_view(bp, body=CreateJudge, needs=("datasets:edit",))
 def create_judge(c, who, body):
     return views.judge_view(
         judge_service.create(c, who, name=body.name, judge_id=body.judge_id)
@@ -397,7 +497,7 @@ def create_judge(c, who, body):
 
 
 @bp.route("/api/v1/judges/{judge_id}", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=("datasets:view",))
 def get_judge(c, who, judge_id):
     return {
         **views.judge_view(c.judges.get(who.org_id, judge_id)),
@@ -406,13 +506,13 @@ def get_judge(c, who, judge_id):
 
 
 @bp.route("/api/v1/judges/{judge_id}/versions", methods=["POST"])
-@api_view(bp, body=JudgeSpec, parse_body=False)
+@api_view(bp, body=JudgeSpec, parse_body=False, needs=("datasets:edit",))
 def publish_judge(c, who, judge_id, body):
     return views.judge_version_view(judge_service.publish(c, who, judge_id, body)), 201
 
 
 @bp.route("/api/v1/judges/{judge_id}/versions/{version}", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=("datasets:view",))
 def get_judge_version(c, who, judge_id, version):
     return views.judge_version_view(
         c.judges.get(who.org_id, judge_id, _version(version), field="version")
@@ -423,7 +523,7 @@ def get_judge_version(c, who, judge_id, version):
 
 
 @bp.route("/api/v1/datasets", methods=["POST"])
-@api_view(bp, body=CreateDataset, max_body_bytes=MAX_RECORDING_BYTES)
+@api_view(bp, body=CreateDataset, max_body_bytes=MAX_RECORDING_BYTES, needs=("datasets:edit",))
 def create_dataset(c, who, body):
     """Create a dataset, empty or together with its first version (kept only if that version is)."""
     if body.cases is None and body.source is None and body.scoring is None:
@@ -445,11 +545,17 @@ def create_dataset(c, who, body):
 @bp.route("/api/v1/datasets", methods=["GET"])
 @api_view(bp)
 def list_datasets(c, who):
-    return {"datasets": [views.dataset_view(r) for r in c.datasets.list(who.org_id)]}
+    return {
+        "datasets": [
+            views.dataset_view(r)
+            for r in c.datasets.list(who.org_id)
+            if who.sees("dataset", r.dataset_id)
+        ]
+    }
 
 
 @bp.route("/api/v1/datasets/{dataset_id}", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=(("datasets:view", "dataset_id"),))
 def get_dataset(c, who, dataset_id):
     header = c.datasets.get(who.org_id, dataset_id)
     latest = (
@@ -461,7 +567,12 @@ def get_dataset(c, who, dataset_id):
 
 
 @bp.route("/api/v1/datasets/{dataset_id}/versions", methods=["POST"])
-@api_view(bp, body=AddDatasetVersion, max_body_bytes=MAX_RECORDING_BYTES)
+@api_view(
+    bp,
+    body=AddDatasetVersion,
+    max_body_bytes=MAX_RECORDING_BYTES,
+    needs=(("datasets:edit", "dataset_id"),),
+)
 def add_dataset_version(c, who, dataset_id, body):
     header, row = dataset_service.add_version(
         c,
@@ -475,7 +586,7 @@ def add_dataset_version(c, who, dataset_id, body):
 
 
 @bp.route("/api/v1/datasets/{dataset_id}/versions/{version}/cases", methods=["GET"])
-@api_view(bp, query=DatasetCasesQuery)
+@api_view(bp, query=DatasetCasesQuery, needs=(("datasets:view", "dataset_id"),))
 def list_cases(c, who, dataset_id, version, query):
     """A page of a dataset version's cases, by case id (`next_cursor` gives the next)."""
     row = dataset_service.resolve_version(
@@ -491,7 +602,7 @@ def list_cases(c, who, dataset_id, version, query):
 
 
 @bp.route("/api/v1/datasets/{dataset_id}/eval-runs", methods=["GET"])
-@api_view(bp, query=Page)
+@api_view(bp, query=Page, needs=("runs:view", ("datasets:view", "dataset_id")))
 def list_dataset_runs(c, who, dataset_id, query):
     return views.run_list_view(
         run_service.list_runs(c, who, dataset_id=dataset_id, limit=query.limit, cursor=query.cursor)
@@ -499,7 +610,7 @@ def list_dataset_runs(c, who, dataset_id, query):
 
 
 @bp.route("/api/v1/datasets/{dataset_id}/scores/rescore", methods=["POST"])
-@api_view(bp, body=Rescore)
+@api_view(bp, body=Rescore, needs=(("datasets:edit", "dataset_id"),))
 def rescore(c, who, dataset_id, body):
     return views.rescore_view(
         grading_service.rescore(c, who, dataset_id, score_ids=body.score_ids, run_id=body.run_id)
@@ -523,7 +634,7 @@ def start_run(c, who, agent_id, body):
 
 
 @bp.route("/api/v1/agents/{agent_id}/eval-runs", methods=["GET"])
-@api_view(bp, query=AgentRunsQuery)
+@api_view(bp, query=AgentRunsQuery, needs=AGENT_RUNS)
 def list_agent_runs(c, who, agent_id, query):
     return views.run_list_view(
         run_service.list_runs(
@@ -607,7 +718,7 @@ def run_arm_spec(c, who, run_id, arm_id):
 @bp.route("/api/v1/eval-runs/{run_id}/progress", methods=["GET"])
 @api_view(bp)
 def run_progress(c, who, run_id):
-    return views.progress_view(c.runs.get_for_org(who.org_id, run_id))
+    return views.progress_view(access_service.readable_run(c, who, run_id))
 
 
 def _events(c, who, run_id, query):
@@ -626,7 +737,7 @@ def run_events(c, who, run_id, query):
 @bp.route("/api/evaluations/progress/{run_id}", methods=["GET"])
 @api_view(bp)
 def seed_progress(c, who, run_id):
-    return views.progress_view(c.runs.get_for_org(who.org_id, run_id))
+    return views.progress_view(access_service.readable_run(c, who, run_id))
 
 
 @bp.route("/api/evaluations/stream/{run_id}", methods=["GET"])
@@ -749,39 +860,45 @@ def _no_content() -> Response:
 
 
 @bp.route("/api/v1/secrets", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=("secrets:manage",))
 def list_secrets(c, who):
     return {"secrets": [views.secret_view(m) for m in secret_service.list_secrets(c, who)]}
 
 
 @bp.route("/api/v1/secrets/{name}", methods=["PUT"])
-@api_view(bp, body=PutSecret)
+@api_view(bp, body=PutSecret, needs=("secrets:manage",))
 def put_secret(c, who, name, body):
     return views.secret_view(secret_service.put(c, who, name, body.value))
 
 
 @bp.route("/api/v1/secrets/{name}", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=("secrets:manage",))
 def get_secret(c, who, name):
     return views.secret_view(secret_service.get(c, who, name))
 
 
 @bp.route("/api/v1/secrets/{name}", methods=["DELETE"])
-@api_view(bp)
+@api_view(bp, needs=("secrets:manage",))
 def delete_secret(c, who, name):
     secret_service.delete(c, who, name)
     return _no_content()
 
 
 @bp.route("/api/v1/recordings", methods=["POST"])
-@api_view(bp, body=UploadRecording, max_body_bytes=MAX_RECORDING_BYTES, too_large_field="content")
+@api_view(
+    bp,
+    body=UploadRecording,
+    max_body_bytes=MAX_RECORDING_BYTES,
+    too_large_field="content",
+    needs=("datasets:edit",),
+)
 def upload_recording(c, who, body):
     meta, created = recording_service.upload(c, who, body.content, body.recording_id)
     return views.recording_view(meta), 201 if created else 200
 
 
 @bp.route("/api/v1/recordings", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=("datasets:view",))
 def list_recordings(c, who):
     return {
         "recordings": [views.recording_view(m) for m in recording_service.list_recordings(c, who)]
@@ -789,13 +906,13 @@ def list_recordings(c, who):
 
 
 @bp.route("/api/v1/recordings/{recording_id}", methods=["GET"])
-@api_view(bp)
+@api_view(bp, needs=("datasets:view",))
 def get_recording(c, who, recording_id):
     return views.recording_view(recording_service.get(c, who, recording_id))
 
 
 @bp.route("/api/v1/recordings/{recording_id}", methods=["DELETE"])
-@api_view(bp)
+@api_view(bp, needs=("datasets:edit",))
 def delete_recording(c, who, recording_id):
     recording_service.delete(c, who, recording_id)
     return _no_content()

@@ -253,6 +253,38 @@ class EmailSettings(Body):
     email: StrictBool
 
 
+Permission = Annotated[str, Field(min_length=1, max_length=40)]
+"""A permission's name (`domain.access.PERMISSIONS`; the service names one it does not know)."""
+UserId = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class AddMember(Body):
+    """`POST /api/v1/members`: a person and their role."""
+
+    user_id: UserId
+    role: Literal["guest", "viewer", "runner", "editor", "admin"]
+
+
+class ChangeMember(Body):
+    """`PATCH /api/v1/members/{user_id}`: their new role."""
+
+    role: Literal["guest", "viewer", "runner", "editor", "admin"]
+
+
+class PutGrant(Body):
+    """`PUT /api/v1/members/{user_id}/grants/{kind}/{resource_id}`: what it adds on that agent or
+    dataset (that kind's permissions only)."""
+
+    permissions: list[Permission] = Field(min_length=1, max_length=3)
+
+
+class CreateApiKey(Body):
+    """`POST /api/v1/api-keys`: a name to know it by and what it may do (a subset of yours)."""
+
+    name: str = Field(default="", max_length=100)
+    scopes: list[Permission] = Field(min_length=1, max_length=20)
+
+
 class PutSecret(Body):
     """`PUT /api/v1/secrets/{name}`."""
 

@@ -13,9 +13,12 @@ from typing import Any
 from urllib.parse import quote
 
 from chalicelib.clock import from_epoch_ms, iso
+from chalicelib.domain import access
+from chalicelib.domain.access import ApiKey, Member
 from chalicelib.domain.enums import ArmRole, AttemptState, RunPurpose
 from chalicelib.domain.estimate_rules import ArmEstimate, round_half_up
 from chalicelib.domain.evaluations import evaluation_of, is_implied, selector_value
+from chalicelib.domain.identity import Identity
 from chalicelib.domain.money import micros_to_usd
 from chalicelib.domain.outcome import ArmResult, Comparison
 from chalicelib.domain.records import (
@@ -50,10 +53,12 @@ from chalicelib.services.summaries import AgentSummary
 # --- agents ----------------------------------------------------------------------------------
 
 
-def agent_view(row: Agent) -> dict[str, Any]:
+def agent_view(row: Agent, *, with_draft: bool = True) -> dict[str, Any]:
     """An agent (`POST/GET /agents`, `GET /agents/{id}`, `PUT .../draft`; `GET .../draft` answers
     its `draft`): `{agent_id, name, org_id, latest_version, live_version, draft: {spec, spec_hash,
-    updated_at}, created_at}`, a version number None while there is none."""
+    updated_at}, created_at}`, a version number None while there is none. Without `with_draft`
+    (a reader without agents:edit: the draft is the editors' work in progress) the draft's spec is
+    None; its hash still tells whether it differs from a version."""
     return {
         "agent_id": row.agent_id,
         "name": row.name,
@@ -61,7 +66,7 @@ def agent_view(row: Agent) -> dict[str, Any]:
         "latest_version": int(row.latest_version or 0) or None,
         "live_version": int(row.live_version) if row.live_version else None,
         "draft": {
-            "spec": row.draft_spec,
+            "spec": row.draft_spec if with_draft else None,
             "spec_hash": row.draft_spec_hash,
             "updated_at": row.draft_updated_at,
         },
@@ -82,6 +87,62 @@ def agent_version_view(row: AgentVersion) -> dict[str, Any]:
         "published_at": row.published_at,
         "published_by": row.published_by,
         "source": row.source,
+    }
+
+
+# --- access ----------------------------------------------------------------------------------
+
+
+def member_view(m: Member) -> dict[str, Any]:
+    """A member (`/members`): `{user_id, role, permissions (the role's), grants: [{kind,
+    resource_id, permissions}], added_at, added_by, updated_at}`."""
+    return {
+        "user_id": m.user_id,
+        "role": m.role,
+        "permissions": [p for p in access.PERMISSIONS if p in access.ROLES.get(m.role, ())],
+        "grants": [
+            {
+                "kind": name.split(":", 1)[0],
+                "resource_id": name.split(":", 1)[1],
+                "permissions": sorted(held),
+            }
+            for name, held in sorted(m.grants.items())
+        ],
+        "added_at": m.added_at,
+        "added_by": m.added_by,
+        "updated_at": m.updated_at,
+    }
+
+
+def me_view(who: Identity, member: Member | None) -> dict[str, Any]:
+    """`GET /me`: who the request is resolved as - `{org_id, user_id, member, role, permissions
+    (what they hold across the organization, an API key's cut to its scopes), grants, api_key_id,
+    actor, person}`."""
+    held = [p for p in access.PERMISSIONS if who.may(p)]
+    return {
+        "org_id": who.org_id,
+        "user_id": who.user_id,
+        "member": member is not None,
+        "role": member.role if member else None,
+        "permissions": held,
+        "grants": member_view(member)["grants"] if member else [],
+        "api_key_id": who.key_id,
+        "actor": who.actor,
+        "person": who.is_person,
+    }
+
+
+def api_key_view(k: ApiKey) -> dict[str, Any]:
+    """An API key (never its secret): `{key_id, name, scopes, created_by, created_at, revoked_at,
+    revoked_by}`."""
+    return {
+        "key_id": k.key_id,
+        "name": k.name,
+        "scopes": [p for p in access.PERMISSIONS if p in k.scopes],
+        "created_by": k.created_by,
+        "created_at": k.created_at,
+        "revoked_at": k.revoked_at,
+        "revoked_by": k.revoked_by,
     }
 
 

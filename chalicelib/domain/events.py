@@ -95,6 +95,15 @@ class BudgetExhausted(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class StarterRefused(Event):
+    """A case found that the person the run runs as can no longer run it (seed 004 "What each case
+    runs as"): the run ends `failed` with `reason`; running cases finish."""
+
+    run_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class TasksNotQueued(Event):
     """Claimed case tasks of `run_id` (their indices in its plan) could not be sent to the queue:
     each is recorded `incomplete`, which also gives its slot back (seed 001 "Stuck runs")."""

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from chalicelib.errors import ForbiddenError, UnauthenticatedError
+from chalicelib.domain.access import USER_ID, resource_name
+from chalicelib.errors import ForbiddenError, NotFoundError, UnauthenticatedError
 
 ORG_ID = re.compile(r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
 """What an organization id may be: 1-100 characters, letters, digits and `_ . @ -`, not
@@ -27,27 +28,90 @@ def is_org_id(value: object) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Identity:
-    """The caller of an API request or the author of a queued event.
+    """The caller of an API request or the author of a queued event, with what they may do.
 
-    `permissions` lists what the caller may do (e.g. `promotions:override`); None - a token with
-    no `permissions` claim, or the service acting for a pipeline - may do everything.
+    `permissions` are what the caller holds across the organization and `grants` what they hold
+    on single agents and datasets (`{"agent:<id>": permissions}`, `access.resource_name`); both
+    are resolved from the member's current role when a request is served (`services.access`),
+    never taken from a token. None - the service itself acting for a pipeline or a sweep, or a
+    service test - may do everything. `key_id` names the API key that made the request (a key is
+    not a person; it acts for `user_id`, its creator, within `scopes`), and `actor` the
+    administrator who signs in as `user_id` (a token's `act` claim). `member` is False for a
+    person of no role here.
     """
 
     org_id: str
     user_id: str
     permissions: frozenset[str] | None = None
+    grants: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    key_id: str | None = None
+    actor: str | None = None
+    scopes: frozenset[str] | None = None
+    member: bool = True
 
-    def may(self, permission: str) -> bool:
-        return self.permissions is None or permission in self.permissions
+    @property
+    def is_person(self) -> bool:
+        """A person signed in as themselves: no API key, nobody acting as them."""
+        return self.key_id is None and self.actor is None
 
-    def require(self, permission: str, what: str) -> None:
+    def may(self, permission: str, on: str | None = None) -> bool:
+        """Whether the caller holds `permission` across the organization or, with `on` (an agent or
+        dataset, `domain.access.resource_name`), through a grant on it; an API key never beyond its
+        scopes."""
+        if self.permissions is None:
+            return True
+        if self.scopes is not None and permission not in self.scopes:
+            return False
+        return permission in self.permissions or (
+            on is not None and permission in self.grants.get(on, ())
+        )
+
+    def require(self, permission: str, what: str, on: str | None = None) -> None:
         """Raises ForbiddenError (403) naming the missing permission."""
-        if not self.may(permission):
+        if not self.may(permission, on):
             raise ForbiddenError(
-                f"{what} needs the {permission} permission",
+                f"{what} needs the {permission} permission"
+                + (f" on {on.replace(':', ' ', 1)}" if on else ""),
                 field="permissions",
                 permission=permission,
             )
+
+    def sees(self, kind: str, resource_id: str) -> bool:
+        """Whether the caller may see one agent or dataset (`kind` "agent" or "dataset"): the
+        kind's view permission, across the organization or through a grant on it."""
+        return self.may(f"{kind}s:view", resource_name(kind, resource_id))
+
+    def require_sight(self, kind: str, resource_id: str, field_name: str | None = None) -> None:
+        """Raises NotFoundError (404, as for another organization's, naming `field_name`, default
+        `<kind>_id`) unless the caller may see it: an invisible resource tells nothing of what
+        permission would show it."""
+        if not self.sees(kind, resource_id):
+            raise NotFoundError(f"{kind} {resource_id} not found", field=field_name or f"{kind}_id")
+
+    def require_on(
+        self,
+        permission: str,
+        kind: str,
+        resource_id: str,
+        what: str,
+        field_name: str | None = None,
+    ) -> None:
+        """`require_sight`, then `require(permission, what)` on the resource (404, then 403)."""
+        self.require_sight(kind, resource_id, field_name)
+        self.require(permission, what, resource_name(kind, resource_id))
+
+    def require_person(self, what: str) -> None:
+        """Raises ForbiddenError (403, `permission` "person") unless a person signed in as
+        themselves asks: neither an API key nor an administrator acting as somebody (seed 004
+        "Access": what spends as whoever saves it)."""
+        if self.permissions is None or self.is_person:
+            return
+        by = "an API key" if self.key_id is not None else f"{self.actor} acting as {self.user_id}"
+        raise ForbiddenError(
+            f"{what} needs a person signed in as themselves, not {by}",
+            field="Authorization",
+            permission="person",
+        )
 
 
 def from_claims(claims: Mapping[str, Any], *, org_claim: str = "org") -> Identity:
@@ -59,7 +123,8 @@ def from_claims(claims: Mapping[str, Any], *, org_claim: str = "org") -> Identit
             provider's may be another, `ASSAY_OIDC_ORG_CLAIM`).
     Raises:
         UnauthenticatedError: no organization or user as a string, an organization id that is
-            not `ORG_ID`, or permissions that are not a list of strings.
+            not `ORG_ID`, or an `act` claim (RFC 8693: an administrator signed in as `sub`) that
+            names nobody.
     """
     org, sub = claims.get(org_claim), claims.get("sub")
     if not isinstance(org, str) or not isinstance(sub, str) or not sub:
@@ -73,13 +138,17 @@ def from_claims(claims: Mapping[str, Any], *, org_claim: str = "org") -> Identit
             "digits, '_', '.', '@' or '-', starting with a letter or digit",
             field="Authorization",
         )
-    perms = claims.get("permissions")
-    if perms is not None and not (
-        isinstance(perms, list) and all(isinstance(p, str) for p in perms)
-    ):
+    if not USER_ID.fullmatch(sub):
         raise UnauthenticatedError(
-            "token permissions must be a list of strings", field="Authorization"
+            "token's user (sub) must be 1-200 characters without control characters",
+            field="Authorization",
         )
-    return Identity(
-        org_id=org, user_id=sub, permissions=frozenset(perms) if perms is not None else None
-    )
+    act = claims.get("act")
+    actor = act.get("sub") if isinstance(act, Mapping) else None
+    if act is not None and (not isinstance(actor, str) or not USER_ID.fullmatch(actor)):
+        raise UnauthenticatedError(
+            "token act claim must name who acts (act.sub) as a string", field="Authorization"
+        )
+    # What the caller may do is resolved from their membership when the request is served
+    # (`services.access`): a `permissions` claim is not read, and until then they may do nothing.
+    return Identity(org_id=org, user_id=sub, permissions=frozenset(), actor=actor, member=False)

@@ -15,6 +15,7 @@ from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Attempt, Run
 from chalicelib.domain.text import utf8_length
 from chalicelib.errors import InvalidInputError, NotFoundError
+from chalicelib.services import access as access_service
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def read_answer(c: Container, who: Identity, run_id: str, attempt_key: str) -> A
         NotFoundError: no such run in the organization (another organization's too), or no such
             attempt in the run. InvalidInputError: a malformed `attempt_key`.
     """
-    run = c.runs.get_for_org(who.org_id, run_id)  # before the key: another org's run is a 404
+    run = access_service.readable_run(c, who, run_id)  # before the key: a 404 tells nothing
     split_key(attempt_key)
     attempt = _find(c, run, attempt_key)
     if attempt is None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
+from chalicelib.domain import access
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.evaluations import (
     EVALUATION_ID_PATTERN,
@@ -33,6 +34,7 @@ from chalicelib.domain.evaluations import (
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Evaluation, Run
 from chalicelib.errors import ConflictError, InvalidInputError, NotFoundError
+from chalicelib.services import access as access_service
 from chalicelib.services import runs as run_service
 
 DELETE_PAGE = 200
@@ -75,6 +77,7 @@ def create_evaluation(
             field="evaluation_id",
         )
     selector = selector_of(version)
+    access_service.check_start(who, agent_id, dataset_id, draft=False)
     c.agents.get(who.org_id, agent_id)
     c.datasets.get(who.org_id, dataset_id)
     _check_version(c, who, agent_id, selector)
@@ -100,11 +103,17 @@ def get_evaluation(c: Container, who: Identity, evaluation_id: str) -> Evaluatio
         NotFoundError: no such evaluation (an implied one whose agent or dataset the organization
             does not have: `evaluation_id`).
     """
+    who.require(access.RUNS_VIEW, "reading an evaluation")
     implied = implied_parts(evaluation_id)
     if implied is None:
-        return c.evaluations.get(who.org_id, evaluation_id)
+        found = c.evaluations.get(who.org_id, evaluation_id)
+        if not (who.sees("agent", found.agent_id) and who.sees("dataset", found.dataset_id)):
+            raise NotFoundError(f"evaluation {evaluation_id} not found", field="evaluation_id")
+        return found
     agent_id, dataset_id = implied
     try:
+        if not (who.sees("agent", agent_id) and who.sees("dataset", dataset_id)):
+            raise NotFoundError(f"evaluation {evaluation_id} not found", field="evaluation_id")
         c.agents.get(who.org_id, agent_id)
         c.datasets.get(who.org_id, dataset_id)
     except NotFoundError:
@@ -134,7 +143,9 @@ def list_evaluations(
     c: Container, who: Identity, *, limit: int = 50, cursor: str | None = None
 ) -> EvaluationList:
     """The organization's evaluations by id, a page at a time (implied ones have no record and
-    are not listed). Raises InvalidInputError for a bad limit or cursor."""
+    are not listed; nor are those of an agent or dataset the caller may not see). Raises
+    ForbiddenError without runs:view, InvalidInputError for a bad limit or cursor."""
+    who.require(access.RUNS_VIEW, "listing evaluations")
     if not 1 <= limit <= 200:
         raise InvalidInputError("limit must be between 1 and 200", field="limit")
     start = None
@@ -146,6 +157,9 @@ def list_evaluations(
         if start is None or not re.match(EVALUATION_ID_PATTERN, start):
             raise InvalidInputError("cursor is not one this API gave", field="cursor")
     found, last = c.evaluations.list(who.org_id, limit=limit, start=start)
+    found = [
+        e for e in found if who.sees("agent", e.agent_id) and who.sees("dataset", e.dataset_id)
+    ]
     return EvaluationList(found, base64.urlsafe_b64encode(last.encode()).decode() if last else None)
 
 
@@ -159,7 +173,7 @@ def _explicit(c: Container, who: Identity, evaluation_id: str, doing: str) -> Ev
             "one to choose its agent and version",
             field="evaluation_id",
         )
-    return c.evaluations.get(who.org_id, evaluation_id)
+    return get_evaluation(c, who, evaluation_id)
 
 
 def update_evaluation(
@@ -173,6 +187,9 @@ def update_evaluation(
         ConflictError: an implied evaluation. InvalidInputError: a bad selector.
     """
     before = _explicit(c, who, evaluation_id, "changed")
+    access_service.check_start(
+        who, changes.get("agent_id") or before.agent_id, before.dataset_id, draft=False
+    )
     after = before
     if "name" in changes:
         after = replace(after, name=changes["name"] or "")
@@ -211,7 +228,10 @@ def delete_evaluation(c: Container, who: Identity, evaluation_id: str) -> int:
         NotFoundError: no such evaluation. ConflictError: an implied evaluation, or one with a run
             still running (`evaluation_id`).
     """
-    _explicit(c, who, evaluation_id, "deleted")
+    evaluation = _explicit(c, who, evaluation_id, "deleted")
+    who.require(
+        access.AGENTS_EDIT, "deleting an evaluation and its runs", access.agent(evaluation.agent_id)
+    )
     runs = _runs_of(c, who, evaluation_id)
     busy = [r.run_id for r in runs if not RunStatus(r.status).ended or int(r.slots) > 0]
     if busy:

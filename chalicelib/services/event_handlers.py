@@ -18,6 +18,7 @@ from chalicelib.domain.events import (
     GuardWithdrawn,
     RunEnded,
     SlotReleased,
+    StarterRefused,
     TasksNotQueued,
     VersionPublished,
 )
@@ -68,6 +69,7 @@ EVENT_HANDLERS: dict[type[Event], list[messagebus.Handler]] = {
         _advance_phase,
     ],  # the slot first, then whether the phase is over
     BudgetExhausted: [runs.on_budget_exhausted],
+    StarterRefused: [runs.on_starter_refused],
     TasksNotQueued: [run_case.on_tasks_not_queued],
 }
 

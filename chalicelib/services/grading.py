@@ -30,6 +30,7 @@ from chalicelib.errors import (
     NotFoundError,
 )
 from chalicelib.retrying import change, jitter
+from chalicelib.services import access as access_service
 from chalicelib.services import finalize, redacting
 from chalicelib.services.run_case import grade_answer
 
@@ -128,7 +129,8 @@ def grade_again(
         would race the final computation). InvalidInputError: a score no judge gave.
         BudgetExceededError: a budget was spent before the first answer could be graded.
     """
-    run = c.runs.get_for_org(who.org_id, run_id)
+    run = access_service.readable_run(c, who, run_id)
+    access_service.check_start(who, run.agent_id, run.dataset_id, draft=False)
     if not RunStatus(run.status).ended:
         raise ConflictError(
             f"eval run {run_id} is still running: grade again once it has ended", field="run_id"

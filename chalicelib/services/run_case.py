@@ -28,7 +28,12 @@ from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain import judge_rules as judge_rules
 from chalicelib.domain import scorers, text
 from chalicelib.domain.enums import AttemptState, RunStatus
-from chalicelib.domain.events import BudgetExhausted, SlotReleased, TasksNotQueued
+from chalicelib.domain.events import (
+    BudgetExhausted,
+    SlotReleased,
+    StarterRefused,
+    TasksNotQueued,
+)
 from chalicelib.domain.identity import is_org_id
 from chalicelib.domain.models import (
     AgentAnswer,
@@ -42,6 +47,7 @@ from chalicelib.domain.records import Arm, Attempt, BudgetReading, Lease, Run
 from chalicelib.domain.run_rules import Task
 from chalicelib.errors import AssayError
 from chalicelib.retrying import change, jitter
+from chalicelib.services import access as access_service
 from chalicelib.services import asking, budgets, judges, messagebus, redacting, slots
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome
 from chalicelib.services.ports.telemetry import Metric
@@ -898,6 +904,10 @@ def _answer(
     if raw_case is None:
         result = AttemptResult(AttemptState.INCOMPLETE, reason="the case is gone from its dataset")
         return finish(result)
+    refusal = access_service.starter_refusal(c, run)
+    if refusal is not None:
+        messagebus.publish(c, StarterRefused(run.org_id, run.run_id, refusal))
+        return finish(AttemptResult(AttemptState.INCOMPLETE, reason=refusal))
     with _HEARTBEATS.keeping(c, run, task.key, holder, receipt_handle):
         result = ask_and_grade(
             c, run, arm, Case.model_validate(raw_case), task, budget_read=found.reading

@@ -14,6 +14,7 @@ from typing import Any
 from chalicelib import names
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
+from chalicelib.domain import access
 from chalicelib.domain.enums import ArmRole, RunPhase, RunPurpose, RunStatus
 from chalicelib.domain.evaluations import (
     implied_id,
@@ -22,7 +23,7 @@ from chalicelib.domain.evaluations import (
     selector_of,
     selector_value,
 )
-from chalicelib.domain.events import BudgetExhausted
+from chalicelib.domain.events import BudgetExhausted, StarterRefused
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.outcome import ArmResult, Comparison
 from chalicelib.domain.records import Arm, Attempt, Run
@@ -34,6 +35,7 @@ from chalicelib.errors import (
     InvalidInputError,
     NotFoundError,
 )
+from chalicelib.services import access as access_service
 from chalicelib.services import baselines, estimates, finalize, judges, slots
 from chalicelib.services import datasets as dataset_service
 from chalicelib.services import model_profiles as profile_service
@@ -211,7 +213,9 @@ def plan_run(
         NotFoundError: unknown agent, version, dataset, dataset version, environment or judge.
         InvalidInputError: what could tell nothing (seed 004 "What is refused").
     """
-
+    access_service.check_start(
+        who, agent_id, body["dataset_id"], draft=body.get("candidate") == "draft"
+    )
     spec, resolved, is_draft = resolve_candidate(
         c, who, agent_id, body.get("candidate"), body.get("version")
     )
@@ -407,6 +411,9 @@ def start_run(
             "warnings": plan.warnings,
             "judge_model": plan.judge.model if plan.judge else None,
             "estimate": priced.kept(),
+            "started_by_key": who.key_id,
+            # the service itself (a pipeline's publish) runs with no person's authority to check
+            "runs_as_starter": who.permissions is not None,
             **(extra_settings or {}),
         },
         tasks=None,
@@ -442,7 +449,7 @@ class RunRead:
 def read_run(c: Container, who: Identity, run_id: str, *, with_results: bool = True) -> RunRead:
     """One run with each arm's result, its outcome and (by default) every attempt, its borrowed
     first answers too. Raises NotFoundError."""
-    run = c.runs.get_for_org(who.org_id, run_id)
+    run = access_service.readable_run(c, who, run_id)
     attempts = finalize.all_attempts(c, run)
     summaries = None
     if not run.outcome or run.status != RunStatus.COMPLETED:
@@ -461,7 +468,8 @@ def cancel_run(c: Container, who: Identity, run_id: str) -> Run:
     Each running case keeps its organization slot until it ends. Raises ConflictError when the
     run has already ended.
     """
-    run = c.runs.get_for_org(who.org_id, run_id)
+    run = access_service.readable_run(c, who, run_id)
+    access_service.check_own_or_edit(who, run, "cancelling")
     if not end_run(c, run, RunStatus.CANCELLED, f"cancelled by {who.user_id}"):
         raise ConflictError(
             f"eval run {run_id} already ended ({(c.runs.get(who.org_id, run_id) or run).status})",
@@ -475,6 +483,14 @@ def on_budget_exhausted(c: Container, event: BudgetExhausted) -> None:
     run = c.runs.get(event.org_id, event.run_id)
     if run is not None:
         end_run(c, run, RunStatus.BUDGET_EXCEEDED, event.reason)
+
+
+def on_starter_refused(c: Container, event: StarterRefused) -> None:
+    """A case found the run's starter can no longer run it: the run ends `failed` with the
+    reason; its running cases finish, nothing else starts."""
+    run = c.runs.get(event.org_id, event.run_id)
+    if run is not None:
+        end_run(c, run, RunStatus.FAILED, event.reason)
 
 
 def end_run(c: Container, run: Run, status: RunStatus, reason: str) -> bool:
@@ -493,7 +509,8 @@ def delete_run(c: Container, who: Identity, run_id: str) -> None:
     bucket (`<org>/answers/<run_id>/`, seed 004 "What a run keeps"). The answers go first: a
     delete cut short between the two leaves the run, and asking again finishes it, where the
     other order would leave answers nothing points at. Raises ConflictError while it runs."""
-    run = c.runs.get_for_org(who.org_id, run_id)
+    run = access_service.readable_run(c, who, run_id)
+    access_service.check_own_or_edit(who, run, "deleting")
     if not RunStatus(run.status).ended or int(run.slots) > 0:
         raise ConflictError(
             "the run is still running: cancel it and wait for its running cases first",
@@ -557,6 +574,7 @@ def list_runs(
     `draft="current"` keeps the runs of the draft as it stands now (same spec hash), `"earlier"` the
     runs of other drafts. Raises InvalidInputError for a bad limit, cursor or draft filter.
     """
+    who.require(access.RUNS_VIEW, "listing eval runs")
     if not 1 <= limit <= 200:
         raise InvalidInputError("limit must be between 1 and 200", field="limit")
     if draft not in (None, "current", "earlier"):
@@ -589,7 +607,8 @@ def list_runs(
         result = c.runs.list_by_org(
             who.org_id, limit=limit, start=_decode_cursor(c, cursor, who.org_id)
         )
-    rows = [r for r in result if r.org_id == who.org_id]
+    # a run over an agent or a dataset the caller may not see is not listed (seed 004 "Access")
+    rows = [r for r in result if r.org_id == who.org_id and access_service.may_read(who, r)]
     if draft is not None:
         rows = [
             r for r in rows if r.draft and (r.spec_hash == current_hash) == (draft == "current")
@@ -638,7 +657,7 @@ def events(
     """
     if not 1 <= limit <= 1000:
         raise InvalidInputError("limit must be between 1 and 1000", field="limit")
-    run = c.runs.get_for_org(who.org_id, run_id)
+    run = access_service.readable_run(c, who, run_id)
     wait = c.settings.assay_events_wait_seconds if wait_s is None else wait_s
     deadline = time.monotonic() + max(0.0, min(wait, 25.0))
     while True:
@@ -660,7 +679,7 @@ def comparison(
 
     Raises NotFoundError for a run without a baseline, or an arm that is not a candidate of the run.
     """
-    run = c.runs.get_for_org(who.org_id, run_id)
+    run = access_service.readable_run(c, who, run_id)
     candidates = [a.arm_id for a in run.arms if a.role is ArmRole.CANDIDATE]
     if arm_id is not None and arm_id not in candidates:
         raise NotFoundError(f"candidate arm {arm_id} not found in run {run_id}", field="arm_id")
@@ -732,7 +751,7 @@ def cases(
     """
     if not 1 <= limit <= MAX_CASES_PAGE:
         raise InvalidInputError(f"limit must be between 1 and {MAX_CASES_PAGE}", field="limit")
-    run = c.runs.get_for_org(who.org_id, run_id)
+    run = access_service.readable_run(c, who, run_id)
     arm_ids = [a.arm_id for a in run.arms]
     if arm_id is not None and arm_id not in arm_ids:
         raise NotFoundError(f"arm {arm_id} not found in run {run_id}", field="arm_id")
@@ -786,8 +805,10 @@ def cases(
 
 def arm_spec(c: Container, who: Identity, run_id: str, arm_id: str) -> Arm:
     """The arm of the run whose spec one asks for (as it was copied onto the run at start).
-    Raises NotFoundError for an unknown run or arm."""
-    run = c.runs.get_for_org(who.org_id, run_id)
+    Raises NotFoundError for an unknown run or arm, ForbiddenError without agents:edit on the agent
+    (a spec is the editors' work: seed 004 "Access")."""
+    run = access_service.readable_run(c, who, run_id)
+    who.require(access.AGENTS_EDIT, "reading an arm's spec", access.agent(run.agent_id))
     arm = next((a for a in run.arms if a.arm_id == arm_id), None)
     if arm is None:
         raise NotFoundError(f"arm {arm_id} not found in run {run_id}", field="arm_id")

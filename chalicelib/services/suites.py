@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
-from chalicelib.domain import schedule
+from chalicelib.domain import access, schedule
 from chalicelib.domain.enums import (
     ArmRole,
     AttemptState,
@@ -60,6 +60,7 @@ from chalicelib.errors import (
     invalid_input,
 )
 from chalicelib.retrying import TRIES, Changed, change
+from chalicelib.services import access as access_service
 from chalicelib.services import (
     budgets,
     environments,
@@ -111,6 +112,38 @@ NOT_COMPARED_CAP = (
 
 
 # --- reading ---------------------------------------------------------------------------------
+
+
+OWNER_LOST = "its owner "
+"""How the reason of a suite paused for its owner starts: a save by somebody who may run it takes
+it over and resumes it."""
+
+
+def _check_saver(who: Identity, dataset_id: str, what: str) -> None:
+    """What saving, changing, pausing or running a suite needs beyond the route's agent checks
+    (seed 004 "Access"), in its order: `datasets:run` on its dataset, `runs:view`, and a person
+    signed in as themselves - a suite spends as whoever saves it. Raises ForbiddenError, or
+    NotFoundError for a dataset the caller may not see."""
+    who.require_on(access.DATASETS_RUN, "dataset", dataset_id, what)
+    who.require(access.RUNS_VIEW, what)
+    who.require_person(what)
+
+
+def owner_refusal(who: Identity, row: Suite) -> str | None:
+    """Why the suite's owner (`who`, resolved now) cannot run it, None when they can: a suite runs
+    with its owner's authority as it is when the run starts (seed 004 "Who it runs as")."""
+    if not who.member:
+        return f"{OWNER_LOST}{row.owner} is no longer a member of the organization"
+    needed = (
+        (access.RUNS_VIEW, None),
+        (access.AGENTS_EDIT, access.agent(row.agent_id)),
+        (access.AGENTS_RUN, access.agent(row.agent_id)),
+        (access.DATASETS_RUN, access.dataset(row.dataset_id)),
+    )
+    for permission, on in needed:
+        if not who.may(permission, on):
+            return f"{OWNER_LOST}{row.owner} can no longer run it (no {permission})"
+    return None
 
 
 def get(c: Container, who: Identity, agent_id: str, suite_id: str) -> Suite:
@@ -189,6 +222,7 @@ def create(
     """
     if body.get("suite_id") is not None:
         check_tenant_id(body["suite_id"], "suite_id")
+    _check_saver(who, body["dataset_id"], "saving a suite")
     c.agents.get(who.org_id, agent_id)
     parsed = _parse(body, partial=False)
     dataset = dataset_service.resolve_version(
@@ -324,6 +358,8 @@ def _updated(
             "fields": sorted(k for k in body if k != "move_pins"),
         }
     )
+    if row.paused and (row.paused_reason or "").startswith(OWNER_LOST):
+        fields.update(paused=False, paused_reason=None)  # saved again: the saver owns it now
     return _touch(c, row, **fields, owner=who.user_id, history=history[-100:])
 
 
@@ -336,7 +372,10 @@ def update(
     Raises ForbiddenError (403) for a pin move without the permission, ConflictError when the suite
     keeps changing under the change (10 lost writes), and what `create` raises.
     """
-    get(c, who, agent_id, suite_id)
+    row = get(c, who, agent_id, suite_id)
+    _check_saver(who, row.dataset_id, "changing a suite")
+    if body.get("dataset_id") and body["dataset_id"] != row.dataset_id:
+        _check_saver(who, body["dataset_id"], "changing a suite")
     parsed = _parse(body, partial=True)
     changed = _change_suite(
         c, who.org_id, agent_id, suite_id, lambda row: _updated(c, who, row, body, parsed), tries=10
@@ -357,6 +396,7 @@ def update(
 def delete(c: Container, who: Identity, agent_id: str, suite_id: str) -> None:
     """Delete a suite and its results. Refused (409) while it guards an environment."""
     row = get(c, who, agent_id, suite_id)
+    _check_saver(who, row.dataset_id, "deleting a suite")
     if row.guards:
         raise ConflictError(
             f"suite {suite_id} guards an environment: take it off there first (guards: false)",
@@ -443,6 +483,7 @@ def set_paused(c: Container, who: Identity, agent_id: str, suite_id: str, paused
     """Pause or resume by hand. Resuming needs its environment to exist (409 otherwise); a suite
     that keeps changing under it (10 lost writes) is a 409 as well."""
     row = get(c, who, agent_id, suite_id)
+    _check_saver(who, row.dataset_id, "pausing a suite" if paused else "resuming a suite")
     if paused:
         pause(c, row, f"paused by {who.user_id}")
     else:
@@ -580,6 +621,7 @@ def run_now(c: Container, who: Identity, agent_id: str, suite_id: str) -> Suite:
     """Run a suite by hand, as whoever asks; returns the suite as it is now. A paused suite is
     refused (409) and nothing is created."""
     row = get(c, who, agent_id, suite_id)
+    _check_saver(who, row.dataset_id, "running a suite")
     if row.paused:
         raise ConflictError(
             f"suite {suite_id} is paused ({row.paused_reason}): resume it first", field="suite_id"
@@ -824,10 +866,24 @@ def _named_run(c: Container, suite: Suite, entry: dict[str, Any], run_id: str) -
 
 def _start(c: Container, row: Suite, entry: dict[str, Any]) -> str | None:
     """Start the run of a claimed trigger, or record why it does not run. Returns the run id."""
-    who = Identity(
-        row.org_id,
-        str(entry["by"]) if entry["kind"] == TriggerKind.MANUAL and entry.get("by") else row.owner,
-    )
+    # A suite runs as its owner; a run pressed by hand, as whoever pressed it (checked as they
+    # asked). Either way with their authority as it is now.
+    by = str(entry["by"]) if entry["kind"] == TriggerKind.MANUAL and entry.get("by") else None
+    who = access_service.as_member(c, row.org_id, by or row.owner)
+    refusal = owner_refusal(who, replace(row, owner=by) if by else row)
+    if refusal is not None:
+        _record(
+            c,
+            row,
+            entry,
+            None,
+            SuiteDecision(SuiteResult.NOT_RUN, [refusal]),
+            started=iso(c.clock.now()),
+        )
+        _release(c, row, STARTING)
+        if by is None:
+            pause(c, row, refusal)
+        return None
     version = entry.get("version")
     if version is None:
         version = _version_to_check(c, row)

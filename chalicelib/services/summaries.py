@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.bootstrap import Container
+from chalicelib.domain import access
 from chalicelib.domain.enums import Verdict
 from chalicelib.domain.history import LatestRow, subject_of, verdict_of
 from chalicelib.domain.identity import Identity
@@ -58,6 +59,7 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[AgentSumm
         InvalidInputError: a malformed entry (naming `agents[i].field`). NotFoundError: unknown
             agent.
     """
+    who.require(access.RUNS_VIEW, "reading verdicts")
     if not isinstance(agents, list) or not agents:
         raise InvalidInputError(
             "agents must be a non-empty list of {agentId, version}", field="agents"
@@ -74,6 +76,8 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[AgentSumm
             break
     # The entries before a malformed one are looked up first: an unknown agent among them is
     # what an entry-by-entry check would have met first.
+    for agent_id, _ in asked:  # an agent the caller may not see is as unknown as another org's
+        who.require_sight("agent", agent_id)
     known = c.agents.get_many(who.org_id, [agent_id for agent_id, _ in asked])
     if refused is not None:
         raise refused

@@ -14,8 +14,6 @@ from typing import Any
 
 import pytest
 
-from chalicelib import bootstrap
-from chalicelib.api.common import issue_token
 from chalicelib.services import agent_events, suites
 from tests.e2e.conftest import Api, cases, sleepy_spec, wait_for
 
@@ -462,16 +460,7 @@ def test_a_guarded_promotion_waits_for_its_guard_and_opens_only_on_a_pass(api, n
         f"/api/v1/datasets/{ds}/versions",
         json={"scoring": {"required": ["equals"]}, "cases": CASES},
     )
-    limited = new_api(
-        org_id=api.org_id,
-        user_id="dev@example.com",
-        token=issue_token(
-            api.org_id,
-            "dev@example.com",
-            secret=bootstrap.container().settings.assay_jwt_secret,
-            permissions=["agents:edit"],
-        ),
-    )
+    limited = new_api(org_id=api.org_id, user_id="dev@example.com", role="editor")
     status, body = limited.call(
         "PATCH", f"/api/v1/agents/{agent}/suites/{guard['suite_id']}", json={"move_pins": True}
     )
@@ -584,16 +573,7 @@ def test_a_guard_keeps_its_environment_and_its_changes_need_an_override(api, new
         "c002",
         "c003",
     ]  # named: the minimum failed on them
-    limited = new_api(
-        org_id=api.org_id,
-        user_id="dev@example.com",
-        token=issue_token(
-            api.org_id,
-            "dev@example.com",
-            secret=bootstrap.container().settings.assay_jwt_secret,
-            permissions=["agents:edit"],
-        ),
-    )
+    limited = new_api(org_id=api.org_id, user_id="dev@example.com", role="editor")
     for change in (
         {"guards": False},
         {"threshold": {"max_regressions": 1000}},

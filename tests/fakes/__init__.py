@@ -15,6 +15,7 @@ from typing import Any
 from chalicelib.adapters.runtimes import build_runtimes
 from chalicelib.clock import FixedClock
 from chalicelib.config import Settings
+from tests.fakes.access import FakeApiKeys, FakeMembers
 from tests.fakes.automation import (
     FakeMailer,
     FakeNotifications,
@@ -108,5 +109,7 @@ class FakeContainer:
         self.mailer = FakeMailer()
         self.metrics = FakeMetrics()
         self.bucket = FakeBucket()
+        self.members = FakeMembers()
+        self.api_keys = FakeApiKeys()
         for name, value in collaborators.items():
             setattr(self, name, value)

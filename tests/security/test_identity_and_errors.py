@@ -266,7 +266,7 @@ def test_an_identity_provider_s_rs256_and_es256_tokens_are_verified_through_its_
 ):
     for key, alg, kid in ((idp["rsa"], "RS256", "rsa-1"), (idp["ec"], "ES256", "ec-1")):
         token = idp_token(key, alg, kid, tenant="acme_corp")
-        api = new_api(org_id="acme_corp", token=token)
+        api = new_api(org_id="acme_corp", user_id="bob@acme.test", token=token)
         assert api.ok("GET", "/api/v1/agents") == {"agents": []}
     api.ok("POST", "/api/v1/datasets", json={"name": "from-the-idp"})
     assert [d["name"] for d in api.ok("GET", "/api/v1/datasets")["datasets"]] == ["from-the-idp"]

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from chalicelib.clock import epoch_ms, iso
+from chalicelib.domain.access import Member
 from chalicelib.domain.enums import TriggerKind
 from chalicelib.domain.events import Event, GateDropped
 from chalicelib.domain.identity import Identity
@@ -24,6 +25,13 @@ NOW_MS = epoch_ms(START)  # 2026-12-01T09:00:00Z
 NO_VERSION = "its environment serves no published version of the agent to check"
 BUSY = {"active_run_id": "r0", "active_trigger": {"kind": "manual", "version": 1, "run_id": "r0"}}
 """A suite with a run going (of version 1): what is triggered waits."""
+
+
+@pytest.fixture(autouse=True)
+def members(c: FakeContainer) -> None:
+    """ana and bob are editors of acme: a suite runs with its owner's authority as it is then."""
+    for user in (ANA.user_id, "bob"):
+        c.members.put(Member("acme", user, "editor"), new=True)
 
 
 def _suite(c: FakeContainer, suite_id: str = "s1", **fields: Any) -> Suite:
@@ -297,3 +305,43 @@ def test_a_publish_is_taken_once_per_suite(c: FakeContainer) -> None:
         ("publish", 2, 1)
     ]
     assert _kept(c, "manual-only").pending == []
+
+
+@pytest.mark.parametrize(
+    ("lose", "reason"),
+    [
+        (lambda c: c.members.remove("acme", ANA.user_id), "is no longer a member"),
+        (
+            lambda c: c.members.put(Member("acme", ANA.user_id, "viewer"), new=False),
+            "can no longer run it (no agents:edit)",
+        ),
+        (
+            lambda c: c.members.put(Member("acme", ANA.user_id, "runner"), new=False),
+            "can no longer run it (no agents:edit)",
+        ),
+    ],
+)
+def test_a_suite_whose_owner_cannot_run_it_pauses_with_the_reason_until_saved_again(
+    c: FakeContainer, lose: Any, reason: str
+) -> None:
+    c.agents.seed("acme", "a")
+    _suite(c)
+    lose(c)
+    suites.trigger(c, _kept(c), TriggerKind.SCHEDULE, version=1)
+    kept = _kept(c)
+    assert kept.paused and kept.paused_reason.startswith(f"its owner {ANA.user_id} {reason}")
+    [result] = c.suites.results("acme", "a", "s1", 10)
+    assert (result.result, result.reasons) == ("not_run", [kept.paused_reason])
+    assert c.runs.list_by_org("acme", limit=10).runs == []  # nothing was asked, nothing spent
+    # somebody who may run it saves it: they own it, and it runs again
+    saved, _ = suites.update(c, Identity("acme", "bob"), "a", "s1", {"name": "mine now"})
+    assert (saved.owner, saved.paused, saved.paused_reason) == ("bob", False, None)
+
+
+def test_a_suite_paused_by_hand_stays_paused_when_saved() -> None:
+    c = FakeContainer()
+    c.members.put(Member("acme", ANA.user_id, "editor"), new=True)
+    c.agents.seed("acme", "a")
+    _suite(c, paused=True, paused_reason="paused by ana@example.com")
+    saved, _ = suites.update(c, ANA, "a", "s1", {"name": "renamed"})
+    assert saved.paused and saved.paused_reason == "paused by ana@example.com"

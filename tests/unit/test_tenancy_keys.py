@@ -184,6 +184,13 @@ def _write_everything(org: str) -> None:
 
     now = "2026-05-01T00:00:00Z"
     stores.OrganizationStore().ensure(org, concurrency_limit=3, now_iso=now)
+    from chalicelib.adapters.stores.access import ApiKeyStore, MemberStore
+    from chalicelib.domain.access import ApiKey, Member
+
+    MemberStore().add_first(Member(org, "user-1", "admin", added_at=now, updated_at=now))
+    ApiKeyStore().create(
+        ApiKey(org, "key-1", "ci", frozenset({"runs:view"}), "user-1", now, "0" * 64)
+    )
     agents = stores.AgentStore()
     agents.create(
         records.Agent(

@@ -62,7 +62,13 @@ def test_a_token_issued_here_names_its_organization_and_expires_after_its_ttl():
     claims = jwt.decode(token, SECRET, algorithms=["HS256"], audience="assay")
     assert claims["exp"] - claims["iat"] == 3600 and claims["iat"] == now
     who = TokenVerifier(settings).identify(token)
-    assert (who.org_id, who.user_id, who.permissions) == ("org_a", "alice", None)
+    # what alice may do is her membership's, resolved per request: the token alone grants nothing
+    assert (who.org_id, who.user_id, who.permissions, who.member) == (
+        "org_a",
+        "alice",
+        frozenset(),
+        False,
+    )
     with pytest.raises(ValueError):
         issue("org_a", "alice", secret="", issuer="assay", audience="assay", ttl_seconds=60)
 

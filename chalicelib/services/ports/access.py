@@ -1,0 +1,55 @@
+"""Ports of access: an organization's members (role and grants) and its API keys (implemented by
+`chalicelib.adapters.stores.access`, seed 004 "Access")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from chalicelib.domain.access import ApiKey, Member
+
+
+class Members(Protocol):
+    """The people of an organization, their roles and grants."""
+
+    def get(self, org_id: str, user_id: str) -> Member | None:
+        """The member (a consistent read: a removed member is refused at once), None for a person
+        of no role here."""
+
+    def list(self, org_id: str) -> list[Member]:
+        """Every member of the organization, by user id."""
+
+    def add_first(self, member: Member) -> bool:
+        """Make `member` the organization's first member, in one transaction with the record that
+        the organization has had one; False when it already had (nothing written)."""
+
+    def put(self, member: Member, *, new: bool) -> None:
+        """Write a member. With `new`, raises ConflictError (field `user_id`) when they are one
+        already."""
+
+    def change(
+        self, org_id: str, user_id: str, change: Callable[[Member], Member | None]
+    ) -> Member:
+        """Apply `change` to the member as read and write the result conditionally on nothing else
+        having changed it (retried); None from `change` writes nothing. Raises NotFoundError (field
+        `user_id`) for a person who is not a member."""
+
+    def remove(self, org_id: str, user_id: str) -> None:
+        """Remove the member (nothing when they are not one)."""
+
+
+class ApiKeys(Protocol):
+    """An organization's API keys (only a hash of each secret is kept)."""
+
+    def create(self, key: ApiKey) -> None:
+        """Write a new key (its id is random; a taken one raises ConflictError)."""
+
+    def get(self, org_id: str, key_id: str) -> ApiKey | None:
+        """The key (revoked ones too), None when there is none."""
+
+    def list(self, org_id: str) -> list[ApiKey]:
+        """Every key of the organization, revoked ones too, by id."""
+
+    def revoke(self, org_id: str, key_id: str, *, by: str, at: str) -> ApiKey:
+        """Mark the key revoked (kept, so its id says what it was); a revoked key stays as it was.
+        Raises NotFoundError (field `key_id`)."""

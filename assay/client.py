@@ -252,6 +252,12 @@ class AssayClient:
         """One agent."""
         return self._json("GET", _path("/api/v1/agents/{agent_id}", agent_id=agent_id))
 
+    @operation("DELETE", "/api/v1/agents/{agent_id}")
+    def delete_agent(self, agent_id: str) -> JSON:
+        """Delete an agent and everything of it (its runs, suites, evaluations, promotions...);
+        409 while one of its runs is queued or running."""
+        return self._json("DELETE", _path("/api/v1/agents/{agent_id}", agent_id=agent_id))
+
     @operation("GET", "/api/v1/agents/{agent_id}/draft")
     def get_draft(self, agent_id: str) -> JSON:
         """The agent's draft."""
@@ -515,6 +521,12 @@ class AssayClient:
     def get_dataset(self, dataset_id: str) -> JSON:
         """One dataset."""
         return self._json("GET", _path("/api/v1/datasets/{dataset_id}", dataset_id=dataset_id))
+
+    @operation("DELETE", "/api/v1/datasets/{dataset_id}")
+    def delete_dataset(self, dataset_id: str) -> JSON:
+        """Delete a dataset and everything of it (its versions, cases, runs, suites,
+        evaluations); 409 while one of its runs is queued or running."""
+        return self._json("DELETE", _path("/api/v1/datasets/{dataset_id}", dataset_id=dataset_id))
 
     @operation("POST", "/api/v1/datasets/{dataset_id}/versions")
     def add_dataset_version(self, dataset_id: str, **body: Any) -> JSON:

@@ -161,6 +161,10 @@ class AgentRow(_Base):
     monthly_budget_micros = NumberAttribute(null=True)
     created_at = UnicodeAttribute()
     created_by = UnicodeAttribute(default="")
+    deleting_at = UnicodeAttribute(null=True)
+    """Set (ISO time) by the conditional write that starts deleting the agent: from then on it
+    reads as gone and no run, version, suite, evaluation or promotion of it can be written
+    (`services.deletion`). The row itself is deleted last."""
 
 
 class AgentVersionRow(_Base):
@@ -469,6 +473,10 @@ class DatasetRow(_Base):
     ungraded_cases = NumberAttribute(default=0)
     ready = BooleanAttribute(default=True)
     """False while a version's cases are being written (the number is claimed first)."""
+    deleting_at = UnicodeAttribute(null=True)
+    """On the header only: set (ISO time) by the conditional write that starts deleting the
+    dataset; from then on it reads as gone and no version, run, suite or evaluation of it can be
+    written (`services.deletion`). The header is deleted last."""
     org_index = DatasetOrgIndex()
 
 
@@ -669,6 +677,9 @@ class RunRow(_Base):
     """The evaluation the run belongs to (`domain.evaluations`), pinned at creation."""
     evaluation_run_key = UnicodeAttribute(null=True)
     """`<org_id>#<evaluation_id>`, set at creation: the hash key of `evaluation_runs_index`."""
+    deleting_at = UnicodeAttribute(null=True)
+    """Set (ISO time) when a delete of the run starts: no new run may borrow its first answers
+    from then on (a run's creation checks it)."""
     org_index = RunOrgIndex()
     agent_index = RunAgentIndex()
 

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from chalicelib.services import answers as answer_service
     from chalicelib.services import budgets as budget_service
     from chalicelib.services import datasets as dataset_service
+    from chalicelib.services import deletion as deletion_service
     from chalicelib.services import environments as environment_service
     from chalicelib.services import evaluations as evaluation_service
     from chalicelib.services import grading as grading_service
@@ -81,6 +82,7 @@ else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
     answer_service = LazyModule("chalicelib.services.answers")
     budget_service = LazyModule("chalicelib.services.budgets")
     dataset_service = LazyModule("chalicelib.services.datasets")
+    deletion_service = LazyModule("chalicelib.services.deletion")
     environment_service = LazyModule("chalicelib.services.environments")
     evaluation_service = LazyModule("chalicelib.services.evaluations")
     grading_service = LazyModule("chalicelib.services.grading")
@@ -224,6 +226,15 @@ def get_agent(c, who, agent_id):
 
 def _edits(who, agent_id: str) -> bool:
     return who.may("agents:edit", f"agent:{agent_id}")
+
+
+@bp.route("/api/v1/agents/{agent_id}", methods=["DELETE"])
+@api_view(bp)
+def delete_agent(c, who, agent_id):
+    """Delete an agent and everything of it: runs, suites, evaluations, promotions... (409 while
+    one of its runs is queued or running)."""
+    gone = deletion_service.delete_agent(c, who, agent_id)
+    return {"agent_id": agent_id, "deleted": True, **views.deleted_view(gone)}
 
 
 @bp.route("/api/v1/agents/{agent_id}/draft", methods=["GET"])
@@ -564,6 +575,15 @@ def get_dataset(c, who, dataset_id):
         else None
     )
     return views.dataset_view(header, latest)
+
+
+@bp.route("/api/v1/datasets/{dataset_id}", methods=["DELETE"])
+@api_view(bp)
+def delete_dataset(c, who, dataset_id):
+    """Delete a dataset and everything of it: versions, cases, runs, suites, evaluations (409
+    while one of its runs is queued or running)."""
+    gone = deletion_service.delete_dataset(c, who, dataset_id)
+    return {"dataset_id": dataset_id, "deleted": True, **views.deleted_view(gone)}
 
 
 @bp.route("/api/v1/datasets/{dataset_id}/versions", methods=["POST"])

@@ -40,6 +40,7 @@ from chalicelib.domain.records import (
 from chalicelib.domain.text import utf8_length
 from chalicelib.services.answers import AnswerRead
 from chalicelib.services.budgets import Budget
+from chalicelib.services.deletion import Deleted
 from chalicelib.services.estimates import Price
 from chalicelib.services.evaluations import EvaluationList
 from chalicelib.services.grading import GradeAgain, Regraded, Rescore
@@ -458,6 +459,16 @@ def dataset_view(header: Dataset, version: Dataset | None = None) -> dict[str, A
 
 
 # --- the organization's secrets and recordings -------------------------------------------------
+
+
+def deleted_view(gone: Deleted) -> dict[str, Any]:
+    """What a delete of an agent or dataset took with it: `{runs_deleted, suites_deleted,
+    evaluations_deleted}`."""
+    return {
+        "runs_deleted": gone.runs,
+        "suites_deleted": gone.suites,
+        "evaluations_deleted": gone.evaluations,
+    }
 
 
 def secret_view(meta: SecretMeta) -> dict[str, Any]:

@@ -300,6 +300,10 @@ class Arm:
     source_arm_id: str | None = None
     source_dataset_version: int | None = None
     source_completed_at: str | None = None
+    source_scoring_hash: str | None = None
+    """The `spec_hash` of the scoring the source run graded with (sides scored differently are not
+    compared), kept here so the comparison still knows it once that run is deleted; None on arms
+    kept before it was."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -361,6 +365,8 @@ class Run:
     """The evaluation the run belongs to (seed 001), pinned at creation: one named at the start,
     else the one its agent and dataset imply (`domain.evaluations.implied_id`); None on runs
     recorded before evaluations were kept (the implied one)."""
+    deleting_at: str | None = None
+    """When a delete of the run started (no new run may borrow its first answers), else None."""
 
     CURSOR: ClassVar[tuple[str, ...]] = (
         "status",
@@ -415,6 +421,7 @@ class ActiveRun:
     run_id: str
     org_id: str
     agent_id: str
+    dataset_id: str
     created_at: str
     status: str
     environment_id: str | None = None

@@ -52,6 +52,7 @@ def borrowed_arm(record: ArmRecord, source: Run, *, rerun: bool) -> Arm:
         source_arm_id=record.arm_id,
         source_dataset_version=record.dataset_version,
         source_completed_at=source.completed_at,
+        source_scoring_hash=spec_hash(source.scoring),
     )
 
 

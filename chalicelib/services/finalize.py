@@ -186,25 +186,39 @@ def _arm_ids(run: Run, role: ArmRole) -> list[str]:
     return [a.arm_id for a in run.arms if a.role is role]
 
 
-def all_attempts(c: Container, run: Run) -> list[Attempt]:
-    """The run's attempts, plus the first answers a baseline arm borrowed from an earlier run
-    (relabelled with this run's arm id; they cost this run nothing)."""
-    rows = c.runs.attempts(run.org_id, run.run_id)
-    for arm in run.arms:
-        if arm.answers or not arm.source_run_id:
+def borrowed(run: Run, arm: Arm, source: list[Attempt]) -> list[Attempt]:
+    """The first answers a baseline `arm` of `run` borrows, out of its source run's attempts
+    `source`: relabelled with this run's id and arm id (`recorded_key` with them), costing this
+    run nothing."""
+    out = []
+    for row in source:
+        if row.arm_id != arm.source_arm_id or int(row.attempt) != 1:
             continue
-        source = c.runs.attempts(run.org_id, arm.source_run_id)  # of the same organization
-        rows += [
+        key = f"{arm.arm_id}#{row.case_id}#001"
+        out.append(
             replace(
                 row,
                 run_id=run.run_id,
                 arm_id=arm.arm_id,
                 cost_micros=0,
-                attempt_key=f"{arm.arm_id}#{row.case_id}#001",
+                attempt_key=key,
+                recorded_key=f"{row.recorded_key.partition('#')[0]}#{key}",
             )
-            for row in source
-            if row.arm_id == arm.source_arm_id and int(row.attempt) == 1
-        ]
+        )
+    return out
+
+
+def all_attempts(c: Container, run: Run) -> list[Attempt]:
+    """The run's attempts, plus the first answers a baseline arm borrowed from an earlier run
+    (`borrowed`). Borrowed answers the run keeps itself - copied in when their run was deleted
+    (`runs.delete_run`) - are read from the run alone."""
+    rows = c.runs.attempts(run.org_id, run.run_id)
+    kept = {row.attempt_key for row in rows}
+    for arm in run.arms:
+        if arm.answers or not arm.source_run_id:
+            continue
+        source = c.runs.attempts(run.org_id, arm.source_run_id)  # of the same organization
+        rows += [row for row in borrowed(run, arm, source) if row.attempt_key not in kept]
     return rows
 
 
@@ -240,8 +254,11 @@ def sides(
     invalid = None
     cand_arm = arm_id or _arm_ids(run, ArmRole.CANDIDATE)[0]
     if base_arm.source_run_id:
-        source = c.runs.get(run.org_id, base_arm.source_run_id)
-        if source is not None and spec_hash(source.scoring) != spec_hash(run.scoring):
+        source_scoring = base_arm.source_scoring_hash
+        if source_scoring is None:  # an arm kept before its source's scoring was
+            source = c.runs.get(run.org_id, base_arm.source_run_id)
+            source_scoring = spec_hash(source.scoring) if source is not None else None
+        if source_scoring is not None and source_scoring != spec_hash(run.scoring):
             invalid = "the sides were scored with different scoring settings"
     invalid = invalid or judge_rules.invalid_reason(
         judge_keys(attempts, cand_arm), judge_keys(attempts, base_arm.arm_id)

@@ -29,6 +29,7 @@ from tests.fakes.catalog import (
     FakeEvaluations,
     FakeJudges,
     FakeModelProfiles,
+    Liveness,
 )
 from tests.fakes.ledger import FakeQueue, FakeRuns
 from tests.fakes.telemetry import FakeMetrics
@@ -96,6 +97,8 @@ class FakeContainer:
         self.model_profiles = FakeModelProfiles()
         self.datasets = FakeDatasets()
         self.evaluations = FakeEvaluations()
+        # What a write of an agent's or a dataset's data checks, shared as the stores share it.
+        live = Liveness(self.agents, self.datasets)
         self.spend = FakeBudgets(self.orgs, self.agents, self.runs)
         self.secrets = FakeSecrets()
         self.resolver = lambda _host, _port: [PUBLIC_ADDRESS]
@@ -105,6 +108,7 @@ class FakeContainer:
         )
         self.suites = FakeSuites()
         self.promotions = FakePromotions()
+        self.runs.live = self.suites.live = self.promotions.live = self.evaluations.live = live
         self.notifications = FakeNotifications()
         self.mailer = FakeMailer()
         self.metrics = FakeMetrics()

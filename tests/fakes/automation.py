@@ -16,6 +16,7 @@ from typing import Any
 from chalicelib.domain.enums import PromotionStatus
 from chalicelib.domain.records import Notification, Promotion, Suite, SuiteResultEntry
 from chalicelib.errors import ConflictError
+from tests.fakes.catalog import Liveness
 
 
 def _check_keys(before: Any, after: Any, keys: tuple[str, ...]) -> None:
@@ -43,6 +44,7 @@ class FakeSuites:
         self._others: list[Callable[[Suite], Suite]] = []
         self.lost = 0
         """Writes that found the suite changed since it was read."""
+        self.live: Liveness | None = None
 
     def interfere(self, *others: Callable[[Suite], Suite]) -> None:
         """Before each of the next `len(others)` writes, another worker changes the suite being
@@ -54,6 +56,9 @@ class FakeSuites:
         return suite.org_id, suite.agent_id, suite.suite_id
 
     def create(self, suite: Suite) -> None:
+        if self.live is not None:
+            self.live.agent(suite.org_id, suite.agent_id)
+            self.live.dataset(suite.org_id, suite.dataset_id)
         if self._key(suite) in self.kept:
             raise ConflictError(f"suite {suite.suite_id} already exists", field="suite_id")
         self.kept[self._key(suite)] = suite
@@ -133,6 +138,7 @@ class FakePromotions:
         self.kept: dict[tuple[str, str, str], Promotion] = {}
         self.locks: dict[tuple[str, str, str], str] = {}
         self._others: list[Callable[[Promotion], Promotion]] = []
+        self.live: Liveness | None = None
 
     def interfere(self, *others: Callable[[Promotion], Promotion]) -> None:
         """Before each of the next `len(others)` decisions, another worker changes the promotion
@@ -140,6 +146,8 @@ class FakePromotions:
         self._others.extend(others)
 
     def create_waiting(self, promotion: Promotion) -> bool:
+        if self.live is not None:
+            self.live.agent(promotion.org_id, promotion.agent_id)
         lock = (promotion.org_id, promotion.agent_id, promotion.environment_id)
         key = (promotion.org_id, promotion.agent_id, promotion.promotion_id)
         if lock in self.locks or key in self.kept:
@@ -150,6 +158,15 @@ class FakePromotions:
 
     def lock_holder(self, org_id: str, agent_id: str, environment_id: str) -> str | None:
         return self.locks.get((org_id, agent_id, environment_id))
+
+    def delete_of_agent(self, org_id: str, agent_id: str) -> int:
+        gone = [k for k in self.kept if k[:2] == (org_id, agent_id)]
+        locks = [k for k in self.locks if k[:2] == (org_id, agent_id)]
+        for key in gone:
+            del self.kept[key]
+        for key in locks:
+            del self.locks[key]
+        return len(gone) + len(locks)
 
     def release_lock(self, promotion: Promotion) -> None:
         lock = (promotion.org_id, promotion.agent_id, promotion.environment_id)
@@ -209,6 +226,15 @@ class FakeNotifications:
 
     def set_email_preference(self, org_id: str, user_id: str, on: bool, *, at: str) -> None:
         self.preferences[(org_id, user_id)] = on
+
+    def delete_matching(
+        self, org_id: str, user_id: str, matches: Callable[[Notification], bool]
+    ) -> int:
+        kept = self.kept.get((org_id, user_id), {})
+        gone = [k for k, notice in kept.items() if matches(notice)]
+        for key in gone:
+            del kept[key]
+        return len(gone)
 
 
 class FakeMailer:

@@ -20,6 +20,26 @@ from chalicelib.domain.records import (
 from chalicelib.errors import ConflictError, NotFoundError
 
 
+class Liveness:
+    """What the stores' transactions check before writing something of an agent's or a
+    dataset's: that it is not being deleted. A fake given one (`FakeContainer` wires them)
+    refuses such a write as the store does; unlike the store, it lets through one of an agent or
+    dataset it never had, so a test may seed a run or a suite alone."""
+
+    def __init__(self, agents: FakeAgents, datasets: FakeDatasets) -> None:
+        self.agents, self.datasets = agents, datasets
+
+    def agent(self, org_id: str, agent_id: str) -> None:
+        """Raises NotFoundError (field `agent_id`) while the agent is being deleted."""
+        if (org_id, agent_id) in self.agents.deleting:
+            raise NotFoundError(f"agent {agent_id} not found", field="agent_id")
+
+    def dataset(self, org_id: str, dataset_id: str) -> None:
+        """Raises NotFoundError (field `dataset_id`) while the dataset is being deleted."""
+        if (org_id, dataset_id) in self.datasets.deleting:
+            raise NotFoundError(f"dataset {dataset_id} not found", field="dataset_id")
+
+
 class FakeEnvironments:
     """`ports.catalog.Environments` in a dict keyed by (org_id, environment_id)."""
 
@@ -56,6 +76,14 @@ class FakeEnvironments:
         )
         return True
 
+    def stop_serving(self, org_id: str, environment_id: str, agent_id: str) -> bool:
+        env = self.kept.get((org_id, environment_id))
+        if env is None or agent_id not in (env.serving or {}):
+            return False
+        serving = {a: v for a, v in env.serving.items() if a != agent_id}
+        self.kept[(org_id, environment_id)] = replace(env, serving=serving)
+        return True
+
     def delete(self, org_id: str, environment_id: str) -> None:
         self.kept.pop((org_id, environment_id), None)
 
@@ -67,6 +95,8 @@ class FakeAgents:
     def __init__(self) -> None:
         self.kept: dict[tuple[str, str], Agent] = {}
         self.versions: dict[tuple[str, str, int], AgentVersion] = {}
+        self.deleting: set[tuple[str, str]] = set()
+        """The agents being deleted: they read as gone."""
 
     def seed(
         self, org_id: str, agent_id: str, *, versions: int = 0, at: str = "2026-12-01T08:00:00.000Z"
@@ -103,16 +133,37 @@ class FakeAgents:
         self.kept[key] = agent
 
     def get(self, org_id: str, agent_id: str) -> Agent:
-        try:
-            return self.kept[(org_id, agent_id)]
-        except KeyError:
-            raise NotFoundError(f"agent {agent_id} not found", field="agent_id") from None
+        found = self.kept.get((org_id, agent_id))
+        if found is None or (org_id, agent_id) in self.deleting:
+            raise NotFoundError(f"agent {agent_id} not found", field="agent_id")
+        return found
 
     def get_many(self, org_id: str, agent_ids: Sequence[str]) -> dict[str, Agent]:
         return {agent_id: self.get(org_id, agent_id) for agent_id in agent_ids}
 
     def list(self, org_id: str) -> builtins.list[Agent]:
-        return [a for (org, _), a in sorted(self.kept.items()) if org == org_id]
+        return [
+            a
+            for key, a in sorted(self.kept.items())
+            if key[0] == org_id and key not in self.deleting
+        ]
+
+    def start_deleting(self, org_id: str, agent_id: str, at: str) -> tuple[Agent, bool]:
+        found = self.kept.get((org_id, agent_id))
+        if found is None:
+            raise NotFoundError(f"agent {agent_id} not found", field="agent_id")
+        marked = (org_id, agent_id) not in self.deleting
+        self.deleting.add((org_id, agent_id))
+        return found, marked
+
+    def stop_deleting(self, org_id: str, agent_id: str) -> None:
+        self.deleting.discard((org_id, agent_id))
+
+    def delete(self, org_id: str, agent_id: str) -> None:
+        for key in [k for k in self.versions if k[:2] == (org_id, agent_id)]:
+            del self.versions[key]
+        self.kept.pop((org_id, agent_id), None)
+        self.deleting.discard((org_id, agent_id))
 
     def edit_draft(self, before: Agent, after: Agent) -> None:
         now = self.get(before.org_id, before.agent_id)
@@ -240,6 +291,8 @@ class FakeDatasets:
     def __init__(self) -> None:
         self.kept: dict[tuple[str, str, int], Dataset] = {}
         self.case_rows: dict[tuple[str, str, int], dict[str, dict[str, Any]]] = {}
+        self.deleting: set[tuple[str, str]] = set()
+        """The datasets being deleted: their headers read as gone."""
 
     def create(self, header: Dataset) -> None:
         key = (header.org_id, header.dataset_id, 0)
@@ -249,7 +302,7 @@ class FakeDatasets:
 
     def get(self, org_id: str, dataset_id: str, version: int = 0) -> Dataset:
         found = self.kept.get((org_id, dataset_id, version))
-        if found is None:
+        if found is None or (version == 0 and (org_id, dataset_id) in self.deleting):
             what = f"dataset {dataset_id}" + (f" version {version}" if version else "")
             raise NotFoundError(
                 f"{what} not found", field="dataset_version" if version else "dataset_id"
@@ -257,8 +310,30 @@ class FakeDatasets:
         return found
 
     def list(self, org_id: str) -> builtins.list[Dataset]:
-        headers = [d for (org, _, v), d in self.kept.items() if org == org_id and v == 0]
+        headers = [
+            d
+            for (org, ds, v), d in self.kept.items()
+            if org == org_id and v == 0 and (org, ds) not in self.deleting
+        ]
         return sorted(headers, key=lambda d: d.created_at, reverse=True)
+
+    def start_deleting(self, org_id: str, dataset_id: str, at: str) -> tuple[Dataset, bool]:
+        found = self.kept.get((org_id, dataset_id, 0))
+        if found is None:
+            raise NotFoundError(f"dataset {dataset_id} not found", field="dataset_id")
+        marked = (org_id, dataset_id) not in self.deleting
+        self.deleting.add((org_id, dataset_id))
+        return found, marked
+
+    def stop_deleting(self, org_id: str, dataset_id: str) -> None:
+        self.deleting.discard((org_id, dataset_id))
+
+    def delete(self, org_id: str, dataset_id: str) -> None:
+        for key in [k for k in self.kept if k[:2] == (org_id, dataset_id) and k[2] > 0]:
+            del self.kept[key]
+            self.case_rows.pop(key, None)
+        self.kept.pop((org_id, dataset_id, 0), None)
+        self.deleting.discard((org_id, dataset_id))
 
     def next_version(self, org_id: str, dataset_id: str) -> int:
         return (
@@ -268,6 +343,7 @@ class FakeDatasets:
 
     def add_version(self, version: Dataset, cases: Sequence[DatasetCase]) -> None:
         key = (version.org_id, version.dataset_id, version.version)
+        self.get(version.org_id, version.dataset_id)  # the store's claim checks the header
         if key in self.kept:
             raise ConflictError(
                 "another version was added at the same time; retry", field="version"
@@ -310,8 +386,12 @@ class FakeEvaluations:
 
     def __init__(self) -> None:
         self.kept: dict[tuple[str, str], Evaluation] = {}
+        self.live: Liveness | None = None
 
     def create(self, evaluation: Evaluation) -> None:
+        if self.live is not None:
+            self.live.agent(evaluation.org_id, evaluation.agent_id)
+            self.live.dataset(evaluation.org_id, evaluation.dataset_id)
         key = (evaluation.org_id, evaluation.evaluation_id)
         if key in self.kept:
             raise ConflictError(

@@ -12,9 +12,10 @@ from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
 from chalicelib.domain.outcome import ArmResult, Efficiency, Outcome, Quality
 from chalicelib.domain.records import ActiveRun, Arm, Attempt, Lease, Run
 from chalicelib.domain.run_rules import Lanes, verdict_word
-from chalicelib.errors import NotFoundError
+from chalicelib.errors import ConflictError, NotFoundError
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage
 from chalicelib.services.ports.messaging import QueueSendError
+from tests.fakes.catalog import Liveness
 from tests.fakes.tenants import FakeOrganizations
 
 _RUNNING = (RunStatus.QUEUED, RunStatus.RUNNING)
@@ -62,6 +63,8 @@ class FakeRuns:
         self.meanwhile: list[Callable[[], None]] = []
         self.leases: dict[tuple[str, str, str], Lease] = {}
         self.history_rows: dict[tuple[str, str, str], history.HistoryRow] = {}
+        self.live: Liveness | None = None
+        """What `create` checks of the run's agent and dataset (`FakeContainer` wires it)."""
 
     # -- test helpers
 
@@ -129,6 +132,16 @@ class FakeRuns:
     def create(self, run: Run) -> None:
         if (run.org_id, run.run_id) in self.kept:
             raise ValueError(f"run {run.run_id} exists")
+        if self.live is not None:
+            self.live.agent(run.org_id, run.agent_id)
+            self.live.dataset(run.org_id, run.dataset_id)
+        for arm in run.arms:
+            source = self.kept.get((run.org_id, arm.source_run_id or ""))
+            if arm.source_run_id and (source is None or source.deleting_at is not None):
+                raise ConflictError(
+                    f"eval run {arm.source_run_id} is being deleted: start again",
+                    field="baseline_run_id",
+                )
         self.add(run)
 
     def get(self, org_id: str, run_id: str) -> Run | None:
@@ -511,6 +524,35 @@ class FakeRuns:
         self.attempts_kept.pop((org_id, run_id), None)
         for key in [k for k in self.leases if k[:2] == (org_id, run_id)]:
             del self.leases[key]
+
+    def mark_deleting(self, org_id: str, run_id: str, at: str) -> bool:
+        kept = self.kept.get((org_id, run_id))
+        if kept is None:
+            return False
+        if kept.deleting_at is None:
+            self.set(org_id, run_id, deleting_at=at)
+        return True
+
+    def keep_borrowed(self, run: Run, attempts: Sequence[Attempt]) -> bool:
+        if (run.org_id, run.run_id) not in self.kept:
+            return False
+        for attempt in attempts:
+            self.add_attempt(run.org_id, attempt)
+        return True
+
+    def forget_history(self, org_id: str, agent_id: str, dataset_id: str | None = None) -> int:
+        gone = [
+            key
+            for key, row in self.history_rows.items()
+            if key[:2] == (org_id, agent_id)
+            and (
+                dataset_id is None
+                or (isinstance(row, history.ArmsRow) and row.dataset_id == dataset_id)
+            )
+        ]
+        for key in gone:
+            del self.history_rows[key]
+        return len(gone)
 
     # -- attempts
 

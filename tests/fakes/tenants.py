@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -114,6 +114,10 @@ class FakeBudgets:
 
     def set_agent_budget(self, org_id: str, agent_id: str, micros: int | None) -> None:
         agent = self.agents.kept.get((org_id, agent_id))
-        if agent is None:
+        if agent is None or (org_id, agent_id) in self.agents.deleting:
             raise NotFoundError(f"agent {agent_id} not found", field="agent_id")
         self.agents.kept[(org_id, agent_id)] = replace(agent, monthly_budget_micros=micros)
+
+    def forget_agent(self, org_id: str, agent_id: str, months: Sequence[str]) -> None:
+        for month in months:
+            self.spent.pop((org_id, agent_id, month), None)

@@ -33,6 +33,12 @@ FUZZ_EXAMPLES = int(os.environ.get("ASSAY_FUZZ_EXAMPLES", "12"))
 """Requests schemathesis builds per operation and generation mode (positive, negative)."""
 
 SPEC = {"runtime": "python", "entrypoint": "bench.agents:sleepy", "options": {"answer": "42"}}
+DELETED = {
+    "/api/v1/agents/{agent_id}": ("fz-agent-deleted", "fz-data-unused"),
+    "/api/v1/datasets/{dataset_id}": ("fz-agent-unused", "fz-data-deleted"),
+}
+"""A positive DELETE of an agent or a dataset names one of these, seeded for it: deleting the
+organization's one agent or dataset would leave every operation fuzzed after it a 404."""
 CASES = [
     {"case_id": "add", "input": "What is 40 + 2?", "reference": "42", "tags": ["easy"]},
     {"case_id": "mul", "input": "What is 6 * 7?", "reference": "42"},
@@ -52,6 +58,9 @@ def _seed(http: httpx.Client) -> dict[str, str]:
     ok("POST", "/api/v1/datasets", {"name": "Fuzzed", "dataset_id": "fz-data"})
     scoring = {"required": ["numeric_answer"]}
     ok("POST", "/api/v1/datasets/fz-data/versions", {"scoring": scoring, "cases": CASES})
+    for agent_id, dataset_id in DELETED.values():  # what the deletes take, not the others' ids
+        ok("POST", "/api/v1/agents", {"name": "Deleted", "agent_id": agent_id, "spec": SPEC})
+        ok("POST", "/api/v1/datasets", {"name": "Deleted", "dataset_id": dataset_id})
     ok("POST", "/api/v1/environments", {"environment_id": "fz-env"})
     ok(
         "POST",
@@ -145,8 +154,11 @@ def test_no_request_built_from_the_document_is_answered_with_a_5xx(case, fuzzed)
     meta = case._meta  # noqa: SLF001 - which mode built this case
     positive = meta is None or not meta.generation.mode.is_negative
     if positive:
+        ids = dict(fuzzed["ids"])
+        if case.method.upper() == "DELETE" and case.path in DELETED:
+            ids["agent_id"], ids["dataset_id"] = DELETED[case.path]
         case.path_parameters = {
-            name: fuzzed["ids"].get(name, value) for name, value in case.path_parameters.items()
+            name: ids.get(name, value) for name, value in case.path_parameters.items()
         }
     started = time.monotonic()
     response = case.call(base_url=fuzzed["url"], headers=fuzzed["headers"], timeout=60)

@@ -98,3 +98,30 @@ def store_tables(moto: MotoHandle, monkeypatch: pytest.MonkeyPatch, prefix: str)
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
     )
+
+
+def seed_agent_and_dataset(
+    org_id: str = "acme",
+    agent_id: str = "a",
+    dataset_id: str = "d",
+    at: str = "2026-12-01T08:00:00.000Z",
+) -> None:
+    """Agent `agent_id` and dataset `dataset_id` (its header) of `org_id`, through the stores: a
+    run, suite, evaluation or promotion is written only while what it belongs to exists."""
+    from chalicelib.adapters import stores
+    from chalicelib.domain.records import Agent, Dataset
+
+    stores.AgentStore().create(
+        Agent(
+            org_id=org_id,
+            agent_id=agent_id,
+            name=agent_id,
+            draft_spec={},
+            draft_spec_hash="h0",
+            draft_updated_at=at,
+            created_at=at,
+        )
+    )
+    stores.DatasetStore().create(
+        Dataset(version=0, org_id=org_id, dataset_id=dataset_id, name=dataset_id, created_at=at)
+    )

@@ -13,7 +13,7 @@ from chalicelib import retrying
 from chalicelib.adapters import stores, tables
 from chalicelib.domain.records import Notification, Promotion, Suite
 from chalicelib.errors import ConflictError
-from tests.integration.conftest import store_tables
+from tests.integration.conftest import seed_agent_and_dataset, store_tables
 
 PREFIX = "automation-"
 T0 = "2026-12-01T09:00:00.000Z"
@@ -24,8 +24,11 @@ pytestmark = pytest.mark.usefixtures("models_put_back")
 
 @pytest.fixture
 def ddb(moto: MotoHandle, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Every table of assay on a wiped moto; a raw client to read items as stored."""
-    return store_tables(moto, monkeypatch, PREFIX)
+    """Every table of assay on a wiped moto, agent `a` and dataset `d` of `acme` in it; a raw
+    client to read items as stored."""
+    client = store_tables(moto, monkeypatch, PREFIX)
+    seed_agent_and_dataset()
+    return client
 
 
 def _suite(**fields: Any) -> Suite:

@@ -16,7 +16,7 @@ from chalicelib.domain.history import LatestRow
 from chalicelib.domain.records import Evaluation, Run
 from chalicelib.errors import ConflictError, NotFoundError
 from tests.fakes.ledger import a_run, an_arm_result, an_outcome
-from tests.integration.conftest import store_tables
+from tests.integration.conftest import seed_agent_and_dataset, store_tables
 
 PREFIX = "evaluations-"
 T0 = "2026-12-01T09:00:00.000Z"
@@ -26,9 +26,11 @@ pytestmark = pytest.mark.usefixtures("models_put_back")
 
 @pytest.fixture
 def ddb(moto: MotoHandle, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Every table of assay on a wiped moto, organization `acme` in it; a raw client."""
+    """Every table of assay on a wiped moto, organization `acme` with agent `a` and dataset `d`
+    in it; a raw client."""
     client = store_tables(moto, monkeypatch, PREFIX)
     stores.OrganizationStore().ensure("acme", concurrency_limit=3, now_iso=T0)
+    seed_agent_and_dataset()
     return client
 
 
@@ -47,6 +49,7 @@ def test_evaluations_are_kept_per_organization_and_listed_by_id_a_page_at_a_time
     store = stores.EvaluationStore()
     for eid in ("e-c", "e-a", "e-b"):
         store.create(_evaluation(eid))
+    seed_agent_and_dataset("other", "theirs")
     store.create(_evaluation("e-a", org_id="other", agent_id="theirs"))
     with pytest.raises(ConflictError) as taken:
         store.create(_evaluation("e-a"))

@@ -15,7 +15,7 @@ from chalicelib.domain.history import ArmsRow, CostRow, LatestRow
 from chalicelib.domain.records import Agent, Run
 from chalicelib.errors import NotFoundError
 from tests.fakes.ledger import a_run, an_arm_result, an_outcome
-from tests.integration.conftest import store_tables
+from tests.integration.conftest import seed_agent_and_dataset, store_tables
 
 PREFIX = "history-"
 T0 = "2026-12-01T09:00:00.000Z"
@@ -26,9 +26,11 @@ pytestmark = pytest.mark.usefixtures("models_put_back")
 
 @pytest.fixture
 def ddb(moto: MotoHandle, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Every table of assay on a wiped moto, organization `acme` in it; a raw client."""
+    """Every table of assay on a wiped moto, organization `acme` with agent `a` and dataset `d`
+    in it; a raw client."""
     client = store_tables(moto, monkeypatch, PREFIX)
     stores.OrganizationStore().ensure("acme", concurrency_limit=3, now_iso=T0)
+    seed_agent_and_dataset()
     return client
 
 

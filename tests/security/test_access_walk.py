@@ -107,6 +107,7 @@ def _table(w: dict[str, str]) -> list[tuple[str, str, Any, list[tuple[str, int]]
         ),
         ("GET", "/api/v1/agents", None, [], False),
         ("GET", f"/api/v1/agents/{a}", None, [("agents:view", V)], False),
+        ("DELETE", f"/api/v1/agents/{a}", None, [("agents:view", V), ("agents:edit", 403)], False),
         (
             "GET",
             f"/api/v1/agents/{a}/draft",
@@ -206,6 +207,13 @@ def _table(w: dict[str, str]) -> list[tuple[str, str, Any, list[tuple[str, int]]
         ("POST", "/api/v1/datasets", {"name": "x"}, [("datasets:edit", 403)], False),
         ("GET", "/api/v1/datasets", None, [], False),
         ("GET", f"/api/v1/datasets/{d}", None, [("datasets:view", V)], False),
+        (
+            "DELETE",
+            f"/api/v1/datasets/{d}",
+            None,
+            [("datasets:view", V), ("datasets:edit", 403)],
+            False,
+        ),
         (
             "POST",
             f"/api/v1/datasets/{d}/versions",
@@ -509,3 +517,5 @@ def test_nothing_changed_for_the_refusals(world):
         if m["user_id"] == ids["admin"]
     ] == ["admin"]
     assert admin.ok("GET", "/api/v1/secrets")["secrets"] == []
+    assert admin.ok("GET", f"/api/v1/agents/{ids['agent']}")["agent_id"] == ids["agent"]
+    assert admin.ok("GET", f"/api/v1/datasets/{ids['dataset']}")["dataset_id"] == ids["dataset"]

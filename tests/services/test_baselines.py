@@ -102,6 +102,7 @@ def test_the_default_baseline_borrows_the_newest_matching_run_of_the_version_bef
         source_arm_id="candidate",
         source_dataset_version=1,
         source_completed_at="2026-12-01T07:00:00.000Z",
+        source_scoring_hash=spec_hash(SCORING),  # what the comparison checks once it is gone
     )
 
 

@@ -234,6 +234,17 @@ def _write_everything(org: str) -> None:
     stores.EnvironmentStore().create(
         records.Environment(org_id=org, environment_id="prod", created_at=now)
     )
+    datasets = stores.DatasetStore()
+    ds_header = records.Dataset(dataset_id="ds-1", version=0, org_id=org, name=org, created_at=now)
+    datasets.create(ds_header)
+    datasets.add_version(
+        records.Dataset(dataset_id="ds-1", version=1, org_id=org, created_at=now, case_count=1),
+        [
+            records.DatasetCase(
+                case_id="case-1", case={"case_id": "case-1", "input": f"question of {org}"}
+            )
+        ],
+    )
     suites = stores.SuiteStore()
     suites.create(
         records.Suite(
@@ -275,17 +286,6 @@ def _write_everything(org: str) -> None:
         records.Notification(
             notification_id="n0001", org_id=org, kind="k", title=org, created_at=now
         ),
-    )
-    datasets = stores.DatasetStore()
-    ds_header = records.Dataset(dataset_id="ds-1", version=0, org_id=org, name=org, created_at=now)
-    datasets.create(ds_header)
-    datasets.add_version(
-        records.Dataset(dataset_id="ds-1", version=1, org_id=org, created_at=now, case_count=1),
-        [
-            records.DatasetCase(
-                case_id="case-1", case={"case_id": "case-1", "input": f"question of {org}"}
-            )
-        ],
     )
     stores.EvaluationStore().create(
         records.Evaluation(

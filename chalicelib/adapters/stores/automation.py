@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pynamodb.exceptions import (
     DeleteError,
     DoesNotExist,
@@ -11,9 +13,14 @@ from pynamodb.exceptions import (
 
 from chalicelib.adapters.stores.base import (
     TX,
+    agent_live,
     changes,
+    check_agent_live,
+    check_dataset_live,
     condition_failed,
     conditional_update,
+    dataset_live,
+    delete_found,
     record_of,
     row_of,
     save_new,
@@ -35,7 +42,7 @@ from chalicelib.domain.records import (
     Suite,
     SuiteResultEntry,
 )
-from chalicelib.errors import NotFoundError
+from chalicelib.errors import ConflictError, NotFoundError
 
 # --- environments, suites, promotions, notifications -----------------------------------------
 
@@ -83,6 +90,33 @@ class EnvironmentStore:
             EnvironmentRow.serving == env.serving,
         )
 
+    def stop_serving(self, org_id: str, environment_id: str, agent_id: str) -> bool:
+        """Take the agent out of the environment's `serving` map, conditional on the map as read,
+        read again while another write wins it; False when it served no version of the agent (or
+        the environment is gone).
+
+        Raises:
+            ConflictError: (field `environment_id`) the map kept changing (10 lost writes).
+        """
+        for _ in range(10):
+            try:
+                env = self.get(org_id, environment_id)
+            except NotFoundError:
+                return False
+            serving = dict(env.serving or {})
+            if agent_id not in serving:
+                return False
+            del serving[agent_id]
+            if conditional_update(
+                EnvironmentRow(org_id, environment_id),
+                [EnvironmentRow.serving.set(serving)],
+                EnvironmentRow.serving == env.serving,
+            ):
+                return True
+        raise ConflictError(
+            f"environment {environment_id} keeps changing: try again", field="environment_id"
+        )
+
     def delete(self, org_id: str, environment_id: str) -> None:
         EnvironmentRow(org_id, environment_id).delete()
 
@@ -110,19 +144,34 @@ class SuiteStore:
     conditional write on its `updated_at` stamp as read."""
 
     def create(self, suite: Suite) -> None:
-        """Raises ConflictError when the agent has a suite with that id in the organization."""
+        """Keep a new suite, checking in the same write that its agent and dataset exist and are
+        not being deleted.
+
+        Raises:
+            ConflictError: the agent has a suite with that id in the organization.
+            NotFoundError: its agent (`agent_id`) or dataset (`dataset_id`) is gone or being
+                deleted.
+        """
         row = row_of(
             suite,
             SuiteRow,
             agent_key=org_key(suite.org_id, suite.agent_id),
             **_flags(suite.next_fire_at_ms, suite.due_at_ms),
         )
-        save_new(
-            row,
-            SuiteRow.suite_id.does_not_exist(),
-            f"suite {suite.suite_id} already exists",
-            field="suite_id",
-        )
+        try:
+            with TX.write() as t:
+                check_agent_live(t, suite.org_id, suite.agent_id)
+                check_dataset_live(t, suite.org_id, suite.dataset_id)
+                t.save(row, condition=SuiteRow.suite_id.does_not_exist())
+        except TransactWriteError as exc:
+            unless_condition_failed(exc)
+            if not agent_live(suite.org_id, suite.agent_id):
+                raise NotFoundError(f"agent {suite.agent_id} not found", field="agent_id") from exc
+            if not dataset_live(suite.org_id, suite.dataset_id):
+                raise NotFoundError(
+                    f"dataset {suite.dataset_id} not found", field="dataset_id"
+                ) from exc
+            raise ConflictError(f"suite {suite.suite_id} already exists", field="suite_id") from exc
 
     def get(self, org_id: str, agent_id: str, suite_id: str) -> Suite | None:
         try:
@@ -194,11 +243,12 @@ class SuiteStore:
         return next((r for r in newest if r.run_id == run_id), None)
 
     def delete_results(self, org_id: str, agent_id: str, suite_id: str) -> None:
-        with SuiteResultRow.batch_write() as batch:
-            for r in SuiteResultRow.query(
+        delete_found(
+            SuiteResultRow.query(
                 org_key(org_id, agent_id, suite_id), attributes_to_get=["suite_key", "started_key"]
-            ):
-                batch.delete(r)
+            ),
+            SuiteResultRow,
+        )
 
 
 class PromotionStore:
@@ -226,12 +276,27 @@ class PromotionStore:
         )
         try:
             with TX.write() as t:
+                check_agent_live(t, promotion.org_id, promotion.agent_id)
                 t.save(lock, condition=PromotionRow.promotion_id.does_not_exist())
                 t.save(row, condition=PromotionRow.promotion_id.does_not_exist())
             return True
         except TransactWriteError as exc:
             unless_condition_failed(exc)
+            if not agent_live(promotion.org_id, promotion.agent_id):
+                raise NotFoundError(
+                    f"agent {promotion.agent_id} not found", field="agent_id"
+                ) from exc
             return False
+
+    def delete_of_agent(self, org_id: str, agent_id: str) -> int:
+        """Delete every promotion of the agent and every lock it holds (a query of its key);
+        returns how many items."""
+        return delete_found(
+            PromotionRow.query(
+                org_key(org_id, agent_id), attributes_to_get=["agent_key", "promotion_id"]
+            ),
+            PromotionRow,
+        )
 
     def lock_holder(self, org_id: str, agent_id: str, environment_id: str) -> str | None:
         try:
@@ -311,6 +376,21 @@ class NotificationStore:
         except DoesNotExist:
             return None
         return bool(row.emailed)
+
+    def delete_matching(
+        self, org_id: str, user_id: str, matches: Callable[[Notification], bool]
+    ) -> int:
+        """Delete the person's notices `matches` keeps (every one read: a query of their key,
+        page by page; their settings are no notice); returns how many."""
+        rows = NotificationRow.query(org_key(org_id, user_id))
+        return delete_found(
+            (
+                row
+                for row in rows
+                if row.notification_id != SETTINGS_ID and matches(record_of(row, Notification))
+            ),
+            NotificationRow,
+        )
 
     def set_email_preference(self, org_id: str, user_id: str, on: bool, *, at: str) -> None:
         NotificationRow(

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from pynamodb.connection import Connection
 from pynamodb.exceptions import (
     DeleteError,
+    DoesNotExist,
     PutError,
     PynamoDBException,
     TransactWriteError,
@@ -19,7 +20,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
-from chalicelib.adapters.tables import RunRow, share_client
+from chalicelib.adapters.tables import AgentRow, DatasetRow, RunRow, org_key, share_client
 from chalicelib.errors import ConflictError
 
 WAITING = "1"
@@ -136,6 +137,69 @@ TX = Transactions()
 def reset_connections() -> None:
     """Forget cached connections (after `tables.configure` points at another endpoint)."""
     TX.reset()
+
+
+# --- what a write of an agent's or a dataset's data checks (`services.deletion`) ---------------
+
+
+def check_agent_live(t: TransactWrite, org_id: str, agent_id: str) -> None:
+    """Add to transaction `t` a check that the organization's agent exists and is not being
+    deleted: a write of something of the agent's that commits after its delete started would
+    outlive it."""
+    t.condition_check(
+        AgentRow,
+        org_id,
+        agent_id,
+        condition=AgentRow.agent_id.exists() & AgentRow.deleting_at.does_not_exist(),
+    )
+
+
+def check_dataset_live(t: TransactWrite, org_id: str, dataset_id: str) -> None:
+    """Add to transaction `t` a check that the organization's dataset exists and is not being
+    deleted (its header, version 0)."""
+    t.condition_check(
+        DatasetRow,
+        org_key(org_id, dataset_id),
+        0,
+        condition=DatasetRow.dataset_key.exists() & DatasetRow.deleting_at.does_not_exist(),
+    )
+
+
+def agent_live(org_id: str, agent_id: str) -> bool:
+    """Whether the organization's agent exists and is not being deleted (a consistent read of its
+    key and mark)."""
+    try:
+        row = AgentRow.get(
+            org_id, agent_id, consistent_read=True, attributes_to_get=["agent_id", "deleting_at"]
+        )
+    except DoesNotExist:
+        return False
+    return row.deleting_at is None
+
+
+def dataset_live(org_id: str, dataset_id: str) -> bool:
+    """Whether the organization's dataset exists and is not being deleted (its header read)."""
+    try:
+        row = DatasetRow.get(
+            org_key(org_id, dataset_id),
+            0,
+            consistent_read=True,
+            attributes_to_get=["dataset_key", "deleting_at"],
+        )
+    except DoesNotExist:
+        return False
+    return row.deleting_at is None
+
+
+def delete_found(rows: Any, model: type[Model]) -> int:
+    """Delete every row of `rows` (a query's result, keys at least) from `model`'s table, 25 per
+    `BatchWriteItem` (PynamoDB sends again what a batch left unprocessed); returns how many."""
+    count = 0
+    with model.batch_write() as batch:
+        for row in rows:
+            batch.delete(row)
+            count += 1
+    return count
 
 
 # --- rows and records ------------------------------------------------------------------------

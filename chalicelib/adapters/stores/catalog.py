@@ -14,15 +14,19 @@ from typing import Any
 from pynamodb.exceptions import (
     DeleteError,
     DoesNotExist,
-    PutError,
     TransactWriteError,
 )
 
 from chalicelib.adapters.stores.base import (
     TX,
+    agent_live,
     changes,
+    check_agent_live,
+    check_dataset_live,
     condition_failed,
     conditional_update,
+    dataset_live,
+    delete_found,
     reason_codes,
     record_of,
     row_of,
@@ -133,27 +137,63 @@ class AgentStore:
         )
 
     def get(self, org_id: str, agent_id: str) -> Agent:
-        """Raises NotFoundError for an agent the organization does not have."""
+        """Raises NotFoundError for an agent the organization does not have, or is deleting."""
         try:
-            return record_of(AgentRow.get(org_id, agent_id, consistent_read=True), Agent)
+            row = AgentRow.get(org_id, agent_id, consistent_read=True)
         except DoesNotExist:
-            raise NotFoundError(f"agent {agent_id} not found", field="agent_id") from None
+            row = None
+        if row is None or row.deleting_at is not None:
+            raise NotFoundError(f"agent {agent_id} not found", field="agent_id")
+        return record_of(row, Agent)
 
     def get_many(self, org_id: str, agent_ids: Sequence[str]) -> dict[str, Agent]:
         """The organization's agents named, by id (`BatchGetItem`, consistent: PynamoDB asks 100
         keys at a time and again for any left unprocessed). Raises NotFoundError for the first of
-        `agent_ids` the organization does not have."""
+        `agent_ids` the organization does not have (or is deleting)."""
         wanted = list(dict.fromkeys(agent_ids))
         rows = AgentRow.batch_get([(org_id, a) for a in wanted], consistent_read=True)
-        found = {row.agent_id: record_of(row, Agent) for row in rows}
+        found = {row.agent_id: record_of(row, Agent) for row in rows if row.deleting_at is None}
         for agent_id in wanted:
             if agent_id not in found:
                 raise NotFoundError(f"agent {agent_id} not found", field="agent_id")
         return found
 
     def list(self, org_id: str) -> list[Agent]:
-        """Every agent of the organization, by id."""
-        return [record_of(row, Agent) for row in AgentRow.query(org_id)]
+        """Every agent of the organization, by id (not those being deleted)."""
+        return [record_of(row, Agent) for row in AgentRow.query(org_id) if row.deleting_at is None]
+
+    def start_deleting(self, org_id: str, agent_id: str, at: str) -> tuple[Agent, bool]:
+        """Mark the agent as being deleted (`deleting_at`, conditional on it existing unmarked);
+        returns the agent and True, or the agent and False when it was being deleted already.
+
+        Raises:
+            NotFoundError: the organization has no such agent.
+        """
+        row = AgentRow(org_id, agent_id)
+        if conditional_update(
+            row,
+            [AgentRow.deleting_at.set(at)],
+            AgentRow.agent_id.exists() & AgentRow.deleting_at.does_not_exist(),
+        ):
+            return record_of(row, Agent), True  # the update read back every attribute
+        try:
+            return record_of(AgentRow.get(org_id, agent_id, consistent_read=True), Agent), False
+        except DoesNotExist:
+            raise NotFoundError(f"agent {agent_id} not found", field="agent_id") from None
+
+    def stop_deleting(self, org_id: str, agent_id: str) -> None:
+        """Take the mark off (a delete refused before it deleted anything)."""
+        conditional_update(
+            AgentRow(org_id, agent_id), [AgentRow.deleting_at.remove()], AgentRow.agent_id.exists()
+        )
+
+    def delete(self, org_id: str, agent_id: str) -> None:
+        """Delete the agent's published versions (a query of its key), then the agent itself."""
+        key = org_key(org_id, agent_id)
+        delete_found(
+            AgentVersionRow.query(key, attributes_to_get=["agent_key", "version"]), AgentVersionRow
+        )
+        AgentRow(org_id, agent_id).delete()
 
     def edit_draft(self, before: Agent, after: Agent) -> None:
         """Write what `after` changes of `before`'s draft and name (last writer wins per field).
@@ -183,11 +223,13 @@ class AgentStore:
 
     def publish(self, version: AgentVersion) -> bool:
         """Write a new immutable version and raise the agent's `latest_version` and `live_version`
-        to it, atomically; an older number than the latest is written without moving them.
+        to it, atomically; an older number than the latest is written without moving them. Either
+        write holds only while the agent exists and is not being deleted.
 
         Returns False when the same version with the same spec hash exists already (a no-op).
         Raises:
             ConflictError: the version exists with another spec.
+            NotFoundError: the agent is gone or being deleted.
         """
         row = row_of(version, AgentVersionRow, agent_key=org_key(version.org_id, version.agent_id))
         with_agent = AgentRow(version.org_id, version.agent_id)
@@ -201,6 +243,7 @@ class AgentStore:
                         AgentRow.live_version.set(version.version),
                     ],
                     condition=AgentRow.agent_id.exists()
+                    & AgentRow.deleting_at.does_not_exist()
                     & (AgentRow.latest_version < version.version),
                 )
             return True
@@ -216,11 +259,17 @@ class AgentStore:
                     field="version",
                 ) from exc
             if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
+                if not agent_live(version.org_id, version.agent_id):
+                    raise NotFoundError(
+                        f"agent {version.agent_id} not found", field="agent_id"
+                    ) from exc
                 # An older version number than the latest: store it without moving `latest_version`.
                 try:
-                    row.save(condition=AgentVersionRow.version.does_not_exist())
+                    with TX.write() as t:
+                        check_agent_live(t, version.org_id, version.agent_id)
+                        t.save(row, condition=AgentVersionRow.version.does_not_exist())
                     return True
-                except PutError as put_error:
+                except TransactWriteError as put_error:
                     unless_condition_failed(put_error)
                     return self.publish(version)
             raise
@@ -292,14 +341,16 @@ class DatasetStore:
 
     def get(self, org_id: str, dataset_id: str, version: int = 0) -> Dataset:
         """The header (version 0) or a ready version. Raises NotFoundError for a dataset or version
-        the organization does not have."""
+        the organization does not have, or a header being deleted."""
         try:
             row = DatasetRow.get(org_key(org_id, dataset_id), version, consistent_read=True)
         except DoesNotExist:
+            row = None
+        if row is None or row.deleting_at is not None:
             what = f"dataset {dataset_id}" + (f" version {version}" if version else "")
             raise NotFoundError(
                 f"{what} not found", field="dataset_version" if version else "dataset_id"
-            ) from None
+            )
         if version and row.ready is False:
             raise NotFoundError(
                 f"dataset {dataset_id} version {version} is still being written",
@@ -310,7 +361,7 @@ class DatasetStore:
     def list(self, org_id: str) -> list[Dataset]:
         """The organization's dataset headers, newest first."""
         rows = DatasetRow.org_index.query(org_id, scan_index_forward=False)
-        return [record_of(r, Dataset) for r in rows if r.version == 0]
+        return [record_of(r, Dataset) for r in rows if r.version == 0 and r.deleting_at is None]
 
     def next_version(self, org_id: str, dataset_id: str) -> int:
         """One more than the highest version number claimed so far (written or being written)."""
@@ -323,27 +374,40 @@ class DatasetStore:
         """Claim the version number, write its cases, then mark it ready and move the header's
         `latest_version` (unless a later version became ready first).
 
-        The number is claimed first (a conditional put of the row, not yet `ready`), so two
-        concurrent imports can never write cases under the same version; readers ignore a version
-        until it is ready.
+        The number is claimed first (a conditional put of the row, not yet `ready`, checking that
+        the dataset is not being deleted), so two concurrent imports can never write cases under
+        the same version; readers ignore a version until it is ready. Marking it ready holds only
+        while the row is there: a delete that took the row away meanwhile makes this version take
+        its cases back.
         Raises:
             ConflictError: the version number was taken meanwhile (nothing was written).
+            NotFoundError: the dataset is gone or being deleted (nothing was written).
         """
         dataset_key = org_key(version.org_id, version.dataset_id)
         row = row_of(version, DatasetRow, dataset_key=dataset_key)
         row.ready = False
-        save_new(
-            row,
-            DatasetRow.version.does_not_exist(),
-            "another version was added at the same time; retry",
-            field="version",
-        )
+        try:
+            with TX.write() as t:
+                check_dataset_live(t, version.org_id, version.dataset_id)
+                t.save(row, condition=DatasetRow.version.does_not_exist())
+        except TransactWriteError as exc:
+            unless_condition_failed(exc)
+            if not dataset_live(version.org_id, version.dataset_id):
+                raise NotFoundError(
+                    f"dataset {version.dataset_id} not found", field="dataset_id"
+                ) from exc
+            raise ConflictError(
+                "another version was added at the same time; retry", field="version"
+            ) from exc
         key = org_key(version.org_id, version.dataset_id, int(version.version))
         try:
             with DatasetCaseRow.batch_write() as batch:
                 for case in cases:
                     batch.save(DatasetCaseRow(key, case.case_id, case=case.case))
-            row.update(actions=[DatasetRow.ready.set(True)])
+            if not conditional_update(
+                row, [DatasetRow.ready.set(True)], DatasetRow.dataset_key.exists()
+            ):
+                raise NotFoundError(f"dataset {version.dataset_id} not found", field="dataset_id")
             # False when a later version became ready first: it stays the latest.
             conditional_update(
                 DatasetRow(dataset_key, 0),
@@ -426,16 +490,72 @@ class DatasetStore:
             return False
         return True
 
+    def start_deleting(self, org_id: str, dataset_id: str, at: str) -> tuple[Dataset, bool]:
+        """Mark the dataset's header as being deleted (`deleting_at`, conditional on it existing
+        unmarked); returns the header and True, or the header and False when it was being deleted
+        already.
+
+        Raises:
+            NotFoundError: the organization has no such dataset.
+        """
+        row = DatasetRow(org_key(org_id, dataset_id), 0)
+        if conditional_update(
+            row,
+            [DatasetRow.deleting_at.set(at)],
+            DatasetRow.dataset_key.exists() & DatasetRow.deleting_at.does_not_exist(),
+        ):
+            return record_of(row, Dataset), True  # the update read back every attribute
+        try:
+            kept = DatasetRow.get(org_key(org_id, dataset_id), 0, consistent_read=True)
+        except DoesNotExist:
+            raise NotFoundError(f"dataset {dataset_id} not found", field="dataset_id") from None
+        return record_of(kept, Dataset), False
+
+    def stop_deleting(self, org_id: str, dataset_id: str) -> None:
+        """Take the mark off the header (a delete refused before it deleted anything)."""
+        conditional_update(
+            DatasetRow(org_key(org_id, dataset_id), 0),
+            [DatasetRow.deleting_at.remove()],
+            DatasetRow.dataset_key.exists(),
+        )
+
+    def delete(self, org_id: str, dataset_id: str) -> None:
+        """Delete every version of the dataset with its cases (queries of their keys), then the
+        header.
+
+        Per version: its cases, its row, its cases again. A version still being written when the
+        delete started (claimed before the mark) finds its row gone when it marks itself ready and
+        takes back its own cases; the second pass takes those it wrote before that. A delete cut
+        short leaves versions whose cases are all there, so asking again finds them.
+        """
+        dataset_key = org_key(org_id, dataset_id)
+        versions = DatasetRow.query(
+            dataset_key, DatasetRow.version > 0, attributes_to_get=["dataset_key", "version"]
+        )
+        for row in versions:
+            key = org_key(org_id, dataset_id, int(row.version))
+            with self._lock:
+                self._cases.pop(key, None)
+            self._delete_cases(key)
+            row.delete()
+            self._delete_cases(key)
+        DatasetRow(dataset_key, 0).delete()
+
+    @staticmethod
+    def _delete_cases(version_key: str) -> None:
+        """Delete every case of one version (a query of its key)."""
+        delete_found(
+            DatasetCaseRow.query(version_key, attributes_to_get=["version_key", "case_id"]),
+            DatasetCaseRow,
+        )
+
     def _take_back(self, version: Dataset) -> None:
         """Delete what `add_version` wrote of a version before it failed: its cases (a query of
         the version's key) and the row that claimed its number."""
         key = org_key(version.org_id, version.dataset_id, int(version.version))
         with self._lock:
             self._cases.pop(key, None)
-        written = DatasetCaseRow.query(key, attributes_to_get=["version_key", "case_id"])
-        with DatasetCaseRow.batch_write() as batch:
-            for case in written:
-                batch.delete(case)
+        self._delete_cases(key)
         DatasetRow(org_key(version.org_id, version.dataset_id), int(version.version)).delete()
 
 
@@ -448,13 +568,36 @@ class EvaluationStore:
     """Evaluations by organization and id (port `ports.catalog.Evaluations`)."""
 
     def create(self, evaluation: Evaluation) -> None:
-        """Raises ConflictError (field `evaluation_id`) when the organization has the id."""
-        save_new(
-            row_of(evaluation, EvaluationRow),
-            EvaluationRow.evaluation_id.does_not_exist(),
-            f"evaluation {evaluation.evaluation_id} already exists",
-            field="evaluation_id",
-        )
+        """Keep a new evaluation, checking in the same write that its agent and dataset exist and
+        are not being deleted.
+
+        Raises:
+            ConflictError: (field `evaluation_id`) the organization has the id.
+            NotFoundError: its agent (`agent_id`) or dataset (`dataset_id`) is gone or being
+                deleted.
+        """
+        org_id = evaluation.org_id
+        try:
+            with TX.write() as t:
+                check_agent_live(t, org_id, evaluation.agent_id)
+                check_dataset_live(t, org_id, evaluation.dataset_id)
+                t.save(
+                    row_of(evaluation, EvaluationRow),
+                    condition=EvaluationRow.evaluation_id.does_not_exist(),
+                )
+        except TransactWriteError as exc:
+            unless_condition_failed(exc)
+            if not agent_live(org_id, evaluation.agent_id):
+                raise NotFoundError(
+                    f"agent {evaluation.agent_id} not found", field="agent_id"
+                ) from exc
+            if not dataset_live(org_id, evaluation.dataset_id):
+                raise NotFoundError(
+                    f"dataset {evaluation.dataset_id} not found", field="dataset_id"
+                ) from exc
+            raise ConflictError(
+                f"evaluation {evaluation.evaluation_id} already exists", field="evaluation_id"
+            ) from exc
 
     def get(self, org_id: str, evaluation_id: str) -> Evaluation:
         """Raises NotFoundError (field `evaluation_id`) for one the organization does not have."""

@@ -30,8 +30,13 @@ import chalicelib.adapters.stores.history as history
 from chalicelib import retrying
 from chalicelib.adapters.stores.base import (
     TX,
+    agent_live,
     changes,
+    check_agent_live,
+    check_dataset_live,
     conditional_update,
+    dataset_live,
+    delete_found,
     query_records,
     reason_codes,
     record_of,
@@ -39,6 +44,7 @@ from chalicelib.adapters.stores.base import (
     unless_condition_failed,
 )
 from chalicelib.adapters.tables import (
+    AgentHistoryRow,
     AttemptRow,
     LeaseRow,
     OrganizationRow,
@@ -87,6 +93,7 @@ def arm_of(stored: dict[str, Any]) -> Arm:
         source_arm_id=stored.get("source_arm_id"),
         source_dataset_version=stored.get("source_dataset_version"),
         source_completed_at=stored.get("source_completed_at"),
+        source_scoring_hash=stored.get("source_scoring_hash"),
     )
 
 
@@ -94,7 +101,8 @@ def stored_arm(arm: Arm) -> dict[str, Any]:
     """The JSON map a run row keeps of an arm, as runs have always been written: `{arm_id, role,
     version, draft, spec, spec_hash, model_profile_id}`, then `answers` and `rerun` for a
     baseline, then `source_run_id`, `source_arm_id`, `source_dataset_version` and
-    `source_completed_at` for one whose answers are borrowed. The role is a plain `str`."""
+    `source_completed_at` for one whose answers are borrowed (and `source_scoring_hash` once kept).
+    The role is a plain `str`."""
     out: dict[str, Any] = {
         "arm_id": arm.arm_id,
         "role": arm.role.value,
@@ -113,6 +121,8 @@ def stored_arm(arm: Arm) -> dict[str, Any]:
             "source_dataset_version": arm.source_dataset_version,
             "source_completed_at": arm.source_completed_at,
         }
+        if arm.source_scoring_hash is not None:
+            out["source_scoring_hash"] = arm.source_scoring_hash
     return out
 
 
@@ -243,9 +253,16 @@ class RunStore:
         `org_id`, `run_id`, `agent_id` and `dataset_id`. A queued or running one joins the
         organization's active runs in the same transaction (the organization must exist).
 
+        The same transaction checks that its agent and dataset exist and are not being deleted, and
+        that every run a baseline arm borrows from exists and is not being deleted: a run that
+        commits after one of those deletes started would outlive what it belongs to.
+
         Raises:
-            ConflictError: the run exists already, or the organization does not (bugs: run ids are
-                new uuids, and a start makes sure of its organization first).
+            NotFoundError: its agent (`agent_id`) or dataset (`dataset_id`) is gone or being
+                deleted.
+            ConflictError: a run it borrows from is gone or being deleted (`baseline_run_id`); the
+                run exists already, or the organization does not (bugs: run ids are new uuids, and
+                a start makes sure of its organization first).
         """
         row = row_of(
             run,
@@ -260,22 +277,45 @@ class RunStore:
         row.arms = [stored_arm(a) for a in run.arms]
         row.outcome = run.outcome.as_json() if run.outcome is not None else None
 
+        sources = sorted({a.source_run_id for a in run.arms if a.source_run_id})
+
         def own(t: Any) -> int:
+            check_agent_live(t, run.org_id, run.agent_id)
+            check_dataset_live(t, run.org_id, run.dataset_id)
+            for source in sources:
+                t.condition_check(
+                    RunRow,
+                    org_key(run.org_id, source),
+                    condition=RunRow.run_key.exists() & RunRow.deleting_at.does_not_exist(),
+                )
             t.save(row, condition=RunRow.run_key.does_not_exist())
             if run.status not in _RUNNING:
-                return 1
+                return 3 + len(sources)
             t.update(
                 OrganizationRow(run.org_id),
                 actions=[OrganizationRow.active_runs.add({run.run_id})],
                 condition=OrganizationRow.org_id.exists(),
             )
-            return 2
+            return 4 + len(sources)
 
-        if not self._commit(run, [], own, _nothing):
-            raise ConflictError(
-                f"eval run {run.run_id} exists already, or organization {run.org_id} does not",
-                field="run_id",
-            )
+        if self._commit(run, [], own, _nothing):
+            return
+        if not agent_live(run.org_id, run.agent_id):
+            raise NotFoundError(f"agent {run.agent_id} not found", field="agent_id")
+        if not dataset_live(run.org_id, run.dataset_id):
+            raise NotFoundError(f"dataset {run.dataset_id} not found", field="dataset_id")
+        for source in sources:
+            kept = self.get(run.org_id, source)
+            if kept is None or kept.deleting_at is not None:
+                raise ConflictError(
+                    f"eval run {source}, whose first answers the baseline borrows, is being "
+                    "deleted: start again",
+                    field="baseline_run_id",
+                )
+        raise ConflictError(
+            f"eval run {run.run_id} exists already, or organization {run.org_id} does not",
+            field="run_id",
+        )
 
     def get(self, org_id: str, run_id: str) -> Run | None:
         """The organization's run (consistent), or None."""
@@ -864,9 +904,7 @@ class RunStore:
         key = org_key(org_id, run_id)
         run = self.get(org_id, run_id)
         for model in (AttemptRow, LeaseRow):
-            with model.batch_write() as batch:
-                for row in model.query(key, attributes_to_get=["run_key", "attempt_key"]):
-                    batch.delete(row)
+            delete_found(model.query(key, attributes_to_get=["run_key", "attempt_key"]), model)
         if run is None:
             return
 
@@ -898,6 +936,47 @@ class RunStore:
                 if other is not None and rules.counts(other):
                     return other
         return None
+
+    def mark_deleting(self, org_id: str, run_id: str, at: str) -> bool:
+        """Mark the organization's run as being deleted (`deleting_at`, kept if set already), so
+        no run created from now on borrows its first answers; False when it is gone."""
+        return conditional_update(
+            RunRow(org_key(org_id, run_id)),
+            [RunRow.deleting_at.set(RunRow.deleting_at | at)],
+            RunRow.run_key.exists(),
+        )
+
+    def keep_borrowed(self, run: Run, attempts: Sequence[Attempt]) -> bool:
+        """Write into `run` first answers it borrowed (`attempts`, relabelled as its own: their
+        `run_id` is `run`'s), replacing any copy it kept already, 25 per `BatchWriteItem`; taken
+        out again (False) when the run turns out to be deleted meanwhile, so a run's delete never
+        leaves them behind."""
+        key = _key(run)
+        with AttemptRow.batch_write() as batch:
+            for attempt in attempts:
+                batch.save(row_of(attempt, AttemptRow, run_key=key))
+        if self.get(run.org_id, run.run_id) is not None:
+            return True
+        delete_found((AttemptRow(key, a.attempt_key) for a in attempts), AttemptRow)
+        return False
+
+    def forget_history(self, org_id: str, agent_id: str, dataset_id: str | None = None) -> int:
+        """Delete the agent's history rows (`agent_history`, a query of the agent's key): every
+        one, or with `dataset_id` the baseline arms kept on that dataset (`arms#v<n>#<dataset>`),
+        the only rows whose key names a dataset. Returns how many were deleted."""
+
+        def named(item: str) -> bool:
+            row = rules.row_of_json(item, None)
+            return isinstance(row, rules.ArmsRow) and row.dataset_id == dataset_id
+
+        rows = AgentHistoryRow.query(
+            org_key(org_id, agent_id),
+            AgentHistoryRow.item.startswith(f"{rules.ARMS}#") if dataset_id else None,
+            attributes_to_get=["agent_key", "item"],
+        )
+        return delete_found(
+            (r for r in rows if dataset_id is None or named(r.item)), AgentHistoryRow
+        )
 
     # -- attempts
 

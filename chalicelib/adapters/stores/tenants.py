@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -19,6 +19,7 @@ from chalicelib.adapters.stores.base import (
     TX,
     WAITING,
     conditional_update,
+    delete_found,
     record_of,
     unless_condition_failed,
 )
@@ -247,5 +248,15 @@ class SpendStore:
             if micros is None
             else AgentRow.monthly_budget_micros.set(micros)
         )
-        if not conditional_update(AgentRow(org_id, agent_id), [action], AgentRow.agent_id.exists()):
+        if not conditional_update(
+            AgentRow(org_id, agent_id),
+            [action],
+            AgentRow.agent_id.exists() & AgentRow.deleting_at.does_not_exist(),
+        ):
             raise NotFoundError(f"agent {agent_id} not found", field="agent_id")
+
+    def forget_agent(self, org_id: str, agent_id: str, months: Sequence[str]) -> None:
+        """Delete the agent's month counters of `months` (`YYYY-MM`; a month it spent nothing in
+        has none), 25 keys per `BatchWriteItem`: the counters are keyed by month alone, so the
+        months are named rather than listed."""
+        delete_found((SpendRow(self.month_keys(org_id, agent_id, m)[1]) for m in months), SpendRow)

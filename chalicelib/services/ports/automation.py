@@ -9,6 +9,7 @@ promotion changes only while it waits, and is decided once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from chalicelib.domain.records import Notification, Promotion, Suite, SuiteResultEntry
@@ -23,7 +24,8 @@ class Suites(Protocol):
 
     def create(self, suite: Suite) -> None:
         """Keep a new suite. Raises ConflictError (field `suite_id`) when the organization's agent
-        has a suite of that id."""
+        has a suite of that id, NotFoundError (`agent_id`, `dataset_id`) when its agent or dataset
+        is gone or being deleted."""
 
     def get(self, org_id: str, agent_id: str, suite_id: str) -> Suite | None:
         """The organization's agent's suite, None when it has none of that id."""
@@ -76,7 +78,11 @@ class Promotions(Protocol):
 
     def create_waiting(self, promotion: Promotion) -> bool:
         """Keep a new promotion and take the lock of its agent on its environment, both or neither.
-        False when another promotion of the agent onto that environment holds the lock."""
+        False when another promotion of the agent onto that environment holds the lock. Raises
+        NotFoundError (field `agent_id`) when the agent is gone or being deleted."""
+
+    def delete_of_agent(self, org_id: str, agent_id: str) -> int:
+        """Delete every promotion of the agent and every lock it holds; returns how many items."""
 
     def lock_holder(self, org_id: str, agent_id: str, environment_id: str) -> str | None:
         """The id of the promotion holding the agent's lock on the environment, None when free."""
@@ -124,3 +130,9 @@ class Notifications(Protocol):
 
     def set_email_preference(self, org_id: str, user_id: str, on: bool, *, at: str) -> None:
         """Keep the person's choice of email (`at`: ISO time of the choice)."""
+
+    def delete_matching(
+        self, org_id: str, user_id: str, matches: Callable[[Notification], bool]
+    ) -> int:
+        """Delete every notice of the person (all of them, not the newest 100) that `matches`
+        keeps; returns how many."""

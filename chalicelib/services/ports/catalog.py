@@ -41,6 +41,11 @@ class Environments(Protocol):
         """Serve `version` of the agent if it serves `expect` now (None: none); False when it does
         not."""
 
+    def stop_serving(self, org_id: str, environment_id: str, agent_id: str) -> bool:
+        """Take the agent out of what the environment serves (conditional on it as read, read
+        again while another write wins); False when it served none of the agent's versions.
+        Raises ConflictError (field `environment_id`) when it keeps changing."""
+
     def delete(self, org_id: str, environment_id: str) -> None:
         """Forget the environment (nothing when it is gone already)."""
 
@@ -53,14 +58,28 @@ class Agents(Protocol):
         """Keep a new agent. Raises ConflictError (field `agent_id`) when the id is taken."""
 
     def get(self, org_id: str, agent_id: str) -> Agent:
-        """The organization's agent. Raises NotFoundError (field `agent_id`)."""
+        """The organization's agent. Raises NotFoundError (field `agent_id`), also for an agent
+        being deleted (`start_deleting`)."""
 
     def get_many(self, org_id: str, agent_ids: Sequence[str]) -> dict[str, Agent]:
         """The organization's agents named, by id, read at most 100 at a time (consistent).
-        Raises NotFoundError (field `agent_id`) for the first of `agent_ids` it does not have."""
+        Raises NotFoundError (field `agent_id`) for the first of `agent_ids` it does not have
+        (or is deleting)."""
 
     def list(self, org_id: str) -> builtins.list[Agent]:
-        """Every agent of the organization, by id."""
+        """Every agent of the organization, by id (not those being deleted)."""
+
+    def start_deleting(self, org_id: str, agent_id: str, at: str) -> tuple[Agent, bool]:
+        """Mark the agent as being deleted at `at` (ISO): from then on it reads as gone, and no
+        run, version, suite, evaluation or promotion of it is written. Returns the agent and
+        whether this call marked it (False: it was being deleted already).
+        Raises NotFoundError (field `agent_id`) when the organization has no such agent."""
+
+    def stop_deleting(self, org_id: str, agent_id: str) -> None:
+        """Take the mark off again (a delete refused before it deleted anything)."""
+
+    def delete(self, org_id: str, agent_id: str) -> None:
+        """Delete the agent's published versions, then the agent itself."""
 
     def edit_draft(self, before: Agent, after: Agent) -> None:
         """Write what `after` changes of `before`'s draft (`draft_*`) and `name`; the other fields
@@ -78,7 +97,8 @@ class Agents(Protocol):
         (an older number than the latest is kept without moving either).
 
         Returns False when that version exists with the same `spec_hash` (publishing again is a
-        no-op). Raises ConflictError (field `version`) when it exists with another spec.
+        no-op). Raises ConflictError (field `version`) when it exists with another spec,
+        NotFoundError (field `agent_id`) when the agent is gone or being deleted.
         """
 
 
@@ -130,10 +150,23 @@ class Datasets(Protocol):
 
     def get(self, org_id: str, dataset_id: str, version: int = 0) -> Dataset:
         """The header (`version` 0) or a version whose cases are all written. Raises NotFoundError
-        (field `dataset_id`, or `dataset_version` for a version unknown or still being written)."""
+        (field `dataset_id`, also for a dataset being deleted; `dataset_version` for a version
+        unknown or still being written)."""
 
     def list(self, org_id: str) -> builtins.list[Dataset]:
-        """The organization's dataset headers, newest first."""
+        """The organization's dataset headers, newest first (not those being deleted)."""
+
+    def start_deleting(self, org_id: str, dataset_id: str, at: str) -> tuple[Dataset, bool]:
+        """Mark the dataset as being deleted at `at` (ISO): from then on it reads as gone, and no
+        version, run, suite or evaluation of it is written. Returns the header and whether this
+        call marked it (False: it was being deleted already).
+        Raises NotFoundError (field `dataset_id`) when the organization has no such dataset."""
+
+    def stop_deleting(self, org_id: str, dataset_id: str) -> None:
+        """Take the mark off again (a delete refused before it deleted anything)."""
+
+    def delete(self, org_id: str, dataset_id: str) -> None:
+        """Delete every version of the dataset and its cases, then the header."""
 
     def next_version(self, org_id: str, dataset_id: str) -> int:
         """One more than the highest version number claimed so far (1 for none)."""
@@ -141,8 +174,9 @@ class Datasets(Protocol):
     def add_version(self, version: Dataset, cases: Sequence[DatasetCase]) -> None:
         """Claim `version.version`, keep its cases, then make it readable and the header's latest
         (unless a later version became readable first). Raises ConflictError (field `version`)
-        when the number was claimed meanwhile; nothing is kept then, nor when writing fails after
-        the claim (what was written of the version is taken back before the error is raised)."""
+        when the number was claimed meanwhile, NotFoundError (field `dataset_id`) when the dataset
+        is gone or being deleted; nothing is kept then, nor when writing fails after the claim
+        (what was written of the version is taken back before the error is raised)."""
 
     def get_case(
         self, org_id: str, dataset_id: str, version: int, case_id: str
@@ -168,7 +202,8 @@ class Evaluations(Protocol):
 
     def create(self, evaluation: Evaluation) -> None:
         """Keep a new evaluation. Raises ConflictError (field `evaluation_id`) when the
-        organization has the id."""
+        organization has the id, NotFoundError (`agent_id`, `dataset_id`) when its agent or
+        dataset is gone or being deleted."""
 
     def get(self, org_id: str, evaluation_id: str) -> Evaluation:
         """The organization's evaluation. Raises NotFoundError (field `evaluation_id`)."""

@@ -51,7 +51,14 @@ class Runs(Protocol):
     # -- runs
 
     def create(self, run: Run) -> None:
-        """Keep a new run (its id is new: a uuid)."""
+        """Keep a new run (its id is new: a uuid), checking in the same write that its agent and
+        dataset exist and are not being deleted, nor any run a baseline arm borrows from.
+
+        Raises:
+            NotFoundError: its agent (`agent_id`) or dataset (`dataset_id`) is gone or being
+                deleted.
+            ConflictError: a run it borrows from is gone or being deleted (`baseline_run_id`).
+        """
 
     def get(self, org_id: str, run_id: str) -> Run | None:
         """The organization's run (consistent), or None."""
@@ -224,6 +231,19 @@ class Runs(Protocol):
     def delete(self, org_id: str, run_id: str) -> None:
         """Delete the run and every attempt it kept, and take it out of its agent's history; an
         evaluation whose latest run it was falls back to its latest remaining completed run."""
+
+    def mark_deleting(self, org_id: str, run_id: str, at: str) -> bool:
+        """Mark the run as being deleted (`Run.deleting_at`, ISO `at`; kept when set already): no
+        run created from now on borrows its first answers. False when the run is gone."""
+
+    def keep_borrowed(self, run: Run, attempts: Sequence[Attempt]) -> bool:
+        """Keep in `run` the first answers its baseline borrowed from a run about to be deleted
+        (`attempts`, relabelled as `run`'s), replacing copies it kept already. False (and none
+        kept) when `run` turns out to be deleted meanwhile."""
+
+    def forget_history(self, org_id: str, agent_id: str, dataset_id: str | None = None) -> int:
+        """Delete the agent's history rows: all of them, or with `dataset_id` those whose key
+        names that dataset (the baseline arms kept on it). Returns how many."""
 
     # -- attempts
 

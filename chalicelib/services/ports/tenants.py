@@ -3,7 +3,7 @@ against monthly budgets (implemented by `chalicelib.adapters.stores.tenants`, DE
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from chalicelib.domain.records import BudgetReading, Organization, Run
@@ -62,3 +62,7 @@ class Budgets(Protocol):
 
     def set_agent_budget(self, org_id: str, agent_id: str, micros: int | None) -> None:
         """Set (None: remove) an agent's monthly budget. Raises NotFoundError (field `agent_id`)."""
+
+    def forget_agent(self, org_id: str, agent_id: str, months: Sequence[str]) -> None:
+        """Delete the agent's month counters of `months` (`YYYY-MM`, UTC); none there is no
+        error."""

@@ -20,6 +20,7 @@ from chalicelib.domain.enums import ArmRole
 from chalicelib.domain.run_rules import Lanes
 
 if TYPE_CHECKING:  # a case worker reads no outcome: its models are not imported for it
+    from chalicelib.domain.access import ApiKey, Member
     from chalicelib.domain.outcome import Outcome
 
 
@@ -125,6 +126,10 @@ class BudgetReading:
     org_spent_micros: int
     agent_budget_micros: int | None
     agent_spent_micros: int
+    starter: tuple[Member | None, ApiKey | None] | None = None
+    """When asked for beside the budgets (`Budgets.read(..., starter=...)`): the membership of the
+    person a run runs as and the API key that started it (None when it has none), read in the
+    same request; None when not asked for."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -23,7 +23,7 @@ from chalicelib.clock import iso
 from chalicelib.domain import access
 from chalicelib.domain.access import ApiKey, Member
 from chalicelib.domain.identity import Identity, is_org_id
-from chalicelib.domain.records import Run
+from chalicelib.domain.records import BudgetReading, Run
 from chalicelib.errors import (
     ConflictError,
     ForbiddenError,
@@ -56,13 +56,30 @@ def as_member(c: Container, org_id: str, user_id: str, key_id: str | None = None
     """What `user_id` (through the API key `key_id`, when a key started it) may do now: for the
     work that runs as somebody without a request (a run's cases, a suite's start). A revoked or
     deleted key may do nothing."""
-    who = identity_of(c.members.get(org_id, user_id), org_id, user_id)
+    key = c.api_keys.get(org_id, key_id) if key_id is not None else None
+    return acting(c.members.get(org_id, user_id), key, org_id, user_id, key_id)
+
+
+def acting(
+    member: Member | None, key: ApiKey | None, org_id: str, user_id: str, key_id: str | None
+) -> Identity:
+    """The identity of `user_id` as `member` resolves it, through the API key `key_id` (`key`,
+    as read; None when it is gone) when one acts for them."""
+    who = identity_of(member, org_id, user_id)
     if key_id is None:
         return who
-    key = c.api_keys.get(org_id, key_id)
     if key is None or key.revoked_at is not None or key.created_by != user_id:
         return replace(who, permissions=frozenset(), grants={}, key_id=key_id)
     return replace(who, key_id=key_id, scopes=access.with_implied(key.scopes))
+
+
+def run_as(run: Run) -> tuple[str, str | None] | None:
+    """`(user_id, API key id or None)` a run's cases run as; None for a run the service started
+    for a pipeline (nobody's authority to check)."""
+    settings = run.settings or {}
+    if not settings.get("runs_as_starter"):
+        return None
+    return run.created_by, settings.get("started_by_key")
 
 
 def identify(c: Container, bearer: str) -> Identity:
@@ -152,18 +169,22 @@ def check_start(who: Identity, agent_id: str, dataset_id: str, *, draft: bool) -
         who.require(access.AGENTS_EDIT, "running the draft", access.agent(agent_id))
 
 
-def starter_refusal(c: Container, run: Run) -> str | None:
+def starter_refusal(c: Container, run: Run, reading: BudgetReading | None = None) -> str | None:
     """Why the person a run runs as can no longer run it, None when they can (checked before each
     case asks: seed 004 "What each case runs as" - with their current role). A run the service
-    started for a pipeline is never refused."""
-    settings = run.settings or {}
-    if not settings.get("runs_as_starter"):
+    started for a pipeline is never refused. `reading`: the budgets read for this case, holding
+    the starter's member and key when they were read beside them (else they are read here)."""
+    starter_of = run_as(run)
+    if starter_of is None:
         return None
-    key_id = settings.get("started_by_key")
-    who = as_member(c, run.org_id, run.created_by, key_id)
-    starter = f"API key {key_id}" if key_id else run.created_by
+    user_id, key_id = starter_of
+    if reading is not None and reading.starter is not None:
+        who = acting(*reading.starter, run.org_id, user_id, key_id)
+    else:
+        who = as_member(c, run.org_id, user_id, key_id)
     if not who.member:
-        return f"stopped: {starter} is no longer a member of the organization"
+        return f"stopped: {user_id} is no longer a member of the organization"
+    starter = f"{user_id}'s API key {key_id}" if key_id else user_id
     needed = [
         (access.RUNS_VIEW, None),
         (access.DATASETS_RUN, access.dataset(run.dataset_id)),

@@ -62,9 +62,12 @@ def exhausted(reading: BudgetReading) -> Exhausted | None:
     return None
 
 
-def read(c: Container, org_id: str, agent_id: str) -> BudgetReading:
-    """Both budgets and this month's spend (one request)."""
-    return c.spend.read(org_id, agent_id, month_of(c.clock.now()))
+def read(
+    c: Container, org_id: str, agent_id: str, starter: tuple[str, str | None] | None = None
+) -> BudgetReading:
+    """Both budgets and this month's spend (one request), with the membership and API key of
+    `starter` (`(user_id, key id)`) when given (`BudgetReading.starter`)."""
+    return c.spend.read(org_id, agent_id, month_of(c.clock.now()), starter=starter)
 
 
 def check(c: Container, org_id: str, agent_id: str) -> Exhausted | None:

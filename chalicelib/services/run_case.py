@@ -491,7 +491,7 @@ def _budgets_beside(c: Container, run: Run) -> Future[BudgetReading]:
 
             _BESIDE = ThreadPoolExecutor(BESIDE_THREADS, thread_name_prefix="budgets-beside")
         pool = _BESIDE
-    return pool.submit(budgets.read, c, run.org_id, run.agent_id)
+    return pool.submit(budgets.read, c, run.org_id, run.agent_id, access_service.run_as(run))
 
 
 def record(
@@ -690,23 +690,27 @@ def on_tasks_not_queued(c: Container, event: TasksNotQueued) -> None:
 # --- entry points ----------------------------------------------------------------------------
 
 
-_RUN_AGENTS: dict[tuple[str, str], str] = {}
-"""`(org_id, run_id) -> agent_id`, which never changes: once a process knows it, a task's run and
-its budgets come in one read."""
+_RUN_AGENTS: dict[tuple[str, str], tuple[str, tuple[str, str | None] | None]] = {}
+"""`(org_id, run_id) -> (agent_id, who the run runs as)`, which never change: once a process knows
+them, a task's run, its budgets and its starter's membership come in one read."""
 
 
 def _load_run(c: Container, org_id: str, run_id: str) -> tuple[Run | None, BudgetReading | None]:
     """The organization's run (consistent) and, when the process has seen the run before, its
-    budgets read in the same request (else None: they are read before the first model request)."""
-    agent_id = _RUN_AGENTS.get((org_id, run_id))
-    if agent_id is None:
+    budgets and its starter's membership read in the same request (else None: they are read
+    before the first model request)."""
+    known = _RUN_AGENTS.get((org_id, run_id))
+    if known is None:
         run = c.runs.get(org_id, run_id)
         if run is not None:
             if len(_RUN_AGENTS) > 10_000:
                 _RUN_AGENTS.clear()
-            _RUN_AGENTS[(org_id, run_id)] = run.agent_id
+            _RUN_AGENTS[(org_id, run_id)] = (run.agent_id, access_service.run_as(run))
         return run, None
-    return c.spend.read_with_run(org_id, run_id, agent_id, budgets.month_of(c.clock.now()))
+    agent_id, starter = known
+    return c.spend.read_with_run(
+        org_id, run_id, agent_id, budgets.month_of(c.clock.now()), starter=starter
+    )
 
 
 @dataclass(frozen=True)
@@ -904,7 +908,7 @@ def _answer(
     if raw_case is None:
         result = AttemptResult(AttemptState.INCOMPLETE, reason="the case is gone from its dataset")
         return finish(result)
-    refusal = access_service.starter_refusal(c, run)
+    refusal = access_service.starter_refusal(c, run, found.reading)
     if refusal is not None:
         messagebus.publish(c, StarterRefused(run.org_id, run.run_id, refusal))
         return finish(AttemptResult(AttemptState.INCOMPLETE, reason=refusal))

@@ -85,7 +85,9 @@ class FakeBudgets:
         self.orgs, self.agents, self.runs = orgs, agents, runs
         self.spent: dict[tuple[str, str | None, str], Spend] = {}
 
-    def read(self, org_id: str, agent_id: str | None, month: str) -> BudgetReading:
+    def read(
+        self, org_id: str, agent_id: str | None, month: str, *, starter: Any = None
+    ) -> BudgetReading:
         org = self.orgs.get(org_id)
         agent = self.agents.kept.get((org_id, agent_id)) if agent_id else None
         return BudgetReading(
@@ -96,8 +98,9 @@ class FakeBudgets:
         )
 
     def read_with_run(
-        self, org_id: str, run_id: str, agent_id: str, month: str
+        self, org_id: str, run_id: str, agent_id: str, month: str, *, starter: Any = None
     ) -> tuple[Any, BudgetReading]:
+        # the starter is not read beside here: the service reads the members port itself
         return self.runs.get(org_id, run_id), self.read(org_id, agent_id, month)
 
     def charge(self, org_id: str, agent_id: str, month: str, micros: int, *, judge: bool) -> None:

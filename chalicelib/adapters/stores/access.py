@@ -24,11 +24,13 @@ made, so the bootstrap happens once whatever members are removed later. Member i
 `u#<user_id>`, so no user id can name it."""
 
 
-def _key(user_id: str) -> str:
+def member_key(user_id: str) -> str:
+    """The members-table sort key of a user's item."""
     return f"u#{user_id}"
 
 
-def _member(row: MemberRow) -> Member:
+def member_of(row: MemberRow) -> Member:
+    """The member a row holds."""
     return Member(
         org_id=row.org_id,
         user_id=row.user_id,
@@ -43,7 +45,7 @@ def _member(row: MemberRow) -> Member:
 def _row(m: Member) -> MemberRow:
     return MemberRow(
         m.org_id,
-        _key(m.user_id),
+        member_key(m.user_id),
         user_id=m.user_id,
         role=m.role,
         grants={k: sorted(v) for k, v in m.grants.items()},
@@ -58,13 +60,13 @@ class MemberStore:
 
     def get(self, org_id: str, user_id: str) -> Member | None:
         try:
-            return _member(MemberRow.get(org_id, _key(user_id), consistent_read=True))
+            return member_of(MemberRow.get(org_id, member_key(user_id), consistent_read=True))
         except DoesNotExist:
             return None
 
     def list(self, org_id: str) -> list[Member]:
         return [
-            _member(r)
+            member_of(r)
             for r in MemberRow.query(
                 org_id, MemberRow.member_key.startswith("u#"), consistent_read=True
             )
@@ -101,16 +103,16 @@ class MemberStore:
 
         def read() -> Member | None:
             try:
-                row = MemberRow.get(org_id, _key(user_id), consistent_read=True)
+                row = MemberRow.get(org_id, member_key(user_id), consistent_read=True)
             except DoesNotExist:
                 return None
             read_revision[0] = int(row.revision or 0)
-            return _member(row)
+            return member_of(row)
 
         def write(before: Member, after: Member) -> bool:
             revision = read_revision[0]
             return conditional_update(
-                MemberRow(org_id, _key(user_id)),
+                MemberRow(org_id, member_key(user_id)),
                 [
                     MemberRow.role.set(after.role),
                     MemberRow.grants.set({k: sorted(v) for k, v in after.grants.items()}),
@@ -130,10 +132,11 @@ class MemberStore:
         return done.after
 
     def remove(self, org_id: str, user_id: str) -> None:
-        MemberRow(org_id, _key(user_id)).delete()
+        MemberRow(org_id, member_key(user_id)).delete()
 
 
-def _api_key(row: ApiKeyRow) -> ApiKey:
+def api_key_of(row: ApiKeyRow) -> ApiKey:
+    """The API key a row holds."""
     return ApiKey(
         org_id=row.org_id,
         key_id=row.key_id,
@@ -167,12 +170,12 @@ class ApiKeyStore:
 
     def get(self, org_id: str, key_id: str) -> ApiKey | None:
         try:
-            return _api_key(ApiKeyRow.get(org_id, key_id, consistent_read=True))
+            return api_key_of(ApiKeyRow.get(org_id, key_id, consistent_read=True))
         except DoesNotExist:
             return None
 
     def list(self, org_id: str) -> list[ApiKey]:
-        return [_api_key(r) for r in ApiKeyRow.query(org_id, consistent_read=True)]
+        return [api_key_of(r) for r in ApiKeyRow.query(org_id, consistent_read=True)]
 
     def revoke(self, org_id: str, key_id: str, *, by: str, at: str) -> ApiKey:
         found = self.get(org_id, key_id)

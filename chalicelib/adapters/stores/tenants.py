@@ -15,6 +15,7 @@ from pynamodb.expressions.condition import size
 from pynamodb.expressions.update import Action
 
 from chalicelib import retrying
+from chalicelib.adapters.stores.access import api_key_of, member_key, member_of
 from chalicelib.adapters.stores.base import (
     TX,
     WAITING,
@@ -26,11 +27,14 @@ from chalicelib.adapters.stores.base import (
 from chalicelib.adapters.stores.ledger import run_of
 from chalicelib.adapters.tables import (
     AgentRow,
+    ApiKeyRow,
+    MemberRow,
     OrganizationRow,
     RunRow,
     SpendRow,
     org_key,
 )
+from chalicelib.domain.access import ApiKey, Member
 from chalicelib.domain.records import BudgetReading, Organization, Run
 from chalicelib.errors import ConflictError, NotFoundError
 
@@ -154,22 +158,44 @@ class OrganizationStore:
 # --- budgets and spend -----------------------------------------------------------------------
 
 
+def _starter_of(found: dict[str, list[dict[str, Any]]]) -> tuple[Member | None, ApiKey | None]:
+    members = found.get(MemberRow.Meta.table_name) or []
+    keys = found.get(ApiKeyRow.Meta.table_name) or []
+    return (
+        member_of(MemberRow.from_raw_data(members[0])) if members else None,
+        api_key_of(ApiKeyRow.from_raw_data(keys[0])) if keys else None,
+    )
+
+
 class SpendStore:
     """Monthly budgets (on the organization and agent rows) and spend counters (`spend` table);
     port `ports.tenants.Budgets`."""
 
-    def read(self, org_id: str, agent_id: str | None, month: str) -> BudgetReading:
+    def read(
+        self,
+        org_id: str,
+        agent_id: str | None,
+        month: str,
+        *,
+        starter: tuple[str, str | None] | None = None,
+    ) -> BudgetReading:
         """Both budgets and both month counters in ONE `BatchGetItem` (strongly consistent): the
         check before every model request must cost one request, not four. Without `agent_id`
-        only the organization's are read."""
-        return self._read(org_id, agent_id, month, None)[1]
+        only the organization's are read; with `starter`, that member and API key as well."""
+        return self._read(org_id, agent_id, month, None, starter)[1]
 
     def read_with_run(
-        self, org_id: str, run_id: str, agent_id: str, month: str
+        self,
+        org_id: str,
+        run_id: str,
+        agent_id: str,
+        month: str,
+        *,
+        starter: tuple[str, str | None] | None = None,
     ) -> tuple[Run | None, BudgetReading]:
         """A run (consistent; None when there is none) and its budgets in the same single
         `BatchGetItem`: a case task's first read and its first budget check in one request."""
-        return self._read(org_id, agent_id, month, run_id)
+        return self._read(org_id, agent_id, month, run_id, starter)
 
     @staticmethod
     def month_keys(org_id: str, agent_id: str | None, month: str) -> tuple[str, str | None]:
@@ -178,7 +204,12 @@ class SpendStore:
         return org_key(org_id, "org", month), agent_month
 
     def _read(
-        self, org_id: str, agent_id: str | None, month: str, run_id: str | None
+        self,
+        org_id: str,
+        agent_id: str | None,
+        month: str,
+        run_id: str | None,
+        starter: tuple[str, str | None] | None = None,
     ) -> tuple[Run | None, BudgetReading]:
         org_month, agent_month = self.month_keys(org_id, agent_id, month)
         budget = {"ConsistentRead": True, "ProjectionExpression": "monthly_budget_micros"}
@@ -197,6 +228,16 @@ class SpendStore:
                 "Keys": [{"run_key": {"S": org_key(org_id, run_id)}}],
                 "ConsistentRead": True,
             }
+        if starter is not None:
+            items[MemberRow.Meta.table_name] = {
+                "Keys": [{"org_id": {"S": org_id}, "member_key": {"S": member_key(starter[0])}}],
+                "ConsistentRead": True,
+            }
+            if starter[1]:
+                items[ApiKeyRow.Meta.table_name] = {
+                    "Keys": [{"org_id": {"S": org_id}, "key_id": {"S": starter[1]}}],
+                    "ConsistentRead": True,
+                }
         found = TX.batch_get(items)
 
         def budget_of(table: str) -> int | None:
@@ -216,6 +257,7 @@ class SpendStore:
                 spent.get(org_month, 0),
                 budget_of(AgentRow.Meta.table_name),
                 spent.get(agent_month or "", 0),
+                starter=None if starter is None else _starter_of(found),
             ),
         )
 

@@ -44,14 +44,30 @@ class Budgets(Protocol):
     """Monthly budgets (UTC months `YYYY-MM`) of an organization and its agents, and what is spent
     against them, in micro-USD (seed 004 "The budget it leaves")."""
 
-    def read(self, org_id: str, agent_id: str | None, month: str) -> BudgetReading:
+    def read(
+        self,
+        org_id: str,
+        agent_id: str | None,
+        month: str,
+        *,
+        starter: tuple[str, str | None] | None = None,
+    ) -> BudgetReading:
         """Both budgets and both month counters in one request (without `agent_id`: the
-        organization's; the agent's then read as no budget and nothing spent)."""
+        organization's; the agent's then read as no budget and nothing spent). With `starter`
+        (`(user_id, api key id or None)`): that member and key too, in the same request
+        (`BudgetReading.starter`): a case checks who it runs as at no extra request."""
 
     def read_with_run(
-        self, org_id: str, run_id: str, agent_id: str, month: str
+        self,
+        org_id: str,
+        run_id: str,
+        agent_id: str,
+        month: str,
+        *,
+        starter: tuple[str, str | None] | None = None,
     ) -> tuple[Run | None, BudgetReading]:
-        """The run (as `Runs.get` gives it; None when deleted) and its budgets in one request."""
+        """The run (as `Runs.get` gives it; None when deleted) and its budgets in one request
+        (`starter` as for `read`)."""
 
     def charge(self, org_id: str, agent_id: str, month: str, micros: int, *, judge: bool) -> None:
         """Add one model request's cost to the organization's and the agent's month, once each

@@ -181,7 +181,7 @@ class AssayClient:
 
     @operation("POST", "/api/v1/members")
     def add_member(self, *, user_id: str, role: str) -> JSON:
-        """Add a person with a role: viewer, runner, editor or admin."""
+        """Add a person with a role: guest, viewer, runner, editor or admin."""
         return self._json("POST", "/api/v1/members", json={"user_id": user_id, "role": role})
 
     @operation("GET", "/api/v1/members/{user_id}")

@@ -53,23 +53,26 @@ def test_whoami_says_the_first_person_of_an_organization_is_its_admin(cli, api):
 
 
 def test_members_are_added_changed_granted_and_removed(cli, api):
+    # `+` and `@` go into the path as written (`assay.client.PATH_SAFE`)
     agent = api.agent(sleepy_spec())
     cli("whoami")  # the admin's first sign-in
-    done = cli("members", "add", "ana@example.com", "--role", "viewer")
-    assert (done.returncode, done.stdout) == (0, "added ana@example.com as viewer\n"), done.stderr
-    assert cli("members", "role", "ana@example.com", "runner").stdout == (
-        "ana@example.com is now runner\n"
+    done = cli("members", "add", "ana+ci@example.com", "--role", "viewer")
+    assert (done.returncode, done.stdout) == (0, "added ana+ci@example.com as viewer\n"), (
+        done.stderr
     )
-    granted = cli("members", "grant", "ana@example.com", "agent", agent, "agents:edit")
-    assert granted.stdout == f"ana@example.com holds agents:edit on agent {agent}\n"
+    assert cli("members", "role", "ana+ci@example.com", "runner").stdout == (
+        "ana+ci@example.com is now runner\n"
+    )
+    granted = cli("members", "grant", "ana+ci@example.com", "agent", agent, "agents:edit")
+    assert granted.stdout == f"ana+ci@example.com holds agents:edit on agent {agent}\n"
     listed = cli("members", "list").stdout.splitlines()
-    assert f"ana@example.com\trunner\tgrants: agent {agent}: agents:edit" in listed
+    assert f"ana+ci@example.com\trunner\tgrants: agent {agent}: agents:edit" in listed
     assert f"{api.user_id}\tadmin\tgrants: none" in listed
-    ana = cli("whoami", token=cli.token_of("ana@example.com"))
+    ana = cli("whoami", token=cli.token_of("ana+ci@example.com"))
     assert "role runner" in ana.stdout and f"agent {agent}: agents:edit" in ana.stdout
-    revoked = cli("members", "revoke-grant", "ana@example.com", "agent", agent, "--json")
+    revoked = cli("members", "revoke-grant", "ana+ci@example.com", "agent", agent, "--json")
     assert json.loads(revoked.stdout)["grants"] == []
-    assert cli("members", "remove", "ana@example.com").stdout == "removed ana@example.com\n"
+    assert cli("members", "remove", "ana+ci@example.com").stdout == "removed ana+ci@example.com\n"
     members = json.loads(cli("members", "list", "--json").stdout)["members"]
     assert [m["user_id"] for m in members] == [api.user_id]
 

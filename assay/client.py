@@ -73,11 +73,18 @@ class ApiUnreachable(Exception):
     """No answer from the API (refused, timed out, bad URL)."""
 
 
+PATH_SAFE = "!$&'()*+,;=:@"
+"""What a path segment holds as it is (RFC 3986 `pchar`): a user id such as `ana+ci@example.com`
+goes as written, because Chalice hands a path parameter to its route still percent-encoded,
+locally and behind API Gateway (aws/chalice#511): `ana%40example.com` would name nobody."""
+
+
 def _path(template: str, **ids: Any) -> str:
-    """`template` with each `{name}` replaced by its id, quoted as one path segment."""
+    """`template` with each `{name}` replaced by its id, quoted as one path segment (`PATH_SAFE`
+    left as it is)."""
     out = template
     for name, value in ids.items():
-        out = out.replace("{" + name + "}", quote(str(value), safe=""))
+        out = out.replace("{" + name + "}", quote(str(value), safe=PATH_SAFE))
     return out
 
 
@@ -174,7 +181,7 @@ class AssayClient:
 
     @operation("POST", "/api/v1/members")
     def add_member(self, *, user_id: str, role: str) -> JSON:
-        """Add a person with a role: viewer, runner, editor or admin."""
+        """Add a person with a role: guest, viewer, runner, editor or admin."""
         return self._json("POST", "/api/v1/members", json={"user_id": user_id, "role": role})
 
     @operation("GET", "/api/v1/members/{user_id}")

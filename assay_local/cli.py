@@ -1,6 +1,6 @@
 """The `assay` command: demo, dev, import, summaries, secrets, recordings, bench, token, and the API
 commands of `assay.commands` (run, gate, watch, estimate, cancel, cases, comparison, export,
-suites, promote).
+suites, promote, whoami, members, keys).
 
 `demo` and `dev` start the embedded stack (moto's server on 127.0.0.1, the routes over HTTP, a
 poller per queue handler, the schedules). The other commands talk to a running assay over HTTP
@@ -717,9 +717,28 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("recording_id")
     p.set_defaults(func=cmd_recordings)
 
-    p = sub.add_parser("token", help="print a bearer token signed with the configured secret")
-    p.add_argument("--org", default=DEFAULT_ORG)
-    p.add_argument("--user", default=DEFAULT_USER)
+    p = sub.add_parser(
+        "token",
+        help="print a bearer token signed with the configured secret (ASSAY_JWT_SECRET)",
+        description="Print a bearer token for USER of ORG, signed with ASSAY_JWT_SECRET. What it "
+        "may do is the user's membership, read on every request, never the token: the first "
+        "token used in an organization that has no member yet makes its user that "
+        "organization's admin; anybody else is a person of no role there until an admin adds "
+        "them (assay members add USER --role R).",
+        epilog="examples:\n"
+        "  assay token                                      # dev@assay.local of org_default\n"
+        "  assay token --org acme --user you@acme.com       # first use: you are acme's admin\n"
+        "  assay members add ana@acme.com --role runner     # (as acme's admin) then:\n"
+        "  ASSAY_TOKEN=$(assay token --org acme --user ana@acme.com --ttl 30m) assay whoami",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--org", default=DEFAULT_ORG, help=f"the organization (default {DEFAULT_ORG})")
+    p.add_argument(
+        "--user",
+        default=DEFAULT_USER,
+        help=f"the user, the token's sub (default {DEFAULT_USER}); the first to sign in to a new "
+        "organization becomes its admin",
+    )
     p.add_argument(
         "--ttl",
         type=parse_ttl,

@@ -566,6 +566,9 @@ def api_view(
                 request = bp.current_request
                 who = identity_from(request.headers or {}) if auth else None
                 check_path_ids(kwargs)
+                # Chalice hands path parameters on still percent-encoded (aws/chalice#511): the
+                # view sees what the id is (`ana%40example.com` is ana@example.com).
+                kwargs = {k: unquote(v) if isinstance(v, str) else v for k, v in kwargs.items()}
                 if needs and who is not None:
                     check_needs(who, needs, kwargs, _what(fn.__name__))
                 extra: dict[str, Any] = {}

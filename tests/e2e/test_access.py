@@ -254,3 +254,15 @@ def test_a_suite_whose_owner_left_pauses_saying_why_until_saved_again(api, new_a
     assert api.ok("GET", f"/api/v1/agents/{agent}/eval-runs")["runs"] == []
     saved = api.ok("PATCH", f"/api/v1/agents/{agent}/suites/{sid}", json={"name": "mine"})
     assert (saved["owner"], saved["paused"], saved["paused_reason"]) == (api.user_id, False, None)
+
+
+def test_a_member_whose_id_needs_percent_encoding_is_reached_by_path(api):
+    from urllib.parse import quote
+
+    user = "zoë smith+ci@example.com"
+    api.ok("POST", "/api/v1/members", json={"user_id": user, "role": "viewer"})
+    path = f"/api/v1/members/{quote(user, safe='')}"
+    assert api.ok("GET", path)["user_id"] == user
+    assert api.ok("PATCH", path, json={"role": "runner"})["role"] == "runner"
+    api.ok("DELETE", path)
+    assert api.call("GET", path)[0] == 404

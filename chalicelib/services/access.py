@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -190,7 +190,11 @@ def starter_refusal(c: Container, run: Run, reading: BudgetReading | None = None
         (access.DATASETS_RUN, access.dataset(run.dataset_id)),
         (access.AGENTS_RUN, access.agent(run.agent_id)),
     ]
-    if run.draft:
+    # A baseline borrowed from a run of the draft (no version) reruns the draft's copy.
+    runs_draft = run.draft or any(
+        a.source_run_id is not None and a.version is None and a.rerun for a in run.arms
+    )
+    if runs_draft:
         needed.append((access.AGENTS_EDIT, access.agent(run.agent_id)))
     for permission, on in needed:
         if not who.may(permission, on):
@@ -245,16 +249,43 @@ def add_member(c: Container, who: Identity, user_id: str, role: str) -> Member:
     return member
 
 
-def _admins(c: Container, org_id: str) -> list[str]:
-    return [m.user_id for m in c.members.list(org_id) if m.role == "admin"]
+KEEP_ADMIN_TRIES = 3
+"""How many other admins a demotion or removal tries to keep in turn before giving up (409)."""
 
 
-def _keep_an_admin(c: Container, org_id: str, user_id: str) -> None:
-    if _admins(c, org_id) == [user_id]:
+def _another_admin(c: Container, org_id: str, user_id: str) -> str:
+    """An admin other than `user_id`, who must still be one when `user_id` is demoted or removed.
+    Raises ConflictError when there is none: `user_id` is the last admin."""
+    others = [
+        m.user_id for m in c.members.list(org_id) if m.role == "admin" and m.user_id != user_id
+    ]
+    if not others:
         raise ConflictError(
             f"{user_id} is the organization's last admin: make somebody else admin first",
             field="user_id",
         )
+    return others[0]
+
+
+def _keeping_an_admin(
+    c: Container, org_id: str, user_id: str, write: Callable[[str], bool]
+) -> None:
+    """Demote or remove `user_id` by `write(keeper)`, which writes only while `keeper` - another
+    admin - still is one (one transaction; False when they were not). Two admins demoting each
+    other at once would otherwise both pass a check read before either wrote, leaving none.
+    Raises ConflictError for the last admin, or when the admins keep changing under it."""
+    for _ in range(KEEP_ADMIN_TRIES):
+        keeper = _another_admin(c, org_id, user_id)
+        try:
+            if write(keeper):
+                return
+        except ConflictError:
+            pass  # lost to another change: read the admins again
+    _another_admin(c, org_id, user_id)  # the last admin now: say so
+    raise ConflictError(
+        f"the organization's admins kept changing while {user_id} was changed: try again",
+        field="user_id",
+    )
 
 
 def change_role(c: Container, who: Identity, user_id: str, role: str) -> Member:
@@ -263,14 +294,23 @@ def change_role(c: Container, who: Identity, user_id: str, role: str) -> Member:
     member, ConflictError for the organization's last admin."""
     who.require(access.MEMBERS_MANAGE, "changing a member's role")
     access.role_permissions(role)
-    if role != "admin":
-        _keep_an_admin(c, who.org_id, user_id)
     now = iso(c.clock.now())
-    return c.members.change(
-        who.org_id,
-        user_id,
-        lambda m: None if m.role == role else replace(m, role=role, updated_at=now),
-    )
+
+    def changed(m: Member) -> Member | None:
+        return None if m.role == role else replace(m, role=role, updated_at=now)
+
+    if role == "admin":
+        return c.members.change(who.org_id, user_id, changed)
+    if c.members.get(who.org_id, user_id) is None:
+        raise NotFoundError(f"{user_id} is not a member", field="user_id")
+    done: list[Member] = []
+
+    def demote(keeper: str) -> bool:
+        done.append(c.members.change(who.org_id, user_id, changed, while_admin=keeper))
+        return True
+
+    _keeping_an_admin(c, who.org_id, user_id, demote)
+    return done[-1]
 
 
 def remove_member(c: Container, who: Identity, user_id: str) -> None:
@@ -280,8 +320,12 @@ def remove_member(c: Container, who: Identity, user_id: str) -> None:
     who.require(access.MEMBERS_MANAGE, "removing a member")
     if c.members.get(who.org_id, user_id) is None:
         raise NotFoundError(f"{user_id} is not a member", field="user_id")
-    _keep_an_admin(c, who.org_id, user_id)
-    c.members.remove(who.org_id, user_id)
+    _keeping_an_admin(
+        c,
+        who.org_id,
+        user_id,
+        lambda keeper: c.members.remove(who.org_id, user_id, while_admin=keeper),
+    )
 
 
 def set_grant(

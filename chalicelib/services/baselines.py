@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from chalicelib.bootstrap import Container
+from chalicelib.domain import access
 from chalicelib.domain.baseline_rules import (
     ArmRecord,
     arm_records,
@@ -83,8 +84,9 @@ def choose(
     Returns:
         (arm or None, `{"reused_baseline_run_id"?, "missing_baseline_version"?}`).
     Raises:
-        NotFoundError: an unknown `baseline_run_id`. InvalidInputError: one of another agent or
-            dataset, or not completed.
+        NotFoundError: an unknown `baseline_run_id`.
+        ForbiddenError: a run of the draft without agents:edit (its reruns would run the draft).
+        InvalidInputError: one of another agent or dataset, or not completed.
     """
     cand_hash, cand_model = spec_hash(candidate_spec), model_of(candidate_spec)
     scoring_hash = spec_hash(scoring)
@@ -108,6 +110,11 @@ def choose(
                 "baseline_run_id must name a completed run", field="baseline_run_id"
             )
         chosen = records[0]
+        if next(a for a in source.arms if a.arm_id == first_candidate).draft:
+            # its reruns run the draft copied onto that run: the editors' work in progress
+            who.require(
+                access.AGENTS_EDIT, "comparing with a run of the draft", access.agent(agent_id)
+            )
         return borrowed_arm(
             chosen, source, rerun=not is_candidate_itself(cand_hash, cand_model, chosen)
         ), {"reused_baseline_run_id": chosen.run_id}

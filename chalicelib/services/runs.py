@@ -142,7 +142,9 @@ def of_evaluation(
     evaluation is returned as it is.
 
     Raises:
-        NotFoundError: the organization has no such evaluation.
+        ForbiddenError: no runs:view (a start needs it first).
+        NotFoundError: the organization has no such evaluation, or the caller may not see its agent
+            or dataset.
         InvalidInputError: another agent (`evaluation_id`) or dataset (`dataset_id`) than the
             evaluation's, the draft (`candidate`), or another selector (`version`, `candidate`).
     """
@@ -157,7 +159,11 @@ def of_evaluation(
                 field="evaluation_id",
             )
         return body
+    who.require(access.RUNS_VIEW, "starting an eval run")
     evaluation = c.evaluations.get(who.org_id, evaluation_id)
+    if not (who.sees("agent", evaluation.agent_id) and who.sees("dataset", evaluation.dataset_id)):
+        # as another organization's: its agent and dataset are not named to whoever may not see them
+        raise NotFoundError(f"evaluation {evaluation_id} not found", field="evaluation_id")
     if evaluation.agent_id != agent_id:
         raise InvalidInputError(
             f"evaluation {evaluation_id} evaluates agent {evaluation.agent_id}, not {agent_id}",

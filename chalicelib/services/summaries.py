@@ -55,9 +55,11 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[AgentSumm
     agent version) in batches of at most 100 keys: two requests for up to 100 agents, whatever
     their history.
 
+    Each summary counts the runs over the datasets the caller may see only.
+
     Raises:
         InvalidInputError: a malformed entry (naming `agents[i].field`). NotFoundError: unknown
-            agent.
+            agent, or one the caller may not see.
     """
     who.require(access.RUNS_VIEW, "reading verdicts")
     if not isinstance(agents, list) or not agents:
@@ -86,7 +88,13 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[AgentSumm
     out = []
     for agent_id, version in asked:
         row = rows.get((agent_id, _row(version).key))
-        results = row.results.values() if isinstance(row, LatestRow) else ()
+        # A run over a dataset the reader may not open is not theirs to count, nor to be named
+        # (seed 004 "Access"): the verdict is of the datasets they see.
+        results = [
+            r
+            for r in (row.results.values() if isinstance(row, LatestRow) else ())
+            if who.sees("dataset", r.dataset_id)
+        ]
         totals = verdict_of(
             results, draft=version == "draft", draft_spec_hash=known[agent_id].draft_spec_hash
         )

@@ -34,8 +34,17 @@ class FakeMembers:
             raise ConflictError(f"{member.user_id} is a member already", field="user_id")
         self.kept[(member.org_id, member.user_id)] = member
 
+    def _admin(self, org_id: str, user_id: str | None) -> bool:
+        found = self.get(org_id, user_id) if user_id is not None else None
+        return user_id is None or (found is not None and found.role == "admin")
+
     def change(
-        self, org_id: str, user_id: str, change: Callable[[Member], Member | None]
+        self,
+        org_id: str,
+        user_id: str,
+        change: Callable[[Member], Member | None],
+        *,
+        while_admin: str | None = None,
     ) -> Member:
         before = self.get(org_id, user_id)
         if before is None:
@@ -43,11 +52,16 @@ class FakeMembers:
         after = change(before)
         if after is None:
             return before
+        if not self._admin(org_id, while_admin):  # every try would be lost: the store gives up
+            raise ConflictError(f"member {user_id} kept changing", field="user_id")
         self.kept[(org_id, user_id)] = after
         return after
 
-    def remove(self, org_id: str, user_id: str) -> None:
+    def remove(self, org_id: str, user_id: str, *, while_admin: str | None = None) -> bool:
+        if not self._admin(org_id, while_admin):
+            return False
         self.kept.pop((org_id, user_id), None)
+        return True
 
 
 class FakeApiKeys:

@@ -60,3 +60,23 @@ def test_a_case_reads_its_starter_in_the_budgets_request(tables):
     assert spend.read("acme", None, "2026-12").starter is None
     revoked = ApiKeyStore().revoke("acme", "key_1", by="ana", at=T0)
     assert revoked.revoked_at == T0 and ApiKeyStore().list("acme") == [revoked]
+
+
+def test_a_demotion_or_removal_while_another_admin_writes_only_while_they_are_one(tables):
+    members = MemberStore()
+    for user in ("ana", "bob"):
+        members.put(Member("acme", user, "admin"), new=True)
+
+    def demoted(m: Member) -> Member:
+        return Member(m.org_id, m.user_id, "viewer")
+
+    members.change("acme", "bob", demoted, while_admin="ana")
+    assert members.get("acme", "bob").role == "viewer"
+    # bob is no admin now: nothing written while he must be one, however often it is tried
+    with pytest.raises(ConflictError):
+        members.change("acme", "ana", demoted, while_admin="bob")
+    assert not members.remove("acme", "ana", while_admin="bob")
+    assert not members.remove("acme", "ana", while_admin="nobody")
+    assert members.get("acme", "ana").role == "admin"
+    assert members.remove("acme", "bob", while_admin="ana")
+    assert members.get("acme", "bob") is None

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any, cast
+
 import pytest
 
 from chalicelib.domain.access import Member
 from chalicelib.domain.identity import Identity
+from chalicelib.domain.records import Run
 from chalicelib.errors import ConflictError, ForbiddenError, NotFoundError, UnauthenticatedError
 from chalicelib.services import access
 from tests.fakes import FakeContainer
@@ -93,3 +97,75 @@ def test_an_api_key_is_hashed_scoped_and_dies_with_its_creator_s_rights(c):
         access.identify(c, bearer)
     with pytest.raises(ForbiddenError):
         access.create_api_key(c, used, "from a key", ["runs:view"])
+
+
+def test_two_admins_demoting_each_other_on_the_same_read_leave_one(c, monkeypatch):
+    ana = access.identify(c, "acme/ana")
+    access.add_member(c, ana, "bob", "admin")
+    bob = access.identify(c, "acme/bob")
+    listed = c.members.list
+    for second in (
+        lambda: access.remove_member(c, bob, "ana"),
+        lambda: access.change_role(c, bob, "ana", "editor"),
+    ):
+        as_read = [listed("acme")]  # the second reads the admins before the first writes
+        access.change_role(c, ana, "bob", "viewer")
+        monkeypatch.setattr(
+            c.members,
+            "list",
+            lambda org_id, kept=as_read: kept.pop() if kept else listed(org_id),
+        )
+        with pytest.raises(ConflictError, match="last admin"):
+            second()
+        assert not as_read and c.members.get("acme", "ana").role == "admin"
+        monkeypatch.setattr(c.members, "list", listed)
+        access.change_role(c, ana, "bob", "admin")
+
+
+def test_a_member_holds_at_most_max_grants(c, monkeypatch):
+    admin = access.identify(c, "acme/ana")
+    access.add_member(c, admin, "bob", "guest")
+    monkeypatch.setattr(access, "MAX_GRANTS", 2)
+    for agent_id in ("a", "b", "c"):
+        c.agents.seed("acme", agent_id)
+    access.set_grant(c, admin, "bob", "agent", "a", ["agents:view"])
+    access.set_grant(c, admin, "bob", "agent", "b", ["agents:view"])
+    access.set_grant(c, admin, "bob", "agent", "b", ["agents:run"])  # a change takes no more
+    with pytest.raises(ConflictError, match="2 grants"):
+        access.set_grant(c, admin, "bob", "agent", "c", ["agents:view"])
+
+
+def _run(**fields: Any) -> Run:
+    """What `starter_refusal` reads of a run."""
+    base = {
+        "org_id": "acme",
+        "agent_id": "a",
+        "dataset_id": "d",
+        "created_by": "bob",
+        "draft": False,
+        "arms": (),
+        "settings": {"runs_as_starter": True},
+    }
+    return cast(Run, SimpleNamespace(**{**base, **fields}))
+
+
+def test_a_run_stops_for_a_revoked_key_and_for_a_runner_rerunning_the_draft(c):
+    admin = access.identify(c, "acme/ana")
+    access.add_member(c, admin, "bob", "editor")
+    key, _ = access.create_api_key(
+        c, access.identify(c, "acme/bob"), "ci", ["runs:view", "agents:run", "datasets:run"]
+    )
+    by_key = _run(settings={"runs_as_starter": True, "started_by_key": key.key_id})
+    assert access.starter_refusal(c, by_key) is None
+    access.revoke_api_key(c, admin, key.key_id)
+    assert access.starter_refusal(c, by_key) == (
+        f"stopped: bob's API key {key.key_id} can no longer run it (no runs:view)"
+    )
+    borrowed_draft = SimpleNamespace(source_run_id="r0", version=None, rerun=True)
+    reruns_draft = _run(arms=(borrowed_draft,))
+    assert access.starter_refusal(c, reruns_draft) is None  # an editor may run the draft
+    access.change_role(c, admin, "bob", "runner")
+    assert access.starter_refusal(c, reruns_draft) == (
+        "stopped: bob can no longer run it (no agents:edit)"
+    )
+    assert access.starter_refusal(c, _run()) is None

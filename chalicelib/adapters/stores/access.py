@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist, TransactWriteError
+from pynamodb.expressions.update import Action
 
 from chalicelib.adapters.stores.base import (
     TX,
@@ -97,7 +98,12 @@ class MemberStore:
             _row(member).save()
 
     def change(
-        self, org_id: str, user_id: str, change: Callable[[Member], Member | None]
+        self,
+        org_id: str,
+        user_id: str,
+        change: Callable[[Member], Member | None],
+        *,
+        while_admin: str | None = None,
     ) -> Member:
         read_revision = [0]  # the revision of the last read; each write is conditional on it
 
@@ -111,18 +117,29 @@ class MemberStore:
 
         def write(before: Member, after: Member) -> bool:
             revision = read_revision[0]
-            return conditional_update(
-                MemberRow(org_id, member_key(user_id)),
-                [
-                    MemberRow.role.set(after.role),
-                    MemberRow.grants.set({k: sorted(v) for k, v in after.grants.items()}),
-                    MemberRow.updated_at.set(after.updated_at),
-                    MemberRow.revision.set(revision + 1),
-                ],
+            actions: list[Action] = [
+                MemberRow.role.set(after.role),
+                MemberRow.grants.set({k: sorted(v) for k, v in after.grants.items()}),
+                MemberRow.updated_at.set(after.updated_at),
+                MemberRow.revision.set(revision + 1),
+            ]
+            unchanged = (
                 (MemberRow.revision == revision)
                 if revision
-                else MemberRow.revision.does_not_exist() | (MemberRow.revision == 0),
+                else MemberRow.revision.does_not_exist() | (MemberRow.revision == 0)
             )
+            if while_admin is None:
+                return conditional_update(
+                    MemberRow(org_id, member_key(user_id)), actions, unchanged
+                )
+            try:
+                with TX.write() as tx:
+                    tx.update(MemberRow(org_id, member_key(user_id)), actions, condition=unchanged)
+                    _check_admin(tx, org_id, while_admin)
+            except TransactWriteError as exc:
+                unless_condition_failed(exc)
+                return False
+            return True
 
         done = retry_change(
             read, change, write, conflict=f"member {user_id} kept changing", field="user_id"
@@ -131,8 +148,25 @@ class MemberStore:
             raise NotFoundError(f"{user_id} is not a member", field="user_id")
         return done.after
 
-    def remove(self, org_id: str, user_id: str) -> None:
-        MemberRow(org_id, member_key(user_id)).delete()
+    def remove(self, org_id: str, user_id: str, *, while_admin: str | None = None) -> bool:
+        if while_admin is None:
+            MemberRow(org_id, member_key(user_id)).delete()
+            return True
+        try:
+            with TX.write() as tx:
+                tx.delete(MemberRow(org_id, member_key(user_id)))
+                _check_admin(tx, org_id, while_admin)
+        except TransactWriteError as exc:
+            unless_condition_failed(exc)
+            return False
+        return True
+
+
+def _check_admin(tx: Any, org_id: str, user_id: str) -> None:
+    """Add to transaction `tx` a check that `user_id` is an admin of the organization: two
+    demotions or removals at once each name another admin who must stay one, so DynamoDB's
+    serializable transactions let at most one of a pair pass and an admin always remains."""
+    tx.condition_check(MemberRow, org_id, member_key(user_id), condition=MemberRow.role == "admin")
 
 
 def api_key_of(row: ApiKeyRow) -> ApiKey:

@@ -28,14 +28,24 @@ class Members(Protocol):
         already."""
 
     def change(
-        self, org_id: str, user_id: str, change: Callable[[Member], Member | None]
+        self,
+        org_id: str,
+        user_id: str,
+        change: Callable[[Member], Member | None],
+        *,
+        while_admin: str | None = None,
     ) -> Member:
         """Apply `change` to the member as read and write the result conditionally on nothing else
-        having changed it (retried); None from `change` writes nothing. Raises NotFoundError (field
-        `user_id`) for a person who is not a member."""
+        having changed it (retried); None from `change` writes nothing. With `while_admin`, the
+        write also needs that member to be an admin still, in the same transaction (a demotion
+        keeps one admin however many run at once). Raises NotFoundError (field `user_id`) for a
+        person who is not a member, ConflictError (field `user_id`) when the writes keep being
+        lost (`while_admin` no longer an admin among them)."""
 
-    def remove(self, org_id: str, user_id: str) -> None:
-        """Remove the member (nothing when they are not one)."""
+    def remove(self, org_id: str, user_id: str, *, while_admin: str | None = None) -> bool:
+        """Remove the member (nothing when they are not one). With `while_admin`, only while that
+        member is an admin still, in the same transaction; False when they were not (nothing
+        removed)."""
 
 
 class ApiKeys(Protocol):

@@ -63,6 +63,7 @@ class ApiError(Exception):
         self.code: str = str(error.get("code") or f"http_{status}")
         self.message: str = str(error.get("message") or (body if isinstance(body, str) else ""))
         self.field: str | None = error.get("field")
+        self.error: dict[str, Any] = error
         self.request_id: str | None = error.get("request_id") or request_id
         where = f" (field {self.field})" if self.field else ""
         rid = f" [request {self.request_id}]" if self.request_id else ""

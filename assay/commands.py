@@ -71,12 +71,21 @@ def guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.
                         "field": exc.field,
                         "request_id": exc.request_id,
                     }
+                    permission = exc.error.get("permission")
+                    if permission:  # what was missing: a 403 names it
+                        error["permission"] = permission
                 _emit_json({"error": error, "exit_code": gates.ERROR})
             return gates.ERROR
 
     run.__name__ = command.__name__
     run.__doc__ = command.__doc__
     return run
+
+
+def _run_named(result: JSON) -> str:
+    """`run <id>`, or that no run started (a result that did not run has none)."""
+    run_id = result.get("run_id")
+    return f"run {run_id}" if run_id else "no run started"
 
 
 def _remote(p: argparse.ArgumentParser) -> None:
@@ -521,7 +530,7 @@ def cmd_suites(args: argparse.Namespace) -> int:
             return gates.PASSED
         for r in results.get("results") or []:
             print(
-                f"{r.get('started_at')}: {r.get('result')} (run {r.get('run_id')}; "
+                f"{r.get('started_at')}: {r.get('result')} ({_run_named(r)}; "
                 f"{len(r.get('cases_broken') or [])} broke, "
                 f"{len(r.get('cases_undecided') or [])} undecided)"
             )
@@ -559,7 +568,7 @@ def cmd_suites(args: argparse.Namespace) -> int:
     if args.json:
         _emit_json({"result": result, "gate": decision.as_json()})
     else:
-        print(f"suite {args.suite}: {result.get('result')} (run {result.get('run_id')})")
+        print(f"suite {args.suite}: {result.get('result')} ({_run_named(result)})")
         print(f"gate: {decision.word} (exit {decision.code})")
         for reason in decision.reasons:
             print(f"  - {reason}")

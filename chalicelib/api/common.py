@@ -522,9 +522,21 @@ def _internal_error() -> Response:
     )
 
 
+_GERUNDS = {
+    "get": "reading",
+    "put": "setting",
+    "set": "setting",
+    "run": "running",
+    "list": "listing",
+}
+
+
 def _what(view_name: str) -> str:
-    """How a refusal names what was asked: the view's name in words ("list agents")."""
-    return view_name.replace("_", " ")
+    """How a refusal names what was asked: the view's name in words, its verb as a gerund
+    (`publish_version` -> "publishing version", `get_agent` -> "reading agent")."""
+    verb, _, rest = view_name.partition("_")
+    gerund = _GERUNDS.get(verb) or (verb[:-1] if verb.endswith("e") else verb) + "ing"
+    return f"{gerund} {rest.replace('_', ' ')}".strip()
 
 
 def api_view(

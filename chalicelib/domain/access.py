@@ -150,8 +150,8 @@ def check_grant(kind: str, permissions: Iterable[object]) -> frozenset[str]:
     foreign = sorted(held - GRANTABLE[kind])
     if foreign:
         raise InvalidInputError(
-            f"a grant on a {kind} adds only {', '.join(sorted(GRANTABLE[kind]))}, "
-            f"not {', '.join(foreign)}",
+            f"a grant on {'an' if kind == 'agent' else 'a'} {kind} adds only "
+            f"{', '.join(sorted(GRANTABLE[kind]))}, not {', '.join(foreign)}",
             field="permissions",
         )
     return held

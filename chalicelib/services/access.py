@@ -314,7 +314,8 @@ def change_role(c: Container, who: Identity, user_id: str, role: str) -> Member:
 
 
 def remove_member(c: Container, who: Identity, user_id: str) -> None:
-    """Remove a member: their requests, their runs' remaining cases and the suites they own stop.
+    """Remove a member: their requests, their runs' remaining cases and the suites they own stop,
+    and their API keys are revoked.
     Raises ForbiddenError without members:manage, NotFoundError for a person who is not a member,
     ConflictError for the organization's last admin."""
     who.require(access.MEMBERS_MANAGE, "removing a member")
@@ -326,6 +327,12 @@ def remove_member(c: Container, who: Identity, user_id: str) -> None:
         user_id,
         lambda keeper: c.members.remove(who.org_id, user_id, while_admin=keeper),
     )
+    # A key acts for its creator: one who left takes their keys with them, and coming back
+    # does not bring them back.
+    now = iso(c.clock.now())
+    for key in c.api_keys.list(who.org_id):
+        if key.created_by == user_id and key.revoked_at is None:
+            c.api_keys.revoke(who.org_id, key.key_id, by=who.user_id, at=now)
 
 
 def set_grant(

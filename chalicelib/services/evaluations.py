@@ -187,9 +187,9 @@ def update_evaluation(
         ConflictError: an implied evaluation. InvalidInputError: a bad selector.
     """
     before = _explicit(c, who, evaluation_id, "changed")
-    access_service.check_start(
-        who, changes.get("agent_id") or before.agent_id, before.dataset_id, draft=False
-    )
+    for agent_id in {before.agent_id, changes.get("agent_id") or before.agent_id}:
+        # whoever moves an evaluation must be able to run it on both sides of the move
+        access_service.check_start(who, agent_id, before.dataset_id, draft=False)
     after = before
     if "name" in changes:
         after = replace(after, name=changes["name"] or "")

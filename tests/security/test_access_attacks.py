@@ -95,26 +95,21 @@ def test_crafted_api_keys_and_mixed_bearers_are_refused_401(api, new_api):
     assert key.ok("GET", "/api/v1/me")["org_id"] == other.org_id
 
 
-def test_a_key_of_a_removed_creator_does_nothing_and_comes_back_only_within_the_new_role(
-    api, new_api
-):
+def test_a_removed_member_s_keys_are_revoked_and_stay_so_when_they_come_back(api, new_api):
     api.ok("GET", "/api/v1/me")  # the first sign-in: the admin
     editor = new_api(org_id=api.org_id, user_id="keymaker@example.com", role="editor")
-    _, key = _key(editor, "runs:view", "agents:view", "agents:edit")
+    key_id, key = _key(editor, "runs:view", "agents:view", "agents:edit")
     agent = api.agent(sleepy_spec())
     api.ok("DELETE", f"/api/v1/members/{editor.user_id}")
-    me = key.ok("GET", "/api/v1/me")
-    assert (me["member"], me["permissions"]) == (False, [])
-    assert _call(key, "GET", f"/api/v1/agents/{agent}")[0] == 404
-    assert key.ok("GET", "/api/v1/agents") == {"agents": []}
-    status, body = _call(key, "POST", "/api/v1/agents", json={"name": "x", "spec": sleepy_spec()})
-    assert status == 403 and body["error"]["permission"] == "agents:edit"
-    # Re-added, the key acts again - within its scopes and the role they hold now (a key is
-    # revoked by its revoke, not by its creator leaving: documented behaviour, not a hole)
-    api.ok("POST", "/api/v1/members", json={"user_id": editor.user_id, "role": "viewer"})
-    assert key.ok("GET", "/api/v1/me")["permissions"] == ["runs:view", "agents:view"]
-    status, body = _call(key, "PUT", f"/api/v1/agents/{agent}/draft", json={"spec": sleepy_spec()})
-    assert status == 403 and body["error"]["permission"] == "agents:edit"
+    for method, path in (("GET", "/api/v1/me"), ("GET", f"/api/v1/agents/{agent}")):
+        status, body = _call(key, method, path)
+        assert status == 401 and "revoked" in body["error"]["message"], body
+    # Re-added, they do not get the key back: leaving revoked it
+    api.ok("POST", "/api/v1/members", json={"user_id": editor.user_id, "role": "editor"})
+    status, body = _call(key, "GET", "/api/v1/me")
+    assert status == 401 and "revoked" in body["error"]["message"]
+    [listed] = [k for k in api.ok("GET", "/api/v1/api-keys")["api_keys"] if k["key_id"] == key_id]
+    assert listed["revoked_by"] == api.user_id
 
 
 def test_act_claims_only_an_admin_acts_only_as_a_member_and_never_through_a_key(api, new_api):
@@ -545,3 +540,21 @@ def test_a_run_started_by_a_key_stops_at_its_next_case_once_the_key_is_revoked(a
         "reason"
     ]
     assert progress["recorded"] < 30  # the remaining cases never asked the agent
+
+
+def test_an_evaluation_is_moved_only_by_whoever_may_run_it_on_both_agents(api, new_api):
+    first = api.agent(sleepy_spec(), publish=1)
+    second = api.agent(sleepy_spec(), publish=1)
+    ds = api.dataset(cases(1))
+    evaluation = api.ok("POST", "/api/evaluations", json={"agent_id": first, "dataset_id": ds})
+    mover = new_api(org_id=api.org_id, user_id="mover@example.com", role="viewer")
+    for kind, rid, perm in (("agent", second, "agents:run"), ("dataset", ds, "datasets:run")):
+        api.ok(
+            "PUT",
+            f"/api/v1/members/{mover.user_id}/grants/{kind}/{rid}",
+            json={"permissions": [perm]},
+        )
+    path = f"/api/evaluations/{evaluation['evaluation_id']}"
+    status, body = _call(mover, "PATCH", path, json={"agent_id": second})
+    assert status == 403 and body["error"]["permission"] == "agents:run", body
+    assert api.ok("GET", path)["agent_id"] == first

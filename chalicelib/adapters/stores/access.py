@@ -74,9 +74,8 @@ class MemberStore:
         ]
 
     def add_first(self, member: Member) -> bool:
-        marker = MemberRow(
-            member.org_id, FIRST_MEMBER_KEY, user_id=member.user_id, added_at=member.added_at
-        )
+        # the marker names nobody: it must outlive its member without keeping who they were
+        marker = MemberRow(member.org_id, FIRST_MEMBER_KEY, user_id="", added_at=member.added_at)
         try:
             with TX.write() as tx:
                 tx.save(marker, condition=MemberRow.member_key.does_not_exist())

@@ -17,6 +17,9 @@ Errors: `ApiError` for every answer of 400 and above (its `status`, the error bo
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -42,6 +45,16 @@ def operation(method: str, path: str) -> Callable[[F], F]:
         return fn
 
     return mark
+
+
+def sign_event(event: dict[str, Any], secret: str) -> dict[str, Any]:
+    """`event` (a message for the agent-events queue) with its `signature`: `sha256=` and the hex
+    HMAC-SHA256, keyed with the organization's `pipeline-signing-key` secret, of the event's
+    canonical JSON (sorted keys, no whitespace, UTF-8 as is) without `signature`."""
+    unsigned = {k: v for k, v in event.items() if k != "signature"}
+    text = json.dumps(unsigned, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    digest = hmac.new(secret.encode(), text.encode(), hashlib.sha256).hexdigest()
+    return {**unsigned, "signature": f"sha256={digest}"}
 
 
 class ApiError(Exception):

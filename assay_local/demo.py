@@ -10,13 +10,14 @@ Our `numeric_answer` scorer grades each recorded solution from its text; the aut
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.client import AssayClient
+from assay.client import AssayClient, sign_event
 from chalicelib.domain.importers import gsm8k_case_id
 
 MODELS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification")
@@ -75,6 +76,8 @@ class VersionResult:
 
 
 Api = AssayClient
+SIGNING_SECRET = "pipeline-signing-key"
+"""The secret the demo's pipeline signs its agent-events messages with (`agent_events`)."""
 """The demo's client of the API: the typed `assay.client` every command uses."""
 
 
@@ -118,17 +121,19 @@ def run_demo(
         name="GSM8K solver", agent_id=f"gsm8k-solver-{suffix}", spec=spec(MODELS[0])
     )
     agent_id = agent["agent_id"]
+    # the queue is shared: the pipeline signs each message with the organization's secret
+    signing_key = secrets.token_urlsafe(32)
+    api.put_secret(SIGNING_SECRET, signing_key)
     for version, model in enumerate(MODELS, start=1):
-        send_event(
-            {
-                "type": "version_published",
-                "org_id": org_id,
-                "agent_id": agent_id,
-                "version": version,
-                "spec": spec(model),
-                "published_by": "demo-pipeline",
-            }
-        )
+        event = {
+            "type": "version_published",
+            "org_id": org_id,
+            "agent_id": agent_id,
+            "version": version,
+            "spec": spec(model),
+            "published_by": "demo-pipeline",
+        }
+        send_event(sign_event(event, signing_key))
     deadline = time.monotonic() + 60
     while api.get_agent(agent_id).get("latest_version") != len(MODELS):
         if time.monotonic() > deadline:

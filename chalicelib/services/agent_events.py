@@ -3,7 +3,7 @@
 Schema (documented in the README):
 
     {"type": "version_published", "org_id": "...", "agent_id": "...", "version": 3,
-     "spec": {...}, "published_by": "release-bot"}
+     "spec": {...}, "published_by": "release-bot", "signature": "sha256=<hex>"}
     {"type": "dependency_changed", "org_id": "...", "agent_id": "...", "version": 3,
      "dependency": {"kind": "skill" | "context_file" | "knowledge_base", "id": "...",
                     "change": "edited" | "added" | "reingested" | "deleted"}}
@@ -11,12 +11,17 @@ Schema (documented in the README):
 (`version` of a dependency change is the version that binds it; absent, the change concerns
 whatever version each suite checks.)
 
+Every message is signed with its organization's `SIGNING_SECRET` (`signature`): the queue is
+shared by every organization, and an unsigned or wrongly signed one does nothing.
+
 A malformed message is not retried: it goes straight to the DLQ with its reason, so a bad
 message can never loop.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import logging
 from typing import Annotated, Any
@@ -32,6 +37,7 @@ from pydantic import (
 
 from chalicelib.bootstrap import Container
 from chalicelib.domain.identity import Identity, is_org_id
+from chalicelib.domain.spec import canonical_json
 from chalicelib.errors import AssayError, invalid_input
 from chalicelib.services import agents as agent_service
 from chalicelib.services import suites
@@ -60,6 +66,7 @@ class VersionPublished(BaseModel):
     """A JSON number: `true` or `"3"` is malformed, not version 1 or 3."""
     spec: dict[str, Any]
     published_by: str = "pipeline"
+    signature: str = ""
 
 
 class Dependency(BaseModel):
@@ -80,10 +87,41 @@ class DependencyChanged(BaseModel):
     agent_id: str = Field(min_length=1)
     version: StrictInt | None = Field(None, ge=1)
     dependency: Dependency
+    signature: str = ""
 
 
 class MalformedEventError(Exception):
     """The message can never be processed; `reason` says why."""
+
+
+SIGNING_SECRET = "pipeline-signing-key"
+"""The organization's secret (`PUT /api/v1/secrets/pipeline-signing-key`, secrets:manage) its
+publish pipeline signs its messages with: the queue is shared, so a message names its organization
+and proves it with `signature`, `sha256=` and the hex HMAC-SHA256 of the message's canonical JSON
+without `signature` (`assay.client.sign_event`)."""
+
+
+def _check_signature(c: Container, org_id: str, data: dict[str, Any], signature: str) -> None:
+    """Raises MalformedEventError unless `signature` is the organization's pipeline secret's over
+    the message: a sender who does not hold it acts for nobody (never for another organization)."""
+    secret = c.secrets.get(org_id, SIGNING_SECRET)
+    if not secret:
+        raise MalformedEventError(
+            f"organization {org_id} has no {SIGNING_SECRET} secret to check the message's "
+            "signature with: an admin sets one (assay secrets set)"
+        )
+    unsigned = {k: v for k, v in data.items() if k != "signature"}
+    expected = (
+        "sha256="
+        + hmac.new(secret.encode(), canonical_json(unsigned).encode(), hashlib.sha256).hexdigest()
+    )
+    if not hmac.compare_digest(signature.encode(), expected.encode()):
+        raise MalformedEventError(
+            f"the signature does not verify with organization {org_id}'s {SIGNING_SECRET}"
+            if signature
+            else "the message is not signed (signature): sign it with the organization's "
+            f"{SIGNING_SECRET}"
+        )
 
 
 def handle(c: Container, body: str) -> dict[str, Any]:
@@ -109,6 +147,7 @@ def handle(c: Container, body: str) -> dict[str, Any]:
         event = VersionPublished.model_validate(data)
     except ValidationError as exc:
         raise MalformedEventError(invalid_input(exc).message) from None
+    _check_signature(c, event.org_id, data, event.signature)
     who = Identity(event.org_id, event.published_by)
     try:
         row, created = agent_service.publish(
@@ -130,6 +169,7 @@ def _dependency_changed(c: Container, data: dict[str, Any]) -> dict[str, Any]:
         event = DependencyChanged.model_validate(data)
     except ValidationError as exc:
         raise MalformedEventError(invalid_input(exc).message) from None
+    _check_signature(c, event.org_id, data, event.signature)
     try:
         c.agents.get(event.org_id, event.agent_id)
     except AssayError as exc:

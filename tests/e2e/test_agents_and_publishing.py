@@ -13,9 +13,11 @@ from typing import Any
 import boto3
 import pytest
 
+from assay.client import sign_event
 from chalicelib import names
 from infra.resources import AGENT_EVENTS_VISIBILITY_TIMEOUT_SECONDS as RETRY_AFTER_S
 from tests.e2e.conftest import sleepy_spec, wait_for
+from tests.support.e2e import Api, signing_key
 
 
 def sha256_of_canonical_json(value: Any) -> str:
@@ -175,11 +177,22 @@ class AgentEvents:
         )
         self.queue = stack.queue_urls[names.AGENT_EVENTS_QUEUE]
         self.dlq = stack.queue_urls[names.AGENT_EVENTS_DLQ]
+        self.keys: dict[str, str] = {}
 
-    def send(self, body: str | dict[str, Any]) -> None:
-        self.sqs.send_message(
-            QueueUrl=self.queue, MessageBody=body if isinstance(body, str) else json.dumps(body)
-        )
+    def trust(self, api: Api) -> str:
+        """Give `api`'s organization its pipeline signing key: messages for it are signed from
+        now on (`send`). Returns the key."""
+        self.keys[api.org_id] = signing_key(api)
+        return self.keys[api.org_id]
+
+    def send(self, body: str | dict[str, Any], *, sign: bool = True) -> str:
+        """Put a message on the queue, a dict for a trusted organization signed with its key (as
+        its pipeline does); returns the text sent."""
+        if isinstance(body, dict) and sign and body.get("org_id") in self.keys:
+            body = sign_event(body, self.keys[body["org_id"]])
+        text = body if isinstance(body, str) else json.dumps(body)
+        self.sqs.send_message(QueueUrl=self.queue, MessageBody=text)
+        return text
 
     def queue_counts(self) -> tuple[int, int]:
         """(visible, in flight) messages of the main queue."""
@@ -231,6 +244,7 @@ def events(stack) -> AgentEvents:
 
 
 def test_a_version_published_message_registers_the_version(api, events):
+    events.trust(api)
     agent_id = api.ok("POST", "/api/v1/agents", json={"name": "a", "spec": SPEC})["agent_id"]
     events.send(
         {
@@ -343,6 +357,26 @@ MALFORMED = {
         },
         "spec.runtime",
     ),
+    "unsigned": (
+        lambda org, agent: {
+            "type": "version_published",
+            "org_id": org,
+            "agent_id": agent,
+            "version": 2,
+            "spec": OTHER_SPEC,
+        },
+        "not signed",
+    ),
+    "forged": (
+        lambda org, agent: {
+            "type": "version_published",
+            "org_id": org,
+            "agent_id": agent,
+            "version": 2,
+            "spec": OTHER_SPEC,
+        },
+        "does not verify",
+    ),
     "same-version-other-spec": (
         lambda org, agent: {
             "type": "version_published",
@@ -361,15 +395,18 @@ def test_a_malformed_message_goes_to_the_dlq_once_with_its_reason(api, events, k
     agent_id = api.ok("POST", "/api/v1/agents", json={"name": "a", "spec": SPEC})["agent_id"]
     api.ok("POST", f"/api/v1/agents/{agent_id}/versions")  # version 1 is SPEC
     make, reason_says = MALFORMED[kind]
+    key = events.trust(api)
     body = make(api.org_id, agent_id)
-    events.send(body)
+    if kind == "forged":
+        body = {**sign_event(body, key + "x")}
+    sent = events.send(body, sign=kind not in ("unsigned", "forged"))
 
     dead = events.dead(api.org_id, timeout_s=RETRY_AFTER_S - 5, linger_s=0.6)
     assert len(dead) == 1, f"{kind}: {len(dead)} copies in the DLQ"
     message = dead[0]
     # Straight there: sooner than the visibility timeout after which a retry could have sent it.
     assert message["seconds"] < RETRY_AFTER_S
-    assert message["Body"] == (body if isinstance(body, str) else json.dumps(body))
+    assert message["Body"] == sent
     reason = message["MessageAttributes"]["reason"]["StringValue"]
     assert reason_says in reason, reason
     # Received once and acknowledged: nothing waits or hides in the main queue for a retry, and
@@ -386,6 +423,7 @@ def test_a_malformed_message_goes_to_the_dlq_once_with_its_reason(api, events, k
 def test_a_message_for_another_organization_s_agent_does_not_publish_it(new_api, events):
     owner, other = new_api(), new_api()
     agent_id = owner.ok("POST", "/api/v1/agents", json={"name": "a", "spec": SPEC})["agent_id"]
+    events.trust(other)
     events.send(
         {
             "type": "version_published",
@@ -414,4 +452,25 @@ def test_a_message_for_another_organization_s_agent_does_not_publish_it(new_api,
         in dead[0]["MessageAttributes"]["reason"]["StringValue"]
         + dead[1]["MessageAttributes"]["reason"]["StringValue"]
     )
+    assert owner.ok("GET", f"/api/v1/agents/{agent_id}/versions")["versions"] == []
+
+
+def test_a_message_signed_with_another_organization_s_key_publishes_nothing(new_api, events):
+    owner, stranger = new_api(), new_api()
+    agent_id = owner.ok("POST", "/api/v1/agents", json={"name": "a", "spec": SPEC})["agent_id"]
+    events.trust(owner)
+    stranger_key = events.trust(stranger)
+    forged = sign_event(
+        {
+            "type": "version_published",
+            "org_id": owner.org_id,
+            "agent_id": agent_id,
+            "version": 1,
+            "spec": OTHER_SPEC,
+        },
+        stranger_key,
+    )
+    events.send(forged, sign=False)
+    [dead] = events.dead(owner.org_id, timeout_s=RETRY_AFTER_S - 5, linger_s=0.6)
+    assert "does not verify" in dead["MessageAttributes"]["reason"]["StringValue"]
     assert owner.ok("GET", f"/api/v1/agents/{agent_id}/versions")["versions"] == []

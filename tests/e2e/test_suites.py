@@ -16,6 +16,7 @@ import pytest
 
 from chalicelib.services import agent_events, suites
 from tests.e2e.conftest import Api, cases, sleepy_spec, wait_for
+from tests.support.e2e import signed
 
 CASES = cases(5)
 ALL_PASS = {f"c{i:03d}": "42" for i in range(5)}
@@ -237,7 +238,7 @@ def test_dependency_changes_debounce_into_one_run(api, frozen, container):
         clock.at = datetime(2026, 6, 1, 12, 0, seconds % 60, tzinfo=UTC).replace(
             minute=seconds // 60
         )
-        agent_events.handle(container, json.dumps(event))
+        agent_events.handle(container, signed(api, event))
     pending = suite_view(api, agent, sid)["pending"]
     assert len(pending) == 1 and pending[0]["kind"] == "dependency"
     clock.at = datetime(2026, 6, 1, 12, 9, 59, tzinfo=UTC)  # 599 s after the first change
@@ -247,7 +248,7 @@ def test_dependency_changes_debounce_into_one_run(api, frozen, container):
     tick(container)
     assert len(runs_of(api, agent)) == 1 and suite_view(api, agent, sid)["pending"] == []
     # A change to a version the suite does not check is nobody's business.
-    agent_events.handle(container, json.dumps({**event, "version": 7}))
+    agent_events.handle(container, signed(api, {**event, "version": 7}))
     assert suite_view(api, agent, sid)["pending"] == []
     with pytest.raises(agent_events.MalformedEventError):
         agent_events.handle(
@@ -621,14 +622,15 @@ def test_a_dependency_change_during_a_run_of_that_version_runs_again_later(api, 
     api.ok("POST", f"/api/v1/agents/{agent}/suites/{sid}/run")
     agent_events.handle(
         container,
-        json.dumps(
+        signed(
+            api,
             {
                 "type": "dependency_changed",
                 "org_id": api.org_id,
                 "agent_id": agent,
                 "version": 1,
                 "dependency": {"kind": "skill", "id": "s"},
-            }
+            },
         ),
     )
     assert [p["kind"] for p in suite_view(api, agent, sid)["pending"]] == ["dependency"]

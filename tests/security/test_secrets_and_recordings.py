@@ -29,7 +29,7 @@ import pytest
 
 from chalicelib import names
 from chalicelib.domain.ids import MAX_RECORDING_BYTES
-from tests.support.e2e import Api, wait_for
+from tests.support.e2e import Api, signed, wait_for
 
 RECORDING = (
     "\n".join(
@@ -441,6 +441,6 @@ def test_a_key_written_into_a_spec_settings_or_judge_is_refused_naming_where(api
         "spec": {**sleepy, "options": {"token": GITHUB}},
     }
     with pytest.raises(agent_events.MalformedEventError, match=r"spec\.options\.token") as caught:
-        agent_events.handle(container, json.dumps(event))
+        agent_events.handle(container, signed(api, event))
     assert GITHUB not in str(caught.value)
     assert api.ok("GET", f"/api/v1/agents/{agent}")["latest_version"] is None

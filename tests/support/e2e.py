@@ -136,3 +136,27 @@ def cases(n: int, reference: str = "42") -> list[dict[str, Any]]:
     return [
         {"case_id": f"c{i:03d}", "input": f"question {i}", "reference": reference} for i in range(n)
     ]
+
+
+_SIGNING_KEYS: dict[str, str] = {}
+
+
+def signing_key(api: Api) -> str:
+    """The organization's `pipeline-signing-key` secret, set through the API on first use."""
+    import secrets
+
+    key = _SIGNING_KEYS.get(api.org_id)
+    if key is None:
+        key = _SIGNING_KEYS[api.org_id] = secrets.token_urlsafe(24)
+        api.ok("PUT", "/api/v1/secrets/pipeline-signing-key", json={"value": key})
+    return key
+
+
+def signed(api: Api, event: dict[str, Any]) -> str:
+    """The JSON text of an agent-events message signed as `api`'s organization's pipeline signs
+    it (`assay.client.sign_event`)."""
+    import json
+
+    from assay.client import sign_event
+
+    return json.dumps(sign_event(event, signing_key(api)))

@@ -301,6 +301,17 @@ def test_a_version_published_message_registers_the_version(api, events):
     ]
 
 
+def _version_2(org: str, agent: str) -> dict[str, Any]:
+    """A well-formed publish of version 2 (refused for its signature alone)."""
+    return {
+        "type": "version_published",
+        "org_id": org,
+        "agent_id": agent,
+        "version": 2,
+        "spec": OTHER_SPEC,
+    }
+
+
 MALFORMED = {
     "not-json": (lambda org, agent: f"this is not JSON {org}", "not JSON"),
     "not-an-object": (lambda org, agent: json.dumps([org, agent]), "unknown event type"),
@@ -357,26 +368,8 @@ MALFORMED = {
         },
         "spec.runtime",
     ),
-    "unsigned": (
-        lambda org, agent: {
-            "type": "version_published",
-            "org_id": org,
-            "agent_id": agent,
-            "version": 2,
-            "spec": OTHER_SPEC,
-        },
-        "not signed",
-    ),
-    "forged": (
-        lambda org, agent: {
-            "type": "version_published",
-            "org_id": org,
-            "agent_id": agent,
-            "version": 2,
-            "spec": OTHER_SPEC,
-        },
-        "does not verify",
-    ),
+    "unsigned": (_version_2, "not signed"),
+    "forged": (_version_2, "does not verify"),  # signed with another key
     "same-version-other-spec": (
         lambda org, agent: {
             "type": "version_published",

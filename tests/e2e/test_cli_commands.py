@@ -76,3 +76,27 @@ def test_missing_url_and_token_is_exit_3_in_one_line(tmp_path):
     assert done.stderr.strip() == (
         "assay: set --url and --token, or ASSAY_URL and ASSAY_TOKEN (assay dev prints both)"
     )
+
+
+def test_the_readme_s_example_files_import_and_upload(cli):
+    """The files the README's by-hand flow names are in `examples/` and do what it says."""
+    root = Path(__file__).resolve().parents[2] / "examples"
+    done = cli(
+        "import", "greetings", str(root / "greetings.promptfoo.yaml"), "--create", "Greetings"
+    )
+    assert done.returncode == 0, done.stderr
+    made = json.loads(done.stdout)["version"]
+    assert (made["case_count"], made["ungraded_cases"]) == (3, 0)
+    done = cli(
+        "import",
+        "mmlu-mini",
+        str(root / "mmlu-mini.inspect.jsonl"),
+        "--create",
+        "MMLU mini",
+        "--scorer",
+        "icontains",
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["version"]["case_count"] == 3
+    up = cli("recordings", "upload", str(root / "arith-answers.jsonl"), "--id", "my-answers")
+    assert up.returncode == 0 and json.loads(up.stdout)["recording_id"] == "my-answers"

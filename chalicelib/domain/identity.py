@@ -8,7 +8,7 @@ verified token is pure; verifying the token (signature, JWKS) is `adapters.token
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +65,11 @@ class Identity:
         return permission in self.permissions or (
             on is not None and permission in self.grants.get(on, ())
         )
+
+    def first_missing(self, needed: Iterable[tuple[str, str | None]]) -> str | None:
+        """The first of `needed` (`(permission, resource or None)`, in the order they are
+        checked) the caller does not hold, None when they hold every one."""
+        return next((p for p, on in needed if not self.may(p, on)), None)
 
     def require(self, permission: str, what: str, on: str | None = None) -> None:
         """Raises ForbiddenError (403) naming the missing permission."""

@@ -103,8 +103,8 @@ def identify(c: Container, bearer: str) -> Identity:
                 "(it needs members:manage)",
                 field="Authorization",
             )
-    member = c.members.get(who.org_id, who.user_id)
-    if member is None and who.actor is None:
+    member, had_first = c.members.lookup(who.org_id, who.user_id)
+    if member is None and not had_first and who.actor is None:
         member = _bootstrap(c, who)
     return replace(identity_of(member, who.org_id, who.user_id), actor=who.actor)
 
@@ -196,10 +196,8 @@ def starter_refusal(c: Container, run: Run, reading: BudgetReading | None = None
     )
     if runs_draft:
         needed.append((access.AGENTS_EDIT, access.agent(run.agent_id)))
-    for permission, on in needed:
-        if not who.may(permission, on):
-            return f"stopped: {starter} can no longer run it (no {permission})"
-    return None
+    missing = who.first_missing(needed)
+    return f"stopped: {starter} can no longer run it (no {missing})" if missing else None
 
 
 def readable_run(c: Container, who: Identity, run_id: str) -> Run:
@@ -367,28 +365,24 @@ def remove_grant(c: Container, who: Identity, user_id: str, kind: str, resource_
     who.require(access.MEMBERS_MANAGE, "removing a grant")
     name = access.resource_name(kind, resource_id)
     now = iso(c.clock.now())
-    return c.members.change(
-        who.org_id,
-        user_id,
-        lambda m: (
-            replace(m, grants={k: v for k, v in m.grants.items() if k != name}, updated_at=now)
-            if name in m.grants
-            else None
-        ),
-    )
+    return c.members.change(who.org_id, user_id, lambda m: _without_grant(m, name, now))
 
 
 def forget_resource(c: Container, org_id: str, kind: str, resource_id: str) -> None:
     """Take every grant on a deleted agent or dataset away, so one made later under the same id
     starts with none."""
     name = access.resource_name(kind, resource_id)
+    now = iso(c.clock.now())
     for m in c.members.list(org_id):
         if name in m.grants:
-            c.members.change(
-                org_id,
-                m.user_id,
-                lambda m: replace(m, grants={k: v for k, v in m.grants.items() if k != name}),
-            )
+            c.members.change(org_id, m.user_id, lambda m: _without_grant(m, name, now))
+
+
+def _without_grant(m: Member, name: str, now: str) -> Member | None:
+    """The member without their grant on `name` (None: they hold none, nothing to write)."""
+    if name not in m.grants:
+        return None
+    return replace(m, grants={k: v for k, v in m.grants.items() if k != name}, updated_at=now)
 
 
 # --- API keys ----------------------------------------------------------------------------------

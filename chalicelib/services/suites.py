@@ -140,10 +140,8 @@ def owner_refusal(who: Identity, row: Suite) -> str | None:
         (access.AGENTS_RUN, access.agent(row.agent_id)),
         (access.DATASETS_RUN, access.dataset(row.dataset_id)),
     )
-    for permission, on in needed:
-        if not who.may(permission, on):
-            return f"{OWNER_LOST}{row.owner} can no longer run it (no {permission})"
-    return None
+    missing = who.first_missing(needed)
+    return f"{OWNER_LOST}{row.owner} can no longer run it (no {missing})" if missing else None
 
 
 def get(c: Container, who: Identity, agent_id: str, suite_id: str) -> Suite:

@@ -19,6 +19,9 @@ class FakeMembers:
     def get(self, org_id: str, user_id: str) -> Member | None:
         return self.kept.get((org_id, user_id))
 
+    def lookup(self, org_id: str, user_id: str) -> tuple[Member | None, bool]:
+        return self.get(org_id, user_id), org_id in self.first
+
     def list(self, org_id: str) -> list[Member]:
         return [m for (org, _), m in sorted(self.kept.items()) if org == org_id]
 

@@ -25,9 +25,12 @@ def tables(moto: MotoHandle, monkeypatch: pytest.MonkeyPatch) -> MotoHandle:
 
 def test_the_first_member_is_made_once_and_a_change_is_conditional(tables):
     members = MemberStore()
+    assert members.lookup("acme", "ana") == (None, False)
     assert members.add_first(Member("acme", "ana", "admin", added_at=T0, updated_at=T0))
     assert not members.add_first(Member("acme", "bob", "admin"))
     assert members.get("acme", "bob") is None
+    assert members.lookup("acme", "bob") == (None, True)  # a sign-in need not try the bootstrap
+    assert members.lookup("acme", "ana")[0] == members.get("acme", "ana")
     members.remove("acme", "ana")
     assert not members.add_first(Member("acme", "carl", "admin"))  # once, whatever follows
     members.put(Member("acme", "bob", "viewer"), new=True)

@@ -65,6 +65,16 @@ class MemberStore:
         except DoesNotExist:
             return None
 
+    def lookup(self, org_id: str, user_id: str) -> tuple[Member | None, bool]:
+        keys = [
+            {"org_id": {"S": org_id}, "member_key": {"S": key}}
+            for key in (member_key(user_id), FIRST_MEMBER_KEY)
+        ]
+        items = TX.batch_get({MemberRow.Meta.table_name: {"Keys": keys, "ConsistentRead": True}})
+        rows = [MemberRow.from_raw_data(i) for i in items[MemberRow.Meta.table_name]]
+        member = next((member_of(r) for r in rows if r.member_key != FIRST_MEMBER_KEY), None)
+        return member, any(r.member_key == FIRST_MEMBER_KEY for r in rows)
+
     def list(self, org_id: str) -> list[Member]:
         return [
             member_of(r)

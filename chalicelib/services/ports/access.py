@@ -16,6 +16,10 @@ class Members(Protocol):
         """The member (a consistent read: a removed member is refused at once), None for a person
         of no role here."""
 
+    def lookup(self, org_id: str, user_id: str) -> tuple[Member | None, bool]:
+        """The member (as `get`) and whether the organization has had its first member, in one
+        request: what a request's sign-in needs."""
+
     def list(self, org_id: str) -> list[Member]:
         """Every member of the organization, by user id."""
 

@@ -31,7 +31,7 @@ def side_name(version: int | None, draft: bool) -> str:
 
 def tested(candidate: str, baseline: str | None) -> str:
     """What a runs table says was tested against what: "v4 against v3", "The draft alone"."""
-    subject = candidate[:1].upper() + candidate[1:]
+    subject = "The draft" if candidate == "the draft" else candidate
     return f"{subject} against {baseline}" if baseline else f"{subject} alone"
 
 

@@ -107,7 +107,7 @@ def test_a_side_that_could_not_run_says_so_instead_of_a_verdict():
 
 
 def test_what_was_tested_against_what():
-    assert verdict_text.tested("v4", "v3") == "V4 against v3"
+    assert verdict_text.tested("v4", "v3") == "v4 against v3"
     assert verdict_text.tested("the draft", None) == "The draft alone"
 
 

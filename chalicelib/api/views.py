@@ -12,9 +12,11 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+from chalicelib.api import chart_svg
 from chalicelib.clock import from_epoch_ms, iso
 from chalicelib.domain import access
 from chalicelib.domain.access import ApiKey, Member
+from chalicelib.domain.chart import Chart
 from chalicelib.domain.enums import ArmRole, AttemptState, RunPurpose
 from chalicelib.domain.estimate_rules import ArmEstimate, round_half_up
 from chalicelib.domain.evaluations import evaluation_of, is_implied, selector_value
@@ -895,4 +897,33 @@ def arm_spec_view(run_id: str, arm: Arm) -> dict[str, Any]:
         "draft": arm.draft,
         "spec_hash": arm.spec_hash,
         "spec": arm.spec,
+    }
+
+
+def chart_view(chart: Chart) -> dict[str, Any]:
+    """The pass-rate chart (`GET …/eval-runs/chart`, seed 004 "In the console"): `svg` to insert
+    inline, the window (`last`, `measured`, `shown`, `switch`), the lines and the points (x the
+    index oldest first, y the pass rate 0..1)."""
+    return {
+        "svg": chart_svg.render(chart),
+        "last": str(chart.last),
+        "measured": chart.measured,
+        "shown": chart.shown,
+        "switch": chart.switch,
+        "series": [
+            {"dataset_id": s.dataset_id, "name": s.name, "dash": s.dash} for s in chart.series
+        ],
+        "points": [
+            {
+                "run_id": p.run_id,
+                "dataset_id": p.dataset_id,
+                "x": p.x,
+                "y": p.y,
+                "colour": str(p.colour),
+                "hollow": p.hollow,
+                "label": p.label,
+                "tooltip": p.tooltip,
+            }
+            for p in chart.points
+        ],
     }

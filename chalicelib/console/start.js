@@ -104,13 +104,13 @@ export async function openStartDialog(ctx, { agent, latest, differs, runs, candi
         ? `The judge ${est.judge.judge_id} (v${est.judge.version}) on ${est.judge.model} grades the answers${scoring.length ? ", with " + scoring.join(", ") : ""}.`
         : `${scoring.length ? scoring.join(", ") : "The dataset's scorers"} grade${scoring.length === 1 ? "s" : ""} the answers; no judge is called.`;
       const after = (v) => (v === null || v === undefined ? "no budget set" : `${usd(v)} left after it`);
-      estimate.replaceChildren(
+      estimate.replaceChildren(h("div", {},
         h("p", { id: "estimate-total" }, `${est.cases} cases: ${usd(est.first_pass_usd)} for the first answers, up to ${usd(est.total_usd)} with every rerun${est.basis === "fallback" ? " (a rough guess: no history yet)" : ""}.`),
         h("p", { id: "estimate-grading" }, grades),
         h("p", { id: "estimate-budgets" }, `The agent's budget: ${after(est.agent_after_usd)}. The organization's: ${after(est.org_after_usd)}.`),
         est.reused_baseline_run_id ? h("p", {}, `The baseline's first answers come from run ${est.reused_baseline_run_id}, at no cost.`) : null,
         (est.warnings || []).map((w) => h("p", { class: "why" }, w)),
-        est.within_budget === false ? h("p", { class: "error" }, "This run would exceed a budget: it cannot start.") : null);
+        est.within_budget === false ? h("p", { class: "error" }, "This run would exceed a budget: it cannot start.") : null));
       startButton.textContent = `Start for ${usd(est.total_usd)}`;
       startButton.disabled = !!missing || est.within_budget === false;
     } catch (err) {

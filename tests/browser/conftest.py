@@ -66,3 +66,6 @@ def shot() -> Callable[[Page, str], Path]:
         return path
 
     return take
+
+
+from tests.browser.worlds import agent_world  # noqa: E402, F401 - registers the session fixture

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.worlds import World, agent_world  # noqa: F401 - the fixture
+from tests.browser.worlds import World
 
 pytestmark = pytest.mark.browser
 

@@ -143,3 +143,31 @@ def test_publish_is_the_main_action_of_a_clean_draft_run_and_test_again_once_it_
         expect(page.locator("#publish-why")).to_contain_text("the draft changed since this run")
     finally:
         w.api.ok("PUT", f"/api/v1/agents/{w.agent_id}/draft", json={"spec": w.draft_spec})
+
+
+def test_a_start_control_the_reader_may_not_use_is_disabled_saying_why(
+    stack, page, console_url, shot, agent_world: World
+):
+    from tests.conftest import make_api
+
+    w = agent_world
+    viewer = make_api(stack, org_id=w.api.org_id, user_id="viewer@example.com", role="viewer")
+    page.goto(console_url(viewer, f"/agents/{w.agent_id}"))
+    run_evals = page.get_by_role("button", name="Run evals")
+    expect(run_evals).to_be_disabled()
+    why = page.locator(f"#{run_evals.get_attribute('aria-describedby')}")
+    expect(why).to_have_text("You cannot run evals: it needs agents:run.")
+    expect(page.get_by_role("button", name="Test draft")).to_be_disabled()
+    shot(page, "agent-evals-viewer")
+    # a runner may run evals but not the draft (it needs agents:edit), nor publish it
+    runner = make_api(stack, org_id=w.api.org_id, user_id="runner@example.com", role="runner")
+    page.goto(console_url(runner, f"/agents/{w.agent_id}"))
+    expect(page.get_by_role("button", name="Run evals")).to_be_enabled()
+    test_draft = page.get_by_role("button", name="Test draft")
+    expect(test_draft).to_be_disabled()
+    expect(page.locator(f"#{test_draft.get_attribute('aria-describedby')}")).to_have_text(
+        "You cannot test the draft: it needs agents:edit."
+    )
+    page.goto(console_url(runner, f"/runs/{w.clean_draft_run_id}"))
+    expect(page.locator("#publish")).to_be_disabled()
+    expect(page.locator("#next-steps")).to_contain_text("You cannot publish: it needs agents:edit.")

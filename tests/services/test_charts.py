@@ -106,9 +106,9 @@ def test_the_agent_chart_maps_each_run_from_its_header_and_outcome(seeded: FakeC
         ("r3", 2, 1.0, "neutral", False, "10:03"),
     ]
     assert [p.tooltip for p in chart.points] == [
-        "v4 against v3 on GSM8K test · 2026-12-01 10:01 UTC · pass rate 50.0% · broke 1, fixed 0",
-        "draft against v3 on MATH <hard> · 2026-12-01 10:02 UTC · pass rate 75.0% · "
-        "broke 0, fixed 2",
+        "v4 against v3 on GSM8K test · 2026-12-01 10:01 UTC · pass rate 50.0% · broke 1, fixed 0",  # noqa: E501
+        "draft against v3 on MATH <hard> · 2026-12-01 10:02 UTC · pass rate 75.0%"
+        " · broke 0, fixed 2",
         "v4 alone on GSM8K test · 2026-12-01 10:03 UTC · pass rate 100.0%",
     ]
 

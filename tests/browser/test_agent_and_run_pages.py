@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from playwright.sync_api import expect
 
 from tests.browser.worlds import World
-
-pytestmark = pytest.mark.browser
 
 
 def test_the_evals_tab_shows_the_chart_above_the_runs_table_newest_first(

@@ -18,8 +18,6 @@ from chalicelib.clock import iso
 from tests.conftest import make_api
 from tests.e2e.conftest import cases, sleepy_spec
 
-pytestmark = pytest.mark.browser
-
 
 def copies(template, agent_id: str, times: list[datetime], tag: str) -> list:
     return [

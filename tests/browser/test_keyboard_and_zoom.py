@@ -8,8 +8,6 @@ from playwright.sync_api import expect
 
 from tests.browser.worlds import World
 
-pytestmark = pytest.mark.browser
-
 
 def test_run_evals_and_the_chart_points_are_reachable_by_keyboard(
     page, console_url, agent_world: World

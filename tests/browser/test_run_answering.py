@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from playwright.sync_api import expect
 
 from tests.conftest import make_api
 from tests.e2e.conftest import cases, sleepy_spec
-
-pytestmark = pytest.mark.browser
 
 
 def test_while_it_answers_the_page_counts_answers_then_shows_the_verdict(

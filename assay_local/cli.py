@@ -159,6 +159,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 latency_ms=args.latency_ms,
                 on_progress=on_progress,
             )
+        console_url = f"{stack.api_url}/agents/{agent_id}#token={_token()}"
+        console.print(f"console (signed in, while the stack runs): {console_url}", soft_wrap=True)
         console.print(
             f"[bold]Guarded promotions[/bold]: {demo.ENVIRONMENT} serves v2; a suite guards it "
             f"with a {demo.GUARD['min_pass_rate']:.0%} minimum pass rate and up to "
@@ -230,6 +232,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
         console.print("[bold]POST /api/evaluations/agent-summaries[/bold]")
         console.print_json(data=demo.summaries(api, agent_id))
         console.print(f"demo finished in {time.monotonic() - t0:.1f} s")
+        if args.serve:
+            console.print(f"console: {console_url}\nserving it until Ctrl-C", soft_wrap=True)
+            try:
+                while True:
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                pass
         bad = [r for r in results if r.status != "completed"] + [
             o for o in outcomes if not o.run or o.run["status"] != "completed"
         ]
@@ -362,7 +371,10 @@ def cmd_dev(args: argparse.Namespace) -> int:
     print(f"assay dev: API on {stack.api_url}, AWS ({kind}) on {stack.endpoint_url}")
     print(f"export ASSAY_URL={stack.api_url}")
     try:
-        print(f"export ASSAY_TOKEN={_token()}")
+        token = _token()
+        print(f"export ASSAY_TOKEN={token}")
+        # the fragment signs the browser in; it never reaches a server or a log
+        print(f"assay dev: console on {stack.api_url}/#token={token}")
     except ValueError as exc:  # ASSAY_JWT_SECRET="" turns HS256 off: no token to sign
         print(f"# no token: {exc}")
     if not session.secret_from_env:
@@ -592,6 +604,9 @@ def main(argv: list[str] | None = None) -> int:
         "--data-dir", default=None, help="folder with test.jsonl and example_model_solutions.jsonl"
     )
     p.add_argument("--workers", type=int, default=8, help="threads polling the case-task queue")
+    p.add_argument(
+        "--serve", action="store_true", help="keep the stack and its console up after the demo"
+    )
     p.set_defaults(func=cmd_demo)
 
     from assay_local.devstate import DEFAULT_API_PORT, DEFAULT_DATA_DIR, LOCALSTACK_ENDPOINT

@@ -212,6 +212,13 @@ def test_what_a_user_made_survives_a_restart_and_fresh_starts_empty(
     assert first.export("ASSAY_URL") == f"http://127.0.0.1:{ports[0]}"
     assert first.export("AWS_ENDPOINT_URL") == f"http://127.0.0.1:{ports[1]}"
     token = first.export("ASSAY_TOKEN")
+    # the console's address, signed in with that token in its fragment, answers the console
+    console = first.wait_line("assay dev: console on ").rsplit(" ", 1)[1]
+    assert console == f"http://127.0.0.1:{ports[0]}/#token={token}"
+    import httpx
+
+    page = httpx.get(console.split("#", 1)[0], timeout=30)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     make_things(first.api())
     # `assay token` in a shell that ran the printed export signs with the folder's secret.
     secret_export = first.wait_line("export ASSAY_JWT_SECRET=")

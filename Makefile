@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 PY312 := $(shell for c in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /root/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	if [ -x "$$(command -v $$c 2>/dev/null)" ] && $$c -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then command -v $$c; break; fi; done)
 
-.PHONY: setup demo dev lint test test-fast bench clean
+.PHONY: setup browser demo dev lint test test-fast bench clean
 
 setup: $(VENV)/.installed
 
@@ -33,14 +33,23 @@ lint: setup
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports --no-cache
 
-test: lint
+# The console's browser tests drive Debian's Chromium (never a browser download); installed once.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@if [ ! -x /usr/bin/chromium ]; then \
+		echo "installing Debian's chromium for the console's browser tests"; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core >/dev/null \
+		|| { $(SUDO) apt-get update -q >/dev/null && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core >/dev/null; }; \
+	fi
+
+test: lint browser
 	$(PY) -m pytest $(ARGS)
 
 test-fast: lint
-	$(PY) -m pytest -m "not e2e" -n 2 $(ARGS)
+	$(PY) -m pytest -m "not e2e and not browser" -n 2 $(ARGS)
 
 bench: setup
 	$(PY) -m bench.pipeline $(ARGS)
 
 clean:
-	rm -rf $(VENV) .assay .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .assay .pytest_cache .mypy_cache .ruff_cache test-output

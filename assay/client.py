@@ -580,6 +580,16 @@ class AssayClient:
             params=_fields(**query),
         )
 
+    @operation("GET", "/api/v1/datasets/{dataset_id}/eval-runs/chart")
+    def dataset_chart(self, dataset_id: str, *, last: str | None = None) -> JSON:
+        """The pass-rate chart of the dataset's runs (`last`: "10", "30" or "all"): `svg`,
+        `series`, `points` and the window."""
+        return self._json(
+            "GET",
+            _path("/api/v1/datasets/{dataset_id}/eval-runs/chart", dataset_id=dataset_id),
+            params=_fields(last=last),
+        )
+
     @operation("POST", "/api/v1/datasets/{dataset_id}/scores/rescore")
     def rescore(self, dataset_id: str, **body: Any) -> JSON:
         """Grade a dataset's answers again."""
@@ -620,6 +630,16 @@ class AssayClient:
             "GET",
             _path("/api/v1/agents/{agent_id}/eval-runs", agent_id=agent_id),
             params=_fields(**query),
+        )
+
+    @operation("GET", "/api/v1/agents/{agent_id}/eval-runs/chart")
+    def agent_chart(self, agent_id: str, *, last: str | None = None) -> JSON:
+        """The pass-rate chart of the agent's runs (`last`: "10", "30" or "all"): `svg`,
+        `series`, `points` and the window."""
+        return self._json(
+            "GET",
+            _path("/api/v1/agents/{agent_id}/eval-runs/chart", agent_id=agent_id),
+            params=_fields(last=last),
         )
 
     @operation("GET", "/api/v1/eval-runs")

@@ -27,11 +27,13 @@ _E2E_DIRS = ("e2e", "security", "fuzz")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test of `tests/e2e`, `tests/security` and `tests/fuzz` `e2e` (`make test-fast`
-    leaves them out)."""
+    """Mark every test of `tests/e2e`, `tests/security` and `tests/fuzz` `e2e`, and of
+    `tests/browser` `browser` (`make test-fast` leaves both out)."""
     for item in items:
         if item.path.parent.name in _E2E_DIRS and item.path.parent.parent.name == "tests":
             item.add_marker(pytest.mark.e2e)
+        if item.path.parent.name == "browser" and item.path.parent.parent.name == "tests":
+            item.add_marker(pytest.mark.browser)
 
 
 @pytest.fixture(scope="session")

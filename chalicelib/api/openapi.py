@@ -41,6 +41,8 @@ def documented(path: str, entry: Any) -> bool:
     return not entry.view_name.startswith(NOT_DOCUMENTED_PREFIX) and (
         path.startswith("/api/") or path == "/openapi.json"
     )
+
+
 """Views `api.common.answer_other_methods` adds: a method a route does not take (405), which the
 document describes by leaving that method out."""
 

@@ -21,6 +21,7 @@ from chalicelib.api.schemas import (
     AnswerQuery,
     CasesQuery,
     ChangeMember,
+    ChartQuery,
     ComparisonQuery,
     CreateAgent,
     CreateApiKey,
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from chalicelib.services import agents as agent_service
     from chalicelib.services import answers as answer_service
     from chalicelib.services import budgets as budget_service
+    from chalicelib.services import charts as chart_service
     from chalicelib.services import datasets as dataset_service
     from chalicelib.services import deletion as deletion_service
     from chalicelib.services import environments as environment_service
@@ -81,6 +83,7 @@ else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
     agent_service = LazyModule("chalicelib.services.agents")
     answer_service = LazyModule("chalicelib.services.answers")
     budget_service = LazyModule("chalicelib.services.budgets")
+    chart_service = LazyModule("chalicelib.services.charts")
     dataset_service = LazyModule("chalicelib.services.datasets")
     deletion_service = LazyModule("chalicelib.services.deletion")
     environment_service = LazyModule("chalicelib.services.environments")
@@ -629,6 +632,14 @@ def list_dataset_runs(c, who, dataset_id, query):
     )
 
 
+@bp.route("/api/v1/datasets/{dataset_id}/eval-runs/chart", methods=["GET"])
+@api_view(bp, query=ChartQuery, needs=("runs:view", ("datasets:view", "dataset_id")))
+def dataset_runs_chart(c, who, dataset_id, query):
+    """The pass-rate chart of the dataset's runs, as JSON and inline SVG (seed 004 "In the
+    console")."""
+    return views.chart_view(chart_service.dataset_chart(c, who, dataset_id, query.last))
+
+
 @bp.route("/api/v1/datasets/{dataset_id}/scores/rescore", methods=["POST"])
 @api_view(bp, body=Rescore, needs=(("datasets:edit", "dataset_id"),))
 def rescore(c, who, dataset_id, body):
@@ -661,6 +672,14 @@ def list_agent_runs(c, who, agent_id, query):
             c, who, agent_id=agent_id, limit=query.limit, cursor=query.cursor, draft=query.draft
         )
     )
+
+
+@bp.route("/api/v1/agents/{agent_id}/eval-runs/chart", methods=["GET"])
+@api_view(bp, query=ChartQuery, needs=AGENT_RUNS)
+def agent_runs_chart(c, who, agent_id, query):
+    """The pass-rate chart of the agent's runs, as JSON and inline SVG (seed 004 "In the
+    console")."""
+    return views.chart_view(chart_service.agent_chart(c, who, agent_id, query.last))
 
 
 @bp.route("/api/v1/eval-runs", methods=["GET"])

@@ -326,6 +326,13 @@ class AgentRunsQuery(Page):
     """Only runs of the draft as it stands now (`current`) or of earlier drafts (`earlier`)."""
 
 
+class ChartQuery(Query):
+    """`GET …/eval-runs/chart` (seed 004 "In the console")."""
+
+    last: Literal["10", "30", "all"] = "10"
+    """Which measured runs the chart shows: the last 10, the last 30 or every one."""
+
+
 class ResultsQuery(Query):
     """`GET …/suites/{suite_id}/results`."""
 

@@ -230,6 +230,13 @@ def _table(w: dict[str, str]) -> list[tuple[str, str, Any, list[tuple[str, int]]
             False,
         ),
         (
+            "GET",
+            f"/api/v1/datasets/{d}/eval-runs/chart",
+            None,
+            [("runs:view", 403), ("datasets:view", V)],
+            False,
+        ),
+        (
             "POST",
             f"/api/v1/datasets/{d}/scores/rescore",
             {"run_id": r},
@@ -249,6 +256,13 @@ def _table(w: dict[str, str]) -> list[tuple[str, str, Any, list[tuple[str, int]]
         (
             "GET",
             f"/api/v1/agents/{a}/eval-runs",
+            None,
+            [("runs:view", 403), ("agents:view", V)],
+            False,
+        ),
+        (
+            "GET",
+            f"/api/v1/agents/{a}/eval-runs/chart",
             None,
             [("runs:view", 403), ("agents:view", V)],
             False,

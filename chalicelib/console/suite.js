@@ -1,0 +1,76 @@
+// A suite's page (/agents/{a}/suites/{s}): what it checks, when, against which bar, its state, and
+// every result with why it fell short, the cases it broke and the run behind it (seed 004).
+import { get, h, href, show, pct, usd, when } from "./lib.js";
+
+function schedule(triggers) {
+  const t = triggers || {};
+  const parts = [];
+  if (t.schedule && t.schedule.cron) parts.push(`on the schedule ${t.schedule.cron}${t.schedule.timezone ? ` (${t.schedule.timezone})` : ""}`);
+  if (t.on_publish) parts.push("when a version is published");
+  if (t.on_promotion) parts.push("before a promotion");
+  if (t.on_dependency_change) parts.push("when what it depends on changes");
+  return parts.length ? parts.join("; ") : "only when started by hand";
+}
+
+function threshold(t) {
+  const x = t || {};
+  const parts = [];
+  if (x.min_pass_rate !== undefined && x.min_pass_rate !== null) parts.push(`pass rate at least ${pct(x.min_pass_rate)}`);
+  if (x.max_regressions !== undefined && x.max_regressions !== null) parts.push(`at most ${x.max_regressions} confirmed regressions`);
+  if (x.max_cost_per_pass_rise_pct !== undefined && x.max_cost_per_pass_rise_pct !== null) parts.push(`cost per passed case rising at most ${x.max_cost_per_pass_rise_pct}%`);
+  if (x.max_p95_latency_rise_pct !== undefined && x.max_p95_latency_rise_pct !== null) parts.push(`p95 latency rising at most ${x.max_p95_latency_rise_pct}%`);
+  return parts.length ? parts.join(", ") : "no bar set";
+}
+
+const WORDS = { passed: "Passed", failed: "Failed", inconclusive: "Inconclusive", error: "Error",
+  baseline_set: "Baseline set", not_run: "Not run" };
+
+function limitOf() {
+  const n = parseInt(new URLSearchParams(location.search).get("limit") || "", 10);
+  return Number.isInteger(n) && n >= 1 && n <= 200 ? n : 50;
+}
+
+export async function render(ctx) {
+  const [agentId, suiteId] = ctx.params;
+  const base = `api/v1/agents/${encodeURIComponent(agentId)}/suites/${encodeURIComponent(suiteId)}`;
+  const limit = limitOf();
+  const [suite, results] = await Promise.all([get(base), get(`${base}/results?limit=${limit}`)]);
+  const dataset = await get(`api/v1/datasets/${encodeURIComponent(suite.dataset_id)}`).catch(() => null);
+  const state = suite.paused
+    ? `Paused${suite.paused_reason ? `: ${suite.paused_reason}` : ""}`
+    : suite.active_run_id ? "Running now" : "Active";
+  const facts = h("dl", { class: "facts" },
+    h("dt", {}, "Agent"), h("dd", {}, h("a", { href: href("agents", agentId) }, agentId)),
+    h("dt", {}, "Dataset"), h("dd", {}, h("a", { href: href("datasets", suite.dataset_id) }, (dataset && dataset.name) || suite.dataset_id),
+      suite.dataset_version ? ` (pinned to v${suite.dataset_version})` : " (its latest version)"),
+    h("dt", {}, "Runs"), h("dd", {}, schedule(suite.triggers),
+      suite.next_fire_at ? ` · next ${when(suite.next_fire_at)}` : ""),
+    h("dt", {}, "Threshold"), h("dd", {}, threshold(suite.threshold)),
+    h("dt", {}, "Environment"), h("dd", {}, suite.environment_id || "default", suite.guards ? " · guards promotions onto it" : ""),
+    suite.max_run_usd !== null && suite.max_run_usd !== undefined ? [h("dt", {}, "Most a run may cost"), h("dd", {}, usd(suite.max_run_usd))] : null,
+    h("dt", {}, "State"), h("dd", { id: "suite-state", class: suite.paused ? "verdict bad" : "" }, state,
+      suite.active_run_id ? [" · ", h("a", { href: href("runs", suite.active_run_id) }, "its run")] : null),
+    suite.owner ? [h("dt", {}, "Owner"), h("dd", {}, suite.owner)] : null);
+  const rows = results.results || [];
+  const table = rows.length ? h("div", { class: "scroll" }, h("table", { "aria-label": "Results, newest first" },
+    h("thead", {}, h("tr", {}, ["When (UTC)", "Result", "Why", "Cases broken", "Run"].map((c) => h("th", { scope: "col" }, c)))),
+    h("tbody", {}, rows.map((r) => h("tr", { "data-result": r.result_id },
+      h("td", {}, when(r.started_at), r.trigger && r.trigger.kind ? h("div", { class: "muted" }, String(r.trigger.kind).replace(/_/g, " ")) : null),
+      h("td", {}, h("span", { class: `verdict ${["failed", "error", "not_run", "inconclusive"].includes(r.result) ? "bad" : r.result === "passed" ? "good" : "neutral"}` },
+        WORDS[r.result] || r.result), r.label ? h("div", { class: "muted" }, r.label) : null,
+        r.version ? h("div", { class: "muted" }, `v${r.version}`) : null),
+      h("td", {}, (r.reasons || []).length ? h("ul", { class: "reasons" }, r.reasons.map((x) => h("li", {}, String(x)))) : "—"),
+      h("td", {}, (r.cases_broken || []).length
+        ? h("ul", { class: "reasons" }, r.cases_broken.map((c) => h("li", {}, h("code", {}, String(c)))))
+        : "—"),
+      h("td", {}, r.run_id ? h("a", { href: href("runs", r.run_id) }, "Open run") : "—")))))) 
+    : h("p", { class: "muted", id: "no-results" }, "No results yet.");
+  const more = rows.length >= limit && limit < 200
+    ? h("p", {}, h("a", { href: `?limit=${Math.min(200, limit + 50)}`, id: "more-results", onclick: (e) => {
+      e.preventDefault();
+      history.pushState(null, "", `?limit=${Math.min(200, limit + 50)}`);
+      render(ctx);
+    } }, "Show more results"))
+    : null;
+  show(suite.name || suiteId, h("h1", {}, suite.name || suiteId), facts, h("h2", {}, "Results"), table, more);
+}

@@ -738,6 +738,7 @@ def run_read_view(read: RunRead) -> dict[str, Any]:
         reason=run.reason,
         outcome=run.outcome,
         summaries=read.summaries,
+        judge_failed=len(read.ungraded_score_ids),
     )
     view["story"] = {
         "phrase": story.phrase,

@@ -164,6 +164,7 @@ def run_story(
     reason: str | None,
     outcome: Outcome | None,
     summaries: Mapping[str, ArmResult] | None = None,
+    judge_failed: int = 0,
 ) -> RunStory:
     """What a run's page opens on (seed 004 "In the console").
 
@@ -174,6 +175,7 @@ def run_story(
         recorded, expected: first answers (and reruns) in, of all the run expects.
         reason: why the run ended, for one that did not complete.
         outcome, summaries: the kept outcome; the arm results computed now for a run without one.
+        judge_failed: answers the judge failed to grade (its scores that graded nothing).
 
     Publish is the main action only for a completed draft run with no confirmed regression and
     none of the candidate's cases unanswered or ungraded; a draft that changed since offers Test
@@ -207,6 +209,12 @@ def run_story(
                     f"{_cases(outcome.comparison.confirmed_regressions)} confirmed broken"
                 )
         undecided = outcome.incomplete + outcome.ungraded
+        if judge_failed:
+            sentences.append(
+                f"The judge failed to grade {judge_failed} "
+                f"{'answer' if judge_failed == 1 else 'answers'}: they count as neither passed "
+                "nor failed until Grade again grades them, without asking the agent."
+            )
         if outcome.ungraded:
             sentences.append(
                 f"{_cases(outcome.ungraded)} the judge could not grade count as neither passed "

@@ -69,3 +69,4 @@ def shot() -> Callable[[Page, str], Path]:
 
 
 from tests.browser.worlds import agent_world  # noqa: E402, F401 - registers the session fixture
+from tests.e2e.test_judge import fake, judge_setup  # noqa: E402, F401 - the judge's fixtures

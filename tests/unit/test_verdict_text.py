@@ -160,7 +160,12 @@ def test_publish_is_the_main_action_only_when_nothing_broke_and_every_case_is_de
     assert "2 cases the judge could not grade count as neither passed nor failed." in (
         ungraded.sentences
     )
-    assert story(outcome=outcome(comparison=comparison(), incomplete=1)).main_action is None
+    judged = story(outcome=outcome(comparison=comparison(), incomplete=2), judge_failed=2)
+    assert judged.main_action is None
+    assert (
+        "The judge failed to grade 2 answers: they count as neither passed nor failed until "
+        "Grade again grades them, without asking the agent."
+    ) in judged.sentences
     # a version's run publishes nothing; a draft that changed since is tested again
     assert story(draft=False).main_action is None
     changed = story(draft_changed=True)

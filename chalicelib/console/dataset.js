@@ -139,7 +139,7 @@ async function openDialog(ctx, dataset, agents, measured) {
       h("p", {}, "Graded by ", scoringText(dataset, est), "."),
       h("p", {}, `The agent's budget: ${budgetText(est.agent_after_usd)}; the organization's: ${budgetText(est.org_after_usd)}.`),
       est.within_budget === false ? h("p", { class: "error" }, "This run is over budget.") : null,
-      (est.warnings || []).map((w) => h("p", { class: "muted" }, typeof w === "string" ? w : w.message || JSON.stringify(w))));
+      (est.warnings || []).filter(Boolean).map((w) => h("p", { class: "muted" }, typeof w === "string" ? w : w.message || JSON.stringify(w))));
     const start = h("button", { type: "button", class: "primary", id: "start-run", onclick: async () => {
       start.disabled = true;
       try {

@@ -40,8 +40,10 @@ function side(version, draft) {
   return draft ? "Draft" : version ? `v${version}` : "?";
 }
 
-// "v4 against v3", "Draft against v4", "Draft alone".
+// What was tested against what as the service says it (`tested`: "v4 against v3", "The draft
+// alone"), else worked out from the arms.
 export function testedAgainst(run) {
+  if (run.tested) return run.tested;
   const cand = side(run.resolved_version, run.draft);
   const base = (run.arms || []).find((a) => a.role === "baseline");
   const earlier = run.outcome && run.outcome.comparison && run.outcome.comparison.baseline;

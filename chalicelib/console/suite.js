@@ -35,12 +35,14 @@ export async function render(ctx) {
   const base = `api/v1/agents/${encodeURIComponent(agentId)}/suites/${encodeURIComponent(suiteId)}`;
   const limit = limitOf();
   const [suite, results] = await Promise.all([get(base), get(`${base}/results?limit=${limit}`)]);
-  const dataset = await get(`api/v1/datasets/${encodeURIComponent(suite.dataset_id)}`).catch(() => null);
+  const [dataset, agent] = await Promise.all([
+    get(`api/v1/datasets/${encodeURIComponent(suite.dataset_id)}`).catch(() => null),
+    get(`api/v1/agents/${encodeURIComponent(agentId)}`).catch(() => null)]);
   const state = suite.paused
     ? `Paused${suite.paused_reason ? `: ${suite.paused_reason}` : ""}`
     : suite.active_run_id ? "Running now" : "Active";
   const facts = h("dl", { class: "facts" },
-    h("dt", {}, "Agent"), h("dd", {}, h("a", { href: href("agents", agentId) }, agentId)),
+    h("dt", {}, "Agent"), h("dd", {}, h("a", { href: href("agents", agentId) }, (agent && agent.name) || agentId)),
     h("dt", {}, "Dataset"), h("dd", {}, h("a", { href: href("datasets", suite.dataset_id) }, (dataset && dataset.name) || suite.dataset_id),
       suite.dataset_version ? ` (pinned to v${suite.dataset_version})` : " (its latest version)"),
     h("dt", {}, "Runs"), h("dd", {}, schedule(suite.triggers),
@@ -63,7 +65,7 @@ export async function render(ctx) {
       h("td", {}, (r.cases_broken || []).length
         ? h("ul", { class: "reasons" }, r.cases_broken.map((c) => h("li", {}, h("code", {}, String(c)))))
         : "—"),
-      h("td", {}, r.run_id ? h("a", { href: href("runs", r.run_id) }, "Open run") : "—")))))) 
+      h("td", {}, r.run_id ? h("a", { href: href("runs", r.run_id) }, "Open run") : "—"))))))
     : h("p", { class: "muted", id: "no-results" }, "No results yet.");
   const more = rows.length >= limit && limit < 200
     ? h("p", {}, h("a", { href: `?limit=${Math.min(200, limit + 50)}`, id: "more-results", onclick: (e) => {

@@ -61,7 +61,7 @@ def test_make_installs_the_local_extra_for_the_demo_and_the_tests():
     makefile = (ROOT / "Makefile").read_text()
     assert "pip install --quiet -e '.[local,dev]'" in makefile
     assert re.search(r"^demo: setup$", makefile, re.M) and re.search(
-        r"^test: lint$", makefile, re.M
+        r"^test: lint browser$", makefile, re.M
     )
     assert re.search(r"^lint: setup$", makefile, re.M)
     assert "make test" in (ROOT / ".ci" / "run").read_text()

@@ -161,6 +161,8 @@ def test_a_run_view_shows_its_pins_costs_arms_without_specs_and_the_kept_outcome
                 "judges": [],
             }
         },
+        "tested": "v3 against v2",
+        "verdict_phrase": "First result",
     }
 
 

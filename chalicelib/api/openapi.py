@@ -33,6 +33,16 @@ from chalicelib.api.common import (
 OPENAPI_VERSION = "3.1.0"
 SCHEMA_REF = "#/components/schemas/{model}"
 NOT_DOCUMENTED_PREFIX = "method_not_allowed_"
+
+
+def documented(path: str, entry: Any) -> bool:
+    """Whether a route is the API's (documented), not a 405 view nor a console page or asset
+    (`chalicelib.api.console`), which answer HTML and scripts to a browser."""
+    return not entry.view_name.startswith(NOT_DOCUMENTED_PREFIX) and (
+        path.startswith("/api/") or path == "/openapi.json"
+    )
+
+
 """Views `api.common.answer_other_methods` adds: a method a route does not take (405), which the
 document describes by leaving that method out."""
 
@@ -142,7 +152,7 @@ def _operations(app: Any) -> list[tuple[str, str, Any]]:
     out = []
     for path, views in sorted(app.routes.items()):
         for method, entry in sorted(views.items()):
-            if not entry.view_name.startswith(NOT_DOCUMENTED_PREFIX):
+            if documented(path, entry):
                 out.append((path, method, entry))
     return out
 

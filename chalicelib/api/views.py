@@ -40,6 +40,7 @@ from chalicelib.domain.records import (
     SuiteResultEntry,
 )
 from chalicelib.domain.text import utf8_length
+from chalicelib.domain.verdict_text import run_story, side_name, tested, verdict_phrase
 from chalicelib.services.answers import AnswerRead
 from chalicelib.services.budgets import Budget
 from chalicelib.services.deletion import Deleted
@@ -620,13 +621,27 @@ def summary_view(result: ArmResult) -> dict[str, Any]:
     return result.as_json()
 
 
+def _sides(run: Run) -> tuple[str, str | None]:
+    """The names of a run's first candidate and its baseline (None without one): "v4", "the
+    draft"."""
+    first = run.arms[0] if run.arms else None
+    base = next((a for a in run.arms if a.role is ArmRole.BASELINE), None)
+    candidate = (
+        side_name(first.version, first.draft)
+        if first
+        else side_name(run.resolved_version, bool(run.draft))
+    )
+    return candidate, side_name(base.version, base.draft) if base else None
+
+
 def run_view(run: Run, *, summaries: dict[str, ArmResult] | None = None) -> dict[str, Any]:
     """A run header (`POST /agents/{id}/eval-runs` adds `warnings`, `POST .../cancel`, each of the
     listings; `GET /eval-runs/{id}` adds more): its pins (`evaluation_id`, and seed 001's
     `agentId` and `resolvedAgentVersion` beside `agent_id` and `resolved_version`), times,
     `progress`, costs in USD, tokens, arms without their specs, the kept outcome without its
-    `arms`, and `summaries` per arm (the outcome's, or `summaries` computed now for a run without
-    one)."""
+    `arms`, `summaries` per arm (the outcome's, or `summaries` computed now for a run without
+    one), `tested` ("v4 against v3", "The draft alone") and `verdict_phrase` ("Breaks 2", "First
+    result", `domain.verdict_text.verdict_phrase`)."""
     kept = run.outcome.as_json() if run.outcome else None
     settings = run.settings or {}
     resolved = int(run.resolved_version) if run.resolved_version is not None else None
@@ -672,6 +687,8 @@ def run_view(run: Run, *, summaries: dict[str, ArmResult] | None = None) -> dict
             if summaries is not None
             else (kept or {}).get("arms")
         ),
+        "tested": tested(*_sides(run)),
+        "verdict_phrase": verdict_phrase(run.status, run.outcome, summaries),
     }
 
 
@@ -702,10 +719,33 @@ def evaluation_list_view(page: EvaluationList) -> dict[str, Any]:
 
 
 def run_read_view(read: RunRead) -> dict[str, Any]:
-    """One run (`GET /eval-runs/{id}`): its `run_view` with `ungraded_score_ids` and, when read,
+    """One run (`GET /eval-runs/{id}`): its `run_view` with `ungraded_score_ids`, `story` (what
+    its console page opens on: `{phrase, sentences, main_action ("publish" | "test_again" |
+    None), publish_blockers, draft_changed}`, `domain.verdict_text.run_story`) and, when read,
     `results` (every attempt's `attempt_view`, by attempt key)."""
-    view = run_view(read.run, summaries=read.summaries)
+    run = read.run
+    view = run_view(run, summaries=read.summaries)
     view["ungraded_score_ids"] = read.ungraded_score_ids
+    name, against = _sides(run)
+    story = run_story(
+        status=run.status,
+        name=name[:1].upper() + name[1:],
+        against=against,
+        draft=bool(run.draft),
+        draft_changed=read.draft_hash_now is not None and read.draft_hash_now != run.spec_hash,
+        recorded=int(run.recorded),
+        expected=int(run.expected),
+        reason=run.reason,
+        outcome=run.outcome,
+        summaries=read.summaries,
+    )
+    view["story"] = {
+        "phrase": story.phrase,
+        "sentences": list(story.sentences),
+        "main_action": story.main_action,
+        "publish_blockers": list(story.publish_blockers),
+        "draft_changed": story.draft_changed,
+    }
     if read.attempts is not None:
         view["results"] = [attempt_view(a) for a in read.attempts]
     return view

@@ -450,6 +450,9 @@ class RunRead:
     outcome's `arms` stand."""
     ungraded_score_ids: list[str]
     attempts: list[Attempt] | None
+    draft_hash_now: str | None = None
+    """The agent's draft spec hash as it is now (a draft run's page offers Test again when it
+    differs from the run's); None for a run of a version."""
 
 
 def read_run(c: Container, who: Identity, run_id: str, *, with_results: bool = True) -> RunRead:
@@ -460,11 +463,13 @@ def read_run(c: Container, who: Identity, run_id: str, *, with_results: bool = T
     summaries = None
     if not run.outcome or run.status != RunStatus.COMPLETED:
         summaries = finalize.arm_results(c, run, attempts, finalize.summarize(run, attempts))
+    agent = c.agents.get(who.org_id, run.agent_id) if run.draft else None
     return RunRead(
         run,
         summaries,
         finalize.ungraded_score_ids(run, attempts),
         sorted(attempts, key=lambda r: r.attempt_key) if with_results else None,
+        agent.draft_spec_hash if agent is not None else None,
     )
 
 

@@ -1,0 +1,138 @@
+// An agent's page on its Evals tab (seed 004 "In the console"): the badges, the pass-rate chart
+// above the run history, the runs table, Run evals and the Suites card.
+import { get, h, href, pct, when, show, guarded, verdictClass, errorBox } from "./lib.js";
+import { chart } from "./chart.js";
+import { openStartDialog } from "./start.js";
+
+export async function render(ctx) {
+  const [agentId] = ctx.params;
+  const agent = await get(`api/v1/agents/${encodeURIComponent(agentId)}`);
+  const [latest, envs, promotions, runs, suites] = await Promise.all([
+    agent.latest_version ? get(`api/v1/agents/${encodeURIComponent(agentId)}/versions/${agent.latest_version}`) : null,
+    get("api/v1/environments").catch(() => ({ environments: [] })),
+    get(`api/v1/agents/${encodeURIComponent(agentId)}/promotions`).catch(() => ({ promotions: [] })),
+    get(`api/v1/agents/${encodeURIComponent(agentId)}/eval-runs?limit=50`),
+    get(`api/v1/agents/${encodeURIComponent(agentId)}/suites`).catch(() => ({ suites: [] })),
+  ]);
+  const differs = latest ? latest.spec_hash !== agent.draft.spec_hash : true;
+  const state = { agent, latest, differs, runs: runs.runs, environments: envs.environments || [] };
+  const open = (preset) => openStartDialog(ctx, { agent, latest, differs, runs: runs.runs, ...preset });
+
+  const badges = h("div", { class: "badges", id: "badges" });
+  if (!agent.latest_version) badges.append(h("span", { class: "badge" }, "Not published yet"));
+  else if (differs) badges.append(h("span", { class: "badge", id: "draft-differs" }, `Draft differs from v${agent.latest_version}`));
+  for (const env of state.environments) {
+    const serving = (env.serving || {})[agentId];
+    const waiting = (promotions.promotions || []).find((p) => p.environment_id === env.environment_id && p.status === "waiting");
+    if (serving && agent.latest_version && serving < agent.latest_version && waiting) {
+      badges.append(h("span", { class: "badge warn", "data-environment": env.environment_id },
+        `${env.environment_id} on v${serving} (waiting for evals)`));
+    }
+  }
+  if (differs) {
+    badges.append(startControl(ctx, agent, true, "Test draft", () => open({ candidate: "draft" })));
+  }
+
+  const tabs = h("nav", { class: "tabs", "aria-label": "Agent" },
+    h("a", { href: href("agents", agentId), "aria-current": "page" }, "Evals"));
+
+  const rerender = () => render(ctx);
+  let trend = null;
+  try {
+    trend = await chart(`api/v1/agents/${encodeURIComponent(agentId)}/eval-runs/chart`, rerender);
+  } catch (err) {
+    trend = errorBox(err);
+  }
+  const runEvals = startControl(ctx, agent, false, "Run evals", () => open({}));
+  const main = show(agent.name,
+    h("p", { class: "muted" }, h("a", { href: href("") }, "Dashboard"), " › Agents"),
+    h("h1", {}, agent.name),
+    badges,
+    tabs,
+    h("div", { class: "actions" }, runEvals),
+    trend,
+    h("h2", { id: "runs-heading" }, "Runs"),
+    runsTable(runs.runs, { showAgent: false }),
+    suitesCard(agentId, suites.suites || []));
+  if (new URLSearchParams(location.search).get("start") === "draft") open({ candidate: "draft" });
+  return main;
+}
+
+// Run evals / Test draft, disabled with the reason for a reader who may not start (seed 004
+// "Access"); which dataset is chosen is checked again in the dialog.
+function startControl(ctx, agent, draft, label, onclick) {
+  const needs = [["runs:view"], ["agents:run", { agent: agent.agent_id }]];
+  if (draft) needs.push(["agents:edit", { agent: agent.agent_id }]);
+  const button = h("button", { type: "button", class: draft ? "" : "primary", onclick, "data-action": draft ? "test-draft" : "run-evals" }, label);
+  return guarded(button, ctx.access.missing(needs), draft ? "test the draft" : "run evals");
+}
+
+function modelRates(run) {
+  const candidates = (run.arms || []).filter((a) => a.role === "candidate");
+  return candidates.map((a) => {
+    const q = ((run.summaries || {})[a.arm_id] || {}).quality || {};
+    const broken = ((run.summaries || {})[a.arm_id] || {}).could_not_run;
+    return { arm: a, model: a.model_profile_id || "default", q, broken };
+  });
+}
+
+// The runs table, newest first (seed 004): what was tested against what, status, verdict,
+// model, each model's pass rate (first answers' rate on hover) and passed/total.
+export function runsTable(runs, { showAgent = false, showDataset = true } = {}) {
+  if (!runs.length) return h("p", { class: "empty" }, "No eval runs yet.");
+  const rows = runs.map((run) => {
+    const rates = modelRates(run);
+    return h("tr", { "data-run-id": run.run_id },
+      h("td", {}, h("a", { href: href("runs", run.run_id) }, run.tested || run.run_id)),
+      showAgent ? h("td", {}, h("a", { href: href("agents", run.agent_id) }, run.agent_id)) : null,
+      showDataset ? h("td", {}, run.dataset_id, h("span", { class: "muted" }, ` v${run.dataset_version}`)) : null,
+      h("td", {}, run.status),
+      h("td", { class: `verdict ${verdictClass(run.verdict_phrase)}` }, run.verdict_phrase),
+      h("td", {}, rates.map((r) => h("div", {}, r.model))),
+      h("td", {}, rates.map((r) => h("div", { title: r.broken ? r.broken : `first answers: ${pct(r.q.first_pass_rate)}`, class: "rate" },
+        r.broken ? "Could not run" : pct(r.q.pass_rate)))),
+      h("td", {}, rates.map((r) => h("div", {}, r.q.cases !== undefined ? `${r.q.passed}/${r.q.cases}` : `${run.progress.passed}/${run.progress.expected}`))),
+      h("td", {}, when(run.started_at || run.created_at)));
+  });
+  return h("div", { class: "scroll" }, h("table", { class: "runs" },
+    h("caption", { class: "muted" }, "Newest first"),
+    h("thead", {}, h("tr", {},
+      h("th", { scope: "col" }, "Tested"),
+      showAgent ? h("th", { scope: "col" }, "Agent") : null,
+      showDataset ? h("th", { scope: "col" }, "Dataset") : null,
+      h("th", { scope: "col" }, "Status"), h("th", { scope: "col" }, "Verdict"),
+      h("th", { scope: "col" }, "Model"), h("th", { scope: "col" }, "Pass rate"),
+      h("th", { scope: "col" }, "Passed/total"), h("th", { scope: "col" }, "Started"))),
+    h("tbody", {}, rows)));
+}
+
+// The Suites card: each suite's dataset, when it runs, its threshold and how it last came out.
+function suitesCard(agentId, suites) {
+  const body = suites.length
+    ? h("ul", {}, suites.map((s) => h("li", { "data-suite-id": s.suite_id },
+      h("a", { href: href("agents", agentId, "suites", s.suite_id) }, s.name || s.suite_id), " · ",
+      `${s.dataset_id}`, " · ", describeTriggers(s.triggers), " · ", describeThreshold(s.threshold), " · ",
+      s.paused ? `paused${s.paused_reason ? ": " + s.paused_reason : ""}` : lastResult(s))))
+    : h("p", { class: "muted" }, "No suites yet.");
+  return h("section", { class: "card", "aria-labelledby": "suites-heading" }, h("h2", { id: "suites-heading" }, "Suites"), body);
+}
+
+export function describeTriggers(t) {
+  const parts = [];
+  if (t && t.schedule) parts.push(`runs ${t.schedule.cron}${t.schedule.timezone ? " (" + t.schedule.timezone + ")" : ""}`);
+  if (t && t.on_publish) parts.push("on publish");
+  if (t && t.on_promotion) parts.push("on promotion");
+  if (t && t.on_dependency_change) parts.push("on dependency change");
+  return parts.length ? parts.join(", ") : "only when run by hand";
+}
+
+export function describeThreshold(th) {
+  if (!th || !Object.keys(th).length) return "no threshold";
+  return "threshold " + Object.entries(th).map(([k, v]) => `${k.replaceAll("_", " ")} ${typeof v === "number" && v <= 1 ? pct(v) : v}`).join(", ");
+}
+
+function lastResult(s) {
+  const last = s.last_result || s.last;
+  if (!last) return "not run yet";
+  return `last ${last.result || last.status || "?"}${last.at ? " " + when(last.at) : ""}`;
+}

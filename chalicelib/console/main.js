@@ -1,0 +1,63 @@
+// The console's router: which page the address names, after signing in.
+import { signIn, signOut, get, h, show, errorBox, Access, BASE } from "./lib.js";
+
+const ROUTES = [
+  [/^$/, () => import("./dashboard.js"), "dashboard"],
+  [/^evals$/, () => import("./evals.js"), "evals"],
+  [/^agents\/([^/]+)$/, () => import("./agent.js"), "agent"],
+  [/^agents\/([^/]+)\/suites\/([^/]+)$/, () => import("./suite.js"), "suite"],
+  [/^runs\/([^/]+)$/, () => import("./run.js"), "run"],
+  [/^datasets\/([^/]+)$/, () => import("./dataset.js"), "dataset"],
+];
+
+function signInForm() {
+  const input = h("input", { id: "token", type: "password", autocomplete: "off", required: true });
+  const form = h("form", { class: "signin", onsubmit: (e) => {
+    e.preventDefault();
+    sessionStorage.setItem("assay.token", input.value.trim());
+    start();
+  } },
+    h("h1", {}, "Sign in to assay"),
+    h("p", {}, "Paste a token or an API key. ", h("code", {}, "assay dev"), " and ", h("code", {}, "make demo"),
+      " print an address that signs you in."),
+    h("label", { for: "token" }, "Token or API key"), input,
+    h("button", { type: "submit", class: "primary" }, "Sign in"));
+  show("Sign in", form);
+  input.focus();
+}
+
+export async function start() {
+  const token = signIn();
+  if (!token) return signInForm();
+  let me;
+  try {
+    me = await get("api/v1/me");
+  } catch (err) {
+    if (err.status === 401) {
+      signOut();
+      return signInForm();
+    }
+    return show("Error", errorBox(err));
+  }
+  const who = document.getElementById("who");
+  who.replaceChildren(h("span", {}, `${me.user_id} · ${me.org_id}${me.role ? " · " + me.role : ""}`), " ",
+    h("button", { type: "button", class: "link", onclick: () => { signOut(); location.reload(); } }, "Sign out"));
+  const path = location.pathname.slice(BASE.pathname.length).replace(/\/$/, "");
+  for (const [pattern, load, name] of ROUTES) {
+    const m = path.match(pattern);
+    if (!m) continue;
+    document.body.dataset.page = name;
+    try {
+      const mod = await load();
+      await mod.render({ access: new Access(me), me, params: m.slice(1).map(decodeURIComponent) });
+    } catch (err) {
+      console.error(err);
+      show("Error", errorBox(err));
+    }
+    return;
+  }
+  show("Not found", h("h1", {}, "Not found"), h("p", {}, h("a", { href: BASE.pathname }, "Back to the dashboard")));
+}
+
+window.addEventListener("popstate", () => start());
+start();

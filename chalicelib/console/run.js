@@ -1,0 +1,206 @@
+// A run's page (seed 004 "In the console"): the verdict in a few sentences and what to do next,
+// then the sides next to each other, how they compare, and the cases.
+import { api, get, h, href, pct, usd, when, show, guarded, verdictClass, errorBox, plural } from "./lib.js";
+
+const OUTCOMES = [
+  ["", "Every case"], ["regression", "Broke"], ["fixed", "Fixed"], ["unchanged", "Unchanged"],
+  ["incomplete", "Incomplete"], ["failed", "Failed on a side"], ["passed", "Passed on a side"],
+  ["ungraded", "Ungraded"],
+];
+
+const COUNT_WORDS = { regression: "broke", fixed: "fixed", unchanged: "unchanged", incomplete: "incomplete", not_compared: "not compared", changed: "changed" };
+
+let poll = null;
+
+export async function render(ctx) {
+  clearTimeout(poll);
+  const [runId] = ctx.params;
+  const q = new URLSearchParams(location.search);
+  const run = await get(`api/v1/eval-runs/${encodeURIComponent(runId)}`);
+  const story = run.story;
+  const agentId = run.agent_id;
+  const comparison = run.outcome && run.outcome.comparison ? await get(`api/v1/eval-runs/${encodeURIComponent(runId)}/comparison`).catch(() => null) : null;
+  const rerender = () => render(ctx);
+
+  // Header: what ran, its verdict, and Grade again for whoever may run the dataset.
+  const header = h("header", { class: "run-header" },
+    h("p", { class: "muted" }, h("a", { href: href("agents", agentId) }, agentId), " › ", h("a", { href: href("evals") }, "Eval runs")),
+    h("h1", {}, `${run.tested} on ${run.dataset_id}`),
+    h("div", { class: "badges" },
+      h("span", { class: "badge", id: "run-status" }, run.status),
+      h("span", { class: `badge verdict ${verdictClass(story.phrase)}`, id: "verdict-phrase" }, story.phrase),
+      h("span", { class: "muted" }, `started ${when(run.started_at || run.created_at)} by ${run.created_by || "?"}`),
+      gradeAgain(ctx, run, rerender)));
+
+  const sentences = h("section", { class: "sentences card", id: "verdict", "aria-label": "Verdict" },
+    story.sentences.map((s) => h("p", {}, s)),
+    run.reason && run.status === "completed" ? h("p", { class: "muted" }, run.reason) : null,
+    (run.warnings || []).map((w) => h("p", { class: "why" }, w)),
+    run.outcome && run.outcome.routing_error ? h("p", { class: "why" }, `Not sent to review: ${run.outcome.routing_error}`) : null);
+
+  const main = show(`${run.tested} · run`, header, sentences, nextSteps(ctx, run, story),
+    sidesAndComparison(run, comparison, q.get("tag")),
+    await casesSection(ctx, run, q));
+  if (run.status === "queued" || run.status === "running") {
+    poll = setTimeout(() => { if (location.pathname.endsWith(runId)) rerender(); }, 2000);
+  }
+  return main;
+}
+
+function gradeAgain(ctx, run, rerender) {
+  if (!(run.ungraded_score_ids || []).length) return null;
+  const button = h("button", { type: "button", id: "grade-again", onclick: async () => {
+    button.disabled = true;
+    try {
+      await api("POST", `api/v1/eval-runs/${encodeURIComponent(run.run_id)}/grade-again`, {});
+      rerender();
+    } catch (err) {
+      button.after(errorBox(err));
+      button.disabled = false;
+    }
+  } }, `Grade again (${run.ungraded_score_ids.length})`);
+  return guarded(button, ctx.access.missing([["datasets:run", { dataset: run.dataset_id }]]), "grade again");
+}
+
+// What to do next: see what changed, show the broken cases, go back, and publish or test again.
+// Publish is the main action only when the story says so (`domain.verdict_text.run_story`).
+function nextSteps(ctx, run, story) {
+  const steps = h("div", { class: "actions", id: "next-steps", role: "group", "aria-label": "Next steps" });
+  const base = (run.arms || []).find((a) => a.role === "baseline");
+  if (base) {
+    steps.append(h("a", { class: "button", id: "see-changes", href: `?changes=1#changes` }, "See what changed"));
+  }
+  if (run.outcome && run.outcome.comparison && run.outcome.comparison.confirmed_regressions) {
+    steps.append(h("a", { class: "button", id: "show-broken", href: "?outcome=regression#cases" }, "Show the cases that broke"));
+  }
+  steps.append(h("a", { class: "button", href: href("agents", run.agent_id) }, "Back to the agent"));
+  if (run.draft) {
+    const editNeeds = [["agents:edit", { agent: run.agent_id }]];
+    if (story.main_action === "test_again") {
+      const again = h("a", { class: "button primary", id: "test-again", href: `${href("agents", run.agent_id)}?start=draft` }, "Test again");
+      steps.append(again, h("span", { class: "why" }, "The draft changed since this run."));
+    }
+    const publish = h("button", { type: "button", id: "publish", class: story.main_action === "publish" ? "primary" : "",
+      "data-main": story.main_action === "publish" ? "true" : "false",
+      onclick: async () => {
+        publish.disabled = true;
+        try {
+          const v = await api("POST", `api/v1/agents/${encodeURIComponent(run.agent_id)}/versions`, {});
+          publish.replaceWith(h("span", { role: "status" }, `Published as v${v.version}.`));
+        } catch (err) {
+          publish.after(errorBox(err));
+          publish.disabled = false;
+        }
+      } }, "Publish the draft");
+    steps.append(guarded(publish, ctx.access.missing(editNeeds), "publish"));
+    if (story.main_action !== "publish" && story.publish_blockers.length) {
+      steps.append(h("span", { class: "why", id: "publish-why" }, `Publish is not the main action: ${story.publish_blockers.join("; ")}.`));
+    }
+  }
+  const changes = new URLSearchParams(location.search).get("changes") ? specChanges(ctx, run) : null;
+  return h("section", { "aria-label": "Next steps" }, steps, changes);
+}
+
+function specChanges(ctx, run) {
+  const box = h("section", { id: "changes", class: "card" }, h("h2", {}, "What changed"), h("p", { class: "muted" }, "Reading the specs this run tested…"));
+  Promise.all((run.arms || []).slice(0, 2).map((a) => get(`api/v1/eval-runs/${encodeURIComponent(run.run_id)}/arms/${encodeURIComponent(a.arm_id)}/spec`)
+    .then((s) => [a, s]))).then((pairs) => {
+    box.replaceChildren(h("h2", {}, "What changed"), h("div", { class: "sides" }, pairs.map(([a, s]) =>
+      h("div", {}, h("h3", {}, a.role === "baseline" ? `Baseline (${a.draft ? "draft" : "v" + a.version})` : `Candidate (${a.draft ? "draft" : "v" + a.version})`),
+        h("pre", {}, JSON.stringify(s.spec, null, 2))))));
+  }).catch((err) => box.replaceChildren(h("h2", {}, "What changed"), errorBox(err)));
+  return box;
+}
+
+// The sides next to each other, and how the two compare; a tag reads both under it.
+function sidesAndComparison(run, comparison, tag) {
+  const summaries = run.summaries || {};
+  const tags = new Set();
+  for (const s of Object.values(summaries)) for (const t of Object.keys(s.tags || {})) tags.add(t);
+  const sides = h("div", { class: "sides", id: "sides" }, (run.arms || []).map((a) => {
+    const s = summaries[a.arm_id] || {};
+    const q = tag ? ((s.tags || {})[tag] || {}).quality || {} : s.quality || {};
+    const e = tag ? ((s.tags || {})[tag] || {}).efficiency || {} : s.efficiency || {};
+    return h("div", { class: "card side", "data-arm": a.arm_id },
+      h("h3", {}, `${a.role === "baseline" ? "Baseline" : "Candidate"}: ${a.draft ? "the draft" : "v" + a.version}${a.model_profile_id ? " · " + a.model_profile_id : ""}`),
+      s.could_not_run ? h("p", { class: "verdict bad" }, `Could not run: ${s.could_not_run}`) :
+        h("p", { class: "side-rate", title: `first answers: ${pct(q.first_pass_rate)}` }, `Pass rate ${pct(q.pass_rate)} · ${q.passed ?? 0}/${q.cases ?? 0} passed`),
+      h("p", { class: "muted" }, `${q.ungraded ? plural(q.ungraded, "answer") + " ungraded · " : ""}cost ${usd(e.cost_usd)} · p50 ${e.latency_p50_ms ?? "—"} ms`));
+  }));
+  const tagPicker = tags.size ? h("div", { class: "field" },
+    h("label", { for: "tag" }, "Tag"),
+    h("select", { id: "tag", onchange: (ev) => { const u = new URL(location.href); if (ev.target.value) u.searchParams.set("tag", ev.target.value); else u.searchParams.delete("tag"); u.searchParams.delete("cursor"); history.pushState(null, "", u); dispatchEvent(new PopStateEvent("popstate")); } },
+      h("option", { value: "" }, "Every case"), [...tags].sort().map((t) => h("option", { value: t, selected: t === tag }, t)))) : null;
+  let compare = null;
+  if (comparison) {
+    const counts = comparison.counts || {};
+    compare = h("section", { class: "card", id: "comparison", "aria-label": "How the two compare" },
+      h("h2", {}, "How the two compare"),
+      h("p", {}, `Pass rate ${pct(comparison.pass_rate_before)} before, ${pct(comparison.pass_rate_after)} after; first answers ${pct(comparison.first_pass_rate_before)} → ${pct(comparison.first_pass_rate_after)}.`),
+      h("p", {}, Object.entries(counts).filter(([, n]) => n).map(([k, n]) => `${n} ${COUNT_WORDS[k] || k.replace("_", " ")}`).join(" · ")),
+      h("p", { class: "muted" }, `${plural(comparison.confirmed_regressions, "regression")} and ${plural(comparison.confirmed_fixes, "fix", "fixes")} confirmed by their reruns${comparison.p_value !== null && comparison.p_value !== undefined ? ` · p = ${comparison.p_value.toPrecision(2)}` : ""}.`),
+      (comparison.notes || []).map((n) => h("p", { class: "why" }, n)));
+  }
+  return h("section", { "aria-label": "Sides" }, h("h2", {}, tag ? `The sides, under tag ${tag}` : "The sides"), tagPicker, sides, compare);
+}
+
+async function casesSection(ctx, run, q) {
+  const params = new URLSearchParams({ limit: "50" });
+  for (const k of ["outcome", "tag", "cursor"]) if (q.get(k)) params.set(k, q.get(k));
+  const filter = h("select", { id: "outcome", onchange: (ev) => {
+    const u = new URL(location.href);
+    if (ev.target.value) u.searchParams.set("outcome", ev.target.value); else u.searchParams.delete("outcome");
+    u.searchParams.delete("cursor");
+    history.pushState(null, "", u);
+    dispatchEvent(new PopStateEvent("popstate"));
+  } }, OUTCOMES.map(([v, label]) => h("option", { value: v, selected: v === (q.get("outcome") || "") }, label)));
+  let page;
+  try {
+    page = await get(`api/v1/eval-runs/${encodeURIComponent(run.run_id)}/cases?${params}`);
+  } catch (err) {
+    return h("section", { id: "cases" }, h("h2", {}, "Cases"), errorBox(err));
+  }
+  const arms = run.arms || [];
+  const rows = page.cases.map((c) => {
+    const dots = arms.map((a) => {
+      const side = (c.arms || {})[a.arm_id];
+      const settled = side ? side.settled : null;
+      const cls = settled === "passed" ? "passed" : settled === "failed" ? "failed" : "other";
+      return h("span", { class: `dot ${cls}`, role: "img", "aria-label": `${a.role}: ${settled || "not asked"}`, title: `${a.role}: ${settled || "not asked"}`, "data-arm": a.arm_id, "data-state": settled || "" });
+    });
+    return h("tr", { "data-case-id": c.case_id, "data-outcome": c.outcome || "" },
+      h("td", {}, dots),
+      h("td", {}, caseDetails(c, arms)),
+      h("td", {}, c.outcome || ""));
+  });
+  const next = page.next_cursor ? h("a", { class: "button", href: `?${new URLSearchParams({ ...Object.fromEntries(q), cursor: page.next_cursor })}#cases` }, "Next cases") : null;
+  return h("section", { id: "cases", "aria-labelledby": "cases-heading" },
+    h("h2", { id: "cases-heading" }, "Cases"),
+    h("div", { class: "filters" }, h("div", {}, h("label", { for: "outcome" }, "Outcome"), filter)),
+    rows.length ? h("div", { class: "scroll" }, h("table", { class: "cases" },
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, arms.map((a) => a.role).join(" / ")), h("th", { scope: "col" }, "Case"), h("th", { scope: "col" }, "Outcome"))),
+      h("tbody", {}, rows))) : h("p", { class: "empty" }, "No case matches."),
+    next);
+}
+
+// A case opens onto what it expects and every side's answers, calls and scorer reasons.
+function caseDetails(c, arms) {
+  const ex = c.expects || {};
+  return h("details", { class: "case" },
+    h("summary", {}, h("span", { class: "case-id" }, c.case_id), " ", h("span", { class: "muted" }, (ex.input || "").slice(0, 140))),
+    h("h4", {}, "Expects"),
+    h("pre", {}, ex.input || ""),
+    ex.reference ? h("p", {}, "Reference: ", h("code", {}, String(ex.reference))) : null,
+    (ex.tags || []).length ? h("p", { class: "muted" }, `Tags: ${ex.tags.join(", ")}`) : null,
+    arms.map((a) => {
+      const side = (c.arms || {})[a.arm_id];
+      if (!side) return null;
+      return h("div", { class: "side-answers", "data-arm": a.arm_id },
+        h("h4", {}, `${a.role}: ${side.settled}`),
+        (side.attempts || []).map((t) => h("div", { class: "attempt" },
+          h("p", { class: "muted" }, `try ${t.attempt} · ${t.state}${t.model ? " · " + t.model : ""}${t.latency_ms !== undefined ? ` · ${Math.round(t.latency_ms)} ms` : ""}`),
+          h("pre", {}, t.answer || (t.error ? `error: ${t.error}` : "")),
+          (t.calls || []).length ? h("pre", {}, JSON.stringify(t.calls, null, 2)) : null,
+          (t.scores || []).map((s) => h("p", { class: "reason" }, `${s.scorer}: ${s.passed === null ? "not graded" : s.passed ? "passed" : "failed"} — ${s.reason || ""}`)))));
+    }));
+}

@@ -71,7 +71,7 @@ def write_history(runs: list[Any]) -> None:
     conditional writes, as the transaction that completes a run)."""
     from chalicelib import bootstrap
     from chalicelib.adapters.stores.base import row_of
-    from chalicelib.adapters.stores.ledger import stored_arm
+    from chalicelib.adapters.stores.ledger import outcome_values, stored_arm
     from chalicelib.adapters.tables import RunRow, org_key
 
     with RunRow.batch_write() as batch:
@@ -84,7 +84,8 @@ def write_history(runs: list[Any]) -> None:
                 dataset_key=org_key(run.org_id, run.dataset_id),
             )
             row.arms = [stored_arm(a) for a in run.arms]
-            row.outcome = run.outcome.as_json() if run.outcome is not None else None
+            for name, value in outcome_values(run.outcome).items():
+                setattr(row, name, value)
             batch.save(row)
     bootstrap.container().runs.remember(runs)
 

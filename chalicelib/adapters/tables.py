@@ -668,6 +668,9 @@ class RunRow(_Base):
     completed_at = UnicodeAttribute(null=True)
     reason = UnicodeAttribute(null=True)
     outcome = JSONAttribute(null=True)
+    trend = JSONAttribute(null=True)
+    """`domain.chart.Trend.as_json()` of `outcome`, written with it (`ledger.outcome_values`): what
+    the pass-rate chart reads instead of the whole outcome. Absent on runs kept before it."""
     enqueue_errors = NumberAttribute(default=0)
     evaluation_key = UnicodeAttribute(null=True)
     """`<org_id>#<agent_id>#<v<version> or draft>#<dataset_id>`, then `#<evaluation_id>` for a run

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from chalicelib.clock import iso
 from chalicelib.domain import access
 from chalicelib.domain.access import ApiKey, Member
+from chalicelib.domain.chart import TrendRun
 from chalicelib.domain.identity import Identity, is_org_id
 from chalicelib.domain.records import BudgetReading, Run
 from chalicelib.errors import (
@@ -211,7 +212,7 @@ def readable_run(c: Container, who: Identity, run_id: str) -> Run:
     return run
 
 
-def may_read(who: Identity, run: Run) -> bool:
+def may_read(who: Identity, run: Run | TrendRun) -> bool:
     """Whether a listing shows the run to the caller (sight of its agent and its dataset)."""
     return who.sees("agent", run.agent_id) and who.sees("dataset", run.dataset_id)
 

@@ -8,12 +8,13 @@ from dataclasses import fields, replace
 from typing import Any
 
 from chalicelib.domain import evaluations, history
+from chalicelib.domain.chart import Trend, TrendRun
 from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
 from chalicelib.domain.outcome import ArmResult, Efficiency, Outcome, Quality
 from chalicelib.domain.records import ActiveRun, Arm, Attempt, Lease, Run
 from chalicelib.domain.run_rules import Lanes, verdict_word
 from chalicelib.errors import ConflictError, NotFoundError
-from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage
+from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage, TrendPage
 from chalicelib.services.ports.messaging import QueueSendError
 from tests.fakes.catalog import Liveness
 from tests.fakes.tenants import FakeOrganizations
@@ -65,6 +66,10 @@ class FakeRuns:
         self.history_rows: dict[tuple[str, str, str], history.HistoryRow] = {}
         self.live: Liveness | None = None
         """What `create` checks of the run's agent and dataset (`FakeContainer` wires it)."""
+        self.untrended: set[tuple[str, str]] = set()
+        """Runs kept as before trends were written: their trend reads as None (`trends_by_*`)."""
+        self.full_reads = 0
+        """How many times `get` read a run in full (tests of what the chart reads)."""
 
     # -- test helpers
 
@@ -144,7 +149,14 @@ class FakeRuns:
                 )
         self.add(run)
 
+    def add_untrended(self, run: Run) -> None:
+        """Seed a run as a store kept it before trends were written (tests): its outcome, no
+        trend."""
+        self.add(run)
+        self.untrended.add((run.org_id, run.run_id))
+
     def get(self, org_id: str, run_id: str) -> Run | None:
+        self.full_reads += 1
         return self.kept.get((org_id, run_id))
 
     def get_for_org(self, org_id: str, run_id: str) -> Run:
@@ -202,6 +214,36 @@ class FakeRuns:
             limit,
             start,
         )
+
+    def _trend_run(self, run: Run) -> TrendRun:
+        """What the store's projection holds of `run`."""
+        old = (run.org_id, run.run_id) in self.untrended
+        return TrendRun(
+            run_id=run.run_id,
+            org_id=run.org_id,
+            agent_id=run.agent_id,
+            dataset_id=run.dataset_id,
+            created_at=run.created_at,
+            status=run.status,
+            started_at=run.started_at,
+            draft=run.draft,
+            resolved_version=run.resolved_version,
+            arms=run.arms,
+            trend=Trend.of(run.outcome) if run.outcome is not None and not old else None,
+        )
+
+    def _trends(self, page: RunPage) -> TrendPage:
+        return TrendPage([self._trend_run(r) for r in page.runs], page.next_start)
+
+    def trends_by_agent(
+        self, org_id: str, agent_id: str, limit: int = 500, start: dict[str, Any] | None = None
+    ) -> TrendPage:
+        return self._trends(self.list_by_agent(org_id, agent_id, limit, start))
+
+    def trends_by_dataset(
+        self, org_id: str, dataset_id: str, limit: int = 500, start: dict[str, Any] | None = None
+    ) -> TrendPage:
+        return self._trends(self.list_by_dataset(org_id, dataset_id, limit, start))
 
     def list_by_evaluation(
         self, org_id: str, evaluation_id: str, limit: int = 50, start: dict[str, Any] | None = None

@@ -167,3 +167,30 @@ def test_a_result_kept_without_arms_still_counts(seeded: FakeContainer) -> None:
     assert run.outcome is not None and run.outcome.arms == {}
     seeded.runs.add(run)
     assert charts.agent_chart(seeded, ACME, "a", "10").measured == 1
+
+
+def test_a_run_kept_before_trends_is_read_in_full_and_charts_the_same(
+    seeded: FakeContainer,
+) -> None:
+    c = seeded
+    c.runs.add(_completed("r1", 1, passed=2, broke=1))
+    c.runs.add_untrended(_completed("r2", 2, passed=1, fixed=2))
+    c.runs.add_untrended(_completed("r3", 3, could_not_run=True))
+    c.runs.add(_completed("r4", 4, status=RunStatus.RUNNING))
+    c.runs.full_reads = 0
+    chart = charts.agent_chart(c, ACME, "a", "10")
+    assert c.runs.full_reads == 2  # the two completed runs without a trend, no other
+    assert [(p.run_id, p.y, p.colour) for p in chart.points] == [
+        ("r1", 0.5, "red"),
+        ("r2", 0.25, "green"),
+    ]
+    assert chart.measured == 2
+
+
+def test_runs_with_a_trend_are_never_read_in_full(seeded: FakeContainer) -> None:
+    c = seeded
+    for i in range(3):
+        c.runs.add(_completed(f"r{i}", i))
+    c.runs.full_reads = 0
+    assert charts.agent_chart(c, ACME, "a", "10").measured == 3
+    assert c.runs.full_reads == 0

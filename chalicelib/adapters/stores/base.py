@@ -269,12 +269,17 @@ def _readers(row_cls: type[Model], cls: type) -> tuple[_Reader, ...]:
     return readers
 
 
-def record_of_item(item: dict[str, Any], row_cls: type[Model], cls: type[R]) -> R:
+def record_of_item(
+    item: dict[str, Any],
+    row_cls: type[Model],
+    cls: type[R],
+    convert: Mapping[str, Callable[[Any], Any]] | None = None,
+) -> R:
     """`record_of(row_cls.from_raw_data(item), cls)` without the row: the item's wire attributes
     read by the row's own attributes, an absent or NULL one taking the row's default (as
     PynamoDB's deserialization does) and else the record's. PynamoDB sets every attribute of a
     row it builds through its descriptors, ~45 per attempt: reading a run's 500 attempts spent
-    most of its time there (issue 12, the end of a run)."""
+    most of its time there (issue 12, the end of a run). `convert` as `record_of`'s."""
     found: dict[str, Any] = {}
     for name, stored, read, default in _readers(row_cls, cls):
         raw = item.get(stored)
@@ -282,6 +287,9 @@ def record_of_item(item: dict[str, Any], row_cls: type[Model], cls: type[R]) -> 
             found[name] = read(raw)
         elif default is not None:
             found[name] = default()
+    for name, of_stored in (convert or {}).items():
+        if name in found:
+            found[name] = of_stored(found[name])
     return cls(**found)
 
 

@@ -40,6 +40,7 @@ from chalicelib.adapters.stores.base import (
     query_records,
     reason_codes,
     record_of,
+    record_of_item,
     row_of,
     unless_condition_failed,
 )
@@ -52,14 +53,15 @@ from chalicelib.adapters.tables import (
     org_key,
 )
 from chalicelib.domain import history as rules
+from chalicelib.domain.chart import Trend, TrendRun
 from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
 from chalicelib.domain.evaluations import evaluation_of, is_implied
 from chalicelib.domain.outcome import Outcome
 from chalicelib.domain.records import ActiveRun, Arm, Attempt, Lease, Run
 from chalicelib.errors import ConflictError, NotFoundError
-from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage
+from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage, TrendPage
 
-__all__ = ["RecordConflict", "RecordOutcome", "RunStore", "run_of"]
+__all__ = ["RecordConflict", "RecordOutcome", "RunStore", "outcome_values", "run_of"]
 
 R = TypeVar("R")
 
@@ -137,6 +139,37 @@ def _outcome_of(stored: dict[str, Any] | None) -> Outcome | None:
 
 _STORED: dict[str, Any] = {"arms": _arms_of, "outcome": _outcome_of}
 """How a run row's JSON fields become the record's (`record_of`'s `convert`)."""
+
+
+_TREND = [
+    "run_id",
+    "org_id",
+    "agent_id",
+    "dataset_id",
+    "created_at",
+    "started_at",
+    "status",
+    "draft",
+    "resolved_version",
+    "arms",
+    "trend",
+]
+"""What the chart's listings read of a run (`TrendRun`'s fields): never the outcome nor the case
+ids, which cost most of reading 1,000 runs."""
+
+_STORED_TREND: dict[str, Any] = {"arms": _arms_of, "trend": Trend.of_json}
+
+
+def outcome_values(outcome: Outcome | None) -> dict[str, Any]:
+    """The run row's attributes that keep `outcome`, by name: `outcome` (its `as_json()`) and its
+    `trend` (`Trend.as_json()`), both None without one. Every write of an outcome writes both."""
+    if outcome is None:
+        return {"outcome": None, "trend": None}
+    return {"outcome": outcome.as_json(), "trend": Trend.of(outcome).as_json()}
+
+
+def _outcome_actions(outcome: Outcome) -> list[Action]:
+    return [getattr(RunRow, name).set(value) for name, value in outcome_values(outcome).items()]
 
 
 def run_of(row: RunRow) -> Run:
@@ -275,7 +308,8 @@ class RunStore:
             ),
         )
         row.arms = [stored_arm(a) for a in run.arms]
-        row.outcome = run.outcome.as_json() if run.outcome is not None else None
+        for name, value in outcome_values(run.outcome).items():
+            setattr(row, name, value)
 
         sources = sorted({a.source_run_id for a in run.arms if a.source_run_id})
 
@@ -394,6 +428,42 @@ class RunStore:
                 limit=limit,
                 last_evaluated_key=start,
             )
+        )
+
+    def _trends(
+        self, index: str, hash_key: str, limit: int, start: dict[str, Any] | None
+    ) -> TrendPage:
+        """One page of `index` under `hash_key`, newest first, projected to `_TREND` and read
+        straight off the wire items (no row objects: `record_of_item`)."""
+        page = RunRow._get_connection().query(
+            hash_key,
+            index_name=index,
+            attributes_to_get=_TREND,
+            scan_index_forward=False,
+            limit=limit,
+            exclusive_start_key=start,
+        )
+        runs = [
+            record_of_item(item, RunRow, TrendRun, _STORED_TREND) for item in page.get("Items", ())
+        ]
+        return TrendPage(runs, page.get("LastEvaluatedKey"))
+
+    def trends_by_agent(
+        self, org_id: str, agent_id: str, limit: int = 500, start: dict[str, Any] | None = None
+    ) -> TrendPage:
+        """The agent's runs as the chart reads them (`TrendRun`), newest first (`start` as
+        `list_by_agent`'s)."""
+        return self._trends(
+            RunRow.agent_index.Meta.index_name, org_key(org_id, agent_id), limit, start
+        )
+
+    def trends_by_dataset(
+        self, org_id: str, dataset_id: str, limit: int = 500, start: dict[str, Any] | None = None
+    ) -> TrendPage:
+        """The dataset's runs as the chart reads them, newest first (`start` as
+        `list_by_dataset`'s)."""
+        return self._trends(
+            RunRow.dataset_index.Meta.index_name, org_key(org_id, dataset_id), limit, start
         )
 
     @staticmethod
@@ -737,7 +807,7 @@ class RunStore:
             actions: list[Action] = [
                 RunRow.status.set(RunStatus.COMPLETED.value),
                 RunRow.phase.set(RunPhase.DONE.value),
-                RunRow.outcome.set(outcome.as_json()),
+                *_outcome_actions(outcome),
                 RunRow.completed_at.set(now_iso),
             ]
             if evaluation is not None:
@@ -878,7 +948,7 @@ class RunStore:
         def own(t: Any) -> int:
             t.update(
                 RunRow(_key(run)),
-                actions=[RunRow.outcome.set(outcome.as_json())],
+                actions=_outcome_actions(outcome),
                 condition=RunRow.regrades == seen if seen else RunRow.regrades.does_not_exist(),
             )
             return 1

@@ -17,6 +17,7 @@ from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.records import ActiveRun, Attempt, Lease, Run
 
 if TYPE_CHECKING:  # annotations only: the case worker need not import them to start
+    from chalicelib.domain.chart import TrendRun
     from chalicelib.domain.history import HistoryRow
     from chalicelib.domain.outcome import Outcome
 
@@ -42,6 +43,15 @@ class RunPage:
 
     def __iter__(self) -> Iterator[Run]:
         return iter(self.runs)
+
+
+@dataclass(frozen=True)
+class TrendPage:
+    """One page of a chart's listing (`Runs.trends_by_agent`), newest first."""
+
+    runs: list[TrendRun] = field(default_factory=list)
+    next_start: dict[str, Any] | None = None
+    """The `start` of the next page; None after the last."""
 
 
 class Runs(Protocol):
@@ -89,6 +99,18 @@ class Runs(Protocol):
         self, org_id: str, evaluation_id: str, limit: int = 50, start: dict[str, Any] | None = None
     ) -> RunPage:
         """The evaluation's runs (seed 001 "Run history"), newest first, `limit` at a time."""
+
+    def trends_by_agent(
+        self, org_id: str, agent_id: str, limit: int = 500, start: dict[str, Any] | None = None
+    ) -> TrendPage:
+        """The agent's runs as the pass-rate chart reads them (`domain.chart.TrendRun`: a
+        header and the kept trend, never the outcome), newest first, `limit` at a time (seed 004
+        "In the console")."""
+
+    def trends_by_dataset(
+        self, org_id: str, dataset_id: str, limit: int = 500, start: dict[str, Any] | None = None
+    ) -> TrendPage:
+        """The dataset's runs as `trends_by_agent`."""
 
     @staticmethod
     def is_page_start(

@@ -12,11 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from chalicelib.domain.outcome import Outcome
 from chalicelib.domain.records import Arm
 from chalicelib.errors import InvalidInputError
+
+if TYPE_CHECKING:  # a case worker imports the stores, and builds an outcome only as a run ends
+    from chalicelib.domain.outcome import Outcome
 
 DASHES: tuple[str, ...] = ("", "6 4", "2 3", "8 3 2 3", "12 4", "1 3")
 """Each dataset's `stroke-dasharray`, in order of first appearance (cycled past the last)."""

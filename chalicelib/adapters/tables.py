@@ -668,9 +668,6 @@ class RunRow(_Base):
     completed_at = UnicodeAttribute(null=True)
     reason = UnicodeAttribute(null=True)
     outcome = JSONAttribute(null=True)
-    trend = JSONAttribute(null=True)
-    """`domain.chart.Trend.as_json()` of `outcome`, written with it (`ledger.outcome_values`): what
-    the pass-rate chart reads instead of the whole outcome. Absent on runs kept before it."""
     enqueue_errors = NumberAttribute(default=0)
     evaluation_key = UnicodeAttribute(null=True)
     """`<org_id>#<agent_id>#<v<version> or draft>#<dataset_id>`, then `#<evaluation_id>` for a run
@@ -796,6 +793,45 @@ class AgentHistoryRow(_Base):
     """How often the row was written: each write is conditional on the revision it read."""
 
 
+class TrendDatasetIndex(GlobalSecondaryIndex):
+    """A dataset's trend rows, oldest first."""
+
+    ORG_KEY = "dataset_key"
+
+    class Meta:
+        index_name = "dataset_at"
+        projection = AllProjection()
+
+    dataset_key = UnicodeAttribute(hash_key=True)
+    at = UnicodeAttribute(range_key=True)
+
+
+class TrendRow(_Base):
+    """A completed run as the pass-rate chart reads it (`domain.chart.TrendRun`): a few hundred
+    bytes, where the run's own row holds its case ids, tasks and outcome (seed 004 "In the
+    console": 1,000 runs chart under 1 s, and a query reads, and pays for, whole items).
+
+    Put by the transaction that completes the run, again by a grade again's, deleted by the
+    run's delete; a run that ended otherwise has none. Runs completed before these rows were kept
+    are folded in by `RunStore.remember`, as their history rows are.
+    """
+
+    ORG_KEY = "agent_key"
+
+    class Meta(_Base.Meta):
+        table_name = "run_trends"
+
+    agent_key = UnicodeAttribute(hash_key=True)
+    """`<org_id>#<agent_id>`."""
+    at = UnicodeAttribute(range_key=True)
+    """`<started_at>#<run_id>`: an agent's runs in the order they ran."""
+    dataset_key = UnicodeAttribute()
+    """`<org_id>#<dataset_id>`: the hash key of `dataset_index`."""
+    point = JSONAttribute()
+    """`TrendRun.as_json()` (one JSON string: cheap to read)."""
+    dataset_index = TrendDatasetIndex()
+
+
 class LeaseRow(_Base):
     """Who is answering one attempt, and until when (issue 11 "One ask per attempt").
 
@@ -882,6 +918,7 @@ ALL_MODELS: tuple[type[Model], ...] = (
     AttemptRow,
     LeaseRow,
     AgentHistoryRow,
+    TrendRow,
     MemberRow,
     ApiKeyRow,
 )

@@ -6,6 +6,10 @@ import { openStartDialog } from "./start.js";
 
 export async function render(ctx) {
   const [agentId] = ctx.params;
+  const rerender = () => render(ctx);
+  // the chart needs nothing else of the page: asked for first, it draws as soon as the rest does
+  const trendP = chart(`api/v1/agents/${encodeURIComponent(agentId)}/eval-runs/chart`, rerender)
+    .catch(errorBox);
   const agent = await get(`api/v1/agents/${encodeURIComponent(agentId)}`);
   const [latest, envs, promotions, runs, suites] = await Promise.all([
     agent.latest_version ? get(`api/v1/agents/${encodeURIComponent(agentId)}/versions/${agent.latest_version}`) : null,
@@ -36,13 +40,7 @@ export async function render(ctx) {
   const tabs = h("nav", { class: "tabs", "aria-label": "Agent" },
     h("a", { href: href("agents", agentId), "aria-current": "page" }, "Evals"));
 
-  const rerender = () => render(ctx);
-  let trend = null;
-  try {
-    trend = await chart(`api/v1/agents/${encodeURIComponent(agentId)}/eval-runs/chart`, rerender);
-  } catch (err) {
-    trend = errorBox(err);
-  }
+  const trend = await trendP;
   const runEvals = startControl(ctx, agent, false, "Run evals", () => open({}));
   const main = show(agent.name,
     h("p", { class: "muted" }, h("a", { href: href("") }, "Dashboard"), " › Agents"),

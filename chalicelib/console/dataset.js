@@ -22,7 +22,7 @@ async function allRuns(id) {
   return runs;
 }
 
-// The chart API may not be there yet (another change): a 404 shows no chart.
+// An unknown dataset's chart answers 404 as the dataset does: the page says so once, not twice.
 async function trend(id, rerender) {
   try {
     return await chart(`api/v1/datasets/${encodeURIComponent(id)}/eval-runs/chart`, rerender);
@@ -36,9 +36,9 @@ export async function render(ctx) {
   const { access, params } = ctx;
   const id = params[0];
   const rerender = () => render(ctx);
-  const [dataset, runs, agents] = await Promise.all([
-    get(`api/v1/datasets/${encodeURIComponent(id)}`), allRuns(id), names("agents")]);
-  const figure = await trend(id, rerender);
+  const [dataset, runs, agents, figure] = await Promise.all([
+    get(`api/v1/datasets/${encodeURIComponent(id)}`), allRuns(id), names("agents"),
+    trend(id, rerender)]);
   const measured = new Map(); // agent id -> its runs, newest first
   for (const r of runs) measured.set(r.agent_id, [...(measured.get(r.agent_id) || []), r]);
   const tabs = h("nav", { class: "tabs", "aria-label": "Dataset" },

@@ -26,9 +26,22 @@ function signInForm() {
   input.focus();
 }
 
+// The page the address names: its pattern's groups and its module, asked for at once (it loads
+// while the reader's identity is asked for), or null.
+function route() {
+  const path = location.pathname.slice(BASE.pathname.length).replace(/\/$/, "");
+  for (const [pattern, load, name] of ROUTES) {
+    const m = path.match(pattern);
+    if (m) return { name, params: m.slice(1).map(decodeURIComponent), module: load() };
+  }
+  return null;
+}
+
 export async function start() {
   const token = signIn();
   if (!token) return signInForm();
+  const page = route();
+  page?.module.catch(() => {});  // its failure is shown once the reader is known
   let me;
   try {
     me = await get("api/v1/me");
@@ -42,14 +55,11 @@ export async function start() {
   const who = document.getElementById("who");
   who.replaceChildren(h("span", {}, `${me.user_id} · ${me.org_id}${me.role ? " · " + me.role : ""}`), " ",
     h("button", { type: "button", class: "link", onclick: () => { signOut(); location.reload(); } }, "Sign out"));
-  const path = location.pathname.slice(BASE.pathname.length).replace(/\/$/, "");
-  for (const [pattern, load, name] of ROUTES) {
-    const m = path.match(pattern);
-    if (!m) continue;
-    document.body.dataset.page = name;
+  if (page) {
+    document.body.dataset.page = page.name;
     try {
-      const mod = await load();
-      await mod.render({ access: new Access(me), me, params: m.slice(1).map(decodeURIComponent) });
+      const mod = await page.module;
+      await mod.render({ access: new Access(me), me, params: page.params });
     } catch (err) {
       console.error(err);
       show("Error", errorBox(err));

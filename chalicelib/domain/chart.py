@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from chalicelib.domain.records import Arm
+from chalicelib.domain.enums import ArmRole, RunStatus
+from chalicelib.domain.records import Arm, Run
 from chalicelib.errors import InvalidInputError
 
 if TYPE_CHECKING:  # a case worker imports the stores, and builds an outcome only as a run ends
@@ -53,8 +54,7 @@ class Colour(StrEnum):
 
 @dataclass(frozen=True)
 class Trend:
-    """What the chart needs of a run's outcome, kept beside it on the run (`RunRow.trend`) so the
-    chart reads a few bytes per run, not the whole outcome (1,000 runs under 1 s)."""
+    """What the chart needs of a run's outcome (kept in the run's `TrendRun`)."""
 
     pass_rate: float | None
     """The candidate's pass rate, 0..1 (None when nothing was decided)."""
@@ -99,24 +99,89 @@ class Trend:
         )
 
 
+def _label(arm: Arm) -> str:
+    return "draft" if arm.draft or arm.version is None else f"v{int(arm.version)}"
+
+
 @dataclass(frozen=True)
 class TrendRun:
-    """A run's header as the chart's listing reads it (a projection of the run: no outcome, no
-    case ids). `trend` is None for a run without an outcome, and for a run whose outcome was kept
-    before trends were (read that run in full)."""
+    """A completed run as the chart keeps it: one small item per run (`stores.ledger`'s trend
+    rows), written by the transaction that completes the run and again by a grade again's, so
+    the chart reads a few hundred bytes a run and never the run itself (1,000 runs under 1 s)."""
 
     run_id: str
     org_id: str
     agent_id: str
     dataset_id: str
-    created_at: str
-    status: str
-    """A `RunStatus` value."""
-    started_at: str | None = None
-    draft: bool = False
-    resolved_version: int | None = None
-    arms: tuple[Arm, ...] = ()
-    trend: Trend | None = None
+    started_at: str
+    """ISO time the run started (its creation for one that never started)."""
+    draft: bool
+    what: str
+    """What ran: `v4` or `draft`."""
+    against: str | None
+    """The baseline: `v3`, or None for a run alone."""
+    model: str | None
+    """The candidate's model, when the run names one."""
+    trend: Trend
+
+    @classmethod
+    def of(cls, run: Run) -> TrendRun | None:
+        """The trend of `run` once it completed with an outcome; None before, or for a run that
+        ended otherwise (it has nothing to plot)."""
+        if run.status != RunStatus.COMPLETED or run.outcome is None:
+            return None
+        candidate = next((a for a in run.arms if a.role == ArmRole.CANDIDATE), None)
+        baseline = next((a for a in run.arms if a.role == ArmRole.BASELINE), None)
+        if candidate is not None:
+            what = _label(candidate)
+            model = (candidate.spec or {}).get("model") or candidate.model_profile_id
+        else:
+            what = "draft" if run.draft else f"v{run.resolved_version}"
+            model = None
+        return cls(
+            run_id=run.run_id,
+            org_id=run.org_id,
+            agent_id=run.agent_id,
+            dataset_id=run.dataset_id,
+            started_at=run.started_at or run.created_at,
+            draft=bool(run.draft),
+            what=what,
+            against=_label(baseline) if baseline is not None else None,
+            model=str(model) if model else None,
+            trend=Trend.of(run.outcome),
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        """`{run_id, org_id, agent_id, dataset_id, started_at, draft, what, against, model,
+        trend}` (`trend` as `Trend.as_json()`)."""
+        return {
+            "run_id": self.run_id,
+            "org_id": self.org_id,
+            "agent_id": self.agent_id,
+            "dataset_id": self.dataset_id,
+            "started_at": self.started_at,
+            "draft": self.draft,
+            "what": self.what,
+            "against": self.against,
+            "model": self.model,
+            "trend": self.trend.as_json(),
+        }
+
+    @classmethod
+    def of_json(cls, stored: dict[str, Any]) -> TrendRun:
+        """The trend run `as_json` kept."""
+        return cls(
+            run_id=stored["run_id"],
+            org_id=stored["org_id"],
+            agent_id=stored["agent_id"],
+            dataset_id=stored["dataset_id"],
+            started_at=stored["started_at"],
+            draft=bool(stored.get("draft")),
+            what=stored["what"],
+            against=stored.get("against"),
+            model=stored.get("model"),
+            trend=Trend.of_json(stored.get("trend") or {}),
+        )
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 from chalicelib.domain import evaluations, history
-from chalicelib.domain.chart import Trend, TrendRun
+from chalicelib.domain.chart import TrendRun
 from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
 from chalicelib.domain.outcome import ArmResult, Efficiency, Outcome, Quality
 from chalicelib.domain.records import ActiveRun, Arm, Attempt, Lease, Run
@@ -66,8 +66,6 @@ class FakeRuns:
         self.history_rows: dict[tuple[str, str, str], history.HistoryRow] = {}
         self.live: Liveness | None = None
         """What `create` checks of the run's agent and dataset (`FakeContainer` wires it)."""
-        self.untrended: set[tuple[str, str]] = set()
-        """Runs kept as before trends were written: their trend reads as None (`trends_by_*`)."""
         self.full_reads = 0
         """How many times `get` read a run in full (tests of what the chart reads)."""
 
@@ -149,12 +147,6 @@ class FakeRuns:
                 )
         self.add(run)
 
-    def add_untrended(self, run: Run) -> None:
-        """Seed a run as a store kept it before trends were written (tests): its outcome, no
-        trend."""
-        self.add(run)
-        self.untrended.add((run.org_id, run.run_id))
-
     def get(self, org_id: str, run_id: str) -> Run | None:
         self.full_reads += 1
         return self.kept.get((org_id, run_id))
@@ -215,35 +207,29 @@ class FakeRuns:
             start,
         )
 
-    def _trend_run(self, run: Run) -> TrendRun:
-        """What the store's projection holds of `run`."""
-        old = (run.org_id, run.run_id) in self.untrended
-        return TrendRun(
-            run_id=run.run_id,
-            org_id=run.org_id,
-            agent_id=run.agent_id,
-            dataset_id=run.dataset_id,
-            created_at=run.created_at,
-            status=run.status,
-            started_at=run.started_at,
-            draft=run.draft,
-            resolved_version=run.resolved_version,
-            arms=run.arms,
-            trend=Trend.of(run.outcome) if run.outcome is not None and not old else None,
+    def _trends(
+        self, org_id: str, keep: Callable[[Run], bool], limit: int, start: dict[str, Any] | None
+    ) -> TrendPage:
+        """A page of the trend rows the store keeps: one per completed run, newest first."""
+        kept = (r for (org, _), r in self.kept.items() if org == org_id and keep(r))
+        rows = sorted(
+            (t for t in map(TrendRun.of, kept) if t is not None),
+            key=lambda t: (t.started_at, t.run_id),
+            reverse=True,
         )
-
-    def _trends(self, page: RunPage) -> TrendPage:
-        return TrendPage([self._trend_run(r) for r in page.runs], page.next_start)
+        after = int(start["after"]) if start else 0
+        more = after + limit < len(rows)
+        return TrendPage(rows[after : after + limit], {"after": after + limit} if more else None)
 
     def trends_by_agent(
         self, org_id: str, agent_id: str, limit: int = 500, start: dict[str, Any] | None = None
     ) -> TrendPage:
-        return self._trends(self.list_by_agent(org_id, agent_id, limit, start))
+        return self._trends(org_id, lambda r: r.agent_id == agent_id, limit, start)
 
     def trends_by_dataset(
         self, org_id: str, dataset_id: str, limit: int = 500, start: dict[str, Any] | None = None
     ) -> TrendPage:
-        return self._trends(self.list_by_dataset(org_id, dataset_id, limit, start))
+        return self._trends(org_id, lambda r: r.dataset_id == dataset_id, limit, start)
 
     def list_by_evaluation(
         self, org_id: str, evaluation_id: str, limit: int = 50, start: dict[str, Any] | None = None

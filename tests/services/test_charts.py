@@ -113,8 +113,11 @@ def test_the_agent_chart_maps_each_run_from_its_header_and_outcome(seeded: FakeC
     ]
 
 
-def test_the_chart_reads_every_page_of_runs(seeded: FakeContainer) -> None:
+def test_the_chart_reads_every_page_of_runs(
+    seeded: FakeContainer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     c = seeded
+    monkeypatch.setattr(charts, "PAGE", 200)
     for i in range(450):  # three pages of 200
         at = f"2026-12-01T{8 + i // 60:02d}:{i % 60:02d}:00.000Z"
         c.runs.add(_completed(f"r{i:03d}", 0, at=at))
@@ -169,28 +172,19 @@ def test_a_result_kept_without_arms_still_counts(seeded: FakeContainer) -> None:
     assert charts.agent_chart(seeded, ACME, "a", "10").measured == 1
 
 
-def test_a_run_kept_before_trends_is_read_in_full_and_charts_the_same(
+def test_only_completed_measured_runs_are_plotted_and_no_run_is_read(
     seeded: FakeContainer,
 ) -> None:
     c = seeded
     c.runs.add(_completed("r1", 1, passed=2, broke=1))
-    c.runs.add_untrended(_completed("r2", 2, passed=1, fixed=2))
-    c.runs.add_untrended(_completed("r3", 3, could_not_run=True))
+    c.runs.add(_completed("r2", 2, passed=1, fixed=2))
+    c.runs.add(_completed("r3", 3, could_not_run=True))
     c.runs.add(_completed("r4", 4, status=RunStatus.RUNNING))
     c.runs.full_reads = 0
     chart = charts.agent_chart(c, ACME, "a", "10")
-    assert c.runs.full_reads == 2  # the two completed runs without a trend, no other
+    assert c.runs.full_reads == 0
     assert [(p.run_id, p.y, p.colour) for p in chart.points] == [
         ("r1", 0.5, "red"),
         ("r2", 0.25, "green"),
     ]
     assert chart.measured == 2
-
-
-def test_runs_with_a_trend_are_never_read_in_full(seeded: FakeContainer) -> None:
-    c = seeded
-    for i in range(3):
-        c.runs.add(_completed(f"r{i}", i))
-    c.runs.full_reads = 0
-    assert charts.agent_chart(c, ACME, "a", "10").measured == 3
-    assert c.runs.full_reads == 0

@@ -7,8 +7,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from chalicelib.domain.chart import ChartRun, build_chart, labels, tooltip_of, window_of
+from chalicelib.domain.chart import (
+    ChartRun,
+    Trend,
+    TrendRun,
+    build_chart,
+    labels,
+    tooltip_of,
+    window_of,
+)
+from chalicelib.domain.enums import ArmRole
 from chalicelib.errors import InvalidInputError
+from tests.fakes.ledger import a_run, an_arm, an_outcome
 
 NOW = datetime(2026, 12, 2, 21, 0, tzinfo=UTC)
 
@@ -183,3 +193,39 @@ def test_the_chart_point_carries_its_tooltip() -> None:
     assert chart.points[0].tooltip == (
         "v2 against v1 on GSM8K test · 2026-12-02 09:00 UTC · pass rate 50.0% · broke 0, fixed 1"
     )
+
+
+def test_a_completed_runs_trend_row_names_what_ran_against_what() -> None:
+    candidate = an_arm("candidate", version=4, spec={"model": "gpt-x"})
+    baseline = an_arm("baseline", ArmRole.BASELINE, version=3)
+    run_ = a_run(
+        "r9",
+        status="completed",
+        created_at="2026-12-02T09:00:00.000Z",
+        started_at="2026-12-02T09:00:05.000Z",
+        arms=(candidate, baseline),
+        outcome=an_outcome(total=4, passed=3),
+    )
+    row = TrendRun.of(run_)
+    assert row is not None
+    assert (row.started_at, row.what, row.against, row.model, row.draft) == (
+        "2026-12-02T09:00:05.000Z",
+        "v4",
+        "v3",
+        "gpt-x",
+        False,
+    )
+    assert row.trend == Trend(pass_rate=0.75)
+    assert TrendRun.of_json(row.as_json()) == row
+
+    draft = replace(run_, arms=(replace(candidate, draft=True, version=None),), draft=True)
+    alone = TrendRun.of(replace(draft, started_at=None))
+    assert alone is not None
+    assert (alone.what, alone.against, alone.draft) == ("draft", None, True)
+    assert alone.started_at == "2026-12-02T09:00:00.000Z"  # never started: its creation
+
+
+def test_a_run_that_did_not_complete_has_no_trend_row() -> None:
+    assert TrendRun.of(a_run("r1", status="running", outcome=an_outcome())) is None
+    assert TrendRun.of(a_run("r1", status="failed")) is None
+    assert TrendRun.of(a_run("r1", status="completed")) is None  # no outcome kept

@@ -9,11 +9,14 @@ agent's whole history (issue 12): the organization's active runs (`OrganizationR
 one id per queued or running run: the write that creates a run adds it, every write that ends one
 takes it out, in the same transaction), and the agent's history rows (`stores.history`,
 `domain.history`: its latest results, baseline arms and cost per model), folded by the transaction
-that completes a run, again by a grade again's, and taken apart by a delete's.
+that completes a run, again by a grade again's, and taken apart by a delete's. The same
+transactions keep each completed run's chart row (`TrendRow`): the pass-rate chart reads those,
+never the runs.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields, replace
 from typing import Any, TypeVar
@@ -40,7 +43,6 @@ from chalicelib.adapters.stores.base import (
     query_records,
     reason_codes,
     record_of,
-    record_of_item,
     row_of,
     unless_condition_failed,
 )
@@ -50,10 +52,11 @@ from chalicelib.adapters.tables import (
     LeaseRow,
     OrganizationRow,
     RunRow,
+    TrendRow,
     org_key,
 )
 from chalicelib.domain import history as rules
-from chalicelib.domain.chart import Trend, TrendRun
+from chalicelib.domain.chart import TrendRun
 from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
 from chalicelib.domain.evaluations import evaluation_of, is_implied
 from chalicelib.domain.outcome import Outcome
@@ -141,35 +144,35 @@ _STORED: dict[str, Any] = {"arms": _arms_of, "outcome": _outcome_of}
 """How a run row's JSON fields become the record's (`record_of`'s `convert`)."""
 
 
-_TREND = [
-    "run_id",
-    "org_id",
-    "agent_id",
-    "dataset_id",
-    "created_at",
-    "started_at",
-    "status",
-    "draft",
-    "resolved_version",
-    "arms",
-    "trend",
-]
-"""What the chart's listings read of a run (`TrendRun`'s fields): never the outcome nor the case
-ids, which cost most of reading 1,000 runs."""
-
-_STORED_TREND: dict[str, Any] = {"arms": _arms_of, "trend": Trend.of_json}
-
-
 def outcome_values(outcome: Outcome | None) -> dict[str, Any]:
-    """The run row's attributes that keep `outcome`, by name: `outcome` (its `as_json()`) and its
-    `trend` (`Trend.as_json()`), both None without one. Every write of an outcome writes both."""
-    if outcome is None:
-        return {"outcome": None, "trend": None}
-    return {"outcome": outcome.as_json(), "trend": Trend.of(outcome).as_json()}
+    """The run row's attributes that keep `outcome`, by name: `outcome` (its `as_json()`, None
+    without one)."""
+    return {"outcome": outcome.as_json() if outcome is not None else None}
 
 
 def _outcome_actions(outcome: Outcome) -> list[Action]:
     return [getattr(RunRow, name).set(value) for name, value in outcome_values(outcome).items()]
+
+
+def _trend_at(org_id: str, agent_id: str, started_at: str, run_id: str) -> TrendRow:
+    return TrendRow(org_key(org_id, agent_id), f"{started_at}#{run_id}")
+
+
+def trend_row(run: Run) -> TrendRow | None:
+    """The chart's row of `run` (`TrendRow`, `domain.chart.TrendRun`), None unless it completed
+    with an outcome."""
+    trend = TrendRun.of(run)
+    if trend is None:
+        return None
+    row = _trend_at(trend.org_id, trend.agent_id, trend.started_at, trend.run_id)
+    row.dataset_key = org_key(trend.org_id, trend.dataset_id)
+    row.point = trend.as_json()
+    return row
+
+
+def _trend_key(run: Run) -> TrendRow:
+    """The key of `run`'s chart row (whether it has one or not)."""
+    return _trend_at(run.org_id, run.agent_id, run.started_at or run.created_at, run.run_id)
 
 
 def run_of(row: RunRow) -> Run:
@@ -312,6 +315,7 @@ class RunStore:
             setattr(row, name, value)
 
         sources = sorted({a.source_run_id for a in run.arms if a.source_run_id})
+        trend = trend_row(run)
 
         def own(t: Any) -> int:
             check_agent_live(t, run.org_id, run.agent_id)
@@ -323,6 +327,9 @@ class RunStore:
                     condition=RunRow.run_key.exists() & RunRow.deleting_at.does_not_exist(),
                 )
             t.save(row, condition=RunRow.run_key.does_not_exist())
+            if trend is not None:
+                t.save(trend)
+                return 4 + len(sources)
             if run.status not in _RUNNING:
                 return 3 + len(sources)
             t.update(
@@ -431,39 +438,34 @@ class RunStore:
         )
 
     def _trends(
-        self, index: str, hash_key: str, limit: int, start: dict[str, Any] | None
+        self, index: str | None, hash_key: str, limit: int, start: dict[str, Any] | None
     ) -> TrendPage:
-        """One page of `index` under `hash_key`, newest first, projected to `_TREND` and read
-        straight off the wire items (no row objects: `record_of_item`)."""
-        page = RunRow._get_connection().query(
+        """One page of the trend rows under `hash_key` (of the table, or of `index`), newest
+        first, read straight off the wire items (each one JSON string: no row objects)."""
+        page = TrendRow._get_connection().query(
             hash_key,
             index_name=index,
-            attributes_to_get=_TREND,
+            attributes_to_get=["point"],
             scan_index_forward=False,
             limit=limit,
             exclusive_start_key=start,
         )
-        runs = [
-            record_of_item(item, RunRow, TrendRun, _STORED_TREND) for item in page.get("Items", ())
-        ]
+        runs = [TrendRun.of_json(json.loads(item["point"]["S"])) for item in page.get("Items", ())]
         return TrendPage(runs, page.get("LastEvaluatedKey"))
 
     def trends_by_agent(
         self, org_id: str, agent_id: str, limit: int = 500, start: dict[str, Any] | None = None
     ) -> TrendPage:
-        """The agent's runs as the chart reads them (`TrendRun`), newest first (`start` as
-        `list_by_agent`'s)."""
-        return self._trends(
-            RunRow.agent_index.Meta.index_name, org_key(org_id, agent_id), limit, start
-        )
+        """The agent's completed runs as the chart reads them (`TrendRun`), newest first (`start`:
+        a page's `next_start`)."""
+        return self._trends(None, org_key(org_id, agent_id), limit, start)
 
     def trends_by_dataset(
         self, org_id: str, dataset_id: str, limit: int = 500, start: dict[str, Any] | None = None
     ) -> TrendPage:
-        """The dataset's runs as the chart reads them, newest first (`start` as
-        `list_by_dataset`'s)."""
+        """The dataset's completed runs as the chart reads them, newest first."""
         return self._trends(
-            RunRow.dataset_index.Meta.index_name, org_key(org_id, dataset_id), limit, start
+            TrendRow.dataset_index.Meta.index_name, org_key(org_id, dataset_id), limit, start
         )
 
     @staticmethod
@@ -524,12 +526,17 @@ class RunStore:
         return {k: h.row for k, h in history.read(org_id, keys, consistent=False).items()}
 
     def remember(self, runs: Sequence[Run]) -> None:
-        """Fold completed runs that are kept already into their agents' history rows and the
-        evaluation index (`evaluation_key`), as their completing transactions would have: a
+        """Fold completed runs that are kept already into their chart rows (`TrendRow`), their
+        agents' history rows and the evaluation index (`evaluation_key`), as their completing
+        transactions would have: a
         backfill (runs completed before the history was kept; the local stack needs none, it
         keeps no state) or a benchmark's history written straight into the table. One conditional
         write per row touched (read again and folded again when another writer won it), one
         update per run."""
+        with TrendRow.batch_write() as batch:
+            for row in (trend_row(run) for run in runs):
+                if row is not None:
+                    batch.save(row)
         by_agent: dict[tuple[str, str], list[Run]] = {}
         for run in runs:
             if rules.counts(run):
@@ -822,8 +829,12 @@ class RunStore:
                 OrganizationRow(run.org_id),
                 actions=[OrganizationRow.active_runs.delete({run.run_id})],
             )
-            return 2
+            if trend is None:
+                return 2
+            t.save(trend)
+            return 3
 
+        trend = trend_row(done)
         return self._commit(run, _rows_touched(done), own, lambda held: _folded(held, done))
 
     def end(self, run: Run, status: RunStatus, reason: str, now_iso: str) -> bool:
@@ -951,7 +962,12 @@ class RunStore:
                 actions=_outcome_actions(outcome),
                 condition=RunRow.regrades == seen if seen else RunRow.regrades.does_not_exist(),
             )
-            return 1
+            if trend is None:
+                return 1
+            t.save(trend)
+            return 2
+
+        trend = trend_row(after)
 
         return self._commit(run, _rows_touched(run, after), own, lambda held: _folded(held, after))
 
@@ -980,7 +996,8 @@ class RunStore:
 
         def own(t: Any) -> int:
             t.delete(RunRow(key))
-            return 1
+            t.delete(_trend_key(run))
+            return 2
 
         def fold(held: dict[str, history.Held]) -> list[rules.HistoryRow]:
             out = []

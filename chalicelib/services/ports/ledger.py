@@ -103,14 +103,14 @@ class Runs(Protocol):
     def trends_by_agent(
         self, org_id: str, agent_id: str, limit: int = 500, start: dict[str, Any] | None = None
     ) -> TrendPage:
-        """The agent's runs as the pass-rate chart reads them (`domain.chart.TrendRun`: a
-        header and the kept trend, never the outcome), newest first, `limit` at a time (seed 004
-        "In the console")."""
+        """The agent's completed runs as the pass-rate chart reads them (`domain.chart.TrendRun`,
+        kept by the writes that complete a run, grade it again and delete it; never the run
+        itself), newest first, `limit` at a time (seed 004 "In the console")."""
 
     def trends_by_dataset(
         self, org_id: str, dataset_id: str, limit: int = 500, start: dict[str, Any] | None = None
     ) -> TrendPage:
-        """The dataset's runs as `trends_by_agent`."""
+        """The dataset's completed runs as `trends_by_agent`."""
 
     @staticmethod
     def is_page_start(

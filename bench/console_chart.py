@@ -13,8 +13,8 @@ measures and prints
   downloaded browser), the time from the start of the navigation to
   `{api_url}/agents/{id}?last=all#token={jwt}` until `#chart svg [data-run-id]` is laid out
   (checked every animation frame, by the page's clock), and its ratio to a floor measured in the
-  same run: navigating to `{api_url}/openapi.json` until it loaded. Each navigation gets a fresh browser
-  context (no cache). Target: under 1 s with 1,000 runs.
+  same run: navigating to `{api_url}/openapi.json` until it loaded. Each navigation gets a fresh
+  browser context (no cache). Target: under 1 s with 1,000 runs.
 
 `--stand-in` serves, at that same page address (Playwright answers the navigation itself, so the
 page and the API share one origin), a minimal page that fetches the chart and inserts its `svg`

@@ -1,0 +1,91 @@
+"""The console's shell (issue 15 "How it is built", seed 004 "Access"): signing in from the
+address, the header naming the reader, signing out, the sign-in form, a refused token, what the
+service serves around the pages, the skip link."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.worlds import World
+
+PAGES = ["/", "/evals", "/agents/agt_x", "/agents/agt_x/suites/ste_y", "/runs/run_z", "/datasets/d"]
+
+
+def test_a_token_in_the_address_signs_in_and_leaves_the_address(
+    page, console_url, agent_world: World
+):
+    w = agent_world
+    page.goto(console_url(w.api, f"/agents/{w.agent_id}"))
+    expect(page.get_by_role("heading", level=1)).to_be_visible()
+    assert "token" not in page.url  # nothing to copy into a chat or a bookmark
+    assert page.evaluate("sessionStorage.getItem('assay.token')")
+    who = page.locator("#who")
+    expect(who).to_contain_text(w.api.user_id)
+    expect(who).to_contain_text(w.api.org_id)
+    page.reload()  # the tab keeps the session
+    expect(page.get_by_role("heading", level=1)).to_be_visible()
+    expect(who).to_contain_text(w.api.user_id)
+
+
+def test_sign_out_forgets_the_token_and_the_form_signs_in_again(
+    page, console_url, shot, agent_world: World
+):
+    w = agent_world
+    page.goto(console_url(w.api, "/evals"))
+    expect(page.locator("#who")).to_contain_text(w.api.user_id)
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("heading", name="Sign in to assay")).to_be_visible()
+    assert page.evaluate("sessionStorage.getItem('assay.token')") is None
+    shot(page, "sign-in")
+    field = page.get_by_label("Token or API key")
+    expect(field).to_be_focused()
+    field.fill(w.api.http.headers["Authorization"].split(" ", 1)[1])
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#who")).to_contain_text(w.api.org_id)
+    expect(page.get_by_role("heading", level=1)).not_to_have_text("Sign in to assay")
+
+
+def test_a_refused_token_is_forgotten_and_the_form_shown(page, stack):
+    page.goto(f"{stack.api_url}/evals#token=not-a-token")
+    expect(page.get_by_role("heading", name="Sign in to assay")).to_be_visible()
+    assert page.evaluate("sessionStorage.getItem('assay.token')") is None
+
+
+def test_the_skip_link_is_the_first_tab_stop_and_moves_to_the_content(
+    page, console_url, agent_world: World
+):
+    w = agent_world
+    page.goto(console_url(w.api, f"/runs/{w.v4_run_id}"))
+    expect(page.get_by_role("heading", level=1)).to_be_visible()
+    page.keyboard.press("Tab")
+    skip = page.get_by_role("link", name="Skip to content")
+    expect(skip).to_be_focused()
+    expect(skip).to_be_visible()  # shown while focused
+    page.keyboard.press("Enter")
+    expect(page.locator("#main")).to_be_focused()
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_is_the_public_shell_with_a_strict_policy(stack, path):
+    r = httpx.get(f"{stack.api_url}{path}")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/html")
+    policy = r.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "default-src 'none'" in policy
+    assert "frame-ancestors 'none'" in policy
+    assert r.headers["x-content-type-options"] == "nosniff"
+    assert r.headers["referrer-policy"] == "no-referrer"
+    assert "agt_x" not in r.text and "run_z" not in r.text  # the shell names no tenant data
+
+
+def test_only_the_consoles_own_assets_are_served(stack):
+    ok = httpx.get(f"{stack.api_url}/console/main.js")
+    assert ok.status_code == 200 and ok.headers["content-type"].startswith("text/javascript")
+    for name in ("nope.js", "shell.html", "..%2F..%2Fapp.py", "%2Fetc%2Fpasswd"):
+        r = httpx.get(f"{stack.api_url}/console/{name}")
+        assert r.status_code == 404, name
+        assert r.json()["error"]["code"] == "not_found"
+    unknown = httpx.get(f"{stack.api_url}/agents/a/b/c")  # no page: no shell, no script
+    assert unknown.status_code == 404 and "error" in unknown.json()

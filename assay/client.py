@@ -713,6 +713,11 @@ class AssayClient:
             _path("/api/v1/eval-runs/{run_id}/arms/{arm_id}/spec", run_id=run_id, arm_id=arm_id),
         )
 
+    @operation("GET", "/api/v1/eval-runs/{run_id}/spec-changes")
+    def spec_changes(self, run_id: str) -> JSON:
+        """What changed from the baseline's spec to the candidate's."""
+        return self._json("GET", self._run(run_id, "/spec-changes"))
+
     @operation("GET", "/api/v1/eval-runs/{run_id}/progress")
     def progress(self, run_id: str) -> JSON:
         """Recorded results against the total."""

@@ -718,7 +718,9 @@ def grade_again(c, who, run_id, body):
 @bp.route("/api/v1/eval-runs/{run_id}/comparison", methods=["GET"])
 @api_view(bp, query=ComparisonQuery)
 def run_comparison(c, who, run_id, query):
-    return views.comparison_view(*run_service.comparison(c, who, run_id, arm_id=query.arm_id))
+    return views.comparison_view(
+        *run_service.comparison(c, who, run_id, arm_id=query.arm_id, tag=query.tag)
+    )
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/cases", methods=["GET"])
@@ -752,6 +754,12 @@ def run_answer(c, who, run_id, query):
 @api_view(bp)
 def run_arm_spec(c, who, run_id, arm_id):
     return views.arm_spec_view(run_id, run_service.arm_spec(c, who, run_id, arm_id))
+
+
+@bp.route("/api/v1/eval-runs/{run_id}/spec-changes", methods=["GET"])
+@api_view(bp)
+def run_spec_changes(c, who, run_id):
+    return views.spec_changes_view(run_id, run_service.spec_changes(c, who, run_id))
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/progress", methods=["GET"])

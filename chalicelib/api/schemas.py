@@ -352,6 +352,8 @@ class ComparisonQuery(Query):
 
     arm_id: Ref | None = None
     """The candidate arm to compare (a run on several model profiles has one per profile)."""
+    tag: str | None = Field(None, max_length=200)
+    """Only the cases carrying this tag (the run's verdict stays over every case)."""
 
 
 CaseFilter = Literal[

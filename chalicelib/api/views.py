@@ -50,7 +50,7 @@ from chalicelib.services.grading import GradeAgain, Regraded, Rescore
 from chalicelib.services.judges import ResolvedJudge
 from chalicelib.services.notifications import EmailSetting
 from chalicelib.services.ports.objects import RecordingMeta, SecretMeta
-from chalicelib.services.runs import CasesPage, RunEvents, RunList, RunRead
+from chalicelib.services.runs import CasesPage, RunEvents, RunList, RunRead, SpecChanges
 from chalicelib.services.suites import SuitePrice
 from chalicelib.services.summaries import AgentSummary
 
@@ -729,7 +729,8 @@ def run_read_view(read: RunRead) -> dict[str, Any]:
     name, against = _sides(run)
     story = run_story(
         status=run.status,
-        name=name[:1].upper() + name[1:],
+        # the sentence opens on its subject: "The draft ...", but a version keeps its name, "v2 ..."
+        name=name[:1].upper() + name[1:] if name.startswith("the ") else name,
         against=against,
         draft=bool(run.draft),
         draft_changed=read.draft_hash_now is not None and read.draft_hash_now != run.spec_hash,
@@ -898,6 +899,27 @@ def arm_spec_view(run_id: str, arm: Arm) -> dict[str, Any]:
         "draft": arm.draft,
         "spec_hash": arm.spec_hash,
         "spec": arm.spec,
+    }
+
+
+def _side(arm: Arm) -> dict[str, Any]:
+    return {
+        "arm_id": arm.arm_id,
+        "version": arm.version,
+        "draft": arm.draft,
+        "spec_hash": arm.spec_hash,
+    }
+
+
+def spec_changes_view(run_id: str, found: SpecChanges) -> dict[str, Any]:
+    """What changed between the specs a run tested (`GET /eval-runs/{id}/spec-changes`):
+    `{run_id, candidate, baseline, changes}`; each side `{arm_id, version, draft, spec_hash}`,
+    each change `{path, change, before, after, lines}` (seed 004 "In the console")."""
+    return {
+        "run_id": run_id,
+        "candidate": _side(found.candidate),
+        "baseline": _side(found.baseline),
+        "changes": [change.as_json() for change in found.changes],
     }
 
 

@@ -3,6 +3,8 @@
 import { get, h, href, pct, when, show, guarded, verdictClass, errorBox } from "./lib.js";
 import { chart } from "./chart.js";
 import { openStartDialog } from "./start.js";
+import { openPublishDialog } from "./publish.js";
+import { names } from "./lists.js";
 
 export async function render(ctx) {
   const [agentId] = ctx.params;
@@ -11,12 +13,13 @@ export async function render(ctx) {
   const trendP = chart(`api/v1/agents/${encodeURIComponent(agentId)}/eval-runs/chart`, rerender)
     .catch(errorBox);
   const agent = await get(`api/v1/agents/${encodeURIComponent(agentId)}`);
-  const [latest, envs, promotions, runs, suites] = await Promise.all([
+  const [latest, envs, promotions, runs, suites, datasetNames] = await Promise.all([
     agent.latest_version ? get(`api/v1/agents/${encodeURIComponent(agentId)}/versions/${agent.latest_version}`) : null,
     get("api/v1/environments").catch(() => ({ environments: [] })),
     get(`api/v1/agents/${encodeURIComponent(agentId)}/promotions`).catch(() => ({ promotions: [] })),
     get(`api/v1/agents/${encodeURIComponent(agentId)}/eval-runs?limit=50`),
     get(`api/v1/agents/${encodeURIComponent(agentId)}/suites`).catch(() => ({ suites: [] })),
+    names("datasets"),
   ]);
   const differs = latest ? latest.spec_hash !== agent.draft.spec_hash : true;
   const state = { agent, latest, differs, runs: runs.runs, environments: envs.environments || [] };
@@ -35,6 +38,8 @@ export async function render(ctx) {
   }
   if (differs) {
     badges.append(startControl(ctx, agent, true, "Test draft", () => open({ candidate: "draft" })));
+    const publish = h("button", { type: "button", id: "publish", onclick: () => openPublishDialog(agent, rerender) }, "Publish");
+    badges.append(guarded(publish, ctx.access.missing([["agents:edit", { agent: agentId }]]), "publish"));
   }
 
   const tabs = h("nav", { class: "tabs", "aria-label": "Agent" },
@@ -50,7 +55,7 @@ export async function render(ctx) {
     h("div", { class: "actions" }, runEvals),
     trend,
     h("h2", { id: "runs-heading" }, "Runs"),
-    runsTable(runs.runs, { showAgent: false }),
+    runsTable(runs.runs, { datasets: datasetNames }),
     suitesCard(agentId, suites.suites || []));
   if (new URLSearchParams(location.search).get("start") === "draft") open({ candidate: "draft" });
   return main;
@@ -76,14 +81,14 @@ function modelRates(run) {
 
 // The runs table, newest first (seed 004): what was tested against what, status, verdict,
 // model, each model's pass rate (first answers' rate on hover) and passed/total.
-export function runsTable(runs, { showAgent = false, showDataset = true } = {}) {
+export function runsTable(runs, { datasets = {} } = {}) {
   if (!runs.length) return h("p", { class: "empty" }, "No eval runs yet.");
   const rows = runs.map((run) => {
     const rates = modelRates(run);
     return h("tr", { "data-run-id": run.run_id },
       h("td", {}, h("a", { href: href("runs", run.run_id) }, run.tested || run.run_id)),
-      showAgent ? h("td", {}, h("a", { href: href("agents", run.agent_id) }, run.agent_id)) : null,
-      showDataset ? h("td", {}, run.dataset_id, h("span", { class: "muted" }, ` v${run.dataset_version}`)) : null,
+      h("td", {}, h("a", { href: href("datasets", run.dataset_id) }, datasets[run.dataset_id] || run.dataset_id),
+        h("span", { class: "muted" }, ` v${run.dataset_version}`)),
       h("td", {}, run.status),
       h("td", { class: `verdict ${verdictClass(run.verdict_phrase)}` }, run.verdict_phrase),
       h("td", {}, rates.map((r) => h("div", {}, r.model))),
@@ -96,8 +101,7 @@ export function runsTable(runs, { showAgent = false, showDataset = true } = {}) 
     h("caption", { class: "muted" }, "Newest first"),
     h("thead", {}, h("tr", {},
       h("th", { scope: "col" }, "Tested"),
-      showAgent ? h("th", { scope: "col" }, "Agent") : null,
-      showDataset ? h("th", { scope: "col" }, "Dataset") : null,
+      h("th", { scope: "col" }, "Dataset"),
       h("th", { scope: "col" }, "Status"), h("th", { scope: "col" }, "Verdict"),
       h("th", { scope: "col" }, "Model"), h("th", { scope: "col" }, "Pass rate"),
       h("th", { scope: "col" }, "Passed/total"), h("th", { scope: "col" }, "Started"))),

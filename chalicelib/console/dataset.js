@@ -1,8 +1,9 @@
 // A dataset's Results → Test runs (/datasets/{id}): every agent measured on it, a shared trend, the
 // runs table, and Run evals, which opens the start dialog on the dataset asking which agent to
-// test (seed 004 "In the console").
-import { api, get, h, href, show, errorBox, guarded, pct, plural, usd, when } from "./lib.js";
+// test, the agent last measured on it chosen (seed 004 "In the console").
+import { get, h, href, show, errorBox, guarded, pct, plural, when } from "./lib.js";
 import { chart } from "./chart.js";
+import { openStartDialog } from "./start.js";
 import { agentLink, candidateResult, countCell, couldNotRun, names, rateCell, runLink, runsTable,
   statusText, testedAgainst, verdictCell } from "./lists.js";
 
@@ -49,7 +50,8 @@ export async function render(ctx) {
   const lacking = access.missing([["runs:view"], ["datasets:run", { dataset: id }]])
     || (runnable.length ? null : "agents:run");
   const button = h("button", { type: "button", class: "primary", id: "run-evals",
-    onclick: () => openDialog(ctx, dataset, agents, measured) }, "Run evals");
+    onclick: () => openStartDialog(ctx, { agents, datasetId: id,
+      agentId: [...measured.keys()].find((a) => runnable.includes(a)) || runnable[0] }) }, "Run evals");
   const version = dataset.version;
   const head = h("div", { class: "actions" }, guarded(button, lacking, "run evals on this dataset"),
     version ? h("span", { class: "muted" }, `v${version.version} · ${plural(version.case_count || 0, "case")}`) : null);
@@ -72,108 +74,4 @@ export async function render(ctx) {
   ], "Test runs on this dataset, newest first") : null;
   show(dataset.name || id, h("h1", {}, dataset.name || id), tabs, subtabs, head,
     h("h2", {}, "Agents measured"), agentList, figure, table);
-}
-
-function scoringText(dataset, estimate) {
-  if (estimate && estimate.judge) {
-    const j = estimate.judge;
-    return `the judge ${j.judge_id} v${j.version}${j.model ? ` (${j.model})` : ""}`;
-  }
-  const s = dataset.version && dataset.version.scoring;
-  const req = (s && s.required) || [];
-  return req.length ? `the dataset's scoring: ${req.join(", ")}` : "the dataset's scoring";
-}
-
-function budgetText(after) {
-  return after === null || after === undefined ? "no budget set" : `${usd(after)} left after it`;
-}
-
-// The start dialog on the dataset: which agent, then the candidate, the estimate, and the start
-// button that names the amount. The agent the dataset was last measured with is chosen first.
-async function openDialog(ctx, dataset, agents, measured) {
-  const { access } = ctx;
-  const id = dataset.dataset_id;
-  const ids = Object.keys(agents);
-  const first = [...measured.keys()].find((a) => agents[a]) || ids[0];
-  const agentSel = h("select", { id: "start-agent", name: "agent", required: true },
-    ids.map((a) => h("option", { value: a, selected: a === first }, agents[a])));
-  const candSel = h("select", { id: "start-candidate", name: "candidate" });
-  const estimateBox = h("div", { class: "estimate", id: "start-estimate", "aria-live": "polite" }, "Working out the cost…");
-  const startSlot = h("div", { class: "actions" });
-  const cancel = h("button", { type: "button", onclick: () => dialog.close() }, "Cancel");
-  const dialog = h("dialog", { id: "start-dialog", "aria-labelledby": "start-title" },
-    h("form", { method: "dialog", onsubmit: (e) => e.preventDefault() },
-      h("h2", { id: "start-title" }, `Run evals on ${dataset.name || id}`),
-      h("div", { class: "field" }, h("label", { for: "start-agent" }, "Agent to test"), agentSel),
-      h("div", { class: "field" }, h("label", { for: "start-candidate" }, "Candidate"), candSel),
-      estimateBox, startSlot, h("div", { class: "actions" }, cancel)));
-  dialog.addEventListener("close", () => dialog.remove());
-  document.body.append(dialog);
-  dialog.showModal();
-  let seq = 0;
-
-  const body = () => {
-    const b = { dataset_id: id };
-    if (candSel.value === "draft") b.candidate = "draft";
-    else Object.assign(b, { candidate: "version", version: "latest" });
-    return b;
-  };
-
-  async function estimate() {
-    const mine = ++seq;
-    const agent = agentSel.value;
-    startSlot.replaceChildren();
-    estimateBox.replaceChildren("Working out the cost…");
-    let est;
-    try {
-      est = await api("POST", `api/v1/agents/${encodeURIComponent(agent)}/eval-runs/estimate`, body());
-    } catch (err) {
-      if (mine === seq) estimateBox.replaceChildren(errorBox(err));
-      return;
-    }
-    if (mine !== seq) return;
-    const base = (est.arms || []).find((a) => a.role === "baseline");
-    estimateBox.replaceChildren(
-      h("p", {}, h("strong", { id: "estimate-total" }, usd(est.total_usd)), ` for ${plural(est.cases, "case")}`,
-        base ? " against the version before" : " alone", "."),
-      h("p", {}, "Graded by ", scoringText(dataset, est), "."),
-      h("p", {}, `The agent's budget: ${budgetText(est.agent_after_usd)}; the organization's: ${budgetText(est.org_after_usd)}.`),
-      est.within_budget === false ? h("p", { class: "error" }, "This run is over budget.") : null,
-      (est.warnings || []).filter(Boolean).map((w) => h("p", { class: "muted" }, typeof w === "string" ? w : w.message || JSON.stringify(w))));
-    const start = h("button", { type: "button", class: "primary", id: "start-run", onclick: async () => {
-      start.disabled = true;
-      try {
-        const run = await api("POST", `api/v1/agents/${encodeURIComponent(agent)}/eval-runs`, body());
-        location.assign(href("runs", run.run_id));
-      } catch (err) {
-        start.disabled = false;
-        estimateBox.append(errorBox(err));
-      }
-    } }, `Start for ${usd(est.total_usd)}`);
-    const lacking = access.missing([["runs:view"], ["datasets:run", { dataset: id }], ["agents:run", { agent }]]);
-    startSlot.replaceChildren(guarded(start, lacking, "start this run"));
-  }
-
-  // The obvious candidate: the draft when it differs from the latest version (or none is
-  // published), else the latest version.
-  async function candidates() {
-    const agent = agentSel.value;
-    const row = await get(`api/v1/agents/${encodeURIComponent(agent)}`).catch(() => null);
-    const latest = row && row.latest_version;
-    let differs = true;
-    if (latest) {
-      const v = await get(`api/v1/agents/${encodeURIComponent(agent)}/versions/${latest}`).catch(() => null);
-      differs = !v || v.spec_hash !== (row.draft && row.draft.spec_hash);
-    }
-    candSel.replaceChildren(
-      h("option", { value: "draft", selected: differs }, latest ? (differs ? `Draft (differs from v${latest})` : "Draft") : "Draft (nothing published)"),
-      latest ? h("option", { value: "latest", selected: !differs }, `Latest version (v${latest})`) : null);
-    await estimate();
-  }
-
-  agentSel.addEventListener("change", candidates);
-  candSel.addEventListener("change", estimate);
-  agentSel.focus();
-  if (ids.length) await candidates();
-  else estimateBox.replaceChildren("You cannot see any agent to test.");
 }

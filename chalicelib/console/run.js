@@ -1,6 +1,7 @@
 // A run's page (seed 004 "In the console"): the verdict in a few sentences and what to do next,
 // then the sides next to each other, how they compare, and the cases.
 import { api, get, h, href, pct, usd, when, show, guarded, verdictClass, errorBox, plural } from "./lib.js";
+import { openPublishDialog } from "./publish.js";
 
 const OUTCOMES = [
   ["", "Every case"], ["regression", "Broke"], ["fixed", "Fixed"], ["unchanged", "Unchanged"],
@@ -19,13 +20,18 @@ export async function render(ctx) {
   const run = await get(`api/v1/eval-runs/${encodeURIComponent(runId)}`);
   const story = run.story;
   const agentId = run.agent_id;
-  const comparison = run.outcome && run.outcome.comparison ? await get(`api/v1/eval-runs/${encodeURIComponent(runId)}/comparison`).catch(() => null) : null;
+  // under a tag the comparison reads only its cases; the verdict above stays over every case
+  const compared = q.get("tag") ? `?${new URLSearchParams({ tag: q.get("tag") })}` : "";
+  const named = (kind, id) => get(`api/v1/${kind}/${encodeURIComponent(id)}`).then((r) => r.name || id).catch(() => id);
+  const [comparison, agentName, datasetName] = await Promise.all([
+    run.outcome && run.outcome.comparison ? get(`api/v1/eval-runs/${encodeURIComponent(runId)}/comparison${compared}`).catch(() => null) : null,
+    named("agents", agentId), named("datasets", run.dataset_id)]);
   const rerender = () => render(ctx);
 
   // Header: what ran, its verdict, and Grade again for whoever may run the dataset.
   const header = h("header", { class: "run-header" },
-    h("p", { class: "muted" }, h("a", { href: href("agents", agentId) }, agentId), " › ", h("a", { href: href("evals") }, "Eval runs")),
-    h("h1", {}, `${run.tested} on ${run.dataset_id}`),
+    h("p", { class: "muted" }, h("a", { href: href("agents", agentId) }, agentName), " › ", h("a", { href: href("evals") }, "Eval runs")),
+    h("h1", {}, `${run.tested} on `, h("a", { href: href("datasets", run.dataset_id) }, datasetName)),
     h("div", { class: "badges" },
       h("span", { class: "badge", id: "run-status" }, run.status),
       h("span", { class: `badge verdict ${verdictClass(story.phrase)}`, id: "verdict-phrase" }, story.phrase),
@@ -67,7 +73,10 @@ function gradeAgain(ctx, run, rerender) {
 function nextSteps(ctx, run, story) {
   const steps = h("div", { class: "actions", id: "next-steps", role: "group", "aria-label": "Next steps" });
   const base = (run.arms || []).find((a) => a.role === "baseline");
-  if (base) {
+  const readsSpecs = ctx.access.missing([["agents:edit", { agent: run.agent_id }]]);
+  if (base && readsSpecs) {
+    steps.append(guarded(h("button", { type: "button", id: "see-changes" }, "See what changed"), readsSpecs, "see what changed"));
+  } else if (base) {
     steps.append(h("a", { class: "button", id: "see-changes", href: `?changes=1#changes` }, "See what changed"));
   }
   if (run.outcome && run.outcome.comparison && run.outcome.comparison.confirmed_regressions) {
@@ -83,13 +92,11 @@ function nextSteps(ctx, run, story) {
     const publish = h("button", { type: "button", id: "publish", class: story.main_action === "publish" ? "primary" : "",
       "data-main": story.main_action === "publish" ? "true" : "false",
       onclick: async () => {
-        publish.disabled = true;
         try {
-          const v = await api("POST", `api/v1/agents/${encodeURIComponent(run.agent_id)}/versions`, {});
-          publish.replaceWith(h("span", { role: "status" }, `Published as v${v.version}.`));
+          const agent = await get(`api/v1/agents/${encodeURIComponent(run.agent_id)}`);
+          await openPublishDialog(agent, (v) => publish.replaceWith(h("span", { role: "status", id: "published" }, `Published as v${v.version}.`)));
         } catch (err) {
           publish.after(errorBox(err));
-          publish.disabled = false;
         }
       } }, "Publish the draft");
     steps.append(guarded(publish, ctx.access.missing(editNeeds), "publish"));
@@ -97,18 +104,41 @@ function nextSteps(ctx, run, story) {
       steps.append(h("span", { class: "why", id: "publish-why" }, `Publish is not the main action: ${story.publish_blockers.join("; ")}.`));
     }
   }
-  const changes = new URLSearchParams(location.search).get("changes") ? specChanges(ctx, run) : null;
+  const changes = base && !readsSpecs && new URLSearchParams(location.search).get("changes") ? specChanges(run) : null;
   return h("section", { "aria-label": "Next steps" }, steps, changes);
 }
 
-function specChanges(ctx, run) {
-  const box = h("section", { id: "changes", class: "card" }, h("h2", {}, "What changed"), h("p", { class: "muted" }, "Reading the specs this run tested…"));
-  Promise.all((run.arms || []).slice(0, 2).map((a) => get(`api/v1/eval-runs/${encodeURIComponent(run.run_id)}/arms/${encodeURIComponent(a.arm_id)}/spec`)
-    .then((s) => [a, s]))).then((pairs) => {
-    box.replaceChildren(h("h2", {}, "What changed"), h("div", { class: "sides" }, pairs.map(([a, s]) =>
-      h("div", {}, h("h3", {}, a.role === "baseline" ? `Baseline (${a.draft ? "draft" : "v" + a.version})` : `Candidate (${a.draft ? "draft" : "v" + a.version})`),
-        h("pre", {}, JSON.stringify(s.spec, null, 2))))));
-  }).catch((err) => box.replaceChildren(h("h2", {}, "What changed"), errorBox(err)));
+function sideName(side) {
+  return side.draft ? "the draft" : `v${side.version}`;
+}
+
+// A value as one line of text: a string as it is, anything else as JSON.
+function shown(value) {
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+// What changed between the specs the run tested (`GET .../spec-changes`), not the draft as it is
+// now: each place in the spec, what happened there, and a text's changed lines as a diff.
+function specChanges(run) {
+  const heading = () => h("h2", { id: "changes-heading" }, "What changed");
+  const box = h("section", { id: "changes", class: "card", "aria-labelledby": "changes-heading" }, heading(),
+    h("p", { class: "muted" }, "Reading the specs this run tested…"));
+  get(`api/v1/eval-runs/${encodeURIComponent(run.run_id)}/spec-changes`).then((found) => {
+    const from = `From ${sideName(found.baseline)} to ${sideName(found.candidate)}, as this run tested them`;
+    if (!found.changes.length) {
+      box.replaceChildren(heading(), h("p", { id: "changes-none" }, `${from}: the two specs are the same.`));
+      return;
+    }
+    box.replaceChildren(heading(), h("p", { class: "muted" }, `${from}:`),
+      h("ul", { class: "changes" }, found.changes.map((c) => h("li", { "data-path": c.path, "data-change": c.change },
+        h("code", {}, c.path), ` ${c.change}`,
+        c.lines.length
+          ? h("pre", { class: "diff" }, c.lines.map((line) => h("span", {
+            class: line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : line.startsWith("@@") ? "hunk" : "" }, line + "\n")))
+          : h("div", { class: "values" },
+            c.change !== "added" ? h("div", { class: "del" }, h("span", { class: "muted" }, "before: "), shown(c.before)) : null,
+            c.change !== "removed" ? h("div", { class: "add" }, h("span", { class: "muted" }, "after: "), shown(c.after)) : null)))));
+  }).catch((err) => box.replaceChildren(heading(), errorBox(err)));
   return box;
 }
 
@@ -135,7 +165,7 @@ function sidesAndComparison(run, comparison, tag) {
   if (comparison) {
     const counts = comparison.counts || {};
     compare = h("section", { class: "card", id: "comparison", "aria-label": "How the two compare" },
-      h("h2", {}, "How the two compare"),
+      h("h2", {}, tag ? `How the two compare, under tag ${tag}` : "How the two compare"),
       h("p", {}, `Pass rate ${pct(comparison.pass_rate_before)} before, ${pct(comparison.pass_rate_after)} after; first answers ${pct(comparison.first_pass_rate_before)} → ${pct(comparison.first_pass_rate_after)}.`),
       h("p", {}, Object.entries(counts).filter(([, n]) => n).map(([k, n]) => `${n} ${COUNT_WORDS[k] || k.replace("_", " ")}`).join(" · ")),
       h("p", { class: "muted" }, `${plural(comparison.confirmed_regressions, "regression")} and ${plural(comparison.confirmed_fixes, "fix", "fixes")} confirmed by their reruns${comparison.p_value !== null && comparison.p_value !== undefined ? ` · p = ${comparison.p_value.toPrecision(2)}` : ""}.`),

@@ -1,6 +1,6 @@
 // The Run evals dialog (seed 004 "In the console"): it opens on the obvious answer, prices the
 // run as its fields settle, and starts only from the button that names the amount.
-import { api, get, h, href, usd, errorBox } from "./lib.js";
+import { api, get, h, href, usd, when, errorBox } from "./lib.js";
 
 // The obvious answer: the draft against the live version when the draft differs from it, the
 // live version alone when it does not, the draft alone for an agent nobody published.
@@ -20,32 +20,79 @@ export function chosenDataset(runs, datasets) {
 
 let seq = 0;
 
-export async function openStartDialog(ctx, { agent, latest, differs, runs, candidate }) {
-  const agentId = agent.agent_id;
+// What the dialog needs of an agent: its row, its latest version, whether the draft differs.
+export async function agentState(agentId) {
+  const agent = await get(`api/v1/agents/${encodeURIComponent(agentId)}`);
+  const latest = agent.latest_version
+    ? await get(`api/v1/agents/${encodeURIComponent(agentId)}/versions/${agent.latest_version}`)
+    : null;
+  return { agent, latest, differs: latest ? latest.spec_hash !== agent.draft.spec_hash : true };
+}
+
+// Where the candidate's answers come from: a `recorded` spec replays one of the organization's
+// recordings (or answers written in the spec); anything else answers live.
+async function recordingText(spec) {
+  if (!spec) return "Recordings: whoever may edit this agent sees whether its spec replays one.";
+  if (spec.runtime !== "recorded") return `Recordings: none; the candidate answers live (runtime ${spec.runtime || "?"}).`;
+  if (!spec.recording_id) return "Recordings: the candidate replays the answers written in its spec.";
+  try {
+    const r = await get(`api/v1/recordings/${encodeURIComponent(spec.recording_id)}`);
+    return `Recordings: the candidate replays recording ${r.recording_id} (${r.lines} answers, uploaded ${when(r.uploaded_at)}).`;
+  } catch (err) {
+    if (err.status === 404) return `Recordings: the candidate replays recording ${spec.recording_id}, which this organization does not have: every case would fail.`;
+    return `Recordings: the candidate replays recording ${spec.recording_id}.`;
+  }
+}
+
+// The start dialog. From an agent's page: `{agent, differs, runs, candidate}`, the
+// dataset chosen from `runs`. From a dataset's page: `{agents: {id: name}, agentId, datasetId}`,
+// which asks first which agent to test and keeps the dataset.
+export async function openStartDialog(ctx, opts) {
   const [datasets, envs] = await Promise.all([
     get("api/v1/datasets").then((d) => d.datasets || []),
     get("api/v1/environments").then((e) => e.environments || []).catch(() => []),
   ]);
-  const obvious = obviousChoice({ agent, differs });
-  const choice = candidate ? { ...obvious, candidate, baseline: candidate === "draft" && !!agent.latest_version && differs } : obvious;
-  const versions = [];
-  for (let v = agent.latest_version || 0; v >= 1; v--) versions.push(v);
-
-  const cand = h("select", { id: "start-candidate", name: "candidate" },
-    h("option", { value: "draft" }, "The draft"),
-    versions.map((v) => h("option", { value: String(v) }, `v${v}${v === agent.live_version ? " (live)" : ""}`)));
-  cand.value = choice.candidate;
+  let { agent, differs } = opts.agent ? opts : await agentState(opts.agentId);
+  const agentSel = opts.agents
+    ? h("select", { id: "start-agent", name: "agent_id" },
+      Object.entries(opts.agents).map(([id, name]) => h("option", { value: id }, name)))
+    : null;
+  if (agentSel) agentSel.value = agent.agent_id;
+  const title = h("h2", { id: "start-title" });
+  const cand = h("select", { id: "start-candidate", name: "candidate" });
   const base = h("input", { id: "start-baseline", type: "checkbox", name: "paired_baseline" });
-  base.checked = choice.baseline;
   const baseLabel = h("label", { for: "start-baseline", class: "inline" }, base, " ", h("span", { id: "start-baseline-text" }, ""));
+  // The candidate and its baseline on the obvious answer for `agent` (again when it changes).
+  const choose = (candidate) => {
+    const versions = [];
+    for (let v = agent.latest_version || 0; v >= 1; v--) versions.push(v);
+    cand.replaceChildren(h("option", { value: "draft" }, agent.latest_version && !differs ? "The draft (same as the latest)" : "The draft"),
+      ...versions.map((v) => h("option", { value: String(v) }, `v${v}${v === agent.live_version ? " (live)" : ""}`)));
+    const obvious = obviousChoice({ agent, differs });
+    const choice = candidate ? { ...obvious, candidate, baseline: candidate === "draft" && !!agent.latest_version && differs } : obvious;
+    cand.value = choice.candidate;
+    base.checked = choice.baseline;
+    title.textContent = `Run evals · ${agent.name}`;
+  };
+  choose(opts.candidate);
   const dataset = h("select", { id: "start-dataset", name: "dataset_id" },
     datasets.map((d) => h("option", { value: d.dataset_id }, d.name || d.dataset_id)));
-  dataset.value = chosenDataset(runs, datasets);
+  dataset.value = opts.datasetId || chosenDataset(opts.runs || [], datasets);
   const env = h("select", { id: "start-environment", name: "environment_id" },
     envs.map((e) => h("option", { value: e.environment_id }, e.name || e.environment_id)));
   const def = envs.find((e) => e.default);
   if (def) env.value = def.environment_id;
   const reruns = h("input", { id: "start-reruns", type: "number", min: "0", max: "5", inputmode: "numeric", placeholder: "default" });
+  const recordings = h("p", { id: "start-recordings", class: "muted", "aria-live": "polite" });
+  const specs = new Map(); // version -> its spec, read once
+  const candidateSpec = async () => {
+    if (cand.value === "draft") return agent.draft.spec;
+    const v = cand.value;
+    if (!specs.has(v)) {
+      specs.set(v, get(`api/v1/agents/${encodeURIComponent(agent.agent_id)}/versions/${v}`).then((r) => r.spec).catch(() => null));
+    }
+    return specs.get(v);
+  };
   const estimate = h("div", { class: "estimate", id: "estimate", "aria-live": "polite" }, "Working out the cost…");
   const startButton = h("button", { type: "submit", class: "primary", id: "start-run", disabled: true }, "Start");
   const why = h("p", { class: "why", id: "start-why" });
@@ -67,8 +114,8 @@ export async function openStartDialog(ctx, { agent, latest, differs, runs, candi
     document.getElementById("start-baseline-text").textContent = v ? `Against v${v}, in the same run` : "No earlier version to compare with";
   };
   const lacking = () => {
-    const needs = [["runs:view"], ["datasets:run", { dataset: dataset.value }], ["agents:run", { agent: agentId }]];
-    if (cand.value === "draft") needs.push(["agents:edit", { agent: agentId }]);
+    const needs = [["runs:view"], ["datasets:run", { dataset: dataset.value }], ["agents:run", { agent: agent.agent_id }]];
+    if (cand.value === "draft") needs.push(["agents:edit", { agent: agent.agent_id }]);
     return ctx.access.missing(needs);
   };
 
@@ -93,9 +140,10 @@ export async function openStartDialog(ctx, { agent, latest, differs, runs, candi
       return;
     }
     estimate.replaceChildren("Working out the cost…");
+    candidateSpec().then(recordingText).then((text) => { if (mine === seq) recordings.textContent = text; });
     try {
       const [est, ds] = await Promise.all([
-        api("POST", `api/v1/agents/${encodeURIComponent(agentId)}/eval-runs/estimate`, body()),
+        api("POST", `api/v1/agents/${encodeURIComponent(agent.agent_id)}/eval-runs/estimate`, body()),
         get(`api/v1/datasets/${encodeURIComponent(dataset.value)}`),
       ]);
       if (mine !== seq) return; // a later change is being priced
@@ -127,30 +175,39 @@ export async function openStartDialog(ctx, { agent, latest, differs, runs, candi
       if (e.submitter && e.submitter.value === "cancel") return dialog.close();
       startButton.disabled = true;
       try {
-        const run = await api("POST", `api/v1/agents/${encodeURIComponent(agentId)}/eval-runs`, body());
+        const run = await api("POST", `api/v1/agents/${encodeURIComponent(agent.agent_id)}/eval-runs`, body());
         location.assign(href("runs", run.run_id));
       } catch (err) {
         errors.replaceChildren(errorBox(err));
         startButton.disabled = false;
       }
     } },
-      h("h2", { id: "start-title" }, `Run evals · ${agent.name}`),
+      title,
+      agentSel ? h("div", { class: "field" }, h("label", { for: "start-agent" }, "Agent to test"), agentSel) : null,
       h("div", { class: "field" }, h("label", { for: "start-candidate" }, "What runs"), cand),
       h("div", { class: "field" }, baseLabel),
       h("div", { class: "field" }, h("label", { for: "start-dataset" }, "Dataset"), dataset),
       h("details", { id: "start-advanced" }, h("summary", {}, "Advanced"),
         h("div", { class: "field" }, h("label", { for: "start-environment" }, "Environment"), env),
         h("div", { class: "field" }, h("label", { for: "start-reruns" }, "Reruns of each flip"), reruns),
-        h("p", { class: "muted" }, "Recordings: a version whose spec is recorded answers from its recording; ",
-          h("a", { href: href("evals") }, "see the eval runs"), " for what each used.")),
+        recordings),
       estimate, why, errors,
       h("div", { class: "actions" }, startButton, h("button", { type: "submit", value: "cancel", formnovalidate: true }, "Cancel"))));
   for (const el of [cand, base, dataset, env, reruns]) el.addEventListener("change", settle);
   reruns.addEventListener("input", settle);
+  if (agentSel) {
+    agentSel.addEventListener("change", async () => {
+      startButton.disabled = true;
+      ({ agent, differs } = await agentState(agentSel.value));
+      specs.clear();
+      choose();
+      settle();
+    });
+  }
   document.body.append(dialog);
   dialog.addEventListener("close", () => dialog.remove());
   dialog.showModal();
-  cand.focus();
+  (agentSel || cand).focus();
   price();
   return dialog;
 }

@@ -235,17 +235,25 @@ class Sides:
 
 
 def sides(
-    c: Container, run: Run, attempts: list[Attempt], arm_id: str | None = None
+    c: Container,
+    run: Run,
+    attempts: list[Attempt],
+    arm_id: str | None = None,
+    case_ids: frozenset[str] | None = None,
 ) -> Sides | None:
-    """A candidate arm (default the first) and the baseline; None for a run without a baseline."""
+    """A candidate arm (default the first) and the baseline, over every case or only `case_ids`;
+    None for a run without a baseline."""
     base_arm = next((a for a in run.arms if a.role is ArmRole.BASELINE), None)
     if base_arm is None:
         return None
+    if case_ids is not None:
+        attempts = [a for a in attempts if a.case_id in case_ids]
 
     def fps(version: int) -> dict[str, str]:
         return {
             case["case_id"]: compare.case_fingerprint(case)
             for case in c.datasets.cases(run.org_id, run.dataset_id, version)
+            if case_ids is None or case["case_id"] in case_ids
         }
 
     cand_fps = fps(int(run.dataset_version))
@@ -351,13 +359,19 @@ def ended(c: Container, org_id: str, run_id: str) -> None:
 
 
 def comparison_of(
-    c: Container, run: Run, attempts: list[Attempt], arm_id: str | None = None
+    c: Container,
+    run: Run,
+    attempts: list[Attempt],
+    arm_id: str | None = None,
+    case_ids: frozenset[str] | None = None,
 ) -> Comparison | None:
-    """A candidate arm (default the first) compared with the baseline; None without a
-    baseline."""
-    both = sides(c, run, attempts, arm_id)
+    """A candidate arm (default the first) compared with the baseline, over every case or only
+    `case_ids` (the cases under a tag); None without a baseline."""
+    both = sides(c, run, attempts, arm_id, case_ids)
     if both is None:
         return None
+    if case_ids is not None:
+        attempts = [a for a in attempts if a.case_id in case_ids]
     cand_arm, base_arm = arm_id or _arm_ids(run, ArmRole.CANDIDATE)[0], both.baseline_arm.arm_id
     broken = {arm: err for arm in (cand_arm, base_arm) if (err := could_not_run(attempts, arm))}
     questions = {

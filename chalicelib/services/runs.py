@@ -29,6 +29,8 @@ from chalicelib.domain.outcome import ArmResult, Comparison
 from chalicelib.domain.records import Arm, Attempt, Run
 from chalicelib.domain.run_rules import Lanes
 from chalicelib.domain.spec import spec_hash
+from chalicelib.domain.spec_diff import SpecChange
+from chalicelib.domain.spec_diff import spec_changes as diff_specs
 from chalicelib.errors import (
     BudgetExceededError,
     ConflictError,
@@ -751,10 +753,12 @@ def events(
 
 
 def comparison(
-    c: Container, who: Identity, run_id: str, arm_id: str | None = None
+    c: Container, who: Identity, run_id: str, arm_id: str | None = None, tag: str | None = None
 ) -> tuple[Run, Comparison]:
     """A candidate arm (default the first) against its baseline (seed 004 "Comparing with a
-    baseline"; with several models every arm is compared with the baseline on the first).
+    baseline"; with several models every arm is compared with the baseline on the first); with
+    `tag`, over the cases carrying it only (seed 004 "In the console": a tag reads the changes
+    under it; a tag no case carries compares nothing).
 
     Raises NotFoundError for a run without a baseline, or an arm that is not a candidate of the run.
     """
@@ -762,9 +766,16 @@ def comparison(
     candidates = [a.arm_id for a in run.arms if a.role is ArmRole.CANDIDATE]
     if arm_id is not None and arm_id not in candidates:
         raise NotFoundError(f"candidate arm {arm_id} not found in run {run_id}", field="arm_id")
-    kept = run.outcome.comparison if run.outcome and arm_id in (None, candidates[0]) else None
+    whole = arm_id in (None, candidates[0]) and tag is None
+    kept = run.outcome.comparison if run.outcome and whole else None
     if kept is None:
-        kept = finalize.comparison_of(c, run, finalize.all_attempts(c, run), arm_id=arm_id)
+        tagged = None
+        if tag is not None:
+            cases = c.datasets.cases(run.org_id, run.dataset_id, int(run.dataset_version))
+            tagged = frozenset(k["case_id"] for k in cases if tag in (k.get("tags") or []))
+        kept = finalize.comparison_of(
+            c, run, finalize.all_attempts(c, run), arm_id=arm_id, case_ids=tagged
+        )
     if kept is None:
         raise NotFoundError(f"eval run {run_id} has no baseline to compare with", field="run_id")
     return run, kept
@@ -892,3 +903,35 @@ def arm_spec(c: Container, who: Identity, run_id: str, arm_id: str) -> Arm:
     if arm is None:
         raise NotFoundError(f"arm {arm_id} not found in run {run_id}", field="arm_id")
     return arm
+
+
+@dataclass(frozen=True)
+class SpecChanges:
+    """What changed between the two specs a run tested: its first candidate arm against its
+    baseline, each as copied onto the run at start (not the draft as it is now)."""
+
+    candidate: Arm
+    baseline: Arm
+    changes: list[SpecChange]
+
+
+def spec_changes(c: Container, who: Identity, run_id: str) -> SpecChanges:
+    """The changes from the baseline's spec to the candidate's (seed 004 "In the console": a run's
+    next steps "see what changed between the two versions").
+
+    Raises NotFoundError for an unknown run, ForbiddenError without agents:edit on the agent (a
+    spec is the editors' work: seed 004 "Access"), ConflictError (field `run_id`) for a run that
+    has no baseline to compare with.
+    """
+    run = access_service.readable_run(c, who, run_id)
+    who.require(
+        access.AGENTS_EDIT, "reading what changed between specs", access.agent(run.agent_id)
+    )
+    candidate = next(a for a in run.arms if a.role is ArmRole.CANDIDATE)
+    baseline = next((a for a in run.arms if a.role is ArmRole.BASELINE), None)
+    if baseline is None:
+        raise ConflictError(
+            f"eval run {run_id} has no baseline: there is nothing to compare its spec with",
+            field="run_id",
+        )
+    return SpecChanges(candidate, baseline, diff_specs(baseline.spec, candidate.spec))

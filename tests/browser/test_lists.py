@@ -134,10 +134,22 @@ def test_a_datasets_test_runs_list_every_agent_and_could_not_run_instead_of_a_ra
     expect(agent.locator("option")).to_have_count(2)
     expect(agent).to_contain_text("Good agent")
     expect(agent).to_contain_text("Broken agent")
+    # the agent last measured on the dataset opens chosen: its draft alone, nothing published
+    expect(agent).to_have_value(lists.broken)
+    expect(dialog.get_by_label("What runs")).to_have_value("draft")
+    expect(dialog.get_by_label("Dataset")).to_have_value(lists.dataset_id)
     agent.select_option(lists.good)
-    expect(dialog.get_by_label("Candidate")).to_have_value("latest")
-    expect(dialog.locator("#start-estimate")).to_contain_text(
-        "Graded by the dataset's scoring: equals"
+    # the same dialog as the agent's page: its latest version alone when the draft is the same
+    expect(dialog.get_by_label("What runs")).to_have_value("1")
+    expect(dialog.locator("#start-baseline-text")).to_have_text(
+        "No earlier version to compare with"
+    )
+    expect(dialog.locator("#estimate-grading")).to_contain_text("equals grades the answers")
+    expect(dialog.get_by_label("Environment")).to_be_hidden()
+    dialog.get_by_text("Advanced").click()
+    expect(dialog.get_by_label("Reruns of each flip")).to_be_visible()
+    expect(dialog.locator("#start-recordings")).to_have_text(
+        "Recordings: none; the candidate answers live (runtime python)."
     )
     start = dialog.get_by_role("button", name="Start for $")
     expect(start).to_be_enabled()

@@ -48,6 +48,23 @@ def test_a_deterministic_regression_of_three_cases_is_worse_and_names_them(api):
     )
     spec = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/arms/baseline/spec")
     assert spec["version"] == 1 and spec["spec"]["options"].get("answers") is None
+    changed = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/spec-changes")
+    assert changed["candidate"]["version"] == 2 and changed["baseline"]["version"] == 1
+    assert changed["changes"] == [
+        {
+            "path": "options.answers",
+            "change": "added",
+            "before": None,
+            "after": {**broken, "c009": "42"},
+            "lines": [],
+        }
+    ]
+
+
+def test_a_run_without_a_baseline_has_no_spec_changes_to_show(api):
+    run = api.start(api.agent(sleepy_spec()), api.dataset(cases(2)))
+    status, body = api.call("GET", f"/api/v1/eval-runs/{run['run_id']}/spec-changes")
+    assert status == 409 and body["error"]["field"] == "run_id"
 
 
 def test_a_flaky_agent_that_changed_nothing_confirms_no_flip(api):
@@ -363,3 +380,29 @@ def test_a_run_compared_without_reruns_says_so_and_confirms_no_flip(api):
     assert [(f["case_id"], f["confirmed"]) for f in comparison["flips"]] == [("c000", False)]
     assert comparison["verdict"] == "no_difference"
     assert any("without reruns" in note for note in comparison["notes"])
+
+
+def test_a_tag_compares_only_the_cases_under_it(api):
+    tagged = [{**case, "tags": ["hard" if i < 3 else "easy"]} for i, case in enumerate(cases(6))]
+    ds = api.dataset(tagged)
+    agent = api.agent(sleepy_spec())
+    publish(api, agent, sleepy_spec())
+    publish(api, agent, sleepy_spec(answers={"c001": "7", "c004": "7"}))  # one broken per tag
+    run = api.start(agent, ds, candidate="version", version=2, paired_baseline=True)
+    assert api.wait(run["run_id"])["status"] == "completed"
+    path = f"/api/v1/eval-runs/{run['run_id']}/comparison"
+    whole = api.ok("GET", path)
+    assert whole["counts"]["regression"] == 2 and whole["counts"]["unchanged"] == 4
+    hard = api.ok("GET", path, params={"tag": "hard"})
+    assert [f["case_id"] for f in hard["flips"]] == ["c001"]
+    assert hard["counts"]["regression"] == 1 and hard["counts"]["unchanged"] == 2
+    assert hard["pass_rate_before"] == 1.0 and round(hard["pass_rate_after"], 3) == 0.667
+    untagged = api.ok("GET", path, params={"tag": "nobody"})
+    assert untagged["flips"] == [] and not any(untagged["counts"].values())
+    # the run's kept verdict is still over every case
+    assert (
+        api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"]["comparison"][
+            "confirmed_regressions"
+        ]
+        == 2
+    )

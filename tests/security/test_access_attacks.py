@@ -350,6 +350,7 @@ def _run_reads(run_id: str) -> list[tuple[str, str, Any]]:
         ("GET", f"/api/v1/eval-runs/{run_id}/events?wait=0", None),
         ("GET", f"/api/v1/eval-runs/{run_id}/answer?attempt_key=candidate%23c000%231", None),
         ("GET", f"/api/v1/eval-runs/{run_id}/arms/candidate/spec", None),
+        ("GET", f"/api/v1/eval-runs/{run_id}/spec-changes", None),
         ("GET", f"/api/evaluations/progress/{run_id}", None),
         ("GET", f"/api/evaluations/stream/{run_id}?wait=0", None),
         ("POST", f"/api/v1/eval-runs/{run_id}/grade-again", None),

@@ -294,6 +294,13 @@ def _table(w: dict[str, str]) -> list[tuple[str, str, Any, list[tuple[str, int]]
             [*RUN_READ, ("agents:edit", 403)],
             False,
         ),
+        (
+            "GET",
+            f"/api/v1/eval-runs/{r}/spec-changes",
+            None,
+            [*RUN_READ, ("agents:edit", 403)],
+            False,
+        ),
         ("GET", f"/api/v1/eval-runs/{r}/progress", None, RUN_READ, False),
         ("GET", f"/api/v1/eval-runs/{r}/events?wait=0", None, RUN_READ, False),
         ("GET", f"/api/evaluations/progress/{r}", None, RUN_READ, False),

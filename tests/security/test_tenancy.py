@@ -256,6 +256,7 @@ def routes_naming_a(world: dict[str, Any]) -> list[tuple[str, str, Any]]:
         ("GET", f"/api/v1/eval-runs/{run}/comparison", None),
         ("GET", f"/api/v1/eval-runs/{run}/cases", None),
         ("GET", f"/api/v1/eval-runs/{run}/arms/candidate/spec", None),
+        ("GET", f"/api/v1/eval-runs/{run}/spec-changes", None),
         ("GET", f"/api/v1/eval-runs/{run}/progress", None),
         ("GET", f"/api/v1/eval-runs/{run}/events?wait=0", None),
         ("GET", f"/api/evaluations/progress/{run}", None),

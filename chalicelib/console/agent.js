@@ -56,7 +56,7 @@ export async function render(ctx) {
     trend,
     h("h2", { id: "runs-heading" }, "Runs"),
     runsTable(runs.runs, { datasets: datasetNames }),
-    suitesCard(agentId, suites.suites || []));
+    suitesCard(agentId, suites.suites || [], datasetNames));
   if (new URLSearchParams(location.search).get("start") === "draft") open({ candidate: "draft" });
   return main;
 }
@@ -109,11 +109,11 @@ export function runsTable(runs, { datasets = {} } = {}) {
 }
 
 // The Suites card: each suite's dataset, when it runs, its threshold and how it last came out.
-function suitesCard(agentId, suites) {
+function suitesCard(agentId, suites, datasets) {
   const body = suites.length
     ? h("ul", {}, suites.map((s) => h("li", { "data-suite-id": s.suite_id },
       h("a", { href: href("agents", agentId, "suites", s.suite_id) }, s.name || s.suite_id), " · ",
-      `${s.dataset_id}`, " · ", describeTriggers(s.triggers), " · ", describeThreshold(s.threshold), " · ",
+      h("a", { href: href("datasets", s.dataset_id) }, datasets[s.dataset_id] || s.dataset_id), " · ", describeTriggers(s.triggers), " · ", describeThreshold(s.threshold), " · ",
       s.paused ? `paused${s.paused_reason ? ": " + s.paused_reason : ""}` : lastResult(s))))
     : h("p", { class: "muted" }, "No suites yet.");
   return h("section", { class: "card", "aria-labelledby": "suites-heading" }, h("h2", { id: "suites-heading" }, "Suites"), body);

@@ -103,6 +103,11 @@ def test_a_run_page_opens_on_its_verdict_and_publish_is_not_the_main_action_afte
     expect(publish).to_have_attribute("data-main", "false")
     expect(publish).not_to_have_class(re.compile("primary"))
     expect(page.locator("#publish-why")).to_contain_text("confirmed broken")
+    # a next step shows the cases that broke: the same filter as the outcome's
+    page.get_by_role("link", name="Show the cases that broke").click()
+    expect(page).to_have_url(re.compile(r"outcome=regression"))
+    expect(page.locator('table.cases tbody tr:not([data-outcome="regression"])')).to_have_count(0)
+    page.goto(console_url(w.api, f"/runs/{w.draft_run_id}"))
     # a pass/fail dot per side on every case; the outcome filter keeps the broken ones
     rows = page.locator("table.cases tbody tr")
     expect(rows.first.locator(".dot")).to_have_count(2)
@@ -138,6 +143,13 @@ def test_publish_is_the_main_action_of_a_clean_draft_run_and_test_again_once_it_
         expect(page.get_by_role("link", name="Test again")).to_have_class(re.compile("primary"))
         expect(page.locator("#publish")).to_have_attribute("data-main", "false")
         expect(page.locator("#publish-why")).to_contain_text("the draft changed since this run")
+        # Test again opens the start dialog on the draft as it is now, on the agent's page
+        page.get_by_role("link", name="Test again").click()
+        page.wait_for_url(f"**/agents/{w.agent_id}?start=draft")
+        expect(page.locator("#start-dialog")).to_be_visible()
+        expect(page.get_by_label("What runs")).to_have_value("draft")
+        expect(page.locator("#start-baseline")).to_be_checked()
+        page.get_by_role("button", name="Cancel").click()
     finally:
         w.api.ok("PUT", f"/api/v1/agents/{w.agent_id}/draft", json={"spec": w.draft_spec})
 

@@ -34,7 +34,39 @@ def test_run_evals_and_the_chart_points_are_reachable_by_keyboard(
     expect(page.locator("#start-dialog")).to_have_count(0)
 
 
-@pytest.mark.parametrize("path", ["agent", "run"])
+def test_a_runs_next_steps_filters_and_cases_are_reachable_by_keyboard(
+    page, console_url, agent_world: World
+):
+    w = agent_world
+    page.goto(console_url(w.api, f"/runs/{w.draft_run_id}"))
+    expect(page.locator("table.cases tbody tr").first).to_be_visible()
+    reached = []
+    for _ in range(20):
+        page.keyboard.press("Tab")
+        reached.append(
+            page.evaluate("() => document.activeElement.id || document.activeElement.tagName")
+        )
+        if reached[-1] == "SUMMARY":
+            break
+    for control in ("see-changes", "show-broken", "publish", "outcome"):
+        assert control in reached, (control, reached)
+    # Enter opens the focused case onto its answers
+    page.keyboard.press("Enter")
+    expect(page.locator("table.cases details[open] .side-answers").first).to_be_visible()
+    # the outcome filter is a labelled select that keyboard arrows change
+    page.locator("#outcome").focus()
+    expect(page.get_by_label("Outcome")).to_be_focused()
+
+
+PAGES = {
+    "agent": lambda w: f"/agents/{w.agent_id}",
+    "run": lambda w: f"/runs/{w.draft_run_id}",
+    "dashboard": lambda w: "/",
+    "changes": lambda w: f"/runs/{w.draft_run_id}?changes=1",
+}
+
+
+@pytest.mark.parametrize("path", list(PAGES))
 def test_at_200_percent_zoom_nothing_is_wider_than_the_window(
     browser, console_url, shot, agent_world: World, path
 ):
@@ -43,8 +75,7 @@ def test_at_200_percent_zoom_nothing_is_wider_than_the_window(
     context = browser.new_context(viewport={"width": 640, "height": 900}, device_scale_factor=2)
     try:
         page = context.new_page()
-        target = f"/agents/{w.agent_id}" if path == "agent" else f"/runs/{w.draft_run_id}"
-        page.goto(console_url(w.api, target))
+        page.goto(console_url(w.api, PAGES[path](w)))
         expect(page.get_by_role("heading", level=1)).to_be_visible()
         expect(page.locator("table").first).to_be_visible()
         wide = page.evaluate(

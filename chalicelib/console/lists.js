@@ -2,22 +2,9 @@
 // what it tested against what, its candidate's pass rate, and names for agent and dataset ids.
 import { get, h, href, pct, verdictClass } from "./lib.js";
 
-// The run's verdict phrase as the service names it (`verdict_phrase`); until every view carries
-// it, a phrase of our own from its status and outcome. Drop the fallback once the field lands.
+// The run's verdict phrase as the service names it (`verdict_phrase`, `domain.verdict_text`).
 export function verdictPhrase(run) {
-  if (run.verdict_phrase) return run.verdict_phrase;
-  const s = run.status;
-  if (s === "queued" || s === "running") return "Pending";
-  if (s === "cancelled") return "Cancelled";
-  if (s === "budget_exceeded") return "Stopped at the budget";
-  if (s === "failed" || couldNotRun(run)) return "Could not run";
-  const c = run.outcome && run.outcome.comparison;
-  if (!c) return "First result";
-  const broke = c.confirmed_regressions || 0, fixed = c.confirmed_fixes || 0;
-  if (c.overall === "worse") return broke ? `Worse overall · ${broke} broke` : "Worse overall";
-  if (broke) return `Breaks ${broke}`;
-  if (c.overall === "better") return fixed ? `Better overall · ${fixed} fixed` : "Better overall";
-  return fixed ? `Fixes ${fixed}` : "No change";
+  return run.verdict_phrase || "—";
 }
 
 export function candidateArm(run) {
@@ -36,20 +23,10 @@ export function couldNotRun(run) {
   return (broken && broken[arm]) || null;
 }
 
-function side(version, draft) {
-  return draft ? "Draft" : version ? `v${version}` : "?";
-}
-
 // What was tested against what as the service says it (`tested`: "v4 against v3", "The draft
-// alone"), else worked out from the arms.
+// alone").
 export function testedAgainst(run) {
-  if (run.tested) return run.tested;
-  const cand = side(run.resolved_version, run.draft);
-  const base = (run.arms || []).find((a) => a.role === "baseline");
-  const earlier = run.outcome && run.outcome.comparison && run.outcome.comparison.baseline;
-  if (base) return `${cand} against ${side(base.version, base.draft).replace("Draft", "the draft")}`;
-  if (earlier && earlier.version) return `${cand} against v${earlier.version}`;
-  return `${cand} alone`;
+  return run.tested || run.run_id;
 }
 
 // `{pass_rate, passed, total}` of the candidate, nulls while there is none.

@@ -41,8 +41,7 @@ export async function render(ctx) {
   const sentences = h("section", { class: "sentences card", id: "verdict", "aria-label": "Verdict" },
     story.sentences.map((s) => h("p", {}, s)),
     run.reason && run.status === "completed" ? h("p", { class: "muted" }, run.reason) : null,
-    (run.warnings || []).map((w) => h("p", { class: "why" }, w)),
-    run.outcome && run.outcome.routing_error ? h("p", { class: "why" }, `Not sent to review: ${run.outcome.routing_error}`) : null);
+    (run.warnings || []).map((w) => h("p", { class: "why" }, w)));
 
   const main = show(`${run.tested} · run`, header, sentences, nextSteps(ctx, run, story),
     sidesAndComparison(run, comparison, q.get("tag")),

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from playwright.sync_api import expect
@@ -80,8 +81,14 @@ def test_run_evals_opens_on_the_draft_against_the_live_version_and_names_the_amo
     shot(page, "run-evals-dialog")
     # a version alone when nothing differs is the other obvious answer; here choosing v2 prices
     # it again as the field settles
-    page.get_by_label("What runs").select_option("2")
+    with page.expect_request("**/eval-runs/estimate") as priced:
+        page.get_by_label("What runs").select_option("2")
+    assert json.loads(priced.value.post_data or "{}")["version"] == 2
     expect(page.locator("#start-baseline-text")).to_have_text("Against v1, in the same run")
+    with page.expect_request("**/eval-runs/estimate") as priced:
+        page.get_by_label("Reruns of each flip").fill("3")
+    assert json.loads(priced.value.post_data or "{}")["reruns"] == 3
+    expect(page.locator("#estimate-budgets")).to_contain_text("The organization's:")
     expect(page.locator("#start-run")).to_be_enabled()
     page.get_by_role("button", name="Cancel").click()
     expect(dialog).to_have_count(0)

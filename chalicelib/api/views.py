@@ -892,14 +892,7 @@ def cases_view(run_id: str, page: CasesPage) -> dict[str, Any]:
 def arm_spec_view(run_id: str, arm: Arm) -> dict[str, Any]:
     """The spec one side ran, as copied onto the run at start (`GET
     /eval-runs/{id}/arms/{arm_id}/spec`): `{run_id, arm_id, version, draft, spec_hash, spec}`."""
-    return {
-        "run_id": run_id,
-        "arm_id": arm.arm_id,
-        "version": arm.version,
-        "draft": arm.draft,
-        "spec_hash": arm.spec_hash,
-        "spec": arm.spec,
-    }
+    return {"run_id": run_id, **_side(arm), "spec": arm.spec}
 
 
 def _side(arm: Arm) -> dict[str, Any]:

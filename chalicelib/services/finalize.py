@@ -241,13 +241,11 @@ def sides(
     arm_id: str | None = None,
     case_ids: frozenset[str] | None = None,
 ) -> Sides | None:
-    """A candidate arm (default the first) and the baseline, over every case or only `case_ids`;
-    None for a run without a baseline."""
+    """A candidate arm (default the first) and the baseline, over every case or only `case_ids`
+    (whose `attempts` the caller gives); None for a run without a baseline."""
     base_arm = next((a for a in run.arms if a.role is ArmRole.BASELINE), None)
     if base_arm is None:
         return None
-    if case_ids is not None:
-        attempts = [a for a in attempts if a.case_id in case_ids]
 
     def fps(version: int) -> dict[str, str]:
         return {
@@ -367,11 +365,11 @@ def comparison_of(
 ) -> Comparison | None:
     """A candidate arm (default the first) compared with the baseline, over every case or only
     `case_ids` (the cases under a tag); None without a baseline."""
+    if case_ids is not None:
+        attempts = [a for a in attempts if a.case_id in case_ids]
     both = sides(c, run, attempts, arm_id, case_ids)
     if both is None:
         return None
-    if case_ids is not None:
-        attempts = [a for a in attempts if a.case_id in case_ids]
     cand_arm, base_arm = arm_id or _arm_ids(run, ArmRole.CANDIDATE)[0], both.baseline_arm.arm_id
     broken = {arm: err for arm in (cand_arm, base_arm) if (err := could_not_run(attempts, arm))}
     questions = {

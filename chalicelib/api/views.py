@@ -906,13 +906,15 @@ def _side(arm: Arm) -> dict[str, Any]:
 
 def spec_changes_view(run_id: str, found: SpecChanges) -> dict[str, Any]:
     """What changed between the specs a run tested (`GET /eval-runs/{id}/spec-changes`):
-    `{run_id, candidate, baseline, changes}`; each side `{arm_id, version, draft, spec_hash}`,
-    each change `{path, change, before, after, lines}` (seed 004 "In the console")."""
+    `{run_id, candidate, baseline, changes, left_out}`; each side `{arm_id, version, draft,
+    spec_hash}`, each change `{path, change, before, after, lines, cut}`, `left_out` the changes
+    past the first `domain.spec_diff.MAX_CHANGES` (seed 004 "In the console")."""
     return {
         "run_id": run_id,
         "candidate": _side(found.candidate),
         "baseline": _side(found.baseline),
         "changes": [change.as_json() for change in found.changes],
+        "left_out": found.left_out,
     }
 
 

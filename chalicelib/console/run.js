@@ -24,7 +24,7 @@ export async function render(ctx) {
   const compared = q.get("tag") ? `?${new URLSearchParams({ tag: q.get("tag") })}` : "";
   const named = (kind, id) => get(`api/v1/${kind}/${encodeURIComponent(id)}`).then((r) => r.name || id).catch(() => id);
   const [comparison, agentName, datasetName] = await Promise.all([
-    run.outcome && run.outcome.comparison ? get(`api/v1/eval-runs/${encodeURIComponent(runId)}/comparison${compared}`).catch(() => null) : null,
+    run.outcome && run.outcome.comparison ? get(`api/v1/eval-runs/${encodeURIComponent(runId)}/comparison${compared}`).catch((error) => ({ error })) : null,
     named("agents", agentId), named("datasets", run.dataset_id)]);
   const rerender = () => render(ctx);
 
@@ -136,7 +136,9 @@ function specChanges(run) {
             class: line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : line.startsWith("@@") ? "hunk" : "" }, line + "\n")))
           : h("div", { class: "values" },
             c.change !== "added" ? h("div", { class: "del" }, h("span", { class: "muted" }, "before: "), shown(c.before)) : null,
-            c.change !== "removed" ? h("div", { class: "add" }, h("span", { class: "muted" }, "after: "), shown(c.after)) : null)))));
+            c.change !== "removed" ? h("div", { class: "add" }, h("span", { class: "muted" }, "after: "), shown(c.after)) : null),
+        c.cut ? h("div", { class: "why" }, "Shown cut: the value is too long to show whole.") : null))),
+      found.left_out ? h("p", { class: "why", id: "changes-left-out" }, `And ${plural(found.left_out, "more change")}, not shown.`) : null);
   }).catch((err) => box.replaceChildren(heading(), errorBox(err)));
   return box;
 }
@@ -161,7 +163,9 @@ function sidesAndComparison(run, comparison, tag) {
     h("select", { id: "tag", onchange: (ev) => { const u = new URL(location.href); if (ev.target.value) u.searchParams.set("tag", ev.target.value); else u.searchParams.delete("tag"); u.searchParams.delete("cursor"); history.pushState(null, "", u); dispatchEvent(new PopStateEvent("popstate")); } },
       h("option", { value: "" }, "Every case"), [...tags].sort().map((t) => h("option", { value: t, selected: t === tag }, t)))) : null;
   let compare = null;
-  if (comparison) {
+  if (comparison && comparison.error) {
+    compare = h("section", { class: "card", id: "comparison" }, h("h2", {}, "How the two compare"), errorBox(comparison.error));
+  } else if (comparison) {
     const counts = comparison.counts || {};
     compare = h("section", { class: "card", id: "comparison", "aria-label": "How the two compare" },
       h("h2", {}, tag ? `How the two compare, under tag ${tag}` : "How the two compare"),

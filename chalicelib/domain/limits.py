@@ -16,3 +16,7 @@ MAX_IMPORT_LIMIT = 1_000_000
 MAX_CASE_BYTES = 256 * 1024
 """Largest case of a dataset version, as JSON in UTF-8 bytes (256 KiB): a case is kept as one
 DynamoDB item, which takes at most 400 KB with its keys and redaction's longer markers."""
+
+MAX_SPEC_BYTES = 48 * 1024
+"""Largest agent spec, as JSON in UTF-8 bytes (48 KiB): a run keeps a copy of it on each of its
+sides (a candidate per model, up to six, and the baseline) in its one DynamoDB item of 400 KB."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import replace
 from typing import Any
@@ -11,15 +12,25 @@ from chalicelib.clock import iso
 from chalicelib.domain.events import VersionPublished
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
+from chalicelib.domain.limits import MAX_SPEC_BYTES
 from chalicelib.domain.records import Agent, AgentVersion
 from chalicelib.domain.spec import spec_hash
-from chalicelib.errors import InvalidInputError, NotFoundError
+from chalicelib.errors import InvalidInputError, NotFoundError, PayloadTooLargeError
 from chalicelib.services import messagebus, redacting
 
 
 def _validate_spec(c: Container, who: Identity, spec: Any, field: str = "spec") -> dict[str, Any]:
+    """`spec` when it may be an agent's: a JSON object of at most `MAX_SPEC_BYTES` that its
+    runtime accepts and that holds no secret. Raises InvalidInputError, or PayloadTooLargeError
+    (413) naming `field` for a spec too large to keep."""
     if not isinstance(spec, dict):
         raise InvalidInputError(f"{field} must be a JSON object", field=field)
+    size = len(json.dumps(spec, ensure_ascii=False).encode())
+    if size > MAX_SPEC_BYTES:
+        raise PayloadTooLargeError(
+            f"{field} is {size:,} bytes of JSON; a spec holds at most {MAX_SPEC_BYTES:,}",
+            field=field,
+        )
     c.runtimes.validate_spec(spec)
     redacting.refuse_secrets(c, who.org_id, spec, field)
     return spec

@@ -8,7 +8,9 @@ import binascii
 import json
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from chalicelib import names
@@ -42,6 +44,7 @@ from chalicelib.services import baselines, estimates, finalize, judges, slots
 from chalicelib.services import datasets as dataset_service
 from chalicelib.services import model_profiles as profile_service
 from chalicelib.services.planning import Plan
+from chalicelib.services.ports.ledger import RunPage
 from chalicelib.services.ports.telemetry import Metric
 
 
@@ -638,6 +641,12 @@ class RunList:
     next_cursor: str | None
 
 
+LISTING_BATCH = 50
+"""Runs read at a time by a listing whose filters (the reader's sight, `draft`) drop some."""
+LISTING_READS = 20
+"""Pages one listing request reads at most before it answers with what passed and a cursor."""
+
+
 def list_runs(
     c: Container,
     who: Identity,
@@ -661,41 +670,51 @@ def list_runs(
     if draft not in (None, "current", "earlier"):
         raise InvalidInputError('draft must be "current" or "earlier"', field="draft")
     current_hash = None
+    listing: dict[str, str] = {}
+    read: Callable[..., RunPage]
     if agent_id is not None:
         current_hash = c.agents.get(who.org_id, agent_id).draft_spec_hash
-        result = c.runs.list_by_agent(
-            who.org_id,
-            agent_id,
-            limit=limit,
-            start=_decode_cursor(c, cursor, who.org_id, agent_id=agent_id),
-        )
+        listing = {"agent_id": agent_id}
+        read = partial(c.runs.list_by_agent, who.org_id, agent_id)
     elif evaluation_id is not None:
-        result = c.runs.list_by_evaluation(
-            who.org_id,
-            evaluation_id,
-            limit=limit,
-            start=_decode_cursor(c, cursor, who.org_id, evaluation_id=evaluation_id),
-        )
+        listing = {"evaluation_id": evaluation_id}
+        read = partial(c.runs.list_by_evaluation, who.org_id, evaluation_id)
     elif dataset_id is not None:
         c.datasets.get(who.org_id, dataset_id)
-        result = c.runs.list_by_dataset(
-            who.org_id,
-            dataset_id,
-            limit=limit,
-            start=_decode_cursor(c, cursor, who.org_id, dataset_id=dataset_id),
-        )
+        listing = {"dataset_id": dataset_id}
+        read = partial(c.runs.list_by_dataset, who.org_id, dataset_id)
     else:
-        result = c.runs.list_by_org(
-            who.org_id, limit=limit, start=_decode_cursor(c, cursor, who.org_id)
-        )
-    # a run over an agent or a dataset the caller may not see is not listed (seed 004 "Access")
-    rows = [r for r in result if r.org_id == who.org_id and access_service.may_read(who, r)]
-    if draft is not None:
-        rows = [
-            r for r in rows if r.draft and (r.spec_hash == current_hash) == (draft == "current")
-        ]
-    last = result.next_start
-    next_cursor = base64.urlsafe_b64encode(json.dumps(last).encode()).decode() if last else None
+        read = partial(c.runs.list_by_org, who.org_id)
+
+    def listed(r: Run) -> bool:
+        # a run over an agent or a dataset the caller may not see is not listed (seed 004
+        # "Access"); `draft` keeps the current draft's runs or the earlier drafts'
+        if r.org_id != who.org_id or not access_service.may_read(who, r):
+            return False
+        return draft is None or (r.draft and (r.spec_hash == current_hash) == (draft == "current"))
+
+    # The filters apply before the limit: pages are read until `limit` runs pass them (or
+    # LISTING_READS pages were read), and the cursor stands for the last run handed out.
+    start = _decode_cursor(c, cursor, who.org_id, **listing)
+    rows: list[Run] = []
+    next_start: dict[str, Any] | None = None
+    for _ in range(LISTING_READS):
+        page = read(limit=max(limit, LISTING_BATCH), start=start)
+        for i, run in enumerate(page.runs):
+            if listed(run):
+                rows.append(run)
+                if len(rows) == limit:
+                    last_of_all = i == len(page.runs) - 1 and page.next_start is None
+                    next_start = None if last_of_all else c.runs.page_start_of(run, **listing)
+                    break
+        else:
+            start = next_start = page.next_start
+            if start is not None:
+                continue
+        break
+    next_cursor = (
+        base64.urlsafe_b64encode(json.dumps(next_start).encode()).decode() if next_start else None
+    )
     return RunList(rows, next_cursor)
 
 
@@ -913,6 +932,8 @@ class SpecChanges:
     candidate: Arm
     baseline: Arm
     changes: list[SpecChange]
+    left_out: int = 0
+    """Changes past `domain.spec_diff.MAX_CHANGES`, counted, not listed."""
 
 
 def spec_changes(c: Container, who: Identity, run_id: str) -> SpecChanges:
@@ -934,4 +955,5 @@ def spec_changes(c: Container, who: Identity, run_id: str) -> SpecChanges:
             f"eval run {run_id} has no baseline: there is nothing to compare its spec with",
             field="run_id",
         )
-    return SpecChanges(candidate, baseline, diff_specs(baseline.spec, candidate.spec))
+    found = diff_specs(baseline.spec, candidate.spec)
+    return SpecChanges(candidate, baseline, found.changes, found.left_out)

@@ -10,6 +10,7 @@ import re
 
 from playwright.sync_api import expect
 
+from chalicelib.domain import spec_diff
 from tests.browser.worlds import World
 from tests.conftest import make_api
 from tests.e2e.conftest import cases, sleepy_spec
@@ -145,3 +146,21 @@ def test_the_start_dialog_says_which_recording_the_candidate_replays(
         )
     )
     page.get_by_role("button", name="Cancel").click()
+
+
+def test_a_diff_past_its_bounds_says_how_many_changes_it_left_out(stack, page, console_url):
+    api = make_api(stack)
+    ds = api.dataset(cases(1))
+    many = {f"k{i:03d}": 0 for i in range(spec_diff.MAX_CHANGES + 20)}
+    agent = api.agent(noted("a\nb") | {"table": many}, publish=1)
+    draft = noted("a\nb") | {"table": {k: 1 for k in many}, "long": "z" * 5_000}
+    api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": draft})
+    run_id = api.start(agent, ds, paired_baseline=True)["run_id"]
+    api.wait(run_id)
+    found = api.ok("GET", f"/api/v1/eval-runs/{run_id}/spec-changes")
+    assert len(found["changes"]) == spec_diff.MAX_CHANGES and found["left_out"] == 21
+    assert found["changes"][0]["path"] == "long" and found["changes"][0]["cut"] is True
+    page.goto(console_url(api, f"/runs/{run_id}?changes=1"))
+    expect(page.locator("#changes > ul > li")).to_have_count(spec_diff.MAX_CHANGES)
+    expect(page.locator("#changes-left-out")).to_have_text("And 21 more changes, not shown.")
+    expect(page.locator('#changes li[data-path="long"]')).to_contain_text("Shown cut")

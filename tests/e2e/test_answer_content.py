@@ -64,7 +64,10 @@ def scripted_spec(payloads: dict[str, dict], probe: str) -> dict:
     return {
         "runtime": "python",
         "entrypoint": "tests.support.agents:scripted",
-        "options": {"probe": probe, "payloads": {k: json.dumps(v) for k, v in payloads.items()}},
+        "options": {
+            "probe": probe,
+            "payloads": {k: json.dumps(v, ensure_ascii=False) for k, v in payloads.items()},
+        },
     }
 
 

@@ -57,8 +57,10 @@ def test_a_deterministic_regression_of_three_cases_is_worse_and_names_them(api):
             "before": None,
             "after": {**broken, "c009": "42"},
             "lines": [],
+            "cut": False,
         }
     ]
+    assert changed["left_out"] == 0
 
 
 def test_a_run_without_a_baseline_has_no_spec_changes_to_show(api):

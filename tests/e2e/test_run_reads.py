@@ -215,6 +215,39 @@ def test_draft_runs_filter_by_the_draft_as_it_is_now(api):
     assert listed("earlier") == [new_draft]
 
 
+def test_a_filter_applies_before_the_limit_and_the_cursor_follows_what_was_handed_out(api):
+    """The publish dialog asks `?draft=current&limit=1`: newer runs of versions must not leave
+    that page empty (issue 15)."""
+    ds = api.dataset(cases(1))
+    agent = api.agent(sleepy_spec(), publish=1)
+    drafts = [completed(api, agent, ds)["run_id"]]
+    for _ in range(2):
+        completed(api, agent, ds, candidate="version", version=1)
+    drafts.append(completed(api, agent, ds)["run_id"])
+    completed(api, agent, ds, candidate="version", version=1)
+    path = f"/api/v1/agents/{agent}/eval-runs"
+    first = api.ok("GET", path, params={"draft": "current", "limit": 1})
+    assert [r["run_id"] for r in first["runs"]] == [drafts[1]] and first["next_cursor"]
+    second = api.ok(
+        "GET", path, params={"draft": "current", "limit": 1, "cursor": first["next_cursor"]}
+    )
+    assert [r["run_id"] for r in second["runs"]] == [drafts[0]]
+    if second["next_cursor"]:  # the index may not know yet that nothing follows
+        rest = api.ok(
+            "GET", path, params={"draft": "current", "limit": 1, "cursor": second["next_cursor"]}
+        )
+        assert rest == {"runs": [], "next_cursor": None}
+    # unfiltered pages still hold `limit` runs each, every run once
+    seen, cursor = [], None
+    while True:
+        page = api.ok("GET", path, params={"limit": 2, **({"cursor": cursor} if cursor else {})})
+        assert len(page["runs"]) <= 2
+        seen += [r["run_id"] for r in page["runs"]]
+        if not (cursor := page["next_cursor"]):
+            break
+    assert len(seen) == len(set(seen)) == 5
+
+
 # --- progress and live updates ---------------------------------------------------------------
 
 

@@ -41,6 +41,14 @@ class FakeQueue:
         return None
 
 
+def _listing(agent_id: str | None, dataset_id: str | None, evaluation_id: str | None) -> str:
+    if evaluation_id is not None:
+        return f"evaluation:{evaluation_id}"
+    if agent_id is not None:
+        return f"agent:{agent_id}"
+    return f"dataset:{dataset_id}" if dataset_id is not None else "org"
+
+
 class FakeRuns:
     """`ports.ledger.Runs` in dicts: runs by (org_id, run_id), attempts by (org_id, run_id) then
     key.
@@ -249,6 +257,20 @@ class FakeRuns:
         )
 
     @staticmethod
+    def page_start_of(
+        run: Run,
+        *,
+        agent_id: str | None = None,
+        dataset_id: str | None = None,
+        evaluation_id: str | None = None,
+    ) -> dict[str, Any]:
+        return {
+            "org_id": run.org_id,
+            "listing": _listing(agent_id, dataset_id, evaluation_id),
+            "run_id": run.run_id,
+        }
+
+    @staticmethod
     def is_page_start(
         start: Any,
         org_id: str,
@@ -257,15 +279,7 @@ class FakeRuns:
         dataset_id: str | None = None,
         evaluation_id: str | None = None,
     ) -> bool:
-        listing = (
-            f"evaluation:{evaluation_id}"
-            if evaluation_id is not None
-            else f"agent:{agent_id}"
-            if agent_id is not None
-            else f"dataset:{dataset_id}"
-            if dataset_id is not None
-            else "org"
-        )
+        listing = _listing(agent_id, dataset_id, evaluation_id)
         return (
             isinstance(start, dict)
             and set(start) == {"org_id", "listing", "run_id"}

@@ -167,6 +167,30 @@ def test_a_body_over_1_mib_is_a_413_naming_the_body(api):
     assert api.ok("GET", "/api/v1/agents") == {"agents": []}
 
 
+def test_a_spec_too_large_to_keep_on_a_run_is_a_413_naming_it_and_nothing_is_kept(api):
+    def spec(pad: int) -> dict[str, Any]:
+        return {**sleepy_spec(), "options": {"pad": "x" * pad}}
+
+    big = spec(48 * 1024)
+    error = _refused(
+        api.call("POST", "/api/v1/agents", json={"name": "B", "spec": big}), 413, "spec"
+    )
+    assert error["code"] == "payload_too_large", error
+    assert api.ok("GET", "/api/v1/agents") == {"agents": []}
+    agent = api.agent(sleepy_spec())
+    _refused(api.call("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": big}), 413, "spec")
+    assert api.ok("GET", f"/api/v1/agents/{agent}/draft")["spec"] == sleepy_spec()
+    # the largest spec it takes runs, paired, with a copy on each side
+    largest = spec(48 * 1024 - len(json.dumps(spec(0))))
+    assert len(json.dumps(largest).encode()) == 48 * 1024
+    api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": largest})
+    api.ok("POST", f"/api/v1/agents/{agent}/versions")
+    api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": spec(48 * 1024 - 200)})
+    ds = api.dataset(cases(1))
+    run = api.start(agent, ds, paired_baseline=True)
+    assert api.wait(run["run_id"])["status"] == "completed"
+
+
 def test_a_dataset_version_takes_more_than_1_mib_and_at_most_5_mib(api):
     api.ok("POST", "/api/v1/datasets", json={"name": "D", "dataset_id": "d"})
     scoring = {"required": ["numeric_answer"]}

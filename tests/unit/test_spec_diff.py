@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from chalicelib.domain.spec_diff import Change, SpecChange, spec_changes, text_lines
+import json
+
+from chalicelib.domain import spec_diff
+from chalicelib.domain.spec_diff import Change, SpecChange, text_lines
+
+
+def spec_changes(before, after) -> list[SpecChange]:
+    found = spec_diff.spec_changes(before, after)
+    assert found.left_out == 0
+    return found.changes
 
 
 def test_equal_specs_have_no_changes_whatever_their_key_order() -> None:
@@ -73,3 +82,52 @@ def test_the_diff_keeps_two_lines_of_context() -> None:
 
 def test_two_whole_specs_that_are_not_maps_are_compared_as_values() -> None:
     assert spec_changes(None, {"a": 1}) == [SpecChange("(spec)", Change.CHANGED, None, {"a": 1})]
+
+
+def test_a_key_of_other_letters_is_quoted_as_written() -> None:
+    [change] = spec_changes({"h": {"é 😀": 1}}, {"h": {"é 😀": 2}})
+    assert change.path == 'h["é 😀"]'
+
+
+def test_past_max_changes_the_rest_are_counted_not_listed() -> None:
+    n = spec_diff.MAX_CHANGES + 7
+    found = spec_diff.spec_changes(list(range(n)), [i + 1 for i in range(n)])
+    assert len(found.changes) == spec_diff.MAX_CHANGES and found.left_out == 7
+    assert found.changes[-1].path == f"[{spec_diff.MAX_CHANGES - 1}]"
+
+
+def test_a_long_value_and_a_long_key_are_cut() -> None:
+    long = "x" * (spec_diff.MAX_VALUE_CHARS + 10)
+    key = "k" * (spec_diff.MAX_KEY_CHARS + 5)
+    [change] = spec_changes({key: long}, {key: 1})
+    assert change.path == '["' + "k" * spec_diff.MAX_KEY_CHARS + '…"]'  # quoted: not the key
+    assert change.cut and change.after == 1
+    assert change.before == ('"' + long)[: spec_diff.MAX_VALUE_CHARS] + "…"
+    assert change.as_json()["cut"] is True
+
+
+def test_a_text_past_max_text_lines_gets_no_line_diff() -> None:
+    many = "\n".join(str(i) for i in range(spec_diff.MAX_TEXT_LINES + 1))
+    [change] = spec_changes({"p": many}, {"p": many + "!"})
+    assert change.lines == () and change.cut  # and its values are cut, being that long
+    few = "\n".join(str(i) for i in range(spec_diff.MAX_TEXT_LINES - 1))
+    assert spec_changes({"p": few}, {"p": few + "!"})[0].lines
+
+
+def test_a_diff_of_many_changed_lines_stops_at_max_diff_lines() -> None:
+    before = "\n".join(f"a{i}" for i in range(1_500))
+    after = "\n".join(f"b{i}" for i in range(1_500))
+    [change] = spec_changes({"p": before}, {"p": after})
+    assert len(change.lines) == spec_diff.MAX_DIFF_LINES + 1 and change.lines[-1] == "…"
+    assert change.cut
+
+
+def test_past_max_diff_chars_the_rest_are_counted_and_a_long_line_is_cut() -> None:
+    line = "y" * 3_000  # longer than a diff line; the values near MAX_VALUE_CHARS
+    texts = {f"p{i:03d}": f"a\n{line}{i}" for i in range(400)}
+    found = spec_diff.spec_changes(texts, {k: v + "!" for k, v in texts.items()})
+    assert found.changes[0].lines[-1] == "+" + line[: spec_diff.MAX_LINE_CHARS - 1] + "…"
+    assert found.changes[0].cut
+    listed = sum(len(json.dumps(c.as_json(), ensure_ascii=False)) for c in found.changes)
+    assert spec_diff.MAX_DIFF_CHARS <= listed < spec_diff.MAX_DIFF_CHARS + 10_000
+    assert len(found.changes) + found.left_out == 400 and found.left_out > 0

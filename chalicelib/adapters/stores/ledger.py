@@ -229,6 +229,19 @@ def _evaluation_run_key(org_id: str, evaluation_id: str) -> str:
     return org_key(org_id, evaluation_id)
 
 
+def _listing_hash(
+    org_id: str, agent_id: str | None, dataset_id: str | None, evaluation_id: str | None
+) -> tuple[str, str]:
+    """The name and value of the hash key of the index a listing of runs queries."""
+    if evaluation_id is not None:
+        return "evaluation_run_key", _evaluation_run_key(org_id, evaluation_id)
+    if agent_id is not None:
+        return "agent_key", org_key(org_id, agent_id)
+    if dataset_id is not None:
+        return "dataset_key", org_key(org_id, dataset_id)
+    return "org_id", org_id
+
+
 def _rows_touched(*runs: Run) -> list[rules.HistoryRow]:
     """The history rows any of `runs` has something in (each empty, once, in key order)."""
     rows = {r.key: r for run in runs for r in rules.rows_of(run)}
@@ -469,6 +482,23 @@ class RunStore:
         )
 
     @staticmethod
+    def page_start_of(
+        run: Run,
+        *,
+        agent_id: str | None = None,
+        dataset_id: str | None = None,
+        evaluation_id: str | None = None,
+    ) -> dict[str, Any]:
+        """The `start` of the page after `run` in its organization's listing (as
+        `is_page_start`): what a filtered listing hands out when it stops before a page's end."""
+        hash_name, hash_value = _listing_hash(run.org_id, agent_id, dataset_id, evaluation_id)
+        return {
+            "run_key": {"S": _key(run)},
+            hash_name: {"S": hash_value},
+            "created_at": {"S": run.created_at},
+        }
+
+    @staticmethod
     def is_page_start(
         start: Any,
         org_id: str,
@@ -481,15 +511,7 @@ class RunStore:
         runs (`agent_id`), the dataset's (`dataset_id`), the evaluation's (`evaluation_id`) or
         else all of them. Exactly the keys `run_key` (a run of the organization), the index's hash
         key (its value for this listing) and `created_at`, each `{"S": str}`."""
-        if evaluation_id is not None:
-            hash_name = "evaluation_run_key"
-            hash_value = _evaluation_run_key(org_id, evaluation_id)
-        elif agent_id is not None:
-            hash_name, hash_value = "agent_key", org_key(org_id, agent_id)
-        elif dataset_id is not None:
-            hash_name, hash_value = "dataset_key", org_key(org_id, dataset_id)
-        else:
-            hash_name, hash_value = "org_id", org_id
+        hash_name, hash_value = _listing_hash(org_id, agent_id, dataset_id, evaluation_id)
         return (
             isinstance(start, dict)
             and set(start) == {"run_key", hash_name, "created_at"}

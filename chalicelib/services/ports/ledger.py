@@ -113,6 +113,16 @@ class Runs(Protocol):
         """The dataset's completed runs as `trends_by_agent`."""
 
     @staticmethod
+    def page_start_of(
+        run: Run,
+        *,
+        agent_id: str | None = None,
+        dataset_id: str | None = None,
+        evaluation_id: str | None = None,
+    ) -> dict[str, Any]:
+        """The `start` of the page after `run` in the listing named as `is_page_start` names it."""
+
+    @staticmethod
     def is_page_start(
         start: Any,
         org_id: str,

@@ -913,8 +913,8 @@ def spec_changes_view(run_id: str, found: SpecChanges) -> dict[str, Any]:
         "run_id": run_id,
         "candidate": _side(found.candidate),
         "baseline": _side(found.baseline),
-        "changes": [change.as_json() for change in found.changes],
-        "left_out": found.left_out,
+        "changes": [change.as_json() for change in found.diff.changes],
+        "left_out": found.diff.left_out,
     }
 
 

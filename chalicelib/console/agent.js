@@ -2,7 +2,7 @@
 // above the run history, the runs table, Run evals and the Suites card.
 import { get, h, href, pct, when, show, guarded, verdictClass, errorBox } from "./lib.js";
 import { chart } from "./chart.js";
-import { openStartDialog } from "./start.js";
+import { draftDiffers, openStartDialog } from "./start.js";
 import { openPublishDialog } from "./publish.js";
 import { names } from "./lists.js";
 
@@ -21,7 +21,7 @@ export async function render(ctx) {
     get(`api/v1/agents/${encodeURIComponent(agentId)}/suites`).catch(() => ({ suites: [] })),
     names("datasets"),
   ]);
-  const differs = latest ? latest.spec_hash !== agent.draft.spec_hash : true;
+  const differs = draftDiffers(agent, latest);
   const state = { agent, latest, differs, runs: runs.runs, environments: envs.environments || [] };
   const open = (preset) => openStartDialog(ctx, { agent, latest, differs, runs: runs.runs, ...preset });
 

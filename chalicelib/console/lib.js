@@ -115,6 +115,19 @@ export function show(title, ...children) {
   return main;
 }
 
+// A modal dialog over the page, focused on `first`, gone from the page once closed.
+export function showDialog(dialog, first) {
+  document.body.append(dialog);
+  dialog.addEventListener("close", () => dialog.remove());
+  dialog.showModal();
+  first.focus();
+  return dialog;
+}
+
+// A dialog form's Cancel button, and whether its submit event came from it.
+export const cancelButton = () => h("button", { type: "submit", value: "cancel", formnovalidate: true }, "Cancel");
+export const cancelled = (event) => !!event.submitter && event.submitter.value === "cancel";
+
 export function errorBox(err) {
   const msg = err instanceof ApiError ? err.message : String(err && err.message || err);
   return h("div", { class: "error", role: "alert" },

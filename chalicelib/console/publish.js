@@ -1,7 +1,7 @@
 // The publish dialog (seed 004 "In the console"): it says what the draft's last run found, or that
 // the draft was not tested since it last changed, or that the test it had is out of date, and
 // never holds the publish back.
-import { api, get, h, href, when, errorBox } from "./lib.js";
+import { api, get, h, href, when, errorBox, showDialog, cancelButton, cancelled } from "./lib.js";
 import { testedAgainst, verdictPhrase } from "./lists.js";
 
 // The draft's test: `{state: "current" | "earlier" | "untested", run}`: the newest run of the
@@ -35,7 +35,7 @@ export async function openPublishDialog(agent, onPublished) {
   const dialog = h("dialog", { id: "publish-dialog", "aria-labelledby": "publish-title" },
     h("form", { method: "dialog", onsubmit: async (e) => {
       e.preventDefault();
-      if (e.submitter && e.submitter.value === "cancel") return dialog.close();
+      if (cancelled(e)) return dialog.close();
       go.disabled = true;
       try {
         const v = await api("POST", `api/v1/agents/${encodeURIComponent(agent.agent_id)}/versions`, {});
@@ -50,10 +50,6 @@ export async function openPublishDialog(agent, onPublished) {
       found.err ? errorBox(found.err) : testText(found),
       h("p", { class: "muted" }, "Publishing does not wait for a test."),
       errors,
-      h("div", { class: "actions" }, go, h("button", { type: "submit", value: "cancel", formnovalidate: true }, "Cancel"))));
-  document.body.append(dialog);
-  dialog.addEventListener("close", () => dialog.remove());
-  dialog.showModal();
-  go.focus();
-  return dialog;
+      h("div", { class: "actions" }, go, cancelButton())));
+  return showDialog(dialog, go);
 }

@@ -13,16 +13,31 @@ const COUNT_WORDS = { regression: "broke", fixed: "fixed", unchanged: "unchanged
 
 let poll = null;
 
+// An agent's or a dataset's name, read once per run shown: the page renders again every 2 s while
+// the run answers.
+const names = new Map();
+let namesOf = null;
+function named(kind, id) {
+  const key = `${kind}/${id}`;
+  if (!names.has(key)) {
+    names.set(key, get(`api/v1/${kind}/${encodeURIComponent(id)}`).then((r) => r.name || id).catch(() => id));
+  }
+  return names.get(key);
+}
+
 export async function render(ctx) {
   clearTimeout(poll);
   const [runId] = ctx.params;
+  if (namesOf !== runId) {
+    names.clear();
+    namesOf = runId;
+  }
   const q = new URLSearchParams(location.search);
   const run = await get(`api/v1/eval-runs/${encodeURIComponent(runId)}`);
   const story = run.story;
   const agentId = run.agent_id;
   // under a tag the comparison reads only its cases; the verdict above stays over every case
   const compared = q.get("tag") ? `?${new URLSearchParams({ tag: q.get("tag") })}` : "";
-  const named = (kind, id) => get(`api/v1/${kind}/${encodeURIComponent(id)}`).then((r) => r.name || id).catch(() => id);
   const [comparison, agentName, datasetName] = await Promise.all([
     run.outcome && run.outcome.comparison ? get(`api/v1/eval-runs/${encodeURIComponent(runId)}/comparison${compared}`).catch((error) => ({ error })) : null,
     named("agents", agentId), named("datasets", run.dataset_id)]);

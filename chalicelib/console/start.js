@@ -1,6 +1,6 @@
 // The Run evals dialog (seed 004 "In the console"): it opens on the obvious answer, prices the
 // run as its fields settle, and starts only from the button that names the amount.
-import { api, get, h, href, usd, when, errorBox } from "./lib.js";
+import { api, get, h, href, usd, when, errorBox, showDialog, cancelButton, cancelled } from "./lib.js";
 
 // The obvious answer: the draft against the live version when the draft differs from it, the
 // live version alone when it does not, the draft alone for an agent nobody published.
@@ -20,13 +20,18 @@ export function chosenDataset(runs, datasets) {
 
 let seq = 0;
 
+// Whether the agent's draft differs from its latest version (`latest` null: nothing published).
+export function draftDiffers(agent, latest) {
+  return latest ? latest.spec_hash !== agent.draft.spec_hash : true;
+}
+
 // What the dialog needs of an agent: its row, its latest version, whether the draft differs.
 export async function agentState(agentId) {
   const agent = await get(`api/v1/agents/${encodeURIComponent(agentId)}`);
   const latest = agent.latest_version
     ? await get(`api/v1/agents/${encodeURIComponent(agentId)}/versions/${agent.latest_version}`)
     : null;
-  return { agent, latest, differs: latest ? latest.spec_hash !== agent.draft.spec_hash : true };
+  return { agent, latest, differs: draftDiffers(agent, latest) };
 }
 
 // Where the candidate's answers come from: a `recorded` spec replays one of the organization's
@@ -84,14 +89,16 @@ export async function openStartDialog(ctx, opts) {
   if (def) env.value = def.environment_id;
   const reruns = h("input", { id: "start-reruns", type: "number", min: "0", max: "5", inputmode: "numeric", placeholder: "default" });
   const recordings = h("p", { id: "start-recordings", class: "muted", "aria-live": "polite" });
-  const specs = new Map(); // version -> its spec, read once
-  const candidateSpec = async () => {
-    if (cand.value === "draft") return agent.draft.spec;
-    const v = cand.value;
-    if (!specs.has(v)) {
-      specs.set(v, get(`api/v1/agents/${encodeURIComponent(agent.agent_id)}/versions/${v}`).then((r) => r.spec).catch(() => null));
-    }
-    return specs.get(v);
+  // Which recording the candidate replays: read again only when the candidate (or agent) changes.
+  let recordingOf = null;
+  const showRecordings = async () => {
+    const which = `${agent.agent_id}#${cand.value}`;
+    if (which === recordingOf) return;
+    recordingOf = which;
+    const spec = cand.value === "draft" ? agent.draft.spec
+      : await get(`api/v1/agents/${encodeURIComponent(agent.agent_id)}/versions/${cand.value}`).then((r) => r.spec).catch(() => null);
+    const text = await recordingText(spec);
+    if (which === recordingOf) recordings.textContent = text;
   };
   const estimate = h("div", { class: "estimate", id: "estimate", "aria-live": "polite" }, "Working out the cost…");
   const startButton = h("button", { type: "submit", class: "primary", id: "start-run", disabled: true }, "Start");
@@ -140,7 +147,7 @@ export async function openStartDialog(ctx, opts) {
       return;
     }
     estimate.replaceChildren("Working out the cost…");
-    candidateSpec().then(recordingText).then((text) => { if (mine === seq) recordings.textContent = text; });
+    showRecordings();
     try {
       const [est, ds] = await Promise.all([
         api("POST", `api/v1/agents/${encodeURIComponent(agent.agent_id)}/eval-runs/estimate`, body()),
@@ -172,7 +179,7 @@ export async function openStartDialog(ctx, opts) {
   const dialog = h("dialog", { id: "start-dialog", "aria-labelledby": "start-title" },
     h("form", { method: "dialog", onsubmit: async (e) => {
       e.preventDefault();
-      if (e.submitter && e.submitter.value === "cancel") return dialog.close();
+      if (cancelled(e)) return dialog.close();
       startButton.disabled = true;
       try {
         const run = await api("POST", `api/v1/agents/${encodeURIComponent(agent.agent_id)}/eval-runs`, body());
@@ -192,22 +199,18 @@ export async function openStartDialog(ctx, opts) {
         h("div", { class: "field" }, h("label", { for: "start-reruns" }, "Reruns of each flip"), reruns),
         recordings),
       estimate, why, errors,
-      h("div", { class: "actions" }, startButton, h("button", { type: "submit", value: "cancel", formnovalidate: true }, "Cancel"))));
+      h("div", { class: "actions" }, startButton, cancelButton())));
   for (const el of [cand, base, dataset, env, reruns]) el.addEventListener("change", settle);
   reruns.addEventListener("input", settle);
   if (agentSel) {
     agentSel.addEventListener("change", async () => {
       startButton.disabled = true;
       ({ agent, differs } = await agentState(agentSel.value));
-      specs.clear();
       choose();
       settle();
     });
   }
-  document.body.append(dialog);
-  dialog.addEventListener("close", () => dialog.remove());
-  dialog.showModal();
-  (agentSel || cand).focus();
+  showDialog(dialog, agentSel || cand);
   price();
   return dialog;
 }

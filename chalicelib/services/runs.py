@@ -31,7 +31,7 @@ from chalicelib.domain.outcome import ArmResult, Comparison
 from chalicelib.domain.records import Arm, Attempt, Run
 from chalicelib.domain.run_rules import Lanes
 from chalicelib.domain.spec import spec_hash
-from chalicelib.domain.spec_diff import SpecChange
+from chalicelib.domain.spec_diff import SpecDiff
 from chalicelib.domain.spec_diff import spec_changes as diff_specs
 from chalicelib.errors import (
     BudgetExceededError,
@@ -695,27 +695,25 @@ def list_runs(
 
     # The filters apply before the limit: pages are read until `limit` runs pass them (or
     # LISTING_READS pages were read), and the cursor stands for the last run handed out.
+    def answer(rows: list[Run], next_start: dict[str, Any] | None) -> RunList:
+        text = json.dumps(next_start).encode() if next_start else None
+        return RunList(rows, base64.urlsafe_b64encode(text).decode() if text else None)
+
     start = _decode_cursor(c, cursor, who.org_id, **listing)
     rows: list[Run] = []
-    next_start: dict[str, Any] | None = None
     for _ in range(LISTING_READS):
         page = read(limit=max(limit, LISTING_BATCH), start=start)
         for i, run in enumerate(page.runs):
-            if listed(run):
-                rows.append(run)
-                if len(rows) == limit:
-                    last_of_all = i == len(page.runs) - 1 and page.next_start is None
-                    next_start = None if last_of_all else c.runs.page_start_of(run, **listing)
-                    break
-        else:
-            start = next_start = page.next_start
-            if start is not None:
+            if not listed(run):
                 continue
-        break
-    next_cursor = (
-        base64.urlsafe_b64encode(json.dumps(next_start).encode()).decode() if next_start else None
-    )
-    return RunList(rows, next_cursor)
+            rows.append(run)
+            if len(rows) == limit:
+                last_of_all = i == len(page.runs) - 1 and page.next_start is None
+                return answer(rows, None if last_of_all else c.runs.page_start_of(run, **listing))
+        start = page.next_start
+        if start is None:
+            break
+    return answer(rows, start)
 
 
 EVENTS_SETTLE_MS = 2_000
@@ -771,6 +769,11 @@ def events(
     return RunEvents(run, rows, rows[-1].recorded_key if rows else after, ended and not rows)
 
 
+def _carries(case: dict[str, Any], tag: str) -> bool:
+    """Whether a dataset case carries `tag` (a case's `tags`, absent or null on a case of none)."""
+    return tag in (case.get("tags") or [])
+
+
 def comparison(
     c: Container, who: Identity, run_id: str, arm_id: str | None = None, tag: str | None = None
 ) -> tuple[Run, Comparison]:
@@ -791,7 +794,7 @@ def comparison(
         tagged = None
         if tag is not None:
             cases = c.datasets.cases(run.org_id, run.dataset_id, int(run.dataset_version))
-            tagged = frozenset(k["case_id"] for k in cases if tag in (k.get("tags") or []))
+            tagged = frozenset(k["case_id"] for k in cases if _carries(k, tag))
         kept = finalize.comparison_of(
             c, run, finalize.all_attempts(c, run), arm_id=arm_id, case_ids=tagged
         )
@@ -884,7 +887,7 @@ def cases(
         if case_id is not None and cid != case_id:
             continue
         case = c.datasets.get_case(run.org_id, run.dataset_id, int(run.dataset_version), cid) or {}
-        if tag is not None and tag not in (case.get("tags") or []):
+        if tag is not None and not _carries(case, tag):
             continue
         rows = sorted(by_case.get(cid, []), key=lambda r: r.attempt_key)
         sides = {}
@@ -931,9 +934,7 @@ class SpecChanges:
 
     candidate: Arm
     baseline: Arm
-    changes: list[SpecChange]
-    left_out: int = 0
-    """Changes past `domain.spec_diff.MAX_CHANGES`, counted, not listed."""
+    diff: SpecDiff
 
 
 def spec_changes(c: Container, who: Identity, run_id: str) -> SpecChanges:
@@ -955,5 +956,4 @@ def spec_changes(c: Container, who: Identity, run_id: str) -> SpecChanges:
             f"eval run {run_id} has no baseline: there is nothing to compare its spec with",
             field="run_id",
         )
-    found = diff_specs(baseline.spec, candidate.spec)
-    return SpecChanges(candidate, baseline, found.changes, found.left_out)
+    return SpecChanges(candidate, baseline, diff_specs(baseline.spec, candidate.spec))

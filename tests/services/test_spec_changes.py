@@ -38,12 +38,12 @@ def test_the_first_candidate_is_compared_with_the_baseline(c: FakeContainer) -> 
     _paired(c)
     found = runs.spec_changes(c, ACME, "r1")
     assert (found.candidate.arm_id, found.baseline.arm_id) == ("candidate", "baseline")
-    assert [(x.path, x.change) for x in found.changes] == [
+    assert [(x.path, x.change) for x in found.diff.changes] == [
         ("prompt", Change.CHANGED),
         ("temperature", Change.REMOVED),
         ("tools", Change.ADDED),
     ]
-    assert found.changes[0].lines == ("@@ -1,2 +1,2 @@", " one", "-two", "+2")
+    assert found.diff.changes[0].lines == ("@@ -1,2 +1,2 @@", " one", "-two", "+2")
 
 
 def test_only_an_editor_of_the_agent_sees_the_changes(c: FakeContainer) -> None:

@@ -16,7 +16,6 @@ grows with the square of their length).
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from dataclasses import dataclass
@@ -123,6 +122,8 @@ def _key_path(parent: str, key: str) -> str:
 
 def text_lines(before: str, after: str) -> tuple[str, ...]:
     """The unified diff of two texts (no file header), `CONTEXT_LINES` lines of context."""
+    import difflib  # noqa: PLC0415 - 1.4 ms that only a diff of texts pays, not every cold start
+
     diff = difflib.unified_diff(
         before.splitlines(), after.splitlines(), lineterm="", n=CONTEXT_LINES
     )

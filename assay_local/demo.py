@@ -25,8 +25,8 @@ MODELS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verificat
 
 
 def default_data_dir() -> Path:
-    """`../shared/data/gsm8k` beside the repository."""
-    return Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k"
+    """`examples/gsm8k` in the repository: the problems, four models' answers, their LICENSE."""
+    return Path(__file__).resolve().parents[1] / "examples" / "gsm8k"
 
 
 def recording_texts(data_dir: Path) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""assay: serverless evaluation of LLM agents (see ../shared/DESIGN.md)."""
+"""assay: serverless evaluation of LLM agents (the design: docs/architecture)."""
 
 import os
 

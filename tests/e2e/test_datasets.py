@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.e2e.conftest import cases, sleepy_spec
 
-GSM8K = Path(__file__).resolve().parents[3] / "shared" / "data" / "gsm8k"
+GSM8K = Path(__file__).resolve().parents[2] / "examples" / "gsm8k"
 
 
 def new_dataset(api, name: str = "d") -> str:

@@ -13,7 +13,7 @@ import pytest
 
 from assay_local import demo
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "gsm8k"
+DATA = Path(__file__).resolve().parents[2] / "examples" / "gsm8k"
 
 
 def final_number(text: str) -> Fraction | None:
@@ -49,7 +49,7 @@ def expected_flips(before: str, after: str) -> tuple[int, int, int]:
 # minutes fails, naming what it saw); this bound is only a hang guard.
 @pytest.mark.timeout(3600)
 def test_v4_against_v3_and_v3_against_v2_on_every_gsm8k_case(api):
-    assert DATA.is_dir(), f"GSM8K data not found at {DATA}: ../shared must be beside the repository"
+    assert DATA.is_dir(), f"GSM8K data not found at {DATA}: examples/gsm8k is in the repository"
     # Each model's answers are a recording of the organization, uploaded through the API.
     recordings = {}
     for model, text in demo.recording_texts(DATA).items():

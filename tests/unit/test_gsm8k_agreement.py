@@ -16,11 +16,10 @@ from chalicelib.domain.importers import gsm8k_case_id, parse_gsm8k
 from chalicelib.domain.models import AgentAnswer, ScoringConfig
 from chalicelib.domain.scorers import grade
 
-GSM8K = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "gsm8k"
+GSM8K = Path(__file__).resolve().parents[2] / "examples" / "gsm8k"
 
-# The data is part of the workplace (../shared beside the repository, in CI too): its absence is a
-# broken checkout, not a reason to skip.
-assert GSM8K.is_dir(), f"GSM8K data not found at {GSM8K}: ../shared must be beside the repository"
+# The data is part of the repository: its absence is a broken checkout, not a reason to skip.
+assert GSM8K.is_dir(), f"GSM8K data not found at {GSM8K}: examples/gsm8k is part of the repository"
 
 # How many of the 1,319 answers each model got right, as the authors count them and as we
 # grade them; read off the file once by counting `"is_correct": true` per model.

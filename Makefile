@@ -7,19 +7,27 @@ PY := $(VENV)/bin/python
 PY312 := $(shell for c in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /root/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	if [ -x "$$(command -v $$c 2>/dev/null)" ] && $$c -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then command -v $$c; break; fi; done)
 
-.PHONY: setup browser demo dev lint test test-fast bench clean
+.PHONY: setup lock browser demo dev lint test test-fast bench clean
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# requirements.lock pins every package (and pip itself) at the versions CI tested; `make setup`
+# installs exactly those. `make lock` resolves it again from pyproject.toml's ranges, on purpose.
+$(VENV)/.installed: pyproject.toml requirements.lock
 	@if [ -z "$(PY312)" ]; then \
 		echo "assay needs Python 3.12 (found none: tried python3.12 and ~/.pyenv/versions/3.12*)."; \
 		echo "Install it (e.g. 'pyenv install 3.12') and run make again."; exit 1; fi
 	@if [ ! -x $(PY) ] || ! $(PY) -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then \
 		rm -rf $(VENV); $(PY312) -m venv $(VENV); fi
-	$(PY) -m pip install --quiet --upgrade 'pip<26.3'  # chalice 1.34 requires pip<26.3
-	$(PY) -m pip install --quiet -e '.[local,dev]'  # the embedded stack (moto) is the local extra
+	$(PY) -m pip install --quiet -c requirements.lock pip  # chalice 1.34 requires pip<26.3
+	$(PY) -m pip install --quiet -c requirements.lock -e '.[local,dev]'  # moto is the local extra
 	@touch $@
+
+lock: setup
+	$(VENV)/bin/uv pip compile pyproject.toml --extra local --extra dev --extra docs \
+		--python-version 3.12 --universal --upgrade --quiet --custom-compile-command "make lock" \
+		-o requirements.lock
+	@echo "requirements.lock resolved again: run make setup and make test before committing it"
 
 demo: setup
 	$(VENV)/bin/assay demo $(ARGS)

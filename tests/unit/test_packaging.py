@@ -59,7 +59,7 @@ def test_pip_resolves_the_client_install_without_moto_flask_or_cfn_lint(tmp_path
 
 def test_make_installs_the_local_extra_for_the_demo_and_the_tests():
     makefile = (ROOT / "Makefile").read_text()
-    assert "pip install --quiet -e '.[local,dev]'" in makefile
+    assert "pip install --quiet -c requirements.lock -e '.[local,dev]'" in makefile
     assert re.search(r"^demo: setup$", makefile, re.M) and re.search(
         r"^test: lint browser$", makefile, re.M
     )
@@ -100,3 +100,43 @@ def test_the_client_commands_work_without_moto():
     done = _without_moto(["token", "--org", "acme", "--user", "me"])
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.count(".") == 2  # a JWT: header.claims.signature
+
+
+def _locked() -> dict[str, str]:
+    pins: dict[str, str] = {}
+    for line in (ROOT / "requirements.lock").read_text(encoding="utf-8").splitlines():
+        found = re.match(r"([A-Za-z0-9_.-]+)==([^\s;]+)", line)
+        if found:
+            pins[re.sub(r"[-_.]+", "-", found.group(1)).lower()] = found.group(2)
+    return pins
+
+
+def test_the_lock_pins_every_declared_requirement_within_its_range():
+    """`make setup` installs requirements.lock; a range changed without `make lock` fails here."""
+    from packaging.requirements import Requirement
+
+    project = _project()
+    declared = [*project["dependencies"]]
+    for extra in project["optional-dependencies"].values():
+        declared += [d for d in extra if not d.startswith("assay[")]
+    pins = _locked()
+    wrong = []
+    for text in declared:
+        req = Requirement(text)
+        name = re.sub(r"[-_.]+", "-", req.name).lower()
+        if name not in pins or not req.specifier.contains(pins[name], prereleases=True):
+            wrong.append(f"{text}: locked {pins.get(name)}")
+    assert not wrong, "run make lock: " + "; ".join(wrong)
+    assert "pip" in pins  # chalice needs a pip it supports: the lock holds pip itself
+
+
+def test_the_lambda_requirements_agree_with_the_project_dependencies():
+    """What Chalice bundles (requirements.txt) is the project's dependency list with the same
+    ranges, less what only the CLI prints with (rich) and Chalice itself."""
+    lambda_reqs = [
+        line.split("#")[0].strip()
+        for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+        if line.split("#")[0].strip()
+    ]
+    declared = [d for d in _project()["dependencies"] if _name(d) not in {"chalice", "rich"}]
+    assert sorted(lambda_reqs) == sorted(declared)

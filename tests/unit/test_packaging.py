@@ -61,9 +61,11 @@ def test_make_installs_the_local_extra_for_the_demo_and_the_tests():
     makefile = (ROOT / "Makefile").read_text()
     assert "pip install --quiet -c requirements.lock -e '.[local,dev]'" in makefile
     assert re.search(r"^demo: setup$", makefile, re.M) and re.search(
-        r"^test: lint browser$", makefile, re.M
+        r"^test: lint docs browser$", makefile, re.M
     )
     assert re.search(r"^lint: setup$", makefile, re.M)
+    assert re.search(r"^docs: setup$", makefile, re.M)
+    assert "mkdocs build --strict --site-dir test-output/site" in makefile
     assert "make test" in (ROOT / ".ci" / "run").read_text()
 
 

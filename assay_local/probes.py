@@ -10,7 +10,7 @@ import socket
 from urllib.parse import urlsplit
 
 LOCALSTACK_UP = "`docker compose -f localstack-compose.yml up -d`"
-"""How LocalStack is started (README, Using it by hand)."""
+"""How LocalStack is started (docs/guides/local-stack.md)."""
 
 
 class ProbeError(Exception):
@@ -105,7 +105,7 @@ def endpoint_hint(from_env: bool, *, own_moto: bool = False, flag: str = "--loca
         earlier = "it is the moto address an earlier assay dev printed; " if own_moto else ""
         return (
             f"{earlier}unset AWS_ENDPOINT_URL to use the embedded stack (`unset "
-            f"AWS_ENDPOINT_URL`), or start LocalStack with {LOCALSTACK_UP} (README, Using it by "
-            "hand)"
+            f"AWS_ENDPOINT_URL`), or start LocalStack with {LOCALSTACK_UP} (docs/guides/"
+            "local-stack.md)"
         )
     return f"start it with {LOCALSTACK_UP}, or leave out {flag} to use the embedded stack"

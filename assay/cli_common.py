@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from assay import gate as gates
 from assay.client import ApiError, ApiUnreachable, AssayClient
+from assay.hints import fix_for, unreachable_text
 
 JSON = dict[str, Any]
 
@@ -44,6 +45,18 @@ def _emit_json(doc: Any, out: TextIO | None = None) -> None:
     (out or sys.stdout).write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
 
 
+def error_line(exc: BaseException) -> tuple[str, str | None]:
+    """What the CLI says of an error on its one line, and the fix alone (None when no rule of
+    `assay.hints` knows one): an API error's own words then `-- <the command that fixes it>`;
+    for no answer at all, that the API at its URL is not answering and what starts one."""
+    if isinstance(exc, ApiUnreachable):
+        return unreachable_text(exc.url, exc.cause), None
+    if isinstance(exc, ApiError):
+        fix = None if "assay " in exc.message else fix_for(exc)
+        return (f"{exc} -- {fix}" if fix else str(exc)), fix
+    return str(exc), None
+
+
 def guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """`command` with API errors, usage errors and timeouts turned into exit code 3 and one line
     on stderr (and a JSON error document on stdout under `--json`)."""
@@ -57,7 +70,8 @@ def guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.
             os.dup2(devnull, sys.stdout.fileno())
             return gates.ERROR
         except (ApiError, ApiUnreachable, UsageError, TimeoutError, OSError) as exc:
-            print(f"assay: {exc}", file=sys.stderr)
+            said, fix = error_line(exc)
+            print(f"assay: {said}", file=sys.stderr)
             if getattr(args, "json", False):
                 error: JSON = {"message": str(exc)}
                 if isinstance(exc, ApiError):
@@ -70,6 +84,8 @@ def guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.
                     permission = exc.error.get("permission")
                     if permission:  # what was missing: a 403 names it
                         error["permission"] = permission
+                if fix:
+                    error["fix"] = fix
                 _emit_json({"error": error, "exit_code": gates.ERROR})
             return gates.ERROR
 
@@ -141,8 +157,16 @@ def _usd(value: Any) -> str:
     return "unlimited" if value is None else f"${float(value):,.2f}"
 
 
-def _load_document(path: str) -> JSON:
-    text = Path(path).read_text(encoding="utf-8")
+def load_document(path: str, *, what: str, example: str) -> JSON:
+    """The one JSON (or YAML) object in the file at `path` (`-`: stdin). Raises UsageError naming
+    the file for a missing file, text that is neither, or a document that is not an object (`what`
+    it should hold, with `example`)."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file (it should hold {what})") from None
+    except (IsADirectoryError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path} cannot be read as text: {exc}") from None
     try:
         doc = json.loads(text)
     except ValueError:
@@ -157,8 +181,13 @@ def _load_document(path: str) -> JSON:
         except yaml.YAMLError as exc:
             raise UsageError(f"{path} is neither JSON nor YAML: {exc}") from None
     if not isinstance(doc, dict):
-        raise UsageError(
-            f"{path} must hold one JSON (or YAML) object of the suite's fields, e.g. "
-            '{"dataset_id": "ds", "threshold": {"min_pass_rate": 0.9}, "guards": true}'
-        )
+        raise UsageError(f"{path} must hold one JSON (or YAML) object of {what}, e.g. {example}")
     return doc
+
+
+SUITE_EXAMPLE = '{"dataset_id": "ds", "threshold": {"min_pass_rate": 0.9}, "guards": true}'
+
+
+def _load_document(path: str) -> JSON:
+    """A suite's fields from a JSON or YAML file (`load_document`)."""
+    return load_document(path, what="the suite's fields", example=SUITE_EXAMPLE)

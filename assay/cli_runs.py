@@ -25,6 +25,7 @@ from assay.cli_common import (
     guarded,
 )
 from assay.client import ENDED, AssayClient
+from assay.text import duration_ms, usd
 
 # --- progress --------------------------------------------------------------------------------
 
@@ -138,6 +139,38 @@ def report_run(api: AssayClient, run_id: str, args: argparse.Namespace) -> int:
     return decision.code
 
 
+def candidate_efficiency(run: JSON) -> str | None:
+    """The candidate's latency and cost in words (`latency p50 11 ms, p95 1.2 s; cost $0.0042`),
+    from its arm's summary; None when the run has none yet."""
+    summaries = run.get("summaries") or {}
+    summary = summaries.get(gates.candidate_arm(run)) if isinstance(summaries, dict) else None
+    efficiency = (summary or {}).get("efficiency") if isinstance(summary, dict) else None
+    if not isinstance(efficiency, dict):
+        return None
+    return (
+        f"latency p50 {duration_ms(efficiency.get('latency_p50_ms'))}, p95 "
+        f"{duration_ms(efficiency.get('latency_p95_ms'))}; cost {usd(efficiency.get('cost_usd'))}"
+    )
+
+
+def compared_text(comparison: JSON | None) -> str:
+    """What the gate compared, in words: the verdict against the baseline with its confirmed
+    flips; why there is none when the comparison could not be told (a side could not run, an
+    invalid comparison); `no baseline: the pass rate alone` without a baseline."""
+    if comparison is None:
+        return "no baseline: the pass rate alone (and --min-pass-rate) decides"
+    verdict = comparison.get("verdict")
+    if verdict is None:
+        why = comparison.get("invalid_reason") or "; ".join(
+            f"{arm}: {error}" for arm, error in (comparison.get("could_not_run") or {}).items()
+        )
+        return "against the baseline: no verdict" + (f" ({why})" if why else "")
+    p = comparison.get("p_value")
+    return f"against the baseline: {str(verdict).replace('_', ' ')}; {_confirmed(comparison)}" + (
+        f" (exact McNemar p = {p:.3g})" if isinstance(p, int | float) else ""
+    )
+
+
 def print_run(run: JSON, comparison: JSON | None, decision: gates.Gate) -> None:
     """The run's result for a person, on stdout."""
     outcome = run.get("outcome") or {}
@@ -154,12 +187,10 @@ def print_run(run: JSON, comparison: JSON | None, decision: gates.Gate) -> None:
             f"  stability: {stability.get('unstable')} of {stability.get('asked')} cases changed "
             f"their answer when asked again ({'noisy' if stability.get('noisy') else 'steady'})"
         )
-    if comparison is not None:
-        p = comparison.get("p_value")
-        print(
-            f"  against the baseline: {comparison.get('verdict')}; {_confirmed(comparison)}"
-            + (f" (exact McNemar p = {p:.3g})" if isinstance(p, int | float) else "")
-        )
+    efficiency = candidate_efficiency(run)
+    if efficiency:
+        print(f"  {efficiency}")
+    print(f"  {compared_text(comparison)}")
     print(f"gate: {decision.word} (exit {decision.code})")
     for reason in decision.reasons:
         print(f"  - {reason}")
@@ -280,6 +311,30 @@ def _case_filters(args: argparse.Namespace) -> JSON:
     return {"outcome": args.outcome, "tag": args.tag, "arm_id": args.arm}
 
 
+def failure_reasons(side: JSON) -> str:
+    """Why one side of a case did not pass, from its first attempt that did not: each failing
+    scorer's reason (`exact: expected 42, got 41`), else the attempt's own reason or error; the
+    empty string when none is given."""
+    for attempt in side.get("attempts") or []:
+        if attempt.get("passed"):
+            continue
+        scores = [
+            s for s in attempt.get("scores") or [] if isinstance(s, dict) and not s.get("passed")
+        ]
+        said = [
+            f"{s.get('scorer')}: {' '.join(str(s.get('reason')).split())}"
+            if s.get("reason")
+            else f"{s.get('scorer')}: {'could not decide' if s.get('passed') is None else 'failed'}"
+            for s in scores
+        ]
+        own = attempt.get("reason") or attempt.get("error")
+        if own and not said:
+            said.append(" ".join(str(own).split()))
+        if said:
+            return "; ".join(said)
+    return ""
+
+
 @guarded
 def cmd_cases(args: argparse.Namespace) -> int:
     """A run's cases: one line each (or JSON lines with --json)."""
@@ -295,6 +350,11 @@ def cmd_cases(args: argparse.Namespace) -> int:
         )
         outcome = f" [{case['outcome']}]" if case.get("outcome") else ""
         print(f"{case.get('case_id')}{outcome}: {sides}")
+        for arm, side in (case.get("arms") or {}).items():
+            if side.get("settled") in ("failed", "incomplete", "ungraded"):
+                why = failure_reasons(side)
+                if why:
+                    print(f"  {arm}: {why}")
     return gates.PASSED
 
 

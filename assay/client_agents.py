@@ -42,10 +42,12 @@ class AgentsApi(ApiBase):
         return self._json("GET", _path("/api/v1/agents/{agent_id}/draft", agent_id=agent_id))
 
     @operation("PUT", "/api/v1/agents/{agent_id}/draft")
-    def put_draft(self, agent_id: str, *, spec: JSON) -> JSON:
-        """Replace the agent's draft spec."""
+    def put_draft(self, agent_id: str, *, spec: JSON, name: str | None = None) -> JSON:
+        """Replace the agent's draft spec (and rename it when `name` is given)."""
         return self._json(
-            "PUT", _path("/api/v1/agents/{agent_id}/draft", agent_id=agent_id), json={"spec": spec}
+            "PUT",
+            _path("/api/v1/agents/{agent_id}/draft", agent_id=agent_id),
+            json=_fields(spec=spec, name=name),
         )
 
     @operation("POST", "/api/v1/agents/{agent_id}/versions")

@@ -56,7 +56,13 @@ class ApiError(Exception):
 
 
 class ApiUnreachable(Exception):
-    """No answer from the API (refused, timed out, bad URL)."""
+    """No answer from the API (refused, timed out, bad URL): `url` the API's base URL asked,
+    `cause` the connection's own error (e.g. `[Errno 111] Connection refused`)."""
+
+    def __init__(self, message: str, *, url: str = "", cause: str = "") -> None:
+        super().__init__(message)
+        self.url = url
+        self.cause = cause or message
 
 
 PATH_SAFE = "!$&'()*+,;=:@"
@@ -120,7 +126,9 @@ class ApiBase:
         try:
             resp = self._http.request(method, path, json=json, params=params or None)
         except httpx.HTTPError as exc:
-            raise ApiUnreachable(f"{method} {self.base_url}{path}: {exc}") from None
+            raise ApiUnreachable(
+                f"{method} {self.base_url}{path}: {exc}", url=self.base_url, cause=str(exc)
+            ) from None
         body: Any = None
         if resp.content:
             try:

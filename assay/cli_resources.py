@@ -16,6 +16,7 @@ from assay.cli_common import (
     guarded,
     load_document,
 )
+from assay.client import AssayClient
 from assay.text import count, table, usd
 
 # --- environments ----------------------------------------------------------------------------
@@ -133,8 +134,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
         print(f"  no versions yet: assay import {args.dataset_id} FILE adds the first")
         return gates.PASSED
     version: JSON = dataset.get("version") or {}
-    earlier = ", ".join(f"v{n}" for n in range(1, int(latest)))
-    print(f"  versions: v{latest} (latest)" + (f", {earlier}" if earlier else ""))
+    print(f"  versions: v1 to v{latest}" if int(latest) > 1 else "  versions: v1")
     ungraded = int(version.get("ungraded_cases") or 0)
     print(
         f"  v{latest}: {count(version.get('case_count'), 'case')}"
@@ -142,7 +142,28 @@ def cmd_datasets(args: argparse.Namespace) -> int:
         + f", added {version.get('created_at')} by {version.get('created_by')}"
     )
     print(f"  scorers: {scorers_text(version.get('scoring'))}")
+    shown = list(range(int(latest) - 1, max(0, int(latest) - 1 - EARLIER_COUNTED), -1))
+    for n in shown:
+        print(f"  v{n}: {count(count_cases(api, args.dataset_id, n), 'case')}")
+    if shown and shown[-1] > 1:
+        print(f"  (v1 to v{shown[-1] - 1} not counted)")
     return gates.PASSED
+
+
+EARLIER_COUNTED = 5
+"""How many versions before the latest `datasets show` counts the cases of."""
+
+
+def count_cases(api: AssayClient, dataset_id: str, version: int) -> int:
+    """How many cases a dataset version holds, counted page by page (500 a page): the API gives
+    the count of the latest version only."""
+    total, cursor = 0, None
+    while True:
+        page = api.dataset_cases(dataset_id, version, limit=500, cursor=cursor)
+        total += len(page.get("cases") or [])
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return total
 
 
 # --- model profiles --------------------------------------------------------------------------

@@ -119,12 +119,17 @@ def test_an_agent_environment_suite_and_gate_are_set_up_with_the_cli_alone(cli, 
     ds = cli("datasets", "show", "faq")
     assert ds.out.splitlines()[:4] == [
         "dataset faq: FAQ",
-        "  versions: v1 (latest)",
+        "  versions: v1",
         ds.out.splitlines()[2],
         "  scorers: equals",
     ]
     assert ds.out.splitlines()[2].startswith("  v1: 3 cases, added ")
     assert json.loads(cli("datasets", "show", "faq", "--json").out)["version"]["case_count"] == 3
+    more = cli("import", "faq", _cases(tmp_path, 5), "--scorer", "equals", "--scorer", "contains")
+    assert more.code == 0, more.err
+    two = cli("datasets", "show", "faq").out.splitlines()
+    assert two[1] == "  versions: v1 to v2" and two[2].startswith("  v2: 5 cases, added ")
+    assert two[3:] == ["  scorers: equals, contains", "  v1: 3 cases"]
 
     suite_file = _yaml(
         tmp_path / "suite.yaml",

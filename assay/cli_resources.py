@@ -46,7 +46,11 @@ def cmd_environments(args: argparse.Namespace) -> int:
         else:
             print(
                 f"environment {env.get('environment_id')} created"
-                + (f" ({env['name']})" if env.get("name") else "")
+                + (
+                    f" ({env['name']})"
+                    if env.get("name") and env.get("name") != env.get("environment_id")
+                    else ""
+                )
                 + ("; it is the organization's default" if env.get("default") else "")
             )
         return gates.PASSED

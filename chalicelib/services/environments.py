@@ -59,7 +59,10 @@ def resolve(c: Container, org_id: str, environment_id: str | None) -> Environmen
         row = default_of(c, org_id)
         if row is None:
             raise NotFoundError(
-                "the organization has no default environment: create one", field="environment_id"
+                "the organization has no default environment: create one (assay environments "
+                "create production --default, or POST /api/v1/environments with default true) "
+                "or pass environment_id",
+                field="environment_id",
             )
         return row
     return c.environments.get(org_id, environment_id)

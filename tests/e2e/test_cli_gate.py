@@ -154,9 +154,9 @@ def test_estimate_cases_comparison_and_export_cover_a_run(api, cli, tmp_path):
 
     listed = cli("cases", run_id, "--outcome", "regression")
     assert listed.returncode == 0
-    assert listed.stdout.splitlines() == [
-        "c001 [regression]: candidate failed (3 tries), baseline passed (3 tries)"
-    ]
+    first, reason = listed.stdout.splitlines()
+    assert first == "c001 [regression]: candidate failed (3 tries), baseline passed (3 tries)"
+    assert reason.startswith("  candidate: equals: ")  # why it failed, the scorer's own words
     compared = cli("comparison", run_id)
     assert compared.stdout.startswith("verdict worse: 1 confirmed regression, 0 confirmed fixes")
     assert "c001: regression (confirmed; candidate failed,failed,failed" in compared.stdout
@@ -207,9 +207,9 @@ def test_suites_and_a_guarded_promotion_from_the_command_line(api, cli, tmp_path
             }
         )
     )
-    made = cli("suites", "create", agent, str(body))
+    made = cli("suites", "create", agent, str(body), "--json")
     assert made.returncode == 0, made.stderr
-    suite_id = made.stdout.strip()
+    suite_id = json.loads(made.stdout)["suite_id"]
     assert suite_id in cli("suites", "list", agent).stdout
 
     promoted = cli("promote", agent, "--environment", "production", "--version", "2", "--wait")

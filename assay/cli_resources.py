@@ -1,0 +1,278 @@
+"""The CLI's commands for what runs use: `environments create|list|delete`, `datasets list|show`
+and `profiles create|list` (model profiles), each through the API."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from assay import gate as gates
+from assay.cli_common import (
+    JSON,
+    UsageError,
+    _emit_json,
+    _remote,
+    client_of,
+    guarded,
+    load_document,
+)
+from assay.client import AssayClient
+from assay.text import count, table, usd
+
+# --- environments ----------------------------------------------------------------------------
+
+
+@guarded
+def cmd_environments(args: argparse.Namespace) -> int:
+    """`environments create|list|delete`."""
+    api = client_of(args)
+    action = args.environments_command
+    if action == "create":
+        body: JSON = {}
+        if args.file:
+            body = load_document(
+                args.file,
+                what="the environment's fields",
+                example='{"name": "Production", "default": true}',
+            )
+        body["environment_id"] = args.environment_id
+        if args.name is not None:
+            body["name"] = args.name
+        if args.default:
+            body["default"] = True
+        env = api.create_environment(**body)
+        if args.json:
+            _emit_json(env)
+        else:
+            print(
+                f"environment {env.get('environment_id')} created"
+                + (
+                    f" ({env['name']})"
+                    if env.get("name") and env.get("name") != env.get("environment_id")
+                    else ""
+                )
+                + ("; it is the organization's default" if env.get("default") else "")
+            )
+        return gates.PASSED
+    if action == "list":
+        envs = api.list_environments().get("environments") or []
+        if args.json:
+            _emit_json({"environments": envs})
+            return gates.PASSED
+        if not envs:
+            print("no environments yet: assay environments create production --default creates one")
+            return gates.PASSED
+        rows = [
+            [
+                e.get("environment_id"),
+                e.get("name"),
+                bool(e.get("default")),
+                ", ".join(f"{a} v{v}" for a, v in sorted((e.get("serving") or {}).items())),
+                e.get("created_at"),
+            ]
+            for e in envs
+        ]
+        print(table(["ENVIRONMENT", "NAME", "DEFAULT", "SERVING", "CREATED"], rows))
+        return gates.PASSED
+    # delete
+    if not args.yes:
+        raise UsageError(
+            f"not deleted: pass --yes to delete environment {args.environment_id} (what it "
+            "serves is forgotten; suites that guard it pause)"
+        )
+    gone = api.delete_environment(args.environment_id)
+    if args.json:
+        _emit_json(gone if isinstance(gone, dict) else {"environment_id": args.environment_id})
+    else:
+        print(f"deleted environment {args.environment_id}")
+    return gates.PASSED
+
+
+# --- datasets --------------------------------------------------------------------------------
+
+
+def scorers_text(scoring: Any) -> str:
+    """A dataset version's `scoring` in words: `exact, regex (regex: {"pattern": ...})` or
+    `none`."""
+    if not isinstance(scoring, dict):
+        return "none"
+    required = [str(s) for s in scoring.get("required") or []]
+    settings = scoring.get("settings") or {}
+    parts = []
+    for name in required:
+        setting = settings.get(name) if isinstance(settings, dict) else None
+        parts.append(f"{name} {setting}" if setting else name)
+    return ", ".join(parts) or "none"
+
+
+@guarded
+def cmd_datasets(args: argparse.Namespace) -> int:
+    """`datasets list|show`."""
+    api = client_of(args)
+    if args.datasets_command == "list":
+        datasets = api.list_datasets().get("datasets") or []
+        if args.json:
+            _emit_json({"datasets": datasets})
+            return gates.PASSED
+        if not datasets:
+            print("no datasets yet: assay import DATASET_ID FILE --create NAME adds one")
+            return gates.PASSED
+        rows = [
+            [
+                d.get("dataset_id"),
+                d.get("name"),
+                f"v{d['latest_version']}" if d.get("latest_version") else "none yet",
+                d.get("created_at"),
+            ]
+            for d in datasets
+        ]
+        print(table(["DATASET", "NAME", "LATEST", "CREATED"], rows))
+        return gates.PASSED
+    dataset = api.get_dataset(args.dataset_id)
+    if args.json:
+        _emit_json(dataset)
+        return gates.PASSED
+    latest = dataset.get("latest_version")
+    print(f"dataset {dataset.get('dataset_id')}: {dataset.get('name')}")
+    if not latest:
+        print(f"  no versions yet: assay import {args.dataset_id} FILE adds the first")
+        return gates.PASSED
+    version: JSON = dataset.get("version") or {}
+    print(f"  versions: v1 to v{latest}" if int(latest) > 1 else "  versions: v1")
+    ungraded = int(version.get("ungraded_cases") or 0)
+    print(
+        f"  v{latest}: {count(version.get('case_count'), 'case')}"
+        + (f" ({ungraded} without a way to grade them)" if ungraded else "")
+        + f", added {version.get('created_at')} by {version.get('created_by')}"
+    )
+    print(f"  scorers: {scorers_text(version.get('scoring'))}")
+    shown = list(range(int(latest) - 1, max(0, int(latest) - 1 - EARLIER_COUNTED), -1))
+    for n in shown:
+        print(f"  v{n}: {count(count_cases(api, args.dataset_id, n), 'case')}")
+    if shown and shown[-1] > 1:
+        print(f"  (v1 to v{shown[-1] - 1} not counted)")
+    return gates.PASSED
+
+
+EARLIER_COUNTED = 5
+"""How many versions before the latest `datasets show` counts the cases of."""
+
+
+def count_cases(api: AssayClient, dataset_id: str, version: int) -> int:
+    """How many cases a dataset version holds, counted page by page (500 a page): the API gives
+    the count of the latest version only."""
+    total, cursor = 0, None
+    while True:
+        page = api.dataset_cases(dataset_id, version, limit=500, cursor=cursor)
+        total += len(page.get("cases") or [])
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return total
+
+
+# --- model profiles --------------------------------------------------------------------------
+
+
+def price_text(price: Any) -> str:
+    """A profile's `price` in words: `$2.50 in / $10.00 out per 1M tokens`, or `-`."""
+    if not isinstance(price, dict):
+        return "-"
+    return (
+        f"{usd(price.get('input_per_mtok_usd'))} in / {usd(price.get('output_per_mtok_usd'))} "
+        "out per 1M tokens"
+    )
+
+
+@guarded
+def cmd_profiles(args: argparse.Namespace) -> int:
+    """`profiles create|list`: model profiles."""
+    api = client_of(args)
+    if args.profiles_command == "create":
+        body = load_document(
+            args.file,
+            what="the model profile's fields",
+            example='{"model": "gpt-4o-mini", "temperature": 0, "settings": {"base_url": "..."}}',
+        )
+        body["model_profile_id"] = args.profile_id
+        made = api.create_model_profile(**body)
+        if args.json:
+            _emit_json(made)
+        else:
+            print(
+                f"model profile {made.get('model_profile_id')} created: model "
+                f"{made.get('model')}, price {price_text(made.get('price'))}"
+            )
+        return gates.PASSED
+    profiles = api.list_model_profiles().get("model_profiles") or []
+    if args.json:
+        _emit_json({"model_profiles": profiles})
+        return gates.PASSED
+    if not profiles:
+        print("no model profiles yet: assay profiles create PROFILE_ID FILE creates one")
+        return gates.PASSED
+    rows = [
+        [
+            p.get("model_profile_id"),
+            p.get("name"),
+            p.get("model"),
+            p.get("temperature"),
+            price_text(p.get("price")),
+        ]
+        for p in profiles
+    ]
+    print(table(["PROFILE", "NAME", "MODEL", "TEMPERATURE", "PRICE"], rows))
+    return gates.PASSED
+
+
+# --- the parsers -----------------------------------------------------------------------------
+
+
+def register_resources(sub: Any) -> None:
+    """Add `environments`, `datasets` and `profiles` to `sub` (the CLI's subparsers)."""
+    p = sub.add_parser("environments", help="where versions are served: create, list, delete")
+    envs = p.add_subparsers(dest="environments_command", required=True)
+    q = envs.add_parser("create", help="create an environment (--default: the organization's)")
+    _remote(q)
+    q.add_argument("environment_id", help="its id, e.g. production")
+    q.add_argument("--default", action="store_true", help="make it the organization's default")
+    q.add_argument("--name", default=None, help="a name for people")
+    q.add_argument(
+        "--file", default=None, help="its fields as JSON or YAML (flags override the file)"
+    )
+    q.add_argument("--json", action="store_true", help="write only JSON to stdout")
+    q = envs.add_parser("list", help="every environment, which is the default, what each serves")
+    _remote(q)
+    q.add_argument("--json", action="store_true", help="write only JSON to stdout")
+    q = envs.add_parser("delete", help="delete an environment (needs --yes)")
+    _remote(q)
+    q.add_argument("environment_id")
+    q.add_argument("--yes", action="store_true", help="yes, delete it")
+    q.add_argument("--json", action="store_true", help="write only JSON to stdout")
+    p.set_defaults(func=cmd_environments)
+
+    p = sub.add_parser("datasets", help="the organization's datasets: list, show")
+    datasets = p.add_subparsers(dest="datasets_command", required=True)
+    q = datasets.add_parser("list", help="every dataset and its latest version")
+    _remote(q)
+    q.add_argument("--json", action="store_true", help="write only JSON to stdout")
+    q = datasets.add_parser("show", help="one dataset: its versions, case count, scorers")
+    _remote(q)
+    q.add_argument("dataset_id")
+    q.add_argument("--json", action="store_true", help="write only JSON to stdout")
+    p.set_defaults(func=cmd_datasets)
+
+    p = sub.add_parser("profiles", help="model profiles: create, list")
+    profiles = p.add_subparsers(dest="profiles_command", required=True)
+    q = profiles.add_parser(
+        "create", help="create a model profile from a JSON or YAML file of its fields"
+    )
+    _remote(q)
+    q.add_argument("profile_id", help="its id")
+    q.add_argument(
+        "file", help="model, and optionally name, temperature, price, settings (JSON or YAML)"
+    )
+    q.add_argument("--json", action="store_true", help="write only JSON to stdout")
+    q = profiles.add_parser("list", help="every model profile: model, temperature, price")
+    _remote(q)
+    q.add_argument("--json", action="store_true", help="write only JSON to stdout")
+    p.set_defaults(func=cmd_profiles)

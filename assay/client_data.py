@@ -1,0 +1,207 @@
+"""The client's data methods: datasets, judges, budgets, notifications, secrets, recordings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assay.transport import JSON, ApiBase, _fields, _path, operation
+
+
+class DataApi(ApiBase):
+    """Datasets, judges, budgets, notifications, secrets and recordings."""
+
+    # --- notifications, budgets, judges -----------------------------------------------------
+
+    @operation("GET", "/api/v1/notifications")
+    def notifications(self) -> JSON:
+        """The caller's notices."""
+        return self._json("GET", "/api/v1/notifications")
+
+    @operation("POST", "/api/v1/notifications/{notification_id}/read")
+    def mark_read(self, notification_id: str) -> JSON:
+        """Mark a notice read."""
+        return self._json(
+            "POST",
+            _path("/api/v1/notifications/{notification_id}/read", notification_id=notification_id),
+        )
+
+    @operation("PUT", "/api/v1/notifications/settings")
+    def notification_settings(self, *, email: bool) -> JSON:
+        """Whether notices are also emailed."""
+        return self._json("PUT", "/api/v1/notifications/settings", json={"email": email})
+
+    @operation("GET", "/api/v1/budget")
+    def org_budget(self) -> JSON:
+        """The organization's monthly budget and what is spent."""
+        return self._json("GET", "/api/v1/budget")
+
+    @operation("PUT", "/api/v1/budget")
+    def set_org_budget(self, **body: Any) -> JSON:
+        """Set the organization's monthly budget (`monthly_usd`)."""
+        return self._json("PUT", "/api/v1/budget", json=_fields(**body))
+
+    @operation("GET", "/api/v1/agents/{agent_id}/budget")
+    def agent_budget(self, agent_id: str) -> JSON:
+        """The agent's monthly budget and what is spent."""
+        return self._json("GET", _path("/api/v1/agents/{agent_id}/budget", agent_id=agent_id))
+
+    @operation("PUT", "/api/v1/agents/{agent_id}/budget")
+    def set_agent_budget(self, agent_id: str, **body: Any) -> JSON:
+        """Set the agent's monthly budget (`monthly_usd`)."""
+        return self._json(
+            "PUT",
+            _path("/api/v1/agents/{agent_id}/budget", agent_id=agent_id),
+            json=_fields(**body),
+        )
+
+    @operation("POST", "/api/v1/judges")
+    def create_judge(self, **body: Any) -> JSON:
+        """Create a judge."""
+        return self._json("POST", "/api/v1/judges", json=_fields(**body))
+
+    @operation("GET", "/api/v1/judges/{judge_id}")
+    def get_judge(self, judge_id: str) -> JSON:
+        """One judge."""
+        return self._json("GET", _path("/api/v1/judges/{judge_id}", judge_id=judge_id))
+
+    @operation("POST", "/api/v1/judges/{judge_id}/versions")
+    def publish_judge(self, judge_id: str, **body: Any) -> JSON:
+        """Publish a judge's next version."""
+        return self._json(
+            "POST",
+            _path("/api/v1/judges/{judge_id}/versions", judge_id=judge_id),
+            json=_fields(**body),
+        )
+
+    @operation("GET", "/api/v1/judges/{judge_id}/versions/{version}")
+    def get_judge_version(self, judge_id: str, version: int) -> JSON:
+        """One published judge version."""
+        return self._json(
+            "GET",
+            _path(
+                "/api/v1/judges/{judge_id}/versions/{version}", judge_id=judge_id, version=version
+            ),
+        )
+
+    # --- datasets ---------------------------------------------------------------------------
+
+    @operation("POST", "/api/v1/datasets")
+    def create_dataset(self, *, name: str, dataset_id: str | None = None, **body: Any) -> JSON:
+        """Create a dataset (no version yet)."""
+        return self._json(
+            "POST", "/api/v1/datasets", json=_fields(name=name, dataset_id=dataset_id, **body)
+        )
+
+    @operation("GET", "/api/v1/datasets")
+    def list_datasets(self) -> JSON:
+        """The organization's datasets."""
+        return self._json("GET", "/api/v1/datasets")
+
+    @operation("GET", "/api/v1/datasets/{dataset_id}")
+    def get_dataset(self, dataset_id: str) -> JSON:
+        """One dataset."""
+        return self._json("GET", _path("/api/v1/datasets/{dataset_id}", dataset_id=dataset_id))
+
+    @operation("DELETE", "/api/v1/datasets/{dataset_id}")
+    def delete_dataset(self, dataset_id: str) -> JSON:
+        """Delete a dataset and everything of it (its versions, cases, runs, suites,
+        evaluations); 409 while one of its runs is queued or running."""
+        return self._json("DELETE", _path("/api/v1/datasets/{dataset_id}", dataset_id=dataset_id))
+
+    @operation("POST", "/api/v1/datasets/{dataset_id}/versions")
+    def add_dataset_version(self, dataset_id: str, **body: Any) -> JSON:
+        """Add a version: `cases` or `source: {format, content}`, with `scoring`."""
+        return self._json(
+            "POST",
+            _path("/api/v1/datasets/{dataset_id}/versions", dataset_id=dataset_id),
+            json=_fields(**body),
+        )
+
+    @operation("GET", "/api/v1/datasets/{dataset_id}/versions/{version}/cases")
+    def dataset_cases(self, dataset_id: str, version: int, **query: Any) -> JSON:
+        """A dataset version's cases."""
+        return self._json(
+            "GET",
+            _path(
+                "/api/v1/datasets/{dataset_id}/versions/{version}/cases",
+                dataset_id=dataset_id,
+                version=version,
+            ),
+            params=_fields(**query),
+        )
+
+    @operation("GET", "/api/v1/datasets/{dataset_id}/eval-runs")
+    def dataset_runs(self, dataset_id: str, **query: Any) -> JSON:
+        """The eval runs measured on a dataset."""
+        return self._json(
+            "GET",
+            _path("/api/v1/datasets/{dataset_id}/eval-runs", dataset_id=dataset_id),
+            params=_fields(**query),
+        )
+
+    @operation("GET", "/api/v1/datasets/{dataset_id}/eval-runs/chart")
+    def dataset_chart(self, dataset_id: str, *, last: str | None = None) -> JSON:
+        """The pass-rate chart of the dataset's runs (`last`: "10", "30" or "all"): `svg`,
+        `series`, `points` and the window."""
+        return self._json(
+            "GET",
+            _path("/api/v1/datasets/{dataset_id}/eval-runs/chart", dataset_id=dataset_id),
+            params=_fields(last=last),
+        )
+
+    @operation("POST", "/api/v1/datasets/{dataset_id}/scores/rescore")
+    def rescore(self, dataset_id: str, **body: Any) -> JSON:
+        """Grade a dataset's answers again."""
+        return self._json(
+            "POST",
+            _path("/api/v1/datasets/{dataset_id}/scores/rescore", dataset_id=dataset_id),
+            json=_fields(**body),
+        )
+
+    # --- secrets, recordings ----------------------------------------------------------------
+
+    @operation("GET", "/api/v1/secrets")
+    def list_secrets(self) -> JSON:
+        """The organization's secrets: names and when each changed, never values."""
+        return self._json("GET", "/api/v1/secrets")
+
+    @operation("PUT", "/api/v1/secrets/{name}")
+    def put_secret(self, name: str, value: str) -> JSON:
+        """Create or replace a secret."""
+        return self._json("PUT", _path("/api/v1/secrets/{name}", name=name), json={"value": value})
+
+    @operation("GET", "/api/v1/secrets/{name}")
+    def get_secret(self, name: str) -> JSON:
+        """A secret's name and when it changed (never its value)."""
+        return self._json("GET", _path("/api/v1/secrets/{name}", name=name))
+
+    @operation("DELETE", "/api/v1/secrets/{name}")
+    def delete_secret(self, name: str) -> Any:
+        """Delete a secret."""
+        return self.request("DELETE", _path("/api/v1/secrets/{name}", name=name))
+
+    @operation("POST", "/api/v1/recordings")
+    def upload_recording(self, *, content: str, recording_id: str | None = None) -> JSON:
+        """Upload a recording (JSONL of `{case_id, input, answer}`)."""
+        return self._json(
+            "POST", "/api/v1/recordings", json=_fields(content=content, recording_id=recording_id)
+        )
+
+    @operation("GET", "/api/v1/recordings")
+    def list_recordings(self) -> JSON:
+        """The organization's recordings."""
+        return self._json("GET", "/api/v1/recordings")
+
+    @operation("GET", "/api/v1/recordings/{recording_id}")
+    def get_recording(self, recording_id: str) -> JSON:
+        """One recording."""
+        return self._json(
+            "GET", _path("/api/v1/recordings/{recording_id}", recording_id=recording_id)
+        )
+
+    @operation("DELETE", "/api/v1/recordings/{recording_id}")
+    def delete_recording(self, recording_id: str) -> Any:
+        """Delete a recording for good."""
+        return self.request(
+            "DELETE", _path("/api/v1/recordings/{recording_id}", recording_id=recording_id)
+        )

@@ -1,0 +1,165 @@
+"""What fixes an error, as the command that fixes it: the CLI prints `fix_for` after an API error's
+own line, and `unreachable_text` when no API answered.
+
+The rules match an `ApiError`'s status and message (the service's own words, e.g. `agent a1 not
+found`, `the organization has no default environment`); a message no rule knows gets no hint."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from re import Match
+
+from assay.transport import ApiError
+
+Rule = tuple[int, re.Pattern[str], Callable[[Match[str], ApiError], str]]
+
+
+def _agent_in_path(err: ApiError) -> str:
+    """The agent id in the request's path (`/api/v1/agents/<id>/...`), else `AGENT`."""
+    found = re.match(r"/api/v1/agents/([^/?]+)", err.path or "")
+    return found.group(1) if found else "AGENT"
+
+
+RULES: list[Rule] = [
+    (
+        404,
+        re.compile(r"no default environment"),
+        lambda m, e: (
+            "create one: assay environments create production --default (or pass environment_id)"
+        ),
+    ),
+    (
+        404,
+        re.compile(r"^version (\S+) of agent (\S+) not found"),
+        lambda m, e: (
+            f"publish the draft: assay agents publish {m.group(2)} "
+            f"(assay agents show {m.group(2)} lists its versions)"
+        ),
+    ),
+    (
+        404,
+        re.compile(r"^agent (\S+) not found"),
+        lambda m, e: (
+            f"create it: assay agents create {m.group(1)} --spec FILE "
+            "(assay agents list shows the agents there are)"
+        ),
+    ),
+    (
+        404,
+        re.compile(r"^environment (\S+) not found"),
+        lambda m, e: (
+            f"create it: assay environments create {m.group(1)} "
+            "(assay environments list shows the environments there are)"
+        ),
+    ),
+    (
+        404,
+        re.compile(r"^dataset (\S+) not found"),
+        lambda m, e: (
+            f"create it: assay import {m.group(1)} FILE --create NAME "
+            "(assay datasets list shows the datasets there are)"
+        ),
+    ),
+    (
+        404,
+        re.compile(r"^model profile (\S+) not found"),
+        lambda m, e: (
+            f"create it: assay profiles create {m.group(1)} FILE "
+            "(assay profiles list shows the profiles there are)"
+        ),
+    ),
+    (
+        404,
+        re.compile(r"^suite (\S+) not found"),
+        lambda m, e: (
+            f"assay suites list {_agent_in_path(e)} shows the agent's suites; "
+            f"assay suites create {_agent_in_path(e)} FILE saves one"
+        ),
+    ),
+    (
+        404,
+        re.compile(r"^eval run (\S+) has no baseline"),
+        lambda m, e: (
+            "start a run with one: assay run AGENT --dataset DATASET --paired-baseline "
+            "(or --baseline-run RUN_ID)"
+        ),
+    ),
+    (
+        404,
+        re.compile(r"^no secret named (\S+)"),
+        lambda m, e: f"set it: assay secrets set {m.group(1)} --from-env VARIABLE",
+    ),
+    (
+        404,
+        re.compile(r"^no recording (\S+)"),
+        lambda m, e: f"upload it: assay recordings upload FILE --id {m.group(1)}",
+    ),
+    (
+        400,
+        re.compile(r"^agent (\S+) was never published"),
+        lambda m, e: f"publish it: assay agents publish {m.group(1)} (or run the draft: --draft)",
+    ),
+    (
+        409,
+        re.compile(r"^agent (\S+) already exists"),
+        lambda m, e: f"change its draft instead: assay agents draft {m.group(1)} FILE",
+    ),
+    (
+        409,
+        re.compile(r"^environment (\S+) already exists"),
+        lambda m, e: "assay environments list shows it",
+    ),
+    (
+        409,
+        re.compile(r"^model profile (\S+) already exists"),
+        lambda m, e: "assay profiles list shows it",
+    ),
+    (
+        409,
+        re.compile(r"^suite (\S+) already exists"),
+        lambda m, e: (
+            f"assay suites list {_agent_in_path(e)} shows it; save this one under another suite_id"
+        ),
+    ),
+    (
+        409,
+        re.compile(
+            r"(?:is used by|whose first answers the baseline borrows,).*?eval run (\S+?)[ :,)]"
+        ),
+        lambda m, e: f"cancel the run: assay cancel {m.group(1)}",
+    ),
+    (
+        409,
+        re.compile(r"has runs still running \((\S+?)[,)]"),
+        lambda m, e: f"cancel them, e.g. assay cancel {m.group(1)}",
+    ),
+    (
+        409,
+        re.compile(r"^promotion (\S+) onto (\S+) is still waiting"),
+        lambda m, e: (
+            "its guards' eval runs decide it first: assay suites list "
+            f"{_agent_in_path(e)} shows how they came out"
+        ),
+    ),
+]
+"""(status, pattern searched in the message, the hint from the match and the error)."""
+
+
+def fix_for(err: ApiError) -> str | None:
+    """The command that fixes `err`, in a sentence (`create one: assay environments create
+    production --default ...`), or None when no rule knows its message."""
+    for status, pattern, hint in RULES:
+        if err.status == status:
+            found = pattern.search(err.message)
+            if found:
+                return hint(found, err)
+    return None
+
+
+def unreachable_text(url: str, cause: str) -> str:
+    """What the CLI says when no API answered at `url` (`cause`: the connection's own error)."""
+    return (
+        f"the API at {url} is not answering ({cause}): start one with `assay dev`, or point "
+        "ASSAY_URL (or --url) at a running assay"
+    )

@@ -16,12 +16,13 @@ from typing import NoReturn
 
 from assay.client import ApiError, ApiUnreachable
 from assay.commands import UsageError
+from assay_local import cli_import
 from assay_local.cli_common import DEFAULT_ORG, DEFAULT_USER, parse_ttl
 from assay_local.cli_demo import cmd_demo
 from assay_local.cli_dev import cmd_dev, port
+from assay_local.cli_import import cmd_import
 from assay_local.cli_remote import (
     cmd_bench,
-    cmd_import,
     cmd_recordings,
     cmd_secrets,
     cmd_summaries,
@@ -116,23 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         help="add a dataset version from a JSONL, CSV, GSM8K, promptfoo or Inspect file",
     )
     remote(p)
-    p.add_argument("dataset")
-    p.add_argument("file")
-    p.add_argument(
-        "--format",
-        choices=["jsonl", "csv", "gsm8k", "promptfoo", "inspect"],
-        help="default: told from the file (.yaml is promptfoo; Inspect's target/id/choices)",
-    )
-    p.add_argument(
-        "--scorer",
-        action="append",
-        help="a required scorer (repeatable); a promptfoo file's assertions add their own",
-    )
-    p.add_argument("--judge", metavar="JUDGE_ID", help="grade with this judge (llm-rubric)")
-    p.add_argument(
-        "--create", metavar="NAME", help="create the dataset with this version (both or neither)"
-    )
-    p.add_argument("--limit", type=int)
+    cli_import.add_arguments(p)
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser(

@@ -1,5 +1,5 @@
 """The `assay` commands that talk to a running assay over HTTP and live beside the embedded
-stack: import, summaries, secrets, recordings; and token, bench."""
+stack: summaries, secrets, recordings (import is `cli_import`); and token, bench."""
 
 from __future__ import annotations
 
@@ -17,41 +17,6 @@ def _api(args: argparse.Namespace):
     from assay.commands import client_of
 
     return client_of(args)
-
-
-def cmd_import(args: argparse.Namespace) -> int:
-    """`assay import DATASET FILE`: a new dataset version from a file; with `--create NAME` the
-    dataset is created with it in one request (both or neither)."""
-    from chalicelib.domain.dataset_sources import detect_kind
-
-    api = _api(args)
-    text = Path(args.file).read_text(encoding="utf-8")
-    fmt = args.format or detect_kind(Path(args.file).name, text)
-    if fmt is None:
-        print(f"assay: cannot tell the format of {args.file}: give --format", file=sys.stderr)
-        return 3  # an error (`assay.gate`)
-    source: dict[str, Any] = {"format": str(fmt), "content": text}
-    if args.limit:
-        source["limit"] = args.limit
-    body: dict[str, Any] = {"source": source}
-    if args.scorer or args.judge:
-        required = list(args.scorer or [])
-        scoring: dict[str, Any] = {"required": required}
-        if args.judge:
-            if "judge" not in required:
-                required.append("judge")
-            scoring["settings"] = {"judge": {"judge_id": args.judge}}
-        body["scoring"] = scoring
-    if args.create:
-        out = api.request(
-            "POST",
-            "/api/v1/datasets",
-            json={"name": args.create, "dataset_id": args.dataset, **body},
-        )
-    else:
-        out = api.request("POST", f"/api/v1/datasets/{args.dataset}/versions", json=body)
-    print(json.dumps(out, indent=2))
-    return 0
 
 
 def cmd_summaries(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from assay_local import demo_text
 from assay_local.cli_common import DEFAULT_ORG, dev_token, quiet_logs, start_stack
 
 
@@ -94,7 +95,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 on_progress=on_progress,
             )
         console_url = f"{stack.api_url}/agents/{agent_id}#token={dev_token()}"
-        console.print(f"console (signed in, while the stack runs): {console_url}", soft_wrap=True)
         console.print(
             f"[bold]Guarded promotions[/bold]: {demo.ENVIRONMENT} serves v2; a suite guards it "
             f"with a {demo.GUARD['min_pass_rate']:.0%} minimum pass rate and up to "
@@ -127,6 +127,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             _, outcomes = demo.run_promotions(api, agent_id, dataset_id, on_gate)
         for outcome in outcomes:
             print_gate(console, outcome)
+        console.print(f"\n{demo_text.LEGEND}")
         results += [
             demo.version_result(api, o.version, o.run["run_id"], o.run) for o in outcomes if o.run
         ]
@@ -157,17 +158,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 f"{r.wall_s:.1f} s",
                 r.run_id,
             )
+        console.print(table)
         console.print(
             "queued: waiting for a slot (the organization runs at most EVAL_ORG_CONCURRENCY cases "
-            "at once); wall time: from the first slot to completion. Verdict words (seed 000): "
-            "pass = every case passed, fail = none did, partial = some did, none = never evaluated."
+            "at once); wall time: from the first slot to completion"
         )
-        console.print(table)
-        console.print("[bold]POST /api/evaluations/agent-summaries[/bold]")
-        console.print_json(data=demo.summaries(api, agent_id))
-        console.print(f"demo finished in {time.monotonic() - t0:.1f} s")
+        summaries = demo.summaries(api, agent_id).get("summaries") or []
+        console.print(
+            "each version's summary (POST /api/evaluations/agent-summaries): "
+            + demo_text.summary_line(summaries)
+        )
+        for line in demo_text.closing_lines(
+            console_url, serve=args.serve, seconds=time.monotonic() - t0
+        ):
+            console.print(line, soft_wrap=True)
         if args.serve:
-            console.print(f"console: {console_url}\nserving it until Ctrl-C", soft_wrap=True)
             try:
                 while True:
                     time.sleep(3600)
@@ -184,23 +189,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def print_gate(console: Any, outcome: Any) -> None:
-    """A guarded promotion: what the guard said and why, then its comparison."""
-    promotion, result = outcome.promotion, outcome.result or {}
-    word = {"promoted": "[green]promoted[/green]", "refused": "[red]held back[/red]"}.get(
-        promotion["status"], promotion["status"]
+    """A guarded promotion: one sentence of what the guard said and why, then its comparison."""
+    from assay_local import demo
+
+    sentence = demo_text.gate_sentence(
+        outcome.version,
+        outcome.promotion,
+        outcome.result,
+        outcome.run,
+        outcome.comparison,
+        demo.GUARD,
     )
-    console.print(
-        f"\n[bold]Promoting v{outcome.version} onto {promotion['environment_id']}[/bold]: {word} — "
-        f"{result.get('label') or 'guard'} result [bold]{result.get('result')}[/bold]"
-    )
-    for reason in result.get("reasons") or ["it met the threshold"]:
-        console.print(f"  - {reason}")
+    colour = {"promoted": "green", "refused": "red"}.get(outcome.promotion.get("status"))
+    console.print(f"\n[bold {colour}]{sentence}[/]" if colour else f"\n{sentence}")
     if outcome.run and outcome.comparison:
         print_comparison(console, outcome.run, outcome.comparison)
 
 
 def print_comparison(console: Any, full: dict[str, Any], comparison: dict[str, Any]) -> None:
-    """The comparison of a run with its baseline, as a person reads it."""
+    """The comparison of a run with its baseline, as a person reads it: its counts of cases by
+    outcome, its verdict in the CLI's words, the pass rates, one confirmed regression."""
     from rich.table import Table
 
     def rate(r: float | None, interval: list[float] | None) -> str:
@@ -221,20 +229,12 @@ def print_comparison(console: Any, full: dict[str, Any], comparison: dict[str, A
     )
     counts = Table(title="cases by outcome")
     for name in comparison["counts"]:
-        counts.add_column(name)
+        counts.add_column(name.replace("_", " "))
     counts.add_row(*(str(n) for n in comparison["counts"].values()))
     console.print(counts)
     quality = {arm: s["quality"] for arm, s in (full.get("summaries") or {}).items()}
     cand, before = quality.get("candidate", {}), quality.get("baseline", {})
-    p = comparison.get("p_value")
-    console.print(
-        f"confirmed flips: {comparison['confirmed_regressions']} regressions, "
-        f"{comparison['confirmed_fixes']} fixes (of {len(comparison['flips'])} flips)"
-    )
-    console.print(
-        f"verdict: [bold]{comparison['verdict']}[/bold]   overall (exact McNemar): "
-        f"{comparison['overall'] or 'not told apart'}" + (f", p = {p:.3g}" if p is not None else "")
-    )
+    console.print(demo_text.verdict_line(comparison))
     console.print(
         f"pass rate before: {rate(before.get('pass_rate'), before.get('pass_rate_interval_95'))}   "
         f"after: {rate(cand.get('pass_rate'), cand.get('pass_rate_interval_95'))}"

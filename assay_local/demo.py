@@ -1,5 +1,5 @@
 """The main job: four real models' GSM8K answers as four versions of one agent, evaluated on the
-embedded stack through the HTTP API and the publish pipeline's queue (DESIGN §10). Each model's
+embedded stack through the HTTP API and the publish pipeline's queue. Each model's
 answers are uploaded as a recording of the organization (`POST /api/v1/recordings`) that its
 version's `recorded` spec names by id: no spec names a file.
 
@@ -197,7 +197,8 @@ def version_result(
 
 
 def summaries(api: Api, agent_id: str) -> Any:
-    """Seed 000's summaries of every version (each from its latest completed run on the dataset)."""
+    """The summaries of every version: its verdict and pass counts, each from its latest completed
+    run on the dataset (`POST /api/evaluations/agent-summaries`)."""
     return api.evaluation_summaries(
         [{"agentId": agent_id, "version": v} for v in range(1, len(MODELS) + 1)]
     )

@@ -59,6 +59,13 @@ class Source(Body):
     """The file's text."""
     limit: StrictInt | None = Field(None, ge=1, le=MAX_IMPORT_LIMIT)
     """Keep only the first N cases."""
+    reference_column: str | None = Field(None, min_length=1, max_length=200)
+    """For `jsonl`/`csv`: the column (key) that holds each case's reference. It wins over the
+    file's own `reference`; without it `reference`, else `answer`, `target` or `expected` (in that
+    order) is the reference when a required scorer uses one."""
+    allow_ungraded: StrictBool = False
+    """Import the file even when no case of it can be graded by the required scorers (refused
+    with a 400 naming the first line otherwise)."""
 
 
 class AddDatasetVersion(Body):

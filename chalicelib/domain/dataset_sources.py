@@ -12,7 +12,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 
 from chalicelib.domain import importers
@@ -33,23 +33,40 @@ class SourceKind(StrEnum):
     INSPECT = "inspect"
 
 
+_OWN_READERS: dict[SourceKind, Callable[..., Imported]] = {
+    SourceKind.JSONL: importers.read_jsonl,
+    SourceKind.CSV: importers.read_csv,
+}
+"""assay's own kinds, which take further columns as the reference (`import_grading`)."""
+
 _READERS: dict[SourceKind, Callable[[str], Imported]] = {
-    SourceKind.JSONL: lambda text: Imported(importers.parse_jsonl(text)),
-    SourceKind.CSV: lambda text: Imported(importers.parse_csv(text)),
     SourceKind.GSM8K: lambda text: Imported(importers.parse_gsm8k(text)),
     SourceKind.PROMPTFOO: parse_promptfoo,
     SourceKind.INSPECT: parse_inspect,
 }
 
 
-def read(kind: str, text: str, *, field: str = "kind") -> Imported:
+def read(
+    kind: str,
+    text: str,
+    *,
+    field: str = "kind",
+    reference_from: Sequence[str] = (),
+    explicit: bool = False,
+) -> Imported:
     """The cases (and what grading them needs) of a source of the given kind.
+
+    Args:
+        reference_from: for `jsonl` and `csv`, the columns to take as a case's reference
+            (`import_grading.reference_keys`); `explicit`: it is the one column the import
+            names, which wins over the file's own `reference`. The other kinds have their own
+            reference (GSM8K's final number, Inspect's `target`, promptfoo's assertions).
 
     Raises:
         InvalidInputError: naming `field` for an unknown kind; otherwise as the importer raises.
     """
     try:
-        reader = _READERS[SourceKind(kind)]
+        source_kind = SourceKind(kind)
     except ValueError:
         known = ", ".join(SourceKind)
         raise InvalidInputError(
@@ -60,7 +77,9 @@ def read(kind: str, text: str, *, field: str = "kind") -> Imported:
     except UnicodeEncodeError as exc:
         line = text.count("\n", 0, exc.start) + 1
         raise importers.source_error(line, "holds a lone surrogate: the file is not text") from None
-    return reader(text)
+    if source_kind in _OWN_READERS:
+        return _OWN_READERS[source_kind](text, tuple(reference_from), explicit=explicit)
+    return _READERS[source_kind](text)
 
 
 def parse(kind: str, text: str) -> list[Case]:

@@ -86,9 +86,16 @@ def unit_cost(
             prices.
 
     Returns:
-        `(Fraction(cost_micros, attempts), HISTORY)` when the history has attempts; else the exact,
-        unrounded micro-USD of the typical case at `price`, `FALLBACK`; else
-        `(fallback_case_micros, FALLBACK)`.
+        `(Fraction(cost_micros, attempts), HISTORY)` when the history has attempts and says what
+        they cost; else the exact, unrounded micro-USD of the typical case at `price`, `FALLBACK`;
+        else `(fallback_case_micros, FALLBACK)`.
+
+    A history that cost nothing while no `price` is given says nothing of the model's cost: its
+    answers were priced by nothing (no price, no cost the agent reported), so they were charged
+    nothing. It is not read as "free" - that would estimate $0.00 after the first run where the
+    first estimate said the fallback - and the model stays unpriced (`fallback_case_micros`)
+    until a price or a reported cost says otherwise. A model that is free says so with a zero
+    `price`.
 
     Raises:
         ValueError: a malformed price (naming the field, as `money.to_decimal` does), or a negative
@@ -99,7 +106,8 @@ def unit_cost(
     _non_negative(fallback_case_micros, "fallback_case_micros")
     if history is not None and history.attempts > 0:
         _non_negative(history.cost_micros, "history.cost_micros")
-        return Fraction(history.cost_micros, history.attempts), Basis.HISTORY
+        if history.cost_micros > 0 or price:
+            return Fraction(history.cost_micros, history.attempts), Basis.HISTORY
     if price:
         # USD per 1M tokens times tokens is micro-USD; Fraction(Decimal) is exact, and unlike a
         # Decimal product it cannot lose digits to the context's precision.

@@ -10,6 +10,9 @@ no I/O), and the pieces every importer shares (`source_error`, `CaseIds`, `build
 - `csv`: a header row; columns `case_id`, `input` (or `question`), `reference`, `tags`
   (`;`-separated), and `counter_example`, `note`, `split` when present; every other column
   goes into `metadata`.
+- For both, the caller may name further columns to take as the reference (`reference_from`):
+  an explicit column, or `answer`, `target`, `expected` when a required scorer uses a reference.
+  Which, and in which order, is `import_grading`'s rule (`import_grading.reference_keys`).
 - `gsm8k`: the GSM8K lines, `{"question", "answer"}` as in `test.jsonl` (the answer is a
   worked solution ending `#### N`) or `{"question", "ground_truth"}` as in
   `example_model_solutions.jsonl` (ending `A: N`). The reference is that final number; the
@@ -34,7 +37,7 @@ import csv
 import hashlib
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +70,9 @@ class Imported:
     criteria: list[Criterion] = field(default_factory=list)
     """Judge criteria the file defines (promptfoo's `llm-rubric`), each scoped to the tag its cases
     carry: the judge the version names must have every one of them."""
+    lines: list[int | None] = field(default_factory=list)
+    """The 1-based line each case starts on, parallel to `cases` (empty when the importer does not
+    say): what a refusal of the whole import names."""
 
 
 def _sha_hex(text: str) -> str:
@@ -222,6 +228,10 @@ def _given_id(value: Any, line: int) -> str | None:
     return text.strip() if text and text.strip() else None
 
 
+def _reference_error(line: int, name: str) -> InvalidInputError:
+    return _error(line, "the header has no such column (named as the reference column)", name)
+
+
 def _not_inspect(has_target: bool, has_reference: bool, line: int) -> None:
     """Refuse Inspect's `target` where assay's own kinds read `reference` (issue 13: it used to
     land in `metadata`, leaving every case ungraded)."""
@@ -233,8 +243,45 @@ def _not_inspect(has_target: bool, has_reference: bool, line: int) -> None:
         )
 
 
-def parse_jsonl(text: str) -> list[Case]:
-    """Cases from JSON lines, one object per non-blank line.
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _jsonl_reference(
+    obj: dict[str, Any], reference_from: tuple[str, ...], explicit: bool, line: int
+) -> dict[str, Any]:
+    """Put the value of the first `reference_from` key `obj` gives under `reference` (see
+    `read_jsonl`), in place; returns what goes into `metadata` instead (the line's own
+    `reference` when an explicit key displaces it)."""
+    if explicit:
+        name = reference_from[0]
+        if name == "reference":
+            return {}
+        own = obj.pop("reference", None)
+        value = obj.pop(name, None)
+        if not _blank(value):
+            obj["reference"] = text_value(value, name, line)
+        return {"reference": own} if own is not None else {}
+    if obj.get("reference") is not None:
+        return {}
+    for name in reference_from:
+        if not _blank(obj.get(name)):
+            obj["reference"] = text_value(obj.pop(name), name, line)
+            break
+    return {}
+
+
+def parse_jsonl(
+    text: str, reference_from: Sequence[str] = (), *, explicit: bool = False
+) -> list[Case]:
+    """The cases alone of `read_jsonl`."""
+    return read_jsonl(text, reference_from, explicit=explicit).cases
+
+
+def read_jsonl(
+    text: str, reference_from: Sequence[str] = (), *, explicit: bool = False
+) -> Imported:
+    """Cases from JSON lines, one object per non-blank line, with the line each starts on.
 
     Each object has `Case`'s fields: `input` (or `question`), and optionally `case_id`,
     `history`, `reference`, `counter_example`, `tags` (list or `;`-separated), `checks`,
@@ -242,25 +289,39 @@ def parse_jsonl(text: str) -> list[Case]:
     (an explicit `metadata` object wins on a clash). Numbers given for `case_id`,
     `reference` or `counter_example` are read as their text.
 
+    The reference: with `explicit`, the key `reference_from[0]` is the reference (a `reference`
+    the line also gives is kept in `metadata`); otherwise the line's own `reference`, else the
+    first key of `reference_from` (in that order) the line gives a non-blank value for. A key
+    taken as the reference is not kept in `metadata`.
+
     Args:
         text: the whole source.
+        reference_from: keys to take as the reference (`import_grading.reference_keys`).
+        explicit: `reference_from` is the one key the import names; it wins over `reference`.
 
     Returns:
-        The cases in source order.
+        The cases in source order, and their lines.
 
     Raises:
         InvalidInputError: a line that is not a JSON object, an empty input, a field of the
-            wrong shape, a bad check, or a case_id already used; the message and
-            `details["line"]` name the line.
+            wrong shape, a bad check, a case_id already used, or Inspect's `target` where
+            nothing takes it as the reference; the message and `details["line"]` name the line.
     """
+    keys = tuple(reference_from)
     cases: list[Case] = []
+    lines: list[int | None] = []
     ids = CaseIds()
     for line, obj in json_lines(text):
         obj = dict(obj)
-        _not_inspect("target" in obj, "reference" in obj, line)
         if "input" not in obj and "question" in obj:
             obj["input"] = obj.pop("question")
+        displaced: dict[str, Any] = {}
+        if keys:
+            displaced = _jsonl_reference(obj, keys, explicit, line)
+        else:
+            _not_inspect("target" in obj, "reference" in obj, line)
         extra = {key: obj.pop(key) for key in list(obj) if key not in _CASE_FIELDS}
+        extra.update(displaced)
         metadata = obj.get("metadata") or {}
         if not isinstance(metadata, dict):
             raise _error(line, "must be a JSON object", "metadata")
@@ -275,46 +336,80 @@ def parse_jsonl(text: str) -> list[Case]:
         case = build_case(obj, line)
         ids.claim(case.case_id, line, derived=given is None)
         cases.append(case)
-    return cases
+        lines.append(line)
+    return Imported(cases, lines=lines)
 
 
 _CSV_COLUMNS = ("case_id", "input", "reference", "counter_example", "tags", "note", "split")
 """CSV columns that are `Case` fields; every other column goes into `metadata`."""
 
 
-def parse_csv(text: str) -> list[Case]:
-    """Cases from CSV with a header row.
+def parse_csv(
+    text: str, reference_from: Sequence[str] = (), *, explicit: bool = False
+) -> list[Case]:
+    """The cases alone of `read_csv`."""
+    return read_csv(text, reference_from, explicit=explicit).cases
+
+
+def _csv_reference(
+    cells: dict[str, str], reference_from: tuple[str, ...], explicit: bool
+) -> tuple[str | None, str | None]:
+    """(the row's reference, the column it came from) by `read_csv`'s rule; (None, None) when it
+    has none."""
+    names = reference_from if explicit else ("reference", *reference_from)
+    for name in names:
+        if cells.get(name, "").strip():
+            return cells[name], name
+    return None, None
+
+
+def read_csv(text: str, reference_from: Sequence[str] = (), *, explicit: bool = False) -> Imported:
+    """Cases from CSV with a header row, with the line each record starts on.
 
     Columns: `input` (or `question`) is required; `case_id`, `reference`, `counter_example`,
     `tags` (`;`-separated), `note` and `split` fill those fields; any other column is kept as
     text in `metadata`. An empty cell is an absent value (no reference, a derived id, no
     metadata key).
 
+    The reference: with `explicit`, the column `reference_from[0]` is the reference (the file's
+    own `reference` column is then kept in `metadata`); otherwise the row's `reference` cell,
+    else the first column of `reference_from` (in that order) with a non-empty cell in the row.
+    A column taken as a row's reference is not kept in its `metadata`.
+
     Args:
         text: the whole source (a leading UTF-8 BOM is ignored).
+        reference_from: columns to take as the reference (`import_grading.reference_keys`).
+        explicit: `reference_from` is the one column the import names; it wins over `reference`.
 
     Returns:
-        The cases in source order.
+        The cases in source order, and their lines.
 
     Raises:
-        InvalidInputError: no `input`/`question` column (line 1), a row with more cells than
-            the header, an empty input, a bad split, or a case_id already used; the message
-            and `details["line"]` name the line the record starts on.
+        InvalidInputError: no `input`/`question` column (line 1), no column an explicit
+            reference names (line 1), Inspect's `target` where nothing takes it as the reference
+            (line 1), a row with more cells than the header, an empty input, a bad split, or a
+            case_id already used; the message and `details["line"]` name the line the record
+            starts on.
     """
     reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""))
     try:
         header = [name.strip() for name in next(reader)]
     except StopIteration:
-        return []
+        return Imported([])
     except csv.Error as exc:
         raise _error(1, f"not valid CSV ({exc})") from exc
     if "input" not in header and "question" in header:
         header = ["input" if name == "question" else name for name in header]
     if "input" not in header:
         raise _error(1, "the header has no input (or question) column")
-    _not_inspect("target" in header, "reference" in header, 1)
+    keys = tuple(reference_from)
+    if explicit and keys and keys[0] not in header:
+        raise _reference_error(1, keys[0])
+    if not keys:
+        _not_inspect("target" in header, "reference" in header, 1)
 
     cases: list[Case] = []
+    lines: list[int | None] = []
     ids = CaseIds()
     start = reader.line_num + 1
     while True:
@@ -331,13 +426,21 @@ def parse_csv(text: str) -> list[Case]:
             raise _error(line, f"{len(row)} cells but the header has {len(header)} columns")
         cells = dict(zip(header, row, strict=False))  # short rows: missing cells are absent
         fields: dict[str, Any] = {
-            name: cells[name] for name in _CSV_COLUMNS if cells.get(name, "").strip()
+            name: cells[name]
+            for name in _CSV_COLUMNS
+            if name != "reference" and cells.get(name, "").strip()
         }
+        reference, taken = _csv_reference(cells, keys, explicit)
+        if reference is not None:
+            fields["reference"] = reference
         fields["tags"] = tags_value(fields.get("tags"), line)
         fields["metadata"] = {
             name: value
             for name, value in cells.items()
-            if name and name not in _CSV_COLUMNS and value.strip()
+            if name
+            and name != taken
+            and (name not in _CSV_COLUMNS or (name == "reference" and explicit))
+            and value.strip()
         }
         fields["input"] = cells.get("input", "")
         given = _given_id(cells.get("case_id"), line)
@@ -345,7 +448,8 @@ def parse_csv(text: str) -> list[Case]:
         case = build_case(fields, line)
         ids.claim(case.case_id, line, derived=given is None)
         cases.append(case)
-    return cases
+        lines.append(line)
+    return Imported(cases, lines=lines)
 
 
 def _final_answer(solution: str) -> str | None:

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
-from chalicelib.domain import dataset_sources, scorers
+from chalicelib.domain import dataset_sources, import_grading, scorers
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.importers import Imported
@@ -182,18 +182,37 @@ class _Prepared:
     ungraded: int
 
 
-def _source_cases(source: Any) -> Imported:
-    """What an import `source` holds. Raises InvalidInputError naming `source.*`."""
+def _requested(scoring: Any) -> list[Any]:
+    """The scorer names a raw scoring block requires (none when it is malformed: `parse_scoring`
+    names what is wrong with it)."""
+    required = scoring.get("required") if isinstance(scoring, dict) else None
+    return list(required) if isinstance(required, list) else []
+
+
+def _source_cases(source: Any, scoring: Any = None) -> Imported:
+    """What an import `source` holds, its reference columns chosen by the scorers `scoring`
+    requires (`import_grading.reference_keys`). Raises InvalidInputError naming `source.*`."""
     if not isinstance(source, dict) or not isinstance(source.get("content"), str):
         raise InvalidInputError("source must be {format, content}", field="source.content")
+    column = source.get("reference_column")
+    if column is not None and (not isinstance(column, str) or not column.strip()):
+        raise InvalidInputError(
+            "source.reference_column must name a column", field="source.reference_column"
+        )
     imported = dataset_sources.read(
-        str(source.get("format")), source["content"], field="source.format"
+        str(source.get("format")),
+        source["content"],
+        field="source.format",
+        reference_from=import_grading.reference_keys(_requested(scoring), column),
+        explicit=column is not None,
     )
     limit = source.get("limit")
     if limit is not None:
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise InvalidInputError("source.limit must be a positive integer", field="source.limit")
-        imported = Imported(imported.cases[:limit], imported.required, imported.criteria)
+        imported = Imported(
+            imported.cases[:limit], imported.required, imported.criteria, imported.lines[:limit]
+        )
     return imported
 
 
@@ -271,13 +290,19 @@ def _prepare(
     """Check a version whole, writing nothing: its cases (inline or imported), its scoring (with
     the scorers an imported file needs) and the judge it names.
 
+    An imported file in which no case can be graded is refused (`import_grading.ungraded_error`)
+    unless `source.allow_ungraded` is true; inline cases are not (a run names them).
+
     Raises:
         InvalidInputError: no cases, malformed cases or source, unknown scorers, a judge that does
-            not grade the file's rubrics. NotFoundError: an unknown judge.
+            not grade the file's rubrics, a file nothing in which can be graded.
+            NotFoundError: an unknown judge.
     """
     if (cases is None) == (source is None):
         raise InvalidInputError("give exactly one of cases or source", field="cases")
-    imported = _source_cases(source) if source is not None else Imported(parse_cases(cases))
+    imported = (
+        _source_cases(source, scoring) if source is not None else Imported(parse_cases(cases))
+    )
     _name_a_judge(scoring, imported)
     scoring_cfg = parse_scoring(_with_required(scoring, imported))
     if not imported.cases:
@@ -287,6 +312,10 @@ def _prepare(
     # The judge must exist and be published; it decides which cases its criteria reach.
     effective = judges.effective_scoring(scoring_cfg, judges.of_scoring(c, who.org_id, scoring_cfg))
     ungraded = sum(1 for case in parsed if not scorers.is_gradable(case, effective))
+    if source is not None and ungraded == len(parsed) and source.get("allow_ungraded") is not True:
+        refusal = import_grading.ungraded_error(parsed, imported.lines, effective)
+        if refusal is not None:
+            raise refusal
     return _Prepared(scoring_cfg, parsed, ungraded)
 
 
@@ -336,7 +365,10 @@ def add_version(
             choices): their scorers are added to `required` in any case.
         cases: a list of case objects, or None when `source` is given.
         source: `{"format": "jsonl"|"csv"|"gsm8k"|"promptfoo"|"inspect", "content": "<text>",
-            "limit": N?}`.
+            "limit": N?, "reference_column": "<column>"?, "allow_ungraded": true?}`. A jsonl or
+            csv file's `answer`, `target` or `expected` column is the reference when a required
+            scorer uses one (`import_grading`); a file nothing in which can be graded is refused
+            unless `allow_ungraded`.
     Returns:
         (header, the new version row).
     Raises:

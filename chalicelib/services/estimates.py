@@ -3,8 +3,9 @@ leaves").
 
 Each model is priced from the agent's history on it (its average cost per case over its last
 `EVAL_ESTIMATE_SAMPLE` completed runs there), else as a typical case at the model's own price, else
-at `EVAL_FALLBACK_CASE_COST_USD`; the judge the same way from its own history. The arithmetic is
-`domain.estimate`; this module gathers the history and the budgets.
+at `EVAL_FALLBACK_CASE_COST_USD`; the judge the same way from its own history. Runs that cost
+nothing because nothing priced the model are no history (`estimate_rules.unit_cost`). The
+arithmetic is `domain.estimate_rules`; this module gathers the history and the budgets.
 """
 
 from __future__ import annotations

@@ -50,6 +50,22 @@ def test_an_unpriced_model_is_estimated_at_the_fallback_case_cost(api):
     assert est["basis"] == "fallback"
 
 
+def test_an_unpriced_model_stays_at_the_fallback_after_runs_that_cost_nothing(api):
+    # Its answers were priced by nothing (no price, no cost reported), so they cost nothing as
+    # charged: that is no history of what it costs, and the next estimate is the first one again.
+    agent = api.agent(sleepy_spec())
+    ds = api.dataset(cases(20))
+    first = estimate(api, agent, ds)
+    assert (first["total_usd"], first["basis"]) == (1.0, "fallback")  # 20 cases x $0.05
+    run = api.start(agent, ds)
+    api.wait(run["run_id"])
+    assert api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["cost_usd"] == 0
+    again = estimate(api, agent, ds)
+    assert (again["total_usd"], again["basis"]) == (1.0, "fallback")
+    assert again["arms"][0]["per_case_usd"] == first["arms"][0]["per_case_usd"] == 0.05
+    assert again["arms"][0]["basis"] == "fallback"
+
+
 def test_history_prices_by_the_agents_average_cost_per_case_and_a_reused_baseline_is_free(api):
     agent = api.agent(priced("10", "50", answer="42"), publish=1)
     ds = api.dataset(cases(4))

@@ -70,6 +70,19 @@ def test_history_with_no_attempts_is_no_history():
     )
 
 
+def test_a_history_that_cost_nothing_with_no_price_is_no_history():
+    # Nothing priced those answers: the model is estimated as unpriced, as before its first run.
+    unpriced = CostHistory(cost_micros=0, attempts=20, runs=1)
+    assert unit_cost(unpriced, None, **FALLBACK) == (Fraction(50_000), Basis.FALLBACK)
+    assert unit_cost(unpriced, {}, **FALLBACK) == unit_cost(None, None, **FALLBACK)
+    # A zero price says the model is free, so its history of nothing is believed.
+    free = {"input_per_mtok_usd": "0", "output_per_mtok_usd": "0"}
+    assert unit_cost(unpriced, free, **FALLBACK) == (Fraction(0), Basis.HISTORY)
+    # A cost the agent reported itself is a history even with no price.
+    reported = CostHistory(cost_micros=40, attempts=20, runs=1)
+    assert unit_cost(reported, None, **FALLBACK) == (Fraction(2), Basis.HISTORY)
+
+
 def test_a_priced_fallback_is_not_rounded():
     # 1 in x 0.15 + 1 out x 0.60 = 0.75 micros = 3/4
     got = unit_cost(

@@ -1,0 +1,139 @@
+"""What `assay demo` says, in the words the CLI and the console use: pure text from the API's
+answers, so it can be read and tested without a stack (`cli_demo` prints it).
+
+Two kinds of verdict meet on the demo's screen, and each keeps its own words:
+
+- a version's verdict on its dataset: `pass`, `partial`, `fail` or `none` (never evaluated);
+- a comparison's verdict against its baseline: `better`, `worse`, `mixed` or `no difference`
+  (with `overall`, the exact McNemar test's `worse`/`better` when it tells the sides apart).
+
+`LEGEND` is the one line that says so where both appear. A guarded promotion is one plain
+sentence ("v3 onto production: held back: the guard's suite failed (...)").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+VERSION_VERDICTS = ("pass", "partial", "fail", "none")
+"""A version's verdict on its dataset (`domain.enums.Verdict`)."""
+
+COMPARISON_VERDICTS = ("better", "worse", "mixed", "no difference")
+"""A comparison's verdict against its baseline, as a person reads it."""
+
+LEGEND = (
+    "verdicts: a version passes, is partial or fails its dataset (every case, some or none "
+    "passed; none: never evaluated); a comparison is better, worse, mixed or no difference "
+    "against its baseline"
+)
+"""Printed once where both kinds of verdict meet."""
+
+_COMPARISON_WORDS = {"no_difference": "no difference", "invalid": "not comparable"}
+
+_PROMOTION_WORDS = {"promoted": "promoted", "refused": "held back", "waiting": "still waiting"}
+
+
+def comparison_word(verdict: str | None) -> str:
+    """A comparison's verdict as a person reads it: `no_difference` -> "no difference",
+    `invalid` -> "not comparable", None -> "none"; the others as they are."""
+    if verdict is None:
+        return "none"
+    return _COMPARISON_WORDS.get(verdict, verdict)
+
+
+def _count(n: Any, one: str, many: str | None = None) -> str:
+    count = int(n or 0)
+    return f"{count} {one if count == 1 else (many or one + 's')}"
+
+
+def confirmed(comparison: Mapping[str, Any]) -> str:
+    """ "209 confirmed regressions, 152 confirmed fixes" (the CLI's words)."""
+    return (
+        f"{_count(comparison.get('confirmed_regressions'), 'confirmed regression')}, "
+        f"{_count(comparison.get('confirmed_fixes'), 'confirmed fix', 'confirmed fixes')}"
+    )
+
+
+def verdict_line(comparison: Mapping[str, Any]) -> str:
+    """The comparison's verdict in one line, as `assay comparison` says it: "verdict mixed: 209
+    confirmed regressions, 152 confirmed fixes (of 361 flips); overall worse (exact McNemar p =
+    0.00315)"; "overall not told apart" when the test does not tell the sides apart."""
+    flips = comparison.get("flips") or []
+    p = comparison.get("p_value")
+    overall = comparison.get("overall") or "not told apart"
+    test = f" (exact McNemar p = {p:.3g})" if isinstance(p, int | float) else ""
+    return (
+        f"verdict {comparison_word(comparison.get('verdict'))}: {confirmed(comparison)} "
+        f"(of {_count(len(flips), 'flip')}); overall {overall}{test}"
+    )
+
+
+def _percent(rate: Any) -> str:
+    return f"{rate * 100:.1f}%" if isinstance(rate, int | float) else "-"
+
+
+def gate_sentence(
+    version: int,
+    promotion: Mapping[str, Any],
+    result: Mapping[str, Any] | None,
+    run: Mapping[str, Any] | None,
+    comparison: Mapping[str, Any] | None,
+    guard: Mapping[str, Any],
+) -> str:
+    """A guarded promotion as one plain sentence: "v3 onto production: held back: the guard's
+    suite failed (209 confirmed regressions, 80 allowed; pass rate 34.7% is below the minimum
+    50.0%)" or "v4 onto production: promoted: the guard's suite passed (79 confirmed regressions,
+    up to 80 allowed; pass rate 56.3%, at least 50.0%)".
+
+    Args:
+        promotion: the promotion as decided (`status`, `environment_id`).
+        result: the guard's suite result (`result`, `reasons`), or None when it has none.
+        run, comparison: the guard's run and its comparison, or None.
+        guard: the suite's threshold (`min_pass_rate`, `max_regressions`).
+    """
+    status = str(promotion.get("status"))
+    head = (
+        f"v{version} onto {promotion.get('environment_id')}: {_PROMOTION_WORDS.get(status, status)}"
+    )
+    if not result:
+        return f"{head}: the guard's suite has no result"
+    reasons = [str(r) for r in result.get("reasons") or []]
+    if not reasons:
+        parts = []
+        if comparison is not None:
+            parts.append(
+                f"{_count(comparison.get('confirmed_regressions'), 'confirmed regression')}, "
+                f"up to {guard.get('max_regressions')} allowed"
+            )
+        rate = ((run or {}).get("outcome") or {}).get("pass_rate")
+        if rate is not None:
+            parts.append(
+                f"pass rate {_percent(rate)}, at least {_percent(guard.get('min_pass_rate'))}"
+            )
+        reasons = ["; ".join(parts)] if parts else []
+    why = f" ({'; '.join(reasons)})" if reasons else ""
+    return f"{head}: the guard's suite {result.get('result')}{why}"
+
+
+def closing_lines(console_url: str, *, serve: bool, seconds: float) -> list[str]:
+    """The demo's last lines, the console link last: said to work only while the stack is up, and
+    how to keep it up (`assay demo --serve`, `make demo ARGS=--serve`) when it is not kept."""
+    if serve:
+        return [
+            f"demo finished in {seconds:.1f} s; the stack stays up until Ctrl-C",
+            f"console (works while the stack is up, until Ctrl-C): {console_url}",
+        ]
+    return [
+        f"demo finished in {seconds:.1f} s; the stack stops now. To keep it up and look around, "
+        "run `assay demo --serve` (`make demo ARGS=--serve`)",
+        f"console (works only while the stack is up): {console_url}",
+    ]
+
+
+def summary_line(summaries: Sequence[Mapping[str, Any]]) -> str:
+    """The versions' summaries in one line: "v1 partial (286 of 1319 passed), v2 ..."."""
+    return ", ".join(
+        f"v{s.get('version')} {s.get('verdict')} ({s.get('passed')} of {s.get('total')} passed)"
+        for s in summaries
+    )

@@ -1,4 +1,4 @@
-"""Who may do what in an organization: roles, grants, API keys (seed 004 "Access").
+"""Who may do what in an organization: roles, grants, API keys (docs/reference/access.md).
 
 Pure rules. A request's permissions are resolved when it is served from the member's current
 role and grants (`services.access`), never from what a token claims; this module says what a role

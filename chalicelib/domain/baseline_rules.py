@@ -1,4 +1,4 @@
-"""Which earlier answers a run is compared with (seed 004 "Comparing with a baseline").
+"""Which earlier answers a run is compared with (docs/concepts/verdicts.md).
 
 The baseline is chosen once, when the run starts, from plain records of earlier arms; these rules
 decide, the service only gathers the records and writes the choice onto the run.
@@ -98,7 +98,7 @@ def _same_conditions(
     judge_key: str | None,
 ) -> bool:
     # An arm graded under another judge (model, version, rubric or prompt) would make the
-    # comparison invalid: it is never the baseline (seed 004 "A different judge invalidates").
+    # comparison invalid: it is never the baseline (docs/guides/judges.md).
     return (
         a.version == version
         and a.dataset_id == dataset_id
@@ -180,6 +180,5 @@ def is_candidate_itself(
     candidate_spec_hash: str, candidate_model: str | None, baseline: ArmRecord
 ) -> bool:
     """A baseline that is the candidate at an earlier time (same spec on the same model) is not
-    rerun: its reruns would only be the candidate's again ("A flip is confirmed before it
-    counts")."""
+    rerun: its reruns would only be the candidate's again (docs/concepts/verdicts.md)."""
     return baseline.spec_hash == candidate_spec_hash and baseline.model == candidate_model

@@ -1,5 +1,5 @@
-"""The operator's bounds on what one model request may report (issue 11, scope 7; seed 004 "What
-each case runs as").
+"""The operator's bounds on what one model request may report (issue 11, scope 7;
+docs/reference/access.md).
 
 An agent reports its own cost and tokens (`"cost_usd": "1e30"` is a valid JSON string), and a
 model's usage is whatever its provider says. Every request's cost is charged to the monthly

@@ -1,4 +1,4 @@
-"""The pass-rate chart of an agent's or a dataset's runs (seed 004 "In the console"): which runs
+"""The pass-rate chart of an agent's or a dataset's runs (docs/guides/console.md): which runs
 it shows, one line per dataset with its own dash, each point's colour, the axis labels and the
 tooltips. Pure: the caller passes the runs and `now`; the SVG is drawn from this in `api`.
 

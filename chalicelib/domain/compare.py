@@ -1,7 +1,7 @@
 """Pure rules of a comparison: a candidate against its baseline, case by case.
 
-Seed 004 "Comparing with a baseline" through "Two axes, quality first", and the per-tag
-summaries of "Results". A first answer that flipped counts only once its reruns confirm it, so
+The rules docs/concepts/verdicts.md describes, from choosing the baseline to the two axes, and
+the per-tag summaries. A first answer that flipped counts only once its reruns confirm it, so
 the verdict reads confirmed flips alone; the pass rates settle each case by the majority of its
 decided tries (`runs.settle`) so that they agree with the flips. Quality and efficiency are
 reported side by side and never folded into one number.
@@ -84,7 +84,7 @@ NOTHING_HELD_FLIPS = 3
 def case_fingerprint(case: Mapping[str, Any]) -> str:
     """sha256 hex digest of the canonical JSON of the parts that define a case for comparison.
 
-    Seed 004 "Comparing with a baseline": a case whose input, history, reference answer,
+    The rule (docs/concepts/verdicts.md): a case whose input, history, reference answer,
     counter-example, expected calls or checks changed between the two sides is `changed`; a change
     of its tags or note does not count (nor does its split or metadata). An absent part counts as
     its default (`history: []` and no `history` give the same fingerprint), so a stored row and a
@@ -109,7 +109,7 @@ def compare_case(
 ) -> CaseOutcome:
     """How one case compares, on the first answers of the two sides.
 
-    Seed 004 "Comparing with a baseline", in this order: a case only one side answered is
+    The rule (docs/concepts/verdicts.md), in this order: a case only one side answered is
     `not_compared`; a case whose fingerprints differ is `changed` (fingerprints are compared only
     when both are known); a case either side left undecided (incomplete or ungraded) is
     `incomplete`; passed then failed is a `regression`; failed then passed is `fixed`; the rest is
@@ -141,7 +141,7 @@ def confirmed(
 ) -> bool:
     """True when a flip held on every rerun of both sides.
 
-    Seed 004 "A flip is confirmed before it counts": a regression is confirmed when every rerun of
+    The rule (docs/concepts/verdicts.md): a regression is confirmed when every rerun of
     the candidate fails again and every rerun of the baseline passes again; a fix mirrors it. A
     side with no rerun confirms nothing, and an undecided rerun (incomplete or ungraded) does not
     hold, so more reruns confirm fewer flips. `baseline_reruns=None` is the one baseline that is
@@ -175,10 +175,10 @@ def comparison_verdict(
 ) -> ComparisonVerdict:
     """The comparison's verdict from its confirmed flips only.
 
-    Seed 004 "What the verdict says": one confirmed regression makes the candidate `worse`,
+    The rule (docs/concepts/verdicts.md): one confirmed regression makes the candidate `worse`,
     confirmed fixes alone make it `better`, both make it `mixed`, no confirmed flip is
-    `no_difference`. Seed 004 "A different judge invalidates the comparison": an invalid
-    comparison is `invalid` whatever its flips.
+    `no_difference`. A comparison a different judge made invalid (docs/guides/judges.md) is
+    `invalid` whatever its flips.
     """
     if invalid:
         return ComparisonVerdict.INVALID
@@ -194,8 +194,8 @@ def comparison_verdict(
 def mcnemar(b: int, c: int, significance: float) -> tuple[float | None, ComparisonVerdict | None]:
     """The exact two-sided McNemar test over the confirmed flips, and the `overall` it gives.
 
-    Seed 004 "What the verdict says": `overall` is `worse` or `better` when the test tells the two
-    sides apart at `EVAL_SIGNIFICANCE`, and null when the flips are too few. The exact test is a
+    The rule (docs/concepts/verdicts.md): `overall` is `worse` or `better` when the test tells the
+    two sides apart at `EVAL_SIGNIFICANCE`, and null when the flips are too few. The exact test is a
     binomial test of `b` successes in `b + c` trials at one half; scipy is imported here only.
 
     Args:
@@ -262,10 +262,10 @@ def efficiency_axis(
 ) -> EfficiencyAxis | None:
     """How a lower-is-better quantity moved from the baseline to the candidate.
 
-    Seed 004 "Two axes, quality first": each of cost per passed case, tokens and latency is
+    The rule (docs/concepts/verdicts.md): each of cost per passed case, tokens and latency is
     `better`, `worse` or `unchanged`, a change within `EVAL_EFFICIENCY_TOLERANCE` being unchanged
-    (a relative change exactly at the tolerance is within it). Seed 004 "The budget it leaves":
-    from a zero baseline any positive increase is `worse`.
+    (a relative change exactly at the tolerance is within it). From a zero baseline any positive
+    increase is `worse`.
 
     Args:
         candidate: the candidate's value, None when it has none (e.g. no passed case to divide by).
@@ -296,7 +296,7 @@ def efficiency_axis(
 
 @dataclass(frozen=True, slots=True)
 class Efficiency:
-    """One arm's efficiency axis (seed 004 "Results"): every value lower is better."""
+    """One arm's efficiency axis (docs/concepts/verdicts.md): every value lower is better."""
 
     cost_per_passed_case_micros: float | None
     """Everything the arm spent, over its settled passed cases; None with no passed case."""
@@ -309,7 +309,8 @@ class Efficiency:
 
 
 def efficiency_of(summary: ArmSummary) -> Efficiency:
-    """The efficiency quantities of one arm's summary (seed 004 "Results", the Efficiency row)."""
+    """The efficiency quantities of one arm's summary (docs/concepts/verdicts.md, the Efficiency
+    row)."""
     return Efficiency(
         cost_per_passed_case_micros=(summary.cost_micros / summary.passed)
         if summary.passed
@@ -327,7 +328,7 @@ def efficiency_axes(
 ) -> dict[str, EfficiencyAxis | None]:
     """Each efficiency quantity of the candidate against the baseline, by `Efficiency` field name.
 
-    Seed 004 "Two axes, quality first": reported beside the verdict, never folded into it.
+    The rule (docs/concepts/verdicts.md): reported beside the verdict, never folded into it.
     """
     cand, base = efficiency_of(candidate), efficiency_of(baseline)
     return {
@@ -350,7 +351,7 @@ class Flip:
     confirmed: bool
     """True when the flip held on every rerun of both sides (never in an invalid comparison)."""
     question: str
-    """The case's question, so the flip names it (seed 004 "What the verdict says")."""
+    """The case's question, so the flip names it (docs/concepts/verdicts.md)."""
     candidate_tries: tuple[AttemptState, ...]
     """The candidate's tries, first answer first."""
     baseline_tries: tuple[AttemptState, ...]
@@ -370,7 +371,7 @@ class Flip:
 
 @dataclass(frozen=True, slots=True)
 class ComparisonResult:
-    """A candidate arm compared with its baseline (seed 004 "Comparing with a baseline")."""
+    """A candidate arm compared with its baseline (docs/concepts/verdicts.md)."""
 
     verdict: ComparisonVerdict
     """On confirmed flips only; `invalid` when the grading differed."""
@@ -440,10 +441,9 @@ def compare_arms(
 ) -> ComparisonResult:
     """Compare a candidate arm with its baseline, case by case, and give the verdict.
 
-    Seed 004 "Comparing with a baseline" (outcomes on first answers), "A flip is confirmed before
-    it counts" (reruns), "What the verdict says" (verdict, `overall`, settled pass rates), "A
-    different judge invalidates the comparison" (`invalid`: no verdict, no flip confirmed, no
-    `overall`).
+    The rules of docs/concepts/verdicts.md: outcomes on first answers, flips confirmed by reruns,
+    the verdict, `overall` and settled pass rates; a comparison a different judge made invalid
+    (docs/guides/judges.md) is `invalid`: no verdict, no flip confirmed, no `overall`.
 
     A side's first answer is its attempt 1; its reruns are attempts 2 and on. A rerun that was
     expected but never recorded counts as undecided, so it confirms nothing. The pass rates settle
@@ -572,7 +572,7 @@ def rerun_tasks(
 ) -> list[tuple[str, str, int]]:
     """The tasks of the confirming phase, as `(arm_id, case_id, attempt)`.
 
-    Seed 004 "A flip is confirmed before it counts": a flipped case is rerun `EVAL_RERUNS` times
+    The rule (docs/concepts/verdicts.md): a flipped case is rerun `EVAL_RERUNS` times
     on the candidate and beside it on the baseline, so both sides confirm a flip the same day -
     except the baseline that is the candidate itself at an earlier time (`baseline_arm_id=None`).
     Case by case, attempt by attempt, every arm of a case side by side (as `runs.task_at` orders
@@ -598,7 +598,7 @@ def rerun_tasks(
 def stability(tries_by_case: Mapping[str, Sequence[AttemptState]]) -> dict[str, Any]:
     """How steady one arm's answers are, from each case's tries (first answer first).
 
-    Seed 004 "How steady the answers are": only a case with a graded first answer and at least one
+    The rule (docs/concepts/verdicts.md): only a case with a graded first answer and at least one
     graded re-ask is `asked`; it is `unstable` when graded passing one time and failing another
     (among its graded tries); the arm is `noisy` when as many as two cases, or a fifth of those
     asked, are unstable.
@@ -624,8 +624,8 @@ def summarize_by_tag(
     attempts_by_case: Mapping[str, Sequence[AttemptFacts]],
     tags_by_case: Mapping[str, Sequence[str]],
 ) -> dict[str, ArmSummary]:
-    """One arm summarised per tag, each over the cases carrying it (seed 004 "Results": "and per
-    tag").
+    """One arm summarised per tag, each over the cases carrying it (docs/concepts/verdicts.md:
+    summaries are also given per tag).
 
     A case counts once under each of its tags; a tagged case the arm never answered counts as
     `incomplete`, as `runs.summarize_arm` has it. Tags come out in sorted order.

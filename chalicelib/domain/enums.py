@@ -6,7 +6,7 @@ from enum import StrEnum
 
 
 class RunStatus(StrEnum):
-    """An eval run's status (seed 001 "Runs", seed 004 "Running and cancelling")."""
+    """An eval run's status (docs/architecture/run-lifecycle.md)."""
 
     QUEUED = "queued"
     RUNNING = "running"
@@ -22,7 +22,7 @@ class RunStatus(StrEnum):
 
 
 class TriggerKind(StrEnum):
-    """What asked a suite to run (seed 004 "Suites"): a person, its schedule, a publish, a
+    """What asked a suite to run (docs/guides/suites.md): a person, its schedule, a publish, a
     promotion, a dependency that changed, or a guard checking a waiting promotion."""
 
     MANUAL = "manual"
@@ -61,7 +61,7 @@ class RunPhase(StrEnum):
 
 
 class AttemptState(StrEnum):
-    """How one attempt came out (seed 004 "Results")."""
+    """How one attempt came out (docs/concepts/verdicts.md)."""
 
     PASSED = "passed"
     FAILED = "failed"
@@ -77,7 +77,7 @@ class ArmRole(StrEnum):
 
 
 class Verdict(StrEnum):
-    """The one word beside an agent version (seed 000 "The four outcomes")."""
+    """The one word beside an agent version (docs/concepts/verdicts.md)."""
 
     PASS = "pass"
     PARTIAL = "partial"
@@ -86,7 +86,7 @@ class Verdict(StrEnum):
 
 
 class RuntimeKind(StrEnum):
-    """How an agent is asked (DESIGN §8)."""
+    """How an agent is asked (docs/reference/runtimes.md)."""
 
     HTTP = "http"
     OPENAI = "openai"
@@ -96,7 +96,7 @@ class RuntimeKind(StrEnum):
 
 
 class CallStatus(StrEnum):
-    """What happened to a tool call an agent made (seed 004 "Results")."""
+    """What happened to a tool call an agent made (docs/concepts/verdicts.md)."""
 
     EXECUTED = "executed"
     BLOCKED = "blocked"
@@ -113,8 +113,7 @@ class Split(StrEnum):
 
 
 class CaseOutcome(StrEnum):
-    """How one case compares between a candidate and its baseline (seed 004 "Comparing with a
-    baseline")."""
+    """How one case compares between a candidate and its baseline (docs/concepts/verdicts.md)."""
 
     REGRESSION = "regression"
     FIXED = "fixed"
@@ -126,7 +125,7 @@ class CaseOutcome(StrEnum):
 
 class ComparisonVerdict(StrEnum):
     """What a comparison says on confirmed flips; `worse`/`better` also name McNemar's `overall`
-    (seed 004 "What the verdict says")."""
+    (docs/concepts/verdicts.md)."""
 
     WORSE = "worse"
     BETTER = "better"
@@ -136,7 +135,7 @@ class ComparisonVerdict(StrEnum):
 
 
 class EfficiencyAxis(StrEnum):
-    """How one lower-is-better efficiency quantity moved (seed 004 "Two axes, quality first")."""
+    """How one lower-is-better efficiency quantity moved (docs/concepts/verdicts.md)."""
 
     BETTER = "better"
     WORSE = "worse"

@@ -1,5 +1,4 @@
-"""What a run will cost before it starts, and the budget it leaves (seed 004 "Starting a run" /
-"The budget it leaves").
+"""What a run will cost before it starts, and the budget it leaves (docs/guides/costs.md).
 
 Pure: the service gathers cost history, prices and budgets; these rules add them up. Money is exact
 throughout: per-unit costs are `Fraction`s of a micro-USD (an average over attempts rarely divides
@@ -191,8 +190,7 @@ def estimate(
     reruns: int,
     stability: bool = False,
 ) -> Estimate:
-    """The estimate of a run over `cases` cases (seed 004 "Starting a run" / "The budget it
-    leaves").
+    """The estimate of a run over `cases` cases (docs/guides/costs.md).
 
     First pass: every arm that answers pays `cases x per_case`; an arm whose first answers are
     borrowed pays nothing. The judge is called once per judged case per answering arm.

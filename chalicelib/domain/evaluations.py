@@ -1,4 +1,4 @@
-"""Evaluations: an agent, a dataset and a version selector (seed 001 "What a run pins").
+"""Evaluations: an agent, a dataset and a version selector (docs/guides/by-hand.md).
 
 An evaluation says which agent version to pick, not which one was picked: its `version` is a
 selector (`latest` by default, `published`, or a number) resolved once, when a run of it is
@@ -11,8 +11,9 @@ whose id is `implied~<agent_id>~<dataset_id>` (`implied_id`). Ids a caller choos
 kind contains `#` or `/` (the stores' keys and the URL paths). An implied evaluation has no
 record: it exists as long as its agent and dataset do, and its runs are listed by the same routes.
 
-A verdict (seed 000) sums each evaluation's latest completed run: an implied evaluation is the
-(agent, dataset) pair it has always been, and each explicit evaluation is one more.
+A verdict (docs/concepts/verdicts.md) sums each evaluation's latest completed run: an implied
+evaluation is the (agent, dataset) pair it has always been, and each explicit evaluation is one
+more.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ _IMPLIED_SEP = "~"
 EVALUATION_ID_PATTERN = r"^[A-Za-z0-9_\-]{1,64}$"
 """What a caller may choose as an evaluation id (no `~`, so never an implied id)."""
 RESERVED_IDS = frozenset({"progress", "stream", "agent-summaries"})
-"""Path segments seed 001's own routes take under `/api/evaluations/` (never an evaluation id)."""
+"""Path segments the evaluation routes take under `/api/evaluations/` (never an evaluation id)."""
 
 LATEST = "latest"
 PUBLISHED = "published"
@@ -58,7 +59,7 @@ def is_implied(evaluation_id: str | None) -> bool:
 
 def selector_of(value: object, *, field: str = "version") -> str:
     """The stored form of a version selector: `"latest"`, `"published"` or a positive number as
-    decimal text; None is `"latest"` (seed 001: latest by default).
+    decimal text; None is `"latest"` (latest by default).
 
     Raises:
         InvalidInputError: anything else (naming `field`).
@@ -84,7 +85,7 @@ def selector_value(stored: str) -> str | int:
 
 
 def resolve_selector(selector: str | int, *, latest_version: int, live_version: int | None) -> int:
-    """The concrete version a selector picks now (seed 001 "What a run pins").
+    """The concrete version a selector picks now (docs/guides/by-hand.md).
 
     Args:
         selector: `"latest"`, `"published"`, a number, or its stored decimal text.

@@ -96,8 +96,8 @@ class BudgetExhausted(Event):
 
 @dataclass(frozen=True, slots=True)
 class StarterRefused(Event):
-    """A case found that the person the run runs as can no longer run it (seed 004 "What each case
-    runs as"): the run ends `failed` with `reason`; running cases finish."""
+    """A case found that the person the run runs as can no longer run it (docs/reference/access.md):
+    the run ends `failed` with `reason`; running cases finish."""
 
     run_id: str
     reason: str
@@ -106,7 +106,8 @@ class StarterRefused(Event):
 @dataclass(frozen=True, slots=True)
 class TasksNotQueued(Event):
     """Claimed case tasks of `run_id` (their indices in its plan) could not be sent to the queue:
-    each is recorded `incomplete`, which also gives its slot back (seed 001 "Stuck runs")."""
+    each is recorded `incomplete`, which also gives its slot back
+    (docs/architecture/run-lifecycle.md)."""
 
     run_id: str
     indices: tuple[int, ...]

@@ -1,13 +1,12 @@
 """What an agent's completed runs leave for the reads that must not grow with their number (issue
 12 "History costs nothing").
 
-A verdict (seed 000 "What a verdict is computed from"), a start's baseline choice (seed 004
-"Comparing with a baseline") and its estimate (seed 004 "Starting a run") each depend on a few of
-the agent's completed runs, never on all of them. Those few are kept as they change, in small
-rows of the agent's history, one per thing read:
+A verdict and a start's baseline choice (docs/concepts/verdicts.md) and its estimate
+(docs/guides/costs.md) each depend on a few of the agent's completed runs, never on all of them.
+Those few are kept as they change, in small rows of the agent's history, one per thing read:
 
 - `LatestRow`, one per agent version (or the draft): per evaluation, its latest completed run's
-  totals. A verdict sums them. An implied evaluation (a run that named none, seed 001) is held
+  totals. A verdict sums them. An implied evaluation (a run that named none) is held
   under its dataset id, as these rows always held it; an explicit one under
   `<dataset_id>#<evaluation_id>` (`evaluation_slot`), so two evaluations of one version on one
   dataset are two contributions.
@@ -22,7 +21,7 @@ at most one entry per run, replaced by the newer one), and a delete takes it out
 Each fold is pure: the row as read and the run in, the row to write out. The store writes it
 conditional on the row as read.
 
-"Latest" is the seed's "latest completed run": the one that completed last (`completed_at`), so a
+"Latest" is the latest completed run: the one that completed last (`completed_at`), so a
 run started earlier that completes later replaces the earlier-completed one, as the verdicts have
 always read it; between two that completed in the same millisecond, the one created later.
 """
@@ -71,7 +70,7 @@ def counts(run: Run) -> bool:
     return run.status == RunStatus.COMPLETED and run.outcome is not None and bool(run.completed_at)
 
 
-# --- latest results: what a verdict sums (seed 000) -----------------------------------------------
+# --- latest results: what a verdict sums (docs/concepts/verdicts.md) ------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +86,7 @@ class LatestResult:
     spec_hash: str
     """The spec the run tested (a draft's verdict is stale when the draft's differs)."""
     evaluation_id: str | None = None
-    """The explicit evaluation the run belongs to; None for the implied one (seed 001)."""
+    """The explicit evaluation the run belongs to; None for the implied one."""
 
     @property
     def slot(self) -> str:
@@ -164,7 +163,8 @@ class LatestRow:
 
 @dataclass(frozen=True, slots=True)
 class VerdictTotals:
-    """An agent version's latest results summed (seed 000): the numbers beside the verdict word."""
+    """An agent version's latest results summed (docs/concepts/verdicts.md): the numbers beside the
+    verdict word."""
 
     total: int
     passed: int
@@ -190,7 +190,7 @@ def verdict_of(
     )
 
 
-# --- arms that may be a baseline (seed 004 "Comparing with a baseline") --------------------------
+# --- arms that may be a baseline (docs/concepts/verdicts.md) -------------------------------------
 
 
 def _condition(a: ArmRecord) -> tuple[str, str | None, str | None, str | None]:
@@ -261,7 +261,7 @@ def baseline_arms(run: Run) -> list[ArmRecord]:
     ]
 
 
-# --- cost history (seed 004 "Starting a run") -----------------------------------------------------
+# --- cost history (docs/guides/costs.md) ----------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)

@@ -107,8 +107,8 @@ class Identity:
 
     def require_person(self, what: str) -> None:
         """Raises ForbiddenError (403, `permission` "person") unless a person signed in as
-        themselves asks: neither an API key nor an administrator acting as somebody (seed 004
-        "Access": what spends as whoever saves it)."""
+        themselves asks: neither an API key nor an administrator acting as somebody
+        (docs/reference/access.md: what spends as whoever saves it)."""
         if self.permissions is None or self.is_person:
             return
         by = "an API key" if self.key_id is not None else f"{self.actor} acting as {self.user_id}"

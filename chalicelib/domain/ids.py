@@ -1,5 +1,5 @@
 """Ids and names a tenant chooses (agent, dataset, judge, suite, environment, model profile, secret,
-recording) (issue 9, DESIGN §8 "Trust boundary").
+recording) (issue 9, docs/reference/security.md).
 
 An id is unique within its organization only, and the stores key a tenant's rows by composite
 strings `<org_id>#<id>...` (`adapters.tables.org_key`); Secrets Manager and S3 names use `/`. So

@@ -1,4 +1,5 @@
-"""Dataset sources -> `list[Case]` (DESIGN §3 "case": stable `case_id`; §10 the GSM8K data).
+"""Dataset sources -> `list[Case]`, each case with an id stable across versions
+(docs/guides/datasets.md).
 
 assay's own source kinds, all given as TEXT (the caller reads files or uploads; this module does
 no I/O), and the pieces every importer shares (`source_error`, `CaseIds`, `build_case`,
@@ -19,10 +20,10 @@ no I/O), and the pieces every importer shares (`source_error`, `CaseIds`, `build
   worked solution is kept in `metadata["solution"]`. The models' recorded answers on the
   second shape are recordings, not case data, and are ignored here.
 
-Case ids are stable so runs on different versions can be compared case by case (seed 004
-"Comparing with a baseline"): a given id is kept; a GSM8K question without one gets
-`gsm8k_case_id(question)`; any other case without one gets `case-` + the first 12 hex
-digits of sha256 of its input. Two cases with one id in a source are refused.
+Case ids are stable so runs on different versions can be compared case by case
+(docs/concepts/verdicts.md): a given id is kept; a GSM8K question without one gets
+`gsm8k_case_id(question)`; any other case without one gets `case-` + the first 12 hex digits of
+sha256 of its input. Two cases with one id in a source are refused.
 
 Errors are `InvalidInputError` with `field="source"`, `details["line"]` = the 1-based
 line of the source (for CSV, the line the record starts on; the header is line 1) and, where one

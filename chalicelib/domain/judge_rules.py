@@ -1,6 +1,6 @@
 """The model judge's rules: its published spec, which criteria a case is graded on, the prompt it
-is asked with, how its reply becomes a score, and its fingerprint (seed 004 "Results", "A
-different judge invalidates the comparison").
+is asked with, how its reply becomes a score, and its fingerprint (docs/concepts/verdicts.md,
+docs/guides/judges.md).
 
 Pure: asking the model is the service's job (`services.judging`); everything around the request
 is here and unit-tested.
@@ -110,7 +110,7 @@ def rubric_hash(spec: JudgeSpec) -> str:
 
 
 def fingerprint(judge_id: str, version: int, model: str, spec: JudgeSpec) -> dict[str, Any]:
-    """What every judge score records: which judge graded it (seed 004)."""
+    """What every judge score records: which judge graded it (docs/guides/judges.md)."""
     return {
         "judge_id": judge_id,
         "judge_version": version,
@@ -276,9 +276,10 @@ T = TypeVar("T")
 
 
 def majority_judge(tries: Sequence[T], key_of: Any) -> list[T]:
-    """A case's tries graded by the judge that graded most of them (seed 004: "a case whose tries
-    carry two judges' grades settles by whichever graded more of them"); a tie goes to the judge
-    of the earliest try. Tries no judge graded stay. `key_of(try)` gives its judge key or None."""
+    """A case's tries graded by the judge that graded most of them (docs/guides/judges.md): a case
+    whose tries carry two judges' grades settles by whichever graded more of them; a tie goes to the
+    judge of the earliest try. Tries no judge graded stay. `key_of(try)` gives its judge key or
+    None."""
     keys = [key_of(t) for t in tries]
     counts = Counter(k for k in keys if k is not None)
     if len(counts) <= 1:

@@ -41,7 +41,8 @@ class Check(Frozen):
 
 
 class Case(Frozen):
-    """One case of a dataset version. `case_id` is stable across versions (seed 004 "Comparing")."""
+    """One case of a dataset version. `case_id` is stable across versions
+    (docs/concepts/verdicts.md)."""
 
     case_id: str = Field(min_length=1, max_length=256, pattern=r"^[^\r\n]+$")
     """Stable identifier, unique within the dataset (one line)."""
@@ -134,7 +135,8 @@ class CaseRequest(Frozen):
 
 
 class ScoreResult(Frozen):
-    """One scorer's verdict on one answer (seed 001: passed, score 0..1, reason)."""
+    """One scorer's verdict on one answer (passed, score 0..1, reason;
+    docs/reference/scorers.md)."""
 
     scorer: str
     passed: bool | None

@@ -1,5 +1,5 @@
 """A run's outcome: what finalizing computes once and the run keeps (`Run.outcome`), so listings,
-verdicts, suites, baselines and estimates never compute it again (seed 004 "Results").
+verdicts, suites, baselines and estimates never compute it again (docs/concepts/verdicts.md).
 
 Frozen pydantic values whose JSON (`as_json`) is the `outcome` map runs have always kept: the
 store writes `as_json()` and reads it back with `Outcome.model_validate`. Money is in USD as it
@@ -133,7 +133,7 @@ class CaseCompared(Kept):
 
 
 class Comparison(Kept):
-    """A candidate arm compared with the baseline (seed 004 "Comparing with a baseline"):
+    """A candidate arm compared with the baseline (docs/concepts/verdicts.md):
     `compare.ComparisonResult` with the arms, the baseline, the efficiency axes and each case's
     outcome; `verdict` and `overall` None when a side could not run (`could_not_run`)."""
 

@@ -1,4 +1,5 @@
-"""Recordings: answers recorded per case, replayed by the `recorded` runtime (DESIGN §8).
+"""Recordings: answers recorded per case, replayed by the `recorded` runtime
+(docs/reference/runtimes.md).
 
 A recording is JSONL text, one answer payload per line (the `http` runtime's shape plus
 `case_id`/`input`), or the `inline` answers of a spec. Parsing is pure: the recordings adapter

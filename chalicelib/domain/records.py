@@ -26,7 +26,8 @@ if TYPE_CHECKING:  # a case worker reads no outcome: its models are not imported
 
 @dataclass(frozen=True, kw_only=True)
 class Organization:
-    """An organization (tenant): its slot counter and the runs waiting for a slot (DESIGN §6)."""
+    """An organization (tenant): its slot counter and the runs waiting for a slot
+    (docs/architecture/slots.md)."""
 
     org_id: str
     name: str = ""
@@ -61,7 +62,8 @@ class Agent:
 
 @dataclass(frozen=True, kw_only=True)
 class Evaluation:
-    """An evaluation (seed 001): an agent, a dataset and a version selector of the organization.
+    """An evaluation (docs/guides/by-hand.md): an agent, a dataset and a version selector of the
+    organization.
 
     `version` is the selector as stored (`domain.evaluations.selector_of`): `"latest"`,
     `"published"` or a version number as decimal text; a run of the evaluation resolves it once, at
@@ -95,7 +97,8 @@ class AgentVersion:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelProfile:
-    """A model profile: which model an arm runs on, with what settings, at what price (seed 004)."""
+    """A model profile: which model an arm runs on, with what settings, at what price
+    (docs/reference/runtimes.md)."""
 
     org_id: str
     model_profile_id: str
@@ -110,7 +113,8 @@ class ModelProfile:
 
 @dataclass(frozen=True, kw_only=True)
 class Spend:
-    """One month's spend of an organization or an agent (DESIGN §4 `spend`), in micro-USD."""
+    """One month's spend of an organization or an agent (the `spend` table of
+    docs/architecture/tables.md), in micro-USD."""
 
     spent_micros: int = 0
     judge_micros: int = 0
@@ -150,8 +154,8 @@ class Judge:
 
 @dataclass(frozen=True, kw_only=True)
 class Environment:
-    """An environment of an organization: which version of each agent it serves (seed 004
-    "Suites")."""
+    """An environment of an organization: which version of each agent it serves
+    (docs/guides/suites.md)."""
 
     org_id: str
     environment_id: str
@@ -163,8 +167,8 @@ class Environment:
 
 @dataclass(frozen=True, kw_only=True)
 class Suite:
-    """A suite: what it checks, when, against which bar, as whom, and what is waiting (seed 004
-    "Suites")."""
+    """A suite: what it checks, when, against which bar, as whom, and what is waiting
+    (docs/guides/suites.md)."""
 
     suite_id: str
     org_id: str
@@ -201,8 +205,8 @@ class Suite:
 
 @dataclass(frozen=True, kw_only=True)
 class SuiteResultEntry:
-    """One result of a suite: its word, why, the cases behind it and the run (seed 004 "What a
-    result must meet")."""
+    """One result of a suite: its word, why, the cases behind it and the run
+    (docs/guides/suites.md)."""
 
     started_key: str
     suite_id: str
@@ -313,7 +317,8 @@ class Arm:
 
 @dataclass(frozen=True, kw_only=True)
 class Run:
-    """An eval run: header, arms, phase, task cursor, slots and counters (DESIGN §4-§7)."""
+    """An eval run: header, arms, phase, task cursor, slots and counters
+    (docs/architecture/tables.md, docs/architecture/run-lifecycle.md)."""
 
     run_id: str
     org_id: str
@@ -367,7 +372,7 @@ class Run:
     """What finalizing computed (a completed run's, computed again by a regrade); None before."""
     enqueue_errors: int = 0
     evaluation_id: str | None = None
-    """The evaluation the run belongs to (seed 001), pinned at creation: one named at the start,
+    """The evaluation the run belongs to, pinned at creation: one named at the start,
     else the one its agent and dataset imply (`domain.evaluations.implied_id`); None on runs
     recorded before evaluations were kept (the implied one)."""
     deleting_at: str | None = None
@@ -391,8 +396,8 @@ class Run:
 
     @property
     def lanes(self) -> Lanes:
-        """The run's lanes (DESIGN §6): as kept once it started, else `settings.run_concurrency`
-        idle ones (3 when a run predates the setting)."""
+        """The run's lanes (docs/architecture/slots.md): as kept once it started, else
+        `settings.run_concurrency` idle ones (3 when a run predates the setting)."""
         if self.lane_next:
             return Lanes(tuple(self.lane_next), tuple(bool(b) for b in self.lane_busy))
         return Lanes.start(int((self.settings or {}).get("run_concurrency", 3)))
@@ -438,7 +443,7 @@ class ActiveRun:
 
 @dataclass(frozen=True, kw_only=True)
 class Attempt:
-    """One attempt of one case on one arm, written once (DESIGN §5).
+    """One attempt of one case on one arm, written once (docs/architecture/exactly-once.md).
 
     `attempt_key` is `arm_id#case_id#attempt` (attempt zero-padded to 3 digits); `recorded_key` is
     `<epoch ms, 13 digits>#<attempt_key>`; `successor` the case-task message this attempt's write

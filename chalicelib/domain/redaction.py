@@ -1,4 +1,4 @@
-"""Recognized secrets replaced before anything is kept or shown (seed 004 "What a run keeps").
+"""Recognized secrets replaced before anything is kept or shown (docs/reference/data-protection.md).
 
 Answers, call arguments and results, errors, every scorer and judge reason, `model`,
 `guardrail`, notices and email, suite result reasons and dataset cases pass through `redact`

@@ -1,6 +1,6 @@
 """Pure rules of a run: which task comes next, how a case settles, and what a run adds up to.
 
-Seed 001 "Runs" and seed 004 "Running and cancelling" / "Results".
+See docs/architecture/run-lifecycle.md and docs/concepts/verdicts.md.
 """
 
 from __future__ import annotations
@@ -89,7 +89,8 @@ def index_of(
 
 @dataclass(frozen=True, slots=True)
 class Lanes:
-    """Who starts which task of a run (DESIGN §6; issue 11 "No contention on the run row").
+    """Who starts which task of a run (docs/architecture/slots.md; issue 11 "No contention on the
+    run row").
 
     A run has `n` lanes (its concurrency limit); lane `j` owns the task indices `i` with
     `i % n == j` and starts them in order, one at a time. `next[j]` is the next index lane `j`
@@ -157,13 +158,13 @@ class Lanes:
 
 
 def slots_to_claim(*, run_limit: int, run_slots: int, pending: int, org_free: int) -> int:
-    """Slots a run may claim now (DESIGN §6): `min(run limit - held, pending, org free)`,
-    never < 0."""
+    """Slots a run may claim now (docs/architecture/slots.md): `min(run limit - held, pending, org
+    free)`, never < 0."""
     return max(0, min(run_limit - run_slots, pending, org_free))
 
 
 def settle(states: Iterable[AttemptState]) -> AttemptState:
-    """A case's settled state from its tries, first answer first (seed 004 "What the verdict says").
+    """A case's settled state from its tries, first answer first (docs/concepts/verdicts.md).
 
     The majority of the decided tries (passed/failed) wins; a tie is `incomplete`. With no decided
     try, the first try's state stands (`incomplete` or `ungraded`).
@@ -181,7 +182,7 @@ def settle(states: Iterable[AttemptState]) -> AttemptState:
 
 
 def verdict_word(total: int, passed: int) -> Verdict:
-    """The verdict word from summed totals (seed 000 "The four outcomes").
+    """The verdict word from summed totals (docs/concepts/verdicts.md).
 
     `none` when no test covers the version; `pass` when every test passed; `fail` when none did;
     `partial` otherwise.
@@ -225,7 +226,7 @@ class AttemptFacts:
 
 @dataclass(frozen=True, slots=True)
 class ArmSummary:
-    """One arm summarised on the quality axis and the efficiency axis (seed 004 "Results").
+    """One arm summarised on the quality axis and the efficiency axis (docs/concepts/verdicts.md).
 
     Counts are of cases (each settled over its tries); `pass_rate` is over decided cases only.
     """
@@ -317,8 +318,8 @@ def summarize_arm(attempts: Iterable[AttemptFacts], case_ids: Sequence[str]) -> 
 def is_stale_heartbeat(
     *, status: RunStatus, heartbeat_at_ms: int, now_ms: int, abandoned_after_minutes: float
 ) -> bool:
-    """True when a run has stood still long enough for the sweep (seed 004 "Running and
-    cancelling")."""
+    """True when a run has stood still long enough for the sweep
+    (docs/architecture/run-lifecycle.md)."""
     if status not in (RunStatus.RUNNING, RunStatus.QUEUED):
         return False
     return now_ms - heartbeat_at_ms >= abandoned_after_minutes * 60_000

@@ -1,12 +1,12 @@
 """Pure rules of a suite's schedule: which cron expressions are accepted and when they fire.
 
-Seed 004 "When a suite runs": "a cron expression read on the wall clock of a time zone, so
-`0 6 * * *` in `Europe/Warsaw` is six in Warsaw either side of a clock change". DESIGN §11 "Cron".
+A cron expression is read on the wall clock of a time zone, so `0 6 * * *` in `Europe/Warsaw`
+is six in Warsaw either side of a clock change (docs/guides/suites.md).
 
 Nothing here reads a clock or the environment: the instants to count from are passed in, and every
 instant handed back is an aware UTC `datetime`.
 
-How a schedule fires (cron's convention, DESIGN §11):
+How a schedule fires (cron's convention):
 
 - Fields are matched against the local wall clock of the time zone (naive local date and time),
   with Vixie cron's day rule: when both day-of-month and day-of-week are restricted, a day that

@@ -1,4 +1,4 @@
-"""Deterministic scorers and the grading rule (seed 004 "Results"; DESIGN §3 "scorer", §10).
+"""Deterministic scorers and the grading rule (docs/reference/scorers.md).
 
 A scorer looks at one answer to one case and says passed/failed with a score in 0..1 and a
 reason a person can act on ("expected 18, got 26"). `grade` runs every *required* scorer
@@ -12,7 +12,7 @@ that applies to the case and turns their verdicts into the attempt's state:
 - no required scorer applies -> `ungraded` (and only then);
 - any scorer failed -> `failed`; every scorer that ran passed -> `passed`.
 
-Neither `incomplete` nor `ungraded` is ever a pass (seed 004 "Results").
+Neither `incomplete` nor `ungraded` is ever a pass (docs/concepts/verdicts.md).
 
 Scorers live in `SCORERS` (name -> `Scorer`). A later scorer (the model judge) subclasses
 `Scorer` and calls `register_scorer`; nothing else here needs to know about it.
@@ -860,7 +860,8 @@ class ToolCallsScorer(Scorer):
 
 
 class JudgeScorer(Scorer):
-    """`judge`: a published judge grades the answer against its criteria (seed 004 "Results").
+    """`judge`: a published judge grades the answer against its criteria
+    (docs/concepts/verdicts.md).
 
     Settings: `{"judge_id": "...", "version": N}` - `version` pins a published judge version;
     without it the latest version at grading time grades. The service lays the resolved
@@ -1027,7 +1028,7 @@ def _error(name: str, exc: Exception) -> ScoreResult:
 def grade(
     case: Case, answer: AgentAnswer, scoring: ScoringConfig, *, judge: JudgeFn | None = None
 ) -> Grade:
-    """Grade one answer to one case (seed 004 "Results": the attempt's `state`).
+    """Grade one answer to one case (docs/concepts/verdicts.md: the attempt's `state`).
 
     Every required scorer that applies is run, in `scoring.required` order. The state:
     `incomplete` if any scorer raised (or is not registered) or could not decide (`passed` None:
@@ -1077,10 +1078,10 @@ def grade(
 def combine(scores: Sequence[ScoreResult], scoring: ScoringConfig) -> Grade:
     """The grade that `scores` (each applicable scorer's verdict) give an answer; see `grade`.
 
-    Seed 004 "Results": a scorer that raised - or, for the judge, failed or was skipped - makes the
-    attempt `incomplete`; `ungraded` is only for an answer no required scorer applies to. Grading
-    again replaces one score and combines the set anew, so an `incomplete` answer whose judge now
-    grades it becomes `passed` or `failed`.
+    The rule (docs/reference/scorers.md): a scorer that raised - or, for the judge, failed or was
+    skipped - makes the attempt `incomplete`; `ungraded` is only for an answer no required scorer
+    applies to. Grading again replaces one score and combines the set anew, so an `incomplete`
+    answer whose judge now grades it becomes `passed` or `failed`.
     """
     scores = list(scores)
     if not scores:

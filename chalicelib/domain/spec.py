@@ -1,4 +1,4 @@
-"""Agent specs and their hash (DESIGN §3: sha256 of canonical JSON, sorted keys, no whitespace)."""
+"""Agent specs and their hash (sha256 of canonical JSON, sorted keys, no whitespace)."""
 
 from __future__ import annotations
 

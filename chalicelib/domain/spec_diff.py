@@ -1,4 +1,4 @@
-"""What changed between the two specs a run tested (seed 004 "In the console": a run's next steps
+"""What changed between the two specs a run tested (docs/guides/console.md: a run's next steps
 "see what changed between the two versions ... against the spec the run tested rather than the
 draft as it is now"). Pure: two JSON values in, the changes out.
 

@@ -1,5 +1,4 @@
-"""What a suite result must meet, and which triggers a suite keeps (seed 004 "Suites", "What a
-result must meet", "When a suite runs").
+"""What a suite result must meet, and which triggers a suite keeps (docs/guides/suites.md).
 
 Pure: the service turns a finished eval run into `RunFacts` and stores the `SuiteDecision`.
 """
@@ -108,7 +107,7 @@ class SuiteDecision:
 
 def rise_pct(new: float | None, old: float | None) -> float | None:
     """The rise from `old` to `new` in percent; None when either is unknown. From a zero baseline
-    any positive increase is an infinite rise (seed 004: "exceeded by any positive increase")."""
+    any positive increase is an infinite rise (a bar is exceeded by any positive increase)."""
     if new is None or old is None:
         return None
     if old == 0:
@@ -123,7 +122,7 @@ def _pct(x: float) -> str:
 
 
 def decide_result(threshold: Threshold, facts: RunFacts) -> SuiteDecision:
-    """The result of a suite run (seed 004 "What a result must meet").
+    """The result of a suite run (docs/guides/suites.md).
 
     `error` when the run failed. `failed` when something fails outright: more confirmed
     regressions than allowed, any crash among first answers, a pass rate under the minimum even
@@ -220,7 +219,7 @@ def decide_result(threshold: Threshold, facts: RunFacts) -> SuiteDecision:
 
 
 def absorb(pending: Sequence[dict[str, Any]], trigger: dict[str, Any]) -> list[dict[str, Any]]:
-    """The waiting triggers after `trigger` arrives (seed 004 "When a suite runs").
+    """The waiting triggers after `trigger` arrives (docs/guides/suites.md).
 
     A suite waiting to check a version absorbs the next trigger for the same version: the waiting
     entry stays (keeping its earlier due time, so a burst of dependency changes is one run due

@@ -1,4 +1,4 @@
-"""Text from outside made safe to keep (issue 11, scope 6; seed 004 "What a run keeps").
+"""Text from outside made safe to keep (issue 11, scope 6; docs/reference/data-protection.md).
 
 An agent or a judge can send text that Python holds but DynamoDB, S3 and strict JSON cannot: a lone
 UTF-16 surrogate (`"\\ud800"` is a valid JSON escape, and `json.loads` keeps it as one code point

@@ -1,4 +1,4 @@
-"""What the console says about a run (seed 004 "In the console"): the verdict phrase of a runs
+"""What the console says about a run (docs/guides/console.md): the verdict phrase of a runs
 table, the few sentences a run's page opens on, and whether Publish is its main action.
 
 Pure: it reads a run's kept outcome and counters, never a store or the clock.
@@ -48,10 +48,10 @@ def could_not_run(outcome: Outcome | None, summaries: Mapping[str, ArmResult] | 
 def verdict_phrase(
     status: str, outcome: Outcome | None, summaries: Mapping[str, ArmResult] | None = None
 ) -> str:
-    """The runs table's verdict (seed 004): "Pending" while it runs, "First result" without a
-    baseline, "Could not run", "Breaks 2", "Worse overall · 4 broke", "Fixes 3", "Better overall
-    · 3 fixed", "Breaks 1 · fixes 2", "No change", "Not comparable", or how it ended ("Failed",
-    "Cancelled", "Stopped at the budget")."""
+    """The runs table's verdict (docs/guides/console.md): "Pending" while it runs, "First result"
+    without a baseline, "Could not run", "Breaks 2", "Worse overall · 4 broke", "Fixes 3", "Better
+    overall · 3 fixed", "Breaks 1 · fixes 2", "No change", "Not comparable", or how it ended
+    ("Failed", "Cancelled", "Stopped at the budget")."""
     if status in (RunStatus.QUEUED, RunStatus.RUNNING):
         return PENDING
     if status in ENDED:
@@ -81,9 +81,9 @@ def verdict_phrase(
 
 @dataclass(frozen=True)
 class RunStory:
-    """A run's page header (seed 004): `phrase` (the verdict phrase), `sentences` (the verdict in
-    a few sentences), `main_action` ("publish", "test_again" or None), `publish_blockers` (why
-    Publish is not the main action; empty when it is), `draft_changed` (a draft run whose draft
+    """A run's page header (docs/guides/console.md): `phrase` (the verdict phrase), `sentences` (the
+    verdict in a few sentences), `main_action` ("publish", "test_again" or None), `publish_blockers`
+    (why Publish is not the main action; empty when it is), `draft_changed` (a draft run whose draft
     changed since)."""
 
     phrase: str
@@ -166,7 +166,7 @@ def run_story(
     summaries: Mapping[str, ArmResult] | None = None,
     judge_failed: int = 0,
 ) -> RunStory:
-    """What a run's page opens on (seed 004 "In the console").
+    """What a run's page opens on (docs/guides/console.md).
 
     Args:
         name: what ran, capitalised for a sentence's start ("v4", "The draft").

@@ -1,4 +1,4 @@
-"""Who asks, and what they may do: members, roles, grants and API keys (seed 004 "Access").
+"""Who asks, and what they may do: members, roles, grants and API keys (docs/reference/access.md).
 
 Every request's identity is resolved here when it is served (`identify`): a token names an
 organization and a person, and what that person may do is their membership's as it is now - their
@@ -154,7 +154,7 @@ def _sha256(text: str) -> str:
 
 
 def check_start(who: Identity, agent_id: str, dataset_id: str, *, draft: bool) -> None:
-    """What starting a run - or pricing one - needs, in the seed's order (seed 004 "Access"):
+    """What starting a run - or pricing one - needs, in this order (docs/reference/access.md):
     `runs:view` first (whoever could not read or cancel it may not start it, whatever grants they
     hold), then `datasets:run` on the dataset and `agents:run` on the agent, each with the
     resource's grants; the draft also `agents:edit`.
@@ -172,7 +172,7 @@ def check_start(who: Identity, agent_id: str, dataset_id: str, *, draft: bool) -
 
 def starter_refusal(c: Container, run: Run, reading: BudgetReading | None = None) -> str | None:
     """Why the person a run runs as can no longer run it, None when they can (checked before each
-    case asks: seed 004 "What each case runs as" - with their current role). A run the service
+    case asks: docs/reference/access.md - with their current role). A run the service
     started for a pipeline is never refused. `reading`: the budgets read for this case, holding
     the starter's member and key when they were read beside them (else they are read here)."""
     starter_of = run_as(run)
@@ -202,9 +202,9 @@ def starter_refusal(c: Container, run: Run, reading: BudgetReading | None = None
 
 
 def readable_run(c: Container, who: Identity, run_id: str) -> Run:
-    """A run the caller may read: `runs:view`, and sight of both its agent and its dataset (seed
-    004 "Access"). Raises ForbiddenError without runs:view, NotFoundError for a run of another
-    organization or over an agent or dataset the caller may not see (the same 404)."""
+    """A run the caller may read: `runs:view`, and sight of both its agent and its dataset
+    (docs/reference/access.md). Raises ForbiddenError without runs:view, NotFoundError for a run of
+    another organization or over an agent or dataset the caller may not see (the same 404)."""
     who.require(access.RUNS_VIEW, "reading an eval run")
     run = c.runs.get_for_org(who.org_id, run_id)
     if not (who.sees("agent", run.agent_id) and who.sees("dataset", run.dataset_id)):

@@ -1,4 +1,5 @@
-"""One attempt's kept answer, whole (issue 11, scope 7; seed 004 "Results", "What a run keeps").
+"""One attempt's kept answer, whole (issue 11, scope 7; docs/concepts/verdicts.md,
+docs/reference/data-protection.md).
 
 A run's reads show an answer kept in the results bucket as its first 1,000 characters; this read
 gives the whole kept answer: inline when the attempt holds it, else a short-lived presigned URL

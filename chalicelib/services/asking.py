@@ -1,6 +1,6 @@
 """One model request as assay makes it: within the case timeout, retrying provider errors, checking
-both monthly budgets before every try and charging the real cost after (DESIGN §8, seed 004 "What
-each case runs as"). The agent's answers and the judge's grades are both asked this way.
+both monthly budgets before every try and charging the real cost after (docs/reference/runtimes.md,
+docs/reference/access.md). The agent's answers and the judge's grades are both asked this way.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def ask(
     the runtime or priced from usage with `spec["price"]`) is charged to them, as the judge's when
     `judge`; an answer whose tokens or cost are past the operator's bounds is charged nothing and
     says why in `over_bound`. The runtime reads credentials and recordings only through an
-    `AskContext` of `org_id` (DESIGN §8 "Trust boundary"); a spec that no longer passes its checks
+    `AskContext` of `org_id` (docs/reference/security.md); a spec that no longer passes its checks
     (the operator's limits changed since it was saved) is the agent's failure. Never raises for an
     expected failure: see `Asked`.
 

@@ -1,4 +1,4 @@
-"""Choosing a run's baseline once, at start (seed 004 "Comparing with a baseline").
+"""Choosing a run's baseline once, at start (docs/concepts/verdicts.md).
 
 Three ways, in this order: an earlier run named by `baseline_run_id`; `paired_baseline` (the version
 before runs in the same run, unless a recent matching arm can stand in for it); otherwise the cheap

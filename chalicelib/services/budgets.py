@@ -1,5 +1,4 @@
-"""Monthly budgets and what is spent against them (seed 004 "The budget it leaves",
-"What each case runs as").
+"""Monthly budgets and what is spent against them (docs/guides/costs.md, docs/reference/access.md).
 
 An eval spends from the agent's and the organization's monthly budgets (UTC calendar months).
 Every model request - an agent's answer or a judge's grade - is checked against both before it

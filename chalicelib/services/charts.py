@@ -1,4 +1,4 @@
-"""The pass-rate chart of an agent's or a dataset's runs (seed 004 "In the console"): reads the
+"""The pass-rate chart of an agent's or a dataset's runs (docs/guides/console.md): reads the
 trend row of every completed run the reader may see (`domain.chart.TrendRun`, a few hundred bytes
 each, kept by the transaction that completed the run; never the runs, never a scan), maps each to
 a `domain.chart.ChartRun`, and builds the chart at the container's clock."""
@@ -62,7 +62,8 @@ def _chart(c: Container, who: Identity, runs: Iterator[TrendRun], last: Window |
                 names[dataset_id] = dataset_id
         return names[dataset_id]
 
-    # a run over an agent or a dataset the caller may not see is not shown (seed 004 "Access")
+    # a run over an agent or a dataset the caller may not see is not shown
+    # (docs/reference/access.md)
     seen = [r for r in runs if r.org_id == who.org_id and access_service.may_read(who, r)]
     return build_chart(
         [chart_run(r, name_of(r.dataset_id)) for r in seen], now=c.clock.now(), last=last

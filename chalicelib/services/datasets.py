@@ -74,12 +74,12 @@ def parse_cases(raw: Any) -> list[Case]:
 
 
 _NOT_REDACTED = ("case_id", "split", "tags")
-"""Identifiers and labels: a case's id stays stable across versions (seed 004 "Comparing")."""
+"""Identifiers and labels: a case's id stays stable across versions (docs/concepts/verdicts.md)."""
 
 
 def redact_cases(c: Container, org_id: str, cases: list[Case]) -> list[Case]:
-    """The cases with every secret in what they say replaced (seed 004 "What a run keeps": the same
-    placeholders as in results): input, history, reference, counter-example, checks, expected
+    """The cases with every secret in what they say replaced (docs/reference/data-protection.md: the
+    same placeholders as in results): input, history, reference, counter-example, checks, expected
     calls, note and metadata. Scoring then reads the cases as kept."""
     r = redacting.for_org(c, org_id)
     out: list[Case] = []

@@ -1,5 +1,6 @@
-"""Deleting an agent or a dataset with everything of theirs (issue 14 scope 6; seed 004 "What a run
-keeps": a result "is deleted with its run, and a run with its agent or its dataset").
+"""Deleting an agent or a dataset with everything of theirs (issue 14 scope 6;
+docs/reference/data-protection.md: a result "is deleted with its run, and a run with its agent or
+its dataset").
 
 A delete goes in three steps, and asking again after one cut short finishes the job:
 

@@ -1,5 +1,5 @@
-"""Environments: each serves a version of an agent; promotions move what it serves (seed 004
-"Suites", environments' "Guarding a promotion with evals")."""
+"""Environments: each serves a version of an agent; promotions move what it serves
+(docs/guides/suites.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""What a run would cost, before anything is spent (seed 004 "Starting a run", "The budget it
-leaves").
+"""What a run would cost, before anything is spent (docs/guides/costs.md).
 
 Each model is priced from the agent's history on it (its average cost per case over its last
 `EVAL_ESTIMATE_SAMPLE` completed runs there), else as a typical case at the model's own price, else

@@ -1,4 +1,4 @@
-"""Evaluations and their run history (seed 001 "What a run pins", "Run history").
+"""Evaluations and their run history (docs/guides/by-hand.md).
 
 An evaluation names an agent, a dataset and a version selector. Starting a run of it resolves the
 selector once into the run's pinned agent and version and starts an ordinary eval run
@@ -180,7 +180,7 @@ def update_evaluation(
     c: Container, who: Identity, evaluation_id: str, changes: dict[str, Any]
 ) -> Evaluation:
     """Change an evaluation's `name`, `agent_id` or `version` selector (`PATCH`); its past runs
-    keep the agent and version they pinned (seed 001).
+    keep the agent and version they pinned.
 
     Raises:
         NotFoundError: no such evaluation, agent (`agent_id`) or version (`version`).
@@ -275,7 +275,7 @@ def list_evaluation_runs(
     limit: int = 50,
     cursor: str | None = None,
 ) -> run_service.RunList:
-    """The evaluation's runs newest first, a page at a time (seed 001 "Run history").
+    """The evaluation's runs newest first, a page at a time (docs/guides/by-hand.md).
 
     Raises NotFoundError for an evaluation the organization does not have; InvalidInputError for a
     bad limit or cursor."""

@@ -1,4 +1,5 @@
-"""Phase changes and the final computation of a run (DESIGN §7.3-§7.4, seed 004 "Comparing").
+"""Phase changes and the final computation of a run (docs/architecture/run-lifecycle.md,
+docs/concepts/verdicts.md).
 
 When `recorded == expected`, the phase moves with an update conditional on the phase and on
 `recorded`, so exactly one worker wins each move: answering → confirming (the reruns of every
@@ -90,8 +91,8 @@ def judge_keys(attempts: list[Attempt], arm_id: str) -> set[str]:
 
 def ungraded_score_ids(run: Run, attempts: list[Attempt]) -> list[str]:
     """The judge scores that graded nothing (the judge failed or was skipped): what "grade again"
-    grades (seed 004 "Results"). A score id is `<run_id>:<attempt_key>:judge`. First answers a
-    baseline borrowed from another run are that run's to grade again, not this one's."""
+    grades (docs/concepts/verdicts.md). A score id is `<run_id>:<attempt_key>:judge`. First answers
+    a baseline borrowed from another run are that run's to grade again, not this one's."""
     return [
         score_id(run.run_id, r.attempt_key)
         for r in sorted(attempts, key=lambda r: r.attempt_key)
@@ -110,7 +111,7 @@ def score_id(run_id: str, attempt_key: str) -> str:
 
 def could_not_run(attempts: list[Attempt], arm_id: str) -> str | None:
     """The one error every first answer of an arm failed with, when they all did (a setup error:
-    the side "could not run" and says so instead of a verdict, seed 004 "Results")."""
+    the side "could not run" and says so instead of a verdict, docs/concepts/verdicts.md)."""
     firsts = [r for r in attempts if r.arm_id == arm_id and int(r.attempt) == 1]
     errors = {r.error for r in firsts}
     if (
@@ -280,10 +281,10 @@ def sides(
 
 
 def confirming_tasks(c: Container, run: Run, attempts: list[Attempt]) -> list[list[Any]]:
-    """What a run asks once its first answers are in: for a stability run every case again (seed 004
-    "How steady the answers are"); otherwise the reruns of every flipped case, on every candidate
-    arm and on the baseline unless it is the candidate itself at an earlier time ("A flip is
-    confirmed before it counts"); none without a baseline or reruns."""
+    """What a run asks once its first answers are in: for a stability run every case again
+    (docs/concepts/verdicts.md); otherwise the reruns of every flipped case, on every candidate arm
+    and on the baseline unless it is the candidate itself at an earlier time (a flip is confirmed
+    before it counts); none without a baseline or reruns."""
     reruns = int((run.settings or {}).get("reruns", 0))
     candidates = _arm_ids(run, ArmRole.CANDIDATE)
     if run.purpose == RunPurpose.STABILITY:

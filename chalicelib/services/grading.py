@@ -1,4 +1,5 @@
-"""Grade again: the judge grades kept answers anew, without asking the agent (seed 004 "Results").
+"""Grade again: the judge grades kept answers anew, without asking the agent
+(docs/concepts/verdicts.md).
 
 An answer the judge failed on or skipped is not graded (the attempt is `incomplete`, its judge
 score listed in `ungraded_score_ids`); grading it again reads the answer kept on the attempt,
@@ -170,7 +171,7 @@ def _grade(c: Container, who: Identity, run: Run, targets: list[Attempt]) -> Gra
             break
         sid = finalize.score_id(run_id, row.attempt_key)
         answer_text = c.bucket.get_text(row.answer_ref) if row.answer_ref else (row.answer or "")
-        # The kept answer is the redacted one: grading again never sees a secret (seed 004).
+        # The kept answer is the redacted one: grading again never sees a secret.
         answer = AgentAnswer(
             answer=answer_text, calls=[ToolCall.model_validate(x) for x in row.calls or []]
         )

@@ -1,5 +1,5 @@
-"""Judges: published, immutable grading specs, and asking one about an answer (seed 004
-"Results", "A different judge invalidates the comparison").
+"""Judges: published, immutable grading specs, and asking one about an answer
+(docs/concepts/verdicts.md, docs/guides/judges.md).
 
 A judge version copies its model profile (model, price, connection settings) when it is
 published, so a version always grades the same way. A dataset names its judge in
@@ -254,7 +254,7 @@ def effective_scoring(
 @dataclass
 class Asker:
     """Asks one judge about answers of one run, checking the budgets before every request and
-    adding each request's real cost to them (seed 004 "What each case runs as").
+    adding each request's real cost to them (docs/reference/access.md).
 
     Used as `grade(..., judge=asker)`. A judge that fails or is skipped gives a score with
     `passed` None (not graded: the attempt is `incomplete` until graded again), never an

@@ -1,9 +1,9 @@
-"""Model profiles: which model an arm runs on (seed 004 "Comparing models").
+"""Model profiles: which model an arm runs on (docs/reference/runtimes.md).
 
 A profile's settings are laid over an agent's spec for the arms that use it, so one agent version
 can be run on several models side by side in one run. They are tenant input laid over a spec, so
 they hold only how to reach the model (`runtimes.PROFILE_SETTING_KEYS`: base URL, secret names,
-headers, max tokens, system prompt), checked like a spec's (DESIGN §8 "Trust boundary"); never
+headers, max tokens, system prompt), checked like a spec's (docs/reference/security.md); never
 what runs (`runtime`, `entrypoint`, `recording_id`, `function_name`) or an environment variable.
 """
 

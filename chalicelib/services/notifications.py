@@ -1,5 +1,4 @@
-"""Owner notices: the notification center and email through SES (seed 004 "Who it runs as, and
-who is told")."""
+"""Owner notices: the notification center and email through SES (docs/guides/suites.md)."""
 
 from __future__ import annotations
 
@@ -60,7 +59,7 @@ def notify(
     notice_id = (
         f"n{epoch_ms(c.clock.now()):013d}{uuid.uuid4().hex[:8]}"  # sorts by time, safe in a URL
     )
-    r = redacting.for_org(c, org_id)  # the center and the mail show no secret (seed 004)
+    r = redacting.for_org(c, org_id)  # the center and the mail show no secret
     title, body, links = r.text(title), r.text(body), r.value(links)
     notice = Notification(
         notification_id=notice_id,

@@ -1,5 +1,5 @@
-"""Promotions: moving the version an environment serves, guarded by suites (seed 004 "Suites",
-environments' "Guarding a promotion with evals").
+"""Promotions: moving the version an environment serves, guarded by suites
+(docs/guides/suites.md).
 
 A promotion onto an environment some suite guards waits: each guard runs on the version about to
 be promoted beside the version the environment serves (purpose `gate`), and only when every guard

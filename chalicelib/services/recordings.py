@@ -1,5 +1,5 @@
 """The organization's recordings: JSONL answers a `recorded` spec replays by id (issue 9 scope 2,
-DESIGN §8).
+docs/reference/runtimes.md).
 
 Uploaded through the API, stored in the results bucket under the organization's prefix, never
 read from a server path. A recording is immutable while it exists: uploading the same id again

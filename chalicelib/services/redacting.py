@@ -1,4 +1,4 @@
-"""Redaction with an organization's own secret values (seed 004 "What a run keeps").
+"""Redaction with an organization's own secret values (docs/reference/data-protection.md).
 
 `domain.redaction` recognizes secrets by their shape; an organization's stored secrets
 (`c.secrets.values(org_id)`) are recognized by their value as well, wherever they appear. Every

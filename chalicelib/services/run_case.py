@@ -1,4 +1,5 @@
-"""One case attempt: ask the agent, grade, record once, pass the slot on (DESIGN §5-§7).
+"""One case attempt: ask the agent, grade, record once, pass the slot on
+(docs/architecture/exactly-once.md, docs/architecture/run-lifecycle.md).
 
 Delivery is at least once; asking is once (issue 11). A delivery first claims its attempt with a
 lease, so a copy of a task being answered or answered already asks nobody. The attempt row is then
@@ -133,7 +134,7 @@ def ask_and_grade(
     """Ask the arm's agent the case (retrying provider errors), then grade the answer.
 
     Both budgets are checked before every model request (the agent's tries and the judge's) and
-    each request's real cost is charged to them (seed 004 "What each case runs as"). Expected
+    each request's real cost is charged to them (docs/reference/access.md). Expected
     failures are states, not exceptions: provider errors after retries → `incomplete`, the
     agent's own failure → `failed` with `crash`, a scorer that raised → `incomplete`, a budget
     spent before the agent was asked → `incomplete` with `budget_exceeded` set, tokens or a cost
@@ -152,8 +153,8 @@ def ask_and_grade(
     )
     asked = asking.ask(c, run.org_id, run.agent_id, spec, request, budget_read=budget_read)
     latency = asked.latency_ms
-    # Everything kept below is redacted, with the organization's own secret values too (seed 004
-    # "What a run keeps"); grading reads the original answer in memory first.
+    # Everything kept below is redacted, with the organization's own secret values too
+    # (docs/reference/data-protection.md); grading reads the original answer in memory first.
     r = redacting.for_org(c, run.org_id)
     if asked.exhausted is not None:
         return AttemptResult(
@@ -284,7 +285,7 @@ class _Beat:
 
 class _Heartbeats:
     """While a long case runs: heartbeat the run, keep the message invisible and the attempt's
-    lease held, every `EVAL_HEARTBEAT_SECONDS` (DESIGN §7.2).
+    lease held, every `EVAL_HEARTBEAT_SECONDS` (docs/architecture/run-lifecycle.md).
 
     One daemon thread per process beats every case in flight in it, started with the first: a
     thread per case cost each case a thread start, a handoff through the GIL that waits on every
@@ -373,7 +374,7 @@ class _Recording:
 
 
 class KeptAnswer(NamedTuple):
-    """An answer as its attempt keeps it (seed 004 "What a run keeps"; issue 11, scope 7)."""
+    """An answer as its attempt keeps it (docs/reference/data-protection.md; issue 11, scope 7)."""
 
     answer: str | None
     """The kept answer inline, or its first 1,000 characters when it is in the bucket."""
@@ -389,7 +390,7 @@ def _answer_kept(c: Container, run: Run, task: Task, answer: str | None) -> Kept
     """The answer as the attempt keeps it: its first `ASSAY_ANSWER_MAX_BYTES` bytes (cut at a
     character boundary, `answer_truncated`), in the bucket when that is more than
     `ASSAY_ANSWER_INLINE_BYTES` - under the organization's prefix like everything of a tenant
-    there (DESIGN §4) - with its first 1,000 characters inline."""
+    there (docs/architecture/tables.md) - with its first 1,000 characters inline."""
     if answer is None:
         return KeptAnswer(None, None, 0, False)
     whole = text.utf8_length(answer)
@@ -482,7 +483,7 @@ def _budgets_beside(c: Container, run: Run) -> Future[BudgetReading]:
     once every earlier request of the lane is charged, and each is charged as it ends, before its
     attempt is recorded (`budgets`): a read beside the recording sees what one after it would, but
     for other lanes' charges in those few ms, which the model request that follows is exposed to
-    in the same way (seed 004 "What each case runs as"). A failed read fails the carried task as
+    in the same way (docs/reference/access.md). A failed read fails the carried task as
     a failed read after the recording did (`_carried`)."""
     global _BESIDE
     with _BESIDE_LOCK:
@@ -506,7 +507,8 @@ def record(
     carry: str | None = None,
     pause: Callable[[], None] = jitter,
 ) -> Recorded:
-    """Write the attempt once with the run's counters, and pass its slot on (DESIGN §5, §6).
+    """Write the attempt once with the run's counters, and pass its slot on
+    (docs/architecture/exactly-once.md, docs/architecture/slots.md).
 
     The write starts the next task of the attempt's own lane (`index`'s), conditional on that
     lane's cursor as read: no other slot of the run moves it, so the write conflicts only when

@@ -1,5 +1,4 @@
-"""Starting, reading, cancelling and deleting eval runs (seed 001, seed 004 "Running and
-cancelling")."""
+"""Starting, reading, cancelling and deleting eval runs (docs/architecture/run-lifecycle.md)."""
 
 from __future__ import annotations
 
@@ -63,7 +62,7 @@ def resolve_candidate(
 
     `candidate` is `"draft"`, `"version"` (with `version` a number, `"latest"` or `"published"`,
     default latest), or directly a number, `"latest"` or `"published"`. The version is resolved
-    once, here, and pinned on the run (seed 001 "What a run pins").
+    once, here, and pinned on the run (docs/guides/by-hand.md).
     Raises:
         InvalidInputError: a version asked of an agent never published, or a bad selector.
         NotFoundError: unknown agent or version.
@@ -116,7 +115,7 @@ def version_before(
     c: Container, who: Identity, agent_id: str, candidate_version: int | None, draft: bool
 ) -> tuple[int, dict[str, Any]] | None:
     """The version before the candidate and its spec: for a draft the published version (the live
-    one, else the latest), for version N version N - 1; None when there is none (seed 004)."""
+    one, else the latest), for version N version N - 1; None when there is none."""
     agent = c.agents.get(who.org_id, agent_id)
     number = (
         int(agent.live_version or agent.latest_version or 0)
@@ -140,7 +139,7 @@ def estimate(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -
 def of_evaluation(
     c: Container, who: Identity, agent_id: str, body: dict[str, Any]
 ) -> dict[str, Any]:
-    """A start body that names an `evaluation_id`, made the evaluation's run (seed 001): its
+    """A start body that names an `evaluation_id`, made the evaluation's run: its
     candidate is the evaluation's version selector (resolved once, by `plan_run`), and it must be
     of the evaluation's agent and dataset. An implied evaluation's id must be of the agent and
     dataset the start names; the start picks its candidate as without one. A body without an
@@ -222,7 +221,7 @@ def plan_run(
         judge_version: grade with this judge version, whatever the dataset names (a guard's pin).
     Raises:
         NotFoundError: unknown agent, version, dataset, dataset version, environment or judge.
-        InvalidInputError: what could tell nothing (seed 004 "What is refused").
+        InvalidInputError: a run that could tell nothing, refused before it starts.
     """
     access_service.check_start(
         who, agent_id, body["dataset_id"], draft=body.get("candidate") == "draft"
@@ -479,7 +478,8 @@ def read_run(c: Container, who: Identity, run_id: str, *, with_results: bool = T
 
 
 def cancel_run(c: Container, who: Identity, run_id: str) -> Run:
-    """Cancel: running cases finish and are kept, nothing else starts (seed 004).
+    """Cancel: running cases finish and are kept, nothing else starts
+    (docs/architecture/run-lifecycle.md).
 
     Each running case keeps its organization slot until it ends. Raises ConflictError when the
     run has already ended.
@@ -522,7 +522,7 @@ def end_run(c: Container, run: Run, status: RunStatus, reason: str) -> bool:
 
 def delete_run(c: Container, who: Identity, run_id: str) -> None:
     """Delete an ended run, every attempt it kept, and the answers it kept in the results
-    bucket (`<org>/answers/<run_id>/`, seed 004 "What a run keeps"). The answers go first: a
+    bucket (`<org>/answers/<run_id>/`, docs/reference/data-protection.md). The answers go first: a
     delete cut short between the two leaves the run, and asking again finishes it, where the
     other order would leave answers nothing points at. Raises ConflictError while it runs."""
     run = access_service.readable_run(c, who, run_id)
@@ -532,7 +532,7 @@ def delete_run(c: Container, who: Identity, run_id: str) -> None:
 
 def forget(c: Container, run: Run, *, borrowers_deleted_too: bool = False) -> None:
     """Delete an ended run, every attempt it kept, and the answers it kept in the results bucket
-    (`<org>/answers/<run_id>/`, seed 004 "What a run keeps").
+    (`<org>/answers/<run_id>/`, docs/reference/data-protection.md).
 
     A run whose baseline borrowed this run's first answers keeps its comparison: those answers
     are copied into it first (`keep_borrowed`), so its page, its cases, a grade again and a
@@ -687,8 +687,8 @@ def list_runs(
         read = partial(c.runs.list_by_org, who.org_id)
 
     def listed(r: Run) -> bool:
-        # a run over an agent or a dataset the caller may not see is not listed (seed 004
-        # "Access"); `draft` keeps the current draft's runs or the earlier drafts'
+        # a run over an agent or a dataset the caller may not see is not listed
+        # (docs/reference/access.md); `draft` keeps the current draft's runs or the earlier drafts'
         if r.org_id != who.org_id or not access_service.may_read(who, r):
             return False
         return draft is None or (r.draft and (r.spec_hash == current_hash) == (draft == "current"))
@@ -748,7 +748,7 @@ def events(
     limit: int = 100,
 ) -> RunEvents:
     """Attempts recorded after the cursor `after`, waiting up to `wait_s` seconds for one (a bounded
-    long-poll: Lambda behind API Gateway cannot stream, DESIGN §11 Live updates).
+    long-poll: Lambda behind API Gateway cannot stream; docs/guides/by-hand.md).
 
     Pass the returned `cursor` back as `after`: every attempt is handed out exactly once, in
     recorded order. Raises InvalidInputError for a bad limit, NotFoundError for an unknown run.
@@ -777,10 +777,10 @@ def _carries(case: dict[str, Any], tag: str) -> bool:
 def comparison(
     c: Container, who: Identity, run_id: str, arm_id: str | None = None, tag: str | None = None
 ) -> tuple[Run, Comparison]:
-    """A candidate arm (default the first) against its baseline (seed 004 "Comparing with a
-    baseline"; with several models every arm is compared with the baseline on the first); with
-    `tag`, over the cases carrying it only (seed 004 "In the console": a tag reads the changes
-    under it; a tag no case carries compares nothing).
+    """A candidate arm (default the first) against its baseline (docs/concepts/verdicts.md; with
+    several models every arm is compared with the baseline on the first); with `tag`, over the cases
+    carrying it only (docs/guides/console.md: a tag reads the changes under it; a tag no case
+    carries compares nothing).
 
     Raises NotFoundError for a run without a baseline, or an arm that is not a candidate of the run.
     """
@@ -918,7 +918,7 @@ def cases(
 def arm_spec(c: Container, who: Identity, run_id: str, arm_id: str) -> Arm:
     """The arm of the run whose spec one asks for (as it was copied onto the run at start).
     Raises NotFoundError for an unknown run or arm, ForbiddenError without agents:edit on the agent
-    (a spec is the editors' work: seed 004 "Access")."""
+    (a spec is the editors' work: docs/reference/access.md)."""
     run = access_service.readable_run(c, who, run_id)
     who.require(access.AGENTS_EDIT, "reading an arm's spec", access.agent(run.agent_id))
     arm = next((a for a in run.arms if a.arm_id == arm_id), None)
@@ -938,12 +938,12 @@ class SpecChanges:
 
 
 def spec_changes(c: Container, who: Identity, run_id: str) -> SpecChanges:
-    """The changes from the baseline's spec to the candidate's (seed 004 "In the console": a run's
+    """The changes from the baseline's spec to the candidate's (docs/guides/console.md: a run's
     next steps "see what changed between the two versions").
 
     Raises NotFoundError for an unknown run, ForbiddenError without agents:edit on the agent (a
-    spec is the editors' work: seed 004 "Access"), ConflictError (field `run_id`) for a run that
-    has no baseline to compare with.
+    spec is the editors' work: docs/reference/access.md), ConflictError (field `run_id`) for a run
+    that has no baseline to compare with.
     """
     run = access_service.readable_run(c, who, run_id)
     who.require(

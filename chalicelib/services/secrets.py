@@ -1,5 +1,5 @@
-"""The organization's secrets: credentials a spec names, stored write-only (issue 9 scope 1, DESIGN
-§8).
+"""The organization's secrets: credentials a spec names, stored write-only (issue 9 scope 1,
+docs/reference/runtimes.md).
 
 A spec or model profile names a secret (`"api_key_secret": "openai"`, a header
 `{"secret": "gateway", "prefix": "Bearer "}`); only the runtimes read a value, through

@@ -1,4 +1,4 @@
-"""Slots: a slot is a case-task message in flight (DESIGN §6).
+"""Slots: a slot is a case-task message in flight (docs/architecture/slots.md).
 
 A run's slots run in lanes (`domain.run_rules.Lanes`): a finished task passes its slot to the next
 task of its own lane. `assign_free_slots` hands an organization's free slots to the idle lanes of
@@ -47,8 +47,8 @@ def index_in_plan(run: Run, task: Task, hint: int | None = None) -> int | None:
 
 
 def message(run: Run, task: Task, index: int) -> dict[str, Any]:
-    """A case-task message: ids only (DESIGN §5), and the task's index in the run's plan (which
-    names its lane)."""
+    """A case-task message: ids only (docs/architecture/exactly-once.md), and the task's index in
+    the run's plan (which names its lane)."""
     return {
         "org_id": run.org_id,
         "run_id": run.run_id,
@@ -61,7 +61,7 @@ def message(run: Run, task: Task, index: int) -> dict[str, Any]:
 
 def send_tasks(c: Container, run: Run, indices: list[int]) -> None:
     """Send the claimed tasks `indices`; a task that cannot be queued is recorded `incomplete`, not
-    rolled back (seed 001 "Stuck runs"), which also gives its slot back."""
+    rolled back (docs/architecture/run-lifecycle.md), which also gives its slot back."""
     if not indices:
         return
     try:
@@ -108,8 +108,8 @@ def _offer(c: Container, org_id: str) -> _Offer | None:
 
 
 def _claimed(offer: _Offer) -> _Offer:
-    """The offer with the lanes its run starts (DESIGN §6: idle lanes with a task, at most the
-    organization's free slots)."""
+    """The offer with the lanes its run starts (docs/architecture/slots.md: idle lanes with a task,
+    at most the organization's free slots)."""
     run = offer.run
     startable = run.lanes.startable(int(run.tasks_total))
     k = slots_to_claim(

@@ -1,4 +1,4 @@
-"""Suites: eval runs nobody has to remember to start (seed 004 "Suites").
+"""Suites: eval runs nobody has to remember to start (docs/guides/suites.md).
 
 A suite keeps the triggers waiting to run (`pending`, one per version: a later trigger for a
 waiting version is absorbed) and runs one eval run at a time (`active_run_id`). Every change of
@@ -121,8 +121,8 @@ it over and resumes it."""
 
 def _check_saver(who: Identity, dataset_id: str, what: str) -> None:
     """What saving, changing, pausing or running a suite needs beyond the route's agent checks
-    (seed 004 "Access"), in its order: `datasets:run` on its dataset, `runs:view`, and a person
-    signed in as themselves - a suite spends as whoever saves it. Raises ForbiddenError, or
+    (docs/reference/access.md), in its order: `datasets:run` on its dataset, `runs:view`, and a
+    person signed in as themselves - a suite spends as whoever saves it. Raises ForbiddenError, or
     NotFoundError for a dataset the caller may not see."""
     who.require_on(access.DATASETS_RUN, "dataset", dataset_id, what)
     who.require(access.RUNS_VIEW, what)
@@ -131,7 +131,7 @@ def _check_saver(who: Identity, dataset_id: str, what: str) -> None:
 
 def owner_refusal(who: Identity, row: Suite) -> str | None:
     """Why the suite's owner (`who`, resolved now) cannot run it, None when they can: a suite runs
-    with its owner's authority as it is when the run starts (seed 004 "Who it runs as")."""
+    with its owner's authority as it is when the run starts (docs/reference/access.md)."""
     if not who.member:
         return f"{OWNER_LOST}{row.owner} is no longer a member of the organization"
     needed = (
@@ -745,8 +745,8 @@ def _last_result(
 def _plan(
     c: Container, who: Identity, row: Suite, entry: dict[str, Any]
 ) -> tuple[Plan, estimates.Price]:
-    """Plan and price the run a trigger asks for, with the baseline the seed gives it (seed 004
-    "What a result must meet"): publish, promotion and gate run their baseline in the same run;
+    """Plan and price the run a trigger asks for, with the baseline its trigger gives it
+    (docs/guides/suites.md): publish, promotion and gate run their baseline in the same run;
     schedule, dependency and by-hand runs compare with the suite's last passing run of the same
     version, or - after a result that could not be compared - run the version before beside it;
     past `max_run_usd` the candidate runs alone against the last comparable run of the version

@@ -1,4 +1,5 @@
-"""The one-minute sweep and slot tick (seed 004 "Running and cancelling", DESIGN §6-§7.5).
+"""The one-minute sweep and slot tick (docs/architecture/run-lifecycle.md,
+docs/architecture/slots.md).
 
 A running run whose heartbeat and progress stood still for `EVAL_ABANDONED_AFTER_MINUTES` is
 failed (conditional on the values read, so a run that moves meanwhile is left alone); its

@@ -22,7 +22,7 @@ def _nothing(_: str) -> None:
 
 @dataclass(frozen=True)
 class AskContext:
-    """What a runtime may read while it asks for one organization (DESIGN §8 "Trust boundary").
+    """What a runtime may read while it asks for one organization (docs/reference/security.md).
 
     A spec names credentials and recordings by name; only these lookups turn a name into a value,
     and only within `org_id`. Nothing else a runtime does may read the process environment or a
@@ -41,7 +41,7 @@ class AskContext:
 
 
 class AgentRuntime(Protocol):
-    """Asks an agent one case (DESIGN §8).
+    """Asks an agent one case (docs/reference/runtimes.md).
 
     Implementations raise `errors.ProviderError` for what is worth retrying (provider 5xx,
     408, 429, timeouts, no answer), `errors.AgentCrashError` for the agent's own failure, and
@@ -63,8 +63,8 @@ class AgentRuntime(Protocol):
 
 
 class Runtimes(Protocol):
-    """Every agent runtime, by kind, and the checks of what a tenant writes to run one (DESIGN
-    §8)."""
+    """Every agent runtime, by kind, and the checks of what a tenant writes to run one
+    (docs/reference/runtimes.md)."""
 
     def runtime_for(self, spec: Any) -> AgentRuntime:
         """The runtime `spec["runtime"]` names.

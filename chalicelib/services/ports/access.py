@@ -1,5 +1,5 @@
 """Ports of access: an organization's members (role and grants) and its API keys (implemented by
-`chalicelib.adapters.stores.access`, seed 004 "Access")."""
+`chalicelib.adapters.stores.access`, docs/reference/access.md)."""
 
 from __future__ import annotations
 

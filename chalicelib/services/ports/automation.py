@@ -16,7 +16,7 @@ from chalicelib.domain.records import Notification, Promotion, Suite, SuiteResul
 
 
 class Suites(Protocol):
-    """An organization's suites (by agent) and their results (seed 004 "Suites").
+    """An organization's suites (by agent) and their results (docs/guides/suites.md).
 
     The sparse indexes the tick reads are the store's: a suite is due to fire while its
     `next_fire_at_ms` is set, due to start while its `due_at_ms` is set.

@@ -1,5 +1,6 @@
-"""Ports of the ledger: runs and the attempts every worker records into (DESIGN §5-§7),
-implemented by `chalicelib.adapters.stores.ledger.RunStore`, faked by `tests.fakes.ledger`.
+"""Ports of the ledger: runs and the attempts every worker records into
+(docs/architecture/exactly-once.md, docs/architecture/run-lifecycle.md), implemented by
+`chalicelib.adapters.stores.ledger.RunStore`, faked by `tests.fakes.ledger`.
 
 Every move of a run that another worker may make at the same time is one conditional write that
 says what it does (`claim_tasks`, `record_attempt`, `enter_confirming`, `complete`, `abandon`,
@@ -98,14 +99,14 @@ class Runs(Protocol):
     def list_by_evaluation(
         self, org_id: str, evaluation_id: str, limit: int = 50, start: dict[str, Any] | None = None
     ) -> RunPage:
-        """The evaluation's runs (seed 001 "Run history"), newest first, `limit` at a time."""
+        """The evaluation's runs (docs/guides/by-hand.md), newest first, `limit` at a time."""
 
     def trends_by_agent(
         self, org_id: str, agent_id: str, limit: int = 500, start: dict[str, Any] | None = None
     ) -> TrendPage:
         """The agent's completed runs as the pass-rate chart reads them (`domain.chart.TrendRun`,
         kept by the writes that complete a run, grade it again and delete it; never the run
-        itself), newest first, `limit` at a time (seed 004 "In the console")."""
+        itself), newest first, `limit` at a time (docs/guides/console.md)."""
 
     def trends_by_dataset(
         self, org_id: str, dataset_id: str, limit: int = 500, start: dict[str, Any] | None = None
@@ -176,7 +177,8 @@ class Runs(Protocol):
         now_ms: int,
         successor_lease: Lease | None = None,
     ) -> RecordOutcome:
-        """Write `attempt` once, with the run's counters, at once (DESIGN §5).
+        """Write `attempt` once, with the run's counters, at once
+        (docs/architecture/exactly-once.md).
 
         Args:
             counters: run fields to add to (`recorded`, `passed`, `cost_micros`, ...).

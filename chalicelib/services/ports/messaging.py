@@ -15,7 +15,8 @@ class QueueSendError(Exception):
 
 
 class CaseQueue(Protocol):
-    """The case-task queue (SQS): one message per case attempt to run (DESIGN §5)."""
+    """The case-task queue (SQS): one message per case attempt to run
+    (docs/architecture/exactly-once.md)."""
 
     def send(self, bodies: Sequence[dict[str, Any]]) -> None:
         """Send JSON bodies (in batches).

@@ -1,5 +1,6 @@
 """Ports of the tenants: organizations (slots, waiting runs, default environment) and their spend
-against monthly budgets (implemented by `chalicelib.adapters.stores.tenants`, DESIGN §6)."""
+against monthly budgets (implemented by `chalicelib.adapters.stores.tenants`,
+docs/architecture/slots.md)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ class Organizations(Protocol):
 
 class Budgets(Protocol):
     """Monthly budgets (UTC months `YYYY-MM`) of an organization and its agents, and what is spent
-    against them, in micro-USD (seed 004 "The budget it leaves")."""
+    against them, in micro-USD (docs/guides/costs.md)."""
 
     def read(
         self,

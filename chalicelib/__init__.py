@@ -1,4 +1,4 @@
-"""assay: serverless evaluation of LLM agents (the design: docs/architecture)."""
+"""assay: serverless evaluation of LLM agents (how it is built: docs/architecture/index.md)."""
 
 import os
 

@@ -1,7 +1,7 @@
 """Settings, read once from the environment into one typed object.
 
 Nothing below `bootstrap` reads `os.environ`: services and the domain receive the values
-they need as arguments. Defaults are the seeds' (004 "Settings", 001 "One task per case").
+they need as arguments. Defaults are those docs/reference/settings.md lists.
 
 `Settings` is a plain pydantic model that reads its fields' variables itself, as pydantic-settings
 did with the options we used (no prefix, names in any case, other variables ignored, arguments
@@ -26,7 +26,7 @@ only."""
 
 
 class Settings(BaseModel):
-    """Every tunable of assay, with the seeds' defaults.
+    """Every tunable of assay, with the defaults docs/reference/settings.md lists.
 
     `Settings(**values)` reads each field from the environment variable of its name in any case
     (`EVAL_RERUNS` or `eval_reruns`); a value passed as an argument wins over the environment. A
@@ -41,7 +41,7 @@ class Settings(BaseModel):
         super().__init__(**{**environ, **values})
 
     evaluation_case_timeout_seconds: int = Field(600, ge=1)
-    """Bound on one case attempt, in seconds (seed 001 `EVALUATION_CASE_TIMEOUT_SECONDS`)."""
+    """Bound on one case attempt, in seconds (`EVALUATION_CASE_TIMEOUT_SECONDS`)."""
     eval_run_concurrency: int = Field(3, ge=1, le=100)
     """Case attempts one run has in flight at once."""
     eval_org_concurrency: int = Field(6, ge=1, le=1000)
@@ -186,7 +186,7 @@ class Settings(BaseModel):
     @property
     def visibility_timeout_seconds(self) -> int:
         """Case-task visibility timeout: the Lambda timeout (case timeout + 60 s) plus a margin
-        (DESIGN §11 Queues)."""
+        (docs/guides/deploy.md)."""
         return self.evaluation_case_timeout_seconds + 120
 
 

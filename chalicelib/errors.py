@@ -131,8 +131,9 @@ class ProviderError(Exception):
 
 class AgentCrashError(Exception):
     """The agent's own run failed (a tool raised, a step limit, a loop): the attempt is
-    `failed` with `crash: true` (seed 004 "Results")."""
+    `failed` with `crash: true` (docs/concepts/verdicts.md)."""
 
 
 class DivergentCallError(AgentCrashError):
-    """A `recorded` runtime was asked something its recording does not hold (DESIGN §8)."""
+    """A `recorded` runtime was asked something its recording does not hold
+    (docs/reference/runtimes.md)."""

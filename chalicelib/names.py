@@ -13,7 +13,7 @@ DEFAULT_PREFIX = "assay-"
 """`ASSAY_RESOURCE_PREFIX`'s default: the embedded stack's and the tests'."""
 
 MAX_RECEIVE_COUNT = 5
-"""Deliveries of a message before SQS moves it to its DLQ (DESIGN §11: at least 5)."""
+"""Deliveries of a message before SQS moves it to its DLQ (at least 5; docs/guides/deploy.md)."""
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,8 @@ class StackNames:
 
     @property
     def case_tasks_queue(self) -> str:
-        """One message per case attempt: `{org_id, run_id, arm_id, case_id, attempt}` (DESIGN
-        §5)."""
+        """One message per case attempt: `{org_id, run_id, arm_id, case_id, attempt}`
+        (docs/architecture/exactly-once.md)."""
         return f"{self.prefix}case-tasks"
 
     @property

@@ -1,4 +1,4 @@
-"""S3 adapter: answers too large for a DynamoDB item (DESIGN §4)."""
+"""S3 adapter: answers too large for a DynamoDB item (docs/architecture/tables.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Egress: which addresses an agent's or a judge's URL may make the service connect to (DESIGN §8
-"Trust boundary").
+"""Egress: which addresses an agent's or a judge's URL may make the service connect to
+(docs/reference/security.md).
 
 A tenant writes the URL of its `http` agent or `openai` endpoint; the service then connects from
 inside the operator's network, where link-local and cloud-metadata addresses hand out the role's

@@ -1,4 +1,4 @@
-"""Email through SES: the owner notices of suites (seed 004 "Who it runs as, and who is told")."""
+"""Email through SES: the owner notices of suites (docs/guides/suites.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""SQS adapter: case-task messages and visibility extension (DESIGN §5, §6, §11 Queues)."""
+"""SQS adapter: case-task messages and visibility extension (docs/architecture/exactly-once.md,
+docs/architecture/slots.md, docs/guides/deploy.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""S3 adapter: the organizations' recordings (issue 9, DESIGN §4 §8 "Trust boundary").
+"""S3 adapter: the organizations' recordings (issue 9, docs/architecture/tables.md,
+docs/reference/security.md).
 
 A recording is JSONL text an organization uploads (`POST /api/v1/recordings`) and a `recorded`
 spec names by id. It lives in the results bucket at `<org>/recordings/<id>.jsonl`

@@ -1,4 +1,5 @@
-"""AWS Secrets Manager adapter: the organizations' secrets (issue 9, DESIGN §4 §8 "Trust boundary").
+"""AWS Secrets Manager adapter: the organizations' secrets (issue 9, docs/architecture/tables.md,
+docs/reference/security.md).
 
 A secret of organization `org` named `name` is the Secrets Manager secret
 `<ASSAY_RESOURCE_PREFIX without '-'>/<org>/<name>` (default `assay/<org>/<name>`,

@@ -1,4 +1,4 @@
-"""The one definition of every DynamoDB table (DESIGN §4), as PynamoDB models.
+"""The one definition of every DynamoDB table (docs/architecture/tables.md), as PynamoDB models.
 
 `infra/resources.py` creates the tables from these models (moto server, LocalStack, AWS), so the
 schema lives here once. Table names carry the stack's prefix and the endpoint is the stack's:
@@ -7,12 +7,12 @@ schema lives here once. Table names carry the stack's prefix and the endpoint is
 Times: ISO-8601 UTC strings with `Z` for display fields, epoch milliseconds (`*_ms`) where a
 value is sorted or compared. Money: integer micro-USD (`*_micros`), never binary floats.
 
-Tenancy (DESIGN §4, issue 9): every table of tenant data has the organization in its key. A model
-either hashes on `org_id` or names the hash key that starts with the organization in `ORG_KEY`
-(built by `org_key`, in the stores only); ids a tenant chooses are unique within its organization
-only. An index that lists every organization's rows for the service's own work (the sweep, the
-suite tick, the slot tick) says why in `SERVICE_WIDE`; `tests/unit/test_tenancy_keys.py` checks
-every table and index against these declarations.
+Tenancy (docs/architecture/tables.md, issue 9): every table of tenant data has the organization in
+its key. A model either hashes on `org_id` or names the hash key that starts with the organization
+in `ORG_KEY` (built by `org_key`, in the stores only); ids a tenant chooses are unique within its
+organization only. An index that lists every organization's rows for the service's own work (the
+sweep, the suite tick, the slot tick) says why in `SERVICE_WIDE`; `tests/unit/test_tenancy_keys.py`
+checks every table and index against these declarations.
 """
 
 from __future__ import annotations
@@ -118,7 +118,8 @@ class WaitingIndex(GlobalSecondaryIndex):
 
 
 class OrganizationRow(_Base):
-    """An organization (tenant): its slot counter and the runs waiting for a slot (DESIGN §6)."""
+    """An organization (tenant): its slot counter and the runs waiting for a slot
+    (docs/architecture/slots.md)."""
 
     class Meta(_Base.Meta):
         table_name = "organizations"
@@ -189,8 +190,9 @@ class AgentVersionRow(_Base):
 
 
 class ModelProfileRow(_Base):
-    """A model profile: which model an arm runs on, with what settings, at what price (seed 004
-    "Comparing models"). Its `settings` are laid over an agent's spec for the arms that use it."""
+    """A model profile: which model an arm runs on, with what settings, at what price
+    (docs/reference/runtimes.md). Its `settings` are laid over an agent's spec for the arms that use
+    it."""
 
     class Meta(_Base.Meta):
         table_name = "model_profiles"
@@ -207,7 +209,8 @@ class ModelProfileRow(_Base):
 
 
 class SpendRow(_Base):
-    """One month's spend of an organization or an agent (DESIGN §4 `spend`), in micro-USD.
+    """One month's spend of an organization or an agent (the `spend` table of
+    docs/architecture/tables.md), in micro-USD.
 
     `key` is `<org_id>#org#<YYYY-MM>` (the organization's) or `<org_id>#agent#<agent_id>#<YYYY-MM>`
     (one of its agents'), UTC months. Counters only grow, by `ADD`, after every model request.
@@ -229,7 +232,7 @@ class SpendRow(_Base):
 
 class JudgeRow(_Base):
     """A judge header (`version` 0: name, latest version) or one immutable published judge
-    version (`version` >= 1: its spec and rubric hash), seed 004 "A different judge invalidates"."""
+    version (`version` >= 1: its spec and rubric hash; docs/guides/judges.md)."""
 
     ORG_KEY = "judge_key"
 
@@ -253,8 +256,8 @@ class JudgeRow(_Base):
 
 
 class EnvironmentRow(_Base):
-    """An environment of an organization: which version of each agent it serves (seed 004
-    "Suites")."""
+    """An environment of an organization: which version of each agent it serves
+    (docs/guides/suites.md)."""
 
     class Meta(_Base.Meta):
         table_name = "environments"
@@ -306,8 +309,8 @@ class SuiteOrgIndex(GlobalSecondaryIndex):
 
 
 class SuiteRow(_Base):
-    """A suite: what it checks, when, against which bar, as whom, and what is waiting (seed 004
-    "Suites").
+    """A suite: what it checks, when, against which bar, as whom, and what is waiting
+    (docs/guides/suites.md).
 
     `pending` holds the triggers waiting to run, one per version (a later trigger for a waiting
     version is absorbed); `active_run_id` is the one eval run it has going.
@@ -360,8 +363,8 @@ class SuiteRow(_Base):
 
 
 class SuiteResultRow(_Base):
-    """One result of a suite: its word, why, the cases behind it and the run (seed 004 "What a
-    result must meet")."""
+    """One result of a suite: its word, why, the cases behind it and the run
+    (docs/guides/suites.md)."""
 
     ORG_KEY = "suite_key"
 
@@ -494,7 +497,7 @@ class DatasetCaseRow(_Base):
     case = JSONAttribute()
 
 
-# --- evaluations (seed 001) ------------------------------------------------------------------
+# --- evaluations (docs/guides/by-hand.md) ----------------------------------------------------
 
 
 class EvaluationRow(_Base):
@@ -569,7 +572,7 @@ class RunEvaluationIndex(GlobalSecondaryIndex):
 
 
 class RunEvaluationRunsIndex(GlobalSecondaryIndex):
-    """An evaluation's runs, newest last (seed 001 "Run history"): every run carries
+    """An evaluation's runs, newest last (docs/guides/by-hand.md): every run carries
     `evaluation_run_key` from its creation (runs recorded before evaluations were kept do not)."""
 
     ORG_KEY = "evaluation_run_key"
@@ -596,7 +599,8 @@ class RunStatusIndex(GlobalSecondaryIndex):
 
 
 class RunRow(_Base):
-    """An eval run: header, arms, phase, task cursor, slots and counters (DESIGN §4-§7).
+    """An eval run: header, arms, phase, task cursor, slots and counters
+    (docs/architecture/tables.md, docs/architecture/run-lifecycle.md).
 
     `arms` is a list of maps `{arm_id, role, model_profile_id, version, draft, spec, spec_hash}`;
     the spec is copied onto the run at start so every case answers the same content.
@@ -712,7 +716,7 @@ class AttemptOrderIndex(LocalSecondaryIndex):
 
 
 class AttemptRow(_Base):
-    """One attempt of one case on one arm, written once (DESIGN §5).
+    """One attempt of one case on one arm, written once (docs/architecture/exactly-once.md).
 
     `attempt_key` is `arm_id#case_id#attempt` (attempt zero-padded to 3 digits);
     `recorded_key` is `<epoch ms, 13 digits>#<attempt_key>`. `successor` holds the task this
@@ -771,9 +775,10 @@ class AgentHistoryRow(_Base):
 
     Written by the transaction that completes a run (and by a grade again and a delete of one),
     conditional on `revision` as read; read by the verdicts and a start, a few items whatever the
-    number of runs (issue 12 "History costs nothing"). DESIGN §4 calls the `latest#` rows "latest
-    results". Runs completed before these rows were kept are not in them: the local stack keeps no
-    state, so no backfill is needed there; elsewhere `RunStore.remember` folds kept runs in.
+    number of runs (issue 12 "History costs nothing"). The `latest#` rows are the agent's
+    latest results per version and dataset (docs/architecture/tables.md). Runs completed before
+    these rows were kept are not in them: the local stack keeps no state, so no backfill is needed
+    there; elsewhere `RunStore.remember` folds kept runs in.
     """
 
     ORG_KEY = "agent_key"
@@ -808,8 +813,8 @@ class TrendDatasetIndex(GlobalSecondaryIndex):
 
 class TrendRow(_Base):
     """A completed run as the pass-rate chart reads it (`domain.chart.TrendRun`): a few hundred
-    bytes, where the run's own row holds its case ids, tasks and outcome (seed 004 "In the
-    console": 1,000 runs chart under 1 s, and a query reads, and pays for, whole items).
+    bytes, where the run's own row holds its case ids, tasks and outcome (docs/guides/console.md:
+    1,000 runs chart under 1 s, and a query reads, and pays for, whole items).
 
     Put by the transaction that completes the run, again by a grade again's, deleted by the
     run's delete; a run that ended otherwise has none. Runs completed before these rows were kept
@@ -862,8 +867,8 @@ class LeaseRow(_Base):
 
 
 class MemberRow(_Base):
-    """A person of an organization and their role and grants (seed 004 "Access"); the item keyed
-    `FIRST_MEMBER_KEY` records who became its first member (the bootstrap happens once)."""
+    """A person of an organization and their role and grants (docs/reference/access.md); the item
+    keyed `FIRST_MEMBER_KEY` records who became its first member (the bootstrap happens once)."""
 
     class Meta(_Base.Meta):
         table_name = "members"

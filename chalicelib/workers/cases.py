@@ -35,9 +35,10 @@ def _receive_count(record) -> int:
 
 @bp.on_sqs_message(queue=NAMES.case_tasks_queue, batch_size=1)
 def handle_case_task(event):
-    """One case attempt per message (DESIGN §5), carrying on with the next task of its lane
-    while the invocation has time for it. Raising (`run_case.LeaseHeld` included: an
-    earlier delivery of this message still holds its attempt) leaves the message for redelivery."""
+    """One case attempt per message (docs/architecture/exactly-once.md), carrying on with the next
+    task of its lane while the invocation has time for it. Raising (`run_case.LeaseHeld` included:
+    an earlier delivery of this message still holds its attempt) leaves the message for
+    redelivery."""
     c = bootstrap.container()
     remaining = getattr(event.context, "get_remaining_time_in_millis", None)
     with telemetry.invocation(c.settings, event.context, metrics=c.metrics):

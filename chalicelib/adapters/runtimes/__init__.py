@@ -1,4 +1,4 @@
-"""Agent runtimes (DESIGN §8): how an agent spec is asked one case.
+"""Agent runtimes (docs/reference/runtimes.md): how an agent spec is asked one case.
 
 A spec is a JSON object whose `runtime` picks the runtime: `http`, `openai`, `lambda`,
 `python` or `recorded` (each module's docstring gives its shape). Any spec may also carry
@@ -12,9 +12,9 @@ Error contract of every `ask` (one try, bounded by `timeout_s`; the caller retri
 `DivergentCallError`) is the agent's own failure: `failed` with `crash: true`.
 `InvalidInputError` names the spec field that cannot run.
 
-Trust boundary (DESIGN §8): what a spec may make the service do is bounded by the operator's
-settings, read at call time (`build_runtimes` takes callables, so `bootstrap.override` applies at
-once): `python` only under `ASSAY_PYTHON_AGENT_MODULES`, `lambda` only under
+Trust boundary (docs/reference/security.md): what a spec may make the service do is bounded by the
+operator's settings, read at call time (`build_runtimes` takes callables, so `bootstrap.override`
+applies at once): `python` only under `ASSAY_PYTHON_AGENT_MODULES`, `lambda` only under
 `ASSAY_LAMBDA_FUNCTION_PREFIX`, `http`/`openai` egress through `chalicelib.adapters.egress`
 (`ASSAY_ALLOW_PRIVATE_NETWORK`). Credentials and recordings are the organization's, read through
 the `AskContext` by name; no spec names an environment variable (`api_key_env` is refused in every

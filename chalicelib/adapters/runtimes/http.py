@@ -1,4 +1,5 @@
-"""The `http` runtime, and the answer shape every non-OpenAI runtime shares (DESIGN §8).
+"""The `http` runtime, and the answer shape every non-OpenAI runtime shares
+(docs/reference/runtimes.md).
 
 Spec::
 
@@ -10,7 +11,7 @@ A header value is a literal string or a reference to one of the organization's s
 through the `AskContext` when asked (a missing one is "credentials missing", status 401). A
 literal that is a credential is refused when the spec is saved (`check_headers`). The URL's
 address is checked by `chalicelib.adapters.egress` when the spec is saved and again on every
-connection (DESIGN §8 "Trust boundary").
+connection (docs/reference/security.md).
 
 `ask` POSTs the case (`CaseRequest.model_dump(mode="json")`) as JSON to `url` with `headers`
 and reads back the *answer payload*, the shape the `python`, `lambda` and `recorded` runtimes
@@ -26,7 +27,7 @@ also return::
 
 or an agent-reported error ``{"error": "tool search raised", "crash": true}``.
 
-Guardrail blocks (seed 004 "Results": a guardrail block is graded as a refusal). A guardrail
+Guardrail blocks (docs/reference/runtimes.md: a guardrail block is graded as a refusal). A guardrail
 (the agent's own, or its provider's filter) that blocked the answer is neither a crash nor a
 provider error: the answer is the refusal text, graded by the scorers like any answer, and
 `AgentAnswer.guardrail` names why. `guardrail` is one of:
@@ -43,8 +44,8 @@ whose `blocked` is not a boolean or whose `reason` is not a string) makes the pa
 malformed, like malformed `calls` or `usage` → `AgentCrashError`. An `error` in the same
 payload wins over the guardrail.
 
-Classification (seed 004 "Results"): the caller retries only `ProviderError`; each `ask` is one
-try bounded by `timeout_s`.
+Classification (docs/reference/runtimes.md): the caller retries only `ProviderError`; each `ask` is
+one try bounded by `timeout_s`.
 
 - 2xx with an answer payload → `AgentAnswer` (with `guardrail` set when one blocked it).
 - A body `{"error": ..., "crash": true}` (or `crash` absent), at any status → `AgentCrashError`:
@@ -208,8 +209,9 @@ def check_secret_name(value: Any, field: str) -> str:
 
 
 def refuse_api_key_env(spec: Mapping[str, Any], prefix: str = "spec") -> None:
-    """Refuse `api_key_env` (no tenant input names an environment variable, DESIGN §8) and
-    `api_key` (no key is written into a spec: it names a secret with `api_key_secret`).
+    """Refuse `api_key_env` (no tenant input names an environment variable,
+    docs/reference/security.md) and `api_key` (no key is written into a spec: it names a secret with
+    `api_key_secret`).
 
     Raises:
         InvalidInputError: (field "<prefix>.api_key_env" or "<prefix>.api_key") when one is present.
@@ -341,7 +343,7 @@ def clip(text: str, limit: int = _ERROR_TEXT_LIMIT) -> str:
     cut).
 
     Redacting first matters: a secret straddling the cut would otherwise leave its start behind,
-    too short for anything downstream to recognize (seed 004 "What a run keeps").
+    too short for anything downstream to recognize (docs/reference/data-protection.md).
     """
     text = redact(text)
     return text if len(text) <= limit else text[:limit] + "…"

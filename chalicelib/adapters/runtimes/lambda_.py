@@ -1,4 +1,4 @@
-"""The `lambda` runtime: an agent that is an AWS Lambda function (DESIGN §8).
+"""The `lambda` runtime: an agent that is an AWS Lambda function (docs/reference/runtimes.md).
 
 Spec::
 
@@ -6,7 +6,7 @@ Spec::
      "function_name": "assay-agent-mine",   # required: a plain name under the operator's prefix
      "qualifier": "live"}                   # optional: version or alias
 
-Only functions the operator allows (DESIGN §8 "Trust boundary"): a plain function name
+Only functions the operator allows (docs/reference/security.md): a plain function name
 (`^[A-Za-z0-9_-]{1,64}$`: no ARN, so no other account or region) that starts with
 `ASSAY_LAMBDA_FUNCTION_PREFIX`, the prefix the IAM policy in `infra/` grants invoke on; with the
 setting empty `runtime: lambda` is refused, naming it. A qualifier is `^[A-Za-z0-9$_-]{1,128}$`.

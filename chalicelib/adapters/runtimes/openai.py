@@ -1,4 +1,5 @@
-"""The `openai` runtime: any OpenAI-compatible chat-completions endpoint (DESIGN §8).
+"""The `openai` runtime: any OpenAI-compatible chat-completions endpoint
+(docs/reference/runtimes.md).
 
 OpenAI, vLLM, Ollama, LiteLLM or a gateway. Spec::
 
@@ -16,7 +17,7 @@ OpenAI, vLLM, Ollama, LiteLLM or a gateway. Spec::
                        "X-Key": {"secret": "gw", "prefix": ""}}}   #   values (see `http`)
 
 `api_key_env` (an environment variable of the service) is refused: no tenant input names one
-(DESIGN §8 "Trust boundary"). `base_url`'s address is checked when the spec is saved and again
+(docs/reference/security.md). `base_url`'s address is checked when the spec is saved and again
 on every connection and redirect (`chalicelib.adapters.egress`).
 
 Messages sent: the system prompt (if any), the case history as given, then the case input as
@@ -25,7 +26,7 @@ tools); each tool call becomes `ToolCall(status="intended")` with its JSON argum
 tools are never executed. Usage comes from `usage.prompt_tokens/completion_tokens`, the model
 from the response's `model` (else the spec's).
 
-Guardrail blocks (seed 004 "Results": graded as a refusal, neither a crash nor a provider
+Guardrail blocks (docs/reference/runtimes.md: graded as a refusal, neither a crash nor a provider
 error) set `AgentAnswer.guardrail`:
 
 - `choices[0].finish_reason == "content_filter"` → guardrail "provider content filter"; the
@@ -42,8 +43,8 @@ Errors — the caller retries a `ProviderError` only when its status is None, 40
 - 5xx, 408, 429, connection errors, timeouts, a response without choices → `ProviderError`
   (retryable).
 - 401/403 → `ProviderError(status=401|403)` whose message says "credentials rejected": not
-  retryable, and the service names it so (seed 004 "Results"). A secret the organization does
-  not have is reported the same way (status 401, "credentials missing").
+  retryable, and the service names it so (docs/reference/runtimes.md). A secret the organization
+  does not have is reported the same way (status 401, "credentials missing").
 - Any other 4xx (bad request, unknown model, context too long) → `AgentCrashError`: the
   provider refused the request, so the attempt fails with `crash: true`.
 - An address egress refuses → `EgressRefusedError` (an `AgentCrashError`, never retried).

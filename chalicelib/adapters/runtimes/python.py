@@ -1,4 +1,5 @@
-"""The `python` runtime: an agent that is a Python function (DESIGN §8; local use and tests).
+"""The `python` runtime: an agent that is a Python function (docs/reference/runtimes.md; local use
+and tests).
 
 Spec::
 
@@ -6,7 +7,7 @@ Spec::
      "entrypoint": "package.module:function",   # required, under an allowed module prefix
      "options": {...}}                          # optional, passed to the function as is
 
-Code by import path only where the operator allows it (DESIGN §8 "Trust boundary"): the module
+Code by import path only where the operator allows it (docs/reference/security.md): the module
 must equal or sit under one of the prefixes in `ASSAY_PYTHON_AGENT_MODULES` (comma-separated;
 `bench.agents` allows `bench.agents` and `bench.agents.x`), checked before anything is imported;
 the function is one public name (no dots, no leading `_`) defined in that module itself (not

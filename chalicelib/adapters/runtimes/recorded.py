@@ -1,4 +1,5 @@
-"""The `recorded` runtime: answers replayed from a recording, keyed by case (DESIGN §8).
+"""The `recorded` runtime: answers replayed from a recording, keyed by case
+(docs/reference/runtimes.md).
 
 Spec (exactly one of `recording_id` and `inline`)::
 
@@ -23,7 +24,7 @@ or just the answer text; its key is the case id. Lookup is by `case_id`, else by
 lacks raises `DivergentCallError` (the attempt fails with `crash: true`). Calls without a
 status are `replayed`.
 
-Recordings are the organization's data (DESIGN §8 "Trust boundary"): uploaded with
+Recordings are the organization's data (docs/reference/security.md): uploaded with
 `POST /api/v1/recordings` (parsed there with `domain.recordings.parse_jsonl`, kept under the
 organization's prefix) and read when asked through `AskContext.recording`; never a path, so nothing
 here reads a file. A spec naming a `recording` (a path) is refused the same way whatever the path,

@@ -1,4 +1,4 @@
-"""The CLI's access commands (issue 14, seed 004 "Access"): `whoami`, `members`, `keys`."""
+"""The CLI's access commands (issue 14, docs/reference/access.md): `whoami`, `members`, `keys`."""
 
 from __future__ import annotations
 

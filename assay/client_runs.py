@@ -1,5 +1,5 @@
 """The client's eval-run methods: start, estimate, read and wait for runs, their cases and
-comparison; seed 001's evaluation routes and the verdict summaries."""
+comparison; the evaluation routes and the verdict summaries."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from assay.transport import JSON, ApiBase, ApiError, _fields, _path, operation
 
 ENDED = frozenset({"completed", "failed", "cancelled", "budget_exceeded"})
-"""Run statuses after which nothing more starts (seed 001 "Runs")."""
+"""Run statuses after which nothing more starts (docs/architecture/run-lifecycle.md)."""
 
 
 class RunsApi(ApiBase):
@@ -20,8 +20,8 @@ class RunsApi(ApiBase):
 
     @operation("POST", "/api/v1/agents/{agent_id}/eval-runs/estimate")
     def estimate(self, agent_id: str, *, dataset_id: str, **body: Any) -> JSON:
-        """What a start with the same body would cost and leave of the budgets (seed 004 "The
-        budget it leaves"); the body's fields as `start_run`'s."""
+        """What a start with the same body would cost and leave of the budgets
+        (docs/guides/costs.md); the body's fields as `start_run`'s."""
         return self._json(
             "POST",
             _path("/api/v1/agents/{agent_id}/eval-runs/estimate", agent_id=agent_id),
@@ -169,24 +169,24 @@ class RunsApi(ApiBase):
                 raise TimeoutError(f"run {run_id} still {p.get('status')} after {timeout_s:g} s")
             time.sleep(every_s)
 
-    # --- seed 001's evaluation routes, summaries --------------------------------------------
+    # --- the evaluation routes, summaries ---------------------------------------------------
 
     @operation("GET", "/api/evaluations/progress/{run_id}")
     def evaluation_progress(self, run_id: str) -> JSON:
-        """Seed 001's progress route (the same as `progress`)."""
+        """The progress route under `/api/evaluations/` (the same as `progress`)."""
         return self._json("GET", _path("/api/evaluations/progress/{run_id}", run_id=run_id))
 
     @operation("GET", "/api/evaluations/stream/{run_id}")
     def evaluation_stream(self, run_id: str, **query: Any) -> JSON:
-        """Seed 001's stream route (the same as `events`)."""
+        """The stream route under `/api/evaluations/` (the same as `events`)."""
         return self._json(
             "GET", _path("/api/evaluations/stream/{run_id}", run_id=run_id), params=_fields(**query)
         )
 
     @operation("POST", "/api/evaluations")
     def create_evaluation(self, *, agent_id: str, dataset_id: str, **body: Any) -> JSON:
-        """Create an evaluation (seed 001): `agent_id`, `dataset_id`, and optionally `version`
-        (`latest` default, `published` or a number), `name`, `evaluation_id`."""
+        """Create an evaluation (docs/guides/by-hand.md): `agent_id`, `dataset_id`, and optionally
+        `version` (`latest` default, `published` or a number), `name`, `evaluation_id`."""
         return self._json(
             "POST",
             "/api/evaluations",
@@ -248,5 +248,5 @@ class RunsApi(ApiBase):
 
     @operation("POST", "/api/evaluations/agent-summaries")
     def evaluation_summaries(self, agents: list[JSON]) -> JSON:
-        """Seed 001's summaries route (the same as `agent_summaries`)."""
+        """The summaries route under `/api/evaluations/` (the same as `agent_summaries`)."""
         return self._json("POST", "/api/evaluations/agent-summaries", json={"agents": agents})

@@ -5,7 +5,7 @@ writes text; nothing here calls the API.
 Exit codes (also in the README, "assay in CI"):
 
 - `0` **passed**: nothing confirmed broke and nothing is undecided.
-- `1` **broke**: a confirmed regression (seed 004 "A flip is confirmed before it counts"), a pass
+- `1` **broke**: a confirmed regression (docs/concepts/verdicts.md), a pass
   rate under `--min-pass-rate`, a suite result `failed`, a promotion refused.
 - `2` **inconclusive**: cases left undecided (incomplete or ungraded), an invalid comparison, a
   side that could not run, a run that ended `cancelled`, `failed` or `budget_exceeded`, a suite

@@ -1,5 +1,5 @@
 """assay on a machine: the embedded local stack (moto server, SQS pollers, scheduler, Chalice
-routes; DESIGN §9), the `assay` command line and the demo.
+routes; docs/guides/local-stack.md), the `assay` command line and the demo.
 
 Its own top-level package, outside `chalicelib`, so the Lambda package (`app.py` and `chalicelib/`,
 what `chalice package` bundles) carries the service only. It may import `chalicelib` and `infra`;

@@ -1,4 +1,4 @@
-"""moto's server, embedded in our process, with the fixes our design needs (DESIGN §11).
+"""moto's server, embedded in our process, with the fixes assay needs (docs/guides/local-stack.md).
 
 moto 5.2.5 as shipped has two problems for a service that decides everything with
 conditional writes (and a third, 3., for one that receives and deletes from several threads):

@@ -29,8 +29,8 @@ LOCAL_OPERATOR_DEFAULTS = {
     "ASSAY_ALLOW_PRIVATE_NETWORK": "true",
 }
 """What the embedded stack's operator allows unless the caller's environment or `env` says
-otherwise: the project's example agents as `python` entrypoints, and agents on this machine (DESIGN
-§8 "Trust boundary")."""
+otherwise: the project's example agents as `python` entrypoints, and agents on this machine
+(docs/reference/security.md)."""
 API_LAMBDA_TIMEOUT_SECONDS = 29
 """API Gateway cuts requests at 29 s; the routes' Lambda context counts down from this."""
 

@@ -19,7 +19,7 @@ from typing import Any
 from chalicelib import names
 
 DEFAULT_CASE_TIMEOUT_SECONDS = 600
-"""`EVALUATION_CASE_TIMEOUT_SECONDS`'s default (seed 001)."""
+"""`EVALUATION_CASE_TIMEOUT_SECONDS`'s default (docs/reference/settings.md)."""
 ACCOUNT = "${AWS::AccountId}"
 """CloudFormation's pseudo parameter, filled in when the stack is deployed (`Fn::Sub`)."""
 

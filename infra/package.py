@@ -40,7 +40,7 @@ from infra.deployment import (
 
 ROOT = Path(__file__).resolve().parents[1]
 CASE_WORKER_MARGIN_SECONDS = 60
-"""The case worker's Lambda timeout over the case timeout (DESIGN §11 Queues); its queue's
+"""The case worker's Lambda timeout over the case timeout (docs/guides/deploy.md); its queue's
 visibility is the case timeout + 120 s."""
 
 

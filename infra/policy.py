@@ -1,7 +1,7 @@
 """The IAM policy of assay's Lambdas (`.chalice/policy.json`), generated from the same definitions
 as the resources it covers.
 
-`chalice gen-policy` misses every PynamoDB call (DESIGN §11), so the policy is ours
+`chalice gen-policy` misses every PynamoDB call, so the policy is ours
 (`autogen_policy: false`), and it is generated here rather than written by hand, from the one
 prefix that names the stack's resources (`infra.deployment`): tables (`<prefix>*`), the queues of
 `resources.queue_specs`, the results bucket, the organizations' secrets

@@ -53,7 +53,7 @@ def case_tasks_visibility_seconds(case_timeout_seconds: int) -> int:
 
     The app's own formula (`Settings.visibility_timeout_seconds`, which the keep-alive also uses
     to extend a long case's message), evaluated for `case_timeout_seconds` without reading the
-    environment: the Lambda timeout (case timeout + 60 s) plus a margin (DESIGN §11 Queues).
+    environment: the Lambda timeout (case timeout + 60 s) plus a margin (docs/guides/deploy.md).
     """
     from chalicelib.config import Settings
 

@@ -1,5 +1,5 @@
-"""Console chart benchmark: the pass-rate chart of an agent with 1,000 completed runs (seed 004
-"In the console").
+"""Console chart benchmark: the pass-rate chart of an agent with 1,000 completed runs
+(docs/guides/console.md).
 
 On the embedded stack (moto server on 127.0.0.1, HTTP routes) one agent gets one real completed
 run of v2 against v1 on a dataset, then 1,000 completed runs written straight into the tables

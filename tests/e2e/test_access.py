@@ -1,5 +1,5 @@
-"""Members, roles, grants, API keys and who a run runs as, over HTTP (issue 14, seed 004
-"Access", "What each case runs as", "Who it runs as")."""
+"""Members, roles, grants, API keys and who a run runs as, over HTTP (issue 14,
+docs/reference/access.md)."""
 
 from __future__ import annotations
 

@@ -21,8 +21,8 @@ from tests.support.e2e import Api, signing_key
 
 
 def sha256_of_canonical_json(value: Any) -> str:
-    """DESIGN §3: sha256 of canonical JSON (sorted keys, no whitespace), written out by hand
-    here."""
+    """A spec's hash: sha256 of canonical JSON (sorted keys, no whitespace), written out
+    by hand here."""
     return hashlib.sha256(
         json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
     ).hexdigest()

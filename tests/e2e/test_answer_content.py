@@ -1,5 +1,5 @@
 """What an agent sends, kept whatever it holds, and within the operator's bounds (issue 11, scopes 6
-and 7; seed 004 "Results", "What a run keeps", "What each case runs as").
+and 7; docs/concepts/verdicts.md, docs/reference/data-protection.md, docs/reference/access.md).
 
 Through the HTTP API against the embedded stack: the agents are an `http` agent on 127.0.0.1
 sending raw bytes (`tests.support.raw_agent`) and `python` agents.

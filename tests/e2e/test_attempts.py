@@ -1,4 +1,5 @@
-"""What each attempt keeps and how it comes out (seed 004 "Results", DESIGN §7.2, §8)."""
+"""What each attempt keeps and how it comes out (docs/concepts/verdicts.md,
+docs/architecture/run-lifecycle.md, docs/reference/runtimes.md)."""
 
 from __future__ import annotations
 

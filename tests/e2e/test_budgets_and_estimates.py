@@ -1,5 +1,5 @@
 """Cost before it is spent: the estimate over HTTP, the 402 at a budget's edge, and a run that
-runs out of budget (seed 004 "Starting a run", "The budget it leaves", "What each case runs as").
+runs out of budget (docs/guides/costs.md, docs/reference/access.md).
 
 Every figure is hand-computed in the comment beside it. The `sleepy` agent reports 100 input
 and 20 output tokens per answer, so a spec's `price` gives each answer an exact cost.

@@ -1,4 +1,4 @@
-"""Cancel and the sweep (seed 004 "Running and cancelling", seed 001 "Stuck runs")."""
+"""Cancel and the sweep (docs/architecture/run-lifecycle.md)."""
 
 from __future__ import annotations
 
@@ -115,10 +115,11 @@ def test_the_sweep_fails_a_queued_run_that_nothing_is_left_to_run(api, container
 def test_tasks_the_queue_will_not_take_are_recorded_incomplete_and_their_slots_go_back(
     api, container, monkeypatch
 ):
-    # Every send for this organization fails: each claimed task is recorded `incomplete` (seed 001
-    # "Stuck runs"), its slot goes back and the run waits for slots again, which the hand-off
-    # serves on its next turn, until every case is recorded and the run has ended (it used to
-    # stop after the first three, holding no slot and waiting for none, until the sweep failed it).
+    # Every send for this organization fails: each claimed task is recorded `incomplete`
+    # (docs/architecture/run-lifecycle.md), its slot goes back and the run waits for slots again,
+    # which the hand-off serves on its next turn, until every case is recorded and the run has ended
+    # (it used to stop after the first three, holding no slot and waiting for none, until the sweep
+    # failed it).
     sent = container.case_queue.send
 
     def refuse_ours(bodies):

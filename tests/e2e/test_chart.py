@@ -1,4 +1,4 @@
-"""The pass-rate chart end to end (seed 004 "In the console"): real runs through the API, then the
+"""The pass-rate chart end to end (docs/guides/console.md): real runs through the API, then the
 chart's JSON and its SVG."""
 
 from __future__ import annotations

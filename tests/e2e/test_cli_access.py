@@ -1,5 +1,6 @@
-"""The CLI's access commands as the real command against the embedded stack (issue 14, seed 004
-"Access"): `whoami`, `members`, `keys`, `token`'s first sign-in, and what a refusal prints."""
+"""The CLI's access commands as the real command against the embedded stack (issue 14,
+docs/reference/access.md): `whoami`, `members`, `keys`, `token`'s first sign-in, and what a refusal
+prints."""
 
 from __future__ import annotations
 

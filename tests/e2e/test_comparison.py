@@ -1,6 +1,5 @@
 """A baseline in the same run, confirmed flips and the verdict, end to end through the API
-(seed 004 "Comparing with a baseline", "A flip is confirmed before it counts", "What the verdict
-says")."""
+(docs/concepts/verdicts.md)."""
 
 from __future__ import annotations
 

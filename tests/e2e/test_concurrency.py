@@ -1,5 +1,6 @@
-"""Slots (DESIGN §6, seed 004 "Running and cancelling"): at most EVAL_RUN_CONCURRENCY attempts of a
-run and EVAL_ORG_CONCURRENCY of an organization are in flight, counted by the agent itself.
+"""Slots (docs/architecture/slots.md, docs/architecture/run-lifecycle.md): at most
+EVAL_RUN_CONCURRENCY attempts of a run and EVAL_ORG_CONCURRENCY of an organization are in flight,
+counted by the agent itself.
 
 The agent holds every call until the test lets it answer, so the calls in flight only grow while
 the test looks: "the limit ran at once" is a state the test waits for (a barrier), never a peak a

@@ -1,4 +1,4 @@
-"""Deleting an agent or a dataset end to end (issue 14 scope 6; seed 004 "What a run keeps": a
+"""Deleting an agent or a dataset end to end (issue 14 scope 6; docs/reference/data-protection.md: a
 result "is deleted with its run, and a run with its agent or its dataset").
 
 After the delete no item of any table of the stack and no object of the results bucket under the

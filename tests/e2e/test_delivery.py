@@ -1,6 +1,6 @@
 """At-least-once delivery on the real queue: redeliveries, concurrent duplicates, crashed workers
-and the DLQ never lose an attempt nor count one twice (DESIGN §5-§6, seed 001 "Results are recorded
-once").
+and the DLQ never lose an attempt nor count one twice (docs/architecture/exactly-once.md,
+docs/architecture/slots.md: results are recorded once).
 
 Pollers are paused: each test plays SQS and Lambda by hand against the moto server.
 """

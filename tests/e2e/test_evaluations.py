@@ -1,4 +1,4 @@
-"""Seed 001's evaluations over HTTP: an agent, a dataset and a version selector; each run pins the
+"""Evaluations over HTTP: an agent, a dataset and a version selector; each run pins the
 agent and version it resolved; the run history newest first, one run, a delete; the verdicts sum
 each evaluation's latest run; another organization sees none of it."""
 

@@ -1,6 +1,6 @@
-"""The real data (DESIGN §10): four real models' recorded GSM8K answers as versions 1-4 of one
-agent; v4 against v3 and v3 against v2, each with a paired baseline over all 1,319 cases, give the
-counts our own grading implies — computed here independently from the recorded answers."""
+"""The real data (docs/getting-started.md): four real models' recorded GSM8K answers as versions 1-4
+of one agent; v4 against v3 and v3 against v2, each with a paired baseline over all 1,319 cases,
+give the counts our own grading implies — computed here independently from the recorded answers."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The model judge end to end: a local OpenAI-compatible server process returns scripted grades
-(seed 004 "Results", "A different judge invalidates the comparison", grading again).
+(docs/concepts/verdicts.md, docs/guides/judges.md, grading again).
 
 The agent is the `sleepy` python agent answering per case; the judge is asked through the
 `openai` runtime on a model profile whose `base_url` is the fake server.
@@ -171,7 +171,8 @@ def test_the_judge_grades_with_its_fingerprint_and_a_failure_stays_its_own_case(
     assert view["judge_calls"] == 4 and view["judge_cost_usd"] == 0.0048
     assert api.ok("GET", f"/api/v1/agents/{agent}/budget")["spent_usd"] == 0.0048
     # A judge that failed (a reply it could not read, a 503) leaves its answer incomplete, not
-    # ungraded: that is only for an answer no required scorer applies to (seed 004 "Results").
+    # ungraded: that is only for an answer no required scorer applies to
+    # (docs/concepts/verdicts.md).
     quality = view["summaries"]["candidate"]["quality"]
     assert (quality["incomplete"], quality["ungraded"]) == (2, 0)
 

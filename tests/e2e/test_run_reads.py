@@ -1,5 +1,6 @@
-"""Reading runs back (seed 001 "Run history", "Progress"): a run with every attempt it kept,
-listings newest first and paged, progress, live updates by cursor, and deleting a run."""
+"""Reading runs back (docs/guides/by-hand.md, docs/architecture/run-lifecycle.md): a run with every
+attempt it kept, listings newest first and paged, progress, live updates by cursor, and deleting a
+run."""
 
 from __future__ import annotations
 
@@ -258,9 +259,9 @@ def test_progress_counts_recorded_results_on_both_paths(api):
     early = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/progress")
     assert early["expected"] == early["total"] == 4 and 0 <= early["recorded"] <= 4
     api.wait(run["run_id"])
-    seed = api.ok("GET", f"/api/evaluations/progress/{run['run_id']}")
+    evaluation_route = api.ok("GET", f"/api/evaluations/progress/{run['run_id']}")
     ours = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/progress")
-    assert seed == ours
+    assert evaluation_route == ours
     assert ours == {
         "run_id": run["run_id"],
         "status": "completed",
@@ -314,7 +315,7 @@ def test_live_updates_deliver_every_attempt_once_in_recorded_order(api):
     last = responses[-1]
     assert (last["status"], last["done"], last["progress"]["recorded"]) == ("completed", True, 6)
 
-    # Read again afterwards, the seed path gives the same events in the same order...
+    # Read again afterwards, the evaluation route gives the same events in the same order...
     again, _ = follow(api, f"/api/evaluations/stream/{run['run_id']}", wait=0)
     assert [(e["cursor"], e["case_id"]) for e in again] == [
         (e["cursor"], e["case_id"]) for e in events

@@ -1,4 +1,4 @@
-"""Stability runs (seed 004 "How steady the answers are"): every case asked, then asked again;
+"""Stability runs (docs/concepts/verdicts.md): every case asked, then asked again;
 nothing compared; noisy when two cases, or a fifth of those asked, came out both ways."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Suites end to end: saving, every trigger against a fixed clock, one run at a time, results,
-guarded promotions and owner notices (seed 004 "Suites").
+guarded promotions and owner notices (docs/guides/suites.md).
 
 The one-minute tick is called by hand (`suites.tick`) with the clock the test sets; with pollers
 paused (`frozen`) a started run stays queued, which is all a trigger test needs.

@@ -1,6 +1,6 @@
-"""Verdicts beside an agent version (seed 000): pass, partial, fail or none, from the latest
-completed run of each evaluation (dataset) that covers the exact version, summed; stale only for
-a draft whose spec changed since it was run."""
+"""Verdicts beside an agent version (docs/concepts/verdicts.md): pass, partial, fail or none, from
+the latest completed run of each evaluation (dataset) that covers the exact version, summed; stale
+only for a draft whose spec changed since it was run."""
 
 from __future__ import annotations
 

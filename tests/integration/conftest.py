@@ -1,4 +1,4 @@
-"""Fixtures for tests against moto's server over real HTTP (DESIGN §11, §12).
+"""Fixtures for tests against moto's server over real HTTP.
 
 One embedded moto server per test session (moto's state is process-global anyway); every test
 that asks for `moto` gets it wiped (`POST /moto-api/reset`) and its request counts zeroed.

@@ -1,5 +1,5 @@
-"""The chart's listings of the run store against moto's server over HTTP (seed 004 "In the
-console"): the writes that complete a run, grade it again and delete it keep its trend row, and
+"""The chart's listings of the run store against moto's server over HTTP (docs/guides/console.md):
+the writes that complete a run, grade it again and delete it keep its trend row, and
 `trends_by_agent` / `trends_by_dataset` read those rows, never the runs."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The evaluations and an evaluation's run history against moto's server over HTTP (seed 001):
+"""The evaluations and an evaluation's run history against moto's server over HTTP:
 evaluations by organization and id, paged; the runs of one evaluation newest first through its
 index; each explicit evaluation's latest completed run kept apart in a version's latest results,
 and a delete falling back within the evaluation."""

@@ -1,4 +1,4 @@
-"""The embedded moto server's fixes, over real HTTP with boto3 (DESIGN §11 "moto transactions").
+"""The embedded moto server's fixes, over real HTTP with boto3 (docs/guides/local-stack.md).
 
 1. Concurrent conditional transactions have exactly one winner (DynamoDB requests serialized).
 2. Transaction latency does not grow with table size (per-item snapshots, not table deep copies).

@@ -1,7 +1,7 @@
-"""A hostile tenant against access control (issue 14, seed 004 "Access", "What each case runs as",
-"Who it runs as"): crafted bearers and claims, ids that try to escape their key, the last admin
-demoted twice at once, listings and reads of runs over what the reader may not see, the draft's
-spec through every read, baselines that would run the draft, and a key's run after its revoke.
+"""A hostile tenant against access control (issue 14, docs/reference/access.md): crafted bearers and
+claims, ids that try to escape their key, the last admin demoted twice at once, listings and reads
+of runs over what the reader may not see, the draft's spec through every read, baselines that would
+run the draft, and a key's run after its revoke.
 
 Every answer here is checked by `_call`: never a 500, and a 404 never says what permission would
 have shown the thing.

@@ -1,4 +1,5 @@
-"""Every route, asked by someone who lacks each permission it needs (issue 14, seed 004 "Access").
+"""Every route, asked by someone who lacks each permission it needs (issue 14,
+docs/reference/access.md).
 
 One organization holds one of everything (an agent, a dataset, a completed run, a suite, an
 evaluation...). For each route the table below says, in the order the service checks them, what it

@@ -1,5 +1,5 @@
-"""Every recognized secret is redacted from everything kept or shown (issue 9 scope 7, seed 004
-"What a run keeps"), through the HTTP API on the embedded stack.
+"""Every recognized secret is redacted from everything kept or shown (issue 9 scope 7,
+docs/reference/data-protection.md), through the HTTP API on the embedded stack.
 
 Each secret pattern - and the organization's own stored secret value - is planted in every field
 a run, a dataset, a judge, a suite and a notice keep: the answer, call arguments and results, a

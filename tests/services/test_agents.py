@@ -1,5 +1,5 @@
 """Agents' rules on fakes: a draft edited in place, versions published once each and never
-changed (seed 004 "A draft is never counted as a version"), a publish told to the suites."""
+changed (docs/guides/agents.md), a publish told to the suites."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """An answer as its attempt keeps it and as `GET /eval-runs/{id}/answer` gives it back, on fakes
-(issue 11, scope 7; seed 004 "What a run keeps")."""
+(issue 11, scope 7; docs/reference/data-protection.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Choosing a run's baseline at start, on fakes (seed 004 "Comparing with a baseline"): which
+"""Choosing a run's baseline at start, on fakes (docs/concepts/verdicts.md): which
 earlier run's arm is borrowed, and when none is."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Budgets' rules on fakes (seed 004 "The budget it leaves", "What each case runs as"): an
+"""Budgets' rules on fakes (docs/guides/costs.md, docs/reference/access.md): an
 organization's and an agent's monthly budgets, each model request counted once in both months,
 and what a reading says is spent and left."""
 

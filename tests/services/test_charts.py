@@ -1,4 +1,4 @@
-"""The pass-rate chart's reads on fakes (seed 004 "In the console"): every run the reader may see,
+"""The pass-rate chart's reads on fakes (docs/guides/console.md): every run the reader may see,
 page after page, mapped from its header and kept outcome."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Datasets' rules on fakes: numbered immutable versions, their cases, cases nothing grades
-counted up front, ids unique within an organization (seed 004 "What is refused")."""
+counted up front, ids unique within an organization (docs/reference/limits.md)."""
 
 from __future__ import annotations
 

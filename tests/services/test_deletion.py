@@ -1,4 +1,4 @@
-"""Deleting an agent or a dataset on fakes (issue 14 scope 6; seed 004 "What a run keeps"):
+"""Deleting an agent or a dataset on fakes (issue 14 scope 6; docs/reference/data-protection.md):
 everything of theirs goes and nothing of anybody else's, a delete waits (409) while one of their
 runs runs, a run started while the delete goes on is refused, and a delete cut short is finished
 by asking again."""

@@ -1,4 +1,4 @@
-"""The environments' rules (seed 004 "Suites": environments, the default one) on fakes."""
+"""The environments' rules (docs/guides/suites.md: environments, the default one) on fakes."""
 
 from __future__ import annotations
 

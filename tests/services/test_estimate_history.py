@@ -1,6 +1,6 @@
-"""What an estimate reads of the agent's history and of the organization's started runs (seed 004
-"Starting a run", "The budget it leaves"), on fakes: the newest completed runs per model, and the
-queued and running runs' estimates less what they spent."""
+"""What an estimate reads of the agent's history and of the organization's started runs
+(docs/guides/costs.md), on fakes: the newest completed runs per model, and the queued and running
+runs' estimates less what they spent."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Evaluations on fakes (seed 001 "What a run pins", "Run history"): a run of an evaluation pins
+"""Evaluations on fakes (docs/guides/by-hand.md): a run of an evaluation pins
 the agent and version its selector picked when it was created, the history lists it newest first,
 and what an evaluation refuses."""
 

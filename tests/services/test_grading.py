@@ -1,4 +1,4 @@
-"""Grading again, on fakes (seed 004 "Results"): one grader at a time per run, and an outcome
+"""Grading again, on fakes (docs/concepts/verdicts.md): one grader at a time per run, and an outcome
 computed again only on grades that did not move meanwhile."""
 
 from __future__ import annotations

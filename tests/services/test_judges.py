@@ -1,5 +1,5 @@
 """Judges' rules on fakes: a published version copies its model profile and is numbered once
-(seed 004 "A different judge invalidates the comparison"), also when another publish wins a race."""
+(docs/guides/judges.md), also when another publish wins a race."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Model profiles' rules on fakes: what a profile may hold, what it lays over a spec (seed 004
-"Comparing models"), and no removal while a queued or running run has an arm on it."""
+"""Model profiles' rules on fakes: what a profile may hold, what it lays over a spec
+(docs/reference/runtimes.md), and no removal while a queued or running run has an arm on it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Owner notices (seed 004 "Who it runs as, and who is told") on fakes: the center, email where a
+"""Owner notices (docs/guides/suites.md) on fakes: the center, email where a
 person has it on, no secret shown."""
 
 from __future__ import annotations

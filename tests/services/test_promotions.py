@@ -1,4 +1,4 @@
-"""Promotions and their gates (seed 004 environments' "Guarding a promotion with evals") on fakes:
+"""Promotions and their gates (docs/guides/suites.md) on fakes:
 a guard's result decides a waiting promotion, once; one promotion at a time per (agent,
 environment)."""
 

@@ -1,5 +1,6 @@
-"""Slots on fakes (DESIGN §5-§6): a slot is a case task in flight; recording a case passes its
-slot to the run's next task, else back to the organization, whose waiting runs take it."""
+"""Slots on fakes (docs/architecture/exactly-once.md, docs/architecture/slots.md): a slot is a case
+task in flight; recording a case passes its slot to the run's next task, else back to the
+organization, whose waiting runs take it."""
 
 from __future__ import annotations
 

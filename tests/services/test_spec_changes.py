@@ -1,4 +1,4 @@
-"""What changed between the specs a run tested, on fakes (seed 004 "In the console"): the first
+"""What changed between the specs a run tested, on fakes (docs/guides/console.md): the first
 candidate against the baseline, as copied onto the run; editors only; a run without a baseline has
 nothing to compare."""
 

@@ -1,4 +1,4 @@
-"""The suites' rules (seed 004 "Suites": when a suite runs, one run at a time, pausing, the
+"""The suites' rules (docs/guides/suites.md: when a suite runs, one run at a time, pausing, the
 schedule, who is told) on fakes."""
 
 from __future__ import annotations

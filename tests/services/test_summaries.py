@@ -1,5 +1,5 @@
-"""What a run's attempts add up to, and the verdict beside an agent version (seed 000 "Verdicts",
-seed 004 "Results"), on fakes with hand-built attempts."""
+"""What a run's attempts add up to, and the verdict beside an agent version
+(docs/concepts/verdicts.md), on fakes with hand-built attempts."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The one-minute sweep on fakes (seed 004 "Running and cancelling", DESIGN §7.5): a running run
-whose heartbeat and progress stood still for `EVAL_ABANDONED_AFTER_MINUTES` (10) is failed and
-its slots freed, once; a run that still moves is left alone."""
+"""The one-minute sweep on fakes (docs/architecture/run-lifecycle.md): a running run whose heartbeat
+and progress stood still for `EVAL_ABANDONED_AFTER_MINUTES` (10) is failed and its slots freed,
+once; a run that still moves is left alone."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The access rules of seed 004 "Access" on hand-built identities (`domain.access`,
+"""The access rules of docs/reference/access.md on hand-built identities (`domain.access`,
 `domain.identity`)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Choosing a baseline from earlier arms (seed 004 "Comparing with a baseline"), hand-built
+"""Choosing a baseline from earlier arms (docs/concepts/verdicts.md), hand-built
 records."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The pass-rate chart's rules (seed 004 "In the console"), with hand-computed values."""
+"""The pass-rate chart's rules (docs/guides/console.md), with hand-computed values."""
 
 from __future__ import annotations
 

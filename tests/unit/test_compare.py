@@ -1,5 +1,5 @@
-"""Comparison rules with hand-computed values (seed 004 "Comparing with a baseline" through "Two
-axes, quality first", and the per-tag summaries of "Results")."""
+"""Comparison rules with hand-computed values (docs/concepts/verdicts.md, and the per-tag
+summaries)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def compare(candidate, baseline, *, reruns=2, baseline_rerun=True, invalid_reaso
         (F, P, None, "b", CaseOutcome.REGRESSION),  # an unknown fingerprint cannot differ
     ],
 )
-def test_a_case_compares_on_first_answers_in_the_seeds_order(cand, base, cand_fp, base_fp, outcome):
+def test_a_case_compares_on_first_answers_in_the_rules_order(cand, base, cand_fp, base_fp, outcome):
     assert compare_case(cand, base, candidate_fp=cand_fp, baseline_fp=base_fp) is outcome
 
 

@@ -25,7 +25,7 @@ def test_each_setting_is_read_from_its_variable_in_either_case(monkeypatch):
     assert s.aws_endpoint_url == "http://127.0.0.1:5000"
 
 
-def test_unset_settings_keep_the_seeds_defaults_and_other_variables_are_ignored(monkeypatch):
+def test_unset_settings_keep_the_documented_defaults_and_other_variables_are_ignored(monkeypatch):
     for name in Settings.model_fields:
         monkeypatch.delenv(name.upper(), raising=False)
     monkeypatch.setenv("EVAL_NOT_A_SETTING", "x")

@@ -1,4 +1,5 @@
-"""Pure run rules with hand-computed values (seed 000, seed 001, seed 004 "Results")."""
+"""Pure run rules with hand-computed values (docs/architecture/run-lifecycle.md,
+docs/concepts/verdicts.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Egress (DESIGN §8 "Trust boundary"): which addresses an agent's or judge's URL may reach, checked
+"""Egress (docs/reference/security.md): which addresses an agent's or judge's URL may reach, checked
 at save, after DNS resolution and on every redirect hop, before any connection.
 
 No test here opens a socket: names resolve through a stub resolver, and the transport's client is an

@@ -1,4 +1,4 @@
-"""What a run will cost before it starts (seed 004 "Starting a run" / "The budget it leaves").
+"""What a run will cost before it starts (docs/guides/costs.md).
 
 Every expected figure is hand-computed; the comment beside it shows the arithmetic.
 """

@@ -1,6 +1,6 @@
-"""Evaluations (seed 001 "What a run pins"): a version selector resolved into a concrete version,
+"""Evaluations (docs/guides/by-hand.md): a version selector resolved into a concrete version,
 the ids of implied evaluations, and each evaluation's latest run kept apart in a version's latest
-results (seed 000 "Summed across evaluations")."""
+results (docs/concepts/verdicts.md)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def test_a_run_belongs_to_the_evaluation_it_pinned_else_the_implied_one() -> Non
     assert evaluation_of(None, "a", "d") == "implied~a~d"
 
 
-# --- each evaluation's latest run (seed 000) ---------------------------------------------------
+# --- each evaluation's latest run (docs/concepts/verdicts.md) ----------------------------------
 
 
 def _done(run_id: str, at: str, *, passed: int = 2, **fields: Any) -> Run:

@@ -1,7 +1,8 @@
 """Our `numeric_answer` agrees with the GSM8K authors' `is_correct` on every recorded answer.
 
-DESIGN §10: four real models' answers to the 1,319 GSM8K test problems, each labelled by
-the authors. The label is never an input to scoring; this test only compares against it.
+The real data (docs/getting-started.md): four real models' answers to the 1,319 GSM8K test
+problems, each labelled by the authors. The label is never an input to scoring; this test only
+compares against it.
 """
 
 from __future__ import annotations

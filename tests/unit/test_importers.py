@@ -1,4 +1,4 @@
-"""Dataset sources -> cases: jsonl, csv, gsm8k (DESIGN §3 stable case ids, §10 GSM8K)."""
+"""Dataset sources -> cases: jsonl, csv, gsm8k (stable case ids: docs/guides/datasets.md)."""
 
 from __future__ import annotations
 

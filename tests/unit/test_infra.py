@@ -3,7 +3,7 @@
 The template must describe exactly what `infra.resources.bootstrap()` creates locally (one
 definition: `tables.create_table_params`, `resources.queue_specs`); the hand-written IAM policy
 must cover every DynamoDB, SQS, S3 and Lambda call the code makes (`chalice gen-policy` misses
-every PynamoDB call, DESIGN §11), on assay's resources only, and never allow `Scan`.
+every PynamoDB call), on assay's resources only, and never allow `Scan`.
 """
 
 from __future__ import annotations
@@ -419,7 +419,8 @@ def test_policy_is_a_valid_document():
 
 def test_stores_make_the_calls_we_expect():
     actions = _store_actions()
-    # The run engine's writes (DESIGN §5, §6) and its reads; if this fails, the stores changed.
+    # The run engine's writes (docs/architecture/exactly-once.md, docs/architecture/slots.md) and
+    # its reads; if this fails, the stores changed.
     assert {
         "dynamodb:GetItem",
         "dynamodb:PutItem",

@@ -1,7 +1,6 @@
-"""The model judge's pure rules (seed 004 "Results", "A different judge invalidates the
-comparison"): its spec, rubric fingerprint, criteria scoping, prompt, reply parsing, majority and
-invalidity rules, and how the judge joins grading (`scorers.grade`/`combine`) and baseline choice
-(`baseline`).
+"""The model judge's pure rules (docs/concepts/verdicts.md, docs/guides/judges.md): its spec, rubric
+fingerprint, criteria scoping, prompt, reply parsing, majority and invalidity rules, and how the
+judge joins grading (`scorers.grade`/`combine`) and baseline choice (`baseline`).
 
 Expected values are hand-computed literals.
 """

@@ -1,5 +1,4 @@
-"""Suite cron schedules with hand-computed instants (seed 004 "When a suite runs", DESIGN §11
-"Cron").
+"""Suite cron schedules with hand-computed instants (docs/guides/suites.md).
 
 2026 clock changes (checked with zoneinfo):
 - Europe/Warsaw: spring forward 2026-03-29 at 01:00 UTC (02:00 CET -> 03:00 CEST, 02:00-02:59

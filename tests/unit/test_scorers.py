@@ -1,4 +1,4 @@
-"""Deterministic scorers and the grading rule (seed 004 "Results")."""
+"""Deterministic scorers and the grading rule (docs/reference/scorers.md)."""
 
 from __future__ import annotations
 
@@ -461,8 +461,8 @@ def test_a_scorer_that_cannot_decide_makes_a_passing_answer_incomplete(extra_sco
 
 
 def test_an_undecided_scorer_makes_even_a_failing_answer_incomplete(extra_scorers: None) -> None:
-    # Seed 004 "Results": an answer a scorer did not grade is neither passed nor failed until it
-    # is graded again.
+    # docs/reference/scorers.md: an answer a scorer did not grade is neither passed nor failed until
+    # it is graded again.
     result = grade(case(reference="1"), answer("2"), scoring("equals", "undecided"))
     assert result.state == AttemptState.INCOMPLETE
     assert [(s.scorer, s.passed) for s in result.scores] == [("equals", False), ("undecided", None)]

@@ -12,7 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 OUTSIDE = re.compile(r"\.\./shared|\bshared/(data|seeds|hooks|DESIGN|STYLE)")
 """A path to the workplace folder beside the repository, which a user's clone does not have."""
 
-CITATION = re.compile(r"\bseed ?0\d\d|\bseeds/|\bDESIGN\.md|\bDESIGN §|\bSTYLE\.md", re.IGNORECASE)
+CITATION = re.compile(
+    r"\bseed ?0\d\d|\bseed[s]/|\bDESIGN\.md|\bDESIGN[ ]§|\bSTYLE\.md", re.IGNORECASE
+)
 """A citation of a design or spec document by file name."""
 
 

@@ -1,4 +1,4 @@
-"""What changed between a run's two specs (seed 004 "In the console"), by hand."""
+"""What changed between a run's two specs (docs/guides/console.md), by hand."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A suite's pure rules (seed 004 "Suites", "What a result must meet", "When a suite runs"):
+"""A suite's pure rules (docs/guides/suites.md):
 `judge` for every result word, `rise_pct`, `SuiteResult.bad`, `absorb`, and the validation of
 `Threshold`, `Schedule` and `Triggers`.
 

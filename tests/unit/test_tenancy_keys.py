@@ -1,5 +1,5 @@
-"""Tenancy in every key (issue 9 scope 6, DESIGN §4): every table of tenant data, and every index a
-tenant's listing reads, is keyed by the organization.
+"""Tenancy in every key (issue 9 scope 6, docs/architecture/tables.md): every table of tenant data,
+and every index a tenant's listing reads, is keyed by the organization.
 
 Two halves. The declarations: each model of `tables.ALL_MODELS` hashes on `org_id` or names its
 org-composite hash key in `ORG_KEY`; each index does the same, or says in `SERVICE_WIDE` why it

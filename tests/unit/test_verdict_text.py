@@ -1,4 +1,4 @@
-"""What the console says about a run (seed 004 "In the console"), with hand-worked values."""
+"""What the console says about a run (docs/guides/console.md), with hand-worked values."""
 
 from __future__ import annotations
 

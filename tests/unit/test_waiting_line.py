@@ -1,6 +1,7 @@
 """The organization store's waiting line: taking a run out goes through `retrying.change`, keeps a
-run added meanwhile, and gives up silently after a few lost writes (DESIGN §6: the slot tick takes
-a run with nothing to start out later), never with an error a slot hand-off would trip on."""
+run added meanwhile, and gives up silently after a few lost writes (docs/architecture/slots.md: the
+slot tick takes a run with nothing to start out later), never with an error a slot hand-off would
+trip on."""
 
 from __future__ import annotations
 

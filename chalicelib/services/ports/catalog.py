@@ -1,5 +1,5 @@
 """Ports of what an organization defines: environments, agents and versions, model profiles,
-judges, datasets, evaluations (implemented by `chalicelib.adapters.stores.catalog` /
+judges, datasets, evaluations (implemented by `chalicelib.adapters.stores.catalog` and `.datasets` /
 `.automation`)."""
 
 from __future__ import annotations

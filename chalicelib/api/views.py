@@ -37,7 +37,7 @@ from chalicelib.services.judges import ResolvedJudge
 from chalicelib.services.notifications import EmailSetting
 from chalicelib.services.ports.objects import RecordingMeta, SecretMeta
 from chalicelib.services.suites import SuitePrice
-from chalicelib.services.summaries import AgentSummary
+from chalicelib.services.summaries import AgentOverview, AgentSummary
 
 # --- agents ----------------------------------------------------------------------------------
 
@@ -60,6 +60,35 @@ def agent_view(row: Agent, *, with_draft: bool = True) -> dict[str, Any]:
             "updated_at": row.draft_updated_at,
         },
         "created_at": row.created_at,
+    }
+
+
+def agent_listed_view(
+    row: Agent, seen: AgentOverview, *, with_draft: bool = True
+) -> dict[str, Any]:
+    """An agent as `GET /agents` lists it: `agent_view` and `{draft_differs, verdicts: {live,
+    draft}, last_run: {run_id, dataset_id, completed_at, version}}`, each verdict an
+    `agent_summary_view` (`live` None while nothing is published), `verdicts` and `last_run` None
+    for a reader without runs:view, `last_run` None too while neither verdict has a run
+    (`services.summaries.AgentOverview`)."""
+    last = seen.last_run
+    return {
+        **agent_view(row, with_draft=with_draft),
+        "draft_differs": seen.draft_differs,
+        "verdicts": None
+        if seen.draft is None
+        else {
+            "live": None if seen.live is None else agent_summary_view(seen.live),
+            "draft": agent_summary_view(seen.draft),
+        },
+        "last_run": None
+        if last is None
+        else {
+            "run_id": last.run_id,
+            "dataset_id": last.dataset_id,
+            "completed_at": last.completed_at,
+            "version": last.version,
+        },
     }
 
 

@@ -179,6 +179,15 @@ class FakeAgents:
     def get_version(self, org_id: str, agent_id: str, version: int) -> AgentVersion | None:
         return self.versions.get((org_id, agent_id, version))
 
+    def get_versions(
+        self, org_id: str, keys: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], AgentVersion]:
+        return {
+            (a, v): self.versions[(org_id, a, v)]
+            for a, v in keys
+            if (org_id, a, v) in self.versions
+        }
+
     def list_versions(self, org_id: str, agent_id: str) -> builtins.list[AgentVersion]:
         return sorted(
             (

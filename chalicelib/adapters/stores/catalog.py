@@ -207,6 +207,19 @@ class AgentStore:
         except DoesNotExist:
             return None
 
+    def get_versions(
+        self, org_id: str, keys: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], AgentVersion]:
+        """The published versions named by `(agent_id, version)` (`BatchGetItem`, consistent:
+        PynamoDB asks 100 keys at a time and again for any left unprocessed); a key with no such
+        version is left out."""
+        wanted = list(dict.fromkeys(keys))
+        rows = AgentVersionRow.batch_get(
+            [(org_key(org_id, a), int(v)) for a, v in wanted], consistent_read=True
+        )
+        found = (record_of(row, AgentVersion) for row in rows)
+        return {(v.agent_id, int(v.version)): v for v in found}
+
     def list_versions(self, org_id: str, agent_id: str) -> builtins.list[AgentVersion]:
         """The organization's agent's published versions, newest first."""
         rows = AgentVersionRow.query(org_key(org_id, agent_id), scan_index_forward=False)

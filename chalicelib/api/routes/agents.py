@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from chalicelib.services import model_profiles as profile_service
     from chalicelib.services import promotions as promotion_service
     from chalicelib.services import suites as suite_service
+    from chalicelib.services import summaries as summary_service
 else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
     views = LazyModule("chalicelib.api.views")
     agent_service = LazyModule("chalicelib.services.agents")
@@ -37,6 +38,7 @@ else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
     profile_service = LazyModule("chalicelib.services.model_profiles")
     promotion_service = LazyModule("chalicelib.services.promotions")
     suite_service = LazyModule("chalicelib.services.suites")
+    summary_service = LazyModule("chalicelib.services.summaries")
 
 
 # --- agents ----------------------------------------------------------------------------------
@@ -52,11 +54,14 @@ def create_agent(c, who, body):
 @bp.route("/api/v1/agents", methods=["GET"])
 @api_view(bp)
 def list_agents(c, who):
+    """Every agent the reader may see, each with whether its draft differs, the verdicts beside
+    its live version and its draft, and its last run (`views.agent_listed_view`)."""
+    seen = [r for r in c.agents.list(who.org_id) if who.sees("agent", r.agent_id)]
+    overviews = summary_service.overview(c, who, seen)
     return {
         "agents": [
-            views.agent_view(r, with_draft=edits(who, r.agent_id))
-            for r in c.agents.list(who.org_id)
-            if who.sees("agent", r.agent_id)
+            views.agent_listed_view(r, o, with_draft=edits(who, r.agent_id))
+            for r, o in zip(seen, overviews, strict=True)
         ]
     }
 

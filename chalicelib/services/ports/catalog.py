@@ -89,6 +89,12 @@ class Agents(Protocol):
     def get_version(self, org_id: str, agent_id: str, version: int) -> AgentVersion | None:
         """A published version of the organization's agent, None when it has no such version."""
 
+    def get_versions(
+        self, org_id: str, keys: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], AgentVersion]:
+        """The published versions named by `(agent_id, version)`, by that key, read in batches of
+        at most 100 keys; a key with no such version is left out."""
+
     def list_versions(self, org_id: str, agent_id: str) -> builtins.list[AgentVersion]:
         """The agent's published versions, newest first."""
 

@@ -455,8 +455,9 @@ def judge_version_view(row: Judge) -> dict[str, Any]:
 
 def dataset_view(header: Dataset, version: Dataset | None = None) -> dict[str, Any]:
     """A dataset (`POST/GET /datasets`, `GET /datasets/{id}` and `POST .../versions` with its latest
-    or new `version`): `{dataset_id, name, latest_version, created_at, version?: {version,
-    case_count, ungraded_cases, scoring, created_at, created_by}}`."""
+    or new `version`; `GET /datasets` with each one's latest): `{dataset_id, name, latest_version,
+    created_at, version?: {version, case_count, ungraded_cases, scoring, created_at,
+    created_by}}`."""
     out: dict[str, Any] = {
         "dataset_id": header.dataset_id,
         "name": header.name,

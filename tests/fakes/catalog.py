@@ -326,6 +326,17 @@ class FakeDatasets:
         ]
         return sorted(headers, key=lambda d: d.created_at, reverse=True)
 
+    def list_with_latest(self, org_id: str) -> builtins.list[tuple[Dataset, Dataset | None]]:
+        return [
+            (
+                h,
+                self.kept.get((org_id, h.dataset_id, h.latest_version))
+                if h.latest_version
+                else None,
+            )
+            for h in self.list(org_id)
+        ]
+
     def start_deleting(self, org_id: str, dataset_id: str, at: str) -> tuple[Dataset, bool]:
         found = self.kept.get((org_id, dataset_id, 0))
         if found is None:

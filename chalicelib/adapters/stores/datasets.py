@@ -94,6 +94,29 @@ class DatasetStore:
         rows = DatasetRow.org_index.query(org_id, scan_index_forward=False)
         return [record_of(r, Dataset) for r in rows if r.version == 0 and r.deleting_at is None]
 
+    def list_with_latest(self, org_id: str) -> builtins.list[tuple[Dataset, Dataset | None]]:
+        """The organization's dataset headers, newest first, each with its latest ready version:
+        the index holds versions beside their headers (all attributes projected), so the one
+        query that lists the headers reads them too."""
+        headers: builtins.list[DatasetRow] = []
+        versions: dict[str, DatasetRow] = {}
+        for r in DatasetRow.org_index.query(org_id, scan_index_forward=False):
+            if r.version == 0:
+                if r.deleting_at is None:
+                    headers.append(r)
+            elif r.ready is not False:
+                held = versions.get(r.dataset_id)
+                if held is None or r.version > held.version:
+                    versions[r.dataset_id] = r
+        out: builtins.list[tuple[Dataset, Dataset | None]] = []
+        for h in headers:
+            v = versions.get(h.dataset_id)
+            latest = None
+            if v is not None and v.version <= h.latest_version:
+                latest = record_of(v, Dataset)
+            out.append((record_of(h, Dataset), latest))
+        return out
+
     def next_version(self, org_id: str, dataset_id: str) -> int:
         """One more than the highest version number claimed so far (written or being written)."""
         last = list(

@@ -60,11 +60,13 @@ def create_dataset(c, who, body):
 @bp.route("/api/v1/datasets", methods=["GET"])
 @api_view(bp)
 def list_datasets(c, who):
+    """Every dataset the reader may see, newest first, each with its latest `version` (its case
+    count and scoring) once it has one."""
     return {
         "datasets": [
-            views.dataset_view(r)
-            for r in c.datasets.list(who.org_id)
-            if who.sees("dataset", r.dataset_id)
+            views.dataset_view(header, latest)
+            for header, latest in c.datasets.list_with_latest(who.org_id)
+            if who.sees("dataset", header.dataset_id)
         ]
     }
 

@@ -162,6 +162,10 @@ class Datasets(Protocol):
     def list(self, org_id: str) -> builtins.list[Dataset]:
         """The organization's dataset headers, newest first (not those being deleted)."""
 
+    def list_with_latest(self, org_id: str) -> builtins.list[tuple[Dataset, Dataset | None]]:
+        """`list`, each header with its latest ready version (None while it has none), read by
+        the same request(s) as the headers."""
+
     def start_deleting(self, org_id: str, dataset_id: str, at: str) -> tuple[Dataset, bool]:
         """Mark the dataset as being deleted at `at` (ISO): from then on it reads as gone, and no
         version, run, suite or evaluation of it is written. Returns the header and whether this

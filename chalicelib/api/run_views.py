@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 from chalicelib.api import chart_svg
+from chalicelib.domain.baseline_rules import model_of
 from chalicelib.domain.chart import Chart
 from chalicelib.domain.enums import ArmRole, AttemptState
 from chalicelib.domain.evaluations import evaluation_of, is_implied, selector_value
@@ -106,7 +107,8 @@ def progress_view(run: Run) -> dict[str, Any]:
 def arm_view(arm: Arm) -> dict[str, Any]:
     """One arm of a run header (`arms` of every run view): its kept map without the spec (that
     needs agents:edit, `GET .../arms/{id}/spec`): `{arm_id, role, version, draft, spec_hash,
-    model_profile_id}`, then `answers, rerun` for a baseline and `source_run_id, source_arm_id,
+    model_profile_id, model}` (`model`: its model profile, else the model its spec names, else
+    None), then `answers, rerun` for a baseline and `source_run_id, source_arm_id,
     source_dataset_version, source_completed_at` for one whose first answers are borrowed."""
     out: dict[str, Any] = {
         "arm_id": arm.arm_id,
@@ -115,6 +117,7 @@ def arm_view(arm: Arm) -> dict[str, Any]:
         "draft": arm.draft,
         "spec_hash": arm.spec_hash,
         "model_profile_id": arm.model_profile_id,
+        "model": model_of(arm.spec),
     }
     if arm.role is ArmRole.BASELINE:
         out |= {"answers": arm.answers, "rerun": arm.rerun}

@@ -98,6 +98,7 @@ def test_a_run_view_shows_its_pins_costs_arms_without_specs_and_the_kept_outcome
                 "draft": False,
                 "spec_hash": "h3",
                 "model_profile_id": None,
+                "model": "m",  # the model its spec names
             },
             {
                 "arm_id": "baseline",
@@ -106,6 +107,7 @@ def test_a_run_view_shows_its_pins_costs_arms_without_specs_and_the_kept_outcome
                 "draft": False,
                 "spec_hash": "h2",
                 "model_profile_id": None,
+                "model": "m",
                 "answers": False,
                 "rerun": True,
                 "source_run_id": "r0",

@@ -15,7 +15,11 @@ from chalice import Blueprint, Response
 bp = Blueprint(__name__)
 
 ASSETS_DIR = Path(__file__).resolve().parents[1] / "console"
-CONTENT_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
+CONTENT_TYPES = {
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
 ASSETS: dict[str, tuple[str, str]] = {
     p.name: (p.read_text(encoding="utf-8"), CONTENT_TYPES[p.suffix])
     for p in sorted(ASSETS_DIR.iterdir())
@@ -59,6 +63,33 @@ def dashboard() -> Response:
 def eval_runs() -> Response:
     """Eval runs: every run the reader may see, newest first (seed 004)."""
     return page(1)
+
+
+@bp.route("/agents", methods=["GET"])
+def agents() -> Response:
+    """Agents: each one's live version, whether its draft differs, their verdicts, its last run."""
+    return page(1)
+
+
+@bp.route("/datasets", methods=["GET"])
+def datasets() -> Response:
+    """Datasets: each one's latest version, cases, scorers and the agents last measured on it."""
+    return page(1)
+
+
+@bp.route("/favicon.ico", methods=["GET"])
+def favicon() -> Response:
+    """The console's icon (an SVG) where a browser asks for it without reading the page's link."""
+    text, content_type = ASSETS["favicon.svg"]
+    return Response(
+        body=text,
+        status_code=200,
+        headers={
+            **SECURITY_HEADERS,
+            "Content-Type": content_type,
+            "Cache-Control": "max-age=86400",
+        },
+    )
 
 
 @bp.route("/agents/{agent_id}", methods=["GET"])

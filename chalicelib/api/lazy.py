@@ -1,9 +1,10 @@
 """Modules the API imports on first use (issue 12): the routes name every service and view, and
 importing them all is most of a cold start, while one request needs one or two.
 
-`routes` and `common` bind each such module to a `LazyModule` at run time and import it for real
-under `TYPE_CHECKING`, so mypy and the import-linter contracts still see every import: only the
-moment it happens moves, to the first request that reads an attribute of the module.
+The route modules (`routes.*`) and `common` bind each such module to a `LazyModule` at run time
+and import it for real under `TYPE_CHECKING`, so mypy and the import-linter contracts still see
+every import: only the moment it happens moves, to the first request that reads an attribute of
+the module.
 """
 
 from __future__ import annotations

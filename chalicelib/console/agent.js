@@ -1,10 +1,11 @@
-// An agent's page on its Evals tab (seed 004 "In the console"): the badges, the pass-rate chart
-// above the run history, the runs table, Run evals and the Suites card.
-import { get, h, href, pct, when, show, guarded, verdictClass, errorBox } from "./lib.js";
+// An agent's page on its Evals tab: the badges, the pass-rate chart above the run history, the
+// runs table, Run evals and the Suites card.
+import { get, h, href, pct, when, show, guarded, verdictClass, errorBox, crumbs } from "./lib.js";
 import { chart } from "./chart.js";
 import { draftDiffers, openStartDialog } from "./start.js";
 import { openPublishDialog } from "./publish.js";
 import { names } from "./lists.js";
+import { thresholdWords, triggerWords } from "./words.js";
 
 export async function render(ctx) {
   const [agentId] = ctx.params;
@@ -48,21 +49,21 @@ export async function render(ctx) {
   const trend = await trendP;
   const runEvals = startControl(ctx, agent, false, "Run evals", () => open({}));
   const main = show(agent.name,
-    h("p", { class: "muted" }, h("a", { href: href("") }, "Dashboard"), " › Agents"),
+    crumbs(["Agents", href("agents")], [agent.name]),
     h("h1", {}, agent.name),
     badges,
     tabs,
     h("div", { class: "actions" }, runEvals),
     trend,
     h("h2", { id: "runs-heading" }, "Runs"),
-    runsTable(runs.runs, { datasets: datasetNames }),
+    runs.runs.length ? runsTable(runs.runs, { datasets: datasetNames }) : noRuns(ctx, agent),
     suitesCard(agentId, suites.suites || [], datasetNames));
   if (new URLSearchParams(location.search).get("start") === "draft") open({ candidate: "draft" });
   return main;
 }
 
-// Run evals / Test draft, disabled with the reason for a reader who may not start (seed 004
-// "Access"); which dataset is chosen is checked again in the dialog.
+// Run evals / Test draft, disabled with the reason for a reader who may not start; which dataset
+// is chosen is checked again in the dialog.
 function startControl(ctx, agent, draft, label, onclick) {
   const needs = [["runs:view"], ["agents:run", { agent: agent.agent_id }]];
   if (draft) needs.push(["agents:edit", { agent: agent.agent_id }]);
@@ -75,14 +76,24 @@ function modelRates(run) {
   return candidates.map((a) => {
     const q = ((run.summaries || {})[a.arm_id] || {}).quality || {};
     const broken = ((run.summaries || {})[a.arm_id] || {}).could_not_run;
-    return { arm: a, model: a.model_profile_id || "default", q, broken };
+    return { arm: a, model: a.model || a.model_profile_id || "default", q, broken };
   });
 }
 
-// The runs table, newest first (seed 004): what was tested against what, status, verdict,
-// model, each model's pass rate (first answers' rate on hover) and passed/total.
+// No run yet: the next step is Run evals above, or who may start one.
+function noRuns(ctx, agent) {
+  const may = !ctx.access.missing([["runs:view"], ["agents:run", { agent: agent.agent_id }]]);
+  return h("section", { class: "empty", id: "runs-empty" },
+    h("p", {}, "No eval runs yet. An eval run has this agent answer every case of a dataset and scores the answers."),
+    h("p", {}, may
+      ? ["Choose ", h("strong", {}, "Run evals"), " above to measure it on a dataset."]
+      : "Ask somebody who may run this agent (agents:run) to start one."));
+}
+
+// The runs table, newest first: what was tested against what, status, verdict, the model each
+// side answered on (the one its spec names, else "default"), each model's pass rate (first
+// answers' rate on hover) and passed/total.
 export function runsTable(runs, { datasets = {} } = {}) {
-  if (!runs.length) return h("p", { class: "empty" }, "No eval runs yet.");
   const rows = runs.map((run) => {
     const rates = modelRates(run);
     return h("tr", { "data-run-id": run.run_id },
@@ -108,29 +119,19 @@ export function runsTable(runs, { datasets = {} } = {}) {
     h("tbody", {}, rows)));
 }
 
-// The Suites card: each suite's dataset, when it runs, its threshold and how it last came out.
+// The Suites card: each suite's dataset, when it runs, its threshold and how it last came out, in
+// words.
 function suitesCard(agentId, suites, datasets) {
   const body = suites.length
     ? h("ul", {}, suites.map((s) => h("li", { "data-suite-id": s.suite_id },
       h("a", { href: href("agents", agentId, "suites", s.suite_id) }, s.name || s.suite_id), " · ",
-      h("a", { href: href("datasets", s.dataset_id) }, datasets[s.dataset_id] || s.dataset_id), " · ", describeTriggers(s.triggers), " · ", describeThreshold(s.threshold), " · ",
+      h("a", { href: href("datasets", s.dataset_id) }, datasets[s.dataset_id] || s.dataset_id), " · ",
+      h("span", { class: "schedule" }, `runs ${triggerWords(s.triggers)}`), " · ",
+      h("span", { class: "threshold" }, thresholdWords(s.threshold) || "no threshold"), " · ",
       s.paused ? `paused${s.paused_reason ? ": " + s.paused_reason : ""}` : lastResult(s))))
-    : h("p", { class: "muted" }, "No suites yet.");
+    : h("p", { class: "muted" }, "No suites yet. A suite runs evals on a schedule or on publish and checks a threshold; save one with ",
+      h("code", {}, `assay suites create ${agentId} suite.json`), ".");
   return h("section", { class: "card", "aria-labelledby": "suites-heading" }, h("h2", { id: "suites-heading" }, "Suites"), body);
-}
-
-export function describeTriggers(t) {
-  const parts = [];
-  if (t && t.schedule) parts.push(`runs ${t.schedule.cron}${t.schedule.timezone ? " (" + t.schedule.timezone + ")" : ""}`);
-  if (t && t.on_publish) parts.push("on publish");
-  if (t && t.on_promotion) parts.push("on promotion");
-  if (t && t.on_dependency_change) parts.push("on dependency change");
-  return parts.length ? parts.join(", ") : "only when run by hand";
-}
-
-export function describeThreshold(th) {
-  if (!th || !Object.keys(th).length) return "no threshold";
-  return "threshold " + Object.entries(th).map(([k, v]) => `${k.replaceAll("_", " ")} ${typeof v === "number" && v <= 1 ? pct(v) : v}`).join(", ");
 }
 
 function lastResult(s) {

@@ -1,4 +1,4 @@
-// The pass-rate chart (seed 004 "In the console"), drawn by the service as SVG: this module asks
+// The pass-rate chart, drawn by the service as SVG: this module asks
 // for it, puts it in the page, and keeps the 10 / 30 / all switch in the page's address.
 import { get, h } from "./lib.js";
 

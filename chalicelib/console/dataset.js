@@ -1,7 +1,7 @@
 // A dataset's Results → Test runs (/datasets/{id}): every agent measured on it, a shared trend, the
 // runs table, and Run evals, which opens the start dialog on the dataset asking which agent to
-// test, the agent last measured on it chosen (seed 004 "In the console").
-import { get, h, href, show, errorBox, guarded, pct, plural, when } from "./lib.js";
+// test, the agent last measured on it chosen.
+import { get, h, href, show, errorBox, guarded, pct, plural, when, crumbs } from "./lib.js";
 import { chart } from "./chart.js";
 import { openStartDialog } from "./start.js";
 import { agentLink, candidateResult, countCell, couldNotRun, names, rateCell, runLink, runsTable,
@@ -62,7 +62,10 @@ export async function render(ctx) {
         ", latest ", couldNotRun(latest) ? "could not run" : pct(candidateResult(latest).pass_rate),
         " (", runLink(latest, when(latest.started_at || latest.created_at)), ")");
     }))
-    : h("p", { class: "muted", id: "no-runs" }, "No agent was measured on this dataset yet.");
+    : h("section", { class: "empty", id: "no-runs" }, h("p", {}, "No agent was measured on this dataset yet."),
+      h("p", {}, lacking
+        ? `Ask somebody who may run evals on it (${lacking}) to start one.`
+        : ["Choose ", h("strong", {}, "Run evals"), " above and pick the agent to measure."]));
   const table = runs.length ? runsTable(runs, [
     ["Run", (r) => runLink(r, when(r.started_at || r.created_at))],
     ["Agent", (r) => agentLink(r.agent_id, agents)],
@@ -72,6 +75,6 @@ export async function render(ctx) {
     ["Pass rate", rateCell],
     ["Passed", countCell],
   ], "Test runs on this dataset, newest first") : null;
-  show(dataset.name || id, h("h1", {}, dataset.name || id), tabs, subtabs, head,
+  show(dataset.name || id, crumbs(["Datasets", href("datasets")], [dataset.name || id]), h("h1", {}, dataset.name || id), tabs, subtabs, head,
     h("h2", {}, "Agents measured"), agentList, figure, table);
 }

@@ -1,6 +1,7 @@
 // Eval runs (/evals): every run the reader may see, across agents, newest first, a page at a time;
-// the page's cursor is kept in the address so Back returns to the page before (seed 004).
-import { get, h, href, show, when } from "./lib.js";
+// the page's cursor is kept in the address so Back returns to the page before.
+import { get, h, href, show, when, crumbs } from "./lib.js";
+import { COMMANDS } from "./words.js";
 import { agentLink, countCell, names, rateCell, runLink, runsTable, statusText, testedAgainst, verdictCell } from "./lists.js";
 
 const DEFAULT_LIMIT = 25;
@@ -18,8 +19,8 @@ export async function render(ctx) {
   if (cursor) query.set("cursor", cursor);
   const [page, agents, datasets] = await Promise.all([
     get(`api/v1/eval-runs?${query}`), names("agents"), names("datasets")]);
-  const title = h("h1", {}, "Eval runs");
-  if (!page.runs.length && !cursor) return show("Eval runs", title, emptyState(agents));
+  const title = [crumbs(["Eval runs"]), h("h1", {}, "Eval runs")];
+  if (!page.runs.length && !cursor) return show("Eval runs", title, emptyState(ctx, agents));
   const table = runsTable(page.runs, [
     ["Run", (r) => runLink(r)],
     ["Agent", (r) => agentLink(r.agent_id, agents)],
@@ -57,15 +58,21 @@ function go(cursor, limit, ctx) {
   };
 }
 
-function emptyState(agents) {
+function emptyState(ctx, agents) {
   const ids = Object.keys(agents);
-  return h("section", { class: "empty", id: "evals-empty" },
-    h("p", {}, "No eval runs yet. An eval run has an agent answer every case of a dataset, scores each ",
-      "answer the way the dataset's scoring says, and compares the result with an earlier version: did ",
-      "this change make the agent better, worse, or neither — and what did it cost."),
-    h("p", {}, "To start one, open an agent's ", h("strong", {}, "Evals"), " tab and choose ",
-      h("strong", {}, "Run evals"), "."),
-    ids.length
-      ? h("ul", { "aria-label": "Agents you can see" }, ids.map((id) => h("li", {}, agentLink(id, agents))))
-      : h("p", { class: "muted" }, "You cannot see any agent yet."));
+  const about = h("p", {}, "No eval runs yet. An eval run has an agent answer every case of a dataset, scores each ",
+    "answer the way the dataset's scoring says, and compares the result with an earlier version: did ",
+    "this change make the agent better, worse, or neither — and what did it cost.");
+  if (!ids.length) {
+    return h("section", { class: "empty", id: "evals-empty" }, about,
+      h("p", {}, "First create an agent", ctx.access.may("agents:edit") ? "" : " (or ask somebody who may edit agents)", ":"),
+      h("pre", { class: "command" }, h("code", {}, COMMANDS.createAgent)),
+      h("p", {}, "and import the cases to measure it on:"),
+      h("pre", { class: "command" }, h("code", {}, COMMANDS.importDataset)),
+      h("p", {}, "Then open the agent on the ", h("a", { href: href("agents") }, "Agents"), " page and choose ",
+        h("strong", {}, "Run evals"), "."));
+  }
+  return h("section", { class: "empty", id: "evals-empty" }, about,
+    h("p", {}, "To start one, open an agent below and choose ", h("strong", {}, "Run evals"), "."),
+    h("ul", { "aria-label": "Agents you can see" }, ids.map((id) => h("li", {}, agentLink(id, agents)))));
 }

@@ -107,6 +107,23 @@ export function plural(n, one, many = one + "s") {
   return `${n} ${n === 1 ? one : many}`;
 }
 
+// Where the page is, as links back up: `crumbs(["Agents", href("agents")], [name])`; the last is
+// the page itself (no link).
+export function crumbs(...trail) {
+  return h("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, h("ol", {}, trail.map(([text, link], i) =>
+    h("li", {}, i ? h("span", { class: "sep", "aria-hidden": "true" }, "›") : null,
+      i === trail.length - 1 || !link ? h("span", { "aria-current": i === trail.length - 1 ? "page" : null }, text)
+        : h("a", { href: link }, text)))));
+}
+
+// An empty page's next step: what is missing, then what to do, each a paragraph; a command
+// (`{command}`) is shown as code the reader can copy.
+export function emptyState(id, ...lines) {
+  return h("section", { class: "empty", id }, lines.map((line) => line && line.command
+    ? h("pre", { class: "command" }, h("code", {}, line.command))
+    : h("p", {}, line)));
+}
+
 // The page's main region, replaced whole; focus moves there for screen readers and keyboards.
 export function show(title, ...children) {
   document.title = `${title} · assay`;
@@ -160,7 +177,7 @@ export class Access {
   }
 }
 
-// A control the reader may not use is shown disabled, saying why (seed 004 "Access").
+// A control the reader may not use is shown disabled, saying why.
 export function guarded(control, lacking, what) {
   if (!lacking) return control;
   control.disabled = true;

@@ -13,7 +13,7 @@ export function candidateArm(run) {
   return arm ? arm.arm_id : "candidate";
 }
 
-// The setup error every answer of the candidate failed with, or null (seed 004: such a run shows
+// The setup error every answer of the candidate failed with, or null (such a run shows
 // "Could not run" instead of a pass rate).
 export function couldNotRun(run) {
   const arm = candidateArm(run);

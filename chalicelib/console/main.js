@@ -4,6 +4,8 @@ import { signIn, signOut, get, h, show, errorBox, Access, BASE } from "./lib.js"
 const ROUTES = [
   [/^$/, () => import("./dashboard.js"), "dashboard"],
   [/^evals$/, () => import("./evals.js"), "evals"],
+  [/^agents$/, () => import("./agents.js"), "agents"],
+  [/^datasets$/, () => import("./datasets.js"), "datasets"],
   [/^agents\/([^/]+)$/, () => import("./agent.js"), "agent"],
   [/^agents\/([^/]+)\/suites\/([^/]+)$/, () => import("./suite.js"), "suite"],
   [/^runs\/([^/]+)$/, () => import("./run.js"), "run"],

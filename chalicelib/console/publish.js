@@ -1,4 +1,4 @@
-// The publish dialog (seed 004 "In the console"): it says what the draft's last run found, or that
+// The publish dialog: it says what the draft's last run found, or that
 // the draft was not tested since it last changed, or that the test it had is out of date, and
 // never holds the publish back.
 import { api, get, h, href, when, errorBox, showDialog, cancelButton, cancelled } from "./lib.js";

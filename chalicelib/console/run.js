@@ -1,6 +1,7 @@
-// A run's page (seed 004 "In the console"): the verdict in a few sentences and what to do next,
+// A run's page: the verdict in a few sentences and what to do next,
 // then the sides next to each other, how they compare, and the cases.
-import { api, get, h, href, pct, usd, when, show, guarded, verdictClass, errorBox, plural } from "./lib.js";
+import { api, get, h, href, pct, usd, when, show, guarded, verdictClass, errorBox, plural, crumbs } from "./lib.js";
+import { ms } from "./words.js";
 import { openPublishDialog } from "./publish.js";
 
 const OUTCOMES = [
@@ -45,7 +46,7 @@ export async function render(ctx) {
 
   // Header: what ran, its verdict, and Grade again for whoever may run the dataset.
   const header = h("header", { class: "run-header" },
-    h("p", { class: "muted" }, h("a", { href: href("agents", agentId) }, agentName), " › ", h("a", { href: href("evals") }, "Eval runs")),
+    crumbs(["Agents", href("agents")], [agentName, href("agents", agentId)], [`Run ${runId}`]),
     h("h1", {}, `${run.tested} on `, h("a", { href: href("datasets", run.dataset_id) }, datasetName)),
     h("div", { class: "badges" },
       h("span", { class: "badge", id: "run-status" }, run.status),
@@ -171,7 +172,7 @@ function sidesAndComparison(run, comparison, tag) {
       h("h3", {}, `${a.role === "baseline" ? "Baseline" : "Candidate"}: ${a.draft ? "the draft" : "v" + a.version}${a.model_profile_id ? " · " + a.model_profile_id : ""}`),
       s.could_not_run ? h("p", { class: "verdict bad" }, `Could not run: ${s.could_not_run}`) :
         h("p", { class: "side-rate", title: `first answers: ${pct(q.first_pass_rate)}` }, `Pass rate ${pct(q.pass_rate)} · ${q.passed ?? 0}/${q.cases ?? 0} passed`),
-      h("p", { class: "muted" }, `${q.ungraded ? plural(q.ungraded, "answer") + " ungraded · " : ""}cost ${usd(e.cost_usd)} · p50 ${e.latency_p50_ms ?? "—"} ms`));
+      h("p", { class: "muted" }, `${q.ungraded ? plural(q.ungraded, "answer") + " ungraded · " : ""}cost ${usd(e.cost_usd)} · p50 ${ms(e.latency_p50_ms)}${e.latency_p95_ms !== null && e.latency_p95_ms !== undefined ? ` · p95 ${ms(e.latency_p95_ms)}` : ""}`));
   }));
   const tagPicker = tags.size ? h("div", { class: "field" },
     h("label", { for: "tag" }, "Tag"),
@@ -246,7 +247,7 @@ function caseDetails(c, arms) {
       return h("div", { class: "side-answers", "data-arm": a.arm_id },
         h("h4", {}, `${a.role}: ${side.settled}`),
         (side.attempts || []).map((t) => h("div", { class: "attempt" },
-          h("p", { class: "muted" }, `try ${t.attempt} · ${t.state}${t.model ? " · " + t.model : ""}${t.latency_ms !== undefined ? ` · ${Math.round(t.latency_ms)} ms` : ""}`),
+          h("p", { class: "muted" }, `try ${t.attempt} · ${t.state}${t.model ? " · " + t.model : ""}${t.latency_ms !== undefined && t.latency_ms !== null ? ` · ${ms(t.latency_ms)}` : ""}`),
           h("pre", {}, t.answer || (t.error ? `error: ${t.error}` : "")),
           (t.calls || []).length ? h("pre", {}, JSON.stringify(t.calls, null, 2)) : null,
           (t.scores || []).map((s) => h("p", { class: "reason" }, `${s.scorer}: ${s.passed === null ? "not graded" : s.passed ? "passed" : "failed"} — ${s.reason || ""}`)))));

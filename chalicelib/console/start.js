@@ -1,4 +1,4 @@
-// The Run evals dialog (seed 004 "In the console"): it opens on the obvious answer, prices the
+// The Run evals dialog: it opens on the obvious answer, prices the
 // run as its fields settle, and starts only from the button that names the amount.
 import { api, get, h, href, usd, when, errorBox, showDialog, cancelButton, cancelled } from "./lib.js";
 

@@ -1,26 +1,7 @@
 // A suite's page (/agents/{a}/suites/{s}): what it checks, when, against which bar, its state, and
-// every result with why it fell short, the cases it broke and the run behind it (seed 004).
-import { get, h, href, show, pct, usd, when } from "./lib.js";
-
-function schedule(triggers) {
-  const t = triggers || {};
-  const parts = [];
-  if (t.schedule && t.schedule.cron) parts.push(`on the schedule ${t.schedule.cron}${t.schedule.timezone ? ` (${t.schedule.timezone})` : ""}`);
-  if (t.on_publish) parts.push("when a version is published");
-  if (t.on_promotion) parts.push("before a promotion");
-  if (t.on_dependency_change) parts.push("when what it depends on changes");
-  return parts.length ? parts.join("; ") : "only when started by hand";
-}
-
-function threshold(t) {
-  const x = t || {};
-  const parts = [];
-  if (x.min_pass_rate !== undefined && x.min_pass_rate !== null) parts.push(`pass rate at least ${pct(x.min_pass_rate)}`);
-  if (x.max_regressions !== undefined && x.max_regressions !== null) parts.push(`at most ${x.max_regressions} confirmed regressions`);
-  if (x.max_cost_per_pass_rise_pct !== undefined && x.max_cost_per_pass_rise_pct !== null) parts.push(`cost per passed case rising at most ${x.max_cost_per_pass_rise_pct}%`);
-  if (x.max_p95_latency_rise_pct !== undefined && x.max_p95_latency_rise_pct !== null) parts.push(`p95 latency rising at most ${x.max_p95_latency_rise_pct}%`);
-  return parts.length ? parts.join(", ") : "no bar set";
-}
+// every result with why it fell short, the cases it broke and the run behind it.
+import { get, h, href, show, usd, when, crumbs } from "./lib.js";
+import { thresholdWords, triggerWords } from "./words.js";
 
 const WORDS = { passed: "Passed", failed: "Failed", inconclusive: "Inconclusive", error: "Error",
   baseline_set: "Baseline set", not_run: "Not run" };
@@ -45,9 +26,9 @@ export async function render(ctx) {
     h("dt", {}, "Agent"), h("dd", {}, h("a", { href: href("agents", agentId) }, (agent && agent.name) || agentId)),
     h("dt", {}, "Dataset"), h("dd", {}, h("a", { href: href("datasets", suite.dataset_id) }, (dataset && dataset.name) || suite.dataset_id),
       suite.dataset_version ? ` (pinned to v${suite.dataset_version})` : " (its latest version)"),
-    h("dt", {}, "Runs"), h("dd", {}, schedule(suite.triggers),
+    h("dt", {}, "Runs"), h("dd", { id: "suite-schedule" }, triggerWords(suite.triggers),
       suite.next_fire_at ? ` · next ${when(suite.next_fire_at)}` : ""),
-    h("dt", {}, "Threshold"), h("dd", {}, threshold(suite.threshold)),
+    h("dt", {}, "Threshold"), h("dd", { id: "suite-threshold" }, thresholdWords(suite.threshold) || "no bar set"),
     h("dt", {}, "Environment"), h("dd", {}, suite.environment_id || "default", suite.guards ? " · guards promotions onto it" : ""),
     suite.max_run_usd !== null && suite.max_run_usd !== undefined ? [h("dt", {}, "Most a run may cost"), h("dd", {}, usd(suite.max_run_usd))] : null,
     h("dt", {}, "State"), h("dd", { id: "suite-state", class: suite.paused ? "verdict bad" : "" }, state,
@@ -74,5 +55,7 @@ export async function render(ctx) {
       render(ctx);
     } }, "Show more results"))
     : null;
-  show(suite.name || suiteId, h("h1", {}, suite.name || suiteId), facts, h("h2", {}, "Results"), table, more);
+  const trail = crumbs(["Agents", href("agents")], [(agent && agent.name) || agentId, href("agents", agentId)],
+    [suite.name || suiteId]);
+  show(suite.name || suiteId, trail, h("h1", {}, suite.name || suiteId), facts, h("h2", {}, "Results"), table, more);
 }

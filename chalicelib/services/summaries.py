@@ -12,14 +12,16 @@ The runs are not read: the transaction that completes a run keeps its evaluation
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.domain import access
 from chalicelib.domain.enums import Verdict
-from chalicelib.domain.history import LatestRow, subject_of, verdict_of
+from chalicelib.domain.history import LatestResult, LatestRow, subject_of, verdict_of
 from chalicelib.domain.identity import Identity
+from chalicelib.domain.records import Agent
 from chalicelib.domain.run_rules import verdict_word
 from chalicelib.errors import InvalidInputError
 
@@ -85,33 +87,120 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[AgentSumm
         raise refused
     keys = {(agent_id, _row(version).key) for agent_id, version in asked}
     rows = c.runs.history(who.org_id, sorted(keys))
+    return [_summary(who, known[agent_id], version, rows) for agent_id, version in asked]
+
+
+def _seen(who: Identity, row: Any) -> list[LatestResult]:
+    """The latest results of a history row over the datasets the reader may open: a run over
+    another is not theirs to count, nor to be named (seed 004 "Access")."""
+    results = row.results.values() if isinstance(row, LatestRow) else ()
+    return [r for r in results if who.sees("dataset", r.dataset_id)]
+
+
+def _summary(
+    who: Identity, agent: Agent, version: int | str, rows: Mapping[tuple[str, str], Any]
+) -> AgentSummary:
+    """The verdict beside `version` of `agent` from the history `rows` read."""
+    results = _seen(who, rows.get((agent.agent_id, _row(version).key)))
+    totals = verdict_of(results, draft=version == "draft", draft_spec_hash=agent.draft_spec_hash)
+    return AgentSummary(
+        agent_id=agent.agent_id,
+        version=version,
+        total=totals.total,
+        passed=totals.passed,
+        evaluations=totals.evaluations,
+        last_completed_at=totals.last_completed_at,
+        stale=totals.stale,
+        verdict=verdict_word(totals.total, totals.passed),
+        run_ids=totals.run_ids,
+    )
+
+
+@dataclass(frozen=True)
+class LastRun:
+    """The newest completed run behind an agent's live or draft verdict."""
+
+    run_id: str
+    dataset_id: str
+    completed_at: str
+    version: int | str
+    """The version it tested: a number or `"draft"`."""
+
+
+@dataclass(frozen=True)
+class AgentOverview:
+    """What a list of agents shows beside each one (the console's Agents page).
+
+    `draft_differs`: the draft's spec is not the latest version's (True while nothing is
+    published). `live` and `draft`: the verdicts beside the live version (None while nothing is
+    published) and beside the draft, None both when the reader may not read runs (`runs:view`).
+    `last_run`: the newest completed run behind either verdict, None when there is none or the
+    reader may not read runs."""
+
+    agent_id: str
+    live_version: int | None
+    draft_differs: bool
+    live: AgentSummary | None
+    draft: AgentSummary | None
+    last_run: LastRun | None
+
+
+def overview(c: Container, who: Identity, agents: Sequence[Agent]) -> list[AgentOverview]:
+    """One `AgentOverview` per agent of `agents` (rows the caller read and may see), in order.
+
+    Bounded reads, whatever the agents' history: the latest versions' rows (for their spec
+    hashes) and the live version's and the draft's `LatestRow` of each agent, each in batches of
+    at most 100 keys; nothing when `agents` is empty. The live version is the agent's
+    `live_version`, its latest while none was chosen."""
+    if not agents:
+        return []
+    published = [(a.agent_id, int(a.latest_version)) for a in agents if a.latest_version]
+    versions = c.agents.get_versions(who.org_id, published) if published else {}
+    reads_runs = who.may(access.RUNS_VIEW)
+    rows: Mapping[tuple[str, str], Any] = {}
+    if reads_runs:
+        keys = {(a.agent_id, _row("draft").key) for a in agents}
+        keys |= {(a.agent_id, _row(v).key) for a in agents if (v := _live(a))}
+        rows = c.runs.history(who.org_id, sorted(keys))
     out = []
-    for agent_id, version in asked:
-        row = rows.get((agent_id, _row(version).key))
-        # A run over a dataset the reader may not open is not theirs to count, nor to be named
-        # (seed 004 "Access"): the verdict is of the datasets they see.
-        results = [
-            r
-            for r in (row.results.values() if isinstance(row, LatestRow) else ())
-            if who.sees("dataset", r.dataset_id)
-        ]
-        totals = verdict_of(
-            results, draft=version == "draft", draft_spec_hash=known[agent_id].draft_spec_hash
-        )
+    for a in agents:
+        latest = versions.get((a.agent_id, int(a.latest_version or 0)))
+        live_version = _live(a)
+        live = _summary(who, a, live_version, rows) if reads_runs and live_version else None
+        draft = _summary(who, a, "draft", rows) if reads_runs else None
         out.append(
-            AgentSummary(
-                agent_id=agent_id,
-                version=version,
-                total=totals.total,
-                passed=totals.passed,
-                evaluations=totals.evaluations,
-                last_completed_at=totals.last_completed_at,
-                stale=totals.stale,
-                verdict=verdict_word(totals.total, totals.passed),
-                run_ids=totals.run_ids,
+            AgentOverview(
+                agent_id=a.agent_id,
+                live_version=live_version,
+                draft_differs=latest is None or latest.spec_hash != a.draft_spec_hash,
+                live=live,
+                draft=draft,
+                last_run=_last_run(who, a, live_version, rows) if reads_runs else None,
             )
         )
     return out
+
+
+def _live(agent: Agent) -> int | None:
+    """The version the agent serves: `live_version`, else its latest, else None."""
+    return int(agent.live_version or agent.latest_version or 0) or None
+
+
+def _last_run(
+    who: Identity, agent: Agent, live_version: int | None, rows: Mapping[tuple[str, str], Any]
+) -> LastRun | None:
+    """The newest completed run (`LatestResult.is_newer_than`) of the live version's and the
+    draft's latest results the reader may see."""
+    found: tuple[LatestResult, int | str] | None = None
+    versions: list[int | str] = ["draft", *([live_version] if live_version else [])]
+    for version in versions:
+        for r in _seen(who, rows.get((agent.agent_id, _row(version).key))):
+            if found is None or r.is_newer_than(found[0]):
+                found = (r, version)
+    if found is None:
+        return None
+    r, version = found
+    return LastRun(r.run_id, r.dataset_id, r.completed_at, version)
 
 
 def _entry(i: int, entry: Any) -> tuple[str, int | str]:

@@ -48,7 +48,7 @@ def test_a_guard_holding_production_back_is_a_second_badge(stack, page, console_
         suite = page.locator("#suites-heading + ul li")
         expect(suite).to_have_count(1)
         expect(suite).to_contain_text("production guard")
-        expect(suite).to_contain_text("min pass rate 50.0%")
+        expect(suite).to_contain_text("pass rate at least 50.0%")
         shot(page, "agent-waiting-for-evals")
         page.get_by_role("button", name="Test draft").click()
         expect(page.get_by_label("What runs")).to_have_value("draft")

@@ -200,7 +200,7 @@ def test_a_suites_page_says_when_it_runs_its_bar_and_every_result_with_why(
     page.goto(console_url(lists.api, f"/agents/{lists.good}/suites/{suite['suite_id']}"))
     expect(page.get_by_role("heading", level=1)).to_have_text("Nightly check")
     facts = page.locator("dl.facts")
-    expect(facts).to_contain_text("on the schedule 0 3 * * * (UTC)")
+    expect(facts).to_contain_text("every day at 03:00 UTC")
     expect(facts).to_contain_text("pass rate at least 50.0%")
     expect(facts.get_by_role("link", name="t", exact=True)).to_have_attribute(
         "href", f"/datasets/{lists.dataset_id}"

@@ -10,7 +10,16 @@ from playwright.sync_api import expect
 
 from tests.browser.worlds import World
 
-PAGES = ["/", "/evals", "/agents/agt_x", "/agents/agt_x/suites/ste_y", "/runs/run_z", "/datasets/d"]
+PAGES = [
+    "/",
+    "/evals",
+    "/agents",
+    "/datasets",
+    "/agents/agt_x",
+    "/agents/agt_x/suites/ste_y",
+    "/runs/run_z",
+    "/datasets/d",
+]
 
 
 def test_a_token_in_the_address_signs_in_and_leaves_the_address(

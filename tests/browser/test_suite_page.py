@@ -51,7 +51,7 @@ def test_a_failing_suite_says_why_which_cases_broke_fits_at_200_percent_and_open
         page.goto(console_url(api, f"/agents/{agent}"))
         card = page.locator(f'[data-suite-id="{suite["suite_id"]}"]')
         expect(card.get_by_role("link", name="Smoke")).to_have_attribute("href", f"/datasets/{ds}")
-        expect(card).to_contain_text("on publish")
+        expect(card).to_contain_text("runs when a version is published")
         expect(card).to_contain_text("last failed")
         card.get_by_role("link", name="On publish").click()
         page.wait_for_url(f"**/suites/{suite['suite_id']}")

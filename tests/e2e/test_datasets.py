@@ -381,3 +381,28 @@ def test_concurrent_imports_never_mix_their_cases_into_one_version(api):
             sorted(c["case_id"] for c in bodies["a"]),
             sorted(c["case_id"] for c in bodies["b"]),
         )
+
+
+def test_the_list_gives_each_dataset_its_latest_version_s_cases_and_scoring(api, new_api):
+    empty = new_dataset(api, "empty")
+    grown = new_dataset(api, "grown")
+    add_version(api, grown, scoring={"required": ["equals"]}, cases=cases(2))
+    add_version(api, grown, scoring={"required": ["contains"]}, cases=cases(3))
+    listed = {d["dataset_id"]: d for d in api.ok("GET", "/api/v1/datasets")["datasets"]}
+    assert [d["name"] for d in api.ok("GET", "/api/v1/datasets")["datasets"]] == [
+        "grown",
+        "empty",
+    ]  # newest first
+    assert listed[empty]["latest_version"] is None and "version" not in listed[empty]
+    latest = listed[grown]["version"]
+    assert (listed[grown]["latest_version"], latest["version"], latest["case_count"]) == (2, 2, 3)
+    assert latest["scoring"] == api.ok("GET", f"/api/v1/datasets/{grown}")["version"]["scoring"]
+    assert latest["scoring"]["required"] == ["contains"]
+    # a reader sees only the datasets they may open, each as the list gives it
+    guest = new_api(org_id=api.org_id, user_id="guest@example.com", role="guest")
+    api.ok(
+        "PUT",
+        f"/api/v1/members/{guest.user_id}/grants/dataset/{grown}",
+        json={"permissions": ["datasets:view"]},
+    )
+    assert guest.ok("GET", "/api/v1/datasets")["datasets"] == [listed[grown]]

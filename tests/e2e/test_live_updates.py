@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from chalicelib.api import views
+from chalicelib.api import run_views
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Attempt
@@ -36,17 +36,19 @@ def test_an_attempt_that_commits_after_a_later_keyed_one_is_not_skipped(api, con
     row = container.runs.get(api.org_id, run["run_id"])
     container.runs.put_attempt_counted(row, _attempt(run["run_id"], "c001", t0 + 100), t0)
     frozen.advance(milliseconds=150)
-    first = views.events_view(run_service.events(container, who, run["run_id"], after="", wait_s=0))
+    first = run_views.events_view(
+        run_service.events(container, who, run["run_id"], after="", wait_s=0)
+    )
     assert first["events"] == [], (
         "handed out an attempt while an earlier-keyed one could still commit"
     )
     container.runs.put_attempt_counted(row, _attempt(run["run_id"], "c000", t0 + 50), t0)
     frozen.advance(seconds=2.5)
-    second = views.events_view(
+    second = run_views.events_view(
         run_service.events(container, who, run["run_id"], after=first["cursor"], wait_s=0)
     )
     assert [e["case_id"] for e in second["events"]] == ["c000", "c001"]
-    third = views.events_view(
+    third = run_views.events_view(
         run_service.events(container, who, run["run_id"], after=second["cursor"], wait_s=0)
     )
     assert third["events"] == [] and third["cursor"] == second["cursor"]

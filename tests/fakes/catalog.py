@@ -179,6 +179,15 @@ class FakeAgents:
     def get_version(self, org_id: str, agent_id: str, version: int) -> AgentVersion | None:
         return self.versions.get((org_id, agent_id, version))
 
+    def get_versions(
+        self, org_id: str, keys: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], AgentVersion]:
+        return {
+            (a, v): self.versions[(org_id, a, v)]
+            for a, v in keys
+            if (org_id, a, v) in self.versions
+        }
+
     def list_versions(self, org_id: str, agent_id: str) -> builtins.list[AgentVersion]:
         return sorted(
             (
@@ -316,6 +325,17 @@ class FakeDatasets:
             if org == org_id and v == 0 and (org, ds) not in self.deleting
         ]
         return sorted(headers, key=lambda d: d.created_at, reverse=True)
+
+    def list_with_latest(self, org_id: str) -> builtins.list[tuple[Dataset, Dataset | None]]:
+        return [
+            (
+                h,
+                self.kept.get((org_id, h.dataset_id, h.latest_version))
+                if h.latest_version
+                else None,
+            )
+            for h in self.list(org_id)
+        ]
 
     def start_deleting(self, org_id: str, dataset_id: str, at: str) -> tuple[Dataset, bool]:
         found = self.kept.get((org_id, dataset_id, 0))

@@ -372,7 +372,7 @@ def test_a_cursor_nested_too_deeply_is_a_400_naming_the_cursor(api):
 
 @pytest.mark.parametrize(
     "path",
-    ["/api/v1/nope", "/nope", "/api/v2/agents", "/api/v1/agents/a/b/c/d/e/f", "/favicon.ico"],
+    ["/api/v1/nope", "/nope", "/api/v2/agents", "/api/v1/agents/a/b/c/d/e/f", "/favicon.png"],
 )
 def test_an_unknown_route_is_404_in_the_api_shape_and_never_echoes_the_token(api, path):
     token = api.http.headers["Authorization"].split(" ", 1)[1]

@@ -47,6 +47,9 @@ GONE = ("pydantic_settings",)
 BUS = "chalicelib.services.messagebus"
 """The one service module every function imports as it starts (`startup.start` wires the bus)."""
 
+AREAS = ("access", "agents", "org", "datasets", "runs", "secrets")
+"""The route modules of `chalicelib.api.routes`, each binding its services and views lazily."""
+
 
 def _handlers() -> dict[str, str]:
     from app import app
@@ -159,6 +162,7 @@ def test_the_api_handler_starts_with_the_routes_and_no_service_view_worker_or_he
     assert not _loaded(modules, HEAVY + AWS + GONE)
     # each service and the views come with the first request that needs them
     assert "chalicelib.api.views" not in modules
+    assert "chalicelib.api.run_views" not in modules
     assert not [m for m in modules if m.startswith("chalicelib.services.") and m != BUS]
     assert not [m for m in modules if m.startswith("chalicelib.workers")]
 
@@ -182,7 +186,13 @@ def test_the_api_function_serves_every_route_the_deployment_declares():
     assert int(sources) == 0 and len(app.event_sources) == 5
 
 
-@pytest.mark.parametrize("module", ["chalicelib.api.routes", "chalicelib.api.common"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        *(f"chalicelib.api.routes.{area}" for area in AREAS),
+        "chalicelib.api.common",
+    ],
+)
 def test_each_lazy_module_is_the_one_type_checking_imports(module):
     """`LazyModule("x.y")` stands for what `from x import y as name` imports under
     `TYPE_CHECKING`: the same name bound to the same module, and that module exists."""

@@ -3,7 +3,7 @@ answer, from frozen records, hand-checked field by field."""
 
 from __future__ import annotations
 
-from chalicelib.api import views
+from chalicelib.api import run_views, views
 from chalicelib.domain.enums import ArmRole, Verdict
 from chalicelib.domain.records import Attempt
 from chalicelib.services.grading import GradeAgain, Regraded, Rescore
@@ -48,7 +48,7 @@ def test_a_run_view_shows_its_pins_costs_arms_without_specs_and_the_kept_outcome
         outcome=an_outcome(total=2, passed=2, arms={"candidate": result}),
         expected=4,
     )
-    assert views.run_view(run) == {
+    assert run_views.run_view(run) == {
         "run_id": "r1",
         "agent_id": "a",
         "evaluation_id": "implied~a~d",
@@ -98,6 +98,7 @@ def test_a_run_view_shows_its_pins_costs_arms_without_specs_and_the_kept_outcome
                 "draft": False,
                 "spec_hash": "h3",
                 "model_profile_id": None,
+                "model": "m",  # the model its spec names
             },
             {
                 "arm_id": "baseline",
@@ -106,6 +107,7 @@ def test_a_run_view_shows_its_pins_costs_arms_without_specs_and_the_kept_outcome
                 "draft": False,
                 "spec_hash": "h2",
                 "model_profile_id": None,
+                "model": "m",
                 "answers": False,
                 "rerun": True,
                 "source_run_id": "r0",
@@ -179,13 +181,13 @@ def test_a_run_read_adds_what_is_left_to_grade_and_every_attempt() -> None:
         recorded_at="t",
     )
     live = {"candidate": an_arm_result(cases=1)}
-    read = views.run_read_view(RunRead(run, live, ["r1:candidate#c1#001:judge"], [attempt]))
+    read = run_views.run_read_view(RunRead(run, live, ["r1:candidate#c1#001:judge"], [attempt]))
     assert (
         read["summaries"] == {"candidate": live["candidate"].as_json()} and read["outcome"] is None
     )
     assert read["ungraded_score_ids"] == ["r1:candidate#c1#001:judge"]
-    assert read["results"] == [views.attempt_view(attempt)]
-    assert "results" not in views.run_read_view(RunRead(run, None, [], None))
+    assert read["results"] == [run_views.attempt_view(attempt)]
+    assert "results" not in run_views.run_read_view(RunRead(run, None, [], None))
 
 
 def test_an_attempt_view_scores_the_decided_scores_and_gives_money_in_usd() -> None:
@@ -219,7 +221,7 @@ def test_an_attempt_view_scores_the_decided_scores_and_gives_money_in_usd() -> N
         model="m",
         recorded_at="2026-12-01T08:30:00.000Z",
     )
-    assert views.attempt_view(attempt) == {
+    assert run_views.attempt_view(attempt) == {
         "attempt_key": "candidate#c1#002",
         "arm_id": "candidate",
         "case_id": "c1",
@@ -325,8 +327,8 @@ def test_a_grade_again_view_says_what_each_score_came_to_and_what_it_cost() -> N
             {"score_id": "r1:a#c3#001:judge", "skipped": "graded meanwhile"},
         ],
     }
-    assert views.grade_again_view(done) == expected
-    assert views.rescore_view(Rescore("ds", [done, done])) == {
+    assert run_views.grade_again_view(done) == expected
+    assert run_views.rescore_view(Rescore("ds", [done, done])) == {
         "dataset_id": "ds",
         "runs": [expected, expected],
         "graded": 2,

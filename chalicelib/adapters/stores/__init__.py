@@ -30,11 +30,11 @@ from chalicelib.adapters.stores.base import (
 )
 from chalicelib.adapters.stores.catalog import (
     AgentStore,
-    DatasetStore,
     EvaluationStore,
     JudgeStore,
     ModelProfileStore,
 )
+from chalicelib.adapters.stores.datasets import DatasetStore
 from chalicelib.adapters.stores.ledger import RecordConflict, RecordOutcome, RunStore
 from chalicelib.adapters.stores.tenants import (
     OrganizationStore,

@@ -1,5 +1,5 @@
 """Ports of what an organization defines: environments, agents and versions, model profiles,
-judges, datasets, evaluations (implemented by `chalicelib.adapters.stores.catalog` /
+judges, datasets, evaluations (implemented by `chalicelib.adapters.stores.catalog` and `.datasets` /
 `.automation`)."""
 
 from __future__ import annotations
@@ -89,6 +89,12 @@ class Agents(Protocol):
     def get_version(self, org_id: str, agent_id: str, version: int) -> AgentVersion | None:
         """A published version of the organization's agent, None when it has no such version."""
 
+    def get_versions(
+        self, org_id: str, keys: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], AgentVersion]:
+        """The published versions named by `(agent_id, version)`, by that key, read in batches of
+        at most 100 keys; a key with no such version is left out."""
+
     def list_versions(self, org_id: str, agent_id: str) -> builtins.list[AgentVersion]:
         """The agent's published versions, newest first."""
 
@@ -155,6 +161,10 @@ class Datasets(Protocol):
 
     def list(self, org_id: str) -> builtins.list[Dataset]:
         """The organization's dataset headers, newest first (not those being deleted)."""
+
+    def list_with_latest(self, org_id: str) -> builtins.list[tuple[Dataset, Dataset | None]]:
+        """`list`, each header with its latest ready version (None while it has none), read by
+        the same request(s) as the headers."""
 
     def start_deleting(self, org_id: str, dataset_id: str, at: str) -> tuple[Dataset, bool]:
         """Mark the dataset as being deleted at `at` (ISO): from then on it reads as gone, and no

@@ -1,4 +1,4 @@
-"""The pass-rate chart drawn as inline SVG (seed 004 "In the console"): the page inserts `svg`
+"""The pass-rate chart drawn as inline SVG (docs/guides/console.md): the page inserts `svg`
 into `<figure id="chart">` as it comes, so it draws without a charting script.
 
 Scaled by its viewBox (width 100 %), so it stays sharp and readable at 200 % zoom. Every point is

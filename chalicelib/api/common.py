@@ -1,6 +1,6 @@
 """What every route shares: bearer-token identity, JSON bodies, and error → HTTP mapping.
 
-Chalice's REST middleware never sees exceptions raised in views (DESIGN §11), so mapping is a
+Chalice's REST middleware never sees exceptions raised in views, so mapping is a
 decorator on each view: `@api_view(bp)`.
 """
 
@@ -257,7 +257,7 @@ _KIND_OF_PARAM = {"agent_id": "agent", "dataset_id": "dataset"}
 def check_needs(
     who: Identity, needs: tuple[Need, ...], params: Mapping[str, Any], what: str
 ) -> None:
-    """Check a route's `needs` in order (seed 004 "Access"). Raises NotFoundError or
+    """Check a route's `needs` in order (docs/reference/access.md). Raises NotFoundError or
     ForbiddenError."""
     for need in needs:
         if isinstance(need, str):

@@ -1,4 +1,4 @@
-"""The console (seed 004 "In the console"): its pages and assets, served by assay itself.
+"""The console (docs/guides/console.md): its pages and assets, served by assay itself.
 
 Every page is the same shell: it names no tenant data, so it is public (no token) and the same for
 every organization. The shell's script signs in from the address's fragment (`#token=...`, which
@@ -55,13 +55,13 @@ def page(depth: int) -> Response:
 
 @bp.route("/", methods=["GET"])
 def dashboard() -> Response:
-    """The dashboard: its Eval runs card (seed 004)."""
+    """The dashboard: its Eval runs card (docs/guides/console.md)."""
     return page(1)
 
 
 @bp.route("/evals", methods=["GET"])
 def eval_runs() -> Response:
-    """Eval runs: every run the reader may see, newest first (seed 004)."""
+    """Eval runs: every run the reader may see, newest first (docs/guides/console.md)."""
     return page(1)
 
 

@@ -86,7 +86,7 @@ def rescore_view(done: Rescore) -> dict[str, Any]:
 def progress_view(run: Run) -> dict[str, Any]:
     """A run's progress (`GET /eval-runs/{id}/progress`, `GET /api/evaluations/progress/{id}`, and
     `progress` of a run and of its events): recorded results against the total, read from the
-    database (seed 001 "Progress"); `fraction` 0..1, `in_flight` the slots it holds."""
+    database (docs/guides/by-hand.md); `fraction` 0..1, `in_flight` the slots it holds."""
     expected, recorded = int(run.expected), int(run.recorded)
     return {
         "run_id": run.run_id,
@@ -133,7 +133,8 @@ def arm_view(arm: Arm) -> dict[str, Any]:
 
 def summary_view(result: ArmResult) -> dict[str, Any]:
     """One arm's summary (each of `summaries` of `GET /eval-runs/{id}`): `{quality, efficiency,
-    tags, could_not_run, judges}` as the outcome keeps it (seed 004 "Results"), money in USD."""
+    tags, could_not_run, judges}` as the outcome keeps it (docs/concepts/verdicts.md), money in
+    USD."""
     return result.as_json()
 
 
@@ -152,8 +153,8 @@ def _sides(run: Run) -> tuple[str, str | None]:
 
 def run_view(run: Run, *, summaries: dict[str, ArmResult] | None = None) -> dict[str, Any]:
     """A run header (`POST /agents/{id}/eval-runs` adds `warnings`, `POST .../cancel`, each of the
-    listings; `GET /eval-runs/{id}` adds more): its pins (`evaluation_id`, and seed 001's
-    `agentId` and `resolvedAgentVersion` beside `agent_id` and `resolved_version`), times,
+    listings; `GET /eval-runs/{id}` adds more): its pins (`evaluation_id`, and the evaluation
+    routes' `agentId` and `resolvedAgentVersion` beside `agent_id` and `resolved_version`), times,
     `progress`, costs in USD, tokens, arms without their specs, the kept outcome without its
     `arms`, `summaries` per arm (the outcome's, or `summaries` computed now for a run without
     one), `tested` ("v4 against v3", "The draft alone") and `verdict_phrase` ("Breaks 2", "First
@@ -424,7 +425,7 @@ def spec_changes_view(run_id: str, found: SpecChanges) -> dict[str, Any]:
     """What changed between the specs a run tested (`GET /eval-runs/{id}/spec-changes`):
     `{run_id, candidate, baseline, changes, left_out}`; each side `{arm_id, version, draft,
     spec_hash}`, each change `{path, change, before, after, lines, cut}`, `left_out` the changes
-    past the first `domain.spec_diff.MAX_CHANGES` (seed 004 "In the console")."""
+    past the first `domain.spec_diff.MAX_CHANGES` (docs/guides/console.md)."""
     return {
         "run_id": run_id,
         "candidate": _side(found.candidate),
@@ -435,7 +436,7 @@ def spec_changes_view(run_id: str, found: SpecChanges) -> dict[str, Any]:
 
 
 def chart_view(chart: Chart) -> dict[str, Any]:
-    """The pass-rate chart (`GET …/eval-runs/chart`, seed 004 "In the console"): `svg` to insert
+    """The pass-rate chart (`GET …/eval-runs/chart`, docs/guides/console.md): `svg` to insert
     inline, the window (`last`, `measured`, `shown`, `switch`), the lines and the points (x the
     index oldest first, y the pass rate 0..1)."""
     return {

@@ -103,7 +103,8 @@ class StartRun(Body):
     environment_id: Ref | None = None
     """The environment whose test connections the cases use."""
     paired_baseline: StrictBool = False
-    """Run the version before the candidate in the same run, as the baseline (seed 004)."""
+    """Run the version before the candidate in the same run, as the baseline
+    (docs/concepts/verdicts.md)."""
     reruns: StrictInt | None = Field(None, ge=0, le=5)
     """Reruns of each flipped case on both sides (default EVAL_RERUNS); a baseline needs >= 1.
     For a stability run: how often every case is asked again (default 1)."""
@@ -114,8 +115,9 @@ class StartRun(Body):
     stability: StrictBool = False
     """Measure how steady the answers are: every case asked, then asked again; nothing compared."""
     evaluation_id: Ref | None = None
-    """The evaluation the run belongs to (seed 001): the run takes its version selector, and must
-    be of its agent and dataset. Absent: the evaluation the agent and dataset imply."""
+    """The evaluation the run belongs to (docs/guides/by-hand.md): the run takes its version
+    selector, and must be of its agent and dataset. Absent: the evaluation the agent and dataset
+    imply."""
 
 
 class StartEvaluationRun(Body):
@@ -127,7 +129,8 @@ class StartEvaluationRun(Body):
     environment_id: Ref | None = None
     """The environment whose test connections the cases use."""
     paired_baseline: StrictBool = False
-    """Run the version before the candidate in the same run, as the baseline (seed 004)."""
+    """Run the version before the candidate in the same run, as the baseline
+    (docs/concepts/verdicts.md)."""
     reruns: StrictInt | None = Field(None, ge=0, le=5)
     """Reruns of each flipped case on both sides (default EVAL_RERUNS); a baseline needs >= 1."""
     baseline_run_id: Ref | None = None
@@ -334,7 +337,7 @@ class AgentRunsQuery(Page):
 
 
 class ChartQuery(Query):
-    """`GET …/eval-runs/chart` (seed 004 "In the console")."""
+    """`GET …/eval-runs/chart` (docs/guides/console.md)."""
 
     last: Literal["10", "30", "all"] = "10"
     """Which measured runs the chart shows: the last 10, the last 30 or every one."""

@@ -513,9 +513,10 @@ def recording_view(meta: RecordingMeta) -> dict[str, Any]:
 
 
 def agent_summary_view(summary: AgentSummary) -> dict[str, Any]:
-    """The verdict beside one agent version (each of `summaries` of `POST /agents/summaries` and
-    seed 000's path): `{agent_id, agentId (the same, seed 000's name), version, total, passed,
-    failed, evaluations, last_completed_at, stale, verdict, run_ids}`."""
+    """The verdict beside one agent version (each of `summaries` of `POST /api/v1/agent-summaries`
+    and `POST /api/evaluations/agent-summaries`): `{agent_id, agentId (the same, under the name
+    the evaluation routes use), version, total, passed, failed, evaluations, last_completed_at,
+    stale, verdict, run_ids}`."""
     return {
         "agent_id": summary.agent_id,
         "agentId": summary.agent_id,

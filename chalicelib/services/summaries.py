@@ -1,8 +1,8 @@
-"""Agent summaries: the verdict word beside an agent version (seed 000 "Verdicts").
+"""Agent summaries: the verdict word beside an agent version (docs/concepts/verdicts.md).
 
-An evaluation is what measured a version (seed 001): the implied evaluation of each dataset it was
-run on, and each explicit evaluation of it. Each evaluation contributes its latest
-completed run only, matched on the run's pinned version (exact match; a draft matches runs of
+An evaluation is what measured a version (docs/guides/by-hand.md): the implied evaluation of
+each dataset it was run on, and each explicit evaluation of it. Each evaluation contributes its
+latest completed run only, matched on the run's pinned version (exact match; a draft matches runs of
 the draft), and the contributions are summed. Staleness applies to drafts only: a run whose
 spec hash differs from the draft as it is now tested something that no longer exists.
 
@@ -92,7 +92,7 @@ def summarize_agents(c: Container, who: Identity, agents: Any) -> list[AgentSumm
 
 def _seen(who: Identity, row: Any) -> list[LatestResult]:
     """The latest results of a history row over the datasets the reader may open: a run over
-    another is not theirs to count, nor to be named (seed 004 "Access")."""
+    another is not theirs to count, nor to be named (docs/reference/access.md)."""
     results = row.results.values() if isinstance(row, LatestRow) else ()
     return [r for r in results if who.sees("dataset", r.dataset_id)]
 

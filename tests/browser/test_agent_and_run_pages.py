@@ -1,6 +1,6 @@
-"""An agent's Evals tab and a run's page in a real headless Chromium, on the demo's data (seed 004
-"In the console"): four real models' GSM8K answers as versions 1-4, v4 against v3, and a draft
-(v1's model again) against v4 that breaks cases."""
+"""An agent's Evals tab and a run's page in a real headless Chromium, on the demo's data
+(docs/guides/console.md): four real models' GSM8K answers as versions 1-4, v4 against v3, and a
+draft (v1's model again) against v4 that breaks cases."""
 
 from __future__ import annotations
 

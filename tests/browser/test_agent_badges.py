@@ -1,4 +1,4 @@
-"""The agent page's badges (seed 004 "In the console"): "Draft differs from vN" with Test draft,
+"""The agent page's badges (docs/guides/console.md): "Draft differs from vN" with Test draft,
 and "production on v1 (waiting for evals)" while production's guard holds a promotion back; the
 Suites card names the guard. The pollers are paused so the promotion stands waiting."""
 

@@ -1,4 +1,4 @@
-"""The chart over a longer history in the browser (seed 004 "In the console"): the 10 / 30 / all
+"""The chart over a longer history in the browser (docs/guides/console.md): the 10 / 30 / all
 switch kept in the address through Back and a reload, and the axis across several days and within
 one past day. The history is copies of one real completed run, written into the tables as
 `bench.history` writes its own, at chosen times."""

@@ -1,4 +1,4 @@
-"""An agent measured on two datasets, in the browser (seed 004 "In the console"): a line per dataset
+"""An agent measured on two datasets, in the browser (docs/guides/console.md): a line per dataset
 with its own dash, a point's colour for each kind of result (red broke, amber broke and fixed,
 neutral neither), oldest left, a run that could not run left out of the trend but listed; and on a
 run's page a tag that reads the sides, the comparison and the cases under it while the verdict

@@ -1,4 +1,4 @@
-"""Answers the judge failed to grade, on a run's page (seed 004 "In the console"): they say why,
+"""Answers the judge failed to grade, on a run's page (docs/guides/console.md): they say why,
 count as neither passed nor failed, and Grade again in the header grades them again without
 asking the agent, for whoever may run the dataset; anyone else sees it disabled, saying why."""
 

@@ -1,4 +1,4 @@
-"""The console's lists (seed 004 "In the console"): the dashboard's Eval runs card, Eval runs at
+"""The console's lists (docs/guides/console.md): the dashboard's Eval runs card, Eval runs at
 /evals a page at a time, its empty state, and a dataset's Results → Test runs with Run evals."""
 
 from __future__ import annotations

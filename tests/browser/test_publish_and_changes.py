@@ -1,7 +1,8 @@
-"""Publishing from the console and what changed between the specs a run tested (seed 004 "In the
-console"): the publish dialog says what the draft's last run found, that the draft was not tested
-since it last changed, or that its test is out of date, and never holds the publish back; a run's
-"See what changed" shows the changes between the two specs it tested, not the draft as it is now.
+"""Publishing from the console and what changed between the specs a run tested
+(docs/guides/console.md): the publish dialog says what the draft's last run found, that the draft
+was not tested since it last changed, or that its test is out of date, and never holds the publish
+back; a run's "See what changed" shows the changes between the two specs it tested, not the draft
+as it is now.
 """
 
 from __future__ import annotations

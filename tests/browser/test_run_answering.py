@@ -1,4 +1,4 @@
-"""A run's page while it answers (seed 004 "In the console"): how many answers are in, that the
+"""A run's page while it answers (docs/guides/console.md): how many answers are in, that the
 comparison waits for both sides, and the verdict once it is done - the page follows the run by
 itself. The pollers are paused so the run stands still at a known state, not for a while."""
 

@@ -1,6 +1,7 @@
-"""The console's shell (issue 15 "How it is built", seed 004 "Access"): signing in from the
-address, the header naming the reader, signing out, the sign-in form, a refused token, what the
-service serves around the pages, the skip link."""
+"""The console's shell (issue 15 "How it is built", docs/guides/console.md,
+docs/reference/access.md): signing in from the address, the header naming the reader, signing
+out, the sign-in form, a refused token, what the service serves around the pages, the skip link.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A suite that fell short, in the browser (seed 004 "Suites"): the agent's Suites card says its
+"""A suite that fell short, in the browser (docs/guides/suites.md): the agent's Suites card says its
 dataset, when it runs, its threshold and how it last came out; the suite's page lists the result
 with why it fell short, the cases that broke and the run behind it."""
 

@@ -1,5 +1,5 @@
 """Live updates hand out every attempt exactly once, in recorded order, even when two workers
-commit out of the order of their keys (seed 001 "Progress", DESIGN §11 Live updates)."""
+commit out of the order of their keys (docs/guides/by-hand.md, "Live updates")."""
 
 from __future__ import annotations
 

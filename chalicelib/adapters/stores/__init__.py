@@ -4,8 +4,8 @@ assay lives in this package.
 Stores take and return the frozen records of `chalicelib.domain.records`; no PynamoDB row,
 attribute or expression reaches the services. A change is a record `replace`d by another, written
 as the fields that differ, conditional on what was read; cross-worker decisions are conditional
-writes (DESIGN §1, §5, §6), retried through `chalicelib.retrying.change`. No `scan` anywhere:
-reads go through keys or GSIs.
+writes (docs/architecture/index.md, exactly-once.md, slots.md), retried through
+`chalicelib.retrying.change`. No `scan` anywhere: reads go through keys or GSIs.
 
 Tenancy: every read and write names the organization. The stores build the composite keys
 (`tables.org_key`: `<org_id>#<id>...`) from the plain `org_id` and ids the services give or the

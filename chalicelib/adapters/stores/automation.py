@@ -1,4 +1,4 @@
-"""Environments, suites and their results, promotions, notifications (seed 004)."""
+"""Environments, suites and their results, promotions, notifications (docs/guides/suites.md)."""
 
 from __future__ import annotations
 

@@ -315,7 +315,7 @@ class ModelProfileStore:
         return [record_of(row, ModelProfile) for row in ModelProfileRow.query(org_id)]
 
 
-# --- evaluations (seed 001) --------------------------------------------------------------------
+# --- evaluations (docs/guides/by-hand.md) --------------------------------------------------------
 
 _EVALUATION_KEYS = ("org_id", "evaluation_id", "created_at", "created_by")
 

@@ -1,5 +1,5 @@
-"""Runs and their attempts: the ledger every worker records into (DESIGN §5), the
-`ports.ledger.Runs` port on DynamoDB.
+"""Runs and their attempts: the ledger every worker records into
+(docs/architecture/exactly-once.md), the `ports.ledger.Runs` port on DynamoDB.
 
 Rows never leave this module: every method takes and returns the frozen records of
 `chalicelib.domain.records` (`Run`, `Attempt`, `ActiveRun`) and builds its own keys and conditions.
@@ -259,7 +259,8 @@ def _folded(held: dict[str, history.Held], run: Run) -> list[rules.HistoryRow]:
 
 
 class RunStore:
-    """Eval runs, their attempts, and the conditional writes that move them (DESIGN §5-§7)."""
+    """Eval runs, their attempts, and the conditional writes that move them
+    (docs/architecture/exactly-once.md, slots.md, run-lifecycle.md)."""
 
     def _commit(
         self,
@@ -439,7 +440,7 @@ class RunStore:
     def list_by_evaluation(
         self, org_id: str, evaluation_id: str, limit: int = 50, start: dict[str, Any] | None = None
     ) -> RunPage:
-        """The organization's evaluation's runs, newest first (seed 001 "Run history"; `start`
+        """The organization's evaluation's runs, newest first (docs/guides/by-hand.md; `start`
         keys: `run_key`, `evaluation_run_key`, `created_at`)."""
         return _page(
             RunRow.evaluation_runs_index.query(
@@ -664,7 +665,8 @@ class RunStore:
         now_ms: int,
         successor_lease: Lease | None = None,
     ) -> RecordOutcome:
-        """Write one attempt once, with the run's counters, in ONE transaction (DESIGN §5).
+        """Write one attempt once, with the run's counters, in ONE transaction
+        (docs/architecture/exactly-once.md).
 
         Args:
             run: the run as read; its lane `lane`'s cursor guards a claim.

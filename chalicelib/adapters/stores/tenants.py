@@ -1,4 +1,5 @@
-"""Organizations (their slot counters and waiting runs) and spend against budgets (DESIGN §6)."""
+"""Organizations (their slot counters and waiting runs) and spend against budgets
+(docs/architecture/slots.md, docs/guides/costs.md)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ slot tick takes out any run with nothing to start, so giving up costs at most a 
 
 
 class OrganizationStore:
-    """Organizations: slot counter `in_flight`, concurrency limit, waiting runs (DESIGN §6);
+    """Organizations: slot counter `in_flight`, concurrency limit, waiting runs
+    (docs/architecture/slots.md);
     port `ports.tenants.Organizations`."""
 
     def get(self, org_id: str) -> Organization | None:

@@ -31,7 +31,7 @@ def openapi_document(c, who):
     return openapi.document(bp.current_app)
 
 
-# --- access: who asks, members, grants, API keys (seed 004 "Access") -----------------------------
+# --- access: who asks, members, grants, API keys (docs/reference/access.md) ----------------------
 
 
 @bp.route("/api/v1/me", methods=["GET"])

@@ -12,7 +12,7 @@ from chalicelib.errors import InvalidInputError
 bp = Blueprint("chalicelib.api.routes")
 
 SUITE_CHANGE = (("agents:edit", "agent_id"), ("agents:run", "agent_id"))
-"""Saving, changing, pausing or running a suite (seed 004 "Access"); the service then checks
+"""Saving, changing, pausing or running a suite (docs/reference/access.md); the service then checks
 `datasets:run` on its dataset, `runs:view`, and that a person asks, not an API key."""
 AGENT_RUNS = ("runs:view", ("agents:view", "agent_id"))
 """Reading an agent's runs or suites."""

@@ -138,8 +138,8 @@ def list_dataset_runs(c, who, dataset_id, query):
 @bp.route("/api/v1/datasets/{dataset_id}/eval-runs/chart", methods=["GET"])
 @api_view(bp, query=ChartQuery, needs=("runs:view", ("datasets:view", "dataset_id")))
 def dataset_runs_chart(c, who, dataset_id, query):
-    """The pass-rate chart of the dataset's runs, as JSON and inline SVG (seed 004 "In the
-    console")."""
+    """The pass-rate chart of the dataset's runs, as JSON and inline SVG
+    (docs/guides/console.md)."""
     return run_views.chart_view(chart_service.dataset_chart(c, who, dataset_id, query.last))
 
 

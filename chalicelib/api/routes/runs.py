@@ -74,8 +74,8 @@ def list_agent_runs(c, who, agent_id, query):
 @bp.route("/api/v1/agents/{agent_id}/eval-runs/chart", methods=["GET"])
 @api_view(bp, query=ChartQuery, needs=AGENT_RUNS)
 def agent_runs_chart(c, who, agent_id, query):
-    """The pass-rate chart of the agent's runs, as JSON and inline SVG (seed 004 "In the
-    console")."""
+    """The pass-rate chart of the agent's runs, as JSON and inline SVG
+    (docs/guides/console.md)."""
     return run_views.chart_view(chart_service.agent_chart(c, who, agent_id, query.last))
 
 
@@ -177,7 +177,7 @@ def run_events(c, who, run_id, query):
     return _events(c, who, run_id, query)
 
 
-# Seed 001's own paths.
+# The same routes under the evaluation paths (docs/guides/by-hand.md).
 @bp.route("/api/evaluations/progress/{run_id}", methods=["GET"])
 @api_view(bp)
 def seed_progress(c, who, run_id):
@@ -190,7 +190,7 @@ def seed_stream(c, who, run_id, query):
     return _events(c, who, run_id, query)
 
 
-# Seed 001's evaluations and their run history.
+# Evaluations and their run history (docs/guides/by-hand.md).
 @bp.route("/api/evaluations", methods=["POST"])
 @api_view(bp, body=CreateEvaluation)
 def create_evaluation(c, who, body):

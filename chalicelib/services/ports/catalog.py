@@ -21,7 +21,8 @@ from chalicelib.domain.records import (
 
 
 class Environments(Protocol):
-    """An organization's environments and the version of each agent they serve (seed 004)."""
+    """An organization's environments and the version of each agent they serve
+    (docs/guides/suites.md)."""
 
     def create(self, environment: Environment) -> None:
         """Keep a new environment. Raises ConflictError (field `environment_id`) when the id is
@@ -52,7 +53,7 @@ class Environments(Protocol):
 
 class Agents(Protocol):
     """An organization's agents: each one's draft, edited in place, and its immutable published
-    versions (seed 004 "A draft is never counted as a version")."""
+    versions; a draft is never counted as a version (docs/guides/agents.md)."""
 
     def create(self, agent: Agent) -> None:
         """Keep a new agent. Raises ConflictError (field `agent_id`) when the id is taken."""
@@ -109,8 +110,8 @@ class Agents(Protocol):
 
 
 class Judges(Protocol):
-    """An organization's judges: a header (`version` 0) and immutable published versions (seed 004
-    "A different judge invalidates the comparison")."""
+    """An organization's judges: a header (`version` 0) and immutable published versions; a
+    different judge invalidates the comparison (docs/guides/judges.md)."""
 
     def create(self, header: Judge) -> None:
         """Keep a new judge header. Raises ConflictError (field `judge_id`) when the id is taken."""
@@ -130,8 +131,8 @@ class Judges(Protocol):
 
 
 class ModelProfiles(Protocol):
-    """An organization's model profiles: the model an arm or a judge runs on (seed 004
-    "Comparing models")."""
+    """An organization's model profiles: the model an arm or a judge runs on
+    (docs/reference/runtimes.md)."""
 
     def create(self, profile: ModelProfile) -> None:
         """Keep a new profile. Raises ConflictError (field `model_profile_id`) when it is taken."""
@@ -208,7 +209,8 @@ class Datasets(Protocol):
 
 
 class Evaluations(Protocol):
-    """An organization's evaluations: an agent, a dataset and a version selector (seed 001)."""
+    """An organization's evaluations: an agent, a dataset and a version selector
+    (docs/guides/by-hand.md)."""
 
     def create(self, evaluation: Evaluation) -> None:
         """Keep a new evaluation. Raises ConflictError (field `evaluation_id`) when the

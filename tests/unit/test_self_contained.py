@@ -1,5 +1,6 @@
-"""A bare clone runs: nothing in the repository reads or names a path outside it, and what a user
-reads (the README and docs/) describes assay in its own words, citing no document a user lacks."""
+"""A bare clone runs: nothing in the repository reads or names a path outside it, and nothing in it
+(the README, docs/, the code's docstrings and comments) cites a document a user lacks: a rule is
+stated in assay's own words or points at the docs/ page that states it."""
 
 from __future__ import annotations
 
@@ -40,6 +41,18 @@ def test_no_tracked_file_names_a_path_outside_the_repository():
         if path.resolve() != me and (text := _text(path)) is not None
         for n, line in enumerate(text.splitlines(), 1)
         if OUTSIDE.search(line)
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_no_tracked_file_cites_a_spec_or_design_document_by_file_name():
+    data = ROOT / "examples" / "gsm8k"  # the dataset's own text is not ours to rewrite
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in _tracked()
+        if data not in path.parents and (text := _text(path)) is not None
+        for n, line in enumerate(text.splitlines(), 1)
+        if CITATION.search(line)
     ]
     assert not found, "\n".join(found)
 

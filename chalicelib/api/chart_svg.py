@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from xml.sax.saxutils import escape, quoteattr
 
-from chalicelib.domain.chart import Chart, Colour
+from chalicelib.domain.chart import Chart, Colour, Point
 
 COLOURS: dict[Colour, str] = {
     Colour.RED: "#c62828",
@@ -23,8 +23,14 @@ COLOURS: dict[Colour, str] = {
 
 WIDTH = 720
 HEIGHT = 260
-LEFT, RIGHT, TOP, BOTTOM = 48, 16, 34, 30
-"""The plot area's margins, in viewBox units: y labels left, legend above, x labels below."""
+LEFT, RIGHT, TOP, BOTTOM = 48, 32, 34, 30
+"""The plot area's margins, in viewBox units: y labels left, legend above, x labels below (the
+right margin holds half the last point's label, "14:03:27", centred on it)."""
+CHAR_WIDTH = 7.0
+"""A generous width of one character of an x label at font-size 12, in viewBox units."""
+LABEL_GAP = 8.0
+"""The least room between two x labels: a label that would come closer to the last one drawn is
+left out (its point keeps the time in its tooltip)."""
 TITLE = "Pass rate, run by run"
 
 
@@ -41,6 +47,23 @@ def _x(index: int, shown: int) -> float:
 
 def _y(rate: float) -> float:
     return TOP + (HEIGHT - TOP - BOTTOM) * (1 - max(0.0, min(1.0, rate)))
+
+
+def _drawn_labels(chart: Chart) -> list[tuple[Point, float]]:
+    """The points whose non-blank x label is drawn, with its x: left to right, each label that
+    does not come within `LABEL_GAP` of the last one drawn (widths estimated at `CHAR_WIDTH`)."""
+    drawn: list[tuple[Point, float]] = []
+    right_edge = float("-inf")
+    for p in chart.points:
+        if not p.label:
+            continue
+        x = _x(p.x, chart.shown)
+        half = CHAR_WIDTH * len(p.label) / 2
+        if x - half < right_edge + LABEL_GAP:
+            continue
+        drawn.append((p, x))
+        right_edge = x + half
+    return drawn
 
 
 def render(chart: Chart) -> str:
@@ -63,10 +86,8 @@ def render(chart: Chart) -> str:
         out.append(f'<text x="{LEFT - 6}" y="{_y(pct / 100) + 4:.1f}">{pct}%</text>')
     out.append("</g>")
     out.append('<g class="x-axis" fill="#37474f" text-anchor="middle">')
-    for p in chart.points:
-        if p.label:
-            x = _x(p.x, chart.shown)
-            out.append(f'<text x="{x:.1f}" y="{HEIGHT - BOTTOM + 18}">{escape(p.label)}</text>')
+    for p, x in _drawn_labels(chart):
+        out.append(f'<text x="{x:.1f}" y="{HEIGHT - BOTTOM + 18}">{escape(p.label)}</text>')
     out.append("</g>")
     legend_x = float(LEFT)
     out.append('<g class="legend" fill="#263238">')

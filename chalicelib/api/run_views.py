@@ -15,6 +15,7 @@ from chalicelib.domain.baseline_rules import model_of
 from chalicelib.domain.chart import Chart
 from chalicelib.domain.enums import ArmRole, AttemptState
 from chalicelib.domain.evaluations import evaluation_of, is_implied, selector_value
+from chalicelib.domain.models import ScoringConfig
 from chalicelib.domain.money import micros_to_usd
 from chalicelib.domain.outcome import ArmResult, Comparison
 from chalicelib.domain.records import (
@@ -24,7 +25,13 @@ from chalicelib.domain.records import (
     Run,
 )
 from chalicelib.domain.text import utf8_length
-from chalicelib.domain.verdict_text import run_story, side_name, tested, verdict_phrase
+from chalicelib.domain.verdict_text import (
+    compared_words,
+    run_story,
+    side_name,
+    tested,
+    verdict_phrase,
+)
 from chalicelib.services.answers import AnswerRead
 from chalicelib.services.evaluations import EvaluationList
 from chalicelib.services.grading import GradeAgain, Regraded, Rescore
@@ -157,8 +164,8 @@ def run_view(run: Run, *, summaries: dict[str, ArmResult] | None = None) -> dict
     routes' `agentId` and `resolvedAgentVersion` beside `agent_id` and `resolved_version`), times,
     `progress`, costs in USD, tokens, arms without their specs, the kept outcome without its
     `arms`, `summaries` per arm (the outcome's, or `summaries` computed now for a run without
-    one), `tested` ("v4 against v3", "The draft alone") and `verdict_phrase` ("Breaks 2", "First
-    result", `domain.verdict_text.verdict_phrase`)."""
+    one), `tested` ("v4 against v3", "The draft alone") and `verdict_phrase` ("Breaks 2", "No
+    baseline", `domain.verdict_text.verdict_phrase`)."""
     kept = run.outcome.as_json() if run.outcome else None
     settings = run.settings or {}
     resolved = int(run.resolved_version) if run.resolved_version is not None else None
@@ -237,9 +244,10 @@ def evaluation_list_view(page: EvaluationList) -> dict[str, Any]:
 
 def run_read_view(read: RunRead) -> dict[str, Any]:
     """One run (`GET /eval-runs/{id}`): its `run_view` with `ungraded_score_ids`, `story` (what
-    its console page opens on: `{phrase, sentences, main_action ("publish" | "test_again" |
-    None), publish_blockers, draft_changed}`, `domain.verdict_text.run_story`) and, when read,
-    `results` (every attempt's `attempt_view`, by attempt key)."""
+    its console page opens on: `{phrase, headline (the comparison in the CLI's words, None without
+    one), sentences, main_action ("publish" | "test_again" | None), publish_blockers,
+    draft_changed}`, `domain.verdict_text.run_story`) and, when read, `results` (every attempt's
+    `attempt_view`, by attempt key)."""
     run = read.run
     view = run_view(run, summaries=read.summaries)
     view["ungraded_score_ids"] = read.ungraded_score_ids
@@ -257,9 +265,11 @@ def run_read_view(read: RunRead) -> dict[str, Any]:
         outcome=run.outcome,
         summaries=read.summaries,
         judge_failed=len(read.ungraded_score_ids),
+        required=ScoringConfig.model_validate(run.scoring).required if run.scoring else (),
     )
     view["story"] = {
         "phrase": story.phrase,
+        "headline": story.headline,
         "sentences": list(story.sentences),
         "main_action": story.main_action,
         "publish_blockers": list(story.publish_blockers),
@@ -377,8 +387,15 @@ def events_view(found: RunEvents) -> dict[str, Any]:
 def comparison_view(run: Run, comparison: Comparison) -> dict[str, Any]:
     """A candidate arm against the baseline (`GET /eval-runs/{id}/comparison`): `{run_id,
     status}` and the comparison as the outcome keeps it (verdict, counts, flips, pass rates,
-    efficiency axes, each case's outcome)."""
-    return {"run_id": run.run_id, "status": run.status, **comparison.as_json()}
+    efficiency axes, each case's outcome) and `in_words`, the CLI's words for it ("against the
+    baseline: worse; 1 confirmed regression, 0 confirmed fixes; overall: not told apart (exact
+    McNemar p = 1)", `domain.verdict_text.compared_words`)."""
+    return {
+        "run_id": run.run_id,
+        "status": run.status,
+        **comparison.as_json(),
+        "in_words": compared_words(comparison),
+    }
 
 
 def cases_view(run_id: str, page: CasesPage) -> dict[str, Any]:

@@ -103,6 +103,19 @@ export function when(iso) {
   return d.toISOString().replace("T", " ").slice(0, 16) + " UTC";
 }
 
+// A time for a list row: "19:54 UTC" today, "Dec 3, 19:54 UTC" on another day of this year,
+// "Dec 3 2025, 19:54 UTC" in another year (UTC days, as `when`).
+const SHORT_MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+export function whenShort(iso, now = new Date()) {
+  if (!iso) return "—";
+  const d = new Date(iso);
+  if (isNaN(d)) return String(iso);
+  const time = d.toISOString().slice(11, 16) + " UTC";
+  if (d.toISOString().slice(0, 10) === now.toISOString().slice(0, 10)) return time;
+  const day = `${SHORT_MONTHS[d.getUTCMonth()]} ${d.getUTCDate()}`;
+  return `${d.getUTCFullYear() === now.getUTCFullYear() ? day : `${day} ${d.getUTCFullYear()}`}, ${time}`;
+}
+
 export function plural(n, one, many = one + "s") {
   return `${n} ${n === 1 ? one : many}`;
 }

@@ -51,6 +51,7 @@ export async function render(ctx) {
     h("div", { class: "badges" },
       h("span", { class: "badge", id: "run-status" }, run.status),
       h("span", { class: `badge verdict ${verdictClass(story.phrase)}`, id: "verdict-phrase" }, story.phrase),
+      story.headline ? h("span", { id: "verdict-headline" }, story.headline) : null,
       h("span", { class: "muted" }, `started ${when(run.started_at || run.created_at)} by ${run.created_by || "?"}`),
       gradeAgain(ctx, run, rerender)));
 
@@ -187,7 +188,8 @@ function sidesAndComparison(run, comparison, tag) {
       h("h2", {}, tag ? `How the two compare, under tag ${tag}` : "How the two compare"),
       h("p", {}, `Pass rate ${pct(comparison.pass_rate_before)} before, ${pct(comparison.pass_rate_after)} after; first answers ${pct(comparison.first_pass_rate_before)} → ${pct(comparison.first_pass_rate_after)}.`),
       h("p", {}, Object.entries(counts).filter(([, n]) => n).map(([k, n]) => `${n} ${COUNT_WORDS[k] || k.replace("_", " ")}`).join(" · ")),
-      h("p", { class: "muted" }, `${plural(comparison.confirmed_regressions, "regression")} and ${plural(comparison.confirmed_fixes, "fix", "fixes")} confirmed by their reruns${comparison.p_value !== null && comparison.p_value !== undefined ? ` · p = ${comparison.p_value.toPrecision(2)}` : ""}.`),
+      h("p", { id: "compared-words" }, `${comparison.in_words[0].toUpperCase()}${comparison.in_words.slice(1)}.`),
+      h("p", { class: "muted" }, "A confirmed regression or fix is one every rerun of the case repeated."),
       (comparison.notes || []).map((n) => h("p", { class: "why" }, n)));
   }
   return h("section", { "aria-label": "Sides" }, h("h2", {}, tag ? `The sides, under tag ${tag}` : "The sides"), tagPicker, sides, compare);
@@ -210,6 +212,9 @@ async function casesSection(ctx, run, q) {
     return h("section", { id: "cases" }, h("h2", {}, "Cases"), errorBox(err));
   }
   const arms = run.arms || [];
+  // Without a baseline there is nothing to compare: the column gives the candidate's own result.
+  const candidate = arms.find((a) => a.role !== "baseline");
+  const compares = arms.some((a) => a.role === "baseline");
   const rows = page.cases.map((c) => {
     const dots = arms.map((a) => {
       const side = (c.arms || {})[a.arm_id];
@@ -220,16 +225,25 @@ async function casesSection(ctx, run, q) {
     return h("tr", { "data-case-id": c.case_id, "data-outcome": c.outcome || "" },
       h("td", {}, dots),
       h("td", {}, caseDetails(c, arms)),
-      h("td", {}, c.outcome || ""));
+      compares ? h("td", { class: "outcome" }, (c.outcome || "").replace(/_/g, " "))
+        : h("td", { class: "result" }, settledWords(candidate && (c.arms || {})[candidate.arm_id])));
   });
   const next = page.next_cursor ? h("a", { class: "button", href: `?${new URLSearchParams({ ...Object.fromEntries(q), cursor: page.next_cursor })}#cases` }, "Next cases") : null;
   return h("section", { id: "cases", "aria-labelledby": "cases-heading" },
     h("h2", { id: "cases-heading" }, "Cases"),
     h("div", { class: "filters" }, h("div", {}, h("label", { for: "outcome" }, "Outcome"), filter)),
     rows.length ? h("div", { class: "scroll" }, h("table", { class: "cases" },
-      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, arms.map((a) => a.role).join(" / ")), h("th", { scope: "col" }, "Case"), h("th", { scope: "col" }, "Outcome"))),
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, arms.map((a) => a.role).join(" / ")), h("th", { scope: "col" }, "Case"), h("th", { scope: "col" }, compares ? "Outcome" : "Result"))),
       h("tbody", {}, rows))) : h("p", { class: "empty" }, "No case matches."),
     next);
+}
+
+// A side's settled state in words: passed, failed, not graded (no required scorer applies),
+// incomplete (not answered or not decided), not asked.
+const SETTLED_WORDS = { passed: "passed", failed: "failed", ungraded: "not graded", incomplete: "incomplete" };
+function settledWords(side) {
+  if (!side || !side.settled) return "not asked";
+  return SETTLED_WORDS[side.settled] || side.settled;
 }
 
 // A case opens onto what it expects and every side's answers, calls and scorer reasons.

@@ -289,20 +289,32 @@ def _date(at: datetime, *, year: bool) -> str:
 def labels(times: list[datetime], *, now: datetime) -> list[str]:
     """The axis labels of runs started at `times` (oldest first; UTC).
 
-    All on one calendar day (today or a past one): each the time, "14:03". Across days: the date
-    ("Dec 1", "Dec 1 2025" when the runs span more than one year) for a run of another day than
-    `now`'s, the time for today's. A label equal to the previous one is blank ("")."""
-    days = {t.astimezone(UTC).date() for t in times}
+    All on one calendar day (today or a past one): each the time, "14:03", with its seconds,
+    "14:03:27", when another run started at another second of the same minute of the same day
+    (runs seconds apart are each labelled, not only the first of their minute). Across days: the
+    date ("Dec 1", "Dec 1 2025" when the runs span more than one year) for a run of another day
+    than `now`'s, the time for today's. A label equal to the previous one is blank ("")."""
+    at = [t.astimezone(UTC) for t in times]
+    days = {t.date() for t in at}
     today = now.astimezone(UTC).date()
     years = len({d.year for d in days}) > 1
+    timed = [len(days) == 1 or t.date() == today for t in at]
+    seconds: dict[datetime, set[datetime]] = {}
+    for t, is_timed in zip(at, timed, strict=True):
+        if is_timed:
+            seconds.setdefault(t.replace(second=0, microsecond=0), set()).add(
+                t.replace(microsecond=0)
+            )
+
     out: list[str] = []
     previous = None
-    for t in times:
-        at = t.astimezone(UTC)
-        if len(days) == 1 or at.date() == today:
-            text = _time(at)
+    for t, is_timed in zip(at, timed, strict=True):
+        if not is_timed:
+            text = _date(t, year=years)
+        elif len(seconds[t.replace(second=0, microsecond=0)]) > 1:
+            text = t.strftime("%H:%M:%S")
         else:
-            text = _date(at, year=years)
+            text = _time(t)
         out.append("" if text == previous else text)
         previous = text
     return out

@@ -6,14 +6,18 @@ Pure: it reads a run's kept outcome and counters, never a store or the clock.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from chalicelib.domain.enums import ComparisonVerdict, RunStatus
+from chalicelib.domain.import_grading import NEEDS_REFERENCE
 from chalicelib.domain.outcome import ArmResult, Comparison, Flip, Outcome
+from chalicelib.domain.scorers import ScorerName
 
 PENDING = "Pending"
-FIRST_RESULT = "First result"
+NO_BASELINE = "No baseline"
+"""The verdict phrase of a run without a baseline, in the CLI's words ("no baseline: the pass rate
+alone decides")."""
 COULD_NOT_RUN = "Could not run"
 ENDED = {
     RunStatus.FAILED: "Failed",
@@ -48,8 +52,8 @@ def could_not_run(outcome: Outcome | None, summaries: Mapping[str, ArmResult] | 
 def verdict_phrase(
     status: str, outcome: Outcome | None, summaries: Mapping[str, ArmResult] | None = None
 ) -> str:
-    """The runs table's verdict (docs/guides/console.md): "Pending" while it runs, "First result"
-    without a baseline, "Could not run", "Breaks 2", "Worse overall · 4 broke", "Fixes 3", "Better
+    """The runs table's verdict (docs/guides/console.md): "Pending" while it runs, "No baseline"
+    without one, "Could not run", "Breaks 2", "Worse overall · 4 broke", "Fixes 3", "Better
     overall · 3 fixed", "Breaks 1 · fixes 2", "No change", "Not comparable", or how it ended
     ("Failed", "Cancelled", "Stopped at the budget")."""
     if status in (RunStatus.QUEUED, RunStatus.RUNNING):
@@ -62,7 +66,7 @@ def verdict_phrase(
         return PENDING
     comparison = outcome.comparison
     if comparison is None:
-        return FIRST_RESULT
+        return NO_BASELINE
     if comparison.invalid_reason or comparison.verdict is ComparisonVerdict.INVALID:
         return "Not comparable"
     broke, fixed = comparison.confirmed_regressions, comparison.confirmed_fixes
@@ -81,12 +85,14 @@ def verdict_phrase(
 
 @dataclass(frozen=True)
 class RunStory:
-    """A run's page header (docs/guides/console.md): `phrase` (the verdict phrase), `sentences` (the
-    verdict in a few sentences), `main_action` ("publish", "test_again" or None), `publish_blockers`
+    """A run's page header (docs/guides/console.md): `phrase` (the verdict phrase), `headline` (the
+    comparison in the CLI's words, `compared_words`; None without one), `sentences` (the verdict in
+    a few sentences), `main_action` ("publish", "test_again" or None), `publish_blockers`
     (why Publish is not the main action; empty when it is), `draft_changed` (a draft run whose draft
     changed since)."""
 
     phrase: str
+    headline: str | None
     sentences: tuple[str, ...]
     main_action: str | None
     publish_blockers: tuple[str, ...]
@@ -126,6 +132,39 @@ def _example(comparison: Comparison, against: str) -> str | None:
     )
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def overall_words(comparison: Comparison) -> str:
+    """The overall clause as the CLI prints it: "overall: worse (exact McNemar p = 0.031)",
+    "overall: not told apart (exact McNemar p = 1)"; without a McNemar p (no confirmed flip),
+    "overall: not told apart (no confirmed flip to test)"."""
+    overall = comparison.overall.value if comparison.overall else "not told apart"
+    p = comparison.p_value
+    why = f"exact McNemar p = {p:.3g}" if p is not None else "no confirmed flip to test"
+    return f"overall: {overall} ({why})"
+
+
+def compared_words(comparison: Comparison, against: str | None = None) -> str:
+    """A comparison in the CLI's words (`assay runs show`): "against v3: worse; 1 confirmed
+    regression, 0 confirmed fixes; overall: not told apart (exact McNemar p = 1)" ("against the
+    baseline" when `against` is None); "against v3: no verdict (<why>)" when it gives none (a side
+    could not run, an invalid comparison)."""
+    side = f"against {against}" if against else "against the baseline"
+    if comparison.verdict is None or comparison.verdict is ComparisonVerdict.INVALID:
+        why = comparison.invalid_reason or "; ".join(
+            f"{arm}: {error}" for arm, error in (comparison.could_not_run or {}).items()
+        )
+        return f"{side}: no verdict" + (f" ({why})" if why else "")
+    regressions = _count(
+        comparison.confirmed_regressions, "confirmed regression", "confirmed regressions"
+    )
+    fixes = _count(comparison.confirmed_fixes, "confirmed fix", "confirmed fixes")
+    verdict = comparison.verdict.value.replace("_", " ")
+    return f"{side}: {verdict}; {regressions}, {fixes}; {overall_words(comparison)}"
+
+
 def _comparison_sentences(name: str, against: str, comparison: Comparison) -> list[str]:
     broke, fixed = comparison.confirmed_regressions, comparison.confirmed_fixes
     if broke and fixed:
@@ -139,17 +178,42 @@ def _comparison_sentences(name: str, against: str, comparison: Comparison) -> li
     out = [first]
     if example := _example(comparison, against):
         out.append(example)
-    if comparison.overall is ComparisonVerdict.WORSE:
-        out.append(f"It is worse overall than {against}.")
-    elif comparison.overall is ComparisonVerdict.BETTER:
-        out.append(f"It is better overall than {against}.")
-    elif broke or fixed:
-        out.append("The confirmed changes cannot tell whether it is better or worse overall.")
+    if comparison.overall is not None or broke or fixed:
+        overall = overall_words(comparison)
+        out.append(f"{overall[:1].upper()}{overall[1:]}.")
     out.append(
         f"Pass rate {_pct(comparison.pass_rate_before)} before ({against}), "
         f"{_pct(comparison.pass_rate_after)} after."
     )
     return out
+
+
+def ungraded_sentence(n: int, required: Sequence[str]) -> str:
+    """Why `n` (> 0) of the candidate's cases are ungraded, in one sentence: no required scorer
+    applies to them (`domain.scorers.combine`; a judge that failed leaves a case incomplete, not
+    ungraded). When every required scorer grades against a reference, they have none it can use:
+    "1 case could not be graded (it has no reference for its scorer equals): it counts as neither
+    passed nor failed."; else "3 cases could not be graded (none of the required scorers regex and
+    json_schema applies to them): they count as neither passed nor failed."."""
+    one = n == 1
+    names = list(dict.fromkeys(required))
+    listed = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    scorers = f"scorer {listed}" if len(names) == 1 else f"scorers {listed}"
+    if names and all(name in NEEDS_REFERENCE for name in names):
+        # numeric_answer also finds nothing in a reference without a number
+        usable = "usable reference" if ScorerName.NUMERIC_ANSWER in names else "reference"
+        why = f"{'it has' if one else 'they have'} no {usable} for {'its' if one else 'their'} "
+        why += scorers
+    elif len(names) == 1:
+        why = f"the required {scorers} does not apply to {'it' if one else 'them'}"
+    elif names:
+        why = f"none of the required {scorers} applies to {'it' if one else 'them'}"
+    else:
+        why = f"no required scorer applies to {'it' if one else 'them'}"
+    return (
+        f"{_cases(n)} could not be graded ({why}): {'it counts' if one else 'they count'} as "
+        "neither passed nor failed."
+    )
 
 
 def run_story(
@@ -165,6 +229,7 @@ def run_story(
     outcome: Outcome | None,
     summaries: Mapping[str, ArmResult] | None = None,
     judge_failed: int = 0,
+    required: Sequence[str] = (),
 ) -> RunStory:
     """What a run's page opens on (docs/guides/console.md).
 
@@ -176,6 +241,8 @@ def run_story(
         reason: why the run ended, for one that did not complete.
         outcome, summaries: the kept outcome; the arm results computed now for a run without one.
         judge_failed: answers the judge failed to grade (its scores that graded nothing).
+        required: the run's required scorers (its scoring's `required`), to say why a case is
+            ungraded: no required scorer applies to it (`domain.scorers.combine`).
 
     Publish is the main action only for a completed draft run with no confirmed regression and
     none of the candidate's cases unanswered or ungraded; a draft that changed since offers Test
@@ -199,7 +266,7 @@ def run_story(
     elif outcome is not None:
         if outcome.comparison is None or against is None:
             sentences.append(
-                f"First result: {name} passed {outcome.passed} of {_cases(outcome.total)} "
+                f"No baseline: {name} passed {outcome.passed} of {_cases(outcome.total)} "
                 f"({_pct(outcome.pass_rate)}). There is nothing to compare it with yet."
             )
         else:
@@ -210,16 +277,14 @@ def run_story(
                 )
         undecided = outcome.incomplete + outcome.ungraded
         if judge_failed:
+            one = judge_failed == 1
             sentences.append(
-                f"The judge failed to grade {judge_failed} "
-                f"{'answer' if judge_failed == 1 else 'answers'}: they count as neither passed "
-                "nor failed until Grade again grades them, without asking the agent."
+                f"The judge failed to grade {_count(judge_failed, 'answer', 'answers')}: "
+                f"{'it counts' if one else 'they count'} as neither passed nor failed until "
+                f"Grade again grades {'it' if one else 'them'}, without asking the agent."
             )
         if outcome.ungraded:
-            sentences.append(
-                f"{_cases(outcome.ungraded)} the judge could not grade count as neither passed "
-                "nor failed."
-            )
+            sentences.append(ungraded_sentence(outcome.ungraded, required))
         if undecided:
             blockers.append(f"{_cases(undecided)} left unanswered or ungraded")
     main: str | None = None
@@ -230,4 +295,10 @@ def run_story(
             main = "publish"
     if draft and draft_changed:
         blockers.append("the draft changed since this run")
-    return RunStory(phrase, tuple(sentences), main, tuple(blockers), draft and draft_changed)
+    headline = None
+    if status == RunStatus.COMPLETED and outcome is not None and outcome.comparison is not None:
+        headline = compared_words(outcome.comparison, against)
+        headline = headline[:1].upper() + headline[1:]
+    return RunStory(
+        phrase, headline, tuple(sentences), main, tuple(blockers), draft and draft_changed
+    )

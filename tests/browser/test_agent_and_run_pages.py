@@ -36,7 +36,7 @@ def test_the_evals_tab_shows_the_chart_above_the_runs_table_newest_first(
     expect(rows.nth(2)).to_contain_text("55.0%")
     expect(rows.nth(2)).to_contain_text("22/40")
     expect(rows.nth(4).locator("td").nth(0)).to_have_text("v1 alone")
-    expect(rows.nth(4)).to_contain_text("First result")
+    expect(rows.nth(4)).to_contain_text("No baseline")
     # the first answers' rate on hover
     expect(rows.nth(2).locator(".rate")).to_have_attribute("title", "first answers: 55.0%")
     shot(page, "agent-evals")
@@ -104,7 +104,7 @@ def test_a_run_page_opens_on_its_verdict_and_publish_is_not_the_main_action_afte
     expect(verdict).to_contain_text(
         re.compile(r"For example, it now fails “.+” \(gsm8k-\w+\): (\d) of \1 tries failed")
     )
-    expect(verdict).to_contain_text("It is worse overall than v4.")
+    expect(verdict).to_contain_text(re.compile(r"Overall: worse \(exact McNemar p = [\d.e-]+\)\."))
     expect(verdict).to_contain_text("Pass rate 55.0% before (v4), 15.0% after.")
     publish = page.locator("#publish")
     expect(publish).to_have_attribute("data-main", "false")
@@ -124,7 +124,7 @@ def test_a_run_page_opens_on_its_verdict_and_publish_is_not_the_main_action_afte
     expect(others).to_have_count(0)
     expect(rows).to_have_count(17)  # every confirmed regression, and nothing else
     # the verdict stays over every case
-    expect(page.locator("#verdict")).to_contain_text("It is worse overall than v4.")
+    expect(page.locator("#verdict")).to_contain_text("Overall: worse (exact McNemar p = ")
     # a case opens onto what it expects and each side's answers and scorer reasons
     rows.first.locator("summary").click()
     expect(rows.first.locator(".side-answers")).to_have_count(2)

@@ -61,7 +61,7 @@ def test_the_dashboard_card_lists_the_latest_runs_with_agent_and_verdict(
         "href", f"/agents/{lists.broken}"
     )
     expect(first.locator(".verdict")).to_have_text("Could not run")
-    expect(card.locator("tbody tr").nth(1).locator(".verdict")).to_have_text("First result")
+    expect(card.locator("tbody tr").nth(1).locator(".verdict")).to_have_text("No baseline")
     expect(first.locator("a.run-link")).to_have_attribute("href", f"/runs/{lists.broken_run}")
     shot(page, "lists-dashboard")
     card.get_by_role("link", name="See all").click()

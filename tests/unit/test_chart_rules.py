@@ -144,6 +144,13 @@ def test_runs_of_today_are_labelled_by_time_with_repeats_blank() -> None:
     assert labels(times, now=NOW) == ["09:05", "", "14:03", "", "09:05"]
 
 
+def test_runs_seconds_apart_in_one_minute_are_each_labelled_with_their_seconds() -> None:
+    start = _at(2, 19, 54)
+    times = [start + timedelta(seconds=s) for s in (3, 3, 17, 41)] + [_at(2, 19, 58)]
+    # a run alone in its minute keeps the short label; equal times still print once
+    assert labels(times, now=NOW) == ["19:54:03", "", "19:54:17", "19:54:41", "19:58"]
+
+
 def test_runs_of_one_past_day_are_labelled_by_time_too() -> None:
     times = [_at(20, 8, 0, month=11), _at(20, 8, 0, month=11), _at(20, 23, 59, month=11)]
     assert labels(times, now=NOW) == ["08:00", "", "23:59"]

@@ -74,6 +74,20 @@ def test_blank_labels_are_not_printed() -> None:
     assert xs == ["09:00", "10:00"]
 
 
+def test_labels_too_close_to_the_last_one_drawn_are_left_out_and_none_overlap() -> None:
+    at = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
+    # 30 runs a second apart: each labelled "09:00:SS", more than the axis has room for
+    runs = [run(i, started_at=at + timedelta(seconds=i)) for i in range(30)]
+    root = ET.fromstring(render(build_chart(runs, now=NOW, last="30")))
+    texts = root.findall(f".//{NS}g[@class='x-axis']/{NS}text")
+    shown = [t.text for t in texts]
+    assert shown[0] == "09:00:00" and 6 <= len(shown) < 30, shown
+    xs = [float(t.get("x")) for t in texts]
+    half = 7.0 * len("09:00:00") / 2
+    assert all(b - a >= 2 * half + 8 for a, b in zip(xs, xs[1:], strict=False)), xs
+    assert xs[-1] + half <= 720  # the last label stays inside the chart
+
+
 def test_a_hostile_dataset_name_and_id_come_out_escaped() -> None:
     name = "<script>alert(\"x\")</script> & 'q'"
     ident = 'ds"><script>x</script>'

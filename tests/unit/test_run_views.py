@@ -164,7 +164,7 @@ def test_a_run_view_shows_its_pins_costs_arms_without_specs_and_the_kept_outcome
             }
         },
         "tested": "v3 against v2",
-        "verdict_phrase": "First result",
+        "verdict_phrase": "No baseline",
     }
 
 

@@ -62,7 +62,7 @@ def flip(outcome_, tries):
 def test_the_table_phrases():
     assert verdict_phrase("running", None) == "Pending"
     assert verdict_phrase("queued", None) == "Pending"
-    assert verdict_phrase("completed", outcome()) == "First result"
+    assert verdict_phrase("completed", outcome()) == "No baseline"
     assert verdict_phrase("completed", outcome(comparison=comparison(broke=2))) == "Breaks 2"
     worse = comparison(broke=4, overall="worse")
     assert verdict_phrase("completed", outcome(comparison=worse)) == "Worse overall · 4 broke"
@@ -134,6 +134,7 @@ def test_the_verdict_in_sentences_quotes_a_broken_case_with_its_tries():
                 fixed=1,
                 overall="worse",
                 flips=[flip("regression", ["failed", "failed", "failed"])],
+                p_value=0.03125,
             )
         )
     )
@@ -141,8 +142,12 @@ def test_the_verdict_in_sentences_quotes_a_broken_case_with_its_tries():
         "The draft breaks 2 cases and fixes 1 case every time it is asked.",
         "For example, it now fails “Janet’s ducks lay 16 eggs per day. How much does she make?” "
         "(gsm8k-1): 3 of 3 tries failed, where v3 passed it.",
-        "It is worse overall than v3.",
+        "Overall: worse (exact McNemar p = 0.0312).",
         "Pass rate 45.0% before (v3), 55.0% after.",
+    )
+    assert s.headline == (
+        "Against v3: worse; 2 confirmed regressions, 1 confirmed fix; "
+        "overall: worse (exact McNemar p = 0.0312)"
     )
     assert s.main_action is None  # a confirmed regression: Publish is not the main action
     assert s.publish_blockers == ("2 cases confirmed broken",)
@@ -153,19 +158,31 @@ def test_publish_is_the_main_action_only_when_nothing_broke_and_every_case_is_de
         outcome=outcome(comparison=comparison(fixed=1, flips=[flip("fixed", ["passed"])]))
     )
     assert clean.main_action == "publish" and clean.publish_blockers == ()
-    assert "cannot tell whether it is better or worse" in clean.sentences[2]
-    ungraded = story(outcome=outcome(comparison=comparison(), ungraded=2))
+    assert clean.sentences[2] == "Overall: not told apart (no confirmed flip to test)."
+    ungraded = story(outcome=outcome(comparison=comparison(), ungraded=2), required=["equals"])
     assert ungraded.main_action is None
     assert ungraded.publish_blockers == ("2 cases left unanswered or ungraded",)
-    assert "2 cases the judge could not grade count as neither passed nor failed." in (
-        ungraded.sentences
-    )
+    assert (
+        "2 cases could not be graded (they have no reference for their scorer equals): they "
+        "count as neither passed nor failed."
+    ) in ungraded.sentences
+    one = story(outcome=outcome(comparison=comparison(), ungraded=1), required=["regex"])
+    assert (
+        "1 case could not be graded (the required scorer regex does not apply to it): it "
+        "counts as neither passed nor failed."
+    ) in one.sentences
+    assert not any("judge" in s for s in ungraded.sentences + one.sentences)
     judged = story(outcome=outcome(comparison=comparison(), incomplete=2), judge_failed=2)
     assert judged.main_action is None
     assert (
         "The judge failed to grade 2 answers: they count as neither passed nor failed until "
         "Grade again grades them, without asking the agent."
     ) in judged.sentences
+    judged_one = story(outcome=outcome(comparison=comparison(), incomplete=1), judge_failed=1)
+    assert (
+        "The judge failed to grade 1 answer: it counts as neither passed nor failed until "
+        "Grade again grades it, without asking the agent."
+    ) in judged_one.sentences
     # a version's run publishes nothing; a draft that changed since is tested again
     assert story(draft=False).main_action is None
     changed = story(draft_changed=True)
@@ -182,7 +199,7 @@ def test_while_it_answers_and_without_a_baseline():
     assert running.phrase == "Pending" and running.main_action is None
     first = story(against=None, outcome=outcome(passed=22, total=40))
     assert first.sentences == (
-        "First result: The draft passed 22 of 40 cases (55.0%). "
+        "No baseline: The draft passed 22 of 40 cases (55.0%). "
         "There is nothing to compare it with yet.",
     )
     assert first.main_action == "publish"

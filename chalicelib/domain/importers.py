@@ -386,7 +386,8 @@ def read_csv(text: str, reference_from: Sequence[str] = (), *, explicit: bool = 
         The cases in source order, and their lines.
 
     Raises:
-        InvalidInputError: no `input`/`question` column (line 1), no column an explicit
+        InvalidInputError: a column named twice (line 1, the cells of the second would silently
+            replace the first's), no `input`/`question` column (line 1), no column an explicit
             reference names (line 1), Inspect's `target` where nothing takes it as the reference
             (line 1), a row with more cells than the header, an empty input, a bad split, or a
             case_id already used; the message and `details["line"]` name the line the record
@@ -399,6 +400,12 @@ def read_csv(text: str, reference_from: Sequence[str] = (), *, explicit: bool = 
         return Imported([])
     except csv.Error as exc:
         raise _error(1, f"not valid CSV ({exc})") from exc
+    named: set[str] = set()
+    for name in header:
+        if name in named:
+            raise _error(1, "the header names this column twice: rename or remove one", name[:200])
+        if name:
+            named.add(name)
     if "input" not in header and "question" in header:
         header = ["input" if name == "question" else name for name in header]
     if "input" not in header:

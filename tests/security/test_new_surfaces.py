@@ -9,6 +9,7 @@ own text from an `ApiError`.
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from assay.cli_common import error_line
 from assay.hints import fix_for
 from assay.transport import ApiError
+from assay_local import cli
 from tests.e2e.conftest import cases, sleepy_spec
 from tests.support.e2e import Api
 
@@ -171,6 +173,23 @@ def test_a_csv_naming_a_column_twice_is_refused_naming_it(api):
     # trailing empty header cells are no names, and stay allowed
     status, body = import_csv(api, "input,reference,,\nq,42,,\n")
     assert status == 201, body
+
+
+def test_assay_import_prints_a_refusal_quoting_the_files_header_on_one_line(
+    api, tmp_path: Path, capsys
+):
+    """A downloaded CSV whose column name holds a terminal's escape: `assay import` names the
+    column without letting the escape reach the terminal."""
+    hostile = tmp_path / "hostile.csv"
+    hostile.write_text("input,\x1b[2Jgold,\x1b[2Jgold\nq,42,42\n", encoding="utf-8")
+    url = str(api.http.base_url).rstrip("/")
+    token = api.http.headers["Authorization"].removeprefix("Bearer ")
+    capsys.readouterr()
+    argv = ["import", "ds-hostile", str(hostile), "--create", "H", "--scorer", "equals"]
+    code = cli.main([*argv, "--url", url, "--token", token])
+    _, err = capsys.readouterr()
+    assert code == 3, err
+    assert "\x1b" not in err and err.count("\n") == 1 and "\\x1b[2Jgold" in err, err
 
 
 # --- the console's new pages -------------------------------------------------------------------

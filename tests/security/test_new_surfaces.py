@@ -145,6 +145,32 @@ def test_a_hostile_reference_column_is_a_400_naming_it(api, column, why):
     assert len(body["error"]["message"]) < 600
 
 
+JSONL_LINE = (
+    '{"input": "q", "case_id": "c1", "metadata": {"k": 1}, "tags": ["t"], "checks": [], '
+    '"history": [{"role": "user", "content": "h"}], "gold": {"nested": [1, 2]}}'
+)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+@pytest.mark.parametrize(
+    "column", ["input", "case_id", "metadata", "tags", "checks", "history", "gold", "\u00e9\u200b"]
+)
+def test_a_reference_column_naming_a_case_field_is_a_201_or_a_400_never_a_500(api, fmt, column):
+    content = JSONL_LINE if fmt == "jsonl" else "input,case_id,tags,gold\nq,c1,t,42\n"
+    ds = api.ok("POST", "/api/v1/datasets", json={"name": "fields"})["dataset_id"]
+    status, body = api.call(
+        "POST",
+        f"/api/v1/datasets/{ds}/versions",
+        json={
+            "scoring": {"required": ["equals"]},
+            "source": {"format": fmt, "content": content, "reference_column": column},
+        },
+    )
+    assert status in (201, 400), (status, body)
+    if status == 400:
+        assert body["error"]["field"].startswith("source"), body
+
+
 def test_a_column_named_like_an_object_prototype_is_just_a_column(api):
     status, body = import_csv(api, "input,__proto__\nq,42\n", reference_column="__proto__")
     assert status == 201, body
@@ -227,7 +253,7 @@ def test_path_tricks_on_the_console_name_no_server_file(api, path):
 
 @pytest.mark.parametrize("path", ["/agents", "/datasets", "/favicon.ico"])
 def test_the_new_console_pages_answer_other_methods_with_a_json_4xx(api, path):
-    for method in ("PUT", "DELETE", "PATCH"):
+    for method in ("POST", "PUT", "DELETE", "PATCH"):
         r = api.http.request(method, path)
         assert 400 <= r.status_code < 500, (method, path, r.status_code, r.text)
         assert r.headers["Content-Type"].startswith("application/json")

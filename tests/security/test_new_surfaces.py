@@ -218,6 +218,25 @@ def test_assay_import_prints_a_refusal_quoting_the_files_header_on_one_line(
     assert "\x1b" not in err and err.count("\n") == 1 and "\\x1b[2Jgold" in err, err
 
 
+def test_a_jsonl_line_naming_a_key_twice_is_refused_naming_it(api):
+    """`{"reference": "1", "reference": "2"}`: JSON keeps the last one silently; an import says."""
+    ds = api.ok("POST", "/api/v1/datasets", json={"name": "twice"})["dataset_id"]
+    content = (
+        '{"input": "q", "reference": "42"}\n{"input": "r", "reference": "1", "reference": "2"}'
+    )
+    status, body = api.call(
+        "POST",
+        f"/api/v1/datasets/{ds}/versions",
+        json={
+            "scoring": {"required": ["equals"]},
+            "source": {"format": "jsonl", "content": content},
+        },
+    )
+    assert status == 400, body
+    assert (body["error"]["line"], body["error"]["source_field"]) == (2, "reference"), body
+    assert "twice" in body["error"]["message"]
+
+
 # --- the console's new pages -------------------------------------------------------------------
 
 

@@ -53,8 +53,16 @@ def error_line(exc: BaseException) -> tuple[str, str | None]:
         return unreachable_text(exc.url, exc.cause), None
     if isinstance(exc, ApiError):
         fix = None if "assay " in exc.message else fix_for(exc)
-        return (f"{exc} -- {fix}" if fix else str(exc)), fix
+        said = one_line(str(exc))
+        return (f"{said} -- {fix}" if fix else said), fix
     return str(exc), None
+
+
+def one_line(text: str) -> str:
+    """`text` with each control character (a newline, a terminal's escape) written as its escape
+    (`\\n`, `\\x1b`): an API message may quote tenant data, and what the CLI prints of it must
+    stay one line that cannot move the cursor or recolor the terminal."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 def guarded(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:

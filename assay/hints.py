@@ -7,18 +7,28 @@ found`, `the organization has no default environment`); a message no rule knows 
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable
 from re import Match
+from typing import Protocol
+from urllib.parse import unquote
 
 from assay.transport import ApiError
 
-Rule = tuple[int, re.Pattern[str], Callable[[Match[str], ApiError], str]]
+
+class Groups(Protocol):
+    """What a hint reads of its rule's match: its groups, quoted as shell words."""
+
+    def group(self, index: int) -> str: ...
+
+
+Rule = tuple[int, re.Pattern[str], Callable[[Groups, ApiError], str]]
 
 
 def _agent_in_path(err: ApiError) -> str:
     """The agent id in the request's path (`/api/v1/agents/<id>/...`), else `AGENT`."""
     found = re.match(r"/api/v1/agents/([^/?]+)", err.path or "")
-    return found.group(1) if found else "AGENT"
+    return shlex.quote(unquote(found.group(1))) if found else "AGENT"
 
 
 RULES: list[Rule] = [
@@ -146,14 +156,38 @@ RULES: list[Rule] = [
 """(status, pattern searched in the message, the hint from the match and the error)."""
 
 
+class _QuotedMatch:
+    """A match whose groups are shell words (`shlex.quote`): what a hint prints is pasted into a
+    shell, and an id in a message may be another member's (a run id, a secret's name in a spec)."""
+
+    def __init__(self, found: Match[str]) -> None:
+        self._found = found
+
+    def group(self, index: int) -> str:
+        return shlex.quote(self._found.group(index))
+
+
+def _pasteable(found: Match[str], err: ApiError) -> bool:
+    """Whether every id a hint could print (the match's groups and the agent in the path) is
+    printable ASCII: a control character or a look-alike letter in a command one copies is worse
+    than no hint."""
+    ids = [g for g in found.groups() if g is not None] + [_agent_in_path(err)]
+    return all(i.isascii() and i.isprintable() for i in ids)
+
+
 def fix_for(err: ApiError) -> str | None:
     """The command that fixes `err`, in a sentence (`create one: assay environments create
-    production --default ...`), or None when no rule knows its message."""
+    production --default ...`), or None when no rule knows its message.
+
+    Ids taken from the message or the path are quoted as shell words (`shlex.quote`: `a;rm -rf ~`
+    is printed `'a;rm'`), and an id with a control or non-ASCII character gets no hint at all."""
     for status, pattern, hint in RULES:
         if err.status == status:
             found = pattern.search(err.message)
             if found:
-                return hint(found, err)
+                if not _pasteable(found, err):
+                    return None
+                return hint(_QuotedMatch(found), err)
     return None
 
 

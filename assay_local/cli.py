@@ -14,6 +14,7 @@ import argparse
 import sys
 from typing import NoReturn
 
+from assay.cli_common import one_line
 from assay.client import ApiError, ApiUnreachable
 from assay.commands import UsageError
 from assay_local import cli_import
@@ -209,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except (ApiError, ApiUnreachable, UsageError, OSError) as exc:
-        print(f"assay: {exc}", file=sys.stderr)
+        print(f"assay: {one_line(str(exc))}", file=sys.stderr)  # it may quote a file's text
         return 3  # an error: `assay.gate`'s exit codes
 
 

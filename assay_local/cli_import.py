@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from assay.cli_common import one_line
 from assay.client import ApiError
 
 FORMATS = ("jsonl", "csv", "gsm8k", "promptfoo", "inspect")
@@ -73,7 +74,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"assay import: {message}", file=sys.stderr)
+    """Print `message` on one line (`assay.cli_common.one_line`: a file's column names and cells
+    may hold a terminal's escapes) and return exit code 3."""
+    print(f"assay import: {one_line(message)}", file=sys.stderr)
     return 3  # an error (`assay.gate`)
 
 

@@ -93,7 +93,7 @@ function noRuns(ctx, agent) {
 // The runs table, newest first: what was tested against what, status, verdict, the model each
 // side answered on (the one its spec names, else "default"), each model's pass rate (first
 // answers' rate on hover) and passed/total.
-export function runsTable(runs, { datasets = {} } = {}) {
+export function runsTable(runs, { datasets = Object.create(null) } = {}) {
   const rows = runs.map((run) => {
     const rates = modelRates(run);
     return h("tr", { "data-run-id": run.run_id },

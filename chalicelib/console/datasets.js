@@ -7,19 +7,21 @@ import { COMMANDS } from "./words.js";
 
 const RUNS_READ = 200;
 
-// `{dataset id: [[agent id, newest run of it there], ...]}`, newest first, from the newest runs;
-// `more` when older runs were left unread.
+// `Map(dataset id -> Map(agent id -> newest run of it there))`, newest first, from the newest
+// runs; `more` when older runs were left unread. A Map, not an object: a dataset id is the
+// tenant's, and `__proto__` or `constructor` must be just another id.
 async function measured() {
   try {
     const page = await get(`api/v1/eval-runs?limit=${RUNS_READ}`);
-    const by = {};
+    const by = new Map();
     for (const r of page.runs) {
-      const agents = by[r.dataset_id] || (by[r.dataset_id] = new Map());
+      if (!by.has(r.dataset_id)) by.set(r.dataset_id, new Map());
+      const agents = by.get(r.dataset_id);
       if (!agents.has(r.agent_id)) agents.set(r.agent_id, r);
     }
     return { by, more: !!page.next_cursor, refused: false };
   } catch (err) {
-    if (err.status === 403) return { by: {}, more: false, refused: true };
+    if (err.status === 403) return { by: new Map(), more: false, refused: true };
     throw err;
   }
 }
@@ -32,7 +34,7 @@ function scorers(version) {
 
 function measuredCell(d, found, agents) {
   if (found.refused) return h("span", { class: "muted" }, "—");
-  const seen = found.by[d.dataset_id];
+  const seen = found.by.get(d.dataset_id);
   if (!seen || !seen.size) {
     return h("span", { class: "muted" }, found.more ? "not in the latest runs: see its page" : "not measured yet");
   }

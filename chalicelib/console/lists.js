@@ -63,14 +63,18 @@ export function runLink(run, text) {
 }
 
 // `{id: name}` of the agents (or datasets) the reader may see; empty when the list is refused.
+// An object without a prototype: an id is the tenant's, and looking up `constructor` or
+// `__proto__` must find that agent's name or nothing, never one of Object's own members.
 export async function names(kind) {
+  const found = Object.create(null);
   try {
     const body = await get(`api/v1/${kind}`);
     const key = kind === "agents" ? "agent_id" : "dataset_id";
-    return Object.fromEntries((body[kind] || []).map((x) => [x[key], x.name || x[key]]));
+    for (const x of body[kind] || []) found[x[key]] = x.name || x[key];
   } catch {
-    return {};
+    // refused: no names, the ids stand for themselves
   }
+  return found;
 }
 
 export function agentLink(id, agents) {

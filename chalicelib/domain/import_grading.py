@@ -93,6 +93,17 @@ def scorers_without_reference() -> str:
     )
 
 
+QUOTED_MAX = 80
+"""How many characters of a case's own text a refusal quotes: the file is the tenant's, and a
+message quoting it whole could be a megabyte."""
+
+
+def _quoted(text: str) -> str:
+    """`text` as a refusal quotes it: its `repr`, cut to `QUOTED_MAX` characters with `...`."""
+    shown = repr(text[:QUOTED_MAX])
+    return shown + "..." if len(text) > QUOTED_MAX else shown
+
+
 def _aliases() -> str:
     quoted = [f'"{name}"' for name in REFERENCE_ALIASES]
     return ", ".join(quoted[:-1]) + f" or {quoted[-1]}"
@@ -114,8 +125,9 @@ def ungraded_reason(case: Case, scoring: ScoringConfig) -> str:
         )
     if needing:
         return (
-            f"scorer {needing[0]} finds no number in the reference {case.reference!r}: give a "
-            "reference ending in the expected number, or choose another scorer"
+            f"scorer {needing[0]} finds no number in the reference "
+            f"{_quoted(case.reference or '')}: give a reference ending in the expected number, "
+            "or choose another scorer"
         )
     named = ", ".join(required) or "none"
     return (

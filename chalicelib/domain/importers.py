@@ -117,18 +117,40 @@ def _error(line: int, message: str, source_field: str | None = None) -> InvalidI
     return source_error(line, message, source_field)
 
 
+class _KeyTwice(Exception):
+    """An object of a line names `key` twice."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object from its pairs; raises `_KeyTwice` for a key given twice (JSON would keep
+    the last silently: `{"reference": "a", "reference": "b"}` is an error, not "b")."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _KeyTwice(key)
+        out[key] = value
+    return out
+
+
 def json_lines(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for every non-blank line of a JSON-lines text.
 
     Raises:
-        InvalidInputError: a line that is not JSON, or not a JSON object.
+        InvalidInputError: a line that is not JSON, not a JSON object, or names a key twice in
+            one object (`source_field` that key).
     """
     # split("\n") rather than splitlines(): a U+2028 inside a JSON string must not split a line.
     for number, line in enumerate(text.lstrip("\ufeff").split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = json.loads(line, object_pairs_hook=_unique_keys)
+        except _KeyTwice as exc:
+            raise _error(number, "names this key twice: keep one", exc.key[:200]) from None
         except json.JSONDecodeError as exc:
             raise _error(number, f"not valid JSON ({exc.msg} at column {exc.colno})") from exc
         except RecursionError:
@@ -386,7 +408,8 @@ def read_csv(text: str, reference_from: Sequence[str] = (), *, explicit: bool = 
         The cases in source order, and their lines.
 
     Raises:
-        InvalidInputError: no `input`/`question` column (line 1), no column an explicit
+        InvalidInputError: a column named twice (line 1, the cells of the second would silently
+            replace the first's), no `input`/`question` column (line 1), no column an explicit
             reference names (line 1), Inspect's `target` where nothing takes it as the reference
             (line 1), a row with more cells than the header, an empty input, a bad split, or a
             case_id already used; the message and `details["line"]` name the line the record
@@ -399,6 +422,12 @@ def read_csv(text: str, reference_from: Sequence[str] = (), *, explicit: bool = 
         return Imported([])
     except csv.Error as exc:
         raise _error(1, f"not valid CSV ({exc})") from exc
+    named: set[str] = set()
+    for name in header:
+        if name in named:
+            raise _error(1, "the header names this column twice: rename or remove one", name[:200])
+        if name:
+            named.add(name)
     if "input" not in header and "question" in header:
         header = ["input" if name == "question" else name for name in header]
     if "input" not in header:

@@ -4,6 +4,8 @@ never run, on every page and dialog that shows it."""
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import expect
 
 from tests.conftest import make_api
@@ -68,3 +70,32 @@ def test_markup_in_names_tags_and_specs_is_shown_as_text_and_never_runs(stack, p
 
     nothing_ran(page)
     assert alerts == []
+
+
+def test_ids_named_like_an_objects_own_members_are_just_ids_on_the_list_pages(
+    stack, page, console_url
+):
+    """Datasets `__proto__` and `constructor`, and an agent `hasOwnProperty`: the Datasets page
+    lists the agent measured on each (it used to throw, the page left blank for everyone in the
+    organization), and no page shows one of JavaScript's own members for a name."""
+    api = make_api(stack)
+    agent = api.ok(
+        "POST",
+        "/api/v1/agents",
+        json={"name": "Own agent", "agent_id": "hasOwnProperty", "spec": sleepy_spec()},
+    )["agent_id"]
+    for ds in ("__proto__", "constructor"):
+        api.ok("POST", "/api/v1/datasets", json={"name": f"set {ds}", "dataset_id": ds})
+        body = {"scoring": {"required": ["equals"]}, "cases": cases(1)}
+        api.ok("POST", f"/api/v1/datasets/{ds}/versions", json=body)
+        api.wait(api.start(agent, ds)["run_id"])
+
+    page.goto(console_url(api, "/datasets"))
+    for ds in ("__proto__", "constructor"):
+        row = page.locator(f'tr[data-dataset="{ds}"]')
+        expect(row.locator("li[data-agent]")).to_have_text([re.compile("^Own agent")])
+    for path in ("/datasets", "/agents", "/evals"):
+        page.goto(console_url(api, path))
+        expect(page.get_by_role("heading", level=1)).to_be_visible()
+        expect(page.locator("main")).not_to_contain_text("native code")
+        expect(page.locator("main")).not_to_contain_text("[object")

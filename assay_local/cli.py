@@ -36,8 +36,10 @@ class _Parser(argparse.ArgumentParser):
     that lets "inconclusive" (2) through must not pass a mistyped flag."""
 
     def error(self, message: str) -> NoReturn:
+        from assay.text import did_you_mean
+
         self.print_usage(sys.stderr)
-        self.exit(3, f"{self.prog}: error: {message}\n")
+        self.exit(3, f"{self.prog}: error: {did_you_mean(message)}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     remote(p)
     p.add_argument("agent_versions", nargs="+")
+    p.add_argument("--json", action="store_true", help="print the API's answer as JSON")
     p.set_defaults(func=cmd_summaries)
 
     p = sub.add_parser(
@@ -209,7 +212,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except (ApiError, ApiUnreachable, UsageError, OSError) as exc:
-        print(f"assay: {exc}", file=sys.stderr)
+        from assay.cli_common import error_line
+
+        said, _ = error_line(exc)  # with the fix `assay.hints` knows, if it knows one
+        print(f"assay: {said}", file=sys.stderr)
         return 3  # an error: `assay.gate`'s exit codes
 
 

@@ -30,9 +30,13 @@ from assay.text import attempts_line, case_label, duration_ms, estimate_basis, r
 # --- progress --------------------------------------------------------------------------------
 
 
-def watch_progress(api: AssayClient, run_id: str, *, timeout_s: float | None = None) -> JSON:
+def watch_progress(
+    api: AssayClient, run_id: str, *, timeout_s: float | None = None, cases: int | None = None
+) -> JSON:
     """Wait for the run to end, showing its progress on stderr (a bar on a terminal, a line every
-    10 s elsewhere); returns the last progress."""
+    10 s elsewhere) as attempts recorded of those asked, with the run's arms and `cases` (its
+    case count, when the caller knows it: `assay run` has it from the estimate); returns the last
+    progress."""
     err = sys.stderr
     try:
         arms: int | None = len(api.get_run(run_id).get("arms") or []) or None
@@ -48,7 +52,7 @@ def watch_progress(api: AssayClient, run_id: str, *, timeout_s: float | None = N
             TimeElapsedColumn,
         )
 
-        sides = f", {arms} arms" if arms else ""
+        sides = (f", {cases} cases" if cases else "") + (f", {arms} arms" if arms else "")
         with Progress(
             TextColumn(f"{run_id} attempts"),
             BarColumn(),
@@ -72,7 +76,7 @@ def watch_progress(api: AssayClient, run_id: str, *, timeout_s: float | None = N
         now = time.monotonic()
         if now - last[0] >= 10 or p.get("status") in ENDED:
             last[0] = now
-            print(f"{run_id}: {attempts_line(p, arms=arms)}", file=err, flush=True)
+            print(f"{run_id}: {attempts_line(p, arms=arms, cases=cases)}", file=err, flush=True)
 
     return api.wait(run_id, every_s=1.0, timeout_s=timeout_s, on_progress=line)
 
@@ -85,11 +89,13 @@ def _run_summary(run: JSON) -> JSON:
     return {k: v for k, v in run.items() if k != "results"}
 
 
-def wait_and_report(api: AssayClient, run_id: str, args: argparse.Namespace) -> int:
+def wait_and_report(
+    api: AssayClient, run_id: str, args: argparse.Namespace, *, cases: int | None = None
+) -> int:
     """Wait for the run (at most `--timeout` seconds), then `report_run`. A run still going at
     the timeout is inconclusive (exit 2): it goes on, unless `--cancel-on-timeout` cancels it."""
     try:
-        watch_progress(api, run_id, timeout_s=args.timeout)
+        watch_progress(api, run_id, timeout_s=args.timeout, cases=cases)
     except TimeoutError:
         reason = f"the run {run_id} did not end within {args.timeout:g} s"
         if args.cancel_on_timeout:
@@ -279,7 +285,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(run["run_id"])
         return gates.PASSED
     print(f"started {run['run_id']}", file=sys.stderr)
-    return wait_and_report(api, run["run_id"], args)
+    return wait_and_report(api, run["run_id"], args, cases=est.get("cases"))
 
 
 @guarded

@@ -178,11 +178,14 @@ _PHASE_WORDS = {
 }
 
 
-def attempts_line(progress: Mapping[str, Any], *, arms: int | None = None) -> str:
-    """A run's progress, saying what is counted: `attempts 32 of 32 (2 arms; reruns of flips
-    included, so the total grows as flips are found) completed`. `progress` is the API's
-    (`recorded`, `expected`, `status`, `phase`)."""
-    sides = f"{count(arms, 'arm')}; " if arms else ""
+def attempts_line(
+    progress: Mapping[str, Any], *, arms: int | None = None, cases: int | None = None
+) -> str:
+    """A run's progress, saying what is counted: `attempts 32 of 32 (10 cases, 2 arms; reruns of
+    flips included, so the total grows as flips are found) completed`. `progress` is the API's
+    (`recorded`, `expected`, `status`, `phase`); `arms` and `cases` are said when known."""
+    known = [count(n, what) for n, what in ((cases, "case"), (arms, "arm")) if n]
+    sides = f"{', '.join(known)}; " if known else ""
     return (
         f"attempts {progress.get('recorded')} of {progress.get('expected')} ({sides}reruns of "
         f"flips included, so the total grows as flips are found) "

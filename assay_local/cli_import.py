@@ -122,7 +122,10 @@ def explain(exc: ApiError) -> str | None:
     about neither (the caller prints it as it is)."""
     error = exc.error
     if exc.status == 404 and exc.message.startswith(f"dataset {_dataset_of(exc)} not found"):
-        return f'{exc} -- add --create "NAME" to create it (assay datasets list shows the datasets)'
+        return (
+            f'{exc.status} {exc.code}: {exc.message} -- add --create "NAME" to create it '
+            "(assay datasets list shows the datasets there are)"
+        )
 
     if error.get("allow") and error.get("reason"):
         where = f"line {error['line']}: " if error.get("line") is not None else ""

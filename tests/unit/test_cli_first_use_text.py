@@ -76,10 +76,10 @@ def test_the_gate_names_a_confirmed_regression_with_its_question() -> None:
 
 def test_progress_says_it_counts_attempts_and_each_state_word_once() -> None:
     done = {"recorded": 32, "expected": 32, "status": "completed", "phase": "done"}
-    line = text.attempts_line(done, arms=2)
+    line = text.attempts_line(done, arms=2, cases=10)
     assert line == (
-        "attempts 32 of 32 (2 arms; reruns of flips included, so the total grows as flips are "
-        "found) completed"
+        "attempts 32 of 32 (10 cases, 2 arms; reruns of flips included, so the total grows as "
+        "flips are found) completed"
     )
     assert "done" not in line
     rerunning = {"recorded": 20, "expected": 24, "status": "running", "phase": "confirming"}
@@ -151,7 +151,7 @@ def test_an_unknown_dataset_on_import_says_how_create_makes_it() -> None:
         {"error": {"code": "not_found", "message": "dataset nosuch not found"}},
     )
     said = cli_import.explain(err)
-    assert said is not None and said.startswith(str(err))
+    assert said is not None and said.startswith("404 not_found: dataset nosuch not found -- ")
     assert 'add --create "NAME" to create it' in said
 
 

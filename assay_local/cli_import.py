@@ -13,7 +13,9 @@ the lines of the cases no scorer grades with why, unless `--allow-ungraded` keep
 
 Errors name the flag at fault and its valid choices, never the API's field: one line on stderr,
 exit status 3 (an error, `assay.gate`). A file that cannot be read says so (`cannot read
-my.csv: no such file`); an unknown dataset says how to create it with the import (`--create`).
+my.csv: no such file`); a file the API refuses is named by its line (`400 invalid_input: line 3:
+a quoted field is not closed ...`); an unknown dataset says how to create it with the import
+(`--create`).
 """
 
 from __future__ import annotations
@@ -131,6 +133,8 @@ def explain(exc: ApiError) -> str | None:
         where = f"line {error['line']}: " if error.get("line") is not None else ""
         return f"{where}{error['reason']}; or give --allow-ungraded to import it ungraded"
     field = exc.field or ""
+    if field == "source" and error.get("line") is not None:  # the file is at fault, by line
+        return f"{exc.status} {exc.code}: {exc.message}"
     for prefix, flag in _FLAGS:
         if field == prefix or field.startswith((f"{prefix}.", f"{prefix}[")):
             if flag == "--scorer":

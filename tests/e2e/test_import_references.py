@@ -363,14 +363,17 @@ def test_assay_import_refuses_an_open_quote_naming_its_line(api, tmp_path: Path,
         api, capsys, "cli-bad", str(bad), "--create", "B", "--scorer", "equals"
     )
     assert (code, out) == (3, "")
-    assert err.startswith("assay: ") and "400 invalid_input: line 5: a quoted field is not " in err
+    assert err.startswith(
+        'assay import: 400 invalid_input: line 5: a quoted field is not closed (end it with ", '
+    )
+    assert len(err.splitlines()) == 1
     assert api.call("GET", "/api/v1/datasets/cli-bad")[0] == 404
     jsonl = tmp_path / "bad.jsonl"
     jsonl.write_text('{"input": "a", "reference": "1"}\n{"input": "b"\n', encoding="utf-8")
     code, _, err = run_cli(
         api, capsys, "cli-bad", str(jsonl), "--create", "B", "--scorer", "equals"
     )
-    assert code == 3 and "line 2: not valid JSON" in err
+    assert code == 3 and err.startswith("assay import: 400 invalid_input: line 2: not valid JSON")
 
 
 def test_assay_import_names_a_missing_file_an_unknown_dataset_and_a_near_choice(

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from assay.text import run_state
 from assay_local import demo_text
 from assay_local.cli_common import DEFAULT_ORG, dev_token, quiet_logs, start_stack
 
@@ -76,13 +77,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
                         tasks[version] = bar.add_task(
                             f"v{version} {demo.MODELS[version - 1]:<18} attempts",
                             total=p["expected"],
-                            status=demo_text.progress_state(p),
+                            status=run_state(p["status"], p.get("phase")),
                         )
                     bar.update(
                         tasks[version],
                         completed=p["recorded"],
                         total=p["expected"],
-                        status=demo_text.progress_state(p),
+                        status=run_state(p["status"], p.get("phase")),
                     )
 
             results, (agent_id, dataset_id) = demo.run_demo(

@@ -55,7 +55,7 @@ def error_line(exc: BaseException) -> tuple[str, str | None]:
         fix = None if "assay " in exc.message else fix_for(exc)
         said = one_line(str(exc))
         return (f"{said} -- {fix}" if fix else said), fix
-    return str(exc), None
+    return one_line(str(exc)), None  # a usage error or an OSError may quote a file's text
 
 
 def one_line(text: str) -> str:

@@ -24,16 +24,24 @@ from assay.cli_common import (
     client_of,
     guarded,
 )
-from assay.client import ENDED, AssayClient
-from assay.text import duration_ms, usd
+from assay.client import ENDED, ApiError, AssayClient
+from assay.text import attempts_line, case_label, duration_ms, estimate_basis, run_state, usd
 
 # --- progress --------------------------------------------------------------------------------
 
 
-def watch_progress(api: AssayClient, run_id: str, *, timeout_s: float | None = None) -> JSON:
+def watch_progress(
+    api: AssayClient, run_id: str, *, timeout_s: float | None = None, cases: int | None = None
+) -> JSON:
     """Wait for the run to end, showing its progress on stderr (a bar on a terminal, a line every
-    10 s elsewhere); returns the last progress."""
+    10 s elsewhere) as attempts recorded of those asked, with the run's arms and `cases` (its
+    case count, when the caller knows it: `assay run` has it from the estimate); returns the last
+    progress."""
     err = sys.stderr
+    try:
+        arms: int | None = len(api.get_run(run_id).get("arms") or []) or None
+    except ApiError:
+        arms = None  # the progress alone still says what it counts
     if err.isatty():
         from rich.console import Console
         from rich.progress import (
@@ -44,22 +52,22 @@ def watch_progress(api: AssayClient, run_id: str, *, timeout_s: float | None = N
             TimeElapsedColumn,
         )
 
+        sides = (f", {cases} cases" if cases else "") + (f", {arms} arms" if arms else "")
         with Progress(
-            TextColumn(run_id),
+            TextColumn(f"{run_id} attempts"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("{task.fields[status]}"),
+            TextColumn(f"(reruns of flips included{sides})" + " {task.fields[status]}"),
             TimeElapsedColumn(),
             console=Console(stderr=True),
         ) as bar:
             task: list[Any] = []
 
             def show(p: JSON) -> None:
+                state = run_state(p.get("status"), p.get("phase"))
                 if not task:
-                    task.append(bar.add_task(run_id, total=p["expected"], status=p["status"]))
-                bar.update(
-                    task[0], completed=p["recorded"], total=p["expected"], status=p["status"]
-                )
+                    task.append(bar.add_task(run_id, total=p["expected"], status=state))
+                bar.update(task[0], completed=p["recorded"], total=p["expected"], status=state)
 
             return api.wait(run_id, every_s=0.5, timeout_s=timeout_s, on_progress=show)
     last = [0.0]
@@ -68,7 +76,7 @@ def watch_progress(api: AssayClient, run_id: str, *, timeout_s: float | None = N
         now = time.monotonic()
         if now - last[0] >= 10 or p.get("status") in ENDED:
             last[0] = now
-            print(f"{run_id}: {p['recorded']}/{p['expected']} {p['status']}", file=err, flush=True)
+            print(f"{run_id}: {attempts_line(p, arms=arms, cases=cases)}", file=err, flush=True)
 
     return api.wait(run_id, every_s=1.0, timeout_s=timeout_s, on_progress=line)
 
@@ -81,11 +89,13 @@ def _run_summary(run: JSON) -> JSON:
     return {k: v for k, v in run.items() if k != "results"}
 
 
-def wait_and_report(api: AssayClient, run_id: str, args: argparse.Namespace) -> int:
+def wait_and_report(
+    api: AssayClient, run_id: str, args: argparse.Namespace, *, cases: int | None = None
+) -> int:
     """Wait for the run (at most `--timeout` seconds), then `report_run`. A run still going at
     the timeout is inconclusive (exit 2): it goes on, unless `--cancel-on-timeout` cancels it."""
     try:
-        watch_progress(api, run_id, timeout_s=args.timeout)
+        watch_progress(api, run_id, timeout_s=args.timeout, cases=cases)
     except TimeoutError:
         reason = f"the run {run_id} did not end within {args.timeout:g} s"
         if args.cancel_on_timeout:
@@ -245,6 +255,8 @@ def print_estimate(est: JSON, out: TextIO) -> None:
         + ("" if est.get("within_budget", True) else "  -- over budget: the start will be refused"),
         file=out,
     )
+    for line in estimate_basis(est):
+        print(f"  basis: {line}", file=out)
     for w in est.get("warnings") or []:
         print(f"  warning: {w}", file=out)
 
@@ -273,7 +285,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(run["run_id"])
         return gates.PASSED
     print(f"started {run['run_id']}", file=sys.stderr)
-    return wait_and_report(api, run["run_id"], args)
+    return wait_and_report(api, run["run_id"], args, cases=est.get("cases"))
 
 
 @guarded
@@ -349,7 +361,8 @@ def cmd_cases(args: argparse.Namespace) -> int:
             for arm, side in (case.get("arms") or {}).items()
         )
         outcome = f" [{case['outcome']}]" if case.get("outcome") else ""
-        print(f"{case.get('case_id')}{outcome}: {sides}")
+        named = case_label(case.get("case_id"), (case.get("expects") or {}).get("input"))
+        print(f"{named}{outcome}: {sides}")
         for arm, side in (case.get("arms") or {}).items():
             if side.get("settled") in ("failed", "incomplete", "ungraded"):
                 why = failure_reasons(side)
@@ -373,7 +386,8 @@ def cmd_comparison(args: argparse.Namespace) -> int:
     for flip in comparison.get("flips") or []:
         held = "confirmed" if flip.get("confirmed") else "not confirmed"
         print(
-            f"  {flip.get('case_id')}: {flip.get('outcome')} ({held}; candidate "
+            f"  {case_label(flip.get('case_id'), flip.get('question'))}: {flip.get('outcome')} "
+            f"({held}; candidate "
             f"{','.join(flip.get('candidate_tries') or [])}, baseline "
             f"{','.join(flip.get('baseline_tries') or [])})"
         )

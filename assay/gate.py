@@ -25,6 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.text import case_label
+
 JSON = dict[str, Any]
 
 PASSED, BROKE, INCONCLUSIVE, ERROR = 0, 1, 2, 3
@@ -96,7 +98,7 @@ def decide_run(run: JSON, comparison: JSON | None, *, min_pass_rate: float | Non
             if arm != candidate_arm(run) or not summary.get("could_not_run"):
                 unsure.append(f"side {arm} could not run: {error}")
         regressions = [
-            f["case_id"]
+            case_label(f["case_id"], f.get("question"))
             for f in comparison.get("flips") or []
             if f.get("outcome") == "regression" and f.get("confirmed")
         ]

@@ -107,6 +107,14 @@ RULES: list[Rule] = [
     ),
     (
         400,
+        re.compile(r"PUT /api/v1/secrets/\{name\}"),
+        lambda m, e: (
+            "store the value as a secret: assay secrets set NAME --from-env VARIABLE (or "
+            "--value-stdin), then refer to it by NAME"
+        ),
+    ),
+    (
+        400,
         re.compile(r"^agent (\S+) was never published"),
         lambda m, e: f"publish it: assay agents publish {m.group(1)} (or run the draft: --draft)",
     ),

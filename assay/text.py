@@ -3,7 +3,9 @@ Pure functions of their arguments (no I/O), so the unit tests can pin each rule.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 DASH = "-"
@@ -127,3 +129,94 @@ def count(n: Any, one: str, many: str | None = None) -> str:
     """`1 case`, `3 cases` (`many` for an irregular plural)."""
     value = int(n or 0)
     return f"{value} {one if value == 1 else (many or one + 's')}"
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<given>[^']*)' \(choose from (?P<choices>.*)\)")
+
+
+def did_you_mean(message: str) -> str:
+    """argparse's `invalid choice` error with the nearest choice suggested (`difflib`): "argument
+    --scorer: invalid choice: 'equal' (choose from 'contains', 'equals', ...); did you mean
+    equals?". Any other message, or a choice near none, comes back as it is."""
+    found = _INVALID_CHOICE.search(message)
+    if not found:
+        return message
+    choices = re.findall(r"'([^']*)'", found.group("choices"))
+    near = difflib.get_close_matches(found.group("given"), choices, n=1)
+    return f"{message}; did you mean {near[0]}?" if near else message
+
+
+CASE_TEXT_CHARS = 60
+"""How much of a case's input a listing shows beside its id."""
+
+
+def case_label(case_id: Any, text: Any, most: int = CASE_TEXT_CHARS) -> str:
+    """A case as a person finds it in a list: its id and the start of its input on one line,
+    `case-115049a29853 "What is the capital of Spain?"` (whitespace and newlines collapsed, cut
+    at `most` characters with `…`); the id alone when the input is not known or is empty."""
+    flat = " ".join(str(text or "").split())
+    if not flat:
+        return str(case_id)
+    if len(flat) > most:
+        flat = flat[: most - 1].rstrip() + "…"
+    return f'{case_id} "{flat}"'
+
+
+def run_state(status: Any, phase: Any = None) -> str:
+    """A run's state in words, each word once: `running`, `running, confirming` (rerunning flips),
+    `completed` (its phase `done` is not repeated)."""
+    said = str(status or "")
+    if phase and str(phase) not in ("done", said) and said in ("queued", "running"):
+        return f"{said}, {_PHASE_WORDS.get(str(phase), str(phase))}"
+    return said
+
+
+_PHASE_WORDS = {
+    "answering": "first answers",
+    "confirming": "rerunning flips",
+    "finalizing": "finalizing",
+}
+
+
+def attempts_line(
+    progress: Mapping[str, Any], *, arms: int | None = None, cases: int | None = None
+) -> str:
+    """A run's progress, saying what is counted: `attempts 32 of 32 (10 cases, 2 arms; reruns of
+    flips included, so the total grows as flips are found) completed`. `progress` is the API's
+    (`recorded`, `expected`, `status`, `phase`); `arms` and `cases` are said when known."""
+    known = [count(n, what) for n, what in ((cases, "case"), (arms, "arm")) if n]
+    sides = f"{', '.join(known)}; " if known else ""
+    return (
+        f"attempts {progress.get('recorded')} of {progress.get('expected')} ({sides}reruns of "
+        f"flips included, so the total grows as flips are found) "
+        f"{run_state(progress.get('status'), progress.get('phase'))}"
+    )
+
+
+def estimate_basis(est: Mapping[str, Any]) -> list[str]:
+    """What an estimate (`POST .../eval-runs/estimate`) rests on, in words, one line per side
+    priced by the fallback or borrowed from an earlier run:
+
+    - `fallback`: "candidate (no model named): no run history or price known, so $0.05 a case is
+      assumed (the service's EVAL_FALLBACK_CASE_COST_USD, or a typical case at the price its spec
+      gives; give a price in the spec or a model profile)";
+    - `reused`: "baseline: first answers reused from run RUN_ID, at no cost".
+    A `history` side says nothing: its figure is what its recent runs cost."""
+    out: list[str] = []
+    for arm in est.get("arms") or []:
+        model = arm.get("model")
+        side = f"{arm.get('arm_id')} ({model or 'no model named'})"
+        if arm.get("basis") == "fallback":
+            out.append(
+                f"{side}: no run history for it, so {usd(arm.get('per_case_usd'))} a case is "
+                "assumed (a typical case at the price its spec gives; with no price, the "
+                "service's EVAL_FALLBACK_CASE_COST_USD: give a price in the spec or a model "
+                "profile)"
+            )
+        elif arm.get("basis") == "reused":
+            run_id = arm.get("reused_run_id") or est.get("reused_baseline_run_id")
+            out.append(f"{side}: first answers reused from run {run_id}, at no cost")
+    reused = est.get("reused_baseline_run_id")
+    if reused and not any("reused from run" in line for line in out):
+        out.append(f"baseline: first answers reused from run {reused}")
+    return out

@@ -14,7 +14,6 @@ import argparse
 import sys
 from typing import NoReturn
 
-from assay.cli_common import one_line
 from assay.client import ApiError, ApiUnreachable
 from assay.commands import UsageError
 from assay_local import cli_import
@@ -37,8 +36,10 @@ class _Parser(argparse.ArgumentParser):
     that lets "inconclusive" (2) through must not pass a mistyped flag."""
 
     def error(self, message: str) -> NoReturn:
+        from assay.text import did_you_mean
+
         self.print_usage(sys.stderr)
-        self.exit(3, f"{self.prog}: error: {message}\n")
+        self.exit(3, f"{self.prog}: error: {did_you_mean(message)}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     remote(p)
     p.add_argument("agent_versions", nargs="+")
+    p.add_argument("--json", action="store_true", help="print the API's answer as JSON")
     p.set_defaults(func=cmd_summaries)
 
     p = sub.add_parser(
@@ -210,7 +212,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except (ApiError, ApiUnreachable, UsageError, OSError) as exc:
-        print(f"assay: {one_line(str(exc))}", file=sys.stderr)  # it may quote a file's text
+        from assay.cli_common import error_line
+
+        said, _ = error_line(exc)  # with the fix `assay.hints` knows, if it knows one
+        print(f"assay: {said}", file=sys.stderr)
         return 3  # an error: `assay.gate`'s exit codes
 
 

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from assay.text import run_state
 from assay_local import demo_text
 from assay_local.cli_common import DEFAULT_ORG, dev_token, quiet_logs, start_stack
 
@@ -74,15 +75,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 for version, p in progress.items():
                     if version not in tasks:
                         tasks[version] = bar.add_task(
-                            f"v{version} {demo.MODELS[version - 1]:<18}",
+                            f"v{version} {demo.MODELS[version - 1]:<18} attempts",
                             total=p["expected"],
-                            status=p["status"],
+                            status=run_state(p["status"], p.get("phase")),
                         )
                     bar.update(
                         tasks[version],
                         completed=p["recorded"],
                         total=p["expected"],
-                        status=p["status"],
+                        status=run_state(p["status"], p.get("phase")),
                     )
 
             results, (agent_id, dataset_id) = demo.run_demo(
@@ -95,6 +96,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 on_progress=on_progress,
             )
         console_url = f"{stack.api_url}/agents/{agent_id}#token={dev_token()}"
+        cases = f" ({results[0].total:,} cases)" if results else ""
         console.print(
             f"[bold]Guarded promotions[/bold]: {demo.ENVIRONMENT} serves v2; a suite guards it "
             f"with a {demo.GUARD['min_pass_rate']:.0%} minimum pass rate and up to "
@@ -105,7 +107,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("{task.fields[status]} {task.fields[phase]}"),
+            TextColumn("{task.fields[status]}"),
             TimeElapsedColumn(),
             console=console,
         ) as bar:
@@ -114,14 +116,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
             def on_gate(version: int, p: dict[str, Any]) -> None:
                 if version not in gate_tasks:
                     gate_tasks[version] = bar.add_task(
-                        f"guard: v{version} beside v2", total=None, status="", phase=""
+                        f"guard: v{version} beside v2{cases}, attempts",
+                        total=None,
+                        status="",
                     )
                 bar.update(
                     gate_tasks[version],
                     completed=p["recorded"],
                     total=p["expected"],
-                    status=p["status"],
-                    phase=p["phase"],
+                    status=demo_text.progress_state(p),
                 )
 
             _, outcomes = demo.run_promotions(api, agent_id, dataset_id, on_gate)
@@ -165,27 +168,32 @@ def cmd_demo(args: argparse.Namespace) -> int:
         )
         summaries = demo.summaries(api, agent_id).get("summaries") or []
         console.print(
-            "each version's summary (POST /api/evaluations/agent-summaries): "
+            "each version's summary (POST /api/v1/agent-summaries): "
             + demo_text.summary_line(summaries)
         )
-        for line in demo_text.closing_lines(
-            console_url, serve=args.serve, seconds=time.monotonic() - t0
-        ):
-            console.print(line, soft_wrap=True)
-        if args.serve:
-            try:
-                while True:
-                    time.sleep(3600)
-            except KeyboardInterrupt:
-                pass
         bad = [r for r in results if r.status != "completed"] + [
             o for o in outcomes if not o.run or o.run["status"] != "completed"
         ]
         expected = {3: "refused", 4: "promoted"}
         bad += [o for o in outcomes if o.promotion["status"] != expected[o.version]]
-        return 1 if bad else 0
+        if args.serve:
+            for line in demo_text.closing_lines(
+                console_url, serve=True, seconds=time.monotonic() - t0
+            ):
+                console.print(line, soft_wrap=True)
+            try:
+                while True:
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                pass
     finally:
         stack.stop()
+    if not args.serve:  # said once true: the stack has stopped, so no link to it is printed
+        for line in demo_text.closing_lines(
+            console_url, serve=False, seconds=time.monotonic() - t0
+        ):
+            console.print(line, soft_wrap=True)
+    return 1 if bad else 0
 
 
 def print_gate(console: Any, outcome: Any) -> None:

@@ -7,8 +7,15 @@ when given (it wins), else the file's `reference`, else - when a `--scorer` uses
 `expected` the case gives. A file in which no case can be graded by the scorers is refused, naming
 its first line and what to add, unless `--allow-ungraded`.
 
+Output: what was imported, in words (`imported 5 cases into capitals v1 (scorer equals)`), and
+the lines of the cases no scorer grades with why, unless `--allow-ungraded` keeps them quietly;
+`--json` prints the API's document instead.
+
 Errors name the flag at fault and its valid choices, never the API's field: one line on stderr,
-exit status 3 (an error, `assay.gate`).
+exit status 3 (an error, `assay.gate`). A file that cannot be read says so (`cannot read
+my.csv: no such file`); a file the API refuses is named by its line (`400 invalid_input: line 3:
+a quoted field is not closed ...`); an unknown dataset says how to create it with the import
+(`--create`).
 """
 
 from __future__ import annotations
@@ -65,8 +72,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--allow-ungraded",
         action="store_true",
-        help="import the file even when no case of it can be graded by the scorers",
+        help="import the file even when no case of it can be graded by the scorers, and keep "
+        "cases no scorer grades without a word",
     )
+    p.add_argument("--json", action="store_true", help="print the API's answer as JSON")
     p.add_argument(
         "--create", metavar="NAME", help="create the dataset with this version (both or neither)"
     )
@@ -114,12 +123,21 @@ _FLAGS = (
 
 def explain(exc: ApiError) -> str | None:
     """The one line `assay import` prints for an API refusal, naming the flag rather than the
-    API's field; None when the refusal is about neither (the caller prints it as it is)."""
+    API's field, or for an unknown dataset how `--create` makes it; None when the refusal is
+    about neither (the caller prints it as it is)."""
     error = exc.error
+    if exc.status == 404 and exc.message.startswith(f"dataset {_dataset_of(exc)} not found"):
+        return (
+            f'{exc.status} {exc.code}: {exc.message} -- add --create "NAME" to create it '
+            "(assay datasets list shows the datasets there are)"
+        )
+
     if error.get("allow") and error.get("reason"):
         where = f"line {error['line']}: " if error.get("line") is not None else ""
         return f"{where}{error['reason']}; or give --allow-ungraded to import it ungraded"
     field = exc.field or ""
+    if field == "source" and error.get("line") is not None:  # the file is at fault, by line
+        return f"{exc.status} {exc.code}: {exc.message}"
     for prefix, flag in _FLAGS:
         if field == prefix or field.startswith((f"{prefix}.", f"{prefix}[")):
             if flag == "--scorer":
@@ -130,14 +148,74 @@ def explain(exc: ApiError) -> str | None:
     return None
 
 
+def _dataset_of(exc: ApiError) -> str:
+    """The dataset id a 404's message names (`dataset nosuch not found`), else ''."""
+    words = exc.message.split()
+    return words[1] if len(words) > 2 and words[0] == "dataset" else ""
+
+
+def _lines(numbers: list[int], total: int) -> str:
+    """`line 3`, `lines 3, 7 and 9`, `lines 3, 7, ... (and 12 more)` for the cases not graded."""
+    shown = [str(n) for n in numbers]
+    if not shown:
+        return ""
+    listed = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" and {shown[-1]}"
+    more = total - len(shown)
+    if more > 0:
+        listed = ", ".join(shown) + f" (and {more} more)"
+    return f"line{'s' * (total != 1)} {listed}"
+
+
+def imported_text(out: dict[str, Any], *, allow_ungraded: bool = False) -> list[str]:
+    """What `assay import` prints of the API's answer (`POST /datasets`, `POST .../versions`):
+    `imported 5 cases into capitals v1 (scorer equals)`, then - unless `allow_ungraded` - the
+    cases no scorer grades: `1 case will not be graded: line 3 (no reference for scorer
+    equals: ...); add what it lacks, or --allow-ungraded to keep such cases quietly`."""
+    version = out.get("version") or {}
+    count = int(version.get("case_count") or 0)
+    required = list((version.get("scoring") or {}).get("required") or [])
+    scorers = f"scorer{'s' * (len(required) != 1)} {', '.join(required)}" if required else ""
+    head = (
+        f"imported {count} case{'s' * (count != 1)} into {out.get('dataset_id')} "
+        f"v{version.get('version')}" + (f" ({scorers})" if scorers else "")
+    )
+    ungraded = int(version.get("ungraded_cases") or 0)
+    if not ungraded:
+        return [head]
+    if allow_ungraded:
+        return [f"{head}; {ungraded} of them will not be graded (--allow-ungraded)"]
+    where = _lines(list(version.get("ungraded_lines") or []), ungraded)
+    reason = version.get("ungraded_reason")
+    has = "case has" if ungraded == 1 else "cases have"
+    what = "no reference" if str(reason or "").startswith("no reference") else "nothing to grade"
+    return [
+        f"{head}; {ungraded} {has} {what} and will not be graded"
+        + (f": {where}" if where else "")
+        + " (add what it lacks, or --allow-ungraded to keep such cases quietly)",
+        *([f"  why: {reason}"] if reason else []),
+    ]
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     """`assay import DATASET FILE`: a new dataset version from a file; with `--create NAME` the
-    dataset is created with it in one request (both or neither). Prints the dataset as the API
-    returns it; exit status 0, or 3 with one line on stderr."""
+    dataset is created with it in one request (both or neither). Prints what was imported in
+    words (`imported_text`; `--json`: the API's document); exit status 0, or 3 with one line on
+    stderr."""
     from assay.commands import client_of
     from chalicelib.domain.dataset_sources import detect_kind
 
-    text = Path(args.file).read_text(encoding="utf-8")
+    try:
+        text = Path(args.file).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return _fail(f"cannot read {args.file}: no such file")
+    except IsADirectoryError:
+        return _fail(f"cannot read {args.file}: it is a folder, not a file")
+    except PermissionError:
+        return _fail(f"cannot read {args.file}: permission denied")
+    except UnicodeDecodeError:
+        return _fail(f"cannot read {args.file}: it is not UTF-8 text")
+    except OSError as exc:
+        return _fail(f"cannot read {args.file}: {exc.strerror or exc}")
     fmt = args.format or detect_kind(Path(args.file).name, text)
     if fmt is None:
         return _fail(
@@ -164,5 +242,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         if line is None:
             raise
         return _fail(line)
-    print(json.dumps(out, indent=2))
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        for line in imported_text(out, allow_ungraded=bool(args.allow_ungraded)):
+            print(line)
     return 0

@@ -19,7 +19,25 @@ def _api(args: argparse.Namespace):
     return client_of(args)
 
 
+def summary_text(summary: dict[str, Any]) -> str:
+    """One version's verdict on one line: `capbot v1: none (not measured yet)`, `capbot draft:
+    pass (5 of 5 passed)`, `... (5 of 5 passed; stale: the draft changed since)` for a draft
+    measured before its last change."""
+    version = summary.get("version")
+    named = f"v{version}" if isinstance(version, int) else str(version or "draft")
+    verdict = summary.get("verdict") or "none"
+    if verdict == "none" or not summary.get("total"):
+        return f"{summary.get('agent_id')} {named}: {verdict} (not measured yet)"
+    stale = "; stale: the draft changed since" if summary.get("stale") else ""
+    return (
+        f"{summary.get('agent_id')} {named}: {verdict} ({summary.get('passed')} of "
+        f"{summary.get('total')} passed{stale})"
+    )
+
+
 def cmd_summaries(args: argparse.Namespace) -> int:
+    """`assay summaries AGENT@VERSION ...`: each version's verdict, one line each
+    (`summary_text`); `--json`: the API's document."""
     api = _api(args)
     agents = []
     for item in args.agent_versions:
@@ -30,11 +48,12 @@ def cmd_summaries(args: argparse.Namespace) -> int:
                 "version": int(version) if version.isdigit() else version or "draft",
             }
         )
-    print(
-        json.dumps(
-            api.request("POST", "/api/v1/agent-summaries", json={"agents": agents}), indent=2
-        )
-    )
+    out = api.request("POST", "/api/v1/agent-summaries", json={"agents": agents})
+    if getattr(args, "json", False):
+        print(json.dumps(out, indent=2))
+        return 0
+    for summary in out.get("summaries") or []:
+        print(summary_text(summary))
     return 0
 
 

@@ -198,8 +198,8 @@ def version_result(
 
 def summaries(api: Api, agent_id: str) -> Any:
     """The summaries of every version: its verdict and pass counts, each from its latest completed
-    run on the dataset (`POST /api/evaluations/agent-summaries`)."""
-    return api.evaluation_summaries(
+    run on the dataset (`POST /api/v1/agent-summaries`)."""
+    return api.agent_summaries(
         [{"agentId": agent_id, "version": v} for v in range(1, len(MODELS) + 1)]
     )
 

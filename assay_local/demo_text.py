@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from assay.text import run_state
+
 VERSION_VERDICTS = ("pass", "partial", "fail", "none")
 """A version's verdict on its dataset (`domain.enums.Verdict`)."""
 
@@ -116,19 +118,41 @@ def gate_sentence(
     return f"{head}: the guard's suite {result.get('result')}{why}"
 
 
+OWN_AGENT_LINE = (
+    "next, your own agent: `make dev` keeps a stack up (and its data) until Ctrl-C; the README's "
+    '"Five minutes with your own agent" goes from there'
+)
+"""Where a person goes after the demo."""
+
+
 def closing_lines(console_url: str, *, serve: bool, seconds: float) -> list[str]:
-    """The demo's last lines, the console link last: said to work only while the stack is up, and
-    how to keep it up (`assay demo --serve`, `make demo ARGS=--serve`) when it is not kept."""
+    """The demo's last lines, printed once they are true.
+
+    Without `serve` (printed after the stack stopped): that it has stopped, how to keep it up with
+    a live signed-in console link (`make demo ARGS=--serve`), and the next step for one's own
+    agent; no link, as it would already be dead. With `serve` (printed while the stack is up): the
+    same next step, then the live console link, last.
+    """
     if serve:
         return [
             f"demo finished in {seconds:.1f} s; the stack stays up until Ctrl-C",
-            f"console (works while the stack is up, until Ctrl-C): {console_url}",
+            OWN_AGENT_LINE,
+            f"console (signed in; works until Ctrl-C): {console_url}",
         ]
     return [
-        f"demo finished in {seconds:.1f} s; the stack stops now. To keep it up and look around, "
-        "run `assay demo --serve` (`make demo ARGS=--serve`)",
-        f"console (works only while the stack is up): {console_url}",
+        f"demo finished in {seconds:.1f} s; the stack has stopped, and its console with it",
+        "to look around in the console, run `make demo ARGS=--serve` (`assay demo --serve`): it "
+        "prints a live signed-in console link and keeps the stack up until Ctrl-C",
+        OWN_AGENT_LINE,
     ]
+
+
+def progress_state(progress: Mapping[str, Any]) -> str:
+    """What a demo progress bar says after its count of attempts: `(reruns of flips included)
+    running, rerunning flips`, `(reruns of flips included) completed` - each state word once
+    (a run's phase `done` is not said beside `completed`)."""
+    state = run_state(progress.get("status"), progress.get("phase"))
+    return f"(reruns of flips included) {state}"
 
 
 def summary_line(summaries: Sequence[Mapping[str, Any]]) -> str:

@@ -31,6 +31,7 @@ from chalicelib.domain.records import (
     SuiteResultEntry,
 )
 from chalicelib.services.budgets import Budget
+from chalicelib.services.datasets import Written
 from chalicelib.services.deletion import Deleted
 from chalicelib.services.estimates import Price
 from chalicelib.services.judges import ResolvedJudge
@@ -473,6 +474,21 @@ def dataset_view(header: Dataset, version: Dataset | None = None) -> dict[str, A
             "created_at": version.created_at,
             "created_by": version.created_by,
         }
+    return out
+
+
+def written_view(written: Written) -> dict[str, Any]:
+    """A version as an import or a create wrote it (`POST /datasets`, `POST .../versions`):
+    `dataset_view` with, in `version`, `ungraded_lines` (the lines of the imported file whose
+    cases no required scorer grades: the first 20, empty for inline cases) and `ungraded_reason`
+    (why the first of them is not graded, or None).
+
+    Args:
+        written: `services.datasets.Written` (header, version, ungraded_lines, ungraded_reason).
+    """
+    out = dataset_view(written.header, written.version)
+    out["version"]["ungraded_lines"] = list(written.ungraded_lines)
+    out["version"]["ungraded_reason"] = written.ungraded_reason
     return out
 
 

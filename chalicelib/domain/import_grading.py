@@ -54,6 +54,9 @@ model the reference answer when there is one."""
 ALLOW_UNGRADED_FIELD = "source.allow_ungraded"
 """The request field that imports a file nothing grades anyway."""
 
+UNGRADED_LINES_SHOWN = 20
+"""The most lines of ungraded cases an import's answer lists (`ungraded_lines`)."""
+
 
 def reference_keys(
     required: Iterable[object], reference_column: str | None = None
@@ -171,3 +174,33 @@ def ungraded_error(
         field="source",
         **details,
     )
+
+
+def ungraded_lines(
+    cases: Sequence[Case],
+    lines: Sequence[int | None],
+    scoring: ScoringConfig,
+    most: int = UNGRADED_LINES_SHOWN,
+) -> tuple[list[int], str | None]:
+    """The lines of the imported cases no required scorer grades (the first `most`, in file
+    order), and why the first of them is not graded (`ungraded_reason`); `([], None)` when every
+    case is graded. A case whose line is not known (`lines` shorter) is counted by the caller but
+    not listed.
+
+    Args:
+        cases: the imported cases, in file order.
+        lines: the line each case starts on (parallel to `cases`; may be shorter, or empty).
+        scoring: the version's scoring (with the judge resolved, if it names one).
+        most: how many lines to list at most.
+    """
+    found: list[int] = []
+    reason: str | None = None
+    for index, case in enumerate(cases):
+        if applicable_scorers(case, scoring):
+            continue
+        if reason is None:
+            reason = ungraded_reason(case, scoring)
+        line = lines[index] if index < len(lines) else None
+        if line is not None and len(found) < most:
+            found.append(line)
+    return found, reason

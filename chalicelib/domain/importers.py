@@ -386,6 +386,20 @@ def _csv_reference(
     return None, None
 
 
+def _csv_problem(exc: csv.Error) -> str:
+    """What is wrong with a CSV record, in words, from the `csv` module's error of a strict read:
+    an unterminated quote (`unexpected end of data`) is "a quoted field is not closed"."""
+    said = str(exc)
+    if "unexpected end of data" in said:
+        return 'a quoted field is not closed (end it with ", and write "" for a quote inside it)'
+    if "expected after" in said:
+        return (
+            'a quoted field goes on after its closing quote (write "" for a quote inside a '
+            "quoted field)"
+        )
+    return f"not valid CSV ({said})"
+
+
 def read_csv(text: str, reference_from: Sequence[str] = (), *, explicit: bool = False) -> Imported:
     """Cases from CSV with a header row, with the line each record starts on.
 
@@ -408,20 +422,23 @@ def read_csv(text: str, reference_from: Sequence[str] = (), *, explicit: bool = 
         The cases in source order, and their lines.
 
     Raises:
-        InvalidInputError: a column named twice (line 1, the cells of the second would silently
-            replace the first's), no `input`/`question` column (line 1), no column an explicit
-            reference names (line 1), Inspect's `target` where nothing takes it as the reference
-            (line 1), a row with more cells than the header, an empty input, a bad split, or a
-            case_id already used; the message and `details["line"]` name the line the record
-            starts on.
+        InvalidInputError: a quoted field not closed, or text after a closing quote (the csv
+            module's strict reading), a column named twice (line 1, the cells of the second would
+            silently replace the first's), no `input`/`question` column (line 1), no column an
+            explicit reference names (line 1), Inspect's `target` where nothing takes it as the
+            reference (line 1), a row with more cells than the header, an empty input, a bad
+            split, or a case_id already used; the message and `details["line"]` name the line the
+            record starts on.
     """
-    reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""))
+    # strict: a quote left open (or text after a closing quote) is refused, naming the line the
+    # record starts on, rather than read as one field running to the end of the file.
+    reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""), strict=True)
     try:
         header = [name.strip() for name in next(reader)]
     except StopIteration:
         return Imported([])
     except csv.Error as exc:
-        raise _error(1, f"not valid CSV ({exc})") from exc
+        raise _error(1, _csv_problem(exc)) from exc
     named: set[str] = set()
     for name in header:
         if name in named:
@@ -448,7 +465,7 @@ def read_csv(text: str, reference_from: Sequence[str] = (), *, explicit: bool = 
         except StopIteration:
             break
         except csv.Error as exc:
-            raise _error(start, f"not valid CSV ({exc})") from exc
+            raise _error(start, _csv_problem(exc)) from exc
         line, start = start, reader.line_num + 1
         if not any(cell.strip() for cell in row):
             continue

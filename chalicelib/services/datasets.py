@@ -14,8 +14,8 @@ import binascii
 import json
 import logging
 import uuid
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -128,7 +128,7 @@ def create_with_version(
     scoring: Any = None,
     cases: Any = None,
     source: dict[str, Any] | None = None,
-) -> tuple[Dataset, Dataset]:
+) -> Written:
     """Create a dataset together with its first version (`scoring`, `cases` | `source` as
     `add_version` takes them): both, or neither (issue 13: `assay import --create`).
 
@@ -138,7 +138,7 @@ def create_with_version(
     empty on purpose) gets the version instead of a 409, so trying again after a failure succeeds.
 
     Returns:
-        (header, the first version).
+        (header, the first version, its ungraded lines and why) as `Written`.
     Raises:
         InvalidInputError: a `dataset_id` with `#` or `/`, or a version `add_version` refuses.
         ConflictError: an id the organization has already (with a version, or under another name).
@@ -180,6 +180,22 @@ class _Prepared:
     scoring: ScoringConfig
     cases: list[Case]
     ungraded: int
+    ungraded_lines: list[int] = field(default_factory=list)
+    """The lines of an imported file's ungraded cases (`import_grading.ungraded_lines`)."""
+    ungraded_reason: str | None = None
+    """Why the first of them is not graded; None when every case is."""
+
+
+class Written(NamedTuple):
+    """A version as written: the dataset's header, the version's row, and what of the imported
+    file will not be graded (`ungraded_lines`: its first `import_grading.UNGRADED_LINES_SHOWN`
+    lines, empty for inline cases or when every case is graded; `ungraded_reason`: why the first
+    is not)."""
+
+    header: Dataset
+    version: Dataset
+    ungraded_lines: list[int]
+    ungraded_reason: str | None
 
 
 def _requested(scoring: Any) -> list[Any]:
@@ -316,13 +332,17 @@ def _prepare(
         refusal = import_grading.ungraded_error(parsed, imported.lines, effective)
         if refusal is not None:
             raise refusal
-    return _Prepared(scoring_cfg, parsed, ungraded)
+    lines, reason = (
+        import_grading.ungraded_lines(parsed, imported.lines, effective)
+        if source is not None and ungraded
+        else ([], None)
+    )
+    return _Prepared(scoring_cfg, parsed, ungraded, lines, reason)
 
 
-def _write_version(
-    c: Container, who: Identity, header: Dataset, prepared: _Prepared
-) -> tuple[Dataset, Dataset]:
-    """Write `prepared` as the next version of `header`'s dataset; returns (header, the version).
+def _write_version(c: Container, who: Identity, header: Dataset, prepared: _Prepared) -> Written:
+    """Write `prepared` as the next version of `header`'s dataset; returns (header, the version,
+    the lines of its ungraded cases, why the first is not graded).
 
     Raises ConflictError when the number was claimed meanwhile (nothing is written then)."""
     version = c.datasets.next_version(who.org_id, header.dataset_id)
@@ -345,7 +365,12 @@ def _write_version(
             for case in prepared.cases
         ],
     )
-    return c.datasets.get(who.org_id, header.dataset_id), row
+    return Written(
+        c.datasets.get(who.org_id, header.dataset_id),
+        row,
+        prepared.ungraded_lines,
+        prepared.ungraded_reason,
+    )
 
 
 def add_version(
@@ -356,7 +381,7 @@ def add_version(
     scoring: Any = None,
     cases: Any = None,
     source: dict[str, Any] | None = None,
-) -> tuple[Dataset, Dataset]:
+) -> Written:
     """Add the next immutable version from inline `cases` or an import `source`.
 
     Args:
@@ -370,7 +395,7 @@ def add_version(
             scorer uses one (`import_grading`); a file nothing in which can be graded is refused
             unless `allow_ungraded`.
     Returns:
-        (header, the new version row).
+        (header, the new version row, its ungraded lines and why) as `Written`.
     Raises:
         InvalidInputError: no cases, malformed cases or source, unknown scorers, a judge without
             the file's rubrics. NotFoundError: unknown dataset or judge.

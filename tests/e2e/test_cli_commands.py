@@ -62,9 +62,16 @@ def test_summaries_print_the_verdicts_of_agent_versions(cli, api):
     agent = api.agent(sleepy_spec(), publish=1)
     ds = api.dataset(cases(2))
     assert cli("run", agent, "--dataset", ds, "--version", "1", "--yes", "--wait").returncode == 0
-    out = json.loads(cli("summaries", f"{agent}@1").stdout)
+    out = json.loads(cli("summaries", f"{agent}@1", "--json").stdout)
     [summary] = out["summaries"] if "summaries" in out else out["agents"]
     assert (summary["version"], summary["verdict"], summary["passed"]) == (1, "pass", 2)
+    # By default one line per version, in words (the draft was never measured).
+    said = cli("summaries", f"{agent}@1", f"{agent}@draft")
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.splitlines() == [
+        f"{agent} v1: pass (2 of 2 passed)",
+        f"{agent} draft: none (not measured yet)",
+    ]
 
 
 def test_missing_url_and_token_is_exit_3_in_one_line(tmp_path):
@@ -82,8 +89,9 @@ def test_the_readme_s_example_files_import_and_upload(cli):
     """The files the README's by-hand flow names are in `examples/` and do what it says."""
     root = Path(__file__).resolve().parents[2] / "examples"
     done = cli(
-        "import", "greetings", str(root / "greetings.promptfoo.yaml"), "--create", "Greetings"
-    )
+        "import", "greetings", str(root / "greetings.promptfoo.yaml"), "--create", "Greetings",
+        "--json",
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     made = json.loads(done.stdout)["version"]
     assert (made["case_count"], made["ungraded_cases"]) == (3, 0)
@@ -95,6 +103,7 @@ def test_the_readme_s_example_files_import_and_upload(cli):
         "MMLU mini",
         "--scorer",
         "icontains",
+        "--json",
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["version"]["case_count"] == 3

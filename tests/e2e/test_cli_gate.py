@@ -66,10 +66,19 @@ def test_a_confirmed_regression_fails_the_gate_with_json_junit_and_markdown(api,
     assert out["gate"] == {
         "exit_code": 1,
         "result": "broke",
-        "reasons": ["3 confirmed regressions: c002, c005, c007"],
+        "reasons": [
+            '3 confirmed regressions: c002 "question 2", c005 "question 5", c007 "question 7"'
+        ],
     }
     assert out["comparison"]["verdict"] == "worse" and "results" not in out["run"]
     assert "estimate:" in done.stderr  # the estimate and the progress went to stderr
+    # The progress says what it counts (attempts, reruns of flips included), each state once.
+    last = [line for line in done.stderr.splitlines() if ": attempts " in line][-1]
+    assert last.endswith(
+        "(10 cases, 2 arms; reruns of flips included, so the total grows as flips are found) "
+        "completed"
+    ), done.stderr
+    assert "completed done" not in done.stderr
 
     root = ET.fromstring(junit.read_text())
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("10", "3", "0")
@@ -148,6 +157,11 @@ def test_estimate_cases_comparison_and_export_cover_a_run(api, cli, tmp_path):
     assert est.returncode == 0 and json.loads(est.stdout)["cases"] == 4
     human = cli("estimate", agent, "--dataset", ds)
     assert human.stdout.startswith("estimate: 4 cases, $") and "budgets after it" in human.stdout
+    # Nothing prices the agent yet: the text says what it assumes instead, and where to price it.
+    assert "  basis: candidate (no model named): no run history for it, so $0.05 a case" in (
+        human.stdout
+    )
+    assert "give a price in the spec or a model profile" in human.stdout
     run_id = json.loads(
         cli("run", agent, "--dataset", ds, "--paired-baseline", "--yes", "--wait", "--json").stdout
     )["run"]["run_id"]
@@ -155,11 +169,15 @@ def test_estimate_cases_comparison_and_export_cover_a_run(api, cli, tmp_path):
     listed = cli("cases", run_id, "--outcome", "regression")
     assert listed.returncode == 0
     first, reason = listed.stdout.splitlines()
-    assert first == "c001 [regression]: candidate failed (3 tries), baseline passed (3 tries)"
+    assert first == (
+        'c001 "question 1" [regression]: candidate failed (3 tries), baseline passed (3 tries)'
+    )
     assert reason.startswith("  candidate: equals: ")  # why it failed, the scorer's own words
     compared = cli("comparison", run_id)
     assert compared.stdout.startswith("verdict worse: 1 confirmed regression, 0 confirmed fixes")
-    assert "c001: regression (confirmed; candidate failed,failed,failed" in compared.stdout
+    assert 'c001 "question 1": regression (confirmed; candidate failed,failed,failed' in (
+        compared.stdout
+    )
 
     jsonl = cli("export", run_id)
     lines = [json.loads(line) for line in jsonl.stdout.splitlines()]

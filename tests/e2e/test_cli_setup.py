@@ -248,6 +248,23 @@ def test_a_404_names_the_command_that_fixes_it(cli, tmp_path):
     assert "-- publish the draft: assay agents publish bot" in no_version.err
 
 
+def test_a_credential_in_plain_text_names_assay_secrets_set(cli, tmp_path):
+    spec = {
+        "runtime": "openai",
+        "base_url": "https://api.openai.com/v1",
+        "model": "m",
+        "extra_headers": {"Authorization": "Bearer not-a-real-key"},
+    }
+    refused = cli("agents", "create", "keyed", "--spec", _yaml(tmp_path / "agent.yaml", spec))
+    assert refused.code == 3 and refused.out == ""
+    [line] = refused.err.splitlines()
+    assert "400" in line and "holds a credential in plain text" in line
+    assert line.endswith(
+        "-- store the value as a secret: assay secrets set NAME --from-env VARIABLE (or "
+        "--value-stdin), then refer to it by NAME"
+    )
+
+
 def test_a_delete_is_refused_without_yes_and_done_with_it(cli, tmp_path):
     spec = _yaml(tmp_path / "agent.yaml", sleepy_spec())
     assert cli("agents", "create", "bot", "--spec", spec).code == 0
@@ -278,8 +295,8 @@ def test_a_failed_case_shows_the_scorers_reason_and_profiles_are_listed(cli, tmp
     assert cli("gate", run_id).code == 0  # no minimum pass rate, no baseline
     listed = cli("cases", run_id)
     lines = listed.out.splitlines()
-    assert lines[0] == "c000: candidate passed (1 try)"
-    assert lines[1] == "c001: candidate failed (1 try)"
+    assert lines[0] == 'c000 "question 0": candidate passed (1 try)'
+    assert lines[1] == 'c001 "question 1": candidate failed (1 try)'
     assert lines[2].startswith("  candidate: equals: ") and "41" in lines[2]
 
     profile = _yaml(

@@ -2,8 +2,9 @@
 subprocess, with its embedded stack. It prints the four recorded models' exact pass counts
 (computed here independently from the recorded answers), speaks one vocabulary (a version's
 verdict pass/partial/fail/none, a comparison's better/worse/mixed/no difference, a one-line legend
-where they meet, guard outcomes as plain sentences), and ends with how to keep the stack up and
-the console link, said to work only while the stack is up."""
+where they meet, guard outcomes as plain sentences, progress counted in attempts with each state
+word once), and ends saying the stack has stopped, how to keep it up with a live console link, and
+the next step for one's own agent - with no link to the stack it stopped."""
 
 from __future__ import annotations
 
@@ -107,13 +108,22 @@ def test_guard_outcomes_are_plain_sentences(output):
     )
 
 
-def test_the_console_link_comes_last_and_only_works_while_the_stack_is_up(output):
+def test_the_demo_ends_without_a_dead_link_and_says_what_to_do_next(output):
     lines = [line for line in output.splitlines() if line.strip()]
-    assert re.fullmatch(
-        r"console \(works only while the stack is up\): http://127\.0\.0\.1:\d+/agents/"
-        r"gsm8k-solver-\d+#token=[\w.-]+",
-        lines[-1],
-    ), lines[-1]
-    assert output.count("#token=") == 1
-    assert lines[-2].startswith("demo finished in ")
-    assert "`assay demo --serve` (`make demo ARGS=--serve`)" in lines[-2]
+    assert "#token=" not in output and "console (" not in output
+    assert lines[-3].startswith("demo finished in ")
+    assert lines[-3].endswith("; the stack has stopped, and its console with it")
+    assert lines[-2] == (
+        "to look around in the console, run `make demo ARGS=--serve` (`assay demo --serve`): it "
+        "prints a live signed-in console link and keeps the stack up until Ctrl-C"
+    )
+    assert lines[-1] == demo_text.OWN_AGENT_LINE
+    assert "/api/evaluations/" not in output
+    assert "each version's summary (POST /api/v1/agent-summaries): " in flat(output)
+
+
+def test_the_progress_counts_attempts_and_says_each_state_once(output):
+    said = flat(output)
+    assert "completed done" not in said
+    assert re.search(r"guard: v3 beside v2 \(40 cases\), attempts .*\d+/\d+", said), said
+    assert "(reruns of flips included) completed" in said

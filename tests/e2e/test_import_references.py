@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from assay_local import cli
+from chalicelib.domain.import_grading import UNGRADED_LINES_SHOWN
 from chalicelib.domain.importers import derived_case_id
 from chalicelib.domain.scorers import SCORERS
 from tests.e2e.conftest import sleepy_spec
@@ -170,6 +171,43 @@ def test_an_import_nothing_grades_is_refused_unless_allowed_ungraded(api):
     assert status == 400 and body["error"]["field"] == "dataset_version", body
 
 
+def test_an_import_answers_with_the_lines_of_the_cases_nothing_grades(api):
+    rows = ["question,answer", "What is 6*7?,42"] + [f"Question {i}?," for i in range(25)]
+    status, body = api.call(
+        "POST",
+        "/api/v1/datasets",
+        json={
+            "name": "qa",
+            "dataset_id": "qa-some-ungraded",
+            "scoring": {"required": ["equals"]},
+            "source": {"format": "csv", "content": "\n".join(rows) + "\n"},
+        },
+    )
+    assert status == 201, body  # one case grades: the import is kept
+    version = body["version"]
+    assert (version["case_count"], version["ungraded_cases"]) == (26, 25)
+    assert version["ungraded_lines"] == list(range(3, 3 + UNGRADED_LINES_SHOWN))
+    assert version["ungraded_reason"].startswith("no reference for scorer equals")
+
+
+def test_a_csv_with_a_quote_left_open_is_refused_naming_its_line(api):
+    bad = 'question,answer\nWhat is the capital of France?,Paris\n"unterminated,Madrid\n'
+    status, body = api.call(
+        "POST",
+        "/api/v1/datasets",
+        json={
+            "name": "qa",
+            "dataset_id": "qa-open-quote",
+            "scoring": {"required": ["equals"]},
+            "source": {"format": "csv", "content": bad},
+        },
+    )
+    assert status == 400, body
+    assert body["error"]["message"].startswith("line 3: a quoted field is not closed")
+    assert body["error"]["field"] == "source" and body["error"]["line"] == 3
+    assert api.call("GET", "/api/v1/datasets/qa-open-quote")[0] == 404
+
+
 # --- the command line -----------------------------------------------------------------------------
 
 
@@ -192,7 +230,7 @@ def test_assay_import_of_csv_and_jsonl_answers_and_targets_then_a_run_grades(
     qa.write_text(CSV, encoding="utf-8")
     code, out, err = run_cli(api, capsys, "cli-qa", str(qa), "--create", "QA", "--scorer", "equals")
     assert code == 0, err
-    assert json.loads(out)["version"]["ungraded_cases"] == 0
+    assert out == "imported 2 cases into cli-qa v1 (scorer equals)\n"
     assert references(api, "cli-qa") == {SIX_SEVEN: "42", TWO_TWO: "4"}
     assert graded(api, "cli-qa") == {SIX_SEVEN: "passed", TWO_TWO: "failed"}
 
@@ -205,7 +243,7 @@ def test_assay_import_of_csv_and_jsonl_answers_and_targets_then_a_run_grades(
     targets = tmp_path / "targets.jsonl"
     targets.write_text(TARGETS, encoding="utf-8")
     code, out, err = run_cli(
-        api, capsys, "cli-qa", str(targets), "--format", "jsonl", "--scorer", "icontains"
+        api, capsys, "cli-qa", str(targets), "--format", "jsonl", "--scorer", "icontains", "--json"
     )
     assert code == 0, err
     assert json.loads(out)["latest_version"] == 3
@@ -240,6 +278,7 @@ def test_assay_import_refuses_a_file_nothing_grades_naming_the_flag_that_allows_
         "--scorer",
         "equals",
         "--allow-ungraded",
+        "--json",
     )
     assert code == 0, err
     assert json.loads(out)["version"]["ungraded_cases"] == 2
@@ -286,3 +325,72 @@ def test_assay_import_errors_name_the_flag_and_its_choices(api, tmp_path: Path, 
     assert code == 3
     assert err.startswith("assay import: --judge: ") and "scoring" not in err.split(": ", 2)[1]
     assert api.call("GET", "/api/v1/datasets/cli-e")[0] == 404
+
+
+CAPITALS = (
+    "question,answer\nWhat is the capital of France?,Paris\nWhat is the capital of Spain?,\n"
+    "What is the capital of Italy?,Rome\n"
+)
+
+
+def test_assay_import_says_in_words_which_lines_will_not_be_graded(api, tmp_path: Path, capsys):
+    capitals = tmp_path / "capitals.csv"
+    capitals.write_text(CAPITALS, encoding="utf-8")
+    code, out, err = run_cli(
+        api, capsys, "capitals", str(capitals), "--create", "Capitals", "--scorer", "equals"
+    )
+    assert code == 0, err
+    head, why = out.splitlines()
+    assert head == (
+        "imported 3 cases into capitals v1 (scorer equals); 1 case has no reference and will not "
+        "be graded: line 3 (add what it lacks, or --allow-ungraded to keep such cases quietly)"
+    )
+    assert why.startswith("  why: no reference for scorer equals")
+    code, out, err = run_cli(
+        api, capsys, "capitals", str(capitals), "--scorer", "equals", "--allow-ungraded"
+    )
+    assert code == 0, err
+    assert out == (
+        "imported 3 cases into capitals v2 (scorer equals); 1 of them will not be graded "
+        "(--allow-ungraded)\n"
+    )
+
+
+def test_assay_import_refuses_an_open_quote_naming_its_line(api, tmp_path: Path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text(CAPITALS + '"unterminated,Madrid\n', encoding="utf-8")
+    code, out, err = run_cli(
+        api, capsys, "cli-bad", str(bad), "--create", "B", "--scorer", "equals"
+    )
+    assert (code, out) == (3, "")
+    assert err.startswith(
+        'assay import: 400 invalid_input: line 5: a quoted field is not closed (end it with ", '
+    )
+    assert len(err.splitlines()) == 1
+    assert api.call("GET", "/api/v1/datasets/cli-bad")[0] == 404
+    jsonl = tmp_path / "bad.jsonl"
+    jsonl.write_text('{"input": "a", "reference": "1"}\n{"input": "b"\n', encoding="utf-8")
+    code, _, err = run_cli(
+        api, capsys, "cli-bad", str(jsonl), "--create", "B", "--scorer", "equals"
+    )
+    assert code == 3 and err.startswith("assay import: 400 invalid_input: line 2: not valid JSON")
+
+
+def test_assay_import_names_a_missing_file_an_unknown_dataset_and_a_near_choice(
+    api, tmp_path: Path, capsys
+):
+    code, out, err = run_cli(api, capsys, "capitals8", "nofile.csv", "--scorer", "equals")
+    assert (code, out) == (3, "")
+    assert err == "assay import: cannot read nofile.csv: no such file\n"
+
+    qa = tmp_path / "qa.csv"
+    qa.write_text(CSV, encoding="utf-8")
+    code, out, err = run_cli(api, capsys, "nosuch", str(qa), "--scorer", "equals")
+    assert (code, out) == (3, "")
+    assert err.startswith("assay import: 404 not_found: dataset nosuch not found -- ")
+    assert 'add --create "NAME" to create it' in err and len(err.splitlines()) == 1
+
+    code, _, err = run_cli(api, capsys, "cli-e", str(qa), "--scorer", "equal")
+    assert code == 3 and "did you mean equals?" in err
+    code, _, err = run_cli(api, capsys, "cli-e", str(qa), "--scorer", "equals", "--format", "jsnl")
+    assert code == 3 and "did you mean jsonl?" in err

@@ -326,7 +326,9 @@ def test_assay_import_tells_the_format_and_creates_with_the_version_or_not_at_al
 
     tests.write_text(PROMPTFOO, encoding="utf-8")
     capsys.readouterr()
-    assert cli.main(["import", "cli-pf", str(tests), "--create", "From CLI", *remote]) == 0
+    assert (
+        cli.main(["import", "cli-pf", str(tests), "--create", "From CLI", "--json", *remote]) == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert (out["dataset_id"], out["name"], out["version"]["case_count"]) == (
         "cli-pf",
@@ -336,7 +338,10 @@ def test_assay_import_tells_the_format_and_creates_with_the_version_or_not_at_al
 
     samples = tmp_path / "samples.jsonl"
     samples.write_text(INSPECT, encoding="utf-8")
-    assert cli.main(["import", "cli-pf", str(samples), "--scorer", "icontains", *remote]) == 0
+    assert (
+        cli.main(["import", "cli-pf", str(samples), "--scorer", "icontains", "--json", *remote])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert (out["latest_version"], out["version"]["scoring"]["required"]) == (
         2,

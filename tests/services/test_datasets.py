@@ -23,9 +23,9 @@ TWO = [
 def test_versions_are_numbered_1_2_and_the_header_names_the_latest(c: FakeContainer) -> None:
     header = datasets.create_dataset(c, ACME, name="arithmetic", dataset_id="arith")
     assert (header.version, header.latest_version, header.created_by) == (0, 0, "ana")
-    after1, v1 = datasets.add_version(c, ACME, "arith", scoring=EQUALS, cases=TWO)
+    after1, v1, *_ = datasets.add_version(c, ACME, "arith", scoring=EQUALS, cases=TWO)
     c.clock.advance(minutes=1)
-    after2, v2 = datasets.add_version(
+    after2, v2, *_ = datasets.add_version(
         c,
         ACME,
         "arith",
@@ -69,7 +69,7 @@ def test_a_version_keeps_its_cases_and_a_later_one_does_not_change_them(c: FakeC
 
 def test_cases_nothing_grades_are_counted_when_the_version_is_added(c: FakeContainer) -> None:
     datasets.create_dataset(c, ACME, name="d", dataset_id="d")
-    _, version = datasets.add_version(c, ACME, "d", scoring=EQUALS, cases=TWO)
+    _, version, *_ = datasets.add_version(c, ACME, "d", scoring=EQUALS, cases=TWO)
     assert version.ungraded_cases == 1  # "open" has no reference for `equals` to compare with
     assert datasets.coverage(c, version, None) == (1, 0)
 
@@ -150,7 +150,7 @@ def test_a_dataset_created_with_a_refused_file_is_not_created(c: FakeContainer) 
         datasets.create_with_version(c, ACME, name="pf", dataset_id="pf", source=promptfoo(bad))
     assert refused.value.details == {"line": 9, "source_field": "tests[1].assert[0].type"}
     assert c.datasets.list("acme") == []
-    header, first = datasets.create_with_version(
+    header, first, *_ = datasets.create_with_version(
         c, ACME, name="pf", dataset_id="pf", source=promptfoo()
     )
     assert (header.latest_version, first.version, first.case_count) == (1, 1, 2)
@@ -172,7 +172,7 @@ def test_a_first_version_that_fails_to_be_written_takes_its_dataset_with_it(
         datasets.create_with_version(c, ACME, name="d", dataset_id="d", scoring=EQUALS, cases=TWO)
     assert c.datasets.list("acme") == []
     c.datasets.add_version = real  # type: ignore[method-assign]
-    header, first = datasets.create_with_version(
+    header, first, *_ = datasets.create_with_version(
         c, ACME, name="d", dataset_id="d", scoring=EQUALS, cases=TWO
     )
     assert (header.latest_version, first.case_ids) == (1, ["add", "open"])
@@ -197,7 +197,7 @@ def test_a_first_version_that_loses_its_number_to_another_writer_leaves_theirs(
 
 def test_an_empty_dataset_of_the_same_name_gets_the_first_version(c: FakeContainer) -> None:
     datasets.create_dataset(c, ACME, name="d", dataset_id="d")  # left empty (by hand, or a crash)
-    header, first = datasets.create_with_version(
+    header, first, *_ = datasets.create_with_version(
         c, ACME, name="d", dataset_id="d", scoring=EQUALS, cases=TWO
     )
     assert (header.latest_version, first.version) == (1, 1)
@@ -215,12 +215,12 @@ def test_an_empty_dataset_of_the_same_name_gets_the_first_version(c: FakeContain
 
 def test_scorers_a_file_needs_are_added_to_the_scoring_given(c: FakeContainer) -> None:
     datasets.create_dataset(c, ACME, name="d", dataset_id="d")
-    _, version = datasets.add_version(
+    _, version, *_ = datasets.add_version(
         c, ACME, "d", scoring={"required": ["contains", "regex"]}, source=promptfoo()
     )
     assert version.scoring["required"] == ["contains", "regex", "icontains"]
     inspect = '[{"input": "Pick", "choices": ["a", "b"], "target": "A"}]'
-    _, version = datasets.add_version(
+    _, version, *_ = datasets.add_version(
         c, ACME, "d", scoring=EQUALS, source={"format": "inspect", "content": inspect}
     )
     assert version.scoring["required"] == ["equals", "regex"]
@@ -264,14 +264,16 @@ def test_a_file_with_rubrics_needs_a_judge_that_has_them(
 
     spec["criteria"] = [*spec["criteria"], criterion.model_dump(mode="json")]
     judges.publish(c, ACME, "tone", spec)
-    _, version = datasets.add_version(c, ACME, "d", scoring=with_judge, source=promptfoo(RUBRIC))
+    _, version, *_ = datasets.add_version(
+        c, ACME, "d", scoring=with_judge, source=promptfoo(RUBRIC)
+    )
     assert version.scoring["required"] == ["judge"] and version.ungraded_cases == 0
 
 
 def test_a_version_s_cases_come_in_pages_that_see_each_case_once(c: FakeContainer) -> None:
     datasets.create_dataset(c, ACME, name="d", dataset_id="d")
     cases = [{"case_id": f"c{i:02d}", "input": f"q{i}", "reference": "1"} for i in range(7)]
-    _, version = datasets.add_version(c, ACME, "d", scoring=EQUALS, cases=cases)
+    _, version, *_ = datasets.add_version(c, ACME, "d", scoring=EQUALS, cases=cases)
     seen, cursor, pages = [], None, 0
     while True:
         page = datasets.list_cases(c, version, limit=3, cursor=cursor)

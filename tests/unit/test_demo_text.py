@@ -88,17 +88,6 @@ def test_a_promotion_the_guard_let_through_says_by_how_much():
     ) == ("v5 onto production: held back: the guard's suite has no result")
 
 
-def test_the_console_link_is_last_and_said_to_work_only_while_the_stack_is_up():
-    url = "http://127.0.0.1:8000/agents/a#token=t"
-    done, link = demo_text.closing_lines(url, serve=False, seconds=184.94)
-    assert done.startswith("demo finished in 184.9 s; the stack stops now")
-    assert "`assay demo --serve`" in done and "`make demo ARGS=--serve`" in done
-    assert link == f"console (works only while the stack is up): {url}"
-    done, link = demo_text.closing_lines(url, serve=True, seconds=3)
-    assert "stays up until Ctrl-C" in done and "--serve" not in done
-    assert link.endswith(url) and "while the stack is up" in link
-
-
 def test_the_summaries_are_one_line_with_each_version_s_verdict_and_pass_count():
     assert (
         demo_text.summary_line(

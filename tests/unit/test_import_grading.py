@@ -16,6 +16,7 @@ from chalicelib.domain.import_grading import (
     USES_REFERENCE,
     reference_keys,
     ungraded_error,
+    ungraded_lines,
 )
 from chalicelib.domain.importers import derived_case_id, parse_csv, parse_jsonl
 from chalicelib.domain.models import Case, ScoringConfig
@@ -161,6 +162,30 @@ def test_an_import_no_case_of_which_can_be_graded_is_refused_naming_line_and_col
     assert "source.allow_ungraded" in refusal.message
     assert refusal.details["line"] == 2 and refusal.details["allow"] == "source.allow_ungraded"
     assert refusal.details["reason"].startswith("no reference for scorer equals")
+
+
+def test_the_lines_of_the_ungraded_cases_are_listed_with_why_the_first_is_not_graded() -> None:
+    imported = read(
+        "csv",
+        "question,answer\nWhat is 2+2?,4\nWhat is the capital of Spain?,\nWhat is 6*7?,42\nx,\n",
+        reference_from=reference_keys(["equals"]),
+    )
+    lines, reason = ungraded_lines(
+        imported.cases, imported.lines, ScoringConfig(required=["equals"])
+    )
+    assert lines == [3, 5]
+    assert reason is not None and reason.startswith("no reference for scorer equals")
+    graded = read("csv", "question,answer\nWhat is 2+2?,4\n", reference_from=("answer",))
+    assert ungraded_lines(graded.cases, graded.lines, ScoringConfig(required=["equals"])) == (
+        [],
+        None,
+    )
+
+
+def test_the_ungraded_lines_listed_are_bounded() -> None:
+    cases = [Case(case_id=f"c{i}", input="q") for i in range(30)]
+    lines, _ = ungraded_lines(cases, list(range(2, 32)), ScoringConfig(required=["equals"]))
+    assert lines == list(range(2, 2 + import_grading.UNGRADED_LINES_SHOWN))
 
 
 def test_one_gradable_case_is_enough_and_no_cases_has_its_own_refusal() -> None:

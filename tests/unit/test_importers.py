@@ -169,6 +169,29 @@ def test_a_csv_row_with_more_cells_than_columns_is_refused() -> None:
     assert line_of(raised) == 2
 
 
+def test_an_unterminated_csv_quote_is_refused_naming_its_line() -> None:
+    # Read loosely, the open quote ran to the end of the file and became the case's input.
+    text = 'question,answer\nWhat is the capital of France?,Paris\n"unterminated,Madrid\n'
+    with pytest.raises(InvalidInputError) as raised:
+        parse_csv(text)
+    assert line_of(raised) == 3
+    assert raised.value.message.startswith("line 3: a quoted field is not closed")
+
+
+def test_text_after_a_closing_csv_quote_is_refused_naming_its_line() -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        parse_csv('input,reference\nfine,1\n"quoted"tail,2\n')
+    assert line_of(raised) == 3
+    assert "goes on after its closing quote" in raised.value.message
+
+
+def test_a_jsonl_line_that_is_not_json_is_refused_naming_its_line() -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        parse_jsonl('{"input": "a"}\n{"input": "b"\n')
+    assert line_of(raised) == 2
+    assert raised.value.message.startswith("line 2: not valid JSON")
+
+
 def test_a_csv_byte_order_mark_does_not_rename_the_first_column() -> None:
     [case] = parse_csv("\ufeffinput\nhello\n")
     assert case.input == "hello"

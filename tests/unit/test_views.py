@@ -24,6 +24,7 @@ from chalicelib.domain.records import (
     SuiteResultEntry,
 )
 from chalicelib.services.budgets import Budget
+from chalicelib.services.datasets import Written
 from chalicelib.services.estimates import Price
 from chalicelib.services.notifications import EmailSetting
 from chalicelib.services.planning import Plan
@@ -672,6 +673,26 @@ def test_a_dataset_and_one_of_its_versions() -> None:
         ]
         is None
     )
+
+
+def test_a_written_version_carries_the_lines_of_its_ungraded_cases() -> None:
+    header = Dataset(version=0, org_id="acme", dataset_id="arith", created_at=AT, latest_version=1)
+    v1 = Dataset(
+        version=1,
+        org_id="acme",
+        dataset_id="arith",
+        created_at=AT,
+        case_count=3,
+        ungraded_cases=1,
+    )
+    shown = views.written_view(Written(header, v1, [3], "no reference for scorer equals"))
+    assert shown["version"]["ungraded_lines"] == [3]
+    assert shown["version"]["ungraded_reason"] == "no reference for scorer equals"
+    assert {k: v for k, v in shown.items() if k != "version"} == {
+        k: v for k, v in views.dataset_view(header, v1).items() if k != "version"
+    }
+    graded = views.written_view(Written(header, v1, [], None))["version"]
+    assert (graded["ungraded_lines"], graded["ungraded_reason"]) == ([], None)
 
 
 def test_a_notice_and_the_email_choice() -> None:

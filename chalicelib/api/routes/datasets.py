@@ -45,7 +45,7 @@ def create_dataset(c, who, body):
         return views.dataset_view(
             dataset_service.create_dataset(c, who, name=body.name, dataset_id=body.dataset_id)
         ), 201
-    header, first = dataset_service.create_with_version(
+    written = dataset_service.create_with_version(
         c,
         who,
         name=body.name,
@@ -54,7 +54,7 @@ def create_dataset(c, who, body):
         cases=body.cases,
         source=body.source.model_dump() if body.source else None,
     )
-    return views.dataset_view(header, first), 201
+    return views.written_view(written), 201
 
 
 @bp.route("/api/v1/datasets", methods=["GET"])
@@ -100,7 +100,7 @@ def delete_dataset(c, who, dataset_id):
     needs=(("datasets:edit", "dataset_id"),),
 )
 def add_dataset_version(c, who, dataset_id, body):
-    header, row = dataset_service.add_version(
+    written = dataset_service.add_version(
         c,
         who,
         dataset_id,
@@ -108,7 +108,7 @@ def add_dataset_version(c, who, dataset_id, body):
         cases=body.cases,
         source=body.source.model_dump() if body.source else None,
     )
-    return views.dataset_view(header, row), 201
+    return views.written_view(written), 201
 
 
 @bp.route("/api/v1/datasets/{dataset_id}/versions/{version}/cases", methods=["GET"])

@@ -19,8 +19,9 @@ from assay.cli_common import (
     client_of,
     guarded,
     load_document,
+    print_listing,
 )
-from assay.client import ApiError, AssayClient
+from assay.client import AssayClient
 from assay.text import table
 
 SPEC_EXAMPLE = '{"runtime": "python", "entrypoint": "my_agent:answer"}'
@@ -53,35 +54,27 @@ def draft_state(api: AssayClient, agent: JSON) -> str:
     return f"same as v{latest}" if same else f"differs from v{latest}"
 
 
-def verdicts(api: AssayClient, agents: list[JSON]) -> dict[str, JSON]:
-    """The verdict summary of each agent's latest version, by agent id (`POST
-    /api/v1/agent-summaries`, 100 at a time); empty when the caller may not read them."""
-    asked = [
-        {"agentId": a["agent_id"], "version": a["latest_version"]}
-        for a in agents
-        if a.get("latest_version")
-    ]
-    out: dict[str, JSON] = {}
-    for start in range(0, len(asked), 100):
-        try:
-            page = api.agent_summaries(asked[start : start + 100])
-        except ApiError:
-            return out
-        for s in page.get("summaries") or []:
-            out[str(s.get("agent_id"))] = s
-    return out
-
-
 def verdict_text(summary: JSON | None) -> str:
-    """`pass (9/10)`, `fail (3/10)`, or `-` without a measured verdict."""
-    if not summary or summary.get("verdict") in (None, "none"):
+    """`pass (9/10)`, `fail (3/10)`; `none (not measured yet)`, never read as a failure; `-` where
+    there is no verdict to give (nothing published, or a reader without runs:view)."""
+    if not summary or summary.get("verdict") is None:
         return "-"
+    if summary["verdict"] == "none":
+        return "none (not measured yet)"
     stale = ", stale" if summary.get("stale") else ""
     return f"{summary['verdict']} ({summary.get('passed')}/{summary.get('total')}{stale})"
 
 
 def _version_text(n: Any) -> str:
     return f"v{n}" if n else "-"
+
+
+def _draft_text(agent: JSON) -> str:
+    """`differs from vN` or `same as vN` (N the latest version), `not published yet`."""
+    latest = agent.get("latest_version")
+    if not latest:
+        return "not published yet"
+    return f"{'differs from' if agent.get('draft_differs') else 'same as'} v{latest}"
 
 
 @guarded
@@ -109,27 +102,26 @@ def cmd_agents(args: argparse.Namespace) -> int:
             )
         return gates.PASSED
     if action == "list":
-        agents = api.list_agents().get("agents") or []
-        if args.json:
-            _emit_json({"agents": agents})
-            return gates.PASSED
-        if not agents:
-            print("no agents yet: assay agents create AGENT_ID --spec FILE creates one")
-            return gates.PASSED
-        summaries = verdicts(api, agents)
-        rows = [
-            [
+        # The list carries whether each draft differs and both verdicts: no read per agent.
+        def row(a: JSON) -> list[Any]:
+            seen = a.get("verdicts") or {}
+            return [
                 a.get("agent_id"),
                 a.get("name"),
                 _version_text(a.get("live_version")),
-                _version_text(a.get("latest_version")),
-                draft_state(api, a),
-                verdict_text(summaries.get(str(a.get("agent_id")))),
+                _draft_text(a),
+                verdict_text(seen.get("live")),
+                verdict_text(seen.get("draft")),
             ]
-            for a in agents
-        ]
-        print(table(["AGENT", "NAME", "LIVE", "LATEST", "DRAFT", "VERDICT (LATEST)"], rows))
-        return gates.PASSED
+
+        return print_listing(
+            args,
+            "agents",
+            api.list_agents().get("agents") or [],
+            empty="no agents yet: assay agents create AGENT_ID --spec FILE creates one",
+            headers=["AGENT", "NAME", "LIVE", "DRAFT", "LIVE VERDICT", "DRAFT VERDICT"],
+            row=row,
+        )
     if action == "show":
         return _show(api, args)
     if action == "draft":

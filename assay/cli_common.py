@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from assay import gate as gates
 from assay.client import ApiError, ApiUnreachable, AssayClient
 from assay.hints import fix_for, unreachable_text
+from assay.text import count, table
 
 JSON = dict[str, Any]
 
@@ -145,20 +146,35 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _count(n: Any, one: str, many: str | None = None) -> str:
-    count = int(n or 0)
-    return f"{count} {one if count == 1 else (many or one + 's')}"
-
-
 def _confirmed(comparison: JSON) -> str:
     """`N confirmed regressions, M confirmed fixes; overall worse|better|not told apart`."""
-    regressions = _count(comparison.get("confirmed_regressions"), "confirmed regression")
-    fixes = _count(comparison.get("confirmed_fixes"), "confirmed fix", "confirmed fixes")
+    regressions = count(comparison.get("confirmed_regressions"), "confirmed regression")
+    fixes = count(comparison.get("confirmed_fixes"), "confirmed fix", "confirmed fixes")
     return f"{regressions}, {fixes}; overall {comparison.get('overall') or 'not told apart'}"
 
 
 def _tries(side: JSON) -> str:
-    return _count(len(side.get("attempts") or []), "try", "tries")
+    return count(len(side.get("attempts") or []), "try", "tries")
+
+
+def print_listing(
+    args: argparse.Namespace,
+    key: str,
+    items: list[JSON],
+    *,
+    empty: str,
+    headers: list[str],
+    row: Callable[[JSON], list[Any]],
+) -> int:
+    """A `list` command's output: `{key: items}` under `--json`; else `empty` (the next step, as
+    the command that makes one) when there is nothing, or one table row per item. Exit 0."""
+    if args.json:
+        _emit_json({key: items})
+    elif not items:
+        print(empty)
+    else:
+        print(table(headers, [row(item) for item in items]))
+    return gates.PASSED
 
 
 def _usd(value: Any) -> str:

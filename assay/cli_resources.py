@@ -15,9 +15,10 @@ from assay.cli_common import (
     client_of,
     guarded,
     load_document,
+    print_listing,
 )
 from assay.client import AssayClient
-from assay.text import count, table, usd
+from assay.text import count, usd
 
 # --- environments ----------------------------------------------------------------------------
 
@@ -55,25 +56,20 @@ def cmd_environments(args: argparse.Namespace) -> int:
             )
         return gates.PASSED
     if action == "list":
-        envs = api.list_environments().get("environments") or []
-        if args.json:
-            _emit_json({"environments": envs})
-            return gates.PASSED
-        if not envs:
-            print("no environments yet: assay environments create production --default creates one")
-            return gates.PASSED
-        rows = [
-            [
+        return print_listing(
+            args,
+            "environments",
+            api.list_environments().get("environments") or [],
+            empty="no environments yet: assay environments create production --default creates one",
+            headers=["ENVIRONMENT", "NAME", "DEFAULT", "SERVING", "CREATED"],
+            row=lambda e: [
                 e.get("environment_id"),
                 e.get("name"),
                 bool(e.get("default")),
                 ", ".join(f"{a} v{v}" for a, v in sorted((e.get("serving") or {}).items())),
                 e.get("created_at"),
-            ]
-            for e in envs
-        ]
-        print(table(["ENVIRONMENT", "NAME", "DEFAULT", "SERVING", "CREATED"], rows))
-        return gates.PASSED
+            ],
+        )
     # delete
     if not args.yes:
         raise UsageError(
@@ -110,24 +106,19 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     """`datasets list|show`."""
     api = client_of(args)
     if args.datasets_command == "list":
-        datasets = api.list_datasets().get("datasets") or []
-        if args.json:
-            _emit_json({"datasets": datasets})
-            return gates.PASSED
-        if not datasets:
-            print("no datasets yet: assay import DATASET_ID FILE --create NAME adds one")
-            return gates.PASSED
-        rows = [
-            [
+        return print_listing(
+            args,
+            "datasets",
+            api.list_datasets().get("datasets") or [],
+            empty="no datasets yet: assay import DATASET_ID FILE --create NAME adds one",
+            headers=["DATASET", "NAME", "LATEST", "CREATED"],
+            row=lambda d: [
                 d.get("dataset_id"),
                 d.get("name"),
                 f"v{d['latest_version']}" if d.get("latest_version") else "none yet",
                 d.get("created_at"),
-            ]
-            for d in datasets
-        ]
-        print(table(["DATASET", "NAME", "LATEST", "CREATED"], rows))
-        return gates.PASSED
+            ],
+        )
     dataset = api.get_dataset(args.dataset_id)
     if args.json:
         _emit_json(dataset)
@@ -203,25 +194,20 @@ def cmd_profiles(args: argparse.Namespace) -> int:
                 f"{made.get('model')}, price {price_text(made.get('price'))}"
             )
         return gates.PASSED
-    profiles = api.list_model_profiles().get("model_profiles") or []
-    if args.json:
-        _emit_json({"model_profiles": profiles})
-        return gates.PASSED
-    if not profiles:
-        print("no model profiles yet: assay profiles create PROFILE_ID FILE creates one")
-        return gates.PASSED
-    rows = [
-        [
+    return print_listing(
+        args,
+        "model_profiles",
+        api.list_model_profiles().get("model_profiles") or [],
+        empty="no model profiles yet: assay profiles create PROFILE_ID FILE creates one",
+        headers=["PROFILE", "NAME", "MODEL", "TEMPERATURE", "PRICE"],
+        row=lambda p: [
             p.get("model_profile_id"),
             p.get("name"),
             p.get("model"),
             p.get("temperature"),
             price_text(p.get("price")),
-        ]
-        for p in profiles
-    ]
-    print(table(["PROFILE", "NAME", "MODEL", "TEMPERATURE", "PRICE"], rows))
-    return gates.PASSED
+        ],
+    )
 
 
 # --- the parsers -----------------------------------------------------------------------------

@@ -79,8 +79,12 @@ def test_an_agent_environment_suite_and_gate_are_set_up_with_the_cli_alone(cli, 
     listed = cli("agents", "list")
     assert listed.code == 0, listed.err
     header, row = listed.out.splitlines()
-    assert header.split() == ["AGENT", "NAME", "LIVE", "LATEST", "DRAFT", "VERDICT", "(LATEST)"]
-    assert row.split()[:6] == ["support-bot", "Support", "bot", "-", "-", "not"]
+    assert re.split(r"\s{2,}", header.strip()) == [
+        "AGENT", "NAME", "LIVE", "DRAFT", "LIVE VERDICT", "DRAFT VERDICT",
+    ]  # fmt: skip
+    assert re.split(r"\s{2,}", row.strip()) == [
+        "support-bot", "Support bot", "-", "not published yet", "-", "none (not measured yet)",
+    ]  # fmt: skip
     assert "None" not in listed.out and "null" not in listed.out
 
     first = cli("agents", "publish", "support-bot")
@@ -173,6 +177,10 @@ def test_an_agent_environment_suite_and_gate_are_set_up_with_the_cli_alone(cli, 
 
     promoted = cli("promote", "support-bot", "--environment", "production", "--version", "2")
     assert promoted.code == 0 and "promoted" in promoted.out  # no suite guards production
+    # the list reads v2's verdict from the run just made, with no read per agent
+    live = re.split(r"\s{2,}", cli("agents", "list").out.splitlines()[1].strip())
+    assert live[:4] == ["support-bot", "Bot 2", "v2", "same as v2"], live
+    assert re.fullmatch(r"(pass|partial|fail) \(\d+/\d+\)", live[4]), live
     ran = cli("suites", "run", "support-bot", "nightly", "--wait")
     assert ran.code == 0, ran.out + ran.err
     assert ran.out.startswith("suite nightly: passed")

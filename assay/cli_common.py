@@ -147,10 +147,10 @@ def _fraction(text: str) -> float:
 
 
 def _confirmed(comparison: JSON) -> str:
-    """`N confirmed regressions, M confirmed fixes; overall worse|better|not told apart`."""
+    """`N confirmed regressions, M confirmed fixes; overall worse|better|not significant`."""
     regressions = count(comparison.get("confirmed_regressions"), "confirmed regression")
     fixes = count(comparison.get("confirmed_fixes"), "confirmed fix", "confirmed fixes")
-    return f"{regressions}, {fixes}; overall {comparison.get('overall') or 'not told apart'}"
+    return f"{regressions}, {fixes}; overall {comparison.get('overall') or 'not significant'}"
 
 
 def _tries(side: JSON) -> str:

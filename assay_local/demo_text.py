@@ -60,10 +60,10 @@ def confirmed(comparison: Mapping[str, Any]) -> str:
 def verdict_line(comparison: Mapping[str, Any]) -> str:
     """The comparison's verdict in one line, as `assay comparison` says it: "verdict mixed: 209
     confirmed regressions, 152 confirmed fixes (of 361 flips); overall worse (exact McNemar p =
-    0.00315)"; "overall not told apart" when the test does not tell the sides apart."""
+    0.00315)"; "overall not significant" when the test does not tell the sides apart."""
     flips = comparison.get("flips") or []
     p = comparison.get("p_value")
-    overall = comparison.get("overall") or "not told apart"
+    overall = comparison.get("overall") or "not significant"
     test = f" (exact McNemar p = {p:.3g})" if isinstance(p, int | float) else ""
     return (
         f"verdict {comparison_word(comparison.get('verdict'))}: {confirmed(comparison)} "

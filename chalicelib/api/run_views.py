@@ -388,7 +388,7 @@ def comparison_view(run: Run, comparison: Comparison) -> dict[str, Any]:
     """A candidate arm against the baseline (`GET /eval-runs/{id}/comparison`): `{run_id,
     status}` and the comparison as the outcome keeps it (verdict, counts, flips, pass rates,
     efficiency axes, each case's outcome) and `in_words`, the CLI's words for it ("against the
-    baseline: worse; 1 confirmed regression, 0 confirmed fixes; overall: not told apart (exact
+    baseline: worse; 1 confirmed regression, 0 confirmed fixes; overall: not significant (exact
     McNemar p = 1)", `domain.verdict_text.compared_words`)."""
     return {
         "run_id": run.run_id,

@@ -138,9 +138,9 @@ def _count(n: int, one: str, many: str) -> str:
 
 def overall_words(comparison: Comparison) -> str:
     """The overall clause as the CLI prints it: "overall: worse (exact McNemar p = 0.031)",
-    "overall: not told apart (exact McNemar p = 1)"; without a McNemar p (no confirmed flip),
-    "overall: not told apart (no confirmed flip to test)"."""
-    overall = comparison.overall.value if comparison.overall else "not told apart"
+    "overall: not significant (exact McNemar p = 1)"; without a McNemar p (no confirmed flip),
+    "overall: not significant (no confirmed flip to test)"."""
+    overall = comparison.overall.value if comparison.overall else "not significant"
     p = comparison.p_value
     why = f"exact McNemar p = {p:.3g}" if p is not None else "no confirmed flip to test"
     return f"overall: {overall} ({why})"
@@ -148,7 +148,7 @@ def overall_words(comparison: Comparison) -> str:
 
 def compared_words(comparison: Comparison, against: str | None = None) -> str:
     """A comparison in the CLI's words (`assay runs show`): "against v3: worse; 1 confirmed
-    regression, 0 confirmed fixes; overall: not told apart (exact McNemar p = 1)" ("against the
+    regression, 0 confirmed fixes; overall: not significant (exact McNemar p = 1)" ("against the
     baseline" when `against` is None); "against v3: no verdict (<why>)" when it gives none (a side
     could not run, an invalid comparison)."""
     side = f"against {against}" if against else "against the baseline"

@@ -165,7 +165,7 @@ def test_a_comparison_reads_as_the_cli_says_it(page, console_url, shot, agent_wo
     comparison = w.api.ok("GET", f"/api/v1/eval-runs/{w.draft_run_id}/comparison")
     broke, fixed = comparison["confirmed_regressions"], comparison["confirmed_fixes"]
     p = f"{comparison['p_value']:.3g}"
-    overall = comparison["overall"] or "not told apart"
+    overall = comparison["overall"] or "not significant"
     page.goto(console_url(w.api, f"/runs/{w.draft_run_id}"))
     expect(page.locator("#verdict-phrase")).to_have_text(
         re.compile(rf"^(Breaks {broke}|Worse overall · {broke} broke)$")

@@ -122,7 +122,7 @@ def test_what_the_gate_compared_never_says_none() -> None:
     said = compared_text({"verdict": "worse", "confirmed_regressions": 1, "p_value": 0.03125})
     assert said == (
         "against the baseline: worse; 1 confirmed regression, 0 confirmed fixes; overall not "
-        "told apart (exact McNemar p = 0.0312)"
+        "significant (exact McNemar p = 0.0312)"
     )
 
 

@@ -28,11 +28,11 @@ def test_a_comparison_s_verdict_is_said_in_the_cli_s_words():
     )
     assert demo_text.verdict_line(comparison(1, 0, "worse", None, 1.0)) == (
         "verdict worse: 1 confirmed regression, 0 confirmed fixes (of 1 flip); "
-        "overall not told apart (exact McNemar p = 1)"
+        "overall not significant (exact McNemar p = 1)"
     )
     assert demo_text.verdict_line(comparison(0, 0, "no_difference")) == (
         "verdict no difference: 0 confirmed regressions, 0 confirmed fixes (of 0 flips); "
-        "overall not told apart"
+        "overall not significant"
     )
 
 

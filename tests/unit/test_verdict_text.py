@@ -158,7 +158,7 @@ def test_publish_is_the_main_action_only_when_nothing_broke_and_every_case_is_de
         outcome=outcome(comparison=comparison(fixed=1, flips=[flip("fixed", ["passed"])]))
     )
     assert clean.main_action == "publish" and clean.publish_blockers == ()
-    assert clean.sentences[2] == "Overall: not told apart (no confirmed flip to test)."
+    assert clean.sentences[2] == "Overall: not significant (no confirmed flip to test)."
     ungraded = story(outcome=outcome(comparison=comparison(), ungraded=2), required=["equals"])
     assert ungraded.main_action is None
     assert ungraded.publish_blockers == ("2 cases left unanswered or ungraded",)

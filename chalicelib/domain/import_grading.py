@@ -112,15 +112,23 @@ def _aliases() -> str:
     return ", ".join(quoted[:-1]) + f" or {quoted[-1]}"
 
 
-def ungraded_reason(case: Case, scoring: ScoringConfig) -> str:
+def ungraded_reason(case: Case, scoring: ScoringConfig, columns: Sequence[str] = ()) -> str:
     """Why no required scorer grades `case`, and what would: one sentence without a line number.
 
     Args:
         case: a case `applicable_scorers(case, scoring)` finds nothing for.
         scoring: the version's scoring (with the judge resolved, if it names one).
+        columns: the file's reference columns (`Imported.reference_columns`): when it has one, the
+            case left its cell empty, and the sentence says to fill it in rather than to add a
+            column the file already has.
     """
     required = list(dict.fromkeys(scoring.required))
     needing = [name for name in required if name in NEEDS_REFERENCE]
+    if needing and case.reference is None and columns:
+        return (
+            f"no reference for scorer {needing[0]}: its {_quoted(columns[0])} is empty: fill it "
+            f"in, or choose a scorer that needs none ({scorers_without_reference()})"
+        )
     if needing and case.reference is None:
         return (
             f"no reference for scorer {needing[0]}: add an {_aliases()} column (or reference), "
@@ -142,7 +150,10 @@ def ungraded_reason(case: Case, scoring: ScoringConfig) -> str:
 
 
 def ungraded_error(
-    cases: Sequence[Case], lines: Sequence[int | None], scoring: ScoringConfig
+    cases: Sequence[Case],
+    lines: Sequence[int | None],
+    scoring: ScoringConfig,
+    columns: Sequence[str] = (),
 ) -> InvalidInputError | None:
     """The refusal of an import in which no case can be graded, or None when one can (or there
     are no cases: that has its own refusal).
@@ -152,6 +163,7 @@ def ungraded_error(
         lines: the line each case starts on (parallel to `cases`; may be shorter, or empty when
             the importer does not know them).
         scoring: the version's scoring (with the judge resolved, if it names one).
+        columns: the file's reference columns (`ungraded_reason`).
 
     Returns:
         An `InvalidInputError` with field `source`, `details["line"]` the first case's line (when
@@ -163,7 +175,7 @@ def ungraded_error(
         return None
     first = cases[0]
     line = lines[0] if lines else None
-    reason = ungraded_reason(first, scoring)
+    reason = ungraded_reason(first, scoring, columns)
     where = f"line {line}" if line is not None else f"case {first.case_id}"
     details: dict[str, object] = {"reason": reason, "allow": ALLOW_UNGRADED_FIELD}
     if line is not None:
@@ -180,6 +192,7 @@ def ungraded_lines(
     cases: Sequence[Case],
     lines: Sequence[int | None],
     scoring: ScoringConfig,
+    columns: Sequence[str] = (),
     most: int = UNGRADED_LINES_SHOWN,
 ) -> tuple[list[int], str | None]:
     """The lines of the imported cases no required scorer grades (the first `most`, in file
@@ -191,6 +204,7 @@ def ungraded_lines(
         cases: the imported cases, in file order.
         lines: the line each case starts on (parallel to `cases`; may be shorter, or empty).
         scoring: the version's scoring (with the judge resolved, if it names one).
+        columns: the file's reference columns (`ungraded_reason`).
         most: how many lines to list at most.
     """
     found: list[int] = []
@@ -199,7 +213,7 @@ def ungraded_lines(
         if applicable_scorers(case, scoring):
             continue
         if reason is None:
-            reason = ungraded_reason(case, scoring)
+            reason = ungraded_reason(case, scoring, columns)
         line = lines[index] if index < len(lines) else None
         if line is not None and len(found) < most:
             found.append(line)

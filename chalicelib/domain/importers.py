@@ -74,6 +74,15 @@ class Imported:
     lines: list[int | None] = field(default_factory=list)
     """The 1-based line each case starts on, parallel to `cases` (empty when the importer does not
     say): what a refusal of the whole import names."""
+    reference_columns: list[str] = field(default_factory=list)
+    """The columns (jsonl keys) of the file that give a case its reference, in order of preference,
+    that the file has at all: a case without a reference then left its cell empty, and what it
+    lacks is a value, not a column."""
+
+
+def _in_order(keys: tuple[str, ...], present: set[str]) -> list[str]:
+    """The reference columns `present` in a file: `keys` in their order, then `reference`."""
+    return [name for name in dict.fromkeys((*keys, "reference")) if name in present]
 
 
 def _sha_hex(text: str) -> str:
@@ -333,9 +342,11 @@ def read_jsonl(
     keys = tuple(reference_from)
     cases: list[Case] = []
     lines: list[int | None] = []
+    seen: set[str] = set()
     ids = CaseIds()
     for line, obj in json_lines(text):
         obj = dict(obj)
+        seen.update(name for name in (*keys, "reference") if name in obj)
         if "input" not in obj and "question" in obj:
             obj["input"] = obj.pop("question")
         displaced: dict[str, Any] = {}
@@ -360,7 +371,7 @@ def read_jsonl(
         ids.claim(case.case_id, line, derived=given is None)
         cases.append(case)
         lines.append(line)
-    return Imported(cases, lines=lines)
+    return Imported(cases, lines=lines, reference_columns=_in_order(keys, seen))
 
 
 _CSV_COLUMNS = ("case_id", "input", "reference", "counter_example", "tags", "note", "split")
@@ -496,7 +507,7 @@ def read_csv(text: str, reference_from: Sequence[str] = (), *, explicit: bool = 
         ids.claim(case.case_id, line, derived=given is None)
         cases.append(case)
         lines.append(line)
-    return Imported(cases, lines=lines)
+    return Imported(cases, lines=lines, reference_columns=_in_order(keys, set(header)))
 
 
 def _final_answer(solution: str) -> str | None:

@@ -329,11 +329,13 @@ def _prepare(
     effective = judges.effective_scoring(scoring_cfg, judges.of_scoring(c, who.org_id, scoring_cfg))
     ungraded = sum(1 for case in parsed if not scorers.is_gradable(case, effective))
     if source is not None and ungraded == len(parsed) and source.get("allow_ungraded") is not True:
-        refusal = import_grading.ungraded_error(parsed, imported.lines, effective)
+        refusal = import_grading.ungraded_error(
+            parsed, imported.lines, effective, imported.reference_columns
+        )
         if refusal is not None:
             raise refusal
     lines, reason = (
-        import_grading.ungraded_lines(parsed, imported.lines, effective)
+        import_grading.ungraded_lines(parsed, imported.lines, effective, imported.reference_columns)
         if source is not None and ungraded
         else ([], None)
     )

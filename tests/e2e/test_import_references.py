@@ -187,7 +187,9 @@ def test_an_import_answers_with_the_lines_of_the_cases_nothing_grades(api):
     version = body["version"]
     assert (version["case_count"], version["ungraded_cases"]) == (26, 25)
     assert version["ungraded_lines"] == list(range(3, 3 + UNGRADED_LINES_SHOWN))
-    assert version["ungraded_reason"].startswith("no reference for scorer equals")
+    assert version["ungraded_reason"].startswith(
+        "no reference for scorer equals: its 'answer' is empty"
+    )
 
 
 def test_a_csv_with_a_quote_left_open_is_refused_naming_its_line(api):
@@ -345,7 +347,9 @@ def test_assay_import_says_in_words_which_lines_will_not_be_graded(api, tmp_path
         "imported 3 cases into capitals v1 (scorer equals); 1 case has no reference and will not "
         "be graded: line 3 (add what it lacks, or --allow-ungraded to keep such cases quietly)"
     )
-    assert why.startswith("  why: no reference for scorer equals")
+    assert why.startswith(
+        "  why: no reference for scorer equals: its 'answer' is empty: fill it in"
+    )
     code, out, err = run_cli(
         api, capsys, "capitals", str(capitals), "--scorer", "equals", "--allow-ungraded"
     )

@@ -182,6 +182,41 @@ def test_the_lines_of_the_ungraded_cases_are_listed_with_why_the_first_is_not_gr
     )
 
 
+def test_an_empty_cell_of_a_reference_column_the_file_has_is_named_as_empty() -> None:
+    """The file has an `answer` column: the case lacks a value, not a column, and the reason says
+    to fill it in rather than to add a column the file already has."""
+    equals = ScoringConfig(required=["equals"])
+    csv_file = read(
+        "csv",
+        "question,answer\nWhat is 2+2?,4\nWhat is the capital of Spain?,\n",
+        reference_from=reference_keys(["equals"]),
+    )
+    assert csv_file.reference_columns == ["answer"]
+    lines, reason = ungraded_lines(
+        csv_file.cases, csv_file.lines, equals, csv_file.reference_columns
+    )
+    assert lines == [3]
+    assert reason is not None and reason.startswith(
+        "no reference for scorer equals: its 'answer' is empty: fill it in, or choose a scorer"
+    )
+    jsonl = read(
+        "jsonl",
+        '{"question": "2+2?", "target": "4"}\n{"question": "Spain?", "target": ""}\n',
+        reference_from=reference_keys(["equals"]),
+    )
+    assert jsonl.reference_columns == ["target"]
+    assert "its 'target' is empty" in (
+        ungraded_lines(jsonl.cases, jsonl.lines, equals, jsonl.reference_columns)[1] or ""
+    )
+    # a file with no reference column at all still asks for one
+    bare = read("csv", "question,note\nWhat?,x\n", reference_from=reference_keys(["equals"]))
+    assert bare.reference_columns == []
+    refusal = ungraded_error(bare.cases, bare.lines, equals, bare.reference_columns)
+    assert refusal is not None and 'add an "answer", "target" or "expected" column' in (
+        refusal.message
+    )
+
+
 def test_the_ungraded_lines_listed_are_bounded() -> None:
     cases = [Case(case_id=f"c{i}", input="q") for i in range(30)]
     lines, _ = ungraded_lines(cases, list(range(2, 32)), ScoringConfig(required=["equals"]))

@@ -48,7 +48,8 @@ def _leave(keys: list[str]) -> None:
 
 
 def sleepy(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
-    """Sleep `options["sleep_ms"]`, then answer `options.get("answer", "42")`.
+    """Sleep `options["sleep_ms"]`, then answer `options.get("answer", "42")`, reporting
+    `options["model"]` as its `model` when given.
 
     In-flight counts are kept under `run:<run_id>` and under `options["probe"]` (a name the
     caller picks for everything it wants counted together). With `options["hold_until"]` = N, the
@@ -68,10 +69,13 @@ def sleepy(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
             )
         time.sleep(float(options.get("sleep_ms", 0)) / 1000.0)
         answers = options.get("answers") or {}
-        return {
+        out: dict[str, Any] = {
             "answer": str(answers.get(request["case_id"], options.get("answer", "42"))),
             "usage": {"input_tokens": 100, "output_tokens": 20},
         }
+        if options.get("model"):
+            out["model"] = str(options["model"])  # the model the answer reports
+        return out
     finally:
         _leave(keys)
 

@@ -74,9 +74,10 @@ function startControl(ctx, agent, draft, label, onclick) {
 function modelRates(run) {
   const candidates = (run.arms || []).filter((a) => a.role === "candidate");
   return candidates.map((a) => {
-    const q = ((run.summaries || {})[a.arm_id] || {}).quality || {};
-    const broken = ((run.summaries || {})[a.arm_id] || {}).could_not_run;
-    return { arm: a, model: a.model || a.model_profile_id || "default", q, broken };
+    const summary = (run.summaries || {})[a.arm_id] || {};
+    const q = summary.quality || {};
+    // the model the side's answers reported, else the one its spec names, else "default"
+    return { arm: a, model: summary.model || a.model || a.model_profile_id || "default", q, broken: summary.could_not_run };
   });
 }
 
@@ -91,8 +92,8 @@ function noRuns(ctx, agent) {
 }
 
 // The runs table, newest first: what was tested against what, status, verdict, the model each
-// side answered on (the one its spec names, else "default"), each model's pass rate (first
-// answers' rate on hover) and passed/total.
+// side answered on (the one its answers reported, else the one its spec names, else "default"),
+// each model's pass rate (first answers' rate on hover) and passed/total.
 export function runsTable(runs, { datasets = Object.create(null) } = {}) {
   const rows = runs.map((run) => {
     const rates = modelRates(run);

@@ -100,28 +100,38 @@ function nextSteps(ctx, run, story) {
   }
   steps.append(h("a", { class: "button", href: href("agents", run.agent_id) }, "Back to the agent"));
   if (run.draft) {
-    const editNeeds = [["agents:edit", { agent: run.agent_id }]];
     if (story.main_action === "test_again") {
       const again = h("a", { class: "button primary", id: "test-again", href: `${href("agents", run.agent_id)}?start=draft` }, "Test again");
       steps.append(again, h("span", { class: "why" }, "The draft changed since this run."));
     }
-    const publish = h("button", { type: "button", id: "publish", class: story.main_action === "publish" ? "primary" : "",
-      "data-main": story.main_action === "publish" ? "true" : "false",
-      onclick: async () => {
-        try {
-          const agent = await get(`api/v1/agents/${encodeURIComponent(run.agent_id)}`);
-          await openPublishDialog(agent, (v) => publish.replaceWith(h("span", { role: "status", id: "published" }, `Published as v${v.version}.`)));
-        } catch (err) {
-          publish.after(errorBox(err));
-        }
-      } }, "Publish the draft");
-    steps.append(guarded(publish, ctx.access.missing(editNeeds), "publish"));
-    if (story.main_action !== "publish" && story.publish_blockers.length) {
-      steps.append(h("span", { class: "why", id: "publish-why" }, `Publish is not the main action: ${story.publish_blockers.join("; ")}.`));
+    if (story.published_as) {
+      // the draft, unchanged since this run, is a published version already: nothing to publish
+      steps.append(h("span", { role: "status", id: "published-as" }, `This draft is published as v${story.published_as}.`));
+    } else {
+      steps.append(...publishStep(ctx, run, story));
     }
   }
   const changes = base && !readsSpecs && new URLSearchParams(location.search).get("changes") ? specChanges(run) : null;
   return h("section", { "aria-label": "Next steps" }, steps, changes);
+}
+
+// The draft run's Publish: the main action when the story says so, else with why it is not.
+function publishStep(ctx, run, story) {
+  const editNeeds = [["agents:edit", { agent: run.agent_id }]];
+  const publish = h("button", { type: "button", id: "publish", class: story.main_action === "publish" ? "primary" : "",
+    "data-main": story.main_action === "publish" ? "true" : "false",
+    onclick: async () => {
+      try {
+        const agent = await get(`api/v1/agents/${encodeURIComponent(run.agent_id)}`);
+        await openPublishDialog(agent, (v) => publish.replaceWith(h("span", { role: "status", id: "published" }, `Published as v${v.version}.`)));
+      } catch (err) {
+        publish.after(errorBox(err));
+      }
+    } }, "Publish the draft");
+  const why = story.main_action !== "publish" && story.publish_blockers.length
+    ? h("span", { class: "why", id: "publish-why" }, `Publish is not the main action: ${story.publish_blockers.join("; ")}.`)
+    : null;
+  return [guarded(publish, ctx.access.missing(editNeeds), "publish"), why].filter(Boolean);
 }
 
 function sideName(side) {

@@ -10,6 +10,8 @@ written again, so an old run reads and shows as it always did.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -94,6 +96,8 @@ class ArmResult(Summary):
     """The one error every first answer failed with (a setup error), else None."""
     judges: tuple[str, ...] = ()
     """The fingerprint keys of the judges that graded its answers, sorted."""
+    model: str | None = None
+    """The model its answers reported (`reported_model`); left out when none reported one."""
 
 
 class Stability(Kept):
@@ -234,6 +238,15 @@ def summary_of(s: ArmSummary) -> Summary:
     return Summary(quality=quality_of(s), efficiency=efficiency_of(s))
 
 
+def reported_model(models: Iterable[str | None]) -> str | None:
+    """The model an arm's answers reported (each answer's `model`, None where it reported none):
+    the one most of them reported, the alphabetically first of a tie; None when none did."""
+    counts = Counter(m for m in models if m)
+    if not counts:
+        return None
+    return min(counts, key=lambda m: (-counts[m], m))
+
+
 def arm_result(
     s: ArmSummary,
     *,
@@ -241,15 +254,18 @@ def arm_result(
     could_not_run: str | None,
     judges: set[str],
     own: tuple[int, int],
+    model: str | None = None,
 ) -> ArmResult:
     """One arm's result: its summary `s`, its tags' (sorted), why it could not run, its judges
-    (sorted) and what its own answers cost, `(micro-USD, attempts)`."""
+    (sorted), what its own answers cost, `(micro-USD, attempts)`, and the model its answers
+    reported (`reported_model`; left out when None)."""
     return ArmResult(
         quality=quality_of(s),
         efficiency=efficiency_of(s, own=own),
         tags={tag: summary_of(t) for tag, t in sorted(tags.items())},
         could_not_run=could_not_run,
         judges=tuple(sorted(judges)),
+        **({"model": model} if model else {}),
     )
 
 

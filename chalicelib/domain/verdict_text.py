@@ -89,7 +89,8 @@ class RunStory:
     comparison in the CLI's words, `compared_words`; None without one), `sentences` (the verdict in
     a few sentences), `main_action` ("publish", "test_again" or None), `publish_blockers`
     (why Publish is not the main action; empty when it is), `draft_changed` (a draft run whose draft
-    changed since)."""
+    changed since), `published_as` (a draft run whose draft, unchanged since, is published already
+    as that version: nothing to publish; else None)."""
 
     phrase: str
     headline: str | None
@@ -97,6 +98,7 @@ class RunStory:
     main_action: str | None
     publish_blockers: tuple[str, ...]
     draft_changed: bool
+    published_as: int | None = None
 
 
 def _cases(n: int) -> str:
@@ -223,6 +225,7 @@ def run_story(
     against: str | None,
     draft: bool,
     draft_changed: bool,
+    published_as: int | None = None,
     recorded: int,
     expected: int,
     reason: str | None,
@@ -237,6 +240,8 @@ def run_story(
         name: what ran, capitalised for a sentence's start ("v4", "The draft").
         against: the baseline's name ("v3"), None for a run without one.
         draft: the candidate is the draft; `draft_changed`: the draft's spec changed since.
+        published_as: the latest version when the draft as it is now is that version's spec (the
+            draft is published already), else None.
         recorded, expected: first answers (and reruns) in, of all the run expects.
         reason: why the run ended, for one that did not complete.
         outcome, summaries: the kept outcome; the arm results computed now for a run without one.
@@ -245,8 +250,8 @@ def run_story(
             ungraded: no required scorer applies to it (`domain.scorers.combine`).
 
     Publish is the main action only for a completed draft run with no confirmed regression and
-    none of the candidate's cases unanswered or ungraded; a draft that changed since offers Test
-    again instead.
+    none of the candidate's cases unanswered or ungraded and whose draft is not published already;
+    a draft that changed since offers Test again instead.
     """
     phrase = verdict_phrase(status, outcome, summaries)
     sentences: list[str] = []
@@ -287,6 +292,9 @@ def run_story(
             sentences.append(ungraded_sentence(outcome.ungraded, required))
         if undecided:
             blockers.append(f"{_cases(undecided)} left unanswered or ungraded")
+    published = published_as if draft and not draft_changed else None
+    if published is not None:
+        blockers.append(f"the draft is published as v{published}")
     main: str | None = None
     if draft and status == RunStatus.COMPLETED:
         if draft_changed:
@@ -300,5 +308,11 @@ def run_story(
         headline = compared_words(outcome.comparison, against)
         headline = headline[:1].upper() + headline[1:]
     return RunStory(
-        phrase, headline, tuple(sentences), main, tuple(blockers), draft and draft_changed
+        phrase,
+        headline,
+        tuple(sentences),
+        main,
+        tuple(blockers),
+        draft and draft_changed,
+        published,
     )

@@ -128,8 +128,9 @@ def arm_results(
     c: Container, run: Run, attempts: list[Attempt], summaries: dict[str, ArmSummary]
 ) -> dict[str, ArmResult]:
     """Each arm's result: its summary, its per-tag summaries (the tags read from the dataset's
-    cases), why it could not run, its judges, and what its own answers cost (the next estimate's
-    exact history; nothing for answers borrowed from another run)."""
+    cases), why it could not run, its judges, what its own answers cost (the next estimate's
+    exact history; nothing for answers borrowed from another run) and the model its answers
+    reported (`domain.outcome.reported_model`, borrowed answers too)."""
     tags = {
         cid: (
             c.datasets.get_case(run.org_id, run.dataset_id, int(run.dataset_version), cid) or {}
@@ -146,6 +147,7 @@ def arm_results(
             could_not_run=could_not_run(attempts, arm_id),
             judges=judge_keys(attempts, arm_id),
             own=(sum(int(r.cost_micros or 0) for r in own), len(own)),
+            model=outcomes.reported_model(r.model for r in attempts if r.arm_id == arm_id),
         )
     return results
 

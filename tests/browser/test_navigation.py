@@ -298,6 +298,23 @@ def test_the_runs_table_names_the_model_each_side_answered_on_and_latency_is_rou
     assert not re.search(r"\d\.\d{2,} ms", page.locator("#main").inner_text())
 
 
+def test_the_runs_table_names_the_model_the_agent_s_answers_reported(page, console_url, stack):
+    api = make_api(stack)
+    ds = api.dataset(cases(3))
+    spec = sleepy_spec()
+    spec["options"]["model"] = "lookup-1"  # its spec names no model; its answers report one
+    agent = api.agent(spec)
+    run_id = api.start(agent, ds)["run_id"]
+    api.wait(run_id)
+    run = api.ok("GET", f"/api/v1/eval-runs/{run_id}")
+    [candidate] = [a for a in run["arms"] if a["role"] == "candidate"]
+    assert candidate["model"] is None and candidate["model_profile_id"] is None
+    assert run["summaries"][candidate["arm_id"]]["model"] == "lookup-1"
+    page.goto(console_url(api, f"/agents/{agent}"))
+    row = page.locator(f'tr[data-run-id="{run_id}"]')
+    expect(row.locator("td").nth(4)).to_have_text("lookup-1")
+
+
 @pytest.mark.parametrize("path", ["agents", "datasets"])
 def test_the_new_pages_at_200_percent_zoom_are_no_wider_than_the_window(
     browser, console_url, shot, agent_world: World, path

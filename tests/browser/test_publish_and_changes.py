@@ -94,6 +94,33 @@ def test_the_publish_dialog_says_how_the_draft_was_tested_and_publishes_anyway(
     expect(page.locator("#publish")).to_have_count(0)
 
 
+def test_a_draft_run_whose_draft_is_published_already_offers_no_publish(stack, page, console_url):
+    api = make_api(stack)
+    ds = api.dataset(cases(2))
+    agent = api.agent(sleepy_spec(answer="41"), publish=1)
+    api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": sleepy_spec(answer="42")})
+    run_id = api.start(agent, ds, paired_baseline=True)["run_id"]
+    api.wait(run_id)
+    page.goto(console_url(api, f"/runs/{run_id}"))
+    expect(page.locator("#publish")).to_be_visible()
+    expect(page.locator("#published-as")).to_have_count(0)
+
+    # the draft this run tested is published since: the run's page has nothing to publish
+    api.ok("POST", f"/api/v1/agents/{agent}/versions", json={})
+    assert api.ok("GET", f"/api/v1/eval-runs/{run_id}")["story"]["published_as"] == 2
+    page.reload()
+    expect(page.locator("#published-as")).to_have_text("This draft is published as v2.")
+    expect(page.locator("#publish")).to_have_count(0)
+    expect(page.locator("#publish-why")).to_have_count(0)
+
+    # once the draft changes again, the old run's draft is not the published one
+    api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": sleepy_spec(answer="43")})
+    page.reload()
+    expect(page.locator("#test-again")).to_be_visible()
+    expect(page.locator("#published-as")).to_have_count(0)
+    expect(page.locator("#publish")).to_be_visible()
+
+
 def test_the_agent_page_publishes_and_shows_the_new_version(stack, page, console_url):
     api = make_api(stack)
     agent = api.agent(sleepy_spec(), publish=1)

@@ -9,7 +9,7 @@ from typing import Any
 from chalicelib.domain import outcome as outcomes
 from chalicelib.domain.compare import wilson_interval
 from chalicelib.domain.enums import CaseOutcome, ComparisonVerdict, Verdict
-from chalicelib.domain.outcome import Comparison, Outcome, Stability
+from chalicelib.domain.outcome import ArmResult, Comparison, Outcome, Stability
 from chalicelib.domain.run_rules import ArmSummary
 
 
@@ -197,3 +197,18 @@ def test_a_side_that_could_not_run_keeps_no_verdict_and_says_why() -> None:
     kept = broken.as_json()
     assert list(kept)[-1] == "could_not_run" and kept["verdict"] is None
     assert Comparison.model_validate(kept) == broken
+
+
+def test_an_arm_keeps_the_model_most_of_its_answers_reported() -> None:
+    assert outcomes.reported_model(["lookup-1", None, "lookup-1", "lookup-2"]) == "lookup-1"
+    assert outcomes.reported_model(["b", "a"]) == "a"  # a tie: the alphabetically first
+    assert outcomes.reported_model([None, ""]) is None
+    s = _summary()
+    arm = outcomes.arm_result(
+        s, tags={}, could_not_run=None, judges=set(), own=(0, 0), model="lookup-1"
+    )
+    assert arm.as_json()["model"] == "lookup-1"
+    assert ArmResult.model_validate(arm.as_json()) == arm
+    # an arm whose answers reported no model keeps none, as runs kept before the model was
+    quiet = outcomes.arm_result(s, tags={}, could_not_run=None, judges=set(), own=(0, 0))
+    assert "model" not in quiet.as_json() and quiet.model is None

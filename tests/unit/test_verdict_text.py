@@ -190,6 +190,23 @@ def test_publish_is_the_main_action_only_when_nothing_broke_and_every_case_is_de
     assert changed.publish_blockers == ("the draft changed since this run",)
 
 
+def test_a_draft_published_already_offers_no_publish():
+    published = story(published_as=2, outcome=published_outcome())
+    assert published.main_action is None and published.published_as == 2
+    assert published.publish_blockers == ("the draft is published as v2",)
+    # the same run while the draft is not published is the one to publish
+    assert story(outcome=published_outcome()).main_action == "publish"
+    # a draft that changed since is tested again, whatever was published
+    changed = story(draft_changed=True, published_as=2)
+    assert changed.main_action == "test_again" and changed.published_as is None
+    # a version's run says nothing of the draft
+    assert story(draft=False, published_as=2).published_as is None
+
+
+def published_outcome():
+    return outcome(comparison=comparison(fixed=1, flips=[flip("fixed", ["passed"])]))
+
+
 def test_while_it_answers_and_without_a_baseline():
     running = story(status="running", recorded=12, expected=80, outcome=None)
     assert running.sentences == (

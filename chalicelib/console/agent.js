@@ -35,6 +35,10 @@ export async function render(ctx) {
     if (serving && agent.latest_version && serving < agent.latest_version && waiting) {
       badges.append(h("span", { class: "badge warn", "data-environment": env.environment_id },
         `${env.environment_id} on v${serving} (waiting for evals)`));
+    } else if (serving) {
+      // What each environment serves, so nobody needs the CLI to know what production runs.
+      badges.append(h("span", { class: "badge", "data-environment": env.environment_id },
+        `${env.environment_id} on v${serving}`));
     }
   }
   if (differs) {

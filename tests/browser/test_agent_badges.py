@@ -1,6 +1,7 @@
 """The agent page's badges (docs/guides/console.md): "Draft differs from vN" with Test draft,
-and "production on v1 (waiting for evals)" while production's guard holds a promotion back; the
-Suites card names the guard. The pollers are paused so the promotion stands waiting."""
+"production on v1" for what an environment serves, and "production on v1 (waiting for evals)"
+while production's guard holds a promotion back; the Suites card names the guard. The pollers are
+paused so the promotion stands waiting."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ def test_a_guard_holding_production_back_is_a_second_badge(stack, page, console_
         f"/api/v1/agents/{agent}/promotions",
         json={"environment_id": "production", "version": 1},
     )
+    page.goto(console_url(api, f"/agents/{agent}"))
+    expect(page.locator('[data-environment="production"]')).to_have_text("production on v1")
     api.ok(
         "POST",
         f"/api/v1/agents/{agent}/suites",

@@ -1,7 +1,7 @@
 """The CLI's commands that call the API (issue 13, scopes 1 and 2; issue 14): `run`, `gate`,
-`watch`, `estimate`, `cancel`, `cases`, `comparison`, `export`, `suites`, `promote`; who may
-do what: `whoami`, `members`, `keys`; and what runs use: `agents`, `environments`, `datasets`,
-`profiles`. Each takes
+`watch`, `estimate`, `cancel`, `runs list`, `cases`, `comparison`, `export`, `suites`,
+`promote`; who may do what: `whoami`, `members`, `keys`; and what runs use: `agents`,
+`environments`, `datasets`, `profiles`. Each takes
 `--url`/`--token` (default `$ASSAY_URL`/`$ASSAY_TOKEN`) and talks to the API through
 `assay.client` only, so it works against a deployed assay without the embedded stack installed.
 
@@ -18,6 +18,7 @@ from assay.cli_access import register_access
 from assay.cli_agents import register_agents
 from assay.cli_common import UsageError, client_of, guarded
 from assay.cli_resources import register_resources
+from assay.cli_runlist import register_runlist
 from assay.cli_runs import register_runs, report_run, wait_and_report, watch_progress
 from assay.cli_suites import register_suites
 
@@ -35,6 +36,7 @@ __all__ = [
 def register(sub: Any) -> None:
     """Add the API commands to `sub` (the CLI's subparsers)."""
     register_runs(sub)
+    register_runlist(sub)
     register_suites(sub)
     register_access(sub)
     register_agents(sub)

@@ -181,6 +181,15 @@ def _expected(case: JSON) -> str:
     return "(no reference: graded by its checks or judge)"
 
 
+def _question_text(question: Any) -> str:
+    """A case's input as a report writes it: a string as it is, anything else as JSON."""
+    if question is None or question == "":
+        return "(none)"
+    if isinstance(question, str):
+        return question
+    return json.dumps(question, ensure_ascii=False)
+
+
 def _clean_xml(text: str) -> str:
     """`text` without the characters XML 1.0 cannot hold (an answer may carry any)."""
     return "".join(
@@ -197,7 +206,10 @@ def junit(run: JSON, cases: Iterable[JSON], gate: Gate) -> str:
     """A JUnit XML report: one testsuite for the run, one testcase per case of the candidate.
     A case whose candidate side settled `failed` is a `<failure>` carrying what it expected, the
     answer and the scorers' reasons (and `regression` when it broke against the baseline); one
-    left `incomplete` or `ungraded` is an `<error>`; the run's gate and ids are properties."""
+    left `incomplete` or `ungraded` is an `<error>`; the run's gate and ids are properties.
+    Each testcase's `name` is the case id alone (CI tools key on it); the case as the text output
+    names it, `id "start of its question"` (`assay.text.case_label`), is its `question` property
+    and opens the message of its failure or error, whose text starts with the whole question."""
     arm = candidate_arm(run)
     suite = ET.Element("testsuite", name=f"assay {run.get('agent_id')} on {run.get('dataset_id')}")
     props = ET.SubElement(suite, "properties")
@@ -220,9 +232,15 @@ def junit(run: JSON, cases: Iterable[JSON], gate: Gate) -> str:
             classname=f"{run.get('dataset_id')}.v{run.get('dataset_version')}",
             time=f"{float(first.get('latency_ms') or 0) / 1000:.3f}",
         )
+        question = (case.get("expects") or {}).get("input")
+        label = case_label(case.get("case_id"), question)
+        if label != str(case.get("case_id")):
+            tc_props = ET.SubElement(tc, "properties")
+            ET.SubElement(tc_props, "property", name="question", value=_clean_xml(label))
         settled = _side(case, arm).get("settled")
         detail = "\n".join(
             [
+                f"question: {_question_text(question)}",
                 f"expected: {_expected(case)}",
                 f"answer: {first.get('answer') if first.get('answer') is not None else '(none)'}",
                 f"tries: {', '.join(_tries(case, arm)) or 'none'}",
@@ -234,7 +252,10 @@ def junit(run: JSON, cases: Iterable[JSON], gate: Gate) -> str:
             outcome = case.get("outcome")
             kind = "regression" if outcome == "regression" else "failed"
             el = ET.SubElement(
-                tc, "failure", type=kind, message=_clean_xml(str(first.get("reason") or kind))
+                tc,
+                "failure",
+                type=kind,
+                message=_clean_xml(f"{label}: {first.get('reason') or kind}"),
             )
             el.text = _clean_xml(detail)
         elif settled != "passed":
@@ -243,7 +264,7 @@ def junit(run: JSON, cases: Iterable[JSON], gate: Gate) -> str:
                 tc,
                 "error",
                 type=str(settled or "incomplete"),
-                message=_clean_xml(str(first.get("reason") or "undecided")),
+                message=_clean_xml(f"{label}: {first.get('reason') or 'undecided'}"),
             )
             el.text = _clean_xml(detail)
     for k, v in counts.items():

@@ -84,6 +84,7 @@ def test_a_confirmed_regression_fails_the_gate_with_json_junit_and_markdown(api,
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("10", "3", "0")
     failed = {tc.get("name"): tc.find("failure") for tc in root.iter("testcase")}
     assert failed["c005"] is not None and failed["c005"].get("type") == "regression"
+    assert (failed["c005"].get("message") or "").startswith('c005 "question 5": ')
     assert "expected: 42" in (failed["c005"].text or "") and "answer: 7" in (
         failed["c005"].text or ""
     )

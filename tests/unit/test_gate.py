@@ -168,10 +168,48 @@ def test_junit_has_a_testcase_per_case_failures_with_what_was_expected() -> None
     failure = by_name["c2"].find("failure")
     assert failure is not None and failure.get("type") == "regression"
     assert "expected: 42" in (failure.text or "") and "answer: 7" in (failure.text or "")
-    assert by_name["c3"].find("error") is not None and len(by_name["c1"]) == 0
+    assert by_name["c3"].find("error") is not None
+    assert by_name["c1"].find("failure") is None and by_name["c1"].find("error") is None
     assert by_name["c1"].get("time") == "1.500"
-    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    suite_props = root.find("properties")
+    assert suite_props is not None
+    props = {p.get("name"): p.get("value") for p in suite_props}
     assert props["exit_code"] == "1" and props["gate"] == "broke"
+
+
+def test_junit_names_each_case_by_its_id_and_the_start_of_its_question() -> None:
+    long_question = _case("c4", "failed")
+    long_question["expects"]["input"] = "Which of the planets\nhas the most moons? " + "x" * 200
+    cases = [_case("c1", "passed", answer="42"), _case("c2", "failed", "regression")]
+    cases += [_case("c3", "incomplete"), long_question, _case("c5", "failed")]
+    cases[4]["expects"].pop("input")
+    root = ET.fromstring(gate.junit(_run(), cases, gate.Gate(BROKE)))
+    by_name = {tc.get("name"): tc for tc in root.iter("testcase")}
+    assert list(by_name) == ["c1", "c2", "c3", "c4", "c5"]  # the name stays the id CI keys on
+
+    def question(tc: ET.Element) -> str | None:
+        said = {p.get("name"): p.get("value") for p in tc.iter("property")}
+        return said.get("question")
+
+    assert question(by_name["c1"]) == 'c1 "What is 6*7? <c1> | x"'
+    failure = by_name["c2"].find("failure")
+    assert failure is not None
+    assert failure.get("message") == (
+        "c2 \"What is 6*7? <c2> | x\": equals: expected '42', got '7'"
+    )
+    assert (failure.text or "").startswith("question: What is 6*7? <c2> | x\nexpected: 42\n")
+    error = by_name["c3"].find("error")
+    assert error is not None and (error.get("message") or "").startswith('c3 "What is 6*7? <c3>')
+    cut = by_name["c4"].find("failure")
+    assert cut is not None
+    assert (cut.get("message") or "").startswith('c4 "Which of the planets has the most moons? x')
+    assert '…": equals:' in (cut.get("message") or "")
+    assert "question: Which of the planets\nhas the most moons?" in (cut.text or "")
+    no_question = by_name["c5"].find("failure")
+    assert no_question is not None
+    assert (no_question.get("message") or "").startswith("c5: equals:")
+    assert question(by_name["c5"]) is None
+    assert "question: (none)\n" in (no_question.text or "")
 
 
 def test_junit_drops_what_xml_cannot_hold() -> None:

@@ -13,44 +13,13 @@ import re
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
 
-import pytest
 import yaml
 
-from assay_local.cli import main
-from chalicelib.api.common import issue_token
 from tests.e2e.conftest import sleepy_spec
 
 ASSAY = str(Path(sys.executable).with_name("assay"))
-
-
-class Done(NamedTuple):
-    code: int
-    out: str
-    err: str
-
-
-@pytest.fixture
-def cli(stack, api, monkeypatch, capsys) -> Callable[..., Done]:
-    """`cli(*args) -> Done(code, out, err)`: the `assay` command in-process as `api`'s
-    organization."""
-    s = stack.settings
-    token = issue_token(
-        api.org_id, api.user_id, secret=s.assay_jwt_secret, issuer=s.assay_jwt_issuer
-    )
-    monkeypatch.setenv("ASSAY_URL", stack.api_url)
-    monkeypatch.setenv("ASSAY_TOKEN", token)
-
-    def run(*args: str) -> Done:
-        capsys.readouterr()
-        code = main(list(args))
-        seen = capsys.readouterr()
-        return Done(code, seen.out, seen.err)
-
-    return run
 
 
 def _yaml(path: Path, doc: object) -> str:

@@ -42,20 +42,26 @@ def graded(api, dataset_id: str) -> dict[str, str]:
     return {r["case_id"]: r["state"] for r in view["results"]}
 
 
-# --- the HTTP API ---------------------------------------------------------------------------------
-
-
-def test_a_csv_answer_column_is_the_reference_and_a_run_grades_it(api):
-    status, body = api.call(
+def create(api, dataset_id: str, source: dict, required: list[str] | None = None) -> tuple:
+    """`POST /api/v1/datasets` of a dataset imported from `source`, graded by `required`
+    (`equals` unless given): (status, body)."""
+    return api.call(
         "POST",
         "/api/v1/datasets",
         json={
             "name": "qa",
-            "dataset_id": "qa-csv",
-            "scoring": {"required": ["equals"]},
-            "source": {"format": "csv", "content": CSV},
+            "dataset_id": dataset_id,
+            "scoring": {"required": required or ["equals"]},
+            "source": source,
         },
     )
+
+
+# --- the HTTP API ---------------------------------------------------------------------------------
+
+
+def test_a_csv_answer_column_is_the_reference_and_a_run_grades_it(api):
+    status, body = create(api, "qa-csv", {"format": "csv", "content": CSV})
     assert status == 201, body
     assert (body["version"]["case_count"], body["version"]["ungraded_cases"]) == (2, 0)
     assert references(api, "qa-csv") == {SIX_SEVEN: "42", TWO_TWO: "4"}
@@ -100,16 +106,8 @@ def test_jsonl_answer_and_target_keys_are_references_when_a_scorer_uses_one(api)
 
 def test_an_explicit_reference_column_wins(api):
     content = "question,reference,gold\nWhat is 6*7?,7,42\n"
-    api.ok(
-        "POST",
-        "/api/v1/datasets",
-        json={
-            "name": "qa",
-            "dataset_id": "qa-gold",
-            "scoring": {"required": ["equals"]},
-            "source": {"format": "csv", "content": content, "reference_column": "gold"},
-        },
-    )
+    gold = {"format": "csv", "content": content, "reference_column": "gold"}
+    assert create(api, "qa-gold", gold)[0] == 201
     [case] = api.ok("GET", "/api/v1/datasets/qa-gold/versions/1/cases")["cases"]
     assert (case["reference"], case["metadata"]) == ("42", {"reference": "7"})
     status, body = api.call(
@@ -130,16 +128,7 @@ def test_an_explicit_reference_column_wins(api):
 
 def test_an_import_nothing_grades_is_refused_unless_allowed_ungraded(api):
     source = {"format": "csv", "content": QUESTIONS}
-    status, body = api.call(
-        "POST",
-        "/api/v1/datasets",
-        json={
-            "name": "q",
-            "dataset_id": "q-only",
-            "scoring": {"required": ["equals"]},
-            "source": source,
-        },
-    )
+    status, body = create(api, "q-only", source)
     assert status == 400, body
     error = body["error"]
     assert error["field"] == "source" and error["line"] == 2
@@ -149,16 +138,7 @@ def test_an_import_nothing_grades_is_refused_unless_allowed_ungraded(api):
     assert "json_valid" in error["message"] and "source.allow_ungraded" in error["message"]
     assert api.call("GET", "/api/v1/datasets/q-only")[0] == 404
 
-    status, body = api.call(
-        "POST",
-        "/api/v1/datasets",
-        json={
-            "name": "q",
-            "dataset_id": "q-only",
-            "scoring": {"required": ["equals"]},
-            "source": {**source, "allow_ungraded": True},
-        },
-    )
+    status, body = create(api, "q-only", {**source, "allow_ungraded": True})
     assert status == 201, body
     assert (body["version"]["case_count"], body["version"]["ungraded_cases"]) == (2, 2)
     # A run on it is refused as before: nothing to grade.
@@ -173,15 +153,8 @@ def test_an_import_nothing_grades_is_refused_unless_allowed_ungraded(api):
 
 def test_an_import_answers_with_the_lines_of_the_cases_nothing_grades(api):
     rows = ["question,answer", "What is 6*7?,42"] + [f"Question {i}?," for i in range(25)]
-    status, body = api.call(
-        "POST",
-        "/api/v1/datasets",
-        json={
-            "name": "qa",
-            "dataset_id": "qa-some-ungraded",
-            "scoring": {"required": ["equals"]},
-            "source": {"format": "csv", "content": "\n".join(rows) + "\n"},
-        },
+    status, body = create(
+        api, "qa-some-ungraded", {"format": "csv", "content": "\n".join(rows) + "\n"}
     )
     assert status == 201, body  # one case grades: the import is kept
     version = body["version"]
@@ -194,16 +167,7 @@ def test_an_import_answers_with_the_lines_of_the_cases_nothing_grades(api):
 
 def test_a_csv_with_a_quote_left_open_is_refused_naming_its_line(api):
     bad = 'question,answer\nWhat is the capital of France?,Paris\n"unterminated,Madrid\n'
-    status, body = api.call(
-        "POST",
-        "/api/v1/datasets",
-        json={
-            "name": "qa",
-            "dataset_id": "qa-open-quote",
-            "scoring": {"required": ["equals"]},
-            "source": {"format": "csv", "content": bad},
-        },
-    )
+    status, body = create(api, "qa-open-quote", {"format": "csv", "content": bad})
     assert status == 400, body
     assert body["error"]["message"].startswith("line 3: a quoted field is not closed")
     assert body["error"]["field"] == "source" and body["error"]["line"] == 3

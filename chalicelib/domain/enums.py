@@ -96,13 +96,28 @@ class RuntimeKind(StrEnum):
 
 
 class CallStatus(StrEnum):
-    """What happened to a tool call an agent made (docs/concepts/verdicts.md)."""
+    """What happened to a tool call an agent made (docs/concepts/verdicts.md); during an eval
+    attempt the first four are decided by `chalicelib.domain.tool_isolation.decide_call`.
+
+    `executed`: it ran (on a test connection when the environment has one); `blocked`: not run,
+    kept with its arguments; `replayed`: answered from the case's recording; `divergent`: held,
+    the recording has no matching call. `intended` (recorded by the agent, not executed) is what
+    the `openai` runtime and older answers carry; it stays readable.
+    """
 
     EXECUTED = "executed"
     BLOCKED = "blocked"
     REPLAYED = "replayed"
     DIVERGENT = "divergent"
     INTENDED = "intended"
+
+
+class ToolEffect(StrEnum):
+    """What a tool does to the world it reaches: `read` leaves it as it was, `write` changes it
+    (sends, files, pays). A tool declared without an effect is treated as a `write`."""
+
+    READ = "read"
+    WRITE = "write"
 
 
 class Split(StrEnum):

@@ -242,14 +242,14 @@ def evaluation_list_view(page: EvaluationList) -> dict[str, Any]:
     }
 
 
-def run_read_view(read: RunRead, *, published_as: int | None = None) -> dict[str, Any]:
+def run_read_view(read: RunRead) -> dict[str, Any]:
     """One run (`GET /eval-runs/{id}`): its `run_view` with `ungraded_score_ids`, `story` (what
     its console page opens on: `{phrase, headline (the comparison in the CLI's words, None without
     one), sentences, main_action ("publish" | "test_again" | None), publish_blockers,
     draft_changed, published_as (the version a draft run's unchanged draft is published as, else
     None)}`, `domain.verdict_text.run_story`) and, when read, `results` (every attempt's
     `attempt_view`, by attempt key). `published_as`: the agent's latest version when its draft is
-    that version's spec (`services.agents.draft_published_as`), else None."""
+    that version's spec (`services.runs.RunRead.published_as`), else None."""
     run = read.run
     view = run_view(run, summaries=read.summaries)
     view["ungraded_score_ids"] = read.ungraded_score_ids
@@ -261,7 +261,7 @@ def run_read_view(read: RunRead, *, published_as: int | None = None) -> dict[str
         against=against,
         draft=bool(run.draft),
         draft_changed=read.draft_hash_now is not None and read.draft_hash_now != run.spec_hash,
-        published_as=published_as,
+        published_as=read.published_as,
         recorded=int(run.recorded),
         expected=int(run.expected),
         reason=run.reason,

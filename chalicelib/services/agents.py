@@ -151,17 +151,3 @@ def get_version(c: Container, who: Identity, agent_id: str, version: int) -> Age
     if row is None:
         raise NotFoundError(f"version {version} of agent {agent_id} not found", field="version")
     return row
-
-
-def draft_published_as(c: Container, who: Identity, agent_id: str) -> int | None:
-    """The agent's latest version when the draft as it is now is that version's spec (the draft is
-    published already: nothing to publish), else None (nothing published, or the draft differs).
-
-    Two reads: the agent and its latest version. Raises NotFoundError (agent)."""
-    agent = c.agents.get(who.org_id, agent_id)
-    if not agent.latest_version:
-        return None
-    latest = c.agents.get_version(who.org_id, agent_id, int(agent.latest_version))
-    if latest is None or latest.spec_hash != agent.draft_spec_hash:
-        return None
-    return int(latest.version)

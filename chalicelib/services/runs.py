@@ -27,7 +27,7 @@ from chalicelib.domain.evaluations import (
 from chalicelib.domain.events import BudgetExhausted, StarterRefused
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.outcome import ArmResult, Comparison
-from chalicelib.domain.records import Arm, Attempt, Run
+from chalicelib.domain.records import Agent, Arm, Attempt, Run
 from chalicelib.domain.run_rules import Lanes
 from chalicelib.domain.spec import spec_hash
 from chalicelib.domain.spec_diff import SpecDiff
@@ -457,6 +457,9 @@ class RunRead:
     draft_hash_now: str | None = None
     """The agent's draft spec hash as it is now (a draft run's page offers Test again when it
     differs from the run's); None for a run of a version."""
+    published_as: int | None = None
+    """For a completed draft run whose draft is unchanged since: the agent's latest version when
+    that draft is its spec (published already: nothing to publish), else None."""
 
 
 def read_run(c: Container, who: Identity, run_id: str, *, with_results: bool = True) -> RunRead:
@@ -474,7 +477,22 @@ def read_run(c: Container, who: Identity, run_id: str, *, with_results: bool = T
         finalize.ungraded_score_ids(run, attempts),
         sorted(attempts, key=lambda r: r.attempt_key) if with_results else None,
         agent.draft_spec_hash if agent is not None else None,
+        _published_as(c, run, agent),
     )
+
+
+def _published_as(c: Container, run: Run, agent: Agent | None) -> int | None:
+    """`RunRead.published_as`, with the agent `read_run` already read: one version read, made
+    only for a completed draft run (what offers Publish), never while a page polls a run."""
+    if (
+        agent is None
+        or run.status != RunStatus.COMPLETED
+        or not agent.latest_version
+        or agent.draft_spec_hash != run.spec_hash
+    ):
+        return None
+    latest = c.agents.get_version(run.org_id, run.agent_id, int(agent.latest_version))
+    return int(latest.version) if latest and latest.spec_hash == agent.draft_spec_hash else None
 
 
 def cancel_run(c: Container, who: Identity, run_id: str) -> Run:

@@ -27,7 +27,6 @@ from chalicelib.api.schemas import (
 if TYPE_CHECKING:
     from chalicelib.api import run_views, views
     from chalicelib.services import access as access_service
-    from chalicelib.services import agents as agent_service
     from chalicelib.services import answers as answer_service
     from chalicelib.services import charts as chart_service
     from chalicelib.services import evaluations as evaluation_service
@@ -38,7 +37,6 @@ else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
     run_views = LazyModule("chalicelib.api.run_views")
     views = LazyModule("chalicelib.api.views")
     access_service = LazyModule("chalicelib.services.access")
-    agent_service = LazyModule("chalicelib.services.agents")
     answer_service = LazyModule("chalicelib.services.answers")
     chart_service = LazyModule("chalicelib.services.charts")
     evaluation_service = LazyModule("chalicelib.services.evaluations")
@@ -48,15 +46,6 @@ else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
 
 
 # --- eval runs -------------------------------------------------------------------------------
-
-
-def _run_page(c, who, read):
-    """A run as its page reads it (`run_views.run_read_view`); a draft run's also says whether
-    the draft is published already (`services.agents.draft_published_as`)."""
-    published_as = (
-        agent_service.draft_published_as(c, who, read.run.agent_id) if read.run.draft else None
-    )
-    return run_views.run_read_view(read, published_as=published_as)
 
 
 @bp.route("/api/v1/agents/{agent_id}/eval-runs/estimate", methods=["POST"])
@@ -101,7 +90,7 @@ def list_org_runs(c, who, query):
 @bp.route("/api/v1/eval-runs/{run_id}", methods=["GET"])
 @api_view(bp)
 def get_run(c, who, run_id):
-    return _run_page(c, who, run_service.read_run(c, who, run_id))
+    return run_views.run_read_view(run_service.read_run(c, who, run_id))
 
 
 @bp.route("/api/v1/eval-runs/{run_id}", methods=["DELETE"])
@@ -270,7 +259,9 @@ def list_evaluation_runs(c, who, evaluation_id, query):
 @api_view(bp)
 def get_evaluation_run(c, who, evaluation_id, run_id):
     """One run of the evaluation and its results."""
-    return _run_page(c, who, evaluation_service.read_evaluation_run(c, who, evaluation_id, run_id))
+    return run_views.run_read_view(
+        evaluation_service.read_evaluation_run(c, who, evaluation_id, run_id)
+    )
 
 
 @bp.route("/api/evaluations/{evaluation_id}/runs/{run_id}", methods=["DELETE"])

@@ -14,8 +14,8 @@ from assay_local import demo_text
 from assay_local.cli_common import DEFAULT_ORG, dev_token, quiet_logs, start_stack
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    from rich.console import Console
+def _bars(console: Any) -> Any:
+    """The demo's progress bars (a rich `Progress`): what runs, how far, its state, how long."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -23,6 +23,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
         TextColumn,
         TimeElapsedColumn,
     )
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        console=console,
+    )
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from rich.console import Console
     from rich.table import Table
 
     from assay_local import demo
@@ -61,14 +74,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"through the agent-events queue, importing GSM8K ({args.limit or 'all'} cases), "
             "measuring v1 and v2 in production…"
         )
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[status]}"),
-            TimeElapsedColumn(),
-            console=console,
-        ) as bar:
+        with _bars(console) as bar:
             tasks: dict[int, Any] = {}
 
             def on_progress(progress: dict[int, dict[str, Any]]) -> None:
@@ -103,14 +109,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"{demo.GUARD['max_regressions']} confirmed regressions; promoting v3, then v4 "
             "(each guard run checks the version beside v2; flips rerun once, EVAL_RERUNS=1)…"
         )
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[status]}"),
-            TimeElapsedColumn(),
-            console=console,
-        ) as bar:
+        with _bars(console) as bar:
             gate_tasks: dict[int, Any] = {}
 
             def on_gate(version: int, p: dict[str, Any]) -> None:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # the adapters are built lazily, on first use; the ports name
     from chalicelib.services.ports.objects import AnswerBucket, Recordings, Secrets
     from chalicelib.services.ports.telemetry import Metrics
     from chalicelib.services.ports.tenants import Budgets, Organizations
+    from chalicelib.services.ports.tools import ConnectionStore, ToolTransport, Workspaces
 
 
 class Container:
@@ -261,6 +262,34 @@ class Container:
         from chalicelib.adapters.recording_bucket import OrgRecordings
 
         return OrgRecordings(lambda: self._client("s3"), self.settings.names.results_bucket)
+
+    @cached_property
+    def connections(self) -> ConnectionStore:
+        """The organizations' connections, where their agents' tools run."""
+        from chalicelib.adapters.stores.connections import ConnectionStore as Store
+
+        return Store()
+
+    @cached_property
+    def tool_transport(self) -> ToolTransport:
+        """Makes calls on connections, egress-checked like the runtimes (reads `settings` and
+        `resolver` at call time)."""
+        from chalicelib.adapters.egress import Egress
+        from chalicelib.adapters.tool_transport import ConnectionTransport
+
+        return ConnectionTransport(
+            Egress(lambda: self.resolver, lambda: self.settings.assay_allow_private_network)
+        )
+
+    @cached_property
+    def workspaces(self) -> Workspaces:
+        """The eval attempts' disposable workspaces, in the results bucket."""
+        from chalicelib.adapters.bucket import ResultsBucket
+        from chalicelib.adapters.workspaces import BucketWorkspaces
+
+        bucket = self.bucket
+        assert isinstance(bucket, ResultsBucket)  # noqa: S101 - the one implementation
+        return BucketWorkspaces(bucket, lambda: self.settings.assay_workspace_max_bytes)
 
     @cached_property
     def resolver(self) -> Resolver:

@@ -116,6 +116,13 @@ class Settings(BaseModel):
     assay_answer_max_bytes: int = Field(1_048_576, ge=1_000)
     """The most of one answer kept, in UTF-8 bytes (1 MiB); a longer answer is kept cut at a
     character boundary, the attempt marked `answer_truncated` (issue 11, scope 7)."""
+    assay_workspace_max_bytes: int = Field(1_048_576, ge=1_000)
+    """The most one eval attempt's disposable workspace holds, in bytes (1 MiB)."""
+    assay_public_url: str = ""
+    """The API's address as agents reach it (e.g. `https://assay.example.com`): the tool gateway an
+    `http` or `lambda` agent is given in each case payload is under it. Empty: the embedded stack
+    sets its own; a deployment without one gives agents no gateway (their tool calls are kept as
+    reported, `unverified`)."""
     assay_request_max_cost_usd: Decimal = Field(Decimal("10"), gt=0, allow_inf_nan=False)
     """The highest cost in USD one model request (an agent's try or a judge's call) may report or
     be priced at; beyond it the figure is not believed, nothing is charged to the budgets and the

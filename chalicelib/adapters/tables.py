@@ -30,6 +30,7 @@ from chalicelib.adapters.table_base import org_key as org_key
 from chalicelib.adapters.table_base import share_client as share_client
 from chalicelib.adapters.tables_catalog import AgentRow as AgentRow
 from chalicelib.adapters.tables_catalog import AgentVersionRow as AgentVersionRow
+from chalicelib.adapters.tables_catalog import ConnectionRow as ConnectionRow
 from chalicelib.adapters.tables_catalog import DatasetCaseRow as DatasetCaseRow
 from chalicelib.adapters.tables_catalog import DatasetOrgIndex as DatasetOrgIndex
 from chalicelib.adapters.tables_catalog import DatasetRow as DatasetRow
@@ -110,6 +111,7 @@ ALL_MODELS: tuple[type[Model], ...] = (
     SpendRow,
     JudgeRow,
     EnvironmentRow,
+    ConnectionRow,
     SuiteRow,
     SuiteResultRow,
     PromotionRow,

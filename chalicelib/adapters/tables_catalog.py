@@ -187,6 +187,25 @@ class EnvironmentRow(_Base):
     """`{agent_id: version}`."""
     created_at = UnicodeAttribute()
     created_by = UnicodeAttribute(default="")
+    test_connections = JSONAttribute(default=dict)
+    """`{connection_id: test_connection_id}` (docs/guides/tools.md)."""
+
+
+class ConnectionRow(_Base):
+    """One of an organization's connections: where its agents' tools run (docs/guides/tools.md).
+    `auth_secret` names a secret; the value is never kept here."""
+
+    class Meta(_Base.Meta):
+        table_name = "connections"
+
+    org_id = UnicodeAttribute(hash_key=True)
+    connection_id = UnicodeAttribute(range_key=True)
+    kind = UnicodeAttribute()
+    url = UnicodeAttribute()
+    auth_secret = UnicodeAttribute(null=True)
+    description = UnicodeAttribute(default="")
+    created_at = UnicodeAttribute()
+    created_by = UnicodeAttribute(default="")
 
 
 class SuiteFireIndex(GlobalSecondaryIndex):

@@ -101,8 +101,10 @@ class CallStatus(StrEnum):
 
     `executed`: it ran (on a test connection when the environment has one); `blocked`: not run,
     kept with its arguments; `replayed`: answered from the case's recording; `divergent`: held,
-    the recording has no matching call. `intended` (recorded by the agent, not executed) is what
-    the `openai` runtime and older answers carry; it stays readable.
+    the recording has no matching call. `unverified`: an `http` or `lambda` agent reported the
+    call in its answer without making it through the tool gateway, so assay cannot say what it
+    did. `intended` (recorded, not executed) is what answers kept before tools were isolated
+    carry; it stays readable.
     """
 
     EXECUTED = "executed"
@@ -110,6 +112,7 @@ class CallStatus(StrEnum):
     REPLAYED = "replayed"
     DIVERGENT = "divergent"
     INTENDED = "intended"
+    UNVERIFIED = "unverified"
 
 
 class ToolEffect(StrEnum):

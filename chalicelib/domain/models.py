@@ -94,8 +94,15 @@ class ToolCall(Frozen):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     status: CallStatus = CallStatus.EXECUTED
-    """Executed, blocked, replayed, divergent, or intended (recorded, not executed)."""
+    """Executed, blocked, replayed or divergent as the service decided it; `unverified` when the
+    agent only reported it; `intended` on answers kept before tools were isolated."""
     result: Any = None
+    connection_id: str | None = None
+    """The connection an executed call ran on (a test connection's id when one stood in)."""
+    error: str | None = None
+    """Why an executed call failed (the tool's own error), None otherwise."""
+    reason: str | None = None
+    """Why the call came to its status, in one sentence (None on calls an agent reported)."""
 
 
 class Usage(Frozen):

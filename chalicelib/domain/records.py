@@ -163,6 +163,30 @@ class Environment:
     serving: Any = field(default_factory=dict)
     created_at: str
     created_by: str = ""
+    test_connections: Any = field(default_factory=dict)
+    """`{connection_id: test_connection_id}`: during an eval run in this environment a tool whose
+    connection is a key runs against the test connection instead, never production
+    (docs/guides/tools.md)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Connection:
+    """One of an organization's connections: where its agents' tools run (docs/guides/tools.md).
+
+    `kind`: "http" (a call is `POST {url}/{tool_name}` with the arguments as JSON, the JSON reply
+    its result) or "mcp" (an MCP server over streamable HTTP at `url`). `auth_secret`: the name of
+    the organization's secret whose value is sent as the `Authorization` header; None sends none.
+    The URL is the tenant's and untrusted: egress checks it when saved and on every call.
+    """
+
+    org_id: str
+    connection_id: str
+    kind: str
+    url: str
+    auth_secret: str | None = None
+    description: str = ""
+    created_at: str
+    created_by: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

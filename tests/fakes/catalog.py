@@ -84,6 +84,13 @@ class FakeEnvironments:
         self.kept[(org_id, environment_id)] = replace(env, serving=serving)
         return True
 
+    def set_test_connections(
+        self, org_id: str, environment_id: str, test_connections: dict[str, str]
+    ) -> Environment:
+        env = self.get(org_id, environment_id)
+        self.kept[(org_id, environment_id)] = replace(env, test_connections=dict(test_connections))
+        return self.kept[(org_id, environment_id)]
+
     def delete(self, org_id: str, environment_id: str) -> None:
         self.kept.pop((org_id, environment_id), None)
 

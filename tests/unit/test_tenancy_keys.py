@@ -234,6 +234,13 @@ def _write_everything(org: str) -> None:
     stores.EnvironmentStore().create(
         records.Environment(org_id=org, environment_id="prod", created_at=now)
     )
+    from chalicelib.adapters.stores.connections import ConnectionStore
+
+    ConnectionStore().create(
+        records.Connection(
+            org_id=org, connection_id="shop", kind="http", url="https://a.test", created_at=now
+        )
+    )
     datasets = stores.DatasetStore()
     ds_header = records.Dataset(dataset_id="ds-1", version=0, org_id=org, name=org, created_at=now)
     datasets.create(ds_header)

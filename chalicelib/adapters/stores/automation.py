@@ -117,6 +117,23 @@ class EnvironmentStore:
             f"environment {environment_id} keeps changing: try again", field="environment_id"
         )
 
+    def set_test_connections(
+        self, org_id: str, environment_id: str, test_connections: dict[str, str]
+    ) -> Environment:
+        """Replace the environment's `{connection_id: test_connection_id}` map; the environment
+        as it now is.
+
+        Raises:
+            NotFoundError: (field `environment_id`) the environment does not exist.
+        """
+        if not conditional_update(
+            EnvironmentRow(org_id, environment_id),
+            [EnvironmentRow.test_connections.set(test_connections)],
+            EnvironmentRow.environment_id.exists(),
+        ):
+            raise NotFoundError(f"environment {environment_id} not found", field="environment_id")
+        return self.get(org_id, environment_id)
+
     def delete(self, org_id: str, environment_id: str) -> None:
         EnvironmentRow(org_id, environment_id).delete()
 

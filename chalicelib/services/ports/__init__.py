@@ -8,16 +8,52 @@ into the services (issue 10, scope 2).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from chalicelib.domain.models import AgentAnswer, CaseRequest
 from chalicelib.domain.recording_format import Recording
+from chalicelib.domain.tools import ToolReply, ToolSpec
 
 
 def _nothing(_: str) -> None:
     return None
+
+
+class ToolCaller(Protocol):
+    """The tools of one eval attempt, each call decided by the isolation rule and kept
+    (docs/guides/tools.md); `services.tool_calls.ToolBox` implements it."""
+
+    @property
+    def tools(self) -> Mapping[str, ToolSpec]:
+        """Every tool the attempt may call, by name (the spec's, then the workspace's)."""
+
+    @property
+    def max_steps(self) -> int:
+        """How many model turns an agent loop may take before the attempt is a crash."""
+
+    def call(self, name: str, arguments: Any) -> ToolReply:
+        """Decide, make if allowed, and keep one call; an unknown tool or arguments that fail its
+        schema are kept `blocked`, saying why. Never raises for what the agent asked."""
+
+    def loop_at(self) -> int | None:
+        """The index of the call that made the attempt's calls loop (the same call
+        `LOOP_REPEATS` times in a row), None when they do not."""
+
+    def reset(self) -> None:
+        """Forget the calls of a try that failed (a provider error), before the next try."""
+
+
+@dataclass(frozen=True)
+class ToolGateway:
+    """Where an `http` or `lambda` agent calls its tools during one eval attempt:
+    `POST {url}/{tool_name}` with `Authorization: Bearer {token}`, or the MCP server at `mcp_url`
+    with the same token. The token is valid for this attempt only, while its lease lasts."""
+
+    url: str
+    token: str
+    mcp_url: str
 
 
 @dataclass(frozen=True)
@@ -33,11 +69,17 @@ class AskContext:
         secret: the value of one of the organization's secrets by name (e.g. "openai"), None when
             the organization has no secret of that name.
         recording: one of the organization's uploaded recordings by id, parsed, None when absent.
+        tools: the attempt's tools, for a runtime that runs the agent's tool loop itself
+            (`openai`); None outside an eval attempt (a judge, a check).
+        gateway: the attempt's tool gateway, for a runtime whose agent calls its tools itself
+            (`http`, `lambda`: sent in the case payload); None when there is none.
     """
 
     org_id: str
     secret: Callable[[str], str | None] = _nothing
     recording: Callable[[str], Recording | None] = _nothing
+    tools: ToolCaller | None = None
+    gateway: ToolGateway | None = None
 
 
 class AgentRuntime(Protocol):

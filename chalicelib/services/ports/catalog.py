@@ -47,6 +47,12 @@ class Environments(Protocol):
         again while another write wins); False when it served none of the agent's versions.
         Raises ConflictError (field `environment_id`) when it keeps changing."""
 
+    def set_test_connections(
+        self, org_id: str, environment_id: str, test_connections: dict[str, str]
+    ) -> Environment:
+        """Replace the environment's `{connection_id: test_connection_id}`; the environment as it
+        now is. Raises NotFoundError (field `environment_id`)."""
+
     def delete(self, org_id: str, environment_id: str) -> None:
         """Forget the environment (nothing when it is gone already)."""
 

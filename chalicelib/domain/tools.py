@@ -1,0 +1,362 @@
+"""The tools an agent may call, as a spec declares them (docs/guides/tools.md).
+
+A spec's `tools` is a list; each entry is either the flat shape::
+
+    {"name": "send_email",                       # [A-Za-z0-9_-], 1..64 characters
+     "description": "Send an email",             # optional
+     "parameters": {"type": "object", ...},      # optional JSON schema of the arguments
+     "effect": "write",                          # "read" | "write"; absent = write
+     "connection_id": "mail"}                    # optional: the connection that runs it
+
+or the OpenAI shape `{"type": "function", "function": {"name", "description", "parameters"},
+"effect"?, "connection_id"?}` (what `openai` specs carried before tools were isolated).
+
+Every eval attempt also has the built-in workspace tools (`WORKSPACE_TOOLS`): a disposable store
+of text files scoped to the attempt; a spec may not declare a tool of their names.
+
+A tool's `parameters` is checked as a JSON schema when the spec is saved and every call's
+arguments are checked against it (`argument_problem`). Only references inside the schema
+(`$ref` starting `#`) are accepted, so checking a schema or arguments never fetches anything.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chalicelib.domain.enums import CallStatus, ToolEffect
+from chalicelib.domain.ids import check_tenant_id
+from chalicelib.domain.tool_isolation import ToolDeclaration
+from chalicelib.errors import InvalidInputError
+
+__all__ = [
+    "MAX_TOOLS",
+    "TOOL_NAME",
+    "WORKSPACE_CONNECTION",
+    "WORKSPACE_TOOLS",
+    "ToolReply",
+    "ToolSpec",
+    "argument_problem",
+    "connection_ids",
+    "parse_tools",
+    "tools_of",
+]
+
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+"""What a tool's name may be (the names model providers accept for functions)."""
+
+MAX_TOOLS = 128
+"""The most tools one spec may declare."""
+
+MAX_SCHEMA_BYTES = 32_768
+"""The largest `parameters` schema one tool may carry, as JSON in bytes."""
+
+WORKSPACE_CONNECTION = "workspace"
+"""What a call to a built-in workspace tool names as its connection."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool as a spec declares it (see the module docstring).
+
+    `effect` None: the declaration named none (a write). `builtin`: one of `WORKSPACE_TOOLS`.
+    """
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    effect: ToolEffect | None = None
+    connection_id: str | None = None
+    builtin: bool = False
+
+    def declaration(self) -> ToolDeclaration:
+        """What `tool_isolation.decide_call` needs of the tool."""
+        return ToolDeclaration(self.name, self.effect, self.connection_id)
+
+    def openai_tool(self) -> dict[str, Any]:
+        """The tool in a chat-completions request's `tools`."""
+        function: dict[str, Any] = {
+            "name": self.name,
+            "parameters": dict(self.parameters) or {"type": "object", "properties": {}},
+        }
+        if self.description:
+            function["description"] = self.description
+        return {"type": "function", "function": function}
+
+    def public(self) -> dict[str, Any]:
+        """The declaration as the API shows it (flat shape)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": dict(self.parameters),
+            "effect": str(self.effect) if self.effect else ToolEffect.WRITE.value,
+            "connection_id": self.connection_id,
+            "builtin": self.builtin,
+        }
+
+
+@dataclass(frozen=True)
+class ToolReply:
+    """What one call came to, for the agent and for the attempt.
+
+    `status`: executed, blocked, replayed or divergent. `result`: what the tool returned (or the
+    recorded result), None when not executed. `error`: why an executed call failed (the tool's
+    own error), None otherwise. `connection_id`: where it ran. `reason`: one sentence for people.
+    """
+
+    status: CallStatus
+    result: Any = None
+    error: str | None = None
+    connection_id: str | None = None
+    reason: str = ""
+
+    def for_agent(self) -> dict[str, Any]:
+        """The JSON the agent is given for the call: `{"status", "result"?, "error"?, "note"?}`.
+
+        A held or blocked call says so in `note`, so the agent can carry on without its result.
+        """
+        out: dict[str, Any] = {"status": str(self.status)}
+        if self.status in (CallStatus.EXECUTED, CallStatus.REPLAYED):
+            if self.error is not None:
+                out["error"] = self.error
+            else:
+                out["result"] = self.result
+        else:
+            out["note"] = (
+                "held: this call was not executed during the evaluation"
+                if self.status is CallStatus.DIVERGENT
+                else "blocked: this call was not executed during the evaluation"
+            )
+        return out
+
+
+def _workspace_tool(
+    name: str, description: str, properties: dict[str, Any], required: list[str]
+) -> ToolSpec:
+    return ToolSpec(
+        name=name,
+        description=description,
+        parameters={
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": False,
+        },
+        effect=ToolEffect.WRITE if name == "workspace_write" else ToolEffect.READ,
+        connection_id=WORKSPACE_CONNECTION,
+        builtin=True,
+    )
+
+
+_PATH = {"type": "string", "minLength": 1, "maxLength": 256}
+
+WORKSPACE_TOOLS: tuple[ToolSpec, ...] = (
+    _workspace_tool(
+        "workspace_read",
+        "Read a text file of this attempt's workspace.",
+        {"path": _PATH},
+        ["path"],
+    ),
+    _workspace_tool(
+        "workspace_write",
+        "Write a text file to this attempt's workspace (replacing it).",
+        {"path": _PATH, "content": {"type": "string"}},
+        ["path", "content"],
+    ),
+    _workspace_tool(
+        "workspace_list",
+        "List the files of this attempt's workspace, optionally under a prefix.",
+        {"prefix": {"type": "string", "maxLength": 256}},
+        [],
+    ),
+)
+"""The built-in tools of every eval attempt's disposable workspace."""
+
+_BUILTIN_NAMES = frozenset(tool.name for tool in WORKSPACE_TOOLS)
+
+
+def _refs(schema: Any) -> list[str]:
+    """Every `$ref` value in `schema`."""
+    found: list[str] = []
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                found.append(ref)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
+def _check_schema(schema: Any, where: str) -> Mapping[str, Any]:
+    if schema is None:
+        return {}
+    if not isinstance(schema, Mapping):
+        raise InvalidInputError(f"{where} must be a JSON schema object", field=where)
+    try:
+        size = len(json.dumps(schema).encode("utf-8"))
+    except (TypeError, ValueError, RecursionError):
+        raise InvalidInputError(f"{where} must be JSON", field=where) from None
+    if size > MAX_SCHEMA_BYTES:
+        raise InvalidInputError(f"{where} is over {MAX_SCHEMA_BYTES} bytes", field=where)
+    remote = [ref for ref in _refs(schema) if not ref.startswith("#")]
+    if remote:
+        raise InvalidInputError(
+            f"{where} refers outside itself ({remote[0][:80]!r}); only '#...' references are "
+            "accepted",
+            field=where,
+        )
+    # jsonschema is imported when a schema is checked, not when a worker starts (its cold start).
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise InvalidInputError(
+            f"{where} is not a valid JSON schema: {exc.message[:200]}", field=where
+        ) from None
+    if schema.get("type", "object") != "object":
+        raise InvalidInputError(f"{where} must describe an object (type: object)", field=where)
+    return dict(schema)
+
+
+def _parse_one(raw: Any, where: str) -> ToolSpec:
+    if not isinstance(raw, Mapping):
+        raise InvalidInputError(f"{where} must be an object", field=where)
+    body: Mapping[str, Any] = raw
+    if "function" in raw or raw.get("type") == "function":
+        function = raw.get("function")
+        if raw.get("type", "function") != "function" or not isinstance(function, Mapping):
+            raise InvalidInputError(
+                f"{where} must be {{'type': 'function', 'function': {{'name': ...}}}} or "
+                "{'name': ..., 'effect': ..., 'connection_id': ...}",
+                field=where,
+            )
+        body = {**function, **{k: raw[k] for k in ("effect", "connection_id") if k in raw}}
+    unknown = sorted(
+        set(body) - {"name", "description", "parameters", "effect", "connection_id", "strict"}
+    )
+    if unknown:
+        raise InvalidInputError(
+            f"{where} has unknown keys {unknown}; allowed: name, description, parameters, "
+            "effect, connection_id",
+            field=f"{where}.{unknown[0]}",
+        )
+    name = body.get("name")
+    if not isinstance(name, str) or not TOOL_NAME.match(name):
+        raise InvalidInputError(
+            f"{where}.name must be 1 to 64 letters, digits, '_' or '-'", field=f"{where}.name"
+        )
+    if name in _BUILTIN_NAMES:
+        raise InvalidInputError(
+            f"{where}.name {name!r} is a built-in workspace tool every eval attempt has",
+            field=f"{where}.name",
+        )
+    description = body.get("description", "")
+    if not isinstance(description, str) or len(description) > 4096:
+        raise InvalidInputError(
+            f"{where}.description must be text of at most 4096 characters",
+            field=f"{where}.description",
+        )
+    effect_raw = body.get("effect")
+    try:
+        effect = None if effect_raw is None else ToolEffect(effect_raw)
+    except ValueError:
+        raise InvalidInputError(
+            f"{where}.effect must be 'read' or 'write'", field=f"{where}.effect"
+        ) from None
+    connection_id = body.get("connection_id")
+    if connection_id is not None:
+        if not isinstance(connection_id, str):
+            raise InvalidInputError(
+                f"{where}.connection_id must be a string", field=f"{where}.connection_id"
+            )
+        check_tenant_id(connection_id, f"{where}.connection_id")
+    return ToolSpec(
+        name=name,
+        description=description,
+        parameters=_check_schema(body.get("parameters"), f"{where}.parameters"),
+        effect=effect,
+        connection_id=connection_id,
+    )
+
+
+def parse_tools(raw: Any, where: str = "spec.tools") -> tuple[ToolSpec, ...]:
+    """A spec's `tools`, checked (see the module docstring); () when absent.
+
+    Raises:
+        InvalidInputError: naming the field at fault (`spec.tools`, `spec.tools[i].name`,
+            `.effect`, `.parameters`, `.connection_id`): not a list, more than `MAX_TOOLS`, a
+            name that is not a tool name, repeated or built in, an unknown key, an effect that is
+            neither read nor write, a schema that is not a JSON schema of an object or refers
+            outside itself.
+    """
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InvalidInputError(f"{where} must be a list of tools", field=where)
+    if len(raw) > MAX_TOOLS:
+        raise InvalidInputError(f"{where} may declare at most {MAX_TOOLS} tools", field=where)
+    tools = tuple(_parse_one(item, f"{where}[{i}]") for i, item in enumerate(raw))
+    seen: set[str] = set()
+    for i, tool in enumerate(tools):
+        if tool.name in seen:
+            raise InvalidInputError(
+                f"{where}[{i}].name {tool.name!r} is declared twice", field=f"{where}[{i}].name"
+            )
+        seen.add(tool.name)
+    return tools
+
+
+def tools_of(spec: Mapping[str, Any]) -> dict[str, ToolSpec]:
+    """Every tool an eval attempt of `spec` may call, by name: its declared tools, then the
+    built-in workspace tools.
+
+    Raises:
+        InvalidInputError: the spec's `tools` do not pass `parse_tools`.
+    """
+    declared = parse_tools(spec.get("tools"))
+    return {tool.name: tool for tool in (*declared, *WORKSPACE_TOOLS)}
+
+
+def connection_ids(spec: Mapping[str, Any]) -> list[str]:
+    """The connections a spec's tools name, sorted, each once; [] when its tools are malformed
+    (a saved spec's always parse)."""
+    try:
+        declared: Sequence[ToolSpec] = parse_tools(spec.get("tools"))
+    except InvalidInputError:
+        return []
+    return sorted({tool.connection_id for tool in declared if tool.connection_id})
+
+
+def argument_problem(tool: ToolSpec, arguments: Any) -> str | None:
+    """Why `arguments` cannot be a call of `tool`, or None when they can.
+
+    Arguments are a JSON object that validates against the tool's `parameters` (none: any
+    object). The message names the first failing place, e.g. "arguments.to: 3 is not of type
+    'string'".
+    """
+    if not isinstance(arguments, Mapping):
+        return "arguments must be a JSON object"
+    if not tool.parameters:
+        return None
+    from jsonschema import Draft202012Validator
+
+    errors = sorted(
+        Draft202012Validator(tool.parameters).iter_errors(dict(arguments)),
+        key=lambda e: list(e.absolute_path),
+    )
+    if not errors:
+        return None
+    first = errors[0]
+    place = ".".join(str(p) for p in first.absolute_path)
+    return f"arguments{'.' + place if place else ''}: {first.message[:200]}"

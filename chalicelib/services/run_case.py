@@ -12,22 +12,19 @@ message is sent (issue 12).
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
 from chalicelib import names, telemetry
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain import judge_rules as judge_rules
-from chalicelib.domain import scorers, text
+from chalicelib.domain import text
 from chalicelib.domain.enums import AttemptState, RunStatus
 from chalicelib.domain.events import (
     BudgetExhausted,
@@ -37,19 +34,18 @@ from chalicelib.domain.events import (
 )
 from chalicelib.domain.identity import is_org_id
 from chalicelib.domain.models import (
-    AgentAnswer,
     Case,
-    CaseRequest,
-    Grade,
-    ScoreResult,
-    ScoringConfig,
 )
-from chalicelib.domain.records import Arm, Attempt, BudgetReading, Lease, Run
+from chalicelib.domain.records import Attempt, BudgetReading, Lease, Run
 from chalicelib.domain.run_rules import Task
-from chalicelib.errors import AssayError
 from chalicelib.retrying import change, jitter
 from chalicelib.services import access as access_service
-from chalicelib.services import asking, budgets, judges, messagebus, redacting, slots
+from chalicelib.services import budgets, messagebus, slots
+from chalicelib.services.answering import AttemptResult as AttemptResult
+from chalicelib.services.answering import ask_and_grade as ask_and_grade
+from chalicelib.services.answering import grade_answer as grade_answer
+from chalicelib.services.heartbeats import _HEARTBEATS, LeaseHeld, _lease_ms
+from chalicelib.services.heartbeats import _Heartbeats as _Heartbeats
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome
 from chalicelib.services.ports.telemetry import Metric
 
@@ -64,29 +60,6 @@ ANSWER_PREVIEW_CHARS = 1000
 RECORD_TRIES = 100
 """Lost races a recording takes before it gives up (each loses to another task of the run claiming
 its successor: a run's own slots, at most its concurrency limit, race it)."""
-
-
-@dataclass
-class AttemptResult:
-    """What one attempt came to, before it is written."""
-
-    state: AttemptState
-    answer: str | None = None
-    calls: list[dict[str, Any]] = field(default_factory=list)
-    scores: list[dict[str, Any]] = field(default_factory=list)
-    reason: str = ""
-    error: str | None = None
-    crash: bool = False
-    cost_micros: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    latency_ms: float = 0.0
-    model: str | None = None
-    guardrail: str | None = None
-    judge_cost_micros: int = 0
-    judge_calls: int = 0
-    budget_exceeded: budgets.Exhausted | None = None
-    """Set when a budget ran out before a model request: the run ends `budget_exceeded`."""
 
 
 @dataclass(frozen=True)
@@ -117,244 +90,6 @@ def parse_message(body: str) -> TaskMessage | None:
         )
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
-
-
-# --- asking ----------------------------------------------------------------------------------
-
-
-def ask_and_grade(
-    c: Container,
-    run: Run,
-    arm: Arm,
-    case: Case,
-    task: Task,
-    *,
-    budget_read: BudgetReading | None = None,
-) -> AttemptResult:
-    """Ask the arm's agent the case (retrying provider errors), then grade the answer.
-
-    Both budgets are checked before every model request (the agent's tries and the judge's) and
-    each request's real cost is charged to them (docs/reference/access.md). Expected
-    failures are states, not exceptions: provider errors after retries → `incomplete`, the
-    agent's own failure → `failed` with `crash`, a scorer that raised → `incomplete`, a budget
-    spent before the agent was asked → `incomplete` with `budget_exceeded` set, tokens or a cost
-    past the operator's bounds (`ASSAY_REQUEST_MAX_TOKENS`, `ASSAY_REQUEST_MAX_COST_USD`) →
-    `incomplete` naming the bound, its answer kept ungraded and nothing charged.
-    `budget_read`: the budgets as read with the run a moment ago, used for the first try's check.
-    """
-    spec = arm.spec
-    request = CaseRequest(
-        run_id=run.run_id,
-        case_id=case.case_id,
-        attempt=task.attempt,
-        input=case.input,
-        history=case.history,
-        metadata={"tags": case.tags},
-    )
-    asked = asking.ask(c, run.org_id, run.agent_id, spec, request, budget_read=budget_read)
-    latency = asked.latency_ms
-    # Everything kept below is redacted, with the organization's own secret values too
-    # (docs/reference/data-protection.md); grading reads the original answer in memory first.
-    r = redacting.for_org(c, run.org_id)
-    if asked.exhausted is not None:
-        return AttemptResult(
-            AttemptState.INCOMPLETE,
-            reason=r.text(asked.exhausted.reason),
-            budget_exceeded=asked.exhausted,
-            latency_ms=latency,
-        )
-    if asked.crash is not None:
-        crash = r.text(str(asked.crash))
-        return AttemptResult(
-            AttemptState.FAILED,
-            crash=True,
-            error=crash,
-            reason=r.text(f"agent crashed: {crash}"[:500]),
-            latency_ms=latency,
-        )
-    if asked.provider_error is not None:
-        error = r.text(str(asked.provider_error))
-        if asked.provider_error.credentials_missing:
-            reason = error[:500]
-        elif asked.provider_error.status in (401, 403):
-            reason = "provider rejected the credentials"
-        else:
-            reason = r.text(f"provider error after {asked.tries} tries: {error}"[:500])
-        return AttemptResult(
-            AttemptState.INCOMPLETE, latency_ms=latency, error=error, reason=reason
-        )
-    answer, cost = (
-        asked.answer,
-        asked.cost_micros,
-    )  # no exhaustion, crash or provider error: an answer
-    if answer is None:  # and should none come, the case is not decided, never passed or failed
-        return AttemptResult(
-            AttemptState.INCOMPLETE, latency_ms=latency, reason="the agent returned no answer"
-        )
-    calls = [call.model_dump(mode="json") for call in answer.calls]
-    # Reasons may quote the original answer, cut short: what is secret in it is redacted there too.
-    r = r.learning(answer.answer, json.dumps(calls), answer.model, answer.guardrail)
-    if asked.over_bound is not None:
-        # Figures past the operator's bound are not believed: the answer is kept, not graded,
-        # and neither its cost nor its tokens count anywhere (issue 11, scope 7).
-        return AttemptResult(
-            AttemptState.INCOMPLETE,
-            answer=r.text(answer.answer),
-            calls=[r.value(call) for call in calls],
-            reason=r.text(asked.over_bound),
-            latency_ms=latency,
-            model=r.text(answer.model),
-            guardrail=r.text(answer.guardrail),
-        )
-    grade, asker = grade_answer(c, run, case, answer)
-    return AttemptResult(
-        state=grade.state,
-        answer=r.text(answer.answer),
-        calls=[r.value(call) for call in calls],
-        scores=[r.value(s.model_dump(mode="json")) for s in grade.scores],
-        reason=r.text(grade.reason),
-        cost_micros=cost,
-        input_tokens=answer.usage.input_tokens,
-        output_tokens=answer.usage.output_tokens,
-        latency_ms=latency,
-        model=r.text(answer.model),
-        guardrail=r.text(answer.guardrail),
-        judge_cost_micros=asker.cost_micros if asker else 0,
-        judge_calls=asker.calls if asker else 0,
-        budget_exceeded=asker.exhausted if asker else None,
-    )
-
-
-def grade_answer(
-    c: Container,
-    run: Run,
-    case: Case,
-    answer: AgentAnswer,
-    scores: list[dict[str, Any]] | None = None,
-) -> tuple[Grade, judges.Asker | None]:
-    """Grade an answer with the run's scoring and, when it names one, the judge grading now.
-
-    A judge that cannot be resolved leaves the answer not graded by it (`incomplete`), saying
-    why. With `scores` (grading again) only the judge is asked again: the other scorers' verdicts
-    are kept.
-    Returns the grade and the judge's asker (its cost and calls), None without a judge.
-    """
-    scoring = ScoringConfig.model_validate(run.scoring)
-    asker: judges.Asker | None = None
-    judge_fn: scorers.JudgeFn | None = None
-    try:
-        asker = judges.for_run(c, run, scoring)
-        judge_fn = asker
-    except AssayError as exc:
-        problem = exc.message
-        judge_fn = lambda *_: judge_rules.not_graded(f"judge skipped: {problem}", None)  # noqa: E731
-    effective = judges.effective_scoring(scoring, asker.judge if asker else None)
-    if scores is None:
-        return scorers.grade(case, answer, effective, judge=judge_fn), asker
-    kept = [
-        ScoreResult.model_validate(s) for s in scores if s.get("scorer") != judge_rules.JUDGE_SCORER
-    ]
-    fresh = scorers.grade(
-        case,
-        answer,
-        ScoringConfig(required=[judge_rules.JUDGE_SCORER], settings=effective.settings),
-        judge=judge_fn,
-    )
-    return scorers.combine(kept + fresh.scores, scoring), asker
-
-
-class _Beat:
-    """One case in flight that `_HEARTBEATS` keeps alive: what to beat, and when next."""
-
-    def __init__(self, c: Container, run: Run, key: str, holder: str, receipt: str | None) -> None:
-        self.c, self.run, self.key, self.holder, self.receipt = c, run, key, holder, receipt
-        self.interval_s = float(c.settings.eval_heartbeat_seconds)
-        self.next_at = time.monotonic() + self.interval_s
-
-    def beat(self) -> None:
-        c, run = self.c, self.run
-        try:
-            now_ms = epoch_ms(c.clock.now())
-            c.runs.beat(run.org_id, run.run_id, now_ms)
-            c.runs.extend_lease(run, self.key, self.holder, now_ms + _lease_ms(c))
-            if self.receipt:
-                c.case_queue.extend_visibility(self.receipt, c.settings.visibility_timeout_seconds)
-        except Exception:  # noqa: BLE001 - a missed heartbeat is what the sweep is for
-            log.exception("heartbeat of run %s failed", run.run_id)
-
-
-class _Heartbeats:
-    """While a long case runs: heartbeat the run, keep the message invisible and the attempt's
-    lease held, every `EVAL_HEARTBEAT_SECONDS` (docs/architecture/run-lifecycle.md).
-
-    One daemon thread per process beats every case in flight in it, started with the first: a
-    thread per case cost each case a thread start, a handoff through the GIL that waits on every
-    other lane of the embedded stack (issue 12). A beat that hangs delays the others of this
-    process only (a Lambda holds one case at a time); the sweep takes a lane over only after
-    `TAKEOVER_BEATS` missed ones."""
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._held: dict[int, _Beat] = {}
-        self._tokens = itertools.count()
-        self._thread: threading.Thread | None = None
-
-    @contextmanager
-    def keeping(
-        self, c: Container, run: Run, key: str, holder: str, receipt: str | None
-    ) -> Iterator[None]:
-        """Keep the attempt `key` of `run` alive for `holder` while the block runs."""
-        with self._changed:
-            token = next(self._tokens)
-            self._held[token] = _Beat(c, run, key, holder, receipt)
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, daemon=True, name="keepalive")
-                self._thread.start()
-            self._changed.notify()
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._held.pop(token, None)
-
-    def _loop(self) -> None:
-        while True:
-            with self._changed:
-                now = time.monotonic()
-                due = [(t, b) for t, b in self._held.items() if b.next_at <= now]
-                if not due:
-                    soonest = min((b.next_at for b in self._held.values()), default=None)
-                    self._changed.wait(None if soonest is None else soonest - now)
-                    continue
-                for _, b in due:
-                    b.next_at = now + b.interval_s
-            for token, b in due:
-                with self._changed:
-                    if token not in self._held:  # its case ended while others were beaten
-                        continue
-                b.beat()
-
-
-_HEARTBEATS = _Heartbeats()
-
-
-def _lease_ms(c: Container) -> int:
-    """How long a delivery's claim on its attempt lasts (ms): the message's visibility timeout,
-    which is beyond the case timeout, so a live worker's claim never lapses under it (its
-    keep-alive moves both on) and a dead worker's lapses by the time SQS delivers again."""
-    return c.settings.visibility_timeout_seconds * 1000
-
-
-class LeaseHeld(Exception):
-    """An earlier delivery of this very message holds its attempt and may still be asking: the
-    message is left for SQS to deliver again once that claim lapses (`seconds` from now)."""
-
-    redelivery_expected = True
-    """Not a failure: the local pollers log it as a line, not a traceback."""
-
-    def __init__(self, key: str, seconds: int) -> None:
-        super().__init__(f"attempt {key} is held by an earlier delivery for {seconds} s more")
-        self.seconds = seconds
 
 
 # --- recording -------------------------------------------------------------------------------

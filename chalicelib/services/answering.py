@@ -1,0 +1,192 @@
+"""Asking one case attempt and grading its answer (docs/architecture/run-lifecycle.md): the
+agent is asked with the attempt's tools (docs/guides/tools.md), retrying provider errors within
+the case timeout, and the answer is graded with the run's scoring. What is kept is redacted with
+the organization's secrets. `run_case` records the result once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from chalicelib.bootstrap import Container
+from chalicelib.domain import judge_rules as judge_rules
+from chalicelib.domain import scorers
+from chalicelib.domain.enums import AttemptState
+from chalicelib.domain.models import (
+    AgentAnswer,
+    Case,
+    CaseRequest,
+    Grade,
+    ScoreResult,
+    ScoringConfig,
+)
+from chalicelib.domain.records import Arm, BudgetReading, Run
+from chalicelib.domain.run_rules import Task
+from chalicelib.errors import AssayError
+from chalicelib.services import asking, budgets, judges, redacting
+
+
+@dataclass
+class AttemptResult:
+    """What one attempt came to, before it is written."""
+
+    state: AttemptState
+    answer: str | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    scores: list[dict[str, Any]] = field(default_factory=list)
+    reason: str = ""
+    error: str | None = None
+    crash: bool = False
+    cost_micros: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    model: str | None = None
+    guardrail: str | None = None
+    judge_cost_micros: int = 0
+    judge_calls: int = 0
+    budget_exceeded: budgets.Exhausted | None = None
+    """Set when a budget ran out before a model request: the run ends `budget_exceeded`."""
+
+
+def ask_and_grade(
+    c: Container,
+    run: Run,
+    arm: Arm,
+    case: Case,
+    task: Task,
+    *,
+    budget_read: BudgetReading | None = None,
+) -> AttemptResult:
+    """Ask the arm's agent the case (retrying provider errors), then grade the answer.
+
+    Both budgets are checked before every model request (the agent's tries and the judge's) and
+    each request's real cost is charged to them (docs/reference/access.md). Expected
+    failures are states, not exceptions: provider errors after retries → `incomplete`, the
+    agent's own failure → `failed` with `crash`, a scorer that raised → `incomplete`, a budget
+    spent before the agent was asked → `incomplete` with `budget_exceeded` set, tokens or a cost
+    past the operator's bounds (`ASSAY_REQUEST_MAX_TOKENS`, `ASSAY_REQUEST_MAX_COST_USD`) →
+    `incomplete` naming the bound, its answer kept ungraded and nothing charged.
+    `budget_read`: the budgets as read with the run a moment ago, used for the first try's check.
+    """
+    spec = arm.spec
+    request = CaseRequest(
+        run_id=run.run_id,
+        case_id=case.case_id,
+        attempt=task.attempt,
+        input=case.input,
+        history=case.history,
+        metadata={"tags": case.tags},
+    )
+    asked = asking.ask(c, run.org_id, run.agent_id, spec, request, budget_read=budget_read)
+    latency = asked.latency_ms
+    # Everything kept below is redacted, with the organization's own secret values too
+    # (docs/reference/data-protection.md); grading reads the original answer in memory first.
+    r = redacting.for_org(c, run.org_id)
+    if asked.exhausted is not None:
+        return AttemptResult(
+            AttemptState.INCOMPLETE,
+            reason=r.text(asked.exhausted.reason),
+            budget_exceeded=asked.exhausted,
+            latency_ms=latency,
+        )
+    if asked.crash is not None:
+        crash = r.text(str(asked.crash))
+        return AttemptResult(
+            AttemptState.FAILED,
+            crash=True,
+            error=crash,
+            reason=r.text(f"agent crashed: {crash}"[:500]),
+            latency_ms=latency,
+        )
+    if asked.provider_error is not None:
+        error = r.text(str(asked.provider_error))
+        if asked.provider_error.credentials_missing:
+            reason = error[:500]
+        elif asked.provider_error.status in (401, 403):
+            reason = "provider rejected the credentials"
+        else:
+            reason = r.text(f"provider error after {asked.tries} tries: {error}"[:500])
+        return AttemptResult(
+            AttemptState.INCOMPLETE, latency_ms=latency, error=error, reason=reason
+        )
+    answer, cost = (
+        asked.answer,
+        asked.cost_micros,
+    )  # no exhaustion, crash or provider error: an answer
+    if answer is None:  # and should none come, the case is not decided, never passed or failed
+        return AttemptResult(
+            AttemptState.INCOMPLETE, latency_ms=latency, reason="the agent returned no answer"
+        )
+    calls = [call.model_dump(mode="json") for call in answer.calls]
+    # Reasons may quote the original answer, cut short: what is secret in it is redacted there too.
+    r = r.learning(answer.answer, json.dumps(calls), answer.model, answer.guardrail)
+    if asked.over_bound is not None:
+        # Figures past the operator's bound are not believed: the answer is kept, not graded,
+        # and neither its cost nor its tokens count anywhere (issue 11, scope 7).
+        return AttemptResult(
+            AttemptState.INCOMPLETE,
+            answer=r.text(answer.answer),
+            calls=[r.value(call) for call in calls],
+            reason=r.text(asked.over_bound),
+            latency_ms=latency,
+            model=r.text(answer.model),
+            guardrail=r.text(answer.guardrail),
+        )
+    grade, asker = grade_answer(c, run, case, answer)
+    return AttemptResult(
+        state=grade.state,
+        answer=r.text(answer.answer),
+        calls=[r.value(call) for call in calls],
+        scores=[r.value(s.model_dump(mode="json")) for s in grade.scores],
+        reason=r.text(grade.reason),
+        cost_micros=cost,
+        input_tokens=answer.usage.input_tokens,
+        output_tokens=answer.usage.output_tokens,
+        latency_ms=latency,
+        model=r.text(answer.model),
+        guardrail=r.text(answer.guardrail),
+        judge_cost_micros=asker.cost_micros if asker else 0,
+        judge_calls=asker.calls if asker else 0,
+        budget_exceeded=asker.exhausted if asker else None,
+    )
+
+
+def grade_answer(
+    c: Container,
+    run: Run,
+    case: Case,
+    answer: AgentAnswer,
+    scores: list[dict[str, Any]] | None = None,
+) -> tuple[Grade, judges.Asker | None]:
+    """Grade an answer with the run's scoring and, when it names one, the judge grading now.
+
+    A judge that cannot be resolved leaves the answer not graded by it (`incomplete`), saying
+    why. With `scores` (grading again) only the judge is asked again: the other scorers' verdicts
+    are kept.
+    Returns the grade and the judge's asker (its cost and calls), None without a judge.
+    """
+    scoring = ScoringConfig.model_validate(run.scoring)
+    asker: judges.Asker | None = None
+    judge_fn: scorers.JudgeFn | None = None
+    try:
+        asker = judges.for_run(c, run, scoring)
+        judge_fn = asker
+    except AssayError as exc:
+        problem = exc.message
+        judge_fn = lambda *_: judge_rules.not_graded(f"judge skipped: {problem}", None)  # noqa: E731
+    effective = judges.effective_scoring(scoring, asker.judge if asker else None)
+    if scores is None:
+        return scorers.grade(case, answer, effective, judge=judge_fn), asker
+    kept = [
+        ScoreResult.model_validate(s) for s in scores if s.get("scorer") != judge_rules.JUDGE_SCORER
+    ]
+    fresh = scorers.grade(
+        case,
+        answer,
+        ScoringConfig(required=[judge_rules.JUDGE_SCORER], settings=effective.settings),
+        judge=judge_fn,
+    )
+    return scorers.combine(kept + fresh.scores, scoring), asker

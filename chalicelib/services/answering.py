@@ -24,8 +24,8 @@ from chalicelib.domain.models import (
 )
 from chalicelib.domain.records import Arm, BudgetReading, Run
 from chalicelib.domain.run_rules import Task
-from chalicelib.errors import AssayError
-from chalicelib.services import asking, budgets, judges, redacting
+from chalicelib.errors import AssayError, InvalidInputError
+from chalicelib.services import asking, budgets, judges, redacting, tool_calls
 
 
 @dataclass
@@ -80,7 +80,25 @@ def ask_and_grade(
         history=case.history,
         metadata={"tags": case.tags},
     )
-    asked = asking.ask(c, run.org_id, run.agent_id, spec, request, budget_read=budget_read)
+    try:
+        tools = tool_calls.toolbox_for(
+            c,
+            run,
+            arm,
+            case.case_id,
+            task.key,
+            recording_entry=tool_calls.recording_entry(c, run, request),
+        )
+    except InvalidInputError as exc:
+        return AttemptResult(
+            AttemptState.FAILED,
+            crash=True,
+            error=exc.message,
+            reason=f"agent crashed: the spec cannot run: {exc.message}"[:500],
+        )
+    asked = asking.ask(
+        c, run.org_id, run.agent_id, spec, request, budget_read=budget_read, tools=tools
+    )
     latency = asked.latency_ms
     # Everything kept below is redacted, with the organization's own secret values too
     # (docs/reference/data-protection.md); grading reads the original answer in memory first.
@@ -100,6 +118,7 @@ def ask_and_grade(
             error=crash,
             reason=r.text(f"agent crashed: {crash}"[:500]),
             latency_ms=latency,
+            calls=[r.value(call) for call in tool_calls.calls_json(tools.calls)],
         )
     if asked.provider_error is not None:
         error = r.text(str(asked.provider_error))
@@ -120,7 +139,10 @@ def ask_and_grade(
         return AttemptResult(
             AttemptState.INCOMPLETE, latency_ms=latency, reason="the agent returned no answer"
         )
-    calls = [call.model_dump(mode="json") for call in answer.calls]
+    # The calls the service decided come first; what the agent only reported is kept beside them,
+    # unverified (it may not have made them, or may have made them anywhere).
+    answer = answer.model_copy(update={"calls": tool_calls.kept_calls(tools, answer.calls, spec)})
+    calls = tool_calls.calls_json(answer.calls)
     # Reasons may quote the original answer, cut short: what is secret in it is redacted there too.
     r = r.learning(answer.answer, json.dumps(calls), answer.model, answer.guardrail)
     if asked.over_bound is not None:

@@ -22,7 +22,7 @@ from chalicelib.errors import (
     is_retryable_status,
 )
 from chalicelib.services import budgets
-from chalicelib.services.ports import AskContext
+from chalicelib.services.ports import AskContext, ToolCaller
 
 
 @dataclass
@@ -54,6 +54,7 @@ def ask(
     *,
     budget_read: BudgetReading | None = None,
     judge: bool = False,
+    tools: ToolCaller | None = None,
 ) -> Asked:
     """Ask `spec`'s runtime once, retrying provider errors with a retryable status (None, 408, 429,
     5xx) up to `ASSAY_AGENT_RETRIES` times with linear backoff, all within
@@ -72,7 +73,7 @@ def ask(
     fail to encode (issue 11, scope 6).
     """
     settings = c.settings
-    ctx = context(c, org_id)
+    ctx = context(c, org_id, tools)
     deadline = time.monotonic() + settings.evaluation_case_timeout_seconds
     started = time.monotonic()
     out = Asked()
@@ -85,6 +86,8 @@ def ask(
         )
         if out.exhausted is not None:
             break
+        if tools is not None and out.tries > 1:
+            tools.reset()  # the calls kept are those of the try that answered
         try:
             out.answer = c.runtimes.runtime_for(spec).ask(
                 spec, request, max(0.001, deadline - time.monotonic()), ctx
@@ -152,11 +155,12 @@ def _clean_error(error: Exception) -> None:
     error.args = tuple(clean_text(a) if isinstance(a, str) else a for a in error.args)
 
 
-def context(c: Container, org_id: str) -> AskContext:
+def context(c: Container, org_id: str, tools: ToolCaller | None = None) -> AskContext:
     """What a runtime may read while it asks for `org_id`: its secrets and its recordings, by
-    name."""
+    name, and an eval attempt's tools (`tools`, docs/guides/tools.md)."""
     return AskContext(
         org_id,
         secret=lambda name: c.secrets.get(org_id, name),
         recording=lambda recording_id: c.recordings.load(org_id, recording_id),
+        tools=tools,
     )

@@ -31,7 +31,7 @@ from chalicelib.errors import (
     NotFoundError,
 )
 from chalicelib.services import access as access_service
-from chalicelib.services import baselines, estimates, finalize, judges, slots
+from chalicelib.services import baselines, environments, estimates, finalize, judges, slots
 from chalicelib.services import datasets as dataset_service
 from chalicelib.services import model_profiles as profile_service
 from chalicelib.services.planning import Plan
@@ -425,6 +425,7 @@ def start_run(
             "started_by_key": who.key_id,
             # the service itself (a pipeline's publish) runs with no person's authority to check
             "runs_as_starter": who.permissions is not None,
+            "isolation": isolation(c, who.org_id, body.get("environment_id")),
             **(extra_settings or {}),
         },
         tasks=None,
@@ -461,6 +462,19 @@ class RunRead:
     published_as: int | None = None
     """For a completed draft run whose draft is unchanged since: the agent's latest version when
     that draft is its spec (published already: nothing to publish), else None."""
+
+
+def isolation(c: Container, org_id: str, environment_id: str | None) -> dict[str, Any]:
+    """What a run keeps of how its tool calls run (docs/guides/tools.md): the environment's test
+    connections as the run starts (a connection or environment a running run uses cannot be
+    removed, and a later change to the map does not change a run under way)."""
+    try:
+        env = environments.resolve(
+            c, org_id, None if environment_id in (None, "default") else environment_id
+        )
+    except NotFoundError:
+        return {"test_connections": {}}
+    return {"test_connections": dict(env.test_connections or {})}
 
 
 def read_run(c: Container, who: Identity, run_id: str, *, with_results: bool = True) -> RunRead:

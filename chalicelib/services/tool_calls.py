@@ -13,13 +13,13 @@ the attempt's own disposable workspace.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.domain.enums import CallStatus
-from chalicelib.domain.models import ToolCall
+from chalicelib.domain.models import CaseRequest, ToolCall
 from chalicelib.domain.records import Arm, Run
 from chalicelib.domain.tool_isolation import (
     IsolationSettings,
@@ -308,3 +308,57 @@ def toolbox_for(
         recorded or (),
         max_steps_of(arm.spec),
     )
+
+
+def recording_entry(c: Container, run: Run, request: CaseRequest) -> Mapping[str, Any] | None:
+    """The case's entry in the recording the run answers from (`from_recordings`), None when the
+    run answers from none, the recording is gone, or it has no entry for the case (found by case
+    id, then by input text)."""
+    isolation = isolation_of(run)
+    recording_id = isolation.get("recording_id")
+    if not isolation.get("from_recordings") or not isinstance(recording_id, str):
+        return None
+    recording = c.recordings.load(run.org_id, recording_id)
+    return recording.find(request) if recording is not None else None
+
+
+REPORTING_RUNTIMES = frozenset({"http", "lambda"})
+"""Runtimes whose agents run their own tools: a call they only report in their answer was not
+made through the tool gateway, so assay keeps it `unverified`."""
+
+
+def kept_calls(
+    tools: ToolBox, reported: Sequence[ToolCall], spec: Mapping[str, Any]
+) -> list[ToolCall]:
+    """The calls kept on an attempt: those the attempt's tools decided (in the order made), then
+    those the agent reported in its answer, `unverified` for an `http` or `lambda` agent (the
+    status it reported named in `reason`)."""
+    out = list(tools.calls)
+    unverified = spec.get("runtime") in REPORTING_RUNTIMES
+    for call in reported:
+        if unverified:
+            call = call.model_copy(
+                update={
+                    "status": CallStatus.UNVERIFIED,
+                    "reason": f"reported by the agent as {call.status}; not made through the "
+                    "tool gateway",
+                }
+            )
+        out.append(call)
+    return out
+
+
+_OPTIONAL = ("connection_id", "error", "reason")
+
+
+def calls_json(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+    """The calls as kept on an attempt: `{name, arguments, status, result}`, with
+    `connection_id`, `error` and `reason` when set."""
+    out = []
+    for call in calls:
+        data = call.model_dump(mode="json")
+        for key in _OPTIONAL:
+            if data.get(key) is None:
+                data.pop(key, None)
+        out.append(data)
+    return out

@@ -1,0 +1,99 @@
+"""Fakes of the tool-isolation ports (`chalicelib.services.ports.tools`): connections, the
+transport that makes calls (recording each), and attempts' workspaces, in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from chalicelib.domain.records import Connection
+from chalicelib.errors import ConflictError, NotFoundError, PayloadTooLargeError
+from chalicelib.services.ports.tools import ToolCallFailed
+
+
+class FakeConnections:
+    """`ports.tools.ConnectionStore` by (org_id, connection_id)."""
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[str, str], Connection] = {}
+
+    def create(self, connection: Connection) -> None:
+        key = (connection.org_id, connection.connection_id)
+        if key in self.kept:
+            raise ConflictError(
+                f"connection {connection.connection_id} already exists", field="connection_id"
+            )
+        self.kept[key] = connection
+
+    def get(self, org_id: str, connection_id: str, *, field: str = "connection_id") -> Connection:
+        try:
+            return self.kept[(org_id, connection_id)]
+        except KeyError:
+            raise NotFoundError(f"connection {connection_id} not found", field=field) from None
+
+    def list(self, org_id: str) -> list[Connection]:
+        return [c for (org, _), c in sorted(self.kept.items()) if org == org_id]
+
+    def delete(self, org_id: str, connection_id: str) -> None:
+        self.kept.pop((org_id, connection_id), None)
+
+
+class FakeToolTransport:
+    """`ports.tools.ToolTransport`: every call is kept in `made` as `(connection_id, tool, args,
+    headers)`; `answer(connection, tool, args)` gives the result (default `{"ok": tool}`), and
+    raising `ToolCallFailed` from it fails the call."""
+
+    def __init__(self, answer: Callable[[Connection, str, Mapping[str, Any]], Any] | None = None):
+        self.made: list[tuple[str, str, dict[str, Any], dict[str, str]]] = []
+        self.answer = answer or (lambda _c, tool, _a: {"ok": tool})
+
+    def check_url(self, url: str, field: str) -> None:
+        return None
+
+    def call(
+        self,
+        connection: Connection,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        headers: Mapping[str, str],
+        timeout_s: float,
+    ) -> Any:
+        self.made.append((connection.connection_id, tool_name, dict(arguments), dict(headers)))
+        return self.answer(connection, tool_name, arguments)
+
+    def list_tools(
+        self, connection: Connection, headers: Mapping[str, str], timeout_s: float
+    ) -> list[dict[str, Any]]:
+        raise ToolCallFailed("the fake lists no tools")
+
+
+class FakeWorkspaces:
+    """`ports.tools.Workspaces` in memory, with the same cap rule (`max_bytes`)."""
+
+    def __init__(self, max_bytes: int = 1_048_576) -> None:
+        self.files: dict[tuple[str, str, str, str], str] = {}
+        self.max_bytes = max_bytes
+
+    def read(self, org_id: str, run_id: str, attempt_key: str, path: str) -> str | None:
+        return self.files.get((org_id, run_id, attempt_key, path))
+
+    def write(self, org_id: str, run_id: str, attempt_key: str, path: str, content: str) -> None:
+        where = (org_id, run_id, attempt_key)
+        others = sum(
+            len(text.encode())
+            for key, text in self.files.items()
+            if key[:3] == where and key[3] != path
+        )
+        if others + len(content.encode()) > self.max_bytes:
+            raise PayloadTooLargeError("the workspace is full", field="arguments.content")
+        self.files[(*where, path)] = content
+
+    def list(self, org_id: str, run_id: str, attempt_key: str, prefix: str = "") -> list[str]:
+        where = (org_id, run_id, attempt_key)
+        return sorted(k[3] for k in self.files if k[:3] == where and k[3].startswith(prefix))
+
+    def release(self, org_id: str, run_id: str) -> int:
+        gone = [k for k in self.files if k[:2] == (org_id, run_id)]
+        for key in gone:
+            del self.files[key]
+        return len(gone)

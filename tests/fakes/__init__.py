@@ -12,7 +12,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from chalicelib.adapters.egress import Egress
 from chalicelib.adapters.runtimes import build_runtimes
+from chalicelib.adapters.tool_transport import ConnectionTransport
 from chalicelib.clock import FixedClock
 from chalicelib.config import Settings
 from tests.fakes.access import FakeApiKeys, FakeMembers
@@ -34,6 +36,7 @@ from tests.fakes.catalog import (
 from tests.fakes.ledger import FakeQueue, FakeRuns
 from tests.fakes.telemetry import FakeMetrics
 from tests.fakes.tenants import FakeBudgets, FakeOrganizations
+from tests.fakes.tools import FakeConnections
 
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 """Where a fake container's clock starts."""
@@ -105,6 +108,12 @@ class FakeContainer:
         # The real runtimes: validating a spec reads no network with the resolver above.
         self.runtimes = build_runtimes(
             settings=lambda: self.settings, resolver=lambda: self.resolver
+        )
+        self.connections = FakeConnections()
+        # The real transport: checking a URL reads no network with the resolver above (a test
+        # that makes calls passes its own `tool_transport`).
+        self.tool_transport = ConnectionTransport(
+            Egress(lambda: self.resolver, lambda: self.settings.assay_allow_private_network)
         )
         self.suites = FakeSuites()
         self.promotions = FakePromotions()

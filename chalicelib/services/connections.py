@@ -79,7 +79,6 @@ def create(
             f"url must be an http:// or https:// URL of at most {MAX_URL_LENGTH} characters",
             field="url",
         )
-    c.tool_transport.check_url(url, "url")
     if auth_secret is not None:
         problem = name_problem(auth_secret)
         if problem is not None:
@@ -94,6 +93,8 @@ def create(
         )
     # The URL and description are shown as written: a secret pasted in would be read back.
     redacting.refuse_secrets(c, who.org_id, {"url": url, "description": description}, "")
+    # Last: egress may resolve the URL's name.
+    c.tool_transport.check_url(url, "url")
     row = Connection(
         org_id=who.org_id,
         connection_id=connection_id,

@@ -3,8 +3,9 @@
 keeps it from being removed, another organization seeing nothing, and specs whose tools name
 connections.
 
-Nothing here calls a connection: saving one sends no request, and every address a test saves is
-either refused before anything connects or a name of `.example.com` (never resolved)."""
+Nothing here calls a connection: saving one sends no request. Egress resolves a saved URL's name,
+so every test answers names with a stub resolver (`no_dns`): no DNS is asked, and a name the stub
+does not know is accepted when saved (it would be checked again when called)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ from tests.e2e.conftest import cases, sleepy_spec
 from tests.support.e2e import Api
 
 SHOP = {"connection_id": "shop", "kind": "http", "url": "https://shop.example.com/tools"}
+
+
+@pytest.fixture(autouse=True)
+def no_dns(resolver):
+    """Names answered by a stub that knows none (a test may install its own)."""
+    return resolver({})
 
 
 def _connect(api: Api, connection_id: str, **fields: Any) -> dict[str, Any]:

@@ -164,7 +164,7 @@ def _table(w: dict[str, str]) -> list[tuple[str, str, Any, list[tuple[str, int]]
         (
             "POST",
             "/api/v1/connections",
-            {"connection_id": "c2", "kind": "http", "url": "https://c2.example.com/"},
+            {"connection_id": "c2", "kind": "http", "url": "http://127.0.0.1:9/tools"},
             [("settings:manage", 403)],
             False,
         ),
@@ -422,7 +422,7 @@ def world(stack, new_api_module) -> dict[str, Any]:
     connection = admin.ok(
         "POST",
         "/api/v1/connections",
-        json={"connection_id": "c1", "kind": "http", "url": "https://c1.example.com/"},
+        json={"connection_id": "c1", "kind": "http", "url": "http://127.0.0.1:9/tools"},
     )["connection_id"]
     recording = admin.ok(
         "POST",

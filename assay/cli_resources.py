@@ -1,5 +1,5 @@
-"""The CLI's commands for what runs use: `environments create|list|delete`, `datasets list|show`
-and `profiles create|list` (model profiles), each through the API."""
+"""The CLI's commands for what runs use: `environments create|list|delete|test-connections`,
+`datasets list|show` and `profiles create|list` (model profiles), each through the API."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from assay.cli_common import (
     load_document,
     print_listing,
 )
+from assay.cli_connections import mapping_of, mapping_text
 from assay.client import AssayClient
 from assay.text import count, usd
 
@@ -25,9 +26,11 @@ from assay.text import count, usd
 
 @guarded
 def cmd_environments(args: argparse.Namespace) -> int:
-    """`environments create|list|delete`."""
+    """`environments create|list|delete|test-connections`."""
     api = client_of(args)
     action = args.environments_command
+    if action == "test-connections":
+        return _set_test_connections(api, args)
     if action == "create":
         body: JSON = {}
         if args.file:
@@ -41,6 +44,8 @@ def cmd_environments(args: argparse.Namespace) -> int:
             body["name"] = args.name
         if args.default:
             body["default"] = True
+        if args.test_connection:
+            body["test_connections"] = mapping_of(args.test_connection, "--test-connection")
         env = api.create_environment(**body)
         if args.json:
             _emit_json(env)
@@ -53,6 +58,11 @@ def cmd_environments(args: argparse.Namespace) -> int:
                     else ""
                 )
                 + ("; it is the organization's default" if env.get("default") else "")
+                + (
+                    f"; test connections {mapping_text(env['test_connections'])}"
+                    if env.get("test_connections")
+                    else ""
+                )
             )
         return gates.PASSED
     if action == "list":
@@ -81,6 +91,26 @@ def cmd_environments(args: argparse.Namespace) -> int:
         _emit_json(gone if isinstance(gone, dict) else {"environment_id": args.environment_id})
     else:
         print(f"deleted environment {args.environment_id}")
+    return gates.PASSED
+
+
+def _set_test_connections(api: AssayClient, args: argparse.Namespace) -> int:
+    """`environments test-connections ENV --map ID=TEST_ID ... | --clear`."""
+    if args.clear and args.map:
+        raise UsageError("give --map pairs or --clear, not both")
+    if not args.clear and not args.map:
+        raise UsageError(
+            "give the whole map as --map CONNECTION=TEST_CONNECTION (once per connection), "
+            "or --clear to remove every test connection"
+        )
+    env = api.set_test_connections(args.environment_id, mapping_of(args.map, "--map"))
+    if args.json:
+        _emit_json(env)
+    else:
+        print(
+            f"environment {env.get('environment_id')}: test connections "
+            f"{mapping_text(env.get('test_connections'))}"
+        )
     return gates.PASSED
 
 
@@ -223,6 +253,12 @@ def register_resources(sub: Any) -> None:
     q.add_argument("--default", action="store_true", help="make it the organization's default")
     q.add_argument("--name", default=None, help="a name for people")
     q.add_argument(
+        "--test-connection",
+        action="append",
+        metavar="ID=TEST_ID",
+        help="during its eval runs, tools of connection ID run on TEST_ID instead (repeatable)",
+    )
+    q.add_argument(
         "--file", default=None, help="its fields as JSON or YAML (flags override the file)"
     )
     q.add_argument("--json", action="store_true", help="write only JSON to stdout")
@@ -233,6 +269,21 @@ def register_resources(sub: Any) -> None:
     _remote(q)
     q.add_argument("environment_id")
     q.add_argument("--yes", action="store_true", help="yes, delete it")
+    q.add_argument("--json", action="store_true", help="write only JSON to stdout")
+    q = envs.add_parser(
+        "test-connections",
+        help="replace an environment's test connections: where its eval runs' tools run",
+    )
+    _remote(q)
+    q.add_argument("environment_id")
+    q.add_argument(
+        "--map",
+        action="append",
+        metavar="ID=TEST_ID",
+        help="tools of connection ID run on TEST_ID in this environment's eval runs (repeatable; "
+        "the pairs given are the whole map)",
+    )
+    q.add_argument("--clear", action="store_true", help="remove every test connection")
     q.add_argument("--json", action="store_true", help="write only JSON to stdout")
     p.set_defaults(func=cmd_environments)
 

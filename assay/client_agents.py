@@ -1,5 +1,5 @@
-"""The client's agent methods: agents, drafts and versions, model profiles, environments,
-promotions and suites."""
+"""The client's agent methods: agents, drafts and versions, model profiles, environments and
+their test connections, connections, promotions and suites."""
 
 from __future__ import annotations
 
@@ -124,6 +124,44 @@ class AgentsApi(ApiBase):
         """Delete an environment."""
         return self.request(
             "DELETE", _path("/api/v1/environments/{environment_id}", environment_id=environment_id)
+        )
+
+    @operation("PUT", "/api/v1/environments/{environment_id}/test-connections")
+    def set_test_connections(self, environment_id: str, test_connections: dict[str, str]) -> JSON:
+        """Replace an environment's test connections (`{connection_id: test_connection_id}`)."""
+        return self._json(
+            "PUT",
+            _path(
+                "/api/v1/environments/{environment_id}/test-connections",
+                environment_id=environment_id,
+            ),
+            json={"test_connections": test_connections},
+        )
+
+    # --- connections ---------------------------------------------------------------------------
+
+    @operation("POST", "/api/v1/connections")
+    def create_connection(self, **body: Any) -> JSON:
+        """Create a connection (`connection_id`, `kind`, `url`, `auth_secret`?, `description`?)."""
+        return self._json("POST", "/api/v1/connections", json=_fields(**body))
+
+    @operation("GET", "/api/v1/connections")
+    def list_connections(self) -> JSON:
+        """The organization's connections."""
+        return self._json("GET", "/api/v1/connections")
+
+    @operation("GET", "/api/v1/connections/{connection_id}")
+    def get_connection(self, connection_id: str) -> JSON:
+        """One connection."""
+        return self._json(
+            "GET", _path("/api/v1/connections/{connection_id}", connection_id=connection_id)
+        )
+
+    @operation("DELETE", "/api/v1/connections/{connection_id}")
+    def delete_connection(self, connection_id: str) -> Any:
+        """Delete a connection (409 while an eval run or an environment uses it)."""
+        return self.request(
+            "DELETE", _path("/api/v1/connections/{connection_id}", connection_id=connection_id)
         )
 
     @operation("POST", "/api/v1/agents/{agent_id}/promotions")

@@ -1,7 +1,7 @@
 """The CLI's commands that call the API (issue 13, scopes 1 and 2; issue 14): `run`, `gate`,
 `watch`, `estimate`, `cancel`, `runs list`, `cases`, `comparison`, `export`, `suites`,
 `promote`; who may do what: `whoami`, `members`, `keys`; and what runs use: `agents`,
-`environments`, `datasets`, `profiles`. Each takes
+`environments`, `connections`, `datasets`, `profiles`. Each takes
 `--url`/`--token` (default `$ASSAY_URL`/`$ASSAY_TOKEN`) and talks to the API through
 `assay.client` only, so it works against a deployed assay without the embedded stack installed.
 
@@ -17,6 +17,7 @@ from typing import Any
 from assay.cli_access import register_access
 from assay.cli_agents import register_agents
 from assay.cli_common import UsageError, client_of, guarded
+from assay.cli_connections import register_connections
 from assay.cli_resources import register_resources
 from assay.cli_runlist import register_runlist
 from assay.cli_runs import register_runs, report_run, wait_and_report, watch_progress
@@ -41,3 +42,4 @@ def register(sub: Any) -> None:
     register_access(sub)
     register_agents(sub)
     register_resources(sub)
+    register_connections(sub)

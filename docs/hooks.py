@@ -37,6 +37,7 @@ _GROUPS = {
     "agents": "Agents",
     "api-keys": "API keys",
     "budget": "Budgets",
+    "connections": "Connections",
     "datasets": "Datasets",
     "environments": "Environments",
     "eval-runs": "Eval runs",

@@ -224,11 +224,45 @@ class Rescore(Body):
 Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9_\-]{1,64}$")]
 
 
+TestConnections = Annotated[dict[Ref, Ref], Field(max_length=100)]
+"""`{connection_id: test_connection_id}`: connections of the organization, none mapped to itself
+(checked by the service)."""
+
+
 class CreateEnvironment(Body):
     environment_id: Id
     name: str = Field("", max_length=200)
     default: StrictBool = False
     """The organization's default environment (its first one is)."""
+    test_connections: TestConnections | None = None
+    """During an eval run in this environment, a tool whose connection is a key runs on the test
+    connection its value names instead (docs/guides/tools.md)."""
+
+
+class SetTestConnections(Body):
+    """`PUT /api/v1/environments/{environment_id}/test-connections`: the whole map (`{}` removes
+    every test connection)."""
+
+    test_connections: TestConnections
+    """`{connection_id: test_connection_id}`: during an eval run in the environment a tool whose
+    connection is a key runs on the test connection instead."""
+
+
+class CreateConnection(Body):
+    """`POST /api/v1/connections`."""
+
+    connection_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_\-.]{1,64}$")]
+    """The connection's id, chosen by the caller; a spec's tools name it in `connection_id`."""
+    kind: Literal["http", "mcp"]
+    """`http`: a call is `POST {url}/{tool_name}` with the arguments as JSON; `mcp`: an MCP server
+    (streamable HTTP) at `url`."""
+    url: str = Field(min_length=1, max_length=2048)
+    """An http(s) URL; egress refuses a private, link-local or metadata address, or a name
+    resolving to one (checked when saved and on every call)."""
+    auth_secret: Ref | None = None
+    """The name of the organization's secret sent as the `Authorization` header (never a value);
+    absent: no header."""
+    description: str = Field("", max_length=1000)
 
 
 class Promote(Body):

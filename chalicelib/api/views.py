@@ -21,6 +21,7 @@ from chalicelib.domain.money import micros_to_usd
 from chalicelib.domain.records import (
     Agent,
     AgentVersion,
+    Connection,
     Dataset,
     Environment,
     Judge,
@@ -186,14 +187,31 @@ def model_profile_view(row: ModelProfile) -> dict[str, Any]:
 
 
 def environment_view(row: Environment, default_id: str | None = None) -> dict[str, Any]:
-    """An environment (`POST/GET /environments`, `GET /environments/{id}`): `{environment_id, name,
-    default (it is the organization's `default_id`), serving: {agent_id: version}, created_at,
-    created_by}`."""
+    """An environment (`POST/GET /environments`, `GET /environments/{id}`, `PUT
+    .../test-connections`): `{environment_id, name, default (it is the organization's
+    `default_id`), serving: {agent_id: version}, test_connections: {connection_id:
+    test_connection_id}, created_at, created_by}`."""
     return {
         "environment_id": row.environment_id,
         "name": row.name,
         "default": row.environment_id == default_id,
         "serving": {k: int(v) for k, v in (row.serving or {}).items()},
+        "test_connections": dict(row.test_connections or {}),
+        "created_at": row.created_at,
+        "created_by": row.created_by,
+    }
+
+
+def connection_view(row: Connection) -> dict[str, Any]:
+    """A connection (`POST/GET /connections`, `GET /connections/{id}`): `{connection_id, kind, url,
+    auth_secret (the secret's name, never its value; None: no header), description, created_at,
+    created_by}`."""
+    return {
+        "connection_id": row.connection_id,
+        "kind": row.kind,
+        "url": row.url,
+        "auth_secret": row.auth_secret,
+        "description": row.description,
         "created_at": row.created_at,
         "created_by": row.created_by,
     }

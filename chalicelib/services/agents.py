@@ -16,13 +16,15 @@ from chalicelib.domain.limits import MAX_SPEC_BYTES
 from chalicelib.domain.records import Agent, AgentVersion
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import InvalidInputError, NotFoundError, PayloadTooLargeError
-from chalicelib.services import messagebus, redacting
+from chalicelib.services import connections, messagebus, redacting
 
 
 def _validate_spec(c: Container, who: Identity, spec: Any, field: str = "spec") -> dict[str, Any]:
     """`spec` when it may be an agent's: a JSON object of at most `MAX_SPEC_BYTES` that its
-    runtime accepts and that holds no secret. Raises InvalidInputError, or PayloadTooLargeError
-    (413) naming `field` for a spec too large to keep."""
+    runtime accepts, that holds no secret and whose tools name connections of the organization.
+    Raises InvalidInputError, PayloadTooLargeError (413) naming `field` for a spec too large to
+    keep, or NotFoundError naming `<field>.tools[i].connection_id` for a tool whose connection
+    the organization does not have."""
     if not isinstance(spec, dict):
         raise InvalidInputError(f"{field} must be a JSON object", field=field)
     size = len(json.dumps(spec, ensure_ascii=False).encode())
@@ -33,6 +35,7 @@ def _validate_spec(c: Container, who: Identity, spec: Any, field: str = "spec") 
         )
     c.runtimes.validate_spec(spec)
     redacting.refuse_secrets(c, who.org_id, spec, field)
+    connections.check_spec_connections(c, who.org_id, spec, field)
     return spec
 
 
@@ -116,11 +119,17 @@ def publish(
         (the version row, created) — created is False when the same version with the same spec
         existed already (re-publishing is a no-op).
     Raises:
-        NotFoundError: unknown agent. InvalidInputError: bad spec or version < 1.
+        NotFoundError: unknown agent, or (field `spec.tools[i].connection_id`) a tool naming a
+            connection the organization does not have. InvalidInputError: bad spec or
+            version < 1.
         ConflictError: the version exists with another spec (versions are immutable).
     """
     agent = c.agents.get(who.org_id, agent_id)
-    spec = _validate_spec(c, who, spec) if spec is not None else agent.draft_spec
+    if spec is not None:
+        spec = _validate_spec(c, who, spec)
+    else:  # the draft passed `_validate_spec` when saved; a connection may have gone since
+        spec = agent.draft_spec
+        connections.check_spec_connections(c, who.org_id, spec)
     if version is None:
         version = int(agent.latest_version or 0) + 1
     if version < 1:

@@ -1,7 +1,10 @@
 """Environments: each serves a version of an agent; promotions move what it serves
-(docs/guides/suites.md)."""
+(docs/guides/suites.md); its test connections are where eval runs in it make their tool calls
+instead of production (docs/guides/tools.md)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
@@ -10,16 +13,30 @@ from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.records import Environment
 from chalicelib.errors import ConflictError, NotFoundError
-from chalicelib.services import messagebus
+from chalicelib.services import connections, messagebus
 
 
 def create(
-    c: Container, who: Identity, *, environment_id: str, name: str = "", default: bool = False
+    c: Container,
+    who: Identity,
+    *,
+    environment_id: str,
+    name: str = "",
+    default: bool = False,
+    test_connections: dict[str, str] | None = None,
 ) -> Environment:
     """Create an environment; the organization's first is its default, and `default` makes it so.
-    Raises InvalidInputError for an id with `#` or `/`, ConflictError for an id the organization
-    has already."""
+    `test_connections`: `{connection_id: test_connection_id}` (see `set_test_connections`).
+
+    Raises:
+        InvalidInputError: an id with `#` or `/`; test connections that are not a map of
+            connection ids, or map one to itself (field `test_connections.<key>`).
+        NotFoundError: (field `test_connections.<key>`) a connection the organization does not
+            have.
+        ConflictError: an id the organization has already.
+    """
     check_tenant_id(environment_id, "environment_id")
+    mapped = connections.check_test_connections(c, who.org_id, test_connections or {})
     now = iso(c.clock.now())
     row = Environment(
         org_id=who.org_id,
@@ -28,6 +45,7 @@ def create(
         serving={},
         created_at=now,
         created_by=who.user_id,
+        test_connections=mapped,
     )
     c.environments.create(row)
     org = c.orgs.ensure(who.org_id, concurrency_limit=c.settings.eval_org_concurrency, now_iso=now)
@@ -116,3 +134,33 @@ def delete(c: Container, who: Identity, environment_id: str) -> None:
     if was_default:
         c.orgs.set_default_environment(who.org_id, None)
     messagebus.publish(c, EnvironmentRemoved(who.org_id, environment_id, was_default))
+
+
+def set_test_connections(
+    c: Container, who: Identity, environment_id: str, test_connections: Any
+) -> Environment:
+    """Replace an environment's test connections: `{connection_id: test_connection_id}`. During an
+    eval run in the environment a tool whose connection is a key runs on the test connection
+    instead (docs/guides/tools.md); `{}` removes them all.
+
+    Returns:
+        The environment as it now is.
+    Raises:
+        NotFoundError: (field `environment_id`) no such environment; (field
+            `test_connections.<key>`) a key or value the organization has no connection of.
+        InvalidInputError: (field `test_connections` or `test_connections.<key>`) not a map of
+            connection ids, or a connection mapped to itself.
+        ConflictError: (field `environment_id`) a queued or running eval run uses the environment
+            (`run_ids`): it keeps the test connections it started with.
+    """
+    c.environments.get(who.org_id, environment_id)
+    mapped = connections.check_test_connections(c, who.org_id, test_connections)
+    busy = active_runs_using(c, who.org_id, environment_id=environment_id)
+    if busy:
+        raise ConflictError(
+            f"environment {environment_id} is used by eval run {busy[0]} (queued or running): "
+            "its test connections change when it ends; wait for it or cancel it",
+            field="environment_id",
+            run_ids=busy,
+        )
+    return c.environments.set_test_connections(who.org_id, environment_id, mapped)

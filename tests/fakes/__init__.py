@@ -12,7 +12,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from chalicelib.adapters.egress import Egress
 from chalicelib.adapters.runtimes import build_runtimes
+from chalicelib.adapters.tool_transport import ConnectionTransport
 from chalicelib.clock import FixedClock
 from chalicelib.config import Settings
 from tests.fakes.access import FakeApiKeys, FakeMembers
@@ -107,6 +109,15 @@ class FakeContainer:
         self.runtimes = build_runtimes(
             settings=lambda: self.settings, resolver=lambda: self.resolver
         )
+        self.connections = FakeConnections()
+        # Calls are recorded, not made; checking a URL is the real egress check, which reads no
+        # network with the resolver above.
+        self.tool_transport = FakeToolTransport(
+            check_url=ConnectionTransport(
+                Egress(lambda: self.resolver, lambda: self.settings.assay_allow_private_network)
+            ).check_url
+        )
+        self.workspaces = FakeWorkspaces()
         self.suites = FakeSuites()
         self.promotions = FakePromotions()
         self.runs.live = self.suites.live = self.promotions.live = self.evaluations.live = live
@@ -116,8 +127,5 @@ class FakeContainer:
         self.bucket = FakeBucket()
         self.members = FakeMembers()
         self.api_keys = FakeApiKeys()
-        self.connections = FakeConnections()
-        self.tool_transport = FakeToolTransport()
-        self.workspaces = FakeWorkspaces()
         for name, value in collaborators.items():
             setattr(self, name, value)

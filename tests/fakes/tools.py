@@ -41,14 +41,21 @@ class FakeConnections:
 class FakeToolTransport:
     """`ports.tools.ToolTransport`: every call is kept in `made` as `(connection_id, tool, args,
     headers)`; `answer(connection, tool, args)` gives the result (default `{"ok": tool}`), and
-    raising `ToolCallFailed` from it fails the call."""
+    raising `ToolCallFailed` from it fails the call. `check_url`: the URL check to apply (none by
+    default)."""
 
-    def __init__(self, answer: Callable[[Connection, str, Mapping[str, Any]], Any] | None = None):
+    def __init__(
+        self,
+        answer: Callable[[Connection, str, Mapping[str, Any]], Any] | None = None,
+        check_url: Callable[[str, str], None] | None = None,
+    ) -> None:
         self.made: list[tuple[str, str, dict[str, Any], dict[str, str]]] = []
         self.answer = answer or (lambda _c, tool, _a: {"ok": tool})
+        self._check_url = check_url
 
     def check_url(self, url: str, field: str) -> None:
-        return None
+        if self._check_url is not None:
+            self._check_url(url, field)
 
     def call(
         self,

@@ -4,9 +4,9 @@ from the document: bodies, query parameters and path ids that fit it (positive) 
 (negative), with a valid bearer token of one organization. No answer may be a 5xx.
 
 The organization holds one of each thing (an agent with a published version, a dataset version,
-an environment, a model profile, a judge version, a suite, a secret, a recording, a run): a
-positive case names those ids, so it reaches the services and the stores, not only a 404; a
-negative case keeps the ids it was generated with.
+an environment, a connection, a model profile, a judge version, a suite, a secret, a recording, a
+run): a positive case names those ids, so it reaches the services and the stores, not only a 404;
+a negative case keeps the ids it was generated with.
 
 `FUZZ_EXAMPLES` bounds the requests per operation (and so the run time: about a minute on two
 cores); `ASSAY_FUZZ_EXAMPLES` raises it for a longer local run. Hypothesis runs derandomized, so
@@ -62,6 +62,12 @@ def _seed(http: httpx.Client) -> dict[str, str]:
         ok("POST", "/api/v1/agents", {"name": "Deleted", "agent_id": agent_id, "spec": SPEC})
         ok("POST", "/api/v1/datasets", {"name": "Deleted", "dataset_id": dataset_id})
     ok("POST", "/api/v1/environments", {"environment_id": "fz-env"})
+    for connection_id in ("fz-conn", "fz-conn-test"):  # loopback: saved, never called
+        ok(
+            "POST",
+            "/api/v1/connections",
+            {"connection_id": connection_id, "kind": "http", "url": "http://127.0.0.1:9/tools"},
+        )
     ok(
         "POST",
         "/api/v1/model-profiles",
@@ -100,6 +106,7 @@ def _seed(http: httpx.Client) -> dict[str, str]:
         "agent_id": "fz-agent",
         "dataset_id": "fz-data",
         "environment_id": "fz-env",
+        "connection_id": "fz-conn",
         "model_profile_id": "fz-model",
         "judge_id": "fz-judge",
         "suite_id": "fz-suite",

@@ -154,6 +154,30 @@ def _table(w: dict[str, str]) -> list[tuple[str, str, Any, list[tuple[str, int]]
         ("GET", "/api/v1/environments/production", None, [("agents:view", 403)], False),
         ("DELETE", "/api/v1/environments/production", None, [("settings:manage", 403)], False),
         (
+            "PUT",
+            "/api/v1/environments/production/test-connections",
+            {"test_connections": {}},
+            [("settings:manage", 403)],
+            False,
+        ),
+        # connections
+        (
+            "POST",
+            "/api/v1/connections",
+            {"connection_id": "c2", "kind": "http", "url": "http://127.0.0.1:9/tools"},
+            [("settings:manage", 403)],
+            False,
+        ),
+        ("GET", "/api/v1/connections", None, [("agents:view", 403)], False),
+        ("GET", f"/api/v1/connections/{w['connection']}", None, [("agents:view", 403)], False),
+        (
+            "DELETE",
+            f"/api/v1/connections/{w['connection']}",
+            None,
+            [("settings:manage", 403)],
+            False,
+        ),
+        (
             "POST",
             f"/api/v1/agents/{a}/promotions",
             {"environment_id": "production", "version": 1},
@@ -395,6 +419,11 @@ def world(stack, new_api_module) -> dict[str, Any]:
         "POST", "/api/v1/model-profiles", json={"model_profile_id": "p1", "model": "gpt-4o-mini"}
     )["model_profile_id"]
     judge = admin.ok("POST", "/api/v1/judges", json={"name": "j"})["judge_id"]
+    connection = admin.ok(
+        "POST",
+        "/api/v1/connections",
+        json={"connection_id": "c1", "kind": "http", "url": "http://127.0.0.1:9/tools"},
+    )["connection_id"]
     recording = admin.ok(
         "POST",
         "/api/v1/recordings",
@@ -410,6 +439,7 @@ def world(stack, new_api_module) -> dict[str, Any]:
         "evaluation": evaluation,
         "profile": profile,
         "judge": judge,
+        "connection": connection,
         "recording": recording,
         "promotion": promotion,
         "key": key,
@@ -474,6 +504,7 @@ def test_the_table_names_every_route(world):
             "{evaluation_id}": ids["evaluation"],
             "{model_profile_id}": ids["profile"],
             "{judge_id}": ids["judge"],
+            "{connection_id}": ids["connection"],
             "{recording_id}": ids["recording"],
             "{promotion_id}": ids["promotion"],
             "{key_id}": ids["key"],

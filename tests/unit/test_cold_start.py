@@ -47,7 +47,7 @@ GONE = ("pydantic_settings",)
 BUS = "chalicelib.services.messagebus"
 """The one service module every function imports as it starts (`startup.start` wires the bus)."""
 
-AREAS = ("access", "agents", "org", "datasets", "runs", "secrets")
+AREAS = ("access", "agents", "connections", "org", "datasets", "runs", "secrets")
 """The route modules of `chalicelib.api.routes`, each binding its services and views lazily."""
 
 

@@ -14,6 +14,7 @@ from chalicelib.domain.records import (
     Agent,
     AgentVersion,
     BudgetReading,
+    Connection,
     Dataset,
     Environment,
     Judge,
@@ -361,18 +362,45 @@ def test_an_environment_says_whether_it_is_the_default() -> None:
         serving={"calc": 3},
         created_at=AT,
         created_by="ana",
+        test_connections={"shop": "shop-test"},
     )
     expected = {
         "environment_id": "prod",
         "name": "Production",
         "default": True,
         "serving": {"calc": 3},
+        "test_connections": {"shop": "shop-test"},
         "created_at": AT,
         "created_by": "ana",
     }
     _ordered(views.environment_view(row, "prod"), expected)
     _ordered(views.environment_view(row, "staging"), {**expected, "default": False})
     assert views.environment_view(row)["default"] is False
+
+
+def test_a_connection_shows_its_secret_s_name_only() -> None:
+    row = Connection(
+        org_id="acme",
+        connection_id="shop",
+        kind="http",
+        url="https://shop.example.com/tools",
+        auth_secret="shop-token",
+        description="the shop",
+        created_at=AT,
+        created_by="ana",
+    )
+    _ordered(
+        views.connection_view(row),
+        {
+            "connection_id": "shop",
+            "kind": "http",
+            "url": "https://shop.example.com/tools",
+            "auth_secret": "shop-token",
+            "description": "the shop",
+            "created_at": AT,
+            "created_by": "ana",
+        },
+    )
 
 
 # --- budgets ---------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ from chalicelib.config import Settings
 from chalicelib.domain.enums import RuntimeKind
 from chalicelib.domain.models import Usage
 from chalicelib.domain.money import MAX_PRICE_PER_MTOK_USD
+from chalicelib.domain.tools import parse_tools
 from chalicelib.errors import InvalidInputError
 from chalicelib.services.ports import AgentRuntime
 
@@ -148,16 +149,25 @@ def runtime_for(spec: Any, runtimes: Mapping[RuntimeKind, AgentRuntime]) -> Agen
 
 
 def validate_spec(spec: Any, runtimes: Mapping[RuntimeKind, AgentRuntime]) -> None:
-    """Check a spec can run: its runtime, its prices, then the runtime's own fields.
+    """Check a spec can run: its runtime, its prices, its tools (`domain.tools.parse_tools`,
+    whatever the runtime), then the runtime's own fields.
+
+    The runtime checks the spec with its tools in the OpenAI shape
+    (`{"type": "function", "function": {...}}`), the one shape every runtime's own check knows,
+    so a spec may declare them flat (`{"name", "effect", "connection_id", ...}`) or in that shape.
 
     Raises:
         InvalidInputError: naming the field at fault (`spec.runtime`, `spec.price...`,
-            or a runtime field such as `spec.url`).
+            `spec.tools[i]...`, or a runtime field such as `spec.url`).
     """
     runtime = runtime_for(spec, runtimes)
     refuse_api_key_env(spec)
     spec_prices(spec)
-    runtime.validate(dict(spec))
+    declared = parse_tools(spec.get("tools"))
+    checked = dict(spec)
+    if "tools" in checked and checked["tools"] is not None:
+        checked["tools"] = [tool.openai_tool() for tool in declared]
+    runtime.validate(checked)
 
 
 PROFILE_SETTING_KEYS = (

@@ -156,7 +156,12 @@ def delete_model_profile(c, who, model_profile_id):
 @api_view(bp, body=CreateEnvironment, needs=("settings:manage",))
 def create_environment(c, who, body):
     row = environment_service.create(
-        c, who, environment_id=body.environment_id, name=body.name, default=body.default
+        c,
+        who,
+        environment_id=body.environment_id,
+        name=body.name,
+        default=body.default,
+        test_connections=body.test_connections,
     )
     return views.environment_view(row, environment_service.default_id(c, who.org_id)), 201
 

@@ -1,10 +1,10 @@
 """The egress-checked HTTP transport every outbound request of the service goes through: the
-agents' (`runtimes.http`, `runtimes.openai`) and the tools' (`tool_transport`).
+agents' (`runtimes.http`, `runtimes.openai`) and the tools' (`tool_transport`, `mcp_client`).
 
-`HttpTransport.post_json` POSTs JSON within a strict total time bound, checking every address with
-`chalicelib.adapters.egress` after DNS and again on every redirect, before anything connects
-(docs/reference/security.md). `clip` redacts and cuts text quoted in an error message;
-`run_with_timeout` bounds any blocking call.
+`HttpTransport.post_json` (and `post_json_full`, with the response headers) POSTs JSON within a
+strict total time bound, checking every address with `chalicelib.adapters.egress` after DNS and
+again on every redirect, before anything connects (docs/reference/security.md). `clip` redacts and
+cuts text quoted in an error message; `run_with_timeout` bounds any blocking call.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import httpx
 
@@ -38,6 +38,15 @@ _MAX_CLIENTS = 64
 """HTTP clients kept per transport, one per origin (see `HttpTransport`)."""
 
 T = TypeVar("T")
+
+
+class HttpReply(NamedTuple):
+    """What one POST came to: `status`, `headers` (names lower-cased; a repeated header's values
+    joined with ", ") and `body` (bytes)."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
 
 
 def run_with_timeout(fn: Callable[[], T], timeout_s: float, what: str) -> T:
@@ -150,6 +159,29 @@ class HttpTransport:
     ) -> tuple[int, bytes]:
         """POST `body` as JSON; return `(status, response body)` within `timeout_s` seconds.
 
+        `post_json_full` less the response headers: the same hops, checks, bound and errors.
+        """
+        reply = self.post_json_full(
+            url, body, headers, timeout_s, source, secret_headers=secret_headers
+        )
+        return reply.status, reply.body
+
+    def post_json_full(
+        self,
+        url: str,
+        body: Any,
+        headers: Mapping[str, str],
+        timeout_s: float,
+        source: str,
+        *,
+        secret_headers: frozenset[str] = frozenset(),
+    ) -> HttpReply:
+        """POST `body` as JSON; return the last hop's status, headers and body within `timeout_s`
+        seconds.
+
+        `headers` are sent on top of `content-type: application/json` and
+        `accept: application/json` (give them lower-cased to replace those).
+
         Redirects: 301, 302, 307 and 308 are followed (at most `MAX_REDIRECTS`), POSTing the same
         body again; each hop is checked like the first, before it is connected to, and a hop to
         another origin drops the credential headers (`Authorization`, `Proxy-Authorization`,
@@ -170,7 +202,7 @@ class HttpTransport:
         sent.update(headers)
         dropped = CREDENTIAL_HEADERS | {name.lower() for name in secret_headers}
 
-        def exchange() -> tuple[int, bytes]:
+        def exchange() -> HttpReply:
             nonlocal sent
             try:
                 target = parse_target(url)
@@ -181,7 +213,11 @@ class HttpTransport:
                 response = self._send(target, addresses, content, sent, timeout_s, source)
                 location = response.headers.get("location")
                 if response.status_code not in REDIRECT_STATUSES or not location:
-                    return response.status_code, response.content
+                    return HttpReply(
+                        response.status_code,
+                        {k.lower(): v for k, v in response.headers.items()},
+                        response.content,
+                    )
                 if hop == MAX_REDIRECTS:
                     break
                 try:

@@ -1,8 +1,10 @@
 """Calls made on an organization's connections (docs/guides/tools.md).
 
 An `http` connection answers a call as `POST {url}/{tool_name}` with the arguments as the JSON
-body and the connection's auth header; its JSON reply is the result. Every hop goes through the
-same egress-checked transport as the agents' own requests (`runtimes.http.HttpTransport`): the
+body and the connection's auth header; its JSON reply is the result. An `mcp` connection is an MCP
+server at `url` (streamable HTTP): a call is its `tools/call`, and it lists its tools
+(`mcp_client`). Every hop goes through the
+same egress-checked transport as the agents' own requests (`http_transport.HttpTransport`): the
 address is checked after DNS and on every redirect, before anything connects, so no tenant's
 connection reaches a private, link-local or metadata address unless the operator allows it.
 """
@@ -13,8 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+from chalicelib.adapters import mcp_client
 from chalicelib.adapters.egress import Egress
-from chalicelib.adapters.runtimes.http import HttpTransport, clip
+from chalicelib.adapters.http_transport import HttpTransport, clip
 from chalicelib.domain.records import Connection
 from chalicelib.domain.text import json_of_bytes
 from chalicelib.errors import AgentCrashError, ProviderError
@@ -49,19 +52,25 @@ class ConnectionTransport:
         headers: Mapping[str, str],
         timeout_s: float,
     ) -> Any:
-        """Run one call on `connection` (see the module docstring); its JSON result.
+        """Run one call on `connection` (see the module docstring); its JSON result (for `mcp`,
+        what `mcp_client.call_result` makes of the tool's result).
 
         Raises:
             ToolCallFailed: an address egress refuses, a transport error or timeout, a status
-                that is not 2xx, or a reply that is not JSON; the message names the connection
-                and never a header.
+                that is not 2xx, or a reply that is not JSON (`http`) or not the protocol
+                (`mcp`), or an MCP tool's own error; the message names the connection and never
+                a header.
         """
+        source = f"connection {connection.connection_id!r}"
+        if connection.kind == "mcp":
+            return mcp_client.call_tool(
+                self._transport, connection.url, tool_name, arguments, headers, timeout_s, source
+            )
         if connection.kind != "http":
             raise ToolCallFailed(
                 f"connection {connection.connection_id!r} is of kind {connection.kind!r}, which "
                 "this service cannot call"
             )
-        source = f"connection {connection.connection_id!r}"
         url = connection.url.rstrip("/") + "/" + quote(tool_name, safe="")
         try:
             status, body = self._transport.post_json(
@@ -88,11 +97,24 @@ class ConnectionTransport:
     def list_tools(
         self, connection: Connection, headers: Mapping[str, str], timeout_s: float
     ) -> list[dict[str, Any]]:
-        """An `http` connection lists no tools (the spec declares them).
+        """The tools an `mcp` connection's server lists (`mcp_client.list_tools`); an `http`
+        connection lists none (the spec declares them).
+
+        Returns:
+            `[{"name", "description", "inputSchema", "annotations"}]`, in the server's order.
 
         Raises:
-            ToolCallFailed: always for a connection that is not `mcp`.
+            ToolCallFailed: the server could not be reached or did not answer the protocol;
+                always for a connection that is not `mcp`.
         """
+        if connection.kind == "mcp":
+            return mcp_client.list_tools(
+                self._transport,
+                connection.url,
+                headers,
+                timeout_s,
+                f"connection {connection.connection_id!r}",
+            )
         raise ToolCallFailed(
             f"connection {connection.connection_id!r} is of kind {connection.kind!r}: only an "
             "MCP server lists its tools"

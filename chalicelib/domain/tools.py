@@ -14,6 +14,10 @@ or the OpenAI shape `{"type": "function", "function": {"name", "description", "p
 Every eval attempt also has the built-in workspace tools (`WORKSPACE_TOOLS`): a disposable store
 of text files scoped to the attempt; a spec may not declare a tool of their names.
 
+An `mcp` connection's server lists its own tools; `tools_from_mcp` makes them tools of a spec (its
+`readOnlyHint` annotation the effect), the spec's own declaration of a tool of the same name
+overriding what the server says.
+
 A tool's `parameters` is checked as a JSON schema when the spec is saved and every call's
 arguments are checked against it (`argument_problem`). Only references inside the schema
 (`$ref` starting `#`) are accepted, so checking a schema or arguments never fetches anything.
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +48,7 @@ __all__ = [
     "argument_problem",
     "connection_ids",
     "parse_tools",
+    "tools_from_mcp",
     "tools_of",
 ]
 
@@ -326,6 +331,80 @@ def tools_of(spec: Mapping[str, Any]) -> dict[str, ToolSpec]:
     """
     declared = parse_tools(spec.get("tools"))
     return {tool.name: tool for tool in (*declared, *WORKSPACE_TOOLS)}
+
+
+def _mcp_effect(annotations: Any) -> ToolEffect:
+    """`read` when the annotations say `readOnlyHint: true`, else `write` (MCP's default)."""
+    if isinstance(annotations, Mapping) and annotations.get("readOnlyHint") is True:
+        return ToolEffect.READ
+    return ToolEffect.WRITE
+
+
+def tools_from_mcp(
+    listed: Iterable[Mapping[str, Any]],
+    overrides: Iterable[ToolSpec] = (),
+    connection_id: str | None = None,
+) -> tuple[ToolSpec, ...]:
+    """The tools an MCP server lists, as tools of a spec, in the server's order.
+
+    Args:
+        listed: what the server's `tools/list` gave, `[{"name", "description"?, "inputSchema"?,
+            "annotations"?}]` (`ToolTransport.list_tools`).
+        overrides: the spec's own declarations; one of the same name as a listed tool overrides
+            its `effect`, `description` and `parameters`, each only when the declaration sets it
+            (an effect, a description that is not empty, a schema that is not empty), and its
+            `connection_id` when it names one. Declarations that name no listed tool are not in
+            the result (the spec keeps them as it declares them).
+        connection_id: the connection the server is (each tool's `connection_id`).
+
+    The rule: `annotations.readOnlyHint` exactly `true` is effect `read`; anything else (false,
+    absent, no annotations) is `write`, as MCP's own default says a tool may change the world.
+
+    The server is the tenant's and untrusted: a listed tool whose name is not a tool name
+    (`TOOL_NAME`), repeats an earlier one or is a built-in workspace tool's, whose description is
+    not text, or whose `inputSchema` does not pass the checks a spec's `parameters` pass (a JSON
+    schema of an object that refers only inside itself) is left out; descriptions are cut to 4096
+    characters; at most `MAX_TOOLS` tools are kept. Never raises.
+    """
+    declared = {tool.name: tool for tool in overrides}
+    out: list[ToolSpec] = []
+    seen: set[str] = set()
+    for raw in listed:
+        if len(out) == MAX_TOOLS:
+            break
+        if not isinstance(raw, Mapping):
+            continue
+        name = raw.get("name")
+        if not isinstance(name, str) or not TOOL_NAME.match(name):
+            continue
+        if name in seen or name in _BUILTIN_NAMES:
+            continue
+        description = raw.get("description") or ""
+        if not isinstance(description, str):
+            continue
+        try:
+            parameters = _check_schema(raw.get("inputSchema"), f"{name}.inputSchema")
+        except InvalidInputError:
+            continue
+        seen.add(name)
+        tool = ToolSpec(
+            name=name,
+            description=description[:4096],
+            parameters=parameters,
+            effect=_mcp_effect(raw.get("annotations")),
+            connection_id=connection_id,
+        )
+        own = declared.get(name)
+        if own is not None:
+            tool = ToolSpec(
+                name=name,
+                description=own.description or tool.description,
+                parameters=own.parameters or tool.parameters,
+                effect=own.effect or tool.effect,
+                connection_id=own.connection_id or tool.connection_id,
+            )
+        out.append(tool)
+    return tuple(out)
 
 
 def connection_ids(spec: Mapping[str, Any]) -> list[str]:

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-OUTSIDE_THE_LAMBDA = ("assay_local", "infra", "bench", "tests", "moto", "rich")
+OUTSIDE_THE_LAMBDA = ("assay_local", "infra", "bench", "tests", "moto", "rich", "mcp")
 """Top-level packages the deployed service never imports: ours that stay on a machine, and the
-libraries `requirements.txt` leaves out (moto and rich serve the local stack and the CLI)."""
+libraries `requirements.txt` leaves out (moto and rich serve the local stack and the CLI; the MCP
+SDK only the tests: the service's MCP client and server are its own)."""
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:

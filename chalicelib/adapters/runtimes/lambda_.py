@@ -36,13 +36,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from chalicelib.adapters.http_transport import run_with_timeout
 from chalicelib.adapters.runtimes.http import (
     CREDENTIAL_STATUSES,
     answer_from_payload,
     check_timeout,
     clip,
     raise_for_status,
-    run_with_timeout,
 )
 from chalicelib.domain.models import AgentAnswer, CaseRequest
 from chalicelib.domain.text import clean_text, json_of_bytes

@@ -47,6 +47,7 @@ __all__ = [
     "ToolSpec",
     "argument_problem",
     "connection_ids",
+    "parse_mcp_connections",
     "parse_tools",
     "tools_from_mcp",
     "tools_of",
@@ -407,14 +408,46 @@ def tools_from_mcp(
     return tuple(out)
 
 
+MAX_MCP_CONNECTIONS = 8
+"""The most MCP connections one spec may take its tools from."""
+
+
+def parse_mcp_connections(raw: Any, where: str = "spec.mcp_connections") -> tuple[str, ...]:
+    """A spec's `mcp_connections`: the ids of the `mcp` connections whose servers' tools the
+    agent may call (each attempt lists them, `tools_from_mcp`); () when absent.
+
+    Raises:
+        InvalidInputError: (field `where` or `where[i]`) not a list, more than
+            `MAX_MCP_CONNECTIONS`, an id that cannot be one, or an id named twice.
+    """
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InvalidInputError(f"{where} must be a list of connection ids", field=where)
+    if len(raw) > MAX_MCP_CONNECTIONS:
+        raise InvalidInputError(
+            f"{where} may name at most {MAX_MCP_CONNECTIONS} connections", field=where
+        )
+    out: list[str] = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, str):
+            raise InvalidInputError(f"{where}[{i}] must be a connection id", field=f"{where}[{i}]")
+        check_tenant_id(item, f"{where}[{i}]")
+        if item in out:
+            raise InvalidInputError(f"{where}[{i}] names {item!r} twice", field=f"{where}[{i}]")
+        out.append(item)
+    return tuple(out)
+
+
 def connection_ids(spec: Mapping[str, Any]) -> list[str]:
-    """The connections a spec's tools name, sorted, each once; [] when its tools are malformed
-    (a saved spec's always parse)."""
+    """The connections a spec names (its tools' and its `mcp_connections`), sorted, each once;
+    [] when they are malformed (a saved spec's always parse)."""
     try:
         declared: Sequence[ToolSpec] = parse_tools(spec.get("tools"))
+        servers = parse_mcp_connections(spec.get("mcp_connections"))
     except InvalidInputError:
         return []
-    return sorted({tool.connection_id for tool in declared if tool.connection_id})
+    return sorted({tool.connection_id for tool in declared if tool.connection_id} | set(servers))
 
 
 def argument_problem(tool: ToolSpec, arguments: Any) -> str | None:

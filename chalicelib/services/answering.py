@@ -26,6 +26,7 @@ from chalicelib.domain.records import Arm, BudgetReading, Run
 from chalicelib.domain.run_rules import Task
 from chalicelib.errors import AssayError, InvalidInputError
 from chalicelib.services import asking, budgets, judges, redacting, tool_calls
+from chalicelib.services.ports.tools import ToolCallFailed
 
 
 @dataclass
@@ -95,6 +96,13 @@ def ask_and_grade(
             crash=True,
             error=exc.message,
             reason=f"agent crashed: the spec cannot run: {exc.message}"[:500],
+        )
+    except ToolCallFailed as exc:
+        # Not the agent's failure: its tools could not be listed, so the case is not decided.
+        return AttemptResult(
+            AttemptState.INCOMPLETE,
+            error=str(exc),
+            reason=f"the agent's tools could not be listed: {exc}"[:500],
         )
     asked = asking.ask(
         c, run.org_id, run.agent_id, spec, request, budget_read=budget_read, tools=tools

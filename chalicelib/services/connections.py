@@ -231,8 +231,9 @@ def check_spec_connections(c: Container, org_id: str, spec: Any, field: str = "s
     organization's (a spec that passed `validate_spec`; malformed tools are left to it).
 
     Raises:
-        NotFoundError: (field `<field>.tools[i].connection_id`) the first tool naming a
-            connection the organization does not have.
+        NotFoundError: (field `<field>.tools[i].connection_id` or
+            `<field>.mcp_connections[i]`) the first connection the organization does not have.
+        InvalidInputError: (field `<field>.mcp_connections[i]`) a connection that is not `mcp`.
     """
     if not isinstance(spec, Mapping):
         return
@@ -240,15 +241,32 @@ def check_spec_connections(c: Container, org_id: str, spec: Any, field: str = "s
         declared = tools.parse_tools(spec.get("tools"), f"{field}.tools")
     except InvalidInputError:
         return
-    named = [(i, t.connection_id) for i, t in enumerate(declared) if t.connection_id]
+    try:
+        servers = tools.parse_mcp_connections(
+            spec.get("mcp_connections"), f"{field}.mcp_connections"
+        )
+    except InvalidInputError:
+        return
+    named = [
+        (f"{field}.tools[{i}].connection_id", t.connection_id)
+        for i, t in enumerate(declared)
+        if t.connection_id
+    ] + [(f"{field}.mcp_connections[{i}]", s) for i, s in enumerate(servers)]
     if not named:
         return
-    known = {r.connection_id for r in c.connections.list(org_id)}
-    for i, connection_id in named:
+    known = {r.connection_id: r for r in c.connections.list(org_id)}
+    for where, connection_id in named:
         if connection_id not in known:
-            where = f"{field}.tools[{i}].connection_id"
             raise NotFoundError(
                 f"{where}: connection {connection_id} not found: create it first "
                 "(POST /api/v1/connections, or assay connections create)",
+                field=where,
+            )
+    for i, server in enumerate(servers):
+        if known[server].kind != "mcp":
+            where = f"{field}.mcp_connections[{i}]"
+            raise InvalidInputError(
+                f"{where}: connection {server} is of kind {known[server].kind!r}; only an mcp "
+                "connection lists its tools",
                 field=where,
             )

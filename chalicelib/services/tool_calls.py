@@ -20,7 +20,7 @@ from typing import Any
 from chalicelib.bootstrap import Container
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.models import CaseRequest, ToolCall
-from chalicelib.domain.records import Arm, Run
+from chalicelib.domain.records import Arm, Connection, Run
 from chalicelib.domain.tool_isolation import (
     IsolationSettings,
     RecordedCall,
@@ -32,6 +32,8 @@ from chalicelib.domain.tools import (
     ToolReply,
     ToolSpec,
     argument_problem,
+    parse_mcp_connections,
+    tools_from_mcp,
     tools_of,
 )
 from chalicelib.errors import InvalidInputError, NotFoundError, PayloadTooLargeError
@@ -214,18 +216,12 @@ class ToolBox:
                 CallStatus.BLOCKED,
                 reason=f"connection {connection_id!r} does not exist: the call was not made",
             )
-        headers: dict[str, str] = {}
-        if connection.auth_secret:
-            value = self.c.secrets.get(self.org_id, connection.auth_secret)
-            if value is None:
-                return ToolReply(
-                    CallStatus.EXECUTED,
-                    error=f"the organization has no secret {connection.auth_secret!r} for "
-                    f"connection {connection_id!r}",
-                    connection_id=connection_id,
-                    reason=reason,
-                )
-            headers["authorization"] = value
+        try:
+            headers = auth_headers(self.c, self.org_id, connection)
+        except ToolCallFailed as exc:
+            return ToolReply(
+                CallStatus.EXECUTED, error=str(exc), connection_id=connection_id, reason=reason
+            )
         try:
             result = self.c.tool_transport.call(
                 connection, name, arguments, headers, TOOL_TIMEOUT_S
@@ -273,6 +269,47 @@ class ToolBox:
         )
 
 
+def auth_headers(c: Container, org_id: str, connection: Connection) -> dict[str, str]:
+    """The headers a call on `connection` carries: `Authorization` from the organization's secret
+    it names, none when it names none.
+
+    Raises:
+        ToolCallFailed: the organization has no secret of that name.
+    """
+    if not connection.auth_secret:
+        return {}
+    value = c.secrets.get(org_id, connection.auth_secret)
+    if value is None:
+        raise ToolCallFailed(
+            f"the organization has no secret {connection.auth_secret!r} for connection "
+            f"{connection.connection_id!r}"
+        )
+    return {"authorization": value}
+
+
+def _with_listed(
+    c: Container, org_id: str, tools: dict[str, ToolSpec], servers: Sequence[str]
+) -> dict[str, ToolSpec]:
+    """`tools` with what each MCP server lists: a declared tool of a listed name is replaced by
+    the merged one, listed tools come after the declared ones, the workspace's last."""
+    declared = [tool for tool in tools.values() if not tool.builtin]
+    listed: dict[str, ToolSpec] = {}
+    for server in servers:
+        try:
+            connection = c.connections.get(org_id, server)
+        except NotFoundError:
+            raise ToolCallFailed(f"connection {server!r} does not exist") from None
+        found = c.tool_transport.list_tools(
+            connection, auth_headers(c, org_id, connection), TOOL_TIMEOUT_S
+        )
+        for tool in tools_from_mcp(found, declared, server):
+            listed.setdefault(tool.name, tool)
+    merged = {tool.name: listed.pop(tool.name, tool) for tool in declared}
+    merged.update(listed)
+    merged.update({tool.name: tool for tool in tools.values() if tool.builtin})
+    return merged
+
+
 def toolbox_for(
     c: Container,
     run: Run,
@@ -287,12 +324,21 @@ def toolbox_for(
     run replays none or the recording has no entry for the case: that case runs isolated without
     one (`from_recordings` off for it).
 
+    A spec naming `mcp_connections` has, beside its declared tools, the tools each server lists
+    now (`domain.tools.tools_from_mcp`: `readOnlyHint` is a read, anything else a write; the
+    spec's declaration of the same name overrides).
+
     Raises:
         InvalidInputError: the arm's spec has tools or a `max_steps` that do not pass their checks
             (a spec saved before they were checked).
+        ToolCallFailed: an MCP connection is gone or its server could not list its tools.
     """
     isolation = isolation_of(run)
     recorded = recorded_calls(recording_entry) if isolation.get("from_recordings") else None
+    tools = tools_of(arm.spec)
+    servers = parse_mcp_connections(arm.spec.get("mcp_connections"))
+    if servers:
+        tools = _with_listed(c, run.org_id, tools, servers)
     settings = IsolationSettings(
         test_connections=dict(isolation.get("test_connections") or {}),
         from_recordings=recorded is not None,
@@ -303,7 +349,7 @@ def toolbox_for(
         run.org_id,
         run.run_id,
         attempt_key,
-        tools_of(arm.spec),
+        tools,
         settings,
         recorded or (),
         max_steps_of(arm.spec),

@@ -50,6 +50,8 @@ class FakeToolTransport:
         check_url: Callable[[str, str], None] | None = None,
     ) -> None:
         self.made: list[tuple[str, str, dict[str, Any], dict[str, str]]] = []
+        self.listed: dict[str, list[dict[str, Any]]] = {}
+        """What `list_tools` answers, by connection id (a connection absent here fails)."""
         self.answer = answer or (lambda _c, tool, _a: {"ok": tool})
         self._check_url = check_url
 
@@ -71,7 +73,9 @@ class FakeToolTransport:
     def list_tools(
         self, connection: Connection, headers: Mapping[str, str], timeout_s: float
     ) -> list[dict[str, Any]]:
-        raise ToolCallFailed("the fake lists no tools")
+        if connection.connection_id not in self.listed:
+            raise ToolCallFailed(f"connection {connection.connection_id!r} lists no tools")
+        return self.listed[connection.connection_id]
 
 
 class FakeWorkspaces:

@@ -261,3 +261,43 @@ def test_read_effect_comes_from_the_declaration():
     tools = tools_of(SPEC)
     assert tools["lookup"].effect is ToolEffect.READ
     assert tools["notify"].effect is None and not tools["notify"].declaration().is_read
+
+
+def test_an_mcp_servers_tools_join_the_declared_ones_and_the_spec_overrides(c):
+    c.connections.create(
+        Connection(
+            org_id=ORG,
+            connection_id="gh",
+            kind="mcp",
+            url="https://mcp.example",
+            created_at="2026-12-01T00:00:00Z",
+        )
+    )
+    c.tool_transport.listed["gh"] = [
+        {"name": "search_issues", "annotations": {"readOnlyHint": True}},
+        {"name": "create_issue", "inputSchema": {"type": "object"}},
+        {"name": "lookup", "annotations": {"readOnlyHint": False}},
+    ]
+    merged = tool_calls._with_listed(c, ORG, tools_of(SPEC), ["gh"])
+    assert list(merged) == [
+        "refund",
+        "lookup",
+        "notify",
+        "search_issues",
+        "create_issue",
+        "workspace_read",
+        "workspace_write",
+        "workspace_list",
+    ]
+    assert merged["search_issues"].effect is ToolEffect.READ
+    assert merged["create_issue"].effect is ToolEffect.WRITE
+    assert merged["create_issue"].connection_id == "gh"
+    # the spec declares lookup as a read on shop: its declaration wins over the server's hint
+    assert (merged["lookup"].effect, merged["lookup"].connection_id) == (ToolEffect.READ, "shop")
+
+
+def test_a_server_that_cannot_list_its_tools_fails_the_toolbox(c):
+    with pytest.raises(ToolCallFailed, match="'nope' does not exist"):
+        tool_calls._with_listed(c, ORG, tools_of(SPEC), ["nope"])
+    with pytest.raises(ToolCallFailed, match="lists no tools"):
+        tool_calls._with_listed(c, ORG, tools_of(SPEC), ["shop"])

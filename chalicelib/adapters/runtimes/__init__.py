@@ -48,7 +48,7 @@ from chalicelib.config import Settings
 from chalicelib.domain.enums import RuntimeKind
 from chalicelib.domain.models import Usage
 from chalicelib.domain.money import MAX_PRICE_PER_MTOK_USD
-from chalicelib.domain.tools import parse_tools
+from chalicelib.domain.tools import parse_mcp_connections, parse_tools
 from chalicelib.errors import InvalidInputError
 from chalicelib.services.ports import AgentRuntime
 
@@ -164,6 +164,7 @@ def validate_spec(spec: Any, runtimes: Mapping[RuntimeKind, AgentRuntime]) -> No
     refuse_api_key_env(spec)
     spec_prices(spec)
     declared = parse_tools(spec.get("tools"))
+    parse_mcp_connections(spec.get("mcp_connections"))
     checked = dict(spec)
     if "tools" in checked and checked["tools"] is not None:
         checked["tools"] = [tool.openai_tool() for tool in declared]

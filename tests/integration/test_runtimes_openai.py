@@ -119,8 +119,19 @@ def test_answer_usage_and_model(fake: FakeOpenAI, runtime: OpenAIRuntime) -> Non
     assert answer.calls == []
 
 
-def test_tool_calls_are_recorded_as_intended(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
-    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+def test_outside_an_eval_attempt_tool_calls_are_recorded_as_intended(
+    fake: FakeOpenAI, runtime: OpenAIRuntime
+) -> None:
+    tools = [
+        {"type": "function", "function": {"name": "get_weather", "parameters": {}}},
+        {
+            "name": "broken",
+            "description": "Never works",
+            "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}},
+            "effect": "read",
+            "connection_id": "weather",
+        },
+    ]
     answer = runtime.ask(spec(fake, tools=tools), case("weather?"), timeout_s=5, ctx=CTX)
     assert answer.answer == ""
     assert [c.name for c in answer.calls] == ["get_weather", "broken"]
@@ -128,7 +139,21 @@ def test_tool_calls_are_recorded_as_intended(fake: FakeOpenAI, runtime: OpenAIRu
     assert answer.calls[0].arguments == {"city": "Paris", "unit": "C"}
     assert answer.calls[1].arguments == {"_unparsed": "{not json"}
     sent = fake.requests()[-1]["body"]
-    assert sent["tools"] == tools
+    # both shapes go as OpenAI functions; effect and connection are assay's, never sent
+    assert sent["tools"] == [
+        {
+            "type": "function",
+            "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {}}},
+        },
+        {
+            "type": "function",
+            "function": {
+                "name": "broken",
+                "description": "Never works",
+                "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}},
+            },
+        },
+    ]
 
 
 @pytest.mark.parametrize(("text", "status"), [("boom500", 500), ("busy", 429), ("slowpoke", 408)])
@@ -371,6 +396,14 @@ def test_script_file_on_the_command_line(tmp_path) -> None:
         ({"temperature": True}, "spec.temperature"),
         ({"max_tokens": 0}, "spec.max_tokens"),
         ({"tools": [{"type": "function"}]}, "spec.tools[0]"),
+        ({"tools": {"name": "x"}}, "spec.tools"),
+        ({"tools": [{"name": "has space"}]}, "spec.tools[0].name"),
+        ({"tools": [{"name": "t", "effect": "delete"}]}, "spec.tools[0].effect"),
+        ({"tools": [{"name": "t", "parameters": {"type": "string"}}]}, "spec.tools[0].parameters"),
+        ({"tools": [{"name": "workspace_read"}]}, "spec.tools[0].name"),
+        ({"max_steps": 0}, "spec.max_steps"),
+        ({"max_steps": 51}, "spec.max_steps"),
+        ({"max_steps": "10"}, "spec.max_steps"),
         ({"extra_headers": {"X": 1}}, "spec.extra_headers"),
         ({"system_prompt": 5}, "spec.system_prompt"),
     ],

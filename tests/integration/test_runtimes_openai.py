@@ -21,7 +21,7 @@ from chalicelib.errors import (
     is_retryable_status,
 )
 from chalicelib.services.ports import AskContext
-from tests.support.fake_openai import FakeOpenAI, completion
+from tests.support.fake_openai import FakeOpenAI, at_turn, completion
 
 SECRETS = {"fake-key": "sk-test-123", "gateway": "gw-456"}
 CTX = AskContext("org-1", secret=SECRETS.get)
@@ -358,6 +358,31 @@ def test_fake_finish_reason_and_refusal_rule_keys() -> None:
     calls = completion({"tool_calls": [{"name": "t"}], "finish_reason": "length"}, body, 2)
     assert calls["choices"][0]["finish_reason"] == "length"
     assert completion({}, body, 3)["choices"][0]["message"]["content"] == "echo: hi"
+
+
+def test_fake_turns_follow_the_conversation() -> None:
+    rule = {
+        "turns": [
+            {"tool_calls": [{"name": "t", "arguments": {"page": "{turn}", "q": "{input}"}}]},
+            {"echo_tools": True},
+        ]
+    }
+    first = [{"role": "user", "content": "hi"}]
+    asked = completion(at_turn(rule, {"messages": first}), {"messages": first}, 0)
+    [call] = asked["choices"][0]["message"]["tool_calls"]
+    assert json.loads(call["function"]["arguments"]) == {"page": "0", "q": "hi"}
+    later = [
+        {"role": "user", "content": "earlier"},
+        {"role": "assistant", "content": "old"},
+        *first,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call["id"], "content": '{"status": "executed"}'},
+        {"role": "tool", "tool_call_id": "x", "content": "second"},
+    ]
+    answered = completion(at_turn(rule, {"messages": later}), {"messages": later}, 1)
+    assert answered["choices"][0]["message"]["content"] == '{"status": "executed"}\nsecond'
+    past = [*later, {"role": "assistant", "content": "x"}]
+    assert at_turn(rule, {"messages": past})["echo_tools"] is True  # the last entry holds
 
 
 def test_judge_style_json_answer(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:

@@ -39,6 +39,8 @@ from chalicelib.domain.tool_isolation import ToolDeclaration
 from chalicelib.errors import InvalidInputError
 
 __all__ = [
+    "DEFAULT_MAX_STEPS",
+    "MAX_STEPS_LIMIT",
     "MAX_TOOLS",
     "TOOL_NAME",
     "WORKSPACE_CONNECTION",
@@ -46,6 +48,7 @@ __all__ = [
     "ToolReply",
     "ToolSpec",
     "argument_problem",
+    "check_max_steps",
     "connection_ids",
     "parse_mcp_connections",
     "parse_tools",
@@ -61,6 +64,12 @@ MAX_TOOLS = 128
 
 MAX_SCHEMA_BYTES = 32_768
 """The largest `parameters` schema one tool may carry, as JSON in bytes."""
+
+DEFAULT_MAX_STEPS = 10
+"""Model turns an agent's tool loop may take when its spec sets no `max_steps`."""
+
+MAX_STEPS_LIMIT = 50
+"""The most `max_steps` a spec may set."""
 
 WORKSPACE_CONNECTION = "workspace"
 """What a call to a built-in workspace tool names as its connection."""
@@ -332,6 +341,22 @@ def tools_of(spec: Mapping[str, Any]) -> dict[str, ToolSpec]:
     """
     declared = parse_tools(spec.get("tools"))
     return {tool.name: tool for tool in (*declared, *WORKSPACE_TOOLS)}
+
+
+def check_max_steps(spec: Mapping[str, Any]) -> int:
+    """The spec's `max_steps`: the model turns its tool loop may take before the attempt is a
+    crash; `DEFAULT_MAX_STEPS` when the spec sets none.
+
+    Raises:
+        InvalidInputError: (field `spec.max_steps`) not an integer from 1 to `MAX_STEPS_LIMIT`.
+    """
+    value: Any = spec.get("max_steps", DEFAULT_MAX_STEPS)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STEPS_LIMIT:
+        raise InvalidInputError(
+            f"spec.max_steps must be an integer from 1 to {MAX_STEPS_LIMIT}",
+            field="spec.max_steps",
+        )
+    return int(value)
 
 
 def _mcp_effect(annotations: Any) -> ToolEffect:

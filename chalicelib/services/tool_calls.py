@@ -28,22 +28,18 @@ from chalicelib.domain.tool_isolation import (
     decide_call,
 )
 from chalicelib.domain.tools import (
+    DEFAULT_MAX_STEPS,
     WORKSPACE_CONNECTION,
     ToolReply,
     ToolSpec,
     argument_problem,
+    check_max_steps,
     parse_mcp_connections,
     tools_from_mcp,
     tools_of,
 )
 from chalicelib.errors import InvalidInputError, NotFoundError, PayloadTooLargeError
 from chalicelib.services.ports.tools import ToolCallFailed
-
-DEFAULT_MAX_STEPS = 10
-"""Model turns an agent loop may take when its spec sets no `max_steps`."""
-
-MAX_STEPS_LIMIT = 50
-"""The most `max_steps` a spec may set."""
 
 LOOP_REPEATS = 3
 """The same call (tool and canonically equal arguments) this many times in a row is a loop: the
@@ -67,18 +63,13 @@ def isolation_of(run: Run) -> dict[str, Any]:
 
 
 def max_steps_of(spec: Mapping[str, Any]) -> int:
-    """The spec's `max_steps` (model turns of its tool loop), default `DEFAULT_MAX_STEPS`.
+    """The spec's `max_steps` (model turns of its tool loop), default `DEFAULT_MAX_STEPS`
+    (`domain.tools.check_max_steps`).
 
     Raises:
         InvalidInputError: (field `spec.max_steps`) not an integer from 1 to `MAX_STEPS_LIMIT`.
     """
-    value: Any = spec.get("max_steps", DEFAULT_MAX_STEPS)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STEPS_LIMIT:
-        raise InvalidInputError(
-            f"spec.max_steps must be an integer from 1 to {MAX_STEPS_LIMIT}",
-            field="spec.max_steps",
-        )
-    return int(value)
+    return check_max_steps(spec)
 
 
 def recorded_calls(entry: Mapping[str, Any] | None) -> tuple[RecordedCall, ...] | None:

@@ -46,8 +46,10 @@ def test_an_openai_compatible_agent_is_asked_and_its_usage_priced(api):
             },
             {
                 "contains": "question 2",
-                "tool_calls": [{"name": "refund", "arguments": {"id": 7}}],
-                "answer": "42",
+                "turns": [
+                    {"tool_calls": [{"name": "refund", "arguments": {"id": 7}}], "answer": "41"},
+                    {"answer": "42"},
+                ],
             },
         ]
     }
@@ -58,6 +60,7 @@ def test_an_openai_compatible_agent_is_asked_and_its_usage_priced(api):
             "model": "m-1",
             "temperature": 0,
             "system_prompt": "Answer with a number.",
+            "tools": [{"name": "refund", "effect": "write"}],
             "price": {"input_per_mtok_usd": "0.15", "output_per_mtok_usd": "0.60"},
         }
         run = api.start(api.agent(spec), api.dataset(cases(3), required=["contains"]))
@@ -71,9 +74,14 @@ def test_an_openai_compatible_agent_is_asked_and_its_usage_priced(api):
         by_case["c000"]["tokens"] == {"input": 1000, "output": 200}
         and by_case["c000"]["model"] == "m-1"
     )
-    assert by_case["c002"]["calls"] == [
-        {"name": "refund", "arguments": {"id": 7}, "status": "intended", "result": None}
-    ]
+    # the model's call was made through the attempt's tools: a write with nowhere to go, blocked
+    [refund] = by_case["c002"]["calls"]
+    assert (refund["name"], refund["arguments"], refund["status"], refund["result"]) == (
+        "refund",
+        {"id": 7},
+        "blocked",
+        None,
+    )
     assert (
         by_case["c001"]["scores"][0]["scorer"] == "contains"
         and by_case["c001"]["scores"][0]["passed"] is False

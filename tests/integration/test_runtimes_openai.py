@@ -21,7 +21,7 @@ from chalicelib.errors import (
     is_retryable_status,
 )
 from chalicelib.services.ports import AskContext
-from tests.support.fake_openai import FakeOpenAI, completion
+from tests.support.fake_openai import FakeOpenAI, at_turn, completion
 
 SECRETS = {"fake-key": "sk-test-123", "gateway": "gw-456"}
 CTX = AskContext("org-1", secret=SECRETS.get)
@@ -119,8 +119,19 @@ def test_answer_usage_and_model(fake: FakeOpenAI, runtime: OpenAIRuntime) -> Non
     assert answer.calls == []
 
 
-def test_tool_calls_are_recorded_as_intended(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
-    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+def test_outside_an_eval_attempt_tool_calls_are_recorded_as_intended(
+    fake: FakeOpenAI, runtime: OpenAIRuntime
+) -> None:
+    tools = [
+        {"type": "function", "function": {"name": "get_weather", "parameters": {}}},
+        {
+            "name": "broken",
+            "description": "Never works",
+            "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}},
+            "effect": "read",
+            "connection_id": "weather",
+        },
+    ]
     answer = runtime.ask(spec(fake, tools=tools), case("weather?"), timeout_s=5, ctx=CTX)
     assert answer.answer == ""
     assert [c.name for c in answer.calls] == ["get_weather", "broken"]
@@ -128,7 +139,21 @@ def test_tool_calls_are_recorded_as_intended(fake: FakeOpenAI, runtime: OpenAIRu
     assert answer.calls[0].arguments == {"city": "Paris", "unit": "C"}
     assert answer.calls[1].arguments == {"_unparsed": "{not json"}
     sent = fake.requests()[-1]["body"]
-    assert sent["tools"] == tools
+    # both shapes go as OpenAI functions; effect and connection are assay's, never sent
+    assert sent["tools"] == [
+        {
+            "type": "function",
+            "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {}}},
+        },
+        {
+            "type": "function",
+            "function": {
+                "name": "broken",
+                "description": "Never works",
+                "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}},
+            },
+        },
+    ]
 
 
 @pytest.mark.parametrize(("text", "status"), [("boom500", 500), ("busy", 429), ("slowpoke", 408)])
@@ -335,6 +360,31 @@ def test_fake_finish_reason_and_refusal_rule_keys() -> None:
     assert completion({}, body, 3)["choices"][0]["message"]["content"] == "echo: hi"
 
 
+def test_fake_turns_follow_the_conversation() -> None:
+    rule = {
+        "turns": [
+            {"tool_calls": [{"name": "t", "arguments": {"page": "{turn}", "q": "{input}"}}]},
+            {"echo_tools": True},
+        ]
+    }
+    first = [{"role": "user", "content": "hi"}]
+    asked = completion(at_turn(rule, {"messages": first}), {"messages": first}, 0)
+    [call] = asked["choices"][0]["message"]["tool_calls"]
+    assert json.loads(call["function"]["arguments"]) == {"page": "0", "q": "hi"}
+    later = [
+        {"role": "user", "content": "earlier"},
+        {"role": "assistant", "content": "old"},
+        *first,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call["id"], "content": '{"status": "executed"}'},
+        {"role": "tool", "tool_call_id": "x", "content": "second"},
+    ]
+    answered = completion(at_turn(rule, {"messages": later}), {"messages": later}, 1)
+    assert answered["choices"][0]["message"]["content"] == '{"status": "executed"}\nsecond'
+    past = [*later, {"role": "assistant", "content": "x"}]
+    assert at_turn(rule, {"messages": past})["echo_tools"] is True  # the last entry holds
+
+
 def test_judge_style_json_answer(fake: FakeOpenAI, runtime: OpenAIRuntime) -> None:
     answer = runtime.ask(spec(fake), case("Please grade this answer: 4"), timeout_s=5, ctx=CTX)
     assert json.loads(answer.answer) == {"passed": True, "score": 1.0, "reason": "ok"}
@@ -371,6 +421,14 @@ def test_script_file_on_the_command_line(tmp_path) -> None:
         ({"temperature": True}, "spec.temperature"),
         ({"max_tokens": 0}, "spec.max_tokens"),
         ({"tools": [{"type": "function"}]}, "spec.tools[0]"),
+        ({"tools": {"name": "x"}}, "spec.tools"),
+        ({"tools": [{"name": "has space"}]}, "spec.tools[0].name"),
+        ({"tools": [{"name": "t", "effect": "delete"}]}, "spec.tools[0].effect"),
+        ({"tools": [{"name": "t", "parameters": {"type": "string"}}]}, "spec.tools[0].parameters"),
+        ({"tools": [{"name": "workspace_read"}]}, "spec.tools[0].name"),
+        ({"max_steps": 0}, "spec.max_steps"),
+        ({"max_steps": 51}, "spec.max_steps"),
+        ({"max_steps": "10"}, "spec.max_steps"),
         ({"extra_headers": {"X": 1}}, "spec.extra_headers"),
         ({"system_prompt": 5}, "spec.system_prompt"),
     ],

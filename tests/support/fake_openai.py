@@ -35,6 +35,15 @@ given must hold): ``match`` (exact text), ``contains`` (substring), ``regex`` (r
   then succeed (per rule, counted across the process until ``/_reset``).
 - ``delay_ms``: sleep before answering.
 - ``raw``: send this JSON body verbatim (with ``status``, default 200).
+- ``turns``: ``[behaviour, ...]`` for an agent's tool loop: the behaviour (rule keys above) for
+  the request's turn, laid over the rule's own keys. A request's turn is the number of assistant
+  messages after its last user message (0 for the first request of a case, 1 once the agent
+  answered with tool calls and their results, ...); past the list, its last entry. Decided by
+  the conversation, never by counters, so concurrent attempts each get their own turns.
+- In ``tool_calls`` arguments, ``{turn}`` and ``{input}`` inside a string are replaced by the
+  turn number and the last user message (e.g. ``{"page": "{turn}"}``: a different call each turn).
+- ``echo_tools: true``: the answer is the content of every tool (or function) message after the
+  last user message, one per line (what the tools returned, as the agent was given it).
 
 Use ``FakeOpenAI`` (below) from tests to start, query and stop it.
 """
@@ -100,6 +109,59 @@ def last_user_text(body: dict[str, Any]) -> str:
     return ""
 
 
+def turn_of(body: dict[str, Any]) -> int:
+    """The request's turn of a tool loop: assistant messages after its last user message."""
+    turn = 0
+    for message in reversed(body.get("messages") or []):
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "user":
+            break
+        if message.get("role") == "assistant":
+            turn += 1
+    return turn
+
+
+def tool_results(body: dict[str, Any]) -> list[str]:
+    """The content of every tool (or function) message after the last user message, in order."""
+    out: list[str] = []
+    for message in reversed(body.get("messages") or []):
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "user":
+            break
+        if message.get("role") in ("tool", "function"):
+            out.append(str(message.get("content") or ""))
+    return out[::-1]
+
+
+def _fill(value: Any, turn: int, text: str) -> Any:
+    if isinstance(value, str):
+        return value.replace("{turn}", str(turn)).replace("{input}", text)
+    if isinstance(value, dict):
+        return {k: _fill(v, turn, text) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, turn, text) for v in value]
+    return value
+
+
+def at_turn(rule: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """The rule as it applies to this request: its ``turns`` entry laid over it, and ``{turn}`` /
+    ``{input}`` filled in its tool calls' arguments."""
+    turn = turn_of(body)
+    out = {k: v for k, v in rule.items() if k != "turns"}
+    turns = rule.get("turns") or []
+    if turns:
+        out.update(turns[min(turn, len(turns) - 1)])
+    if out.get("tool_calls"):
+        text = last_user_text(body)
+        out["tool_calls"] = [
+            {**call, "arguments": _fill(call.get("arguments"), turn, text)}
+            for call in out["tool_calls"]
+        ]
+    return out
+
+
 def rule_matches(rule: dict[str, Any], text: str, body: dict[str, Any]) -> bool:
     if "match" in rule and text != rule["match"]:
         return False
@@ -117,7 +179,9 @@ def completion(rule: dict[str, Any], body: dict[str, Any], serial: int) -> dict[
     text = last_user_text(body)
     content: Any = rule.get("answer")
     refusal = rule.get("refusal")
-    if rule.get("echo") or (
+    if rule.get("echo_tools"):
+        content = "\n".join(tool_results(body))
+    elif rule.get("echo") or (
         "answer" not in rule and not rule.get("tool_calls") and refusal is None
     ):
         content = f"echo: {text}"
@@ -232,6 +296,7 @@ def make_handler(state: ScriptState) -> type[BaseHTTPRequestHandler]:
                     }
                 )
             rule, seen = state.pick(body if isinstance(body, dict) else {})
+            rule = at_turn(rule, body if isinstance(body, dict) else {})
             if rule.get("delay_ms"):
                 time.sleep(rule["delay_ms"] / 1000)
             if "raw" in rule:

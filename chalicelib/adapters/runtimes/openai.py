@@ -12,7 +12,12 @@ OpenAI, vLLM, Ollama, LiteLLM or a gateway. Spec::
      "system_prompt": "You are ...",             # optional
      "temperature": 0.0,                         # optional, 0..2, default 0.0
      "max_tokens": 512,                          # optional, > 0
-     "tools": [{"type": "function", "function": {"name": ..., "parameters": {...}}}],
+     "tools": [{"name": "refund",                # optional: see docs/guides/tools.md (the
+                "parameters": {...},             #   OpenAI shape {"type": "function", ...}
+                "effect": "write",               #   is accepted too)
+                "connection_id": "shop"}],
+     "max_steps": 10,                            # optional, 1..50, default 10: model turns of
+                                                 #   the tool loop of an eval attempt
      "extra_headers": {"X-Gateway": "...",       # optional: literal strings, or secrets'
                        "X-Key": {"secret": "gw", "prefix": ""}}}   #   values (see `http`)
 
@@ -21,10 +26,22 @@ OpenAI, vLLM, Ollama, LiteLLM or a gateway. Spec::
 on every connection and redirect (`chalicelib.adapters.egress`).
 
 Messages sent: the system prompt (if any), the case history as given, then the case input as
-the last user turn. The answer is `choices[0].message.content` ("" when the model only called
-tools); each tool call becomes `ToolCall(status="intended")` with its JSON arguments parsed —
-tools are never executed. Usage comes from `usage.prompt_tokens/completion_tokens`, the model
-from the response's `model` (else the spec's).
+the last user turn; `tools` go as OpenAI functions (`ToolSpec.openai_tool`).
+
+During an eval attempt (`AskContext.tools` set) the runtime runs the agent's tool loop itself
+(`openai_loop`): it sends the attempt's tools (the spec's and the built-in workspace tools),
+makes every call the model asks for through `AskContext.tools` (which decides whether it is
+replayed, held, executed on a test or normal connection, or blocked, and keeps it) and feeds the
+results back until a message calls no tool; more than `max_steps` model turns, or the same call
+repeated in a loop, is an `AgentCrashError`. The answer then carries no calls of its own (the
+attempt's tools keep them), its usage is summed over every turn and its model is the last turn's.
+
+Outside an eval attempt (a judge, a check) one completion is asked and no tool is ever executed:
+the answer is `choices[0].message.content` ("" when the model only called tools); each tool call
+becomes `ToolCall(status="intended")` with its JSON arguments parsed.
+
+Usage comes from `usage.prompt_tokens/completion_tokens`, the model from the response's `model`
+(else the spec's).
 
 Guardrail blocks (docs/reference/runtimes.md: graded as a refusal, neither a crash nor a provider
 error) set `AgentAnswer.guardrail`:
@@ -53,7 +70,7 @@ Errors — the caller retries a `ProviderError` only when its status is None, 40
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from chalicelib.adapters.egress import Egress
@@ -71,8 +88,10 @@ from chalicelib.adapters.runtimes.http import (
     secret_value,
     usage_from,
 )
+from chalicelib.adapters.runtimes.openai_loop import run_tool_loop
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.models import AgentAnswer, CaseRequest, ToolCall
+from chalicelib.domain.tools import ToolSpec, check_max_steps, parse_tools
 from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
 from chalicelib.services.ports import AskContext
 
@@ -112,7 +131,8 @@ class OpenAIRuntime:
         Raises:
             InvalidInputError: naming the field at fault (`spec.base_url`, `spec.model`,
                 `spec.api_key_env` (always refused), `spec.api_key_secret`, `spec.system_prompt`,
-                `spec.temperature`, `spec.max_tokens`, `spec.tools`, `spec.extra_headers`).
+                `spec.temperature`, `spec.max_tokens`, `spec.tools...`, `spec.max_steps`,
+                `spec.extra_headers`).
         """
         check_spec(spec)
         self.egress.check(spec["base_url"], "spec.base_url")
@@ -120,21 +140,25 @@ class OpenAIRuntime:
     def ask(
         self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext
     ) -> AgentAnswer:
-        """Send one chat completion for the case; one try.
+        """Ask the case: one chat completion, or during an eval attempt (`ctx.tools`) the
+        agent's whole tool loop (see the module docstring); one try either way.
 
         Args:
             spec: an `openai` spec (see the module docstring).
             request: the case; its history and input become the messages.
-            timeout_s: bound on the whole exchange, in seconds.
-            ctx: where `api_key_secret` and secret header values are read.
+            timeout_s: bound on the whole exchange (every turn of a tool loop), in seconds.
+            ctx: where `api_key_secret` and secret header values are read, and the attempt's
+                tools.
 
         Returns:
-            The answer, with tool calls recorded as `intended`.
+            The answer: with a tool loop, no calls (`ctx.tools` keeps them); without, the tool
+            calls recorded as `intended`.
 
         Raises:
             ProviderError: retryable failures, and 401/403 credentials rejected or missing (see
                 module docstring for statuses).
-            AgentCrashError: other 4xx, a malformed response, an address egress refuses.
+            AgentCrashError: other 4xx, a malformed response, an address egress refuses, more than
+                `max_steps` model turns or a loop of identical calls.
             InvalidInputError: the spec no longer passes its checks.
         """
         timeout_s = check_timeout(timeout_s)
@@ -146,16 +170,26 @@ class OpenAIRuntime:
             headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
             headers["authorization"] = "Bearer " + secret_value(ctx, spec["api_key_secret"], source)
             secret_names |= {"authorization"}
-        status, body = self._transport.post_json(
-            url,
-            build_chat_body(spec, request),
-            headers,
-            timeout_s,
-            source,
-            secret_headers=secret_names,
-        )
-        raise_for_status(status, body, source, credentials_retry=True)
-        return parse_chat_response(decode_json(body, source), source, default_model=spec["model"])
+
+        def complete(body: dict[str, Any], seconds: float) -> Any:
+            status, raw = self._transport.post_json(
+                url, body, headers, seconds, source, secret_headers=secret_names
+            )
+            raise_for_status(status, raw, source, credentials_retry=True)
+            return decode_json(raw, source)
+
+        tools = ctx.tools
+        if tools is None:
+            data = complete(build_chat_body(spec, request), timeout_s)
+            return parse_chat_response(data, source, default_model=spec["model"])
+        body = build_chat_body(spec, request, tools=tools.tools.values())
+
+        def ask_turn(messages: list[dict[str, Any]], seconds: float) -> tuple[AgentAnswer, Any]:
+            data = complete({**body, "messages": messages}, seconds)
+            answer = parse_chat_response(data, source, default_model=spec["model"])
+            return answer, data["choices"][0]["message"]  # parse_chat_response checked both
+
+        return run_tool_loop(ask_turn, body["messages"], tools, timeout_s)
 
     def close(self) -> None:
         """Close the HTTP clients, if built."""
@@ -189,7 +223,8 @@ def check_spec(spec: Mapping[str, Any]) -> dict[str, str | dict[str, str]]:
             "spec.temperature must be a number from 0 to 2", field="spec.temperature"
         )
     check_max_tokens(spec.get("max_tokens"), "spec.max_tokens")
-    _validate_tools(spec.get("tools"))
+    parse_tools(spec.get("tools"))
+    check_max_steps(spec)
     return check_headers(spec.get("extra_headers"), "spec.extra_headers")
 
 
@@ -205,12 +240,16 @@ def check_max_tokens(value: Any, field: str) -> None:
         raise InvalidInputError(f"{field} must be a positive integer", field=field)
 
 
-def build_chat_body(spec: Mapping[str, Any], request: CaseRequest) -> dict[str, Any]:
+def build_chat_body(
+    spec: Mapping[str, Any], request: CaseRequest, *, tools: Iterable[ToolSpec] | None = None
+) -> dict[str, Any]:
     """The chat-completions request body for one case.
 
     Args:
         spec: a validated `openai` spec.
         request: the case.
+        tools: the tools to send (an eval attempt's); None sends the spec's own `tools`. Either
+            way they go as OpenAI functions, and `tools` is left out when there are none.
 
     Returns:
         `{"model", "messages", "temperature", "max_tokens"?, "tools"?}`.
@@ -228,8 +267,11 @@ def build_chat_body(spec: Mapping[str, Any], request: CaseRequest) -> dict[str, 
     }
     if spec.get("max_tokens") is not None:
         body["max_tokens"] = spec["max_tokens"]
-    if spec.get("tools"):
-        body["tools"] = spec["tools"]
+    sent = [
+        tool.openai_tool() for tool in (parse_tools(spec.get("tools")) if tools is None else tools)
+    ]
+    if sent:
+        body["tools"] = sent
     return body
 
 
@@ -315,23 +357,3 @@ def _tool_call(raw: Any) -> ToolCall:
             # (it will not match an expected call) instead of crashing the attempt.
             arguments = {"_unparsed": str(arguments_text)}
     return ToolCall(name=str(function["name"]), arguments=arguments, status=CallStatus.INTENDED)
-
-
-def _validate_tools(tools: Any) -> None:
-    if tools is None:
-        return
-    if not isinstance(tools, list):
-        raise InvalidInputError("spec.tools must be a list of tool schemas", field="spec.tools")
-    for i, tool in enumerate(tools):
-        function = tool.get("function") if isinstance(tool, dict) else None
-        if (
-            not isinstance(tool, dict)
-            or tool.get("type", "function") != "function"
-            or not isinstance(function, dict)
-            or not isinstance(function.get("name"), str)
-            or not function["name"]
-        ):
-            raise InvalidInputError(
-                f"spec.tools[{i}] must be {{'type': 'function', 'function': {{'name': ...}}}}",
-                field=f"spec.tools[{i}]",
-            )

@@ -19,8 +19,6 @@ from typing import Any
 
 import pytest
 
-from chalicelib import bootstrap
-from chalicelib.domain import records
 from tests.support.e2e import Api
 from tests.support.fake_openai import FakeOpenAI
 
@@ -165,29 +163,25 @@ def agent_spec(fake: FakeOpenAI, **extra: Any) -> dict[str, Any]:
 
 
 def add_connection(api: Api, connection_id: str, url: str) -> None:
-    """The organization's connection `connection_id` (an http one at `url`).
-
-    Made through the container's store until the connections API is there; only this helper
-    needs to change then."""
-    bootstrap.container().connections.create(
-        records.Connection(
-            org_id=api.org_id,
-            connection_id=connection_id,
-            kind="http",
-            url=url,
-            created_at="2026-12-01T00:00:00Z",
-            created_by=api.user_id,
-        )
+    """The organization's connection `connection_id` (an http one at `url`), through the API."""
+    api.ok(
+        "POST",
+        "/api/v1/connections",
+        json={"connection_id": connection_id, "kind": "http", "url": url},
     )
 
 
 def use_test_connections(api: Api, environment_id: str, test_connections: dict[str, str]) -> None:
     """Make `environment_id` the organization's default environment, with `test_connections`
-    (`{connection_id: test_connection_id}`); the map is set through the container's store until
-    the connections API is there."""
-    api.ok("POST", "/api/v1/environments", json={"environment_id": environment_id, "default": True})
-    bootstrap.container().environments.set_test_connections(
-        api.org_id, environment_id, test_connections
+    (`{connection_id: test_connection_id}`), through the API."""
+    api.ok(
+        "POST",
+        "/api/v1/environments",
+        json={
+            "environment_id": environment_id,
+            "default": True,
+            "test_connections": test_connections,
+        },
     )
 
 

@@ -2,7 +2,7 @@
 
 An `http` connection answers a call as `POST {url}/{tool_name}` with the arguments as the JSON
 body and the connection's auth header; its JSON reply is the result. Every hop goes through the
-same egress-checked transport as the agents' own requests (`runtimes.http.HttpTransport`): the
+same egress-checked transport as the agents' own requests (`runtimes.transport.HttpTransport`): the
 address is checked after DNS and on every redirect, before anything connects, so no tenant's
 connection reaches a private, link-local or metadata address unless the operator allows it.
 """
@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from chalicelib.adapters.egress import Egress
-from chalicelib.adapters.runtimes.http import HttpTransport, clip
+from chalicelib.adapters.runtimes.transport import HttpTransport, clip
 from chalicelib.domain.records import Connection
 from chalicelib.domain.text import json_of_bytes
 from chalicelib.errors import AgentCrashError, ProviderError

@@ -36,9 +36,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from chalicelib.adapters.runtimes.http import (
+from chalicelib.adapters.runtimes.answer_payload import answer_from_payload
+from chalicelib.adapters.runtimes.transport import (
     CREDENTIAL_STATUSES,
-    answer_from_payload,
     check_timeout,
     clip,
     raise_for_status,

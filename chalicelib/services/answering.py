@@ -1,5 +1,6 @@
 """Asking one case attempt and grading its answer (docs/architecture/run-lifecycle.md): the
-agent is asked with the attempt's tools (docs/guides/tools.md), retrying provider errors within
+agent is asked with the attempt's tools (docs/guides/tools.md: in process, or through the tool
+gateway for an agent that calls its tools itself), retrying provider errors within
 the case timeout, and the answer is graded with the run's scoring. What is kept is redacted with
 the organization's secrets. `run_case` records the result once.
 """
@@ -26,6 +27,7 @@ from chalicelib.domain.records import Arm, BudgetReading, Run
 from chalicelib.domain.run_rules import Task
 from chalicelib.errors import AssayError, InvalidInputError
 from chalicelib.services import asking, budgets, judges, redacting, tool_calls
+from chalicelib.services import gateway as tool_gateway
 
 
 @dataclass
@@ -96,13 +98,31 @@ def ask_and_grade(
             error=exc.message,
             reason=f"agent crashed: the spec cannot run: {exc.message}"[:500],
         )
-    asked = asking.ask(
-        c, run.org_id, run.agent_id, spec, request, budget_read=budget_read, tools=tools
-    )
+    session = None
+    if spec.get("runtime") in tool_calls.REPORTING_RUNTIMES and c.settings.assay_public_url:
+        # The agent calls its tools itself: through the attempt's session at the tool gateway.
+        session = tool_gateway.open(c, run, tools, tool_gateway.until(c))
+    try:
+        asked = asking.ask(
+            c,
+            run.org_id,
+            run.agent_id,
+            spec,
+            request,
+            budget_read=budget_read,
+            tools=tools,
+            gateway=session,
+        )
+    finally:
+        if session is not None:  # no call after the answer; those made are the attempt's
+            tools.calls = tool_gateway.close(c, session)
     latency = asked.latency_ms
     # Everything kept below is redacted, with the organization's own secret values too
-    # (docs/reference/data-protection.md); grading reads the original answer in memory first.
+    # (docs/reference/data-protection.md), and the attempt's gateway token; grading reads the
+    # original answer in memory first.
     r = redacting.for_org(c, run.org_id)
+    if session is not None:
+        r = r.knowing((session.gateway.token, tool_gateway.TOKEN_KIND))
     if asked.exhausted is not None:
         return AttemptResult(
             AttemptState.INCOMPLETE,

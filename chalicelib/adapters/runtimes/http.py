@@ -12,8 +12,8 @@ literal that is a credential is refused when the spec is saved (`spec_fields.che
 URL's address is checked by `chalicelib.adapters.egress` when the spec is saved and again on every
 connection (docs/reference/security.md).
 
-`ask` POSTs the case (`CaseRequest.model_dump(mode="json")`) as JSON to `url` with `headers`
-and reads back the answer payload (`answer_payload`).
+`ask` POSTs the case payload (`case_payload`: the case, and the attempt's tool gateway when it
+has one) as JSON to `url` with `headers` and reads back the answer payload (`answer_payload`).
 
 Classification (docs/reference/runtimes.md): the caller retries only `ProviderError`; each `ask` is
 one try bounded by `timeout_s`.
@@ -35,6 +35,7 @@ from typing import Any
 
 from chalicelib.adapters.egress import Egress
 from chalicelib.adapters.runtimes.answer_payload import answer_from_payload
+from chalicelib.adapters.runtimes.case_payload import case_payload, without_token
 from chalicelib.adapters.runtimes.spec_fields import (
     check_headers,
     refuse_api_key_env,
@@ -50,7 +51,7 @@ from chalicelib.adapters.runtimes.transport import (
 )
 from chalicelib.domain.models import AgentAnswer, CaseRequest
 from chalicelib.domain.text import json_of_bytes
-from chalicelib.errors import AgentCrashError
+from chalicelib.errors import AgentCrashError, ProviderError
 from chalicelib.services.ports import AskContext
 
 
@@ -89,7 +90,8 @@ class HttpRuntime:
             spec: an `http` spec (see the module docstring).
             request: the case.
             timeout_s: bound on the whole exchange, in seconds.
-            ctx: where secret header values are read.
+            ctx: where secret header values are read, and the attempt's tool gateway (sent in
+                the case payload; its token is in no error raised).
 
         Returns:
             The agent's answer (calls default to `executed`).
@@ -102,13 +104,22 @@ class HttpRuntime:
             InvalidInputError: the spec no longer passes its checks.
         """
         timeout_s = check_timeout(timeout_s)
+        try:
+            return self._ask(spec, request, timeout_s, ctx)
+        except (ProviderError, AgentCrashError) as exc:
+            without_token(exc, ctx)
+            raise
+
+    def _ask(
+        self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext
+    ) -> AgentAnswer:
         headers = _check_shape(spec)
         url = spec["url"]
         source = f"agent {url}"
         values, secret_names = resolve_headers(headers, ctx, source)
         status, body = self._transport.post_json(
             url,
-            request.model_dump(mode="json"),
+            case_payload(request, ctx),
             values,
             timeout_s,
             source,

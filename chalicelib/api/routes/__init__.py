@@ -8,7 +8,15 @@ little else (issue 12). The areas register in this order, the order of the OpenA
 
 from __future__ import annotations
 
-from chalicelib.api.routes import access, agents, datasets, org, runs, secrets  # noqa: F401
+from chalicelib.api.routes import (  # noqa: F401
+    access,
+    agents,
+    datasets,
+    gateway,
+    org,
+    runs,
+    secrets,
+)
 from chalicelib.api.routes.base import bp
 
 __all__ = ["bp"]

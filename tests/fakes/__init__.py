@@ -34,6 +34,12 @@ from tests.fakes.catalog import (
 from tests.fakes.ledger import FakeQueue, FakeRuns
 from tests.fakes.telemetry import FakeMetrics
 from tests.fakes.tenants import FakeBudgets, FakeOrganizations
+from tests.fakes.tools import (
+    FakeConnections,
+    FakeToolSessions,
+    FakeToolTransport,
+    FakeWorkspaces,
+)
 
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 """Where a fake container's clock starts."""
@@ -115,5 +121,9 @@ class FakeContainer:
         self.bucket = FakeBucket()
         self.members = FakeMembers()
         self.api_keys = FakeApiKeys()
+        self.connections = FakeConnections()
+        self.tool_transport = FakeToolTransport()
+        self.workspaces = FakeWorkspaces()
+        self.tool_sessions = FakeToolSessions()
         for name, value in collaborators.items():
             setattr(self, name, value)

@@ -1,0 +1,150 @@
+"""Fakes of tool isolation's ports (`chalicelib.services.ports.tools`): connections, the transport
+that makes calls on them, attempts' workspaces, and the tool gateway's sessions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from chalicelib.domain.records import Connection, ToolSession
+from chalicelib.errors import ConflictError, NotFoundError
+
+
+class FakeConnections:
+    """The organizations' connections by (org_id, connection_id); `listed` counts `list` calls."""
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[str, str], Connection] = {}
+        self.listed = 0
+
+    def create(self, connection: Connection) -> None:
+        key = (connection.org_id, connection.connection_id)
+        if key in self.kept:
+            raise ConflictError(f"connection {key[1]} already exists", field="connection_id")
+        self.kept[key] = connection
+
+    def get(self, org_id: str, connection_id: str, *, field: str = "connection_id") -> Connection:
+        found = self.kept.get((org_id, connection_id))
+        if found is None:
+            raise NotFoundError(f"connection {connection_id} not found", field=field)
+        return found
+
+    def list(self, org_id: str) -> list[Connection]:
+        self.listed += 1
+        return [c for (org, _), c in sorted(self.kept.items()) if org == org_id]
+
+    def delete(self, org_id: str, connection_id: str) -> None:
+        self.kept.pop((org_id, connection_id), None)
+
+
+class FakeToolTransport:
+    """Makes no request: every call is recorded in `made` as (connection_id, tool, arguments) and
+    answers `{"made_on": connection_id}`."""
+
+    def __init__(self) -> None:
+        self.made: list[tuple[str, str, dict[str, Any]]] = []
+
+    def check_url(self, url: str, field: str) -> None:
+        return None
+
+    def call(
+        self,
+        connection: Connection,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        headers: Mapping[str, str],
+        timeout_s: float,
+    ) -> Any:
+        self.made.append((connection.connection_id, tool_name, dict(arguments)))
+        return {"made_on": connection.connection_id}
+
+    def list_tools(
+        self, connection: Connection, headers: Mapping[str, str], timeout_s: float
+    ) -> list[dict[str, Any]]:
+        return []
+
+
+class FakeWorkspaces:
+    """Attempts' workspaces in memory, by (org_id, run_id, attempt_key, path)."""
+
+    def __init__(self) -> None:
+        self.files: dict[tuple[str, str, str, str], str] = {}
+
+    def read(self, org_id: str, run_id: str, attempt_key: str, path: str) -> str | None:
+        return self.files.get((org_id, run_id, attempt_key, path))
+
+    def write(self, org_id: str, run_id: str, attempt_key: str, path: str, content: str) -> None:
+        self.files[(org_id, run_id, attempt_key, path)] = content
+
+    def list(self, org_id: str, run_id: str, attempt_key: str, prefix: str = "") -> list[str]:
+        return sorted(
+            p
+            for (o, r, a, p) in self.files
+            if (o, r, a) == (org_id, run_id, attempt_key) and p.startswith(prefix)
+        )
+
+    def release(self, org_id: str, run_id: str) -> int:
+        gone = [k for k in self.files if k[:2] == (org_id, run_id)]
+        for key in gone:
+            del self.files[key]
+        return len(gone)
+
+
+class FakeToolSessions:
+    """The tool gateway's sessions by (org_id, run_id, session_id), each write honouring the
+    store's conditions. `requests` counts reads and writes as the store's AWS requests;
+    `before_append`, when set, runs once before the next `append` checks its condition (what a
+    concurrent call or a close writes in between)."""
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[str, str, str], ToolSession] = {}
+        self.requests: list[str] = []
+        self.before_append: Callable[[], None] | None = None
+
+    def create(self, session: ToolSession) -> None:
+        self.requests.append("PutItem")
+        key = (session.org_id, session.run_id, session.session_id)
+        if key in self.kept:
+            raise ConflictError(f"tool session {key[2]} already exists", field="session_id")
+        self.kept[key] = session
+
+    def get(self, org_id: str, run_id: str, session_id: str) -> ToolSession | None:
+        self.requests.append("GetItem")
+        return self.kept.get((org_id, run_id, session_id))
+
+    def append(self, session: ToolSession, call: str, consumed: frozenset[int]) -> bool:
+        if self.before_append is not None:
+            hook, self.before_append = self.before_append, None
+            hook()
+        self.requests.append("UpdateItem")
+        key = (session.org_id, session.run_id, session.session_id)
+        now = self.kept.get(key)
+        if now is None or now.version != session.version or not now.open:
+            return False
+        self.kept[key] = replace(
+            now,
+            calls=(*now.calls, call),
+            consumed=tuple(sorted(consumed)),
+            kept_bytes=now.kept_bytes + len(call.encode("utf-8")),
+            version=now.version + 1,
+        )
+        return True
+
+    def restart(self, org_id: str, run_id: str, session_id: str) -> None:
+        self.requests.append("UpdateItem")
+        now = self.kept.get((org_id, run_id, session_id))
+        if now is not None:
+            self.kept[(org_id, run_id, session_id)] = replace(
+                now, calls=(), consumed=(), kept_bytes=0, version=now.version + 1
+            )
+
+    def close(self, org_id: str, run_id: str, session_id: str) -> ToolSession | None:
+        self.requests.append("UpdateItem")
+        now = self.kept.get((org_id, run_id, session_id))
+        if now is None:
+            return None
+        closed = self.kept[(org_id, run_id, session_id)] = replace(
+            now, open=False, version=now.version + 1
+        )
+        return closed

@@ -111,7 +111,8 @@ class FakeToolSessions:
 
     def get(self, org_id: str, run_id: str, session_id: str) -> ToolSession | None:
         self.requests.append("GetItem")
-        return self.kept.get((org_id, run_id, session_id))
+        found = self.kept.get((org_id, run_id, session_id))
+        return replace(found, calls=()) if found is not None else None
 
     def append(self, session: ToolSession, call: str, consumed: frozenset[int]) -> bool:
         if self.before_append is not None:

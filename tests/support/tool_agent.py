@@ -21,6 +21,7 @@ class _Server:
     def __init__(self, answer: Callable[[str, bytes], tuple[int, Any]]) -> None:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are separate sends
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
                 pass

@@ -17,6 +17,10 @@ KEPT_SECONDS = 86_400
 it, in seconds."""
 
 
+_READ = [name for name in ToolSessionRow.get_attributes() if name not in ("calls", "expires_at")]
+"""What a call reads of its session: everything but the calls kept so far."""
+
+
 def _key(org_id: str, run_id: str) -> str:
     return org_key(org_id, run_id)
 
@@ -64,8 +68,15 @@ class ToolSessionStore:
         )
 
     def get(self, org_id: str, run_id: str, session_id: str) -> ToolSession | None:
+        """Without its calls (`calls` empty): a call needs their size (`kept_bytes`), not them,
+        and an attempt's calls would be read again by each call."""
         try:
-            row = ToolSessionRow.get(_key(org_id, run_id), session_id, consistent_read=True)
+            row = ToolSessionRow.get(
+                _key(org_id, run_id),
+                session_id,
+                consistent_read=True,
+                attributes_to_get=_READ,
+            )
         except DoesNotExist:
             return None
         return _record(row)

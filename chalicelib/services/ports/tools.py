@@ -97,7 +97,8 @@ class ToolSessions(Protocol):
         has one of that id."""
 
     def get(self, org_id: str, run_id: str, session_id: str) -> ToolSession | None:
-        """The session (one consistent GetItem), None when there is none."""
+        """The session (one consistent GetItem) without its calls (`calls` empty: `close` returns
+        them), None when there is none."""
 
     def append(self, session: ToolSession, call: str, consumed: frozenset[int]) -> bool:
         """Keep one more call (its JSON text) and the consumed recorded calls, `version` + 1: one

@@ -25,7 +25,7 @@ from chalicelib.domain.models import (
 )
 from chalicelib.domain.records import Arm, BudgetReading, Run
 from chalicelib.domain.run_rules import Task
-from chalicelib.errors import AssayError, InvalidInputError
+from chalicelib.errors import AgentCrashError, AssayError, InvalidInputError
 from chalicelib.services import asking, budgets, judges, redacting, tool_calls
 from chalicelib.services import gateway as tool_gateway
 
@@ -123,6 +123,14 @@ def ask_and_grade(
     r = redacting.for_org(c, run.org_id)
     if session is not None:
         r = r.knowing((session.gateway.token, tool_gateway.TOKEN_KIND))
+        looped = tools.loop_at()
+        if looped is not None and asked.answer is not None:
+            # The loop rule of every runtime (docs/guides/tools.md), on the calls it made.
+            name, times = tools.calls[looped].name, tool_calls.LOOP_REPEATS
+            asked.answer = None
+            asked.crash = AgentCrashError(
+                f"the agent called {name} {times} times in a row with the same arguments: a loop"
+            )
     if asked.exhausted is not None:
         return AttemptResult(
             AttemptState.INCOMPLETE,
@@ -139,6 +147,7 @@ def ask_and_grade(
             reason=r.text(f"agent crashed: {crash}"[:500]),
             latency_ms=latency,
             calls=[r.value(call) for call in tool_calls.calls_json(tools.calls)],
+            cost_micros=asked.cost_micros,  # charged already when a loop made the answer a crash
         )
     if asked.provider_error is not None:
         error = r.text(str(asked.provider_error))

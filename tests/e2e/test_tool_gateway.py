@@ -177,3 +177,19 @@ def test_the_refusals_name_what_is_wrong_and_an_unknown_session_reveals_nothing(
     assert container.tool_sessions.get(api.org_id, run["run_id"], session_id) is not None
     api.ok("DELETE", f"/api/v1/agents/{agent_id}")
     assert container.tool_sessions.get(api.org_id, run["run_id"], session_id) is None
+
+
+def test_the_same_call_three_times_in_a_row_through_the_gateway_is_a_loop_and_a_crash(
+    api, container, tool_server
+):
+    api.ok("POST", "/api/v1/environments", json={"environment_id": "production", "default": True})
+    _connections(container, api.org_id, tool_server)
+    looping = [("lookup_customer", {"customer_id": "C1"})] * 3
+    with GatewayAgent(looping) as agent:
+        agent_id = api.agent({"runtime": "http", "url": agent.url, "tools": TOOLS})
+        run = api.start(agent_id, api.dataset(cases(1)))
+        assert api.wait(run["run_id"])["status"] == "completed"
+    [attempt] = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["results"]
+    assert (attempt["state"], attempt["crash"]) == ("failed", True)
+    assert "lookup_customer 3 times in a row" in attempt["error"]
+    assert [c["name"] for c in attempt["calls"]] == ["lookup_customer"] * 3

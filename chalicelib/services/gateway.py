@@ -30,9 +30,10 @@ import hmac
 import json
 import logging
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from chalicelib import retrying
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms
 from chalicelib.domain.enums import CallStatus
@@ -40,7 +41,6 @@ from chalicelib.domain.models import ToolCall
 from chalicelib.domain.records import Run, ToolSession
 from chalicelib.domain.tools import ToolReply
 from chalicelib.errors import (
-    ConflictError,
     ForbiddenError,
     InvalidInputError,
     UnauthenticatedError,
@@ -54,9 +54,9 @@ log = logging.getLogger(__name__)
 SESSION_MARGIN_S = 30
 """Seconds a session outlives the case timeout from its opening (see the module docstring)."""
 
-WRITE_TRIES = 20
-"""Writes of one call's record before the call gives up on keeping it (concurrent calls of one
-attempt each take one turn)."""
+WRITE_TRIES = retrying.TRIES
+"""Writes of one call's record lost to the attempt's other calls before the call gives up on
+keeping it (`retrying.change`)."""
 
 MAX_KEPT_BYTES = 300_000
 """The most bytes of kept calls one session holds (DynamoDB's items hold 400 KB); past it a call
@@ -64,6 +64,8 @@ is kept without its result, then without its arguments."""
 
 TOKEN_KIND = "tool_token"
 """How a gateway token is named where it is redacted (`[REDACTED:tool_token]`)."""
+
+_ENDED_DURING = "the eval attempt this token was given for ended during the call: it is not kept"
 
 _NO_SESSION = "0" * 64
 """Compared against when there is no session, so a missing one takes as long as a wrong token."""
@@ -230,31 +232,50 @@ def call_in(
             box.check(tool_name, {})  # the unknown tool's 404 first
         raise InvalidInputError(f"{tool_name}: arguments {unreadable}", field="arguments")
     tool = box.check(tool_name, arguments)
-    reply = box.call_checked(tool, arguments)
-    made = reply.status is CallStatus.EXECUTED
-    for _ in range(WRITE_TRIES):
-        kept = _kept_text(box.calls[-1], session.kept_bytes)
-        if c.tool_sessions.append(session, kept, box.consumed):
-            return reply
-        fresh = c.tool_sessions.get(org_id, run_id, session_id)
-        if fresh is None or not fresh.open:
-            if made:
-                log.warning("a call of %s was made as its attempt ended: not kept", tool_name)
-            raise ForbiddenError(
-                "the eval attempt this token was given for ended during the call: it is not kept",
-                field="Authorization",
-            )
-        session = fresh
-        if made:  # made once: only its record is written again (an executed call consumes none)
-            box.consumed = frozenset(session.consumed)
-        else:  # nothing was made: decide again on what the session holds now
-            box = toolbox(c, session)
+    reply: ToolReply | None = None
+    first: list[ToolSession] = [session]  # read already: the first try decides on it
+
+    def read() -> ToolSession | None:
+        return first.pop() if first else c.tool_sessions.get(org_id, run_id, session_id)
+
+    def decide(now: ToolSession) -> ToolSession:
+        nonlocal box, reply
+        if not now.open:
+            raise ForbiddenError(_ENDED_DURING, field="Authorization")
+        if reply is not None and reply.status is CallStatus.EXECUTED:
+            box.consumed = frozenset(now.consumed)  # made once: only its record is written again
+        else:  # nothing was made yet: decide on what the session holds now
+            if reply is not None:
+                box = toolbox(c, now)
             reply = box.call_checked(tool, arguments)
-            made = reply.status is CallStatus.EXECUTED
-    raise ConflictError(
-        "the attempt's other calls kept changing its tool session: call again",
-        field="session_id",
-    )
+        text = _kept_text(box.calls[-1], now.kept_bytes)
+        return replace(
+            now,
+            calls=(*now.calls, text),
+            consumed=tuple(sorted(box.consumed)),
+            kept_bytes=now.kept_bytes + len(text.encode("utf-8")),
+            version=now.version + 1,
+        )
+
+    def write(before: ToolSession, after: ToolSession) -> bool:
+        return c.tool_sessions.append(before, after.calls[-1], frozenset(after.consumed))
+
+    try:
+        kept = retrying.change(
+            read,
+            decide,
+            write,
+            conflict="the attempt's other calls kept changing its tool session: call again",
+            field="session_id",
+            tries=WRITE_TRIES,
+        )
+    except ForbiddenError:
+        if reply is not None and reply.status is CallStatus.EXECUTED:
+            log.warning("a call of %s was made as its attempt ended: not kept", tool_name)
+        raise
+    if kept is None or reply is None:  # the session is gone (its run was deleted)
+        raise ForbiddenError(_ENDED_DURING, field="Authorization")
+    return reply
 
 
 def restart(c: Container, session: GatewaySession) -> None:

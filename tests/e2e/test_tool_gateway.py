@@ -193,3 +193,17 @@ def test_the_same_call_three_times_in_a_row_through_the_gateway_is_a_loop_and_a_
     assert (attempt["state"], attempt["crash"]) == ("failed", True)
     assert "lookup_customer 3 times in a row" in attempt["error"]
     assert [c["name"] for c in attempt["calls"]] == ["lookup_customer"] * 3
+
+
+def test_an_answer_quoting_the_attempts_tool_token_is_kept_with_the_token_redacted(
+    api, container, tool_server
+):
+    api.ok("POST", "/api/v1/environments", json={"environment_id": "production", "default": True})
+    _connections(container, api.org_id, tool_server)
+    with GatewayAgent(CALLS[:1], answer=lambda p: f"42, called with {p['tools_token']}") as agent:
+        agent_id = api.agent({"runtime": "http", "url": agent.url, "tools": TOOLS})
+        run = api.start(agent_id, api.dataset(cases(1), required=["contains"]))
+        assert api.wait(run["run_id"])["status"] == "completed"
+    [attempt] = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["results"]
+    assert attempt["answer"] == "42, called with [REDACTED:tool_token]"
+    assert agent.payloads["c000"]["tools_token"] not in json.dumps(attempt)

@@ -79,7 +79,8 @@ def _refusal(reply: httpx.Response) -> tuple[int, str | None]:
 
 
 class GatewayAgent(_Server):
-    """An `http` agent that, asked a case, calls its tools through the gateway and answers "42".
+    """An `http` agent that, asked a case, calls its tools through the gateway and answers
+    (`answer(payload)`, default "42").
 
     It first tries calls the gateway must refuse (`refusals[case_id]`: each one's status and the
     field its error names), then makes
@@ -88,8 +89,12 @@ class GatewayAgent(_Server):
     calls the gateway again after the run with what an attempt was given.
     """
 
-    def __init__(self, calls: list[tuple[str, dict[str, Any]]]) -> None:
-        self.calls = calls
+    def __init__(
+        self,
+        calls: list[tuple[str, dict[str, Any]]],
+        answer: Callable[[dict[str, Any]], str] = lambda _payload: "42",
+    ) -> None:
+        self.calls, self.answer = calls, answer
         self.payloads: dict[str, dict[str, Any]] = {}
         self.refusals: dict[str, dict[str, tuple[int, str | None]]] = {}
         self.made: dict[str, list[dict[str, Any]]] = {}
@@ -133,7 +138,7 @@ class GatewayAgent(_Server):
             self.refusals[case_id] = refused
             self.made[case_id] = made
         return 200, {
-            "answer": "42",
+            "answer": self.answer(payload),
             "calls": [
                 {"name": "notify_slack", "arguments": {"channel": "#ops"}, "status": "executed"}
             ],

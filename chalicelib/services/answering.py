@@ -101,7 +101,15 @@ def ask_and_grade(
     session = None
     if spec.get("runtime") in tool_calls.REPORTING_RUNTIMES and c.settings.assay_public_url:
         # The agent calls its tools itself: through the attempt's session at the tool gateway.
-        session = tool_gateway.open(c, run, tools, tool_gateway.until(c))
+        try:
+            session = tool_gateway.open(c, run, tools, tool_gateway.until(c))
+        except InvalidInputError as exc:
+            return AttemptResult(
+                AttemptState.FAILED,
+                crash=True,
+                error=exc.message,
+                reason=f"agent crashed: the spec cannot run: {exc.message}"[:500],
+            )
     try:
         asked = asking.ask(
             c,

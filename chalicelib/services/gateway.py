@@ -62,6 +62,10 @@ MAX_KEPT_BYTES = 300_000
 """The most bytes of kept calls one session holds (DynamoDB's items hold 400 KB); past it a call
 is kept without its result, then without its arguments."""
 
+MAX_BOX_BYTES = 90_000
+"""The most bytes of JSON the attempt's tools, recorded calls and connections may take in its
+session (what `MAX_KEPT_BYTES` leaves of an item's 400 KB)."""
+
 TOKEN_KIND = "tool_token"
 """How a gateway token is named where it is redacted (`[REDACTED:tool_token]`)."""
 
@@ -111,9 +115,21 @@ def open(c: Container, run: Run, tools: ToolBox, until_ms: int) -> GatewaySessio
     `ASSAY_PUBLIC_URL` (the caller checks it is set).
 
     Returns the session, whose `gateway` goes into the attempt's `AskContext`.
+
+    Raises:
+        InvalidInputError: (field `spec.tools`) the tools, recorded calls and connections take
+            more than `MAX_BOX_BYTES` of JSON (nothing is written).
     """
     if tools.connections is None:
         tools.connections = tool_calls.connections_for(c, tools)
+    box = tool_calls.box_state(tools)
+    size = len(json.dumps(box, ensure_ascii=False).encode("utf-8"))
+    if size > MAX_BOX_BYTES:
+        raise InvalidInputError(
+            f"the spec's tools and the case's recorded calls take {size} bytes as JSON; the tool "
+            f"gateway holds at most {MAX_BOX_BYTES} for one attempt",
+            field="spec.tools",
+        )
     token = secrets.token_urlsafe(32)
     session_id = secrets.token_hex(12)
     c.tool_sessions.create(
@@ -124,7 +140,7 @@ def open(c: Container, run: Run, tools: ToolBox, until_ms: int) -> GatewaySessio
             attempt_key=tools.attempt_key,
             token_sha256=_digest(token),
             until_ms=until_ms,
-            box=tool_calls.box_state(tools),
+            box=box,
         )
     )
     base = base_url(c, run.org_id, run.run_id, session_id)

@@ -279,3 +279,13 @@ def test_until_is_the_case_timeout_and_the_margin_from_now(c):
         (start + timedelta(seconds=c.settings.evaluation_case_timeout_seconds + 30)).timestamp()
         * 1000
     )
+
+
+def test_tools_too_large_for_one_session_open_none_and_say_so(c):
+    run, box = _box(c)
+    huge = "x" * gateway.MAX_BOX_BYTES
+    box.tools["refund"] = replace(box.tools["refund"], description=huge)
+    with pytest.raises(InvalidInputError) as err:
+        gateway.open(c, run, box, gateway.until(c))
+    assert err.value.field == "spec.tools" and str(gateway.MAX_BOX_BYTES) in err.value.message
+    assert c.tool_sessions.kept == {}

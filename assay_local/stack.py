@@ -31,6 +31,9 @@ LOCAL_OPERATOR_DEFAULTS = {
 """What the embedded stack's operator allows unless the caller's environment or `env` says
 otherwise: the project's example agents as `python` entrypoints, and agents on this machine
 (docs/reference/security.md)."""
+PUBLIC_URL_SETTING = "ASSAY_PUBLIC_URL"
+"""The API's address as agents reach it: the embedded stack sets its own `api_url` when the
+operator names none, so its `http` and `lambda` agents have a tool gateway."""
 API_LAMBDA_TIMEOUT_SECONDS = 29
 """API Gateway cuts requests at 29 s; the routes' Lambda context counts down from this."""
 
@@ -266,6 +269,18 @@ class EmbeddedStack:
             settings.evaluation_case_timeout_seconds,
             bucket=settings.assay_results_bucket,
         )
+        module = self._module = self._app_module or importlib.import_module("app")
+        self.app = module.app
+        self._serve_http()
+        if not self._env_overrides.get(PUBLIC_URL_SETTING) and not os.environ.get(
+            PUBLIC_URL_SETTING
+        ):
+            # The tool gateway an `http` or `lambda` agent is given lives under the API's address
+            # (docs/guides/tools.md): the stack's own, unless the operator named another.
+            self._set_env(PUBLIC_URL_SETTING, self.api_url)
+            reset_process_state()
+            self.settings = settings = get_settings()
+
         # Owner notices are mailed from a verified sender: verify it on the local stack.
         from chalicelib import bootstrap as composition
 
@@ -273,10 +288,6 @@ class EmbeddedStack:
         # The queue a run's first tasks go to, found now: its client and URL were ~0.1 s of the
         # first run's start.
         _ = composition.container().case_queue.url
-
-        module = self._module = self._app_module or importlib.import_module("app")
-        self.app = module.app
-        self._serve_http()
 
         from assay_local.poller import start_pollers
         from assay_local.scheduler import Scheduler

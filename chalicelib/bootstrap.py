@@ -36,7 +36,12 @@ if TYPE_CHECKING:  # the adapters are built lazily, on first use; the ports name
     from chalicelib.services.ports.objects import AnswerBucket, Recordings, Secrets
     from chalicelib.services.ports.telemetry import Metrics
     from chalicelib.services.ports.tenants import Budgets, Organizations
-    from chalicelib.services.ports.tools import ConnectionStore, ToolTransport, Workspaces
+    from chalicelib.services.ports.tools import (
+        ConnectionStore,
+        ToolSessions,
+        ToolTransport,
+        Workspaces,
+    )
 
 
 class Container:
@@ -269,6 +274,13 @@ class Container:
         from chalicelib.adapters.stores.connections import ConnectionStore as Store
 
         return Store()
+
+    @cached_property
+    def tool_sessions(self) -> ToolSessions:
+        """The eval attempts' sessions at the tool gateway."""
+        from chalicelib.adapters.stores.tool_sessions import ToolSessionStore
+
+        return ToolSessionStore()
 
     @cached_property
     def tool_transport(self) -> ToolTransport:

@@ -59,6 +59,7 @@ from chalicelib.adapters.tables_runs import RunEvaluationRunsIndex as RunEvaluat
 from chalicelib.adapters.tables_runs import RunOrgIndex as RunOrgIndex
 from chalicelib.adapters.tables_runs import RunRow as RunRow
 from chalicelib.adapters.tables_runs import RunStatusIndex as RunStatusIndex
+from chalicelib.adapters.tables_runs import ToolSessionRow as ToolSessionRow
 from chalicelib.adapters.tables_runs import TrendDatasetIndex as TrendDatasetIndex
 from chalicelib.adapters.tables_runs import TrendRow as TrendRow
 
@@ -122,6 +123,7 @@ ALL_MODELS: tuple[type[Model], ...] = (
     RunRow,
     AttemptRow,
     LeaseRow,
+    ToolSessionRow,
     AgentHistoryRow,
     TrendRow,
     MemberRow,

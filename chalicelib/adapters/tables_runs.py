@@ -364,3 +364,47 @@ class LeaseRow(_Base):
     """True once the attempt is recorded, written by the recording's own transaction."""
     expires_at = NumberAttribute()
     """Epoch seconds when DynamoDB may drop the row (TTL)."""
+
+
+class ToolSessionRow(_Base):
+    """One eval attempt's session at the tool gateway (docs/guides/tools.md): what a call of an
+    `http` or `lambda` agent needs, in one item, so a call costs one `GetItem` and one conditional
+    `UpdateItem` (`services.gateway`).
+
+    Written by `open` before the agent is asked, by each call (its kept call appended, `version`
+    + 1, conditional on the version read), and by `close` (`open` false) after the agent answered.
+    Kept a day past its end (`expires_at`, the table's TTL): nothing reads it once closed.
+    """
+
+    ORG_KEY = "run_key"
+    TTL_ATTRIBUTE = "expires_at"
+
+    class Meta(_Base.Meta):
+        table_name = "tool_sessions"
+
+    run_key = UnicodeAttribute(hash_key=True)
+    """`<org_id>#<run_id>`, as the attempts'."""
+    session_id = UnicodeAttribute(range_key=True)
+    org_id = UnicodeAttribute()
+    run_id = UnicodeAttribute()
+    attempt_key = UnicodeAttribute()
+    """The attempt the session serves (`arm_id#case_id#attempt`)."""
+    token_sha256 = UnicodeAttribute()
+    """The SHA-256 (hex) of the session's bearer token; the token itself is never kept."""
+    until_ms = NumberAttribute()
+    """When the session ends on its own (epoch ms), closed or not."""
+    open = BooleanAttribute(default=True)
+    box = JSONAttribute(default=dict)
+    """The attempt's tools as `tool_calls.box_state` gives them: declared tools, isolation
+    settings, recorded calls, `max_steps`, the connections they may run on."""
+    consumed: ListAttribute[Any] = ListAttribute(of=NumberAttribute, default=list)
+    """Indices of the recorded calls this attempt replayed."""
+    calls: ListAttribute[Any] = ListAttribute(of=UnicodeAttribute, default=list)
+    """The calls kept so far, in order, each as its JSON text (appended by each call)."""
+    kept_bytes = NumberAttribute(default=0)
+    """The UTF-8 bytes of `calls`: the item stays under DynamoDB's 400 KB."""
+    version = NumberAttribute(default=0)
+    """How often the session was written since it opened: each call's write is conditional on
+    the version it read."""
+    expires_at = NumberAttribute()
+    """Epoch seconds when DynamoDB may drop the row (TTL)."""

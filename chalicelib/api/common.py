@@ -245,6 +245,13 @@ def identity_from(headers: Mapping[str, str]) -> Identity:
     return access_service.identify(bootstrap.container(), token.strip())
 
 
+def bearer_of(headers: Mapping[str, str]) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header, None without one."""
+    auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
+    scheme, _, token = (auth or "").partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
+
+
 Need = str | tuple[str, str]
 """What a route needs before its view runs: a permission across the organization
 (`"runs:view"`), or one on the agent or dataset a path parameter names (`("agents:edit",
@@ -475,6 +482,11 @@ class Contract:
         query: the query parameters' model, passed to the view as `query`; None: none taken.
         max_body_bytes: larger bodies are a 413 naming `too_large_field`.
         too_large_field: the field a 413 names.
+        raw_body: True: the view gets the body's bytes as `body` (its size checked) and reads
+            them itself after what it checks first (`body` documents them).
+        tool_token: True (with `auth` False): the view gets the `Authorization: Bearer` value as
+            `token` (None without one), an eval attempt's tool gateway token that it checks
+            itself; documented as the `toolToken` scheme.
     """
 
     auth: bool = True
@@ -484,6 +496,8 @@ class Contract:
     query: type[Query] | None = None
     max_body_bytes: int = MAX_BODY_BYTES
     too_large_field: str = "body"
+    raw_body: bool = False
+    tool_token: bool = False
 
 
 CONTRACT_ATTRIBUTE = "assay_contract"
@@ -505,6 +519,8 @@ def _request_body(bp: Blueprint, contract: Contract) -> Any:
             f"{contract.max_body_bytes} bytes; this one has {len(raw)}",
             field=contract.too_large_field,
         )
+    if contract.raw_body:
+        return raw
     model = contract.body
     if model is None:
         return None
@@ -549,6 +565,8 @@ def api_view(
     query: type[Query] | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     too_large_field: str = "body",
+    raw_body: bool = False,
+    tool_token: bool = False,
     needs: tuple[Need, ...] = (),
 ) -> Callable[[F], F]:
     """Wrap a view: authenticate, check the path ids (`check_path_ids`), what the caller must hold
@@ -568,6 +586,8 @@ def api_view(
         query=query,
         max_body_bytes=max_body_bytes,
         too_large_field=too_large_field,
+        raw_body=raw_body,
+        tool_token=tool_token,
     )
 
     def decorate(fn: F) -> F:
@@ -589,6 +609,8 @@ def api_view(
                 parsed = _request_body(bp, contract)
                 if contract.body is not None:
                     extra["body"] = parsed
+                if contract.tool_token:
+                    extra["token"] = bearer_of(request.headers or {})
                 result = fn(c, who, *args, **kwargs, **extra)
             except ConfigurationError as exc:  # the operator's settings: logged, never shown
                 log.error("%s cannot answer: %s", fn.__name__, exc.message)

@@ -232,7 +232,7 @@ def _responses(contract: Contract) -> dict[str, Any]:
         "404": ref("NotFound"),
         "4XX": ref("Refused"),
     }
-    if contract.auth:
+    if contract.auth or contract.tool_token:
         responses["401"] = ref("Unauthenticated")
     if contract.body is not None:
         responses["413"] = ref("TooLarge")
@@ -248,7 +248,8 @@ def build(app: Any) -> dict[str, Any]:
         The document as a JSON-able dict: one operation per route and method (the 405 views left
         out), operationId the view's name, path ids as strings without `#` or `/`, query
         parameters and request bodies from the view's `Contract`, models under
-        `components.schemas`, a bearer (JWT) security scheme required unless the view takes none.
+        `components.schemas`, a bearer (JWT) security scheme required unless the view takes none
+        (or takes an eval attempt's tool token: `toolToken`).
     Raises:
         TypeError: a route whose view is not wrapped by `api_view`.
     """
@@ -287,7 +288,9 @@ def build(app: Any) -> dict[str, Any]:
                     }
                 },
             }
-        if not contract.auth:
+        if contract.tool_token:
+            operation["security"] = [{"toolToken": []}]
+        elif not contract.auth:
             operation["security"] = []
         paths.setdefault(path, {})[method.lower()] = operation
     return {
@@ -308,7 +311,13 @@ def build(app: Any) -> dict[str, Any]:
             "schemas": schemas,
             "responses": _RESPONSES,
             "securitySchemes": {
-                "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+                "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+                "toolToken": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The `tools_token` of an eval attempt's case payload: it "
+                    "opens that attempt's tools only, while the attempt is asked.",
+                },
             },
         },
         "security": [{"bearer": []}],

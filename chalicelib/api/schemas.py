@@ -193,6 +193,13 @@ class AgentSummaries(Body):
     """`[{"agentId": "...", "version": 3 | "draft"}]`."""
 
 
+class ToolArguments(Body):
+    """A tool call's arguments: a JSON object, checked against the tool's `parameters` schema
+    (docs/guides/tools.md); an empty body is `{}`."""
+
+    model_config = ConfigDict(extra="allow")
+
+
 class SetBudget(Body):
     monthly_usd: Any = Field(...)
     """The monthly budget in USD (a number or a decimal string); null removes it (checked by the

@@ -521,3 +521,29 @@ class Lease:
     holder: str | None = None
     until_ms: int = 0
     done: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolSession:
+    """One eval attempt's session at the tool gateway (docs/guides/tools.md): what an `http` or
+    `lambda` agent's call needs, read in one request.
+
+    `token_sha256`: the SHA-256 (hex) of the session's bearer token (the token is never kept).
+    `until_ms`: when the session ends on its own (epoch ms). `open`: False once the attempt was
+    asked (closed). `box`: the attempt's tools (`services.tool_calls.box_state`). `consumed`: the
+    recorded calls replayed. `calls`: the calls kept, each as its JSON text, in order;
+    `kept_bytes` their UTF-8 size. `version`: how often it was written since it opened.
+    """
+
+    org_id: str
+    run_id: str
+    session_id: str
+    attempt_key: str
+    token_sha256: str
+    until_ms: int
+    open: bool = True
+    box: Any = field(default_factory=dict)
+    consumed: Any = ()
+    calls: Any = ()
+    kept_bytes: int = 0
+    version: int = 0

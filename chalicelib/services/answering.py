@@ -1,5 +1,6 @@
 """Asking one case attempt and grading its answer (docs/architecture/run-lifecycle.md): the
-agent is asked with the attempt's tools (docs/guides/tools.md), retrying provider errors within
+agent is asked with the attempt's tools (docs/guides/tools.md: in process, or through the tool
+gateway for an agent that calls its tools itself), retrying provider errors within
 the case timeout, and the answer is graded with the run's scoring. What is kept is redacted with
 the organization's secrets. `run_case` records the result once.
 """
@@ -24,8 +25,9 @@ from chalicelib.domain.models import (
 )
 from chalicelib.domain.records import Arm, BudgetReading, Run
 from chalicelib.domain.run_rules import Task
-from chalicelib.errors import AssayError, InvalidInputError
+from chalicelib.errors import AgentCrashError, AssayError, InvalidInputError
 from chalicelib.services import asking, budgets, judges, redacting, tool_calls
+from chalicelib.services import gateway as tool_gateway
 from chalicelib.services.ports.tools import ToolCallFailed
 
 
@@ -104,13 +106,47 @@ def ask_and_grade(
             error=str(exc),
             reason=f"the agent's tools could not be listed: {exc}"[:500],
         )
-    asked = asking.ask(
-        c, run.org_id, run.agent_id, spec, request, budget_read=budget_read, tools=tools
-    )
+    session = None
+    if spec.get("runtime") in tool_calls.REPORTING_RUNTIMES and c.settings.assay_public_url:
+        # The agent calls its tools itself: through the attempt's session at the tool gateway.
+        try:
+            session = tool_gateway.open(c, run, tools, tool_gateway.until(c))
+        except InvalidInputError as exc:
+            return AttemptResult(
+                AttemptState.FAILED,
+                crash=True,
+                error=exc.message,
+                reason=f"agent crashed: the spec cannot run: {exc.message}"[:500],
+            )
+    try:
+        asked = asking.ask(
+            c,
+            run.org_id,
+            run.agent_id,
+            spec,
+            request,
+            budget_read=budget_read,
+            tools=tools,
+            gateway=session,
+        )
+    finally:
+        if session is not None:  # no call after the answer; those made are the attempt's
+            tools.calls = tool_gateway.close(c, session)
     latency = asked.latency_ms
     # Everything kept below is redacted, with the organization's own secret values too
-    # (docs/reference/data-protection.md); grading reads the original answer in memory first.
+    # (docs/reference/data-protection.md), and the attempt's gateway token; grading reads the
+    # original answer in memory first.
     r = redacting.for_org(c, run.org_id)
+    if session is not None:
+        r = r.knowing((session.gateway.token, tool_gateway.TOKEN_KIND))
+        looped = tools.loop_at()
+        if looped is not None and asked.answer is not None:
+            # The loop rule of every runtime (docs/guides/tools.md), on the calls it made.
+            name, times = tools.calls[looped].name, tool_calls.LOOP_REPEATS
+            asked.answer = None
+            asked.crash = AgentCrashError(
+                f"the agent called {name} {times} times in a row with the same arguments: a loop"
+            )
     if asked.exhausted is not None:
         return AttemptResult(
             AttemptState.INCOMPLETE,
@@ -127,6 +163,7 @@ def ask_and_grade(
             reason=r.text(f"agent crashed: {crash}"[:500]),
             latency_ms=latency,
             calls=[r.value(call) for call in tool_calls.calls_json(tools.calls)],
+            cost_micros=asked.cost_micros,  # charged already when a loop made the answer a crash
         )
     if asked.provider_error is not None:
         error = r.text(str(asked.provider_error))

@@ -22,7 +22,8 @@ from chalicelib.errors import (
     is_retryable_status,
 )
 from chalicelib.services import budgets
-from chalicelib.services.ports import AskContext, ToolCaller
+from chalicelib.services import gateway as tool_gateway
+from chalicelib.services.ports import AskContext, ToolCaller, ToolGateway
 
 
 @dataclass
@@ -55,6 +56,7 @@ def ask(
     budget_read: BudgetReading | None = None,
     judge: bool = False,
     tools: ToolCaller | None = None,
+    gateway: tool_gateway.GatewaySession | None = None,
 ) -> Asked:
     """Ask `spec`'s runtime once, retrying provider errors with a retryable status (None, 408, 429,
     5xx) up to `ASSAY_AGENT_RETRIES` times with linear backoff, all within
@@ -71,9 +73,13 @@ def ask(
     guardrail) and the message of a crash or provider error are cleaned here (`domain.text`: NUL,
     lone surrogates and bytes that are not UTF-8 become U+FFFD), so nothing written from them can
     fail to encode (issue 11, scope 6).
+
+    `tools`: an eval attempt's tools, for a runtime that runs the agent's tool loop itself;
+    `gateway`: its open session at the tool gateway, for an agent that calls its tools itself
+    (docs/guides/tools.md). A try that failed forgets its calls before the next (both).
     """
     settings = c.settings
-    ctx = context(c, org_id, tools)
+    ctx = context(c, org_id, tools, gateway.gateway if gateway is not None else None)
     deadline = time.monotonic() + settings.evaluation_case_timeout_seconds
     started = time.monotonic()
     out = Asked()
@@ -86,8 +92,11 @@ def ask(
         )
         if out.exhausted is not None:
             break
-        if tools is not None and out.tries > 1:
-            tools.reset()  # the calls kept are those of the try that answered
+        if out.tries > 1:  # the calls kept are those of the try that answered
+            if tools is not None:
+                tools.reset()
+            if gateway is not None:
+                tool_gateway.restart(c, gateway)
         try:
             out.answer = c.runtimes.runtime_for(spec).ask(
                 spec, request, max(0.001, deadline - time.monotonic()), ctx
@@ -155,12 +164,19 @@ def _clean_error(error: Exception) -> None:
     error.args = tuple(clean_text(a) if isinstance(a, str) else a for a in error.args)
 
 
-def context(c: Container, org_id: str, tools: ToolCaller | None = None) -> AskContext:
+def context(
+    c: Container,
+    org_id: str,
+    tools: ToolCaller | None = None,
+    gateway: ToolGateway | None = None,
+) -> AskContext:
     """What a runtime may read while it asks for `org_id`: its secrets and its recordings, by
-    name, and an eval attempt's tools (`tools`, docs/guides/tools.md)."""
+    name, and an eval attempt's tools (`tools`) or its tool gateway (`gateway`,
+    docs/guides/tools.md)."""
     return AskContext(
         org_id,
         secret=lambda name: c.secrets.get(org_id, name),
         recording=lambda recording_id: c.recordings.load(org_id, recording_id),
         tools=tools,
+        gateway=gateway,
     )

@@ -39,6 +39,11 @@ class Redactor:
         """Every string inside a JSON-like value redacted (dict keys included)."""
         return redact_value(value, self.known)
 
+    def knowing(self, *known: Known) -> Redactor:
+        """This redactor, knowing `known` values too (`(value, kind)`: e.g. an attempt's tool
+        gateway token, `[REDACTED:tool_token]`)."""
+        return Redactor(self.known + known) if known else self
+
     def learning(self, *texts: str | None) -> Redactor:
         """This redactor, knowing the secrets in `texts` too: for text that quotes them, perhaps cut
         short (a scorer's reason quoting the original answer as `'...AKIAIOSF'...`)."""

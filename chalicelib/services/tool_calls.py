@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from chalicelib.bootstrap import Container
-from chalicelib.domain.enums import CallStatus
+from chalicelib.domain.enums import CallStatus, ToolEffect
 from chalicelib.domain.models import CaseRequest, ToolCall
 from chalicelib.domain.records import Arm, Connection, Run
 from chalicelib.domain.tool_isolation import (
@@ -30,6 +30,7 @@ from chalicelib.domain.tool_isolation import (
 from chalicelib.domain.tools import (
     DEFAULT_MAX_STEPS,
     WORKSPACE_CONNECTION,
+    WORKSPACE_TOOLS,
     ToolReply,
     ToolSpec,
     argument_problem,
@@ -112,7 +113,8 @@ class ToolBox:
     `tools`: every tool the attempt may call, by name. `settings`: the run's isolation settings for
     this case (`from_recordings` is off for a case without a usable recording). `recorded`: the
     case's recorded calls. `consumed`: indices into `recorded` this attempt replayed. `calls`: the
-    calls kept so far, in order.
+    calls kept so far, in order. `connections`: the connections its calls may run on, read when
+    the tool gateway's session opened (`connections_for`); None reads each from the store.
     """
 
     c: Container
@@ -125,6 +127,7 @@ class ToolBox:
     max_steps: int = DEFAULT_MAX_STEPS
     consumed: frozenset[int] = frozenset()
     calls: list[ToolCall] = field(default_factory=list)
+    connections: Mapping[str, Connection] | None = None
 
     def reset(self) -> None:
         """Forget the calls of a try that failed, before the next try."""
@@ -201,7 +204,12 @@ class ToolBox:
         self, name: str, arguments: Mapping[str, Any], connection_id: str, reason: str
     ) -> ToolReply:
         try:
-            connection = self.c.connections.get(self.org_id, connection_id)
+            if self.connections is None:
+                connection = self.c.connections.get(self.org_id, connection_id)
+            elif connection_id in self.connections:
+                connection = self.connections[connection_id]
+            else:
+                raise NotFoundError(f"connection {connection_id} not found")
         except NotFoundError:
             return ToolReply(
                 CallStatus.BLOCKED,
@@ -357,6 +365,89 @@ def recording_entry(c: Container, run: Run, request: CaseRequest) -> Mapping[str
         return None
     recording = c.recordings.load(run.org_id, recording_id)
     return recording.find(request) if recording is not None else None
+
+
+def connections_for(c: Container, tools: ToolBox) -> dict[str, Connection]:
+    """The organization's connections the attempt's calls may run on: each declared tool's own
+    connection and the test connection standing in for it, by id (one listing of the
+    organization's connections; none read when no tool names a connection)."""
+    wanted: set[str] = set()
+    for tool in tools.tools.values():
+        if tool.connection_id and not tool.builtin:
+            wanted.add(tool.connection_id)
+            test = tools.settings.test_connections.get(tool.connection_id)
+            if test:
+                wanted.add(test)
+    if not wanted:
+        return {}
+    return {
+        found.connection_id: found
+        for found in c.connections.list(tools.org_id)
+        if found.connection_id in wanted
+    }
+
+
+def box_state(tools: ToolBox) -> dict[str, Any]:
+    """What rebuilds `tools` for one call (`from_state`), as JSON: `{"tools": [declared tools,
+    flat shape], "settings": {"test_connections", "from_recordings", "live_reads"}, "recorded":
+    [{"name", "arguments", "result"}], "max_steps": int, "connections": {id: connection}}`. The
+    built-in workspace tools are not kept (every attempt has them); nor are the calls.
+    """
+    return {
+        "tools": [tool.public() for tool in tools.tools.values() if not tool.builtin],
+        "settings": {
+            "test_connections": dict(tools.settings.test_connections),
+            "from_recordings": tools.settings.from_recordings,
+            "live_reads": tools.settings.live_reads,
+        },
+        "recorded": [
+            {"name": call.tool_name, "arguments": dict(call.arguments), "result": call.result}
+            for call in tools.recorded
+        ],
+        "max_steps": tools.max_steps,
+        "connections": {cid: asdict(found) for cid, found in (tools.connections or {}).items()},
+    }
+
+
+def from_state(
+    c: Container,
+    org_id: str,
+    run_id: str,
+    attempt_key: str,
+    state: Mapping[str, Any],
+    consumed: Sequence[int] = (),
+) -> ToolBox:
+    """The attempt's `ToolBox` as `box_state` kept it, having replayed `consumed`, with no calls
+    yet (the tool gateway rebuilds it for each call)."""
+    declared = [
+        ToolSpec(
+            name=raw["name"],
+            description=raw.get("description") or "",
+            parameters=raw.get("parameters") or {},
+            effect=ToolEffect(raw["effect"]) if raw.get("effect") else None,
+            connection_id=raw.get("connection_id"),
+        )
+        for raw in state.get("tools") or []
+    ]
+    settings = state.get("settings") or {}
+    return ToolBox(
+        c,
+        org_id,
+        run_id,
+        attempt_key,
+        {tool.name: tool for tool in (*declared, *WORKSPACE_TOOLS)},
+        IsolationSettings(
+            test_connections=dict(settings.get("test_connections") or {}),
+            from_recordings=bool(settings.get("from_recordings")),
+            live_reads=bool(settings.get("live_reads")),
+        ),
+        recorded_calls({"calls": state.get("recorded") or []}) or (),
+        int(state.get("max_steps") or DEFAULT_MAX_STEPS),
+        frozenset(int(i) for i in consumed),
+        connections={
+            cid: Connection(**raw) for cid, raw in (state.get("connections") or {}).items()
+        },
+    )
 
 
 REPORTING_RUNTIMES = frozenset({"http", "lambda"})

@@ -36,7 +36,12 @@ from tests.fakes.catalog import (
 from tests.fakes.ledger import FakeQueue, FakeRuns
 from tests.fakes.telemetry import FakeMetrics
 from tests.fakes.tenants import FakeBudgets, FakeOrganizations
-from tests.fakes.tools import FakeConnections, FakeToolTransport, FakeWorkspaces
+from tests.fakes.tools import (
+    FakeConnections,
+    FakeToolSessions,
+    FakeToolTransport,
+    FakeWorkspaces,
+)
 
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 """Where a fake container's clock starts."""
@@ -127,5 +132,6 @@ class FakeContainer:
         self.bucket = FakeBucket()
         self.members = FakeMembers()
         self.api_keys = FakeApiKeys()
+        self.tool_sessions = FakeToolSessions()
         for name, value in collaborators.items():
             setattr(self, name, value)

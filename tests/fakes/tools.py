@@ -1,12 +1,14 @@
 """Fakes of the tool-isolation ports (`chalicelib.services.ports.tools`): connections, the
-transport that makes calls (recording each), and attempts' workspaces, in memory."""
+transport that makes calls (recording each), attempts' workspaces and the tool gateway's
+sessions, in memory."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
-from chalicelib.domain.records import Connection
+from chalicelib.domain.records import Connection, ToolSession
 from chalicelib.errors import ConflictError, NotFoundError, PayloadTooLargeError
 from chalicelib.services.ports.tools import ToolCallFailed
 
@@ -16,6 +18,8 @@ class FakeConnections:
 
     def __init__(self) -> None:
         self.kept: dict[tuple[str, str], Connection] = {}
+        self.listed = 0
+        """How often `list` was called."""
 
     def create(self, connection: Connection) -> None:
         key = (connection.org_id, connection.connection_id)
@@ -32,6 +36,7 @@ class FakeConnections:
             raise NotFoundError(f"connection {connection_id} not found", field=field) from None
 
     def list(self, org_id: str) -> list[Connection]:
+        self.listed += 1
         return [c for (org, _), c in sorted(self.kept.items()) if org == org_id]
 
     def delete(self, org_id: str, connection_id: str) -> None:
@@ -108,3 +113,63 @@ class FakeWorkspaces:
         for key in gone:
             del self.files[key]
         return len(gone)
+
+
+class FakeToolSessions:
+    """The tool gateway's sessions by (org_id, run_id, session_id), each write honouring the
+    store's conditions. `requests` counts reads and writes as the store's AWS requests;
+    `before_append`, when set, runs once before the next `append` checks its condition (what a
+    concurrent call or a close writes in between)."""
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[str, str, str], ToolSession] = {}
+        self.requests: list[str] = []
+        self.before_append: Callable[[], None] | None = None
+
+    def create(self, session: ToolSession) -> None:
+        self.requests.append("PutItem")
+        key = (session.org_id, session.run_id, session.session_id)
+        if key in self.kept:
+            raise ConflictError(f"tool session {key[2]} already exists", field="session_id")
+        self.kept[key] = session
+
+    def get(self, org_id: str, run_id: str, session_id: str) -> ToolSession | None:
+        self.requests.append("GetItem")
+        found = self.kept.get((org_id, run_id, session_id))
+        return replace(found, calls=()) if found is not None else None
+
+    def append(self, session: ToolSession, call: str, consumed: frozenset[int]) -> bool:
+        if self.before_append is not None:
+            hook, self.before_append = self.before_append, None
+            hook()
+        self.requests.append("UpdateItem")
+        key = (session.org_id, session.run_id, session.session_id)
+        now = self.kept.get(key)
+        if now is None or now.version != session.version or not now.open:
+            return False
+        self.kept[key] = replace(
+            now,
+            calls=(*now.calls, call),
+            consumed=tuple(sorted(consumed)),
+            kept_bytes=now.kept_bytes + len(call.encode("utf-8")),
+            version=now.version + 1,
+        )
+        return True
+
+    def restart(self, org_id: str, run_id: str, session_id: str) -> None:
+        self.requests.append("UpdateItem")
+        now = self.kept.get((org_id, run_id, session_id))
+        if now is not None:
+            self.kept[(org_id, run_id, session_id)] = replace(
+                now, calls=(), consumed=(), kept_bytes=0, version=now.version + 1
+            )
+
+    def close(self, org_id: str, run_id: str, session_id: str) -> ToolSession | None:
+        self.requests.append("UpdateItem")
+        now = self.kept.get((org_id, run_id, session_id))
+        if now is None:
+            return None
+        closed = self.kept[(org_id, run_id, session_id)] = replace(
+            now, open=False, version=now.version + 1
+        )
+        return closed

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from chalicelib.adapters.egress import Egress
-from chalicelib.adapters.runtimes.http import HttpTransport
+from chalicelib.adapters.runtimes.transport import HttpTransport
 from chalicelib.errors import ProviderError
 
 

@@ -17,7 +17,7 @@ from chalicelib.adapters.runtimes.http import HttpRuntime
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.models import CaseRequest
 from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
-from chalicelib.services.ports import AskContext
+from chalicelib.services.ports import AskContext, ToolGateway
 
 SECRETS = {"agent-key": "k-from-the-secret-store"}
 CTX = AskContext("org-1", secret=SECRETS.get)
@@ -168,6 +168,34 @@ def test_posts_the_case_json_and_headers(runtime: HttpRuntime, url: str) -> None
         "metadata": {"tag": "math"},
     }
     assert received["headers"]["X-Agent-Key"] == "k1"
+
+
+GATEWAY = ToolGateway("https://assay.test/g/tools", "tok-" + "x" * 40, "https://assay.test/g/mcp")
+
+
+def test_an_attempt_with_a_tool_gateway_sends_it_in_the_case_payload(
+    runtime: HttpRuntime, url: str
+) -> None:
+    Handler.received.clear()
+    request = CaseRequest(run_id="run-1", case_id="case-1", attempt=1, input="hello")
+    ctx = AskContext("org-1", gateway=GATEWAY)
+    runtime.ask({"runtime": "http", "url": url}, request, 5, ctx)
+    [received] = Handler.received
+    assert {k: received["body"][k] for k in ("tools_url", "tools_token", "tools_mcp_url")} == {
+        "tools_url": GATEWAY.url,
+        "tools_token": GATEWAY.token,
+        "tools_mcp_url": GATEWAY.mcp_url,
+    }
+
+
+def test_an_error_quoting_the_tool_token_keeps_it_redacted(runtime: HttpRuntime, url: str) -> None:
+    REPLIES["echo_token"] = (200, {"error": f"I was given {GATEWAY.token}", "crash": True})
+    request = CaseRequest(run_id="run-1", case_id="case-1", attempt=1, input="echo_token")
+    with pytest.raises(AgentCrashError) as err:
+        runtime.ask(
+            {"runtime": "http", "url": url}, request, 5, AskContext("org-1", gateway=GATEWAY)
+        )
+    assert GATEWAY.token not in str(err.value) and "[REDACTED:tool_token]" in str(err.value)
 
 
 @pytest.mark.parametrize("text", ["crash", "crash500"])

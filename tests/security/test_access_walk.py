@@ -492,6 +492,8 @@ def test_the_table_names_every_route(world):
         for method, entry in views.items():
             if entry.view_name.startswith("method_not_allowed") or not path.startswith("/api/"):
                 continue  # /openapi.json and the console's pages and assets hold no tenant data
+            if path.startswith("/api/v1/gateway/"):
+                continue  # an attempt's tool token, never a person's or a key's: test_tool_gateway
             templated.add((method, path))
     concrete = set()
     for method, path in templated:

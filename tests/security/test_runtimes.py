@@ -324,13 +324,16 @@ def test_a_literal_credential_in_a_header_is_refused_at_save(api, fresh, headers
 
 
 def _environment_values(stack) -> set[str]:
-    values = {v for v in os.environ.values() if len(v) >= 8}
+    """Every value of the service's environment an agent must never see; the API's public address
+    (`ASSAY_PUBLIC_URL`) is left out: an `http` agent is given its tool gateway under it."""
+    public = os.environ.get("ASSAY_PUBLIC_URL")
+    values = {v for k, v in os.environ.items() if len(v) >= 8 and k != "ASSAY_PUBLIC_URL"}
     values |= {
         stack.settings.assay_jwt_secret,
         os.environ.get("AWS_SECRET_ACCESS_KEY", ""),
         os.environ.get("AWS_ACCESS_KEY_ID", ""),
     }
-    return {v for v in values if v}
+    return {v for v in values if v and v != public}
 
 
 def test_a_legitimate_eval_sends_the_listener_its_secrets_and_nothing_of_the_environment(

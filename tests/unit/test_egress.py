@@ -23,7 +23,7 @@ from chalicelib.adapters.egress import (
     refused,
     system_resolver,
 )
-from chalicelib.adapters.runtimes.http import HttpTransport
+from chalicelib.adapters.runtimes.transport import HttpTransport
 from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
 
 

@@ -39,7 +39,7 @@ def test_the_document_lists_every_route_and_method_and_nothing_else():
         (path, method.upper()) for path, ops in document["paths"].items() for method in ops
     }
     assert documented == _routes()
-    assert len(documented) == 103  # 102 routes of the API and the document's own
+    assert len(documented) == 104  # 103 routes of the API and the document's own
 
 
 def test_the_document_validates_as_openapi_3_1():
@@ -104,6 +104,16 @@ def test_the_document_itself_needs_no_token_and_every_other_route_does():
         if op.get("security") == []
     ]
     assert public == [("/openapi.json", "get")]
+
+
+def test_the_tool_gateway_takes_an_attempts_tool_token_not_a_persons():
+    document = openapi.build(app.app)
+    call = document["paths"]["/api/v1/gateway/{org_id}/{run_id}/{session_id}/tools/{tool_name}"]
+    assert call["post"]["security"] == [{"toolToken": []}]
+    assert {"401", "413"} <= set(call["post"]["responses"])
+    assert call["post"]["requestBody"]["required"] is False
+    schemes = document["components"]["securitySchemes"]
+    assert schemes["toolToken"]["scheme"] == "bearer" and "bearerFormat" not in schemes["toolToken"]
 
 
 def test_the_outcome_filter_takes_every_comparison_outcome_and_settled_state():

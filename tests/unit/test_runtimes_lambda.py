@@ -19,7 +19,7 @@ from chalicelib.errors import (
     ProviderError,
     is_retryable_status,
 )
-from chalicelib.services.ports import AskContext
+from chalicelib.services.ports import AskContext, ToolGateway
 
 CTX = AskContext("org-1")
 
@@ -82,6 +82,23 @@ def test_answer_payload_and_invoke_arguments() -> None:
     assert call["InvocationType"] == "RequestResponse"
     assert call["Qualifier"] == "live"
     assert json.loads(call["Payload"])["input"] == "2+2?"
+
+
+def test_an_attempt_with_a_tool_gateway_sends_it_and_no_error_keeps_its_token() -> None:
+    gateway = ToolGateway("https://assay.test/g/tools", "t" * 43, "https://assay.test/g/mcp")
+    ctx = AskContext("org-1", gateway=gateway)
+    stub = StubLambda({"answer": "4"})
+    LambdaRuntime(lambda: stub).ask(SPEC, request(), 2, ctx)
+    payload = json.loads(stub.calls[0]["Payload"])
+    assert (payload["tools_url"], payload["tools_token"], payload["tools_mcp_url"]) == (
+        gateway.url,
+        gateway.token,
+        gateway.mcp_url,
+    )
+    echo = StubLambda({"errorMessage": f"bad {gateway.token}"}, function_error="Unhandled")
+    with pytest.raises(AgentCrashError) as err:
+        LambdaRuntime(lambda: echo).ask(SPEC, request(), 2, ctx)
+    assert gateway.token not in str(err.value) and "[REDACTED:tool_token]" in str(err.value)
 
 
 def test_string_payload_is_the_answer() -> None:

@@ -15,7 +15,8 @@ from chalicelib.adapters.runtimes import (
     validate_profile_settings,
     validate_spec,
 )
-from chalicelib.adapters.runtimes.http import HttpRuntime, usd_to_micros
+from chalicelib.adapters.runtimes.answer_payload import usd_to_micros
+from chalicelib.adapters.runtimes.http import HttpRuntime
 from chalicelib.adapters.runtimes.recorded import RecordedRuntime
 from chalicelib.config import Settings
 from chalicelib.domain.enums import RuntimeKind

@@ -345,6 +345,20 @@ def _write_everything(org: str) -> None:
         now_ms=1,
     )
     assert outcome.written
+    from chalicelib.adapters.stores.tool_sessions import ToolSessionStore
+
+    sessions = ToolSessionStore()
+    session = records.ToolSession(
+        org_id=org,
+        run_id="run-1",
+        session_id="session-1",
+        attempt_key="candidate#case-1#001",
+        token_sha256="0" * 64,
+        until_ms=1_800_000_000_000,
+        box={"tools": []},
+    )
+    sessions.create(session)
+    assert sessions.append(session, '{"name": "lookup"}', frozenset())
     # Completing it writes the evaluation index's key and the agent's history rows.
     assert runs.complete(
         runs.get(org, "run-1"),

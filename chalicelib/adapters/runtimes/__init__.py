@@ -29,13 +29,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
 from chalicelib.adapters.egress import Egress, Resolver, system_resolver
-from chalicelib.adapters.runtimes.http import (
-    HttpRuntime,
-    check_headers,
-    check_secret_name,
-    refuse_api_key_env,
-    require_url,
-)
+from chalicelib.adapters.runtimes.http import HttpRuntime
 from chalicelib.adapters.runtimes.lambda_ import LambdaRuntime
 from chalicelib.adapters.runtimes.openai import (
     OpenAIRuntime,
@@ -44,6 +38,12 @@ from chalicelib.adapters.runtimes.openai import (
 )
 from chalicelib.adapters.runtimes.python import PythonRuntime
 from chalicelib.adapters.runtimes.recorded import RecordedRuntime
+from chalicelib.adapters.runtimes.spec_fields import (
+    check_headers,
+    check_secret_name,
+    refuse_api_key_env,
+    require_url,
+)
 from chalicelib.config import Settings
 from chalicelib.domain.enums import RuntimeKind
 from chalicelib.domain.models import Usage

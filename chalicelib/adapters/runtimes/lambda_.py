@@ -11,11 +11,11 @@ Only functions the operator allows (docs/reference/security.md): a plain functio
 `ASSAY_LAMBDA_FUNCTION_PREFIX`, the prefix the IAM policy in `infra/` grants invoke on; with the
 setting empty `runtime: lambda` is refused, naming it. A qualifier is `^[A-Za-z0-9$_-]{1,128}$`.
 
-`ask` invokes the function synchronously (`RequestResponse`) with the case JSON
-(`CaseRequest.model_dump(mode="json")`) as the payload. The function returns the `http`
-runtime's answer payload, or a string (the answer text), or an API Gateway proxy response
-`{"statusCode": ..., "body": "<answer payload JSON>"}` whose status is classified like the
-`http` runtime's.
+`ask` invokes the function synchronously (`RequestResponse`) with the case payload
+(`case_payload`: the case, and the attempt's tool gateway when it has one) as the payload. The
+function returns the `http` runtime's answer payload, or a string (the answer text), or an API
+Gateway proxy response `{"statusCode": ..., "body": "<answer payload JSON>"}` whose status is
+classified like the `http` runtime's.
 
 Errors:
 
@@ -36,13 +36,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from chalicelib.adapters.http_transport import run_with_timeout
-from chalicelib.adapters.runtimes.http import (
+from chalicelib.adapters.runtimes.answer_payload import answer_from_payload
+from chalicelib.adapters.runtimes.case_payload import case_payload, without_token
+from chalicelib.adapters.runtimes.transport import (
     CREDENTIAL_STATUSES,
-    answer_from_payload,
     check_timeout,
     clip,
     raise_for_status,
+    run_with_timeout,
 )
 from chalicelib.domain.models import AgentAnswer, CaseRequest
 from chalicelib.domain.text import clean_text, json_of_bytes
@@ -153,12 +154,21 @@ class LambdaRuntime:
         """
         timeout_s = check_timeout(timeout_s)
         self.validate(spec)
+        try:
+            return self._ask(spec, request, timeout_s, ctx)
+        except (ProviderError, AgentCrashError) as exc:
+            without_token(exc, ctx)
+            raise
+
+    def _ask(
+        self, spec: dict[str, Any], request: CaseRequest, timeout_s: float, ctx: AskContext
+    ) -> AgentAnswer:
         name = spec["function_name"]
         source = f"lambda agent {name}"
         kwargs: dict[str, Any] = {
             "FunctionName": name,
             "InvocationType": "RequestResponse",
-            "Payload": json.dumps(request.model_dump(mode="json")).encode("utf-8"),
+            "Payload": json.dumps(case_payload(request, ctx)).encode("utf-8"),
         }
         if spec.get("qualifier"):
             kwargs["Qualifier"] = spec["qualifier"]

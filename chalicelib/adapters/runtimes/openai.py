@@ -74,21 +74,23 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from chalicelib.adapters.egress import Egress
-from chalicelib.adapters.runtimes.http import (
-    HttpTransport,
+from chalicelib.adapters.runtimes.answer_payload import usage_from
+from chalicelib.adapters.runtimes.openai_loop import run_tool_loop
+from chalicelib.adapters.runtimes.spec_fields import (
     check_headers,
     check_secret_name,
-    check_timeout,
-    clip,
-    decode_json,
-    raise_for_status,
     refuse_api_key_env,
     require_url,
     resolve_headers,
     secret_value,
-    usage_from,
 )
-from chalicelib.adapters.runtimes.openai_loop import run_tool_loop
+from chalicelib.adapters.runtimes.transport import (
+    HttpTransport,
+    check_timeout,
+    clip,
+    decode_json,
+    raise_for_status,
+)
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.models import AgentAnswer, CaseRequest, ToolCall
 from chalicelib.domain.tools import ToolSpec, check_max_steps, parse_tools

@@ -38,12 +38,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from chalicelib.adapters.http_transport import run_with_timeout
-from chalicelib.adapters.runtimes.http import (
-    answer_from_payload,
-    check_timeout,
-    clip,
-)
+from chalicelib.adapters.runtimes.answer_payload import answer_from_payload
+from chalicelib.adapters.runtimes.transport import check_timeout, clip, run_with_timeout
 from chalicelib.domain.models import AgentAnswer, CaseRequest
 from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
 from chalicelib.services.ports import AskContext

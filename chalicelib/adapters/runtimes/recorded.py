@@ -37,11 +37,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from chalicelib.adapters.runtimes.http import (
-    answer_from_payload,
-    check_timeout,
-    clip,
-)
+from chalicelib.adapters.runtimes.answer_payload import answer_from_payload
+from chalicelib.adapters.runtimes.transport import check_timeout, clip
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.ids import is_valid_name
 from chalicelib.domain.models import AgentAnswer, CaseRequest

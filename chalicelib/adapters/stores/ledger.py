@@ -52,6 +52,7 @@ from chalicelib.adapters.tables import (
     LeaseRow,
     OrganizationRow,
     RunRow,
+    ToolSessionRow,
     TrendRow,
     org_key,
 )
@@ -1003,7 +1004,8 @@ class RunStore:
             )
 
     def delete(self, org_id: str, run_id: str) -> None:
-        """Delete the organization's run and every attempt it kept, then the run and its part of
+        """Delete the organization's run and every attempt it kept (and their leases and tool
+        gateway sessions), then the run and its part of
         its agent's history in one transaction: its entries leave every row, and an evaluation whose
         latest run it was falls back to the latest of its remaining completed runs (the evaluation
         index, newest first: at most a few items read, whatever the history).
@@ -1015,6 +1017,9 @@ class RunStore:
         run = self.get(org_id, run_id)
         for model in (AttemptRow, LeaseRow):
             delete_found(model.query(key, attributes_to_get=["run_key", "attempt_key"]), model)
+        delete_found(
+            ToolSessionRow.query(key, attributes_to_get=["run_key", "session_id"]), ToolSessionRow
+        )
         if run is None:
             return
 

@@ -13,6 +13,7 @@ from chalicelib.api.routes import (  # noqa: F401
     agents,
     connections,
     datasets,
+    gateway,
     org,
     runs,
     secrets,

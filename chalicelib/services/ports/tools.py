@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from chalicelib.domain.records import Connection
+from chalicelib.domain.records import Connection, ToolSession
 
 
 class ToolCallFailed(Exception):
@@ -85,3 +85,30 @@ class Workspaces(Protocol):
 
     def release(self, org_id: str, run_id: str) -> int:
         """Delete every workspace of the run; how many files were deleted."""
+
+
+class ToolSessions(Protocol):
+    """The eval attempts' sessions at the tool gateway (table `tool_sessions`, keyed by
+    `<org_id>#<run_id>` and the session's id): one item each, every write but the first
+    conditional."""
+
+    def create(self, session: ToolSession) -> None:
+        """Keep a new session (a PutItem). Raises ConflictError (field `session_id`) when the run
+        has one of that id."""
+
+    def get(self, org_id: str, run_id: str, session_id: str) -> ToolSession | None:
+        """The session (one consistent GetItem) without its calls (`calls` empty: `close` returns
+        them), None when there is none."""
+
+    def append(self, session: ToolSession, call: str, consumed: frozenset[int]) -> bool:
+        """Keep one more call (its JSON text) and the consumed recorded calls, `version` + 1: one
+        UpdateItem, conditional on the session being open at `session.version`. False when
+        either changed since `session` was read (nothing written)."""
+
+    def restart(self, org_id: str, run_id: str, session_id: str) -> None:
+        """Forget the calls kept and the recorded calls consumed (a try that failed is asked
+        again), `version` + 1: one UpdateItem; nothing when the session is gone."""
+
+    def close(self, org_id: str, run_id: str, session_id: str) -> ToolSession | None:
+        """Close the session (one UpdateItem) and return it as closed, with every call kept;
+        None when there is none."""

@@ -1,0 +1,145 @@
+"""An `http` agent and a tool server on 127.0.0.1 for the tool gateway's tests
+(docs/guides/tools.md): the agent calls its tools through the gateway the case payload names, and
+the tool server counts every request each of its connections' endpoints receives."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+
+class _Server:
+    """A stdlib threaded HTTP server on 127.0.0.1 answering POSTs with `answer(path, body)`."""
+
+    def __init__(self, answer: Callable[[str, bytes], tuple[int, Any]]) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are separate sends
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - stdlib name
+                raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+                status, body = answer(self.path, raw)
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> _Server:
+        threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class ToolServer(_Server):
+    """Connections' endpoints: `POST /<where>/<connection>/<tool>` (where: `prod` or `test`)
+    answers `{"where", "tool", "arguments"}`; `received[(where, connection, tool)]` counts them."""
+
+    def __init__(self) -> None:
+        self.received: Counter[tuple[str, str, str]] = Counter()
+        self._lock = threading.Lock()
+        super().__init__(self._answer)
+
+    def url(self, where: str, connection: str) -> str:
+        """The URL a connection of `where` (`prod`/`test`) named `connection` is served at."""
+        return f"{self.base}/{where}/{connection}"
+
+    def _answer(self, path: str, raw: bytes) -> tuple[int, Any]:
+        where, connection, tool = path.strip("/").split("/")[:3]
+        with self._lock:
+            self.received[(where, connection, tool)] += 1
+        return 200, {"where": where, "tool": tool, "arguments": json.loads(raw or b"{}")}
+
+
+def _refusal(reply: httpx.Response) -> tuple[int, str | None]:
+    """A refused call's status and the field its error names."""
+    return reply.status_code, reply.json().get("error", {}).get("field")
+
+
+class GatewayAgent(_Server):
+    """An `http` agent that, asked a case, calls its tools through the gateway and answers
+    (`answer(payload)`, default "42").
+
+    It first tries calls the gateway must refuse (`refusals[case_id]`: each one's status and the
+    field its error names), then makes
+    `calls` (`made[case_id]`: the gateway's answers), and reports one call it never made through
+    the gateway (`notify_slack`). Every case payload is kept (`payloads`, by case id): a test
+    calls the gateway again after the run with what an attempt was given.
+    """
+
+    def __init__(
+        self,
+        calls: list[tuple[str, dict[str, Any]]],
+        answer: Callable[[dict[str, Any]], str] = lambda _payload: "42",
+    ) -> None:
+        self.calls, self.answer = calls, answer
+        self.payloads: dict[str, dict[str, Any]] = {}
+        self.refusals: dict[str, dict[str, tuple[int, str | None]]] = {}
+        self.made: dict[str, list[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+        super().__init__(self._answer)
+        self.url = f"{self.base}/agent"
+
+    def _answer(self, path: str, raw: bytes) -> tuple[int, Any]:
+        payload = json.loads(raw)
+        case_id = payload["case_id"]
+        with self._lock:
+            others = [p for cid, p in self.payloads.items() if cid != case_id]
+            self.payloads[case_id] = payload
+        url, token = payload.get("tools_url"), payload.get("tools_token")
+        if not url or not token:
+            return 200, {"answer": "no gateway"}
+        with httpx.Client(timeout=60) as http:
+
+            def post(tool: str, body: Any, bearer: str | None = token) -> httpx.Response:
+                headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
+                if isinstance(body, bytes):
+                    return http.post(f"{url}/{tool}", content=body, headers=headers)
+                return http.post(f"{url}/{tool}", json=body, headers=headers)
+
+            refused = {
+                "no_token": _refusal(post("refund", {"order_id": "A1"}, bearer=None)),
+                "unknown_tool": _refusal(post("no_such_tool", {})),
+                "bad_arguments": _refusal(post("refund", {"order_id": 5})),
+                "not_an_object": _refusal(post("refund", [1, 2])),
+                "not_json": _refusal(post("refund", b"{nope")),
+            }
+            if others:  # another attempt's token, on this attempt's address
+                refused["other_token"] = _refusal(
+                    post("refund", {"order_id": "A1"}, bearer=others[0]["tools_token"])
+                )
+            made = []
+            for tool, arguments in self.calls:
+                reply = post(tool, arguments)
+                made.append({"status_code": reply.status_code, **reply.json()})
+        with self._lock:
+            self.refusals[case_id] = refused
+            self.made[case_id] = made
+        return 200, {
+            "answer": self.answer(payload),
+            "calls": [
+                {"name": "notify_slack", "arguments": {"channel": "#ops"}, "status": "executed"}
+            ],
+        }

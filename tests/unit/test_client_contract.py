@@ -1,6 +1,7 @@
 """The typed client (`assay.client`) covers the OpenAPI document, and only it (issue 13, scope 2):
-every route and method the document lists for people and pipelines has a client method, every client method names a route
-the document lists, with the same path parameters as the method takes."""
+every route and method the document lists for people and pipelines has a client method, every
+client method names a route the document lists, with the same path parameters as the method
+takes."""
 
 from __future__ import annotations
 

@@ -20,10 +20,11 @@ from chalicelib.domain.evaluations import (
 )
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Arm
+from chalicelib.domain.replay import Replay
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import InvalidInputError, NotFoundError
 from chalicelib.services import access as access_service
-from chalicelib.services import baselines, environments, estimates, judges
+from chalicelib.services import baselines, environments, estimates, judges, recordings
 from chalicelib.services import datasets as dataset_service
 from chalicelib.services import model_profiles as profile_service
 from chalicelib.services.planning import Plan
@@ -79,9 +80,11 @@ def resolve_candidate(
     return row.spec, number, False
 
 
-def _arm(arm_id: str, spec: dict[str, Any], version: int | None, draft: bool) -> Arm:
+def _arm(
+    arm_id: str, spec: dict[str, Any], version: int | None, draft: bool, replay: Replay
+) -> Arm:
     """One candidate side of a run: what it runs (the spec copied at start) and how it is
-    labelled."""
+    labelled (its version, model and how its tool calls are answered)."""
     return Arm(
         arm_id=arm_id,
         role=ArmRole.CANDIDATE,
@@ -90,6 +93,7 @@ def _arm(arm_id: str, spec: dict[str, Any], version: int | None, draft: bool) ->
         spec=spec,
         spec_hash=spec_hash(spec),
         model_profile_id=spec.get("model_profile_id"),
+        replay=replay,
     )
 
 
@@ -216,6 +220,7 @@ def plan_run(
     dataset_version = dataset_service.resolve_version(
         c, who, body["dataset_id"], body.get("dataset_version")
     )
+    replay = recordings.replay_options(c, who.org_id, body)
     case_count = int(dataset_version.case_count or 0)
     if case_count == 0:
         raise InvalidInputError("the dataset version has no cases", field="dataset_version")
@@ -245,9 +250,10 @@ def plan_run(
             profile_service.apply(spec, p),
             resolved,
             is_draft,
+            replay,
         )
         for i, p in enumerate(profiles)
-    ] or [_arm("candidate", spec, resolved, is_draft)]
+    ] or [_arm("candidate", spec, resolved, is_draft, replay)]
     for arm in arms if profiles else []:  # a profile laid over the spec is checked like a spec
         c.runtimes.validate_spec(arm.spec)
     for name in ("paired_baseline", "baseline_run_id"):
@@ -302,6 +308,7 @@ def plan_run(
             paired=bool(body.get("paired_baseline")),
             now_ms=epoch_ms(c.clock.now()),
             judge_key=judge.key if judge else None,
+            replay=replay,
         )
         if base_arm is not None:
             c.runtimes.validate_spec(base_arm.spec)
@@ -337,13 +344,16 @@ def plan_run(
         stability,
         warnings,
         scoring,
+        replay,
+        {**isolation(c, who.org_id, body.get("environment_id")), **replay.settings()},
     )
 
 
 def isolation(c: Container, org_id: str, environment_id: str | None) -> dict[str, Any]:
-    """What a run keeps of how its tool calls run (docs/guides/tools.md): the environment's test
-    connections as the run starts (a connection or environment a running run uses cannot be
-    removed, and a later change to the map does not change a run under way)."""
+    """What a run keeps of its environment for how its tool calls run (docs/guides/tools.md; the
+    plan adds its replay, `Replay.settings`): the environment's test connections as the run starts
+    (a connection or environment a running run uses cannot be removed, and a later change to the
+    map does not change a run under way)."""
     try:
         env = environments.resolve(
             c, org_id, None if environment_id in (None, "default") else environment_id

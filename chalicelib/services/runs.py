@@ -106,7 +106,7 @@ def start_run(
             "started_by_key": who.key_id,
             # the service itself (a pipeline's publish) runs with no person's authority to check
             "runs_as_starter": who.permissions is not None,
-            "isolation": isolation(c, who.org_id, body.get("environment_id")),
+            "isolation": plan.isolation,
             **(extra_settings or {}),
         },
         tasks=None,

@@ -4,7 +4,6 @@ with the baseline its trigger gives it, and what saving a suite agrees to spend.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,9 +29,6 @@ from chalicelib.services import (
     runs,
 )
 from chalicelib.services.planning import Plan
-
-log = logging.getLogger(__name__)
-
 
 NOT_COMPARED_CAP = (
     "Not compared: running the earlier version too would exceed the suite's cost cap."
@@ -130,6 +126,7 @@ def plan_trigger(
         "version": version,
         "dataset_version": (pins or {}).get("dataset_version") or row.dataset_version,
         "environment_id": environments.resolve(c, row.org_id, row.environment_id).environment_id,
+        **(row.replay or {}),  # how its runs answer tool calls from a recording, checked again
     }
     judge_version = (pins or {}).get("judge_version")
     kind = entry["kind"]

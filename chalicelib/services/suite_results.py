@@ -38,8 +38,6 @@ from chalicelib.services import (
     notifications,
     redacting,
 )
-
-log = logging.getLogger(__name__)
 from chalicelib.services.suite_saving import change_suite, get, touch
 
 log = logging.getLogger(__name__)

@@ -45,10 +45,9 @@ from chalicelib.services import (
     environments,
     judges,
     messagebus,
+    recordings,
 )
 from chalicelib.services import datasets as dataset_service
-
-log = logging.getLogger(__name__)
 from chalicelib.services.suite_plans import SuitePrice, price
 
 log = logging.getLogger(__name__)
@@ -181,15 +180,36 @@ def _pins(
     }
 
 
+REPLAY_FIELDS = ("from_recordings", "recording_id", "live_reads")
+"""The fields of a suite body that say how its runs answer tool calls from a recording."""
+
+
+def _replay(c: Container, who: Identity, body: dict[str, Any]) -> dict[str, Any] | None:
+    """What a suite keeps of the replay its body asks for (`recordings.replay_options` checks it):
+    `{"from_recordings", "recording_id", "live_reads"}`, None when its runs answer no tool call
+    from a recording and read nothing live. Raises what `replay_options` raises."""
+    options = recordings.replay_options(c, who.org_id, body)
+    if not options.from_recordings and not options.live_reads:
+        return None
+    return {
+        "from_recordings": options.from_recordings,
+        "recording_id": options.recording_id,
+        "live_reads": options.live_reads,
+    }
+
+
 def create(
     c: Container, who: Identity, agent_id: str, body: dict[str, Any]
 ) -> tuple[Suite, SuitePrice]:
     """Save a new suite; its saver owns it. Returns the suite and its price (one run, a month).
 
     A suite id is unique among the agent's suites in the organization only.
-    Raises NotFoundError (agent, dataset, environment), InvalidInputError (threshold, triggers,
-    max_run_usd, a dataset version that does not exist, a `suite_id` with `#` or `/`), ConflictError
-    (the agent has a suite with that id).
+    `from_recordings`, `recording_id` and `live_reads` say how its runs answer tool calls from a
+    recording, as a start's do (docs/guides/tools.md).
+    Raises NotFoundError (agent, dataset, environment, `recording_id`), InvalidInputError
+    (threshold, triggers, max_run_usd, a dataset version that does not exist, a `suite_id` with `#`
+    or `/`, `recording_id` with or without `from_recordings`), ConflictError (the agent has a suite
+    with that id).
     """
     if body.get("suite_id") is not None:
         check_tenant_id(body["suite_id"], "suite_id")
@@ -207,6 +227,7 @@ def create(
         env_id = (
             env.environment_id
         )  # a guard guards this environment, whatever becomes the default later
+    replay = _replay(c, who, body)
     suite = Suite(
         agent_id=agent_id,
         suite_id=body.get("suite_id") or f"suite_{uuid.uuid4().hex[:12]}",
@@ -226,6 +247,7 @@ def create(
         pending=[],
         notified={},
         next_fire_at_ms=next_fire_ms(parsed["triggers"], now),
+        replay=replay,
         created_at=iso(now),
         updated_at=iso(now),
     )
@@ -263,9 +285,22 @@ def _updated(
     if "triggers" in parsed:
         fields["next_fire_at_ms"] = next_fire_ms(parsed["triggers"], now)
     guards = bool(body.get("guards", row.guards))
+    if any(k in body for k in REPLAY_FIELDS):
+        kept = {k: v for k, v in (row.replay or {}).items() if k in REPLAY_FIELDS}
+        asked = {**kept, **{k: body[k] for k in REPLAY_FIELDS if k in body}}
+        if not asked.get("from_recordings") and "recording_id" not in body:
+            asked.pop("recording_id", None)  # answering from recordings is turned off
+        fields["replay"] = _replay(c, who, asked)
     guarded = sorted(
         k
-        for k in ("threshold", "environment_id", "dataset_id", "dataset_version", "max_run_usd")
+        for k in (
+            "threshold",
+            "environment_id",
+            "dataset_id",
+            "dataset_version",
+            "max_run_usd",
+            *REPLAY_FIELDS,
+        )
         if k in body
     )
     if row.guards and guarded:

@@ -47,8 +47,6 @@ from chalicelib.services import (
     messagebus,
     runs,
 )
-
-log = logging.getLogger(__name__)
 from chalicelib.services.suite_plans import NOT_COMPARED_CAP as NOT_COMPARED_CAP
 from chalicelib.services.suite_plans import SuitePrice as SuitePrice
 from chalicelib.services.suite_plans import plan_trigger, version_to_check
@@ -71,7 +69,6 @@ from chalicelib.services.suite_saving import set_paused as set_paused
 from chalicelib.services.suite_saving import update as update
 
 log = logging.getLogger(__name__)
-
 
 # --- triggers --------------------------------------------------------------------------------
 

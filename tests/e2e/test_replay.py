@@ -331,6 +331,27 @@ def test_the_cli_makes_a_recording_from_a_run(api, cli):
     assert meta["lines"] == 2
 
 
+def test_the_cli_estimates_and_starts_a_run_from_a_recording(api, cli):
+    agent = api.agent(tool_user_spec())
+    ds = api.dataset(CASES)
+    upload(api, "rec-1", RECORDED)
+    done = cli(
+        "estimate", agent, "--dataset", ds, "--draft", "--from-recording", "rec-1", "--live-reads"
+    )
+    assert done.code == 0, done
+    assert "tool calls: from recording rec-1, live reads" in done.err + done.out
+    missing = cli("run", agent, "--dataset", ds, "--draft", "--from-recording", "nope", "--yes")
+    assert missing.code == 3, missing
+    line = missing.err.strip()
+    assert "\n" not in line and "no recording nope (field recording_id)" in line
+    assert "assay recordings upload FILE --id nope" in line and "--from-recording" in line
+    started = cli("run", agent, "--dataset", ds, "--draft", "--from-recording", "rec-1", "--yes")
+    assert started.code == 0, started
+    run = api.ok("GET", f"/api/v1/agents/{agent}/eval-runs")["runs"][0]
+    assert run["replay"]["label"] == "from recording rec-1"
+    api.wait(run["run_id"])
+
+
 # --- a recorded agent asked a case its recording lacks -------------------------------------------
 
 

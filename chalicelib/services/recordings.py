@@ -116,15 +116,24 @@ def list_recordings(c: Container, who: Identity) -> list[RecordingMeta]:
 
 
 def delete(c: Container, who: Identity, recording_id: str) -> None:
-    """Delete one of the organization's recordings for good.
+    """Delete one of the organization's recordings for good; not while a queued or running run
+    answers its tool calls from it (each of its cases would then run without it).
 
     Raises:
         InvalidInputError: (field `recording_id`) an id no recording can have.
         NotFoundError: (field `recording_id`) none of that id in this organization.
+        ConflictError: (field `recording_id`) a queued or running run answers from it.
     """
     check_id(recording_id)
     if c.recordings.meta(who.org_id, recording_id) is None:
         raise NotFoundError(f"no recording {recording_id}", field="recording_id")
+    for run in c.runs.active(who.org_id):
+        if Replay.of_settings((run.settings or {}).get("isolation")).recording_id == recording_id:
+            raise ConflictError(
+                f"recording {recording_id} answers the tool calls of eval run {run.run_id} "
+                "(queued or running): wait for it to end, or cancel it",
+                field="recording_id",
+            )
     c.recordings.delete(who.org_id, recording_id)
 
 

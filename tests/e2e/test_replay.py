@@ -250,6 +250,26 @@ def test_live_reads_run_a_read_the_recording_lacks_and_never_a_write(api, kb):
 # --- a recording made from a run ------------------------------------------------------------------
 
 
+def test_a_recording_a_running_run_answers_from_cannot_be_deleted(api):
+    from tests.support.agents import held_spec, hold
+
+    ds = api.dataset(cases(1))
+    upload(api, "in-use", jsonl({"case_id": "c000", "answer": "42"}))
+    gate = hold(f"in-use-{api.org_id}")
+    run = api.start(
+        api.agent(held_spec(gate.name)), ds, from_recordings=True, recording_id="in-use"
+    )
+    try:
+        status, body = api.call("DELETE", "/api/v1/recordings/in-use")
+        assert status == 409, body
+        assert body["error"]["field"] == "recording_id"
+        assert run["run_id"] in body["error"]["message"]
+    finally:
+        gate.open()
+    api.wait(run["run_id"])
+    assert api.call("DELETE", "/api/v1/recordings/in-use")[0] == 204
+
+
 def test_a_recording_from_a_run_replays_the_calls_it_made(api, kb):
     agent = api.agent(tool_user_spec())
     ds = api.dataset(CASES)

@@ -230,6 +230,11 @@ def start_body(args: argparse.Namespace) -> JSON:
         body["paired_baseline"] = True
     if args.stability:
         body["stability"] = True
+    if args.from_recording is not None:
+        body["from_recordings"] = True
+        body["recording_id"] = args.from_recording
+    if args.live_reads:
+        body["live_reads"] = True
     return body
 
 
@@ -255,6 +260,9 @@ def print_estimate(est: JSON, out: TextIO) -> None:
         + ("" if est.get("within_budget", True) else "  -- over budget: the start will be refused"),
         file=out,
     )
+    replay = est.get("replay")
+    if isinstance(replay, dict):
+        print(f"  tool calls: {replay.get('label')}", file=out)
     for line in estimate_basis(est):
         print(f"  basis: {line}", file=out)
     for w in est.get("warnings") or []:
@@ -442,6 +450,17 @@ def _start_flags(p: argparse.ArgumentParser) -> None:
         "--model-profile", action="append", default=[], help="a model profile id (repeat for more)"
     )
     p.add_argument("--stability", action="store_true", help="measure how steady the answers are")
+    p.add_argument(
+        "--from-recording",
+        default=None,
+        metavar="RECORDING_ID",
+        help="answer every tool call from this recording's calls (a call it lacks is held)",
+    )
+    p.add_argument(
+        "--live-reads",
+        action="store_true",
+        help="with --from-recording: run read tools the recording lacks on their connection",
+    )
 
 
 def register_runs(sub: Any) -> None:

@@ -187,6 +187,18 @@ class DataApi(ApiBase):
             "POST", "/api/v1/recordings", json=_fields(content=content, recording_id=recording_id)
         )
 
+    @operation("POST", "/api/v1/recordings/from-run/{run_id}")
+    def recording_from_run(
+        self, run_id: str, *, recording_id: str, arm_id: str | None = None
+    ) -> JSON:
+        """Make a recording of a completed run's first answers and tool calls (one line per case
+        of `arm_id`, default `candidate`)."""
+        return self._json(
+            "POST",
+            _path("/api/v1/recordings/from-run/{run_id}", run_id=run_id),
+            json=_fields(recording_id=recording_id, arm_id=arm_id),
+        )
+
     @operation("GET", "/api/v1/recordings")
     def list_recordings(self) -> JSON:
         """The organization's recordings."""

@@ -33,7 +33,8 @@ class RunsApi(ApiBase):
         """Start an eval run. Body fields (all optional but `dataset_id`): `dataset_version`,
         `candidate` (`draft`, `version`, `latest`, `published` or a number), `version`,
         `environment_id`, `paired_baseline`, `reruns`, `baseline_run_id`,
-        `model_profile_ids`, `stability`."""
+        `model_profile_ids`, `stability`, `from_recordings` with `recording_id` (answer tool calls
+        from a recording), `live_reads`."""
         return self._json(
             "POST",
             _path("/api/v1/agents/{agent_id}/eval-runs", agent_id=agent_id),

@@ -282,11 +282,17 @@ def _md(text: Any, most: int = 120) -> str:
     return one.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
 
 
+def _replayed(arm: JSON) -> str:
+    """How a side's tool calls were answered, when from a recording: " (from recording rec-1)"."""
+    replay = arm.get("replay")
+    return f" ({replay.get('label')})" if isinstance(replay, dict) and replay.get("label") else ""
+
+
 def _subject(run: JSON) -> str:
     arm: JSON = next((a for a in run.get("arms") or [] if a.get("role") == "candidate"), {})
     if arm.get("draft"):
-        return "The draft"
-    return f"Version {arm.get('version', run.get('resolved_version'))}"
+        return "The draft" + _replayed(arm)
+    return f"Version {arm.get('version', run.get('resolved_version'))}" + _replayed(arm)
 
 
 def markdown(
@@ -302,7 +308,7 @@ def markdown(
             " against the draft"
             if baseline.get("draft")
             else f" against version {baseline.get('version')}"
-        )
+        ) + _replayed(baseline)
     lines.append(
         f"{_subject(run)}{against} on dataset `{run.get('dataset_id')}` "
         f"(version {run.get('dataset_version')}), run `{run.get('run_id')}`: {run.get('status')}."

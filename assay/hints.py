@@ -34,6 +34,15 @@ def _agent_in_path(err: ApiError) -> str:
 RULES: list[Rule] = [
     (
         404,
+        re.compile(r"^no recording (\S+)"),
+        lambda m, e: (
+            f"upload it (assay recordings upload FILE --id {m.group(1)}) or make it of a run "
+            f"(assay recordings from-run RUN_ID --recording-id {m.group(1)}), or name another "
+            "with --from-recording (assay recordings list shows the recordings there are)"
+        ),
+    ),
+    (
+        404,
         re.compile(r"no default environment"),
         lambda m, e: (
             "create one: assay environments create production --default (or pass environment_id)"

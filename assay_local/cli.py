@@ -151,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("name")
     p.set_defaults(func=cmd_secrets)
 
-    p = sub.add_parser("recordings", help="the organization's recordings: upload, list, delete")
+    p = sub.add_parser(
+        "recordings", help="the organization's recordings: upload, from-run, list, delete"
+    )
     recordings = p.add_subparsers(dest="action", required=True)
     q = recordings.add_parser(
         "upload", help="upload a JSONL recording ({case_id, input?, answer} per line)"
@@ -161,6 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument(
         "--id", default=None, help="its recording_id (default: derived from the content)"
     )
+    q = recordings.add_parser(
+        "from-run",
+        help="make a recording of a completed run's first answers and tool calls",
+    )
+    remote(q)
+    q.add_argument("run_id")
+    q.add_argument("--recording-id", required=True, help="the new recording's id")
+    q.add_argument("--arm", default=None, help="the run's arm to record (default: candidate)")
     q = recordings.add_parser("list", help="the organization's recordings")
     remote(q)
     q = recordings.add_parser("delete", help="delete a recording for good")

@@ -90,8 +90,8 @@ def cmd_secrets(args: argparse.Namespace) -> int:
 
 
 def cmd_recordings(args: argparse.Namespace) -> int:
-    """`assay recordings upload|list|delete`: the organization's recordings (JSONL answers by
-    case)."""
+    """`assay recordings upload|from-run|list|delete`: the organization's recordings (JSONL
+    answers and tool calls by case)."""
     from urllib.parse import quote
 
     api = _api(args)
@@ -104,6 +104,12 @@ def cmd_recordings(args: argparse.Namespace) -> int:
         if args.id:
             body["recording_id"] = args.id
         print(json.dumps(api.request("POST", "/api/v1/recordings", json=body), indent=2))
+    elif args.action == "from-run":
+        from_run: dict[str, Any] = {"recording_id": args.recording_id}
+        if args.arm:
+            from_run["arm_id"] = args.arm
+        path = f"/api/v1/recordings/from-run/{quote(args.run_id, safe='')}"
+        print(json.dumps(api.request("POST", path, json=from_run), indent=2))
     elif args.action == "list":
         print(json.dumps(api.request("GET", "/api/v1/recordings"), indent=2))
     else:

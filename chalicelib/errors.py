@@ -134,6 +134,8 @@ class AgentCrashError(Exception):
     `failed` with `crash: true` (docs/concepts/verdicts.md)."""
 
 
-class DivergentCallError(AgentCrashError):
-    """A `recorded` runtime was asked something its recording does not hold
-    (docs/reference/runtimes.md)."""
+class DivergentCallError(Exception):
+    """A `recorded` runtime was asked a case its recording holds no answer for
+    (docs/reference/runtimes.md): the attempt diverged from the recording. Not the agent's failure
+    and not worth retrying: the attempt is `incomplete` (not graded), its reason saying it is
+    divergent (`services.answering.DIVERGENT_REASON`)."""

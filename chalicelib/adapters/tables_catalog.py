@@ -288,6 +288,9 @@ class SuiteRow(_Base):
     notified = JSONAttribute(default=dict)
     """Per version, whether its owner was told of the current run of bad results."""
     last_result = JSONAttribute(null=True)
+    replay = JSONAttribute(null=True)
+    """How its runs answer tool calls from a recording (`{from_recordings, recording_id,
+    live_reads}`); None when they do not."""
     fire_flag = UnicodeAttribute(null=True)
     next_fire_at_ms = NumberAttribute(null=True)
     due_flag = UnicodeAttribute(null=True)

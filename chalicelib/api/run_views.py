@@ -24,6 +24,7 @@ from chalicelib.domain.records import (
     Evaluation,
     Run,
 )
+from chalicelib.domain.replay import Replay
 from chalicelib.domain.text import utf8_length
 from chalicelib.domain.verdict_text import (
     compared_words,
@@ -115,8 +116,10 @@ def arm_view(arm: Arm) -> dict[str, Any]:
     """One arm of a run header (`arms` of every run view): its kept map without the spec (that
     needs agents:edit, `GET .../arms/{id}/spec`): `{arm_id, role, version, draft, spec_hash,
     model_profile_id, model}` (`model`: its model profile, else the model its spec names, else
-    None), then `answers, rerun` for a baseline and `source_run_id, source_arm_id,
-    source_dataset_version, source_completed_at` for one whose first answers are borrowed."""
+    None, `replay`: how its first answers' tool calls were answered from a recording,
+    `{recording_id, live_reads, label ("from recording rec-1, live reads")}`, else None), then
+    `answers, rerun` for a baseline and `source_run_id, source_arm_id, source_dataset_version,
+    source_completed_at` for one whose first answers are borrowed."""
     out: dict[str, Any] = {
         "arm_id": arm.arm_id,
         "role": arm.role.value,
@@ -125,6 +128,7 @@ def arm_view(arm: Arm) -> dict[str, Any]:
         "spec_hash": arm.spec_hash,
         "model_profile_id": arm.model_profile_id,
         "model": model_of(arm.spec),
+        "replay": arm.replay.view(),
     }
     if arm.role is ArmRole.BASELINE:
         out |= {"answers": arm.answers, "rerun": arm.rerun}
@@ -164,7 +168,8 @@ def run_view(run: Run, *, summaries: dict[str, ArmResult] | None = None) -> dict
     routes' `agentId` and `resolvedAgentVersion` beside `agent_id` and `resolved_version`), times,
     `progress`, costs in USD, tokens, arms without their specs, the kept outcome without its
     `arms`, `summaries` per arm (the outcome's, or `summaries` computed now for a run without
-    one), `tested` ("v4 against v3", "The draft alone") and `verdict_phrase` ("Breaks 2", "No
+    one), `replay` (how its tool calls are answered from a recording, as `arm_view`'s), `tested`
+    ("v4 against v3", "The draft alone") and `verdict_phrase` ("Breaks 2", "No
     baseline", `domain.verdict_text.verdict_phrase`)."""
     kept = run.outcome.as_json() if run.outcome else None
     settings = run.settings or {}
@@ -203,6 +208,7 @@ def run_view(run: Run, *, summaries: dict[str, ArmResult] | None = None) -> dict
         "arms": [arm_view(a) for a in run.arms],
         "outcome": {k: v for k, v in kept.items() if k != "arms"} if kept else None,
         "stability": (kept or {}).get("stability"),
+        "replay": Replay.of_settings(settings.get("isolation")).view(),
         "reused_baseline_run_id": settings.get("reused_baseline_run_id"),
         "suite_id": settings.get("suite_id"),
         "missing_baseline_version": settings.get("missing_baseline_version"),

@@ -118,6 +118,14 @@ class StartRun(Body):
     """The evaluation the run belongs to (docs/guides/by-hand.md): the run takes its version
     selector, and must be of its agent and dataset. Absent: the evaluation the agent and dataset
     imply."""
+    from_recordings: StrictBool = False
+    """Answer every tool call the agents make from the recording `recording_id`: a call it holds
+    is `replayed`, one it does not is held (`divergent`) (docs/guides/tools.md)."""
+    recording_id: Ref | None = None
+    """With `from_recordings`: the organization's recording whose calls answer the tool calls."""
+    live_reads: StrictBool = False
+    """With `from_recordings`: a `read` tool the recording does not cover runs on its own
+    connection instead of being held."""
 
 
 class StartEvaluationRun(Body):
@@ -139,6 +147,14 @@ class StartEvaluationRun(Body):
     """Run the candidate once per model profile, each as an arm; a baseline runs on the first."""
     stability: StrictBool = False
     """Measure how steady the answers are: every case asked, then asked again; nothing compared."""
+    from_recordings: StrictBool = False
+    """Answer every tool call the agents make from the recording `recording_id`: a call it holds
+    is `replayed`, one it does not is held (`divergent`) (docs/guides/tools.md)."""
+    recording_id: Ref | None = None
+    """With `from_recordings`: the organization's recording whose calls answer the tool calls."""
+    live_reads: StrictBool = False
+    """With `from_recordings`: a `read` tool the recording does not cover runs on its own
+    connection instead of being held."""
 
 
 VersionSelector = Literal["latest", "published"] | Version
@@ -298,6 +314,13 @@ class SuiteBody(Body):
     move_pins: StrictBool | None = None
     """Move a guard's pins to the dataset version and judge publication now
     (`promotions:override`)."""
+    from_recordings: StrictBool | None = None
+    """Its runs answer every tool call from the recording `recording_id` (docs/guides/tools.md)."""
+    recording_id: Ref | None = None
+    """With `from_recordings`: the organization's recording whose calls answer the tool calls."""
+    live_reads: StrictBool | None = None
+    """With `from_recordings`: a `read` tool the recording does not cover runs on its own
+    connection."""
 
 
 class EmailSettings(Body):
@@ -342,6 +365,15 @@ class PutSecret(Body):
     value: Any = Field(...)
     """The secret's value: a non-empty string of at most 16 KiB (checked by the service, never
     echoed)."""
+
+
+class RecordingFromRun(Body):
+    """`POST /api/v1/recordings/from-run/{run_id}`."""
+
+    recording_id: Any = Field(...)
+    """The new recording's id (`^[A-Za-z0-9_.-]{1,64}$`, no `..`)."""
+    arm_id: Any = "candidate"
+    """The arm of the run whose first answers and calls it holds (default `candidate`)."""
 
 
 class UploadRecording(Body):

@@ -31,6 +31,7 @@ from chalicelib.domain.records import (
     Suite,
     SuiteResultEntry,
 )
+from chalicelib.domain.replay import Replay
 from chalicelib.services.budgets import Budget
 from chalicelib.services.datasets import Written
 from chalicelib.services.deletion import Deleted
@@ -241,8 +242,10 @@ def promotion_view(row: Promotion) -> dict[str, Any]:
 
 def suite_view(row: Suite) -> dict[str, Any]:
     """A suite (`GET /agents/{id}/suites[/{id}]`, pause, resume and run now; create and update add
-    `price`): what it checks, when, against which bar, who owns it and what waits. `max_run_usd` in
-    USD, `next_fire_at` an ISO time, `updated_at` without the nonce of its stamp."""
+    `price`): what it checks, when, against which bar, who owns it and what waits. `replay`: how its
+    runs answer tool calls from a recording (`{recording_id, live_reads, label}`, None when they do
+    not). `max_run_usd` in USD, `next_fire_at` an ISO time, `updated_at` without the nonce of its
+    stamp."""
     return {
         "suite_id": row.suite_id,
         "agent_id": row.agent_id,
@@ -263,6 +266,7 @@ def suite_view(row: Suite) -> dict[str, Any]:
         "pending": row.pending or [],
         "active_run_id": row.active_run_id,
         "last_result": row.last_result,
+        "replay": Replay.of_settings(row.replay).view(),
         "next_fire_at": iso(from_epoch_ms(int(row.next_fire_at_ms)))
         if row.next_fire_at_ms is not None
         else None,
@@ -359,10 +363,12 @@ def budget_view(budget: Budget) -> dict[str, Any]:
 def estimate_view(price: Price) -> dict[str, Any]:
     """What a run would cost (`POST /agents/{id}/eval-runs/estimate`, and `estimate` of a start's
     402): `{agent_id, dataset_id, dataset_version, candidate, resolved_version, cases,
-    ungraded_cases, judged_cases, reruns, arms: [{arm_id, role, model, basis, per_case_usd,
-    first_pass_usd, rerun_ceiling_usd, runs_sampled, reused_run_id?}], judge, first_pass_usd,
-    rerun_ceiling_usd, total_usd, basis, reused_baseline_run_id, missing_baseline_version, budgets:
-    {agent, organization} (each a `budget_view` without `agent_id`), agent_after_usd,
+    ungraded_cases, judged_cases, reruns, replay (the run's: `{recording_id, live_reads, label}`,
+    None without a recording), arms: [{arm_id, role, model, replay (as `run_views.arm_view`'s),
+    basis, per_case_usd, first_pass_usd, rerun_ceiling_usd, runs_sampled, reused_run_id?}], judge,
+    first_pass_usd, rerun_ceiling_usd, total_usd, basis, reused_baseline_run_id,
+    missing_baseline_version, budgets: {agent, organization} (each a `budget_view` without
+    `agent_id`), agent_after_usd,
     org_after_usd, agent_committed_usd, org_committed_usd, within_budget, total_micros,
     warnings}`; money in USD, computed exactly in micro-USD."""
     plan, est, judge, info = price.plan, price.estimate, price.judge, price.plan.info
@@ -374,12 +380,15 @@ def estimate_view(price: Price) -> dict[str, Any]:
         Budget(None, price.month, reading.org_budget_micros, reading.org_spent_micros)
     )
 
+    replays = {arm.arm_id: arm.replay.view() for arm in plan.arms}
+
     def arm(a: ArmEstimate) -> dict[str, Any]:
         history = price.history.get(a.model)
         return {
             "arm_id": a.arm_id,
             "role": a.role,
             "model": a.model,
+            "replay": replays.get(a.arm_id),
             "basis": str(a.basis),
             "per_case_usd": micros_to_usd(a.per_case_micros),
             "first_pass_usd": micros_to_usd(a.first_pass_micros),
@@ -400,6 +409,7 @@ def estimate_view(price: Price) -> dict[str, Any]:
         "ungraded_cases": plan.ungraded,
         "judged_cases": plan.judged,
         "reruns": plan.reruns,
+        "replay": plan.replay.view(),
         "arms": [arm(a) for a in est.arms],
         "judge": None
         if plan.judge is None or judge is None

@@ -180,10 +180,11 @@ function sidesAndComparison(run, comparison, tag) {
     const q = tag ? ((s.tags || {})[tag] || {}).quality || {} : s.quality || {};
     const e = tag ? ((s.tags || {})[tag] || {}).efficiency || {} : s.efficiency || {};
     return h("div", { class: "card side", "data-arm": a.arm_id },
-      h("h3", {}, `${a.role === "baseline" ? "Baseline" : "Candidate"}: ${a.draft ? "the draft" : "v" + a.version}${a.model_profile_id ? " · " + a.model_profile_id : ""}`),
+      h("h3", {}, `${a.role === "baseline" ? "Baseline" : "Candidate"}: ${a.draft ? "the draft" : "v" + a.version}${a.model_profile_id ? " · " + a.model_profile_id : ""}${a.replay ? " · " + a.replay.label : ""}`),
       s.could_not_run ? h("p", { class: "verdict bad" }, `Could not run: ${s.could_not_run}`) :
         h("p", { class: "side-rate", title: `first answers: ${pct(q.first_pass_rate)}` }, `Pass rate ${pct(q.pass_rate)} · ${q.passed ?? 0}/${q.cases ?? 0} passed`),
-      h("p", { class: "muted" }, `${q.ungraded ? plural(q.ungraded, "answer") + " ungraded · " : ""}cost ${usd(e.cost_usd)} · p50 ${ms(e.latency_p50_ms)}${e.latency_p95_ms !== null && e.latency_p95_ms !== undefined ? ` · p95 ${ms(e.latency_p95_ms)}` : ""}`));
+      h("p", { class: "muted" }, `${q.ungraded ? plural(q.ungraded, "answer") + " ungraded · " : ""}cost ${usd(e.cost_usd)} · p50 ${ms(e.latency_p50_ms)}${e.latency_p95_ms !== null && e.latency_p95_ms !== undefined ? ` · p95 ${ms(e.latency_p95_ms)}` : ""}`),
+      Object.keys(q.undecided_reasons || {}).length ? h("p", { class: "why undecided" }, `Not decided: ${Object.entries(q.undecided_reasons).map(([why, n]) => `${why} (${n})`).join(" · ")}`) : null);
   }));
   const tagPicker = tags.size ? h("div", { class: "field" },
     h("label", { for: "tag" }, "Tag"),

@@ -37,6 +37,9 @@ class ArmRecord:
     """Every case got a first answer that was not left incomplete."""
     judge_key: str | None = None
     """The judge that graded it (fingerprint key); None when no judge did."""
+    replay: str | None = None
+    """How its tool calls were answered from a recording (`domain.replay.Replay.key`); None when
+    they were not."""
 
 
 def model_of(spec: dict[str, Any]) -> str | None:
@@ -82,6 +85,7 @@ def arm_records(run: Run) -> list[ArmRecord]:
                 and result.quality.incomplete == 0
                 and result.quality.cases == len(run.case_ids),
                 judge_key=_one_judge(list(result.judges) if result is not None else None),
+                replay=arm.replay.key,
             )
         )
     return out
@@ -96,11 +100,14 @@ def _same_conditions(
     environment_id: str | None,
     model: str | None,
     judge_key: str | None,
+    replay: str | None,
 ) -> bool:
     # An arm graded under another judge (model, version, rubric or prompt) would make the
-    # comparison invalid: it is never the baseline (docs/guides/judges.md).
+    # comparison invalid: it is never the baseline (docs/guides/judges.md). Nor is one whose tool
+    # calls were answered another way (from another recording, or live) (docs/guides/tools.md).
     return (
-        a.version == version
+        a.replay == replay
+        and a.version == version
         and a.dataset_id == dataset_id
         and a.scoring_hash == scoring_hash
         and a.environment_id == environment_id
@@ -123,10 +130,12 @@ def reusable_baseline(
     now_ms: int,
     cache_hours: float,
     judge_key: str | None = None,
+    replay: str | None = None,
 ) -> ArmRecord | None:
     """A completed arm that may stand in for running the baseline in this run ("A baseline in the
-    same run"): same version, dataset version, model, scoring, judge and environment, finished
-    within `cache_hours`. The newest such arm, or None."""
+    same run"): same version, dataset version, model, scoring, judge, environment and replay
+    (`replay`: `Replay.key` of the run's options, None without a recording), finished within
+    `cache_hours`. The newest such arm, or None."""
     horizon = now_ms - int(cache_hours * 3_600_000)
     fits = [
         a
@@ -141,6 +150,7 @@ def reusable_baseline(
             environment_id=environment_id,
             model=model,
             judge_key=judge_key,
+            replay=replay,
         )
     ]
     return max(fits, key=lambda a: a.completed_at_ms, default=None)
@@ -155,10 +165,12 @@ def default_baseline(
     environment_id: str | None,
     model: str | None,
     judge_key: str | None = None,
+    replay: str | None = None,
 ) -> ArmRecord | None:
     """The default, cheap baseline ("The default baseline is cheap"): the last completed run of the
     same dataset (any version of it) on `version` as published, on its own model, every case
-    answered, graded with the same scoring and judge, in the same environment. None when there is
+    answered, graded with the same scoring and judge, in the same environment, its tool calls
+    answered the same way (`replay`: `Replay.key`, None without a recording). None when there is
     none."""
     fits = [
         a
@@ -171,6 +183,7 @@ def default_baseline(
             environment_id=environment_id,
             model=model,
             judge_key=judge_key,
+            replay=replay,
         )
     ]
     return max(fits, key=lambda a: a.completed_at_ms, default=None)

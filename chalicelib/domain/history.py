@@ -39,9 +39,9 @@ from chalicelib.domain.evaluations import is_implied
 from chalicelib.domain.records import Run
 
 ARMS_KEPT = 8
-"""Arms kept per baseline condition (scoring, environment, model, judge): the newest one is the
-default baseline; the others stand in when a delete takes a newer one away. The dataset version is
-left out of the condition, so a reusable arm (same dataset version, within
+"""Arms kept per baseline condition (scoring, environment, model, judge, replay): the newest one
+is the default baseline; the others stand in when a delete takes a newer one away. The dataset
+version is left out of the condition, so a reusable arm (same dataset version, within
 `EVAL_BASELINE_CACHE_HOURS`) is missed only when `ARMS_KEPT` newer arms of other dataset versions
 completed after it: the paired baseline then runs here, as it would without the reuse."""
 ARMS_ROW_MAX = 200
@@ -193,8 +193,8 @@ def verdict_of(
 # --- arms that may be a baseline (docs/concepts/verdicts.md) -------------------------------------
 
 
-def _condition(a: ArmRecord) -> tuple[str, str | None, str | None, str | None]:
-    return (a.scoring_hash, a.environment_id, a.model, a.judge_key)
+def _condition(a: ArmRecord) -> tuple[str, str | None, str | None, str | None, str | None]:
+    return (a.scoring_hash, a.environment_id, a.model, a.judge_key, a.replay)
 
 
 def _newest_first(a: ArmRecord) -> tuple[int, str, str]:

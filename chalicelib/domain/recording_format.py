@@ -2,8 +2,10 @@
 (docs/reference/runtimes.md).
 
 A recording is JSONL text, one answer payload per line (the `http` runtime's shape plus
-`case_id`/`input`), or the `inline` answers of a spec. Parsing is pure: the recordings adapter
-parses an upload once, the runtime looks a case up in what was parsed.
+`case_id`/`input`), or the `inline` answers of a spec. A line's `calls` are the tool calls made
+for the case, each `{"name", "arguments": {...}, "result": <any JSON>}`: a run that answers tool
+calls from recordings replays them (`domain.tool_isolation`). Parsing is pure: the recordings
+adapter parses an upload once, the runtime looks a case up in what was parsed.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def _add(recording: Recording, entry: dict[str, Any], where: str) -> None:
     ):
         # A guardrail value is checked when replayed (a malformed one fails that attempt).
         raise ValueError(f"{where}: answer must be a string")
+    _check_calls(entry.get("calls"), where)
     # setdefault: the first line for a case id or an input wins.
     if case_id is not None:
         recording.by_case.setdefault(case_id, entry)
@@ -51,12 +54,30 @@ def _add(recording: Recording, entry: dict[str, Any], where: str) -> None:
         recording.by_input.setdefault(text, entry)
 
 
+def _check_calls(calls: Any, where: str) -> None:
+    """A line's `calls`: absent, or a list of `{"name": str, "arguments"?: {...}, "result"?: any
+    JSON}` (arguments default to `{}`). Raises ValueError naming `where` and the call's index, never
+    what it holds."""
+    if calls is None:
+        return
+    if not isinstance(calls, list):
+        raise ValueError(f"{where}: calls must be a list of calls")
+    for index, call in enumerate(calls):
+        if not isinstance(call, dict):
+            raise ValueError(f"{where}: calls[{index}] must be an object")
+        if not isinstance(call.get("name"), str) or not call["name"]:
+            raise ValueError(f"{where}: calls[{index}].name must be a non-empty string")
+        if "arguments" in call and not isinstance(call["arguments"], dict):
+            raise ValueError(f"{where}: calls[{index}].arguments must be an object")
+
+
 def parse_jsonl(text: str, source: str) -> Recording:
     """Parse recording JSONL text.
 
     Raises:
         ValueError: a line that is not a JSON object with `case_id`/`input` and an `answer`
-            (or `error`, or `guardrail`);
+            (or `error`, or `guardrail`), or whose `calls` are not a list of
+            `{"name": str, "arguments"?: object, "result"?: any}`;
             the message names the line number, never its content (it may be any file).
     """
     recording = Recording()

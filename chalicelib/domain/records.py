@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from chalicelib.domain.enums import ArmRole
+from chalicelib.domain.replay import Replay
 from chalicelib.domain.run_rules import Lanes
 
 if TYPE_CHECKING:  # a case worker reads no outcome: its models are not imported for it
@@ -216,6 +217,9 @@ class Suite:
     published_seen: Any = field(default_factory=list)
     notified: Any = field(default_factory=dict)
     last_result: Any = None
+    replay: Any = None
+    """How its runs answer tool calls from a recording: `{"from_recordings", "recording_id",
+    "live_reads"}` as saved (`domain.replay`); None when they do not."""
     next_fire_at_ms: int | None = None
     """When its schedule fires next (epoch ms); None without a schedule."""
     due_at_ms: int | None = None
@@ -337,6 +341,10 @@ class Arm:
     """The `spec_hash` of the scoring the source run graded with (sides scored differently are not
     compared), kept here so the comparison still knows it once that run is deleted; None on arms
     kept before it was."""
+    replay: Replay = Replay()
+    """How its first answers' tool calls were answered (`domain.replay`): the run's options for an
+    arm that answers here, the source run's for one whose answers are borrowed; no replay on arms
+    kept before recordings answered tool calls."""
 
 
 @dataclass(frozen=True, kw_only=True)

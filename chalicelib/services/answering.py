@@ -30,6 +30,11 @@ from chalicelib.services import asking, budgets, judges, redacting, tool_calls
 from chalicelib.services import gateway as tool_gateway
 from chalicelib.services.ports.tools import ToolCallFailed
 
+DIVERGENT_REASON = "divergent: the recording holds no answer for this case"
+"""The reason of an attempt whose recorded agent's recording lacks the case: one text for every
+such case, so a run's undecided reasons count them together (the attempt's `error` names the
+case)."""
+
 
 @dataclass
 class AttemptResult:
@@ -68,7 +73,9 @@ def ask_and_grade(
     Both budgets are checked before every model request (the agent's tries and the judge's) and
     each request's real cost is charged to them (docs/reference/access.md). Expected
     failures are states, not exceptions: provider errors after retries → `incomplete`, the
-    agent's own failure → `failed` with `crash`, a scorer that raised → `incomplete`, a budget
+    agent's own failure → `failed` with `crash`, a recorded agent whose recording lacks the case →
+    `incomplete` saying it is divergent (`DIVERGENT_REASON`), a scorer that raised →
+    `incomplete`, a budget
     spent before the agent was asked → `incomplete` with `budget_exceeded` set, tokens or a cost
     past the operator's bounds (`ASSAY_REQUEST_MAX_TOKENS`, `ASSAY_REQUEST_MAX_COST_USD`) →
     `incomplete` naming the bound, its answer kept ungraded and nothing charged.
@@ -164,6 +171,13 @@ def ask_and_grade(
             latency_ms=latency,
             calls=[r.value(call) for call in tool_calls.calls_json(tools.calls)],
             cost_micros=asked.cost_micros,  # charged already when a loop made the answer a crash
+        )
+    if asked.divergent is not None:
+        return AttemptResult(
+            AttemptState.INCOMPLETE,
+            error=r.text(str(asked.divergent))[:500],
+            reason=DIVERGENT_REASON,
+            latency_ms=latency,
         )
     if asked.provider_error is not None:
         error = r.text(str(asked.provider_error))

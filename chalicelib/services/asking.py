@@ -17,6 +17,7 @@ from chalicelib.domain.records import BudgetReading
 from chalicelib.domain.text import clean_answer, clean_text
 from chalicelib.errors import (
     AgentCrashError,
+    DivergentCallError,
     InvalidInputError,
     ProviderError,
     is_retryable_status,
@@ -41,6 +42,9 @@ class Asked:
     time."""
     crash: AgentCrashError | None = None
     """The agent's own failure, or a request the provider refused."""
+    divergent: DivergentCallError | None = None
+    """A recorded agent's recording holds no answer for the case: nothing to grade, nothing to
+    retry."""
     over_bound: str | None = None
     """Why the answer's reported tokens or cost are past the operator's bound (`answer` is kept,
     `cost_micros` is 0 and nothing was charged): the attempt is `incomplete` saying so."""
@@ -122,8 +126,11 @@ def ask(
         except AgentCrashError as exc:
             out.crash = exc
             break
+        except DivergentCallError as exc:
+            out.divergent = exc
+            break
     out.latency_ms = (time.monotonic() - started) * 1000
-    for error in (out.crash, out.provider_error):
+    for error in (out.crash, out.provider_error, out.divergent):
         if error is not None:
             _clean_error(error)
     if out.answer is not None:

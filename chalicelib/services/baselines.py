@@ -2,7 +2,9 @@
 
 Three ways, in this order: an earlier run named by `baseline_run_id`; `paired_baseline` (the version
 before runs in the same run, unless a recent matching arm can stand in for it); otherwise the cheap
-default, the last completed run of the same dataset on the version before. A baseline whose first
+default, the last completed run of the same dataset on the version before. A cached or default
+baseline is only an arm whose tool calls were answered as the new run's are (the same recording
+and `live_reads`, or no recording: `domain.replay`). A baseline whose first
 answers come from another run is an arm that does not answer here (`answers: false`) and names
 where its answers come from (`source_run_id`, `source_arm_id`); it is still rerun beside the
 candidate unless it is the candidate itself at an earlier time.
@@ -29,6 +31,7 @@ from chalicelib.domain.enums import ArmRole
 from chalicelib.domain.history import ArmsRow, arms_key
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Arm, Run
+from chalicelib.domain.replay import Replay
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import InvalidInputError, NotFoundError
 
@@ -54,6 +57,7 @@ def borrowed_arm(record: ArmRecord, source: Run, *, rerun: bool) -> Arm:
         source_dataset_version=record.dataset_version,
         source_completed_at=source.completed_at,
         source_scoring_hash=spec_hash(source.scoring),
+        replay=arm.replay,
     )
 
 
@@ -73,6 +77,7 @@ def choose(
     paired: bool,
     now_ms: int,
     judge_key: str | None = None,
+    replay: Replay | None = None,
 ) -> tuple[Arm | None, dict[str, Any]]:
     """The baseline arm for a new run, or None, and what to tell the caller.
 
@@ -81,6 +86,8 @@ def choose(
         before_spec: its published spec; it runs on its own model.
         paired: `paired_baseline` was asked (it then runs here unless a recent arm stands in).
         judge_key: the judge grading now; an arm graded by another judge is not reused.
+        replay: how the new run answers tool calls from a recording; an arm whose tool calls were
+            answered another way is not reused (a paired baseline that runs here answers them so).
     Returns:
         (arm or None, `{"reused_baseline_run_id"?, "missing_baseline_version"?}`).
     Raises:
@@ -88,6 +95,7 @@ def choose(
         ForbiddenError: a run of the draft without agents:edit (its reruns would run the draft).
         InvalidInputError: one of another agent or dataset, or not completed.
     """
+    replay = replay or Replay()
     cand_hash, cand_model = spec_hash(candidate_spec), model_of(candidate_spec)
     scoring_hash = spec_hash(scoring)
     if body.get("baseline_run_id"):
@@ -136,6 +144,7 @@ def choose(
             now_ms=now_ms,
             cache_hours=c.settings.eval_baseline_cache_hours,
             judge_key=judge_key,
+            replay=replay.key,
         )
         if rec is None:
             return (
@@ -149,6 +158,7 @@ def choose(
                     model_profile_id=before_spec.get("model_profile_id"),
                     answers=True,
                     rerun=not (spec_hash(before_spec) == cand_hash and model == cand_model),
+                    replay=replay,
                 ),
                 {},
             )
@@ -161,6 +171,7 @@ def choose(
             environment_id=environment_id,
             model=model,
             judge_key=judge_key,
+            replay=replay.key,
         )
         if rec is None:
             return None, {"missing_baseline_version": version_before}

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.domain.records import Arm
+from chalicelib.domain.replay import Replay
 from chalicelib.services import judges
 
 
@@ -37,3 +38,9 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     scoring: dict[str, Any] = field(default_factory=dict)
     """The dataset version's scoring, with a pinned judge version when one is pinned."""
+    replay: Replay = Replay()
+    """How the run answers tool calls from a recording (`from_recordings`, `recording_id`,
+    `live_reads`)."""
+    isolation: dict[str, Any] = field(default_factory=dict)
+    """What the run keeps as `settings["isolation"]`: the test connections of the environment it
+    names, then its replay (`Replay.settings`); see `services.tool_calls.isolation_of`."""

@@ -56,8 +56,9 @@ TOOL_TIMEOUT_S = 30.0
 
 def isolation_of(run: Run) -> dict[str, Any]:
     """The run's isolation settings as its start kept them: `{"test_connections": {...},
-    "from_recordings": bool, "recording_id": str | None, "live_reads": bool}` (empty settings on
-    runs started before tools were isolated)."""
+    "from_recordings": bool, "recording_id": str | None, "recording_sha256": str | None,
+    "live_reads": bool}` (`services.run_plans.isolation` and `domain.replay.Replay.settings`;
+    empty settings on runs started before tools were isolated)."""
     settings = run.settings if isinstance(run.settings, Mapping) else {}
     raw = settings.get("isolation")
     return dict(raw) if isinstance(raw, Mapping) else {}

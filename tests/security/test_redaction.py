@@ -444,7 +444,7 @@ def test_notices_their_email_and_suite_result_reasons_are_kept_redacted(
         assert mail and all("[REDACTED:" in m["subject"] for m in mail)
         # A result whose reasons hold secrets (e.g. a failed run's reason) is kept without them.
         row = next(r for r in container.suites.of_org(api.org_id) if r.suite_id == sid)
-        suites._record(  # noqa: SLF001 - keeping a result by hand, as the end of a run does
+        suites.record(  # keeping a result by hand, as the end of a run does
             container,
             row,
             {"kind": "manual", "version": 1},

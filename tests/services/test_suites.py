@@ -254,7 +254,7 @@ def test_a_bad_result_tells_the_owner_once_until_a_good_one(c: FakeContainer) ->
     ]
     assert notice.emailed and [to for to, _, _ in c.mailer.sent] == [ANA.user_id]
     assert _kept(c).notified == {"None": True}
-    suites._record(  # noqa: SLF001 - a passed result, kept by hand
+    suites.record(  # a passed result, kept by hand
         c,
         _kept(c),
         {"kind": "manual", "version": None},

@@ -40,6 +40,48 @@ def tool_agent(request: dict[str, Any], options: dict[str, Any]) -> dict[str, An
     }
 
 
+LOOKUP_TOOLS = [
+    {
+        "name": "lookup",
+        "description": "Find the answer of a case",
+        "parameters": {
+            "type": "object",
+            "properties": {"case": {"type": "string"}},
+            "required": ["case"],
+        },
+        "effect": "read",
+        "connection_id": "kb",
+    },
+    {"name": "file_ticket", "parameters": {"type": "object"}, "effect": "write"},
+]
+"""The tools `tool_user` calls: `lookup` reads on connection `kb`; `file_ticket` writes."""
+
+
+def tool_user(
+    request: dict[str, Any], options: dict[str, Any], tools: Any = None
+) -> dict[str, Any] | str:
+    """Calls `lookup {"case": <case id>}` through the attempt's tools (then `file_ticket` when
+    `options["ticket"]`), and answers what the lookup returned, or `held: <status>` when it
+    returned nothing. Without tools (outside an eval attempt) it answers "no tools"."""
+    if tools is None:
+        return "no tools"
+    reply = tools.call("lookup", {"case": request["case_id"]})
+    if options.get("ticket"):
+        tools.call("file_ticket", {"case": request["case_id"]})
+    answer = str(reply["result"]) if "result" in reply else f"held: {reply['status']}"
+    return {"answer": answer, "model": "tool-user-1"}
+
+
+def tool_user_spec(**options: Any) -> dict[str, Any]:
+    """A `python` agent spec of `tool_user`, declaring `LOOKUP_TOOLS`."""
+    return {
+        "runtime": "python",
+        "entrypoint": "tests.support.agents:tool_user",
+        "options": options,
+        "tools": LOOKUP_TOOLS,
+    }
+
+
 class Hold:
     """The calls of `held` agents that share one name: counted, and held until the test says so.
 

@@ -236,6 +236,22 @@ def test_markdown_says_the_verdict_and_lists_the_broken_cases_escaped() -> None:
     assert "| c2 | What is 6*7? &lt;c2> \\| x | 42 | 7 | equals: expected '42', got '7' |" in text
 
 
+def test_markdown_labels_each_side_whose_tool_calls_came_from_a_recording() -> None:
+    run = _run()
+    live = {
+        "recording_id": "rec-1",
+        "live_reads": True,
+        "label": "from recording rec-1, live reads",
+    }
+    run["arms"][0]["replay"] = live
+    run["arms"][1]["replay"] = {**live, "live_reads": False, "label": "from recording rec-1"}
+    text = gate.markdown(run, _comparison(), gate.decide_run(run, _comparison()), [])
+    assert (
+        "Version 3 (from recording rec-1, live reads) against version 2 (from recording rec-1) "
+        "on dataset `ds_1`"
+    ) in text
+
+
 def test_export_rows_and_csv_guard_formulas() -> None:
     rows = list(gate.export_rows([_case("c1", "failed", answer="=HYPERLINK(1)")]))
     assert rows[0]["tries"] == "failed" and rows[0]["expected"] == "42"

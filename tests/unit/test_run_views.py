@@ -99,6 +99,7 @@ def test_a_run_view_shows_its_pins_costs_arms_without_specs_and_the_kept_outcome
                 "spec_hash": "h3",
                 "model_profile_id": None,
                 "model": "m",  # the model its spec names
+                "replay": None,  # its tool calls were not answered from a recording
             },
             {
                 "arm_id": "baseline",
@@ -108,6 +109,7 @@ def test_a_run_view_shows_its_pins_costs_arms_without_specs_and_the_kept_outcome
                 "spec_hash": "h2",
                 "model_profile_id": None,
                 "model": "m",
+                "replay": None,
                 "answers": False,
                 "rerun": True,
                 "source_run_id": "r0",
@@ -131,6 +133,7 @@ def test_a_run_view_shows_its_pins_costs_arms_without_specs_and_the_kept_outcome
             "undecided": 0,
         },
         "stability": None,
+        "replay": None,
         "reused_baseline_run_id": "r0",
         "suite_id": None,
         "missing_baseline_version": None,

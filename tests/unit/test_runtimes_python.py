@@ -15,6 +15,7 @@ from chalicelib.adapters.runtimes.python import PythonRuntime
 from chalicelib.domain.enums import AttemptState, CallStatus
 from chalicelib.domain.models import Case, CaseRequest, Check, ScoringConfig
 from chalicelib.domain.scorers import grade
+from chalicelib.domain.tools import ToolReply
 from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
 from chalicelib.services.ports import AskContext
 
@@ -35,6 +36,15 @@ def dict_agent(request, options):
         "model": "py-model",
         "cost_usd": 0.0003,
     }
+
+def tools_agent(request, options, tools=None):
+    if tools is None:
+        return "no tools"
+    reply = tools.call("lookup", {"q": request["case_id"]})
+    return f"{','.join(tools.names)}: {reply['status']} {reply.get('result')}"
+
+def keyword_agent(request, options, **more):
+    return ",".join(sorted(more))
 
 def crashing_agent(request, options):
     raise KeyError("missing tool")
@@ -275,3 +285,42 @@ def test_the_setting_is_read_when_asked(module: str) -> None:
     with pytest.raises(InvalidInputError) as info:
         runtime.ask(s, request(), timeout_s=2, ctx=CTX)
     assert info.value.field == "spec.runtime"
+
+
+class _Tools:
+    """An attempt's tools as a runtime sees them (`ToolCaller`): one `lookup` that answers from a
+    recording, every call kept."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, object]] = []
+
+    @property
+    def tools(self) -> dict[str, object]:
+        return {"lookup": object(), "workspace_read": object()}
+
+    @property
+    def max_steps(self) -> int:
+        return 10
+
+    def call(self, name: str, arguments: object) -> ToolReply:
+        self.calls.append((name, arguments))
+        return ToolReply(CallStatus.REPLAYED, result={"found": 1}, reason="answered from call 0")
+
+    def loop_at(self) -> int | None:
+        return None
+
+    def reset(self) -> None:
+        self.calls = []
+
+
+def test_a_function_taking_tools_calls_them_through_the_attempts_tools(module: str) -> None:
+    tools = _Tools()
+    ctx = AskContext("org-1", tools=tools)  # type: ignore[arg-type]
+    answer = rt(module).ask(spec(module, "tools_agent"), request(), timeout_s=2, ctx=ctx)
+    assert answer.answer == "lookup,workspace_read: replayed {'found': 1}"
+    assert tools.calls == [("lookup", {"q": "case-9"})]
+    # outside an eval attempt (no tools) it gets None; one taking any keyword gets `tools` too
+    assert rt(module).ask(spec(module, "tools_agent"), request(), 2, CTX).answer == "no tools"
+    assert rt(module).ask(spec(module, "keyword_agent"), request(), 2, ctx).answer == "tools"
+    # a function of two arguments is called with two, as always
+    assert rt(module).ask(spec(module, "text_agent"), request("x"), 2, ctx).answer == "X"

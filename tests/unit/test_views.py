@@ -171,6 +171,7 @@ def test_a_suite_in_usd_with_its_next_fire_as_a_time_and_its_stamp_without_the_n
             "pending": [],
             "active_run_id": None,
             "last_result": None,
+            "replay": None,
             "next_fire_at": "2026-12-02T03:00:00.000Z",
             "history": [{"at": AT, "by": "ana", "change": "created"}],
             "created_at": AT,
@@ -518,11 +519,13 @@ def test_an_estimate_prices_each_arm_and_what_the_budgets_leave_in_usd() -> None
             "ungraded_cases": 0,
             "judged_cases": 0,
             "reruns": 1,
+            "replay": None,
             "arms": [
                 {
                     "arm_id": "candidate",
                     "role": "candidate",
                     "model": "m",
+                    "replay": None,
                     "basis": "fallback",
                     "per_case_usd": 0.25,
                     "first_pass_usd": 0.25,

@@ -8,8 +8,9 @@ prices, used to cost answers that do not report a cost::
 
 Error contract of every `ask` (one try, bounded by `timeout_s`; the caller retries):
 `ProviderError` is retryable only when its status is None, 408, 429 or 5xx
-(`errors.is_retryable_status`); 401/403 mean credentials rejected. `AgentCrashError` (and its
-`DivergentCallError`) is the agent's own failure: `failed` with `crash: true`.
+(`errors.is_retryable_status`); 401/403 mean credentials rejected. `AgentCrashError` is the
+agent's own failure: `failed` with `crash: true`. `DivergentCallError` (a `recorded` agent asked a
+case its recording lacks) is neither: the attempt is `incomplete`, divergent, and not retried.
 `InvalidInputError` names the spec field that cannot run.
 
 Trust boundary (docs/reference/security.md): what a spec may make the service do is bounded by the

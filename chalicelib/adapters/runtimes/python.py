@@ -17,9 +17,12 @@ a refusal reads the same whether or not a module outside the prefixes exists.
 
 The function is called as ``function(request: dict, options: dict) -> dict | str`` where
 `request` is `CaseRequest.model_dump(mode="json")` and `options` a deep copy of the spec's
-options (so a function cannot change the spec). A `str` is the answer text; a `dict` is the
-answer payload of the `http` runtime (`answer`, `calls`, `usage`, `model`, `cost_usd`,
-`guardrail`, or `{"error": ..., "crash": true}`). A guardrail block
+options (so a function cannot change the spec). A function that takes a `tools` keyword gets the
+attempt's tools as well (`AgentTools`, None outside an eval attempt): ``tools.call("lookup",
+{"id": "a1"})`` is decided by the isolation rule like any runtime's call (docs/guides/tools.md),
+kept on the attempt, and answers `{"status", "result"?, "error"?, "note"?}`. A `str` is the
+answer text; a `dict` is the answer payload of the `http` runtime (`answer`, `calls`, `usage`,
+`model`, `cost_usd`, `guardrail`, or `{"error": ..., "crash": true}`). A guardrail block
 (``{"guardrail": "pii detected"}``, answer optional) is an answer graded as a refusal, not a
 crash.
 
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import inspect
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -42,7 +46,7 @@ from chalicelib.adapters.runtimes.answer_payload import answer_from_payload
 from chalicelib.adapters.runtimes.transport import check_timeout, clip, run_with_timeout
 from chalicelib.domain.models import AgentAnswer, CaseRequest
 from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
-from chalicelib.services.ports import AskContext
+from chalicelib.services.ports import AskContext, ToolCaller
 
 MODULES_SETTING = "ASSAY_PYTHON_AGENT_MODULES"
 """The operator setting listing the module prefixes entrypoints may live under."""
@@ -158,9 +162,15 @@ class PythonRuntime:
         payload = request.model_dump(mode="json")
         source = f"python agent {entrypoint}"
 
+        extra = (
+            {"tools": AgentTools(ctx.tools) if ctx.tools else None}
+            if _takes_tools(function)
+            else {}
+        )
+
         def call() -> Any:
             try:
-                return function(payload, options)
+                return function(payload, options, **extra)
             except (ProviderError, AgentCrashError):
                 raise
             except Exception as exc:  # noqa: BLE001 - the agent's own failure, whatever it is
@@ -172,6 +182,38 @@ class PythonRuntime:
         if isinstance(result, str):
             return AgentAnswer(answer=result)
         return answer_from_payload(result, source=source)
+
+
+class AgentTools:
+    """The tools of one eval attempt as a python agent's function calls them (its `tools`
+    keyword)."""
+
+    def __init__(self, caller: ToolCaller) -> None:
+        self._caller = caller
+
+    @property
+    def names(self) -> list[str]:
+        """The tools the attempt may call: the spec's, then the workspace's."""
+        return list(self._caller.tools)
+
+    def call(self, name: str, arguments: Any) -> dict[str, Any]:
+        """Make one call, decided by the isolation rule and kept on the attempt: `{"status",
+        "result"?, "error"?, "note"?}` (`domain.tools.ToolReply.for_agent`). Never raises for
+        what the agent asked (an unknown tool or bad arguments are `blocked`, saying why)."""
+        return self._caller.call(name, arguments).for_agent()
+
+
+def _takes_tools(function: Callable[..., Any]) -> bool:
+    """Whether the agent function takes a `tools` keyword (named, or any keyword)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(
+        p.kind is inspect.Parameter.VAR_KEYWORD
+        or (p.name == "tools" and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
+        for p in parameters
+    )
 
 
 def _options(spec: dict[str, Any]) -> dict[str, Any]:

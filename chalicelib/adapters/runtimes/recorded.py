@@ -21,8 +21,8 @@ A line needs `case_id` or `input`, and an `answer` unless it records an `error` 
 blocked line replays as a graded refusal, not a crash). An `inline` value is such a payload
 or just the answer text; its key is the case id. Lookup is by `case_id`, else by the exact
 `input` text; when a case id or input appears twice the first line wins. A case the recording
-lacks raises `DivergentCallError` (the attempt fails with `crash: true`). Calls without a
-status are `replayed`.
+lacks raises `DivergentCallError`: the attempt is `incomplete` (not graded), its reason saying it
+is divergent. Calls without a status are `replayed`.
 
 Recordings are the organization's data (docs/reference/security.md): uploaded with
 `POST /api/v1/recordings` (parsed there with `domain.recordings.parse_jsonl`, kept under the

@@ -62,6 +62,7 @@ from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
 from chalicelib.domain.evaluations import evaluation_of, is_implied
 from chalicelib.domain.outcome import Outcome
 from chalicelib.domain.records import ActiveRun, Arm, Attempt, Lease, Run
+from chalicelib.domain.replay import Replay
 from chalicelib.errors import ConflictError, NotFoundError
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage, TrendPage
 
@@ -100,6 +101,7 @@ def arm_of(stored: dict[str, Any]) -> Arm:
         source_dataset_version=stored.get("source_dataset_version"),
         source_completed_at=stored.get("source_completed_at"),
         source_scoring_hash=stored.get("source_scoring_hash"),
+        replay=Replay.of_settings(stored.get("replay")),
     )
 
 
@@ -107,7 +109,8 @@ def stored_arm(arm: Arm) -> dict[str, Any]:
     """The JSON map a run row keeps of an arm, as runs have always been written: `{arm_id, role,
     version, draft, spec, spec_hash, model_profile_id}`, then `answers` and `rerun` for a
     baseline, then `source_run_id`, `source_arm_id`, `source_dataset_version` and
-    `source_completed_at` for one whose answers are borrowed (and `source_scoring_hash` once kept).
+    `source_completed_at` for one whose answers are borrowed (and `source_scoring_hash` once kept),
+    then `replay` for one whose tool calls were answered from a recording (`Replay.settings`).
     The role is a plain `str`."""
     out: dict[str, Any] = {
         "arm_id": arm.arm_id,
@@ -129,6 +132,8 @@ def stored_arm(arm: Arm) -> dict[str, Any]:
         }
         if arm.source_scoring_hash is not None:
             out["source_scoring_hash"] = arm.source_scoring_hash
+    if arm.replay.from_recordings:
+        out["replay"] = arm.replay.settings()
     return out
 
 

@@ -9,7 +9,7 @@ from chalice import Response
 from chalicelib.api.common import api_view
 from chalicelib.api.lazy import LazyModule
 from chalicelib.api.routes.base import bp
-from chalicelib.api.schemas import PutSecret, UploadRecording
+from chalicelib.api.schemas import PutSecret, RecordingFromRun, UploadRecording
 from chalicelib.domain.ids import MAX_RECORDING_BYTES
 
 if TYPE_CHECKING:
@@ -64,6 +64,14 @@ def delete_secret(c, who, name):
 )
 def upload_recording(c, who, body):
     meta, created = recording_service.upload(c, who, body.content, body.recording_id)
+    return views.recording_view(meta), 201 if created else 200
+
+
+@bp.route("/api/v1/recordings/from-run/{run_id}", methods=["POST"])
+@api_view(bp, body=RecordingFromRun, needs=("datasets:edit", "runs:view"))
+def recording_from_run(c, who, run_id, body):
+    """A recording made of a completed run's first answers and tool calls, one line per case."""
+    meta, created = recording_service.from_run(c, who, run_id, body.recording_id, body.arm_id)
     return views.recording_view(meta), 201 if created else 200
 
 

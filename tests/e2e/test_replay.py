@@ -52,6 +52,24 @@ RECORDED = jsonl(
 )
 
 
+def tool_agent(api, publish: int = 0, **options: Any) -> str:
+    """An agent of `tool_user` (its `lookup` runs on the connection `kb`). A spec is saved only
+    when its connections exist: an organization without `kb` gets one for the save, removed
+    after, so its cases find the connection gone."""
+    status, _ = api.call("GET", "/api/v1/connections/kb")
+    if status == 200:
+        return api.agent(tool_user_spec(**options), publish=publish)
+    api.ok(
+        "POST",
+        "/api/v1/connections",
+        json={"connection_id": "kb", "kind": "http", "url": "http://127.0.0.1:9"},
+    )
+    try:
+        return api.agent(tool_user_spec(**options), publish=publish)
+    finally:
+        api.ok("DELETE", "/api/v1/connections/kb")
+
+
 def upload(api, recording_id: str, content: str) -> dict[str, Any]:
     return api.ok(
         "POST", "/api/v1/recordings", json={"recording_id": recording_id, "content": content}
@@ -148,7 +166,7 @@ def test_an_upload_with_calls_and_their_results_is_kept(api):
 
 
 def test_the_replay_options_are_checked_on_a_start_and_an_estimate(api, new_api):
-    agent = api.agent(tool_user_spec())
+    agent = tool_agent(api)
     ds = api.dataset(CASES)
     new_api().ok(
         "POST",
@@ -173,7 +191,7 @@ def test_the_replay_options_are_checked_on_a_start_and_an_estimate(api, new_api)
 
 
 def test_an_estimate_says_how_the_tool_calls_will_be_answered(api):
-    agent = api.agent(tool_user_spec())
+    agent = tool_agent(api)
     ds = api.dataset(CASES)
     upload(api, "rec-1", RECORDED)
     path = f"/api/v1/agents/{agent}/eval-runs/estimate"
@@ -202,7 +220,7 @@ def test_an_estimate_says_how_the_tool_calls_will_be_answered(api):
 
 
 def test_a_run_from_recordings_replays_recorded_calls_and_holds_the_others(api):
-    agent = api.agent(tool_user_spec(ticket=True))
+    agent = tool_agent(api, ticket=True)
     ds = api.dataset(CASES)
     upload(api, "rec-1", RECORDED)
     run = api.start(agent, ds, from_recordings=True, recording_id="rec-1")
@@ -229,7 +247,7 @@ def test_a_run_from_recordings_replays_recorded_calls_and_holds_the_others(api):
 
 
 def test_live_reads_run_a_read_the_recording_lacks_and_never_a_write(api, kb):
-    agent = api.agent(tool_user_spec(ticket=True))
+    agent = tool_agent(api, ticket=True)
     ds = api.dataset(CASES)
     upload(api, "rec-1", RECORDED)
     run = api.start(agent, ds, from_recordings=True, recording_id="rec-1", live_reads=True)
@@ -271,7 +289,7 @@ def test_a_recording_a_running_run_answers_from_cannot_be_deleted(api):
 
 
 def test_a_recording_from_a_run_replays_the_calls_it_made(api, kb):
-    agent = api.agent(tool_user_spec())
+    agent = tool_agent(api)
     ds = api.dataset(CASES)
     live = api.start(agent, ds)  # no recording: each lookup is a read, run on `kb`
     api.wait(live["run_id"])
@@ -352,7 +370,7 @@ def test_the_cli_makes_a_recording_from_a_run(api, cli):
 
 
 def test_the_cli_estimates_and_starts_a_run_from_a_recording(api, cli):
-    agent = api.agent(tool_user_spec())
+    agent = tool_agent(api)
     ds = api.dataset(CASES)
     upload(api, "rec-1", RECORDED)
     done = cli(
@@ -462,7 +480,7 @@ def quiet_suites(api, container):
 
 
 def test_a_suite_keeps_its_replay_and_its_runs_answer_from_the_recording(api, quiet_suites):
-    agent = api.agent(tool_user_spec(), publish=1)
+    agent = tool_agent(api, publish=1)
     ds = api.dataset(CASES)
     upload(api, "rec-1", RECORDED)
     api.ok("POST", "/api/v1/environments", json={"environment_id": "prod"})

@@ -39,9 +39,9 @@ def forget(c: Container, run: Run, *, borrowers_deleted_too: bool = False) -> No
     agent's or a dataset's: a baseline is borrowed within one agent and dataset only), so
     nothing is copied.
 
-    The answers in the bucket go before the records: a delete cut short between the two leaves
-    the run, and asking again finishes it, where the other order would leave answers nothing
-    points at.
+    The answers in the bucket, then whatever is left of its attempts' workspaces, go before the
+    records: a delete cut short between them leaves the run, and asking again finishes it, where
+    the other order would leave files nothing points at.
 
     Raises:
         ConflictError: (field `run_id`) the run is queued or running, or still holds slots.
@@ -58,6 +58,7 @@ def forget(c: Container, run: Run, *, borrowers_deleted_too: bool = False) -> No
         for borrower in borrowers(c, run):
             keep_borrowed(c, borrower, run, attempts)
     c.bucket.delete_prefix(names.run_answers_prefix(run.org_id, run.run_id))
+    c.workspaces.release(run.org_id, run.run_id)  # what a failed release at its end left
     c.runs.delete(run.org_id, run.run_id)
 
 

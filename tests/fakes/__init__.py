@@ -79,6 +79,36 @@ class FakeBucket:
         return len(gone)
 
 
+class FakeWorkspaces:
+    """The attempts' workspaces in memory (`c.workspaces`), by (org_id, run_id, attempt_key,
+    path). `broken` makes `release` raise, as a bucket that refuses the delete would."""
+
+    def __init__(self) -> None:
+        self.files: dict[tuple[str, str, str, str], str] = {}
+        self.broken = False
+
+    def read(self, org_id: str, run_id: str, attempt_key: str, path: str) -> str | None:
+        return self.files.get((org_id, run_id, attempt_key, path))
+
+    def write(self, org_id: str, run_id: str, attempt_key: str, path: str, content: str) -> None:
+        self.files[(org_id, run_id, attempt_key, path)] = content
+
+    def list(self, org_id: str, run_id: str, attempt_key: str, prefix: str = "") -> list[str]:
+        return sorted(
+            path
+            for (org, run, key, path) in self.files
+            if (org, run, key) == (org_id, run_id, attempt_key) and path.startswith(prefix)
+        )
+
+    def release(self, org_id: str, run_id: str) -> int:
+        if self.broken:
+            raise OSError("the bucket refused the delete")
+        gone = [k for k in self.files if k[:2] == (org_id, run_id)]
+        for key in gone:
+            del self.files[key]
+        return len(gone)
+
+
 class FakeContainer:
     """What `bootstrap.Container` offers the services, built of fakes (the message bus as wired:
     `tests/services/conftest.py`'s `events` fixture records events instead of handling them)."""
@@ -113,6 +143,7 @@ class FakeContainer:
         self.mailer = FakeMailer()
         self.metrics = FakeMetrics()
         self.bucket = FakeBucket()
+        self.workspaces = FakeWorkspaces()
         self.members = FakeMembers()
         self.api_keys = FakeApiKeys()
         for name, value in collaborators.items():

@@ -25,7 +25,17 @@ from assay.cli_common import (
     guarded,
 )
 from assay.client import ENDED, ApiError, AssayClient
-from assay.text import attempts_line, case_label, duration_ms, estimate_basis, run_state, usd
+from assay.text import (
+    attempts_line,
+    call_counts,
+    call_line,
+    case_label,
+    diverged_line,
+    duration_ms,
+    estimate_basis,
+    run_state,
+    usd,
+)
 
 # --- progress --------------------------------------------------------------------------------
 
@@ -355,27 +365,57 @@ def failure_reasons(side: JSON) -> str:
     return ""
 
 
+def _case_pages(api: AssayClient, run_id: str, filters: JSON) -> tuple[list[JSON], int]:
+    """Every case of a run the filters keep, page after page, and how many of the run's cases
+    diverged from the recording (`diverged_cases`, over every case of the run)."""
+    out: list[JSON] = []
+    diverged = 0
+    cursor: str | None = None
+    while True:
+        page = api.cases_page(run_id, cursor=cursor, **filters)
+        out += page.get("cases") or []
+        diverged = int(page.get("diverged_cases") or 0)
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return out, diverged
+
+
+def print_case(case: JSON) -> None:
+    """A case as `assay cases` prints it: a line with each side's settled state and its blocked
+    and divergent calls, then why a side failed, then each attempt's calls with their status."""
+    sides = ", ".join(
+        f"{arm} {side.get('settled')} ({_tries(side)})"
+        for arm, side in (case.get("arms") or {}).items()
+    )
+    outcome = f" [{case['outcome']}]" if case.get("outcome") else ""
+    counted = call_counts(case.get("blocked_calls"), case.get("divergent_calls"))
+    named = case_label(case.get("case_id"), (case.get("expects") or {}).get("input"))
+    print(f"{named}{outcome}: {sides}" + (f"; calls {counted}" if counted else ""))
+    for arm, side in (case.get("arms") or {}).items():
+        if side.get("settled") in ("failed", "incomplete", "ungraded"):
+            why = failure_reasons(side)
+            if why:
+                print(f"  {arm}: {why}")
+        for n, attempt in enumerate(side.get("attempts") or [], 1):
+            calls = [c for c in attempt.get("calls") or [] if isinstance(c, dict)]
+            if calls:
+                said = "; ".join(call_line(c) for c in calls)
+                print(f"  {arm} try {attempt.get('attempt') or n} calls: {said}")
+
+
 @guarded
 def cmd_cases(args: argparse.Namespace) -> int:
-    """A run's cases: one line each (or JSON lines with --json)."""
+    """A run's cases: one line each, with their calls (or one JSON document with --json:
+    `{run_id, diverged_cases, cases}`); then how many cases diverged from the recording."""
     api = client_of(args)
-    cases = api.cases(args.run_id, **_case_filters(args))
+    cases, diverged = _case_pages(api, args.run_id, _case_filters(args))
     if args.json:
-        _emit_json({"run_id": args.run_id, "cases": list(cases)})
+        _emit_json({"run_id": args.run_id, "diverged_cases": diverged, "cases": cases})
         return gates.PASSED
     for case in cases:
-        sides = ", ".join(
-            f"{arm} {side.get('settled')} ({_tries(side)})"
-            for arm, side in (case.get("arms") or {}).items()
-        )
-        outcome = f" [{case['outcome']}]" if case.get("outcome") else ""
-        named = case_label(case.get("case_id"), (case.get("expects") or {}).get("input"))
-        print(f"{named}{outcome}: {sides}")
-        for arm, side in (case.get("arms") or {}).items():
-            if side.get("settled") in ("failed", "incomplete", "ungraded"):
-                why = failure_reasons(side)
-                if why:
-                    print(f"  {arm}: {why}")
+        print_case(case)
+    if diverged:
+        print(f"{diverged_line(diverged)} (their unmatched calls were held, not made)")
     return gates.PASSED
 
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.text import case_label
+from assay.text import call_line, case_label
 
 JSON = dict[str, Any]
 
@@ -202,6 +202,18 @@ def _clean_xml(text: str) -> str:
     )
 
 
+def _calls_text(case: JSON, arm: str) -> str:
+    """The calls of the case's attempts on `arm`, one a line (`try 1: refund blocked — not
+    executed (...)`); "" when it made none."""
+    lines = [
+        f"try {attempt.get('attempt') or n}: {call_line(call)}"
+        for n, attempt in enumerate(_side(case, arm).get("attempts") or [], 1)
+        for call in attempt.get("calls") or []
+        if isinstance(call, dict)
+    ]
+    return "\n".join(lines)
+
+
 def junit(run: JSON, cases: Iterable[JSON], gate: Gate) -> str:
     """A JUnit XML report: one testsuite for the run, one testcase per case of the candidate.
     A case whose candidate side settled `failed` is a `<failure>` carrying what it expected, the
@@ -209,7 +221,13 @@ def junit(run: JSON, cases: Iterable[JSON], gate: Gate) -> str:
     left `incomplete` or `ungraded` is an `<error>`; the run's gate and ids are properties.
     Each testcase's `name` is the case id alone (CI tools key on it); the case as the text output
     names it, `id "start of its question"` (`assay.text.case_label`), is its `question` property
-    and opens the message of its failure or error, whose text starts with the whole question."""
+    and opens the message of its failure or error, whose text starts with the whole question.
+
+    Tool calls (docs/guides/tools.md, "Reading the calls"): a case with calls has `blocked_calls`
+    and `divergent_calls` properties (counted over the case's attempts as the API gives them) and
+    a `<system-out>` with each of the candidate's calls, one a line, with their status in words;
+    the suite's `diverged_cases` property counts the cases with a divergent call (`cases` is every
+    case of the run)."""
     arm = candidate_arm(run)
     suite = ET.Element("testsuite", name=f"assay {run.get('agent_id')} on {run.get('dataset_id')}")
     props = ET.SubElement(suite, "properties")
@@ -222,8 +240,10 @@ def junit(run: JSON, cases: Iterable[JSON], gate: Gate) -> str:
     ):
         ET.SubElement(props, "property", name=name, value=_clean_xml(str(value)))
     counts = {"tests": 0, "failures": 0, "errors": 0}
+    diverged = 0
     for case in cases:
         counts["tests"] += 1
+        diverged += bool(case.get("divergent_calls"))
         first = _first_attempt(case, arm)
         tc = ET.SubElement(
             suite,
@@ -234,9 +254,19 @@ def junit(run: JSON, cases: Iterable[JSON], gate: Gate) -> str:
         )
         question = (case.get("expects") or {}).get("input")
         label = case_label(case.get("case_id"), question)
-        if label != str(case.get("case_id")):
+        case_props: list[tuple[str, Any]] = (
+            [("question", label)] if label != str(case.get("case_id")) else []
+        )
+        calls = _calls_text(case, arm)
+        if calls or case.get("blocked_calls") or case.get("divergent_calls"):
+            case_props += [
+                ("blocked_calls", int(case.get("blocked_calls") or 0)),
+                ("divergent_calls", int(case.get("divergent_calls") or 0)),
+            ]
+        if case_props:
             tc_props = ET.SubElement(tc, "properties")
-            ET.SubElement(tc_props, "property", name="question", value=_clean_xml(label))
+            for name, value in case_props:
+                ET.SubElement(tc_props, "property", name=name, value=_clean_xml(str(value)))
         settled = _side(case, arm).get("settled")
         detail = "\n".join(
             [
@@ -267,6 +297,9 @@ def junit(run: JSON, cases: Iterable[JSON], gate: Gate) -> str:
                 message=_clean_xml(f"{label}: {first.get('reason') or 'undecided'}"),
             )
             el.text = _clean_xml(detail)
+        if calls:
+            ET.SubElement(tc, "system-out").text = _clean_xml(calls)
+    ET.SubElement(props, "property", name="diverged_cases", value=str(diverged))
     for k, v in counts.items():
         suite.set(k, str(v))
     ET.indent(suite)

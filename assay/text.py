@@ -220,3 +220,44 @@ def estimate_basis(est: Mapping[str, Any]) -> list[str]:
     if reused and not any("reused from run" in line for line in out):
         out.append(f"baseline: first answers reused from run {reused}")
     return out
+
+
+_CALL_WORDS = {
+    "blocked": "blocked — not executed",
+    "replayed": "replayed from the recording",
+    "divergent": "divergent — held",
+    "unverified": "unverified — reported by the agent",
+    "intended": "intended — recorded, not executed",
+}
+
+
+def call_status_words(call: Mapping[str, Any]) -> str:
+    """A tool call's status in words (docs/guides/tools.md, "Reading the calls"): `executed on
+    shop-test` (the connection it ran on), `blocked — not executed`, `replayed from the
+    recording`, `divergent — held`, `unverified — reported by the agent`; a call kept without a
+    status is `executed`."""
+    status = str(call.get("status") or "executed")
+    if status == "executed":
+        where = call.get("connection_id")
+        return f"executed on {where}" if where else "executed"
+    return _CALL_WORDS.get(status, status)
+
+
+def call_line(call: Mapping[str, Any]) -> str:
+    """One call on one line: its name and status in words, then its error or, for a call not
+    executed, why: `refund blocked — not executed (tool 'refund' may write ...)`."""
+    said = f"{call.get('name')} {call_status_words(call)}"
+    why = call.get("error") or (call.get("reason") if call.get("status") != "executed" else None)
+    return f"{said} ({' '.join(str(why).split())})" if why else said
+
+
+def call_counts(blocked: Any, divergent: Any) -> str:
+    """A case's calls that did not run as asked, counted: `2 blocked, 1 divergent`; "" for none."""
+    return ", ".join(
+        f"{int(n)} {word}" for n, word in ((blocked, "blocked"), (divergent, "divergent")) if n
+    )
+
+
+def diverged_line(n: Any) -> str:
+    """`3 cases diverged from the recording`."""
+    return f"{count(n, 'case')} diverged from the recording"

@@ -409,17 +409,24 @@ def comparison_view(run: Run, comparison: Comparison) -> dict[str, Any]:
 
 
 def cases_view(run_id: str, page: CasesPage) -> dict[str, Any]:
-    """A page of a run's cases (`GET /eval-runs/{id}/cases`): `{run_id, cases: [{case_id, expects,
-    outcome, arms: {arm_id: {settled, attempts: [attempt_view]}}}], next_cursor}`."""
+    """A page of a run's cases (`GET /eval-runs/{id}/cases`): `{run_id, diverged_cases, cases:
+    [{case_id, expects, outcome, blocked_calls, divergent_calls, arms: {arm_id: {settled, attempts:
+    [attempt_view]}}}], next_cursor}`. `blocked_calls` and `divergent_calls` count a case's calls
+    of those statuses over the attempts it shows; `diverged_cases` counts the run's cases (every
+    one, whatever the filters) with a divergent call (docs/guides/tools.md, "Reading the
+    calls")."""
     cases = page.cases
     return {
         "run_id": run_id,
         "next_cursor": page.next_cursor,
+        "diverged_cases": page.diverged_cases,
         "cases": [
             {
                 "case_id": case.case_id,
                 "expects": case.expects,
                 "outcome": case.outcome,
+                "blocked_calls": case.blocked_calls,
+                "divergent_calls": case.divergent_calls,
                 "arms": {
                     arm_id: {
                         "settled": side.settled,

@@ -1,7 +1,7 @@
 // A run's page: the verdict in a few sentences and what to do next,
 // then the sides next to each other, how they compare, and the cases.
 import { api, get, h, href, pct, usd, when, show, guarded, verdictClass, errorBox, plural, crumbs } from "./lib.js";
-import { ms } from "./words.js";
+import { ms, callStatusWords, callCountWords, divergedWords } from "./words.js";
 import { openPublishDialog } from "./publish.js";
 
 const OUTCOMES = [
@@ -39,12 +39,13 @@ export async function render(ctx) {
   const agentId = run.agent_id;
   // under a tag the comparison reads only its cases; the verdict above stays over every case
   const compared = q.get("tag") ? `?${new URLSearchParams({ tag: q.get("tag") })}` : "";
-  const [comparison, agentName, datasetName] = await Promise.all([
+  const [comparison, agentName, datasetName, cases] = await Promise.all([
     run.outcome && run.outcome.comparison ? get(`api/v1/eval-runs/${encodeURIComponent(runId)}/comparison${compared}`).catch((error) => ({ error })) : null,
-    named("agents", agentId), named("datasets", run.dataset_id)]);
+    named("agents", agentId), named("datasets", run.dataset_id), readCases(run, q)]);
   const rerender = () => render(ctx);
 
-  // Header: what ran, its verdict, and Grade again for whoever may run the dataset.
+  // Header: what ran, its verdict, Grade again for whoever may run the dataset, and how many cases
+  // diverged from the recording the run answered from.
   const header = h("header", { class: "run-header" },
     crumbs(["Agents", href("agents")], [agentName, href("agents", agentId)], [`Run ${runId}`]),
     h("h1", {}, `${run.tested} on `, h("a", { href: href("datasets", run.dataset_id) }, datasetName)),
@@ -53,7 +54,10 @@ export async function render(ctx) {
       h("span", { class: `badge verdict ${verdictClass(story.phrase)}`, id: "verdict-phrase" }, story.phrase),
       story.headline ? h("span", { id: "verdict-headline" }, story.headline) : null,
       h("span", { class: "muted" }, `started ${when(run.started_at || run.created_at)} by ${run.created_by || "?"}`),
-      gradeAgain(ctx, run, rerender)));
+      gradeAgain(ctx, run, rerender)),
+    cases.page && cases.page.diverged_cases
+      ? h("p", { class: "why", id: "diverged", role: "status" }, `${divergedWords(cases.page.diverged_cases)}: their calls the recording did not hold were held, not made.`)
+      : null);
 
   const sentences = h("section", { class: "sentences card", id: "verdict", "aria-label": "Verdict" },
     story.sentences.map((s) => h("p", {}, s)),
@@ -62,7 +66,7 @@ export async function render(ctx) {
 
   const main = show(`${run.tested} · run`, header, sentences, nextSteps(ctx, run, story),
     sidesAndComparison(run, comparison, q.get("tag")),
-    await casesSection(ctx, run, q));
+    casesSection(run, q, cases));
   if (run.status === "queued" || run.status === "running") {
     poll = setTimeout(() => { if (location.pathname.endsWith(runId)) rerender(); }, 2000);
   }
@@ -206,9 +210,18 @@ function sidesAndComparison(run, comparison, tag) {
   return h("section", { "aria-label": "Sides" }, h("h2", {}, tag ? `The sides, under tag ${tag}` : "The sides"), tagPicker, sides, compare);
 }
 
-async function casesSection(ctx, run, q) {
+// A page of the run's cases as the filters in the address ask (`{page}`, or `{error}`).
+async function readCases(run, q) {
   const params = new URLSearchParams({ limit: "50" });
   for (const k of ["outcome", "tag", "cursor"]) if (q.get(k)) params.set(k, q.get(k));
+  try {
+    return { page: await get(`api/v1/eval-runs/${encodeURIComponent(run.run_id)}/cases?${params}`) };
+  } catch (error) {
+    return { error };
+  }
+}
+
+function casesSection(run, q, cases) {
   const filter = h("select", { id: "outcome", onchange: (ev) => {
     const u = new URL(location.href);
     if (ev.target.value) u.searchParams.set("outcome", ev.target.value); else u.searchParams.delete("outcome");
@@ -216,12 +229,8 @@ async function casesSection(ctx, run, q) {
     history.pushState(null, "", u);
     dispatchEvent(new PopStateEvent("popstate"));
   } }, OUTCOMES.map(([v, label]) => h("option", { value: v, selected: v === (q.get("outcome") || "") }, label)));
-  let page;
-  try {
-    page = await get(`api/v1/eval-runs/${encodeURIComponent(run.run_id)}/cases?${params}`);
-  } catch (err) {
-    return h("section", { id: "cases" }, h("h2", {}, "Cases"), errorBox(err));
-  }
+  if (cases.error) return h("section", { id: "cases" }, h("h2", {}, "Cases"), errorBox(cases.error));
+  const page = cases.page;
   const arms = run.arms || [];
   // Without a baseline there is nothing to compare: the column gives the candidate's own result.
   const candidate = arms.find((a) => a.role !== "baseline");
@@ -261,7 +270,9 @@ function settledWords(side) {
 function caseDetails(c, arms) {
   const ex = c.expects || {};
   return h("details", { class: "case" },
-    h("summary", {}, h("span", { class: "case-id" }, c.case_id), " ", h("span", { class: "muted" }, (ex.input || "").slice(0, 140))),
+    h("summary", {}, h("span", { class: "case-id" }, c.case_id), " ",
+      callCountWords(c.blocked_calls, c.divergent_calls) ? h("span", { class: "badge warn call-counts" }, callCountWords(c.blocked_calls, c.divergent_calls)) : null, " ",
+      h("span", { class: "muted" }, (ex.input || "").slice(0, 140))),
     h("h4", {}, "Expects"),
     h("pre", {}, ex.input || ""),
     ex.reference ? h("p", {}, "Reference: ", h("code", {}, String(ex.reference))) : null,
@@ -274,7 +285,21 @@ function caseDetails(c, arms) {
         (side.attempts || []).map((t) => h("div", { class: "attempt" },
           h("p", { class: "muted" }, `try ${t.attempt} · ${t.state}${t.model ? " · " + t.model : ""}${t.latency_ms !== undefined && t.latency_ms !== null ? ` · ${ms(t.latency_ms)}` : ""}`),
           h("pre", {}, t.answer || (t.error ? `error: ${t.error}` : "")),
-          (t.calls || []).length ? h("pre", {}, JSON.stringify(t.calls, null, 2)) : null,
+          (t.calls || []).length ? callList(t.calls) : null,
           (t.scores || []).map((s) => h("p", { class: "reason" }, `${s.scorer}: ${s.passed === null ? "not graded" : s.passed ? "passed" : "failed"} — ${s.reason || ""}`)))));
     }));
+}
+
+// An attempt's tool calls in the order made: each one's name, its status in words, its arguments
+// and result (kept redacted; shown as text, whatever they hold), and its error and reason.
+function callList(calls) {
+  return h("ol", { class: "calls" }, calls.map((call) => h("li", { class: "call", "data-status": call.status || "executed" },
+    h("code", { class: "call-name" }, call.name), " ",
+    h("span", { class: `call-status ${call.status === "blocked" || call.status === "divergent" ? "badge warn" : "badge"}` }, callStatusWords(call)),
+    h("div", { class: "call-arguments" }, h("span", { class: "muted" }, "arguments: "), h("pre", {}, JSON.stringify(call.arguments ?? {}, null, 2))),
+    call.result !== undefined && call.result !== null
+      ? h("div", { class: "call-result" }, h("span", { class: "muted" }, "result: "), h("pre", {}, typeof call.result === "string" ? call.result : JSON.stringify(call.result, null, 2)))
+      : null,
+    call.error ? h("p", { class: "call-error why" }, `error: ${call.error}`) : null,
+    call.reason ? h("p", { class: "call-reason muted" }, call.reason) : null)));
 }

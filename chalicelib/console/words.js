@@ -131,3 +131,28 @@ export function ms(value) {
 // The verdict beside a version (pass / partial / fail / none) as the page shows it: `none` is
 // neutral, "not measured yet", never a failure.
 export const VERDICT_WORDS = { pass: "pass", partial: "partial", fail: "fail", none: "not measured yet" };
+
+// A tool call's status in words, as a case's detail shows it (docs/guides/tools.md, "Reading the
+// calls"): "executed on shop-test", "blocked — not executed", ...
+const CALL_WORDS = {
+  blocked: "blocked — not executed",
+  replayed: "replayed from the recording",
+  divergent: "divergent — held",
+  unverified: "unverified — reported by the agent",
+  intended: "intended — recorded, not executed",
+};
+export function callStatusWords(call) {
+  const status = (call && call.status) || "executed";
+  if (status === "executed") return call.connection_id ? `executed on ${call.connection_id}` : "executed";
+  return Object.hasOwn(CALL_WORDS, status) ? CALL_WORDS[status] : String(status);
+}
+
+// A case's calls that did not run as asked, counted: "2 blocked · 1 divergent"; "" for none.
+export function callCountWords(blocked, divergent) {
+  return [blocked ? `${blocked} blocked` : "", divergent ? `${divergent} divergent` : ""].filter(Boolean).join(" · ");
+}
+
+// The run's cases that diverged from the recording: "3 cases diverged from the recording".
+export function divergedWords(n) {
+  return `${n} ${n === 1 ? "case" : "cases"} diverged from the recording`;
+}

@@ -43,7 +43,7 @@ from chalicelib.domain.run_rules import (
     summarize_arm,
 )
 from chalicelib.domain.spec import spec_hash
-from chalicelib.services import messagebus, slots
+from chalicelib.services import messagebus, slots, workspaces
 from chalicelib.services.ports.telemetry import Metric
 
 log = logging.getLogger(__name__)
@@ -320,8 +320,14 @@ def confirming_tasks(c: Container, run: Run, attempts: list[Attempt]) -> list[li
 def advance_if_done(c: Container, org_id: str, run_id: str) -> None:
     """If every expected attempt of the organization's run is recorded, move the phase on (exactly
     one caller wins each move): answering → confirming (reruns of the flips, through the same queue
-    and slots) → finalizing."""
+    and slots) → finalizing. On a run that has ended (a case that ran on after a cancel gave its
+    slot back), its workspaces are deleted again instead."""
     run = c.runs.get(org_id, run_id)
+    if run is not None and RunStatus(run.status).ended:
+        # A case that ran on after the run ended gave its slot back: what it wrote in its
+        # workspace goes too (the delete at the run's end came before it).
+        workspaces.release(c, org_id, run_id)
+        return
     if run is None or run.status != RunStatus.RUNNING or int(run.recorded) < int(run.expected):
         return
     attempts: list[Attempt] | None = None
@@ -351,8 +357,10 @@ def advance_if_done(c: Container, org_id: str, run_id: str) -> None:
 
 
 def ended(c: Container, org_id: str, run_id: str) -> None:
-    """A run ended: what follows it (a suite's result and what that decides) happens now. A failure
-    there never undoes the run's end; the tick and later events pick the suite up again."""
+    """A run ended: its attempts' workspaces are deleted (`services.workspaces`), then what follows
+    it (a suite's result and what that decides) happens now. A failure there never undoes the
+    run's end; the tick and later events pick the suite up again."""
+    workspaces.release(c, org_id, run_id)
     try:
         messagebus.publish(c, RunEnded(org_id, run_id))
     except Exception:  # noqa: BLE001 - the run is over whatever its suite makes of it

@@ -7,7 +7,7 @@ import base64
 import binascii
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -15,7 +15,7 @@ from typing import Any
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms
 from chalicelib.domain import access
-from chalicelib.domain.enums import ArmRole, RunStatus
+from chalicelib.domain.enums import ArmRole, CallStatus, RunStatus
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.outcome import Comparison
 from chalicelib.domain.records import Arm, Attempt, Run
@@ -249,14 +249,32 @@ class CaseResults:
     outcome: str | None
     """Its comparison outcome (`regression`, ...), None without a baseline."""
     arms: dict[str, CaseSide]
+    blocked_calls: int = 0
+    """Calls kept `blocked` over every attempt of its sides (docs/guides/tools.md)."""
+    divergent_calls: int = 0
+    """Calls kept `divergent` (held: the recording had no match) over every attempt of its sides."""
 
 
 @dataclass(frozen=True)
 class CasesPage:
-    """One page of a run's cases and the cursor of the next page (None after the last)."""
+    """One page of a run's cases and the cursor of the next page (None after the last), and
+    `diverged_cases`: how many of the run's cases (every case, whatever the filters and the page)
+    hold a `divergent` call in one of their attempts."""
 
     cases: list[CaseResults]
     next_cursor: str | None
+    diverged_cases: int = 0
+
+
+def calls_with(attempts: Iterable[Attempt], status: CallStatus) -> int:
+    """How many calls kept on `attempts` have `status` (a call kept without one counts as
+    `executed`, as `ToolCall` reads it)."""
+    return sum(
+        1
+        for row in attempts
+        for call in (row.calls if isinstance(row.calls, list) else [])
+        if isinstance(call, dict) and call.get("status", CallStatus.EXECUTED) == status
+    )
 
 
 CASES_PAGE = 50
@@ -277,8 +295,10 @@ def cases(
     limit: int = CASES_PAGE,
     cursor: str | None = None,
 ) -> CasesPage:
-    """A page of the run's cases, in the run's order: what each expects, its comparison outcome and
-    every attempt per arm.
+    """A page of the run's cases, in the run's order: what each expects, its comparison outcome,
+    every attempt per arm and how many of their calls were blocked or held divergent; and how many
+    of the run's cases diverged from the recording (counted from the attempts read for the page:
+    no request more).
 
     Filters: `outcome` (a comparison outcome such as `regression`, or a settled state such as
     `failed`), `tag`, `arm_id`, `case_id`. A page holds at most `limit` cases that pass them; the
@@ -328,7 +348,15 @@ def cases(
             k: case.get(k)
             for k in ("input", "history", "reference", "checks", "expected_calls", "tags")
         }
-        entry = CaseResults(cid, expects, outcomes.get(cid), sides)
+        shown = [row for side in sides.values() for row in side.attempts]
+        entry = CaseResults(
+            cid,
+            expects,
+            outcomes.get(cid),
+            sides,
+            blocked_calls=calls_with(shown, CallStatus.BLOCKED),
+            divergent_calls=calls_with(shown, CallStatus.DIVERGENT),
+        )
         if (
             outcome is not None
             and outcome != entry.outcome
@@ -340,7 +368,8 @@ def cases(
             break
         out.append(entry)
     next_cursor = dataset_service.encode_cursor(out[-1].case_id) if more else None
-    return CasesPage(out, next_cursor)
+    diverged = sum(1 for rows in by_case.values() if calls_with(rows, CallStatus.DIVERGENT))
+    return CasesPage(out, next_cursor, diverged)
 
 
 def arm_spec(c: Container, who: Identity, run_id: str, arm_id: str) -> Arm:

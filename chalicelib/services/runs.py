@@ -1,12 +1,12 @@
-"""Starting, reading, cancelling and deleting eval runs (docs/architecture/run-lifecycle.md)."""
+"""Starting and cancelling eval runs (docs/architecture/run-lifecycle.md); reading them
+(`run_reads`) and deleting them (`run_deletion`) are named here too, for their callers."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from chalicelib import names
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import RunPhase, RunPurpose, RunStatus
@@ -22,6 +22,10 @@ from chalicelib.services import access as access_service
 from chalicelib.services import estimates, finalize, slots
 from chalicelib.services.planning import Plan
 from chalicelib.services.ports.telemetry import Metric
+from chalicelib.services.run_deletion import borrowers as borrowers
+from chalicelib.services.run_deletion import delete_run as delete_run
+from chalicelib.services.run_deletion import forget as forget
+from chalicelib.services.run_deletion import keep_borrowed as keep_borrowed
 from chalicelib.services.run_plans import estimate as estimate
 from chalicelib.services.run_plans import isolation as isolation
 from chalicelib.services.run_plans import of_evaluation as of_evaluation
@@ -219,87 +223,3 @@ def end_run(c: Container, run: Run, status: RunStatus, reason: str) -> bool:
         c.orgs.remove_waiting(run.org_id, run.run_id)
         finalize.ended(c, run.org_id, run.run_id)
     return ok
-
-
-def delete_run(c: Container, who: Identity, run_id: str) -> None:
-    """Delete an ended run, every attempt it kept, and the answers it kept in the results
-    bucket (`<org>/answers/<run_id>/`, docs/reference/data-protection.md). The answers go first: a
-    delete cut short between the two leaves the run, and asking again finishes it, where the
-    other order would leave answers nothing points at. Raises ConflictError while it runs."""
-    run = access_service.readable_run(c, who, run_id)
-    access_service.check_own_or_edit(who, run, "deleting")
-    forget(c, run)
-
-
-def forget(c: Container, run: Run, *, borrowers_deleted_too: bool = False) -> None:
-    """Delete an ended run, every attempt it kept, and the answers it kept in the results bucket
-    (`<org>/answers/<run_id>/`, docs/reference/data-protection.md).
-
-    A run whose baseline borrowed this run's first answers keeps its comparison: those answers
-    are copied into it first (`keep_borrowed`), so its page, its cases, a grade again and a
-    comparison of its other models read what they read before. The run is marked as being deleted
-    before the borrowers are looked for, so none started from then on borrows from it.
-    `borrowers_deleted_too`: every run that may borrow from it goes in the same delete (an
-    agent's or a dataset's: a baseline is borrowed within one agent and dataset only), so
-    nothing is copied.
-
-    The answers in the bucket go before the records: a delete cut short between the two leaves
-    the run, and asking again finishes it, where the other order would leave answers nothing
-    points at.
-
-    Raises:
-        ConflictError: (field `run_id`) the run is queued or running, or still holds slots.
-    """
-    if not RunStatus(run.status).ended or int(run.slots) > 0:
-        raise ConflictError(
-            "the run is still running: cancel it and wait for its running cases first",
-            field="run_id",
-        )
-    if run.status == RunStatus.COMPLETED and not borrowers_deleted_too:
-        # Only a completed run's arms are borrowed (`baselines.choose`).
-        c.runs.mark_deleting(run.org_id, run.run_id, iso(c.clock.now()))
-        attempts = c.runs.attempts(run.org_id, run.run_id)
-        for borrower in borrowers(c, run):
-            keep_borrowed(c, borrower, run, attempts)
-    c.bucket.delete_prefix(names.run_answers_prefix(run.org_id, run.run_id))
-    c.runs.delete(run.org_id, run.run_id)
-
-
-BORROWERS_PAGE = 100
-"""Runs read per page when a delete looks for the runs that borrowed a run's first answers."""
-
-
-def borrowers(c: Container, source: Run) -> list[Run]:
-    """The runs whose baseline borrows `source`'s first answers: runs of its agent created since
-    it was (its agent's runs newest first, an index query, until one created before it)."""
-    out: list[Run] = []
-    start = None
-    while True:
-        page = c.runs.list_by_agent(source.org_id, source.agent_id, BORROWERS_PAGE, start)
-        for run in page.runs:
-            if run.created_at < source.created_at:
-                return out
-            if any(a.source_run_id == source.run_id for a in run.arms if not a.answers):
-                out.append(run)
-        if page.next_start is None:
-            return out
-        start = page.next_start
-
-
-def keep_borrowed(c: Container, borrower: Run, source: Run, attempts: list[Attempt]) -> None:
-    """Copy the first answers `borrower`'s baseline takes from `source` (of `source`'s
-    `attempts`) into `borrower`, as `finalize.borrowed` relabels them; an answer kept in the
-    results bucket is copied under `borrower`'s prefix (the source's is deleted with it)."""
-    copies: list[Attempt] = []
-    for arm in borrower.arms:
-        if arm.answers or arm.source_run_id != source.run_id:
-            continue
-        for row in finalize.borrowed(borrower, arm, attempts):
-            ref = row.answer_ref
-            if ref:
-                key = names.answer_key(borrower.org_id, borrower.run_id, row.attempt_key)
-                ref = c.bucket.put_text(key, c.bucket.get_text(ref))
-            copies.append(replace(row, answer_ref=ref, successor=None, delivery=None))
-    if copies and not c.runs.keep_borrowed(borrower, copies):
-        # The borrower was deleted meanwhile: its copies in the bucket go too.
-        c.bucket.delete_prefix(names.run_answers_prefix(borrower.org_id, borrower.run_id))

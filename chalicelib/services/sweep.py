@@ -3,8 +3,10 @@ docs/architecture/slots.md).
 
 A running run whose heartbeat and progress stood still for `EVAL_ABANDONED_AFTER_MINUTES` is
 failed (conditional on the values read, so a run that moves meanwhile is left alone); its
-running cases are failed, the rest skipped, and its slots released exactly once. A slow run
-that still heartbeats is never swept. Every recorded attempt stays readable.
+running cases are failed, the rest skipped, and its slots released exactly once; its attempts'
+workspaces are deleted (as at every run's end, and again when the sweep frees a slot a dead worker
+left under an ended run). A slow run that still heartbeats is never swept. Every recorded attempt
+stays readable.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import AttemptState, RunPhase, RunStatus
 from chalicelib.domain.records import Attempt, Run
-from chalicelib.services import finalize, slots
+from chalicelib.services import finalize, slots, workspaces
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +157,7 @@ def sweep(c: Container) -> SweepReport:
                 run, run.reason or status.value, run.completed_at or iso(now)
             ):
                 fail_running_cases(c, run, "its worker stopped after the run ended", now)
+                workspaces.release(c, run.org_id, run.run_id)
                 report.released.append(run.run_id)
     for org in c.orgs.orgs_with_waiting_runs():
         report.slots_started += slots.assign_free_slots(c, org.org_id)

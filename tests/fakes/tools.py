@@ -84,11 +84,14 @@ class FakeToolTransport:
 
 
 class FakeWorkspaces:
-    """`ports.tools.Workspaces` in memory, with the same cap rule (`max_bytes`)."""
+    """`ports.tools.Workspaces` in memory, by (org_id, run_id, attempt_key, path), with the same
+    cap rule (`max_bytes`); `broken` makes `release` raise, as a bucket that refuses the delete
+    would."""
 
     def __init__(self, max_bytes: int = 1_048_576) -> None:
         self.files: dict[tuple[str, str, str, str], str] = {}
         self.max_bytes = max_bytes
+        self.broken = False
 
     def read(self, org_id: str, run_id: str, attempt_key: str, path: str) -> str | None:
         return self.files.get((org_id, run_id, attempt_key, path))
@@ -109,6 +112,8 @@ class FakeWorkspaces:
         return sorted(k[3] for k in self.files if k[:3] == where and k[3].startswith(prefix))
 
     def release(self, org_id: str, run_id: str) -> int:
+        if self.broken:
+            raise OSError("the bucket refused the delete")
         gone = [k for k in self.files if k[:2] == (org_id, run_id)]
         for key in gone:
             del self.files[key]

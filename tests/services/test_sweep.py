@@ -9,7 +9,7 @@ from dataclasses import replace
 from chalicelib.clock import epoch_ms
 from chalicelib.domain.events import Event, RunEnded
 from chalicelib.domain.records import Run
-from chalicelib.services import sweep
+from chalicelib.services import finalize, sweep
 from chalicelib.services.ports.telemetry import Metric
 from tests.fakes import START, FakeContainer
 from tests.fakes.ledger import a_run, an_attempt
@@ -146,3 +146,32 @@ def test_a_running_task_no_delivery_ever_claimed_is_sent_again_once_the_run_stoo
         }
     ]
     assert c.runs.get_for_org("acme", "stuck").status == "running"
+
+
+def test_the_sweep_deletes_the_workspaces_of_the_run_it_fails_and_no_other_run_s(
+    c: FakeContainer, events: list[Event]
+) -> None:
+    _org(c, in_flight=3)
+    c.runs.add(_running("old", beat_minutes_ago=11, next_index=3, slots=2))
+    c.runs.add(_running("fresh", beat_minutes_ago=1, next_index=1, slots=1))
+    c.workspaces.write("acme", "old", "candidate#c1#001", "notes.txt", "draft")
+    c.workspaces.write("acme", "fresh", "candidate#c1#001", "notes.txt", "kept")
+    assert sweep.sweep(c).failed == ["old"]
+    assert c.workspaces.files == {("acme", "fresh", "candidate#c1#001", "notes.txt"): "kept"}
+
+
+def test_a_workspace_delete_that_fails_is_logged_and_the_run_is_failed_all_the_same(
+    c: FakeContainer, events: list[Event], caplog
+) -> None:
+    _org(c, in_flight=2)
+    c.runs.add(_running("old", beat_minutes_ago=11, next_index=2, slots=2))
+    c.workspaces.write("acme", "old", "candidate#c1#001", "notes.txt", "draft")
+    c.workspaces.broken = True
+    assert sweep.sweep(c).failed == ["old"]
+    assert c.runs.get_for_org("acme", "old").status == "failed"
+    assert events == [RunEnded("acme", "old")], "what follows the end still happens"
+    assert "run old: its workspaces could not be deleted" in caplog.text
+    c.workspaces.broken = False
+    # the next release of the run takes what is left: a slot given back after its end
+    finalize.advance_if_done(c, "acme", "old")
+    assert c.workspaces.files == {}

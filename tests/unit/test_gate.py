@@ -212,6 +212,50 @@ def test_junit_names_each_case_by_its_id_and_the_start_of_its_question() -> None
     assert "question: (none)\n" in (no_question.text or "")
 
 
+def test_junit_says_each_call_s_status_and_counts_the_blocked_divergent_and_diverged() -> None:
+    called = _case("c1", "passed", answer="42")
+    called["arms"]["candidate"]["attempts"][0]["calls"] = [
+        {"name": "lookup", "status": "executed", "connection_id": "shop-test", "reason": "r"},
+        {"name": "refund", "status": "blocked", "reason": "a write\n without a test connection"},
+        {"name": "refund", "status": "divergent", "reason": "no match"},
+        {"name": "send", "status": "executed", "connection_id": "mail", "error": "status 500"},
+        {"name": "old", "arguments": {}},
+        {"name": "told", "status": "unverified", "reason": "reported"},
+        {"name": "kept", "status": "replayed", "reason": "recorded call 0"},
+    ]
+    called |= {"blocked_calls": 1, "divergent_calls": 1}
+    held = _case("c2", "failed", "regression") | {"blocked_calls": 0, "divergent_calls": 3}
+    cases = [called, held, _case("c3", "passed", answer="42")]
+    root = ET.fromstring(gate.junit(_run(), cases, gate.Gate(BROKE)))
+    found = root.find("properties")
+    assert found is not None
+    suite_props = {p.get("name"): p.get("value") for p in found}
+    assert suite_props["diverged_cases"] == "2"
+    by_name = {tc.get("name"): tc for tc in root.iter("testcase")}
+
+    def said(tc: ET.Element) -> dict[str, str | None]:
+        return {p.get("name"): p.get("value") for p in tc.iter("property")}
+
+    assert (said(by_name["c1"])["blocked_calls"], said(by_name["c1"])["divergent_calls"]) == (
+        "1",
+        "1",
+    )
+    out = by_name["c1"].find("system-out")
+    assert out is not None and (out.text or "").splitlines() == [
+        "try 1: lookup executed on shop-test",
+        "try 1: refund blocked — not executed (a write without a test connection)",
+        "try 1: refund divergent — held (no match)",
+        "try 1: send executed on mail (status 500)",
+        "try 1: old executed",
+        "try 1: told unverified — reported by the agent (reported)",
+        "try 1: kept replayed from the recording (recorded call 0)",
+    ]
+    # counted calls of a case whose candidate made none (its baseline's): counts, no output
+    assert said(by_name["c2"])["divergent_calls"] == "3"
+    assert by_name["c2"].find("system-out") is None
+    assert "blocked_calls" not in said(by_name["c3"]) and by_name["c3"].find("system-out") is None
+
+
 def test_junit_drops_what_xml_cannot_hold() -> None:
     root = ET.fromstring(
         gate.junit(_run(), [_case("c1", "failed", answer="a\x00b\x1bc")], gate.Gate(BROKE))

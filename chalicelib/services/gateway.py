@@ -30,6 +30,7 @@ import hmac
 import json
 import logging
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -39,13 +40,13 @@ from chalicelib.clock import epoch_ms
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.models import ToolCall
 from chalicelib.domain.records import Run, ToolSession
-from chalicelib.domain.tools import ToolReply
+from chalicelib.domain.tools import ToolReply, ToolSpec
 from chalicelib.errors import (
     ForbiddenError,
     InvalidInputError,
     UnauthenticatedError,
 )
-from chalicelib.services import tool_calls
+from chalicelib.services import mcp_gateway, tool_calls
 from chalicelib.services.ports import ToolGateway
 from chalicelib.services.tool_calls import ToolBox
 
@@ -292,6 +293,41 @@ def call_in(
     if kept is None or reply is None:  # the session is gone (its run was deleted)
         raise ForbiddenError(_ENDED_DURING, field="Authorization")
     return reply
+
+
+class SessionTools:
+    """An attempt's tools as the MCP dispatcher (`services.mcp_gateway.answer`) calls them: each
+    call goes through `call_in`, so it is decided, made and kept exactly as a call to
+    `{tools_url}/{tool_name}` is."""
+
+    def __init__(self, c: Container, session: ToolSession) -> None:
+        self._c, self._session = c, session
+        self._box = toolbox(c, session)
+
+    @property
+    def tools(self) -> Mapping[str, ToolSpec]:
+        """Every tool the attempt may call, by name."""
+        return self._box.tools
+
+    def check(self, name: str, arguments: Any) -> ToolSpec:
+        """See `ToolBox.check`."""
+        return self._box.check(name, arguments)
+
+    def call_checked(self, tool: ToolSpec, arguments: Mapping[str, Any]) -> ToolReply:
+        """The call made through `call_in` (kept on the session)."""
+        return call_in(self._c, self._session, tool.name, arguments)
+
+
+def mcp_answer(
+    c: Container, session: ToolSession, message: bytes | str
+) -> tuple[int, dict[str, Any] | None, dict[str, str]]:
+    """What the gateway answers one MCP message POSTed to an attempt's `tools_mcp_url` (the
+    session `authenticate` returned): `(HTTP status, JSON-RPC body or None, headers)`, the session
+    id as `Mcp-Session-Id` (docs/guides/tools.md, "The tool gateway as an MCP server").
+
+    Raises: as `call_in` for a `tools/call` whose attempt ended while it was made.
+    """
+    return mcp_gateway.answer(message, SessionTools(c, session), session_id=session.session_id)
 
 
 def restart(c: Container, session: GatewaySession) -> None:

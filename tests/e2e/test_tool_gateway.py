@@ -12,7 +12,7 @@ import pytest
 
 from chalicelib.domain import records
 from tests.e2e.conftest import cases
-from tests.support.tool_agent import GatewayAgent, ToolServer
+from tests.support.tool_agent import GatewayAgent, McpAgent, ToolServer
 
 TOOLS = [
     {
@@ -207,3 +207,39 @@ def test_an_answer_quoting_the_attempts_tool_token_is_kept_with_the_token_redact
     [attempt] = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["results"]
     assert attempt["answer"] == "42, called with [REDACTED:tool_token]"
     assert agent.payloads["c000"]["tools_token"] not in json.dumps(attempt)
+
+
+def test_an_agent_taking_its_tools_from_mcp_is_isolated_with_no_code_change(
+    api, container, tool_server
+):
+    """The agent points the MCP SDK's client at `tools_mcp_url`: it lists the attempt's tools
+    and calls them there, each decided, made and kept as through `tools_url`."""
+    api.ok("POST", "/api/v1/environments", json={"environment_id": "production", "default": True})
+    _connections(container, api.org_id, tool_server)
+    with McpAgent(CALLS) as agent:
+        agent_id = api.agent({"runtime": "http", "url": agent.url, "tools": TOOLS})
+        run = api.start(agent_id, api.dataset(cases(1)))
+        assert api.wait(run["run_id"])["status"] == "completed"
+    assert agent.listed["c000"] == [
+        "refund",
+        "send_email",
+        "lookup_customer",
+        "workspace_read",
+        "workspace_write",
+        "workspace_list",
+    ]
+    refund, email, lookup = agent.results["c000"]
+    assert refund["status"] == "executed" and refund["result"]["where"] == "test"
+    assert email["status"] == "blocked"
+    assert lookup["status"] == "executed"
+    assert dict(tool_server.received) == {
+        ("test", "shop", "refund"): 1,
+        ("prod", "crm", "lookup_customer"): 1,
+    }
+    view = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    (result,) = view["results"]
+    assert [(c["name"], c["status"], c.get("connection_id")) for c in result["calls"]] == [
+        ("refund", "executed", "shop-test"),
+        ("send_email", "blocked", None),
+        ("lookup_customer", "executed", "crm"),
+    ]

@@ -143,3 +143,47 @@ class GatewayAgent(_Server):
                 {"name": "notify_slack", "arguments": {"channel": "#ops"}, "status": "executed"}
             ],
         }
+
+
+class McpAgent(_Server):
+    """An `http` agent that takes its tools from MCP: asked a case, it points the MCP SDK's client
+    at the case payload's `tools_mcp_url` (the attempt's `tools_token` as bearer), lists the tools,
+    makes `calls` and answers "42". `listed[case_id]`: the tool names it was given;
+    `results[case_id]`: each call's structured result."""
+
+    def __init__(self, calls: list[tuple[str, dict[str, Any]]]) -> None:
+        self.calls = calls
+        self.listed: dict[str, list[str]] = {}
+        self.results: dict[str, list[Any]] = {}
+        self._lock = threading.Lock()
+        super().__init__(self._answer)
+        self.url = f"{self.base}/agent"
+
+    def _answer(self, path: str, raw: bytes) -> tuple[int, Any]:
+        import anyio
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        payload = json.loads(raw)
+        url, token = payload.get("tools_mcp_url"), payload.get("tools_token")
+        if not url or not token:
+            return 200, {"answer": "no gateway"}
+
+        async def steps() -> tuple[list[str], list[Any]]:
+            headers = {"Authorization": f"Bearer {token}"}
+            async with httpx.AsyncClient(trust_env=False, timeout=60, headers=headers) as client:
+                async with streamable_http_client(url, http_client=client) as (read, write, _):
+                    async with ClientSession(read, write) as session:
+                        await session.initialize()
+                        listed = [tool.name for tool in (await session.list_tools()).tools]
+                        results = []
+                        for tool, arguments in self.calls:
+                            reply = await session.call_tool(tool, arguments)
+                            results.append(reply.structuredContent)
+                        return listed, results
+
+        listed, results = anyio.run(steps)
+        with self._lock:
+            self.listed[payload["case_id"]] = listed
+            self.results[payload["case_id"]] = results
+        return 200, {"answer": "42"}

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from chalice import Response
+
 from chalicelib.api.common import api_view, loads_bounded
 from chalicelib.api.lazy import LazyModule
 from chalicelib.api.routes.base import bp
@@ -46,3 +48,26 @@ def call_tool(c, who, org_id, run_id, session_id, tool_name, token, body):
     return gateway_service.call_in(
         c, session, tool_name, arguments, unreadable=unreadable
     ).for_agent()
+
+
+@bp.route("/api/v1/gateway/{org_id}/{run_id}/{session_id}/mcp", methods=["POST"])
+@api_view(
+    bp,
+    auth=False,
+    tool_token=True,
+    body=ToolArguments,
+    body_required=False,
+    raw_body=True,
+    max_body_bytes=MAX_ARGUMENTS_BYTES,
+    too_large_field="message",
+)
+def call_tool_mcp(c, who, org_id, run_id, session_id, token, body):
+    """The eval attempt's tools as an MCP server (streamable HTTP, JSON responses): initialize,
+    tools/list, tools/call; each call decided, made and kept as a call to its tools URL is."""
+    session = gateway_service.authenticate(c, org_id, run_id, session_id, token)
+    status, message, headers = gateway_service.mcp_answer(c, session, body or b"")
+    return Response(
+        body=message if message is not None else "",
+        status_code=status,
+        headers={"Content-Type": "application/json", **headers},
+    )

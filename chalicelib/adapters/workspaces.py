@@ -26,7 +26,7 @@ def check_path(path: str, field: str = "arguments.path") -> str:
         InvalidInputError: (field `field`) empty, longer than 256 characters, starting with `/`,
             holding `..` as a part, or a character other than letters, digits, `._-/` and space.
     """
-    if not _PATH.match(path) or ".." in path.split("/") or "//" in path or path.endswith("/"):
+    if not _PATH.fullmatch(path) or ".." in path.split("/") or "//" in path or path.endswith("/"):
         raise InvalidInputError(
             f"{field} must be a relative path of letters, digits, '._-/' and spaces, without '..'",
             field=field,

@@ -858,3 +858,41 @@ def test_a_server_listing_hostile_tools_gives_the_attempt_only_the_declarable_on
         # the server's `workspace_write` is not the built-in's stand-in
         assert seen["ws"]["status"] == "executed" and seen["ws"]["result"]["written"] is True
         assert server.methods.count("tools/call") == 1, server.methods
+
+
+def test_a_workspace_holds_no_more_than_its_cap_even_when_written_at_once(api, operator):
+    operator(assay_workspace_max_bytes=1000)
+
+    def probe(payload: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        out["big"] = _post(payload, "workspace_write", {"path": "big", "content": "x" * 1001})
+        replies: list[Any] = [None] * 6
+        barrier = threading.Barrier(6)
+
+        def one(i: int) -> None:
+            barrier.wait()
+            body = {"path": f"f{i}", "content": "y" * 600}
+            replies[i] = _post(payload, "workspace_write", body).json()
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        out["written"] = [r for r in replies if "result" in r]
+        listed = _post(payload, "workspace_list", {}).json()["result"]["paths"]
+        out["sizes"] = {
+            p: len(_post(payload, "workspace_read", {"path": p}).json()["result"]["content"])
+            for p in listed
+        }
+        return {"big": out["big"].json(), "written": out["written"], "sizes": out["sizes"]}
+
+    with ProbingAgent(probe) as agent:
+        agent_id = api.agent({"runtime": "http", "url": agent.url})
+        run = api.start(agent_id, api.dataset(cases(1)))
+        assert api.wait(run["run_id"])["status"] == "completed"
+        seen = agent.seen["c000"]
+        assert "probe_failed" not in seen, seen
+        assert "at most 1000 bytes" in seen["big"]["error"]
+        assert len(seen["written"]) <= 1, seen["written"]
+        assert sum(seen["sizes"].values()) <= 1000, seen["sizes"]

@@ -86,6 +86,12 @@ def test_another_organizations_connection_is_not_found_wherever_it_is_named(new_
         )
         assert (status, field_of(body)) == (404, f"test_connections.{where}"), body
     status, body = b.call(
+        "PUT",
+        "/api/v1/environments/staging/test-connections",
+        json={"test_connections": {"mine": "mine"}},
+    )
+    assert (status, field_of(body)) == (400, "test_connections.mine"), body
+    status, body = b.call(
         "POST",
         "/api/v1/environments",
         json={"environment_id": "prod", "test_connections": {"shop": "mine"}},
@@ -253,6 +259,11 @@ def _tool(**over: Any) -> dict[str, Any]:
         ),
         ([_tool(name="workspace_read")], "name"),
         ([_tool(name="workspace_write")], "name"),
+        (
+            [{"type": "function", "function": {"name": "workspace_list"}, "effect": "read"}],
+            "name",
+        ),
+        ([{"type": "function", "function": {"name": "x", "parameters": []}}], "parameters"),
         ([_tool(name="refund\n")], "name"),
         ([_tool(name="a" * 65)], "name"),
         ([_tool(name="../x")], "name"),
@@ -896,3 +907,54 @@ def test_a_workspace_holds_no_more_than_its_cap_even_when_written_at_once(api, o
         assert "at most 1000 bytes" in seen["big"]["error"]
         assert len(seen["written"]) <= 1, seen["written"]
         assert sum(seen["sizes"].values()) <= 1000, seen["sizes"]
+
+
+def test_one_recorded_call_is_replayed_once_when_asked_twice_at_once(api):
+    line = {
+        "case_id": "c000",
+        "input": "question 0",
+        "answer": "42",
+        "calls": [{"name": "lookup", "arguments": {"order_id": "A1"}, "result": {"state": "paid"}}],
+    }
+    api.ok("POST", "/api/v1/recordings", json={"recording_id": "rec", "content": json.dumps(line)})
+
+    def probe(payload: dict[str, Any]) -> dict[str, Any]:
+        replies: list[Any] = [None] * 4
+        barrier = threading.Barrier(4)
+
+        def one(i: int) -> None:
+            barrier.wait()
+            replies[i] = _post(payload, "lookup", {"order_id": "A1"}).json()
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+        def chunks():
+            for _ in range(40):
+                yield b"x" * 8192
+
+        with httpx.Client(timeout=60) as http:
+            chunked = http.post(
+                f"{payload['tools_url']}/lookup",
+                content=chunks(),
+                headers={"Authorization": f"Bearer {payload['tools_token']}"},
+            )
+        return {"replies": replies, "chunked": _seen(chunked)}
+
+    with HeaderServer() as tools, ProbingAgent(probe) as agent:
+        assert connect(api, "shop", f"{tools.base}/prod")[0] == 201
+        agent_id = api.agent({"runtime": "http", "url": agent.url, "tools": [READ_TOOL]})
+        run = api.start(agent_id, api.dataset(cases(1)), from_recordings=True, recording_id="rec")
+        assert api.wait(run["run_id"])["status"] == "completed"
+        seen = agent.seen["c000"]
+        assert "probe_failed" not in seen, seen
+        statuses = sorted(r["status"] for r in seen["replies"])
+        assert statuses == ["divergent", "divergent", "divergent", "replayed"], seen
+        assert seen["chunked"] in ((413, "arguments"), (400, "arguments")), seen["chunked"]
+        assert tools.received == []  # held, never live (no live_reads)
+    [attempt] = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["results"]
+    kept = sorted(c["status"] for c in attempt["calls"])
+    assert kept == ["divergent", "divergent", "divergent", "replayed"], attempt["calls"]

@@ -26,7 +26,7 @@ def check_path(path: str, field: str = "arguments.path") -> str:
         InvalidInputError: (field `field`) empty, longer than 256 characters, starting with `/`,
             holding `..` as a part, or a character other than letters, digits, `._-/` and space.
     """
-    if not _PATH.match(path) or ".." in path.split("/") or "//" in path or path.endswith("/"):
+    if not _PATH.fullmatch(path) or ".." in path.split("/") or "//" in path or path.endswith("/"):
         raise InvalidInputError(
             f"{field} must be a relative path of letters, digits, '._-/' and spaces, without '..'",
             field=field,
@@ -75,23 +75,53 @@ class BucketWorkspaces:
         return bytes(body).decode("utf-8", errors="replace")
 
     def write(self, org_id: str, run_id: str, attempt_key: str, path: str, content: str) -> None:
-        """Write (replace) a file.
+        """Write (replace) a file: one listing, the put, and one listing more (plus one read of
+        the file it replaces, if any).
+
+        The cap is checked before the put and again after it: writes of one attempt made at
+        once (the tool gateway serves them concurrently) each see the others' bytes only once
+        written, so a write that finds the workspace over the cap after its put undoes it (the
+        file removed, or the one it replaced put back) and is refused. Writes at once may then
+        all be refused; the workspace never stays over the cap.
 
         Raises:
             InvalidInputError: a path `check_path` refuses.
-            PayloadTooLargeError: the attempt's files would pass the cap.
+            PayloadTooLargeError: the attempt's files would pass the cap (nothing kept).
         """
         prefix = self._prefix(org_id, run_id, attempt_key)
         key = prefix + check_path(path)
         data = content.encode("utf-8")
         cap = self._max_bytes()
-        others = sum(int(o["Size"]) for o in self._objects(prefix) if o["Key"] != key)
+        objects = self._objects(prefix)
+        others = sum(int(o["Size"]) for o in objects if o["Key"] != key)
         if others + len(data) > cap:
             raise PayloadTooLargeError(
                 f"the workspace holds at most {cap} bytes; writing {path!r} ({len(data)} bytes) "
                 f"beside {others} bytes would pass it",
                 field="arguments.content",
             )
+        replaced = self._body(key) if any(o["Key"] == key for o in objects) else None
+        self._put(key, data)
+        total = sum(int(o["Size"]) for o in self._objects(prefix))
+        if total > cap:  # another write of this attempt went in at the same time: undo ours
+            if replaced is None:
+                self._bucket.client.delete_object(Bucket=self._bucket.bucket, Key=key)
+            else:
+                self._put(key, replaced)
+            raise PayloadTooLargeError(
+                f"the workspace holds at most {cap} bytes; writing {path!r} ({len(data)} bytes) "
+                "at the same time as the attempt's other writes would pass it",
+                field="arguments.content",
+            )
+
+    def _body(self, key: str) -> bytes | None:
+        client = self._bucket.client
+        try:
+            return bytes(client.get_object(Bucket=self._bucket.bucket, Key=key)["Body"].read())
+        except client.exceptions.NoSuchKey:
+            return None
+
+    def _put(self, key: str, data: bytes) -> None:
         self._bucket.client.put_object(
             Bucket=self._bucket.bucket,
             Key=key,

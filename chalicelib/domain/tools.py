@@ -20,7 +20,9 @@ overriding what the server says.
 
 A tool's `parameters` is checked as a JSON schema when the spec is saved and every call's
 arguments are checked against it (`argument_problem`). Only references inside the schema
-(`$ref` starting `#`) are accepted, so checking a schema or arguments never fetches anything.
+(`$ref`, `$dynamicRef` or `$recursiveRef` starting `#`) are accepted, so checking a schema or
+arguments never fetches anything, and each must lead to something the schema holds (a reference
+that leads nowhere would fail every call that reaches it).
 
 Pure: no I/O.
 """
@@ -195,16 +197,21 @@ WORKSPACE_TOOLS: tuple[ToolSpec, ...] = (
 _BUILTIN_NAMES = frozenset(tool.name for tool in WORKSPACE_TOOLS)
 
 
+_REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
+"""The keywords whose value is a reference a validator follows."""
+
+
 def _refs(schema: Any) -> list[str]:
-    """Every `$ref` value in `schema`."""
+    """Every reference (`$ref`, `$dynamicRef`, `$recursiveRef` value) in `schema`."""
     found: list[str] = []
     stack = [schema]
     while stack:
         node = stack.pop()
         if isinstance(node, Mapping):
-            ref = node.get("$ref")
-            if isinstance(ref, str):
-                found.append(ref)
+            for keyword in _REF_KEYWORDS:
+                ref = node.get(keyword)
+                if isinstance(ref, str):
+                    found.append(ref)
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
@@ -241,7 +248,45 @@ def _check_schema(schema: Any, where: str) -> Mapping[str, Any]:
         ) from None
     if schema.get("type", "object") != "object":
         raise InvalidInputError(f"{where} must describe an object (type: object)", field=where)
+    dangling = _dangling_ref(schema)
+    if dangling is not None:
+        raise InvalidInputError(
+            f"{where} refers to {dangling[:80]!r}, which it does not hold", field=where
+        )
     return dict(schema)
+
+
+def _nested_ids(schema: Mapping[str, Any]) -> bool:
+    """Whether a schema below the root sets `$id` (its references resolve against it)."""
+    stack: list[Any] = [v for k, v in schema.items() if k != "$id"]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            if "$id" in node:
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def _dangling_ref(schema: Mapping[str, Any]) -> str | None:
+    """The first local reference of `schema` that leads nowhere (a validator would fail on it
+    when it reaches it), None when all resolve. A schema with a nested `$id` is not looked into
+    here: `argument_problem` still refuses arguments its references cannot check."""
+    if _nested_ids(schema):
+        return None
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    resolver = Registry().resolver_with_root(DRAFT202012.create_resource(dict(schema)))
+    for ref in _refs(schema):
+        try:
+            resolver.lookup(ref)
+        except Unresolvable:
+            return ref
+    return None
 
 
 def _parse_one(raw: Any, where: str) -> ToolSpec:
@@ -267,7 +312,7 @@ def _parse_one(raw: Any, where: str) -> ToolSpec:
             field=f"{where}.{unknown[0]}",
         )
     name = body.get("name")
-    if not isinstance(name, str) or not TOOL_NAME.match(name):
+    if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
         raise InvalidInputError(
             f"{where}.name must be 1 to 64 letters, digits, '_' or '-'", field=f"{where}.name"
         )
@@ -401,7 +446,7 @@ def tools_from_mcp(
         if not isinstance(raw, Mapping):
             continue
         name = raw.get("name")
-        if not isinstance(name, str) or not TOOL_NAME.match(name):
+        if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
             continue
         if name in seen or name in _BUILTIN_NAMES:
             continue
@@ -487,11 +532,15 @@ def argument_problem(tool: ToolSpec, arguments: Any) -> str | None:
     if not tool.parameters:
         return None
     from jsonschema import Draft202012Validator
+    from referencing.exceptions import Unresolvable
 
-    errors = sorted(
-        Draft202012Validator(tool.parameters).iter_errors(dict(arguments)),
-        key=lambda e: list(e.absolute_path),
-    )
+    try:
+        errors = sorted(
+            Draft202012Validator(tool.parameters).iter_errors(dict(arguments)),
+            key=lambda e: list(e.absolute_path),
+        )
+    except Unresolvable as exc:  # a reference that leads nowhere: nothing can be checked
+        return f"arguments cannot be checked: the tool's parameters refer to {str(exc)[:120]}"
     if not errors:
         return None
     first = errors[0]

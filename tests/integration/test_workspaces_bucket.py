@@ -91,6 +91,36 @@ def test_a_workspace_holds_at_most_its_cap_and_a_replaced_file_counts_once(s3) -
     ws.write("acme", "r1", "candidate#c001#001", "a", "1234567890")
 
 
+class _AtOnce(BucketWorkspaces):
+    """Workspaces where another write of the same attempt lands just before each put, as a
+    concurrent call of the tool gateway would."""
+
+    def __init__(self, s3, cap: int, other: tuple[str, str]) -> None:
+        super().__init__(ResultsBucket(lambda: s3, "results"), lambda: cap)
+        self.other = other
+
+    def _put(self, key: str, data: bytes) -> None:
+        if self.other:
+            path, content = self.other
+            self.other = ()  # type: ignore[assignment]
+            BucketWorkspaces.write(self, "acme", "r1", A, path, content)
+        super()._put(key, data)
+
+
+def test_writes_at_once_that_pass_the_cap_together_are_undone_and_refused(s3) -> None:
+    ws = _AtOnce(s3, 10, ("other", "123456"))
+    with pytest.raises(PayloadTooLargeError) as full:
+        ws.write("acme", "r1", A, "mine", "123456")  # fits alone; not beside the other
+    assert "at the same time" in full.value.message
+    assert ws.list("acme", "r1", A) == ["other"]
+    # a replacement undone puts the file it replaced back
+    ws.other = ("third", "1234")
+    with pytest.raises(PayloadTooLargeError):
+        ws.write("acme", "r1", A, "other", "1234567")
+    assert ws.read("acme", "r1", A, "other") == "123456"
+    assert ws.list("acme", "r1", A) == ["other", "third"]
+
+
 def test_two_attempts_never_see_each_other_s_files_even_when_their_keys_line_up(s3) -> None:
     """Case `x` writing `y/f` and case `x#001/y` writing `f`: joined as text, the first's key
     and path would name the second's file; each sees its own only."""

@@ -99,6 +99,47 @@ def test_a_reference_inside_the_schema_is_accepted():
     )
 
 
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {"$ref": "#/$defs/nope"}}},
+        {"type": "object", "properties": {"a": {"$dynamicRef": "https://tools.example/x"}}},
+        {"type": "object", "properties": {"a": {"$recursiveRef": "other.json"}}},
+        {"type": "object", "properties": {"a": {"$ref": "#missing-anchor"}}},
+    ],
+)
+def test_a_reference_that_leads_nowhere_or_outside_is_refused_when_declared(schema: Any):
+    with pytest.raises(InvalidInputError) as err:
+        parse_tools([{"name": "a", "parameters": schema}])
+    assert err.value.field == "spec.tools[0].parameters"
+
+
+def test_references_to_anchors_and_the_root_are_accepted():
+    schema = {
+        "type": "object",
+        "$defs": {"id": {"$anchor": "id", "type": "string"}},
+        "properties": {"a": {"$ref": "#id"}, "b": {"$ref": "#"}},
+    }
+    (tool,) = parse_tools([{"name": "a", "parameters": schema}])
+    assert argument_problem(tool, {"a": "x"}) is None
+
+
+def test_arguments_a_schema_cannot_check_are_a_problem_not_an_error():
+    """A nested `$id` leaves its references to the validator: one that leads nowhere is told as
+    the arguments' problem, never raised."""
+    schema = {"type": "object", "properties": {"a": {"$id": "urn:x", "$ref": "#/$defs/nope"}}}
+    (tool,) = parse_tools([{"name": "a", "parameters": schema}])
+    problem = argument_problem(tool, {"a": 1})
+    assert problem is not None and problem.startswith("arguments cannot be checked")
+
+
+@pytest.mark.parametrize("name", ["refund\n", "refund\r", "a\u00e9"])
+def test_a_tool_name_with_a_trailing_line_break_or_other_characters_is_refused(name: str):
+    with pytest.raises(InvalidInputError) as err:
+        parse_tools([{"name": name}])
+    assert err.value.field == "spec.tools[0].name"
+
+
 def test_arguments_are_checked_against_the_schema():
     (tool,) = parse_tools([{"name": "refund", "parameters": ORDER}])
     assert argument_problem(tool, {"order_id": "A1", "amount": 3}) is None

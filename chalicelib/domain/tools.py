@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from chalicelib.domain.bounded_patterns import PatternBudget, bounded_validator
 from chalicelib.domain.enums import CallStatus, ToolEffect
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.tool_isolation import ToolDeclaration
@@ -525,20 +526,21 @@ def argument_problem(tool: ToolSpec, arguments: Any) -> str | None:
 
     Arguments are a JSON object that validates against the tool's `parameters` (none: any
     object). The message names the first failing place, e.g. "arguments.to: 3 is not of type
-    'string'".
+    'string'". Patterns are matched under a time bound (`domain.bounded_patterns`): one that
+    would backtrack for ever refuses the arguments instead.
     """
     if not isinstance(arguments, Mapping):
         return "arguments must be a JSON object"
     if not tool.parameters:
         return None
-    from jsonschema import Draft202012Validator
     from referencing.exceptions import Unresolvable
 
     try:
-        errors = sorted(
-            Draft202012Validator(tool.parameters).iter_errors(dict(arguments)),
-            key=lambda e: list(e.absolute_path),
-        )
+        with PatternBudget():  # a tenant's pattern may backtrack: every match is bounded
+            errors = sorted(
+                bounded_validator(tool.parameters).iter_errors(dict(arguments)),
+                key=lambda e: list(e.absolute_path),
+            )
     except Unresolvable as exc:  # a reference that leads nowhere: nothing can be checked
         return f"arguments cannot be checked: the tool's parameters refer to {str(exc)[:120]}"
     if not errors:

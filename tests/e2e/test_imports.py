@@ -213,7 +213,14 @@ def test_paging_a_run_s_cases_and_a_version_s_cases_sees_every_case_once(api):
     assert walk(path, limit=2, tag="odd") == (["c01", "c03", "c05"], 2)
     whole = api.ok("GET", path)  # the default page holds a run this small whole
     assert (len(whole["cases"]), whole["next_cursor"]) == (7, None)
-    assert set(whole["cases"][0]) == {"case_id", "expects", "outcome", "arms"}
+    assert set(whole["cases"][0]) == {
+        "case_id",
+        "expects",
+        "outcome",
+        "arms",
+        "blocked_calls",
+        "divergent_calls",
+    }
     assert walk(f"/api/v1/datasets/{ds}/versions/1/cases", limit=4) == (
         [c["case_id"] for c in cases],
         2,

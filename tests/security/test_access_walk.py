@@ -394,6 +394,13 @@ def _table(w: dict[str, str]) -> list[tuple[str, str, Any, list[tuple[str, int]]
         ("GET", "/api/v1/recordings", None, [("datasets:view", 403)], False),
         ("GET", f"/api/v1/recordings/{w['recording']}", None, [("datasets:view", 403)], False),
         ("DELETE", f"/api/v1/recordings/{w['recording']}", None, [("datasets:edit", 403)], False),
+        (
+            "POST",
+            f"/api/v1/recordings/from-run/{w['run']}",
+            {"recording_id": "from-run-1"},
+            [("datasets:edit", 403), ("runs:view", 403)],
+            False,
+        ),
     ]
 
 

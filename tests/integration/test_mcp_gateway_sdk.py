@@ -8,6 +8,7 @@ writes are blocked and never reach it."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import threading
 from collections.abc import Iterator
@@ -158,6 +159,13 @@ def gateway(shop: ShopServer) -> Iterator[Gateway]:
     transport.close()
 
 
+def run_apart(coroutine: Any) -> Any:
+    """Run `coroutine` to its end with `asyncio.run` in a thread of its own: the test's thread may
+    already run an event loop (another test's browser driver), where `asyncio.run` refuses."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 async def agent_session(url: str, steps: Any) -> Any:
     """Run `steps(session)` in an SDK client session with the gateway at `url`."""
     async with httpx.AsyncClient(trust_env=False, timeout=20) as client:
@@ -187,7 +195,7 @@ def test_the_sdk_client_initializes_lists_and_calls_through_the_gateway(gateway,
         }
 
     start = len(gateway.posts)
-    out = asyncio.run(agent_session(gateway.url, steps))
+    out = run_apart(agent_session(gateway.url, steps))
 
     init = out["init"]
     assert init.serverInfo.name == "assay tool gateway"
@@ -260,7 +268,7 @@ def test_an_unknown_tool_or_bad_arguments_are_a_protocol_error_to_the_sdk(gatewa
         return messages
 
     before = len(gateway.toolbox.calls)
-    unknown, bad = asyncio.run(agent_session(gateway.url, steps))
+    unknown, bad = run_apart(agent_session(gateway.url, steps))
     assert "no tool named 'delete_all'" in unknown
     assert bad == "lookup_order: arguments.order_id: 7 is not of type 'string'"
     assert len(gateway.toolbox.calls) == before  # nothing kept for what the attempt has not

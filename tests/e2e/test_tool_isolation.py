@@ -11,66 +11,21 @@ on a later one.
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from tests.support.e2e import Api
 from tests.support.fake_openai import FakeOpenAI
-
-
-class ToolServer:
-    """`POST /<scope>/<prod|test>/<tool_name>` with JSON arguments; answers
-    `{"tool", "where", "arguments"}` and keeps `(scope, where, tool, arguments)` of every call."""
-
-    def __init__(self) -> None:
-        self.received: list[tuple[str, str, str, Any]] = []
-        self.lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 - stdlib name
-                length = int(self.headers.get("content-length") or 0)
-                arguments = json.loads(self.rfile.read(length) or b"null")
-                scope, where, tool = (self.path.strip("/").split("/") + ["", "", ""])[:3]
-                with server.lock:
-                    server.received.append((scope, where, tool, arguments))
-                data = json.dumps({"tool": tool, "where": where, "arguments": arguments}).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.http.daemon_threads = True
-        self.thread = threading.Thread(target=self.http.serve_forever, daemon=True)
-
-    def url(self, scope: str, where: str) -> str:
-        return f"http://127.0.0.1:{self.http.server_address[1]}/{scope}/{where}"
-
-    def calls(self, scope: str, where: str) -> list[tuple[str, Any]]:
-        """`(tool, arguments)` of every call `where` (prod or test) received for `scope`."""
-        with self.lock:
-            return [(t, a) for s, w, t, a in self.received if (s, w) == (scope, where)]
+from tests.support.tool_agent import ToolServer
 
 
 @pytest.fixture(scope="module")
 def tool_server() -> Iterator[ToolServer]:
-    server = ToolServer()
-    server.thread.start()
-    yield server
-    server.http.shutdown()
-    server.http.server_close()
+    with ToolServer() as server:
+        yield server
 
 
 REFUND_TURNS = [
@@ -202,7 +157,7 @@ def scope(api: Api, tool_server: ToolServer) -> str:
     """This test's own paths on the tool server; `shop` is the organization's production
     connection."""
     name = uuid.uuid4().hex[:12]
-    add_connection(api, "shop", tool_server.url(name, "prod"))
+    add_connection(api, "shop", tool_server.url("prod", name))
     return name
 
 
@@ -219,7 +174,7 @@ def test_a_write_without_a_test_connection_is_blocked_kept_and_scored(
     run_id = run(api, agent_spec(fake), [REFUND_CASE], ["tool_calls"])
 
     # The read ran on its normal connection; the write reached nothing.
-    assert tool_server.calls(scope, "prod") == [("lookup_order", {"order_id": "A1"})]
+    assert tool_server.calls("prod", scope) == [("lookup_order", {"order_id": "A1"})]
     [attempt] = attempts(api, run_id)["refund"]
     lookup, refund = attempt["calls"]
     assert (lookup["name"], lookup["status"], lookup["connection_id"]) == (
@@ -246,12 +201,12 @@ def test_a_write_without_a_test_connection_is_blocked_kept_and_scored(
 def test_with_a_test_connection_the_writes_go_there_and_never_to_production(
     api: Api, fake: FakeOpenAI, tool_server: ToolServer, scope: str
 ) -> None:
-    add_connection(api, "shop-test", tool_server.url(scope, "test"))
+    add_connection(api, "shop-test", tool_server.url("test", scope))
     use_test_connections(api, "staging", {"shop": "shop-test"})
     run_id = run(api, agent_spec(fake), [REFUND_CASE], ["tool_calls"])
 
-    assert tool_server.calls(scope, "prod") == []
-    assert tool_server.calls(scope, "test") == [
+    assert tool_server.calls("prod", scope) == []
+    assert tool_server.calls("test", scope) == [
         ("lookup_order", {"order_id": "A1"}),
         ("refund", {"order_id": "A1", "amount": 30}),
     ]
@@ -270,7 +225,7 @@ def test_a_read_runs_on_its_normal_connection_and_the_agent_gets_its_result(
     case = {"case_id": "look", "input": "look up order A1", "reference": '"where": "prod"'}
     run_id = run(api, agent_spec(fake), [case], ["contains"])
 
-    assert tool_server.calls(scope, "prod") == [("lookup_order", {"order_id": "A1"})]
+    assert tool_server.calls("prod", scope) == [("lookup_order", {"order_id": "A1"})]
     [attempt] = attempts(api, run_id)["look"]
     assert [(c["status"], c["connection_id"]) for c in attempt["calls"]] == [("executed", "shop")]
     # the fake answers with what the tool returned, as the agent was given it
@@ -295,7 +250,7 @@ def test_running_past_the_step_limit_is_a_crash(
         {"order_id": "page-0"},
         {"order_id": "page-1"},
     ]
-    assert tool_server.calls(scope, "prod") == [
+    assert tool_server.calls("prod", scope) == [
         ("lookup_order", {"order_id": "page-0"}),
         ("lookup_order", {"order_id": "page-1"}),
     ]
@@ -311,7 +266,7 @@ def test_the_same_call_again_and_again_is_a_crash(
     assert (attempt["state"], attempt["crash"]) == ("failed", True)
     assert "loop" in attempt["reason"] and "refund" in attempt["reason"]
     assert [c["status"] for c in attempt["calls"]] == ["blocked"] * 3
-    assert tool_server.calls(scope, "prod") == []
+    assert tool_server.calls("prod", scope) == []
 
 
 def test_each_attempt_has_its_own_workspace(api: Api, fake: FakeOpenAI, limits: Any) -> None:

@@ -8,59 +8,28 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 
 import httpx
 
-
-class _Server:
-    """A stdlib threaded HTTP server on 127.0.0.1 answering POSTs with `answer(path, body)`."""
-
-    def __init__(self, answer: Callable[[str, bytes], tuple[int, Any]]) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body are separate sends
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 - stdlib name
-                raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-                status, body = answer(self.path, raw)
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> _Server:
-        threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+from tests.support.local_http import LocalServer
 
 
-class ToolServer(_Server):
+class ToolServer(LocalServer):
     """Connections' endpoints: `POST /<where>/<connection>/<tool>` (where: `prod` or `test`)
-    answers `{"where", "tool", "arguments"}`; `received[(where, connection, tool)]` counts them."""
+    answers `{"where", "tool", "arguments"}`; `received[(where, connection, tool)]` counts them,
+    `calls(where, connection)` lists `(tool, arguments)` in the order received."""
 
     def __init__(self) -> None:
         self.received: Counter[tuple[str, str, str]] = Counter()
+        self._made: list[tuple[str, str, str, Any]] = []
         self._lock = threading.Lock()
         super().__init__(self._answer)
+
+    def calls(self, where: str, connection: str) -> list[tuple[str, Any]]:
+        """`(tool, arguments)` of every call the endpoint of `where` for `connection` received."""
+        with self._lock:
+            return [(t, a) for w, c, t, a in self._made if (w, c) == (where, connection)]
 
     def url(self, where: str, connection: str) -> str:
         """The URL a connection of `where` (`prod`/`test`) named `connection` is served at."""
@@ -68,9 +37,11 @@ class ToolServer(_Server):
 
     def _answer(self, path: str, raw: bytes) -> tuple[int, Any]:
         where, connection, tool = path.strip("/").split("/")[:3]
+        arguments = json.loads(raw or b"{}")
         with self._lock:
             self.received[(where, connection, tool)] += 1
-        return 200, {"where": where, "tool": tool, "arguments": json.loads(raw or b"{}")}
+            self._made.append((where, connection, tool, arguments))
+        return 200, {"where": where, "tool": tool, "arguments": arguments}
 
 
 def _refusal(reply: httpx.Response) -> tuple[int, str | None]:
@@ -78,7 +49,7 @@ def _refusal(reply: httpx.Response) -> tuple[int, str | None]:
     return reply.status_code, reply.json().get("error", {}).get("field")
 
 
-class GatewayAgent(_Server):
+class GatewayAgent(LocalServer):
     """An `http` agent that, asked a case, calls its tools through the gateway and answers
     (`answer(payload)`, default "42").
 
@@ -145,7 +116,7 @@ class GatewayAgent(_Server):
         }
 
 
-class McpAgent(_Server):
+class McpAgent(LocalServer):
     """An `http` agent that takes its tools from MCP: asked a case, it points the MCP SDK's client
     at the case payload's `tools_mcp_url` (the attempt's `tools_token` as bearer), lists the tools,
     makes `calls` and answers "42". `listed[case_id]`: the tool names it was given;

@@ -22,19 +22,14 @@ from chalicelib.domain.enums import ToolEffect
 from chalicelib.domain.records import Connection
 from chalicelib.domain.tools import parse_tools, tools_from_mcp
 from chalicelib.services.ports.tools import ToolCallFailed
+from tests.support.egress import stub_egress
 from tests.support.mcp_servers import ShopServer, shop_server
 
 NAMES: dict[str, list[str]] = {"shop.test": ["127.0.0.1"], "meta.test": ["169.254.169.254"]}
 
 
-def stub_resolver(host: str, port: int) -> list[str]:
-    if host not in NAMES:
-        raise OSError(f"{host} does not resolve")
-    return NAMES[host]
-
-
 def local_egress(private: bool = True) -> Egress:
-    return Egress(lambda: stub_resolver, lambda: private)
+    return stub_egress(NAMES, private)
 
 
 def connection(url: str, connection_id: str = "shop") -> Connection:

@@ -21,17 +21,13 @@ from chalicelib.services.ports import AskContext, ToolGateway
 
 SECRETS = {"agent-key": "k-from-the-secret-store"}
 CTX = AskContext("org-1", secret=SECRETS.get)
+from tests.support.egress import stub_egress
+
 NAMES: dict[str, list[str]] = {"agent.test": ["127.0.0.1"], "meta.test": ["169.254.169.254"]}
 
 
-def stub_resolver(host: str, port: int) -> list[str]:
-    if host not in NAMES:
-        raise OSError(f"{host} does not resolve")
-    return NAMES[host]
-
-
 def local_egress(private: bool = True) -> Egress:
-    return Egress(lambda: stub_resolver, lambda: private)
+    return stub_egress(NAMES, private)
 
 
 # input text → (status, body); the body is sent as JSON unless it is bytes.

@@ -21,21 +21,18 @@ from chalicelib.errors import (
     is_retryable_status,
 )
 from chalicelib.services.ports import AskContext
+from tests.support.egress import stub_egress
 from tests.support.fake_openai import FakeOpenAI, at_turn, completion
 
 SECRETS = {"fake-key": "sk-test-123", "gateway": "gw-456"}
 CTX = AskContext("org-1", secret=SECRETS.get)
 
 
-def stub_resolver(host: str, port: int) -> list[str]:
-    names = {"meta.test": ["169.254.169.254"], "api.example": ["8.8.8.8"]}
-    if host not in names:
-        raise OSError(f"{host} does not resolve")
-    return names[host]
+NAMES: dict[str, list[str]] = {"meta.test": ["169.254.169.254"], "api.example": ["8.8.8.8"]}
 
 
 def local_egress(private: bool = True) -> Egress:
-    return Egress(lambda: stub_resolver, lambda: private)
+    return stub_egress(NAMES, private)
 
 
 def completion_with(**message: object) -> dict:

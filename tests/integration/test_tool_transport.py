@@ -13,23 +13,17 @@ from typing import Any
 
 import pytest
 
-from chalicelib.adapters.egress import Egress
 from chalicelib.adapters.tool_transport import ConnectionTransport
 from chalicelib.domain.records import Connection
 from chalicelib.errors import InvalidInputError
 from chalicelib.services.ports.tools import ToolCallFailed
+from tests.support.egress import stub_egress
 
 NAMES: dict[str, list[str]] = {
     "tools.test": ["127.0.0.1"],
     "meta.test": ["169.254.169.254"],
     "inside.test": ["10.0.0.7"],
 }
-
-
-def stub_resolver(host: str, port: int) -> list[str]:
-    if host not in NAMES:
-        raise OSError(f"{host} does not resolve")
-    return NAMES[host]
 
 
 class ToolServer:
@@ -83,7 +77,7 @@ def connection(url: str, kind: str = "http") -> Connection:
 
 
 def transport(private: bool = True) -> ConnectionTransport:
-    return ConnectionTransport(Egress(lambda: stub_resolver, lambda: private))
+    return ConnectionTransport(stub_egress(NAMES, private))
 
 
 def test_a_call_posts_the_arguments_and_returns_the_json_reply(server: ToolServer):

@@ -64,16 +64,6 @@ def isolation_of(run: Run) -> dict[str, Any]:
     return dict(raw) if isinstance(raw, Mapping) else {}
 
 
-def max_steps_of(spec: Mapping[str, Any]) -> int:
-    """The spec's `max_steps` (model turns of its tool loop), default `DEFAULT_MAX_STEPS`
-    (`domain.tools.check_max_steps`).
-
-    Raises:
-        InvalidInputError: (field `spec.max_steps`) not an integer from 1 to `MAX_STEPS_LIMIT`.
-    """
-    return check_max_steps(spec)
-
-
 def recorded_calls(entry: Mapping[str, Any] | None) -> tuple[RecordedCall, ...] | None:
     """The calls a recording's entry for a case holds, in recorded order; None when the entry is
     missing (the case has no usable recording)."""
@@ -352,7 +342,7 @@ def toolbox_for(
         tools,
         settings,
         recorded or (),
-        max_steps_of(arm.spec),
+        check_max_steps(arm.spec),
     )
 
 

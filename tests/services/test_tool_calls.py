@@ -11,7 +11,7 @@ from chalicelib.domain.enums import CallStatus, ToolEffect
 from chalicelib.domain.models import ToolCall
 from chalicelib.domain.records import Connection
 from chalicelib.domain.tool_isolation import IsolationSettings, RecordedCall
-from chalicelib.domain.tools import tools_of
+from chalicelib.domain.tools import DEFAULT_MAX_STEPS, check_max_steps, tools_of
 from chalicelib.errors import InvalidInputError, NotFoundError
 from chalicelib.services import tool_calls
 from chalicelib.services.ports.tools import ToolCallFailed
@@ -249,11 +249,11 @@ def test_calls_are_kept_in_the_attempts_old_shape_with_what_is_set():
 
 
 def test_max_steps_defaults_and_is_bounded():
-    assert tool_calls.max_steps_of({}) == tool_calls.DEFAULT_MAX_STEPS
-    assert tool_calls.max_steps_of({"max_steps": 3}) == 3
+    assert check_max_steps({}) == DEFAULT_MAX_STEPS
+    assert check_max_steps({"max_steps": 3}) == 3
     for bad in (0, 51, "5", True):
         with pytest.raises(InvalidInputError) as err:
-            tool_calls.max_steps_of({"max_steps": bad})
+            check_max_steps({"max_steps": bad})
         assert err.value.field == "spec.max_steps"
 
 

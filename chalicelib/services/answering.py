@@ -90,6 +90,7 @@ def ask_and_grade(
         history=case.history,
         metadata={"tags": case.tags},
     )
+    session = None
     try:
         tools = tool_calls.toolbox_for(
             c,
@@ -99,6 +100,9 @@ def ask_and_grade(
             task.key,
             recording_entry=tool_calls.recording_entry(c, run, request),
         )
+        if spec.get("runtime") in tool_calls.REPORTING_RUNTIMES and c.settings.assay_public_url:
+            # The agent calls its tools itself: through the attempt's session at the tool gateway.
+            session = tool_gateway.open(c, run, tools, tool_gateway.until(c))
     except InvalidInputError as exc:
         return AttemptResult(
             AttemptState.FAILED,
@@ -113,18 +117,6 @@ def ask_and_grade(
             error=str(exc),
             reason=f"the agent's tools could not be listed: {exc}"[:500],
         )
-    session = None
-    if spec.get("runtime") in tool_calls.REPORTING_RUNTIMES and c.settings.assay_public_url:
-        # The agent calls its tools itself: through the attempt's session at the tool gateway.
-        try:
-            session = tool_gateway.open(c, run, tools, tool_gateway.until(c))
-        except InvalidInputError as exc:
-            return AttemptResult(
-                AttemptState.FAILED,
-                crash=True,
-                error=exc.message,
-                reason=f"agent crashed: the spec cannot run: {exc.message}"[:500],
-            )
     try:
         asked = asking.ask(
             c,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from chalicelib.adapters.stores.ledger import arm_of, stored_arm
+from chalicelib.adapters.stores.run_rows import arm_of, stored_arm
 from chalicelib.domain.enums import ArmRole
 
 SPEC = {"runtime": {"kind": "python"}, "model": "m1"}

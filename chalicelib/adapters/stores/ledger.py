@@ -1,8 +1,9 @@
 """Runs and their attempts: the ledger every worker records into
 (docs/architecture/exactly-once.md), the `ports.ledger.Runs` port on DynamoDB.
 
-Rows never leave this module: every method takes and returns the frozen records of
-`chalicelib.domain.records` (`Run`, `Attempt`, `ActiveRun`) and builds its own keys and conditions.
+Rows never leave the stores (`run_rows` maps them, `run_reads` holds the reads): every method
+takes and returns the frozen records of `chalicelib.domain.records` (`Run`, `Attempt`,
+`ActiveRun`) and builds its own keys and conditions.
 
 Two things are kept beside the runs so that no read has to go through an organization's or an
 agent's whole history (issue 12): the organization's active runs (`OrganizationRow.active_runs`,
@@ -16,10 +17,9 @@ never the runs.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import fields, replace
-from typing import Any, TypeVar
+from dataclasses import replace
+from typing import Any
 
 from pynamodb.exceptions import (
     DoesNotExist,
@@ -40,9 +40,7 @@ from chalicelib.adapters.stores.base import (
     conditional_update,
     dataset_live,
     delete_found,
-    query_records,
     reason_codes,
-    record_of,
     row_of,
     unless_condition_failed,
 )
@@ -57,214 +55,38 @@ from chalicelib.adapters.tables import (
     org_key,
 )
 from chalicelib.domain import history as rules
-from chalicelib.domain.chart import TrendRun
-from chalicelib.domain.enums import ArmRole, RunPhase, RunStatus
-from chalicelib.domain.evaluations import evaluation_of, is_implied
+from chalicelib.domain.enums import RunPhase, RunStatus
+from chalicelib.domain.evaluations import evaluation_of
 from chalicelib.domain.outcome import Outcome
-from chalicelib.domain.records import ActiveRun, Arm, Attempt, Lease, Run
-from chalicelib.domain.replay import Replay
+from chalicelib.domain.records import Attempt, Lease, Run
 from chalicelib.errors import ConflictError, NotFoundError
-from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage, TrendPage
+from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome
 
 __all__ = ["RecordConflict", "RecordOutcome", "RunStore", "outcome_values", "run_of"]
 
-R = TypeVar("R")
-
-_ACTIVE = [*(f.name for f in fields(ActiveRun)), "run_key"]
-"""What `active` reads of a run (its key with it)."""
-
-_RUNNING = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
-
-LEASE_KEPT_SECONDS = 14 * 86_400
-"""How long a lease stays after it lapses or its attempt is recorded (TTL): SQS's longest
-retention, so no copy of a message outlives what tells it the attempt was answered."""
-
-_ATTEMPT_KEYS = ("attempt_key", "run_id", "recorded_key", "arm_id", "case_id", "attempt")
-"""What a regrade never changes."""
-
-
-def arm_of(stored: dict[str, Any]) -> Arm:
-    """An arm as a run row keeps it (one JSON map of `RunRow.arms`); a key an older row lacks
-    takes the arm's default."""
-    return Arm(
-        arm_id=stored["arm_id"],
-        role=ArmRole(stored["role"]),
-        version=stored.get("version"),
-        draft=stored.get("draft", False),
-        spec=stored["spec"],
-        spec_hash=stored["spec_hash"],
-        model_profile_id=stored.get("model_profile_id"),
-        answers=stored.get("answers", True),
-        rerun=stored.get("rerun", True),
-        source_run_id=stored.get("source_run_id"),
-        source_arm_id=stored.get("source_arm_id"),
-        source_dataset_version=stored.get("source_dataset_version"),
-        source_completed_at=stored.get("source_completed_at"),
-        source_scoring_hash=stored.get("source_scoring_hash"),
-        replay=Replay.of_settings(stored.get("replay")),
-    )
+from chalicelib.adapters.stores.run_reads import RunReads
+from chalicelib.adapters.stores.run_rows import (
+    _ATTEMPT_KEYS,
+    _RUNNING,
+    LEASE_KEPT_SECONDS,
+    _evaluation_key,
+    _evaluation_run_key,
+    _folded,
+    _key,
+    _lease_done,
+    _lease_row,
+    _nothing,
+    _outcome_actions,
+    _rows_touched,
+    _trend_key,
+    outcome_values,
+    run_of,
+    stored_arm,
+    trend_row,
+)
 
 
-def stored_arm(arm: Arm) -> dict[str, Any]:
-    """The JSON map a run row keeps of an arm, as runs have always been written: `{arm_id, role,
-    version, draft, spec, spec_hash, model_profile_id}`, then `answers` and `rerun` for a
-    baseline, then `source_run_id`, `source_arm_id`, `source_dataset_version` and
-    `source_completed_at` for one whose answers are borrowed (and `source_scoring_hash` once kept),
-    then `replay` for one whose tool calls were answered from a recording (`Replay.settings`).
-    The role is a plain `str`."""
-    out: dict[str, Any] = {
-        "arm_id": arm.arm_id,
-        "role": arm.role.value,
-        "version": arm.version,
-        "draft": arm.draft,
-        "spec": arm.spec,
-        "spec_hash": arm.spec_hash,
-        "model_profile_id": arm.model_profile_id,
-    }
-    if arm.role is ArmRole.BASELINE:
-        out |= {"answers": arm.answers, "rerun": arm.rerun}
-    if arm.source_run_id is not None:
-        out |= {
-            "source_run_id": arm.source_run_id,
-            "source_arm_id": arm.source_arm_id,
-            "source_dataset_version": arm.source_dataset_version,
-            "source_completed_at": arm.source_completed_at,
-        }
-        if arm.source_scoring_hash is not None:
-            out["source_scoring_hash"] = arm.source_scoring_hash
-    if arm.replay.from_recordings:
-        out["replay"] = arm.replay.settings()
-    return out
-
-
-def _arms_of(stored: list[dict[str, Any]] | None) -> tuple[Arm, ...]:
-    return tuple(arm_of(a) for a in stored or [])
-
-
-def _outcome_of(stored: dict[str, Any] | None) -> Outcome | None:
-    """A run's kept outcome (an empty map, as no outcome, is None)."""
-    return Outcome.model_validate(stored) if stored else None
-
-
-_STORED: dict[str, Any] = {"arms": _arms_of, "outcome": _outcome_of}
-"""How a run row's JSON fields become the record's (`record_of`'s `convert`)."""
-
-
-def outcome_values(outcome: Outcome | None) -> dict[str, Any]:
-    """The run row's attributes that keep `outcome`, by name: `outcome` (its `as_json()`, None
-    without one)."""
-    return {"outcome": outcome.as_json() if outcome is not None else None}
-
-
-def _outcome_actions(outcome: Outcome) -> list[Action]:
-    return [getattr(RunRow, name).set(value) for name, value in outcome_values(outcome).items()]
-
-
-def _trend_at(org_id: str, agent_id: str, started_at: str, run_id: str) -> TrendRow:
-    return TrendRow(org_key(org_id, agent_id), f"{started_at}#{run_id}")
-
-
-def trend_row(run: Run) -> TrendRow | None:
-    """The chart's row of `run` (`TrendRow`, `domain.chart.TrendRun`), None unless it completed
-    with an outcome."""
-    trend = TrendRun.of(run)
-    if trend is None:
-        return None
-    row = _trend_at(trend.org_id, trend.agent_id, trend.started_at, trend.run_id)
-    row.dataset_key = org_key(trend.org_id, trend.dataset_id)
-    row.point = trend.as_json()
-    return row
-
-
-def _trend_key(run: Run) -> TrendRow:
-    """The key of `run`'s chart row (whether it has one or not)."""
-    return _trend_at(run.org_id, run.agent_id, run.started_at or run.created_at, run.run_id)
-
-
-def run_of(row: RunRow) -> Run:
-    """The `Run` record of a run row (its arms as `Arm`s)."""
-    return record_of(row, Run, _STORED)
-
-
-def _key(run: Run) -> str:
-    return org_key(run.org_id, run.run_id)
-
-
-def _lease_done(t: Any, run: Run, key: str, now_ms: int) -> None:
-    """In a recording's transaction: mark the attempt's lease done (writing one if no delivery
-    claimed it), so no later delivery claims a recorded attempt."""
-    t.update(
-        LeaseRow(_key(run), key),
-        actions=[
-            LeaseRow.done.set(True),
-            LeaseRow.expires_at.set(now_ms // 1000 + LEASE_KEPT_SECONDS),
-        ],
-    )
-
-
-def _lease_row(run: Run, lease: Lease) -> LeaseRow:
-    """The row of a live claim on one attempt of `run` (kept `LEASE_KEPT_SECONDS` past its
-    lapse)."""
-    return LeaseRow(
-        _key(run),
-        lease.attempt_key,
-        holder=lease.holder,
-        until_ms=lease.until_ms,
-        expires_at=lease.until_ms // 1000 + LEASE_KEPT_SECONDS,
-    )
-
-
-def _page(rows: Any) -> RunPage:
-    """A listing's page: its runs, then where the next page starts (known once they are read)."""
-    runs = [run_of(r) for r in rows]
-    return RunPage(runs, rows.last_evaluated_key)
-
-
-def _evaluation_key(run: Run) -> str | None:
-    """The hash key of `RunRow.evaluation_index` for a completed run (None for a run that did not
-    complete, or of neither a version nor the draft)."""
-    subject = rules.subject_of(run.resolved_version, run.draft)
-    if subject is None or not rules.counts(run):
-        return None
-    explicit = () if is_implied(run.evaluation_id) else (str(run.evaluation_id),)
-    return org_key(run.org_id, run.agent_id, subject, run.dataset_id, *explicit)
-
-
-def _evaluation_run_key(org_id: str, evaluation_id: str) -> str:
-    """The hash key of `RunRow.evaluation_runs_index`: `<org_id>#<evaluation_id>`."""
-    return org_key(org_id, evaluation_id)
-
-
-def _listing_hash(
-    org_id: str, agent_id: str | None, dataset_id: str | None, evaluation_id: str | None
-) -> tuple[str, str]:
-    """The name and value of the hash key of the index a listing of runs queries."""
-    if evaluation_id is not None:
-        return "evaluation_run_key", _evaluation_run_key(org_id, evaluation_id)
-    if agent_id is not None:
-        return "agent_key", org_key(org_id, agent_id)
-    if dataset_id is not None:
-        return "dataset_key", org_key(org_id, dataset_id)
-    return "org_id", org_id
-
-
-def _rows_touched(*runs: Run) -> list[rules.HistoryRow]:
-    """The history rows any of `runs` has something in (each empty, once, in key order)."""
-    rows = {r.key: r for run in runs for r in rules.rows_of(run)}
-    return [rows[k] for k in sorted(rows)]
-
-
-def _nothing(held: dict[str, history.Held]) -> list[rules.HistoryRow]:
-    """No history row changes (a write of the run alone)."""
-    return []
-
-
-def _folded(held: dict[str, history.Held], run: Run) -> list[rules.HistoryRow]:
-    """Every held row with `run` folded in (`HistoryRow.with_run`)."""
-    return [h.row.with_run(run) for h in held.values()]
-
-
-class RunStore:
+class RunStore(RunReads):
     """Eval runs, their attempts, and the conditional writes that move them
     (docs/architecture/exactly-once.md, slots.md, run-lifecycle.md)."""
 
@@ -377,182 +199,6 @@ class RunStore:
             f"eval run {run.run_id} exists already, or organization {run.org_id} does not",
             field="run_id",
         )
-
-    def get(self, org_id: str, run_id: str) -> Run | None:
-        """The organization's run (consistent), or None."""
-        try:
-            return run_of(RunRow.get(org_key(org_id, run_id), consistent_read=True))
-        except DoesNotExist:
-            return None
-
-    def refresh(self, run: Run) -> Run | None:
-        """`run` with its changing fields (`Run.CURSOR`) read again (consistent, projected: a small
-        read); None when the run was deleted."""
-        try:
-            fresh = RunRow.get(
-                _key(run), consistent_read=True, attributes_to_get=["run_id", *Run.CURSOR]
-            )
-        except DoesNotExist:
-            return None
-        values = fresh.attribute_values
-        return run.moved(**{name: values.get(name) for name in Run.CURSOR})
-
-    def get_for_org(self, org_id: str, run_id: str) -> Run:
-        """Raises NotFoundError for a run the organization does not have."""
-        run = self.get(org_id, run_id)
-        if run is None:
-            raise NotFoundError(f"eval run {run_id} not found", field="run_id")
-        return run
-
-    def list_by_agent(
-        self, org_id: str, agent_id: str, limit: int = 50, start: dict[str, Any] | None = None
-    ) -> RunPage:
-        """The organization's agent's runs, newest first, a page at a time (`start`: the previous
-        page's `next_start`, keys `run_key`, `agent_key`, `created_at`)."""
-        return _page(
-            RunRow.agent_index.query(
-                org_key(org_id, agent_id),
-                scan_index_forward=False,
-                limit=limit,
-                last_evaluated_key=start,
-            )
-        )
-
-    def list_by_org(
-        self, org_id: str, limit: int = 50, start: dict[str, Any] | None = None
-    ) -> RunPage:
-        """The organization's runs, newest first (`start` keys: `run_key`, `org_id`,
-        `created_at`)."""
-        return _page(
-            RunRow.org_index.query(
-                org_id, scan_index_forward=False, limit=limit, last_evaluated_key=start
-            )
-        )
-
-    def list_by_dataset(
-        self, org_id: str, dataset_id: str, limit: int = 50, start: dict[str, Any] | None = None
-    ) -> RunPage:
-        """The organization's dataset's runs, newest first (`start` keys: `run_key`, `dataset_key`,
-        `created_at`)."""
-        return _page(
-            RunRow.dataset_index.query(
-                org_key(org_id, dataset_id),
-                scan_index_forward=False,
-                limit=limit,
-                last_evaluated_key=start,
-            )
-        )
-
-    def list_by_evaluation(
-        self, org_id: str, evaluation_id: str, limit: int = 50, start: dict[str, Any] | None = None
-    ) -> RunPage:
-        """The organization's evaluation's runs, newest first (docs/guides/by-hand.md; `start`
-        keys: `run_key`, `evaluation_run_key`, `created_at`)."""
-        return _page(
-            RunRow.evaluation_runs_index.query(
-                _evaluation_run_key(org_id, evaluation_id),
-                scan_index_forward=False,
-                limit=limit,
-                last_evaluated_key=start,
-            )
-        )
-
-    def _trends(
-        self, index: str | None, hash_key: str, limit: int, start: dict[str, Any] | None
-    ) -> TrendPage:
-        """One page of the trend rows under `hash_key` (of the table, or of `index`), newest
-        first, read straight off the wire items (each one JSON string: no row objects)."""
-        page = TrendRow._get_connection().query(
-            hash_key,
-            index_name=index,
-            attributes_to_get=["point"],
-            scan_index_forward=False,
-            limit=limit,
-            exclusive_start_key=start,
-        )
-        runs = [TrendRun.of_json(json.loads(item["point"]["S"])) for item in page.get("Items", ())]
-        return TrendPage(runs, page.get("LastEvaluatedKey"))
-
-    def trends_by_agent(
-        self, org_id: str, agent_id: str, limit: int = 500, start: dict[str, Any] | None = None
-    ) -> TrendPage:
-        """The agent's completed runs as the chart reads them (`TrendRun`), newest first (`start`:
-        a page's `next_start`)."""
-        return self._trends(None, org_key(org_id, agent_id), limit, start)
-
-    def trends_by_dataset(
-        self, org_id: str, dataset_id: str, limit: int = 500, start: dict[str, Any] | None = None
-    ) -> TrendPage:
-        """The dataset's completed runs as the chart reads them, newest first."""
-        return self._trends(
-            TrendRow.dataset_index.Meta.index_name, org_key(org_id, dataset_id), limit, start
-        )
-
-    @staticmethod
-    def page_start_of(
-        run: Run,
-        *,
-        agent_id: str | None = None,
-        dataset_id: str | None = None,
-        evaluation_id: str | None = None,
-    ) -> dict[str, Any]:
-        """The `start` of the page after `run` in its organization's listing (as
-        `is_page_start`): what a filtered listing hands out when it stops before a page's end."""
-        hash_name, hash_value = _listing_hash(run.org_id, agent_id, dataset_id, evaluation_id)
-        return {
-            "run_key": {"S": _key(run)},
-            hash_name: {"S": hash_value},
-            "created_at": {"S": run.created_at},
-        }
-
-    @staticmethod
-    def is_page_start(
-        start: Any,
-        org_id: str,
-        *,
-        agent_id: str | None = None,
-        dataset_id: str | None = None,
-        evaluation_id: str | None = None,
-    ) -> bool:
-        """Whether `start` is a `next_start` of this organization's listing: of the agent's
-        runs (`agent_id`), the dataset's (`dataset_id`), the evaluation's (`evaluation_id`) or
-        else all of them. Exactly the keys `run_key` (a run of the organization), the index's hash
-        key (its value for this listing) and `created_at`, each `{"S": str}`."""
-        hash_name, hash_value = _listing_hash(org_id, agent_id, dataset_id, evaluation_id)
-        return (
-            isinstance(start, dict)
-            and set(start) == {"run_key", hash_name, "created_at"}
-            and all(
-                isinstance(v, dict) and set(v) == {"S"} and isinstance(v["S"], str)
-                for v in start.values()
-            )
-            and start[hash_name]["S"] == hash_value
-            and start["run_key"]["S"].startswith(org_key(org_id, ""))
-        )
-
-    def active(self, org_id: str) -> list[ActiveRun]:
-        """Every queued or running run of the organization, newest first (consistent): the
-        organization's list of them, then their rows in batches, projected to what their committed
-        spend and what they use need."""
-        try:
-            org = OrganizationRow.get(
-                org_id, consistent_read=True, attributes_to_get=["org_id", "active_runs"]
-            )
-        except DoesNotExist:
-            return []
-        ids = sorted(org.active_runs or ())
-        rows = RunRow.batch_get(
-            [org_key(org_id, i) for i in ids], consistent_read=True, attributes_to_get=_ACTIVE
-        )
-        runs = [record_of(r, ActiveRun, _STORED) for r in rows if r.status in _RUNNING]
-        return sorted(runs, key=lambda r: (r.created_at, r.run_id), reverse=True)
-
-    def history(
-        self, org_id: str, keys: Sequence[tuple[str, str]]
-    ) -> dict[tuple[str, str], rules.HistoryRow]:
-        """The organization's agents' history rows named by `(agent_id, row key)` (eventually
-        consistent, 100 keys per request); rows nobody wrote are left out."""
-        return {k: h.row for k, h in history.read(org_id, keys, consistent=False).items()}
 
     def remember(self, runs: Sequence[Run]) -> None:
         """Fold completed runs that are kept already into their chart rows (`TrendRow`), their
@@ -1098,61 +744,6 @@ class RunStore:
         return delete_found(
             (r for r in rows if dataset_id is None or named(r.item)), AgentHistoryRow
         )
-
-    # -- attempts
-
-    def get_attempt(self, org_id: str, run_id: str, key: str) -> Attempt | None:
-        """One attempt (consistent), or None."""
-        try:
-            row = AttemptRow.get(org_key(org_id, run_id), key, consistent_read=True)
-            return record_of(row, Attempt)
-        except DoesNotExist:
-            return None
-
-    def attempt_exists(self, org_id: str, run_id: str, key: str) -> bool:
-        """Whether the attempt is recorded (reads its key only)."""
-        try:
-            AttemptRow.get(
-                org_key(org_id, run_id),
-                key,
-                consistent_read=True,
-                attributes_to_get=["attempt_key"],
-            )
-            return True
-        except DoesNotExist:
-            return False
-
-    def attempts(self, org_id: str, run_id: str) -> list[Attempt]:
-        """Every attempt of the organization's run (consistent)."""
-        return query_records(AttemptRow, Attempt, org_key(org_id, run_id))
-
-    def attempt_keys(self, org_id: str, run_id: str) -> set[str]:
-        """The keys of every attempt of the run (consistent, projected)."""
-        rows = AttemptRow.query(
-            org_key(org_id, run_id), consistent_read=True, attributes_to_get=["attempt_key"]
-        )
-        return {r.attempt_key for r in rows}
-
-    def attempts_after(
-        self, org_id: str, run_id: str, cursor: str, limit: int, *, until: str | None = None
-    ) -> list[Attempt]:
-        """Attempts with `cursor < recorded_key <= until`, in recorded order.
-
-        An empty `cursor` means from the first attempt; `until` None means no upper bound.
-        """
-        condition: Condition | None
-        if cursor and until:
-            condition = AttemptRow.recorded_key.between(cursor, until)
-        elif cursor:
-            condition = AttemptRow.recorded_key > cursor
-        elif until:
-            condition = AttemptRow.recorded_key <= until
-        else:
-            condition = None
-        rows = AttemptRow.order_index.query(
-            org_key(org_id, run_id), condition, limit=limit + 1, consistent_read=True
-        )
-        return [record_of(r, Attempt) for r in rows if r.recorded_key != cursor][:limit]
 
     def regrade(self, org_id: str, before: Attempt, after: Attempt) -> bool:
         """Replace an attempt's grade by `after`'s and move the run's counters with it, in one

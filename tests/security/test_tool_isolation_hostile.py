@@ -18,7 +18,7 @@ import pytest
 
 from tests.e2e.conftest import cases, sleepy_spec
 from tests.support.e2e import Api
-from tests.support.tool_agent import _Server
+from tests.support.local_http import LocalServer
 
 READ_TOOL = {
     "name": "lookup",
@@ -402,7 +402,7 @@ class HeaderServer:
         self.http.server_close()
 
 
-class ProbingAgent(_Server):
+class ProbingAgent(LocalServer):
     """An `http` agent that, asked a case, runs `probe(payload, post)` against its gateway and
     answers "42"; `seen[case_id]` is what the probe returned, `payloads[case_id]` the payload."""
 

@@ -33,6 +33,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from chalicelib.domain.bounded_patterns import PatternBudget, bounded_validator
@@ -367,6 +368,22 @@ def parse_tools(raw: Any, where: str = "spec.tools") -> tuple[ToolSpec, ...]:
         raise InvalidInputError(f"{where} must be a list of tools", field=where)
     if len(raw) > MAX_TOOLS:
         raise InvalidInputError(f"{where} may declare at most {MAX_TOOLS} tools", field=where)
+    try:
+        text = json.dumps(raw)
+    except (TypeError, ValueError, RecursionError):
+        return _parse_list(raw, where)  # not JSON: refused below, naming the place
+    # Every attempt of a run parses its arm's tools, and checking a schema costs milliseconds:
+    # the same declarations are checked once per process.
+    return _parse_text(text, where)
+
+
+@lru_cache(maxsize=256)
+def _parse_text(text: str, where: str) -> tuple[ToolSpec, ...]:
+    """`_parse_list` of the JSON `text`, kept per process (a refusal is not kept)."""
+    return _parse_list(json.loads(text), where)
+
+
+def _parse_list(raw: list[Any], where: str) -> tuple[ToolSpec, ...]:
     tools = tuple(_parse_one(item, f"{where}[{i}]") for i, item in enumerate(raw))
     seen: set[str] = set()
     for i, tool in enumerate(tools):

@@ -330,6 +330,10 @@ class SuiteResultRow(_Base):
     overall = UnicodeAttribute(null=True)
     started_at = UnicodeAttribute()
     completed_at = UnicodeAttribute(null=True)
+    reviewed_by = JSONAttribute(null=True)
+    """User ids of the people whose review verdicts the result rests on."""
+    result_before_review = UnicodeAttribute(null=True)
+    stale = BooleanAttribute(null=True)
 
 
 class PromotionRow(_Base):

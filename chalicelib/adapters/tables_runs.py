@@ -182,6 +182,12 @@ class RunRow(_Base):
     `evaluation_index`."""
     evaluation_id = UnicodeAttribute(null=True)
     """The evaluation the run belongs to (`domain.evaluations`), pinned at creation."""
+    routed_to_review = NumberAttribute(null=True)
+    routed_replacing = NumberAttribute(null=True)
+    routing_error = UnicodeAttribute(null=True)
+    outcome_stale = BooleanAttribute(null=True)
+    """Set with a person's verdict on an answer the outcome rests on; removed with the new
+    outcome."""
     evaluation_run_key = UnicodeAttribute(null=True)
     """`<org_id>#<evaluation_id>`, set at creation: the hash key of `evaluation_runs_index`."""
     deleting_at = UnicodeAttribute(null=True)
@@ -267,6 +273,8 @@ class AttemptRow(_Base):
     delivery = UnicodeAttribute(null=True)
     """The SQS message id of the delivery that recorded it: only that message, delivered again,
     re-sends `successor`."""
+    review = JSONAttribute(null=True)
+    """A person's verdict on the answer: `{verdict, item_id, by, at}`."""
     order_index = AttemptOrderIndex()
 
 

@@ -252,6 +252,13 @@ class SuiteResultEntry:
     overall: str | None = None
     started_at: str
     completed_at: str | None = None
+    reviewed_by: list[str] | None = None
+    """The user ids of the people whose verdicts in the review queue the result rests on (None:
+    none); their names are read from the organization's members when shown."""
+    result_before_review: str | None = None
+    """The result as the scorers alone left it, when people's verdicts changed it."""
+    stale: bool | None = None
+    """A person's verdict changed under the result and it is being computed again."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -409,6 +416,15 @@ class Run:
     recorded before evaluations were kept (the implied one)."""
     deleting_at: str | None = None
     """When a delete of the run started (no new run may borrow its first answers), else None."""
+    routed_to_review: int | None = None
+    """How many answers the run sent to its dataset's review queue (None: not routed yet)."""
+    routed_replacing: int | None = None
+    """How many of them took the place of an older answer of the case and agent still waiting."""
+    routing_error: str | None = None
+    """Why sending to the review queue was refused (the run completed all the same)."""
+    outcome_stale: bool | None = None
+    """A person's verdict on an answer the outcome rests on changed and the outcome is being
+    computed again (cleared by the write of the new outcome)."""
 
     CURSOR: ClassVar[tuple[str, ...]] = (
         "status",
@@ -517,6 +533,9 @@ class Attempt:
     successor: Any = None
     delivery: str | None = None
     """The message id of the delivery that recorded it (None: recorded outside a delivery)."""
+    review: Any = None
+    """A person's verdict on this answer in the review queue: `{verdict, item_id, by, at}`; it
+    stands in for the scorers' outcome of the case on its arm (`domain.review_rules`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

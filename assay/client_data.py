@@ -158,6 +158,64 @@ class DataApi(ApiBase):
             json=_fields(**body),
         )
 
+    # --- the review queue ---------------------------------------------------------------------
+
+    @operation("GET", "/api/v1/datasets/{dataset_id}/review")
+    def review_items(self, dataset_id: str, **query: Any) -> JSON:
+        """A page of the dataset's review queue (`state`, `agent_id`, `tag`, `limit`,
+        `cursor`)."""
+        return self._json(
+            "GET",
+            _path("/api/v1/datasets/{dataset_id}/review", dataset_id=dataset_id),
+            params=_fields(**query),
+        )
+
+    @operation("GET", "/api/v1/datasets/{dataset_id}/review/{item_id}")
+    def review_item(self, dataset_id: str, item_id: str) -> JSON:
+        """One item of the review queue, with its audit entries."""
+        return self._json(
+            "GET",
+            _path(
+                "/api/v1/datasets/{dataset_id}/review/{item_id}",
+                dataset_id=dataset_id,
+                item_id=item_id,
+            ),
+        )
+
+    @operation("POST", "/api/v1/datasets/{dataset_id}/review/{item_id}/decision")
+    def decide_review(
+        self, dataset_id: str, item_id: str, verdict: str, note: str | None = None
+    ) -> JSON:
+        """A person's verdict (`pass` or `fail`) on a waiting item."""
+        return self._json(
+            "POST",
+            _path(
+                "/api/v1/datasets/{dataset_id}/review/{item_id}/decision",
+                dataset_id=dataset_id,
+                item_id=item_id,
+            ),
+            json=_fields(verdict=verdict, note=note),
+        )
+
+    @operation("POST", "/api/v1/datasets/{dataset_id}/review/{item_id}/undo")
+    def undo_review(self, dataset_id: str, item_id: str) -> JSON:
+        """Take a decision back."""
+        return self._json(
+            "POST",
+            _path(
+                "/api/v1/datasets/{dataset_id}/review/{item_id}/undo",
+                dataset_id=dataset_id,
+                item_id=item_id,
+            ),
+        )
+
+    @operation("POST", "/api/v1/eval-runs/{run_id}/review")
+    def send_failed_to_review(self, run_id: str, side: str = "candidate") -> JSON:
+        """Send one side's failed first answers of an ended run to the review queue."""
+        return self._json(
+            "POST", _path("/api/v1/eval-runs/{run_id}/review", run_id=run_id), json={"side": side}
+        )
+
     # --- secrets, recordings ----------------------------------------------------------------
 
     @operation("GET", "/api/v1/secrets")

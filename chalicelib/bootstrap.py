@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the adapters are built lazily, on first use; the ports name
     from chalicelib.services.ports.ledger import Runs
     from chalicelib.services.ports.messaging import CaseQueue, DeadLetterQueue, Mailer
     from chalicelib.services.ports.objects import AnswerBucket, Recordings, Secrets
+    from chalicelib.services.ports.review import ReviewQueue
     from chalicelib.services.ports.telemetry import Metrics
     from chalicelib.services.ports.tenants import Budgets, Organizations
     from chalicelib.services.ports.tools import (
@@ -281,6 +282,13 @@ class Container:
         from chalicelib.adapters.stores.tool_sessions import ToolSessionStore
 
         return ToolSessionStore()
+
+    @cached_property
+    def review(self) -> ReviewQueue:
+        """The datasets' review queues and their audit entries."""
+        from chalicelib.adapters.stores.review import ReviewStore
+
+        return ReviewStore()
 
     @cached_property
     def tool_transport(self) -> ToolTransport:

@@ -110,6 +110,9 @@ class Settings(BaseModel):
     """Longest wait of the live-updates long-poll, in seconds (API Gateway cuts at 29)."""
     assay_grade_again_seconds: float = Field(20, gt=0, le=25)
     """How long one "grade again" call grades before it answers with what is left (`pending`)."""
+    assay_review_queue_limit: int = Field(5_000, ge=1, le=100_000)
+    """Most answers a dataset's review queue holds waiting; a run's send beyond it is refused and
+    the run says so (`routing_error`)."""
     assay_answer_inline_bytes: int = Field(300_000, ge=1_000)
     """Answers larger than this, in UTF-8 bytes, go to the results bucket; the attempt keeps a
     pointer and the answer's first 1,000 characters."""

@@ -48,6 +48,8 @@ from chalicelib.adapters.tables_catalog import SuiteOrgIndex as SuiteOrgIndex
 from chalicelib.adapters.tables_catalog import SuiteResultRow as SuiteResultRow
 from chalicelib.adapters.tables_catalog import SuiteRow as SuiteRow
 from chalicelib.adapters.tables_catalog import WaitingIndex as WaitingIndex
+from chalicelib.adapters.tables_review import ReviewAuditRow as ReviewAuditRow
+from chalicelib.adapters.tables_review import ReviewItemRow as ReviewItemRow
 from chalicelib.adapters.tables_runs import AgentHistoryRow as AgentHistoryRow
 from chalicelib.adapters.tables_runs import AttemptOrderIndex as AttemptOrderIndex
 from chalicelib.adapters.tables_runs import AttemptRow as AttemptRow
@@ -126,6 +128,8 @@ ALL_MODELS: tuple[type[Model], ...] = (
     ToolSessionRow,
     AgentHistoryRow,
     TrendRow,
+    ReviewItemRow,
+    ReviewAuditRow,
     MemberRow,
     ApiKeyRow,
 )

@@ -500,3 +500,34 @@ class EventsQuery(Query):
     20)."""
     limit: int = Field(100, ge=1, le=1000)
     """Attempts per answer."""
+
+
+# --- the review queue ------------------------------------------------------------------------
+
+
+class ReviewQuery(Query):
+    """`GET /api/v1/datasets/{dataset_id}/review`."""
+
+    state: Literal["waiting", "decided", "replaced"] | None = None
+    """Only items in this state; absent: every item."""
+    agent_id: Ref | None = None
+    """Only answers of this agent."""
+    tag: str | None = Field(None, min_length=1, max_length=200)
+    """Only answers to cases carrying this tag."""
+    limit: int = Field(50, ge=1, le=200)
+    """Items per page, newest answer first."""
+    cursor: Cursor | None = None
+    """The previous page's `next_cursor`; absent: the first page."""
+
+
+class ReviewDecision(Body):
+    verdict: Literal["pass", "fail"]
+    """The person's verdict on the answer: it stands for the scorers' over every try of its
+    case."""
+    note: str | None = Field(None, max_length=4000)
+    """Why, in the reviewer's words (kept redacted; may become a judge criterion)."""
+
+
+class SendToReview(Body):
+    side: Literal["candidate", "baseline"] = "candidate"
+    """Whose failed first answers to send: the candidate's or the baseline's."""

@@ -79,6 +79,20 @@ class GateDecided(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class SuiteResultChanged(Event):
+    """A person's decision (or Undo) in the review queue changed the word of a kept suite result:
+    its owner is told. `by`: who decided."""
+
+    agent_id: str
+    suite_id: str
+    result_id: str
+    run_id: str | None
+    before: str
+    after: str
+    by: str
+
+
+@dataclass(frozen=True, slots=True)
 class SlotReleased(Event):
     """A case attempt of `run_id` was recorded and its slot went back to the organization: the
     slot is handed on, and the run's phase may be over."""

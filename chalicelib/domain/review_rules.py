@@ -22,6 +22,7 @@ Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -38,6 +39,7 @@ __all__ = [
     "Routing",
     "Waiting",
     "answers_to_send",
+    "item_id_of",
     "judge_failed",
     "reviewed_tries",
     "route",
@@ -123,6 +125,14 @@ class Routing:
     def routed_replacing(self) -> int:
         """How many of them took the place of one waiting (the run's `routed_replacing`)."""
         return len(self.replacing)
+
+
+def item_id_of(run_id: str, attempt_key: str, answered_at_ms: int) -> str:
+    """The queue item of an answer: the same for the same answer, so an answer goes into the
+    queue at most once whoever sends it and however often; items sort by when the answer was
+    recorded (`ri<epoch ms, 13 digits><16 hex>`)."""
+    digest = hashlib.sha256(f"{run_id}#{attempt_key}".encode()).hexdigest()[:16]
+    return f"ri{answered_at_ms:013d}{digest}"
 
 
 def judge_failed(scores: Iterable[Mapping[str, Any]]) -> bool:

@@ -36,6 +36,7 @@ from chalicelib.domain.outcome import (
     Stability,
 )
 from chalicelib.domain.records import Arm, Attempt, Run
+from chalicelib.domain.review_rules import ReviewVerdict, reviewed_tries
 from chalicelib.domain.run_rules import (
     ArmSummary,
     AttemptFacts,
@@ -174,14 +175,23 @@ def settled_state(tries: list[Attempt]) -> str | None:
 
 def by_case(run: Run, attempts: list[Attempt], arm_id: str) -> dict[str, list[AttemptFacts]]:
     """An arm's tries per case, first first (a case graded by two judges keeps the majority
-    judge's)."""
+    judge's); a case whose answer a person decided in the review queue counts the person's verdict
+    over every try (`domain.review_rules.reviewed_tries`)."""
     out: dict[str, list[AttemptFacts]] = {}
+    reviewed: dict[str, ReviewVerdict] = {}
     for row in attempts:
         if row.arm_id == arm_id:
             out.setdefault(row.case_id, []).append(facts(row))
+            if row.review:
+                reviewed[row.case_id] = ReviewVerdict(row.review["verdict"])
     for case_id, tries in out.items():
         tries.sort(key=lambda a: a.attempt)
-        out[case_id] = judge_rules.majority_judge(tries, lambda a: a.judge)
+        tries = judge_rules.majority_judge(tries, lambda a: a.judge)
+        if case_id in reviewed:
+            # A person's verdict stands for the scorers' over every try of the case.
+            states = reviewed_tries([a.state for a in tries], reviewed[case_id])
+            tries = [replace(a, state=state) for a, state in zip(tries, states, strict=True)]
+        out[case_id] = tries
     return out
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
+from chalicelib.domain.events import SuiteResultChanged
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Notification, Suite, SuiteResultEntry
 from chalicelib.errors import NotFoundError
@@ -113,6 +114,34 @@ def suite_result(c: Container, suite: Suite, result: SuiteResultEntry) -> Notifi
             "agent_id": suite.agent_id,
             "run_id": result.run_id,
             "result_id": result.result_id,
+        },
+    )
+
+
+def suite_result_changed(c: Container, event: SuiteResultChanged) -> Notification | None:
+    """Tell a suite's owner that a person's decision in the review queue changed one of its
+    results (`SuiteResultChanged`); nothing when the suite is gone."""
+    suite = c.suites.get(event.org_id, event.agent_id, event.suite_id)
+    if suite is None:
+        return None
+    name = suite.name or suite.suite_id
+    before, after = event.before.replace("_", " "), event.after.replace("_", " ")
+    return notify(
+        c,
+        suite.org_id,
+        suite.owner,
+        kind="suite_result_changed",
+        title=f"Suite {name}: now {after} (was {before}) after review",
+        body=(
+            f"A decision in the review queue by {event.by} changed a result of suite {name} of "
+            f"agent {suite.agent_id} from {before} to {after}."
+            + (f"\nEval run: {event.run_id}" if event.run_id else "")
+        ),
+        links={
+            "suite_id": suite.suite_id,
+            "agent_id": suite.agent_id,
+            "run_id": event.run_id,
+            "result_id": event.result_id,
         },
     )
 

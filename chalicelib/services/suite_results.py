@@ -23,7 +23,7 @@ from chalicelib.domain.events import (
     GateDecided,
 )
 from chalicelib.domain.identity import Identity
-from chalicelib.domain.records import Run, Suite, SuiteResultEntry
+from chalicelib.domain.records import Attempt, Run, Suite, SuiteResultEntry
 from chalicelib.domain.run_rules import settle
 from chalicelib.domain.suite_rules import (
     RunFacts,
@@ -52,9 +52,10 @@ def kept_trigger(entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def facts_of(c: Container, run: Run) -> RunFacts:
-    """What a finished run says about its first candidate, for the suite's threshold."""
-    attempts = finalize.all_attempts(c, run)
+def facts_of(c: Container, run: Run, attempts: list[Attempt] | None = None) -> RunFacts:
+    """What a finished run says about its first candidate, for the suite's threshold (`attempts`:
+    `finalize.all_attempts` of the run when the caller has them)."""
+    attempts = finalize.all_attempts(c, run) if attempts is None else attempts
     summaries = finalize.summarize(run, attempts)
     cand = next(a.arm_id for a in run.arms if a.role is ArmRole.CANDIDATE)
     summary = summaries[cand]

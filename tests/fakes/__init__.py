@@ -34,6 +34,7 @@ from tests.fakes.catalog import (
     Liveness,
 )
 from tests.fakes.ledger import FakeQueue, FakeRuns
+from tests.fakes.review import FakeReviewQueue
 from tests.fakes.telemetry import FakeMetrics
 from tests.fakes.tenants import FakeBudgets, FakeOrganizations
 from tests.fakes.tools import (
@@ -133,5 +134,6 @@ class FakeContainer:
         self.members = FakeMembers()
         self.api_keys = FakeApiKeys()
         self.tool_sessions = FakeToolSessions()
+        self.review = FakeReviewQueue(self.runs, self.suites)
         for name, value in collaborators.items():
             setattr(self, name, value)

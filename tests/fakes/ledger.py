@@ -546,9 +546,16 @@ class FakeRuns:
         self._others_write()
         if int(self.kept[(run.org_id, run.run_id)].regrades or 0) != int(run.regrades or 0):
             return False
-        self.set(run.org_id, run.run_id, outcome=outcome)
+        self.set(run.org_id, run.run_id, outcome=outcome, outcome_stale=None)
         self._fold(replace(run, outcome=outcome), run)
         return True
+
+    def record_routing(
+        self, org_id: str, run_id: str, routed: int, replacing: int, error: str | None
+    ) -> None:
+        self.set(
+            org_id, run_id, routed_to_review=routed, routed_replacing=replacing, routing_error=error
+        )
 
     def add_judge_cost(self, org_id: str, run_id: str, micros: int, calls: int) -> None:
         kept = self.kept[(org_id, run_id)]

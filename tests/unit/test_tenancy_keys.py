@@ -10,6 +10,8 @@ every declared key, two items where one id names two things, and reads that neve
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -364,6 +366,52 @@ def _write_everything(org: str) -> None:
         runs.get(org, "run-1"),
         an_outcome(total=1, passed=1, arms={"candidate": an_arm_result(cases=1)}),
         now,
+    )
+    from chalicelib.adapters.stores.review import ReviewStore
+    from chalicelib.domain.review_items import ReviewAudit, ReviewItem
+    from chalicelib.services.ports.review import Decision, Mark, Sent, StaleRun
+
+    review = ReviewStore()
+    item = ReviewItem(
+        item_id="ri00000000000010000000000000000",
+        org_id=org,
+        dataset_id="ds-1",
+        dataset_version=1,
+        case_id="case-1",
+        agent_id="agent-1",
+        run_id="run-1",
+        arm_id="candidate",
+        attempt_key="candidate#case-1#001",
+        answered_at_ms=1,
+        reason="judge_failed",
+        sent_at=now,
+        answer=f"answer of {org}",
+    )
+    assert review.send(item, None, 10) is Sent.SENT
+    decided = replace(item, state="decided", verdict="pass", decided_by="u", version=1)
+    audit = ReviewAudit(
+        audit_id="a1",
+        org_id=org,
+        dataset_id="ds-1",
+        item_id=item.item_id,
+        action="decide",
+        by="u",
+        at=now,
+        state_before="waiting",
+        state_after="decided",
+    )
+    assert review.decide(
+        Decision(
+            item,
+            decided,
+            audit,
+            "run-1",
+            item.attempt_key,
+            {"verdict": "pass"},
+            [StaleRun("run-1", None)],
+            [],
+            Mark.RELEASE,
+        )
     )
 
 

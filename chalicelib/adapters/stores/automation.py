@@ -259,6 +259,22 @@ class SuiteStore:
         newest = self.results(org_id, agent_id, suite_id, 200)
         return next((r for r in newest if r.run_id == run_id), None)
 
+    def replace_result(self, before: SuiteResultEntry, after: SuiteResultEntry) -> bool:
+        """Write what `after` changes of a kept result, conditional on its `result` and `stale` as
+        read (`before`); False when somebody changed them first."""
+        actions = changes(SuiteResultRow, before, after, fixed=("started_key", "suite_id"))
+        if not actions:
+            return True
+        condition = (SuiteResultRow.result == before.result) & (
+            SuiteResultRow.stale.does_not_exist()
+            if before.stale is None
+            else SuiteResultRow.stale == before.stale
+        )
+        row = SuiteResultRow(
+            org_key(before.org_id, before.agent_id, before.suite_id), before.started_key
+        )
+        return conditional_update(row, actions, condition)
+
     def delete_results(self, org_id: str, agent_id: str, suite_id: str) -> None:
         delete_found(
             SuiteResultRow.query(

@@ -635,7 +635,7 @@ class RunStore(RunReads):
         def own(t: Any) -> int:
             t.update(
                 RunRow(_key(run)),
-                actions=_outcome_actions(outcome),
+                actions=[*_outcome_actions(outcome), RunRow.outcome_stale.remove()],
                 condition=RunRow.regrades == seen if seen else RunRow.regrades.does_not_exist(),
             )
             if trend is None:
@@ -646,6 +646,20 @@ class RunStore(RunReads):
         trend = trend_row(after)
 
         return self._commit(run, _rows_touched(run, after), own, lambda held: _folded(held, after))
+
+    def record_routing(
+        self, org_id: str, run_id: str, routed: int, replacing: int, error: str | None
+    ) -> None:
+        """Keep what the run sent to its dataset's review queue (`routed_to_review`,
+        `routed_replacing`) and why sending was refused (`routing_error`, removed when None)."""
+        RunRow(org_key(org_id, run_id)).update(
+            actions=[
+                RunRow.routed_to_review.set(routed),
+                RunRow.routed_replacing.set(replacing),
+                RunRow.routing_error.remove() if error is None else RunRow.routing_error.set(error),
+            ],
+            condition=RunRow.run_key.exists(),
+        )
 
     def add_judge_cost(self, org_id: str, run_id: str, micros: int, calls: int) -> None:
         """Count judge requests whose grades were not kept (the money was spent all the same)."""

@@ -15,6 +15,7 @@ from chalicelib.api.routes import (  # noqa: F401
     datasets,
     gateway,
     org,
+    review,
     runs,
     secrets,
 )

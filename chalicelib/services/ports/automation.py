@@ -69,6 +69,10 @@ class Suites(Protocol):
     ) -> SuiteResultEntry | None:
         """The suite's result of an eval run, among its newest 200; None when it has none."""
 
+    def replace_result(self, before: SuiteResultEntry, after: SuiteResultEntry) -> bool:
+        """Write the fields of a kept result that `after` changes, conditional on its `result`
+        and `stale` as read in `before`; False when the condition failed."""
+
     def delete_results(self, org_id: str, agent_id: str, suite_id: str) -> None:
         """Forget every result of the organization's agent's suite (no other suite's)."""
 

@@ -259,6 +259,12 @@ class Runs(Protocol):
         False when one did. A completed run is folded into its agent's history again at once, with
         its new outcome (`run` as read gives the rest: arms, judge cost)."""
 
+    def record_routing(
+        self, org_id: str, run_id: str, routed: int, replacing: int, error: str | None
+    ) -> None:
+        """Keep what the run sent to review: `routed_to_review`, `routed_replacing`, and
+        `routing_error` (removed when None)."""
+
     def add_judge_cost(self, org_id: str, run_id: str, micros: int, calls: int) -> None:
         """Count judge requests (micro-USD, calls) whose grades were not kept."""
 

@@ -1,0 +1,358 @@
+"""The review queue (docs/guides/review.md): what a finished run sends to its dataset's queue,
+**Send failed to review**, and reading the queue. People's decisions are
+`services.review_decisions`.
+
+A run routes once its reruns are in, when it completes (`route_run`, on `RunEnded`, and again on
+any later delivery for a completed run that has not routed): its confirmed regressions and the
+answers its judge failed to grade go in by `domain.review_rules`. Every item's id is its answer's
+(`review_rules.item_id_of`), so a finalize delivered twice routes nothing twice, and the run's
+counts (`routed_to_review`, `routed_replacing`) count the answers of the run in the queue whoever
+put them there. A refused send (the queue is full, the dataset is being deleted, the store fails)
+leaves the run completed and says why (`routing_error`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from chalicelib.bootstrap import Container
+from chalicelib.clock import iso
+from chalicelib.domain import access
+from chalicelib.domain.enums import ArmRole, AttemptState, CaseOutcome, RunStatus
+from chalicelib.domain.identity import Identity
+from chalicelib.domain.records import Arm, Attempt, Run
+from chalicelib.domain.review_items import ReviewItem
+from chalicelib.domain.review_rules import (
+    Answered,
+    ReviewReason,
+    Waiting,
+    answers_to_send,
+    item_id_of,
+    route,
+)
+from chalicelib.errors import ConflictError, InvalidInputError, NotFoundError
+from chalicelib.services import access as access_service
+from chalicelib.services import finalize, redacting
+from chalicelib.services.ports.review import ItemPage, QueueFull, Sent
+
+log = logging.getLogger(__name__)
+
+ANSWER_KEPT_CHARS = 16_000
+"""How much of an answer an item keeps (the attempt keeps all of it)."""
+SEND_TRIES = 5
+"""Sends of one answer tried again after the waiting item of its case and agent changed."""
+
+
+@dataclass(frozen=True)
+class SendResult:
+    """What one send did: how many answers went in, how many of them replaced one waiting, and
+    why each other one did not (`[{case_id, agent_id, run_id, attempt_key, why}]`)."""
+
+    routed_to_review: int
+    routed_replacing: int
+    not_sent: list[dict[str, str]]
+
+
+def answered_at_ms(row: Attempt) -> int:
+    """When an attempt was recorded (epoch ms), from its `recorded_key`."""
+    head = row.recorded_key.partition("#")[0]
+    return int(head) if head.isdigit() else 0
+
+
+def _source(run: Run, row: Attempt) -> tuple[str, str, str]:
+    """The run, arm and attempt key an answer really belongs to: a first answer a baseline
+    borrowed from an earlier run is that run's."""
+    arm = next((a for a in run.arms if a.arm_id == row.arm_id), None)
+    if arm is not None and not arm.answers and arm.source_run_id and arm.source_arm_id:
+        key = f"{arm.source_arm_id}#{row.case_id}#{int(row.attempt):03d}"
+        return arm.source_run_id, arm.source_arm_id, key
+    return run.run_id, row.arm_id, row.attempt_key
+
+
+def _answered(run: Run, row: Attempt, reason: ReviewReason) -> Answered:
+    run_id, arm_id, key = _source(run, row)
+    return Answered(row.case_id, run.agent_id, run_id, arm_id, key, answered_at_ms(row), reason)
+
+
+def _label(arm: Arm | None) -> str:
+    if arm is None:
+        return ""
+    if arm.draft:
+        return "draft"
+    return f"v{arm.version}" if arm.version is not None else arm.arm_id
+
+
+def _expected(case: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: case[k]
+        for k in ("reference", "counter_example", "expected_calls", "checks")
+        if case.get(k) not in (None, [], "")
+    }
+
+
+def _item(
+    c: Container,
+    run: Run,
+    rows: dict[tuple[str, str], Attempt],
+    cases: dict[str, dict[str, Any]],
+    answer: Answered,
+    sent_by: str | None,
+) -> ReviewItem:
+    """The queue item of `answer` (its attempt `rows[(run_id, attempt_key)]`)."""
+    row = rows[(answer.run_id, answer.attempt_key)]
+    case = cases.get(answer.case_id) or {}
+    text = c.bucket.get_text(row.answer_ref) if row.answer_ref else (row.answer or "")
+    r = redacting.for_org(c, run.org_id)  # kept answers are redacted already; scores' reasons too
+    arm = next((a for a in run.arms if a.arm_id == row.arm_id), None)
+    return ReviewItem(
+        item_id=item_id_of(answer.run_id, answer.attempt_key, answer.answered_at_ms),
+        org_id=run.org_id,
+        dataset_id=run.dataset_id,
+        dataset_version=int(run.dataset_version),
+        case_id=answer.case_id,
+        agent_id=answer.agent_id,
+        run_id=answer.run_id,
+        arm_id=answer.arm_id,
+        arm_label=_label(arm),
+        attempt_key=answer.attempt_key,
+        answered_at_ms=answer.answered_at_ms,
+        reason=answer.reason.value,
+        sent_at=iso(c.clock.now()),
+        sent_by=sent_by,
+        question=r.text(str(case.get("input", "")))[:ANSWER_KEPT_CHARS],
+        answer=r.text(text[:ANSWER_KEPT_CHARS]),
+        answer_truncated=len(text) > ANSWER_KEPT_CHARS or bool(row.answer_truncated),
+        expected=r.value(_expected(case)),
+        scores=r.value(
+            [
+                {k: s.get(k) for k in ("scorer", "passed", "score", "reason")}
+                for s in row.scores or []
+            ]
+        ),
+        scored_state=row.state,
+        tags=[str(t) for t in case.get("tags") or []],
+    )
+
+
+def send(
+    c: Container,
+    run: Run,
+    answers: Sequence[Answered],
+    rows: dict[tuple[str, str], Attempt],
+    *,
+    sent_by: str | None = None,
+) -> SendResult:
+    """Send `answers` of `run` (their attempts in `rows` by (run_id, attempt_key)) to the run's
+    dataset's queue by `domain.review_rules.route`. An answer already in the queue counts as sent
+    (an earlier delivery put it there).
+
+    Raises:
+        QueueFull: the queue holds `ASSAY_REVIEW_QUEUE_LIMIT` waiting answers.
+        NotFoundError: the dataset is gone or being deleted.
+    """
+    org, dataset = run.org_id, run.dataset_id
+    cases = {
+        case["case_id"]: case for case in c.datasets.cases(org, dataset, int(run.dataset_version))
+    }
+    limit = c.settings.assay_review_queue_limit
+    pending = list(answers)
+    routed = replacing = 0
+    not_sent: list[dict[str, str]] = []
+    for _ in range(SEND_TRIES):
+        held = c.review.waiting(org, dataset, {(a.case_id, a.agent_id) for a in pending})
+        waiting = {
+            key: Waiting(
+                item.item_id,
+                item.case_id,
+                item.agent_id,
+                item.answered_at_ms,
+                item.run_id,
+                item.attempt_key,
+            )
+            for key, item in held.items()
+        }
+        routing = route(pending, waiting)
+        lost: list[Answered] = []
+        for answer, why in routing.not_sent:
+            mine = item_id_of(answer.run_id, answer.attempt_key, answer.answered_at_ms)
+            own = held.get((answer.case_id, answer.agent_id))
+            if own is not None and own.item_id == mine:
+                routed += 1  # an earlier delivery sent it
+                replacing += own.replacing is not None
+            else:
+                not_sent.append(_why(answer, why))
+        replaced_ids = dict((id(a), item_id) for a, item_id in routing.replacing)
+        for answer in routing.sent:
+            old = replaced_ids.get(id(answer))
+            item = _item(c, run, rows, cases, answer, sent_by)
+            if old is not None:
+                item = replace(item, replacing=old)
+            outcome = c.review.send(item, held.get((answer.case_id, answer.agent_id)), limit)
+            if outcome is Sent.LOST:
+                lost.append(answer)
+                continue
+            if outcome is Sent.EXISTS:
+                kept = c.review.get(org, dataset, item.item_id)
+                if kept is None or kept.state != "waiting" or kept.run_id != answer.run_id:
+                    not_sent.append(_why(answer, f"in the queue already as item {item.item_id}"))
+                    continue
+                old = kept.replacing
+            routed += 1
+            replacing += old is not None
+        if not lost:
+            break
+        pending = lost
+    else:
+        not_sent += [_why(a, "its case kept changing in the queue: send again") for a in pending]
+    return SendResult(routed, replacing, not_sent)
+
+
+def _why(answer: Answered, why: str) -> dict[str, str]:
+    return {
+        "case_id": answer.case_id,
+        "agent_id": answer.agent_id,
+        "run_id": answer.run_id,
+        "attempt_key": answer.attempt_key,
+        "why": why,
+    }
+
+
+def _rows(run: Run, attempts: list[Attempt]) -> dict[tuple[str, str], Attempt]:
+    out = {}
+    for row in attempts:
+        run_id, _arm, key = _source(run, row)
+        out[(run_id, key)] = row
+    return out
+
+
+def what_run_sends(run: Run, attempts: list[Attempt]) -> list[Answered]:
+    """What a completed run sends by itself: the candidate's failed first answer of each
+    regression its comparison confirmed, then each answer of its own that its judge failed to
+    grade (a skipped judge sends nothing)."""
+    comparison = run.outcome.comparison if run.outcome is not None else None
+    firsts = {(r.arm_id, r.case_id): r for r in attempts if int(r.attempt) == 1}
+    confirmed = []
+    if comparison is not None:
+        cand = comparison.candidate_arm_id
+        for flip in comparison.flips:
+            row = firsts.get((cand, flip.case_id))
+            if flip.outcome is CaseOutcome.REGRESSION and flip.confirmed and row is not None:
+                confirmed.append(_answered(run, row, ReviewReason.CONFIRMED_REGRESSION))
+    borrowed = {a.arm_id for a in run.arms if not a.answers}
+    judged = [
+        (_answered(run, row, ReviewReason.JUDGE_FAILED), row.scores or [])
+        for row in sorted(attempts, key=lambda r: r.attempt_key)
+        if row.arm_id not in borrowed
+    ]
+    return answers_to_send(confirmed, judged)
+
+
+def route_run(c: Container, org_id: str, run_id: str) -> None:
+    """Send what a completed run stands behind to its dataset's queue, once (a run that routed
+    already, or did not complete, sends nothing), and keep the counts or the refusal on the
+    run."""
+    run = c.runs.get(org_id, run_id)
+    if run is None or run.status != RunStatus.COMPLETED or run.routed_to_review is not None:
+        return
+    attempts = finalize.all_attempts(c, run)
+    error = None
+    try:
+        result = send(c, run, what_run_sends(run, attempts), _rows(run, attempts))
+        routed, replacing = result.routed_to_review, result.routed_replacing
+    except (QueueFull, NotFoundError) as exc:
+        routed, replacing, error = 0, 0, str(exc)
+    except Exception as exc:  # noqa: BLE001 - the run completed; its page says why nothing went
+        log.exception("routing run %s to review failed", run_id)
+        routed, replacing, error = (
+            0,
+            0,
+            f"the review queue could not be reached ({type(exc).__name__})",
+        )
+    c.runs.record_routing(org_id, run_id, routed, replacing, error)
+
+
+def send_failed(c: Container, who: Identity, run_id: str, side: str) -> SendResult:
+    """**Send failed to review**: the failed first answers of one side of an ended run
+    (`candidate` or `baseline`) that are not in the queue yet go in, as sent by hand.
+
+    Raises:
+        NotFoundError: a run the caller may not read. ForbiddenError: no `datasets:edit` on its
+        dataset. InvalidInputError: an unknown side, or a run without that side (field `side`).
+        ConflictError: a run still running (field `run_id`).
+    """
+    run = access_service.readable_run(c, who, run_id)
+    who.require(
+        access.DATASETS_EDIT,
+        "sending answers to the review queue",
+        access.dataset(run.dataset_id),
+    )
+    roles = {"candidate": ArmRole.CANDIDATE, "baseline": ArmRole.BASELINE}
+    if side not in roles:
+        raise InvalidInputError("side must be candidate or baseline", field="side")
+    if not RunStatus(run.status).ended:
+        raise ConflictError(
+            f"eval run {run_id} is still running: send its failed answers once it has ended",
+            field="run_id",
+        )
+    arm = next((a for a in run.arms if a.role is roles[side]), None)
+    if arm is None:
+        raise InvalidInputError(f"eval run {run_id} has no {side} side", field="side")
+    attempts = finalize.all_attempts(c, run)
+    failed = [
+        _answered(run, row, ReviewReason.SENT_BY_HAND)
+        for row in sorted(attempts, key=lambda r: r.attempt_key)
+        if row.arm_id == arm.arm_id
+        and int(row.attempt) == 1
+        and row.state == AttemptState.FAILED.value
+    ]
+    return send(c, run, failed, _rows(run, attempts), sent_by=who.user_id)
+
+
+def items(
+    c: Container,
+    who: Identity,
+    dataset_id: str,
+    *,
+    state: str | None = None,
+    agent_id: str | None = None,
+    tag: str | None = None,
+    limit: int = 50,
+    start: str | None = None,
+) -> ItemPage:
+    """A page of the dataset's queue, newest answer first (only `state`, `agent_id`, `tag` when
+    given). Items of agents the caller may not see are left out.
+
+    Raises NotFoundError for a dataset the caller may not see (or another organization's)."""
+    who.require_sight("dataset", dataset_id)
+    c.datasets.get(who.org_id, dataset_id)
+    page = c.review.page(
+        who.org_id,
+        dataset_id,
+        state=state,
+        agent_id=agent_id,
+        tag=tag,
+        limit=limit,
+        start=start,
+    )
+    shown = [i for i in page.items if who.sees("agent", i.agent_id)]
+    return ItemPage(shown, page.next_start)
+
+
+def item(c: Container, who: Identity, dataset_id: str, item_id: str) -> ReviewItem:
+    """One item of the dataset's queue. Raises NotFoundError (field `item_id`) for an item the
+    caller may not see."""
+    who.require_sight("dataset", dataset_id)
+    found = c.review.get(who.org_id, dataset_id, item_id)
+    if found is None or not who.sees("agent", found.agent_id):
+        raise NotFoundError(f"review item {item_id} not found", field="item_id")
+    return found
+
+
+def names(c: Container, org_id: str, user_ids: Sequence[str]) -> dict[str, str | None]:
+    """Each user id's name as the organization's members have it now (None: no longer a member):
+    reviewers are shown by who they are today, never by a name copied into a result."""
+    members = {m.user_id for m in c.members.list(org_id)} if user_ids else set()
+    return {u: (u if u in members else None) for u in user_ids}

@@ -1,0 +1,400 @@
+"""People's decisions in the review queue, and Undo (docs/guides/review.md).
+
+A decision puts a person's verdict (pass or fail) on an answer; its case then counts that verdict
+over every try, in the run that gave the answer and in every run whose baseline borrowed it
+(`domain.review_rules.reviewed_tries`, read by `finalize.by_case`). Undo takes the verdict back.
+
+Each is written as ONE transaction (`ReviewQueue.decide`) that cannot half-apply: the item (only
+while it is as read: of two people deciding one item, one wins and the other gets 409), its audit
+entry (who, the item's state and verdict before and after, and every changed run's and suite
+result's numbers before and after, computed before the write), the verdict on the attempt, and a
+mark on every run and suite result resting on the answer (`outcome_stale`, `stale`), each run's
+conditional on its grades as read. The outcomes and suite results computed for the audit are
+then written in place of the marked ones before the call answers; a process that dies in between
+leaves the marks, and the next read of such a run or decision of the queue completes them
+(`complete_pending`). A suite result whose word changed tells its owner (`SuiteResultChanged`) and
+records who reviewed it; a gate's result changed by review never moves a promotion by itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, replace
+from typing import Any
+
+from chalicelib.bootstrap import Container
+from chalicelib.clock import iso
+from chalicelib.domain import access
+from chalicelib.domain.enums import RunStatus
+from chalicelib.domain.events import SuiteResultChanged
+from chalicelib.domain.identity import Identity
+from chalicelib.domain.outcome import Outcome
+from chalicelib.domain.records import Attempt, Run, SuiteResultEntry
+from chalicelib.domain.review_items import ItemState, ReviewAudit, ReviewItem
+from chalicelib.domain.review_rules import ReviewVerdict
+from chalicelib.domain.suite_rules import Threshold, decide_result
+from chalicelib.errors import ConflictError, InvalidInputError
+from chalicelib.retrying import jitter
+from chalicelib.services import finalize, grading, messagebus, redacting
+from chalicelib.services import review as queue
+from chalicelib.services.ports.review import Decision, Mark, StaleRun
+from chalicelib.services.run_deletion import borrowers
+from chalicelib.services.suite_results import facts_of
+
+log = logging.getLogger(__name__)
+
+NOTE_MAX_CHARS = 4_000
+"""The longest note a decision keeps."""
+TRIES = 5
+"""Decisions tried again after a run they rest on was graded meanwhile."""
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One run a decision changes: as read, its new outcome, and its suite result before and
+    after (None when no suite started it or its suite kept no result)."""
+
+    run: Run
+    outcome: Outcome
+    result: SuiteResultEntry | None
+    new_result: SuiteResultEntry | None
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What a decision or Undo did: the item as it is now, its audit entry, and the runs and
+    suite results it changed."""
+
+    item: ReviewItem
+    audit: ReviewAudit
+
+
+def _counts(outcome: Outcome | None) -> dict[str, Any]:
+    if outcome is None:
+        return {}
+    comparison = outcome.comparison
+    return {
+        "cases": outcome.total,
+        "passed": outcome.passed,
+        "failed": outcome.failed,
+        "pass_rate": outcome.pass_rate,
+        "verdict": str(outcome.verdict),
+        "comparison": str(comparison.verdict) if comparison and comparison.verdict else None,
+        "confirmed_regressions": comparison.confirmed_regressions if comparison else None,
+    }
+
+
+def _with_review(
+    run: Run, attempts: list[Attempt], item: ReviewItem, review: dict[str, Any] | None
+) -> list[Attempt]:
+    """`attempts` of `run` with the item's answer carrying `review`: the answer itself in its own
+    run, the first answer a baseline arm borrowed from it in another."""
+    borrowed_arms = {
+        a.arm_id
+        for a in run.arms
+        if not a.answers and a.source_run_id == item.run_id and a.source_arm_id == item.arm_id
+    }
+    first = item.attempt_key.endswith("#001")
+    out = []
+    for row in attempts:
+        mine = (run.run_id == item.run_id and row.attempt_key == item.attempt_key) or (
+            first
+            and row.arm_id in borrowed_arms
+            and row.case_id == item.case_id
+            and int(row.attempt) == 1
+        )
+        out.append(replace(row, review=review) if mine else row)
+    return out
+
+
+def _dependents(c: Container, item: ReviewItem) -> list[Run]:
+    """The completed runs whose numbers rest on the item's answer: its own run and the runs whose
+    baseline borrowed it (none when its run is gone)."""
+    own = c.runs.get(item.org_id, item.run_id)
+    if own is None:
+        return []
+    runs = [own]
+    if item.attempt_key.endswith("#001") and own.status == RunStatus.COMPLETED:
+        runs += [
+            r
+            for r in borrowers(c, own)
+            if any(a.source_arm_id == item.arm_id for a in r.arms if not a.answers)
+        ]
+    return [r for r in runs if r.status == RunStatus.COMPLETED and r.outcome is not None]
+
+
+def _reviewers(attempts: list[Attempt]) -> list[str]:
+    return sorted({str(r.review.get("by")) for r in attempts if r.review and r.review.get("by")})
+
+
+def _plan(c: Container, item: ReviewItem, review: dict[str, Any] | None) -> list[Planned]:
+    """What the decision makes of every run resting on the item's answer, computed before
+    anything is written."""
+    out = []
+    for run in _dependents(c, item):
+        attempts = _with_review(run, finalize.all_attempts(c, run), item, review)
+        outcome = finalize.compute_outcome(c, run, attempts)
+        result = new_result = None
+        suite_id = (run.settings or {}).get("suite_id")
+        if suite_id:
+            result = c.suites.result_of_run(run.org_id, run.agent_id, suite_id, run.run_id)
+            suite = c.suites.get(run.org_id, run.agent_id, suite_id)
+            if result is not None and suite is not None:
+                decision = decide_result(
+                    Threshold.model_validate(suite.threshold or {}),
+                    facts_of(c, replace(run, outcome=outcome), attempts),
+                )
+                reviewers = _reviewers(attempts)
+                scorers_said = result.result_before_review or result.result
+                new_result = replace(
+                    result,
+                    result=decision.result.value,
+                    reasons=redacting.for_org(c, run.org_id).value(list(decision.reasons)),
+                    cases_broken=decision.broken,
+                    cases_undecided=decision.undecided,
+                    overall=decision.overall,
+                    reviewed_by=reviewers or None,
+                    result_before_review=scorers_said if reviewers else None,
+                    stale=None,
+                )
+        out.append(Planned(run, outcome, result, new_result))
+    return out
+
+
+def _audit(
+    who: Identity, before: ReviewItem, after: ReviewItem, action: str, plans: list[Planned], at: str
+) -> ReviewAudit:
+    return ReviewAudit(
+        audit_id=uuid.uuid4().hex[:16],
+        org_id=after.org_id,
+        dataset_id=after.dataset_id,
+        item_id=after.item_id,
+        action=action,
+        by=who.user_id,
+        at=at,
+        state_before=before.state,
+        state_after=after.state,
+        verdict_before=before.verdict,
+        verdict_after=after.verdict,
+        note=after.note if action == "decide" else None,
+        runs=[
+            {"run_id": p.run.run_id, "before": _counts(p.run.outcome), "after": _counts(p.outcome)}
+            for p in plans
+        ],
+        suite_results=[
+            {
+                "suite_id": p.result.suite_id,
+                "run_id": p.run.run_id,
+                "before": p.result.result,
+                "after": p.new_result.result,
+            }
+            for p in plans
+            if p.result is not None and p.new_result is not None
+        ],
+    )
+
+
+def _write(
+    c: Container,
+    who: Identity,
+    before: ReviewItem,
+    make: Any,
+    action: str,
+) -> Decided:
+    """Plan, then write in one transaction, the change `make(item) -> (after, review, mark)` of
+    the item; then put the planned numbers in place. Raises ConflictError when the item changed
+    meanwhile (field `item_id`) or its runs kept being graded (field `run_id`)."""
+    for _ in range(TRIES):
+        after, review, mark = make(before)
+        plans = _plan(c, before, review)
+        now = iso(c.clock.now())
+        after = replace(
+            after, version=int(before.version) + 1, pending_runs=[p.run.run_id for p in plans]
+        )
+        audit = _audit(who, before, after, action, plans, now)
+        own = c.runs.get_attempt(before.org_id, before.run_id, before.attempt_key)
+        decision = Decision(
+            before=before,
+            after=after,
+            audit=audit,
+            run_id=before.run_id if own is not None else None,
+            attempt_key=before.attempt_key,
+            review=review,
+            runs=[StaleRun(p.run.run_id, p.run.regrades) for p in plans],
+            results=[p.result for p in plans if p.result is not None],
+            mark=mark,
+        )
+        if c.review.decide(decision):
+            complete(c, who, after, plans)
+            fresh = c.review.get(before.org_id, before.dataset_id, before.item_id) or after
+            return Decided(fresh, audit)
+        now_item = c.review.get(before.org_id, before.dataset_id, before.item_id)
+        if now_item is None or (now_item.state, now_item.version) != (
+            before.state,
+            before.version,
+        ):
+            raise ConflictError(
+                f"review item {before.item_id} was decided or changed by somebody else meanwhile: "
+                "read it again",
+                field="item_id",
+            )
+        jitter()  # a run it rests on was graded meanwhile: plan again
+    raise ConflictError(
+        f"the runs review item {before.item_id} rests on keep being graded: try again",
+        field="run_id",
+    )
+
+
+def complete(c: Container, who: Identity | None, item: ReviewItem, plans: list[Planned]) -> None:
+    """Put a written decision's planned outcomes and suite results in place of the marked ones
+    (each run's outcome conditional on its grades as the decision left them; one graded again
+    meanwhile is computed again from its grades as they stand), tell the owners of suite results
+    whose word changed, and clear the item's pending runs."""
+    by = who.user_id if who is not None else (item.decided_by or "")
+    for plan in plans:
+        run = c.runs.get(plan.run.org_id, plan.run.run_id)
+        if run is None:
+            continue
+        if not c.runs.record_outcome(run, plan.outcome):
+            grading.recompute_outcome(c, run.org_id, run.run_id)
+        if plan.result is None or plan.new_result is None:
+            continue
+        stored = c.suites.result_of_run(
+            plan.result.org_id, plan.result.agent_id, plan.result.suite_id, run.run_id
+        )
+        if stored is None or not c.suites.replace_result(stored, plan.new_result):
+            log.warning("suite result of run %s changed meanwhile: left marked", run.run_id)
+            continue
+        if stored.result != plan.new_result.result:
+            messagebus.publish(
+                c,
+                SuiteResultChanged(
+                    stored.org_id,
+                    stored.agent_id,
+                    stored.suite_id,
+                    stored.result_id,
+                    stored.run_id,
+                    stored.result,
+                    plan.new_result.result,
+                    by,
+                ),
+            )
+    c.review.finish(item, [])
+
+
+def complete_pending(c: Container, item: ReviewItem) -> ReviewItem:
+    """Finish what a decision of `item` left marked (its process died before it put the numbers
+    in place): its runs' outcomes and suite results are computed again as the verdict now stands.
+    Returns the item as it is then."""
+    if not item.pending_runs:
+        return item
+    review = _review_of(item) if item.state == ItemState.DECIDED else None
+    plans = [p for p in _plan(c, item, review) if p.run.run_id in set(item.pending_runs)]
+    complete(c, None, item, plans)
+    return c.review.get(item.org_id, item.dataset_id, item.item_id) or item
+
+
+def _review_of(item: ReviewItem) -> dict[str, Any]:
+    return {
+        "verdict": item.verdict,
+        "item_id": item.item_id,
+        "by": item.decided_by,
+        "at": item.decided_at,
+        "corrected": item.corrected,
+    }
+
+
+def _editable(c: Container, who: Identity, dataset_id: str, item_id: str, what: str) -> ReviewItem:
+    who.require_on(access.DATASETS_EDIT, "dataset", dataset_id, what)
+    item = queue.item(c, who, dataset_id, item_id)
+    if item.pending_runs:
+        item = complete_pending(c, item)
+    return item
+
+
+def decide(
+    c: Container,
+    who: Identity,
+    dataset_id: str,
+    item_id: str,
+    verdict: str,
+    note: str | None = None,
+) -> Decided:
+    """A person's verdict on a waiting item (`pass` or `fail`, with an optional note).
+
+    Raises:
+        NotFoundError: a dataset or item the caller may not see. ForbiddenError: no
+        `datasets:edit` on the dataset. InvalidInputError: another verdict (field `verdict`), a
+        note over `NOTE_MAX_CHARS` (field `note`). ConflictError: the item is not waiting (decided
+        already, or replaced), or somebody decided it meanwhile.
+    """
+    try:
+        word = ReviewVerdict(verdict)
+    except ValueError:
+        raise InvalidInputError("verdict must be pass or fail", field="verdict") from None
+    if note is not None and len(note) > NOTE_MAX_CHARS:
+        raise InvalidInputError(f"a note is at most {NOTE_MAX_CHARS} characters", field="note")
+    item = _editable(c, who, dataset_id, item_id, "deciding a review item")
+    if item.state != ItemState.WAITING:
+        how = (
+            f"decided already ({item.verdict}): undo it first"
+            if item.state == ItemState.DECIDED
+            else f"replaced by a newer answer of its case (item {item.replaced_by})"
+        )
+        raise ConflictError(f"review item {item_id} is {how}", field="item_id")
+    kept_note = redacting.for_org(c, who.org_id).text(note) if note else None
+    now = iso(c.clock.now())
+
+    def make(before: ReviewItem) -> tuple[ReviewItem, dict[str, Any], Mark]:
+        after = replace(
+            before,
+            state=ItemState.DECIDED.value,
+            verdict=word.value,
+            note=kept_note,
+            decided_by=who.user_id,
+            decided_at=now,
+        )
+        return after, _review_of(after), Mark.RELEASE
+
+    return _write(c, who, item, make, "decide")
+
+
+def undo(c: Container, who: Identity, dataset_id: str, item_id: str) -> Decided:
+    """Take a decision back: the item waits again (or, when another answer of its case and agent
+    waits now, stays aside as replaced by it) and every number that rested on the verdict is as
+    the scorers left it.
+
+    Raises as `decide`; ConflictError when the item is not decided.
+    """
+    item = _editable(c, who, dataset_id, item_id, "undoing a review decision")
+    if item.state != ItemState.DECIDED:
+        raise ConflictError(
+            f"review item {item_id} is not decided: nothing to undo", field="item_id"
+        )
+
+    def make(before: ReviewItem) -> tuple[ReviewItem, None, Mark]:
+        other = c.review.waiting(
+            before.org_id, before.dataset_id, [(before.case_id, before.agent_id)]
+        )
+        held = other.get((before.case_id, before.agent_id))
+        undone = replace(before, verdict=None, note=None, decided_by=None, decided_at=None)
+        if held is not None:
+            return (
+                replace(undone, state=ItemState.REPLACED.value, replaced_by=held.item_id),
+                None,
+                Mark.KEEP,
+            )
+        return replace(undone, state=ItemState.WAITING.value), None, Mark.TAKE
+
+    return _write(c, who, item, make, "undo")
+
+
+def audit(c: Container, who: Identity, dataset_id: str, item_id: str | None) -> list[ReviewAudit]:
+    """The dataset's review audit entries, oldest first (one item's when given). Raises
+    NotFoundError for a dataset or item the caller may not see."""
+    who.require_sight("dataset", dataset_id)
+    c.datasets.get(who.org_id, dataset_id)
+    if item_id is not None:
+        queue.item(c, who, dataset_id, item_id)
+    return c.review.audit(who.org_id, dataset_id, item_id)

@@ -85,4 +85,5 @@ def send_view(result: SendResult) -> dict[str, Any]:
         "routed_to_review": result.routed_to_review,
         "routed_replacing": result.routed_replacing,
         "not_sent": result.not_sent,
+        "error": result.error,
     }

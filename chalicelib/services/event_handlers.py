@@ -28,7 +28,6 @@ from chalicelib.services import (
     messagebus,
     notifications,
     promotions,
-    review,
     run_case,
     runs,
     slots,
@@ -38,10 +37,6 @@ from chalicelib.services import (
 
 def _check_published_version(c: Any, event: VersionPublished) -> None:
     suites.on_published(c, event.org_id, event.agent_id, event.version)
-
-
-def _route_to_review(c: Any, event: RunEnded) -> None:
-    review.route_run(c, event.org_id, event.run_id)
 
 
 def _tell_suite_owner(c: Any, event: SuiteResultChanged) -> None:
@@ -70,7 +65,7 @@ def _advance_phase(c: Any, event: SlotReleased) -> None:
 
 EVENT_HANDLERS: dict[type[Event], list[messagebus.Handler]] = {
     VersionPublished: [_check_published_version],
-    RunEnded: [_route_to_review, _record_suite_result],  # what it sends, then its suite's result
+    RunEnded: [_record_suite_result],
     SuiteResultChanged: [_tell_suite_owner],
     EnvironmentRemoved: [suites.on_environment_removed],
     GuardWithdrawn: [_refuse_waiting_on_guard],

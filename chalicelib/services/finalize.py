@@ -44,7 +44,7 @@ from chalicelib.domain.run_rules import (
     summarize_arm,
 )
 from chalicelib.domain.spec import spec_hash
-from chalicelib.services import messagebus, slots, workspaces
+from chalicelib.services import messagebus, review, slots, workspaces
 from chalicelib.services.ports.telemetry import Metric
 
 log = logging.getLogger(__name__)
@@ -465,8 +465,12 @@ def finalize(c: Container, org_id: str, run_id: str, attempts: list[Attempt] | N
     run = c.runs.get(org_id, run_id)
     if run is None or run.phase != RunPhase.FINALIZING or run.status != RunStatus.RUNNING:
         return False
-    outcome = compute_outcome(c, run, all_attempts(c, run) if attempts is None else attempts)
-    if not c.runs.complete(run, outcome, iso(c.clock.now())):
+    attempts = all_attempts(c, run) if attempts is None else attempts
+    outcome = compute_outcome(c, run, attempts)
+    # What it stands behind goes to review before the run reads completed (a finalize delivered
+    # again sends nothing twice: every item's id is its answer's).
+    routed = review.route_finished(c, replace(run, outcome=outcome), attempts)
+    if not c.runs.complete(run, outcome, iso(c.clock.now()), routed):
         return False
     count_end(c, RunStatus.COMPLETED)
     return True

@@ -1,10 +1,10 @@
 """The review queue (docs/guides/review.md): what a finished run sends to its dataset's queue,
-**Send failed to review**, and reading the queue. People's decisions are
+and reading the queue. What people do in it (decisions, Undo, **Send failed to review**) is
 `services.review_decisions`.
 
-A run routes once its reruns are in, when it completes (`route_run`, on `RunEnded`, and again on
-any later delivery for a completed run that has not routed): its confirmed regressions and the
-answers its judge failed to grade go in by `domain.review_rules`. Every item's id is its answer's
+A run routes once its reruns are in, as a step of finalizing (`route_finished`, its counts kept by
+the write that completes it): its confirmed regressions and the answers its judge failed to grade
+go in by `domain.review_rules`. Every item's id is its answer's
 (`review_rules.item_id_of`), so a finalize delivered twice routes nothing twice, and the run's
 counts (`routed_to_review`, `routed_replacing`) count the answers of the run in the queue whoever
 put them there. A refused send (the queue is full, the dataset is being deleted, the store fails)
@@ -20,8 +20,7 @@ from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
-from chalicelib.domain import access
-from chalicelib.domain.enums import ArmRole, AttemptState, CaseOutcome, RunStatus
+from chalicelib.domain.enums import CaseOutcome
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Arm, Attempt, Run
 from chalicelib.domain.review_items import ReviewItem
@@ -33,9 +32,8 @@ from chalicelib.domain.review_rules import (
     item_id_of,
     route,
 )
-from chalicelib.errors import ConflictError, InvalidInputError, NotFoundError
-from chalicelib.services import access as access_service
-from chalicelib.services import finalize, redacting
+from chalicelib.errors import NotFoundError
+from chalicelib.services import redacting
 from chalicelib.services.ports.review import ItemPage, QueueFull, Sent
 
 log = logging.getLogger(__name__)
@@ -48,12 +46,14 @@ SEND_TRIES = 5
 
 @dataclass(frozen=True)
 class SendResult:
-    """What one send did: how many answers went in, how many of them replaced one waiting, and
-    why each other one did not (`[{case_id, agent_id, run_id, attempt_key, why}]`)."""
+    """What one send did: how many answers went in, how many of them replaced one waiting, why
+    each other one did not (`[{case_id, agent_id, run_id, attempt_key, why}]`), and why the
+    queue refused the rest, when it did (`error`)."""
 
     routed_to_review: int
     routed_replacing: int
     not_sent: list[dict[str, str]]
+    error: str | None = None
 
 
 def answered_at_ms(row: Attempt) -> int:
@@ -72,7 +72,8 @@ def _source(run: Run, row: Attempt) -> tuple[str, str, str]:
     return run.run_id, row.arm_id, row.attempt_key
 
 
-def _answered(run: Run, row: Attempt, reason: ReviewReason) -> Answered:
+def answered(run: Run, row: Attempt, reason: ReviewReason) -> Answered:
+    """An attempt as an answer a send may route (a borrowed first answer as its own run's)."""
     run_id, arm_id, key = _source(run, row)
     return Answered(row.case_id, run.agent_id, run_id, arm_id, key, answered_at_ms(row), reason)
 
@@ -146,12 +147,12 @@ def send(
     sent_by: str | None = None,
 ) -> SendResult:
     """Send `answers` of `run` (their attempts in `rows` by (run_id, attempt_key)) to the run's
-    dataset's queue by `domain.review_rules.route`. An answer already in the queue counts as sent
-    (an earlier delivery put it there).
+    dataset's queue by `domain.review_rules.route`. When the run sends by itself (`sent_by`
+    None), an answer of it waiting in the queue already counts as sent: an earlier delivery of
+    the same finalize put it there. A person's send counts only what it put in.
 
-    Raises:
-        QueueFull: the queue holds `ASSAY_REVIEW_QUEUE_LIMIT` waiting answers.
-        NotFoundError: the dataset is gone or being deleted.
+    When the queue refuses an answer (it holds `ASSAY_REVIEW_QUEUE_LIMIT` waiting answers, the
+    dataset is being deleted) the rest are not sent and `error` says why.
     """
     org, dataset = run.org_id, run.dataset_id
     cases = {
@@ -179,8 +180,8 @@ def send(
         for answer, why in routing.not_sent:
             mine = item_id_of(answer.run_id, answer.attempt_key, answer.answered_at_ms)
             own = held.get((answer.case_id, answer.agent_id))
-            if own is not None and own.item_id == mine:
-                routed += 1  # an earlier delivery sent it
+            if own is not None and own.item_id == mine and sent_by is None:
+                routed += 1  # an earlier delivery of the same finalize sent it
                 replacing += own.replacing is not None
             else:
                 not_sent.append(_why(answer, why))
@@ -190,13 +191,16 @@ def send(
             item = _item(c, run, rows, cases, answer, sent_by)
             if old is not None:
                 item = replace(item, replacing=old)
-            outcome = c.review.send(item, held.get((answer.case_id, answer.agent_id)), limit)
+            try:
+                outcome = c.review.send(item, held.get((answer.case_id, answer.agent_id)), limit)
+            except (QueueFull, NotFoundError) as exc:
+                return SendResult(routed, replacing, not_sent, str(exc))
             if outcome is Sent.LOST:
                 lost.append(answer)
                 continue
             if outcome is Sent.EXISTS:
                 kept = c.review.get(org, dataset, item.item_id)
-                if kept is None or kept.state != "waiting" or kept.run_id != answer.run_id:
+                if kept is None or kept.state != "waiting" or sent_by is not None:
                     not_sent.append(_why(answer, f"in the queue already as item {item.item_id}"))
                     continue
                 old = kept.replacing
@@ -220,7 +224,7 @@ def _why(answer: Answered, why: str) -> dict[str, str]:
     }
 
 
-def _rows(run: Run, attempts: list[Attempt]) -> dict[tuple[str, str], Attempt]:
+def attempt_rows(run: Run, attempts: list[Attempt]) -> dict[tuple[str, str], Attempt]:
     out = {}
     for row in attempts:
         run_id, _arm, key = _source(run, row)
@@ -240,75 +244,28 @@ def what_run_sends(run: Run, attempts: list[Attempt]) -> list[Answered]:
         for flip in comparison.flips:
             row = firsts.get((cand, flip.case_id))
             if flip.outcome is CaseOutcome.REGRESSION and flip.confirmed and row is not None:
-                confirmed.append(_answered(run, row, ReviewReason.CONFIRMED_REGRESSION))
+                confirmed.append(answered(run, row, ReviewReason.CONFIRMED_REGRESSION))
     borrowed = {a.arm_id for a in run.arms if not a.answers}
     judged = [
-        (_answered(run, row, ReviewReason.JUDGE_FAILED), row.scores or [])
+        (answered(run, row, ReviewReason.JUDGE_FAILED), row.scores or [])
         for row in sorted(attempts, key=lambda r: r.attempt_key)
         if row.arm_id not in borrowed
     ]
     return answers_to_send(confirmed, judged)
 
 
-def route_run(c: Container, org_id: str, run_id: str) -> None:
-    """Send what a completed run stands behind to its dataset's queue, once (a run that routed
-    already, or did not complete, sends nothing), and keep the counts or the refusal on the
-    run."""
-    run = c.runs.get(org_id, run_id)
-    if run is None or run.status != RunStatus.COMPLETED or run.routed_to_review is not None:
-        return
-    attempts = finalize.all_attempts(c, run)
-    error = None
+def route_finished(c: Container, run: Run, attempts: list[Attempt]) -> tuple[int, int, str | None]:
+    """Send what a finished run stands behind (`what_run_sends`; `run` carries the outcome its
+    finalizing computed) to its dataset's queue: `(routed_to_review, routed_replacing,
+    routing_error)` for the write that completes it. Never raises: a refused or failed send says
+    why and the run completes all the same. A finalize delivered again sends nothing twice and
+    counts the same."""
     try:
-        result = send(c, run, what_run_sends(run, attempts), _rows(run, attempts))
-        routed, replacing = result.routed_to_review, result.routed_replacing
-    except (QueueFull, NotFoundError) as exc:
-        routed, replacing, error = 0, 0, str(exc)
-    except Exception as exc:  # noqa: BLE001 - the run completed; its page says why nothing went
-        log.exception("routing run %s to review failed", run_id)
-        routed, replacing, error = (
-            0,
-            0,
-            f"the review queue could not be reached ({type(exc).__name__})",
-        )
-    c.runs.record_routing(org_id, run_id, routed, replacing, error)
-
-
-def send_failed(c: Container, who: Identity, run_id: str, side: str) -> SendResult:
-    """**Send failed to review**: the failed first answers of one side of an ended run
-    (`candidate` or `baseline`) that are not in the queue yet go in, as sent by hand.
-
-    Raises:
-        NotFoundError: a run the caller may not read. ForbiddenError: no `datasets:edit` on its
-        dataset. InvalidInputError: an unknown side, or a run without that side (field `side`).
-        ConflictError: a run still running (field `run_id`).
-    """
-    run = access_service.readable_run(c, who, run_id)
-    who.require(
-        access.DATASETS_EDIT,
-        "sending answers to the review queue",
-        access.dataset(run.dataset_id),
-    )
-    roles = {"candidate": ArmRole.CANDIDATE, "baseline": ArmRole.BASELINE}
-    if side not in roles:
-        raise InvalidInputError("side must be candidate or baseline", field="side")
-    if not RunStatus(run.status).ended:
-        raise ConflictError(
-            f"eval run {run_id} is still running: send its failed answers once it has ended",
-            field="run_id",
-        )
-    arm = next((a for a in run.arms if a.role is roles[side]), None)
-    if arm is None:
-        raise InvalidInputError(f"eval run {run_id} has no {side} side", field="side")
-    attempts = finalize.all_attempts(c, run)
-    failed = [
-        _answered(run, row, ReviewReason.SENT_BY_HAND)
-        for row in sorted(attempts, key=lambda r: r.attempt_key)
-        if row.arm_id == arm.arm_id
-        and int(row.attempt) == 1
-        and row.state == AttemptState.FAILED.value
-    ]
-    return send(c, run, failed, _rows(run, attempts), sent_by=who.user_id)
+        result = send(c, run, what_run_sends(run, attempts), attempt_rows(run, attempts))
+    except Exception as exc:  # noqa: BLE001 - the run completes; its page says why nothing went
+        log.exception("routing run %s to review failed", run.run_id)
+        return 0, 0, f"the review queue could not be reached ({type(exc).__name__})"
+    return result.routed_to_review, result.routed_replacing, result.error
 
 
 def items(

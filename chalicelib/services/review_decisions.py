@@ -1,4 +1,5 @@
-"""People's decisions in the review queue, and Undo (docs/guides/review.md).
+"""What people do in the review queue (docs/guides/review.md): a decision, Undo, and **Send
+failed to review**.
 
 A decision puts a person's verdict (pass or fail) on an answer; its case then counts that verdict
 over every try, in the run that gave the answer and in every run whose baseline borrowed it
@@ -26,16 +27,17 @@ from typing import Any
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
 from chalicelib.domain import access
-from chalicelib.domain.enums import RunStatus
+from chalicelib.domain.enums import ArmRole, AttemptState, RunStatus
 from chalicelib.domain.events import SuiteResultChanged
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.outcome import Outcome
 from chalicelib.domain.records import Attempt, Run, SuiteResultEntry
 from chalicelib.domain.review_items import ItemState, ReviewAudit, ReviewItem
-from chalicelib.domain.review_rules import ReviewVerdict
+from chalicelib.domain.review_rules import ReviewReason, ReviewVerdict
 from chalicelib.domain.suite_rules import Threshold, decide_result
 from chalicelib.errors import ConflictError, InvalidInputError
 from chalicelib.retrying import jitter
+from chalicelib.services import access as access_service
 from chalicelib.services import finalize, grading, messagebus, redacting
 from chalicelib.services import review as queue
 from chalicelib.services.ports.review import Decision, Mark, StaleRun
@@ -128,38 +130,43 @@ def _reviewers(attempts: list[Attempt]) -> list[str]:
     return sorted({str(r.review.get("by")) for r in attempts if r.review and r.review.get("by")})
 
 
+def _planned(c: Container, run: Run, attempts: list[Attempt]) -> Planned:
+    """What `run` comes to over `attempts` (its answers with the verdicts as they will stand):
+    its outcome, and its suite result recomputed by the suite's threshold."""
+    outcome = finalize.compute_outcome(c, run, attempts)
+    result = new_result = None
+    suite_id = (run.settings or {}).get("suite_id")
+    if suite_id:
+        result = c.suites.result_of_run(run.org_id, run.agent_id, suite_id, run.run_id)
+        suite = c.suites.get(run.org_id, run.agent_id, suite_id)
+        if result is not None and suite is not None:
+            decision = decide_result(
+                Threshold.model_validate(suite.threshold or {}),
+                facts_of(c, replace(run, outcome=outcome), attempts),
+            )
+            reviewers = _reviewers(attempts)
+            scorers_said = result.result_before_review or result.result
+            new_result = replace(
+                result,
+                result=decision.result.value,
+                reasons=redacting.for_org(c, run.org_id).value(list(decision.reasons)),
+                cases_broken=decision.broken,
+                cases_undecided=decision.undecided,
+                overall=decision.overall,
+                reviewed_by=reviewers or None,
+                result_before_review=scorers_said if reviewers else None,
+                stale=None,
+            )
+    return Planned(run, outcome, result, new_result)
+
+
 def _plan(c: Container, item: ReviewItem, review: dict[str, Any] | None) -> list[Planned]:
     """What the decision makes of every run resting on the item's answer, computed before
     anything is written."""
-    out = []
-    for run in _dependents(c, item):
-        attempts = _with_review(run, finalize.all_attempts(c, run), item, review)
-        outcome = finalize.compute_outcome(c, run, attempts)
-        result = new_result = None
-        suite_id = (run.settings or {}).get("suite_id")
-        if suite_id:
-            result = c.suites.result_of_run(run.org_id, run.agent_id, suite_id, run.run_id)
-            suite = c.suites.get(run.org_id, run.agent_id, suite_id)
-            if result is not None and suite is not None:
-                decision = decide_result(
-                    Threshold.model_validate(suite.threshold or {}),
-                    facts_of(c, replace(run, outcome=outcome), attempts),
-                )
-                reviewers = _reviewers(attempts)
-                scorers_said = result.result_before_review or result.result
-                new_result = replace(
-                    result,
-                    result=decision.result.value,
-                    reasons=redacting.for_org(c, run.org_id).value(list(decision.reasons)),
-                    cases_broken=decision.broken,
-                    cases_undecided=decision.undecided,
-                    overall=decision.overall,
-                    reviewed_by=reviewers or None,
-                    result_before_review=scorers_said if reviewers else None,
-                    stale=None,
-                )
-        out.append(Planned(run, outcome, result, new_result))
-    return out
+    return [
+        _planned(c, run, _with_review(run, finalize.all_attempts(c, run), item, review))
+        for run in _dependents(c, item)
+    ]
 
 
 def _audit(
@@ -246,12 +253,14 @@ def _write(
     )
 
 
-def complete(c: Container, who: Identity | None, item: ReviewItem, plans: list[Planned]) -> None:
+def complete(
+    c: Container, who: Identity | None, item: ReviewItem | None, plans: list[Planned]
+) -> None:
     """Put a written decision's planned outcomes and suite results in place of the marked ones
     (each run's outcome conditional on its grades as the decision left them; one graded again
     meanwhile is computed again from its grades as they stand), tell the owners of suite results
     whose word changed, and clear the item's pending runs."""
-    by = who.user_id if who is not None else (item.decided_by or "")
+    by = who.user_id if who is not None else ((item.decided_by if item else None) or "")
     for plan in plans:
         run = c.runs.get(plan.run.org_id, plan.run.run_id)
         if run is None:
@@ -280,7 +289,8 @@ def complete(c: Container, who: Identity | None, item: ReviewItem, plans: list[P
                     by,
                 ),
             )
-    c.review.finish(item, [])
+    if item is not None:
+        c.review.finish(item, [])
 
 
 def complete_pending(c: Container, item: ReviewItem) -> ReviewItem:
@@ -293,6 +303,14 @@ def complete_pending(c: Container, item: ReviewItem) -> ReviewItem:
     plans = [p for p in _plan(c, item, review) if p.run.run_id in set(item.pending_runs)]
     complete(c, None, item, plans)
     return c.review.get(item.org_id, item.dataset_id, item.item_id) or item
+
+
+def settle_run(c: Container, run: Run) -> Run:
+    """A run a decision left marked (`outcome_stale`: its process died before it put the new
+    numbers in place): its outcome and suite result computed again as the verdicts on its
+    answers stand now. Returns the run as it is then."""
+    complete(c, None, None, [_planned(c, run, finalize.all_attempts(c, run))])
+    return c.runs.get(run.org_id, run.run_id) or run
 
 
 def _review_of(item: ReviewItem) -> dict[str, Any]:
@@ -398,3 +416,40 @@ def audit(c: Container, who: Identity, dataset_id: str, item_id: str | None) -> 
     if item_id is not None:
         queue.item(c, who, dataset_id, item_id)
     return c.review.audit(who.org_id, dataset_id, item_id)
+
+
+def send_failed(c: Container, who: Identity, run_id: str, side: str) -> queue.SendResult:
+    """**Send failed to review**: the failed first answers of one side of an ended run
+    (`candidate` or `baseline`) that are not in the queue yet go in, as sent by hand.
+
+    Raises:
+        NotFoundError: a run the caller may not read. ForbiddenError: no `datasets:edit` on its
+        dataset. InvalidInputError: an unknown side, or a run without that side (field `side`).
+        ConflictError: a run still running (field `run_id`).
+    """
+    run = access_service.readable_run(c, who, run_id)
+    who.require(
+        access.DATASETS_EDIT,
+        "sending answers to the review queue",
+        access.dataset(run.dataset_id),
+    )
+    roles = {"candidate": ArmRole.CANDIDATE, "baseline": ArmRole.BASELINE}
+    if side not in roles:
+        raise InvalidInputError("side must be candidate or baseline", field="side")
+    if not RunStatus(run.status).ended:
+        raise ConflictError(
+            f"eval run {run_id} is still running: send its failed answers once it has ended",
+            field="run_id",
+        )
+    arm = next((a for a in run.arms if a.role is roles[side]), None)
+    if arm is None:
+        raise InvalidInputError(f"eval run {run_id} has no {side} side", field="side")
+    attempts = finalize.all_attempts(c, run)
+    failed = [
+        queue.answered(run, row, ReviewReason.SENT_BY_HAND)
+        for row in sorted(attempts, key=lambda r: r.attempt_key)
+        if row.arm_id == arm.arm_id
+        and int(row.attempt) == 1
+        and row.state == AttemptState.FAILED.value
+    ]
+    return queue.send(c, run, failed, queue.attempt_rows(run, attempts), sent_by=who.user_id)

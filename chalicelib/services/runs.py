@@ -19,7 +19,7 @@ from chalicelib.domain.run_rules import Lanes
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import BudgetExceededError, ConflictError
 from chalicelib.services import access as access_service
-from chalicelib.services import estimates, finalize, slots
+from chalicelib.services import estimates, finalize, review_decisions, slots
 from chalicelib.services.planning import Plan
 from chalicelib.services.ports.telemetry import Metric
 from chalicelib.services.run_deletion import borrowers as borrowers
@@ -153,6 +153,8 @@ def read_run(c: Container, who: Identity, run_id: str, *, with_results: bool = T
     """One run with each arm's result, its outcome and (by default) every attempt, its borrowed
     first answers too. Raises NotFoundError."""
     run = access_service.readable_run(c, who, run_id)
+    if run.outcome_stale and run.status == RunStatus.COMPLETED:
+        run = review_decisions.settle_run(c, run)  # a decision's process died before its numbers
     attempts = finalize.all_attempts(c, run)
     summaries = None
     if not run.outcome or run.status != RunStatus.COMPLETED:

@@ -447,7 +447,13 @@ class FakeRuns:
             run, (RunPhase.ANSWERING, RunPhase.CONFIRMING), phase=RunPhase.FINALIZING.value
         )
 
-    def complete(self, run: Run, outcome: Outcome, now_iso: str) -> bool:
+    def complete(
+        self,
+        run: Run,
+        outcome: Outcome,
+        now_iso: str,
+        routed: tuple[int, int, str | None] | None = None,
+    ) -> bool:
         self._others_write()
         kept = self.kept[(run.org_id, run.run_id)]
         if kept.phase != RunPhase.FINALIZING or kept.status != RunStatus.RUNNING:
@@ -459,6 +465,15 @@ class FakeRuns:
             phase=RunPhase.DONE.value,
             outcome=outcome,
             completed_at=now_iso,
+            **(
+                {
+                    "routed_to_review": routed[0],
+                    "routed_replacing": routed[1],
+                    "routing_error": routed[2],
+                }
+                if routed is not None
+                else {}
+            ),
         )
         self._fold(done)
         return True
@@ -549,13 +564,6 @@ class FakeRuns:
         self.set(run.org_id, run.run_id, outcome=outcome, outcome_stale=None)
         self._fold(replace(run, outcome=outcome), run)
         return True
-
-    def record_routing(
-        self, org_id: str, run_id: str, routed: int, replacing: int, error: str | None
-    ) -> None:
-        self.set(
-            org_id, run_id, routed_to_review=routed, routed_replacing=replacing, routing_error=error
-        )
 
     def add_judge_cost(self, org_id: str, run_id: str, micros: int, calls: int) -> None:
         kept = self.kept[(org_id, run_id)]

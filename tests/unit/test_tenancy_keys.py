@@ -10,9 +10,8 @@ every declared key, two items where one id names two things, and reads that neve
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from collections.abc import Iterator
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 

@@ -467,12 +467,20 @@ class RunStore(RunReads):
             return False
         return self._move_phase(run, [RunRow.phase.set(RunPhase.FINALIZING.value)])
 
-    def complete(self, run: Run, outcome: Outcome, now_iso: str) -> bool:
+    def complete(
+        self,
+        run: Run,
+        outcome: Outcome,
+        now_iso: str,
+        routed: tuple[int, int, str | None] | None = None,
+    ) -> bool:
         """A finalizing running run → completed, phase done, with its outcome (kept as its
-        `as_json()`; idempotent), in ONE transaction with: the run taken off the organization's
-        active runs, its `evaluation_key` set, and the run folded into its agent's history rows
-        (each conditional on the revision read: an older run completing late never replaces a
-        newer one, `domain.history`). False when the run is not finalizing and running any more.
+        `as_json()`; idempotent) and what it sent to review (`routed`: `routed_to_review`,
+        `routed_replacing`, `routing_error`), in ONE transaction with: the run taken off the
+        organization's active runs, its `evaluation_key` set, and the run folded into its agent's
+        history rows (each conditional on the revision read: an older run completing late never
+        replaces a newer one, `domain.history`). False when the run is not finalizing and running
+        any more.
 
         Raises:
             ConflictError: the agent's history kept changing under it (`history.TRIES` times).
@@ -493,6 +501,13 @@ class RunStore(RunReads):
                 *_outcome_actions(outcome),
                 RunRow.completed_at.set(now_iso),
             ]
+            if routed is not None:
+                actions += [
+                    RunRow.routed_to_review.set(routed[0]),
+                    RunRow.routed_replacing.set(routed[1]),
+                ]
+                if routed[2] is not None:
+                    actions.append(RunRow.routing_error.set(routed[2]))
             if evaluation is not None:
                 actions.append(RunRow.evaluation_key.set(evaluation))
             t.update(
@@ -646,20 +661,6 @@ class RunStore(RunReads):
         trend = trend_row(after)
 
         return self._commit(run, _rows_touched(run, after), own, lambda held: _folded(held, after))
-
-    def record_routing(
-        self, org_id: str, run_id: str, routed: int, replacing: int, error: str | None
-    ) -> None:
-        """Keep what the run sent to its dataset's review queue (`routed_to_review`,
-        `routed_replacing`) and why sending was refused (`routing_error`, removed when None)."""
-        RunRow(org_key(org_id, run_id)).update(
-            actions=[
-                RunRow.routed_to_review.set(routed),
-                RunRow.routed_replacing.set(replacing),
-                RunRow.routing_error.remove() if error is None else RunRow.routing_error.set(error),
-            ],
-            condition=RunRow.run_key.exists(),
-        )
 
     def add_judge_cost(self, org_id: str, run_id: str, micros: int, calls: int) -> None:
         """Count judge requests whose grades were not kept (the money was spent all the same)."""

@@ -14,6 +14,7 @@ from chalicelib.adapters.stores.base import (
     TX,
     changes,
     check_dataset_live,
+    dataset_live,
     delete_found,
     reason_codes,
     record_of,
@@ -142,14 +143,14 @@ class ReviewStore:
             return Sent.SENT
         except TransactWriteError as exc:
             unless_condition_failed(exc)
-            codes = reason_codes(exc)
-            if codes and codes[0] is not None:
+            if (reason_codes(exc) or [None])[0] is not None:
                 return Sent.EXISTS
-            if codes[-1:] != [None]:
+            # Which other condition failed is read back, not taken from the reasons' order.
+            if not dataset_live(item.org_id, item.dataset_id):
                 raise NotFoundError(
                     f"dataset {item.dataset_id} is gone or being deleted", field="dataset_id"
                 ) from exc
-            if replacing is None and len(codes) > 2 and codes[2] is not None:
+            if replacing is None and self.count_waiting(item.org_id, item.dataset_id) >= limit:
                 raise QueueFull(
                     f"the review queue of dataset {item.dataset_id} holds {limit} waiting "
                     "answers, as many as it may: decide some first"

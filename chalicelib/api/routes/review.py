@@ -92,4 +92,4 @@ def undo(c, who, dataset_id, item_id):
 def send_failed(c, who, run_id, body):
     """**Send failed to review**: one side's failed first answers not in the queue yet."""
     side = body.side if body is not None else "candidate"
-    return review_views.send_view(review_service.send_failed(c, who, run_id, side))
+    return review_views.send_view(decision_service.send_failed(c, who, run_id, side))

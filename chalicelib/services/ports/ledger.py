@@ -223,9 +223,16 @@ class Runs(Protocol):
         """answering or confirming → finalizing; False unless the phase and `recorded` are still
         as read (exactly one worker wins)."""
 
-    def complete(self, run: Run, outcome: Outcome, now_iso: str) -> bool:
-        """A finalizing running run → completed (phase done) with its `outcome`, and, at once, the
-        run folded into its agent's history (`domain.history.rows_of`) and taken off the
+    def complete(
+        self,
+        run: Run,
+        outcome: Outcome,
+        now_iso: str,
+        routed: tuple[int, int, str | None] | None = None,
+    ) -> bool:
+        """A finalizing running run → completed (phase done) with its `outcome` and what it sent
+        to review (`routed`: `routed_to_review`, `routed_replacing`, `routing_error`), and, at
+        once, the run folded into its agent's history (`domain.history.rows_of`) and taken off the
         organization's active runs; False when it is not finalizing and running any more."""
 
     def end(self, run: Run, status: RunStatus, reason: str, now_iso: str) -> bool:
@@ -258,12 +265,6 @@ class Runs(Protocol):
         """Replace a run's outcome, conditional on no grade having moved since read (`regrades`);
         False when one did. A completed run is folded into its agent's history again at once, with
         its new outcome (`run` as read gives the rest: arms, judge cost)."""
-
-    def record_routing(
-        self, org_id: str, run_id: str, routed: int, replacing: int, error: str | None
-    ) -> None:
-        """Keep what the run sent to review: `routed_to_review`, `routed_replacing`, and
-        `routing_error` (removed when None)."""
 
     def add_judge_cost(self, org_id: str, run_id: str, micros: int, calls: int) -> None:
         """Count judge requests (micro-USD, calls) whose grades were not kept."""

@@ -141,12 +141,12 @@ def add_note_as_criterion(
     text = _kept_note(redactor, note)
     wanted = _distinct_tags(tags)
     kept_source = _kept_source(redactor, source)
-    latest = (
+    latest, pin = _judge_of(
         c.datasets.get(who.org_id, dataset_id, int(header.latest_version))
         if header.latest_version
-        else None
+        else None,
+        dataset_id,
     )
-    latest, pin = _judge_of(latest, dataset_id)
     _check_tags(c, latest, wanted)
     criterion = _criterion(
         criterion_id or default_criterion_id(text, wanted), text, wanted, kept_source
@@ -154,10 +154,10 @@ def add_note_as_criterion(
     judge_id = str(pin["judge_id"])
     pinned = pin.get("version")
 
-    def added(row: Judge, published: bool, based_on: int) -> CriterionAdded:
+    def added(row: Judge, held: rules.Criterion, published: bool, based_on: int) -> CriterionAdded:
         return CriterionAdded(
             judge=row,
-            criterion=criterion,
+            criterion=held,
             published=published,
             based_on=based_on,
             dataset_id=dataset_id,
@@ -174,7 +174,7 @@ def add_note_as_criterion(
         if same is not None:
             if same.text == criterion.text and sorted(set(same.tags)) == sorted(wanted):
                 row = c.judges.get(who.org_id, judge_id, base.version)
-                return added(row, False, base.version)
+                return added(row, same, False, base.version)  # as first added
             raise InvalidInputError(
                 f"criterion_id {criterion.criterion_id} is already a criterion of judge "
                 f"{judge_id} (v{base.version}) with another text or tags: choose another id",
@@ -192,7 +192,7 @@ def add_note_as_criterion(
             row = judges.publish(c, who, judge_id, body, based_on=base.version)
         except judges.NewerVersion:
             continue  # somebody published meanwhile: add the criterion to their version instead
-        return added(row, True, base.version)
+        return added(row, criterion, True, base.version)
     raise ConflictError(
         f"judge {judge_id} is being published by somebody else: try again", field="judge_id"
     )

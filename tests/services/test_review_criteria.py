@@ -185,7 +185,7 @@ def test_the_same_note_twice_publishes_once(org: FakeContainer) -> None:
     second = add_note_as_criterion(c, ACME, "latest", NOTE, ["refunds"], source="review item ri_9")
     assert (first.published, second.published) == (True, False)
     assert int(second.judge.version) == 2 and c.judges.get("acme", "quality").latest_version == 2
-    assert "already grades" in second.message
+    assert "already grades" in second.message and second.criterion.source == SOURCE
     # Another text under a taken id is refused, naming the id.
     with pytest.raises(InvalidInputError) as taken:
         add_note_as_criterion(

@@ -1,5 +1,6 @@
 """The CLI's commands for what runs use: `environments create|list|delete|test-connections`,
-`datasets list|show` and `profiles create|list` (model profiles), each through the API."""
+`datasets list|show|add-criterion` and `profiles create|list` (model profiles), each through the
+API."""
 
 from __future__ import annotations
 
@@ -133,8 +134,10 @@ def scorers_text(scoring: Any) -> str:
 
 @guarded
 def cmd_datasets(args: argparse.Namespace) -> int:
-    """`datasets list|show`."""
+    """`datasets list|show|add-criterion`."""
     api = client_of(args)
+    if args.datasets_command == "add-criterion":
+        return _add_criterion(api, args)
     if args.datasets_command == "list":
         return print_listing(
             args,
@@ -172,6 +175,29 @@ def cmd_datasets(args: argparse.Namespace) -> int:
         print(f"  v{n}: {count(count_cases(api, args.dataset_id, n), 'case')}")
     if shown and shown[-1] > 1:
         print(f"  (v1 to v{shown[-1] - 1} not counted)")
+    return gates.PASSED
+
+
+def _add_criterion(api: AssayClient, args: argparse.Namespace) -> int:
+    """`datasets add-criterion DATASET --note TEXT --tag TAG... [--criterion-id ID]`: publish the
+    dataset's judge's next version with the note as a criterion for cases tagged TAG."""
+    if not (args.note or "").strip():
+        raise UsageError(
+            "--note is empty: write what the judge should check, e.g. "
+            "--note 'The reply names the refund window.'"
+        )
+    if not args.tag:
+        raise UsageError(
+            "no --tag: name the case tags the criterion grades with --tag TAG (repeatable)"
+        )
+    body: JSON = {}
+    if args.criterion_id:
+        body["criterion_id"] = args.criterion_id
+    added = api.add_criterion(args.dataset_id, note=args.note, tags=list(args.tag), **body)
+    if args.json:
+        _emit_json(added)
+    else:
+        print(str(added.get("message") or ""))
     return gates.PASSED
 
 
@@ -287,7 +313,7 @@ def register_resources(sub: Any) -> None:
     q.add_argument("--json", action="store_true", help="write only JSON to stdout")
     p.set_defaults(func=cmd_environments)
 
-    p = sub.add_parser("datasets", help="the organization's datasets: list, show")
+    p = sub.add_parser("datasets", help="the organization's datasets: list, show, add-criterion")
     datasets = p.add_subparsers(dest="datasets_command", required=True)
     q = datasets.add_parser("list", help="every dataset and its latest version")
     _remote(q)
@@ -295,6 +321,22 @@ def register_resources(sub: Any) -> None:
     q = datasets.add_parser("show", help="one dataset: its versions, case count, scorers")
     _remote(q)
     q.add_argument("dataset_id")
+    q.add_argument("--json", action="store_true", help="write only JSON to stdout")
+    q = datasets.add_parser(
+        "add-criterion",
+        help="add a note as a criterion of the dataset's judge for cases with a tag (publishes "
+        "the judge's next version; a pinned dataset stays pinned)",
+    )
+    _remote(q)
+    q.add_argument("dataset_id")
+    q.add_argument("--note", default="", help="what the judge should check, in a sentence")
+    q.add_argument(
+        "--tag",
+        action="append",
+        default=[],
+        help="a case tag the criterion grades (repeatable; a tag the dataset's cases carry)",
+    )
+    q.add_argument("--criterion-id", default=None, help="its id (default: from the note's hash)")
     q.add_argument("--json", action="store_true", help="write only JSON to stdout")
     p.set_defaults(func=cmd_datasets)
 

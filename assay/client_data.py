@@ -117,6 +117,16 @@ class DataApi(ApiBase):
             json=_fields(**body),
         )
 
+    @operation("POST", "/api/v1/datasets/{dataset_id}/criteria")
+    def add_criterion(self, dataset_id: str, *, note: str, tags: list[str], **body: Any) -> JSON:
+        """Add a note as a criterion of the dataset's judge, scoped to case `tags` (publishes the
+        judge's next version; `criterion_id` optional)."""
+        return self._json(
+            "POST",
+            _path("/api/v1/datasets/{dataset_id}/criteria", dataset_id=dataset_id),
+            json=_fields(note=note, tags=tags, **body),
+        )
+
     @operation("GET", "/api/v1/datasets/{dataset_id}/versions/{version}/cases")
     def dataset_cases(self, dataset_id: str, version: int, **query: Any) -> JSON:
         """A dataset version's cases."""

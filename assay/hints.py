@@ -124,6 +124,11 @@ RULES: list[Rule] = [
     ),
     (
         400,
+        re.compile(r"^tags\[\d+\]: no case of dataset (\S+) "),
+        lambda m, e: "name a tag the dataset's cases carry with --tag (repeatable)",
+    ),
+    (
+        400,
         re.compile(r"^agent (\S+) was never published"),
         lambda m, e: f"publish it: assay agents publish {m.group(1)} (or run the draft: --draft)",
     ),

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from chalicelib.api.common import MAX_PATH_ID_LENGTH, Query
+from chalicelib.domain.judge_rules import CRITERION_ID_PATTERN, CRITERION_TEXT_CHARS
 from chalicelib.domain.limits import MAX_IMPORT_LIMIT, MAX_VERSION
 
 
@@ -225,6 +226,18 @@ class SetBudget(Body):
 class CreateJudge(Body):
     name: str = Field(min_length=1, max_length=200)
     judge_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-]{1,64}$")
+
+
+class AddCriterion(Body):
+    """The body of `POST /api/v1/datasets/{dataset_id}/criteria` (docs/guides/judges.md)."""
+
+    note: str = Field(max_length=CRITERION_TEXT_CHARS)
+    """What the judge should check, as a person wrote it: the new criterion's text."""
+    tags: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(max_length=50)
+    """The case tags it grades (at least one), each a tag a case of the dataset's latest version
+    carries."""
+    criterion_id: str | None = Field(None, pattern=CRITERION_ID_PATTERN)
+    """An id of the caller's choosing; `note_` and a hash of the text and tags when absent."""
 
 
 ScoreId = Annotated[str, Field(pattern=r"^[^:]+:.+:judge$", max_length=600)]

@@ -14,7 +14,15 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from pydantic import ConfigDict, Field, StrictInt, ValidationInfo, field_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictInt,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+)
 
 from chalicelib.domain.models import Case, Frozen, ScoreResult
 from chalicelib.domain.redaction import redact
@@ -35,15 +43,38 @@ PROMPTS: dict[str, str] = {"1": PROMPT_V1}
 """The judge's own prompt by version. A new wording is a new version: the fingerprint changes."""
 
 
+CRITERION_ID_PATTERN = r"^[A-Za-z0-9_\-.]{1,64}$"
+"""A criterion's id: 1-64 letters, digits, `_`, `-` or `.`."""
+CRITERION_TEXT_CHARS = 2000
+"""The longest a criterion's text may be, in characters."""
+CRITERION_SOURCE_CHARS = 300
+"""The longest a criterion's `source` may be, in characters."""
+MAX_CRITERIA = 50
+"""The most criteria one judge version holds."""
+
+
 class Criterion(Frozen):
-    """One thing the judge grades; scoped to cases with any of `tags` (none: every case)."""
+    """One thing the judge grades; scoped to cases with any of `tags` (none: every case).
+
+    `source` says where it came from (e.g. `review item ri_...`, for a reviewer's note made a
+    criterion): shown to people with the version, never asked of the judge and no part of the
+    rubric (`rubric_hash`). Left out of the criterion's JSON when there is none.
+    """
 
     # Built at the first judge spec read, not at import: most case workers never grade with a judge.
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
-    criterion_id: str = Field(pattern=r"^[A-Za-z0-9_\-.]{1,64}$")
-    text: str = Field(min_length=1, max_length=2000)
+    criterion_id: str = Field(pattern=CRITERION_ID_PATTERN)
+    text: str = Field(min_length=1, max_length=CRITERION_TEXT_CHARS)
     tags: list[str] = Field(default_factory=list)
+    source: str | None = Field(None, min_length=1, max_length=CRITERION_SOURCE_CHARS)
+
+    @model_serializer(mode="wrap")
+    def _without_missing_source(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        if out.get("source") is None:
+            out.pop("source", None)
+        return out
 
 
 class JudgeSpec(Frozen):
@@ -53,7 +84,7 @@ class JudgeSpec(Frozen):
 
     model_profile_id: str = Field(min_length=1)
     """The model profile the judge is asked on (its model, price and connection settings)."""
-    criteria: list[Criterion] = Field(min_length=1, max_length=50)
+    criteria: list[Criterion] = Field(min_length=1, max_length=MAX_CRITERIA)
     scale_max: StrictInt = Field(5, ge=2, le=10)
     """Each criterion is graded 1..scale_max."""
     threshold: StrictInt = Field(4, ge=1, validate_default=True)

@@ -30,7 +30,7 @@ from chalicelib.domain.models import (
     ScoringConfig,
 )
 from chalicelib.domain.records import Judge
-from chalicelib.errors import InvalidInputError, NotFoundError, invalid_input
+from chalicelib.errors import ConflictError, InvalidInputError, NotFoundError, invalid_input
 from chalicelib.services import asking, budgets, redacting
 
 log = logging.getLogger(__name__)
@@ -100,14 +100,24 @@ PUBLISH_TRIES = 5
 judge by hand, so five in a row means somebody is publishing it at the same moment."""
 
 
-def publish(c: Container, who: Any, judge_id: str, body: Any) -> Judge:
+class NewerVersion(ConflictError):
+    """A publish `based_on` one version found another published after it (field `judge_id`)."""
+
+
+def publish(
+    c: Container, who: Any, judge_id: str, body: Any, *, based_on: int | None = None
+) -> Judge:
     """Publish the next version of a judge from a `JudgeSpec` body; returns the version.
 
     The number is the header's latest + 1, taken together with moving the header (another
-    publish of the same judge taking it first means reading the header again).
+    publish of the same judge taking it first means reading the header again). With
+    `based_on` (the version the body was made from, e.g. that version with one criterion more),
+    the publish happens only while that version is still the latest: a body made from an older
+    version would drop what the newer one changed.
     Raises:
         InvalidInputError: a malformed spec, or a model profile the `openai` runtime cannot ask.
         NotFoundError: unknown judge or model profile.
+        NewerVersion: (field `judge_id`) `based_on` is no longer the latest version.
         ConflictError: (field `judge_id`) `PUBLISH_TRIES` publishes in a row lost to others.
     """
 
@@ -161,10 +171,20 @@ def publish(c: Container, who: Any, judge_id: str, body: Any) -> Judge:
             created_by=who.user_id,
         )
 
+    def next_number(header: Judge) -> Judge:
+        latest = int(header.latest_version or 0)
+        if based_on is not None and latest != based_on:
+            raise NewerVersion(
+                f"judge {judge_id} has a version {latest} published after version {based_on}: "
+                "try again on the latest",
+                field="judge_id",
+            )
+        return replace(header, latest_version=latest + 1)
+
     unread = [header]  # the first try decides on the header read above; a lost one reads it again
     published = retrying.change(
         lambda: unread.pop() if unread else c.judges.get(who.org_id, judge_id),
-        lambda header: replace(header, latest_version=int(header.latest_version or 0) + 1),
+        next_number,
         lambda before, after: c.judges.publish(before, version_of(after)),
         conflict=f"judge {judge_id} is being published by somebody else: try again",
         field="judge_id",

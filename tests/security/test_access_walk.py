@@ -263,6 +263,13 @@ def _table(w: dict[str, str]) -> list[tuple[str, str, Any, list[tuple[str, int]]
         ),
         (
             "POST",
+            f"/api/v1/datasets/{d}/criteria",
+            {"note": "It names the refund window.", "tags": ["t"]},
+            [("datasets:view", V), ("datasets:edit", 403)],
+            False,
+        ),
+        (
+            "POST",
             f"/api/v1/datasets/{d}/scores/rescore",
             {"run_id": r},
             [("datasets:view", V), ("datasets:edit", 403)],

@@ -242,6 +242,7 @@ def routes_naming_a(world: dict[str, Any]) -> list[tuple[str, str, Any]]:
         ("GET", f"/api/v1/datasets/{ds}/versions/latest/cases", None),
         ("GET", f"/api/v1/datasets/{ds}/eval-runs", None),
         ("POST", f"/api/v1/datasets/{ds}/scores/rescore", {"run_id": run}),
+        ("POST", f"/api/v1/datasets/{ds}/criteria", {"note": "Polite.", "tags": ["t"]}),
         # eval runs
         (
             "POST",

@@ -1,4 +1,5 @@
-"""Routes of datasets: the dataset, its versions and cases, its runs and chart, a rescore."""
+"""Routes of datasets: the dataset, its versions and cases, its runs and chart, a rescore, a note
+made a criterion of its judge."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from chalicelib.api.common import api_view
 from chalicelib.api.lazy import LazyModule
 from chalicelib.api.routes.base import bp, is_number, path_version
 from chalicelib.api.schemas import (
+    AddCriterion,
     AddDatasetVersion,
     ChartQuery,
     CreateDataset,
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from chalicelib.services import datasets as dataset_service
     from chalicelib.services import deletion as deletion_service
     from chalicelib.services import grading as grading_service
+    from chalicelib.services import review_criteria as criteria_service
     from chalicelib.services import runs as run_service
 else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
     run_views = LazyModule("chalicelib.api.run_views")
@@ -31,6 +34,7 @@ else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
     dataset_service = LazyModule("chalicelib.services.datasets")
     deletion_service = LazyModule("chalicelib.services.deletion")
     grading_service = LazyModule("chalicelib.services.grading")
+    criteria_service = LazyModule("chalicelib.services.review_criteria")
     run_service = LazyModule("chalicelib.services.runs")
 
 
@@ -149,3 +153,45 @@ def rescore(c, who, dataset_id, body):
     return run_views.rescore_view(
         grading_service.rescore(c, who, dataset_id, score_ids=body.score_ids, run_id=body.run_id)
     )
+
+
+@bp.route("/api/v1/datasets/{dataset_id}/criteria", methods=["POST"])
+@api_view(bp, body=AddCriterion, needs=(("datasets:edit", "dataset_id"), "datasets:edit"))
+def add_criterion(c, who, dataset_id, body):
+    """Add a note as a criterion of the judge the dataset grades with, scoped to case `tags`: the
+    judge's next version is published (201; 200 when its latest already holds that very
+    criterion). A dataset pinned to a judge version stays pinned."""
+    added = criteria_service.add_note_as_criterion(
+        c,
+        who,
+        dataset_id,
+        body.note,
+        body.tags,
+        source=f"a note on dataset {dataset_id} by {who.user_id}",
+        criterion_id=body.criterion_id,
+    )
+    return _criterion_added_view(added), 201 if added.published else 200
+
+
+def _criterion_added_view(added) -> dict:
+    """`{dataset_id, dataset_version, judge_id, version, published, based_on, criterion,
+    judge_version (as GET /judges/{id}/versions/{n}), follows_latest, pinned_version, pin_moved
+    (always false), guards: [{agent_id, suite_id, judge_version}], message}`."""
+    return {
+        "dataset_id": added.dataset_id,
+        "dataset_version": added.dataset_version,
+        "judge_id": added.judge.judge_id,
+        "version": int(added.judge.version),
+        "published": added.published,
+        "based_on": added.based_on,
+        "criterion": added.criterion.model_dump(mode="json"),
+        "judge_version": views.judge_version_view(added.judge),
+        "follows_latest": added.follows_latest,
+        "pinned_version": added.pinned_version,
+        "pin_moved": added.pin_moved,
+        "guards": [
+            {"agent_id": g.agent_id, "suite_id": g.suite_id, "judge_version": g.judge_version}
+            for g in added.guards
+        ],
+        "message": added.message,
+    }

@@ -35,6 +35,9 @@ IMPLIES = {
 }
 """Lacking a view permission means lacking what implies it: whoever may run or edit may see."""
 
+ITEM = "ri0000000000001aaaaaaaaaaaaaaaa"
+"""A review item id of the right shape that no queue holds."""
+
 RUN_READ = [("runs:view", 403), ("agents:view", V), ("datasets:view", V)]
 START = [
     ("runs:view", 403),
@@ -266,6 +269,29 @@ def _table(w: dict[str, str]) -> list[tuple[str, str, Any, list[tuple[str, int]]
             f"/api/v1/datasets/{d}/criteria",
             {"note": "It names the refund window.", "tags": ["t"]},
             [("datasets:view", V), ("datasets:edit", 403)],
+            False,
+        ),
+        ("GET", f"/api/v1/datasets/{d}/review", None, [("datasets:view", V)], False),
+        ("GET", f"/api/v1/datasets/{d}/review/{ITEM}", None, [("datasets:view", V)], False),
+        (
+            "POST",
+            f"/api/v1/datasets/{d}/review/{ITEM}/decision",
+            {"verdict": "pass"},
+            [("datasets:view", V), ("datasets:edit", 403)],
+            False,
+        ),
+        (
+            "POST",
+            f"/api/v1/datasets/{d}/review/{ITEM}/undo",
+            None,
+            [("datasets:view", V), ("datasets:edit", 403)],
+            False,
+        ),
+        (
+            "POST",
+            f"/api/v1/eval-runs/{r}/review",
+            {"side": "candidate"},
+            [*RUN_READ, ("datasets:edit", 403)],
             False,
         ),
         (
@@ -532,6 +558,7 @@ def test_the_table_names_every_route(world):
             "{name}": "openai",
             "{kind}": "agent",
             "{resource_id}": ids["agent"],
+            "{item_id}": ITEM,
         }.items():
             filled = filled.replace(name, value)
         concrete.add((method, filled))

@@ -352,6 +352,7 @@ def attempt_view(row: Attempt) -> dict[str, Any]:
         "cost_usd": micros_to_usd(int(row.cost_micros or 0)),
         "judge_cost_usd": micros_to_usd(int(row.judge_cost_micros or 0)),
         "regraded": row.regraded or [],
+        "review": row.review,
         "tokens": {"input": int(row.input_tokens or 0), "output": int(row.output_tokens or 0)},
         "latency_ms": float(row.latency_ms or 0),
         "model": row.model,
@@ -434,6 +435,17 @@ def cases_view(run_id: str, page: CasesPage) -> dict[str, Any]:
                 "arms": {
                     arm_id: {
                         "settled": side.settled,
+                        "review": (
+                            {
+                                **side.review,
+                                "by": {
+                                    "user_id": side.review.get("by"),
+                                    "name": page.reviewers.get(str(side.review.get("by"))),
+                                },
+                            }
+                            if side.review
+                            else None
+                        ),
                         "attempts": [attempt_view(a) for a in side.attempts],
                     }
                     for arm_id, side in case.arms.items()

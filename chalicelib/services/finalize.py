@@ -167,9 +167,14 @@ def outcome_of(
 
 
 def settled_state(tries: list[Attempt]) -> str | None:
-    """A case's settled state on one arm (majority of decided tries), or None when never asked."""
+    """A case's settled state on one arm (majority of decided tries; a person's verdict on one of
+    its answers, when one stands), or None when never asked."""
     if not tries:
         return None
+    reviewed = next((r.review for r in tries if r.review), None)
+    if reviewed:
+        states = reviewed_tries([AttemptState.PASSED], ReviewVerdict(reviewed["verdict"]))
+        return states[0].value
     return settle(AttemptState(r.state) for r in sorted(tries, key=lambda r: int(r.attempt))).value
 
 

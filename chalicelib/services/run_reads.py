@@ -8,7 +8,7 @@ import binascii
 import json
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -28,7 +28,7 @@ from chalicelib.errors import (
 )
 from chalicelib.services import access as access_service
 from chalicelib.services import datasets as dataset_service
-from chalicelib.services import finalize
+from chalicelib.services import finalize, review
 from chalicelib.services.ports.ledger import RunPage
 
 
@@ -237,6 +237,9 @@ class CaseSide:
 
     settled: str | None
     attempts: list[Attempt]
+    review: dict[str, Any] | None = None
+    """A person's verdict on one of its answers (`{verdict, item_id, by, at, corrected}`), when
+    one stands: `settled` follows it."""
 
 
 @dataclass(frozen=True)
@@ -264,6 +267,9 @@ class CasesPage:
     cases: list[CaseResults]
     next_cursor: str | None
     diverged_cases: int = 0
+    reviewers: dict[str, str | None] = field(default_factory=dict)
+    """The name of each reviewer the page names, as the organization's members have it now
+    (None: no longer a member)."""
 
 
 def calls_with(attempts: Iterable[Attempt], status: CallStatus) -> int:
@@ -343,7 +349,8 @@ def cases(
             if arm_id is not None and arm != arm_id:
                 continue
             tries = [r for r in rows if r.arm_id == arm]
-            sides[arm] = CaseSide(finalize.settled_state(tries), tries)
+            person = next((r.review for r in tries if r.review), None)
+            sides[arm] = CaseSide(finalize.settled_state(tries), tries, person)
         expects = {
             k: case.get(k)
             for k in ("input", "history", "reference", "checks", "expected_calls", "tags")
@@ -369,7 +376,8 @@ def cases(
         out.append(entry)
     next_cursor = dataset_service.encode_cursor(out[-1].case_id) if more else None
     diverged = sum(1 for rows in by_case.values() if calls_with(rows, CallStatus.DIVERGENT))
-    return CasesPage(out, next_cursor, diverged)
+    by = sorted({str(s.review["by"]) for e in out for s in e.arms.values() if s.review})
+    return CasesPage(out, next_cursor, diverged, review.names(c, run.org_id, by))
 
 
 def arm_spec(c: Container, who: Identity, run_id: str, arm_id: str) -> Arm:

@@ -83,6 +83,10 @@ def test_a_decision_moves_the_runs_numbers_and_undo_restores_every_one(api):
     assert sorted(f["case_id"] for f in comparison["flips"] if f["confirmed"]) == ["c002", "c007"]
     assert comparison["counts"]["regression"] == 2
     assert sorted(waiting(api, ds)) == ["c002", "c007"]
+    [case] = api.ok("GET", f"/api/v1/eval-runs/{run_id}/cases?case_id=c005")["cases"]
+    side = case["arms"]["candidate"]
+    assert side["settled"] == "passed" and side["review"]["corrected"] is True
+    assert side["review"]["by"] == {"user_id": api.user_id, "name": api.user_id}
     status, body = api.call(
         "POST", f"/api/v1/datasets/{ds}/review/{item['item_id']}/decision", json={"verdict": "fail"}
     )
@@ -218,6 +222,21 @@ def test_a_full_queue_refuses_the_send_and_the_run_still_completes_saying_why(ap
     operator(assay_review_queue_limit=1)
     ds, _, run = regressed(api)
     assert run["status"] == "completed"
-    assert run["routed_to_review"] == 1
+    assert run["routed_to_review"] == 1, run["routing_error"]
     assert "holds 1 waiting" in run["routing_error"]
     assert len(waiting(api, ds)) == 1
+
+
+def test_a_removed_members_decisions_show_no_stale_name(api, new_api):
+    ds, _, run = regressed(api)
+    editor = new_api(org_id=api.org_id, user_id="editor@example.com", role="editor")
+    item = waiting(api, ds)["c002"]["item_id"]
+    editor.ok("POST", f"/api/v1/datasets/{ds}/review/{item}/decision", json={"verdict": "pass"})
+    shown = api.ok("GET", f"/api/v1/datasets/{ds}/review/{item}")
+    assert shown["decided_by"] == {"user_id": "editor@example.com", "name": "editor@example.com"}
+    api.ok("DELETE", "/api/v1/members/editor@example.com")
+    shown = api.ok("GET", f"/api/v1/datasets/{ds}/review/{item}")
+    assert shown["decided_by"] == {"user_id": "editor@example.com", "name": None}
+    assert shown["audit"][0]["by"]["name"] is None
+    [case] = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/cases?case_id=c002")["cases"]
+    assert case["arms"]["candidate"]["review"]["by"]["name"] is None

@@ -16,7 +16,6 @@ from chalicelib.adapters.stores.base import (
     check_dataset_live,
     dataset_live,
     delete_found,
-    reason_codes,
     record_of,
     row_of,
     unless_condition_failed,
@@ -143,9 +142,9 @@ class ReviewStore:
             return Sent.SENT
         except TransactWriteError as exc:
             unless_condition_failed(exc)
-            if (reason_codes(exc) or [None])[0] is not None:
+            # Which condition failed is read back, not taken from the reasons' order.
+            if self.get(item.org_id, item.dataset_id, item.item_id) is not None:
                 return Sent.EXISTS
-            # Which other condition failed is read back, not taken from the reasons' order.
             if not dataset_live(item.org_id, item.dataset_id):
                 raise NotFoundError(
                     f"dataset {item.dataset_id} is gone or being deleted", field="dataset_id"

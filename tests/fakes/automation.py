@@ -126,6 +126,15 @@ class FakeSuites:
             (r for r in self.results(org_id, agent_id, suite_id, 200) if r.run_id == run_id), None
         )
 
+    def replace_result(self, before: SuiteResultEntry, after: SuiteResultEntry) -> bool:
+        _check_keys(before, after, ("suite_id", "org_id", "agent_id", "started_key", "result_id"))
+        kept = self.kept_results.get((before.org_id, before.agent_id, before.suite_id), {})
+        stored = kept.get(before.started_key)
+        if stored is None or (stored.result, stored.stale) != (before.result, before.stale):
+            return False
+        kept[before.started_key] = replace(stored, **_changed_fields(before, after))
+        return True
+
     def delete_results(self, org_id: str, agent_id: str, suite_id: str) -> None:
         self.kept_results.pop((org_id, agent_id, suite_id), None)
 

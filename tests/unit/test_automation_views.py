@@ -156,6 +156,7 @@ def test_a_gate_s_result_is_labelled_before_promotion() -> None:
         overall="regression",
         started_at=AT,
         completed_at="2026-12-01T09:10:00.000Z",
+        measured={"dataset_id": "d", "dataset_version": 2, "baseline_version": 2},
     )
     _ordered(
         views.suite_result_view(row),
@@ -174,6 +175,7 @@ def test_a_gate_s_result_is_labelled_before_promotion() -> None:
             "overall": "regression",
             "started_at": AT,
             "completed_at": "2026-12-01T09:10:00.000Z",
+            "measured": {"dataset_id": "d", "dataset_version": 2, "baseline_version": 2},
         },
     )
     not_run = views.suite_result_view(
@@ -190,12 +192,13 @@ def test_a_gate_s_result_is_labelled_before_promotion() -> None:
             started_at=AT,
         )
     )
-    assert (not_run["label"], not_run["version"], not_run["run_id"], not_run["completed_at"]) == (
-        None,
-        None,
-        None,
-        None,
-    )
+    assert (
+        not_run["label"],
+        not_run["version"],
+        not_run["run_id"],
+        not_run["completed_at"],
+        not_run["measured"],
+    ) == (None, None, None, None, None)
 
 
 # --- environments and promotions ---------------------------------------------------------------

@@ -90,6 +90,8 @@ def test_a_reviewed_pass_moves_nothing_until_somebody_promotes_and_then_serves_a
 ):
     agent, guard, refused = _refused_then_reviewed(api, new_api, container)
     suites.tick(container)
+    # The gate run's end delivered again (a retried event) decides nothing again either.
+    suites.run_ended(container, api.org_id, results(api, agent, guard)[0]["run_id"])
     suites.tick(container)
     again = api.ok("GET", f"/api/v1/agents/{agent}/promotions/{refused['promotion_id']}")
     assert again == refused  # still refused, decided once

@@ -1,4 +1,5 @@
-"""The CLI's suite and promotion commands: `suites list|create|run|results` and `promote`."""
+"""The CLI's suite and promotion commands: `suites list|create|run|results|guards` and
+`promote`."""
 
 from __future__ import annotations
 
@@ -83,9 +84,48 @@ def print_saved_suite(agent: str, suite: JSON) -> None:
     print(f"  run it now: assay suites run {agent} {suite.get('suite_id')} --wait")
 
 
+def guard_word(guard: JSON) -> str:
+    """A guard's state in words: `passed`, `failed (inconclusive)`, `corrected by ana, a former
+    member (failed -> passed)`, `out of date: <why>` or `not checked`."""
+    state = guard.get("state")
+    if state == "corrected":
+        names = ", ".join(
+            r.get("name") or "a former member" for r in guard.get("reviewed_by") or []
+        )
+        return (
+            f"corrected by {names or 'review'} "
+            f"({guard.get('result_before_review')} -> {guard.get('result')})"
+        )
+    if state == "out_of_date":
+        return f"out of date: {guard.get('why_out_of_date')}"
+    if state == "failed" and guard.get("result") != "failed":
+        return f"failed ({guard.get('result')})"
+    return str(state or "?").replace("_", " ")
+
+
+def print_guard_status(agent: str, status: JSON) -> None:
+    """Each environment, what it serves and each guard's state with its run."""
+    rows = [
+        [
+            env.get("environment_id"),
+            f"v{env['serving']}" if env.get("serving") is not None else "nothing",
+            g.get("suite_id"),
+            f"v{g['version']}" if g.get("version") is not None else "",
+            g.get("run_id") or "",
+            guard_word(g),
+        ]
+        for env in status.get("environments") or []
+        for g in env.get("guards") or []
+    ]
+    if not rows:
+        print(f'agent {agent} has no guards: a suite with "guards": true guards its environment')
+        return
+    print(table(["ENVIRONMENT", "SERVES", "GUARD", "VERSION", "RUN", "STATE"], rows))
+
+
 @guarded
 def cmd_suites(args: argparse.Namespace) -> int:
-    """`suites list|show|create|run|results`."""
+    """`suites list|show|create|run|results|guards`."""
     api = client_of(args)
     if args.suites_command == "list":
         suites = api.list_suites(args.agent)
@@ -122,6 +162,13 @@ def cmd_suites(args: argparse.Namespace) -> int:
             _emit_json(suite)
         else:
             print_saved_suite(args.agent, suite)
+        return gates.PASSED
+    if args.suites_command == "guards":
+        status = api.guard_status(args.agent)
+        if args.json:
+            _emit_json(status)
+        else:
+            print_guard_status(args.agent, status)
         return gates.PASSED
     if args.suites_command == "results":
         results = api.suite_results(args.agent, args.suite)
@@ -238,6 +285,12 @@ def register_suites(sub: Any) -> None:
     _remote(q)
     q.add_argument("agent")
     q.add_argument("suite")
+    q.add_argument("--json", action="store_true")
+    q = suites.add_parser(
+        "guards", help="each guard of the agent on each environment: its state and its run"
+    )
+    _remote(q)
+    q.add_argument("agent")
     q.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_suites)
 

@@ -190,6 +190,12 @@ class AgentsApi(ApiBase):
             ),
         )
 
+    @operation("GET", "/api/v1/agents/{agent_id}/guards")
+    def guard_status(self, agent_id: str) -> JSON:
+        """Each guard of the agent on each environment and its state (`passed`, `failed`,
+        `corrected`, `out_of_date`, `not_checked`) with its run."""
+        return self._json("GET", _path("/api/v1/agents/{agent_id}/guards", agent_id=agent_id))
+
     # --- suites -----------------------------------------------------------------------------
 
     @operation("POST", "/api/v1/agents/{agent_id}/suites")

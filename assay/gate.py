@@ -149,7 +149,12 @@ def decide_promotion(promotion: JSON) -> Gate:
     status = promotion.get("status")
     reason = promotion.get("reason")
     if status == "promoted":
-        return Gate(PASSED, [f"version {promotion.get('version')} is promoted"])
+        reused = [
+            f"guard {sid} stood on its pass through review (run {g.get('run_id')}): not run again"
+            for sid, g in sorted((promotion.get("guards") or {}).items())
+            if isinstance(g, dict) and g.get("reused")
+        ]
+        return Gate(PASSED, [f"version {promotion.get('version')} is promoted", *reused])
     if status == "refused":
         return Gate(BROKE, [f"the promotion was refused: {reason}" if reason else "refused"])
     return Gate(INCONCLUSIVE, [f"the promotion is still {status}"])

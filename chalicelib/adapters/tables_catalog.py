@@ -334,6 +334,8 @@ class SuiteResultRow(_Base):
     """User ids of the people whose review verdicts the result rests on."""
     result_before_review = UnicodeAttribute(null=True)
     stale = BooleanAttribute(null=True)
+    measured = JSONAttribute(null=True)
+    """What the result was measured on: dataset version, scoring, threshold and baseline."""
 
 
 class PromotionRow(_Base):

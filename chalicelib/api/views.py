@@ -296,7 +296,8 @@ def suite_price_view(price: SuitePrice) -> dict[str, Any]:
 def suite_result_view(row: SuiteResultEntry) -> dict[str, Any]:
     """One result of a suite (`GET /agents/{id}/suites/{id}/results`): `{result_id, suite_id,
     result, label ("Before promotion" for a gate's), purpose, trigger, version, run_id, reasons,
-    cases_broken, cases_undecided, overall, started_at, completed_at}`."""
+    cases_broken, cases_undecided, overall, started_at, completed_at, measured}` (`measured`: what
+    it was measured on, `domain.guard_rules.Measured`; None without a run)."""
     return {
         "result_id": row.result_id,
         "suite_id": row.suite_id,
@@ -312,6 +313,7 @@ def suite_result_view(row: SuiteResultEntry) -> dict[str, Any]:
         "overall": row.overall,
         "started_at": row.started_at,
         "completed_at": row.completed_at,
+        "measured": row.measured,
     }
 
 

@@ -1,11 +1,11 @@
-// An agent's page on its Evals tab: the badges, the pass-rate chart above the run history, the
-// runs table, Run evals and the Suites card.
+// An agent's page on its Evals tab: the badges, each environment's guards, the pass-rate chart
+// above the run history, the runs table, Run evals and the Suites card.
 import { get, h, href, pct, when, show, guarded, verdictClass, errorBox, crumbs } from "./lib.js";
 import { chart } from "./chart.js";
 import { draftDiffers, openStartDialog } from "./start.js";
 import { openPublishDialog } from "./publish.js";
 import { names } from "./lists.js";
-import { thresholdWords, triggerWords } from "./words.js";
+import { guardWord, thresholdWords, triggerWords } from "./words.js";
 
 export async function render(ctx) {
   const [agentId] = ctx.params;
@@ -14,13 +14,14 @@ export async function render(ctx) {
   const trendP = chart(`api/v1/agents/${encodeURIComponent(agentId)}/eval-runs/chart`, rerender)
     .catch(errorBox);
   const agent = await get(`api/v1/agents/${encodeURIComponent(agentId)}`);
-  const [latest, envs, promotions, runs, suites, datasetNames] = await Promise.all([
+  const [latest, envs, promotions, runs, suites, datasetNames, guards] = await Promise.all([
     agent.latest_version ? get(`api/v1/agents/${encodeURIComponent(agentId)}/versions/${agent.latest_version}`) : null,
     get("api/v1/environments").catch(() => ({ environments: [] })),
     get(`api/v1/agents/${encodeURIComponent(agentId)}/promotions`).catch(() => ({ promotions: [] })),
     get(`api/v1/agents/${encodeURIComponent(agentId)}/eval-runs?limit=50`),
     get(`api/v1/agents/${encodeURIComponent(agentId)}/suites`).catch(() => ({ suites: [] })),
     names("datasets"),
+    get(`api/v1/agents/${encodeURIComponent(agentId)}/guards`).catch(() => ({ environments: [] })),
   ]);
   const differs = draftDiffers(agent, latest);
   const state = { agent, latest, differs, runs: runs.runs, environments: envs.environments || [] };
@@ -56,6 +57,7 @@ export async function render(ctx) {
     crumbs(["Agents", href("agents")], [agent.name]),
     h("h1", {}, agent.name),
     badges,
+    guardsCard(agentId, guards.environments || []),
     tabs,
     h("div", { class: "actions" }, runEvals),
     trend,
@@ -122,6 +124,33 @@ export function runsTable(runs, { datasets = Object.create(null) } = {}) {
       h("th", { scope: "col" }, "Model"), h("th", { scope: "col" }, "Pass rate"),
       h("th", { scope: "col" }, "Passed/total"), h("th", { scope: "col" }, "Started"))),
     h("tbody", {}, rows)));
+}
+
+// Each environment's guards, where the environments are shown: per environment what it serves
+// and each guard's word (Passed, Failed, Corrected by <names>, Out of date, Not checked) linked to
+// the run it rests on; nothing when no environment has a guard.
+function guardsCard(agentId, environments) {
+  const withGuards = environments.filter((e) => (e.guards || []).length);
+  if (!withGuards.length) return null;
+  const item = (g) => {
+    const word = guardWord(g);
+    const why = g.state === "out_of_date" ? g.why_out_of_date
+      : g.state === "corrected" ? `${g.result_before_review} by the scorers, ${g.result} after review`
+      : g.state === "failed" && g.result !== "failed" ? `came out ${g.result}` : null;
+    return h("li", { "data-guard": g.suite_id, "data-state": g.state },
+      h("a", { href: href("agents", agentId, "suites", g.suite_id) }, g.name || g.suite_id), ": ",
+      g.run_id
+        ? h("a", { href: href("runs", g.run_id), class: "guard-word", title: why || undefined }, word)
+        : h("span", { class: "guard-word muted" }, word),
+      g.version ? h("span", { class: "muted" }, ` (v${g.version})`) : null,
+      g.state === "out_of_date" && why ? h("span", { class: "muted why" }, ` — ${why}`) : null);
+  };
+  return h("section", { class: "card", id: "guards", "aria-labelledby": "guards-heading" },
+    h("h2", { id: "guards-heading" }, "Guards"),
+    withGuards.map((e) => h("div", { "data-environment-guards": e.environment_id },
+      h("h3", {}, e.environment_id, h("span", { class: "muted" },
+        e.serving ? ` serves v${e.serving}` : " serves nothing yet")),
+      h("ul", {}, e.guards.map(item)))));
 }
 
 // The Suites card: each suite's dataset, when it runs, its threshold and how it last came out, in

@@ -156,3 +156,19 @@ export function callCountWords(blocked, divergent) {
 export function divergedWords(n) {
   return `${n} ${n === 1 ? "case" : "cases"} diverged from the recording`;
 }
+
+// A guard's state on an environment in words (`GET /agents/{id}/guards`): Passed, Failed,
+// Corrected by <names>, Out of date or Not checked. A reviewer who is no longer a member of the
+// organization is "a former member": a name is never kept with the result.
+export function guardWord(guard) {
+  switch (guard.state) {
+    case "passed": return "Passed";
+    case "failed": return "Failed";
+    case "corrected": {
+      const names = (guard.reviewed_by || []).map((r) => r.name || "a former member");
+      return names.length ? `Corrected by ${names.join(", ")}` : "Corrected";
+    }
+    case "out_of_date": return "Out of date";
+    default: return "Not checked";
+  }
+}

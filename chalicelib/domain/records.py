@@ -259,6 +259,9 @@ class SuiteResultEntry:
     """The result as the scorers alone left it, when people's verdicts changed it."""
     stale: bool | None = None
     """A person's verdict changed under the result and it is being computed again."""
+    measured: Any = None
+    """What the result was measured on (None for a result without a run): `{dataset_id,
+    dataset_version, scoring_hash, threshold_hash, baseline_version}` (`domain.guard_rules`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,6 +6,11 @@ be promoted beside the version the environment serves (purpose `gate`), and only
 passed is the version served. `baseline_set`, `inconclusive`, `failed`, `error` and `not_run`
 never open a gate. Without guards a promotion is immediate. Either way, suites on promotion then
 check the promoted version against the one it replaced.
+
+A guard whose newest result of the version passed through review and still holds
+(`guard_status.reusable_pass`) is not run again: the promotion stands on that result (`reused`).
+A result that people's verdicts turn into a pass never serves a version by itself: only a
+promotion asked for afterwards stands on it.
 """
 
 from __future__ import annotations
@@ -14,17 +19,18 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import PromotionStatus, TriggerKind
 from chalicelib.domain.events import GateDecided
 from chalicelib.domain.identity import Identity
-from chalicelib.domain.records import Promotion, Suite
+from chalicelib.domain.records import Promotion, Suite, SuiteResultEntry
 from chalicelib.domain.suite_rules import SuiteResult
 from chalicelib.errors import ConflictError, NotFoundError
 from chalicelib.retrying import Changed, change
-from chalicelib.services import environments, suites
+from chalicelib.services import environments, guard_status, suites
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +68,56 @@ def guards_of(c: Container, org_id: str, agent_id: str, environment_id: str) -> 
     return out
 
 
+def reused_guard(result: SuiteResultEntry) -> dict[str, Any]:
+    """A promotion's entry of a guard that stands on a pass through review instead of running:
+    `{result: "passed", run_id, reasons, reviewed_by, reused: True}`."""
+    return {
+        "result": SuiteResult.PASSED.value,
+        "run_id": result.run_id,
+        "reasons": list(result.reasons or []),
+        "reviewed_by": list(result.reviewed_by or []),
+        "reused": True,
+    }
+
+
+def _reused_no_longer_hold(c: Container, promotion: Promotion) -> str | None:
+    """Why a guard the promotion stands on without running it no longer allows it (its result was
+    reviewed again, went out of date, or the guard is gone); None while each still does."""
+    served = int(promotion.from_version) if promotion.from_version is not None else None
+    for suite_id, entry in sorted((promotion.guards or {}).items()):
+        if not (entry or {}).get("reused"):
+            continue
+        suite = c.suites.get(promotion.org_id, promotion.agent_id, suite_id)
+        if suite is None:
+            return f"guard {suite_id} was removed while the promotion waited"
+        result = guard_status.reusable_pass(c, suite, int(promotion.version), served)
+        if result is None or result.run_id != entry.get("run_id"):
+            return (
+                f"the reviewed pass of guard {suite_id} (run {entry.get('run_id')}) no longer "
+                "holds: promote again"
+            )
+    return None
+
+
+def _serve_if_reused_hold(c: Container, promotion: Promotion) -> None:
+    """Serve a promotion whose every guard passed, unless a guard it stands on without running it
+    no longer allows it (then it is refused, saying why)."""
+    why = _reused_no_longer_hold(c, promotion)
+    if why is None:
+        _serve(c, promotion)
+    else:
+        refuse(c, promotion.org_id, promotion.agent_id, promotion.promotion_id, why)
+
+
 def promote(
     c: Container, who: Identity, agent_id: str, environment_id: str, version: int
 ) -> Promotion:
     """Promote `version` of an agent onto an environment: at once without guards, else once every
-    guard passed on it.
+    guard passed on it. A guard whose newest result of `version` is a pass through review that
+    still holds (`guard_status.reusable_pass`: same dataset version, scoring, threshold, and the
+    version the environment serves now as its baseline) is not run again and counts as passed
+    (`guards[suite_id]` is `reused_guard`); when every guard is such, the version is served at
+    once.
 
     Raises NotFoundError (agent, environment, version), ConflictError (it serves that version
     already; a guard is paused; another promotion onto it waits).
@@ -89,6 +140,11 @@ def promote(
             f"({paused[0].paused_reason}): resume it to promote",
             field="environment_id",
         )
+    reused = {
+        g.suite_id: found
+        for g in guards
+        if (found := guard_status.reusable_pass(c, g, version, served)) is not None
+    }
     now = iso(c.clock.now())
     promotion = Promotion(
         agent_id=agent_id,
@@ -98,7 +154,12 @@ def promote(
         version=version,
         from_version=served,
         status=PromotionStatus.WAITING.value,
-        guards={g.suite_id: {"result": None} for g in guards},
+        guards={
+            g.suite_id: reused_guard(reused[g.suite_id])
+            if g.suite_id in reused
+            else {"result": None}
+            for g in guards
+        },
         created_at=now,
         created_by=who.user_id,
     )
@@ -110,8 +171,12 @@ def promote(
         )
     if not guards:
         _serve(c, promotion)
+    elif len(reused) == len(guards):
+        _serve_if_reused_hold(c, promotion)
     else:
         for g in guards:
+            if g.suite_id in reused:
+                continue
             if not suites.trigger(
                 c,
                 g,
@@ -228,7 +293,7 @@ def on_gate_decided(c: Container, event: GateDecided) -> None:
     elif all(g.get("result") == SuiteResult.PASSED for g in changed.after.guards.values()):
         fresh = c.promotions.get(event.org_id, event.agent_id, event.promotion_id)
         if fresh is not None:
-            _serve(c, fresh)
+            _serve_if_reused_hold(c, fresh)
 
 
 def refuse(c: Container, org_id: str, agent_id: str, promotion_id: str, reason: str) -> None:

@@ -22,9 +22,11 @@ from chalicelib.domain.enums import (
 from chalicelib.domain.events import (
     GateDecided,
 )
+from chalicelib.domain.guard_rules import Measured, measured
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Attempt, Run, Suite, SuiteResultEntry
 from chalicelib.domain.run_rules import settle
+from chalicelib.domain.spec import spec_hash
 from chalicelib.domain.suite_rules import (
     RunFacts,
     SuiteDecision,
@@ -136,6 +138,19 @@ def with_last_result(
     return touch(c, suite, notified={**(suite.notified or {}), str(version): bad}, last_result=last)
 
 
+def measured_on(row: Suite, entry: dict[str, Any], run: Run) -> Measured:
+    """What a suite's run measured (`domain.guard_rules.Measured`): its dataset version, the hash
+    of its scoring, the suite's threshold as it is at the run's end and the baseline version its
+    trigger gave it."""
+    return measured(
+        dataset_id=run.dataset_id,
+        dataset_version=run.dataset_version,
+        scoring_hash=spec_hash(run.scoring) if run.scoring is not None else None,
+        threshold=row.threshold,
+        baseline_version=entry.get("baseline_version"),
+    )
+
+
 def record(
     c: Container,
     row: Suite,
@@ -145,8 +160,10 @@ def record(
     *,
     started: str,
 ) -> None:
-    """Keep a result (once per run), tell the owner when it is bad (once per run of bad results of
-    a version), and decide a gate's promotion (`GateDecided`)."""
+    """Keep a result (once per run) with what it was measured on (`measured_on`; None without a
+    run), tell the owner when it is bad (once per run of bad results of a version), and decide a
+    gate's promotion (`GateDecided`). Only a result kept here decides a promotion: a result that
+    people's verdicts replace later (`Suites.replace_result`) moves nothing by itself."""
     result_id = run.run_id if run is not None else f"nr_{uuid.uuid4().hex[:12]}"
     if (
         run is not None
@@ -172,6 +189,7 @@ def record(
         overall=decision.overall,
         started_at=started,
         completed_at=iso(c.clock.now()),
+        measured=dict(measured_on(row, entry, run)) if run is not None else None,
     )
     if not c.suites.add_result(result):
         return

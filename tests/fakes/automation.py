@@ -127,11 +127,12 @@ class FakeSuites:
         )
 
     def replace_result(self, before: SuiteResultEntry, after: SuiteResultEntry) -> bool:
+        _check_keys(before, after, ("suite_id", "org_id", "agent_id", "started_key", "result_id"))
         kept = self.kept_results.get((before.org_id, before.agent_id, before.suite_id), {})
-        now = kept.get(before.started_key)
-        if now is None or (now.result, now.stale) != (before.result, before.stale):
+        stored = kept.get(before.started_key)
+        if stored is None or (stored.result, stored.stale) != (before.result, before.stale):
             return False
-        kept[before.started_key] = replace(now, **_changed_fields(before, after))
+        kept[before.started_key] = replace(stored, **_changed_fields(before, after))
         return True
 
     def delete_results(self, org_id: str, agent_id: str, suite_id: str) -> None:

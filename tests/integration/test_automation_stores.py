@@ -11,7 +11,7 @@ import pytest
 from assay_local.motoserver import MotoHandle
 from chalicelib import retrying
 from chalicelib.adapters import stores, tables
-from chalicelib.domain.records import Notification, Promotion, Suite
+from chalicelib.domain.records import Notification, Promotion, Suite, SuiteResultEntry
 from chalicelib.errors import ConflictError
 from tests.integration.conftest import seed_agent_and_dataset, store_tables
 
@@ -139,6 +139,51 @@ def test_a_promotion_holds_its_environment_and_is_decided_once(ddb):
     assert promotions.lock_holder("acme", "a", "prod") == "p1"
     promotions.release_lock(waiting)
     assert promotions.lock_holder("acme", "a", "prod") is None
+
+
+def test_a_result_is_replaced_only_as_read_and_only_what_differs_is_written(ddb):
+    suites = stores.SuiteStore()
+    kept = SuiteResultEntry(
+        suite_id="s1",
+        started_key=f"{T0}#r1",
+        result_id="r1",
+        org_id="acme",
+        agent_id="a",
+        trigger={"kind": "gate", "version": 2},
+        version=2,
+        run_id="r1",
+        purpose="gate",
+        result="failed",
+        reasons=["1 confirmed regression"],
+        started_at=T0,
+        measured={"dataset_id": "d", "dataset_version": 1, "baseline_version": 1},
+    )
+    assert suites.add_result(kept)
+    reviewed = replace(
+        kept, result="passed", result_before_review="failed", reviewed_by=["ana"], reasons=[]
+    )
+    assert suites.replace_result(kept, reviewed)
+    [read] = suites.results("acme", "a", "s1")
+    assert read == reviewed and read.measured == kept.measured
+    # Read before the review: its result is no longer as read, nothing is written.
+    assert not suites.replace_result(kept, replace(kept, reasons=["late"]))
+    # `stale` is part of the condition: absent as read, then True as read.
+    going = replace(read, stale=True)
+    assert suites.replace_result(read, going)
+    assert not suites.replace_result(read, replace(read, reviewed_by=["bob"]))
+    assert suites.replace_result(going, replace(going, stale=None, reviewed_by=["ana", "bob"]))
+    [read] = suites.results("acme", "a", "s1")
+    assert (read.stale, read.reviewed_by, read.result) == (None, ["ana", "bob"], "passed")
+    item = ddb.get_item(
+        TableName=tables.table_name(tables.SuiteResultRow),
+        Key={"suite_key": {"S": "acme#a#s1"}, "started_key": {"S": f"{T0}#r1"}},
+    )["Item"]
+    assert "stale" not in item  # None is removed, never kept as a null
+    gone = replace(kept, started_key=f"{T0}#r9", result_id="r9")
+    assert not suites.replace_result(gone, replace(gone, result="passed"))
+    assert len(suites.results("acme", "a", "s1")) == 1  # a missing result is not created
+    with pytest.raises(ValueError, match="key"):
+        suites.replace_result(read, replace(read, result_id="other"))
 
 
 def test_notices_are_kept_per_person_with_their_email_choice_apart(ddb):

@@ -133,6 +133,26 @@ def test_a_promotion_promoted_refused_or_waiting() -> None:
     assert gate.decide_promotion({"status": "waiting"}).code == INCONCLUSIVE
 
 
+def test_a_promotion_that_stood_on_a_reviewed_pass_says_which_guard_did_not_run() -> None:
+    done = gate.decide_promotion(
+        {
+            "status": "promoted",
+            "version": 2,
+            "guards": {
+                "g2": {"result": "passed", "run_id": "r9"},
+                "g1": {"result": "passed", "run_id": "r1", "reviewed_by": ["rui"], "reused": True},
+            },
+        }
+    )
+    assert (done.code, done.reasons) == (
+        PASSED,
+        [
+            "version 2 is promoted",
+            "guard g1 stood on its pass through review (run r1): not run again",
+        ],
+    )
+
+
 def _case(cid: str, settled: str, outcome: str | None = None, answer: str = "7") -> dict:
     return {
         "case_id": cid,

@@ -141,6 +141,7 @@ class EnvironmentStore:
 FLAG = "1"
 """Value of a suite's sparse index flags (`fire_flag`, `due_flag`) while it is in the index."""
 SUITE_KEYS = ("suite_id", "org_id", "agent_id")
+RESULT_KEYS = ("suite_id", "org_id", "agent_id", "started_key", "result_id")
 PROMOTION_KEYS = ("promotion_id", "org_id", "agent_id")
 SETTINGS_ID = "#settings"
 """The notification-table item of a person's preferences (`emailed` = email on); it sorts before
@@ -260,12 +261,10 @@ class SuiteStore:
         return next((r for r in newest if r.run_id == run_id), None)
 
     def replace_result(self, before: SuiteResultEntry, after: SuiteResultEntry) -> bool:
-        """Write what `after` changes of a kept result, conditional on its `result` and `stale` as
-        read (`before`); False when somebody changed them first."""
-        actions = changes(SuiteResultRow, before, after, fixed=("started_key", "suite_id"))
-        if not actions:
-            return True
-        condition = (SuiteResultRow.result == before.result) & (
+        """One conditional update of the result's item: its `result` as read, and its `stale` as
+        read (absent when None)."""
+        actions = changes(SuiteResultRow, before, after, fixed=RESULT_KEYS)
+        stale = (
             SuiteResultRow.stale.does_not_exist()
             if before.stale is None
             else SuiteResultRow.stale == before.stale
@@ -273,7 +272,9 @@ class SuiteStore:
         row = SuiteResultRow(
             org_key(before.org_id, before.agent_id, before.suite_id), before.started_key
         )
-        return conditional_update(row, actions, condition)
+        if not actions:  # nothing to write: whether the result is still as read
+            actions = [SuiteResultRow.result.set(before.result)]
+        return conditional_update(row, actions, (SuiteResultRow.result == before.result) & stale)
 
     def delete_results(self, org_id: str, agent_id: str, suite_id: str) -> None:
         delete_found(

@@ -22,16 +22,19 @@ from chalicelib.domain.enums import PromotionStatus
 from chalicelib.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from chalicelib.api import views
+    from chalicelib.api import guard_views, views
     from chalicelib.services import agents as agent_service
     from chalicelib.services import deletion as deletion_service
     from chalicelib.services import environments as environment_service
+    from chalicelib.services import guard_status as guard_service
     from chalicelib.services import model_profiles as profile_service
     from chalicelib.services import promotions as promotion_service
     from chalicelib.services import suites as suite_service
     from chalicelib.services import summaries as summary_service
 else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
     views = LazyModule("chalicelib.api.views")
+    guard_views = LazyModule("chalicelib.api.guard_views")
+    guard_service = LazyModule("chalicelib.services.guard_status")
     agent_service = LazyModule("chalicelib.services.agents")
     deletion_service = LazyModule("chalicelib.services.deletion")
     environment_service = LazyModule("chalicelib.services.environments")
@@ -214,6 +217,15 @@ def list_promotions(c, who, agent_id):
 @api_view(bp, needs=(("agents:view", "agent_id"),))
 def get_promotion(c, who, agent_id, promotion_id):
     return views.promotion_view(promotion_service.get(c, who, agent_id, promotion_id))
+
+
+@bp.route("/api/v1/agents/{agent_id}/guards", methods=["GET"])
+@api_view(bp, needs=(("agents:view", "agent_id"),))
+def guard_status(c, who, agent_id):
+    """Each guard of the agent on each environment: passed, failed, corrected (through review),
+    out_of_date or not_checked, with its run (docs/guides/suites.md)."""
+    found = guard_service.status(c, who, agent_id)
+    return guard_views.guard_status_view(found, guard_service.members_now(c, who.org_id))
 
 
 # --- suites ----------------------------------------------------------------------------------

@@ -70,8 +70,15 @@ class Suites(Protocol):
         """The suite's result of an eval run, among its newest 200; None when it has none."""
 
     def replace_result(self, before: SuiteResultEntry, after: SuiteResultEntry) -> bool:
-        """Write the fields of a kept result that `after` changes, conditional on its `result`
-        and `stale` as read in `before`; False when the condition failed."""
+        """Write the fields of `after` that differ from `before` (None: removed), conditional on
+        the stored result's `result` and `stale` still being `before`'s (absent where `before`'s
+        is None). False when the condition failed: another writer changed the result, or it is
+        gone. Never decides a promotion: a replaced result moves nothing by itself.
+
+        Raises:
+            ValueError: `after` changes a key (`suite_id`, `org_id`, `agent_id`, `started_key`,
+                `result_id`): a bug.
+        """
 
     def delete_results(self, org_id: str, agent_id: str, suite_id: str) -> None:
         """Forget every result of the organization's agent's suite (no other suite's)."""

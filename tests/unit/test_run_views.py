@@ -89,6 +89,10 @@ def test_a_run_view_shows_its_pins_costs_arms_without_specs_and_the_kept_outcome
         "judge_calls": 2,
         "warnings": ["w"],
         "gradings": [],
+        "routed_to_review": None,
+        "routed_replacing": None,
+        "routing_error": None,
+        "recomputing": False,
         "tokens": {"input": 100, "output": 50},
         "arms": [
             {
@@ -251,6 +255,7 @@ def test_an_attempt_view_scores_the_decided_scores_and_gives_money_in_usd() -> N
         "cost_usd": 0.0025,
         "judge_cost_usd": 0.0005,
         "regraded": [],
+        "review": None,
         "tokens": {"input": 7, "output": 3},
         "latency_ms": 12.0,
         "model": "m",

@@ -219,6 +219,19 @@ class DataApi(ApiBase):
             ),
         )
 
+    @operation("POST", "/api/v1/datasets/{dataset_id}/review/{item_id}/criterion")
+    def review_note_as_criterion(self, dataset_id: str, item_id: str, tags: list[str]) -> JSON:
+        """A decision's note becomes a judge criterion for the cases carrying `tags`."""
+        return self._json(
+            "POST",
+            _path(
+                "/api/v1/datasets/{dataset_id}/review/{item_id}/criterion",
+                dataset_id=dataset_id,
+                item_id=item_id,
+            ),
+            json={"tags": tags},
+        )
+
     @operation("POST", "/api/v1/eval-runs/{run_id}/review")
     def send_failed_to_review(self, run_id: str, side: str = "candidate") -> JSON:
         """Send one side's failed first answers of an ended run to the review queue."""

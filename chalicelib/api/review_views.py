@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from chalicelib.api import views
 from chalicelib.domain.review_items import ReviewAudit, ReviewItem
 from chalicelib.services.review import SendResult
+from chalicelib.services.review_criteria import CriterionAdded
 
 
 def person(user_id: str | None, names: dict[str, str | None]) -> dict[str, Any] | None:
@@ -86,4 +88,28 @@ def send_view(result: SendResult) -> dict[str, Any]:
         "routed_replacing": result.routed_replacing,
         "not_sent": result.not_sent,
         "error": result.error,
+    }
+
+
+def criterion_added_view(added: CriterionAdded) -> dict[str, Any]:
+    """`{dataset_id, dataset_version, judge_id, version, published, based_on, criterion,
+    judge_version (as GET /judges/{id}/versions/{n}), follows_latest, pinned_version, pin_moved
+    (always false), guards: [{agent_id, suite_id, judge_version}], message}`."""
+    return {
+        "dataset_id": added.dataset_id,
+        "dataset_version": added.dataset_version,
+        "judge_id": added.judge.judge_id,
+        "version": int(added.judge.version),
+        "published": added.published,
+        "based_on": added.based_on,
+        "criterion": added.criterion.model_dump(mode="json"),
+        "judge_version": views.judge_version_view(added.judge),
+        "follows_latest": added.follows_latest,
+        "pinned_version": added.pinned_version,
+        "pin_moved": added.pin_moved,
+        "guards": [
+            {"agent_id": g.agent_id, "suite_id": g.suite_id, "judge_version": g.judge_version}
+            for g in added.guards
+        ],
+        "message": added.message,
     }

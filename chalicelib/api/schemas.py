@@ -544,3 +544,12 @@ class ReviewDecision(Body):
 class SendToReview(Body):
     side: Literal["candidate", "baseline"] = "candidate"
     """Whose failed first answers to send: the candidate's or the baseline's."""
+
+
+class ReviewCriterion(Body):
+    """The body of `POST /api/v1/datasets/{dataset_id}/review/{item_id}/criterion`."""
+
+    tags: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(max_length=50)
+    """The case tags the decision's note grades as a judge criterion (at least one)."""
+    criterion_id: str | None = Field(None, pattern=CRITERION_ID_PATTERN)
+    """An id of the caller's choosing; `note_` and a hash of the text and tags when absent."""

@@ -188,6 +188,7 @@ def _table(w: dict[str, str]) -> list[tuple[str, str, Any, list[tuple[str, int]]
             False,
         ),
         ("GET", f"/api/v1/agents/{a}/promotions", None, [("agents:view", V)], False),
+        ("GET", f"/api/v1/agents/{a}/guards", None, [("agents:view", V)], False),
         (
             "GET",
             f"/api/v1/agents/{a}/promotions/{w['promotion']}",
@@ -284,6 +285,13 @@ def _table(w: dict[str, str]) -> list[tuple[str, str, Any, list[tuple[str, int]]
             "POST",
             f"/api/v1/datasets/{d}/review/{ITEM}/undo",
             None,
+            [("datasets:view", V), ("datasets:edit", 403)],
+            False,
+        ),
+        (
+            "POST",
+            f"/api/v1/datasets/{d}/review/{ITEM}/criterion",
+            {"tags": ["t"]},
             [("datasets:view", V), ("datasets:edit", 403)],
             False,
         ),

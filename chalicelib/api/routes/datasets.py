@@ -20,7 +20,7 @@ from chalicelib.api.schemas import (
 from chalicelib.domain.ids import MAX_RECORDING_BYTES
 
 if TYPE_CHECKING:
-    from chalicelib.api import run_views, views
+    from chalicelib.api import review_views, run_views, views
     from chalicelib.services import charts as chart_service
     from chalicelib.services import datasets as dataset_service
     from chalicelib.services import deletion as deletion_service
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from chalicelib.services import runs as run_service
 else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
     run_views = LazyModule("chalicelib.api.run_views")
+    review_views = LazyModule("chalicelib.api.review_views")
     views = LazyModule("chalicelib.api.views")
     chart_service = LazyModule("chalicelib.services.charts")
     dataset_service = LazyModule("chalicelib.services.datasets")
@@ -170,28 +171,4 @@ def add_criterion(c, who, dataset_id, body):
         source=f"a note on dataset {dataset_id} by {who.user_id}",
         criterion_id=body.criterion_id,
     )
-    return _criterion_added_view(added), 201 if added.published else 200
-
-
-def _criterion_added_view(added) -> dict:
-    """`{dataset_id, dataset_version, judge_id, version, published, based_on, criterion,
-    judge_version (as GET /judges/{id}/versions/{n}), follows_latest, pinned_version, pin_moved
-    (always false), guards: [{agent_id, suite_id, judge_version}], message}`."""
-    return {
-        "dataset_id": added.dataset_id,
-        "dataset_version": added.dataset_version,
-        "judge_id": added.judge.judge_id,
-        "version": int(added.judge.version),
-        "published": added.published,
-        "based_on": added.based_on,
-        "criterion": added.criterion.model_dump(mode="json"),
-        "judge_version": views.judge_version_view(added.judge),
-        "follows_latest": added.follows_latest,
-        "pinned_version": added.pinned_version,
-        "pin_moved": added.pin_moved,
-        "guards": [
-            {"agent_id": g.agent_id, "suite_id": g.suite_id, "judge_version": g.judge_version}
-            for g in added.guards
-        ],
-        "message": added.message,
-    }
+    return review_views.criterion_added_view(added), 201 if added.published else 200

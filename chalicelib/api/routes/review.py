@@ -9,17 +9,19 @@ from typing import TYPE_CHECKING
 from chalicelib.api.common import api_view
 from chalicelib.api.lazy import LazyModule
 from chalicelib.api.routes.base import bp
-from chalicelib.api.schemas import ReviewDecision, ReviewQuery, SendToReview
+from chalicelib.api.schemas import ReviewCriterion, ReviewDecision, ReviewQuery, SendToReview
 from chalicelib.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from chalicelib.api import review_views
     from chalicelib.services import review as review_service
+    from chalicelib.services import review_criteria as criteria_service
     from chalicelib.services import review_decisions as decision_service
 else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
     review_views = LazyModule("chalicelib.api.review_views")
     review_service = LazyModule("chalicelib.services.review")
     decision_service = LazyModule("chalicelib.services.review_decisions")
+    criteria_service = LazyModule("chalicelib.services.review_criteria")
 
 _CURSOR = re.compile(r"^ri\d{13}[0-9a-f]{16}$")
 
@@ -85,6 +87,29 @@ def decide(c, who, dataset_id, item_id, body):
 def undo(c, who, dataset_id, item_id):
     """Take a decision back: every number that rested on it is as the scorers left it."""
     return _decided_view(c, who, decision_service.undo(c, who, dataset_id, item_id))
+
+
+@bp.route("/api/v1/datasets/{dataset_id}/review/{item_id}/criterion", methods=["POST"])
+@api_view(bp, body=ReviewCriterion, needs=(("datasets:edit", "dataset_id"), "datasets:edit"))
+def note_as_criterion(c, who, dataset_id, item_id, body):
+    """A decision's note becomes a criterion of the dataset's judge for the cases carrying
+    `tags` (the judge's next version; a pinned dataset stays pinned)."""
+    item = review_service.item(c, who, dataset_id, item_id)
+    if not (item.note or "").strip():
+        raise InvalidInputError(
+            f"review item {item_id} has no note to make a criterion of: decide it with a note",
+            field="note",
+        )
+    added = criteria_service.add_note_as_criterion(
+        c,
+        who,
+        dataset_id,
+        item.note or "",
+        body.tags,
+        source=f"review item {item_id} (case {item.case_id})",
+        criterion_id=body.criterion_id,
+    )
+    return review_views.criterion_added_view(added), 201 if added.published else 200
 
 
 @bp.route("/api/v1/eval-runs/{run_id}/review", methods=["POST"])

@@ -41,7 +41,11 @@ export async function render(ctx) {
       h("td", {}, when(r.started_at), r.trigger && r.trigger.kind ? h("div", { class: "muted" }, String(r.trigger.kind).replace(/_/g, " ")) : null),
       h("td", {}, h("span", { class: `verdict ${["failed", "error", "not_run", "inconclusive"].includes(r.result) ? "bad" : r.result === "passed" ? "good" : "neutral"}` },
         WORDS[r.result] || r.result), r.label ? h("div", { class: "muted" }, r.label) : null,
-        r.version ? h("div", { class: "muted" }, `v${r.version}`) : null),
+        r.version ? h("div", { class: "muted" }, `v${r.version}`) : null,
+        (r.reviewed_by || []).length ? h("div", { class: "muted corrected", "data-reviewed": "" },
+          `Corrected by ${r.reviewed_by.map((p) => p.name || "a former member").join(", ")}`,
+          r.result_before_review ? ` (the scorers said ${WORDS[r.result_before_review] || r.result_before_review})` : "") : null,
+        r.recomputing ? h("div", { class: "muted" }, "Recomputing after a review decision…") : null),
       h("td", {}, (r.reasons || []).length ? h("ul", { class: "reasons" }, r.reasons.map((x) => h("li", {}, String(x)))) : "—"),
       h("td", {}, (r.cases_broken || []).length
         ? h("ul", { class: "reasons" }, r.cases_broken.map((c) => h("li", {}, h("code", {}, String(c)))))

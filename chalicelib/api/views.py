@@ -293,11 +293,15 @@ def suite_price_view(price: SuitePrice) -> dict[str, Any]:
     return out
 
 
-def suite_result_view(row: SuiteResultEntry) -> dict[str, Any]:
+def suite_result_view(
+    row: SuiteResultEntry, names: dict[str, str | None] | None = None
+) -> dict[str, Any]:
     """One result of a suite (`GET /agents/{id}/suites/{id}/results`): `{result_id, suite_id,
     result, label ("Before promotion" for a gate's), purpose, trigger, version, run_id, reasons,
-    cases_broken, cases_undecided, overall, started_at, completed_at, measured}` (`measured`: what
-    it was measured on, `domain.guard_rules.Measured`; None without a run)."""
+    cases_broken, cases_undecided, overall, started_at, completed_at, measured, reviewed_by,
+    result_before_review, recomputing}` (`measured`: what it was measured on,
+    `domain.guard_rules.Measured`; None without a run; `reviewed_by`: `[{user_id, name}]` of the
+    people whose review verdicts it rests on, `name` from `names`, None for a former member)."""
     return {
         "result_id": row.result_id,
         "suite_id": row.suite_id,
@@ -314,6 +318,10 @@ def suite_result_view(row: SuiteResultEntry) -> dict[str, Any]:
         "started_at": row.started_at,
         "completed_at": row.completed_at,
         "measured": row.measured,
+        "reviewed_by": [{"user_id": u, "name": (names or {}).get(u)} for u in row.reviewed_by or []]
+        or None,
+        "result_before_review": row.result_before_review,
+        "recomputing": bool(row.stale),
     }
 
 

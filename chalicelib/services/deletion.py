@@ -156,6 +156,7 @@ def delete_dataset(c: Container, who: Identity, dataset_id: str) -> Deleted:
     for evaluation in evaluations:
         c.evaluations.delete(org_id, evaluation.evaluation_id)
     access_service.forget_resource(c, org_id, "dataset", dataset_id)
+    c.review.delete_queue(org_id, dataset_id)
     c.datasets.delete(org_id, dataset_id)
     return Deleted(len(runs), len(suites), len(evaluations))
 

@@ -31,7 +31,7 @@ from chalicelib.domain.enums import ArmRole, AttemptState, RunStatus
 from chalicelib.domain.events import SuiteResultChanged
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.outcome import Outcome
-from chalicelib.domain.records import Attempt, Run, SuiteResultEntry
+from chalicelib.domain.records import Attempt, Run, Suite, SuiteResultEntry
 from chalicelib.domain.review_items import ItemState, ReviewAudit, ReviewItem
 from chalicelib.domain.review_rules import ReviewReason, ReviewVerdict
 from chalicelib.domain.suite_rules import Threshold, decide_result
@@ -43,6 +43,7 @@ from chalicelib.services import review as queue
 from chalicelib.services.ports.review import Decision, Mark, StaleRun
 from chalicelib.services.run_deletion import borrowers
 from chalicelib.services.suite_results import facts_of
+from chalicelib.services.suite_saving import change_suite, touch
 
 log = logging.getLogger(__name__)
 
@@ -275,6 +276,7 @@ def complete(
         if stored is None or not c.suites.replace_result(stored, plan.new_result):
             log.warning("suite result of run %s changed meanwhile: left marked", run.run_id)
             continue
+        _show_last(c, plan.new_result)
         if stored.result != plan.new_result.result:
             messagebus.publish(
                 c,
@@ -291,6 +293,21 @@ def complete(
             )
     if item is not None:
         c.review.finish(item, [])
+
+
+def _show_last(c: Container, result: SuiteResultEntry) -> None:
+    """The suite's last result reads the word people's verdicts left, when it is that result."""
+
+    def shown(suite: Suite) -> Suite | None:
+        last = dict(suite.last_result or {})
+        if last.get("result_id") != result.result_id or last.get("result") == result.result:
+            return None
+        return touch(c, suite, last_result={**last, "result": result.result})
+
+    try:
+        change_suite(c, result.org_id, result.agent_id, result.suite_id, shown)
+    except ConflictError:
+        log.warning("suite %s kept changing: its last result word was not updated", result.suite_id)
 
 
 def complete_pending(c: Container, item: ReviewItem) -> ReviewItem:

@@ -28,8 +28,9 @@ def delete_run(c: Container, who: Identity, run_id: str) -> None:
 
 
 def forget(c: Container, run: Run, *, borrowers_deleted_too: bool = False) -> None:
-    """Delete an ended run, every attempt it kept, and the answers it kept in the results bucket
-    (`<org>/answers/<run_id>/`, docs/reference/data-protection.md).
+    """Delete an ended run, every attempt it kept, the answers it kept in the results bucket
+    (`<org>/answers/<run_id>/`, docs/reference/data-protection.md) and the items of its answers in
+    its dataset's review queue (their audit entries stay).
 
     A run whose baseline borrowed this run's first answers keeps its comparison: those answers
     are copied into it first (`keep_borrowed`), so its page, its cases, a grade again and a
@@ -59,6 +60,7 @@ def forget(c: Container, run: Run, *, borrowers_deleted_too: bool = False) -> No
             keep_borrowed(c, borrower, run, attempts)
     c.bucket.delete_prefix(names.run_answers_prefix(run.org_id, run.run_id))
     c.workspaces.release(run.org_id, run.run_id)  # what a failed release at its end left
+    c.review.forget_run(run.org_id, run.dataset_id, run.run_id)  # its answers in the queue
     c.runs.delete(run.org_id, run.run_id)
 
 

@@ -240,3 +240,17 @@ def test_a_removed_members_decisions_show_no_stale_name(api, new_api):
     assert shown["audit"][0]["by"]["name"] is None
     [case] = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/cases?case_id=c002")["cases"]
     assert case["arms"]["candidate"]["review"]["by"]["name"] is None
+
+
+def test_deleting_a_run_takes_its_answers_out_of_the_queue_and_the_dataset_takes_the_queue(api):
+    ds, _, run = regressed(api)
+    item = waiting(api, ds)["c002"]["item_id"]
+    api.ok("POST", f"/api/v1/datasets/{ds}/review/{item}/decision", json={"verdict": "fail"})
+    api.ok("DELETE", f"/api/v1/eval-runs/{run['run_id']}")
+    listing = api.ok("GET", f"/api/v1/datasets/{ds}/review")
+    assert listing["items"] == [] and listing["waiting"] == 0
+    status, body = api.call("GET", f"/api/v1/datasets/{ds}/review/{item}")
+    assert status == 404 and body["error"]["field"] == "item_id"
+    api.ok("DELETE", f"/api/v1/datasets/{ds}")
+    status, _ = api.call("GET", f"/api/v1/datasets/{ds}/review")
+    assert status == 404

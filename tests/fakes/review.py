@@ -57,7 +57,9 @@ class FakeReviewQueue:
         if self.marks.get(mark) != (replacing.item_id if replacing else None):
             return Sent.LOST
         if replacing is None and self.count_waiting(item.org_id, item.dataset_id) >= limit:
-            raise QueueFull(f"the review queue of dataset {item.dataset_id} is full")
+            raise QueueFull(
+                f"the review queue of dataset {item.dataset_id} holds {limit} waiting answers"
+            )
         if replacing is not None:
             old = (item.org_id, item.dataset_id, replacing.item_id)
             self.items[old] = replace(
@@ -149,6 +151,17 @@ class FakeReviewQueue:
             for a in self.audits.get((org_id, dataset_id), [])
             if item_id is None or a.item_id == item_id
         ]
+
+    def forget_run(self, org_id: str, dataset_id: str, run_id: str) -> int:
+        mine = [
+            k for k, i in self.items.items() if k[:2] == (org_id, dataset_id) and i.run_id == run_id
+        ]
+        for key in mine:
+            item = self.items.pop(key)
+            mark = (org_id, dataset_id, item.case_id, item.agent_id)
+            if self.marks.get(mark) == item.item_id:
+                del self.marks[mark]
+        return len(mine)
 
     def delete_queue(self, org_id: str, dataset_id: str) -> None:
         for key in [k for k in self.items if k[:2] == (org_id, dataset_id)]:

@@ -4,6 +4,8 @@ shapes, as `test_views.py` checks the others."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from chalicelib.api import views
 from chalicelib.domain.records import (
     Connection,
@@ -176,8 +178,20 @@ def test_a_gate_s_result_is_labelled_before_promotion() -> None:
             "started_at": AT,
             "completed_at": "2026-12-01T09:10:00.000Z",
             "measured": {"dataset_id": "d", "dataset_version": 2, "baseline_version": 2},
+            "reviewed_by": None,
+            "result_before_review": None,
+            "recomputing": False,
         },
     )
+    reviewed = views.suite_result_view(
+        replace(row, reviewed_by=["ann", "gone"], result_before_review="failed", stale=True),
+        {"ann": "ann", "gone": None},
+    )
+    assert reviewed["reviewed_by"] == [
+        {"user_id": "ann", "name": "ann"},
+        {"user_id": "gone", "name": None},
+    ]
+    assert (reviewed["result_before_review"], reviewed["recomputing"]) == ("failed", True)
     not_run = views.suite_result_view(
         SuiteResultEntry(
             started_key=f"{AT}#nr_1",

@@ -277,6 +277,32 @@ class ReviewStore:
         )
         return [record_of(row, ReviewAudit) for row in rows]
 
+    def forget_run(self, org_id: str, dataset_id: str, run_id: str) -> int:
+        """Delete the items of one run's answers (the audit stays); a waiting one frees its case
+        and agent. Returns how many went."""
+        queue = _queue(org_id, dataset_id)
+        gone = 0
+        for row in ReviewItemRow.query(
+            queue,
+            ReviewItemRow.item_id.startswith(ITEM_PREFIX),
+            filter_condition=ReviewItemRow.run_id == run_id,
+            consistent_read=True,
+        ):
+            item = _item(row)
+            try:
+                with TX.write() as t:
+                    t.delete(row, condition=ReviewItemRow.state == item.state)
+                    if item.state == ItemState.WAITING:
+                        t.delete(
+                            ReviewItemRow(queue, _mark_id(item.case_id, item.agent_id)),
+                            condition=ReviewItemRow.holder == item.item_id,
+                        )
+                        self._count(t, item, -1, None)
+                gone += 1
+            except TransactWriteError as exc:
+                unless_condition_failed(exc)  # decided meanwhile: the next delete takes it
+        return gone
+
     def delete_queue(self, org_id: str, dataset_id: str) -> None:
         queue = _queue(org_id, dataset_id)
         delete_found(

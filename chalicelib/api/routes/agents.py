@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from chalicelib.services import guard_status as guard_service
     from chalicelib.services import model_profiles as profile_service
     from chalicelib.services import promotions as promotion_service
+    from chalicelib.services import review as review_service
     from chalicelib.services import suites as suite_service
     from chalicelib.services import summaries as summary_service
 else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
@@ -40,6 +41,7 @@ else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
     environment_service = LazyModule("chalicelib.services.environments")
     profile_service = LazyModule("chalicelib.services.model_profiles")
     promotion_service = LazyModule("chalicelib.services.promotions")
+    review_service = LazyModule("chalicelib.services.review")
     suite_service = LazyModule("chalicelib.services.suites")
     summary_service = LazyModule("chalicelib.services.summaries")
 
@@ -291,4 +293,6 @@ def run_suite_now(c, who, agent_id, suite_id):
 @api_view(bp, query=ResultsQuery, needs=AGENT_RUNS)
 def suite_results(c, who, agent_id, suite_id, query):
     results = suite_service.results(c, who, agent_id, suite_id, limit=query.limit)
-    return {"results": [views.suite_result_view(r) for r in results]}
+    people = sorted({u for r in results for u in r.reviewed_by or []})
+    names = review_service.names(c, who.org_id, people)
+    return {"results": [views.suite_result_view(r, names) for r in results]}

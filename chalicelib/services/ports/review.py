@@ -122,5 +122,9 @@ class ReviewQueue(Protocol):
     def audit(self, org_id: str, dataset_id: str, item_id: str | None = None) -> list[ReviewAudit]:
         """The queue's audit entries oldest first, only `item_id`'s when given."""
 
+    def forget_run(self, org_id: str, dataset_id: str, run_id: str) -> int:
+        """Delete the items holding one run's answers (its audit entries stay); a waiting one
+        frees its case and agent. Returns how many went."""
+
     def delete_queue(self, org_id: str, dataset_id: str) -> None:
         """Delete every item, mark and audit entry of the dataset's queue."""

@@ -268,7 +268,7 @@ def register_review(sub: Any) -> None:
         "was sent, where it stands",
     )
     _remote(q)
-    q.add_argument("dataset_id", metavar="DATASET")
+    q.add_argument("dataset_id", metavar="DATASET", help="the dataset whose queue to list")
     q.add_argument(
         "--state", choices=["waiting", "decided", "replaced"], default=None, help="only items so"
     )

@@ -9,8 +9,12 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
+from chalicelib.services import suites
 from tests.e2e.conftest import cases, sleepy_spec
 from tests.e2e.test_review import regressed, waiting
+from tests.e2e.test_review_suites import _refused
 from tests.support.fake_openai import FakeOpenAI
 
 ME = "tester@example.com"
@@ -334,3 +338,37 @@ def test_a_decision_s_note_becomes_a_judge_criterion(cli, api):
     assert (again["published"], again["version"]) == (False, 2)
     assert again["criterion"]["source"] == f"review item {item} (case c0)"
     assert again["criterion"]["text"] == NOTE and again["criterion"]["tags"] == ["refunds"]
+
+
+@pytest.fixture
+def quiet_suites(api, container):
+    """Pause the test's suites afterwards, so later ticks of the shared stack leave them alone."""
+    yield
+    for row in container.suites.of_org(api.org_id):
+        suites.pause(container, row, "test over")
+
+
+def test_decide_and_undo_say_what_they_did_to_a_guard_s_result(cli, api, quiet_suites):
+    ds, _, guard, _ = _refused(api)
+    items = sorted(waiting(api, ds).values(), key=lambda i: i["case_id"])
+    for item in items[:2]:
+        cli("review", "decide", ds, item["item_id"], "pass")
+    last = items[2]["item_id"]
+    run_id = items[2]["run_id"]
+    done = cli("review", "decide", ds, last, "pass")
+    assert done.code == 0, done.err
+    assert done.out.splitlines() == [
+        f'review item {last} (c002 "question 2"): decided pass, corrected by {ME}',
+        f"  run {run_id}: passed 4 -> 5 of 5; verdict partial -> pass; "
+        "confirmed regressions 1 -> 0",
+        f"  suite {guard} (run {run_id}): failed -> passed",
+    ]
+    undone = cli("review", "undo", ds, last)
+    assert undone.out.splitlines()[1:] == [
+        f"  run {run_id}: passed 5 -> 4 of 5; verdict pass -> partial; "
+        "confirmed regressions 0 -> 1",
+        f"  suite {guard} (run {run_id}): passed -> failed",
+    ]
+    shown = cli("review", "show", ds, last).out.splitlines()
+    assert shown.count(f"    suite {guard} (run {run_id}): failed -> passed") == 1
+    assert shown.count(f"    suite {guard} (run {run_id}): passed -> failed") == 1

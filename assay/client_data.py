@@ -220,8 +220,11 @@ class DataApi(ApiBase):
         )
 
     @operation("POST", "/api/v1/datasets/{dataset_id}/review/{item_id}/criterion")
-    def review_note_as_criterion(self, dataset_id: str, item_id: str, tags: list[str]) -> JSON:
-        """A decision's note becomes a judge criterion for the cases carrying `tags`."""
+    def review_note_as_criterion(
+        self, dataset_id: str, item_id: str, tags: list[str], criterion_id: str | None = None
+    ) -> JSON:
+        """A decision's note becomes a judge criterion for the cases carrying `tags`
+        (`criterion_id` optional: `note_` and a hash of the note and tags when absent)."""
         return self._json(
             "POST",
             _path(
@@ -229,7 +232,7 @@ class DataApi(ApiBase):
                 dataset_id=dataset_id,
                 item_id=item_id,
             ),
-            json={"tags": tags},
+            json=_fields(tags=tags, criterion_id=criterion_id),
         )
 
     @operation("POST", "/api/v1/eval-runs/{run_id}/review")

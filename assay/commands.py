@@ -1,7 +1,7 @@
 """The CLI's commands that call the API (issue 13, scopes 1 and 2; issue 14): `run`, `gate`,
 `watch`, `estimate`, `cancel`, `runs list`, `cases`, `comparison`, `export`, `suites`,
 `promote`; who may do what: `whoami`, `members`, `keys`; and what runs use: `agents`,
-`environments`, `connections`, `datasets`, `profiles`. Each takes
+`environments`, `connections`, `datasets`, `profiles`; and the review queue: `review`. Each takes
 `--url`/`--token` (default `$ASSAY_URL`/`$ASSAY_TOKEN`) and talks to the API through
 `assay.client` only, so it works against a deployed assay without the embedded stack installed.
 
@@ -19,6 +19,7 @@ from assay.cli_agents import register_agents
 from assay.cli_common import UsageError, client_of, guarded
 from assay.cli_connections import register_connections
 from assay.cli_resources import register_resources
+from assay.cli_review import register_review
 from assay.cli_runlist import register_runlist
 from assay.cli_runs import register_runs, report_run, wait_and_report, watch_progress
 from assay.cli_suites import register_suites
@@ -43,3 +44,4 @@ def register(sub: Any) -> None:
     register_agents(sub)
     register_resources(sub)
     register_connections(sub)
+    register_review(sub)

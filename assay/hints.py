@@ -31,6 +31,12 @@ def _agent_in_path(err: ApiError) -> str:
     return shlex.quote(unquote(found.group(1))) if found else "AGENT"
 
 
+def _dataset_in_path(err: ApiError) -> str:
+    """The dataset id in the request's path (`/api/v1/datasets/<id>/...`), else `DATASET`."""
+    found = re.match(r"/api/v1/datasets/([^/?]+)", err.path or "")
+    return shlex.quote(unquote(found.group(1))) if found else "DATASET"
+
+
 RULES: list[Rule] = [
     (
         404,
@@ -103,6 +109,55 @@ RULES: list[Rule] = [
             "start a run with one: assay run AGENT --dataset DATASET --paired-baseline "
             "(or --baseline-run RUN_ID)"
         ),
+    ),
+    (
+        404,
+        re.compile(r"^review item (\S+) not found"),
+        lambda m, e: (
+            f"assay review list {_dataset_in_path(e)} --all lists the items of the dataset's queue"
+        ),
+    ),
+    (
+        409,
+        re.compile(r"^review item (\S+) is decided already"),
+        lambda m, e: (
+            f"take the decision back first: assay review undo {_dataset_in_path(e)} {m.group(1)}"
+        ),
+    ),
+    (
+        409,
+        re.compile(r"^review item (\S+) is replaced by a newer answer of its case \(item (\S+?)\)"),
+        lambda m, e: (
+            f"decide the newer answer: assay review show {_dataset_in_path(e)} {m.group(2)}"
+        ),
+    ),
+    (
+        409,
+        re.compile(r"^review item (\S+) is not decided"),
+        lambda m, e: f"assay review show {_dataset_in_path(e)} {m.group(1)} shows where it stands",
+    ),
+    (
+        400,
+        re.compile(r"^review item (\S+) has no note to make a criterion of"),
+        lambda m, e: (
+            f"take the decision back (assay review undo {_dataset_in_path(e)} {m.group(1)}), "
+            "then decide it again with --note TEXT"
+        ),
+    ),
+    (
+        400,
+        re.compile(r"^(?:a note is|note: String should have) at most (\d+) characters"),
+        lambda m, e: f"shorten --note to {m.group(1)} characters or fewer",
+    ),
+    (
+        400,
+        re.compile(r"^eval run (\S+) has no (\S+) side"),
+        lambda m, e: "name the side it has with --side (candidate or baseline)",
+    ),
+    (
+        409,
+        re.compile(r"^eval run (\S+) is still running: send"),
+        lambda m, e: f"wait for it to end (assay watch {m.group(1)}), then send again",
     ),
     (
         404,
@@ -193,7 +248,8 @@ def _pasteable(found: Match[str], err: ApiError) -> bool:
     """Whether every id a hint could print (the match's groups and the agent in the path) is
     printable ASCII: a control character or a look-alike letter in a command one copies is worse
     than no hint."""
-    ids = [g for g in found.groups() if g is not None] + [_agent_in_path(err)]
+    ids = [g for g in found.groups() if g is not None]
+    ids += [_agent_in_path(err), _dataset_in_path(err)]
     return all(i.isascii() and i.isprintable() for i in ids)
 
 

@@ -21,7 +21,8 @@ class Done(NamedTuple):
 @pytest.fixture
 def cli(stack, api, monkeypatch, capsys) -> Callable[..., Done]:
     """`cli(*args) -> Done(code, out, err)`: the `assay` command in-process through its real entry
-    point (`assay_local.cli.main`) as `api`'s organization."""
+    point (`assay_local.cli.main`) as `api`'s organization (`--token` overrides who asks). A usage
+    error argparse refuses is its exit code (3) and what it printed, like any other."""
     from assay_local.cli import main
     from chalicelib.api.common import issue_token
 
@@ -34,7 +35,10 @@ def cli(stack, api, monkeypatch, capsys) -> Callable[..., Done]:
 
     def run(*args: str) -> Done:
         capsys.readouterr()
-        code = main(list(args))
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse refuses a usage error this way (exit status 3)
+            code = exc.code if isinstance(exc.code, int) else 3
         seen = capsys.readouterr()
         return Done(code, seen.out, seen.err)
 

@@ -15,6 +15,43 @@ from tests.support.e2e import Api
 IMG = '<img src=x onerror="window.__pwned=1">'
 
 
+def tagged_regressed(api: Api, answers: dict[str, str]) -> tuple[str, list[dict]]:
+    """As `regressed`, v2 answering `answers`, on cases tagged `math` and, odd ones, the markup
+    IMG, even ones `geometry`: (dataset id, its cases)."""
+    rows = [{**c, "tags": ["math", IMG if i % 2 else "geometry"]} for i, c in enumerate(cases(10))]
+    ds = api.dataset(rows)
+    agent = api.agent(sleepy_spec())
+    publish(api, agent, sleepy_spec())
+    publish(api, agent, sleepy_spec(answers=answers))
+    run = api.start(agent, ds, candidate="version", version=2, paired_baseline=True)
+    assert api.wait(run["run_id"])["status"] == "completed"
+    return ds, rows
+
+
+def graded_by_a_judge(api: Api, ds: str, rows: list[dict]) -> str:
+    """A judge (v1: one criterion, `correct`) and a new version of `ds` graded by its latest
+    version; nothing asks its model here. -> the judge's id."""
+    api.ok(
+        "POST",
+        "/api/v1/model-profiles",
+        json={
+            "model_profile_id": "grader",
+            "model": "judge-model",
+            "settings": {"base_url": "http://127.0.0.1:9/v1"},
+        },
+    )
+    judge = api.ok("POST", "/api/v1/judges", json={"name": "quality"})["judge_id"]
+    criteria = [{"criterion_id": "correct", "text": "The answer says what the reference says."}]
+    api.ok(
+        "POST",
+        f"/api/v1/judges/{judge}/versions",
+        json={"model_profile_id": "grader", "criteria": criteria},
+    )
+    scoring = {"required": ["judge"], "settings": {"judge": {"judge_id": judge}}}
+    api.ok("POST", f"/api/v1/datasets/{ds}/versions", json={"scoring": scoring, "cases": rows})
+    return judge
+
+
 def review_tab(page: Page, console_url, api: Api, ds: str, state: str = "") -> None:
     page.goto(console_url(api, f"/datasets/{ds}?tab=review" + (f"&state={state}" if state else "")))
 
@@ -193,13 +230,7 @@ def test_markup_in_an_answer_is_text_and_a_note_goes_to_the_judge_by_tag_or_says
 ):
     alerts: list[str] = []
     page.on("dialog", lambda d: (alerts.append(d.message), d.dismiss()))
-    rows = [{**c, "tags": ["math", IMG]} for c in cases(10)]
-    ds = api.dataset(rows)
-    agent = api.agent(sleepy_spec())
-    publish(api, agent, sleepy_spec())
-    publish(api, agent, sleepy_spec(answers={**BROKEN, "c005": IMG}))
-    run = api.start(agent, ds, candidate="version", version=2, paired_baseline=True)
-    assert api.wait(run["run_id"])["status"] == "completed"
+    ds, rows = tagged_regressed(api, {**BROKEN, "c005": IMG})
 
     review_tab(page, console_url, api, ds)
     card = item(page, "c005")
@@ -218,5 +249,45 @@ def test_markup_in_an_answer_is_text_and_a_note_goes_to_the_judge_by_tag_or_says
     picker.get_by_label("math").uncheck()
     picker.get_by_role("button", name="Make this note a judge criterion").click()
     expect(picker.locator(".error")).to_have_text("Pick at least one tag for the criterion.")
+
+    judge = graded_by_a_judge(api, ds, rows)
+    picker.get_by_label("math").check()
+    picker.get_by_role("button", name="Make this note a judge criterion").click()
+    said = picker.locator(".criterion-result [role=status]")
+    expect(said).to_contain_text(f"judge {judge} v2 grades criterion ")
+    expect(said).to_contain_text("on cases tagged math")
+    [criterion] = [
+        c
+        for c in api.ok("GET", f"/api/v1/judges/{judge}/versions/2")["spec"]["criteria"]
+        if c["criterion_id"] != "correct"
+    ]
+    assert criterion["text"] == f"fine {IMG}" and criterion["tags"] == ["math"]
     assert page.evaluate("() => window.__pwned") is None
     assert page.locator("img[src=x]").count() == 0 and alerts == []
+
+
+def test_the_queue_filters_by_agent_and_by_tag(api, page, console_url):
+    ds, _ = tagged_regressed(api, BROKEN)  # c002 (geometry), c005 and c007 (IMG)
+    other = api.agent(sleepy_spec(answers={"c004": "9"}), publish=1)
+    alone = api.start(other, ds, candidate="version", version=1)
+    assert api.wait(alone["run_id"])["status"] == "completed"
+    api.ok("POST", f"/api/v1/eval-runs/{alone['run_id']}/review", json={"side": "candidate"})
+
+    review_tab(page, console_url, api, ds)
+    expect(page.locator("#tab-review")).to_have_text("Review (4)")
+    expect(page.locator(".review-item")).to_have_count(4)
+    page.locator("#review-agent_id").select_option(other)
+    page.wait_for_url(f"**agent_id={other}**")
+    expect(page.locator(".review-item")).to_have_count(1)
+    expect(item(page, "c004").locator(".sent-why")).to_contain_text("sent by hand")
+    page.locator("#review-agent_id").select_option("")
+    page.locator("#review-tag").select_option("geometry")
+    page.wait_for_url("**tag=geometry**")
+    expect(page.locator(".review-item")).to_have_count(2)  # c002, and c004 of the other agent
+    expect(item(page, "c005")).to_have_count(0)
+    page.locator("#review-tag").select_option(IMG)
+    expect(page.locator(".review-item")).to_have_count(2)
+    expect(item(page, "c005")).to_have_count(1)
+    expect(item(page, "c007")).to_have_count(1)
+    page.go_back()
+    expect(page.locator("#review-tag")).to_have_value("geometry")

@@ -183,7 +183,7 @@ export function personName(person) {
 // Why an answer is in the review queue, in words.
 export function reasonWords(item) {
   switch (item.reason) {
-    case "confirmed_regression": return "a confirmed regression: every rerun of the case failed where the baseline passed";
+    case "confirmed_regression": return "a confirmed regression (every rerun of the case failed where the baseline passed)";
     case "judge_failed": return "the judge failed to grade it";
     case "sent_by_hand": return item.sent_by ? `sent by hand by ${personName(item.sent_by)}` : "sent by hand";
     default: return String(item.reason || "");

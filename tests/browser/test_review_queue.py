@@ -226,7 +226,7 @@ def test_reviewed_cases_carry_the_reviewers_current_name_and_a_former_member_non
 
 
 def test_markup_in_an_answer_is_text_and_a_note_goes_to_the_judge_by_tag_or_says_why_not(
-    api, page, console_url
+    api, page, console_url, shot
 ):
     alerts: list[str] = []
     page.on("dialog", lambda d: (alerts.append(d.message), d.dismiss()))
@@ -256,6 +256,7 @@ def test_markup_in_an_answer_is_text_and_a_note_goes_to_the_judge_by_tag_or_says
     said = picker.locator(".criterion-result [role=status]")
     expect(said).to_contain_text(f"judge {judge} v2 grades criterion ")
     expect(said).to_contain_text("on cases tagged math")
+    shot(page, "dataset-review-criterion")
     [criterion] = [
         c
         for c in api.ok("GET", f"/api/v1/judges/{judge}/versions/2")["spec"]["criteria"]

@@ -1,9 +1,11 @@
 // A dataset's Results → Test runs (/datasets/{id}): every agent measured on it, a shared trend, the
 // runs table, and Run evals, which opens the start dialog on the dataset asking which agent to
-// test, the agent last measured on it chosen.
+// test, the agent last measured on it chosen. Its Review tab (?tab=review, review.js) holds the
+// answers waiting for a person's verdict; the tab's label counts them.
 import { get, h, href, show, errorBox, guarded, pct, plural, when, crumbs } from "./lib.js";
 import { chart } from "./chart.js";
 import { openStartDialog } from "./start.js";
+import { render as renderReview, tabLabel, waitingCount } from "./review.js";
 import { agentLink, candidateResult, countCell, couldNotRun, names, rateCell, runLink, runsTable,
   statusText, testedAgainst, verdictCell } from "./lists.js";
 
@@ -33,17 +35,30 @@ async function trend(id, rerender) {
   }
 }
 
+// The dataset's tabs, `current` ("results" or "review") marked; Review counts what waits.
+function tabsOf(id, current) {
+  return (waiting) => h("nav", { class: "tabs", "aria-label": "Dataset" },
+    h("a", { href: href("datasets", id), id: "tab-results", "aria-current": current === "results" ? "page" : null }, "Results"),
+    h("a", { href: `${href("datasets", id)}?tab=review`, id: "tab-review", "aria-current": current === "review" ? "page" : null },
+      tabLabel(waiting)));
+}
+
 export async function render(ctx) {
   const { access, params } = ctx;
   const id = params[0];
+  if (new URLSearchParams(location.search).get("tab") === "review") {
+    const dataset = await get(`api/v1/datasets/${encodeURIComponent(id)}`);
+    const head = [crumbs(["Datasets", href("datasets")], [dataset.name || id, href("datasets", id)], ["Review"]),
+      h("h1", {}, dataset.name || id)];
+    return renderReview(ctx, { dataset, head, tabs: tabsOf(id, "review") });
+  }
   const rerender = () => render(ctx);
-  const [dataset, runs, agents, figure] = await Promise.all([
+  const [dataset, runs, agents, figure, waiting] = await Promise.all([
     get(`api/v1/datasets/${encodeURIComponent(id)}`), allRuns(id), names("agents"),
-    trend(id, rerender)]);
+    trend(id, rerender), waitingCount(id)]);
   const measured = new Map(); // agent id -> its runs, newest first
   for (const r of runs) measured.set(r.agent_id, [...(measured.get(r.agent_id) || []), r]);
-  const tabs = h("nav", { class: "tabs", "aria-label": "Dataset" },
-    h("a", { href: href("datasets", id), "aria-current": "page" }, "Results"));
+  const tabs = tabsOf(id, "results")(waiting);
   const subtabs = h("nav", { class: "tabs subtabs", "aria-label": "Results" },
     h("a", { href: href("datasets", id), "aria-current": "page" }, "Test runs"));
   const runnable = Object.keys(agents).filter((a) => access.may("agents:run", { agent: a }));

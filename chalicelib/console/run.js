@@ -1,7 +1,7 @@
 // A run's page: the verdict in a few sentences and what to do next,
 // then the sides next to each other, how they compare, and the cases.
 import { api, get, h, href, pct, usd, when, show, guarded, verdictClass, errorBox, plural, crumbs } from "./lib.js";
-import { ms, callStatusWords, callCountWords, divergedWords } from "./words.js";
+import { ms, callStatusWords, callCountWords, divergedWords, reviewMark, sentWords } from "./words.js";
 import { openPublishDialog } from "./publish.js";
 
 const OUTCOMES = [
@@ -64,10 +64,10 @@ export async function render(ctx) {
     run.reason && run.status === "completed" ? h("p", { class: "muted" }, run.reason) : null,
     (run.warnings || []).map((w) => h("p", { class: "why" }, w)));
 
-  const main = show(`${run.tested} · run`, header, sentences, nextSteps(ctx, run, story),
+  const main = show(`${run.tested} · run`, header, sentences, reviewSection(ctx, run, rerender), nextSteps(ctx, run, story),
     sidesAndComparison(run, comparison, q.get("tag")),
     casesSection(run, q, cases));
-  if (run.status === "queued" || run.status === "running") {
+  if (run.status === "queued" || run.status === "running" || run.recomputing) {
     poll = setTimeout(() => { if (location.pathname.endsWith(runId)) rerender(); }, 2000);
   }
   return main;
@@ -86,6 +86,49 @@ function gradeAgain(ctx, run, rerender) {
     }
   } }, `Grade again (${run.ungraded_score_ids.length})`);
   return guarded(button, ctx.access.missing([["datasets:run", { dataset: run.dataset_id }]]), "grade again");
+}
+
+// The review queue from the run's side: what finalizing sent (with a link to the dataset's Review
+// tab), why a send fell short, "Recomputing…" while a person's verdict is being applied, and Send
+// failed to review for each side once the run has ended.
+function reviewSection(ctx, run, rerender) {
+  const queue = `${href("datasets", run.dataset_id)}?tab=review`;
+  const box = h("section", { id: "review", "aria-label": "Review" });
+  if (run.routed_to_review) {
+    box.append(h("p", { id: "routed" }, `${sentWords(run.routed_to_review, run.routed_replacing)}. `,
+      h("a", { href: queue, id: "routed-link" }, "Open the review queue")));
+  }
+  if (run.routing_error) {
+    box.append(h("p", { class: "why warn-line", id: "routing-error", role: "alert" }, `Not every answer went to review: ${run.routing_error}`));
+  }
+  if (run.recomputing) {
+    box.append(h("p", { id: "recomputing", role: "status" }, "Recomputing after a review decision…"));
+  }
+  if (run.status !== "queued" && run.status !== "running") {
+    const out = h("div", { id: "send-result", role: "status" });
+    const lacking = ctx.access.missing([["datasets:edit", { dataset: run.dataset_id }]]);
+    const sides = (run.arms || []).some((a) => a.role === "baseline") ? ["candidate", "baseline"] : ["candidate"];
+    const buttons = sides.map((side) => {
+      const button = h("button", { type: "button", id: `send-${side}`, onclick: async () => {
+        button.disabled = true;
+        out.replaceChildren();
+        try {
+          const sent = await api("POST", `api/v1/eval-runs/${encodeURIComponent(run.run_id)}/review`, { side });
+          const left = (sent.not_sent || []).length;
+          out.replaceChildren(h("div", {}, h("p", {}, `${sentWords(sent.routed_to_review, sent.routed_replacing)} from the ${side}`,
+            left ? `; ${plural(left, "failed answer")} not sent (${[...new Set(sent.not_sent.map((n) => n.why))].join("; ")})` : "",
+            ". ", sent.routed_to_review ? h("a", { href: queue }, "Open the review queue") : null),
+          sent.error ? h("p", { class: "why warn-line" }, sent.error) : null));
+        } catch (err) {
+          out.replaceChildren(errorBox(err));
+        }
+        button.disabled = false;
+      } }, sides.length > 1 ? `Send failed to review (${side})` : "Send failed to review");
+      return guarded(button, lacking, "send answers to review");
+    });
+    box.append(h("div", { class: "actions" }, buttons), out);
+  }
+  return box;
 }
 
 // What to do next: see what changed, show the broken cases, go back, and publish or test again.
@@ -272,6 +315,12 @@ function caseDetails(c, arms) {
   return h("details", { class: "case" },
     h("summary", {}, h("span", { class: "case-id" }, c.case_id), " ",
       callCountWords(c.blocked_calls, c.divergent_calls) ? h("span", { class: "badge warn call-counts" }, callCountWords(c.blocked_calls, c.divergent_calls)) : null, " ",
+      arms.map((a) => {
+        const review = ((c.arms || {})[a.arm_id] || {}).review;
+        return review ? [h("span", { class: `badge review-mark${review.corrected ? " warn" : ""}`, "data-arm": a.arm_id,
+          title: `${a.role}: a person's verdict (${review.verdict}) stands for the scorers'` },
+        `${arms.length > 1 ? a.role + " " : ""}${reviewMark(review)}`), " "] : null;
+      }),
       h("span", { class: "muted" }, (ex.input || "").slice(0, 140))),
     h("h4", {}, "Expects"),
     h("pre", {}, ex.input || ""),

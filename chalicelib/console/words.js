@@ -172,3 +172,58 @@ export function guardWord(guard) {
     default: return "Not checked";
   }
 }
+
+// A person the review queue names (`{user_id, name}`): their current name, "a former member" once
+// they left the organization (the service keeps no name with a decision), or "" for nobody.
+export function personName(person) {
+  if (!person) return "";
+  return person.name || "a former member";
+}
+
+// Why an answer is in the review queue, in words.
+export function reasonWords(item) {
+  switch (item.reason) {
+    case "confirmed_regression": return "a confirmed regression (every rerun of the case failed where the baseline passed)";
+    case "judge_failed": return "the judge failed to grade it";
+    case "sent_by_hand": return item.sent_by ? `sent by hand by ${personName(item.sent_by)}` : "sent by hand";
+    default: return String(item.reason || "");
+  }
+}
+
+// A person's verdict on a case's side (`review` of GET .../cases): "corrected by <name>" when it
+// overturned the scorers, else "reviewed by <name>".
+export function reviewMark(review) {
+  return `${review.corrected ? "corrected" : "reviewed"} by ${personName(review.by)}`;
+}
+
+// What a review queue's send did: "Sent 3 answers to review (1 replaced older ones)".
+export function sentWords(routed, replacing) {
+  const n = routed || 0;
+  return `Sent ${n} ${n === 1 ? "answer" : "answers"} to review${replacing ? ` (${replacing} replaced ${replacing === 1 ? "an older one" : "older ones"})` : ""}`;
+}
+
+// One number of a run before → after, when it moved: "7 → 8 passed".
+function moved(label, before, after) {
+  if (before === after || before === undefined || after === undefined) return null;
+  return `${label} ${before ?? "—"} → ${after ?? "—"}`;
+}
+
+// What a decision or Undo changed, from its audit entry (`runs`, `suite_results`): one sentence
+// per run, "Run r1: 7 → 8 passed; confirmed regressions 3 → 2; compared worse → not significant".
+export function auditWords(audit) {
+  const runs = (audit.runs || []).map((r) => {
+    const b = r.before || {};
+    const a = r.after || {};
+    const parts = [
+      b.passed !== a.passed ? `${b.passed ?? "—"} → ${a.passed ?? "—"} passed` : `still ${a.passed ?? "—"} passed`,
+      moved("confirmed regressions", b.confirmed_regressions, a.confirmed_regressions),
+      moved("compared", b.comparison, a.comparison),
+      moved("verdict", b.verdict, a.verdict),
+    ].filter(Boolean);
+    return `Run ${r.run_id}: ${parts.join("; ")}.`;
+  });
+  const suites = (audit.suite_results || []).filter((s) => s.before !== s.after)
+    .map((s) => `Suite ${s.suite_id} (run ${s.run_id}): ${s.before ?? "—"} → ${s.after ?? "—"}.`);
+  const all = [...runs, ...suites];
+  return all.length ? all.join(" ") : "No run's numbers changed.";
+}

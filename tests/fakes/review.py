@@ -58,7 +58,8 @@ class FakeReviewQueue:
             return Sent.LOST
         if replacing is None and self.count_waiting(item.org_id, item.dataset_id) >= limit:
             raise QueueFull(
-                f"the review queue of dataset {item.dataset_id} holds {limit} waiting answers"
+                f"the review queue of dataset {item.dataset_id} holds {limit} waiting "
+                f"answer{'' if limit == 1 else 's'}"
             )
         if replacing is not None:
             old = (item.org_id, item.dataset_id, replacing.item_id)

@@ -152,7 +152,7 @@ class ReviewStore:
             if replacing is None and self.count_waiting(item.org_id, item.dataset_id) >= limit:
                 raise QueueFull(
                     f"the review queue of dataset {item.dataset_id} holds {limit} waiting "
-                    "answers, as many as it may: decide some first"
+                    f"answer{'' if limit == 1 else 's'}, as many as it may: decide some first"
                 ) from exc
             return Sent.LOST
 

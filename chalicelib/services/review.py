@@ -154,6 +154,8 @@ def send(
     When the queue refuses an answer (it holds `ASSAY_REVIEW_QUEUE_LIMIT` waiting answers, the
     dataset is being deleted) the rest are not sent and `error` says why.
     """
+    if not answers:
+        return SendResult(0, 0, [])
     org, dataset = run.org_id, run.dataset_id
     cases = {
         case["case_id"]: case for case in c.datasets.cases(org, dataset, int(run.dataset_version))

@@ -25,6 +25,7 @@ from assay.cli_common import (
     guarded,
 )
 from assay.client import ENDED, ApiError, AssayClient
+from assay.review_text import person_words
 from assay.text import (
     attempts_line,
     call_counts,
@@ -392,6 +393,10 @@ def print_case(case: JSON) -> None:
     named = case_label(case.get("case_id"), (case.get("expects") or {}).get("input"))
     print(f"{named}{outcome}: {sides}" + (f"; calls {counted}" if counted else ""))
     for arm, side in (case.get("arms") or {}).items():
+        review = side.get("review")
+        if isinstance(review, dict):
+            how = "corrected" if review.get("corrected") else "reviewed"
+            print(f"  {arm}: {how} by {person_words(review.get('by'))} ({review.get('verdict')})")
         if side.get("settled") in ("failed", "incomplete", "ungraded"):
             why = failure_reasons(side)
             if why:

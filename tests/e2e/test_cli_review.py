@@ -114,6 +114,8 @@ def test_a_decision_prints_what_it_changed_show_gives_the_audit_and_undo_puts_it
         f"  run {run_id}: passed 7 -> 8 of 10; verdict partial; confirmed regressions 3 -> 2",
     ]
     assert api.ok("GET", f"/api/v1/eval-runs/{run_id}")["outcome"]["passed"] == 8
+    cases = cli("cases", run_id, "--outcome", "unchanged").out
+    assert f"  candidate: corrected by {ME} (pass)" in cases.splitlines()
     rows = {r[0]: r for r in _rows(cli("review", "list", ds).out)[2:]}
     assert rows[item][-1] == f"decided pass, corrected by {ME}"
     assert cli("review", "list", ds).out.startswith(f"dataset {ds}: 2 answers waiting")

@@ -1,6 +1,13 @@
 """Runs and their attempts: the ledger every worker records into
 (docs/architecture/exactly-once.md), the `ports.ledger.Runs` port on DynamoDB.
 
+This module holds a run's creation (and the backfill of runs kept already), its task claims, its
+attempts and their leases, its heartbeat and its phase moves up to completing. `RunStore` has as
+its own the rest of the ledger, each in a module of its own: the reads (`run_reads`), the one
+transaction that folds a run into its agent's history (`run_commit`), ending a run other than by
+completing it (`run_ends`), grading it after it ended (`run_grading`) and deleting it
+(`run_removal`).
+
 Rows never leave the stores (`run_rows` maps them, `run_reads` holds the reads): every method
 takes and returns the frozen records of `chalicelib.domain.records` (`Run`, `Attempt`,
 `ActiveRun`) and builds its own keys and conditions.
@@ -17,7 +24,7 @@ never the runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -26,7 +33,7 @@ from pynamodb.exceptions import (
     PutError,
     TransactWriteError,
 )
-from pynamodb.expressions.condition import Condition, size
+from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 
 import chalicelib.adapters.stores.history as history
@@ -34,23 +41,19 @@ from chalicelib import retrying
 from chalicelib.adapters.stores.base import (
     TX,
     agent_live,
-    changes,
     check_agent_live,
     check_dataset_live,
     conditional_update,
     dataset_live,
-    delete_found,
     reason_codes,
     row_of,
     unless_condition_failed,
 )
 from chalicelib.adapters.tables import (
-    AgentHistoryRow,
     AttemptRow,
     LeaseRow,
     OrganizationRow,
     RunRow,
-    ToolSessionRow,
     TrendRow,
     org_key,
 )
@@ -64,9 +67,10 @@ from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome
 
 __all__ = ["RecordConflict", "RecordOutcome", "RunStore", "outcome_values", "run_of"]
 
-from chalicelib.adapters.stores.run_reads import RunReads
+from chalicelib.adapters.stores.run_ends import RunEnds
+from chalicelib.adapters.stores.run_grading import RunGrading
+from chalicelib.adapters.stores.run_removal import RunRemoval
 from chalicelib.adapters.stores.run_rows import (
-    _ATTEMPT_KEYS,
     _RUNNING,
     LEASE_KEPT_SECONDS,
     _evaluation_key,
@@ -78,7 +82,6 @@ from chalicelib.adapters.stores.run_rows import (
     _nothing,
     _outcome_actions,
     _rows_touched,
-    _trend_key,
     outcome_values,
     run_of,
     stored_arm,
@@ -86,43 +89,9 @@ from chalicelib.adapters.stores.run_rows import (
 )
 
 
-class RunStore(RunReads):
+class RunStore(RunEnds, RunGrading, RunRemoval):
     """Eval runs, their attempts, and the conditional writes that move them
     (docs/architecture/exactly-once.md, slots.md, run-lifecycle.md)."""
-
-    def _commit(
-        self,
-        run: Run,
-        rows: Sequence[rules.HistoryRow],
-        own: Callable[[Any], int],
-        fold: Callable[[dict[str, history.Held]], list[rules.HistoryRow]],
-    ) -> bool:
-        """`own(t)` (the run's own writes into transaction `t`; returns how many items it added)
-        and the history `rows` of the run's agent as `fold` makes them of the rows as read, in ONE
-        transaction, read and folded again while another run of the agent wins a row, and tried
-        again after a conflict with another transaction (the organization's row is busy: every
-        slot moves through it). False when a condition of the run's own writes failed.
-
-        Raises:
-            ConflictError: `history.TRIES` transactions in a row lost to the agent's other runs.
-        """
-        for _ in range(history.TRIES):
-            held = history.held_rows(run, rows) if rows else {}
-            changed = history.changes(held, fold(held))
-            first = 0
-            try:
-                with TX.write() as t:
-                    first = own(t)
-                    history.stage(t, run, changed)
-                return True
-            except TransactWriteError as exc:
-                if not history.lost_to_history(exc, first):
-                    unless_condition_failed(exc)
-                    return False
-            retrying.jitter()
-        raise ConflictError(
-            f"the history of agent {run.agent_id} keeps changing: try again", field="run_id"
-        )
 
     # -- runs
 
@@ -527,273 +496,6 @@ class RunStore(RunReads):
 
         trend = trend_row(done)
         return self._commit(run, _rows_touched(done), own, lambda held: _folded(held, done))
-
-    def end(self, run: Run, status: RunStatus, reason: str, now_iso: str) -> bool:
-        """End a queued or running run as `status`, taking it off the organization's active runs
-        in the same transaction; its slots stay with its running cases."""
-
-        def own(t: Any) -> int:
-            t.update(
-                RunRow(_key(run)),
-                actions=[
-                    RunRow.status.set(status.value),
-                    RunRow.reason.set(reason),
-                    RunRow.completed_at.set(now_iso),
-                ],
-                condition=RunRow.status.is_in(*_RUNNING),
-            )
-            t.update(
-                OrganizationRow(run.org_id),
-                actions=[OrganizationRow.active_runs.delete({run.run_id})],
-            )
-            return 2
-
-        return self._commit(run, [], own, _nothing)
-
-    def _end_and_release(
-        self, run: Run, *, status: str, reason: str, completed_at: str, condition: Condition
-    ) -> bool:
-        """End a run and give all its slots back to the organization in one transaction (the run
-        taken off the organization's active runs too), conditional on `condition` and on the run
-        holding the slots it was read with."""
-
-        def own(t: Any) -> int:
-            t.update(
-                RunRow(_key(run)),
-                actions=[
-                    RunRow.status.set(status),
-                    RunRow.reason.set(reason),
-                    RunRow.completed_at.set(completed_at),
-                    RunRow.slots.set(0),
-                    RunRow.lane_busy.set([False] * run.lanes.n),
-                ],
-                condition=condition & (RunRow.slots == run.slots),
-            )
-            no_longer_active = OrganizationRow.active_runs.delete({run.run_id})
-            if run.slots:
-                t.update(
-                    OrganizationRow(run.org_id),
-                    actions=[OrganizationRow.in_flight.add(-run.slots), no_longer_active],
-                    condition=OrganizationRow.in_flight >= run.slots,
-                )
-            else:
-                t.update(OrganizationRow(run.org_id), actions=[no_longer_active])
-            return 2
-
-        return self._commit(run, [], own, _nothing)
-
-    def abandon(self, run: Run, reason: str, now_iso: str) -> bool:
-        """Fail a running run unchanged since read (status, heartbeat, `recorded`); slots back."""
-        return self._end_and_release(
-            run,
-            status=RunStatus.FAILED.value,
-            reason=reason,
-            completed_at=now_iso,
-            condition=(RunRow.status == RunStatus.RUNNING.value)
-            & (RunRow.heartbeat_at_ms == run.heartbeat_at_ms)
-            & (RunRow.recorded == run.recorded),
-        )
-
-    def fail_unstarted(self, run: Run, reason: str, now_iso: str) -> bool:
-        """Fail a run that is still queued; slots back."""
-        return self._end_and_release(
-            run,
-            status=RunStatus.FAILED.value,
-            reason=reason,
-            completed_at=now_iso,
-            condition=RunRow.status == RunStatus.QUEUED.value,
-        )
-
-    def release_stranded(self, run: Run, reason: str, completed_at: str) -> bool:
-        """An ended run's slots back (its status kept), unless its heartbeat moved since read."""
-        return self._end_and_release(
-            run,
-            status=run.status,
-            reason=reason,
-            completed_at=completed_at,
-            condition=RunRow.heartbeat_at_ms == run.heartbeat_at_ms,
-        )
-
-    def claim_grading(self, org_id: str, run_id: str, until_ms: int, now_ms: int) -> bool:
-        """Take the grading claim until `until_ms` unless another one holds past `now_ms`."""
-        return conditional_update(
-            RunRow(org_key(org_id, run_id)),
-            [RunRow.grading_until_ms.set(until_ms)],
-            RunRow.grading_until_ms.does_not_exist() | (RunRow.grading_until_ms < now_ms),
-        )
-
-    def release_grading(self, org_id: str, run_id: str, until_ms: int) -> bool:
-        """Drop the grading claim taken until `until_ms` (not a later grader's)."""
-        return conditional_update(
-            RunRow(org_key(org_id, run_id)),
-            [RunRow.grading_until_ms.remove()],
-            RunRow.grading_until_ms == until_ms,
-        )
-
-    def add_grading(self, org_id: str, run_id: str, entry: dict[str, Any]) -> None:
-        """Append one entry to the run's `gradings`."""
-        RunRow(org_key(org_id, run_id)).update(
-            actions=[RunRow.gradings.set((RunRow.gradings | []).append([entry]))]
-        )
-
-    def record_outcome(self, run: Run, outcome: Outcome) -> bool:
-        """Replace the outcome if `regrades` is still as read (absent when it was None or 0), and
-        fold a completed run into its agent's history again with it, in one transaction (its
-        entries there replaced: a grade again moves its totals, its judges, its judge cost).
-
-        Raises:
-            ConflictError: the agent's history kept changing under it (`history.TRIES` times).
-        """
-        seen = int(run.regrades or 0)
-        after = replace(run, outcome=outcome)
-
-        def own(t: Any) -> int:
-            t.update(
-                RunRow(_key(run)),
-                actions=[*_outcome_actions(outcome), RunRow.outcome_stale.remove()],
-                condition=RunRow.regrades == seen if seen else RunRow.regrades.does_not_exist(),
-            )
-            if trend is None:
-                return 1
-            t.save(trend)
-            return 2
-
-        trend = trend_row(after)
-
-        return self._commit(run, _rows_touched(run, after), own, lambda held: _folded(held, after))
-
-    def add_judge_cost(self, org_id: str, run_id: str, micros: int, calls: int) -> None:
-        """Count judge requests whose grades were not kept (the money was spent all the same)."""
-        if micros or calls:
-            RunRow(org_key(org_id, run_id)).update(
-                actions=[RunRow.judge_cost_micros.add(micros), RunRow.judge_calls.add(calls)]
-            )
-
-    def delete(self, org_id: str, run_id: str) -> None:
-        """Delete the organization's run and every attempt it kept (and their leases and tool
-        gateway sessions), then the run and its part of
-        its agent's history in one transaction: its entries leave every row, and an evaluation whose
-        latest run it was falls back to the latest of its remaining completed runs (the evaluation
-        index, newest first: at most a few items read, whatever the history).
-
-        Raises:
-            ConflictError: the agent's history kept changing under it (`history.TRIES` times).
-        """
-        key = org_key(org_id, run_id)
-        run = self.get(org_id, run_id)
-        for model in (AttemptRow, LeaseRow):
-            delete_found(model.query(key, attributes_to_get=["run_key", "attempt_key"]), model)
-        delete_found(
-            ToolSessionRow.query(key, attributes_to_get=["run_key", "session_id"]), ToolSessionRow
-        )
-        if run is None:
-            return
-
-        def own(t: Any) -> int:
-            t.delete(RunRow(key))
-            t.delete(_trend_key(run))
-            return 2
-
-        def fold(held: dict[str, history.Held]) -> list[rules.HistoryRow]:
-            out = []
-            for h in held.values():
-                row = h.row.without_run(run_id)
-                if isinstance(h.row, rules.LatestRow) and h.row.vacated_by(run_id) is not None:
-                    before = self._latest_before(run)
-                    row = row.with_run(before) if before is not None else row
-                out.append(row)
-            return out
-
-        self._commit(run, _rows_touched(run), own, fold)
-
-    def _latest_before(self, run: Run) -> Run | None:
-        """The latest completed run of `run`'s evaluation other than `run` (the evaluation index,
-        newest first; its keys only, then the run itself)."""
-        evaluation = _evaluation_key(run)
-        if evaluation is None:
-            return None
-        for row in RunRow.evaluation_index.query(evaluation, scan_index_forward=False, page_size=3):
-            if row.run_key != _key(run):
-                other = self.get(run.org_id, row.run_key.split("#", 1)[1])
-                if other is not None and rules.counts(other):
-                    return other
-        return None
-
-    def mark_deleting(self, org_id: str, run_id: str, at: str) -> bool:
-        """Mark the organization's run as being deleted (`deleting_at`, kept if set already), so
-        no run created from now on borrows its first answers; False when it is gone."""
-        return conditional_update(
-            RunRow(org_key(org_id, run_id)),
-            [RunRow.deleting_at.set(RunRow.deleting_at | at)],
-            RunRow.run_key.exists(),
-        )
-
-    def keep_borrowed(self, run: Run, attempts: Sequence[Attempt]) -> bool:
-        """Write into `run` first answers it borrowed (`attempts`, relabelled as its own: their
-        `run_id` is `run`'s), replacing any copy it kept already, 25 per `BatchWriteItem`; taken
-        out again (False) when the run turns out to be deleted meanwhile, so a run's delete never
-        leaves them behind."""
-        key = _key(run)
-        with AttemptRow.batch_write() as batch:
-            for attempt in attempts:
-                batch.save(row_of(attempt, AttemptRow, run_key=key))
-        if self.get(run.org_id, run.run_id) is not None:
-            return True
-        delete_found((AttemptRow(key, a.attempt_key) for a in attempts), AttemptRow)
-        return False
-
-    def forget_history(self, org_id: str, agent_id: str, dataset_id: str | None = None) -> int:
-        """Delete the agent's history rows (`agent_history`, a query of the agent's key): every
-        one, or with `dataset_id` the baseline arms kept on that dataset (`arms#v<n>#<dataset>`),
-        the only rows whose key names a dataset. Returns how many were deleted."""
-
-        def named(item: str) -> bool:
-            row = rules.row_of_json(item, None)
-            return isinstance(row, rules.ArmsRow) and row.dataset_id == dataset_id
-
-        rows = AgentHistoryRow.query(
-            org_key(org_id, agent_id),
-            AgentHistoryRow.item.startswith(f"{rules.ARMS}#") if dataset_id else None,
-            attributes_to_get=["agent_key", "item"],
-        )
-        return delete_found(
-            (r for r in rows if dataset_id is None or named(r.item)), AgentHistoryRow
-        )
-
-    def regrade(self, org_id: str, before: Attempt, after: Attempt) -> bool:
-        """Replace an attempt's grade by `after`'s and move the run's counters with it, in one
-        transaction conditional on the grade as read (`state`, how often it was regraded); False
-        when somebody regraded it meanwhile."""
-        seen = len(before.regraded or [])
-        condition = (AttemptRow.state == before.state) & (
-            AttemptRow.regraded.does_not_exist()
-            if before.regraded is None
-            else size(AttemptRow.regraded) == seen
-        )
-        run_key = org_key(org_id, before.run_id)
-        run_actions: list[Action] = [
-            RunRow.judge_cost_micros.add(after.judge_cost_micros - before.judge_cost_micros),
-            RunRow.judge_calls.add(after.judge_calls - before.judge_calls),
-            RunRow.regrades.add(1),
-        ]
-        if after.state != before.state:
-            run_actions += [
-                getattr(RunRow, before.state).add(-1),
-                getattr(RunRow, after.state).add(1),
-            ]
-        try:
-            with TX.write() as t:
-                t.update(
-                    AttemptRow(run_key, before.attempt_key),
-                    condition=condition,
-                    actions=changes(AttemptRow, before, after, fixed=_ATTEMPT_KEYS),
-                )
-                t.update(RunRow(run_key), actions=run_actions)
-            return True
-        except TransactWriteError as exc:
-            if any(code == "ConditionalCheckFailed" for code in reason_codes(exc)):
-                return False
-            raise
 
     def put_attempt_counted(self, run: Run, attempt: Attempt, now_ms: int) -> bool:
         """Write an attempt of `run` unless it exists (the sweep's failed attempts), counting it

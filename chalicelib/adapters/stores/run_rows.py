@@ -1,6 +1,7 @@
 """How the ledger keeps a run (docs/architecture/tables.md): an arm, an outcome, a chart row, a
 lease and a page of runs as rows and back, and the history rows a run's write folds. Used by
-`stores.ledger` (the writes) and `stores.run_reads` (the reads); rows never leave the stores."""
+`stores.ledger`, `stores.run_ends`, `stores.run_grading` and `stores.run_removal` (the writes) and
+`stores.run_reads` (the reads); rows never leave the stores."""
 
 from __future__ import annotations
 

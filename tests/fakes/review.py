@@ -45,6 +45,13 @@ class FakeReviewQueue:
     def count_waiting(self, org_id: str, dataset_id: str) -> int:
         return sum(1 for k in self.marks if k[:2] == (org_id, dataset_id))
 
+    def waiting_by_agent(self, org_id: str, dataset_id: str) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for org, dataset, _case, agent in self.marks:
+            if (org, dataset) == (org_id, dataset_id):
+                out[agent] = out.get(agent, 0) + 1
+        return out
+
     def send(self, item: ReviewItem, replacing: ReviewItem | None, limit: int) -> Sent:
         key = (item.org_id, item.dataset_id, item.item_id)
         mark = (item.org_id, item.dataset_id, item.case_id, item.agent_id)
@@ -77,6 +84,7 @@ class FakeReviewQueue:
         tag: str | None,
         limit: int,
         start: str | None,
+        keep: Callable[[ReviewItem], bool] | None = None,
     ) -> ItemPage:
         ids = sorted((k[2] for k in self.items if k[:2] == (org_id, dataset_id)), reverse=True)
         out: list[ReviewItem] = []
@@ -86,7 +94,7 @@ class FakeReviewQueue:
             item = self.items[(org_id, dataset_id, item_id)]
             if (state and item.state != state) or (agent_id and item.agent_id != agent_id):
                 continue
-            if tag and tag not in item.tags:
+            if (tag and tag not in item.tags) or (keep is not None and not keep(item)):
                 continue
             out.append(item)
             if len(out) == limit:

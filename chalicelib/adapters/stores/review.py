@@ -4,7 +4,7 @@ queue's counter; audit entries in their own table under the same key."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist, TransactWriteError
@@ -96,6 +96,19 @@ class ReviewStore:
             return 0
         return max(0, int(row.waiting or 0))
 
+    def waiting_by_agent(self, org_id: str, dataset_id: str) -> dict[str, int]:
+        out: dict[str, int] = {}
+        rows = ReviewItemRow.query(
+            _queue(org_id, dataset_id),
+            ReviewItemRow.item_id.startswith(WAITING_PREFIX),
+            consistent_read=True,
+            attributes_to_get=["item_id"],
+        )
+        for row in rows:
+            agent = row.item_id.rpartition("#")[2]  # `waiting#<case_id>#<agent_id>`
+            out[agent] = out.get(agent, 0) + 1
+        return out
+
     def _count(self, t: TransactWrite, item: ReviewItem, delta: int, limit: int | None) -> None:
         counter = ReviewItemRow(_queue(item.org_id, item.dataset_id), COUNTER_ID)
         condition = None
@@ -166,6 +179,7 @@ class ReviewStore:
         tag: str | None,
         limit: int,
         start: str | None,
+        keep: Callable[[ReviewItem], bool] | None = None,
     ) -> ItemPage:
         condition = None
         for part in (
@@ -191,7 +205,10 @@ class ReviewStore:
                 ),
             )
             for row in rows:
-                items.append(_item(row))
+                item = _item(row)
+                if keep is not None and not keep(item):
+                    continue
+                items.append(item)
                 if len(items) == limit:
                     return ItemPage(items, row.item_id)
             key = rows.last_evaluated_key

@@ -3,7 +3,7 @@ agent, and the one conditional transaction of a person's decision or Undo."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -89,6 +89,9 @@ class ReviewQueue(Protocol):
     def count_waiting(self, org_id: str, dataset_id: str) -> int:
         """How many items of the queue wait."""
 
+    def waiting_by_agent(self, org_id: str, dataset_id: str) -> dict[str, int]:
+        """How many items of the queue wait, per agent id (read from the waiting marks)."""
+
     def send(self, item: ReviewItem, replacing: ReviewItem | None, limit: int) -> Sent:
         """Put `item` into its queue as the one waiting for its case and agent, in one
         transaction: conditional on no item of its id, and on the waiting mark as read (none when
@@ -108,9 +111,12 @@ class ReviewQueue(Protocol):
         tag: str | None,
         limit: int,
         start: str | None,
+        keep: Callable[[ReviewItem], bool] | None = None,
     ) -> ItemPage:
         """The queue's items newest first, only those in `state`, of `agent_id`, or with `tag`
-        when given; at most `limit` from after `start`."""
+        when given, and only those `keep` accepts; at most `limit` from after `start`. Items
+        `keep` refuses are never counted nor named by `next_start` (a caller's cursor never holds
+        the id of an item it may not see)."""
 
     def decide(self, decision: Decision) -> bool:
         """Write a decision or Undo as ONE transaction (`Decision`); False when a condition failed

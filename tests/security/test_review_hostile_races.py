@@ -1,0 +1,246 @@
+"""A hostile tenant against the review queue's writes racing each other and what they rest on:
+two Undos at once, an Undo racing decisions, every answer of a run decided at once, a run deleted
+or graded between a decision's planning and its write, numbers put in place late, and a dataset
+deleted under its queue (`tests/security/test_review_hostile.py` has the access attacks).
+
+Through the HTTP API on the embedded stack (127.0.0.1 only); races are ordered with barriers and
+hooks around the process's own review store (`bootstrap.override`), never with sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from typing import Any
+
+import pytest
+
+from chalicelib import bootstrap
+from chalicelib.domain.identity import Identity
+from chalicelib.services import review_decisions as decisions
+from chalicelib.services import run_deletion
+from tests.security.test_review_hostile import _call, _stored, item_paths, passed, regressed
+from tests.support.e2e import Api
+
+# --- races -------------------------------------------------------------------------------------
+
+
+def _at_once(*calls: Any) -> list[tuple[int, Any]]:
+    """Run each `(api, method, path, json)` in its own thread, all let go together: their
+    answers in the order given."""
+    barrier = threading.Barrier(len(calls), timeout=60)
+    out: list[tuple[int, Any] | None] = [None] * len(calls)
+
+    def one(i: int, who: Api, method: str, path: str, body: Any) -> None:
+        barrier.wait()
+        out[i] = _call(who, method, path, **({"json": body} if body is not None else {}))
+
+    threads = [threading.Thread(target=one, args=(i, *c)) for i, c in enumerate(calls)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert all(o is not None for o in out), out
+    return [o for o in out if o is not None]
+
+
+def test_two_undos_at_once_one_wins_and_the_numbers_are_the_scorers_again(api, new_api):
+    w = regressed(api)
+    ds, run_id, item = w["ds"], w["run_id"], w["items"]["c005"]["item_id"]
+    before = api.ok("GET", f"/api/v1/eval-runs/{run_id}")["outcome"]
+    api.ok("POST", f"/api/v1/datasets/{ds}/review/{item}/decision", json={"verdict": "pass"})
+    other = new_api(org_id=api.org_id, user_id="editor@example.com", role="editor")
+    undo = f"/api/v1/datasets/{ds}/review/{item}/undo"
+    answers = _at_once((api, "POST", undo, None), (other, "POST", undo, None))
+    assert sorted(s for s, _ in answers) == [200, 409], answers
+    assert [b for s, b in answers if s == 409][0]["error"]["field"] == "item_id"
+    shown = api.ok("GET", f"/api/v1/datasets/{ds}/review/{item}")
+    assert shown["state"] == "waiting" and [a["action"] for a in shown["audit"]] == [
+        "decide",
+        "undo",
+    ]
+    assert api.ok("GET", f"/api/v1/datasets/{ds}/review")["waiting"] == 3
+    assert api.ok("GET", f"/api/v1/eval-runs/{run_id}")["outcome"] == before
+
+
+def test_an_undo_racing_a_decision_leaves_the_item_the_audit_and_the_numbers_agreeing(api):
+    w = regressed(api)
+    ds, run_id, item = w["ds"], w["run_id"], w["items"]["c002"]["item_id"]
+    base = passed(api, run_id)
+    api.ok("POST", f"/api/v1/datasets/{ds}/review/{item}/decision", json={"verdict": "pass"})
+    path = f"/api/v1/datasets/{ds}/review/{item}"
+    answers = _at_once(
+        (api, "POST", f"{path}/undo", None),
+        (api, "POST", f"{path}/decision", {"verdict": "pass"}),
+        (api, "POST", f"{path}/decision", {"verdict": "fail"}),
+    )
+    won = [s for s, _ in answers if s == 200]
+    assert answers[0][0] == 200 and all(s in (200, 409) for s, _ in answers), answers
+    shown = api.ok("GET", path)
+    assert len(shown["audit"]) == 1 + len(won)
+    last = shown["audit"][-1]
+    assert (shown["state"], shown["verdict"]) == (last["state_after"], last["verdict_after"])
+    assert passed(api, run_id) == base + (1 if shown["verdict"] == "pass" else 0)
+    assert shown["recomputing"] is False
+    waiting_now = api.ok("GET", f"/api/v1/datasets/{ds}/review")["waiting"]
+    assert waiting_now == (3 if shown["state"] == "waiting" else 2)
+
+
+def test_decisions_on_every_item_of_one_run_at_once_all_count(api, new_api):
+    w = regressed(api)
+    ds, run_id = w["ds"], w["run_id"]
+    base = passed(api, run_id)
+    people = [api] + [
+        new_api(org_id=api.org_id, user_id=f"editor{i}@example.com", role="editor")
+        for i in range(2)
+    ]
+    calls = [
+        (who, "POST", f"/api/v1/datasets/{ds}/review/{i['item_id']}/decision", {"verdict": "pass"})
+        for who, i in zip(people, w["items"].values(), strict=True)
+    ]
+    answers = _at_once(*calls)
+    assert [s for s, _ in answers] == [200, 200, 200], answers
+    run = api.ok("GET", f"/api/v1/eval-runs/{run_id}")
+    assert run["outcome"]["passed"] == base + 3 and run["recomputing"] is False
+    assert run["outcome"]["comparison"]["confirmed_regressions"] == 0
+
+
+# --- what goes away under a decision -----------------------------------------------------------
+
+
+class _Around:
+    """The review store with `hook` run once around the next `decide`: `"before"` it writes (the
+    decision has planned and read what it rests on) or `"after"` it wrote and before the caller
+    puts the planned numbers in place."""
+
+    def __init__(self, inner: Any, when: str, hook: Any) -> None:
+        self.inner, self.when, self.hook = inner, when, hook
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def decide(self, decision: Any) -> bool:
+        hook = self.hook if self.when == "before" else None
+        if hook is not None:
+            self.hook = None
+            hook()
+        written = bool(self.inner.decide(decision))
+        if written and self.when == "after" and self.hook is not None:
+            hook, self.hook = self.hook, None
+            hook()
+        return written
+
+
+@pytest.fixture
+def around(container):
+    """`around(when, hook)` installs `_Around` on the process's review store for this test."""
+    original = container.review
+
+    def install(when: str, hook: Any) -> None:
+        bootstrap.override(review=_Around(original, when, hook))
+
+    yield install
+    bootstrap.override(review=original)
+
+
+def test_a_decision_on_an_item_whose_run_was_deleted_decides_the_item_alone(api):
+    w = regressed(api)
+    ds, run_id, item = w["ds"], w["run_id"], w["items"]["c005"]["item_id"]
+    api.ok("DELETE", f"/api/v1/eval-runs/{run_id}")
+    decided = api.ok(
+        "POST", f"/api/v1/datasets/{ds}/review/{item}/decision", json={"verdict": "pass"}
+    )
+    assert decided["item"]["state"] == "decided" and decided["audit"]["runs"] == []
+    assert decided["item"]["recomputing"] is False
+    undone = api.ok("POST", f"/api/v1/datasets/{ds}/review/{item}/undo")
+    assert undone["item"]["state"] == "waiting"
+
+
+def test_a_run_deleted_between_planning_and_writing_is_not_half_decided(api, container, around):
+    w = regressed(api)
+    ds, run_id, item = w["ds"], w["run_id"], w["items"]["c005"]["item_id"]
+
+    def delete_the_run() -> None:
+        run_deletion.forget(container, container.runs.get(api.org_id, run_id))
+
+    around("before", delete_the_run)
+    decided = api.ok(
+        "POST", f"/api/v1/datasets/{ds}/review/{item}/decision", json={"verdict": "pass"}
+    )
+    # Written once the run was gone: the audit claims no run moved, nothing is left pending.
+    assert decided["item"]["state"] == "decided" and decided["audit"]["runs"] == []
+    assert decided["item"]["recomputing"] is False
+    assert _call(api, "GET", f"/api/v1/eval-runs/{run_id}")[0] == 404
+    assert container.runs.attempts(api.org_id, run_id) == []
+
+
+def test_a_run_graded_between_planning_and_writing_is_planned_again(api, container, around):
+    """Another person decides another answer of the same run after this decision read the run:
+    this decision's write is refused, planned again over the other verdict, and both count."""
+    w = regressed(api)
+    ds, run_id = w["ds"], w["run_id"]
+    base = passed(api, run_id)
+    first, second = w["items"]["c002"]["item_id"], w["items"]["c005"]["item_id"]
+    other = Identity(org_id=api.org_id, user_id="other@example.com")
+
+    around("before", lambda: decisions.decide(container, other, ds, second, "pass"))
+    decided = api.ok(
+        "POST", f"/api/v1/datasets/{ds}/review/{first}/decision", json={"verdict": "pass"}
+    )
+    [moved] = decided["audit"]["runs"]
+    assert (moved["before"]["passed"], moved["after"]["passed"]) == (base + 1, base + 2)
+    assert passed(api, run_id) == base + 2
+
+
+def test_numbers_put_in_place_late_never_overwrite_a_later_decisions(api, container, around):
+    """A decision's planned outcome is put in place after its write; a second decision on another
+    answer of the same run written and put in place meanwhile must not be undone by the first's
+    older numbers (the outcome must count both verdicts)."""
+    w = regressed(api)
+    ds, run_id = w["ds"], w["run_id"]
+    base = passed(api, run_id)
+    first, second = w["items"]["c002"]["item_id"], w["items"]["c005"]["item_id"]
+    other = Identity(org_id=api.org_id, user_id="other@example.com")
+
+    around("after", lambda: decisions.decide(container, other, ds, second, "pass"))
+    api.ok("POST", f"/api/v1/datasets/{ds}/review/{first}/decision", json={"verdict": "pass"})
+    run = api.ok("GET", f"/api/v1/eval-runs/{run_id}")
+    assert run["outcome"]["passed"] == base + 2, run["outcome"]
+    assert run["outcome"]["comparison"]["confirmed_regressions"] == 1
+    [case] = api.ok("GET", f"/api/v1/eval-runs/{run_id}/cases?case_id=c005")["cases"]
+    assert case["arms"]["candidate"]["settled"] == "passed"
+
+
+def test_a_decision_while_the_dataset_is_being_deleted_is_refused(api, container):
+    w = regressed(api)
+    ds, item = w["ds"], w["items"]["c005"]["item_id"]
+    container.datasets.start_deleting(api.org_id, ds, "2026-12-01T00:00:00Z")
+    try:
+        for method, path, body in item_paths(ds, item):
+            status, resp = _call(api, method, path, **({"json": body} if body else {}))
+            assert status == 404 and resp["error"]["field"] == "dataset_id", (path, resp)
+        status, resp = _call(api, "GET", f"/api/v1/datasets/{ds}/review")
+        assert status == 404
+    finally:
+        container.datasets.stop_deleting(api.org_id, ds)
+    assert api.ok("GET", f"/api/v1/datasets/{ds}/review/{item}")["state"] == "waiting"
+
+
+def test_a_deleted_dataset_takes_its_queue_and_audit_with_it(api, stack):
+    shared = f"again-{uuid.uuid4().hex[:6]}"
+    w = regressed(api, dataset_id=shared)
+    item = w["items"]["c005"]["item_id"]
+    api.ok(
+        "POST",
+        f"/api/v1/datasets/{shared}/review/{item}/decision",
+        json={"verdict": "pass", "note": "OLD-NOTE-of-the-deleted-dataset"},
+    )
+    api.ok("DELETE", f"/api/v1/datasets/{shared}")
+    assert _stored(stack, api.org_id) == []
+    # A new dataset under the same id starts with an empty queue.
+    api.ok("POST", "/api/v1/datasets", json={"name": "new", "dataset_id": shared})
+    fresh = api.ok("GET", f"/api/v1/datasets/{shared}/review")
+    assert fresh == {"items": [], "next_cursor": None, "waiting": 0}
+    status, resp = _call(api, "GET", f"/api/v1/datasets/{shared}/review/{item}")
+    assert status == 404 and "OLD-NOTE" not in json.dumps(resp)

@@ -107,7 +107,8 @@ def delete_dataset(c: Container, who: Identity, dataset_id: str) -> Deleted:
     attempts and the answers they kept in the results bucket; the suites on it (of any agent) and
     their results - a promotion waiting for one of them is refused, as when a suite is deleted -
     and the notices sent about them; the evaluations on it; the baseline arms the agents' history
-    keeps on it; its versions and their cases; then its header.
+    keeps on it; its review queue (the answers waiting or decided in it, people's notes and the
+    audit of their decisions); its versions and their cases; then its header.
 
     Raises:
         NotFoundError: (field `dataset_id`) the organization has no such dataset.
@@ -156,6 +157,9 @@ def delete_dataset(c: Container, who: Identity, dataset_id: str) -> Deleted:
     for evaluation in evaluations:
         c.evaluations.delete(org_id, evaluation.evaluation_id)
     access_service.forget_resource(c, org_id, "dataset", dataset_id)
+    # No send nor decision reaches the queue once the dataset is marked (each checks the mark in
+    # its transaction): what is in it now is all there is to delete.
+    c.review.delete_queue(org_id, dataset_id)
     c.datasets.delete(org_id, dataset_id)
     return Deleted(len(runs), len(suites), len(evaluations))
 

@@ -311,9 +311,11 @@ def waiting_count(c: Container, who: Identity, dataset_id: str) -> int:
 
 
 def item(c: Container, who: Identity, dataset_id: str, item_id: str) -> ReviewItem:
-    """One item of the dataset's queue. Raises NotFoundError (field `item_id`) for an item the
+    """One item of the dataset's queue. Raises NotFoundError (field `dataset_id`) for a dataset
+    the caller may not see, that is gone or being deleted; (field `item_id`) for an item the
     caller may not see."""
     who.require_sight("dataset", dataset_id)
+    c.datasets.get(who.org_id, dataset_id)
     found = c.review.get(who.org_id, dataset_id, item_id)
     if found is None or not who.sees("agent", found.agent_id):
         raise NotFoundError(f"review item {item_id} not found", field="item_id")

@@ -359,7 +359,8 @@ def decide(
     """A person's verdict on a waiting item (`pass` or `fail`, with an optional note).
 
     Raises:
-        NotFoundError: a dataset or item the caller may not see. ForbiddenError: no
+        NotFoundError: a dataset or item the caller may not see; a dataset gone or being
+        deleted (field `dataset_id`, also when its delete starts meanwhile). ForbiddenError: no
         `datasets:edit` on the dataset. InvalidInputError: another verdict (field `verdict`), a
         note over `NOTE_MAX_CHARS` (field `note`). ConflictError: the item is not waiting (decided
         already, or replaced), or somebody decided it meanwhile.

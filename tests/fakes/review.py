@@ -26,7 +26,7 @@ class FakeReviewQueue:
         self.marks: dict[tuple[str, str, str, str], str] = {}
         self.audits: dict[tuple[str, str], list[ReviewAudit]] = {}
         self.gone: set[tuple[str, str]] = set()
-        """Datasets being deleted: a send to their queue is refused."""
+        """Datasets being deleted: a send to their queue, and a decision in it, are refused."""
         self.before_decide: Callable[[], None] | None = None
 
     def get(self, org_id: str, dataset_id: str, item_id: str) -> ReviewItem | None:
@@ -107,6 +107,8 @@ class FakeReviewQueue:
             hook()
         before, after = decision.before, decision.after
         org, dataset = after.org_id, after.dataset_id
+        if (org, dataset) in self.gone:
+            raise NotFoundError(f"dataset {dataset} is gone or being deleted", field="dataset_id")
         kept = self.items.get((org, dataset, after.item_id))
         if kept is None or (kept.state, kept.version) != (before.state, before.version):
             return False

@@ -270,9 +270,14 @@ class ReviewStore:
                         actions=[SuiteResultRow.stale.set(True)],
                         condition=SuiteResultRow.started_key.exists(),
                     )
+                check_dataset_live(t, after.org_id, after.dataset_id)
             return True
         except TransactWriteError as exc:
             unless_condition_failed(exc)
+            if not dataset_live(after.org_id, after.dataset_id):
+                raise NotFoundError(
+                    f"dataset {after.dataset_id} is gone or being deleted", field="dataset_id"
+                ) from exc
             return False
 
     def finish(self, item: ReviewItem, pending_runs: list[str]) -> None:

@@ -119,8 +119,13 @@ class ReviewQueue(Protocol):
         the id of an item it may not see)."""
 
     def decide(self, decision: Decision) -> bool:
-        """Write a decision or Undo as ONE transaction (`Decision`); False when a condition failed
-        (somebody decided the item, or a run's grades moved, since they were read)."""
+        """Write a decision or Undo as ONE transaction (`Decision`), conditional on the dataset
+        being there and not being deleted; False when a condition failed (somebody decided the
+        item, or a run's grades moved, since they were read).
+
+        Raises:
+            NotFoundError: (field `dataset_id`) the dataset is gone or being deleted.
+        """
 
     def finish(self, item: ReviewItem, pending_runs: list[str]) -> None:
         """Keep what is left to compute of the item's last decision (`[]`: nothing)."""

@@ -38,7 +38,7 @@ from chalicelib.domain.suite_rules import Threshold, decide_result
 from chalicelib.errors import ConflictError, InvalidInputError
 from chalicelib.retrying import jitter
 from chalicelib.services import access as access_service
-from chalicelib.services import finalize, grading, messagebus, redacting
+from chalicelib.services import finalize, messagebus, redacting
 from chalicelib.services import review as queue
 from chalicelib.services.ports.review import Decision, Mark, StaleRun
 from chalicelib.services.run_deletion import borrowers
@@ -234,7 +234,7 @@ def _write(
             mark=mark,
         )
         if c.review.decide(decision):
-            complete(c, who, after, plans)
+            complete(c, who, after, [_as_written(p) for p in plans])
             fresh = c.review.get(before.org_id, before.dataset_id, before.item_id) or after
             return Decided(fresh, audit)
         now_item = c.review.get(before.org_id, before.dataset_id, before.item_id)
@@ -254,22 +254,42 @@ def _write(
     )
 
 
+def _as_written(plan: Planned) -> Planned:
+    """`plan` with its run's `regrades` as the decision's transaction left them (one more)."""
+    return replace(plan, run=replace(plan.run, regrades=int(plan.run.regrades or 0) + 1))
+
+
+def _outcome_in_place(c: Container, plan: Planned) -> Planned | None:
+    """Write `plan`'s outcome, conditional on the run's grades being as the plan saw them
+    (`plan.run.regrades`). A run graded again since (another decision on another of its answers,
+    a grade again) is planned again from its grades as they stand: a plan put in place late never
+    writes numbers older than the grades. Returns the plan written, None when the run is gone or
+    kept being graded (it stays marked `outcome_stale`: its next read settles it)."""
+    for _ in range(TRIES):
+        run = c.runs.get(plan.run.org_id, plan.run.run_id)
+        if run is None or run.status != RunStatus.COMPLETED:
+            return None
+        if c.runs.record_outcome(replace(run, regrades=plan.run.regrades), plan.outcome):
+            return plan
+        plan = _planned(c, run, finalize.all_attempts(c, run))
+    log.warning("eval run %s kept being graded: its outcome is left marked", plan.run.run_id)
+    return None
+
+
 def complete(
     c: Container, who: Identity | None, item: ReviewItem | None, plans: list[Planned]
 ) -> None:
-    """Put a written decision's planned outcomes and suite results in place of the marked ones
-    (each run's outcome conditional on its grades as the decision left them; one graded again
-    meanwhile is computed again from its grades as they stand), tell the owners of suite results
-    whose word changed, and clear the item's pending runs."""
+    """Put planned outcomes and suite results in place of the marked ones, each plan's run
+    conditional on its `regrades` as the plan holds them (a written decision's: as its
+    transaction left them, `_as_written`); a run graded again meanwhile is planned again from
+    its grades as they stand (`_outcome_in_place`). Then tell the owners of suite results whose
+    word changed, and clear the item's pending runs."""
     by = who.user_id if who is not None else ((item.decided_by if item else None) or "")
-    for plan in plans:
-        run = c.runs.get(plan.run.org_id, plan.run.run_id)
-        if run is None:
+    for planned in plans:
+        plan = _outcome_in_place(c, planned)
+        if plan is None or plan.result is None or plan.new_result is None:
             continue
-        if not c.runs.record_outcome(run, plan.outcome):
-            grading.recompute_outcome(c, run.org_id, run.run_id)
-        if plan.result is None or plan.new_result is None:
-            continue
+        run = plan.run
         stored = c.suites.result_of_run(
             plan.result.org_id, plan.result.agent_id, plan.result.suite_id, run.run_id
         )

@@ -180,6 +180,8 @@ def _audit(
         item_id=after.item_id,
         action=action,
         by=who.user_id,
+        key_id=who.key_id,
+        actor=who.actor,
         at=at,
         state_before=before.state,
         state_after=after.state,

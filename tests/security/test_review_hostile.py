@@ -14,12 +14,15 @@ never a 500, and a 404 never names a permission.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from typing import Any
 from urllib.parse import quote
 
 import boto3
+import jwt
 
+from chalicelib import bootstrap
 from chalicelib.adapters import tables
 from chalicelib.adapters.tables import ReviewAuditRow, ReviewItemRow
 from tests.support.e2e import Api, cases, sleepy_spec
@@ -38,6 +41,15 @@ def _call(api: Api, method: str, path: str, **kw: Any) -> tuple[int, Any]:
         error = body["error"]
         assert "permission" not in error and "permission" not in error["message"], body
     return status, body
+
+
+def _jwt(org: str, sub: str, **claims: Any) -> str:
+    s = bootstrap.container().settings
+    now = int(time.time())
+    body = {"sub": sub, "org": org, "iss": s.assay_jwt_issuer, "aud": s.assay_jwt_audience}
+    return jwt.encode(
+        {**body, "iat": now, "exp": now + 600, **claims}, s.assay_jwt_secret, algorithm="HS256"
+    )
 
 
 def _key(api: Api, *scopes: str) -> Api:
@@ -450,17 +462,31 @@ def test_audit_entries_say_who_what_before_and_after_and_every_key_begins_with_t
     w = regressed(api)
     ds, run_id = w["ds"], w["run_id"]
     item = w["items"]["c007"]["item_id"]
+    api.ok("GET", "/api/v1/me")  # the first sign-in: the admin
     editor = new_api(org_id=api.org_id, user_id="editor@example.com", role="editor")
     editor.ok("POST", f"/api/v1/datasets/{ds}/review/{item}/decision", json={"verdict": "pass"})
-    api.ok("POST", f"/api/v1/datasets/{ds}/review/{item}/undo")
-    editor.ok(
+    key = _key(api, "agents:view", "datasets:view", "datasets:edit")
+    key_id = api.ok("GET", "/api/v1/api-keys")["api_keys"][0]["key_id"]
+    key.ok("POST", f"/api/v1/datasets/{ds}/review/{item}/undo")
+    # The admin signed in as the editor: the editor decides, and the audit names the admin too.
+    acting = Api(
+        str(api.http.base_url),
+        api.org_id,
+        editor.user_id,
+        _jwt(api.org_id, editor.user_id, act={"sub": api.user_id}),
+    )
+    acting.ok(
         "POST",
         f"/api/v1/datasets/{ds}/review/{item}/decision",
         json={"verdict": "fail", "note": "wrong after all"},
     )
     decide, undo, again = api.ok("GET", f"/api/v1/datasets/{ds}/review/{item}")["audit"]
     assert (decide["action"], decide["by"]["user_id"]) == ("decide", editor.user_id)
+    assert (decide["api_key_id"], decide["actor"]) == (None, None)
     assert (undo["action"], undo["by"]["user_id"]) == ("undo", api.user_id)
+    assert (undo["api_key_id"], undo["actor"]) == (key_id, None), undo
+    assert again["by"]["user_id"] == editor.user_id and again["api_key_id"] is None
+    assert again["actor"] == {"user_id": api.user_id, "name": api.user_id}, again
     assert (decide["state_before"], decide["state_after"]) == ("waiting", "decided")
     assert (decide["verdict_before"], decide["verdict_after"]) == (None, "pass")
     assert (undo["state_before"], undo["state_after"]) == ("decided", "waiting")

@@ -160,6 +160,20 @@ class FakeReviewQueue:
             if item_id is None or a.item_id == item_id
         ]
 
+    def forget_agent(self, org_id: str, dataset_id: str, agent_id: str) -> int:
+        gone = {
+            k[2]
+            for k, item in self.items.items()
+            if k[:2] == (org_id, dataset_id) and item.agent_id == agent_id
+        }
+        for item_id in gone:
+            del self.items[(org_id, dataset_id, item_id)]
+        for mark in [k for k in self.marks if k[:2] == (org_id, dataset_id) and k[3] == agent_id]:
+            del self.marks[mark]
+        kept = self.audits.get((org_id, dataset_id), [])
+        self.audits[(org_id, dataset_id)] = [a for a in kept if a.item_id not in gone]
+        return len(gone)
+
     def delete_queue(self, org_id: str, dataset_id: str) -> None:
         for key in [k for k in self.items if k[:2] == (org_id, dataset_id)]:
             del self.items[key]

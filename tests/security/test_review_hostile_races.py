@@ -21,7 +21,7 @@ from chalicelib.domain.identity import Identity
 from chalicelib.services import review_decisions as decisions
 from chalicelib.services import run_deletion
 from tests.security.test_review_hostile import _call, _stored, item_paths, passed, regressed
-from tests.support.e2e import Api
+from tests.support.e2e import Api, sleepy_spec
 
 # --- races -------------------------------------------------------------------------------------
 
@@ -244,3 +244,50 @@ def test_a_deleted_dataset_takes_its_queue_and_audit_with_it(api, stack):
     assert fresh == {"items": [], "next_cursor": None, "waiting": 0}
     status, resp = _call(api, "GET", f"/api/v1/datasets/{shared}/review/{item}")
     assert status == 404 and "OLD-NOTE" not in json.dumps(resp)
+
+
+def test_a_deleted_agent_takes_its_answers_out_of_every_queue(api, new_api):
+    """The agent's answers (waiting, decided, replaced) and their audit leave the queue with it;
+    another agent's stay. A new agent under the same id shows nobody the old one's answers."""
+    w = regressed(api)
+    ds, agent = w["ds"], w["agent"]
+    other = api.agent(sleepy_spec(answers={"c001": "8"}))
+    run = api.start(other, ds)
+    assert api.wait(run["run_id"])["status"] == "completed"
+    api.ok("POST", f"/api/v1/eval-runs/{run['run_id']}/review", json={})
+    decided = w["items"]["c002"]["item_id"]
+    api.ok(
+        "POST",
+        f"/api/v1/datasets/{ds}/review/{decided}/decision",
+        json={"verdict": "pass", "note": "OLD-AGENT-NOTE"},
+    )
+    assert api.ok("GET", f"/api/v1/datasets/{ds}/review")["waiting"] == 3
+    api.ok("DELETE", f"/api/v1/agents/{agent}")
+    left = api.ok("GET", f"/api/v1/datasets/{ds}/review")
+    assert [i["agent_id"] for i in left["items"]] == [other] and left["waiting"] == 1
+    for item in w["items"].values():
+        assert _call(api, "GET", f"/api/v1/datasets/{ds}/review/{item['item_id']}")[0] == 404
+    # The same id again: its first answer waits alone, nothing of the old agent's in sight.
+    api.ok(
+        "POST",
+        "/api/v1/agents",
+        json={"name": "again", "agent_id": agent, "spec": sleepy_spec(answers={"c002": "9"})},
+    )
+    again = api.start(agent, ds)
+    assert api.wait(again["run_id"])["status"] == "completed"
+    sent = api.ok("POST", f"/api/v1/eval-runs/{again['run_id']}/review", json={})
+    assert sent["routed_to_review"] == 1 and sent["routed_replacing"] == 0, sent
+    guest = new_api(org_id=api.org_id, user_id="guest@example.com", role="guest")
+    api.ok(
+        "PUT",
+        f"/api/v1/members/{guest.user_id}/grants/agent/{agent}",
+        json={"permissions": ["agents:view"]},
+    )
+    api.ok(
+        "PUT",
+        f"/api/v1/members/{guest.user_id}/grants/dataset/{ds}",
+        json={"permissions": ["datasets:view"]},
+    )
+    seen = guest.ok("GET", f"/api/v1/datasets/{ds}/review")
+    assert [i["run_id"] for i in seen["items"]] == [again["run_id"]], seen
+    assert "OLD-AGENT-NOTE" not in json.dumps(seen) and seen["waiting"] == 1

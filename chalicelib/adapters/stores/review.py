@@ -30,7 +30,7 @@ from chalicelib.adapters.tables import (
 )
 from chalicelib.adapters.tables_review import COUNTER_ID, ITEM_PREFIX, WAITING_PREFIX
 from chalicelib.domain.review_items import ItemState, ReviewAudit, ReviewItem
-from chalicelib.errors import NotFoundError
+from chalicelib.errors import ConflictError, NotFoundError
 from chalicelib.services.ports.review import Decision, ItemPage, Mark, QueueFull, Sent
 
 _KEYS = ("item_id",)
@@ -298,6 +298,56 @@ class ReviewStore:
             consistent_read=True,
         )
         return [record_of(row, ReviewAudit) for row in rows]
+
+    def forget_agent(self, org_id: str, dataset_id: str, agent_id: str) -> int:
+        queue = _queue(org_id, dataset_id)
+        rows = ReviewItemRow.query(
+            queue,
+            ReviewItemRow.item_id.startswith(ITEM_PREFIX),
+            filter_condition=ReviewItemRow.agent_id == agent_id,
+            consistent_read=True,
+        )
+        gone = set()
+        for row in rows:
+            self._forget(_item(row))
+            gone.add(row.item_id)
+        if gone:
+            delete_found(
+                (r for r in ReviewAuditRow.query(queue, consistent_read=True) if r.item_id in gone),
+                ReviewAuditRow,
+            )
+        return len(gone)
+
+    def _forget(self, item: ReviewItem) -> None:
+        """Delete one item; a waiting one with its mark and one off the count, in one
+        transaction (read again and tried again when somebody decided it meanwhile)."""
+        queue = _queue(item.org_id, item.dataset_id)
+        for _ in range(5):
+            if item.state != ItemState.WAITING:
+                ReviewItemRow(queue, item.item_id).delete()
+                return
+            try:
+                with TX.write() as t:
+                    t.delete(
+                        ReviewItemRow(queue, item.item_id),
+                        condition=ReviewItemRow.state == ItemState.WAITING.value,
+                    )
+                    t.delete(
+                        ReviewItemRow(queue, _mark_id(item.case_id, item.agent_id)),
+                        condition=ReviewItemRow.holder == item.item_id,
+                    )
+                    self._count(t, item, -1, None)
+                return
+            except TransactWriteError as exc:
+                unless_condition_failed(exc)
+                now = self.get(item.org_id, item.dataset_id, item.item_id)
+                if now is None:
+                    return
+                item = now
+        raise ConflictError(
+            f"review item {item.item_id} kept changing while it was deleted: delete again",
+            field="agent_id",
+        )
 
     def delete_queue(self, org_id: str, dataset_id: str) -> None:
         queue = _queue(org_id, dataset_id)

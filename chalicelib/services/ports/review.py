@@ -133,5 +133,9 @@ class ReviewQueue(Protocol):
     def audit(self, org_id: str, dataset_id: str, item_id: str | None = None) -> list[ReviewAudit]:
         """The queue's audit entries oldest first, only `item_id`'s when given."""
 
+    def forget_agent(self, org_id: str, dataset_id: str, agent_id: str) -> int:
+        """Delete every item of `agent_id` in the dataset's queue (waiting ones with their mark,
+        the count following) and the audit entries of those items; returns how many items."""
+
     def delete_queue(self, org_id: str, dataset_id: str) -> None:
         """Delete every item, mark and audit entry of the dataset's queue."""

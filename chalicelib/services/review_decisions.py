@@ -10,11 +10,13 @@ while it is as read: of two people deciding one item, one wins and the other get
 entry (who, the item's state and verdict before and after, and every changed run's and suite
 result's numbers before and after, computed before the write), the verdict on the attempt, and a
 mark on every run and suite result resting on the answer (`outcome_stale`, `stale`), each run's
-conditional on its grades as read. The outcomes and suite results computed for the audit are
-then written in place of the marked ones before the call answers; a process that dies in between
-leaves the marks, and the next read of such a run or decision of the queue completes them
-(`complete_pending`). A suite result whose word changed tells its owner (`SuiteResultChanged`) and
-records who reviewed it; a gate's result changed by review never moves a promotion by itself.
+conditional on its grades as read (past `TX_MARKS` of them - an answer many baselines borrowed -
+the rest are marked right after it, the item naming every one as `pending_runs`). The outcomes
+and suite results computed for the audit are then written in place of the marked ones before the
+call answers; a process that dies in between leaves the marks, and the next read of such a run
+or decision of the queue completes them (`complete_pending`). A suite result whose word changed
+tells its owner (`SuiteResultChanged`) and records who reviewed it; a gate's result changed by
+review never moves a promotion by itself.
 """
 
 from __future__ import annotations
@@ -51,6 +53,12 @@ NOTE_MAX_CHARS = 4_000
 """The longest note a decision keeps."""
 TRIES = 5
 """Decisions tried again after a run they rest on was graded meanwhile."""
+TX_MARKS = 90
+"""Runs and suite results one decision's transaction marks at most: DynamoDB takes 100 writes in
+a transaction, and the item, its waiting mark, the count, the audit entry, the attempt and the
+dataset's check take up to 6. The runs past it (baselines that borrowed the answer) are marked
+right after the transaction (`ReviewQueue.mark_stale`) and their numbers put in place with the
+others'."""
 
 
 @dataclass(frozen=True)
@@ -205,6 +213,17 @@ def _audit(
     )
 
 
+def _split(plans: list[Planned]) -> tuple[list[Planned], list[Planned]]:
+    """The plans whose runs (and suite results) the decision's one transaction marks - its own
+    run first, as many as `TX_MARKS` allows - and the rest, marked right after it."""
+    used = 0
+    for i, plan in enumerate(plans):
+        used += 1 + (plan.result is not None)
+        if used > TX_MARKS:
+            return plans[:i], plans[i:]
+    return plans, []
+
+
 def _write(
     c: Container,
     who: Identity,
@@ -224,6 +243,7 @@ def _write(
         )
         audit = _audit(who, before, after, action, plans, now)
         own = c.runs.get_attempt(before.org_id, before.run_id, before.attempt_key)
+        inside, beyond = _split(plans)
         decision = Decision(
             before=before,
             after=after,
@@ -231,11 +251,17 @@ def _write(
             run_id=before.run_id if own is not None else None,
             attempt_key=before.attempt_key,
             review=review,
-            runs=[StaleRun(p.run.run_id, p.run.regrades) for p in plans],
-            results=[p.result for p in plans if p.result is not None],
+            runs=[StaleRun(p.run.run_id, p.run.regrades) for p in inside],
+            results=[p.result for p in inside if p.result is not None],
             mark=mark,
         )
         if c.review.decide(decision):
+            if beyond:
+                c.review.mark_stale(
+                    before.org_id,
+                    [p.run.run_id for p in beyond],
+                    [p.result for p in beyond if p.result is not None],
+                )
             complete(c, who, after, [_as_written(p) for p in plans])
             fresh = c.review.get(before.org_id, before.dataset_id, before.item_id) or after
             return Decided(fresh, audit)

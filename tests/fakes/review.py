@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
+from chalicelib.domain.records import SuiteResultEntry
 from chalicelib.domain.review_items import ItemState, ReviewAudit, ReviewItem
 from chalicelib.errors import NotFoundError
 from chalicelib.services.ports.review import Decision, ItemPage, Mark, QueueFull, Sent
@@ -147,6 +148,20 @@ class FakeReviewQueue:
             if result.started_key in results:
                 results[result.started_key] = replace(results[result.started_key], stale=True)
         return True
+
+    def mark_stale(self, org_id: str, run_ids: list[str], results: list[SuiteResultEntry]) -> None:
+        for run_id in run_ids:
+            found = self.runs.kept.get((org_id, run_id))
+            if found is not None:
+                self.runs.set(
+                    org_id, run_id, outcome_stale=True, regrades=int(found.regrades or 0) + 1
+                )
+        for result in results:
+            kept = self.suites.kept_results.get(
+                (result.org_id, result.agent_id, result.suite_id), {}
+            )
+            if result.started_key in kept:
+                kept[result.started_key] = replace(kept[result.started_key], stale=True)
 
     def finish(self, item: ReviewItem, pending_runs: list[str]) -> None:
         key = (item.org_id, item.dataset_id, item.item_id)

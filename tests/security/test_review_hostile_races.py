@@ -21,7 +21,7 @@ from chalicelib.domain.identity import Identity
 from chalicelib.services import review_decisions as decisions
 from chalicelib.services import run_deletion
 from tests.security.test_review_hostile import _call, _stored, item_paths, passed, regressed
-from tests.support.e2e import Api, sleepy_spec
+from tests.support.e2e import Api, cases, sleepy_spec
 
 # --- races -------------------------------------------------------------------------------------
 
@@ -291,3 +291,46 @@ def test_a_deleted_agent_takes_its_answers_out_of_every_queue(api, new_api):
     seen = guest.ok("GET", f"/api/v1/datasets/{ds}/review")
     assert [i["run_id"] for i in seen["items"]] == [again["run_id"]], seen
     assert "OLD-AGENT-NOTE" not in json.dumps(seen) and seen["waiting"] == 1
+
+
+BORROWERS = 100
+"""More runs than one DynamoDB transaction can mark (it takes 100 writes)."""
+
+
+def test_a_decision_on_an_answer_a_hundred_baselines_borrowed_moves_every_one(api):
+    """A tenant starts `BORROWERS` runs whose baseline borrows one run's first answers, then
+    decides that answer: every run resting on it follows (no 500 from an oversized
+    transaction), and Undo takes every one back."""
+    ds = api.dataset(cases(1))
+    agent = api.agent(sleepy_spec(answers={"c000": "7"}))
+    source = api.start(agent, ds)["run_id"]
+    assert api.wait(source)["status"] == "completed"
+    api.ok("POST", f"/api/v1/eval-runs/{source}/review", json={})
+    borrowers = [api.start(agent, ds, baseline_run_id=source)["run_id"] for _ in range(BORROWERS)]
+    for run_id in borrowers:
+        assert api.wait(run_id)["status"] == "completed"
+    before = {r: api.ok("GET", f"/api/v1/eval-runs/{r}")["outcome"] for r in borrowers[::33]}
+    [item] = api.ok("GET", f"/api/v1/datasets/{ds}/review")["items"]
+    decided = api.ok(
+        "POST",
+        f"/api/v1/datasets/{ds}/review/{item['item_id']}/decision",
+        json={"verdict": "pass"},
+    )
+    moved = {r["run_id"]: r for r in decided["audit"]["runs"]}
+    assert set(moved) == {source, *borrowers}
+    assert decided["item"]["recomputing"] is False
+    for run_id in [source, *borrowers[::33], borrowers[-1]]:
+        run = api.ok("GET", f"/api/v1/eval-runs/{run_id}")
+        assert run["recomputing"] is False, run_id
+        assert run["outcome"]["verdict"] == moved[run_id]["after"]["verdict"], run_id
+    # The first and last borrowers' baselines now pass the case their candidates fail: a
+    # regression in each (the newest runs are marked in the decision's transaction, the oldest
+    # right after it).
+    for run_id in (borrowers[0], borrowers[-1]):
+        flips = api.ok("GET", f"/api/v1/eval-runs/{run_id}/comparison")["flips"]
+        assert [(f["case_id"], f["outcome"]) for f in flips] == [("c000", "regression")], flips
+    api.ok("POST", f"/api/v1/datasets/{ds}/review/{item['item_id']}/undo")
+    for run_id, outcome in before.items():
+        assert api.ok("GET", f"/api/v1/eval-runs/{run_id}")["outcome"] == outcome, run_id
+    for run_id in (borrowers[0], borrowers[-1]):
+        assert api.ok("GET", f"/api/v1/eval-runs/{run_id}/comparison")["flips"] == []

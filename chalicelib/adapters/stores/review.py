@@ -14,6 +14,7 @@ from chalicelib.adapters.stores.base import (
     TX,
     changes,
     check_dataset_live,
+    conditional_update,
     dataset_live,
     delete_found,
     record_of,
@@ -29,6 +30,7 @@ from chalicelib.adapters.tables import (
     org_key,
 )
 from chalicelib.adapters.tables_review import COUNTER_ID, ITEM_PREFIX, WAITING_PREFIX
+from chalicelib.domain.records import SuiteResultEntry
 from chalicelib.domain.review_items import ItemState, ReviewAudit, ReviewItem
 from chalicelib.errors import ConflictError, NotFoundError
 from chalicelib.services.ports.review import Decision, ItemPage, Mark, QueueFull, Sent
@@ -279,6 +281,22 @@ class ReviewStore:
                     f"dataset {after.dataset_id} is gone or being deleted", field="dataset_id"
                 ) from exc
             return False
+
+    def mark_stale(self, org_id: str, run_ids: list[str], results: list[SuiteResultEntry]) -> None:
+        for run_id in run_ids:
+            conditional_update(
+                RunRow(org_key(org_id, run_id)),
+                [RunRow.outcome_stale.set(True), RunRow.regrades.add(1)],
+                RunRow.run_key.exists(),
+            )
+        for result in results:
+            conditional_update(
+                SuiteResultRow(
+                    org_key(result.org_id, result.agent_id, result.suite_id), result.started_key
+                ),
+                [SuiteResultRow.stale.set(True)],
+                SuiteResultRow.started_key.exists(),
+            )
 
     def finish(self, item: ReviewItem, pending_runs: list[str]) -> None:
         row = ReviewItemRow(_queue(item.org_id, item.dataset_id), item.item_id)

@@ -127,6 +127,11 @@ class ReviewQueue(Protocol):
             NotFoundError: (field `dataset_id`) the dataset is gone or being deleted.
         """
 
+    def mark_stale(self, org_id: str, run_ids: list[str], results: list[SuiteResultEntry]) -> None:
+        """Mark each run `outcome_stale` with its `regrades` moved by one (whatever they were) and
+        each suite result `stale`, each write on its own, skipping what is gone: the runs a
+        decision rests on beyond what its one transaction holds."""
+
     def finish(self, item: ReviewItem, pending_runs: list[str]) -> None:
         """Keep what is left to compute of the item's last decision (`[]`: nothing)."""
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from chalicelib.bootstrap import Container
-from chalicelib.clock import iso
+from chalicelib.clock import from_epoch_ms, iso
 from chalicelib.domain import access
 from chalicelib.domain.enums import ArmRole, AttemptState, RunStatus
 from chalicelib.domain.events import SuiteResultChanged
@@ -43,7 +43,7 @@ from chalicelib.services import access as access_service
 from chalicelib.services import finalize, messagebus, redacting
 from chalicelib.services import review as queue
 from chalicelib.services.ports.review import Decision, Mark, StaleRun
-from chalicelib.services.run_deletion import borrowers
+from chalicelib.services.run_deletion import BORROWERS_PAGE, borrowers
 from chalicelib.services.suite_results import facts_of
 from chalicelib.services.suite_saving import change_suite, touch
 
@@ -54,11 +54,11 @@ NOTE_MAX_CHARS = 4_000
 TRIES = 5
 """Decisions tried again after a run they rest on was graded meanwhile."""
 TX_MARKS = 90
-"""Runs and suite results one decision's transaction marks at most: DynamoDB takes 100 writes in
-a transaction, and the item, its waiting mark, the count, the audit entry, the attempt and the
-dataset's check take up to 6. The runs past it (baselines that borrowed the answer) are marked
-right after the transaction (`ReviewQueue.mark_stale`) and their numbers put in place with the
-others'."""
+"""Runs, suite results and borrowed copies of the answer one decision's transaction marks at
+most: DynamoDB takes 100 writes in a transaction, and the item, its waiting mark, the count, the
+audit entry, the attempt and the dataset's check take up to 6. The runs past it (baselines that
+borrowed the answer) are marked right after the transaction (`ReviewQueue.mark_stale`) and their
+numbers put in place with the others'."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,9 @@ class Planned:
     outcome: Outcome
     result: SuiteResultEntry | None
     new_result: SuiteResultEntry | None
+    copy_key: str | None = None
+    """The attempt key of the run's own copy of the answer: a baseline that borrowed it keeps
+    one once the answer's run is deleted, and the verdict is written on it too."""
 
 
 @dataclass(frozen=True)
@@ -119,12 +122,36 @@ def _with_review(
     return out
 
 
+def _borrowers_of_gone(c: Container, item: ReviewItem) -> list[Run]:
+    """The runs whose baseline borrowed the first answer of a run that is gone (each keeps a
+    copy of it): runs of the item's agent created since the answer was recorded, newest first."""
+    since = iso(from_epoch_ms(item.answered_at_ms))
+    out: list[Run] = []
+    start = None
+    while True:
+        page = c.runs.list_by_agent(item.org_id, item.agent_id, BORROWERS_PAGE, start)
+        for run in page.runs:
+            if run.created_at < since:
+                return out
+            if any(
+                not a.answers and a.source_run_id == item.run_id and a.source_arm_id == item.arm_id
+                for a in run.arms
+            ):
+                out.append(run)
+        if page.next_start is None:
+            return out
+        start = page.next_start
+
+
 def _dependents(c: Container, item: ReviewItem) -> list[Run]:
     """The completed runs whose numbers rest on the item's answer: its own run and the runs whose
-    baseline borrowed it (none when its run is gone)."""
+    baseline borrowed it (those alone, keeping their copy of it, when its run is gone)."""
     own = c.runs.get(item.org_id, item.run_id)
     if own is None:
-        return []
+        if not item.attempt_key.endswith("#001"):
+            return []
+        runs = _borrowers_of_gone(c, item)
+        return [r for r in runs if r.status == RunStatus.COMPLETED and r.outcome is not None]
     runs = [own]
     if item.attempt_key.endswith("#001") and own.status == RunStatus.COMPLETED:
         runs += [
@@ -173,9 +200,25 @@ def _plan(c: Container, item: ReviewItem, review: dict[str, Any] | None) -> list
     """What the decision makes of every run resting on the item's answer, computed before
     anything is written."""
     return [
-        _planned(c, run, _with_review(run, finalize.all_attempts(c, run), item, review))
+        replace(
+            _planned(c, run, _with_review(run, finalize.all_attempts(c, run), item, review)),
+            copy_key=_copy_of(c, run, item),
+        )
         for run in _dependents(c, item)
     ]
+
+
+def _copy_of(c: Container, run: Run, item: ReviewItem) -> str | None:
+    """The attempt key of `run`'s own copy of the item's answer (a baseline that borrowed it,
+    once its run was deleted), None when it keeps none."""
+    if run.run_id == item.run_id or not item.attempt_key.endswith("#001"):
+        return None
+    for arm in run.arms:
+        if not arm.answers and arm.source_run_id == item.run_id:
+            key = f"{arm.arm_id}#{item.case_id}#001"
+            if c.runs.get_attempt(run.org_id, run.run_id, key) is not None:
+                return key
+    return None
 
 
 def _audit(
@@ -218,7 +261,7 @@ def _split(plans: list[Planned]) -> tuple[list[Planned], list[Planned]]:
     run first, as many as `TX_MARKS` allows - and the rest, marked right after it."""
     used = 0
     for i, plan in enumerate(plans):
-        used += 1 + (plan.result is not None)
+        used += 1 + (plan.result is not None) + (plan.copy_key is not None)
         if used > TX_MARKS:
             return plans[:i], plans[i:]
     return plans, []
@@ -254,6 +297,7 @@ def _write(
             runs=[StaleRun(p.run.run_id, p.run.regrades) for p in inside],
             results=[p.result for p in inside if p.result is not None],
             mark=mark,
+            copies=[(p.run.run_id, p.copy_key) for p in inside if p.copy_key is not None],
         )
         if c.review.decide(decision):
             if beyond:
@@ -261,6 +305,8 @@ def _write(
                     before.org_id,
                     [p.run.run_id for p in beyond],
                     [p.result for p in beyond if p.result is not None],
+                    [(p.run.run_id, p.copy_key) for p in beyond if p.copy_key is not None],
+                    review,
                 )
             complete(c, who, after, [_as_written(p) for p in plans])
             fresh = c.review.get(before.org_id, before.dataset_id, before.item_id) or after

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import Any
 
 from chalicelib.domain.records import SuiteResultEntry
 from chalicelib.domain.review_items import ItemState, ReviewAudit, ReviewItem
@@ -127,6 +128,9 @@ class FakeReviewQueue:
             attempt = self.runs.get_attempt(org, decision.run_id, decision.attempt_key)
             if attempt is None:
                 return False
+        copies = [self.runs.get_attempt(org, run_id, key) for run_id, key in decision.copies]
+        if any(copy is None for copy in copies):
+            return False
         # Every condition held: all of it applies.
         self.items[(org, dataset, after.item_id)] = after
         if decision.mark is Mark.RELEASE:
@@ -136,6 +140,9 @@ class FakeReviewQueue:
         self.audits.setdefault((org, dataset), []).append(decision.audit)
         if attempt is not None and decision.run_id is not None:
             self.runs.add_attempt(org, replace(attempt, review=decision.review))
+        for copy in copies:
+            if copy is not None:
+                self.runs.add_attempt(org, replace(copy, review=decision.review))
         for run in decision.runs:
             found = self.runs.kept[(org, run.run_id)]
             self.runs.set(
@@ -149,7 +156,18 @@ class FakeReviewQueue:
                 results[result.started_key] = replace(results[result.started_key], stale=True)
         return True
 
-    def mark_stale(self, org_id: str, run_ids: list[str], results: list[SuiteResultEntry]) -> None:
+    def mark_stale(
+        self,
+        org_id: str,
+        run_ids: list[str],
+        results: list[SuiteResultEntry],
+        copies: list[tuple[str, str]],
+        review: dict[str, Any] | None,
+    ) -> None:
+        for run_id, key in copies:
+            copy = self.runs.get_attempt(org_id, run_id, key)
+            if copy is not None:
+                self.runs.add_attempt(org_id, replace(copy, review=review))
         for run_id in run_ids:
             found = self.runs.kept.get((org_id, run_id))
             if found is not None:

@@ -334,3 +334,27 @@ def test_a_decision_on_an_answer_a_hundred_baselines_borrowed_moves_every_one(ap
         assert api.ok("GET", f"/api/v1/eval-runs/{run_id}")["outcome"] == outcome, run_id
     for run_id in (borrowers[0], borrowers[-1]):
         assert api.ok("GET", f"/api/v1/eval-runs/{run_id}/comparison")["flips"] == []
+
+
+def test_undo_after_the_answers_run_was_deleted_still_restores_the_runs_that_borrowed_it(api):
+    """A baseline that borrowed the answer keeps a copy of it when the answer's run is deleted;
+    a decision taken back afterwards must take it back there too."""
+    ds = api.dataset(cases(1))
+    agent = api.agent(sleepy_spec(answers={"c000": "7"}))
+    source = api.start(agent, ds)["run_id"]
+    assert api.wait(source)["status"] == "completed"
+    api.ok("POST", f"/api/v1/eval-runs/{source}/review", json={})
+    borrower = api.start(agent, ds, baseline_run_id=source)["run_id"]
+    assert api.wait(borrower)["status"] == "completed"
+    before = api.ok("GET", f"/api/v1/eval-runs/{borrower}")["outcome"]
+    [item] = api.ok("GET", f"/api/v1/datasets/{ds}/review")["items"]
+    path = f"/api/v1/datasets/{ds}/review/{item['item_id']}"
+    api.ok("POST", f"{path}/decision", json={"verdict": "pass"})
+    flips = api.ok("GET", f"/api/v1/eval-runs/{borrower}/comparison")["flips"]
+    assert [f["outcome"] for f in flips] == ["regression"]
+    api.ok("DELETE", f"/api/v1/eval-runs/{source}")
+    undone = api.ok("POST", f"{path}/undo")
+    assert undone["item"]["state"] == "waiting"
+    assert api.ok("GET", f"/api/v1/eval-runs/{borrower}/comparison")["flips"] == []
+    assert api.ok("GET", f"/api/v1/eval-runs/{borrower}")["outcome"] == before
+    assert [r["run_id"] for r in undone["audit"]["runs"]] == [borrower]

@@ -50,6 +50,11 @@ def _item(row: ReviewItemRow) -> ReviewItem:
     return record_of(row, ReviewItem, {"tags": list, "pending_runs": list})
 
 
+def _review_action(review: dict[str, Any] | None) -> Any:
+    """The update putting `review` on an attempt (None: taking it off)."""
+    return AttemptRow.review.remove() if review is None else AttemptRow.review.set(review)
+
+
 def _was(attribute: Any, value: Any) -> Any:
     """The condition that `attribute` holds `value` as read (absent or 0 when None or 0)."""
     if value in (None, 0):
@@ -250,11 +255,13 @@ class ReviewStore:
                 if decision.run_id is not None:
                     t.update(
                         AttemptRow(org_key(after.org_id, decision.run_id), decision.attempt_key),
-                        actions=[
-                            AttemptRow.review.remove()
-                            if decision.review is None
-                            else AttemptRow.review.set(decision.review)
-                        ],
+                        actions=[_review_action(decision.review)],
+                        condition=AttemptRow.attempt_key.exists(),
+                    )
+                for run_id, key in decision.copies:
+                    t.update(
+                        AttemptRow(org_key(after.org_id, run_id), key),
+                        actions=[_review_action(decision.review)],
                         condition=AttemptRow.attempt_key.exists(),
                     )
                 for run in decision.runs:
@@ -282,7 +289,20 @@ class ReviewStore:
                 ) from exc
             return False
 
-    def mark_stale(self, org_id: str, run_ids: list[str], results: list[SuiteResultEntry]) -> None:
+    def mark_stale(
+        self,
+        org_id: str,
+        run_ids: list[str],
+        results: list[SuiteResultEntry],
+        copies: list[tuple[str, str]],
+        review: dict[str, Any] | None,
+    ) -> None:
+        for run_id, key in copies:
+            conditional_update(
+                AttemptRow(org_key(org_id, run_id), key),
+                [_review_action(review)],
+                AttemptRow.attempt_key.exists(),
+            )
         for run_id in run_ids:
             conditional_update(
                 RunRow(org_key(org_id, run_id)),

@@ -64,6 +64,9 @@ class Decision:
     runs: list[StaleRun] = field(default_factory=list)
     results: list[SuiteResultEntry] = field(default_factory=list)
     mark: Mark = Mark.KEEP
+    copies: list[tuple[str, str]] = field(default_factory=list)
+    """`(run_id, attempt_key)` of each copy of the answer a borrowing baseline keeps (its run
+    deleted): each carries `review` too."""
 
 
 @dataclass(frozen=True)
@@ -127,10 +130,18 @@ class ReviewQueue(Protocol):
             NotFoundError: (field `dataset_id`) the dataset is gone or being deleted.
         """
 
-    def mark_stale(self, org_id: str, run_ids: list[str], results: list[SuiteResultEntry]) -> None:
-        """Mark each run `outcome_stale` with its `regrades` moved by one (whatever they were) and
-        each suite result `stale`, each write on its own, skipping what is gone: the runs a
-        decision rests on beyond what its one transaction holds."""
+    def mark_stale(
+        self,
+        org_id: str,
+        run_ids: list[str],
+        results: list[SuiteResultEntry],
+        copies: list[tuple[str, str]],
+        review: dict[str, Any] | None,
+    ) -> None:
+        """Mark each run `outcome_stale` with its `regrades` moved by one (whatever they were),
+        each suite result `stale`, and put `review` on each copy `(run_id, attempt_key)` of the
+        answer (None removes it), each write on its own, skipping what is gone: what a decision
+        rests on beyond what its one transaction holds."""
 
     def finish(self, item: ReviewItem, pending_runs: list[str]) -> None:
         """Keep what is left to compute of the item's last decision (`[]`: nothing)."""

@@ -421,7 +421,9 @@ def _stored(stack: Any, org_id: str) -> list[dict[str, Any]]:
 def test_secrets_in_a_note_are_redacted_in_the_item_the_audit_and_the_tables(api, stack):
     w = regressed(api)
     ds, item = w["ds"], w["items"]["c005"]["item_id"]
-    note = f"the key {OPENAI_KEY} and {AWS_KEY} are fine here {MARKUP}"
+    own = "tenant-own-value-7d1f9c2b"  # no key's shape: known by its value only
+    api.ok("PUT", "/api/v1/secrets/partner-token", json={"value": own})
+    note = f"the key {OPENAI_KEY} and {AWS_KEY} and {own} are fine here {MARKUP}"
     decided = api.ok(
         "POST",
         f"/api/v1/datasets/{ds}/review/{item}/decision",
@@ -435,7 +437,7 @@ def test_secrets_in_a_note_are_redacted_in_the_item_the_audit_and_the_tables(api
         json.dumps(listed),
         json.dumps(_stored(stack, api.org_id)),
     ):
-        assert OPENAI_KEY not in text and AWS_KEY not in text
+        assert OPENAI_KEY not in text and AWS_KEY not in text and own not in text
         assert OPENAI_KEY[:16] not in text and AWS_KEY[:12] not in text
     assert "are fine here" in shown["note"] and MARKUP in shown["note"]  # kept as text, in JSON
     assert shown["audit"][0]["note"] == shown["note"]

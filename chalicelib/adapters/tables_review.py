@@ -98,3 +98,7 @@ class ReviewAuditRow(_Base):
     note = UnicodeAttribute(null=True)
     runs = JSONAttribute(default=list)
     suite_results = JSONAttribute(default=list)
+    key_id = UnicodeAttribute(null=True)
+    """The API key the decision came through."""
+    actor = UnicodeAttribute(null=True)
+    """The administrator signed in as `by`."""

@@ -22,7 +22,8 @@ def person(user_id: str | None, names: dict[str, str | None]) -> dict[str, Any] 
 
 def people_of(items: Sequence[ReviewItem], audits: Sequence[ReviewAudit] = ()) -> list[str]:
     """Every user id the views of `items` and `audits` name."""
-    ids = {i.decided_by for i in items} | {i.sent_by for i in items} | {a.by for a in audits}
+    ids = {i.decided_by for i in items} | {i.sent_by for i in items}
+    ids |= {a.by for a in audits} | {a.actor for a in audits if a.actor}
     return sorted(u for u in ids if u)
 
 
@@ -63,13 +64,16 @@ def item_view(item: ReviewItem, names: dict[str, str | None]) -> dict[str, Any]:
 
 
 def audit_view(entry: ReviewAudit, names: dict[str, str | None]) -> dict[str, Any]:
-    """An audit entry: who did what when, the item's state and verdict before and after, and the
-    numbers of every run and suite result it changed, before and after."""
+    """An audit entry: who did what when (through which API key, or which administrator signed in
+    as them), the item's state and verdict before and after, and the numbers of every run and
+    suite result it changed, before and after."""
     return {
         "audit_id": entry.audit_id,
         "item_id": entry.item_id,
         "action": entry.action,
         "by": person(entry.by, names),
+        "api_key_id": entry.key_id,
+        "actor": person(entry.actor, names),
         "at": entry.at,
         "state_before": entry.state_before,
         "state_after": entry.state_after,

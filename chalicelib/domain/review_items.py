@@ -79,7 +79,8 @@ class ReviewAudit:
     at `at` (ISO), with the item's state and verdict before and after, and the numbers of every
     run it changed before and after: `runs` is `[{run_id, before: {passed, failed, cases,
     regressions, verdict}, after: {...}}]`; `suite_results` likewise `[{suite_id, run_id,
-    before, after}]` with each result's word."""
+    before, after}]` with each result's word. `key_id`: the API key `by` acted through;
+    `actor`: the administrator signed in as `by` (None when `by` acted as themselves)."""
 
     audit_id: str
     org_id: str
@@ -95,3 +96,5 @@ class ReviewAudit:
     note: str | None = None
     runs: Any = field(default_factory=list)
     suite_results: Any = field(default_factory=list)
+    key_id: str | None = None
+    actor: str | None = None

@@ -59,8 +59,9 @@ def delete_agent(c: Container, who: Identity, agent_id: str) -> Deleted:
     naming it with their runs (as deleting an evaluation does, its runs of another agent too); its
     promotions and their locks; its place in every environment's `serving`; the notices its
     suites' owners (past and present) were sent about it; its monthly spend counters since it was
-    created; its history rows; its published versions; then the agent itself (its draft and
-    budget are on it).
+    created; its history rows; its answers in every dataset's review queue (waiting, decided or
+    replaced, with the audit of people's decisions on them); its published versions; then the
+    agent itself (its draft and budget are on it).
 
     Raises:
         NotFoundError: (field `agent_id`) the organization has no such agent.
@@ -89,6 +90,9 @@ def delete_agent(c: Container, who: Identity, agent_id: str) -> Deleted:
         run_service.forget(c, run, borrowers_deleted_too=run.agent_id == agent_id)
     for evaluation in evaluations:
         c.evaluations.delete(org_id, evaluation.evaluation_id)
+    # Its runs are gone: nothing of it is sent to a queue any more.
+    for dataset in c.datasets.list(org_id):
+        c.review.forget_agent(org_id, dataset.dataset_id, agent_id)
     c.promotions.delete_of_agent(org_id, agent_id)
     for environment in c.environments.list(org_id):
         if agent_id in (environment.serving or {}):
@@ -107,7 +111,8 @@ def delete_dataset(c: Container, who: Identity, dataset_id: str) -> Deleted:
     attempts and the answers they kept in the results bucket; the suites on it (of any agent) and
     their results - a promotion waiting for one of them is refused, as when a suite is deleted -
     and the notices sent about them; the evaluations on it; the baseline arms the agents' history
-    keeps on it; its versions and their cases; then its header.
+    keeps on it; its review queue (the answers waiting or decided in it, people's notes and the
+    audit of their decisions); its versions and their cases; then its header.
 
     Raises:
         NotFoundError: (field `dataset_id`) the organization has no such dataset.
@@ -156,6 +161,8 @@ def delete_dataset(c: Container, who: Identity, dataset_id: str) -> Deleted:
     for evaluation in evaluations:
         c.evaluations.delete(org_id, evaluation.evaluation_id)
     access_service.forget_resource(c, org_id, "dataset", dataset_id)
+    # No send nor decision reaches the queue once the dataset is marked (each checks the mark in
+    # its transaction): what is in it now is all there is to delete.
     c.review.delete_queue(org_id, dataset_id)
     c.datasets.delete(org_id, dataset_id)
     return Deleted(len(runs), len(suites), len(evaluations))

@@ -20,6 +20,7 @@ from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
+from chalicelib.domain import access
 from chalicelib.domain.enums import CaseOutcome
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Arm, Attempt, Run
@@ -282,12 +283,15 @@ def items(
     start: str | None = None,
 ) -> ItemPage:
     """A page of the dataset's queue, newest answer first (only `state`, `agent_id`, `tag` when
-    given). Items of agents the caller may not see are left out.
+    given). Items of agents the caller may not see are left out: they neither count toward
+    `limit` nor name the next page's start, and filtering by such an agent lists nothing.
 
     Raises NotFoundError for a dataset the caller may not see (or another organization's)."""
     who.require_sight("dataset", dataset_id)
     c.datasets.get(who.org_id, dataset_id)
-    page = c.review.page(
+    if agent_id is not None and not who.sees("agent", agent_id):
+        return ItemPage([], None)
+    return c.review.page(
         who.org_id,
         dataset_id,
         state=state,
@@ -295,15 +299,25 @@ def items(
         tag=tag,
         limit=limit,
         start=start,
+        keep=lambda i: who.sees("agent", i.agent_id),
     )
-    shown = [i for i in page.items if who.sees("agent", i.agent_id)]
-    return ItemPage(shown, page.next_start)
+
+
+def waiting_count(c: Container, who: Identity, dataset_id: str) -> int:
+    """How many items of the dataset's queue wait, of the agents the caller may see (a person
+    seeing only some agents is not told how many answers of the others wait)."""
+    if who.may(access.AGENTS_VIEW):
+        return c.review.count_waiting(who.org_id, dataset_id)
+    by_agent = c.review.waiting_by_agent(who.org_id, dataset_id)
+    return sum(n for agent, n in by_agent.items() if who.sees("agent", agent))
 
 
 def item(c: Container, who: Identity, dataset_id: str, item_id: str) -> ReviewItem:
-    """One item of the dataset's queue. Raises NotFoundError (field `item_id`) for an item the
+    """One item of the dataset's queue. Raises NotFoundError (field `dataset_id`) for a dataset
+    the caller may not see, that is gone or being deleted; (field `item_id`) for an item the
     caller may not see."""
     who.require_sight("dataset", dataset_id)
+    c.datasets.get(who.org_id, dataset_id)
     found = c.review.get(who.org_id, dataset_id, item_id)
     if found is None or not who.sees("agent", found.agent_id):
         raise NotFoundError(f"review item {item_id} not found", field="item_id")

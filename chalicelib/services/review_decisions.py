@@ -10,11 +10,13 @@ while it is as read: of two people deciding one item, one wins and the other get
 entry (who, the item's state and verdict before and after, and every changed run's and suite
 result's numbers before and after, computed before the write), the verdict on the attempt, and a
 mark on every run and suite result resting on the answer (`outcome_stale`, `stale`), each run's
-conditional on its grades as read. The outcomes and suite results computed for the audit are
-then written in place of the marked ones before the call answers; a process that dies in between
-leaves the marks, and the next read of such a run or decision of the queue completes them
-(`complete_pending`). A suite result whose word changed tells its owner (`SuiteResultChanged`) and
-records who reviewed it; a gate's result changed by review never moves a promotion by itself.
+conditional on its grades as read (past `TX_MARKS` of them - an answer many baselines borrowed -
+the rest are marked right after it, the item naming every one as `pending_runs`). The outcomes
+and suite results computed for the audit are then written in place of the marked ones before the
+call answers; a process that dies in between leaves the marks, and the next read of such a run
+or decision of the queue completes them (`complete_pending`). A suite result whose word changed
+tells its owner (`SuiteResultChanged`) and records who reviewed it; a gate's result changed by
+review never moves a promotion by itself.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from chalicelib.bootstrap import Container
-from chalicelib.clock import iso
+from chalicelib.clock import from_epoch_ms, iso
 from chalicelib.domain import access
 from chalicelib.domain.enums import ArmRole, AttemptState, RunStatus
 from chalicelib.domain.events import SuiteResultChanged
@@ -35,13 +37,13 @@ from chalicelib.domain.records import Attempt, Run, Suite, SuiteResultEntry
 from chalicelib.domain.review_items import ItemState, ReviewAudit, ReviewItem
 from chalicelib.domain.review_rules import ReviewReason, ReviewVerdict
 from chalicelib.domain.suite_rules import Threshold, decide_result
-from chalicelib.errors import ConflictError, InvalidInputError
+from chalicelib.errors import ConflictError, InvalidInputError, NotFoundError
 from chalicelib.retrying import jitter
 from chalicelib.services import access as access_service
-from chalicelib.services import finalize, grading, messagebus, redacting
+from chalicelib.services import finalize, messagebus, redacting
 from chalicelib.services import review as queue
 from chalicelib.services.ports.review import Decision, Mark, StaleRun
-from chalicelib.services.run_deletion import borrowers
+from chalicelib.services.run_deletion import BORROWERS_PAGE, borrowers
 from chalicelib.services.suite_results import facts_of
 from chalicelib.services.suite_saving import change_suite, touch
 
@@ -51,6 +53,12 @@ NOTE_MAX_CHARS = 4_000
 """The longest note a decision keeps."""
 TRIES = 5
 """Decisions tried again after a run they rest on was graded meanwhile."""
+TX_MARKS = 90
+"""Runs, suite results and borrowed copies of the answer one decision's transaction marks at
+most: DynamoDB takes 100 writes in a transaction, and the item, its waiting mark, the count, the
+audit entry, the attempt and the dataset's check take up to 6. The runs past it (baselines that
+borrowed the answer) are marked right after the transaction (`ReviewQueue.mark_stale`) and their
+numbers put in place with the others'."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,9 @@ class Planned:
     outcome: Outcome
     result: SuiteResultEntry | None
     new_result: SuiteResultEntry | None
+    copy_key: str | None = None
+    """The attempt key of the run's own copy of the answer: a baseline that borrowed it keeps
+    one once the answer's run is deleted, and the verdict is written on it too."""
 
 
 @dataclass(frozen=True)
@@ -111,12 +122,36 @@ def _with_review(
     return out
 
 
+def _borrowers_of_gone(c: Container, item: ReviewItem) -> list[Run]:
+    """The runs whose baseline borrowed the first answer of a run that is gone (each keeps a
+    copy of it): runs of the item's agent created since the answer was recorded, newest first."""
+    since = iso(from_epoch_ms(item.answered_at_ms))
+    out: list[Run] = []
+    start = None
+    while True:
+        page = c.runs.list_by_agent(item.org_id, item.agent_id, BORROWERS_PAGE, start)
+        for run in page.runs:
+            if run.created_at < since:
+                return out
+            if any(
+                not a.answers and a.source_run_id == item.run_id and a.source_arm_id == item.arm_id
+                for a in run.arms
+            ):
+                out.append(run)
+        if page.next_start is None:
+            return out
+        start = page.next_start
+
+
 def _dependents(c: Container, item: ReviewItem) -> list[Run]:
     """The completed runs whose numbers rest on the item's answer: its own run and the runs whose
-    baseline borrowed it (none when its run is gone)."""
+    baseline borrowed it (those alone, keeping their copy of it, when its run is gone)."""
     own = c.runs.get(item.org_id, item.run_id)
     if own is None:
-        return []
+        if not item.attempt_key.endswith("#001"):
+            return []
+        runs = _borrowers_of_gone(c, item)
+        return [r for r in runs if r.status == RunStatus.COMPLETED and r.outcome is not None]
     runs = [own]
     if item.attempt_key.endswith("#001") and own.status == RunStatus.COMPLETED:
         runs += [
@@ -165,9 +200,25 @@ def _plan(c: Container, item: ReviewItem, review: dict[str, Any] | None) -> list
     """What the decision makes of every run resting on the item's answer, computed before
     anything is written."""
     return [
-        _planned(c, run, _with_review(run, finalize.all_attempts(c, run), item, review))
+        replace(
+            _planned(c, run, _with_review(run, finalize.all_attempts(c, run), item, review)),
+            copy_key=_copy_of(c, run, item),
+        )
         for run in _dependents(c, item)
     ]
+
+
+def _copy_of(c: Container, run: Run, item: ReviewItem) -> str | None:
+    """The attempt key of `run`'s own copy of the item's answer (a baseline that borrowed it,
+    once its run was deleted), None when it keeps none."""
+    if run.run_id == item.run_id or not item.attempt_key.endswith("#001"):
+        return None
+    for arm in run.arms:
+        if not arm.answers and arm.source_run_id == item.run_id:
+            key = f"{arm.arm_id}#{item.case_id}#001"
+            if c.runs.get_attempt(run.org_id, run.run_id, key) is not None:
+                return key
+    return None
 
 
 def _audit(
@@ -180,6 +231,8 @@ def _audit(
         item_id=after.item_id,
         action=action,
         by=who.user_id,
+        key_id=who.key_id,
+        actor=who.actor,
         at=at,
         state_before=before.state,
         state_after=after.state,
@@ -203,6 +256,17 @@ def _audit(
     )
 
 
+def _split(plans: list[Planned]) -> tuple[list[Planned], list[Planned]]:
+    """The plans whose runs (and suite results) the decision's one transaction marks - its own
+    run first, as many as `TX_MARKS` allows - and the rest, marked right after it."""
+    used = 0
+    for i, plan in enumerate(plans):
+        used += 1 + (plan.result is not None) + (plan.copy_key is not None)
+        if used > TX_MARKS:
+            return plans[:i], plans[i:]
+    return plans, []
+
+
 def _write(
     c: Container,
     who: Identity,
@@ -222,6 +286,7 @@ def _write(
         )
         audit = _audit(who, before, after, action, plans, now)
         own = c.runs.get_attempt(before.org_id, before.run_id, before.attempt_key)
+        inside, beyond = _split(plans)
         decision = Decision(
             before=before,
             after=after,
@@ -229,16 +294,31 @@ def _write(
             run_id=before.run_id if own is not None else None,
             attempt_key=before.attempt_key,
             review=review,
-            runs=[StaleRun(p.run.run_id, p.run.regrades) for p in plans],
-            results=[p.result for p in plans if p.result is not None],
+            runs=[StaleRun(p.run.run_id, p.run.regrades) for p in inside],
+            results=[p.result for p in inside if p.result is not None],
             mark=mark,
+            copies=[(p.run.run_id, p.copy_key) for p in inside if p.copy_key is not None],
         )
         if c.review.decide(decision):
-            complete(c, who, after, plans)
+            if beyond:
+                c.review.mark_stale(
+                    before.org_id,
+                    [p.run.run_id for p in beyond],
+                    [p.result for p in beyond if p.result is not None],
+                    [(p.run.run_id, p.copy_key) for p in beyond if p.copy_key is not None],
+                    review,
+                )
+            complete(c, who, after, [_as_written(p) for p in plans])
             fresh = c.review.get(before.org_id, before.dataset_id, before.item_id) or after
             return Decided(fresh, audit)
         now_item = c.review.get(before.org_id, before.dataset_id, before.item_id)
-        if now_item is None or (now_item.state, now_item.version) != (
+        if now_item is None:
+            raise NotFoundError(
+                f"review item {before.item_id} was removed meanwhile (its run or agent was "
+                "deleted)",
+                field="item_id",
+            )
+        if (now_item.state, now_item.version) != (
             before.state,
             before.version,
         ):
@@ -254,22 +334,42 @@ def _write(
     )
 
 
+def _as_written(plan: Planned) -> Planned:
+    """`plan` with its run's `regrades` as the decision's transaction left them (one more)."""
+    return replace(plan, run=replace(plan.run, regrades=int(plan.run.regrades or 0) + 1))
+
+
+def _outcome_in_place(c: Container, plan: Planned) -> Planned | None:
+    """Write `plan`'s outcome, conditional on the run's grades being as the plan saw them
+    (`plan.run.regrades`). A run graded again since (another decision on another of its answers,
+    a grade again) is planned again from its grades as they stand: a plan put in place late never
+    writes numbers older than the grades. Returns the plan written, None when the run is gone or
+    kept being graded (it stays marked `outcome_stale`: its next read settles it)."""
+    for _ in range(TRIES):
+        run = c.runs.get(plan.run.org_id, plan.run.run_id)
+        if run is None or run.status != RunStatus.COMPLETED:
+            return None
+        if c.runs.record_outcome(replace(run, regrades=plan.run.regrades), plan.outcome):
+            return plan
+        plan = _planned(c, run, finalize.all_attempts(c, run))
+    log.warning("eval run %s kept being graded: its outcome is left marked", plan.run.run_id)
+    return None
+
+
 def complete(
     c: Container, who: Identity | None, item: ReviewItem | None, plans: list[Planned]
 ) -> None:
-    """Put a written decision's planned outcomes and suite results in place of the marked ones
-    (each run's outcome conditional on its grades as the decision left them; one graded again
-    meanwhile is computed again from its grades as they stand), tell the owners of suite results
-    whose word changed, and clear the item's pending runs."""
+    """Put planned outcomes and suite results in place of the marked ones, each plan's run
+    conditional on its `regrades` as the plan holds them (a written decision's: as its
+    transaction left them, `_as_written`); a run graded again meanwhile is planned again from
+    its grades as they stand (`_outcome_in_place`). Then tell the owners of suite results whose
+    word changed, and clear the item's pending runs."""
     by = who.user_id if who is not None else ((item.decided_by if item else None) or "")
-    for plan in plans:
-        run = c.runs.get(plan.run.org_id, plan.run.run_id)
-        if run is None:
+    for planned in plans:
+        plan = _outcome_in_place(c, planned)
+        if plan is None or plan.result is None or plan.new_result is None:
             continue
-        if not c.runs.record_outcome(run, plan.outcome):
-            grading.recompute_outcome(c, run.org_id, run.run_id)
-        if plan.result is None or plan.new_result is None:
-            continue
+        run = plan.run
         stored = c.suites.result_of_run(
             plan.result.org_id, plan.result.agent_id, plan.result.suite_id, run.run_id
         )
@@ -359,7 +459,8 @@ def decide(
     """A person's verdict on a waiting item (`pass` or `fail`, with an optional note).
 
     Raises:
-        NotFoundError: a dataset or item the caller may not see. ForbiddenError: no
+        NotFoundError: a dataset or item the caller may not see; a dataset gone or being
+        deleted (field `dataset_id`, also when its delete starts meanwhile). ForbiddenError: no
         `datasets:edit` on the dataset. InvalidInputError: another verdict (field `verdict`), a
         note over `NOTE_MAX_CHARS` (field `note`). ConflictError: the item is not waiting (decided
         already, or replaced), or somebody decided it meanwhile.

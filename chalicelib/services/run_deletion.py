@@ -30,7 +30,8 @@ def delete_run(c: Container, who: Identity, run_id: str) -> None:
 def forget(c: Container, run: Run, *, borrowers_deleted_too: bool = False) -> None:
     """Delete an ended run, every attempt it kept, the answers it kept in the results bucket
     (`<org>/answers/<run_id>/`, docs/reference/data-protection.md) and the items of its answers in
-    its dataset's review queue (their audit entries stay).
+    its dataset's review queue (their audit entries stay), but those of first answers a borrower
+    keeps a copy of.
 
     A run whose baseline borrowed this run's first answers keeps its comparison: those answers
     are copied into it first (`keep_borrowed`), so its page, its cases, a grade again and a
@@ -52,15 +53,25 @@ def forget(c: Container, run: Run, *, borrowers_deleted_too: bool = False) -> No
             "the run is still running: cancel it and wait for its running cases first",
             field="run_id",
         )
+    copied: set[str] = set()
     if run.status == RunStatus.COMPLETED and not borrowers_deleted_too:
         # Only a completed run's arms are borrowed (`baselines.choose`).
         c.runs.mark_deleting(run.org_id, run.run_id, iso(c.clock.now()))
         attempts = c.runs.attempts(run.org_id, run.run_id)
         for borrower in borrowers(c, run):
             keep_borrowed(c, borrower, run, attempts)
+            copied |= {
+                row.attempt_key
+                for arm in borrower.arms
+                if not arm.answers and arm.source_run_id == run.run_id
+                for row in attempts
+                if row.arm_id == arm.source_arm_id and int(row.attempt) == 1
+            }
     c.bucket.delete_prefix(names.run_answers_prefix(run.org_id, run.run_id))
     c.workspaces.release(run.org_id, run.run_id)  # what a failed release at its end left
-    c.review.forget_run(run.org_id, run.dataset_id, run.run_id)  # its answers in the queue
+    # Its answers leave the review queue, but those a borrower keeps a copy of: a verdict on one
+    # of them still moves that borrower's numbers, and Undo must be able to take it back.
+    c.review.forget_run(run.org_id, run.dataset_id, run.run_id, frozenset(copied))
     c.runs.delete(run.org_id, run.run_id)
 
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import Any
 
+from chalicelib.domain.records import SuiteResultEntry
 from chalicelib.domain.review_items import ItemState, ReviewAudit, ReviewItem
 from chalicelib.errors import NotFoundError
 from chalicelib.services.ports.review import Decision, ItemPage, Mark, QueueFull, Sent
@@ -26,7 +28,7 @@ class FakeReviewQueue:
         self.marks: dict[tuple[str, str, str, str], str] = {}
         self.audits: dict[tuple[str, str], list[ReviewAudit]] = {}
         self.gone: set[tuple[str, str]] = set()
-        """Datasets being deleted: a send to their queue is refused."""
+        """Datasets being deleted: a send to their queue, and a decision in it, are refused."""
         self.before_decide: Callable[[], None] | None = None
 
     def get(self, org_id: str, dataset_id: str, item_id: str) -> ReviewItem | None:
@@ -44,6 +46,13 @@ class FakeReviewQueue:
 
     def count_waiting(self, org_id: str, dataset_id: str) -> int:
         return sum(1 for k in self.marks if k[:2] == (org_id, dataset_id))
+
+    def waiting_by_agent(self, org_id: str, dataset_id: str) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for org, dataset, _case, agent in self.marks:
+            if (org, dataset) == (org_id, dataset_id):
+                out[agent] = out.get(agent, 0) + 1
+        return out
 
     def send(self, item: ReviewItem, replacing: ReviewItem | None, limit: int) -> Sent:
         key = (item.org_id, item.dataset_id, item.item_id)
@@ -80,6 +89,7 @@ class FakeReviewQueue:
         tag: str | None,
         limit: int,
         start: str | None,
+        keep: Callable[[ReviewItem], bool] | None = None,
     ) -> ItemPage:
         ids = sorted((k[2] for k in self.items if k[:2] == (org_id, dataset_id)), reverse=True)
         out: list[ReviewItem] = []
@@ -89,7 +99,7 @@ class FakeReviewQueue:
             item = self.items[(org_id, dataset_id, item_id)]
             if (state and item.state != state) or (agent_id and item.agent_id != agent_id):
                 continue
-            if tag and tag not in item.tags:
+            if (tag and tag not in item.tags) or (keep is not None and not keep(item)):
                 continue
             out.append(item)
             if len(out) == limit:
@@ -102,6 +112,8 @@ class FakeReviewQueue:
             hook()
         before, after = decision.before, decision.after
         org, dataset = after.org_id, after.dataset_id
+        if (org, dataset) in self.gone:
+            raise NotFoundError(f"dataset {dataset} is gone or being deleted", field="dataset_id")
         kept = self.items.get((org, dataset, after.item_id))
         if kept is None or (kept.state, kept.version) != (before.state, before.version):
             return False
@@ -119,6 +131,9 @@ class FakeReviewQueue:
             attempt = self.runs.get_attempt(org, decision.run_id, decision.attempt_key)
             if attempt is None:
                 return False
+        copies = [self.runs.get_attempt(org, run_id, key) for run_id, key in decision.copies]
+        if any(copy is None for copy in copies):
+            return False
         # Every condition held: all of it applies.
         self.items[(org, dataset, after.item_id)] = after
         if decision.mark is Mark.RELEASE:
@@ -128,6 +143,9 @@ class FakeReviewQueue:
         self.audits.setdefault((org, dataset), []).append(decision.audit)
         if attempt is not None and decision.run_id is not None:
             self.runs.add_attempt(org, replace(attempt, review=decision.review))
+        for copy in copies:
+            if copy is not None:
+                self.runs.add_attempt(org, replace(copy, review=decision.review))
         for run in decision.runs:
             found = self.runs.kept[(org, run.run_id)]
             self.runs.set(
@@ -141,6 +159,31 @@ class FakeReviewQueue:
                 results[result.started_key] = replace(results[result.started_key], stale=True)
         return True
 
+    def mark_stale(
+        self,
+        org_id: str,
+        run_ids: list[str],
+        results: list[SuiteResultEntry],
+        copies: list[tuple[str, str]],
+        review: dict[str, Any] | None,
+    ) -> None:
+        for run_id, key in copies:
+            copy = self.runs.get_attempt(org_id, run_id, key)
+            if copy is not None:
+                self.runs.add_attempt(org_id, replace(copy, review=review))
+        for run_id in run_ids:
+            found = self.runs.kept.get((org_id, run_id))
+            if found is not None:
+                self.runs.set(
+                    org_id, run_id, outcome_stale=True, regrades=int(found.regrades or 0) + 1
+                )
+        for result in results:
+            kept = self.suites.kept_results.get(
+                (result.org_id, result.agent_id, result.suite_id), {}
+            )
+            if result.started_key in kept:
+                kept[result.started_key] = replace(kept[result.started_key], stale=True)
+
     def finish(self, item: ReviewItem, pending_runs: list[str]) -> None:
         key = (item.org_id, item.dataset_id, item.item_id)
         if key in self.items:
@@ -153,9 +196,13 @@ class FakeReviewQueue:
             if item_id is None or a.item_id == item_id
         ]
 
-    def forget_run(self, org_id: str, dataset_id: str, run_id: str) -> int:
+    def forget_run(
+        self, org_id: str, dataset_id: str, run_id: str, keep: frozenset[str] = frozenset()
+    ) -> int:
         mine = [
-            k for k, i in self.items.items() if k[:2] == (org_id, dataset_id) and i.run_id == run_id
+            k
+            for k, i in self.items.items()
+            if k[:2] == (org_id, dataset_id) and i.run_id == run_id and i.attempt_key not in keep
         ]
         for key in mine:
             item = self.items.pop(key)
@@ -163,6 +210,20 @@ class FakeReviewQueue:
             if self.marks.get(mark) == item.item_id:
                 del self.marks[mark]
         return len(mine)
+
+    def forget_agent(self, org_id: str, dataset_id: str, agent_id: str) -> int:
+        gone = {
+            k[2]
+            for k, item in self.items.items()
+            if k[:2] == (org_id, dataset_id) and item.agent_id == agent_id
+        }
+        for item_id in gone:
+            del self.items[(org_id, dataset_id, item_id)]
+        for mark in [k for k in self.marks if k[:2] == (org_id, dataset_id) and k[3] == agent_id]:
+            del self.marks[mark]
+        kept = self.audits.get((org_id, dataset_id), [])
+        self.audits[(org_id, dataset_id)] = [a for a in kept if a.item_id not in gone]
+        return len(gone)
 
     def delete_queue(self, org_id: str, dataset_id: str) -> None:
         for key in [k for k in self.items if k[:2] == (org_id, dataset_id)]:

@@ -4,7 +4,7 @@ queue's counter; audit entries in their own table under the same key."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist, TransactWriteError
@@ -14,6 +14,7 @@ from chalicelib.adapters.stores.base import (
     TX,
     changes,
     check_dataset_live,
+    conditional_update,
     dataset_live,
     delete_found,
     record_of,
@@ -29,8 +30,9 @@ from chalicelib.adapters.tables import (
     org_key,
 )
 from chalicelib.adapters.tables_review import COUNTER_ID, ITEM_PREFIX, WAITING_PREFIX
+from chalicelib.domain.records import SuiteResultEntry
 from chalicelib.domain.review_items import ItemState, ReviewAudit, ReviewItem
-from chalicelib.errors import NotFoundError
+from chalicelib.errors import ConflictError, NotFoundError
 from chalicelib.services.ports.review import Decision, ItemPage, Mark, QueueFull, Sent
 
 _KEYS = ("item_id",)
@@ -46,6 +48,11 @@ def _mark_id(case_id: str, agent_id: str) -> str:
 
 def _item(row: ReviewItemRow) -> ReviewItem:
     return record_of(row, ReviewItem, {"tags": list, "pending_runs": list})
+
+
+def _review_action(review: dict[str, Any] | None) -> Any:
+    """The update putting `review` on an attempt (None: taking it off)."""
+    return AttemptRow.review.remove() if review is None else AttemptRow.review.set(review)
 
 
 def _was(attribute: Any, value: Any) -> Any:
@@ -95,6 +102,19 @@ class ReviewStore:
         except DoesNotExist:
             return 0
         return max(0, int(row.waiting or 0))
+
+    def waiting_by_agent(self, org_id: str, dataset_id: str) -> dict[str, int]:
+        out: dict[str, int] = {}
+        rows = ReviewItemRow.query(
+            _queue(org_id, dataset_id),
+            ReviewItemRow.item_id.startswith(WAITING_PREFIX),
+            consistent_read=True,
+            attributes_to_get=["item_id"],
+        )
+        for row in rows:
+            agent = row.item_id.rpartition("#")[2]  # `waiting#<case_id>#<agent_id>`
+            out[agent] = out.get(agent, 0) + 1
+        return out
 
     def _count(self, t: TransactWrite, item: ReviewItem, delta: int, limit: int | None) -> None:
         counter = ReviewItemRow(_queue(item.org_id, item.dataset_id), COUNTER_ID)
@@ -166,6 +186,7 @@ class ReviewStore:
         tag: str | None,
         limit: int,
         start: str | None,
+        keep: Callable[[ReviewItem], bool] | None = None,
     ) -> ItemPage:
         condition = None
         for part in (
@@ -191,7 +212,10 @@ class ReviewStore:
                 ),
             )
             for row in rows:
-                items.append(_item(row))
+                item = _item(row)
+                if keep is not None and not keep(item):
+                    continue
+                items.append(item)
                 if len(items) == limit:
                     return ItemPage(items, row.item_id)
             key = rows.last_evaluated_key
@@ -231,11 +255,13 @@ class ReviewStore:
                 if decision.run_id is not None:
                     t.update(
                         AttemptRow(org_key(after.org_id, decision.run_id), decision.attempt_key),
-                        actions=[
-                            AttemptRow.review.remove()
-                            if decision.review is None
-                            else AttemptRow.review.set(decision.review)
-                        ],
+                        actions=[_review_action(decision.review)],
+                        condition=AttemptRow.attempt_key.exists(),
+                    )
+                for run_id, key in decision.copies:
+                    t.update(
+                        AttemptRow(org_key(after.org_id, run_id), key),
+                        actions=[_review_action(decision.review)],
                         condition=AttemptRow.attempt_key.exists(),
                     )
                 for run in decision.runs:
@@ -253,10 +279,44 @@ class ReviewStore:
                         actions=[SuiteResultRow.stale.set(True)],
                         condition=SuiteResultRow.started_key.exists(),
                     )
+                check_dataset_live(t, after.org_id, after.dataset_id)
             return True
         except TransactWriteError as exc:
             unless_condition_failed(exc)
+            if not dataset_live(after.org_id, after.dataset_id):
+                raise NotFoundError(
+                    f"dataset {after.dataset_id} is gone or being deleted", field="dataset_id"
+                ) from exc
             return False
+
+    def mark_stale(
+        self,
+        org_id: str,
+        run_ids: list[str],
+        results: list[SuiteResultEntry],
+        copies: list[tuple[str, str]],
+        review: dict[str, Any] | None,
+    ) -> None:
+        for run_id, key in copies:
+            conditional_update(
+                AttemptRow(org_key(org_id, run_id), key),
+                [_review_action(review)],
+                AttemptRow.attempt_key.exists(),
+            )
+        for run_id in run_ids:
+            conditional_update(
+                RunRow(org_key(org_id, run_id)),
+                [RunRow.outcome_stale.set(True), RunRow.regrades.add(1)],
+                RunRow.run_key.exists(),
+            )
+        for result in results:
+            conditional_update(
+                SuiteResultRow(
+                    org_key(result.org_id, result.agent_id, result.suite_id), result.started_key
+                ),
+                [SuiteResultRow.stale.set(True)],
+                SuiteResultRow.started_key.exists(),
+            )
 
     def finish(self, item: ReviewItem, pending_runs: list[str]) -> None:
         row = ReviewItemRow(_queue(item.org_id, item.dataset_id), item.item_id)
@@ -277,31 +337,73 @@ class ReviewStore:
         )
         return [record_of(row, ReviewAudit) for row in rows]
 
-    def forget_run(self, org_id: str, dataset_id: str, run_id: str) -> int:
-        """Delete the items of one run's answers (the audit stays); a waiting one frees its case
-        and agent. Returns how many went."""
-        queue = _queue(org_id, dataset_id)
-        gone = 0
-        for row in ReviewItemRow.query(
-            queue,
+    def forget_run(
+        self, org_id: str, dataset_id: str, run_id: str, keep: frozenset[str] = frozenset()
+    ) -> int:
+        """Delete the items of one run's answers but those of the attempts in `keep` (the audit
+        stays); a waiting one frees its case and agent. Returns how many went."""
+        rows = ReviewItemRow.query(
+            _queue(org_id, dataset_id),
             ReviewItemRow.item_id.startswith(ITEM_PREFIX),
             filter_condition=ReviewItemRow.run_id == run_id,
             consistent_read=True,
-        ):
-            item = _item(row)
+        )
+        gone = 0
+        for row in rows:
+            if row.attempt_key not in keep:
+                self._forget(_item(row))
+                gone += 1
+        return gone
+
+    def forget_agent(self, org_id: str, dataset_id: str, agent_id: str) -> int:
+        queue = _queue(org_id, dataset_id)
+        rows = ReviewItemRow.query(
+            queue,
+            ReviewItemRow.item_id.startswith(ITEM_PREFIX),
+            filter_condition=ReviewItemRow.agent_id == agent_id,
+            consistent_read=True,
+        )
+        gone = set()
+        for row in rows:
+            self._forget(_item(row))
+            gone.add(row.item_id)
+        if gone:
+            delete_found(
+                (r for r in ReviewAuditRow.query(queue, consistent_read=True) if r.item_id in gone),
+                ReviewAuditRow,
+            )
+        return len(gone)
+
+    def _forget(self, item: ReviewItem) -> None:
+        """Delete one item; a waiting one with its mark and one off the count, in one
+        transaction (read again and tried again when somebody decided it meanwhile)."""
+        queue = _queue(item.org_id, item.dataset_id)
+        for _ in range(5):
+            if item.state != ItemState.WAITING:
+                ReviewItemRow(queue, item.item_id).delete()
+                return
             try:
                 with TX.write() as t:
-                    t.delete(row, condition=ReviewItemRow.state == item.state)
-                    if item.state == ItemState.WAITING:
-                        t.delete(
-                            ReviewItemRow(queue, _mark_id(item.case_id, item.agent_id)),
-                            condition=ReviewItemRow.holder == item.item_id,
-                        )
-                        self._count(t, item, -1, None)
-                gone += 1
+                    t.delete(
+                        ReviewItemRow(queue, item.item_id),
+                        condition=ReviewItemRow.state == ItemState.WAITING.value,
+                    )
+                    t.delete(
+                        ReviewItemRow(queue, _mark_id(item.case_id, item.agent_id)),
+                        condition=ReviewItemRow.holder == item.item_id,
+                    )
+                    self._count(t, item, -1, None)
+                return
             except TransactWriteError as exc:
-                unless_condition_failed(exc)  # decided meanwhile: the next delete takes it
-        return gone
+                unless_condition_failed(exc)
+                now = self.get(item.org_id, item.dataset_id, item.item_id)
+                if now is None:
+                    return
+                item = now
+        raise ConflictError(
+            f"review item {item.item_id} kept changing while it was deleted: delete again",
+            field="agent_id",
+        )
 
     def delete_queue(self, org_id: str, dataset_id: str) -> None:
         queue = _queue(org_id, dataset_id)

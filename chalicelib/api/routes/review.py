@@ -46,7 +46,7 @@ def review_items(c, who, dataset_id, query):
     return {
         "items": [review_views.item_view(i, names) for i in page.items],
         "next_cursor": page.next_start,
-        "waiting": c.review.count_waiting(who.org_id, dataset_id),
+        "waiting": review_service.waiting_count(c, who, dataset_id),
     }
 
 

@@ -3,7 +3,7 @@ agent, and the one conditional transaction of a person's decision or Undo."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -64,6 +64,9 @@ class Decision:
     runs: list[StaleRun] = field(default_factory=list)
     results: list[SuiteResultEntry] = field(default_factory=list)
     mark: Mark = Mark.KEEP
+    copies: list[tuple[str, str]] = field(default_factory=list)
+    """`(run_id, attempt_key)` of each copy of the answer a borrowing baseline keeps (its run
+    deleted): each carries `review` too."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,9 @@ class ReviewQueue(Protocol):
     def count_waiting(self, org_id: str, dataset_id: str) -> int:
         """How many items of the queue wait."""
 
+    def waiting_by_agent(self, org_id: str, dataset_id: str) -> dict[str, int]:
+        """How many items of the queue wait, per agent id (read from the waiting marks)."""
+
     def send(self, item: ReviewItem, replacing: ReviewItem | None, limit: int) -> Sent:
         """Put `item` into its queue as the one waiting for its case and agent, in one
         transaction: conditional on no item of its id, and on the waiting mark as read (none when
@@ -108,13 +114,34 @@ class ReviewQueue(Protocol):
         tag: str | None,
         limit: int,
         start: str | None,
+        keep: Callable[[ReviewItem], bool] | None = None,
     ) -> ItemPage:
         """The queue's items newest first, only those in `state`, of `agent_id`, or with `tag`
-        when given; at most `limit` from after `start`."""
+        when given, and only those `keep` accepts; at most `limit` from after `start`. Items
+        `keep` refuses are never counted nor named by `next_start` (a caller's cursor never holds
+        the id of an item it may not see)."""
 
     def decide(self, decision: Decision) -> bool:
-        """Write a decision or Undo as ONE transaction (`Decision`); False when a condition failed
-        (somebody decided the item, or a run's grades moved, since they were read)."""
+        """Write a decision or Undo as ONE transaction (`Decision`), conditional on the dataset
+        being there and not being deleted; False when a condition failed (somebody decided the
+        item, or a run's grades moved, since they were read).
+
+        Raises:
+            NotFoundError: (field `dataset_id`) the dataset is gone or being deleted.
+        """
+
+    def mark_stale(
+        self,
+        org_id: str,
+        run_ids: list[str],
+        results: list[SuiteResultEntry],
+        copies: list[tuple[str, str]],
+        review: dict[str, Any] | None,
+    ) -> None:
+        """Mark each run `outcome_stale` with its `regrades` moved by one (whatever they were),
+        each suite result `stale`, and put `review` on each copy `(run_id, attempt_key)` of the
+        answer (None removes it), each write on its own, skipping what is gone: what a decision
+        rests on beyond what its one transaction holds."""
 
     def finish(self, item: ReviewItem, pending_runs: list[str]) -> None:
         """Keep what is left to compute of the item's last decision (`[]`: nothing)."""
@@ -122,9 +149,16 @@ class ReviewQueue(Protocol):
     def audit(self, org_id: str, dataset_id: str, item_id: str | None = None) -> list[ReviewAudit]:
         """The queue's audit entries oldest first, only `item_id`'s when given."""
 
-    def forget_run(self, org_id: str, dataset_id: str, run_id: str) -> int:
-        """Delete the items holding one run's answers (its audit entries stay); a waiting one
-        frees its case and agent. Returns how many went."""
+    def forget_run(
+        self, org_id: str, dataset_id: str, run_id: str, keep: frozenset[str] = frozenset()
+    ) -> int:
+        """Delete the items holding one run's answers, but those of the attempts (`arm#case#n`)
+        in `keep` (its audit entries stay); a waiting one frees its case and agent. Returns how
+        many went."""
+
+    def forget_agent(self, org_id: str, dataset_id: str, agent_id: str) -> int:
+        """Delete every item of `agent_id` in the dataset's queue (waiting ones with their mark,
+        the count following) and the audit entries of those items; returns how many items."""
 
     def delete_queue(self, org_id: str, dataset_id: str) -> None:
         """Delete every item, mark and audit entry of the dataset's queue."""

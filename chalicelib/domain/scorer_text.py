@@ -1,0 +1,233 @@
+"""The text scorers: `equals`, `contains`, `icontains` and `regex` (docs/reference/scorers.md).
+
+Each compares the answer's text with each of a case's checks naming it - for the first three,
+else with the case's `reference`; for `regex`, else with the pattern in the settings.
+
+Pure: `regex` (the package that stops a slow search) is imported by the check that searches, so
+a Lambda's cold start does not pay for it (issue 12).
+"""
+
+from __future__ import annotations
+
+import re
+from abc import abstractmethod
+from typing import Any
+
+from chalicelib.domain.models import AgentAnswer, Case, ScoreResult
+from chalicelib.domain.scorer_base import (
+    Scorer,
+    ScorerName,
+    Settings,
+    _combine,
+    _shown,
+    check_params,
+)
+from chalicelib.errors import InvalidInputError
+
+# ---------------------------------------------------------------------------------------
+# Text scorers
+# ---------------------------------------------------------------------------------------
+
+
+class _TextScorer(Scorer):
+    """equals / contains / icontains: the answer against each check's `value`, else the
+    reference.
+
+    A check's `value` is one text, or a list of texts of which ANY may match (an Inspect sample's
+    several targets, promptfoo's `contains-any`); every check must pass, as for every scorer.
+    """
+
+    def applies(self, case: Case, settings: Settings) -> bool:
+        return case.reference is not None or bool(check_params(case, self.name))
+
+    def _targets(self, case: Case) -> list[list[str]]:
+        """Each check's acceptable texts (one list per check), else `[[reference]]`."""
+        checks = check_params(case, self.name)
+        if not checks:
+            return [[case.reference or ""]]
+        targets = []
+        for params in checks:
+            value = params.get("value")
+            if value is None or value == []:
+                raise ValueError(f"a {self.name} check has no value")
+            targets.append([str(v) for v in value] if isinstance(value, list) else [str(value)])
+        return targets
+
+    def check_params(self, params: Settings, field: str) -> None:
+        value = params.get("value")
+        if value is None:
+            raise InvalidInputError(f"a {self.name} check needs a value", field=f"{field}.value")
+        if isinstance(value, list) and (
+            not value or not all(isinstance(v, str | int | float) for v in value)
+        ):
+            raise InvalidInputError(
+                f"a {self.name} check's value is a text or a non-empty list of texts",
+                field=f"{field}.value",
+            )
+        if isinstance(value, dict):
+            raise InvalidInputError(
+                f"a {self.name} check's value is a text, not an object", field=f"{field}.value"
+            )
+
+    def score(self, case: Case, answer: AgentAnswer, settings: Settings) -> ScoreResult:
+        return _combine(self.name, [self._any(answer.answer, t) for t in self._targets(case)])
+
+    def _any(self, answer: str, targets: list[str]) -> tuple[bool, str]:
+        """(passed, reason) of `answer` against one check's acceptable texts: the first that
+        matches passes it; with several and none matching, the reason names them all."""
+        verdicts = [self._verdict(answer, t) for t in targets]
+        passing = next((v for v in verdicts if v[0]), None)
+        if passing is not None or len(targets) == 1:
+            return passing or verdicts[0]
+        shown = ", ".join(_shown(t) for t in targets)
+        return False, f"expected {self._expected_any(shown)}, got {_shown(answer)}"
+
+    @abstractmethod
+    def _verdict(self, answer: str, target: str) -> tuple[bool, str]:
+        """(passed, reason) of `answer` against one target."""
+
+    @abstractmethod
+    def _expected_any(self, shown: str) -> str:
+        """What a reason says was expected of the answer, given several acceptable texts."""
+
+
+class EqualsScorer(_TextScorer):
+    """The answer, stripped, is exactly the target, stripped (case-sensitive)."""
+
+    name = ScorerName.EQUALS
+
+    def _verdict(self, answer: str, target: str) -> tuple[bool, str]:
+        got, want = answer.strip(), target.strip()
+        if got == want:
+            return True, f"answer equals {_shown(want)}"
+        return False, f"expected {_shown(want)}, got {_shown(got)}"
+
+    def _expected_any(self, shown: str) -> str:
+        return f"one of {shown}"
+
+
+class ContainsScorer(_TextScorer):
+    """The answer contains the target verbatim."""
+
+    name = ScorerName.CONTAINS
+
+    def _verdict(self, answer: str, target: str) -> tuple[bool, str]:
+        if target in answer:
+            return True, f"answer contains {_shown(target)}"
+        return False, f"expected the answer to contain {_shown(target)}, got {_shown(answer)}"
+
+    def _expected_any(self, shown: str) -> str:
+        return f"the answer to contain one of {shown}"
+
+
+class IContainsScorer(_TextScorer):
+    """The answer contains the target, ignoring case (Unicode casefold, so "STRASSE" ~ "straße")."""
+
+    name = ScorerName.ICONTAINS
+
+    def _verdict(self, answer: str, target: str) -> tuple[bool, str]:
+        if target.casefold() in answer.casefold():
+            return True, f"answer contains {_shown(target)} (ignoring case)"
+        return False, (
+            f"expected the answer to contain {_shown(target)} (ignoring case), got {_shown(answer)}"
+        )
+
+    def _expected_any(self, shown: str) -> str:
+        return f"the answer to contain one of {shown} (ignoring case)"
+
+
+# ---------------------------------------------------------------------------------------
+# regex
+# ---------------------------------------------------------------------------------------
+
+_FLAG_NAMES: dict[str, re.RegexFlag] = {
+    "i": re.IGNORECASE,
+    "ignorecase": re.IGNORECASE,
+    "m": re.MULTILINE,
+    "multiline": re.MULTILINE,
+    "s": re.DOTALL,
+    "dotall": re.DOTALL,
+    "x": re.VERBOSE,
+    "verbose": re.VERBOSE,
+}
+
+
+def _regex_flags(flags: Any) -> re.RegexFlag:
+    """`flags` as given in a check or settings: "ims", ["IGNORECASE", "m"], or None.
+
+    Raises:
+        ValueError: an unknown flag.
+    """
+    if flags is None or flags == "":
+        return re.RegexFlag(0)
+    if isinstance(flags, str):
+        words = [flags.lower()] if flags.lower() in _FLAG_NAMES else list(flags.lower())
+    elif isinstance(flags, list):
+        words = [str(f).lower() for f in flags]
+    else:
+        raise ValueError(f"regex flags must be a string or a list, not {flags!r}")
+    result = re.RegexFlag(0)
+    for word in words:
+        if word not in _FLAG_NAMES:
+            raise ValueError(f"unknown regex flag {word!r} (known: i, m, s, x)")
+        result |= _FLAG_NAMES[word]
+    return result
+
+
+REGEX_SECONDS = 1.0
+"""How long one regex check may search one answer (the pattern is the tenant's: a catastrophic one,
+`(a+)+$`, would otherwise hold a worker for hours)."""
+
+
+class RegexScorer(Scorer):
+    """`regex.search(pattern, answer, flags)` finds a match. Pattern from each check, else settings.
+
+    Patterns are Python `re` syntax, searched with the `regex` package (the same matching for that
+    syntax) because it stops a search after `REGEX_SECONDS`: a search that takes longer raises, so
+    the attempt is `incomplete` - the check's fault, not the agent's.
+    """
+
+    name = ScorerName.REGEX
+
+    def applies(self, case: Case, settings: Settings) -> bool:
+        return bool(check_params(case, self.name)) or settings.get("pattern") is not None
+
+    def check_settings(self, settings: Settings, field: str) -> None:
+        try:
+            if settings.get("pattern") is not None:
+                re.compile(str(settings["pattern"]), _regex_flags(settings.get("flags")))
+            else:
+                _regex_flags(settings.get("flags"))
+        except (re.error, ValueError) as exc:
+            raise InvalidInputError(f"bad regex: {exc}", field=f"{field}.pattern") from exc
+
+    def check_params(self, params: Settings, field: str) -> None:
+        if params.get("pattern") is None:
+            raise InvalidInputError("a regex check needs a pattern", field=f"{field}.pattern")
+        self.check_settings(params, field)
+
+    def score(self, case: Case, answer: AgentAnswer, settings: Settings) -> ScoreResult:
+        import regex
+
+        sources = check_params(case, self.name) or [dict(settings)]
+        verdicts = []
+        for params in sources:
+            if params.get("pattern") is None:
+                raise ValueError("a regex check has no pattern")
+            # Flags not given on the check fall back to the settings' flags.
+            flags = _regex_flags(params.get("flags", settings.get("flags")))
+            pattern = str(params["pattern"])
+            try:
+                found = regex.search(pattern, answer.answer, int(flags), timeout=REGEX_SECONDS)
+            except TimeoutError as exc:
+                raise ValueError(
+                    f"the regex /{pattern}/ searched this answer for over {REGEX_SECONDS:g} s "
+                    "(a pattern that backtracks catastrophically?)"
+                ) from exc
+            if found:
+                verdicts.append((True, f"/{pattern}/ matched {_shown(found.group(0))}"))
+            else:
+                verdicts.append(
+                    (False, f"expected a match for /{pattern}/, got {_shown(answer.answer)}")
+                )
+        return _combine(self.name, verdicts)

@@ -212,6 +212,9 @@ def print_run(run: JSON, comparison: JSON | None, decision: gates.Gate) -> None:
     if efficiency:
         print(f"  {efficiency}")
     print(f"  {compared_text(comparison)}")
+    luck = gates.noise_sentence(run)
+    if luck:
+        print(f"  noise: {luck}")
     print(f"gate: {decision.word} (exit {decision.code})")
     for reason in decision.reasons:
         print(f"  - {reason}")

@@ -57,6 +57,14 @@ class Gate:
         return {"exit_code": self.code, "result": self.word, "reasons": list(self.reasons)}
 
 
+def noise_sentence(run: JSON) -> str | None:
+    """How far to trust the run's regression verdict given the noise it measured (the run's
+    `outcome.noise.sentence`, docs/concepts/noise.md); None without a comparison."""
+    noise = (run.get("outcome") or {}).get("noise")
+    sentence = noise.get("sentence") if isinstance(noise, dict) else None
+    return str(sentence) if sentence else None
+
+
 def percent(rate: Any) -> str:
     """A rate 0..1 as a percentage with one decimal (`n/a` for None)."""
     return "n/a" if rate is None else f"{100 * float(rate):.1f} %"
@@ -242,6 +250,7 @@ def junit(run: JSON, cases: Iterable[JSON], gate: Gate) -> str:
         ("gate", gate.word),
         ("exit_code", gate.code),
         ("gate_reasons", "; ".join(gate.reasons)),
+        ("noise", noise_sentence(run) or ""),
     ):
         ET.SubElement(props, "property", name=name, value=_clean_xml(str(value)))
     counts = {"tests": 0, "failures": 0, "errors": 0}
@@ -379,6 +388,9 @@ def markdown(
             f"Pass rate {percent(outcome.get('pass_rate'))} "
             f"({outcome.get('passed')}/{outcome.get('total')} passed); no baseline to compare with."
         )
+    luck = noise_sentence(run)
+    if luck:
+        lines += ["", f"Noise: {_md(luck, 400)}"]
     lines += ["", *[f"- {r}" for r in gate.reasons]]
     if broken:
         arm = candidate_arm(run)

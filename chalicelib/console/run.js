@@ -61,6 +61,9 @@ export async function render(ctx) {
 
   const sentences = h("section", { class: "sentences card", id: "verdict", "aria-label": "Verdict" },
     story.sentences.map((s) => h("p", {}, s)),
+    run.outcome && run.outcome.noise && run.outcome.noise.sentence
+      ? h("p", { id: "noise-sentence", class: "muted" }, run.outcome.noise.sentence)
+      : null,
     run.reason && run.status === "completed" ? h("p", { class: "muted" }, run.reason) : null,
     (run.warnings || []).map((w) => h("p", { class: "why" }, w)));
 

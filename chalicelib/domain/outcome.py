@@ -192,6 +192,9 @@ class Outcome(Kept):
     """Set when the run has a baseline."""
     comparison_verdict: ComparisonVerdict | None = None
     """`comparison.verdict`, set with `comparison`."""
+    noise: dict[str, Any] | None = None
+    """How likely the comparison's confirmed flips are luck (`domain.noise.Noise.as_json()` and
+    its `sentence`, docs/concepts/noise.md); set with a valid comparison."""
 
 
 # --- building them -------------------------------------------------------------------------
@@ -276,9 +279,11 @@ def outcome_of(
     *,
     stability: Stability | None = None,
     comparison: Comparison | None = None,
+    noise: dict[str, Any] | None = None,
 ) -> Outcome:
     """The outcome of a run whose first candidate is `arm_id`, summarised `s`, with every arm's
-    result `arms` and its stability figures or comparison when given (else left unset)."""
+    result `arms` and its stability figures, comparison and its noise when given (else left
+    unset)."""
     values: dict[str, Any] = {
         "arm_id": arm_id,
         "total": s.cases,
@@ -299,4 +304,6 @@ def outcome_of(
         values["stability"] = stability
     if comparison is not None:
         values |= {"comparison": comparison, "comparison_verdict": comparison.verdict}
+    if noise is not None:
+        values["noise"] = noise
     return Outcome(**values)

@@ -16,7 +16,7 @@ from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
-from chalicelib.domain import compare
+from chalicelib.domain import compare, noise
 from chalicelib.domain import judge_rules as judge_rules
 from chalicelib.domain import outcome as outcomes
 from chalicelib.domain.enums import (
@@ -454,13 +454,47 @@ def compute_outcome(c: Container, run: Run, attempts: list[Attempt]) -> Outcome:
                 {cid: [a.state for a in case_tries] for cid, case_tries in tries.items()}
             )
         )
+    comparison = comparison_of(c, run, attempts)
     return outcomes.outcome_of(
         cand,
         summaries[cand],
         arm_results(c, run, attempts, summaries),
         stability=stability,
-        comparison=comparison_of(c, run, attempts),
+        comparison=comparison,
+        noise=noise_of(run, attempts, comparison) if comparison is not None else None,
     )
+
+
+def noise_of(run: Run, attempts: list[Attempt], comparison: Comparison) -> dict[str, Any] | None:
+    """How likely the comparison's confirmed flips are luck, measured on this run's own tries
+    (basis `this_run`: both sides' first answers and reruns pooled as if nothing changed,
+    `domain.noise`), with the run page's sentence; None for a comparison that is invalid or
+    whose side could not run, or without a decided try."""
+    if comparison.invalid_reason or comparison.could_not_run:
+        return None
+    states = {
+        arm_id: {
+            cid: [a.state for a in tries] for cid, tries in by_case(run, attempts, arm_id).items()
+        }
+        for arm_id in (comparison.candidate_arm_id, comparison.baseline_arm_id)
+    }
+    tries = noise.pooled_tries(
+        states[comparison.candidate_arm_id], states[comparison.baseline_arm_id]
+    )
+    for case_id in run.case_ids:  # an untried case is a chance of luck all the same
+        tries.setdefault(case_id, noise.CaseTries(0, 0))
+    reruns = min(max(int((run.settings or {}).get("reruns", 0)), 0), noise.MAX_RERUNS)
+    measured = noise.estimate_noise(
+        tries,
+        reruns=reruns,
+        baseline_rerun=bool(comparison.baseline.rerun),
+        basis="this_run",
+        confirmed_flips={f.case_id: f.outcome for f in comparison.flips if f.confirmed},
+    )
+    if measured is None:
+        return None
+    sentence = noise.noise_sentence(measured, comparison.confirmed_regressions)
+    return {**measured.as_json(), "sentence": sentence}
 
 
 def finalize(c: Container, org_id: str, run_id: str, attempts: list[Attempt] | None = None) -> bool:

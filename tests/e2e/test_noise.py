@@ -1,0 +1,70 @@
+"""How far to trust a regression verdict, end to end (docs/concepts/noise.md): a run with a
+baseline keeps its measured noise as `outcome.noise` with the run page's sentence; the gate's
+text, JSON, Markdown and JUnit carry it; a run without a baseline has none."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from chalicelib.domain import noise
+from chalicelib.domain.enums import CaseOutcome
+from tests.e2e.conftest import cases, sleepy_spec
+
+BROKEN = {"c002": "7", "c005": "7", "c007": "7"}
+
+
+def publish(api, agent_id: str, spec: dict[str, Any]) -> None:
+    api.ok("PUT", f"/api/v1/agents/{agent_id}/draft", json={"spec": spec})
+    api.ok("POST", f"/api/v1/agents/{agent_id}/versions")
+
+
+def test_a_compared_run_says_how_likely_its_confirmed_regressions_are_luck(api, cli, tmp_path):
+    ds = api.dataset(cases(10))
+    agent = api.agent(sleepy_spec())
+    publish(api, agent, sleepy_spec())
+    publish(api, agent, sleepy_spec(answers=BROKEN))
+    run = api.start(agent, ds, candidate="version", version=2, paired_baseline=True, reruns=2)
+    assert api.wait(run["run_id"])["status"] == "completed"
+    outcome = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"]
+    measured = outcome["noise"]
+    # 10 first answers a side, and 2 reruns a side of each of the 3 flips: 32 decided tries.
+    assert (measured["basis"], measured["tries"], measured["cases"]) == ("this_run", 32, 10)
+    assert (measured["reruns"], measured["baseline_rerun"]) == (2, True)
+    assert sorted(measured["per_flip"]) == ["c002", "c005", "c007"]
+    assert len(measured["luck_by_reruns"]) == noise.MAX_RERUNS + 1
+    assert measured["luck_by_reruns"][0] == 0.0 and measured["bound"] == 0.01
+    # The same tries through the model give the same figures: 7 cases passed 2 of 2 (a try a
+    # side), 3 cases passed 3 of 6 (the baseline's 3, the candidate's 0).
+    tries = {f"c{i:03d}": noise.CaseTries(2, 2) for i in range(10)}
+    tries |= {case: noise.CaseTries(3, 6) for case in BROKEN}
+    expected = noise.estimate_noise(
+        tries,
+        reruns=2,
+        baseline_rerun=True,
+        basis="this_run",
+        confirmed_flips=dict.fromkeys(BROKEN, CaseOutcome.REGRESSION),
+    )
+    assert expected is not None
+    assert measured["p_luck_regression"] == expected.p_luck_regression
+    sentence = measured["sentence"]
+    assert sentence == noise.noise_sentence(expected, 3)
+    assert sentence.startswith("3 confirmed regressions. ")
+    assert "a candidate that changed nothing would show one in" in sentence
+
+    junit, md = tmp_path / "junit.xml", tmp_path / "gate.md"
+    gated = cli("gate", run["run_id"], "--junit", str(junit), "--markdown", str(md))
+    assert gated.code == 1, gated.out + gated.err
+    assert f"  noise: {sentence}" in gated.out.splitlines()
+    assert f"Noise: {sentence}" in md.read_text()
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
+    assert props["noise"] == sentence
+    as_json = json.loads(cli("gate", run["run_id"], "--json").out)
+    assert as_json["run"]["outcome"]["noise"]["sentence"] == sentence
+
+
+def test_a_run_without_a_baseline_measures_no_luck(api):
+    run = api.start(api.agent(sleepy_spec()), api.dataset(cases(3)))
+    assert api.wait(run["run_id"])["status"] == "completed"
+    assert api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"].get("noise") is None

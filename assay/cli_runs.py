@@ -129,7 +129,12 @@ def report_run(api: AssayClient, run_id: str, args: argparse.Namespace) -> int:
     code."""
     run = api.get_run(run_id)
     comparison = api.comparison_or_none(run_id)
-    decision = gates.decide_run(run, comparison, min_pass_rate=args.min_pass_rate)
+    decision = gates.decide_run(
+        run,
+        comparison,
+        min_pass_rate=args.min_pass_rate,
+        max_luck=getattr(args, "max_luck", None),
+    )
     cases: list[JSON] | None = None
     if args.junit or args.markdown:
         cases = list(api.cases(run_id))

@@ -482,6 +482,15 @@ def cmd_export(args: argparse.Namespace) -> int:
     return gates.PASSED
 
 
+def _reruns(text: str) -> int | str:
+    """`--reruns`: a count 0-5, or `auto`."""
+    if text == "auto":
+        return text
+    if not text.isdigit() or int(text) > 5:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count of reruns 0-5 or auto")
+    return int(text)
+
+
 def _start_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("agent", help="the agent's id")
     p.add_argument("--dataset", required=True, help="the dataset's id")
@@ -497,7 +506,13 @@ def _start_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--paired-baseline", action="store_true", help="run the version before it in the same run"
     )
-    p.add_argument("--reruns", type=int, default=None, help="reruns of each flipped case (0-5)")
+    p.add_argument(
+        "--reruns",
+        type=_reruns,
+        default=None,
+        help="reruns of each flipped case (0-5), or auto: the fewest that keep a confirmed "
+        "regression unlikely to be luck (with a baseline)",
+    )
     p.add_argument("--baseline-run", default=None, help="an earlier run to compare with")
     p.add_argument(
         "--model-profile", action="append", default=[], help="a model profile id (repeat for more)"

@@ -94,6 +94,7 @@ def test_reruns_auto_without_a_baseline_is_refused_naming_reruns(api, cli):
         f"/api/v1/agents/{agent}/eval-runs/estimate",
         json={"dataset_id": ds, "candidate": "draft", "reruns": "often"},
     )
-    assert status == 400 and "reruns" in json.dumps(body), body
+    assert status == 400 and body["error"]["field"] == "reruns", body
+    assert "'auto'" in body["error"]["message"]
     done = cli("estimate", agent, "--dataset", ds, "--draft", "--reruns", "9")
     assert done.code == 3 and "--reruns" in done.err and "0-5 or auto" in done.err

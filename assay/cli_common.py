@@ -129,6 +129,13 @@ def _reports(p: argparse.ArgumentParser) -> None:
         help="fail (exit 1) below this pass rate: 0.8 or 80%%",
     )
     p.add_argument(
+        "--max-luck",
+        type=_fraction,
+        default=None,
+        help="inconclusive (exit 2) when confirmed regressions are likelier luck than this: "
+        "0.01 or 1%%",
+    )
+    p.add_argument(
         "--timeout",
         type=float,
         default=None,
@@ -140,9 +147,13 @@ def _reports(p: argparse.ArgumentParser) -> None:
 
 
 def _fraction(text: str) -> float:
-    value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    """A fraction flag (`--min-pass-rate`, `--max-luck`): `0.8` or `80%`, within 0..1."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        value = -1.0
     if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a pass rate between 0 and 1 (or 0-100%)")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction between 0 and 1 (or 0-100%)")
     return value
 
 

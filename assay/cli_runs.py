@@ -129,7 +129,12 @@ def report_run(api: AssayClient, run_id: str, args: argparse.Namespace) -> int:
     code."""
     run = api.get_run(run_id)
     comparison = api.comparison_or_none(run_id)
-    decision = gates.decide_run(run, comparison, min_pass_rate=args.min_pass_rate)
+    decision = gates.decide_run(
+        run,
+        comparison,
+        min_pass_rate=args.min_pass_rate,
+        max_luck=getattr(args, "max_luck", None),
+    )
     cases: list[JSON] | None = None
     if args.junit or args.markdown:
         cases = list(api.cases(run_id))
@@ -477,6 +482,15 @@ def cmd_export(args: argparse.Namespace) -> int:
     return gates.PASSED
 
 
+def _reruns(text: str) -> int | str:
+    """`--reruns`: a count 0-5, or `auto`."""
+    if text == "auto":
+        return text
+    if not text.isdigit() or int(text) > 5:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count of reruns 0-5 or auto")
+    return int(text)
+
+
 def _start_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("agent", help="the agent's id")
     p.add_argument("--dataset", required=True, help="the dataset's id")
@@ -492,7 +506,13 @@ def _start_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--paired-baseline", action="store_true", help="run the version before it in the same run"
     )
-    p.add_argument("--reruns", type=int, default=None, help="reruns of each flipped case (0-5)")
+    p.add_argument(
+        "--reruns",
+        type=_reruns,
+        default=None,
+        help="reruns of each flipped case (0-5), or auto: the fewest that keep a confirmed "
+        "regression unlikely to be luck (with a baseline)",
+    )
     p.add_argument("--baseline-run", default=None, help="an earlier run to compare with")
     p.add_argument(
         "--model-profile", action="append", default=[], help="a model profile id (repeat for more)"

@@ -5,11 +5,13 @@ writes text; nothing here calls the API.
 Exit codes (also in the README, "assay in CI"):
 
 - `0` **passed**: nothing confirmed broke and nothing is undecided.
-- `1` **broke**: a confirmed regression (docs/concepts/verdicts.md), a pass
+- `1` **broke**: a confirmed regression (docs/concepts/verdicts.md) whose chance of luck is
+  within `--max-luck` (or any, without the flag), a pass
   rate under `--min-pass-rate`, a suite result `failed`, a promotion refused.
 - `2` **inconclusive**: cases left undecided (incomplete or ungraded), an invalid comparison, a
   side that could not run, a run that ended `cancelled`, `failed` or `budget_exceeded`, a suite
-  result `inconclusive`, `error` or `not_run`.
+  result `inconclusive`, `error` or `not_run`, confirmed regressions that a candidate that changed
+  nothing would show more often than `--max-luck` (docs/concepts/noise.md).
 - `3` **error**: the API refused or could not be reached (auth, a 4xx, a timeout).
 
 A confirmed regression outranks undecided cases: what broke is known whatever else is not.
@@ -65,6 +67,59 @@ def noise_sentence(run: JSON) -> str | None:
     return str(sentence) if sentence else None
 
 
+def chance(value: float) -> str:
+    """A chance 0..1 in the run page's words: `23 %`, `0.4 %`, `under 0.1 %`."""
+    points = 100 * float(value)
+    if points == 0:
+        return "0 %"
+    if points < 0.1:
+        return "under 0.1 %"
+    if points < 10 and round(points, 1) != round(points):
+        return f"{points:.1f} %"
+    return f"{round(points)} %"
+
+
+MAX_RERUNS = 5
+"""The most reruns a run may ask for (0-5)."""
+
+
+def luck_reason(run: JSON, max_luck: float) -> str | None:
+    """Why the run's confirmed regressions may be luck, when its measured noise says so.
+
+    The rule: the run's `outcome.noise.p_luck_regression` (the chance that a candidate that
+    changed nothing shows at least one confirmed regression, docs/concepts/noise.md) above
+    `max_luck` (a fraction, 0.01 = 1 %) gives a sentence with that chance and the reruns that
+    would settle it: the smallest count in 1-5 whose chance in `luck_by_reruns` is under
+    `max_luck`, or that none does, with the run's `advice` when it has one.
+
+    Returns:
+        The sentence, or None when the noise was not measured or the chance is within the bound.
+    """
+    noise = (run.get("outcome") or {}).get("noise")
+    if not isinstance(noise, dict) or noise.get("p_luck_regression") is None:
+        return None
+    luck = float(noise["p_luck_regression"])
+    if luck <= max_luck:
+        return None
+    by_reruns = [float(x) for x in noise.get("luck_by_reruns") or []]
+    settles = next((r for r in range(1, len(by_reruns)) if by_reruns[r] < max_luck), None)
+    said = (
+        f"a candidate that changed nothing would show a confirmed regression in {chance(luck)} "
+        f"of runs, over --max-luck {chance(max_luck)}"
+    )
+    if settles is not None:
+        reruns = "1 rerun" if settles == 1 else f"{settles} reruns"
+        return f"{said}; {reruns} would bring that under {chance(max_luck)}"
+    said += f"; no count of reruns up to {MAX_RERUNS} brings that under {chance(max_luck)}"
+    advice = noise.get("advice")
+    if advice and float(noise.get("bound") or 0) == max_luck:
+        return f"{said}. {advice}"
+    return (
+        f"{said}. A steadier model (e.g. a lower temperature) would, or fewer cases it answers "
+        "unsteadily; a stability run measures the noise on more tries."
+    )
+
+
 def percent(rate: Any) -> str:
     """A rate 0..1 as a percentage with one decimal (`n/a` for None)."""
     return "n/a" if rate is None else f"{100 * float(rate):.1f} %"
@@ -83,10 +138,21 @@ def candidate_arm(run: JSON) -> str:
     return str((run.get("outcome") or {}).get("arm_id") or "candidate")
 
 
-def decide_run(run: JSON, comparison: JSON | None, *, min_pass_rate: float | None = None) -> Gate:
+def decide_run(
+    run: JSON,
+    comparison: JSON | None,
+    *,
+    min_pass_rate: float | None = None,
+    max_luck: float | None = None,
+) -> Gate:
     """The gate of an ended run (`GET /eval-runs/{id}`) and its comparison (`GET
     .../comparison`, None without a baseline). `min_pass_rate` is a fraction (0.8 = 80 %) the
-    candidate's settled pass rate must reach. A run still queued or running is inconclusive."""
+    candidate's settled pass rate must reach. A run still queued or running is inconclusive.
+
+    `max_luck` (a fraction, 0.01 = 1 %): confirmed regressions whose chance of luck is above it
+    (`luck_reason`) make the run inconclusive instead of broke, the reason saying that chance and
+    the reruns that would settle it; a run whose noise was not measured is unaffected, and a pass
+    rate under the minimum still breaks."""
     status = run.get("status")
     if status in ("queued", "running"):
         return Gate(INCONCLUSIVE, [f"the run is still {status}"])
@@ -111,10 +177,15 @@ def decide_run(run: JSON, comparison: JSON | None, *, min_pass_rate: float | Non
             if f.get("outcome") == "regression" and f.get("confirmed")
         ]
         if regressions:
-            broke.append(
+            said = (
                 f"{len(regressions)} confirmed regression{'s' * (len(regressions) != 1)}: "
                 f"{_names(regressions)}"
             )
+            luck = luck_reason(run, max_luck) if max_luck is not None else None
+            if luck is None:
+                broke.append(said)
+            else:
+                unsure.append(f"{said}; but {luck}")
         incomplete = int((comparison.get("counts") or {}).get("incomplete") or 0)
         if incomplete:
             unsure.append(

@@ -48,6 +48,9 @@ class Settings(BaseModel):
     """Case attempts one organization has in flight at once, across its runs."""
     eval_reruns: int = Field(2, ge=0, le=5)
     """Reruns of a flipped case."""
+    eval_max_luck: float = Field(0.01, gt=0, lt=1)
+    """The chance of luck `reruns: "auto"` keeps a run's confirmed regressions under (0.01 = 1 %):
+    the smallest reruns in 1-5 whose measured chance is under it (docs/concepts/noise.md)."""
     eval_baseline_cache_hours: int = Field(24, ge=0)
     """How old a matching baseline may be and still be reused, in hours."""
     eval_significance: float = Field(0.05, gt=0, lt=1)

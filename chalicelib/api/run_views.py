@@ -169,7 +169,9 @@ def run_view(run: Run, *, summaries: dict[str, ArmResult] | None = None) -> dict
     `progress`, costs in USD, tokens, arms without their specs, the kept outcome without its
     `arms`, `summaries` per arm (the outcome's, or `summaries` computed now for a run without
     one), `replay` (how its tool calls are answered from a recording, as `arm_view`'s), `tested`
-    ("v4 against v3", "The draft alone") and `verdict_phrase` ("Breaks 2", "No
+    ("v4 against v3", "The draft alone"), `reruns` and `reruns_auto` (with `reruns: "auto"`: what
+    was chosen and why, `{chosen, reason, from_run_id, luck, bound}`, else None) and
+    `verdict_phrase` ("Breaks 2", "No
     baseline", `domain.verdict_text.verdict_phrase`)."""
     kept = run.outcome.as_json() if run.outcome else None
     settings = run.settings or {}
@@ -216,6 +218,8 @@ def run_view(run: Run, *, summaries: dict[str, ArmResult] | None = None) -> dict
         "reused_baseline_run_id": settings.get("reused_baseline_run_id"),
         "suite_id": settings.get("suite_id"),
         "missing_baseline_version": settings.get("missing_baseline_version"),
+        "reruns": settings.get("reruns"),
+        "reruns_auto": settings.get("reruns_auto"),
         "summaries": (
             {arm_id: summary_view(r) for arm_id, r in summaries.items()}
             if summaries is not None

@@ -373,7 +373,8 @@ def budget_view(budget: Budget) -> dict[str, Any]:
 def estimate_view(price: Price) -> dict[str, Any]:
     """What a run would cost (`POST /agents/{id}/eval-runs/estimate`, and `estimate` of a start's
     402): `{agent_id, dataset_id, dataset_version, candidate, resolved_version, cases,
-    ungraded_cases, judged_cases, reruns, replay (the run's: `{recording_id, live_reads, label}`,
+    ungraded_cases, judged_cases, reruns, reruns_auto (with `reruns: "auto"`: `{chosen, reason,
+    from_run_id, luck, bound}`, else None), replay (the run's: `{recording_id, live_reads, label}`,
     None without a recording), arms: [{arm_id, role, model, replay (as `run_views.arm_view`'s),
     basis, per_case_usd, first_pass_usd, rerun_ceiling_usd, runs_sampled, reused_run_id?}], judge,
     first_pass_usd, rerun_ceiling_usd, total_usd, basis, reused_baseline_run_id,
@@ -419,6 +420,7 @@ def estimate_view(price: Price) -> dict[str, Any]:
         "ungraded_cases": plan.ungraded,
         "judged_cases": plan.judged,
         "reruns": plan.reruns,
+        "reruns_auto": plan.reruns_auto,
         "replay": plan.replay.view(),
         "arms": [arm(a) for a in est.arms],
         "judge": None

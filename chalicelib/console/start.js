@@ -20,6 +20,16 @@ export function chosenDataset(runs, datasets) {
 
 let seq = 0;
 
+// What `reruns: "auto"` chose, from the estimate's `reruns_auto`, and what the reruns cost; null
+// when the reruns were not left to it.
+export function rerunsText(est) {
+  const auto = est.reruns_auto;
+  if (!auto) return null;
+  const count = `${auto.chosen} rerun${auto.chosen === 1 ? "" : "s"}`;
+  return h("p", { id: "estimate-reruns" },
+    `Reruns: auto suggests ${count} of each flip: ${auto.reason}. They cost up to ${usd(est.rerun_ceiling_usd)}.`);
+}
+
 // Whether the agent's draft differs from its latest version (`latest` null: nothing published).
 export function draftDiffers(agent, latest) {
   return latest ? latest.spec_hash !== agent.draft.spec_hash : true;
@@ -88,6 +98,11 @@ export async function openStartDialog(ctx, opts) {
   const def = envs.find((e) => e.default);
   if (def) env.value = def.environment_id;
   const reruns = h("input", { id: "start-reruns", type: "number", min: "0", max: "5", inputmode: "numeric", placeholder: "default" });
+  // "Reruns: auto" (with a baseline only): the fewest reruns that keep a confirmed regression
+  // unlikely to be luck, as the newest comparison measured the noise (docs/concepts/noise.md).
+  const autoReruns = h("input", { id: "start-reruns-auto", type: "checkbox", name: "reruns_auto" });
+  const autoField = h("div", { class: "field", id: "start-reruns-auto-field", hidden: true },
+    h("label", { for: "start-reruns-auto", class: "inline" }, autoReruns, " Reruns: auto (the fewest that keep a regression unlikely to be luck)"));
   const recordings = h("p", { id: "start-recordings", class: "muted", "aria-live": "polite" });
   // Which recording the candidate replays: read again only when the candidate (or agent) changes.
   let recordingOf = null;
@@ -111,7 +126,8 @@ export async function openStartDialog(ctx, opts) {
     else { out.candidate = "version"; out.version = Number(cand.value); }
     if (base.checked) out.paired_baseline = true;
     if (env.value) out.environment_id = env.value;
-    if (reruns.value !== "") out.reruns = Number(reruns.value);
+    if (base.checked && autoReruns.checked) out.reruns = "auto";
+    else if (reruns.value !== "") out.reruns = Number(reruns.value);
     return out;
   };
   const baselineText = () => {
@@ -119,6 +135,8 @@ export async function openStartDialog(ctx, opts) {
     base.disabled = !v;
     if (!v) base.checked = false;
     document.getElementById("start-baseline-text").textContent = v ? `Against v${v}, in the same run` : "No earlier version to compare with";
+    autoField.hidden = !base.checked;
+    reruns.disabled = base.checked && autoReruns.checked;
   };
   const lacking = () => {
     const needs = [["runs:view"], ["datasets:run", { dataset: dataset.value }], ["agents:run", { agent: agent.agent_id }]];
@@ -164,7 +182,8 @@ export async function openStartDialog(ctx, opts) {
         h("p", { id: "estimate-grading" }, grades),
         h("p", { id: "estimate-budgets" }, `The agent's budget: ${after(est.agent_after_usd)}. The organization's: ${after(est.org_after_usd)}.`),
         est.reused_baseline_run_id ? h("p", {}, `The baseline's first answers come from run ${est.reused_baseline_run_id}, at no cost.`) : null,
-        (est.warnings || []).map((w) => h("p", { class: "why" }, w)),
+        rerunsText(est),
+        (est.warnings || []).filter((w) => !(est.reruns_auto && w.startsWith('reruns "auto"'))).map((w) => h("p", { class: "why" }, w)),
         est.within_budget === false ? h("p", { class: "error" }, "This run would exceed a budget: it cannot start.") : null));
       startButton.textContent = `Start for ${usd(est.total_usd)}`;
       startButton.disabled = !!missing || est.within_budget === false;
@@ -193,6 +212,7 @@ export async function openStartDialog(ctx, opts) {
       agentSel ? h("div", { class: "field" }, h("label", { for: "start-agent" }, "Agent to test"), agentSel) : null,
       h("div", { class: "field" }, h("label", { for: "start-candidate" }, "What runs"), cand),
       h("div", { class: "field" }, baseLabel),
+      autoField,
       h("div", { class: "field" }, h("label", { for: "start-dataset" }, "Dataset"), dataset),
       h("details", { id: "start-advanced" }, h("summary", {}, "Advanced"),
         h("div", { class: "field" }, h("label", { for: "start-environment" }, "Environment"), env),
@@ -200,7 +220,7 @@ export async function openStartDialog(ctx, opts) {
         recordings),
       estimate, why, errors,
       h("div", { class: "actions" }, startButton, cancelButton())));
-  for (const el of [cand, base, dataset, env, reruns]) el.addEventListener("change", settle);
+  for (const el of [cand, base, dataset, env, reruns, autoReruns]) el.addEventListener("change", settle);
   reruns.addEventListener("input", settle);
   if (agentSel) {
     agentSel.addEventListener("change", async () => {

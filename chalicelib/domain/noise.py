@@ -61,7 +61,9 @@ __all__ = [
     "flip_chances",
     "mixture_flip_chances",
     "noise_sentence",
+    "percent",
     "pooled_tries",
+    "reruns_under",
 ]
 
 Basis = Literal["this_run", "stability_run", "history"]
@@ -390,7 +392,7 @@ def estimate_noise(
         ]
         for case_id, outcome in flips.items()
     }
-    suggested = next((r for r in range(1, MAX_RERUNS + 1) if luck[r] < bound), None)
+    suggested = reruns_under(luck, bound)
     return Noise(
         basis=basis,
         tries=tries,
@@ -419,11 +421,24 @@ def _at_least_one(
 
 def _advice(luck_at_most: float, bound: float) -> str:
     return (
-        f"No count of reruns up to {MAX_RERUNS} brings it under {_percent(bound)}: at "
+        f"No count of reruns up to {MAX_RERUNS} brings it under {percent(bound)}: at "
         f"{MAX_RERUNS} reruns a candidate that changed nothing would still show one in "
-        f"{_percent(luck_at_most)} of runs. A steadier model (e.g. a lower temperature) would, "
+        f"{percent(luck_at_most)} of runs. A steadier model (e.g. a lower temperature) would, "
         "or fewer cases it answers unsteadily; a stability run measures the noise on more tries."
     )
+
+
+def reruns_under(luck_by_reruns: Sequence[float], bound: float) -> int | None:
+    """The smallest reruns in 1-5 whose chance of luck (`Noise.luck_by_reruns`, index = reruns)
+    is under `bound`; None when none is (0 is never picked: it confirms nothing).
+
+    Raises:
+        ValueError: a bound outside (0, 1).
+    """
+    if not 0 < bound < 1:
+        raise ValueError(f"bound must be within (0, 1): {bound}")
+    top = min(len(luck_by_reruns) - 1, MAX_RERUNS)
+    return next((r for r in range(1, top + 1) if float(luck_by_reruns[r]) < bound), None)
 
 
 def auto_reruns(noise: Noise) -> int:
@@ -435,7 +450,7 @@ def auto_reruns(noise: Noise) -> int:
     return noise.reruns_for_bound if noise.reruns_for_bound is not None else MAX_RERUNS
 
 
-def _percent(chance: float) -> str:
+def percent(chance: float) -> str:
     """A chance in the run page's words: `23 %`, `0.4 %`, `under 0.1 %`."""
     points = chance * 100
     if points == 0:
@@ -475,7 +490,7 @@ def noise_sentence(noise: Noise, confirmed_regressions: int) -> str:
         + ("." if confirmed_regressions == 1 else "s.")
     )
     intro = _BASIS_WORDS[noise.basis]
-    bound = _percent(noise.bound)
+    bound = percent(noise.bound)
     suggested = noise.reruns_for_bound
     if noise.reruns == 0:
         if suggested is None:
@@ -490,7 +505,7 @@ def noise_sentence(noise: Noise, confirmed_regressions: int) -> str:
         )
     said = (
         f"{head} {intro}, a candidate that changed nothing would show one in "
-        f"{_percent(noise.p_luck_regression)} of runs"
+        f"{percent(noise.p_luck_regression)} of runs"
     )
     if noise.p_luck_regression < noise.bound:
         return f"{said}."

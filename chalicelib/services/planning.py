@@ -44,3 +44,6 @@ class Plan:
     isolation: dict[str, Any] = field(default_factory=dict)
     """What the run keeps as `settings["isolation"]`: the test connections of the environment it
     names, then its replay (`Replay.settings`); see `services.tool_calls.isolation_of`."""
+    reruns_auto: dict[str, Any] | None = None
+    """With `reruns: "auto"`: what was chosen and why (`services.rerun_choice.choose`); the run
+    keeps it as `settings["reruns_auto"]`, the estimate shows it."""

@@ -24,7 +24,14 @@ from chalicelib.domain.replay import Replay
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import InvalidInputError, NotFoundError
 from chalicelib.services import access as access_service
-from chalicelib.services import baselines, environments, estimates, judges, recordings
+from chalicelib.services import (
+    baselines,
+    environments,
+    estimates,
+    judges,
+    recordings,
+    rerun_choice,
+)
 from chalicelib.services import datasets as dataset_service
 from chalicelib.services import model_profiles as profile_service
 from chalicelib.services.planning import Plan
@@ -237,7 +244,14 @@ def plan_run(
     settings = c.settings
     stability = bool(body.get("stability"))
     default_reruns = 1 if stability else settings.eval_reruns
-    reruns = default_reruns if body.get("reruns") is None else int(body["reruns"])
+    auto = body.get("reruns") == "auto"
+    if auto and stability:
+        raise InvalidInputError(
+            'reruns "auto" picks the reruns of a comparison, and a stability run compares '
+            "nothing: give a number",
+            field="reruns",
+        )
+    reruns = default_reruns if body.get("reruns") is None or auto else int(body["reruns"])
     profiles = [
         c.model_profiles.get(who.org_id, pid, field=f"model_profile_ids[{i}]")
         for i, pid in enumerate(body.get("model_profile_ids") or [])
@@ -314,6 +328,18 @@ def plan_run(
             c.runtimes.validate_spec(base_arm.spec)
             arms.append(base_arm)
     warnings = [_ungraded_warning(ungraded)] if ungraded else []
+    reruns_auto = None
+    if auto:
+        if not any(a.role is ArmRole.BASELINE for a in arms):
+            raise InvalidInputError(
+                'reruns "auto" needs a baseline to compare with: name paired_baseline or '
+                "baseline_run_id, or give reruns a number",
+                field="reruns",
+            )
+        reruns, reruns_auto, said = rerun_choice.choose(
+            c, who.org_id, agent_id, dataset_version.dataset_id, default=reruns
+        )
+        warnings.append(said)
     if judge is not None:
         if judge.spec.temperature > 0:
             warnings.append(
@@ -346,6 +372,7 @@ def plan_run(
         scoring,
         replay,
         {**isolation(c, who.org_id, body.get("environment_id")), **replay.settings()},
+        reruns_auto,
     )
 
 

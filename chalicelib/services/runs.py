@@ -102,6 +102,7 @@ def start_run(
         settings={
             "run_concurrency": settings.eval_run_concurrency,
             "reruns": plan.reruns,
+            **({"reruns_auto": plan.reruns_auto} if plan.reruns_auto is not None else {}),
             "case_timeout_seconds": settings.evaluation_case_timeout_seconds,
             **plan.info,
             "warnings": plan.warnings,

@@ -68,3 +68,45 @@ def test_a_run_without_a_baseline_measures_no_luck(api):
     run = api.start(api.agent(sleepy_spec()), api.dataset(cases(3)))
     assert api.wait(run["run_id"])["status"] == "completed"
     assert api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"].get("noise") is None
+
+
+def test_max_luck_makes_regressions_likelier_luck_than_the_bound_inconclusive(api, cli, tmp_path):
+    ds = api.dataset(cases(10))
+    agent = api.agent(sleepy_spec())
+    publish(api, agent, sleepy_spec())
+    publish(api, agent, sleepy_spec(answers=BROKEN))
+    junit, md = tmp_path / "junit.xml", tmp_path / "gate.md"
+    done = cli(
+        "run", agent, "--dataset", ds, "--version", "2", "--paired-baseline", "--reruns", "1",
+        "--yes", "--wait", "--max-luck", "1%", "--json", "--junit", str(junit),
+        "--markdown", str(md),
+    )  # fmt: skip
+    out = json.loads(done.out)
+    measured = out["run"]["outcome"]["noise"]
+    # 3 of 10 cases answered both ways, 1 rerun: luck well above 1 %.
+    assert measured["p_luck_regression"] > 0.01
+    assert done.code == 2, done.err
+    settles = noise.reruns_under(measured["luck_by_reruns"], 0.01)
+    luck = noise.percent(measured["p_luck_regression"])
+    head = (
+        '3 confirmed regressions: c002 "question 2", c005 "question 5", c007 "question 7"; but a '
+        f"candidate that changed nothing would show a confirmed regression in {luck} of runs, "
+        "over --max-luck 1 %; "
+    )
+    tail = (
+        f"{settles} rerun{'s' * (settles != 1)} would bring that under 1 %"
+        if settles is not None
+        else f"no count of reruns up to 5 brings that under 1 %. {measured['advice']}"
+    )
+    assert out["gate"] == {"exit_code": 2, "result": "inconclusive", "reasons": [head + tail]}
+    assert f"- {head + tail}" in md.read_text()
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
+    assert (props["gate"], props["gate_reasons"]) == ("inconclusive", head + tail)
+
+    run_id = out["run"]["run_id"]
+    text = cli("gate", run_id, "--max-luck", "0.01")
+    assert text.code == 2 and f"  - {head + tail}" in text.out.splitlines(), text.out
+    # A bound the luck is within leaves the regression to break the gate.
+    assert cli("gate", run_id, "--max-luck", "100%").code == 1
+    refused = cli("gate", run_id, "--max-luck", "2")
+    assert refused.code == 3 and "--max-luck" in refused.err

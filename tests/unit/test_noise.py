@@ -27,6 +27,7 @@ from chalicelib.domain.noise import (
     mixture_flip_chances,
     noise_sentence,
     pooled_tries,
+    reruns_under,
 )
 
 UNIFORM = BetaMixture.beta(1, 1)
@@ -344,3 +345,13 @@ def test_as_json_gives_every_field() -> None:
         "bound": 0.01,
         "advice": None,
     }
+
+
+def test_reruns_under_is_the_smallest_count_from_one_under_the_bound() -> None:
+    luck = [0.0, 0.5, 0.12, 0.03, 0.008, 0.002]
+    assert reruns_under(luck, 0.01) == 4
+    assert reruns_under(luck, 0.2) == 2
+    assert reruns_under(luck, 0.001) is None
+    assert reruns_under([0.0, 0.0], 0.01) == 1  # 0 confirms nothing: never picked
+    with pytest.raises(ValueError, match="bound"):
+        reruns_under(luck, 1.5)

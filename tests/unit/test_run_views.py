@@ -141,6 +141,8 @@ def test_a_run_view_shows_its_pins_costs_arms_without_specs_and_the_kept_outcome
         "reused_baseline_run_id": "r0",
         "suite_id": None,
         "missing_baseline_version": None,
+        "reruns": None,
+        "reruns_auto": None,
         "summaries": {
             "candidate": {
                 "quality": {

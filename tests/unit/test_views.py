@@ -225,6 +225,7 @@ def test_an_estimate_prices_each_arm_and_what_the_budgets_leave_in_usd() -> None
             "ungraded_cases": 0,
             "judged_cases": 0,
             "reruns": 1,
+            "reruns_auto": None,
             "replay": None,
             "arms": [
                 {

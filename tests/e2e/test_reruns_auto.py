@@ -1,0 +1,100 @@
+"""`reruns: "auto"` through the HTTP API and the CLI (docs/concepts/noise.md): without an
+earlier comparison the default reruns and why; after one, the smallest reruns in 1-5 whose
+chance of luck that comparison measured is under EVAL_MAX_LUCK, priced like any other and kept
+by the run; without a baseline a 400 naming `reruns`."""
+
+from __future__ import annotations
+
+import json
+
+from chalicelib.domain import noise
+from tests.e2e.conftest import cases, sleepy_spec
+
+BROKEN = {"c002": "7", "c005": "7", "c007": "7"}
+
+
+def publish(api, agent_id: str, spec: dict) -> None:
+    api.ok("PUT", f"/api/v1/agents/{agent_id}/draft", json={"spec": spec})
+    api.ok("POST", f"/api/v1/agents/{agent_id}/versions")
+
+
+def estimate(api, agent_id: str, dataset_id: str, **body) -> dict:
+    return api.ok(
+        "POST",
+        f"/api/v1/agents/{agent_id}/eval-runs/estimate",
+        json={"dataset_id": dataset_id, **body},
+    )
+
+
+def test_reruns_auto_reads_the_noise_the_newest_comparison_measured(api, cli):
+    ds = api.dataset(cases(10))
+    agent = api.agent(sleepy_spec())
+    publish(api, agent, sleepy_spec())
+    publish(api, agent, sleepy_spec(answers=BROKEN))
+    paired = {"candidate": "version", "version": 2, "paired_baseline": True}
+
+    first = estimate(api, agent, ds, reruns="auto", **paired)
+    assert first["reruns"] == 2  # EVAL_RERUNS: nothing measured yet
+    assert first["reruns_auto"] == {
+        "chosen": 2,
+        "reason": "no earlier comparison measured the noise",
+        "from_run_id": None,
+        "luck": None,
+        "bound": 0.01,
+    }
+    said = 'reruns "auto": 2, the default: no earlier comparison measured the noise'
+    assert said in first["warnings"]
+
+    run = api.start(agent, ds, reruns=2, **paired)
+    assert api.wait(run["run_id"])["status"] == "completed"
+    measured = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"]["noise"]
+    found = noise.reruns_under(measured["luck_by_reruns"], 0.01)
+    chosen = found if found is not None else noise.MAX_RERUNS
+
+    est = estimate(api, agent, ds, reruns="auto", **paired)
+    auto = est["reruns_auto"]
+    assert (est["reruns"], auto["chosen"], auto["from_run_id"]) == (chosen, chosen, run["run_id"])
+    assert auto["luck"] == measured["luck_by_reruns"][chosen] and auto["bound"] == 0.01
+    assert f'reruns "auto": {chosen}, {auto["reason"]}' in est["warnings"]
+    # Priced like the same count given by hand: the budget check sees it.
+    by_hand = estimate(api, agent, ds, reruns=chosen, **paired)
+    assert (est["rerun_ceiling_usd"], est["total_usd"]) == (
+        by_hand["rerun_ceiling_usd"],
+        by_hand["total_usd"],
+    )
+
+    started = api.start(agent, ds, reruns="auto", **paired)
+    assert f'reruns "auto": {chosen}, {auto["reason"]}' in started["warnings"]
+    read = api.ok("GET", f"/api/v1/eval-runs/{started['run_id']}")
+    assert read["reruns"] == chosen and read["reruns_auto"] == auto
+
+    # The CLI passes it: `assay estimate --reruns auto`.
+    done = cli(
+        "estimate", agent, "--dataset", ds, "--version", "2", "--paired-baseline",
+        "--reruns", "auto", "--json",
+    )  # fmt: skip
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["reruns_auto"]["from_run_id"] in (run["run_id"], started["run_id"])
+    api.wait(started["run_id"])
+
+
+def test_reruns_auto_without_a_baseline_is_refused_naming_reruns(api, cli):
+    ds = api.dataset(cases(2))
+    agent = api.agent(sleepy_spec())
+    for path in ("/eval-runs/estimate", "/eval-runs"):
+        status, body = api.call(
+            "POST",
+            f"/api/v1/agents/{agent}{path}",
+            json={"dataset_id": ds, "candidate": "draft", "reruns": "auto"},
+        )
+        assert status == 400 and body["error"]["field"] == "reruns", body
+        assert "needs a baseline" in body["error"]["message"]
+    status, body = api.call(
+        "POST",
+        f"/api/v1/agents/{agent}/eval-runs/estimate",
+        json={"dataset_id": ds, "candidate": "draft", "reruns": "often"},
+    )
+    assert status == 400 and body["error"]["field"] == "reruns", body
+    assert "'auto'" in body["error"]["message"]
+    done = cli("estimate", agent, "--dataset", ds, "--draft", "--reruns", "9")
+    assert done.code == 3 and "--reruns" in done.err and "0-5 or auto" in done.err

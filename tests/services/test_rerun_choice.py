@@ -1,0 +1,98 @@
+"""`reruns: "auto"` (`services.rerun_choice`, docs/concepts/noise.md) on fakes: the smallest
+reruns in 1-5 under EVAL_MAX_LUCK from the newest measured comparison of the agent on the
+dataset, 5 when none is, the default without one; the read stops after a few pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chalicelib.config import Settings
+from chalicelib.domain.records import Run
+from chalicelib.services import rerun_choice
+from tests.fakes import FakeContainer
+from tests.fakes.builders import a_run, an_outcome
+
+LUCK = [0.0, 0.5, 0.12, 0.03, 0.008, 0.002]
+
+
+def _measured(run_id: str, hour: int, luck: list[float] | None, **fields: Any) -> Run:
+    outcome = an_outcome(total=3, passed=3)
+    if luck is not None:
+        outcome = outcome.model_copy(update={"noise": {"luck_by_reruns": luck, "bound": 0.01}})
+    values: dict[str, Any] = {
+        "status": "completed",
+        "created_at": f"2026-12-01T{hour:02d}:00:00.000Z",
+        "outcome": outcome,
+        **fields,
+    }
+    return a_run(run_id, **values)
+
+
+def test_the_smallest_reruns_under_the_bound_from_the_newest_measured_run() -> None:
+    c = FakeContainer()
+    c.runs.add(_measured("r1", 1, [0.0, 0.9, 0.9, 0.9, 0.9, 0.9]))  # older: not read
+    c.runs.add(_measured("r2", 2, LUCK))
+    c.runs.add(_measured("r3", 3, None))  # no noise measured (no baseline)
+    c.runs.add(_measured("r4", 4, [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], dataset_id="other"))
+    c.runs.add(_measured("r5", 5, [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], status="failed"))
+    chosen, kept, said = rerun_choice.choose(c, "acme", "a", "d", default=2)
+    assert chosen == 4
+    assert kept == {
+        "chosen": 4,
+        "reason": kept["reason"],
+        "from_run_id": "r2",
+        "luck": 0.008,
+        "bound": 0.01,
+    }
+    assert "fewer than 1 % of runs, as run r2 measured the noise (0.8 %)" in kept["reason"]
+    assert said == f'reruns "auto": 4, {kept["reason"]}'
+
+
+@pytest.mark.parametrize(("bound", "chosen"), [(0.2, 2), (0.05, 3), (0.001, 5)])
+def test_the_bound_is_the_setting(bound: float, chosen: int) -> None:
+    c = FakeContainer(settings=Settings(eval_max_luck=bound))
+    c.runs.add(_measured("r2", 2, LUCK))
+    assert rerun_choice.choose(c, "acme", "a", "d", default=2)[0] == chosen
+
+
+def test_when_no_count_is_under_the_bound_it_takes_five_and_says_so() -> None:
+    c = FakeContainer()
+    c.runs.add(_measured("r2", 2, [0.0, 0.9, 0.8, 0.7, 0.6, 0.5]))
+    chosen, kept, _ = rerun_choice.choose(c, "acme", "a", "d", default=2)
+    assert (chosen, kept["luck"]) == (5, 0.5)
+    assert kept["reason"].startswith(
+        "no count of reruns up to 5 brings the chance of luck under 1 %"
+    )
+
+
+def test_without_a_measured_run_the_default_and_the_reason() -> None:
+    c = FakeContainer()
+    c.runs.add(_measured("r1", 1, None))
+    chosen, kept, said = rerun_choice.choose(c, "acme", "a", "d", default=3)
+    assert chosen == 3
+    assert kept == {
+        "chosen": 3,
+        "reason": "no earlier comparison measured the noise",
+        "from_run_id": None,
+        "luck": None,
+        "bound": 0.01,
+    }
+    assert said == 'reruns "auto": 3, the default: no earlier comparison measured the noise'
+
+
+def test_the_read_stops_after_a_few_pages_of_the_agent_s_runs() -> None:
+    c = FakeContainer()
+    c.runs.add(_measured("old", 0, LUCK))
+    newest = rerun_choice.PAGE * rerun_choice.PAGES
+    for i in range(newest):
+        c.runs.add(
+            _measured(
+                f"n{i:03d}", 1, None, created_at=f"2026-12-02T00:{i // 60:02d}:{i % 60:02d}.000Z"
+            )
+        )
+    assert rerun_choice.newest_measured(c, "acme", "a", "d") is None
+    c.runs.delete("acme", "n000")
+    found = rerun_choice.newest_measured(c, "acme", "a", "d")
+    assert found is not None and found.run_id == "old"

@@ -215,7 +215,8 @@ def print_gate(console: Any, outcome: Any) -> None:
 
 def print_comparison(console: Any, full: dict[str, Any], comparison: dict[str, Any]) -> None:
     """The comparison of a run with its baseline, as a person reads it: its counts of cases by
-    outcome, its verdict in the CLI's words, the pass rates, one confirmed regression."""
+    outcome, its verdict in the CLI's words and how likely its confirmed regressions are luck
+    (`demo_text.noise_line`), the pass rates, one confirmed regression."""
     from rich.table import Table
 
     def rate(r: float | None, interval: list[float] | None) -> str:
@@ -242,6 +243,9 @@ def print_comparison(console: Any, full: dict[str, Any], comparison: dict[str, A
     quality = {arm: s["quality"] for arm, s in (full.get("summaries") or {}).items()}
     cand, before = quality.get("candidate", {}), quality.get("baseline", {})
     console.print(demo_text.verdict_line(comparison))
+    luck = demo_text.noise_line(full)
+    if luck:
+        console.print(luck, soft_wrap=True)
     console.print(
         f"pass rate before: {rate(before.get('pass_rate'), before.get('pass_rate_interval_95'))}   "
         f"after: {rate(cand.get('pass_rate'), cand.get('pass_rate_interval_95'))}"

@@ -100,7 +100,8 @@ def gate_sentence(
     )
     if not result:
         return f"{head}: the guard's suite has no result"
-    reasons = [str(r) for r in result.get("reasons") or []]
+    luck = noise_sentence(run)  # said on its own line (`noise_line`), not twice
+    reasons = [str(r) for r in result.get("reasons") or [] if r != luck]
     if not reasons:
         parts = []
         if comparison is not None:
@@ -116,6 +117,22 @@ def gate_sentence(
         reasons = ["; ".join(parts)] if parts else []
     why = f" ({'; '.join(reasons)})" if reasons else ""
     return f"{head}: the guard's suite {result.get('result')}{why}"
+
+
+def noise_sentence(run: Mapping[str, Any] | None) -> str | None:
+    """The compared run's noise sentence (`outcome.noise.sentence`, docs/concepts/noise.md), or
+    None for a run that compared nothing."""
+    measured = ((run or {}).get("outcome") or {}).get("noise") or {}
+    sentence = measured.get("sentence")
+    return str(sentence) if sentence else None
+
+
+def noise_line(run: Mapping[str, Any] | None) -> str | None:
+    """How likely the run's confirmed regressions are luck, as the demo prints it under the
+    comparison's verdict: "noise: 209 confirmed regressions. With this dataset's measured noise,
+    ..."; None for a run that compared nothing."""
+    sentence = noise_sentence(run)
+    return f"noise: {sentence}" if sentence else None
 
 
 OWN_AGENT_LINE = (

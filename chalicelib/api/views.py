@@ -9,6 +9,7 @@ trigger) is shaped where it is written, not here; a run's outcome is a domain va
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from chalicelib.clock import from_epoch_ms, iso
@@ -572,7 +573,9 @@ def agent_summary_view(summary: AgentSummary) -> dict[str, Any]:
     """The verdict beside one agent version (each of `summaries` of `POST /api/v1/agent-summaries`
     and `POST /api/evaluations/agent-summaries`): `{agent_id, agentId (the same, under the name
     the evaluation routes use), version, total, passed, failed, evaluations, last_completed_at,
-    stale, verdict, run_ids}`."""
+    stale, verdict, run_ids, p_luck_regression, noise}`: `noise` lists, per contributing run
+    whose verdict rests on a comparison, `{run_id, dataset_id, p_luck_regression, sentence}`;
+    `p_luck_regression` is the chance at least one of them is luck (None without one)."""
     return {
         "agent_id": summary.agent_id,
         "agentId": summary.agent_id,
@@ -585,4 +588,6 @@ def agent_summary_view(summary: AgentSummary) -> dict[str, Any]:
         "stale": summary.stale,
         "verdict": summary.verdict.value,
         "run_ids": summary.run_ids,
+        "p_luck_regression": summary.p_luck_regression,
+        "noise": [asdict(luck) for luck in summary.luck],
     }

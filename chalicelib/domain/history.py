@@ -87,6 +87,12 @@ class LatestResult:
     """The spec the run tested (a draft's verdict is stale when the draft's differs)."""
     evaluation_id: str | None = None
     """The explicit evaluation the run belongs to; None for the implied one."""
+    p_luck_regression: float | None = None
+    """The chance a candidate that changed nothing would show a confirmed regression in this
+    run's comparison (its `outcome.noise`, docs/concepts/noise.md); None for a run that compared
+    nothing (or was kept before the noise was)."""
+    noise: str | None = None
+    """The run's noise sentence (`outcome.noise` `sentence`); None likewise."""
 
     @property
     def slot(self) -> str:
@@ -108,6 +114,7 @@ def latest_result(run: Run) -> LatestResult | None:
     """What a completed run says of its evaluation; None for a run that did not complete."""
     if not counts(run) or run.outcome is None or run.completed_at is None:
         return None
+    measured = run.outcome.noise or {}
     return LatestResult(
         dataset_id=run.dataset_id,
         run_id=run.run_id,
@@ -117,6 +124,8 @@ def latest_result(run: Run) -> LatestResult | None:
         passed=int(run.outcome.passed),
         spec_hash=run.spec_hash,
         evaluation_id=None if is_implied(run.evaluation_id) else run.evaluation_id,
+        p_luck_regression=measured.get("p_luck_regression"),
+        noise=measured.get("sentence"),
     )
 
 
@@ -172,14 +181,39 @@ class VerdictTotals:
     last_completed_at: str | None
     stale: bool
     run_ids: list[str]
+    luck: list[RunLuck] = field(default_factory=list)
+    """The contributing runs that rest on a comparison with measured noise, by run id."""
+    p_luck_regression: float | None = None
+    """The chance at least one of those comparisons shows a confirmed regression by luck (runs
+    independent: `1 - prod(1 - p)`); None when no contributing run rests on one."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunLuck:
+    """How likely one contributing run's confirmed regressions are luck (its `outcome.noise`)."""
+
+    run_id: str
+    dataset_id: str
+    p_luck_regression: float
+    sentence: str | None
 
 
 def verdict_of(
     results: Iterable[LatestResult], *, draft: bool, draft_spec_hash: str | None
 ) -> VerdictTotals:
     """Sum each evaluation's latest run; a draft's is stale when one of them tested another spec
-    than the draft's now."""
+    than the draft's now. The runs resting on a comparison with measured noise say how likely
+    their confirmed regressions are luck (`luck`), and together how likely at least one is
+    (`p_luck_regression`)."""
     kept = list(results)
+    luck = [
+        RunLuck(r.run_id, r.dataset_id, float(r.p_luck_regression), r.noise)
+        for r in sorted(kept, key=lambda r: r.run_id)
+        if r.p_luck_regression is not None
+    ]
+    none_by_luck = 1.0
+    for one in luck:
+        none_by_luck *= 1.0 - one.p_luck_regression
     return VerdictTotals(
         total=sum(r.total for r in kept),
         passed=sum(r.passed for r in kept),
@@ -187,6 +221,10 @@ def verdict_of(
         last_completed_at=max((r.completed_at for r in kept if r.completed_at), default=None),
         stale=draft and any(r.spec_hash != draft_spec_hash for r in kept),
         run_ids=sorted(r.run_id for r in kept),
+        luck=luck,
+        p_luck_regression=(
+            None if not luck else luck[0].p_luck_regression if len(luck) == 1 else 1 - none_by_luck
+        ),
     )
 
 

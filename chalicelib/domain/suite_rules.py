@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -92,6 +92,9 @@ class RunFacts:
     """Why the run ended as it did (its `reason`)."""
     note: str | None = None
     """Said beside the result whatever it is (e.g. why nothing was compared)."""
+    noise: str | None = None
+    """The run's noise sentence (its `outcome.noise` `sentence`, docs/concepts/noise.md): how
+    likely its confirmed regressions are luck; None without one."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,17 @@ def _pct(x: float) -> str:
 
 
 def decide_result(threshold: Threshold, facts: RunFacts) -> SuiteDecision:
-    """The result of a suite run (docs/guides/suites.md).
+    """The result of a suite run (docs/guides/suites.md): `_decide`'s, whose reasons end with
+    the run's noise sentence (`facts.noise`) when the run has confirmed regressions, whatever the
+    result, so whoever reads why knows how likely they are luck."""
+    decision = _decide(threshold, facts)
+    if facts.noise and facts.confirmed_regressions:
+        return replace(decision, reasons=[*decision.reasons, facts.noise])
+    return decision
+
+
+def _decide(threshold: Threshold, facts: RunFacts) -> SuiteDecision:
+    """The result of a suite run before the noise sentence (docs/guides/suites.md).
 
     `error` when the run failed. `failed` when something fails outright: more confirmed
     regressions than allowed, any crash among first answers, a pass rate under the minimum even

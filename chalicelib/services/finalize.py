@@ -44,7 +44,7 @@ from chalicelib.domain.run_rules import (
     summarize_arm,
 )
 from chalicelib.domain.spec import spec_hash
-from chalicelib.services import messagebus, review, slots, workspaces
+from chalicelib.services import messagebus, noise_basis, review, slots, workspaces
 from chalicelib.services.ports.telemetry import Metric
 
 log = logging.getLogger(__name__)
@@ -461,26 +461,64 @@ def compute_outcome(c: Container, run: Run, attempts: list[Attempt]) -> Outcome:
         arm_results(c, run, attempts, summaries),
         stability=stability,
         comparison=comparison,
-        noise=noise_of(run, attempts, comparison) if comparison is not None else None,
+        noise=noise_of(c, run, attempts, comparison) if comparison is not None else None,
     )
 
 
-def noise_of(run: Run, attempts: list[Attempt], comparison: Comparison) -> dict[str, Any] | None:
-    """How likely the comparison's confirmed flips are luck, measured on this run's own tries
-    (basis `this_run`: both sides' first answers and reruns pooled as if nothing changed,
-    `domain.noise`), with the run page's sentence; None for a comparison that is invalid or
-    whose side could not run, or without a decided try."""
+def noise_of(
+    c: Container, run: Run, attempts: list[Attempt], comparison: Comparison
+) -> dict[str, Any] | None:
+    """How likely the comparison's confirmed flips are luck (`domain.noise`), with the run page's
+    sentence; None for a comparison that is invalid or whose side could not run, or without a
+    decided try.
+
+    The basis (docs/concepts/noise.md):
+
+    - `stability_run`, when the agent has a completed stability run on this dataset version of
+      the baseline's spec, else of the candidate's (`noise_basis.latest_stability_run`, a bounded
+      read, then one read of that run's attempts): each case's tries are the stability run's
+      pooled with this run's tries *of the side that ran the same spec* only. Every try pooled is
+      then a draw of one and the same agent, so a real change the candidate made cannot pass for
+      noise; the other side's tries are left out. A baseline whose first answers are borrowed
+      from that very stability run does not count them twice. The prior is fitted over every
+      case the pooled tries cover (the stability run's cases beyond this run's help fit it), and
+      only this run's cases are chances of luck.
+    - `this_run` otherwise: both sides' first answers and reruns pooled as if nothing changed.
+    """
     if comparison.invalid_reason or comparison.could_not_run:
         return None
+    arms = {a.arm_id: a for a in run.arms}
+    cand_arm, base_arm = arms[comparison.candidate_arm_id], arms[comparison.baseline_arm_id]
     states = {
-        arm_id: {
-            cid: [a.state for a in tries] for cid, tries in by_case(run, attempts, arm_id).items()
+        arm.arm_id: {
+            cid: [a.state for a in tries]
+            for cid, tries in by_case(run, attempts, arm.arm_id).items()
         }
-        for arm_id in (comparison.candidate_arm_id, comparison.baseline_arm_id)
+        for arm in (cand_arm, base_arm)
     }
-    tries = noise.pooled_tries(
-        states[comparison.candidate_arm_id], states[comparison.baseline_arm_id]
-    )
+    basis: noise.Basis = "this_run"
+    prior = None
+    stable = noise_basis.latest_stability_run(c, run, [base_arm.spec_hash, cand_arm.spec_hash])
+    if stable is None:
+        tries = noise.pooled_tries(states[cand_arm.arm_id], states[base_arm.arm_id])
+    else:
+        basis = "stability_run"
+        stable_arm = stable.arms[0].arm_id
+        stable_states = {
+            cid: [a.state for a in case_tries]
+            for cid, case_tries in by_case(
+                stable, c.runs.attempts(run.org_id, stable.run_id), stable_arm
+            ).items()
+        }
+        same = base_arm if base_arm.spec_hash == stable.arms[0].spec_hash else cand_arm
+        own = states[same.arm_id]
+        if same.source_run_id == stable.run_id:  # its first answers are the stability run's
+            own = {cid: case_states[1:] for cid, case_states in own.items()}
+        pooled = noise.pooled_tries(stable_states, own)
+        if not any(t.tries for t in pooled.values()):
+            return None
+        prior = noise.fit_prior(pooled.values())
+        tries = {cid: pooled[cid] for cid in run.case_ids if cid in pooled}
     for case_id in run.case_ids:  # an untried case is a chance of luck all the same
         tries.setdefault(case_id, noise.CaseTries(0, 0))
     reruns = min(max(int((run.settings or {}).get("reruns", 0)), 0), noise.MAX_RERUNS)
@@ -488,8 +526,9 @@ def noise_of(run: Run, attempts: list[Attempt], comparison: Comparison) -> dict[
         tries,
         reruns=reruns,
         baseline_rerun=bool(comparison.baseline.rerun),
-        basis="this_run",
+        basis=basis,
         confirmed_flips={f.case_id: f.outcome for f in comparison.flips if f.confirmed},
+        prior=prior,
     )
     if measured is None:
         return None

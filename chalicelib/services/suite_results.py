@@ -88,6 +88,7 @@ def facts_of(c: Container, run: Run, attempts: list[Attempt] | None = None) -> R
         CaseOutcome.UNCHANGED,
         CaseOutcome.INCOMPLETE,
     )
+    measured = kept.noise if kept is not None else None
     if comparison is not None and not any(counts.get(k) for k in compared):
         comparison = None  # no case in common with the baseline: nothing was compared
     return RunFacts(
@@ -100,6 +101,7 @@ def facts_of(c: Container, run: Run, attempts: list[Attempt] | None = None) -> R
         compared=comparison is not None,
         invalid_reason=comparison.invalid_reason if comparison is not None else None,
         confirmed_regressions=regressions,
+        noise=(measured or {}).get("sentence") if comparison is not None else None,
         overall=comparison.overall.value if comparison is not None and comparison.overall else None,
         cost_per_pass_micros=(
             summary.cost_micros // summary.passed if summary.passed else None,

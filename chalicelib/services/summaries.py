@@ -13,13 +13,13 @@ The runs are not read: the transaction that completes a run keeps its evaluation
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.domain import access
 from chalicelib.domain.enums import Verdict
-from chalicelib.domain.history import LatestResult, LatestRow, subject_of, verdict_of
+from chalicelib.domain.history import LatestResult, LatestRow, RunLuck, subject_of, verdict_of
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Agent
 from chalicelib.domain.run_rules import verdict_word
@@ -43,6 +43,13 @@ class AgentSummary:
     verdict: Verdict
     run_ids: list[str]
     """The contributing runs, sorted."""
+    luck: list[RunLuck] = field(default_factory=list)
+    """The contributing runs whose verdict rests on a comparison: each one's chance that a
+    candidate that changed nothing shows a confirmed regression, and its noise sentence
+    (docs/concepts/noise.md), by run id."""
+    p_luck_regression: float | None = None
+    """The chance at least one of them shows a confirmed regression by luck; None when no
+    contributing run rests on a comparison."""
 
     @property
     def failed(self) -> int:
@@ -113,6 +120,8 @@ def _summary(
         stale=totals.stale,
         verdict=verdict_word(totals.total, totals.passed),
         run_ids=totals.run_ids,
+        luck=totals.luck,
+        p_luck_regression=totals.p_luck_regression,
     )
 
 

@@ -108,6 +108,16 @@ def test_guard_outcomes_are_plain_sentences(output):
     )
 
 
+def test_each_guarded_comparison_says_how_likely_its_confirmed_regressions_are_luck(output):
+    said = flat(output)
+    verdicts = re.findall(r"verdict [a-z ]+?: (\d+) confirmed regressions?,", said)
+    luck = re.findall(r"noise: (\d+|No) confirmed regressions?\.? (?:With|Without) [^;.]+", said)
+    assert len(verdicts) == 2 and len(luck) == 2, said
+    # Each noise line follows its comparison's verdict and counts the same regressions.
+    assert [("0" if n == "No" else n) for n in luck] == verdicts
+    assert "a candidate that changed nothing would show one in" in said
+
+
 def test_the_demo_ends_without_a_dead_link_and_says_what_to_do_next(output):
     lines = [line for line in output.splitlines() if line.strip()]
     assert "#token=" not in output and "console (" not in output

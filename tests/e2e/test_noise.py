@@ -110,3 +110,39 @@ def test_max_luck_makes_regressions_likelier_luck_than_the_bound_inconclusive(ap
     assert cli("gate", run_id, "--max-luck", "100%").code == 1
     refused = cli("gate", run_id, "--max-luck", "2")
     assert refused.code == 3 and "--max-luck" in refused.err
+
+
+def test_a_stability_run_of_the_baseline_is_the_basis_of_a_later_comparison(api):
+    ds = api.dataset(cases(10))
+    agent = api.agent(sleepy_spec())
+    publish(api, agent, sleepy_spec())
+    stable = api.start(agent, ds, candidate="version", version=1, stability=True, reruns=2)
+    assert api.wait(stable["run_id"])["status"] == "completed"
+    publish(api, agent, sleepy_spec(answers=BROKEN))
+    run = api.start(agent, ds, candidate="version", version=2, paired_baseline=True, reruns=2)
+    assert api.wait(run["run_id"])["status"] == "completed"
+    outcome = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"]
+    assert outcome["comparison"]["confirmed_regressions"] == 3
+    measured = outcome["noise"]
+    # The baseline is version 1 with the stability run's first answers, asked again here.
+    assert outcome["comparison"]["baseline"]["source_run_id"] == stable["run_id"]
+    # The stability run asked version 1 every case 3 times (30 passes); this run adds the
+    # baseline's 2 reruns of each of the 3 flips (6 passes), its first answers being the
+    # stability run's, not counted twice. The candidate's failures are a change, not noise:
+    # they are left out.
+    assert (measured["basis"], measured["tries"], measured["cases"]) == ("stability_run", 36, 10)
+    tries = {f"c{i:03d}": noise.CaseTries(3, 3) for i in range(10)}
+    tries |= {case: noise.CaseTries(5, 5) for case in BROKEN}
+    expected = noise.estimate_noise(
+        tries,
+        reruns=2,
+        baseline_rerun=True,
+        basis="stability_run",
+        confirmed_flips=dict.fromkeys(BROKEN, CaseOutcome.REGRESSION),
+    )
+    assert expected is not None
+    assert measured["p_luck_regression"] == expected.p_luck_regression < 0.01
+    assert measured["sentence"] == noise.noise_sentence(expected, 3)
+    assert measured["sentence"].startswith(
+        "3 confirmed regressions. With the noise its stability run measured, "
+    )

@@ -229,3 +229,31 @@ def test_summaries_of_several_agents_in_one_request_keep_their_order(new_api):
         "POST", "/api/v1/agent-summaries", json={"agents": [{"agentId": good, "version": 1}]}
     )
     assert status == 404, body
+
+
+def test_a_version_whose_verdict_rests_on_a_comparison_says_how_likely_its_regressions_are_luck(
+    api,
+):
+    ds = api.dataset(cases(5))
+    agent = api.agent(sleepy_spec())
+    publish(api, agent, sleepy_spec())
+    broken = publish(api, agent, sleepy_spec(answers={"c001": "7"}))
+    run = api.start(agent, ds, candidate="version", version=broken, paired_baseline=True, reruns=1)
+    assert api.wait(run["run_id"])["status"] == "completed"
+    measured = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"]["noise"]
+    assert measured["sentence"].startswith("1 confirmed regression. ")
+    s = summary(api, agent, broken)
+    assert s["run_ids"] == [run["run_id"]]
+    assert s["p_luck_regression"] == measured["p_luck_regression"]
+    assert s["noise"] == [
+        {
+            "run_id": run["run_id"],
+            "dataset_id": ds,
+            "p_luck_regression": measured["p_luck_regression"],
+            "sentence": measured["sentence"],
+        }
+    ]
+    # A version measured alone rests on no comparison: nothing is said of luck.
+    run_version(api, agent, api.dataset(cases(2)), 1)
+    alone = summary(api, agent, 1)
+    assert (alone["p_luck_regression"], alone["noise"]) == (None, [])

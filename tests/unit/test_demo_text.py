@@ -88,6 +88,43 @@ def test_a_promotion_the_guard_let_through_says_by_how_much():
     ) == ("v5 onto production: held back: the guard's suite has no result")
 
 
+LUCK = (
+    "79 confirmed regressions. With this dataset's measured noise, a candidate that changed "
+    "nothing would show one in 100 % of runs; no count of reruns up to 5 brings that under 1 %."
+)
+
+
+def test_the_noise_sentence_is_its_own_line_and_not_said_again_in_the_guard_s_sentence():
+    run = {"outcome": {"pass_rate": 0.5633, "noise": {"sentence": LUCK}}}
+    assert demo_text.noise_line(run) == f"noise: {LUCK}"
+    assert demo_text.noise_line({"outcome": {"pass_rate": 0.5}}) is None
+    assert demo_text.noise_line(None) is None
+    passed = demo_text.gate_sentence(
+        4,
+        {"status": "promoted", "environment_id": "production"},
+        {"result": "passed", "reasons": [LUCK]},
+        run,
+        comparison(79, 306, "mixed", "better", 1e-32),
+        GUARD,
+    )
+    assert passed == (
+        "v4 onto production: promoted: the guard's suite passed (79 confirmed regressions, up to "
+        "80 allowed; pass rate 56.3%, at least 50.0%)"
+    )
+    failed = demo_text.gate_sentence(
+        3,
+        {"status": "refused", "environment_id": "production"},
+        {"result": "failed", "reasons": ["209 confirmed regressions, 80 allowed", LUCK]},
+        run,
+        comparison(209, 152, "mixed"),
+        GUARD,
+    )
+    assert failed == (
+        "v3 onto production: held back: the guard's suite failed (209 confirmed regressions, 80 "
+        "allowed)"
+    )
+
+
 def test_the_summaries_are_one_line_with_each_version_s_verdict_and_pass_count():
     assert (
         demo_text.summary_line(

@@ -132,6 +132,29 @@ def test_a_verdict_sums_the_latest_results_and_a_draft_s_is_stale_on_another_spe
     )
 
 
+def test_a_compared_run_s_noise_is_kept_with_its_latest_result_and_summed_as_luck() -> None:
+    measured = {"p_luck_regression": 0.25, "sentence": "1 confirmed regression. With ..."}
+    outcome = an_outcome(total=2, passed=1, arms={"candidate": an_arm_result(cases=2)})
+    compared = _done(
+        "r1", "2026-12-01T01:00:00.000Z", outcome=outcome.model_copy(update={"noise": measured})
+    )
+    [kept] = LatestRow("v3").with_run(compared).results.values()
+    assert (kept.p_luck_regression, kept.noise) == (0.25, measured["sentence"])
+    # The row as kept and read back carries them too; a row kept before them reads None.
+    again = LatestRow.of_json("v3", LatestRow("v3").with_run(compared).as_json())
+    assert again.results["d"] == kept
+    [alone] = LatestRow("v3").with_run(_done("r2", "2026-12-01T02:00:00.000Z")).results.values()
+    assert (alone.p_luck_regression, alone.noise) == (None, None)
+    other = replace(kept, dataset_id="d2", run_id="r3", p_luck_regression=0.5, noise=None)
+    totals = verdict_of([alone, other, kept], draft=False, draft_spec_hash=None)
+    assert [(x.run_id, x.dataset_id, x.p_luck_regression) for x in totals.luck] == [
+        ("r1", "d", 0.25),
+        ("r3", "d2", 0.5),
+    ]
+    assert totals.p_luck_regression == 1 - 0.75 * 0.5  # at least one of the two by luck
+    assert verdict_of([alone], draft=False, draft_spec_hash=None).p_luck_regression is None
+
+
 # --- baseline arms ---------------------------------------------------------------------------
 
 

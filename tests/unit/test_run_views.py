@@ -290,6 +290,8 @@ def test_an_agent_summary_view_names_the_agent_twice_and_says_its_verdict_word()
         "stale": True,
         "verdict": "partial",
         "run_ids": ["r2", "r3"],
+        "p_luck_regression": None,
+        "noise": [],
     }
     assert type(view["verdict"]) is str
 

@@ -111,6 +111,31 @@ def test_max_regressions_two_fails_at_three() -> None:
     assert j.broken == ["c1", "c2", "c3"]
 
 
+# --- the noise sentence ends the reasons of a result resting on confirmed regressions ------------
+
+LUCK = "1 confirmed regression. With this dataset's measured noise, a candidate ..."
+
+
+def test_a_failing_result_ends_its_reasons_with_the_noise_sentence() -> None:
+    j = decide_result(
+        NO_MIN, facts(passed=9, confirmed_regressions=["c4"], noise=LUCK, note="a note")
+    )
+    assert j.result is SuiteResult.FAILED
+    assert j.reasons == ["1 confirmed regression, 0 allowed", "a note", LUCK]
+
+
+def test_allowed_regressions_still_carry_the_noise_sentence() -> None:
+    j = decide_result(
+        Threshold(max_regressions=2), facts(passed=9, confirmed_regressions=["c1"], noise=LUCK)
+    )
+    assert (j.result, j.reasons) == (SuiteResult.PASSED, [LUCK])
+
+
+def test_without_a_confirmed_regression_the_noise_sentence_is_not_said() -> None:
+    j = decide_result(NO_MIN, facts(noise="No confirmed regression. ..."))
+    assert j == SuiteDecision(SuiteResult.PASSED, [], [], [], None)
+
+
 # --- failed: first-answer crashes ---------------------------------------------------------------
 
 

@@ -79,6 +79,14 @@ class GateDecided(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class OutcomeStale(Event):
+    """A completed run is read while a review decision's mark is still on its outcome (the
+    decision's process died before it put the new numbers in place): they are put in place."""
+
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class SuiteResultChanged(Event):
     """A person's decision (or Undo) in the review queue changed the word of a kept suite result:
     its owner is told. `by`: who decided."""

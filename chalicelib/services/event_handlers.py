@@ -16,6 +16,7 @@ from chalicelib.domain.events import (
     GateDecided,
     GateDropped,
     GuardWithdrawn,
+    OutcomeStale,
     RunEnded,
     SlotReleased,
     StarterRefused,
@@ -28,6 +29,7 @@ from chalicelib.services import (
     messagebus,
     notifications,
     promotions,
+    review_decisions,
     run_case,
     runs,
     slots,
@@ -37,6 +39,12 @@ from chalicelib.services import (
 
 def _check_published_version(c: Any, event: VersionPublished) -> None:
     suites.on_published(c, event.org_id, event.agent_id, event.version)
+
+
+def _settle_stale_outcome(c: Any, event: OutcomeStale) -> None:
+    run = c.runs.get(event.org_id, event.run_id)
+    if run is not None and run.outcome_stale:
+        review_decisions.settle_run(c, run)
 
 
 def _tell_suite_owner(c: Any, event: SuiteResultChanged) -> None:
@@ -67,6 +75,7 @@ EVENT_HANDLERS: dict[type[Event], list[messagebus.Handler]] = {
     VersionPublished: [_check_published_version],
     RunEnded: [_record_suite_result],
     SuiteResultChanged: [_tell_suite_owner],
+    OutcomeStale: [_settle_stale_outcome],
     EnvironmentRemoved: [suites.on_environment_removed],
     GuardWithdrawn: [_refuse_waiting_on_guard],
     GateDropped: [_refuse_promotion],

@@ -11,7 +11,7 @@ from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import RunPhase, RunPurpose, RunStatus
 from chalicelib.domain.evaluations import implied_id
-from chalicelib.domain.events import BudgetExhausted, StarterRefused
+from chalicelib.domain.events import BudgetExhausted, OutcomeStale, StarterRefused
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.outcome import ArmResult
 from chalicelib.domain.records import Agent, Attempt, Run
@@ -19,7 +19,7 @@ from chalicelib.domain.run_rules import Lanes
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import BudgetExceededError, ConflictError
 from chalicelib.services import access as access_service
-from chalicelib.services import estimates, finalize, review_decisions, slots
+from chalicelib.services import estimates, finalize, messagebus, slots
 from chalicelib.services.planning import Plan
 from chalicelib.services.ports.telemetry import Metric
 from chalicelib.services.run_deletion import borrowers as borrowers
@@ -155,7 +155,9 @@ def read_run(c: Container, who: Identity, run_id: str, *, with_results: bool = T
     first answers too. Raises NotFoundError."""
     run = access_service.readable_run(c, who, run_id)
     if run.outcome_stale and run.status == RunStatus.COMPLETED:
-        run = review_decisions.settle_run(c, run)  # a decision's process died before its numbers
+        # A decision's process died before it put its numbers in place: they are put now.
+        messagebus.publish(c, OutcomeStale(run.org_id, run.run_id))
+        run = c.runs.get(run.org_id, run.run_id) or run
     attempts = finalize.all_attempts(c, run)
     summaries = None
     if not run.outcome or run.status != RunStatus.COMPLETED:

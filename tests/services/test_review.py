@@ -14,7 +14,7 @@ from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Dataset
 from chalicelib.domain.review_items import ItemState
 from chalicelib.errors import ConflictError
-from chalicelib.services import finalize, review, review_decisions, runs
+from chalicelib.services import event_handlers, finalize, review, review_decisions, runs
 from chalicelib.services.ports.review import Decision, StaleRun
 from tests.fakes import FakeContainer
 from tests.fakes.ledger import a_run, an_attempt
@@ -160,6 +160,7 @@ def test_a_decision_that_lost_to_a_regrade_plans_again(c) -> None:
 
 
 def test_numbers_a_dead_process_left_marked_are_put_in_place_by_the_next_read(c) -> None:
+    event_handlers.wire()  # the read tells the review use case (`OutcomeStale`)
     run, item = _decided_world(c)
     after = replace(item, state="decided", verdict="pass", decided_by="ana", version=1)
     audit = review_decisions._audit(ANA, item, after, "decide", [], AT)

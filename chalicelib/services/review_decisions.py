@@ -43,7 +43,7 @@ from chalicelib.services import access as access_service
 from chalicelib.services import finalize, messagebus, redacting
 from chalicelib.services import review as queue
 from chalicelib.services.ports.review import Decision, Mark, StaleRun
-from chalicelib.services.run_deletion import BORROWERS_PAGE, borrowers
+from chalicelib.services.run_deletion import borrowers, borrowers_of
 from chalicelib.services.suite_results import facts_of
 from chalicelib.services.suite_saving import change_suite, touch
 
@@ -123,24 +123,14 @@ def _with_review(
 
 
 def _borrowers_of_gone(c: Container, item: ReviewItem) -> list[Run]:
-    """The runs whose baseline borrowed the first answer of a run that is gone (each keeps a
-    copy of it): runs of the item's agent created since the answer was recorded, newest first."""
+    """The runs whose baseline borrowed the item's first answer from a run that is gone (each
+    keeps a copy of it): runs of the item's agent created since the answer was recorded."""
     since = iso(from_epoch_ms(item.answered_at_ms))
-    out: list[Run] = []
-    start = None
-    while True:
-        page = c.runs.list_by_agent(item.org_id, item.agent_id, BORROWERS_PAGE, start)
-        for run in page.runs:
-            if run.created_at < since:
-                return out
-            if any(
-                not a.answers and a.source_run_id == item.run_id and a.source_arm_id == item.arm_id
-                for a in run.arms
-            ):
-                out.append(run)
-        if page.next_start is None:
-            return out
-        start = page.next_start
+    return [
+        run
+        for run in borrowers_of(c, item.org_id, item.agent_id, item.run_id, since)
+        if any(a.source_arm_id == item.arm_id for a in run.arms if not a.answers)
+    ]
 
 
 def _dependents(c: Container, item: ReviewItem) -> list[Run]:

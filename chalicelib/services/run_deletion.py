@@ -82,14 +82,21 @@ BORROWERS_PAGE = 100
 def borrowers(c: Container, source: Run) -> list[Run]:
     """The runs whose baseline borrows `source`'s first answers: runs of its agent created since
     it was (its agent's runs newest first, an index query, until one created before it)."""
+    return borrowers_of(c, source.org_id, source.agent_id, source.run_id, source.created_at)
+
+
+def borrowers_of(c: Container, org_id: str, agent_id: str, run_id: str, since: str) -> list[Run]:
+    """The runs of the organization's agent whose baseline borrows the first answers of run
+    `run_id` (which may be gone), among those created at or after `since` (ISO): the agent's
+    runs newest first, an index query, until one created before it."""
     out: list[Run] = []
     start = None
     while True:
-        page = c.runs.list_by_agent(source.org_id, source.agent_id, BORROWERS_PAGE, start)
+        page = c.runs.list_by_agent(org_id, agent_id, BORROWERS_PAGE, start)
         for run in page.runs:
-            if run.created_at < source.created_at:
+            if run.created_at < since:
                 return out
-            if any(a.source_run_id == source.run_id for a in run.arms if not a.answers):
+            if any(a.source_run_id == run_id for a in run.arms if not a.answers):
                 out.append(run)
         if page.next_start is None:
             return out

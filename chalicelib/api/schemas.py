@@ -142,8 +142,11 @@ class StartEvaluationRun(Body):
     paired_baseline: StrictBool = False
     """Run the version before the candidate in the same run, as the baseline
     (docs/concepts/verdicts.md)."""
-    reruns: StrictInt | None = Field(None, ge=0, le=5)
-    """Reruns of each flipped case on both sides (default EVAL_RERUNS); a baseline needs >= 1."""
+    reruns: Annotated[StrictInt, Field(ge=0, le=5)] | Literal["auto"] | None = None
+    """Reruns of each flipped case on both sides (default EVAL_RERUNS); a baseline needs >= 1.
+    `"auto"` (a run with a baseline only), as on `/eval-runs`: the smallest count in 1-5 whose
+    chance of luck, measured by the newest earlier comparison of the evaluation's agent on its
+    dataset, is under EVAL_MAX_LUCK (docs/concepts/noise.md)."""
     baseline_run_id: Ref | None = None
     """An earlier completed run of the same agent and dataset to compare with."""
     model_profile_ids: list[Ref] | None = Field(None, min_length=1, max_length=5)

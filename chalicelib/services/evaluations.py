@@ -254,9 +254,14 @@ def start_evaluation_run(
 
     Args:
         body: the start's other fields (`dataset_version`, `environment_id`, `paired_baseline`,
-            `reruns`, `baseline_run_id`, `model_profile_ids`, `stability`).
+            `reruns`, `baseline_run_id`, `model_profile_ids`, `stability`). `reruns: "auto"` is
+            chosen as on a plain start (`services.rerun_choice`, from the evaluation's agent and
+            dataset): the run keeps `settings["reruns_auto"]` and the warnings carry the sentence.
+    Returns:
+        (the run as written, warnings for the caller).
     Raises:
-        what `get_evaluation` and `runs.start_run` raise.
+        what `get_evaluation` and `runs.start_run` raise; among them InvalidInputError
+        (`reruns`) for `"auto"` on a run without a baseline or on a stability run.
     """
     evaluation = get_evaluation(c, who, evaluation_id)
     start = {

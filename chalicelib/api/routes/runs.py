@@ -237,7 +237,8 @@ def delete_evaluation(c, who, evaluation_id):
 @bp.route("/api/evaluations/{evaluation_id}/runs", methods=["POST"])
 @api_view(bp, body=StartEvaluationRun)
 def start_evaluation_run(c, who, evaluation_id, body):
-    """Start a run of the evaluation: its selector resolved now and pinned on the run."""
+    """Start a run of the evaluation: its selector resolved now and pinned on the run; `reruns`
+    may be `"auto"` as on `/eval-runs` (the response's `warnings` say what it chose)."""
     run, warnings = evaluation_service.start_evaluation_run(
         c, who, evaluation_id, body.model_dump()
     )

@@ -16,6 +16,7 @@ from typing import Any
 
 from assay.cli_access import register_access
 from assay.cli_agents import register_agents
+from assay.cli_cases import register_cases
 from assay.cli_common import UsageError, client_of, guarded
 from assay.cli_connections import register_connections
 from assay.cli_resources import register_resources
@@ -38,6 +39,7 @@ __all__ = [
 def register(sub: Any) -> None:
     """Add the API commands to `sub` (the CLI's subparsers)."""
     register_runs(sub)
+    register_cases(sub)
     register_runlist(sub)
     register_suites(sub)
     register_access(sub)

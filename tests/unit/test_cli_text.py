@@ -8,9 +8,10 @@ import pytest
 
 from assay import hints, text
 from assay.cli_agents import verdict_text
+from assay.cli_cases import failure_reasons
 from assay.cli_common import error_line
 from assay.cli_resources import price_text, scorers_text
-from assay.cli_runs import candidate_efficiency, compared_text, failure_reasons
+from assay.cli_runs import candidate_efficiency, compared_text
 from assay.cli_suites import last_result_text
 from assay.client import ApiError, ApiUnreachable
 

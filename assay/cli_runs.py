@@ -27,8 +27,10 @@ from assay.text import (
     attempts_line,
     duration_ms,
     estimate_basis,
+    reruns_auto_line,
     run_state,
     usd,
+    warnings_besides_reruns_auto,
 )
 
 # --- progress --------------------------------------------------------------------------------
@@ -275,9 +277,12 @@ def print_estimate(est: JSON, out: TextIO) -> None:
     replay = est.get("replay")
     if isinstance(replay, dict):
         print(f"  tool calls: {replay.get('label')}", file=out)
+    auto = reruns_auto_line(est.get("reruns_auto"), est.get("rerun_ceiling_usd"))
+    if auto:
+        print(f"  {auto}", file=out)
     for line in estimate_basis(est):
         print(f"  basis: {line}", file=out)
-    for w in est.get("warnings") or []:
+    for w in warnings_besides_reruns_auto(est):
         print(f"  warning: {w}", file=out)
 
 
@@ -296,7 +301,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             print("not started", file=sys.stderr)
             return gates.ERROR
     run = api.start_run(args.agent, dataset_id=args.dataset, **body)
-    for w in run.get("warnings") or []:
+    chosen = reruns_auto_line(run.get("reruns_auto"), started=True)
+    if chosen:
+        print(chosen, file=sys.stderr)
+    for w in warnings_besides_reruns_auto(run):
         print(f"warning: {w}", file=sys.stderr)
     if not (args.wait or args.junit or args.markdown):
         if args.json:

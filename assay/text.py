@@ -222,6 +222,34 @@ def estimate_basis(est: Mapping[str, Any]) -> list[str]:
     return out
 
 
+RERUNS_AUTO_SAID = 'reruns "auto"'
+"""How the API's warning saying what `reruns: "auto"` chose begins (`reruns_auto_line` says it
+instead, so the CLI leaves that warning out where it prints the line)."""
+
+
+def reruns_auto_line(auto: Any, ceiling_usd: Any = None, *, started: bool = False) -> str | None:
+    """What `reruns: "auto"` chose, from an estimate's or a run's `reruns_auto`
+    (`{chosen, reason, ...}`), worded as the console's start dialog words it: "Reruns: auto
+    suggests 3 reruns of each flip: REASON. They cost up to $0.12." (`ceiling_usd`: the
+    estimate's `rerun_ceiling_usd`, left out when None); a started run (`started`) says "chose".
+    None when the reruns were not left to assay (`auto` not a mapping)."""
+    if not isinstance(auto, Mapping):
+        return None
+    verb = "chose" if started else "suggests"
+    reruns = count(auto.get("chosen"), "rerun")
+    said = f"Reruns: auto {verb} {reruns} of each flip: {auto.get('reason')}."
+    return said if ceiling_usd is None else f"{said} They cost up to {usd(ceiling_usd)}."
+
+
+def warnings_besides_reruns_auto(found: Mapping[str, Any]) -> list[str]:
+    """An estimate's or a start's `warnings` but the one saying what `reruns: "auto"` chose, when
+    `reruns_auto` says it (`reruns_auto_line`); all of them otherwise."""
+    said = [str(w) for w in found.get("warnings") or []]
+    if not isinstance(found.get("reruns_auto"), Mapping):
+        return said
+    return [w for w in said if not w.startswith(RERUNS_AUTO_SAID)]
+
+
 _CALL_WORDS = {
     "blocked": "blocked — not executed",
     "replayed": "replayed from the recording",

@@ -1,12 +1,14 @@
 """`reruns: "auto"` through the HTTP API and the CLI (docs/concepts/noise.md): without an
 earlier comparison the default reruns and why; after one, the smallest reruns in 1-5 whose
 chance of luck that comparison measured is under EVAL_MAX_LUCK, priced like any other and kept
-by the run; without a baseline a 400 naming `reruns`."""
+by the run; without a baseline a 400 naming `reruns`. The CLI says the choice and the reruns'
+price on a line of its own, as the console does."""
 
 from __future__ import annotations
 
 import json
 
+from assay.text import count, usd
 from chalicelib.domain import noise
 from tests.e2e.conftest import cases, sleepy_spec
 
@@ -98,3 +100,54 @@ def test_reruns_auto_without_a_baseline_is_refused_naming_reruns(api, cli):
     assert "'auto'" in body["error"]["message"]
     done = cli("estimate", agent, "--dataset", ds, "--draft", "--reruns", "9")
     assert done.code == 3 and "--reruns" in done.err and "0-5 or auto" in done.err
+
+
+def test_the_cli_says_what_reruns_auto_chose_and_what_the_reruns_cost(api, cli):
+    ds = api.dataset(cases(10))
+    agent = api.agent(sleepy_spec())
+    publish(api, agent, sleepy_spec())
+    publish(api, agent, sleepy_spec(answers=BROKEN))
+    flags = ("--dataset", ds, "--version", "2", "--paired-baseline", "--reruns", "auto")
+    paired = {"candidate": "version", "version": 2, "paired_baseline": True}
+
+    # Nothing measured yet: the default, and the reruns' price, on a line of its own.
+    est = estimate(api, agent, ds, reruns="auto", **paired)
+    done = cli("estimate", agent, *flags)
+    assert done.code == 0, done.err
+    assert (
+        "  Reruns: auto suggests 2 reruns of each flip: no earlier comparison measured the "
+        f"noise. They cost up to {usd(est['rerun_ceiling_usd'])}.\n"
+    ) in done.out
+    assert 'reruns "auto"' not in done.out  # the line says it, not a warning besides
+
+    run = api.start(agent, ds, reruns=2, **paired)
+    assert api.wait(run["run_id"])["status"] == "completed"
+    measured = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"]["noise"]
+    found = noise.reruns_under(measured["luck_by_reruns"], 0.01)
+    chosen = found if found is not None else noise.MAX_RERUNS
+    est = estimate(api, agent, ds, reruns="auto", **paired)
+    auto = est["reruns_auto"]
+    assert (auto["chosen"], auto["from_run_id"]) == (chosen, run["run_id"])
+
+    done = cli("estimate", agent, *flags)
+    assert done.code == 0, done.err
+    line = f"Reruns: auto suggests {count(chosen, 'rerun')} of each flip: {auto['reason']}."
+    assert f"  {line} They cost up to {usd(est['rerun_ceiling_usd'])}.\n" in done.out
+    assert f"run {run['run_id']} measured the noise" in done.out
+    done = cli("estimate", agent, *flags, "--json")
+    assert done.code == 0, done.err
+    said = json.loads(done.out)
+    assert (said["reruns_auto"], said["rerun_ceiling_usd"]) == (auto, est["rerun_ceiling_usd"])
+
+    # `assay run`: the estimate's line before it starts, then what the start chose.
+    done = cli("run", agent, *flags, "--yes")
+    assert done.code == 0, done.err
+    started = done.out.strip()
+    assert f"  {line} They cost up to" in done.err
+    assert f"Reruns: auto chose {count(chosen, 'rerun')} of each flip: {auto['reason']}.\n" in (
+        done.err
+    )
+    assert 'warning: reruns "auto"' not in done.err
+    read = api.ok("GET", f"/api/v1/eval-runs/{started}")
+    assert (read["reruns"], read["reruns_auto"]) == (chosen, auto)
+    api.wait(started)

@@ -56,6 +56,28 @@ def test_usd_keeps_two_digits_of_a_fraction_of_a_cent() -> None:
     )
 
 
+def test_what_reruns_auto_chose_is_said_as_the_console_says_it() -> None:
+    auto = {"chosen": 3, "reason": "as run r1 measured the noise (0.4 %)", "from_run_id": "r1"}
+    assert text.reruns_auto_line(auto, 0.12) == (
+        "Reruns: auto suggests 3 reruns of each flip: as run r1 measured the noise (0.4 %). "
+        "They cost up to $0.12."
+    )
+    one = {"chosen": 1, "reason": "no earlier comparison measured the noise"}
+    assert text.reruns_auto_line(one, 0.0042) == (
+        "Reruns: auto suggests 1 rerun of each flip: no earlier comparison measured the noise. "
+        "They cost up to $0.0042."
+    )
+    assert text.reruns_auto_line(auto, started=True) == (
+        "Reruns: auto chose 3 reruns of each flip: as run r1 measured the noise (0.4 %)."
+    )
+    assert text.reruns_auto_line(None, 0.12) is None  # the reruns were not left to assay
+    said = ['reruns "auto": 3, as run r1 measured the noise (0.4 %)', "the judge grades at 0.7"]
+    assert text.warnings_besides_reruns_auto({"warnings": said, "reruns_auto": auto}) == [
+        "the judge grades at 0.7"
+    ]
+    assert text.warnings_besides_reruns_auto({"warnings": said, "reruns_auto": None}) == said
+
+
 @pytest.mark.parametrize(
     ("cron", "tz", "said"),
     [

@@ -2,7 +2,7 @@
 
 A stability run asks every case again with nothing changed, so its tries measure the agent's
 noise apart from any change; a compared run's `outcome.noise` prefers them to its own tries
-(`finalize.noise_of`). This module finds that run with a bounded read: the agent's runs index,
+(`run_noise.noise_of`). This module finds that run with a bounded read: the agent's runs index,
 newest first, at most `PAGES` pages of `PAGE_SIZE` runs; never a scan, no read per case.
 """
 

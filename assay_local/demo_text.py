@@ -129,8 +129,8 @@ def noise_sentence(run: Mapping[str, Any] | None) -> str | None:
 
 def noise_line(run: Mapping[str, Any] | None) -> str | None:
     """How likely the run's confirmed regressions are luck, as the demo prints it under the
-    comparison's verdict: "noise: 209 confirmed regressions. With this dataset's measured noise,
-    ..."; None for a run that compared nothing."""
+    comparison's verdict: "noise: 209 confirmed regressions. With the noise earlier runs of this
+    spec measured, ..."; None for a run that compared nothing."""
     sentence = noise_sentence(run)
     return f"noise: {sentence}" if sentence else None
 

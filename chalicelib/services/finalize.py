@@ -16,7 +16,7 @@ from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
-from chalicelib.domain import compare, noise
+from chalicelib.domain import compare
 from chalicelib.domain import judge_rules as judge_rules
 from chalicelib.domain import outcome as outcomes
 from chalicelib.domain.enums import (
@@ -44,29 +44,11 @@ from chalicelib.domain.run_rules import (
     summarize_arm,
 )
 from chalicelib.domain.spec import spec_hash
-from chalicelib.services import messagebus, noise_basis, review, slots, workspaces
+from chalicelib.services import messagebus, review, run_noise, slots, workspaces
+from chalicelib.services.arm_tries import by_case
 from chalicelib.services.ports.telemetry import Metric
 
 log = logging.getLogger(__name__)
-
-
-def facts(row: Attempt) -> AttemptFacts:
-    """The summary-relevant facts of an attempt row."""
-    scores = row.scores or []
-    decided = [s.get("score", 0.0) for s in scores if s.get("passed") is not None]
-    return AttemptFacts(
-        case_id=row.case_id,
-        attempt=int(row.attempt),
-        state=AttemptState(row.state),
-        score=(sum(decided) / len(decided)) if decided else 0.0,
-        cost_micros=int(row.cost_micros or 0),
-        input_tokens=int(row.input_tokens or 0),
-        output_tokens=int(row.output_tokens or 0),
-        latency_ms=float(row.latency_ms or 0),
-        crash=bool(row.crash),
-        reason=row.reason or "",
-        judge=judge_rules.score_judge_key(scores),
-    )
 
 
 def summarize(run: Run, attempts: list[Attempt]) -> dict[str, ArmSummary]:
@@ -176,28 +158,6 @@ def settled_state(tries: list[Attempt]) -> str | None:
         states = reviewed_tries([AttemptState.PASSED], ReviewVerdict(reviewed["verdict"]))
         return states[0].value
     return settle(AttemptState(r.state) for r in sorted(tries, key=lambda r: int(r.attempt))).value
-
-
-def by_case(run: Run, attempts: list[Attempt], arm_id: str) -> dict[str, list[AttemptFacts]]:
-    """An arm's tries per case, first first (a case graded by two judges keeps the majority
-    judge's); a case whose answer a person decided in the review queue counts the person's verdict
-    over every try (`domain.review_rules.reviewed_tries`)."""
-    out: dict[str, list[AttemptFacts]] = {}
-    reviewed: dict[str, ReviewVerdict] = {}
-    for row in attempts:
-        if row.arm_id == arm_id:
-            out.setdefault(row.case_id, []).append(facts(row))
-            if row.review:
-                reviewed[row.case_id] = ReviewVerdict(row.review["verdict"])
-    for case_id, tries in out.items():
-        tries.sort(key=lambda a: a.attempt)
-        tries = judge_rules.majority_judge(tries, lambda a: a.judge)
-        if case_id in reviewed:
-            # A person's verdict stands for the scorers' over every try of the case.
-            states = reviewed_tries([a.state for a in tries], reviewed[case_id])
-            tries = [replace(a, state=state) for a, state in zip(tries, states, strict=True)]
-        out[case_id] = tries
-    return out
 
 
 def _arm_ids(run: Run, role: ArmRole) -> list[str]:
@@ -461,79 +421,8 @@ def compute_outcome(c: Container, run: Run, attempts: list[Attempt]) -> Outcome:
         arm_results(c, run, attempts, summaries),
         stability=stability,
         comparison=comparison,
-        noise=noise_of(c, run, attempts, comparison) if comparison is not None else None,
+        noise=run_noise.noise_of(c, run, attempts, comparison) if comparison is not None else None,
     )
-
-
-def noise_of(
-    c: Container, run: Run, attempts: list[Attempt], comparison: Comparison
-) -> dict[str, Any] | None:
-    """How likely the comparison's confirmed flips are luck (`domain.noise`), with the run page's
-    sentence; None for a comparison that is invalid or whose side could not run, or without a
-    decided try.
-
-    The basis (docs/concepts/noise.md):
-
-    - `stability_run`, when the agent has a completed stability run on this dataset version of
-      the baseline's spec, else of the candidate's (`noise_basis.latest_stability_run`, a bounded
-      read, then one read of that run's attempts): each case's tries are the stability run's
-      pooled with this run's tries *of the side that ran the same spec* only. Every try pooled is
-      then a draw of one and the same agent, so a real change the candidate made cannot pass for
-      noise; the other side's tries are left out. A baseline whose first answers are borrowed
-      from that very stability run does not count them twice. The prior is fitted over every
-      case the pooled tries cover (the stability run's cases beyond this run's help fit it), and
-      only this run's cases are chances of luck.
-    - `this_run` otherwise: both sides' first answers and reruns pooled as if nothing changed.
-    """
-    if comparison.invalid_reason or comparison.could_not_run:
-        return None
-    arms = {a.arm_id: a for a in run.arms}
-    cand_arm, base_arm = arms[comparison.candidate_arm_id], arms[comparison.baseline_arm_id]
-    states = {
-        arm.arm_id: {
-            cid: [a.state for a in tries]
-            for cid, tries in by_case(run, attempts, arm.arm_id).items()
-        }
-        for arm in (cand_arm, base_arm)
-    }
-    basis: noise.Basis = "this_run"
-    prior = None
-    stable = noise_basis.latest_stability_run(c, run, [base_arm.spec_hash, cand_arm.spec_hash])
-    if stable is None:
-        tries = noise.pooled_tries(states[cand_arm.arm_id], states[base_arm.arm_id])
-    else:
-        basis = "stability_run"
-        stable_arm = stable.arms[0].arm_id
-        stable_states = {
-            cid: [a.state for a in case_tries]
-            for cid, case_tries in by_case(
-                stable, c.runs.attempts(run.org_id, stable.run_id), stable_arm
-            ).items()
-        }
-        same = base_arm if base_arm.spec_hash == stable.arms[0].spec_hash else cand_arm
-        own = states[same.arm_id]
-        if same.source_run_id == stable.run_id:  # its first answers are the stability run's
-            own = {cid: case_states[1:] for cid, case_states in own.items()}
-        pooled = noise.pooled_tries(stable_states, own)
-        if not any(t.tries for t in pooled.values()):
-            return None
-        prior = noise.fit_prior(pooled.values())
-        tries = {cid: pooled[cid] for cid in run.case_ids if cid in pooled}
-    for case_id in run.case_ids:  # an untried case is a chance of luck all the same
-        tries.setdefault(case_id, noise.CaseTries(0, 0))
-    reruns = min(max(int((run.settings or {}).get("reruns", 0)), 0), noise.MAX_RERUNS)
-    measured = noise.estimate_noise(
-        tries,
-        reruns=reruns,
-        baseline_rerun=bool(comparison.baseline.rerun),
-        basis=basis,
-        confirmed_flips={f.case_id: f.outcome for f in comparison.flips if f.confirmed},
-        prior=prior,
-    )
-    if measured is None:
-        return None
-    sentence = noise.noise_sentence(measured, comparison.confirmed_regressions)
-    return {**measured.as_json(), "sentence": sentence}
 
 
 def finalize(c: Container, org_id: str, run_id: str, attempts: list[Attempt] | None = None) -> bool:

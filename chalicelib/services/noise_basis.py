@@ -1,25 +1,44 @@
-"""Which stability run a comparison's noise may rest on (docs/concepts/noise.md, "The basis").
+"""Which earlier runs a comparison's noise may rest on (docs/concepts/noise.md, "The basis").
 
-A stability run asks every case again with nothing changed, so its tries measure the agent's
-noise apart from any change; a compared run's `outcome.noise` prefers them to its own tries
-(`finalize.noise_of`). This module finds that run with a bounded read: the agent's runs index,
-newest first, at most `PAGES` pages of `PAGE_SIZE` runs; never a scan, no read per case.
+A compared run's `outcome.noise` (`run_noise.noise_of`) prefers tries that measure the agent's
+noise apart from the change it compares. Two kinds of earlier run give them:
+
+- a stability run of the same spec (`latest_stability_run`): it asks every case again with
+  nothing changed;
+- failing that, up to `HISTORY_RUNS` earlier runs with an arm of the same spec
+  (`earlier_runs_of_spec`): each such arm is the same agent answering the same cases, so its
+  tries are draws of the same per-case pass chances.
+
+Both look-ups read the agent's runs index, newest first, at most `PAGES` pages of `PAGE_SIZE`
+runs each; never a scan, no read per case. Only a completed run created before the compared run
+(and, for a run whose outcome is computed again, completed no later than it did) that is not being
+deleted counts, so computing the outcome again finds the same runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from chalicelib.bootstrap import Container
 from chalicelib.domain.enums import RunPurpose, RunStatus
 from chalicelib.domain.records import Run
 
-__all__ = ["PAGES", "PAGE_SIZE", "latest_stability_run"]
+__all__ = [
+    "HISTORY_RUNS",
+    "PAGES",
+    "PAGE_SIZE",
+    "SpecHistory",
+    "earlier_runs_of_spec",
+    "latest_stability_run",
+]
 
 PAGES = 2
 """How many pages of the agent's runs the look-up reads at most."""
 PAGE_SIZE = 50
-"""How many runs a page holds: the look-up sees the agent's newest 100 runs."""
+"""How many runs a page holds: a look-up sees the agent's newest 100 runs."""
+HISTORY_RUNS = 3
+"""The most earlier runs of the same spec the `history` basis pools."""
 
 
 def latest_stability_run(c: Container, run: Run, spec_hashes: Sequence[str]) -> Run | None:
@@ -55,10 +74,64 @@ def latest_stability_run(c: Container, run: Run, spec_hashes: Sequence[str]) -> 
     return best[1] if best is not None else None
 
 
+@dataclass(frozen=True, slots=True)
+class SpecHistory:
+    """Earlier runs with an arm of one spec: what the `history` basis pools."""
+
+    spec_hash: str
+    """The spec hash their arms share (one of the compared run's sides')."""
+    runs: tuple[Run, ...]
+    """1 to `HISTORY_RUNS` runs, newest first, each with at least one arm of `spec_hash`."""
+
+
+def earlier_runs_of_spec(c: Container, run: Run, spec_hashes: Sequence[str]) -> SpecHistory | None:
+    """The newest `HISTORY_RUNS` earlier completed runs of `run`'s agent on `run`'s dataset and
+    dataset version with an arm that ran one of `spec_hashes` (the baseline's spec hash, then the
+    candidate's), preferring the earlier hashes: any run of `spec_hashes[0]` in the pages read
+    wins over runs of a later one, however newer.
+
+    A run counts as for `latest_stability_run`, whatever its purpose: created before `run` (and,
+    for a run whose outcome is computed again, completed no later than it), completed, not being
+    deleted. Reads at most `PAGES` pages of the agent's runs, newest first, and stops early once
+    `HISTORY_RUNS` runs of `spec_hashes[0]` are found; the caller reads each run's attempts once.
+
+    Returns:
+        The spec hash and its runs, or None when none of the agent's newest `PAGES * PAGE_SIZE`
+        runs has an arm of any of `spec_hashes`.
+    """
+    rank = {h: i for i, h in reversed(list(enumerate(spec_hashes)))}
+    found: dict[int, list[Run]] = {}
+    start = None
+    for _ in range(PAGES):
+        page = c.runs.list_by_agent(run.org_id, run.agent_id, limit=PAGE_SIZE, start=start)
+        for other in page:
+            if not _is_earlier(other, run):
+                continue
+            for place in sorted({rank[a.spec_hash] for a in other.arms if a.spec_hash in rank}):
+                runs = found.setdefault(place, [])
+                if len(runs) < HISTORY_RUNS:
+                    runs.append(other)
+            if len(found.get(0, ())) == HISTORY_RUNS:
+                return SpecHistory(spec_hashes[0], tuple(found[0]))
+        if page.next_start is None:
+            break
+        start = page.next_start
+    if not found:
+        return None
+    place = min(found)
+    return SpecHistory(spec_hashes[place], tuple(found[place]))
+
+
 def _is_stability_of(other: Run, run: Run) -> bool:
+    return other.purpose == RunPurpose.STABILITY.value and _is_earlier(other, run)
+
+
+def _is_earlier(other: Run, run: Run) -> bool:
+    """`other` is another completed run on `run`'s dataset version, created before `run` (and,
+    when `run` has completed and its outcome is computed again, completed no later than it), and
+    is not being deleted."""
     return (
         other.run_id != run.run_id
-        and other.purpose == RunPurpose.STABILITY.value
         and other.status == RunStatus.COMPLETED.value
         and other.deleting_at is None
         and other.dataset_id == run.dataset_id

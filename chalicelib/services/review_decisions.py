@@ -3,7 +3,7 @@ failed to review**.
 
 A decision puts a person's verdict (pass or fail) on an answer; its case then counts that verdict
 over every try, in the run that gave the answer and in every run whose baseline borrowed it
-(`domain.review_rules.reviewed_tries`, read by `finalize.by_case`). Undo takes the verdict back.
+(`domain.review_rules.reviewed_tries`, read by `arm_tries.by_case`). Undo takes the verdict back.
 
 Each is written as ONE transaction (`ReviewQueue.decide`) that cannot half-apply: the item (only
 while it is as read: of two people deciding one item, one wins and the other gets 409), its audit

@@ -35,6 +35,7 @@ from chalicelib.errors import (
     ConflictError,
 )
 from chalicelib.services import (
+    arm_tries,
     finalize,
     messagebus,
     notifications,
@@ -61,8 +62,8 @@ def facts_of(c: Container, run: Run, attempts: list[Attempt] | None = None) -> R
     summaries = finalize.summarize(run, attempts)
     cand = next(a.arm_id for a in run.arms if a.role is ArmRole.CANDIDATE)
     summary = summaries[cand]
-    by_case = finalize.by_case(run, attempts, cand)
-    settled = {cid: settle(a.state for a in by_case.get(cid, [])) for cid in run.case_ids}
+    tries = arm_tries.by_case(run, attempts, cand)
+    settled = {cid: settle(a.state for a in tries.get(cid, [])) for cid in run.case_ids}
     undecided = [
         cid
         for cid, state in settled.items()

@@ -146,3 +146,42 @@ def test_a_stability_run_of_the_baseline_is_the_basis_of_a_later_comparison(api)
     assert measured["sentence"].startswith(
         "3 confirmed regressions. With the noise its stability run measured, "
     )
+
+
+def test_a_second_comparison_of_the_same_spec_rests_on_the_first_ones_tries(api):
+    ds = api.dataset(cases(10))
+    agent = api.agent(sleepy_spec())
+    publish(api, agent, sleepy_spec())
+    publish(api, agent, sleepy_spec(answers=BROKEN))
+    paired = {"candidate": "version", "version": 2, "paired_baseline": True, "reruns": 2}
+    first = api.start(agent, ds, **paired)
+    assert api.wait(first["run_id"])["status"] == "completed"
+    before = api.ok("GET", f"/api/v1/eval-runs/{first['run_id']}")["outcome"]["noise"]
+    assert before["basis"] == "this_run"  # nothing earlier ran version 1 or 2 on this dataset
+    run = api.start(agent, ds, **paired)
+    assert api.wait(run["run_id"])["status"] == "completed"
+    outcome = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"]
+    assert outcome["comparison"]["confirmed_regressions"] == 3
+    # The second run's baseline (version 1) borrowed the first run's baseline first answers.
+    assert outcome["comparison"]["baseline"]["source_run_id"] == first["run_id"]
+    measured = outcome["noise"]
+    # Version 1 in the first run: 10 first answers and 2 reruns of each of the 3 flips, all
+    # passed (16); in this run only its own 2 reruns of each flip (6), its first answers being
+    # the first run's, counted once. Both candidates' failures are a change, not noise: left out.
+    assert (measured["basis"], measured["tries"], measured["cases"]) == ("history", 22, 10)
+    tries = {f"c{i:03d}": noise.CaseTries(1, 1) for i in range(10)}
+    tries |= {case: noise.CaseTries(5, 5) for case in BROKEN}
+    expected = noise.estimate_noise(
+        tries,
+        reruns=2,
+        baseline_rerun=True,
+        basis="history",
+        confirmed_flips=dict.fromkeys(BROKEN, CaseOutcome.REGRESSION),
+    )
+    assert expected is not None
+    assert measured["p_luck_regression"] == expected.p_luck_regression
+    assert measured["per_flip"] == expected.per_flip
+    assert measured["sentence"] == noise.noise_sentence(expected, 3)
+    assert measured["sentence"].startswith(
+        "3 confirmed regressions. With the noise earlier runs of this spec measured, "
+    )

@@ -1,11 +1,14 @@
 """Which stability run a comparison's noise rests on (docs/concepts/noise.md, "The basis"), on
 fakes: the newest completed one of the same spec on the same dataset version, the baseline's spec
-first, found within the agent's newest two pages of runs."""
+first, found within the agent's newest two pages of runs; failing one, the newest three earlier
+runs with an arm of the same spec (the `history` basis), within the same pages."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from chalicelib.domain.enums import ArmRole
 from chalicelib.domain.records import Run
 from chalicelib.services import noise_basis
 from tests.fakes import FakeContainer
@@ -62,3 +65,92 @@ def test_a_stability_run_behind_two_pages_of_newer_runs_is_not_read() -> None:
     c.runs.kept.pop(("acme", "r000"))  # one fewer newer run: it is within reach again
     found = noise_basis.latest_stability_run(c, COMPARED, ["h1"])
     assert found is not None and found.run_id == "far"
+
+
+def _earlier(run_id: str, hour: int, base: str, cand: str = "other", **fields: Any) -> Run:
+    """A completed comparison of the agent: a candidate arm of spec `cand`, a baseline of `base`."""
+    values: dict[str, Any] = {
+        "status": "completed",
+        "created_at": f"2026-12-01T{hour:02d}:00:00.000Z",
+        "completed_at": f"2026-12-01T{hour:02d}:30:00.000Z",
+        "arms": (an_arm(spec_hash=cand), an_arm("baseline", ArmRole.BASELINE, spec_hash=base)),
+    }
+    return a_run(run_id, **{**values, **fields})
+
+
+def _ids(found: noise_basis.SpecHistory | None) -> tuple[str, list[str]] | None:
+    return None if found is None else (found.spec_hash, [r.run_id for r in found.runs])
+
+
+def test_the_newest_three_earlier_runs_with_an_arm_of_the_spec_are_the_history() -> None:
+    c = FakeContainer()
+    for hour in range(1, 6):  # five runs whose baseline ran the spec
+        c.runs.add(_earlier(f"base-{hour}", hour, "base"))
+    c.runs.add(_earlier("as-candidate", 6, "x", "base"))  # the spec on its candidate arm counts
+    c.runs.add(_earlier("other-spec", 7, "x", "y"))
+    c.runs.add(_earlier("other-version", 8, "base", dataset_version=2))
+    c.runs.add(_earlier("other-dataset", 9, "base", dataset_id="d2"))
+    c.runs.add(_earlier("failed", 10, "base", status="failed"))
+    c.runs.add(_earlier("running", 11, "base", status="running", completed_at=None))
+    c.runs.add(_earlier("deleting", 12, "base", deleting_at="2026-12-01T19:00:00.000Z"))
+    c.runs.add(_earlier("later", 21, "base"))  # started after the compared run
+    assert _ids(noise_basis.earlier_runs_of_spec(c, COMPARED, ["base"])) == (
+        "base",
+        ["as-candidate", "base-5", "base-4"],
+    )
+    assert noise_basis.HISTORY_RUNS == 3
+
+
+def test_runs_of_the_baseline_spec_win_over_newer_runs_of_the_candidate_spec() -> None:
+    c = FakeContainer()
+    c.runs.add(_earlier("of-baseline", 1, "base"))
+    c.runs.add(_earlier("of-candidate", 2, "x", "cand"))
+    c.runs.add(_earlier("of-candidate-too", 3, "x", "cand"))
+    found = noise_basis.earlier_runs_of_spec(c, COMPARED, ["base", "cand"])
+    assert _ids(found) == ("base", ["of-baseline"])
+    found = noise_basis.earlier_runs_of_spec(c, COMPARED, ["gone", "cand"])
+    assert _ids(found) == ("cand", ["of-candidate-too", "of-candidate"])
+    assert noise_basis.earlier_runs_of_spec(c, COMPARED, ["gone"]) is None
+
+
+def test_a_run_that_completed_after_a_recomputed_run_is_not_history() -> None:
+    c = FakeContainer()
+    c.runs.add(_earlier("before", 1, "base"))
+    # Created before the compared run but completed after it: it was still running when the
+    # compared run's outcome was first computed, so computing that outcome again leaves it out.
+    c.runs.add(_earlier("overlapping", 2, "base", completed_at="2026-12-01T22:00:00.000Z"))
+    done = replace(COMPARED, status="completed", completed_at="2026-12-01T21:00:00.000Z")
+    assert _ids(noise_basis.earlier_runs_of_spec(c, done, ["base"])) == ("base", ["before"])
+    # A run whose outcome is computed the first time takes every run completed by then.
+    assert _ids(noise_basis.earlier_runs_of_spec(c, COMPARED, ["base"])) == (
+        "base",
+        ["overlapping", "before"],
+    )
+
+
+def test_the_history_look_up_reads_at_most_two_pages_and_stops_at_three_runs() -> None:
+    c = FakeContainer()
+    pages: list[int] = []
+    listed = c.runs.list_by_agent
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        page = listed(*args, **kwargs)
+        pages.append(len(page.runs))
+        return page
+
+    c.runs.list_by_agent = counted  # type: ignore[method-assign]
+    c.runs.add(_earlier("far", 0, "base"))
+    newer = noise_basis.PAGES * noise_basis.PAGE_SIZE
+    for i in range(newer):
+        c.runs.add(a_run(f"r{i:03d}", created_at=f"2026-12-01T10:{i // 60:02d}:{i % 60:02d}.000Z"))
+    assert noise_basis.earlier_runs_of_spec(c, COMPARED, ["base"]) is None
+    assert pages == [noise_basis.PAGE_SIZE] * noise_basis.PAGES
+    c.runs.kept.pop(("acme", "r000"))  # one fewer newer run: it is within reach again
+    assert _ids(noise_basis.earlier_runs_of_spec(c, COMPARED, ["base"])) == ("base", ["far"])
+    # Three runs of the baseline's spec on the first page: the look-up reads no further.
+    for hour in range(11, 14):
+        c.runs.add(_earlier(f"near-{hour}", hour, "base"))
+    pages.clear()
+    found = noise_basis.earlier_runs_of_spec(c, COMPARED, ["base", "cand"])
+    assert _ids(found) == ("base", ["near-13", "near-12", "near-11"])
+    assert len(pages) == 1

@@ -246,6 +246,66 @@ def test_the_fitted_prior_is_a_proper_mixture() -> None:
     assert all(a > 0 and b > 0 for _, a, b in prior.components)
 
 
+def _log_likelihood(cases: list[CaseTries], prior: BetaMixture) -> float:
+    import math
+
+    total = 0.0
+    for case in cases:
+        f = case.tries - case.passes
+        total += math.log(
+            sum(
+                w
+                * math.exp(
+                    math.lgamma(a + case.passes)
+                    + math.lgamma(b + f)
+                    - math.lgamma(a + b + case.tries)
+                    - math.lgamma(a)
+                    - math.lgamma(b)
+                    + math.lgamma(a + b)
+                )
+                for w, a, b in prior.components
+            )
+        )
+    return total
+
+
+def _steady_run(seed: int) -> list[CaseTries]:
+    """1,000 cases of an agent at 99 % or 1 %, first answers of both sides, flips rerun once."""
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(1000):
+        p = 0.99 if rng.random() < 0.7 else 0.01
+        first = [rng.random() < p for _ in range(2)]
+        tries = first + ([rng.random() < p for _ in range(2)] if first[0] != first[1] else [])
+        cases.append(CaseTries(sum(tries), len(tries)))
+    return cases
+
+
+def test_the_fit_reaches_the_maximum_likelihood_where_plain_em_crawls() -> None:
+    # Plain EM from equal weights is still climbing after thousands of steps on a steady agent;
+    # the accelerated fit must be at the top: no further EM step gains anything worth a try.
+    cases = _steady_run(3)
+    prior = fit_prior(cases)
+    weights = [w for w, _, _ in prior.components]
+    comps = prior.components
+    for _ in range(200):
+        resp = [0.0] * len(comps)
+        for case in cases:
+            post = prior.posterior(case).components
+            for i, (w, _, _) in enumerate(post):
+                resp[i] += w
+        weights = [r / len(cases) for r in resp]
+        prior = BetaMixture(tuple((w, a, b) for w, (_, a, b) in zip(weights, comps, strict=True)))
+    assert _log_likelihood(cases, prior) - _log_likelihood(cases, fit_prior(cases)) < 1e-3
+
+
+def test_the_fit_does_not_depend_on_the_order_of_the_cases() -> None:
+    cases = _steady_run(5)
+    shuffled = list(cases)
+    random.Random(1).shuffle(shuffled)
+    assert fit_prior(shuffled) == fit_prior(cases)
+
+
 def test_pooled_tries_count_decided_tries_of_both_sides() -> None:
     pooled = pooled_tries(
         {"a": [S.PASSED, S.FAILED, S.INCOMPLETE], "b": [S.UNGRADED]},

@@ -253,14 +253,15 @@ def _squarem(like: Any, counts: Any, weights: Any) -> Any:
     """
     import numpy as np  # noqa: PLC0415 - only the fit needs it
 
-    total = counts.sum()
+    share = counts / counts.sum()
+    like_t = like.T.copy()
 
     def step(w: Any) -> Any:
-        joint = like * w
-        return (counts[:, None] * joint / joint.sum(axis=1, keepdims=True)).sum(axis=0) / total
+        # One EM step in two products: w_k * sum_i share_i like_ik / (like @ w)_i.
+        return w * (like_t @ (share / (like @ w)))
 
     def loglik(w: Any) -> float:
-        return float((counts * np.log(np.maximum(like @ w, 1e-300))).sum())
+        return float(counts @ np.log(np.maximum(like @ w, 1e-300)))
 
     best = loglik(weights)
     for _ in range(_EM_ROUNDS):
@@ -268,10 +269,9 @@ def _squarem(like: Any, counts: Any, weights: Any) -> Any:
         two = step(one)
         r = one - weights
         v = two - one - r
-        norm_v = float(np.sqrt((v * v).sum()))
-        alpha = -float(np.sqrt((r * r).sum())) / norm_v if norm_v > 0 else -1.0
-        alpha = min(alpha, -1.0)
-        jumped = np.clip(weights - 2 * alpha * r + alpha * alpha * v, 0.0, None)
+        norm_v = float(np.sqrt(v @ v))
+        alpha = min(-float(np.sqrt(r @ r)) / norm_v, -1.0) if norm_v > 0 else -1.0
+        jumped = np.maximum(weights - 2 * alpha * r + alpha * alpha * v, 0.0)
         candidate = step(jumped / jumped.sum())
         gained = loglik(candidate)
         if not gained >= best:  # the jump overshot (or left the simplex's interior): plain EM

@@ -280,6 +280,8 @@ def print_estimate(est: JSON, out: TextIO) -> None:
     auto = reruns_auto_line(est.get("reruns_auto"), est.get("rerun_ceiling_usd"))
     if auto:
         print(f"  {auto}", file=out)
+    elif isinstance(luck := est.get("luck"), dict) and luck.get("sentence"):
+        print(f"  Luck: {luck['sentence']}", file=out)
     for line in estimate_basis(est):
         print(f"  basis: {line}", file=out)
     for w in warnings_besides_reruns_auto(est):

@@ -375,14 +375,15 @@ def estimate_view(price: Price) -> dict[str, Any]:
     """What a run would cost (`POST /agents/{id}/eval-runs/estimate`, and `estimate` of a start's
     402): `{agent_id, dataset_id, dataset_version, candidate, resolved_version, cases,
     ungraded_cases, judged_cases, reruns, reruns_auto (with `reruns: "auto"`: `{chosen, reason,
-    from_run_id, luck, bound}`, else None), replay (the run's: `{recording_id, live_reads, label}`,
-    None without a recording), arms: [{arm_id, role, model, replay (as `run_views.arm_view`'s),
-    basis, per_case_usd, first_pass_usd, rerun_ceiling_usd, runs_sampled, reused_run_id?}], judge,
-    first_pass_usd, rerun_ceiling_usd, total_usd, basis, reused_baseline_run_id,
-    missing_baseline_version, budgets: {agent, organization} (each a `budget_view` without
-    `agent_id`), agent_after_usd,
-    org_after_usd, agent_committed_usd, org_committed_usd, within_budget, total_micros,
-    warnings}`; money in USD, computed exactly in micro-USD."""
+    from_run_id, luck, bound}`, else None), luck (a comparison's chance of luck at these reruns
+    as measured before, `rerun_choice.luck_advice`, else None), replay (the run's:
+    `{recording_id, live_reads, label}`, None without a recording), arms: [{arm_id, role, model,
+    replay (as `run_views.arm_view`'s), basis, per_case_usd, first_pass_usd, rerun_ceiling_usd,
+    runs_sampled, reused_run_id?}], judge, first_pass_usd, rerun_ceiling_usd, total_usd, basis,
+    reused_baseline_run_id, missing_baseline_version, budgets: {agent, organization} (each a
+    `budget_view` without `agent_id`), agent_after_usd, org_after_usd, agent_committed_usd,
+    org_committed_usd, within_budget, total_micros, warnings}`; money in USD, computed exactly in
+    micro-USD."""
     plan, est, judge, info = price.plan, price.estimate, price.judge, price.plan.info
     reading = price.reading
     agent_budget = budget_view(
@@ -422,6 +423,7 @@ def estimate_view(price: Price) -> dict[str, Any]:
         "judged_cases": plan.judged,
         "reruns": plan.reruns,
         "reruns_auto": plan.reruns_auto,
+        "luck": price.luck,
         "replay": plan.replay.view(),
         "arms": [arm(a) for a in est.arms],
         "judge": None

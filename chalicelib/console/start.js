@@ -20,11 +20,12 @@ export function chosenDataset(runs, datasets) {
 
 let seq = 0;
 
-// What `reruns: "auto"` chose, from the estimate's `reruns_auto`, and what the reruns cost; null
-// when the reruns were not left to it.
+// What `reruns: "auto"` chose, from the estimate's `reruns_auto`, and what the reruns cost; with
+// reruns given by hand, how likely they leave a confirmed regression to luck (the estimate's
+// `luck`, measured by an earlier comparison) and the reruns that would not; null when neither.
 export function rerunsText(est) {
   const auto = est.reruns_auto;
-  if (!auto) return null;
+  if (!auto) return est.luck ? h("p", { id: "estimate-luck" }, `Luck: ${est.luck.sentence}`) : null;
   const count = `${auto.chosen} rerun${auto.chosen === 1 ? "" : "s"}`;
   return h("p", { id: "estimate-reruns" },
     `Reruns: auto suggests ${count} of each flip: ${auto.reason}. They cost up to ${usd(est.rerun_ceiling_usd)}.`);

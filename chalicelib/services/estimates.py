@@ -17,6 +17,7 @@ from chalicelib.domain import estimate_rules as rules
 from chalicelib.domain.history import ANSWERS, GRADING, CostRow, cost_key
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.money import micros_to_usd, usd_text, usd_to_micros
+from chalicelib.domain.noise import MAX_RERUNS
 from chalicelib.domain.records import BudgetReading
 from chalicelib.services import baselines, budgets
 from chalicelib.services.planning import Plan
@@ -79,6 +80,12 @@ class Price:
     within_budget: bool
     note: str | None = None
     """Why a suite's run is priced without its baseline (a suite's plans only)."""
+    ceiling_by_reruns: tuple[int, ...] = ()
+    """The rerun ceiling (micro-USD) the same run would have at 0, 1, ... 5 reruns (index =
+    reruns), for a comparison; empty for a run that compares nothing."""
+    luck: dict[str, Any] | None = None
+    """What the noise measured before says of these reruns (`rerun_choice.luck_advice`), on an
+    estimate of a comparison; None otherwise."""
 
     @property
     def total_micros(self) -> int:
@@ -138,12 +145,20 @@ def price(c: Container, who: Identity, plan: Plan) -> Price:
             grading.get(plan.judge.model), plan.judge.runtime_spec.get("price"), **fallback
         )
         judge_plan = rules.JudgePlan(per_call, basis, plan.judged)
-    est = rules.estimate(
-        cases=plan.case_count,
-        arms=arm_plans,
-        judge=judge_plan,
-        reruns=plan.reruns,
-        stability=plan.stability,
+
+    def priced_at(reruns: int) -> rules.Estimate:
+        return rules.estimate(
+            cases=plan.case_count,
+            arms=arm_plans,
+            judge=judge_plan,
+            reruns=reruns,
+            stability=plan.stability,
+        )
+
+    est = priced_at(plan.reruns)
+    compares = not plan.stability and any(a.role.value == "baseline" for a in plan.arms)
+    ceilings = (
+        tuple(priced_at(r).rerun_ceiling_micros for r in range(MAX_RERUNS + 1)) if compares else ()
     )
     reading = budgets.read(c, who.org_id, plan.agent_id)
     exposure = est.total_micros
@@ -163,6 +178,7 @@ def price(c: Container, who: Identity, plan: Plan) -> Price:
         org_after_micros=rules.remaining_after(reading.org_budget_micros, org_used, exposure),
         within_budget=rules.fits(reading.agent_budget_micros, agent_used, exposure)
         and rules.fits(reading.org_budget_micros, org_used, exposure),
+        ceiling_by_reruns=ceilings,
     )
 
 

@@ -8,10 +8,12 @@ The read is bounded: the agent's runs newest first through its index, at most `P
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.domain import noise
+from chalicelib.domain.money import micros_to_usd, usd_text
 from chalicelib.domain.records import Run
 
 PAGE = 25
@@ -95,3 +97,67 @@ def choose(
         "bound": bound,
     }
     return chosen, kept, f'reruns "auto": {chosen}, {reason}'
+
+
+def luck_advice(
+    c: Container,
+    org_id: str,
+    agent_id: str,
+    dataset_id: str,
+    reruns: int,
+    ceiling_by_reruns: Sequence[int],
+) -> dict[str, Any] | None:
+    """What an estimate of a comparison says of its reruns before anything is spent: the chance
+    that a candidate that changed nothing shows a confirmed regression at `reruns`, as the newest
+    measured run of the agent on the dataset measured the noise (`newest_measured`), the fewest
+    reruns that keep it under `EVAL_MAX_LUCK` and what those reruns would cost at most.
+
+    Args:
+        reruns: the reruns the estimate is for, 0-5.
+        ceiling_by_reruns: the run's rerun ceiling in micro-USD at 0..5 reruns (index = reruns).
+
+    Returns:
+        `{from_run_id, bound, reruns, luck, suggested_reruns, suggested_rerun_ceiling_usd,
+        sentence}` (`luck` in 0..1; `suggested_reruns` None when no count up to 5 is under the
+        bound, and then no cost either), or None when no earlier run measured the noise.
+    """
+    run = newest_measured(c, org_id, agent_id, dataset_id)
+    measured = _noise_of(run) if run is not None else None
+    if run is None or measured is None:
+        return None
+    bound = c.settings.eval_max_luck
+    luck = [float(x) for x in measured["luck_by_reruns"]]
+    at = luck[min(max(reruns, 0), len(luck) - 1)]
+    suggested = noise.reruns_under(luck, bound)
+    cost = (
+        ceiling_by_reruns[suggested]
+        if suggested is not None and suggested < len(ceiling_by_reruns)
+        else None
+    )
+    head = (
+        f"With the noise run {run.run_id} measured, a candidate that changed nothing would show "
+        f"a confirmed regression in {noise.percent(at)} of runs at {_count(reruns)}"
+    )
+    if reruns > 0 and at < bound:
+        sentence = f"{head}, under {noise.percent(bound)}."
+    elif suggested is None:
+        sentence = (
+            f"{head}; no count of reruns up to {noise.MAX_RERUNS} brings that under "
+            f"{noise.percent(bound)}: a steadier model (e.g. a lower temperature) would."
+        )
+    else:
+        priced = f", for reruns of up to {usd_text(cost)}" if cost is not None else ""
+        sentence = f"{head}; {_count(suggested)} bring that under {noise.percent(bound)}{priced}."
+    return {
+        "from_run_id": run.run_id,
+        "bound": bound,
+        "reruns": reruns,
+        "luck": at,
+        "suggested_reruns": suggested,
+        "suggested_rerun_ceiling_usd": micros_to_usd(cost) if cost is not None else None,
+        "sentence": sentence,
+    }
+
+
+def _count(reruns: int) -> str:
+    return "1 rerun" if reruns == 1 else f"{reruns} reruns"

@@ -6,6 +6,7 @@ it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from chalicelib.bootstrap import Container
@@ -122,11 +123,18 @@ def version_before(
 
 
 def estimate(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -> estimates.Price:
-    """`POST /agents/{id}/eval-runs/estimate`: plan the run as a start would and price it; nothing
-    is written. Raises what `of_evaluation` and `plan_run` raise."""
-    return estimates.price(
-        c, who, plan_run(c, who, agent_id, of_evaluation(c, who, agent_id, body))
+    """`POST /agents/{id}/eval-runs/estimate`: plan the run as a start would and price it, and for
+    a comparison say how likely its reruns leave a confirmed regression to luck
+    (`rerun_choice.luck_advice`); nothing is written. Raises what `of_evaluation` and `plan_run`
+    raise."""
+    plan = plan_run(c, who, agent_id, of_evaluation(c, who, agent_id, body))
+    priced = estimates.price(c, who, plan)
+    if not priced.ceiling_by_reruns:
+        return priced
+    advice = rerun_choice.luck_advice(
+        c, who.org_id, agent_id, plan.dataset.dataset_id, plan.reruns, priced.ceiling_by_reruns
     )
+    return replace(priced, luck=advice)
 
 
 def of_evaluation(

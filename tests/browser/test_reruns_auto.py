@@ -37,6 +37,12 @@ def test_the_start_dialog_suggests_reruns_and_says_what_they_cost(stack, page, c
     expect(auto).to_be_hidden()  # no baseline: nothing to leave the reruns to
     page.locator("#start-baseline").check()
     expect(auto).to_be_visible()
+    # Reruns by hand: how likely they leave a confirmed regression to luck, as that run measured.
+    expect(page.locator("#estimate-luck")).to_contain_text(
+        f"Luck: With the noise run {run['run_id']} measured, a candidate that changed nothing "
+        f"would show a confirmed regression in {noise.percent(luck['luck_by_reruns'][2])} of runs "
+        "at 2 reruns"
+    )
     with page.expect_request("**/eval-runs/estimate") as priced:
         auto.check()
     assert json.loads(priced.value.post_data or "{}")["reruns"] == "auto"
@@ -52,6 +58,7 @@ def test_the_start_dialog_suggests_reruns_and_says_what_they_cost(stack, page, c
         },
     )
     assert est["reruns_auto"]["chosen"] == chosen
+    expect(page.locator("#estimate-luck")).to_have_count(0)  # the reruns line says it now
     said = page.locator("#estimate-reruns")
     expect(said).to_contain_text(
         f"Reruns: auto suggests {chosen} rerun{'s' * (chosen != 1)} of each flip: "

@@ -151,3 +151,49 @@ def test_the_cli_says_what_reruns_auto_chose_and_what_the_reruns_cost(api, cli):
     read = api.ok("GET", f"/api/v1/eval-runs/{started}")
     assert (read["reruns"], read["reruns_auto"]) == (chosen, auto)
     api.wait(started)
+
+
+def test_an_estimate_of_a_comparison_says_how_likely_its_reruns_leave_luck(api, cli):
+    ds = api.dataset(cases(10))
+    agent = api.agent(sleepy_spec())
+    publish(api, agent, sleepy_spec())
+    publish(api, agent, sleepy_spec(answers=BROKEN))
+    paired = {"candidate": "version", "version": 2, "paired_baseline": True}
+    assert estimate(api, agent, ds, reruns=1, **paired)["luck"] is None  # nothing measured yet
+
+    run = api.start(agent, ds, reruns=2, **paired)
+    assert api.wait(run["run_id"])["status"] == "completed"
+    luck = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"]["noise"]
+    by_reruns = luck["luck_by_reruns"]
+    found = noise.reruns_under(by_reruns, 0.01)
+
+    est = estimate(api, agent, ds, reruns=1, **paired)
+    said = est["luck"]
+    assert (said["from_run_id"], said["reruns"], said["luck"], said["bound"]) == (
+        run["run_id"],
+        1,
+        by_reruns[1],
+        0.01,
+    )
+    assert said["suggested_reruns"] == found
+    head = (
+        f"With the noise run {run['run_id']} measured, a candidate that changed nothing would "
+        f"show a confirmed regression in {noise.percent(by_reruns[1])} of runs at 1 rerun"
+    )
+    assert said["sentence"].startswith(head)
+    # Three real regressions on ten cases read as noise at 1 rerun, not at more.
+    assert found is not None and found > 1, by_reruns
+    # What the suggested reruns cost is what an estimate with that count says.
+    priced = estimate(api, agent, ds, reruns=found, **paired)["rerun_ceiling_usd"]
+    assert said["suggested_rerun_ceiling_usd"] == priced
+    assert said["sentence"] == (
+        f"{head}; {count(found, 'rerun')} bring that under 1 %, for reruns of up to {usd(priced)}."
+    )
+    done = cli("estimate", agent, "--dataset", ds, "--version", "2", "--paired-baseline",
+               "--reruns", "1")  # fmt: skip
+    assert done.code == 0, done.err
+    assert f"  Luck: {said['sentence']}\n" in done.out
+
+    # A stability run compares nothing: nothing said.
+    stable = estimate(api, agent, ds, candidate="version", version=2, stability=True)
+    assert stable["luck"] is None

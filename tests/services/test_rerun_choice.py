@@ -96,3 +96,48 @@ def test_the_read_stops_after_a_few_pages_of_the_agent_s_runs() -> None:
     c.runs.delete("acme", "n000")
     found = rerun_choice.newest_measured(c, "acme", "a", "d")
     assert found is not None and found.run_id == "old"
+
+
+CEILINGS = [0, 100_000, 200_000, 300_000, 400_000, 500_000]  # micro-USD at 0..5 reruns
+
+
+def test_an_estimates_luck_at_its_reruns_and_the_fewest_that_keep_it_under_the_bound() -> None:
+    c = FakeContainer()
+    c.runs.add(_measured("r2", 2, LUCK))
+    advice = rerun_choice.luck_advice(c, "acme", "a", "d", 2, CEILINGS)
+    assert advice == {
+        "from_run_id": "r2",
+        "bound": 0.01,
+        "reruns": 2,
+        "luck": 0.12,
+        "suggested_reruns": 4,
+        "suggested_rerun_ceiling_usd": 0.4,
+        "sentence": "With the noise run r2 measured, a candidate that changed nothing would show a "
+        "confirmed regression in 12 % of runs at 2 reruns; 4 reruns bring that under 1 %, for "
+        "reruns of up to $0.40.",
+    }
+
+
+def test_an_estimate_already_under_the_bound_says_so_and_one_past_every_count_says_what_would() -> (
+    None
+):
+    c = FakeContainer()
+    c.runs.add(_measured("r2", 2, LUCK))
+    under = rerun_choice.luck_advice(c, "acme", "a", "d", 5, CEILINGS)
+    assert under is not None and under["suggested_reruns"] == 4
+    assert under["sentence"].endswith("in 0.2 % of runs at 5 reruns, under 1 %.")
+    c.runs.add(_measured("r3", 3, [0.0, 0.9, 0.8, 0.7, 0.6, 0.5]))
+    past = rerun_choice.luck_advice(c, "acme", "a", "d", 1, CEILINGS)
+    assert past is not None
+    assert (past["from_run_id"], past["luck"], past["suggested_reruns"]) == ("r3", 0.9, None)
+    assert past["suggested_rerun_ceiling_usd"] is None
+    assert past["sentence"].endswith(
+        "in 90 % of runs at 1 rerun; no count of reruns up to 5 brings that under 1 %: a steadier "
+        "model (e.g. a lower temperature) would."
+    )
+
+
+def test_an_estimate_without_a_measured_comparison_says_nothing_of_luck() -> None:
+    c = FakeContainer()
+    c.runs.add(_measured("r3", 3, None))
+    assert rerun_choice.luck_advice(c, "acme", "a", "d", 2, CEILINGS) is None

@@ -292,9 +292,15 @@ def report(m: Measured, memory_mb: int, api_memory_mb: int) -> float:
         f"(the case worker waits for it at {memory_mb} MB); this run's agent slept "
         f"{m.sleep_ms:g} ms"
     )
+    others = sorted(
+        (k, v)
+        for k, v in m.tally.requests.items()
+        if k.partition(".")[0] not in ("dynamodb", "sqs", "s3")
+    )
     print(
         "  not priced: CloudWatch Logs of the Lambdas, the queues' idle long polls and the two "
         "schedules' minute ticks (fixed costs, not per attempt)"
+        + "".join(f"; {k} x {v}" for k, v in others)
     )
     day, month = p.at_scale(usd, MILLION)
     print()

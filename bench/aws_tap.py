@@ -152,13 +152,13 @@ class Tap:
         from moto.dynamodb.models.dynamo_type import DynamoType
 
         with self._dynamodb:
-            table = self._backend().get_table(table_name)
-            keys, _ = self._schema(table_name)
             try:
+                table = self._backend().get_table(table_name)
+                keys, _ = self._schema(table_name)
                 found = table.items.get(DynamoType(key[keys[0]]))
                 if found is not None and len(keys) > 1:
                     found = found.get(DynamoType(key[keys[1]]))
-            except (KeyError, TypeError):
+            except Exception:  # noqa: BLE001 - no such table or key: the request says why itself
                 return None
             return None if found is None else found.to_json()["Attributes"]
 
@@ -208,7 +208,10 @@ class Tap:
             t.requests[f"{service}.{operation}"] += 1
 
     def _dynamodb_call(self, operation: str, params: dict[str, Any], send: Any) -> Any:
-        writes = self._planned_writes(operation, params)
+        try:
+            writes = self._planned_writes(operation, params)
+        except Exception:  # noqa: BLE001 - a malformed request: moto answers it, billed as nothing
+            writes = []
         before = [self.image(table, key) for table, key, _ in writes]
         result: Any = None
         try:
@@ -276,7 +279,10 @@ class Tap:
                 hot.transactional += transactional
                 if action == "ConditionCheck":
                     continue
-                keys, indexes = self._schema(table)
+                try:
+                    keys, indexes = self._schema(table)
+                except Exception:  # noqa: BLE001 - no such table: the request fails by itself
+                    keys, indexes = [], []
                 for index in indexes:
                     extra = p.index_write_units(old, new, index, keys)
                     if extra:

@@ -78,8 +78,46 @@ def _cpu(stack: Any) -> float:
     return t.user + t.system + stack.moto.cpu_seconds()
 
 
-def measure(cases: int, sleep_ms: float, concurrency: int, workers: int | None = None) -> Measured:
-    """Start a stack, import `cases` cases, run them once against the sleepy agent, stop.
+def prepare(
+    call: Any, cases: int, sleep_ms: float, price: dict[str, str] | None = None
+) -> tuple[str, str, str]:
+    """Import a dataset of `cases` cases (reference "42", scored `equals`) and make the `sleepy`
+    agent that sleeps `sleep_ms` through `call` (`bench.client.api_caller`); the agent's spec is
+    priced with `price` (`{"input_per_mtok_usd", "output_per_mtok_usd"}`) when given. Returns
+    (dataset id, agent id, the probe its calls are counted under in `bench.agents`)."""
+    ds = call("POST", "/api/v1/datasets", json={"name": "bench"})
+    call(
+        "POST",
+        f"/api/v1/datasets/{ds['dataset_id']}/versions",
+        json={
+            "scoring": {"required": ["equals"]},
+            "cases": [
+                {"case_id": f"c{i:05d}", "input": f"question {i}", "reference": "42"}
+                for i in range(cases)
+            ],
+        },
+    )
+    probe = f"bench-{time.time_ns()}"
+    spec: dict[str, Any] = {
+        "runtime": "python",
+        "entrypoint": "bench.agents:sleepy",
+        "options": {"sleep_ms": sleep_ms, "probe": probe},
+    }
+    if price:
+        spec["price"] = price
+    agent = call("POST", "/api/v1/agents", json={"name": "sleepy", "spec": spec})
+    return ds["dataset_id"], agent["agent_id"], probe
+
+
+def measure(
+    cases: int,
+    sleep_ms: float,
+    concurrency: int,
+    workers: int | None = None,
+    price: dict[str, str] | None = None,
+) -> Measured:
+    """Start a stack, import `cases` cases, run them once against the sleepy agent (its spec
+    priced with `price` when given, see `prepare`), stop.
 
     The benchmark's own API calls go to the Chalice routes, which read DynamoDB too: their
     `GetItem` (one per progress poll) is left out of the request counts, and so are empty
@@ -97,39 +135,14 @@ def measure(cases: int, sleep_ms: float, concurrency: int, workers: int | None =
         env=env, workers=workers or concurrency, scheduler=False, poll_wait_seconds=10
     ) as stack:
         call = api_caller(stack, "org_bench", "bench@assay.local", timeout=60)
-
-        ds = call("POST", "/api/v1/datasets", json={"name": "bench"})
-        call(
-            "POST",
-            f"/api/v1/datasets/{ds['dataset_id']}/versions",
-            json={
-                "scoring": {"required": ["equals"]},
-                "cases": [
-                    {"case_id": f"c{i:05d}", "input": f"question {i}", "reference": "42"}
-                    for i in range(cases)
-                ],
-            },
-        )
-        probe = f"bench-{time.time_ns()}"
-        agent = call(
-            "POST",
-            "/api/v1/agents",
-            json={
-                "name": "sleepy",
-                "spec": {
-                    "runtime": "python",
-                    "entrypoint": "bench.agents:sleepy",
-                    "options": {"sleep_ms": sleep_ms, "probe": probe},
-                },
-            },
-        )
+        dataset_id, agent_id, probe = prepare(call, cases, sleep_ms, price)
         stack.moto.reset_counts()
         cpu0, moto0 = _cpu(stack), stack.moto.cpu_seconds()
         t0 = time.monotonic()
         run = call(
             "POST",
-            f"/api/v1/agents/{agent['agent_id']}/eval-runs",
-            json={"dataset_id": ds["dataset_id"], "candidate": "draft"},
+            f"/api/v1/agents/{agent_id}/eval-runs",
+            json={"dataset_id": dataset_id, "candidate": "draft"},
         )
         polls = 0
         while True:

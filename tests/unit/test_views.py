@@ -226,6 +226,7 @@ def test_an_estimate_prices_each_arm_and_what_the_budgets_leave_in_usd() -> None
             "judged_cases": 0,
             "reruns": 1,
             "reruns_auto": None,
+            "luck": None,
             "replay": None,
             "arms": [
                 {

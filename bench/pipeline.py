@@ -87,6 +87,14 @@ class Measured:
             return 0.0
         return max(sum(self.durations_ms) / self.concurrency, max(self.durations_ms)) / 1000.0
 
+    @property
+    def cpu_ms_per_case(self) -> float:
+        return self.cpu_s * 1000 / max(self.attempts, 1)
+
+    @property
+    def requests_per_attempt(self) -> float:
+        return sum(self.per_op.values()) / max(self.attempts, 1)
+
 
 def list_schedule_s(durations_ms: list[float], slots: int) -> float:
     """The makespan in seconds of the greedy list schedule: the durations (ms) taken in order,
@@ -97,14 +105,6 @@ def list_schedule_s(durations_ms: list[float], slots: int) -> float:
     for d in durations_ms:
         heapq.heappush(free, heapq.heappop(free) + d)
     return max(free) / 1000.0
-
-    @property
-    def cpu_ms_per_case(self) -> float:
-        return self.cpu_s * 1000 / max(self.attempts, 1)
-
-    @property
-    def requests_per_attempt(self) -> float:
-        return sum(self.per_op.values()) / max(self.attempts, 1)
 
 
 def _cpu(stack: Any) -> float:

@@ -22,7 +22,7 @@ from chalicelib.domain import text
 from chalicelib.domain.enums import AttemptState, RunStatus
 from chalicelib.domain.events import SlotReleased, TasksNotQueued
 from chalicelib.domain.records import Attempt, BudgetReading, Lease, Run
-from chalicelib.domain.run_rules import Task
+from chalicelib.domain.run_rules import Claim, Task
 from chalicelib.retrying import change, jitter
 from chalicelib.services import access as access_service
 from chalicelib.services import budgets, messagebus, slots
@@ -40,8 +40,9 @@ ANSWER_PREVIEW_CHARS = 1000
 """How much of an answer kept in the bucket stays inline on its attempt, in characters."""
 
 RECORD_TRIES = 100
-"""Lost races a recording takes before it gives up (each loses to another task of the run claiming
-its successor: a run's own slots, at most its concurrency limit, race it)."""
+"""Lost races a recording takes before it gives up (each loses to the run moving - it ended - or
+to another slot of the run taking the very task it claims: a steal of the last task of its stride,
+or another steal of the same stride; a run's own slots, at most its concurrency limit, race it)."""
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,10 @@ class _Recording:
 
     run: Run
     attempt: Attempt | None = None
-    successor: int | None = None
-    """The index of the task the write starts in the attempt's lane, None when it starts none."""
+    claim: Claim | None = None
+    """The task the write starts with the attempt's slot (`Lanes.claim_for`), None: none."""
+    lane: int | None = None
+    """The lane running the attempt's task, None when none does (recorded already, swept)."""
     release_slot: bool = False
     now_ms: int = 0
 
@@ -194,13 +197,18 @@ def record(
     """Write the attempt once with the run's counters, and pass its slot on
     (docs/architecture/exactly-once.md, docs/architecture/slots.md).
 
-    The write starts the next task of the attempt's own lane (`index`'s), conditional on that
-    lane's cursor as read: no other slot of the run moves it, so the write conflicts only when
-    the run itself moved (it ended, or was deleted); then the run is read again and decided anew.
+    The write starts the next task of the stride of the lane running the task (`Lanes.lane_of`),
+    conditional on that lane's cursor as read and on no other slot having taken that task; a
+    lane whose stride ran dry takes the back half of the longest stride left instead
+    (`Lanes.claim_for`), conditional on that stride's end as read, so no slot leaves a run while
+    one of its tasks waits. Without any task left to start, the slot goes back to the
+    organization (whose oldest waiting run takes it). The write conflicts only when the run
+    moved (it ended, or was deleted) or another slot took the very task claimed; then the run is
+    read again and decided anew. A run that ended claims nothing.
 
     Args:
         index: the task's index in the run's plan.
-        pass_slot: start the lane's next task with this slot; False gives the slot back instead.
+        pass_slot: start the next task with this slot; False gives the slot back instead.
         delivery: the message id that recorded it (kept on the attempt: only that message, when
             SQS delivers it again, finishes the hand-off).
         carry: the holder (`delivery`'s claim) that carries on with the task the write starts:
@@ -222,7 +230,6 @@ def record(
         "output_tokens": result.output_tokens,
     }
     answer = _answer_kept(c, run, task, result.answer)
-    lane = run.lanes.lane_of(index)
     beside = _budgets_beside(c, run) if carry is not None else None
     reads = iter([run])
     outcome = RecordOutcome(written=False)
@@ -234,17 +241,20 @@ def record(
     def decide(before: _Recording) -> _Recording:
         now, seen = c.clock.now(), before.run
         lanes = seen.lanes
-        successor = (
-            lanes.successor(lane, int(seen.tasks_total))
-            if pass_slot and seen.status == RunStatus.RUNNING
+        lane = lanes.lane_of(index)
+        claim = (
+            _next_claim(seen, lane)
+            if pass_slot and lane is not None and seen.status == RunStatus.RUNNING
             else None
         )
+        successor = claim.index if claim is not None else None
         attempt = _attempt(seen, task, result, answer, successor, epoch_ms(now), iso(now), delivery)
         return _Recording(
             seen,
             attempt,
-            successor,
-            release_slot=successor is None and lanes.busy[lane] and int(seen.slots) > 0,
+            claim,
+            lane,
+            release_slot=claim is None and lane is not None and int(seen.slots) > 0,
             now_ms=epoch_ms(now),
         )
 
@@ -253,9 +263,9 @@ def record(
         if after.attempt is None:
             raise ValueError(f"run {run.run_id}: a recording of {task.key} without its attempt")
         successor_lease = None
-        if carry is not None and after.successor is not None:
+        if carry is not None and after.claim is not None:
             successor_lease = Lease(
-                attempt_key=slots.task_of(after.run, after.successor).key,
+                attempt_key=slots.task_of(after.run, after.claim.index).key,
                 holder=carry,
                 until_ms=after.now_ms + _lease_ms(c),
             )
@@ -264,8 +274,8 @@ def record(
                 after.run,
                 after.attempt,
                 counters=counters,
-                lane=lane,
-                claim_next=after.successor is not None,
+                lane=after.lane,
+                claim=after.claim,
                 release_slot=after.release_slot,
                 now_ms=after.now_ms,
                 successor_lease=successor_lease,
@@ -285,7 +295,7 @@ def record(
     )
     if done is None:
         return Recorded(False)
-    run, successor = done.after.run, done.after.successor
+    run, claim = done.after.run, done.after.claim
     if not outcome.written:
         on_duplicate(c, run, task, delivery)
         return Recorded(False)
@@ -293,15 +303,26 @@ def record(
     c.metrics.add(Metric.ATTEMPTS, state=state)
     spent = result.cost_micros + result.judge_cost_micros
     c.metrics.add(Metric.COST_USD, spent / 1_000_000, state=state)
-    if successor is None:
+    if claim is None:
         after_release(c, run.org_id, run.run_id)
     elif carry is not None:
-        lanes = run.lanes.claiming([lane])
-        moved = run.moved(lane_next=lanes.next, next_index=int(run.next_index) + 1)
-        return Recorded(True, successor, moved, beside)
+        lanes = run.lanes.after(claim)
+        ends = {"lane_end": lanes.end} if run.lane_end else {}
+        moved = run.moved(lane_next=lanes.next, next_index=int(run.next_index) + 1, **ends)
+        return Recorded(True, claim.index, moved, beside)
     else:
-        slots.send_tasks(c, run, [successor])
+        slots.send_tasks(c, run, [claim.index])
     return Recorded(True)
+
+
+def _next_claim(run: Run, lane: int) -> Claim | None:
+    """What the slot of `lane` starts next on `run` (`Lanes.claim_for`); a run kept before
+    strides could be cut (no `lane_end`) only follows its own stride."""
+    lanes, total = run.lanes, int(run.tasks_total)
+    if run.lane_end:
+        return lanes.claim_for(lane, total)
+    own = lanes.successor(lane, total)
+    return Claim(lane, own) if own is not None else None
 
 
 def after_release(c: Container, org_id: str, run_id: str) -> None:

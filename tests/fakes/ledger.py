@@ -12,6 +12,7 @@ from chalicelib.domain.chart import TrendRun
 from chalicelib.domain.enums import RunPhase, RunStatus
 from chalicelib.domain.outcome import Outcome
 from chalicelib.domain.records import ActiveRun, Attempt, Lease, Run
+from chalicelib.domain.run_rules import Claim, Lanes
 from chalicelib.errors import ConflictError, NotFoundError
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage, TrendPage
 from chalicelib.services.ports.messaging import QueueSendError
@@ -324,6 +325,7 @@ class FakeRuns:
         k = len(lanes)
         if (
             any(now.next[j] != seen.next[j] or now.busy[j] for j in lanes)
+            or any(kept.lane_end and now.end[j] <= seen.next[j] for j in lanes)
             or kept.status not in _RUNNING
             or self._in_flight(org_id) > org_limit - k
         ):
@@ -341,6 +343,7 @@ class FakeRuns:
             slots=kept.slots + k,
             lane_next=after.next,
             lane_busy=after.busy,
+            lane_end=after.end if (kept.lane_end or not kept.lane_next) else (),
             heartbeat_at_ms=now_ms,
             **started,
         )
@@ -353,8 +356,8 @@ class FakeRuns:
         attempt: Attempt,
         *,
         counters: dict[str, int],
-        lane: int,
-        claim_next: bool,
+        lane: int | None,
+        claim: Claim | None,
         release_slot: bool,
         now_ms: int,
         successor_lease: Lease | None = None,
@@ -369,13 +372,21 @@ class FakeRuns:
             name: getattr(kept, name) + value for name, value in counters.items() if value
         }
         moves["heartbeat_at_ms"] = now_ms
-        if claim_next:
-            if now.next[lane] != run.lanes.next[lane] or kept.status != RunStatus.RUNNING:
+        if claim is not None:
+            j, seen = claim.lane, run.lanes
+            if now.next[j] != seen.next[j] or kept.status != RunStatus.RUNNING:
                 raise RecordConflict("the lane's cursor or the status moved")
-            nxt = list(now.next)
-            nxt[lane] += now.n
-            moves |= {"lane_next": tuple(nxt), "next_index": kept.next_index + 1}
-        elif release_slot:
+            if claim.victim is None and kept.lane_end and now.end[j] <= claim.index:
+                raise RecordConflict("another lane took the task")
+            if claim.victim is not None and (
+                now.end[claim.victim] != claim.victim_end or now.next[claim.victim] > claim.index
+            ):
+                raise RecordConflict("the stride taken moved")
+            after = now.after(claim)
+            moves |= {"lane_next": after.next, "next_index": kept.next_index + 1}
+            if kept.lane_end or claim.victim is not None:
+                moves["lane_end"] = after.end
+        elif release_slot and lane is not None:
             if not now.busy[lane] or kept.slots <= 0 or self._in_flight(run.org_id) <= 0:
                 raise RecordConflict("no slot to release")
             busy = list(now.busy)
@@ -387,7 +398,7 @@ class FakeRuns:
         )
         self.set(*key, **moves)
         self._lease_done(run, attempt.attempt_key)
-        if claim_next and successor_lease is not None:
+        if claim is not None and successor_lease is not None:
             self.leases[(run.org_id, run.run_id, successor_lease.attempt_key)] = successor_lease
         return RecordOutcome(written=True)
 
@@ -437,6 +448,8 @@ class FakeRuns:
         return True
 
     def enter_confirming(self, run: Run, tasks: list[list[Any]]) -> bool:
+        lanes = Lanes.reopened(int(run.tasks_total), run.lanes.busy)
+        reopened = {"lane_next": lanes.next, "lane_end": lanes.end} if run.lane_end else {}
         return self._phase_moves(
             run,
             (RunPhase.ANSWERING,),
@@ -444,6 +457,7 @@ class FakeRuns:
             tasks=[*(run.tasks or []), *tasks],
             tasks_total=run.tasks_total + len(tasks),
             expected=run.expected + len(tasks),
+            **reopened,
         )
 
     def enter_finalizing(self, run: Run) -> bool:

@@ -126,9 +126,9 @@ def measure(
     `latency`/`seed`: how each case's duration is drawn (`bench.agents.durations_ms`, `sleep_ms`
     its median).
 
-    The benchmark's own API calls go to the Chalice routes, which read DynamoDB too: their
-    `GetItem` (one per progress poll) is left out of the request counts, and so are empty
-    long-poll receives."""
+    The benchmark's own API calls go to the Chalice routes, which read DynamoDB too: a progress
+    poll's `GetItem` of the run and `BatchGetItem` of the caller's membership are left out of the
+    request counts, and so are empty long-poll receives."""
     from assay_local.motoserver import EMPTY_RECEIVE_KEY
     from assay_local.stack import EmbeddedStack
     from bench import agents
@@ -202,8 +202,9 @@ def measure(
     per_op = {k: v for k, v in counts.items() if k != EMPTY_RECEIVE_KEY}
     if "sqs.ReceiveMessage" in per_op:
         per_op["sqs.ReceiveMessage"] -= empty
-    if "dynamodb.GetItem" in per_op:
-        per_op["dynamodb.GetItem"] -= polls
+    for own in ("dynamodb.GetItem", "dynamodb.BatchGetItem"):  # a poll: the run, the caller
+        if own in per_op:
+            per_op[own] -= polls
     return Measured(
         cases,
         sleep_ms,

@@ -205,3 +205,23 @@ def test_a_cancelled_run_steals_nothing(c: FakeContainer, events: list[Event]) -
     assert c.runs.attempts_kept[("acme", "r1")]["candidate#c6#001"].successor is None
     assert (run.slots, run.next_index, run.lanes.pending(6)) == (1, 4, 2)
     assert events == [SlotReleased("acme", "r1")]
+
+
+def test_reruns_added_after_steals_are_all_started(c: FakeContainer, events: list[Event]) -> None:
+    _start(c, cases=6, limit=2)  # lane 0: c1, c3, c5; lane 1: c2, c4, c6
+    for case_id in ("c2", "c4", "c6", "c1", "c5", "c3"):  # lane 1 took c5 from lane 0
+        assert _record(c, _message(c, case_id), f"d-{case_id}")
+    run = c.runs.get_for_org("acme", "r1")
+    assert (run.recorded, run.slots, run.lanes.end[0]) == (6, 0, 4)  # lane 0's stride was cut
+    reruns = [["candidate", f"c{i}", 2] for i in (1, 2, 3)]
+    assert c.runs.enter_confirming(run, reruns)
+    run = c.runs.get_for_org("acme", "r1")
+    assert run.lanes.pending(9) == 3  # every rerun has a lane again
+    sent = len(c.case_queue.sent)
+    slots.enqueue_run(c, run)
+    sim = Simulated(c, {})
+    sim.taken = sent
+    sim.run()
+    assert sim.idle_while_pending == [] and sorted(sim.recorded) == ["c1", "c2", "c3"]
+    run = c.runs.get_for_org("acme", "r1")
+    assert (run.recorded, run.next_index, run.slots) == (9, 9, 0)

@@ -47,9 +47,62 @@ def _leave(keys: list[str]) -> None:
         _changed.notify_all()
 
 
+LATENCIES = ("fixed", "lognormal", "one-slow")
+"""How `durations_ms` draws a run's case durations."""
+
+SLOW_EVERY = 20
+"""`one-slow`: one case in this many is slow."""
+
+SLOW_TIMES = 20.0
+"""`one-slow`: a slow case takes this many times the median."""
+
+LOGNORMAL_SIGMA = 1.0
+"""`lognormal`: the sigma of the log of a duration (its median is the median given)."""
+
+
+def durations_ms(kind: str, cases: int, median_ms: float, seed: int) -> list[float]:
+    """The duration in ms of each of `cases` cases, in case order, drawn up front from `seed`.
+
+    `fixed`: every case `median_ms`. `lognormal`: log-normal with median `median_ms` and sigma
+    `LOGNORMAL_SIGMA`. `one-slow`: `median_ms`, but `cases // SLOW_EVERY` cases picked at random
+    (at least one) take `SLOW_TIMES` times as long. The same arguments give the same list, in the
+    benchmark and in the agent. Raises ValueError for an unknown `kind`.
+    """
+    import random
+
+    rng = random.Random(f"{kind}#{cases}#{median_ms}#{seed}")
+    if kind == "fixed":
+        return [float(median_ms)] * cases
+    if kind == "lognormal":
+        return [median_ms * rng.lognormvariate(0.0, LOGNORMAL_SIGMA) for _ in range(cases)]
+    if kind == "one-slow":
+        slow = set(rng.sample(range(cases), max(1, cases // SLOW_EVERY))) if cases else set()
+        return [median_ms * (SLOW_TIMES if i in slow else 1.0) for i in range(cases)]
+    raise ValueError(f"latency must be one of {', '.join(LATENCIES)}, not {kind!r}")
+
+
+_drawn: dict[tuple[str, int, float, int], list[float]] = {}
+
+
+def _sleep_ms(request: dict[str, Any], options: dict[str, Any]) -> float:
+    """How long `sleepy` sleeps on this case: `options["sleep_ms"]`, or with `options["latency"]`
+    the case's own duration (`durations_ms`; case ids end in their number, `c00012` is case 12)."""
+    median = float(options.get("sleep_ms", 0))
+    kind = str(options.get("latency") or "fixed")
+    if kind == "fixed":
+        return median
+    key = (kind, int(options["cases"]), median, int(options.get("seed", 0)))
+    with _lock:
+        if key not in _drawn:
+            _drawn[key] = durations_ms(*key)
+        drawn = _drawn[key]
+    return drawn[int(str(request["case_id"]).lstrip("c") or 0)]
+
+
 def sleepy(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
-    """Sleep `options["sleep_ms"]`, then answer `options.get("answer", "42")`, reporting
-    `options["model"]` as its `model` when given.
+    """Sleep `options["sleep_ms"]` (with `options["latency"]`, `options["cases"]` and
+    `options["seed"]`: the case's own duration drawn by `durations_ms`), then answer
+    `options.get("answer", "42")`, reporting `options["model"]` as its `model` when given.
 
     In-flight counts are kept under `run:<run_id>` and under `options["probe"]` (a name the
     caller picks for everything it wants counted together). With `options["hold_until"]` = N, the
@@ -67,7 +120,7 @@ def sleepy(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
                 int(options["hold_until"]),
                 float(options.get("hold_max_ms", 30_000)) / 1000,
             )
-        time.sleep(float(options.get("sleep_ms", 0)) / 1000.0)
+        time.sleep(_sleep_ms(request, options) / 1000.0)
         answers = options.get("answers") or {}
         out: dict[str, Any] = {
             "answer": str(answers.get(request["case_id"], options.get("answer", "42"))),

@@ -15,13 +15,21 @@ and at 2,000 cases (the ratio of the two says whether the cost per case grows wi
 Targets: efficiency >= 0.90; CPU <= 15 ms per case at an instant agent, within 1.2x from 500 to
 2,000 cases; <= 8 AWS requests per case attempt; in flight never above the limit.
 
+`--latency lognormal` or `--latency one-slow` (one case in twenty takes twenty times the median)
+draws each case's duration up front from `--seed` (`--sleep-ms` is then the median), and prints
+the efficiency against the list-scheduling floor of those exact durations: the makespan of the
+greedy list schedule (cases in plan order, each on the first slot free) at the run's concurrency,
+beside the lower bound max(total / concurrency, longest case).
+
     python -m bench.pipeline [--cases 500] [--sleep-ms 200] [--concurrency 6]
+    python -m bench.pipeline --latency one-slow [--seed 1] [--cases 500] [--concurrency 6]
     python -m bench.pipeline --suite [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
 import os
 import platform
 import statistics
@@ -53,6 +61,10 @@ class Measured:
     """From the start request to the agent's first call."""
     tail_s: float = float("nan")
     """From the agent's last call's end to the run seen completed."""
+    latency: str = "fixed"
+    seed: int = 0
+    durations_ms: list[float] = field(default_factory=list)
+    """Each case's drawn duration, in case order (empty for `fixed`)."""
 
     @property
     def floor_s(self) -> float:
@@ -64,12 +76,35 @@ class Measured:
         return self.floor_s / self.wall_s if self.wall_s else 0.0
 
     @property
+    def list_floor_s(self) -> float:
+        """The greedy list schedule's makespan over the drawn durations (`list_schedule_s`)."""
+        return list_schedule_s(self.durations_ms, self.concurrency)
+
+    @property
+    def lower_bound_s(self) -> float:
+        """max(total / concurrency, longest) over the drawn durations, in seconds."""
+        if not self.durations_ms:
+            return 0.0
+        return max(sum(self.durations_ms) / self.concurrency, max(self.durations_ms)) / 1000.0
+
+    @property
     def cpu_ms_per_case(self) -> float:
         return self.cpu_s * 1000 / max(self.attempts, 1)
 
     @property
     def requests_per_attempt(self) -> float:
         return sum(self.per_op.values()) / max(self.attempts, 1)
+
+
+def list_schedule_s(durations_ms: list[float], slots: int) -> float:
+    """The makespan in seconds of the greedy list schedule: the durations (ms) taken in order,
+    each started on the first of `slots` slots to fall free. Raises ValueError for `slots < 1`."""
+    if slots < 1:
+        raise ValueError(f"slots must be at least 1, not {slots}")
+    free = [0.0] * slots
+    for d in durations_ms:
+        heapq.heappush(free, heapq.heappop(free) + d)
+    return max(free) / 1000.0
 
 
 def _cpu(stack: Any) -> float:
@@ -79,10 +114,16 @@ def _cpu(stack: Any) -> float:
 
 
 def prepare(
-    call: Any, cases: int, sleep_ms: float, price: dict[str, str] | None = None
+    call: Any,
+    cases: int,
+    sleep_ms: float,
+    price: dict[str, str] | None = None,
+    latency: str = "fixed",
+    seed: int = 1,
 ) -> tuple[str, str, str]:
     """Import a dataset of `cases` cases (reference "42", scored `equals`) and make the `sleepy`
-    agent that sleeps `sleep_ms` through `call` (`bench.client.api_caller`); the agent's spec is
+    agent that sleeps `sleep_ms` (the median, drawn per case by `latency` and `seed`: see
+    `bench.agents.durations_ms`) through `call` (`bench.client.api_caller`); the agent's spec is
     priced with `price` (`{"input_per_mtok_usd", "output_per_mtok_usd"}`) when given. Returns
     (dataset id, agent id, the probe its calls are counted under in `bench.agents`)."""
     ds = call("POST", "/api/v1/datasets", json={"name": "bench"})
@@ -101,7 +142,13 @@ def prepare(
     spec: dict[str, Any] = {
         "runtime": "python",
         "entrypoint": "bench.agents:sleepy",
-        "options": {"sleep_ms": sleep_ms, "probe": probe},
+        "options": {
+            "sleep_ms": sleep_ms,
+            "probe": probe,
+            "latency": latency,
+            "cases": cases,
+            "seed": seed,
+        },
     }
     if price:
         spec["price"] = price
@@ -115,17 +162,24 @@ def measure(
     concurrency: int,
     workers: int | None = None,
     price: dict[str, str] | None = None,
+    latency: str = "fixed",
+    seed: int = 1,
 ) -> Measured:
     """Start a stack, import `cases` cases, run them once against the sleepy agent (its spec
     priced with `price` when given, see `prepare`), stop.
 
-    The benchmark's own API calls go to the Chalice routes, which read DynamoDB too: their
-    `GetItem` (one per progress poll) is left out of the request counts, and so are empty
-    long-poll receives."""
+    `latency`/`seed`: how each case's duration is drawn (`bench.agents.durations_ms`, `sleep_ms`
+    its median).
+
+    The benchmark's own API calls go to the Chalice routes, which read DynamoDB too: a progress
+    poll's `GetItem` of the run and `BatchGetItem` of the caller's membership are left out of the
+    request counts, and so are empty long-poll receives."""
     from assay_local.motoserver import EMPTY_RECEIVE_KEY
     from assay_local.stack import EmbeddedStack
     from bench import agents
     from bench.client import api_caller
+
+    drawn = agents.durations_ms(latency, cases, sleep_ms, seed) if latency != "fixed" else []
 
     env = {
         "EVAL_RUN_CONCURRENCY": str(concurrency),
@@ -135,7 +189,7 @@ def measure(
         env=env, workers=workers or concurrency, scheduler=False, poll_wait_seconds=10
     ) as stack:
         call = api_caller(stack, "org_bench", "bench@assay.local", timeout=60)
-        dataset_id, agent_id, probe = prepare(call, cases, sleep_ms, price)
+        dataset_id, agent_id, probe = prepare(call, cases, sleep_ms, price, latency, seed)
         stack.moto.reset_counts()
         cpu0, moto0 = _cpu(stack), stack.moto.cpu_seconds()
         t0 = time.monotonic()
@@ -162,8 +216,9 @@ def measure(
     per_op = {k: v for k, v in counts.items() if k != EMPTY_RECEIVE_KEY}
     if "sqs.ReceiveMessage" in per_op:
         per_op["sqs.ReceiveMessage"] -= empty
-    if "dynamodb.GetItem" in per_op:
-        per_op["dynamodb.GetItem"] -= polls
+    for own in ("dynamodb.GetItem", "dynamodb.BatchGetItem"):  # a poll: the run, the caller
+        if own in per_op:
+            per_op[own] -= polls
     return Measured(
         cases,
         sleep_ms,
@@ -180,16 +235,33 @@ def measure(
         per_op,
         asked[0] - t0 if asked else float("nan"),
         t1 - asked[1] if asked else float("nan"),
+        latency,
+        seed,
+        drawn,
     )
 
 
 def _print_one(m: Measured) -> None:
+    skew = f" --latency {m.latency} --seed {m.seed}" if m.durations_ms else ""
     print(
         f"command: python -m bench.pipeline --cases {m.cases} --sleep-ms {m.sleep_ms:g} "
-        f"--concurrency {m.concurrency}"
+        f"--concurrency {m.concurrency}{skew}"
     )
     print(f"status: {m.status}  attempts recorded: {m.attempts}/{m.expected}")
-    print(f"wall: {m.wall_s:.2f} s   floor: {m.floor_s:.2f} s   efficiency: {m.efficiency:.3f}")
+    if m.durations_ms:
+        total = sum(m.durations_ms) / 1000.0
+        print(
+            f"durations drawn: total {total:.2f} s, median {statistics.median(m.durations_ms):.0f}"
+            f" ms, longest {max(m.durations_ms):.0f} ms"
+        )
+        print(
+            f"wall: {m.wall_s:.2f} s   list-scheduling floor (greedy makespan): "
+            f"{m.list_floor_s:.2f} s   lower bound max(total/c, longest): {m.lower_bound_s:.2f} s"
+        )
+        print(f"efficiency against the list-scheduling floor: {m.list_floor_s / m.wall_s:.3f}")
+        print(f"efficiency against the lower bound: {m.lower_bound_s / m.wall_s:.3f}")
+    else:
+        print(f"wall: {m.wall_s:.2f} s   floor: {m.floor_s:.2f} s   efficiency: {m.efficiency:.3f}")
     print(
         f"start request to first agent call: {m.startup_s:.2f} s; last agent call to the run "
         f"seen ended: {m.tail_s:.2f} s (progress polled every 0.2 s, every 10 ms once every "
@@ -259,6 +331,13 @@ def suite(rounds: int, concurrency: int) -> int:
     return 0 if all(m.status == "completed" for _, m in rows) else 1
 
 
+def agents_latencies() -> tuple[str, ...]:
+    """The `--latency` choices (`bench.agents.LATENCIES`)."""
+    from bench.agents import LATENCIES
+
+    return LATENCIES
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--cases", type=int, default=500)
@@ -270,6 +349,13 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="threads polling the case-task queue (default: the concurrency)",
     )
+    parser.add_argument(
+        "--latency",
+        choices=agents_latencies(),
+        default="fixed",
+        help="each case's duration: fixed (--sleep-ms), lognormal or one-slow (median --sleep-ms)",
+    )
+    parser.add_argument("--seed", type=int, default=1, help="--latency: the draw's seed")
     parser.add_argument("--suite", action="store_true", help="issue 12's figures (see above)")
     parser.add_argument("--rounds", type=int, default=3, help="--suite: runs of 500 x 200 ms")
     args = parser.parse_args(argv)
@@ -279,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.suite:
         return suite(args.rounds, args.concurrency)
-    m = measure(args.cases, args.sleep_ms, args.concurrency, args.workers)
+    m = measure(args.cases, args.sleep_ms, args.concurrency, args.workers, args.latency, args.seed)
     _print_one(m)
     return 0 if m.status == "completed" else 1
 

@@ -151,6 +151,8 @@ class RunRow(_Base):
     """Each lane's next task index: lane `j` of `n` starts tasks `j, j+n, j+2n...` in turn."""
     lane_busy: ListAttribute[Any] = ListAttribute(of=BooleanAttribute, default=list)
     """Whether lane `j` holds a slot (one of its tasks is in flight)."""
+    lane_end: ListAttribute[Any] = ListAttribute(of=NumberAttribute, default=list)
+    """Lane `j`'s end (exclusive): its stride stops there once another lane took the rest."""
     expected = NumberAttribute()
     recorded = NumberAttribute(default=0)
     passed = NumberAttribute(default=0)

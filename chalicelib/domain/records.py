@@ -391,6 +391,8 @@ class Run:
     """Each lane's next task index (`Lanes.next`); empty for a run that has not started."""
     lane_busy: tuple[bool, ...] | list[bool] = ()
     """Whether each lane holds a slot (`Lanes.busy`)."""
+    lane_end: tuple[int, ...] | list[int] = ()
+    """Each lane's end (`Lanes.end`); empty when no stride was ever cut (every end open)."""
     expected: int
     recorded: int = 0
     passed: int = 0
@@ -437,6 +439,7 @@ class Run:
         "slots",
         "lane_next",
         "lane_busy",
+        "lane_end",
         "tasks",
         "recorded",
         "expected",
@@ -450,7 +453,11 @@ class Run:
         """The run's lanes (docs/architecture/slots.md): as kept once it started, else
         `settings.run_concurrency` idle ones (3 when a run predates the setting)."""
         if self.lane_next:
-            return Lanes(tuple(self.lane_next), tuple(bool(b) for b in self.lane_busy))
+            return Lanes(
+                tuple(self.lane_next),
+                tuple(bool(b) for b in self.lane_busy),
+                tuple(int(e) for e in self.lane_end or ()),
+            )
         return Lanes.start(int((self.settings or {}).get("run_concurrency", 3)))
 
     @cached_property

@@ -87,27 +87,65 @@ def index_of(
     return None
 
 
+OPEN = 1 << 40
+"""The end of a lane no steal has cut: its stride runs on past any task the run will have."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """The task a slot of lane `lane` starts next (docs/architecture/slots.md).
+
+    Its own lane's next task (`victim` None), or, when its own stride ran dry, the back half of
+    the longest stride left: the tasks of lane `victim` from `index` on (step `n`, below
+    `victim_end`, the victim's end as read) become lane `lane`'s, which starts `index` now, and
+    the victim's stride ends at `index`.
+    """
+
+    lane: int
+    index: int
+    victim: int | None = None
+    victim_end: int = OPEN
+
+
 @dataclass(frozen=True, slots=True)
 class Lanes:
     """Who starts which task of a run (docs/architecture/slots.md; issue 11 "No contention on the
-    run row").
+    run row", issue 33 "a true sliding window").
 
-    A run has `n` lanes (its concurrency limit); lane `j` owns the task indices `i` with
-    `i % n == j` and starts them in order, one at a time. `next[j]` is the next index lane `j`
-    claims, `busy[j]` whether it holds a slot (one of its tasks is in flight). A finished task
-    passes its slot to the next task of its own lane, so the claim is a conditional write on that
-    lane's cursor alone: the slots of one run never race each other for a task.
+    A run has `n` lanes (its concurrency limit). Lane `j`'s stride is the task indices `next[j]`,
+    `next[j] + n`, ... below `end[j]` (and the run's task count); it starts them in order, one at
+    a time. At the start lane `j` has `j, j+n, j+2n...` with an open end. `busy[j]` says whether
+    the lane holds a slot: its task in flight is then `next[j] - n`. A finished task passes its
+    slot to the next task of its own stride, so that claim is a conditional write on the lane's
+    cursor alone; a slot whose stride ran dry takes the back half of the longest stride left
+    (`claim_for`), a write conditional on the victim's end as read and on its cursor not having
+    reached the first task taken: so no slot idles while a task of the run is waiting, and the
+    slots of one run race each other only for the last task of a stride.
     """
 
     next: tuple[int, ...]
     busy: tuple[bool, ...]
+    end: tuple[int, ...] = ()
+    """Each lane's end (exclusive); empty: every end open (`OPEN`)."""
+
+    def __post_init__(self) -> None:
+        if not self.end:
+            object.__setattr__(self, "end", (OPEN,) * len(self.next))
 
     @classmethod
     def start(cls, n: int) -> Lanes:
         """`n` idle lanes, lane `j` starting at task `j`. Raises ValueError for `n < 1`."""
         if n < 1:
             raise ValueError(f"a run needs at least one lane, not {n}")
-        return cls(tuple(range(n)), (False,) * n)
+        return cls(tuple(range(n)), (False,) * n, (OPEN,) * n)
+
+    @classmethod
+    def reopened(cls, total: int, busy: Sequence[bool]) -> Lanes:
+        """The lanes of a run whose tasks grow past `total` (reruns added once every task below
+        it is recorded): lane `j` starts at the first index from `total` on with `i % n == j`,
+        every end open, `busy` kept."""
+        n = len(busy)
+        return cls(tuple(total + (j - total) % n for j in range(n)), tuple(busy), (OPEN,) * n)
 
     @property
     def n(self) -> int:
@@ -119,25 +157,37 @@ class Lanes:
         """Slots the lanes hold (busy lanes)."""
         return sum(self.busy)
 
-    def lane_of(self, index: int) -> int:
-        """The lane that owns task `index`."""
-        return index % self.n
+    def left(self, lane: int, total: int) -> int:
+        """How many tasks below `total` lane `lane` has still to start."""
+        top = min(self.end[lane], total)
+        return max(0, -(-(top - self.next[lane]) // self.n))
+
+    def lane_of(self, index: int) -> int | None:
+        """The busy lane whose task in flight is `index`, None when no lane runs it (it was
+        recorded already, or its run was swept)."""
+        for j in range(self.n):
+            if self.busy[j] and self.next[j] - self.n == index:
+                return j
+        return None
 
     def is_claimed(self, index: int) -> bool:
-        """Whether task `index` was claimed (started) already."""
-        return index < self.next[self.lane_of(index)]
+        """Whether task `index` was claimed (started) already: no lane has it still to start."""
+        return not any(
+            self.next[j] <= index < self.end[j] and (index - self.next[j]) % self.n == 0
+            for j in range(self.n)
+        )
 
     def startable(self, total: int) -> list[int]:
         """Idle lanes with a task left below `total`, the one with the earliest task first (so
         tasks start roughly in plan order)."""
         return sorted(
-            (j for j in range(self.n) if not self.busy[j] and self.next[j] < total),
+            (j for j in range(self.n) if not self.busy[j] and self.left(j, total)),
             key=lambda j: self.next[j],
         )
 
     def pending(self, total: int) -> int:
         """Tasks below `total` that no lane claimed yet."""
-        return sum(max(0, -(-(total - nxt) // self.n)) for nxt in self.next)
+        return sum(self.left(j, total) for j in range(self.n))
 
     def claimed(self, total: int) -> list[int]:
         """Every claimed task index below `total`, ascending."""
@@ -149,12 +199,44 @@ class Lanes:
         for j in lanes:
             nxt[j] += self.n
             busy[j] = True
-        return Lanes(tuple(nxt), tuple(busy))
+        return Lanes(tuple(nxt), tuple(busy), self.end)
 
     def successor(self, lane: int, total: int) -> int | None:
-        """The task lane `lane` starts next, None when it has none below `total`."""
-        nxt = self.next[lane]
-        return nxt if nxt < total else None
+        """The next task of lane `lane`'s own stride, None when it has none below `total`."""
+        return self.next[lane] if self.left(lane, total) else None
+
+    def claim_for(self, lane: int, total: int) -> Claim | None:
+        """What a slot of lane `lane` starts next, None when no task below `total` is left to
+        start in any lane (the slot then leaves the run).
+
+        Its own stride's next task; else the back half of the longest stride left (ties: the
+        first lane after `lane`): of its
+        `r` tasks left, the last `ceil(r / 2)` - the only one when `r` is 1, so a slot stuck on a
+        long case keeps none of the tasks behind it once the other slots ran dry.
+        """
+        own = self.successor(lane, total)
+        if own is not None:
+            return Claim(lane, own)
+        order = [(lane + k) % self.n for k in range(1, self.n)]
+        best = max(order, key=lambda j: (self.left(j, total), -order.index(j)), default=None)
+        if best is None:
+            return None
+        r = self.left(best, total)
+        if r == 0:
+            return None
+        split = self.next[best] + (r // 2) * self.n
+        return Claim(lane, split, victim=best, victim_end=self.end[best])
+
+    def after(self, claim: Claim) -> Lanes:
+        """These lanes once `claim` is written: its lane busy on `claim.index`, and with a
+        victim, the stolen tail its own (the victim's end cut to `claim.index`)."""
+        nxt, busy, end = list(self.next), list(self.busy), list(self.end)
+        nxt[claim.lane] = claim.index + self.n
+        busy[claim.lane] = True
+        if claim.victim is not None:
+            end[claim.lane] = claim.victim_end
+            end[claim.victim] = claim.index
+        return Lanes(tuple(nxt), tuple(busy), tuple(end))
 
 
 def slots_to_claim(*, run_limit: int, run_slots: int, pending: int, org_free: int) -> int:

@@ -120,6 +120,7 @@ def start_run(
         slots=0,
         lane_next=lanes.next,
         lane_busy=lanes.busy,
+        lane_end=lanes.end,
         expected=total,
         heartbeat_at_ms=epoch_ms(now),
         evaluation_id=body.get("evaluation_id") or implied_id(agent_id, dataset_version.dataset_id),

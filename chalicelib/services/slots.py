@@ -1,7 +1,9 @@
 """Slots: a slot is a case-task message in flight (docs/architecture/slots.md).
 
 A run's slots run in lanes (`domain.run_rules.Lanes`): a finished task passes its slot to the next
-task of its own lane. `assign_free_slots` hands an organization's free slots to the idle lanes of
+task of its own lane's stride, or, when that stride ran dry, to the back half of the longest
+stride left (`services.recording`), so no slot idles while a task of its run waits.
+`assign_free_slots` hands an organization's free slots to the idle lanes of
 its waiting runs, oldest run first. It is
 called when a run starts, when a finished case had no successor to pass its slot to, and by the
 one-minute tick, so a hand-off lost to a crash costs at most a minute, never a slot.

@@ -132,7 +132,11 @@ def _lanes_after(claimed: int, in_flight: int, n: int) -> dict[str, Any]:
             lanes.busy,
         )
     running = {i % n for i in range(max(0, claimed - in_flight), claimed)}
-    return {"lane_next": lanes.next, "lane_busy": tuple(j in running for j in range(n))}
+    return {
+        "lane_next": lanes.next,
+        "lane_busy": tuple(j in running for j in range(n)),
+        "lane_end": lanes.end,
+    }
 
 
 def an_attempt(

@@ -7,13 +7,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
-from chalicelib.domain import evaluations, history
-from chalicelib.domain.chart import TrendRun
+from chalicelib.domain import history
 from chalicelib.domain.enums import RunPhase, RunStatus
 from chalicelib.domain.outcome import Outcome
 from chalicelib.domain.records import ActiveRun, Attempt, Lease, Run
+from chalicelib.domain.run_rules import Claim, Lanes
 from chalicelib.errors import ConflictError, NotFoundError
-from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome, RunPage, TrendPage
+from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome
 from chalicelib.services.ports.messaging import QueueSendError
 from tests.fakes.builders import a_run as a_run
 from tests.fakes.builders import an_arm as an_arm
@@ -21,6 +21,7 @@ from tests.fakes.builders import an_arm_result as an_arm_result
 from tests.fakes.builders import an_attempt as an_attempt
 from tests.fakes.builders import an_outcome as an_outcome
 from tests.fakes.catalog import Liveness
+from tests.fakes.run_lists import FakeRunLists
 from tests.fakes.tenants import FakeOrganizations
 
 _RUNNING = (RunStatus.QUEUED, RunStatus.RUNNING)
@@ -45,15 +46,7 @@ class FakeQueue:
         return None
 
 
-def _listing(agent_id: str | None, dataset_id: str | None, evaluation_id: str | None) -> str:
-    if evaluation_id is not None:
-        return f"evaluation:{evaluation_id}"
-    if agent_id is not None:
-        return f"agent:{agent_id}"
-    return f"dataset:{dataset_id}" if dataset_id is not None else "org"
-
-
-class FakeRuns:
+class FakeRuns(FakeRunLists):
     """`ports.ledger.Runs` in dicts: runs by (org_id, run_id), attempts by (org_id, run_id) then
     key.
 
@@ -177,120 +170,6 @@ class FakeRuns:
             else run.moved(**{name: getattr(kept, name) for name in Run.CURSOR})
         )
 
-    def _newest(self, org_id: str, keep: Callable[[Run], bool]) -> list[Run]:
-        runs = [r for (org, _), r in self.kept.items() if org == org_id and keep(r)]
-        return sorted(runs, key=lambda r: r.created_at, reverse=True)
-
-    def _page(
-        self, runs: list[Run], org_id: str, listing: str, limit: int, start: dict[str, Any] | None
-    ) -> RunPage:
-        after = runs.index(self.kept[(org_id, start["run_id"])]) + 1 if start else 0
-        page = runs[after : after + limit]
-        more = after + limit < len(runs)
-        return RunPage(
-            page,
-            {"org_id": org_id, "listing": listing, "run_id": page[-1].run_id} if more else None,
-        )
-
-    def list_by_agent(
-        self, org_id: str, agent_id: str, limit: int = 50, start: dict[str, Any] | None = None
-    ) -> RunPage:
-        return self._page(
-            self._newest(org_id, lambda r: r.agent_id == agent_id),
-            org_id,
-            f"agent:{agent_id}",
-            limit,
-            start,
-        )
-
-    def list_by_org(
-        self, org_id: str, limit: int = 50, start: dict[str, Any] | None = None
-    ) -> RunPage:
-        return self._page(self._newest(org_id, lambda r: True), org_id, "org", limit, start)
-
-    def list_by_dataset(
-        self, org_id: str, dataset_id: str, limit: int = 50, start: dict[str, Any] | None = None
-    ) -> RunPage:
-        return self._page(
-            self._newest(org_id, lambda r: r.dataset_id == dataset_id),
-            org_id,
-            f"dataset:{dataset_id}",
-            limit,
-            start,
-        )
-
-    def _trends(
-        self, org_id: str, keep: Callable[[Run], bool], limit: int, start: dict[str, Any] | None
-    ) -> TrendPage:
-        """A page of the trend rows the store keeps: one per completed run, newest first."""
-        kept = (r for (org, _), r in self.kept.items() if org == org_id and keep(r))
-        rows = sorted(
-            (t for t in map(TrendRun.of, kept) if t is not None),
-            key=lambda t: (t.started_at, t.run_id),
-            reverse=True,
-        )
-        after = int(start["after"]) if start else 0
-        more = after + limit < len(rows)
-        return TrendPage(rows[after : after + limit], {"after": after + limit} if more else None)
-
-    def trends_by_agent(
-        self, org_id: str, agent_id: str, limit: int = 500, start: dict[str, Any] | None = None
-    ) -> TrendPage:
-        return self._trends(org_id, lambda r: r.agent_id == agent_id, limit, start)
-
-    def trends_by_dataset(
-        self, org_id: str, dataset_id: str, limit: int = 500, start: dict[str, Any] | None = None
-    ) -> TrendPage:
-        return self._trends(org_id, lambda r: r.dataset_id == dataset_id, limit, start)
-
-    def list_by_evaluation(
-        self, org_id: str, evaluation_id: str, limit: int = 50, start: dict[str, Any] | None = None
-    ) -> RunPage:
-        return self._page(
-            self._newest(
-                org_id,
-                lambda r: (
-                    evaluations.evaluation_of(r.evaluation_id, r.agent_id, r.dataset_id)
-                    == evaluation_id
-                ),
-            ),
-            org_id,
-            f"evaluation:{evaluation_id}",
-            limit,
-            start,
-        )
-
-    @staticmethod
-    def page_start_of(
-        run: Run,
-        *,
-        agent_id: str | None = None,
-        dataset_id: str | None = None,
-        evaluation_id: str | None = None,
-    ) -> dict[str, Any]:
-        return {
-            "org_id": run.org_id,
-            "listing": _listing(agent_id, dataset_id, evaluation_id),
-            "run_id": run.run_id,
-        }
-
-    @staticmethod
-    def is_page_start(
-        start: Any,
-        org_id: str,
-        *,
-        agent_id: str | None = None,
-        dataset_id: str | None = None,
-        evaluation_id: str | None = None,
-    ) -> bool:
-        listing = _listing(agent_id, dataset_id, evaluation_id)
-        return (
-            isinstance(start, dict)
-            and set(start) == {"org_id", "listing", "run_id"}
-            and start["org_id"] == org_id
-            and start["listing"] == listing
-        )
-
     def active(self, org_id: str) -> list[ActiveRun]:
         return [
             ActiveRun(**{name: getattr(r, name) for name in _ACTIVE})
@@ -324,6 +203,7 @@ class FakeRuns:
         k = len(lanes)
         if (
             any(now.next[j] != seen.next[j] or now.busy[j] for j in lanes)
+            or any(kept.lane_end and now.end[j] <= seen.next[j] for j in lanes)
             or kept.status not in _RUNNING
             or self._in_flight(org_id) > org_limit - k
         ):
@@ -341,6 +221,7 @@ class FakeRuns:
             slots=kept.slots + k,
             lane_next=after.next,
             lane_busy=after.busy,
+            lane_end=after.end if (kept.lane_end or not kept.lane_next) else (),
             heartbeat_at_ms=now_ms,
             **started,
         )
@@ -353,8 +234,8 @@ class FakeRuns:
         attempt: Attempt,
         *,
         counters: dict[str, int],
-        lane: int,
-        claim_next: bool,
+        lane: int | None,
+        claim: Claim | None,
         release_slot: bool,
         now_ms: int,
         successor_lease: Lease | None = None,
@@ -369,13 +250,21 @@ class FakeRuns:
             name: getattr(kept, name) + value for name, value in counters.items() if value
         }
         moves["heartbeat_at_ms"] = now_ms
-        if claim_next:
-            if now.next[lane] != run.lanes.next[lane] or kept.status != RunStatus.RUNNING:
+        if claim is not None:
+            j, seen = claim.lane, run.lanes
+            if now.next[j] != seen.next[j] or kept.status != RunStatus.RUNNING:
                 raise RecordConflict("the lane's cursor or the status moved")
-            nxt = list(now.next)
-            nxt[lane] += now.n
-            moves |= {"lane_next": tuple(nxt), "next_index": kept.next_index + 1}
-        elif release_slot:
+            if claim.victim is None and kept.lane_end and now.end[j] <= claim.index:
+                raise RecordConflict("another lane took the task")
+            if claim.victim is not None and (
+                now.end[claim.victim] != claim.victim_end or now.next[claim.victim] > claim.index
+            ):
+                raise RecordConflict("the stride taken moved")
+            after = now.after(claim)
+            moves |= {"lane_next": after.next, "next_index": kept.next_index + 1}
+            if kept.lane_end or claim.victim is not None:
+                moves["lane_end"] = after.end
+        elif release_slot and lane is not None:
             if not now.busy[lane] or kept.slots <= 0 or self._in_flight(run.org_id) <= 0:
                 raise RecordConflict("no slot to release")
             busy = list(now.busy)
@@ -387,7 +276,7 @@ class FakeRuns:
         )
         self.set(*key, **moves)
         self._lease_done(run, attempt.attempt_key)
-        if claim_next and successor_lease is not None:
+        if claim is not None and successor_lease is not None:
             self.leases[(run.org_id, run.run_id, successor_lease.attempt_key)] = successor_lease
         return RecordOutcome(written=True)
 
@@ -437,6 +326,8 @@ class FakeRuns:
         return True
 
     def enter_confirming(self, run: Run, tasks: list[list[Any]]) -> bool:
+        lanes = Lanes.reopened(int(run.tasks_total), run.lanes.busy)
+        reopened = {"lane_next": lanes.next, "lane_end": lanes.end} if run.lane_end else {}
         return self._phase_moves(
             run,
             (RunPhase.ANSWERING,),
@@ -444,6 +335,7 @@ class FakeRuns:
             tasks=[*(run.tasks or []), *tasks],
             tasks_total=run.tasks_total + len(tasks),
             expected=run.expected + len(tasks),
+            **reopened,
         )
 
     def enter_finalizing(self, run: Run) -> bool:

@@ -120,7 +120,7 @@ def _run_with_attempt() -> tuple[Run, Attempt]:
         attempt,
         counters={"recorded": 1},
         lane=0,
-        claim_next=False,
+        claim=None,
         release_slot=False,
         now_ms=1,
     )

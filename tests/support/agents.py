@@ -237,3 +237,40 @@ def asked(probe: str) -> int:
     """How many times `scripted` agents of `probe` were asked."""
     with _asked_lock:
         return _asked.get(probe, 0)
+
+
+_barriers: dict[str, threading.Event] = {}
+_barred_calls: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+
+
+def barrier(name: str) -> threading.Event:
+    """The barrier the `barred` calls under `options["barrier"]` = `name` wait on."""
+    with _holds_lock:
+        return _barriers.setdefault(name, threading.Event())
+
+
+def barred_calls(name: str) -> dict[str, int]:
+    """How many times `barred` agents of barrier `name` were asked, by case id."""
+    with _holds_lock:
+        return dict(_barred_calls[name])
+
+
+def barred_spec(name: str, barred: list[str]) -> dict[str, Any]:
+    """A `python` agent spec of `barred` whose cases `barred` wait on `barrier(name)`."""
+    return {
+        "runtime": "python",
+        "entrypoint": "tests.support.agents:barred",
+        "options": {"barrier": name, "barred": barred},
+    }
+
+
+def barred(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """Answers "42" at once, but on the cases of `options["barred"]` only once
+    `barrier(options["barrier"])` is set (raising after `SAFETY_S` without it); counts its calls
+    per case (`barred_calls`)."""
+    name, case_id = str(options["barrier"]), str(request["case_id"])
+    with _holds_lock:
+        _barred_calls[name][case_id] += 1
+    if case_id in options.get("barred", []) and not barrier(name).wait(SAFETY_S):
+        raise RuntimeError(f"barrier {name!r} was never set")
+    return {"answer": "42", "usage": {"input_tokens": 100, "output_tokens": 20}}

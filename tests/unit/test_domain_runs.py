@@ -196,11 +196,12 @@ def test_lanes_own_strides_and_start_their_tasks_in_turn():
 
     lanes = Lanes.start(3)
     assert (lanes.next, lanes.busy, lanes.n, lanes.held) == ((0, 1, 2), (False,) * 3, 3, 0)
-    assert [lanes.lane_of(i) for i in range(7)] == [0, 1, 2, 0, 1, 2, 0]
+    assert [lanes.lane_of(i) for i in range(3)] == [None] * 3  # no lane runs a task yet
     # 7 tasks: lane 0 owns 0, 3, 6; lane 1 owns 1, 4; lane 2 owns 2, 5.
     assert lanes.startable(7) == [0, 1, 2] and lanes.pending(7) == 7
     two = lanes.claiming([0, 1])
     assert (two.next, two.busy, two.held) == ((3, 4, 2), (True, True, False), 2)
+    assert [two.lane_of(i) for i in range(4)] == [0, 1, None, None]  # tasks 0 and 1 in flight
     assert two.startable(7) == [2] and two.pending(7) == 5
     assert two.claimed(7) == [0, 1] and two.is_claimed(1) and not two.is_claimed(4)
     assert two.successor(0, 7) == 3 and two.successor(1, 7) == 4
@@ -214,6 +215,36 @@ def test_lanes_own_strides_and_start_their_tasks_in_turn():
     assert late.startable(10) == [2] and late.pending(10) == 5  # 5, 6, 7, 8, 9
     with pytest.raises(ValueError):
         Lanes.start(0)
+
+
+def test_a_dry_stride_takes_the_back_half_of_the_longest_one_left():
+    from chalicelib.domain.run_rules import OPEN, Claim, Lanes
+
+    # 14 tasks, 3 lanes: lane 0 is stuck on task 0 with 3, 6, 9, 12 behind it; lane 1 ran dry
+    # (its task 13 in flight), lane 2 runs 11 with nothing after it.
+    lanes = Lanes((3, 16, 14), (True, True, True))
+    assert [lanes.left(j, 14) for j in range(3)] == [4, 0, 0]
+    claim = lanes.claim_for(1, 14)
+    assert claim == Claim(1, 9, victim=0, victim_end=OPEN)  # the back half: 9 and 12
+    after = lanes.after(claim)
+    assert (after.next, after.end) == ((3, 12, 14), (9, OPEN, OPEN))
+    assert [after.left(j, 14) for j in range(3)] == [2, 1, 0]
+    assert after.lane_of(9) == 1 and after.lane_of(0) == 0 and after.lane_of(13) is None
+    assert not after.is_claimed(3) and after.is_claimed(9) and not after.is_claimed(12)
+    # Lane 2 runs dry next: lane 0 has the most left (3 and 6), it takes 6.
+    assert after.claim_for(2, 14) == Claim(2, 6, victim=0, victim_end=9)
+    # Ties go to the first lane after the dry one.
+    tie = Lanes((12, 5, 6, 13), (True,) * 4)
+    assert tie.claim_for(3, 12) == Claim(3, 9, victim=1) and tie.claim_for(2, 12) is not None
+    assert tie.claim_for(0, 12) == Claim(0, 9, victim=1)
+    # A stride with one task left gives it up whole; with none left anywhere, nothing.
+    last = Lanes((6, 10, 9), (True, True, True), (9, OPEN, OPEN))
+    assert last.claim_for(2, 9) == Claim(2, 6, victim=0, victim_end=9)
+    assert Lanes((9, 10, 11), (True,) * 3).claim_for(1, 9) is None
+    assert Lanes((3,), (True,)).claim_for(0, 2) is None  # one lane: nobody to take from
+    # Reruns appended past 14 open every stride again, lane j on the indices i % 3 == j.
+    again = Lanes.reopened(14, (False,) * 3)
+    assert (again.next, again.end) == ((15, 16, 14), (OPEN,) * 3)
 
 
 def test_a_task_s_index_in_the_plan_is_checked_against_the_plan():

@@ -341,7 +341,7 @@ def _write_everything(org: str) -> None:
         ),
         counters={"recorded": 1},
         lane=0,
-        claim_next=False,
+        claim=None,
         release_slot=False,
         now_ms=1,
     )

@@ -62,6 +62,7 @@ from chalicelib.domain.enums import RunPhase, RunStatus
 from chalicelib.domain.evaluations import evaluation_of
 from chalicelib.domain.outcome import Outcome
 from chalicelib.domain.records import Attempt, Lease, Run
+from chalicelib.domain.run_rules import Claim, Lanes
 from chalicelib.errors import ConflictError, NotFoundError
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome
 
@@ -232,9 +233,10 @@ class RunStore(RunEnds, RunGrading, RunRemoval):
         """Start the next task of each idle lane in `lanes` and take as many organization slots,
         in one transaction.
 
-        Conditional on each lane's cursor as read and idle, on the run being queued or running,
-        and on the organization having that many free slots; returns False when any moved (the
-        caller reads again).
+        Conditional on each lane's cursor as read and idle, on the task it starts still being
+        within its stride (no other lane took it), on the run being queued or running, and on the
+        organization having that many free slots; returns False when any moved (the caller reads
+        again).
         """
         k = len(lanes)
         seen = run.lanes
@@ -249,6 +251,7 @@ class RunStore(RunEnds, RunGrading, RunRemoval):
             actions += [
                 RunRow.lane_next.set(list(after.next)),
                 RunRow.lane_busy.set(list(after.busy)),
+                RunRow.lane_end.set(list(after.end)),
             ]
             condition &= RunRow.next_index == run.next_index
         for j in lanes if run.lane_next else ():
@@ -259,6 +262,8 @@ class RunStore(RunEnds, RunGrading, RunRemoval):
             condition &= (RunRow.lane_next[j] == seen.next[j]) & (
                 RunRow.lane_busy[j] == False  # noqa: E712 - a PynamoDB condition, not a test
             )
+            if run.lane_end:
+                condition &= RunRow.lane_end[j] > seen.next[j]
         if run.status == RunStatus.QUEUED:
             actions += [RunRow.status.set(RunStatus.RUNNING.value), RunRow.started_at.set(now_iso)]
         try:
@@ -280,8 +285,8 @@ class RunStore(RunEnds, RunGrading, RunRemoval):
         attempt: Attempt,
         *,
         counters: dict[str, int],
-        lane: int,
-        claim_next: bool,
+        lane: int | None,
+        claim: Claim | None,
         release_slot: bool,
         now_ms: int,
         successor_lease: Lease | None = None,
@@ -290,18 +295,18 @@ class RunStore(RunEnds, RunGrading, RunRemoval):
         (docs/architecture/exactly-once.md).
 
         Args:
-            run: the run as read; its lane `lane`'s cursor guards a claim.
+            run: the run as read; its lanes as read guard a claim (`_claim`).
             attempt: the attempt to put (`attribute_not_exists`; kept under the run's key);
                 `successor` set when claiming.
             counters: run attributes to ADD (`recorded`, `passed`, `cost_micros`, ...).
-            lane: the lane the attempt's task belongs to (`Lanes.lane_of`).
-            claim_next: also start the lane's next task (its cursor moves on by the lane count,
-                conditional on the value read and on the run still running): the slot passes to
-                that task. Only this lane's own chain moves its cursor, so other slots of the run
-                never make this write fail.
+            lane: the lane running the attempt's task (`Lanes.lane_of`; None: no lane does).
+            claim: also start the task the slot passes to (`Lanes.claim_for`, `_claim`). Only
+                this lane's own chain moves its cursor, and a steal only cuts another lane's end
+                behind its next task, so other slots of the run make this write fail only when
+                one took the very task it claims.
             release_slot: no task to pass the slot to: give it back to the run and organization
                 (conditional on the lane holding one, so a swept run is never released twice).
-            successor_lease: with `claim_next`, the claim on the task it starts (put in the same
+            successor_lease: with `claim`, the claim on the task it starts (put in the same
                 transaction: the recording delivery carries on with that task itself).
         Returns:
             RecordOutcome(written=False) when the attempt existed already (a redelivery).
@@ -311,16 +316,10 @@ class RunStore(RunEnds, RunGrading, RunRemoval):
         actions = [getattr(RunRow, name).add(value) for name, value in counters.items() if value]
         actions.append(RunRow.heartbeat_at_ms.set(now_ms))
         condition = None
-        seen = run.lanes
-        if claim_next:
-            actions += [
-                RunRow.lane_next[lane].set(seen.next[lane] + seen.n),
-                RunRow.next_index.add(1),
-            ]
-            condition = (RunRow.lane_next[lane] == seen.next[lane]) & (
-                RunRow.status == RunStatus.RUNNING.value
-            )
-        elif release_slot:
+        if claim is not None:
+            moves, condition = _claim(run, claim)
+            actions += moves
+        elif release_slot and lane is not None:
             actions += [RunRow.slots.add(-1), RunRow.lane_busy[lane].set(False)]
             condition = (RunRow.lane_busy[lane] == True) & (RunRow.slots > 0)  # noqa: E712 - a condition
         row = row_of(attempt, AttemptRow, run_key=_key(run))
@@ -330,9 +329,9 @@ class RunStore(RunEnds, RunGrading, RunRemoval):
                 t.save(row, condition=AttemptRow.attempt_key.does_not_exist())
                 t.update(RunRow(_key(run)), actions=actions, condition=condition)
                 _lease_done(t, run, attempt.attempt_key, now_ms)
-                if claim_next and successor_lease is not None:
+                if claim is not None and successor_lease is not None:
                     t.save(_lease_row(run, successor_lease))
-                if release_slot and not claim_next:
+                if release_slot and claim is None and lane is not None:
                     t.update(
                         OrganizationRow(run.org_id),
                         actions=[OrganizationRow.in_flight.add(-1)],
@@ -416,19 +415,25 @@ class RunStore(RunEnds, RunGrading, RunRemoval):
         )
 
     def enter_confirming(self, run: Run, tasks: list[list[Any]]) -> bool:
-        """answering → confirming, the reruns `tasks` added to the run's tasks and expectation."""
+        """answering → confirming, the reruns `tasks` added to the run's tasks and expectation,
+        and the run's strides open again from its old task count (`Lanes.reopened`: every task
+        below it is recorded, and a steal may have left a stride's tail to no lane)."""
         if run.phase != RunPhase.ANSWERING:
             return False
         n = len(tasks)
-        return self._move_phase(
-            run,
-            [
-                RunRow.phase.set(RunPhase.CONFIRMING.value),
-                RunRow.tasks.set((run.tasks or []) + tasks),
-                RunRow.tasks_total.set(run.tasks_total + n),
-                RunRow.expected.set(run.expected + n),
-            ],
-        )
+        actions: list[Action] = [
+            RunRow.phase.set(RunPhase.CONFIRMING.value),
+            RunRow.tasks.set((run.tasks or []) + tasks),
+            RunRow.tasks_total.set(run.tasks_total + n),
+            RunRow.expected.set(run.expected + n),
+        ]
+        if run.lane_end:
+            lanes = Lanes.reopened(int(run.tasks_total), run.lanes.busy)
+            actions += [
+                RunRow.lane_next.set(list(lanes.next)),
+                RunRow.lane_end.set(list(lanes.end)),
+            ]
+        return self._move_phase(run, actions)
 
     def enter_finalizing(self, run: Run) -> bool:
         """answering or confirming → finalizing (conditional on the phase and `recorded`)."""
@@ -514,3 +519,27 @@ class RunStore(RunEnds, RunGrading, RunRemoval):
         except TransactWriteError as exc:
             unless_condition_failed(exc)
             return False
+
+
+def _claim(run: Run, claim: Claim) -> tuple[list[Action], Condition]:
+    """The run-row moves and condition of `claim` on `run`'s lanes as read
+    (docs/architecture/slots.md): the slot's lane moves on past `claim.index`, conditional on its
+    cursor as read and the run running; its own next task also on that task still being within its
+    stride (a steal took none of it), a steal on the victim's end as read and its cursor not past
+    the first task taken."""
+    seen, j = run.lanes, claim.lane
+    actions: list[Action] = [
+        RunRow.lane_next[j].set(claim.index + seen.n),
+        RunRow.next_index.add(1),
+    ]
+    condition: Condition = (RunRow.lane_next[j] == seen.next[j]) & (
+        RunRow.status == RunStatus.RUNNING.value
+    )
+    if claim.victim is None:
+        if run.lane_end:
+            condition &= RunRow.lane_end[j] > claim.index
+        return actions, condition
+    v = claim.victim
+    actions += [RunRow.lane_end[j].set(claim.victim_end), RunRow.lane_end[v].set(claim.index)]
+    condition &= (RunRow.lane_end[v] == claim.victim_end) & (RunRow.lane_next[v] <= claim.index)
+    return actions, condition

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.records import ActiveRun, Attempt, Lease, Run
+from chalicelib.domain.run_rules import Claim
 
 if TYPE_CHECKING:  # annotations only: the case worker need not import them to start
     from chalicelib.domain.chart import TrendRun
@@ -163,7 +164,8 @@ class Runs(Protocol):
     ) -> bool:
         """Start the next task of each idle lane in `lanes` (`run.lanes` as read) and take as many
         of the organization's slots at once (a queued run starts running); False when one of those
-        lanes moved, the run ended, or the organization has fewer free slots under `org_limit`."""
+        lanes moved or had its stride cut before that task, the run ended, or the organization has
+        fewer free slots under `org_limit`."""
 
     def record_attempt(
         self,
@@ -171,8 +173,8 @@ class Runs(Protocol):
         attempt: Attempt,
         *,
         counters: dict[str, int],
-        lane: int,
-        claim_next: bool,
+        lane: int | None,
+        claim: Claim | None,
         release_slot: bool,
         now_ms: int,
         successor_lease: Lease | None = None,
@@ -182,12 +184,15 @@ class Runs(Protocol):
 
         Args:
             counters: run fields to add to (`recorded`, `passed`, `cost_micros`, ...).
-            lane: the lane of the attempt's task (`run.lanes.lane_of(index)`).
-            claim_next: also start the lane's next task (conditional on that lane's cursor as read
-                and on the run running): the slot passes to that task (`attempt.successor`).
+            lane: the lane running the attempt's task (`run.lanes.lane_of(index)`; None: none).
+            claim: also start the task the lane's slot passes to (`Lanes.claim_for`): the next of
+                its own stride, conditional on that lane's cursor as read, on the task still
+                being within its stride and on the run running; or the back half of another
+                lane's stride, conditional too on that lane's end as read and on its cursor not
+                past the task taken. None claims nothing.
             release_slot: no task to pass the slot to: give it back to the run and organization
                 (conditional on the lane holding one, so a swept run is never released twice).
-            successor_lease: with `claim_next`, the claim on the task it starts, written in the
+            successor_lease: with `claim`, the claim on the task it starts, written in the
                 same write: the delivery that recorded carries on with that task itself, no
                 message sent (`run_case.handle_task`).
         Returns:

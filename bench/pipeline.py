@@ -161,6 +161,7 @@ def measure(
     sleep_ms: float,
     concurrency: int,
     workers: int | None = None,
+    *,
     price: dict[str, str] | None = None,
     latency: str = "fixed",
     seed: int = 1,
@@ -365,7 +366,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.suite:
         return suite(args.rounds, args.concurrency)
-    m = measure(args.cases, args.sleep_ms, args.concurrency, args.workers, args.latency, args.seed)
+    m = measure(
+        args.cases,
+        args.sleep_ms,
+        args.concurrency,
+        args.workers,
+        latency=args.latency,
+        seed=args.seed,
+    )
     _print_one(m)
     return 0 if m.status == "completed" else 1
 

@@ -59,7 +59,8 @@ def noise_of(
     basis: noise.Basis = "this_run"
     pooled: dict[str, noise.CaseTries] | None = None
     hashes = [base_arm.spec_hash, cand_arm.spec_hash]
-    stable = noise_basis.latest_stability_run(c, run, hashes)
+    recent = noise_basis.RecentRuns(c, run)  # both look-ups share the pages read
+    stable = noise_basis.latest_stability_run(c, run, hashes, recent)
     if stable is not None:
         basis = "stability_run"
         stable_arm = stable.arms[0].arm_id
@@ -73,7 +74,7 @@ def noise_of(
         pooled = noise.pooled_tries(stable_states, own)
         if not any(t.tries for t in pooled.values()):
             return None
-    elif (found := noise_basis.earlier_runs_of_spec(c, run, hashes)) is not None:
+    elif (found := noise_basis.earlier_runs_of_spec(c, run, hashes, recent)) is not None:
         same = base_arm if base_arm.spec_hash == found.spec_hash else cand_arm
         pooled = _earlier_tries(c, run, found, same, own_tries[same.arm_id])
         if pooled is not None:

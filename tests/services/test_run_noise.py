@@ -10,7 +10,7 @@ from chalicelib.domain import noise
 from chalicelib.domain.enums import ArmRole, CaseOutcome
 from chalicelib.domain.outcome import ComparedBaseline, Comparison, Flip
 from chalicelib.domain.records import Attempt, Run
-from chalicelib.services import finalize, run_noise
+from chalicelib.services import finalize, noise_basis, run_noise
 from tests.fakes import FakeContainer
 from tests.fakes.ledger import a_run, an_arm, an_attempt
 
@@ -193,3 +193,30 @@ def test_a_stability_run_of_the_spec_wins_over_earlier_comparisons() -> None:
     assert measured is not None
     # The stability run's 2 tries and this run's baseline's 4.
     assert (measured["basis"], measured["tries"]) == ("stability_run", 6)
+
+
+def test_an_agent_with_hundreds_of_runs_has_its_newest_two_pages_read_once() -> None:
+    """No stability run and no earlier run of either spec among 250 newer runs: the stability
+    look-up and the history look-up walk the same two pages, read from the store once."""
+    c = FakeContainer()
+    pages: list[int] = []
+    listed = c.runs.list_by_agent
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        page = listed(*args, **kwargs)
+        pages.append(len(page.runs))
+        return page
+
+    c.runs.list_by_agent = counted  # type: ignore[method-assign]
+    run = _compared(c)
+    for i in range(250):
+        c.runs.add(
+            a_run(
+                f"r{i:03d}",
+                status="completed",
+                created_at=f"2026-12-01T10:{i // 60:02d}:{i % 60:02d}.000Z",
+            )
+        )
+    measured = _noise(c, run)
+    assert measured is not None and measured["basis"] == "this_run"
+    assert pages == [noise_basis.PAGE_SIZE] * noise_basis.PAGES

@@ -25,13 +25,19 @@ NO_HISTORY = "no earlier comparison measured the noise"
 
 def newest_measured(c: Container, org_id: str, agent_id: str, dataset_id: str) -> Run | None:
     """The newest completed run of the agent on `dataset_id` whose outcome has `noise` with a
-    `luck_by_reruns`, among the agent's newest `PAGES * PAGE` runs; None when none is."""
+    `luck_by_reruns`, among the agent's newest `PAGES * PAGE` runs; None when none is. A run
+    whose delete has begun does not count: the choice would name a run that cannot be opened."""
     start = None
     for _ in range(PAGES):
         page = c.runs.list_by_agent(org_id, agent_id, PAGE, start)
         for run in page.runs:
             measured = _noise_of(run)
-            if run.dataset_id == dataset_id and run.status == "completed" and measured:
+            if (
+                run.dataset_id == dataset_id
+                and run.status == "completed"
+                and run.deleting_at is None
+                and measured
+            ):
                 return run
         if page.next_start is None:
             return None

@@ -50,6 +50,22 @@ def test_the_smallest_reruns_under_the_bound_from_the_newest_measured_run() -> N
     assert said == f'reruns "auto": 4, {kept["reason"]}'
 
 
+def test_a_run_being_deleted_or_of_another_organization_is_never_the_measured_run() -> None:
+    """Another organization's run of an agent and dataset of the same ids, and a run whose
+    delete has begun, are not read: the measured run is the organization's, and it can be
+    opened."""
+    c = FakeContainer()
+    c.runs.add(_measured("mine", 1, LUCK))
+    c.runs.add(_measured("theirs", 2, [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], org_id="other"))
+    gone = [0.0, 0.9, 0.9, 0.9, 0.9, 0.9]
+    c.runs.add(_measured("going", 3, gone, deleting_at="2026-12-01T04:00:00.000Z"))
+    _, kept, _ = rerun_choice.choose(c, "acme", "a", "d", default=2)
+    assert (kept["from_run_id"], kept["chosen"]) == ("mine", 4)
+    advice = rerun_choice.luck_advice(c, "acme", "a", "d", 1, CEILINGS)
+    assert advice is not None and advice["from_run_id"] == "mine"
+    assert rerun_choice.choose(c, "other", "a", "d", default=2)[1]["from_run_id"] == "theirs"
+
+
 @pytest.mark.parametrize(("bound", "chosen"), [(0.2, 2), (0.05, 3), (0.001, 5)])
 def test_the_bound_is_the_setting(bound: float, chosen: int) -> None:
     c = FakeContainer(settings=Settings(eval_max_luck=bound))

@@ -34,7 +34,8 @@ def noise_of(
 
     - `stability_run`, when the agent has a completed stability run on this dataset version of
       the baseline's spec, else of the candidate's (`noise_basis.latest_stability_run`, a bounded
-      read, then one read of that run's attempts): each case's tries are the stability run's
+      read, then one read of that run's attempts; a run whose attempts are gone by then, deleted
+      since, does not count): each case's tries are the stability run's
       pooled with this run's tries *of the side that ran the same spec* only. Every try pooled is
       then a draw of one and the same agent, so a real change the candidate made cannot pass for
       noise; the other side's tries are left out. A baseline whose first answers are borrowed
@@ -61,12 +62,13 @@ def noise_of(
     hashes = [base_arm.spec_hash, cand_arm.spec_hash]
     recent = noise_basis.RecentRuns(c, run)  # both look-ups share the pages read
     stable = noise_basis.latest_stability_run(c, run, hashes, recent)
+    stable_rows = c.runs.attempts(run.org_id, stable.run_id) if stable is not None else []
+    if stable is not None and not stable_rows:  # deleted since it was found: nothing to rest on
+        stable = None
     if stable is not None:
         basis = "stability_run"
         stable_arm = stable.arms[0].arm_id
-        stable_states = _states(
-            by_case(stable, c.runs.attempts(run.org_id, stable.run_id), stable_arm)
-        )
+        stable_states = _states(by_case(stable, stable_rows, stable_arm))
         same = base_arm if base_arm.spec_hash == stable.arms[0].spec_hash else cand_arm
         own = states[same.arm_id]
         if same.source_run_id == stable.run_id:  # its first answers are the stability run's

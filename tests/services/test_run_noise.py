@@ -220,3 +220,45 @@ def test_an_agent_with_hundreds_of_runs_has_its_newest_two_pages_read_once() -> 
     measured = _noise(c, run)
     assert measured is not None and measured["basis"] == "this_run"
     assert pages == [noise_basis.PAGE_SIZE] * noise_basis.PAGES
+
+
+def test_a_stability_run_deleted_between_its_look_up_and_its_read_is_not_the_basis() -> None:
+    """The stability run is found, then deleted before its answers are read: the noise rests on
+    what is left (here the earlier comparison: `history`), not on a stability run it could not
+    read, so the run completes and reads as a grade again would."""
+    c = FakeContainer()
+    c.runs.add(_run("e1", 2))
+    _answers(c, "e1", "baseline", ("c1", P, 1), ("c2", P, 1), ("c3", F, 1))
+    c.runs.add(
+        a_run(
+            "stable",
+            purpose="stability",
+            status="completed",
+            created_at="2026-12-01T01:00:00.000Z",
+            completed_at="2026-12-01T01:30:00.000Z",
+            arms=(an_arm(spec_hash="v1"),),
+        )
+    )
+    _answers(c, "stable", "candidate", ("c1", P, 1), ("c1", P, 2))
+    run = _compared(c)
+    attempts = finalize.all_attempts(c, run)
+    read = c.runs.attempts
+
+    def deleted_first(org_id: str, run_id: str) -> list[Attempt]:
+        if run_id == "stable":
+            c.runs.delete(org_id, run_id)
+        return read(org_id, run_id)
+
+    c.runs.attempts = deleted_first  # type: ignore[method-assign]
+    comparison = Comparison(
+        candidate_arm_id="candidate",
+        baseline_arm_id="baseline",
+        baseline=ComparedBaseline(version=3),
+        confirmed_regressions=1,
+        flips=(Flip(case_id="c1", outcome=CaseOutcome.REGRESSION, confirmed=True, question="",
+                    candidate_tries=(), baseline_tries=()),),
+    )  # fmt: skip
+    measured = run_noise.noise_of(c, run, attempts, comparison)
+    c.runs.attempts = read  # type: ignore[method-assign]
+    assert measured is not None and measured["basis"] == "history", measured
+    assert measured == _noise(c, run)  # what grading it again says

@@ -350,7 +350,7 @@ def _reruns(text: str) -> int | str:
     """`--reruns`: a count 0-5, or `auto`."""
     if text == "auto":
         return text
-    if not text.isdigit() or int(text) > 5:
+    if not (text.isascii() and text.isdigit()) or int(text) > 5:
         raise argparse.ArgumentTypeError(f"{text!r} is not a count of reruns 0-5 or auto")
     return int(text)
 

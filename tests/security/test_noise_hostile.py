@@ -1,6 +1,6 @@
 """Hostile and careless input to the noise features (docs/concepts/noise.md): a malformed
 `reruns` on a start, an estimate and an evaluation's start is a 400 naming `reruns`, never a 500
-(a malformed `--max-luck`: tests/e2e/test_max_luck_flag.py)."""
+(a malformed `--max-luck` or `--reruns`: tests/e2e/test_noise_flags.py)."""
 
 from __future__ import annotations
 

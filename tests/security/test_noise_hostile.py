@@ -83,3 +83,33 @@ def test_auto_with_stability_or_without_a_baseline_is_a_400_naming_reruns(api, c
         status, said = api.call("POST", path, json={**body, "reruns": "auto"})
         assert status == 400, (path, body, said)
         assert said["error"]["field"] in ("reruns", "stability"), (path, body, said)
+
+
+def test_reruns_as_a_bare_json_nan_infinity_or_a_huge_exponent_is_a_400_naming_reruns(
+    api, compared
+):
+    ds, agent, ev = compared
+    for raw in ("NaN", "Infinity", "-Infinity", "1e400", "2e0", "99999999999999999999999999"):
+        for path, head in (
+            (f"/api/v1/agents/{agent}/eval-runs/estimate", f'"dataset_id": "{ds}", '),
+            (f"/api/v1/agents/{agent}/eval-runs", f'"dataset_id": "{ds}", '),
+            (f"/api/evaluations/{ev}/runs", ""),
+        ):
+            content = "{" + head + '"paired_baseline": true, "reruns": ' + raw + "}"
+            status, said = api.call(
+                "POST", path, content=content, headers={"Content-Type": "application/json"}
+            )
+            assert status == 400, (path, raw, status, said)
+            assert isinstance(said, dict) and said["error"].get("field") == "reruns", (raw, said)
+
+
+def test_a_comparison_with_no_reruns_is_refused_or_priced_never_a_500(api, compared):
+    ds, agent, _ = compared
+    status, said = api.call(
+        "POST",
+        f"/api/v1/agents/{agent}/eval-runs/estimate",
+        json={"dataset_id": ds, "version": 2, "paired_baseline": True, "reruns": 0},
+    )
+    assert status in (200, 400), said
+    if status == 400:
+        assert said["error"]["field"] == "reruns", said

@@ -119,10 +119,13 @@ def _earlier_tries(
     an earlier one, or `same` itself - contributes its tries without its first answers (attempt
     1), which that run's own arm counts already.
     """
-    pooled_runs = {r.run_id for r in found.runs}
+    read = {other.run_id: c.runs.attempts(run.org_id, other.run_id) for other in found.runs}
+    # A run whose rows are gone by now (deleted since it was found) counts for nothing: the
+    # answers borrowed from it count where they were borrowed, as a grade again would count them.
+    pooled_runs = {run_id for run_id, rows in read.items() if rows}
     earlier: dict[str, list[AttemptState]] = {}
     for other in found.runs:
-        rows = c.runs.attempts(run.org_id, other.run_id)
+        rows = read[other.run_id]
         for arm in other.arms:
             if arm.spec_hash != found.spec_hash:
                 continue

@@ -262,3 +262,39 @@ def test_a_stability_run_deleted_between_its_look_up_and_its_read_is_not_the_bas
     c.runs.attempts = read  # type: ignore[method-assign]
     assert measured is not None and measured["basis"] == "history", measured
     assert measured == _noise(c, run)  # what grading it again says
+
+
+def test_an_earlier_run_deleted_mid_read_leaves_the_answers_borrowed_from_it_counted() -> None:
+    """This run's baseline borrowed e1's first answers; e1 is found by the history look-up with
+    e2, then deleted before its answers are read: e1 counts for nothing, so the borrowed first
+    answers count here, as they do once e1 is known to be gone (being deleted)."""
+    c = FakeContainer()
+    c.runs.add(_run("e1", 1))
+    _answers(c, "e1", "baseline", ("c1", P, 1), ("c2", P, 1), ("c3", F, 1))
+    c.runs.add(_run("e2", 2))  # another earlier run of the spec, which stays
+    _answers(c, "e2", "baseline", ("c1", P, 1), ("c2", F, 1), ("c3", F, 1))
+    borrowed = {"answers": False, "source_run_id": "e1", "source_arm_id": "baseline"}
+    run = _compared(c, baseline=borrowed)
+    attempts = finalize.all_attempts(c, run)
+    comparison = Comparison(
+        candidate_arm_id="candidate",
+        baseline_arm_id="baseline",
+        baseline=ComparedBaseline(version=3, source_run_id="e1"),
+        confirmed_regressions=1,
+        flips=(Flip(case_id="c1", outcome=CaseOutcome.REGRESSION, confirmed=True, question="",
+                    candidate_tries=(), baseline_tries=()),),
+    )  # fmt: skip
+    read = c.runs.attempts
+
+    def deleted_first(org_id: str, run_id: str) -> list[Attempt]:
+        if run_id == "e1":
+            c.runs.delete(org_id, run_id)
+        return read(org_id, run_id)
+
+    c.runs.attempts = deleted_first  # type: ignore[method-assign]
+    raced = run_noise.noise_of(c, run, attempts, comparison)
+    c.runs.attempts = read  # type: ignore[method-assign]
+    c.runs.add(_run("e1", 1, deleting_at="2026-12-01T21:00:00.000Z"))  # known to be going
+    assert raced == run_noise.noise_of(c, run, attempts, comparison)
+    # e2's 3 tries and this run's baseline: its 3 borrowed first answers and its rerun of c1.
+    assert raced is not None and (raced["basis"], raced["tries"]) == ("history", 7), raced

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.e2e.conftest import cases, sleepy_spec
+
 
 @pytest.mark.parametrize(
     "value", ["abc", "150%", "-1%", "-0.5", "nan", "inf", "", "%", "1e400", "0", "0%", "0.0"]
@@ -28,3 +30,19 @@ def test_a_malformed_reruns_is_one_error_line_naming_the_flag(api, cli, value):
     said = [line for line in done.err.splitlines() if "error:" in line]
     assert len(said) == 1 and "--reruns" in said[0], done.err
     assert "0-5 or auto" in said[0], done.err
+
+
+def test_reruns_auto_without_a_baseline_or_on_a_stability_run_is_one_line_exit_3(api, cli):
+    ds = api.dataset(cases(2))
+    agent = api.agent(sleepy_spec(), publish=1)
+    for args in (
+        ("run", agent, "--dataset", ds, "--draft", "--reruns", "auto", "--yes"),
+        ("estimate", agent, "--dataset", ds, "--draft", "--reruns", "auto"),
+        ("run", agent, "--dataset", ds, "--stability", "--reruns", "auto", "--yes"),
+    ):
+        done = cli(*args)
+        assert done.code == 3, (args, done)
+        said = [line for line in done.err.splitlines() if line.strip()]
+        assert len(said) == 1 and "reruns" in said[0], (args, done.err)
+        assert "Traceback" not in done.err
+    assert api.ok("GET", f"/api/v1/eval-runs?agent_id={agent}")["runs"] == []

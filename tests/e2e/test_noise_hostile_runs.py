@@ -143,3 +143,22 @@ def test_a_decision_that_overturns_a_confirmed_regression_recomputes_the_noise(a
     assert "2 confirmed regressions." in done.out + done.err
     api.ok("POST", f"/api/v1/datasets/{ds}/review/{item['item_id']}/undo")
     assert api.ok("GET", f"/api/v1/eval-runs/{run_id}")["outcome"]["noise"] == before
+
+
+def test_the_run_a_baseline_borrowed_from_deleted_mid_way_leaves_it_completing(api, stack):
+    ds, agent, first = regressed(api)
+    publish(api, agent, sleepy_spec())  # v3 answers every case again
+    stack.pause_pollers()
+    try:
+        started = api.start(
+            agent, ds, candidate="version", version=3, baseline_run_id=first["run_id"], reruns=1
+        )
+        api.ok("DELETE", f"/api/v1/eval-runs/{first['run_id']}")
+    finally:
+        stack.resume_pollers()
+    assert api.wait(started["run_id"])["status"] == "completed"
+    outcome = api.ok("GET", f"/api/v1/eval-runs/{started['run_id']}")["outcome"]
+    assert outcome["comparison"]["confirmed_fixes"] == 3, outcome["comparison"]
+    measured = outcome["noise"]
+    assert measured["basis"] == "this_run" and measured["tries"] > 0, measured
+    assert measured["sentence"].startswith("No confirmed regression."), measured

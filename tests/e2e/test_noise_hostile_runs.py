@@ -141,7 +141,21 @@ def test_a_decision_that_overturns_a_confirmed_regression_recomputes_the_noise(a
     done = cli("gate", run_id)
     assert done.code == 1, done
     assert "2 confirmed regressions." in done.out + done.err
-    api.ok("POST", f"/api/v1/datasets/{ds}/review/{item['item_id']}/undo")
+    # Every confirmed regression overturned: the noise says none, the gate passes.
+    for other in (i for i in items if i["case_id"] != "c005"):
+        api.ok(
+            "POST",
+            f"/api/v1/datasets/{ds}/review/{other['item_id']}/decision",
+            json={"verdict": "pass"},
+        )
+    after = api.ok("GET", f"/api/v1/eval-runs/{run_id}")["outcome"]
+    assert after["comparison"]["confirmed_regressions"] == 0
+    assert after["noise"]["sentence"].startswith("No confirmed regression."), after["noise"]
+    assert after["noise"]["per_flip"] == {}
+    done = cli("gate", run_id, "--max-luck", "1%")
+    assert done.code == 0, done
+    for each in items:
+        api.ok("POST", f"/api/v1/datasets/{ds}/review/{each['item_id']}/undo")
     assert api.ok("GET", f"/api/v1/eval-runs/{run_id}")["outcome"]["noise"] == before
 
 

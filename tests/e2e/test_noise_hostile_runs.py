@@ -176,3 +176,23 @@ def test_the_run_a_baseline_borrowed_from_deleted_mid_way_leaves_it_completing(a
     measured = outcome["noise"]
     assert measured["basis"] == "this_run" and measured["tries"] > 0, measured
     assert measured["sentence"].startswith("No confirmed regression."), measured
+
+
+def test_an_estimate_with_no_reruns_says_nothing_is_confirmed_rather_than_0_percent(api, cli):
+    """v2 against v1's earlier run (an implied baseline) with `--reruns 0`: allowed, and its luck
+    sentence says no regression can be confirmed, not that luck shows one in 0 % of runs."""
+    ds, agent, run = regressed(api)
+    v1 = api.start(agent, ds, candidate="version", version=1)
+    assert api.wait(v1["run_id"])["status"] == "completed"
+    est = api.ok(
+        "POST",
+        f"/api/v1/agents/{agent}/eval-runs/estimate",
+        json={"dataset_id": ds, "candidate": "version", "version": 2, "reruns": 0},
+    )
+    luck = est["luck"]
+    assert luck["from_run_id"] == run["run_id"] and luck["reruns"] == 0
+    assert luck["sentence"].startswith("Without reruns nothing is confirmed"), luck
+    assert "0 % of runs" not in luck["sentence"]
+    done = cli("estimate", agent, "--dataset", ds, "--version", "2", "--reruns", "0")
+    assert done.code == 0, done.err
+    assert f"  Luck: {luck['sentence']}\n" in done.out

@@ -157,3 +157,28 @@ def test_an_estimate_without_a_measured_comparison_says_nothing_of_luck() -> Non
     c = FakeContainer()
     c.runs.add(_measured("r3", 3, None))
     assert rerun_choice.luck_advice(c, "acme", "a", "d", 2, CEILINGS) is None
+
+
+def test_an_estimate_with_no_reruns_says_nothing_is_confirmed_not_that_luck_is_nil() -> None:
+    """A comparison with 0 reruns (an implied baseline allows it) confirms nothing: its chance
+    of luck is 0, but so is a real regression's of being confirmed. The sentence says so and
+    names the reruns that would keep luck rare, not "0 % of runs"."""
+    c = FakeContainer()
+    c.runs.add(_measured("r2", 2, [-0.0, *LUCK[1:]]))  # as a run measured before kept it
+    advice = rerun_choice.luck_advice(c, "acme", "a", "d", 0, CEILINGS)
+    assert advice is not None
+    assert (advice["reruns"], advice["luck"], advice["suggested_reruns"]) == (0, 0.0, 4)
+    assert str(advice["luck"]) == "0.0"  # never -0.0
+    assert advice["sentence"] == (
+        "Without reruns nothing is confirmed: a confirmed regression needs at least 1 rerun. With "
+        "the noise run r2 measured, 4 reruns keep a candidate that changed nothing from showing "
+        "one in more than 1 % of runs, for reruns of up to $0.40."
+    )
+    c.runs.add(_measured("r3", 3, [0.0, 0.9, 0.8, 0.7, 0.6, 0.5]))
+    none = rerun_choice.luck_advice(c, "acme", "a", "d", 0, CEILINGS)
+    assert none is not None and none["sentence"] == (
+        "Without reruns nothing is confirmed: a confirmed regression needs at least 1 rerun. With "
+        "the noise run r3 measured, no count of reruns up to 5 keeps a candidate that changed "
+        "nothing from showing one in more than 1 % of runs: a steadier model (e.g. a lower "
+        "temperature) would."
+    )

@@ -45,6 +45,19 @@ def test_another_organizations_runs_never_move_an_organizations_luck(api, new_ap
         )
         assert status == 404, said
         assert run["run_id"] not in str(said)
+    ev = api.ok("POST", "/api/evaluations", json={"agent_id": agent, "dataset_id": ds})
+    status, said = theirs.call(
+        "POST",
+        f"/api/evaluations/{ev['evaluation_id']}/runs",
+        json={"paired_baseline": True, "reruns": "auto"},
+    )
+    assert status == 404 and run["run_id"] not in str(said), said
+    status, said = theirs.call(
+        "POST",
+        f"/api/evaluations/{run['evaluation_id']}/runs",  # the implied one, of a known shape
+        json={"paired_baseline": True, "reruns": "auto"},
+    )
+    assert status == 404 and run["run_id"] not in str(said), said
     status, said = theirs.call("GET", f"/api/v1/eval-runs/{run['run_id']}")
     assert status == 404 and run["run_id"] not in str(said.get("outcome"))
     # Their own agent and dataset, run for run the same: their history is theirs alone.

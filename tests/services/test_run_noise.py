@@ -298,3 +298,33 @@ def test_an_earlier_run_deleted_mid_read_leaves_the_answers_borrowed_from_it_cou
     assert raced == run_noise.noise_of(c, run, attempts, comparison)
     # e2's 3 tries and this run's baseline: its 3 borrowed first answers and its rerun of c1.
     assert raced is not None and (raced["basis"], raced["tries"]) == ("history", 7), raced
+
+
+def test_a_stability_run_without_a_decided_try_is_not_the_basis() -> None:
+    """No answer of the stability run was decided (each errored or went ungraded): it measured
+    nothing, so the noise rests on the earlier comparison of the spec (`history`), not on "the
+    noise its stability run measured"."""
+    c = FakeContainer()
+    c.runs.add(_run("e1", 2))
+    _answers(c, "e1", "baseline", ("c1", P, 1), ("c2", P, 1), ("c3", F, 1))
+    c.runs.add(
+        a_run(
+            "stable",
+            purpose="stability",
+            status="completed",
+            created_at="2026-12-01T03:00:00.000Z",
+            completed_at="2026-12-01T03:30:00.000Z",
+            arms=(an_arm(spec_hash="v1"),),
+        )
+    )
+    _answers(
+        c,
+        "stable",
+        "candidate",
+        ("c1", "incomplete", 1),
+        ("c2", "incomplete", 1),
+        ("c1", "ungraded", 2),
+    )
+    measured = _noise(c, _compared(c))
+    # e1's 3 tries and this run's baseline's 4.
+    assert measured is not None and (measured["basis"], measured["tries"]) == ("history", 7)

@@ -46,3 +46,19 @@ def test_reruns_auto_without_a_baseline_or_on_a_stability_run_is_one_line_exit_3
         assert len(said) == 1 and "reruns" in said[0], (args, done.err)
         assert "Traceback" not in done.err
     assert api.ok("GET", f"/api/v1/eval-runs?agent_id={agent}")["runs"] == []
+
+
+@pytest.mark.parametrize(
+    "flag", [("--max-luck", "1%"), ("--min-pass-rate", "90%"), ("--timeout", "60")]
+)
+def test_a_gate_flag_on_run_without_wait_is_refused_before_anything_starts(api, cli, flag):
+    """`assay run ... --max-luck 1% --yes` without `--wait` would start the run and exit 0
+    whatever it finds: a CI step that forgot `--wait` would pass every regression. Refused, one
+    line naming the flag and `--wait`, exit 3, nothing started."""
+    ds = api.dataset(cases(2))
+    agent = api.agent(sleepy_spec(), publish=1)
+    done = cli("run", agent, "--dataset", ds, "--version", "1", *flag, "--yes")
+    assert done.code == 3, done
+    said = [line for line in done.err.splitlines() if line.strip()]
+    assert len(said) == 1 and flag[0] in said[0] and "--wait" in said[0], done.err
+    assert api.ok("GET", f"/api/v1/eval-runs?agent_id={agent}")["runs"] == []

@@ -130,10 +130,10 @@ def _reports(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-luck",
-        type=_fraction,
+        type=_luck_bound,
         default=None,
         help="inconclusive (exit 2) when confirmed regressions are likelier luck than this: "
-        "0.01 or 1%%",
+        "0.01 or 1%% (above 0)",
     )
     p.add_argument(
         "--timeout",
@@ -154,6 +154,18 @@ def _fraction(text: str) -> float:
         value = -1.0
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a fraction between 0 and 1 (or 0-100%)")
+    return value
+
+
+def _luck_bound(text: str) -> float:
+    """`--max-luck`: a fraction as `_fraction` reads it, above 0. A measured chance of luck is
+    never 0, so a bound of 0 would make every confirmed regression inconclusive."""
+    value = _fraction(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} would call every confirmed regression luck: give a chance above 0, "
+            "e.g. 1% or 0.01"
+        )
     return value
 
 

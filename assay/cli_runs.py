@@ -290,7 +290,20 @@ def print_estimate(est: JSON, out: TextIO) -> None:
 
 @guarded
 def cmd_run(args: argparse.Namespace) -> int:
-    """Start an eval run (after its estimate), and with --wait gate it."""
+    """Start an eval run (after its estimate), and with --wait gate it. A gate's flag without
+    --wait (or a report) is a usage error before anything is asked: the run would start and the
+    command exit 0 whatever it found."""
+    gating = bool(args.wait or args.junit or args.markdown)
+    for flag, value in (
+        ("--max-luck", args.max_luck),
+        ("--min-pass-rate", args.min_pass_rate),
+        ("--timeout", args.timeout),
+    ):
+        if value is not None and not gating:
+            raise UsageError(
+                f"{flag} gates the run only when the command waits for it: add --wait "
+                f"(or gate it later with assay gate RUN_ID {flag} ...)"
+            )
     api = client_of(args)
     body = start_body(args)
     est = api.estimate(args.agent, dataset_id=args.dataset, **body)
@@ -350,7 +363,7 @@ def _reruns(text: str) -> int | str:
     """`--reruns`: a count 0-5, or `auto`."""
     if text == "auto":
         return text
-    if not text.isdigit() or int(text) > 5:
+    if not (text.isascii() and text.isdigit()) or int(text) > 5:
         raise argparse.ArgumentTypeError(f"{text!r} is not a count of reruns 0-5 or auto")
     return int(text)
 

@@ -456,7 +456,7 @@ def _at_least_one(
 ) -> float:
     """1 - prod(1 - chance) over cases: the chance of at least one, cases independent."""
     log_none = sum(n * math.log1p(-min(chances[c][side], 1.0 - 1e-15)) for c, n in patterns.items())
-    return -math.expm1(log_none)
+    return 0.0 - math.expm1(log_none)  # 0.0 - 0.0 is 0.0, where -expm1(0.0) is -0.0
 
 
 def _advice(luck_at_most: float, bound: float) -> str:

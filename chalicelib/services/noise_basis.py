@@ -10,15 +10,19 @@ noise apart from the change it compares. Two kinds of earlier run give them:
   tries are draws of the same per-case pass chances.
 
 Both look-ups read the agent's runs index, newest first, at most `PAGES` pages of `PAGE_SIZE`
-runs each; never a scan, no read per case. Only a completed run created before the compared run
-(and, for a run whose outcome is computed again, completed no later than it did) that is not being
-deleted counts, so computing the outcome again finds the same runs.
+runs; never a scan, no read per case. Given the same `RecentRuns`, they share those pages: a page
+the stability look-up read is not read again by the history look-up.
+
+Only a completed run created before the compared run (and, for a run whose outcome is computed
+again, completed no later than it did) that is not being deleted counts, so computing the outcome
+again finds the same runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.domain.enums import RunPurpose, RunStatus
@@ -28,6 +32,7 @@ __all__ = [
     "HISTORY_RUNS",
     "PAGES",
     "PAGE_SIZE",
+    "RecentRuns",
     "SpecHistory",
     "earlier_runs_of_spec",
     "latest_stability_run",
@@ -41,7 +46,34 @@ HISTORY_RUNS = 3
 """The most earlier runs of the same spec the `history` basis pools."""
 
 
-def latest_stability_run(c: Container, run: Run, spec_hashes: Sequence[str]) -> Run | None:
+class RecentRuns:
+    """The newest `PAGES` pages of `PAGE_SIZE` runs of `run`'s agent, newest first, each page
+    read from the store at most once however many look-ups walk them (`pages`)."""
+
+    def __init__(self, c: Container, run: Run) -> None:
+        self._c, self._run = c, run
+        self._read: list[tuple[Run, ...]] = []
+        self._start: dict[str, Any] | None = None
+        self._last = False
+
+    def pages(self) -> Iterator[tuple[Run, ...]]:
+        """The pages in order, newest first: those read before from memory, the next from the
+        store (one `list_by_agent` each) until `PAGES` pages or the last one."""
+        for i in range(PAGES):
+            if i == len(self._read):
+                if self._last:
+                    return
+                page = self._c.runs.list_by_agent(
+                    self._run.org_id, self._run.agent_id, limit=PAGE_SIZE, start=self._start
+                )
+                self._read.append(tuple(page.runs))
+                self._start, self._last = page.next_start, page.next_start is None
+            yield self._read[i]
+
+
+def latest_stability_run(
+    c: Container, run: Run, spec_hashes: Sequence[str], recent: RecentRuns | None = None
+) -> Run | None:
     """The newest completed stability run of `run`'s agent on `run`'s dataset and dataset
     version whose candidate ran one of `spec_hashes` (an agent version's or a draft's spec hash),
     preferring the earlier hashes: a match on `spec_hashes[0]` anywhere in the pages read wins
@@ -49,7 +81,8 @@ def latest_stability_run(c: Container, run: Run, spec_hashes: Sequence[str]) -> 
 
     Only a stability run created before `run` (and, for a run being graded again, completed
     before it) counts, so computing the outcome again finds the same one; a run being deleted
-    does not count. Reads at most `PAGES` pages of the agent's runs, newest first.
+    does not count. Reads at most `PAGES` pages of the agent's runs, newest first (through
+    `recent`, when given, the pages it read already not read again).
 
     Returns:
         The stability run, or None when none of the agent's newest `PAGES * PAGE_SIZE` runs is
@@ -57,9 +90,7 @@ def latest_stability_run(c: Container, run: Run, spec_hashes: Sequence[str]) -> 
     """
     rank = {h: i for i, h in reversed(list(enumerate(spec_hashes)))}
     best: tuple[int, Run] | None = None
-    start = None
-    for _ in range(PAGES):
-        page = c.runs.list_by_agent(run.org_id, run.agent_id, limit=PAGE_SIZE, start=start)
+    for page in (recent or RecentRuns(c, run)).pages():
         for other in page:
             if not _is_stability_of(other, run) or not other.arms:
                 continue
@@ -68,9 +99,6 @@ def latest_stability_run(c: Container, run: Run, spec_hashes: Sequence[str]) -> 
                 best = (place, other)
                 if place == 0:
                     return other
-        if page.next_start is None:
-            break
-        start = page.next_start
     return best[1] if best is not None else None
 
 
@@ -84,7 +112,9 @@ class SpecHistory:
     """1 to `HISTORY_RUNS` runs, newest first, each with at least one arm of `spec_hash`."""
 
 
-def earlier_runs_of_spec(c: Container, run: Run, spec_hashes: Sequence[str]) -> SpecHistory | None:
+def earlier_runs_of_spec(
+    c: Container, run: Run, spec_hashes: Sequence[str], recent: RecentRuns | None = None
+) -> SpecHistory | None:
     """The newest `HISTORY_RUNS` earlier completed runs of `run`'s agent on `run`'s dataset and
     dataset version with an arm that ran one of `spec_hashes` (the baseline's spec hash, then the
     candidate's), preferring the earlier hashes: any run of `spec_hashes[0]` in the pages read
@@ -93,7 +123,8 @@ def earlier_runs_of_spec(c: Container, run: Run, spec_hashes: Sequence[str]) -> 
     A run counts as for `latest_stability_run`, whatever its purpose: created before `run` (and,
     for a run whose outcome is computed again, completed no later than it), completed, not being
     deleted. Reads at most `PAGES` pages of the agent's runs, newest first, and stops early once
-    `HISTORY_RUNS` runs of `spec_hashes[0]` are found; the caller reads each run's attempts once.
+    `HISTORY_RUNS` runs of `spec_hashes[0]` are found (through `recent`, when given, the pages it
+    read already not read again); the caller reads each run's attempts once.
 
     Returns:
         The spec hash and its runs, or None when none of the agent's newest `PAGES * PAGE_SIZE`
@@ -101,9 +132,7 @@ def earlier_runs_of_spec(c: Container, run: Run, spec_hashes: Sequence[str]) -> 
     """
     rank = {h: i for i, h in reversed(list(enumerate(spec_hashes)))}
     found: dict[int, list[Run]] = {}
-    start = None
-    for _ in range(PAGES):
-        page = c.runs.list_by_agent(run.org_id, run.agent_id, limit=PAGE_SIZE, start=start)
+    for page in (recent or RecentRuns(c, run)).pages():
         for other in page:
             if not _is_earlier(other, run):
                 continue
@@ -113,9 +142,6 @@ def earlier_runs_of_spec(c: Container, run: Run, spec_hashes: Sequence[str]) -> 
                     runs.append(other)
             if len(found.get(0, ())) == HISTORY_RUNS:
                 return SpecHistory(spec_hashes[0], tuple(found[0]))
-        if page.next_start is None:
-            break
-        start = page.next_start
     if not found:
         return None
     place = min(found)

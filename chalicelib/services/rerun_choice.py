@@ -25,13 +25,19 @@ NO_HISTORY = "no earlier comparison measured the noise"
 
 def newest_measured(c: Container, org_id: str, agent_id: str, dataset_id: str) -> Run | None:
     """The newest completed run of the agent on `dataset_id` whose outcome has `noise` with a
-    `luck_by_reruns`, among the agent's newest `PAGES * PAGE` runs; None when none is."""
+    `luck_by_reruns`, among the agent's newest `PAGES * PAGE` runs; None when none is. A run
+    whose delete has begun does not count: the choice would name a run that cannot be opened."""
     start = None
     for _ in range(PAGES):
         page = c.runs.list_by_agent(org_id, agent_id, PAGE, start)
         for run in page.runs:
             measured = _noise_of(run)
-            if run.dataset_id == dataset_id and run.status == "completed" and measured:
+            if (
+                run.dataset_id == dataset_id
+                and run.status == "completed"
+                and run.deleting_at is None
+                and measured
+            ):
                 return run
         if page.next_start is None:
             return None
@@ -119,14 +125,15 @@ def luck_advice(
     Returns:
         `{from_run_id, bound, reruns, luck, suggested_reruns, suggested_rerun_ceiling_usd,
         sentence}` (`luck` in 0..1; `suggested_reruns` None when no count up to 5 is under the
-        bound, and then no cost either), or None when no earlier run measured the noise.
+        bound, and then no cost either; at 0 reruns `luck` is 0 and the sentence says nothing is
+        confirmed, `_without_reruns`), or None when no earlier run measured the noise.
     """
     run = newest_measured(c, org_id, agent_id, dataset_id)
     measured = _noise_of(run) if run is not None else None
     if run is None or measured is None:
         return None
     bound = c.settings.eval_max_luck
-    luck = [float(x) for x in measured["luck_by_reruns"]]
+    luck = [float(x) + 0.0 for x in measured["luck_by_reruns"]]  # + 0.0: never -0.0
     at = luck[min(max(reruns, 0), len(luck) - 1)]
     suggested = noise.reruns_under(luck, bound)
     cost = (
@@ -138,7 +145,9 @@ def luck_advice(
         f"With the noise run {run.run_id} measured, a candidate that changed nothing would show "
         f"a confirmed regression in {noise.percent(at)} of runs at {_count(reruns)}"
     )
-    if reruns > 0 and at < bound:
+    if reruns <= 0:
+        sentence = _without_reruns(run.run_id, suggested, cost, bound)
+    elif at < bound:
         sentence = f"{head}, under {noise.percent(bound)}."
     elif suggested is None:
         sentence = (
@@ -157,6 +166,26 @@ def luck_advice(
         "suggested_rerun_ceiling_usd": micros_to_usd(cost) if cost is not None else None,
         "sentence": sentence,
     }
+
+
+def _without_reruns(run_id: str, suggested: int | None, cost: int | None, bound: float) -> str:
+    """An estimate at 0 reruns: nothing is confirmed, so its chance of luck is 0 - but so is a
+    real regression's of showing. Said as such, not as "0 % of runs", which would read as safe."""
+    said = (
+        "Without reruns nothing is confirmed: a confirmed regression needs at least 1 rerun. "
+        f"With the noise run {run_id} measured, "
+    )
+    rare = (
+        f"a candidate that changed nothing from showing one in more than {noise.percent(bound)} "
+        "of runs"
+    )
+    if suggested is None:
+        return (
+            f"{said}no count of reruns up to {noise.MAX_RERUNS} keeps {rare}: a steadier model "
+            "(e.g. a lower temperature) would."
+        )
+    priced = f", for reruns of up to {usd_text(cost)}" if cost is not None else ""
+    return f"{said}{_count(suggested)} keep {rare}{priced}."
 
 
 def _count(reruns: int) -> str:

@@ -34,11 +34,12 @@ def noise_of(
 
     - `stability_run`, when the agent has a completed stability run on this dataset version of
       the baseline's spec, else of the candidate's (`noise_basis.latest_stability_run`, a bounded
-      read, then one read of that run's attempts): each case's tries are the stability run's
-      pooled with this run's tries *of the side that ran the same spec* only. Every try pooled is
-      then a draw of one and the same agent, so a real change the candidate made cannot pass for
-      noise; the other side's tries are left out. A baseline whose first answers are borrowed
-      from that very stability run does not count them twice.
+      read, then one read of that run's attempts; a run without a decided try - every answer
+      errored, or deleted since it was found - does not count): each case's tries are the
+      stability run's pooled with this run's tries *of the side that ran the same spec* only.
+      Every try pooled is then a draw of one and the same agent, so a real change the candidate
+      made cannot pass for noise; the other side's tries are left out. A baseline whose first
+      answers are borrowed from that very stability run does not count them twice.
     - `history`, when up to 3 earlier completed runs on this dataset version have an arm of the
       baseline's spec, else of the candidate's (`noise_basis.earlier_runs_of_spec`, a bounded
       read, then one read of each run's attempts) and those arms add at least one decided try:
@@ -59,21 +60,22 @@ def noise_of(
     basis: noise.Basis = "this_run"
     pooled: dict[str, noise.CaseTries] | None = None
     hashes = [base_arm.spec_hash, cand_arm.spec_hash]
-    stable = noise_basis.latest_stability_run(c, run, hashes)
+    recent = noise_basis.RecentRuns(c, run)  # both look-ups share the pages read
+    stable = noise_basis.latest_stability_run(c, run, hashes, recent)
+    stable_states: dict[str, list[AttemptState]] = {}
+    if stable is not None:
+        rows = c.runs.attempts(run.org_id, stable.run_id)
+        stable_states = _states(by_case(stable, rows, stable.arms[0].arm_id))
+        if not any(t.tries for t in noise.pooled_tries(stable_states, {}).values()):
+            stable = None  # deleted since it was found, or not one decided try: it measured nothing
     if stable is not None:
         basis = "stability_run"
-        stable_arm = stable.arms[0].arm_id
-        stable_states = _states(
-            by_case(stable, c.runs.attempts(run.org_id, stable.run_id), stable_arm)
-        )
         same = base_arm if base_arm.spec_hash == stable.arms[0].spec_hash else cand_arm
         own = states[same.arm_id]
         if same.source_run_id == stable.run_id:  # its first answers are the stability run's
             own = {cid: case_states[1:] for cid, case_states in own.items()}
         pooled = noise.pooled_tries(stable_states, own)
-        if not any(t.tries for t in pooled.values()):
-            return None
-    elif (found := noise_basis.earlier_runs_of_spec(c, run, hashes)) is not None:
+    elif (found := noise_basis.earlier_runs_of_spec(c, run, hashes, recent)) is not None:
         same = base_arm if base_arm.spec_hash == found.spec_hash else cand_arm
         pooled = _earlier_tries(c, run, found, same, own_tries[same.arm_id])
         if pooled is not None:
@@ -116,10 +118,13 @@ def _earlier_tries(
     an earlier one, or `same` itself - contributes its tries without its first answers (attempt
     1), which that run's own arm counts already.
     """
-    pooled_runs = {r.run_id for r in found.runs}
+    read = {other.run_id: c.runs.attempts(run.org_id, other.run_id) for other in found.runs}
+    # A run whose rows are gone by now (deleted since it was found) counts for nothing: the
+    # answers borrowed from it count where they were borrowed, as a grade again would count them.
+    pooled_runs = {run_id for run_id, rows in read.items() if rows}
     earlier: dict[str, list[AttemptState]] = {}
     for other in found.runs:
-        rows = c.runs.attempts(run.org_id, other.run_id)
+        rows = read[other.run_id]
         for arm in other.arms:
             if arm.spec_hash != found.spec_hash:
                 continue

@@ -50,6 +50,22 @@ def test_the_smallest_reruns_under_the_bound_from_the_newest_measured_run() -> N
     assert said == f'reruns "auto": 4, {kept["reason"]}'
 
 
+def test_a_run_being_deleted_or_of_another_organization_is_never_the_measured_run() -> None:
+    """Another organization's run of an agent and dataset of the same ids, and a run whose
+    delete has begun, are not read: the measured run is the organization's, and it can be
+    opened."""
+    c = FakeContainer()
+    c.runs.add(_measured("mine", 1, LUCK))
+    c.runs.add(_measured("theirs", 2, [0.0, 0.0, 0.0, 0.0, 0.0, 0.0], org_id="other"))
+    gone = [0.0, 0.9, 0.9, 0.9, 0.9, 0.9]
+    c.runs.add(_measured("going", 3, gone, deleting_at="2026-12-01T04:00:00.000Z"))
+    _, kept, _ = rerun_choice.choose(c, "acme", "a", "d", default=2)
+    assert (kept["from_run_id"], kept["chosen"]) == ("mine", 4)
+    advice = rerun_choice.luck_advice(c, "acme", "a", "d", 1, CEILINGS)
+    assert advice is not None and advice["from_run_id"] == "mine"
+    assert rerun_choice.choose(c, "other", "a", "d", default=2)[1]["from_run_id"] == "theirs"
+
+
 @pytest.mark.parametrize(("bound", "chosen"), [(0.2, 2), (0.05, 3), (0.001, 5)])
 def test_the_bound_is_the_setting(bound: float, chosen: int) -> None:
     c = FakeContainer(settings=Settings(eval_max_luck=bound))
@@ -141,3 +157,28 @@ def test_an_estimate_without_a_measured_comparison_says_nothing_of_luck() -> Non
     c = FakeContainer()
     c.runs.add(_measured("r3", 3, None))
     assert rerun_choice.luck_advice(c, "acme", "a", "d", 2, CEILINGS) is None
+
+
+def test_an_estimate_with_no_reruns_says_nothing_is_confirmed_not_that_luck_is_nil() -> None:
+    """A comparison with 0 reruns (an implied baseline allows it) confirms nothing: its chance
+    of luck is 0, but so is a real regression's of being confirmed. The sentence says so and
+    names the reruns that would keep luck rare, not "0 % of runs"."""
+    c = FakeContainer()
+    c.runs.add(_measured("r2", 2, [-0.0, *LUCK[1:]]))  # as a run measured before kept it
+    advice = rerun_choice.luck_advice(c, "acme", "a", "d", 0, CEILINGS)
+    assert advice is not None
+    assert (advice["reruns"], advice["luck"], advice["suggested_reruns"]) == (0, 0.0, 4)
+    assert str(advice["luck"]) == "0.0"  # never -0.0
+    assert advice["sentence"] == (
+        "Without reruns nothing is confirmed: a confirmed regression needs at least 1 rerun. With "
+        "the noise run r2 measured, 4 reruns keep a candidate that changed nothing from showing "
+        "one in more than 1 % of runs, for reruns of up to $0.40."
+    )
+    c.runs.add(_measured("r3", 3, [0.0, 0.9, 0.8, 0.7, 0.6, 0.5]))
+    none = rerun_choice.luck_advice(c, "acme", "a", "d", 0, CEILINGS)
+    assert none is not None and none["sentence"] == (
+        "Without reruns nothing is confirmed: a confirmed regression needs at least 1 rerun. With "
+        "the noise run r3 measured, no count of reruns up to 5 keeps a candidate that changed "
+        "nothing from showing one in more than 1 % of runs: a steadier model (e.g. a lower "
+        "temperature) would."
+    )

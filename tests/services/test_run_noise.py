@@ -10,7 +10,7 @@ from chalicelib.domain import noise
 from chalicelib.domain.enums import ArmRole, CaseOutcome
 from chalicelib.domain.outcome import ComparedBaseline, Comparison, Flip
 from chalicelib.domain.records import Attempt, Run
-from chalicelib.services import finalize, run_noise
+from chalicelib.services import finalize, noise_basis, run_noise
 from tests.fakes import FakeContainer
 from tests.fakes.ledger import a_run, an_arm, an_attempt
 
@@ -193,3 +193,138 @@ def test_a_stability_run_of_the_spec_wins_over_earlier_comparisons() -> None:
     assert measured is not None
     # The stability run's 2 tries and this run's baseline's 4.
     assert (measured["basis"], measured["tries"]) == ("stability_run", 6)
+
+
+def test_an_agent_with_hundreds_of_runs_has_its_newest_two_pages_read_once() -> None:
+    """No stability run and no earlier run of either spec among 250 newer runs: the stability
+    look-up and the history look-up walk the same two pages, read from the store once."""
+    c = FakeContainer()
+    pages: list[int] = []
+    listed = c.runs.list_by_agent
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        page = listed(*args, **kwargs)
+        pages.append(len(page.runs))
+        return page
+
+    c.runs.list_by_agent = counted  # type: ignore[method-assign]
+    run = _compared(c)
+    for i in range(250):
+        c.runs.add(
+            a_run(
+                f"r{i:03d}",
+                status="completed",
+                created_at=f"2026-12-01T10:{i // 60:02d}:{i % 60:02d}.000Z",
+            )
+        )
+    measured = _noise(c, run)
+    assert measured is not None and measured["basis"] == "this_run"
+    assert pages == [noise_basis.PAGE_SIZE] * noise_basis.PAGES
+
+
+def test_a_stability_run_deleted_between_its_look_up_and_its_read_is_not_the_basis() -> None:
+    """The stability run is found, then deleted before its answers are read: the noise rests on
+    what is left (here the earlier comparison: `history`), not on a stability run it could not
+    read, so the run completes and reads as a grade again would."""
+    c = FakeContainer()
+    c.runs.add(_run("e1", 2))
+    _answers(c, "e1", "baseline", ("c1", P, 1), ("c2", P, 1), ("c3", F, 1))
+    c.runs.add(
+        a_run(
+            "stable",
+            purpose="stability",
+            status="completed",
+            created_at="2026-12-01T01:00:00.000Z",
+            completed_at="2026-12-01T01:30:00.000Z",
+            arms=(an_arm(spec_hash="v1"),),
+        )
+    )
+    _answers(c, "stable", "candidate", ("c1", P, 1), ("c1", P, 2))
+    run = _compared(c)
+    attempts = finalize.all_attempts(c, run)
+    read = c.runs.attempts
+
+    def deleted_first(org_id: str, run_id: str) -> list[Attempt]:
+        if run_id == "stable":
+            c.runs.delete(org_id, run_id)
+        return read(org_id, run_id)
+
+    c.runs.attempts = deleted_first  # type: ignore[method-assign]
+    comparison = Comparison(
+        candidate_arm_id="candidate",
+        baseline_arm_id="baseline",
+        baseline=ComparedBaseline(version=3),
+        confirmed_regressions=1,
+        flips=(Flip(case_id="c1", outcome=CaseOutcome.REGRESSION, confirmed=True, question="",
+                    candidate_tries=(), baseline_tries=()),),
+    )  # fmt: skip
+    measured = run_noise.noise_of(c, run, attempts, comparison)
+    c.runs.attempts = read  # type: ignore[method-assign]
+    assert measured is not None and measured["basis"] == "history", measured
+    assert measured == _noise(c, run)  # what grading it again says
+
+
+def test_an_earlier_run_deleted_mid_read_leaves_the_answers_borrowed_from_it_counted() -> None:
+    """This run's baseline borrowed e1's first answers; e1 is found by the history look-up with
+    e2, then deleted before its answers are read: e1 counts for nothing, so the borrowed first
+    answers count here, as they do once e1 is known to be gone (being deleted)."""
+    c = FakeContainer()
+    c.runs.add(_run("e1", 1))
+    _answers(c, "e1", "baseline", ("c1", P, 1), ("c2", P, 1), ("c3", F, 1))
+    c.runs.add(_run("e2", 2))  # another earlier run of the spec, which stays
+    _answers(c, "e2", "baseline", ("c1", P, 1), ("c2", F, 1), ("c3", F, 1))
+    borrowed = {"answers": False, "source_run_id": "e1", "source_arm_id": "baseline"}
+    run = _compared(c, baseline=borrowed)
+    attempts = finalize.all_attempts(c, run)
+    comparison = Comparison(
+        candidate_arm_id="candidate",
+        baseline_arm_id="baseline",
+        baseline=ComparedBaseline(version=3, source_run_id="e1"),
+        confirmed_regressions=1,
+        flips=(Flip(case_id="c1", outcome=CaseOutcome.REGRESSION, confirmed=True, question="",
+                    candidate_tries=(), baseline_tries=()),),
+    )  # fmt: skip
+    read = c.runs.attempts
+
+    def deleted_first(org_id: str, run_id: str) -> list[Attempt]:
+        if run_id == "e1":
+            c.runs.delete(org_id, run_id)
+        return read(org_id, run_id)
+
+    c.runs.attempts = deleted_first  # type: ignore[method-assign]
+    raced = run_noise.noise_of(c, run, attempts, comparison)
+    c.runs.attempts = read  # type: ignore[method-assign]
+    c.runs.add(_run("e1", 1, deleting_at="2026-12-01T21:00:00.000Z"))  # known to be going
+    assert raced == run_noise.noise_of(c, run, attempts, comparison)
+    # e2's 3 tries and this run's baseline: its 3 borrowed first answers and its rerun of c1.
+    assert raced is not None and (raced["basis"], raced["tries"]) == ("history", 7), raced
+
+
+def test_a_stability_run_without_a_decided_try_is_not_the_basis() -> None:
+    """No answer of the stability run was decided (each errored or went ungraded): it measured
+    nothing, so the noise rests on the earlier comparison of the spec (`history`), not on "the
+    noise its stability run measured"."""
+    c = FakeContainer()
+    c.runs.add(_run("e1", 2))
+    _answers(c, "e1", "baseline", ("c1", P, 1), ("c2", P, 1), ("c3", F, 1))
+    c.runs.add(
+        a_run(
+            "stable",
+            purpose="stability",
+            status="completed",
+            created_at="2026-12-01T03:00:00.000Z",
+            completed_at="2026-12-01T03:30:00.000Z",
+            arms=(an_arm(spec_hash="v1"),),
+        )
+    )
+    _answers(
+        c,
+        "stable",
+        "candidate",
+        ("c1", "incomplete", 1),
+        ("c2", "incomplete", 1),
+        ("c1", "ungraded", 2),
+    )
+    measured = _noise(c, _compared(c))
+    # e1's 3 tries and this run's baseline's 4.
+    assert measured is not None and (measured["basis"], measured["tries"]) == ("history", 7)

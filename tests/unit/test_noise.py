@@ -85,6 +85,15 @@ def test_no_rerun_confirms_nothing() -> None:
     assert flip_chances(1, 1, 0, baseline_rerun=False) == (0.0, 0.0)
 
 
+def test_no_rerun_gives_a_chance_of_luck_of_plus_zero_not_minus_zero() -> None:
+    """The JSON of a run with no reruns says `0.0`, never `-0.0`."""
+    tries = {"c1": CaseTries(1, 2), "c2": CaseTries(2, 2)}
+    measured = estimate_noise(tries, reruns=0, baseline_rerun=True, basis="this_run")
+    assert measured is not None
+    assert str(measured.luck_by_reruns[0]) == "0.0"
+    assert str(measured.p_luck_regression) == "0.0" and str(measured.p_luck_fix) == "0.0"
+
+
 def test_a_mixture_weighs_its_components() -> None:
     # 1/4 Beta(1,1) + 3/4 Beta(2,3) at r=1: 1/4 * 1/30 + 3/4 * 3/70 = 1/120 + 9/280 = 17/420.
     mixture = BetaMixture(((0.25, 1.0, 1.0), (0.75, 2.0, 3.0)))

@@ -62,8 +62,10 @@ browser:
 		|| { $(SUDO) apt-get update -q >/dev/null && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core >/dev/null; }; \
 	fi
 
+# Two workers: the machines have two cores, and one pytest process left the other idle (the
+# suite took ~45 minutes serially, ~20 with two).
 test: lint docs browser
-	$(PY) -m pytest $(ARGS)
+	$(PY) -m pytest -n 2 $(ARGS)
 
 test-fast: lint
 	$(PY) -m pytest -m "not e2e and not browser" -n 2 $(ARGS)

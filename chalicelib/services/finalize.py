@@ -401,9 +401,12 @@ def comparison_of(
     return Comparison.model_validate(values)
 
 
-def compute_outcome(c: Container, run: Run, attempts: list[Attempt]) -> Outcome:
+def compute_outcome(
+    c: Container, run: Run, attempts: list[Attempt], seen: run_noise.Seen | None = None
+) -> Outcome:
     """The run's outcome: the first candidate's numbers, every arm's result, the stability
-    figures or the comparison with the baseline."""
+    figures or the comparison with the baseline. `seen`: how the earlier runs its noise rests on
+    are to be read (`run_noise.noise_of`), when not as stored."""
     summaries = summarize(run, attempts)
     cand = _arm_ids(run, ArmRole.CANDIDATE)[0]
     stability = None
@@ -421,7 +424,9 @@ def compute_outcome(c: Container, run: Run, attempts: list[Attempt]) -> Outcome:
         arm_results(c, run, attempts, summaries),
         stability=stability,
         comparison=comparison,
-        noise=run_noise.noise_of(c, run, attempts, comparison) if comparison is not None else None,
+        noise=run_noise.noise_of(c, run, attempts, comparison, seen)
+        if comparison is not None
+        else None,
     )
 
 

@@ -9,13 +9,14 @@ noise apart from the change it compares. Two kinds of earlier run give them:
   (`earlier_runs_of_spec`): each such arm is the same agent answering the same cases, so its
   tries are draws of the same per-case pass chances.
 
-Both look-ups read the agent's runs index, newest first, at most `PAGES` pages of `PAGE_SIZE`
-runs; never a scan, no read per case. Given the same `RecentRuns`, they share those pages: a page
-the stability look-up read is not read again by the history look-up.
+Both look-ups read the agent's runs index, newest first from the compared run's creation, at most
+`PAGES` pages of `PAGE_SIZE` runs; never a scan, no read per case. Given the same `RecentRuns`,
+they share those pages: a page the stability look-up read is not read again by the history
+look-up.
 
-Only a completed run created before the compared run (and, for a run whose outcome is computed
-again, completed no later than it did) that is not being deleted counts, so computing the outcome
-again finds the same runs.
+Only a run that had completed before the compared run was created, and is not being deleted,
+counts; with the pages starting at the compared run's creation, computing the outcome again finds
+the same runs however many the agent has started since.
 """
 
 from __future__ import annotations
@@ -47,8 +48,10 @@ HISTORY_RUNS = 3
 
 
 class RecentRuns:
-    """The newest `PAGES` pages of `PAGE_SIZE` runs of `run`'s agent, newest first, each page
-    read from the store at most once however many look-ups walk them (`pages`)."""
+    """The newest `PAGES` pages of `PAGE_SIZE` runs of `run`'s agent created before `run`, newest
+    first, each page read from the store at most once however many look-ups walk them (`pages`).
+    Runs created after `run` are never in them, so however many the agent starts later, computing
+    `run`'s outcome again reads the same pages."""
 
     def __init__(self, c: Container, run: Run) -> None:
         self._c, self._run = c, run
@@ -64,7 +67,11 @@ class RecentRuns:
                 if self._last:
                     return
                 page = self._c.runs.list_by_agent(
-                    self._run.org_id, self._run.agent_id, limit=PAGE_SIZE, start=self._start
+                    self._run.org_id,
+                    self._run.agent_id,
+                    limit=PAGE_SIZE,
+                    start=self._start,
+                    before=self._run.created_at,
                 )
                 self._read.append(tuple(page.runs))
                 self._start, self._last = page.next_start, page.next_start is None
@@ -79,10 +86,10 @@ def latest_stability_run(
     preferring the earlier hashes: a match on `spec_hashes[0]` anywhere in the pages read wins
     over a newer match on a later one.
 
-    Only a stability run created before `run` (and, for a run being graded again, completed
-    before it) counts, so computing the outcome again finds the same one; a run being deleted
-    does not count. Reads at most `PAGES` pages of the agent's runs, newest first (through
-    `recent`, when given, the pages it read already not read again).
+    Only a stability run that had completed before `run` was created counts (`_is_earlier`), so
+    computing the outcome again finds the same one; a run being deleted does not count. Reads at
+    most `PAGES` pages of the agent's runs, newest first (through `recent`, when given, the pages
+    it read already not read again).
 
     Returns:
         The stability run, or None when none of the agent's newest `PAGES * PAGE_SIZE` runs is
@@ -120,11 +127,11 @@ def earlier_runs_of_spec(
     candidate's), preferring the earlier hashes: any run of `spec_hashes[0]` in the pages read
     wins over runs of a later one, however newer.
 
-    A run counts as for `latest_stability_run`, whatever its purpose: created before `run` (and,
-    for a run whose outcome is computed again, completed no later than it), completed, not being
-    deleted. Reads at most `PAGES` pages of the agent's runs, newest first, and stops early once
-    `HISTORY_RUNS` runs of `spec_hashes[0]` are found (through `recent`, when given, the pages it
-    read already not read again); the caller reads each run's attempts once.
+    A run counts as for `latest_stability_run`, whatever its purpose: completed before `run` was
+    created, not being deleted (`_is_earlier`). Reads at most `PAGES` pages of the agent's runs,
+    newest first, and stops early once `HISTORY_RUNS` runs of `spec_hashes[0]` are found
+    (through `recent`, when given, the pages it read already not read again); the caller reads
+    each run's attempts once.
 
     Returns:
         The spec hash and its runs, or None when none of the agent's newest `PAGES * PAGE_SIZE`
@@ -153,15 +160,17 @@ def _is_stability_of(other: Run, run: Run) -> bool:
 
 
 def _is_earlier(other: Run, run: Run) -> bool:
-    """`other` is another completed run on `run`'s dataset version, created before `run` (and,
-    when `run` has completed and its outcome is computed again, completed no later than it), and
-    is not being deleted."""
+    """`other` is another run on `run`'s dataset version that had completed before `run` was
+    created, and is not being deleted. Completed before `run` was created, not merely before its
+    outcome was computed: a run that ends while `run` is running would be missed when `run`
+    finalizes and found when its outcome is computed again (a review decision, grading again),
+    and the same answers would read as two different noises."""
     return (
         other.run_id != run.run_id
         and other.status == RunStatus.COMPLETED.value
         and other.deleting_at is None
         and other.dataset_id == run.dataset_id
         and int(other.dataset_version) == int(run.dataset_version)
-        and other.created_at < run.created_at
-        and (run.completed_at is None or (other.completed_at or "") <= run.completed_at)
+        and other.completed_at is not None
+        and other.completed_at <= run.created_at
     )

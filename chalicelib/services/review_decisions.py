@@ -40,7 +40,7 @@ from chalicelib.domain.suite_rules import Threshold, decide_result
 from chalicelib.errors import ConflictError, InvalidInputError, NotFoundError
 from chalicelib.retrying import jitter
 from chalicelib.services import access as access_service
-from chalicelib.services import finalize, messagebus, redacting
+from chalicelib.services import finalize, messagebus, redacting, run_noise
 from chalicelib.services import review as queue
 from chalicelib.services.ports.review import Decision, Mark, StaleRun
 from chalicelib.services.run_deletion import borrowers, borrowers_of
@@ -156,10 +156,13 @@ def _reviewers(attempts: list[Attempt]) -> list[str]:
     return sorted({str(r.review.get("by")) for r in attempts if r.review and r.review.get("by")})
 
 
-def _planned(c: Container, run: Run, attempts: list[Attempt]) -> Planned:
+def _planned(
+    c: Container, run: Run, attempts: list[Attempt], seen: run_noise.Seen | None = None
+) -> Planned:
     """What `run` comes to over `attempts` (its answers with the verdicts as they will stand):
-    its outcome, and its suite result recomputed by the suite's threshold."""
-    outcome = finalize.compute_outcome(c, run, attempts)
+    its outcome, and its suite result recomputed by the suite's threshold. `seen`: how other
+    runs' answers its noise rests on are to be read (the decision's verdict on them too)."""
+    outcome = finalize.compute_outcome(c, run, attempts, seen)
     result = new_result = None
     suite_id = (run.settings or {}).get("suite_id")
     if suite_id:
@@ -189,9 +192,13 @@ def _planned(c: Container, run: Run, attempts: list[Attempt]) -> Planned:
 def _plan(c: Container, item: ReviewItem, review: dict[str, Any] | None) -> list[Planned]:
     """What the decision makes of every run resting on the item's answer, computed before
     anything is written."""
+
+    def seen(other: Run, rows: list[Attempt]) -> list[Attempt]:
+        return _with_review(other, rows, item, review)
+
     return [
         replace(
-            _planned(c, run, _with_review(run, finalize.all_attempts(c, run), item, review)),
+            _planned(c, run, seen(run, finalize.all_attempts(c, run)), seen),
             copy_key=_copy_of(c, run, item),
         )
         for run in _dependents(c, item)

@@ -8,7 +8,7 @@ attempts of the runs it finds.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from chalicelib.bootstrap import Container
@@ -23,12 +23,22 @@ from chalicelib.services.arm_tries import by_case
 __all__ = ["noise_of"]
 
 
+Seen = Callable[[Run, list[Attempt]], list[Attempt]]
+"""How another run's attempts are to be read: a review decision's plan applies its verdict to
+them before the verdict is written (`review_decisions._plan`)."""
+
+
 def noise_of(
-    c: Container, run: Run, attempts: list[Attempt], comparison: Comparison
+    c: Container,
+    run: Run,
+    attempts: list[Attempt],
+    comparison: Comparison,
+    seen: Seen | None = None,
 ) -> dict[str, Any] | None:
     """How likely the comparison's confirmed flips are luck (`domain.noise`), with the run page's
     sentence; None for a comparison that is invalid or whose side could not run, or without a
-    decided try.
+    decided try. `seen`, when given, turns each earlier run's attempts as read from the store
+    into the attempts the outcome is computed over (a decision not yet written).
 
     The basis (docs/concepts/noise.md), the first that applies:
 
@@ -64,7 +74,7 @@ def noise_of(
     stable = noise_basis.latest_stability_run(c, run, hashes, recent)
     stable_states: dict[str, list[AttemptState]] = {}
     if stable is not None:
-        rows = c.runs.attempts(run.org_id, stable.run_id)
+        rows = _read(c, stable, seen)
         stable_states = _states(by_case(stable, rows, stable.arms[0].arm_id))
         if not any(t.tries for t in noise.pooled_tries(stable_states, {}).values()):
             stable = None  # deleted since it was found, or not one decided try: it measured nothing
@@ -77,7 +87,7 @@ def noise_of(
         pooled = noise.pooled_tries(stable_states, own)
     elif (found := noise_basis.earlier_runs_of_spec(c, run, hashes, recent)) is not None:
         same = base_arm if base_arm.spec_hash == found.spec_hash else cand_arm
-        pooled = _earlier_tries(c, run, found, same, own_tries[same.arm_id])
+        pooled = _earlier_tries(c, run, found, same, own_tries[same.arm_id], seen)
         if pooled is not None:
             basis = "history"
     if pooled is None:
@@ -109,6 +119,7 @@ def _earlier_tries(
     found: noise_basis.SpecHistory,
     same: Arm,
     own: Mapping[str, Sequence[AttemptFacts]],
+    seen: Seen | None = None,
 ) -> dict[str, noise.CaseTries] | None:
     """The `history` basis's tries by case: every arm of `found.spec_hash` in `found.runs` (one
     read of each run's attempts, its own rows only) pooled with `own`, the tries of this run's arm
@@ -118,7 +129,7 @@ def _earlier_tries(
     an earlier one, or `same` itself - contributes its tries without its first answers (attempt
     1), which that run's own arm counts already.
     """
-    read = {other.run_id: c.runs.attempts(run.org_id, other.run_id) for other in found.runs}
+    read = {other.run_id: _read(c, other, seen) for other in found.runs}
     # A run whose rows are gone by now (deleted since it was found) counts for nothing: the
     # answers borrowed from it count where they were borrowed, as a grade again would count them.
     pooled_runs = {run_id for run_id, rows in read.items() if rows}
@@ -145,3 +156,9 @@ def _states(
         cid: [a.state for a in case_tries if firsts or a.attempt != 1]
         for cid, case_tries in tries.items()
     }
+
+
+def _read(c: Container, other: Run, seen: Seen | None) -> list[Attempt]:
+    """`other`'s attempts from the store, as `seen` has them read."""
+    rows = c.runs.attempts(other.org_id, other.run_id)
+    return seen(other, rows) if seen is not None and rows else rows

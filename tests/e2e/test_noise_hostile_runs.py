@@ -209,3 +209,25 @@ def test_an_estimate_with_no_reruns_says_nothing_is_confirmed_rather_than_0_perc
     done = cli("estimate", agent, "--dataset", ds, "--version", "2", "--reruns", "0")
     assert done.code == 0, done.err
     assert f"  Luck: {luck['sentence']}\n" in done.out
+
+
+def test_a_decision_and_its_undo_leave_the_noise_of_runs_resting_on_the_answer_as_it_was(api):
+    """A borrower's noise rests on the run whose answer is decided (basis `history`): the outcome
+    a decision plans before writing must read that run's answer with the new verdict, not as it
+    stood, so that Undo brings back exactly the noise the run finalized with."""
+    ds = api.dataset(cases(1))
+    agent = api.agent(sleepy_spec(answers={"c000": "7"}))
+    source = api.start(agent, ds)["run_id"]
+    assert api.wait(source)["status"] == "completed"
+    api.ok("POST", f"/api/v1/eval-runs/{source}/review", json={})
+    borrowers = [api.start(agent, ds, baseline_run_id=source)["run_id"] for _ in range(3)]
+    for run_id in borrowers:
+        assert api.wait(run_id)["status"] == "completed"
+    before = {r: api.ok("GET", f"/api/v1/eval-runs/{r}")["outcome"]["noise"] for r in borrowers}
+    assert {n["basis"] for n in before.values()} == {"history"}
+    [item] = api.ok("GET", f"/api/v1/datasets/{ds}/review")["items"]
+    path = f"/api/v1/datasets/{ds}/review/{item['item_id']}"
+    api.ok("POST", f"{path}/decision", json={"verdict": "pass"})
+    api.ok("POST", f"{path}/undo")
+    for run_id in borrowers:
+        assert api.ok("GET", f"/api/v1/eval-runs/{run_id}")["outcome"]["noise"] == before[run_id]

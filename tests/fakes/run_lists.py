@@ -41,10 +41,18 @@ class FakeRunLists:
         )
 
     def list_by_agent(
-        self, org_id: str, agent_id: str, limit: int = 50, start: dict[str, Any] | None = None
+        self,
+        org_id: str,
+        agent_id: str,
+        limit: int = 50,
+        start: dict[str, Any] | None = None,
+        before: str | None = None,
     ) -> RunPage:
         return self._page(
-            self._newest(org_id, lambda r: r.agent_id == agent_id),
+            self._newest(
+                org_id,
+                lambda r: r.agent_id == agent_id and (before is None or r.created_at < before),
+            ),
             org_id,
             f"agent:{agent_id}",
             limit,

@@ -113,19 +113,34 @@ def test_runs_of_the_baseline_spec_win_over_newer_runs_of_the_candidate_spec() -
     assert noise_basis.earlier_runs_of_spec(c, COMPARED, ["gone"]) is None
 
 
-def test_a_run_that_completed_after_a_recomputed_run_is_not_history() -> None:
+def test_a_run_still_going_when_the_compared_run_was_created_is_not_history() -> None:
     c = FakeContainer()
     c.runs.add(_earlier("before", 1, "base"))
-    # Created before the compared run but completed after it: it was still running when the
-    # compared run's outcome was first computed, so computing that outcome again leaves it out.
-    c.runs.add(_earlier("overlapping", 2, "base", completed_at="2026-12-01T22:00:00.000Z"))
+    # Created before the compared run but completed after the compared run was created: whether
+    # its outcome is computed at finalize or again later (a review decision), it is left out, so
+    # both computations read the same runs.
+    c.runs.add(_earlier("overlapping", 2, "base", completed_at="2026-12-01T20:30:00.000Z"))
+    done = replace(COMPARED, status="completed", completed_at="2026-12-01T21:00:00.000Z")
+    for compared in (COMPARED, done):
+        assert _ids(noise_basis.earlier_runs_of_spec(c, compared, ["base"])) == ("base", ["before"])
+
+
+def test_runs_started_after_the_compared_one_never_push_its_earlier_runs_out_of_the_pages() -> None:
+    c = FakeContainer()
+    c.runs.add(_earlier("before", 1, "base"))
+    # 150 runs of the agent started after the compared one: the look-up starts its pages at the
+    # compared run's creation, so computing its outcome again still finds "before".
+    for i in range(150):
+        c.runs.add(
+            a_run(
+                f"later-{i:03d}",
+                status="completed",
+                created_at=f"2026-12-01T21:{i // 60:02d}:{i % 60:02d}.000Z",
+                completed_at="2026-12-01T23:00:00.000Z",
+            )
+        )
     done = replace(COMPARED, status="completed", completed_at="2026-12-01T21:00:00.000Z")
     assert _ids(noise_basis.earlier_runs_of_spec(c, done, ["base"])) == ("base", ["before"])
-    # A run whose outcome is computed the first time takes every run completed by then.
-    assert _ids(noise_basis.earlier_runs_of_spec(c, COMPARED, ["base"])) == (
-        "base",
-        ["overlapping", "before"],
-    )
 
 
 def test_the_history_look_up_reads_at_most_two_pages_and_stops_at_three_runs() -> None:

@@ -75,13 +75,20 @@ class RunReads:
         return run
 
     def list_by_agent(
-        self, org_id: str, agent_id: str, limit: int = 50, start: dict[str, Any] | None = None
+        self,
+        org_id: str,
+        agent_id: str,
+        limit: int = 50,
+        start: dict[str, Any] | None = None,
+        before: str | None = None,
     ) -> RunPage:
         """The organization's agent's runs, newest first, a page at a time (`start`: the previous
-        page's `next_start`, keys `run_key`, `agent_key`, `created_at`)."""
+        page's `next_start`, keys `run_key`, `agent_key`, `created_at`); with `before` (an ISO
+        time), only the runs created before it (a condition on the index's sort key)."""
         return _page(
             RunRow.agent_index.query(
                 org_key(org_id, agent_id),
+                RunRow.created_at < before if before is not None else None,
                 scan_index_forward=False,
                 limit=limit,
                 last_evaluated_key=start,

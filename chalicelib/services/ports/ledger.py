@@ -83,9 +83,15 @@ class Runs(Protocol):
         run was deleted. The other fields are `run`'s."""
 
     def list_by_agent(
-        self, org_id: str, agent_id: str, limit: int = 50, start: dict[str, Any] | None = None
+        self,
+        org_id: str,
+        agent_id: str,
+        limit: int = 50,
+        start: dict[str, Any] | None = None,
+        before: str | None = None,
     ) -> RunPage:
-        """The agent's runs, newest first, `limit` at a time (`start`: a page's `next_start`)."""
+        """The agent's runs, newest first, `limit` at a time (`start`: a page's `next_start`);
+        with `before` (an ISO time), only those created before it."""
 
     def list_by_org(
         self, org_id: str, limit: int = 50, start: dict[str, Any] | None = None

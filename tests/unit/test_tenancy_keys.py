@@ -532,3 +532,11 @@ def test_process_caches_are_keyed_by_organization(written):
     assert {key for key in judges._versions if key[1:] == ("judge-1", 1)} == {  # noqa: SLF001
         (org, "judge-1", 1) for org in ORGS
     }
+
+
+def test_an_agent_listing_before_a_time_holds_only_the_runs_created_before_it(written):
+    runs = stores.RunStore()
+    for org in ORGS:
+        later = runs.list_by_agent(org, "agent-1", before="2026-05-01T00:00:01Z")
+        assert [(r.org_id, r.run_id) for r in later] == [(org, "run-1")]
+        assert list(runs.list_by_agent(org, "agent-1", before="2026-05-01T00:00:00Z")) == []

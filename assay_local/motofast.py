@@ -195,7 +195,7 @@ def install() -> None:
     from moto.dynamodb.models.dynamo_type import Item
     from moto.dynamodb.models.table import Table
 
-    from assay_local.motoserver import check_moto_version
+    from assay_local.moto_patches import check_moto_version
 
     check_moto_version(moto.__version__)
     with _lock:

@@ -81,7 +81,7 @@ def check_endpoint(url: str, *, named: str, hint: str, timeout_s: float = 3.0) -
 
 ASSAY_MOTO_PATH = "/_assay/requests"
 """A path only the embedded stack's moto server answers (its request counts,
-`assay_local.motoserver.COUNTS_PATH`)."""
+`assay_local.moto_http.COUNTS_PATH`)."""
 
 
 def is_assay_moto(url: str, timeout_s: float = 2.0) -> bool:

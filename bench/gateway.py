@@ -133,7 +133,7 @@ def _timed(
 ) -> tuple[float, float, dict[str, int]]:
     """CPU seconds over the process tree and moto's alone, and moto's requests by operation, for
     `calls` calls."""
-    from assay_local.motoserver import EMPTY_RECEIVE_KEY
+    from assay_local.moto_http import EMPTY_RECEIVE_KEY
 
     stack.moto.reset_counts()
     cpu0, moto0 = _cpu(stack), stack.moto.cpu_seconds()

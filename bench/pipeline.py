@@ -175,7 +175,7 @@ def measure(
     The benchmark's own API calls go to the Chalice routes, which read DynamoDB too: a progress
     poll's `GetItem` of the run and `BatchGetItem` of the caller's membership are left out of the
     request counts, and so are empty long-poll receives."""
-    from assay_local.motoserver import EMPTY_RECEIVE_KEY
+    from assay_local.moto_http import EMPTY_RECEIVE_KEY
     from assay_local.stack import EmbeddedStack
     from bench import agents
     from bench.client import api_caller

@@ -125,7 +125,7 @@ def _suite_run(call: Callable[..., Any], agent: str, ds: str, r0: str, n: int) -
 def _timed(stack: Any, one: Callable[[], Any]) -> tuple[float, float, dict[str, int], Any]:
     """Wall seconds, CPU seconds over the process tree, moto's requests by operation, and what
     `one()` returned."""
-    from assay_local.motoserver import EMPTY_RECEIVE_KEY
+    from assay_local.moto_http import EMPTY_RECEIVE_KEY
 
     stack.moto.reset_counts()
     cpu0, t0 = _cpu(stack), time.perf_counter()

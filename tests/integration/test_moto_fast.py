@@ -380,7 +380,7 @@ def test_a_whole_run_reads_what_motos_serializer_would_have_written(
     import json
     import urllib.request
 
-    from assay_local.motoserver import FAST_PATHS_PATH
+    from assay_local.moto_http import FAST_PATHS_PATH
     from assay_local.stack import EmbeddedStack
     from chalicelib.api.common import issue_token
     from tests.support.e2e import Api, cases, sleepy_spec

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from assay_local.motoserver import EMPTY_RECEIVE_KEY, MotoHandle
+from assay_local.moto_http import EMPTY_RECEIVE_KEY
+from assay_local.motoserver import MotoHandle
 from tests.integration.conftest import create_table
 
 Client = Callable[..., Any]
@@ -312,7 +313,7 @@ def test_requests_are_counted_by_operation(moto: MotoHandle, aws_client: Client)
 
 @pytest.mark.parametrize("version", ["5.2.4", "5.3.0", "6.0.0", "4.2.14", "5.2", "dev"])
 def test_a_moto_the_patches_were_not_written_for_is_refused_naming_both(version: str) -> None:
-    from assay_local.motoserver import UnsupportedMotoError, check_moto_version
+    from assay_local.moto_patches import UnsupportedMotoError, check_moto_version
 
     with pytest.raises(
         UnsupportedMotoError, match=rf"moto {re.escape(version)} is installed.*>=5\.2\.5,<5\.3\.0"
@@ -322,7 +323,7 @@ def test_a_moto_the_patches_were_not_written_for_is_refused_naming_both(version:
 
 @pytest.mark.parametrize("version", ["5.2.5", "5.2.9", "5.2.10.dev3"])
 def test_the_releases_the_patches_cover_are_taken(version: str) -> None:
-    from assay_local.motoserver import check_moto_version
+    from assay_local.moto_patches import check_moto_version
 
     check_moto_version(version)
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from assay_local import motofast
+from assay_local import moto_direct, motofast
 from assay_local.motostate import GateClosedError, StateGate
 
 log = logging.getLogger(__name__)
@@ -205,7 +205,7 @@ class CountingSerializingApp:
             if _receive_was_empty(status, body[0]):
                 self._counter.add(EMPTY_RECEIVE_KEY)
             return body
-        answered = motofast.direct(environ, start_response, service)
+        answered = moto_direct.direct(environ, start_response, service)
         if answered is not None:
             return answered
         return self._app(environ, start_response)
@@ -229,7 +229,7 @@ class CountingSerializingApp:
         if service is None:
             result = self._route(environ, capture)
         else:
-            direct = motofast.direct(environ, capture, service)
+            direct = moto_direct.direct(environ, capture, service)
             if direct is not None:
                 return (seen[0] if seen else ""), direct
             result = self._app(environ, capture)

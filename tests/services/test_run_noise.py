@@ -79,6 +79,16 @@ def _expected(tries: dict[str, noise.CaseTries], basis: noise.Basis) -> noise.No
     return measured
 
 
+def _assert_rests_on(
+    measured: dict[str, Any] | None, basis: noise.Basis, tries: dict[str, noise.CaseTries]
+) -> None:
+    """`measured` has `basis`, rests on exactly `tries` (counted by hand) and says the luck
+    `estimate_noise` computes from them."""
+    assert measured is not None
+    assert (measured["basis"], measured["tries"]) == (basis, sum(t.tries for t in tries.values()))
+    assert measured["p_luck_regression"] == _expected(tries, basis).p_luck_regression
+
+
 def test_the_earlier_runs_of_the_baseline_spec_are_pooled_with_this_runs_baseline_only() -> None:
     c = FakeContainer()
     reads: list[str] = []
@@ -122,8 +132,7 @@ def test_the_candidate_spec_is_the_history_when_no_earlier_run_ran_the_baselines
     assert measured is not None
     # e1's candidate (v2, as this run's) with this run's candidate: c1 1 of 3, c2 2 of 2, c3 0 of 2.
     tries = {"c1": noise.CaseTries(1, 3), "c2": noise.CaseTries(2, 2), "c3": noise.CaseTries(0, 2)}
-    assert (measured["basis"], measured["tries"]) == ("history", 7)
-    assert measured["p_luck_regression"] == _expected(tries, "history").p_luck_regression
+    _assert_rests_on(measured, "history", tries)
 
 
 def test_first_answers_borrowed_from_a_pooled_run_count_once() -> None:
@@ -143,8 +152,7 @@ def test_first_answers_borrowed_from_a_pooled_run_count_once() -> None:
     assert measured is not None
     # e1's 4 tries, e2's 1 and this run's rerun of c1: 6, not the 9 of e1's firsts thrice.
     tries = {"c1": noise.CaseTries(3, 3), "c2": noise.CaseTries(1, 1), "c3": noise.CaseTries(1, 2)}
-    assert (measured["basis"], measured["tries"]) == ("history", 6)
-    assert measured["p_luck_regression"] == _expected(tries, "history").p_luck_regression
+    _assert_rests_on(measured, "history", tries)
 
 
 def test_first_answers_borrowed_from_a_run_outside_the_pool_count_once_too() -> None:
@@ -171,8 +179,7 @@ def test_earlier_runs_without_a_decided_try_leave_this_runs_own_tries() -> None:
     assert measured is not None
     # Both sides of this run pooled as if nothing changed: c1 2 of 4, c2 2 of 2, c3 0 of 2.
     tries = {"c1": noise.CaseTries(2, 4), "c2": noise.CaseTries(2, 2), "c3": noise.CaseTries(0, 2)}
-    assert (measured["basis"], measured["tries"]) == ("this_run", 8)
-    assert measured["p_luck_regression"] == _expected(tries, "this_run").p_luck_regression
+    _assert_rests_on(measured, "this_run", tries)
 
 
 def test_a_stability_run_of_the_spec_wins_over_earlier_comparisons() -> None:

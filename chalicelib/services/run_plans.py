@@ -129,8 +129,8 @@ def estimate(c: Container, who: Identity, agent_id: str, body: dict[str, Any]) -
     raise."""
     plan = plan_run(c, who, agent_id, of_evaluation(c, who, agent_id, body))
     priced = estimates.price(c, who, plan)
-    if not priced.ceiling_by_reruns or plan.reruns_auto is not None:
-        return priced  # nothing compared; or `reruns_auto` says it, from the same earlier run
+    if not priced.ceiling_by_reruns:
+        return priced
     advice = rerun_choice.luck_advice(
         c, who.org_id, agent_id, plan.dataset.dataset_id, plan.reruns, priced.ceiling_by_reruns
     )

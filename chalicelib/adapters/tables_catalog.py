@@ -251,6 +251,10 @@ class SuiteRow(_Base):
 
     `pending` holds the triggers waiting to run, one per version (a later trigger for a waiting
     version is absorbed); `active_run_id` is the one eval run it has going.
+
+    The table also keeps one item per name an agent's suite holds (`stores.suite_names`): its
+    `suite_id` is `name#<SHA-256 of the name key>`, `name` the name key and `reserved_by` the
+    suite holding it; no other attribute, so no index holds it.
     """
 
     ORG_KEY = "agent_key"
@@ -297,6 +301,8 @@ class SuiteRow(_Base):
     due_at_ms = NumberAttribute(null=True)
     created_at = UnicodeAttribute()
     updated_at = UnicodeAttribute()
+    reserved_by = UnicodeAttribute(null=True)
+    """On a name's reservation item only: the suite id holding the name."""
     fire_index = SuiteFireIndex()
     due_index = SuiteDueIndex()
     org_index = SuiteOrgIndex()

@@ -6,6 +6,7 @@ Pure: the service turns a finished eval run into `RunFacts` and stores the `Suit
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -31,6 +32,24 @@ class SuiteResult(StrEnum):
     def bad(self) -> bool:
         """Results the owner is told of (failed, inconclusive, not run)."""
         return self in (SuiteResult.FAILED, SuiteResult.INCONCLUSIVE, SuiteResult.NOT_RUN)
+
+
+def shown_name(name: str) -> str:
+    """A suite's name as it is kept and shown: the name given without the spaces at either end."""
+    return name.strip()
+
+
+def name_key(name: str) -> str:
+    """What a suite name is compared by: unique among one agent's suites (docs/guides/suites.md).
+
+    Two names are the same name when they read the same to a person: compared case-insensitively
+    (Unicode case folding: "Nightly", "NIGHTLY" and "nightly" are one name), in Unicode's
+    compatibility form (NFKC: a full-width "Ｎｉｇｈｔｌｙ" is "Nightly"), with the spaces at
+    either end trimmed and every run of spaces inside counted as one space. The empty string for a
+    name that is blank: a suite without a name holds none, and any number of suites may have none.
+    """
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    return " ".join(unicodedata.normalize("NFKC", folded).split())
 
 
 class Threshold(Frozen):

@@ -32,6 +32,8 @@ from chalicelib.domain.spec import spec_hash
 from chalicelib.domain.suite_rules import (
     Threshold,
     Triggers,
+    name_key,
+    shown_name,
 )
 from chalicelib.errors import (
     ConflictError,
@@ -89,6 +91,28 @@ STALE_START_MS = 5 * 60_000
 OWNER_LOST = "its owner "
 """How the reason of a suite paused for its owner starts: a save by somebody who may run it takes
 it over and resumes it."""
+
+
+def check_name_free(c: Container, org_id: str, agent_id: str, suite_id: str, name: str) -> None:
+    """Refuse a name another suite of the agent has (`suite_rules.name_key`), read from the
+    agent's suites: this sees a suite saved before names were unique, which holds no reservation;
+    the store's conditional write is what refuses two saves of one name at once.
+
+    Raises:
+        ConflictError: (409, field `name`) naming the suite that has it.
+    """
+    key = name_key(name)
+    if not key:
+        return
+    for other in c.suites.of_agent(org_id, agent_id):
+        if other.suite_id != suite_id and name_key(other.name) == key:
+            raise ConflictError(
+                f"name: this agent already has a suite named {other.name!r} ({other.suite_id}); "
+                "suite names are unique per agent, compared without case and surrounding "
+                "spaces: choose another name",
+                field="name",
+                suite_id=other.suite_id,
+            )
 
 
 def check_saver(who: Identity, dataset_id: str, what: str) -> None:
@@ -206,10 +230,12 @@ def create(
     A suite id is unique among the agent's suites in the organization only.
     `from_recordings`, `recording_id` and `live_reads` say how its runs answer tool calls from a
     recording, as a start's do (docs/guides/tools.md).
+    A suite's name is kept without the spaces at either end, and is unique among the agent's
+    suites (`domain.suite_rules.name_key`: without case; a blank name is nobody's).
     Raises NotFoundError (agent, dataset, environment, `recording_id`), InvalidInputError
     (threshold, triggers, max_run_usd, a dataset version that does not exist, a `suite_id` with `#`
     or `/`, `recording_id` with or without `from_recordings`), ConflictError (the agent has a suite
-    with that id).
+    with that id, `suite_id`, or of that name, `name`).
     """
     if body.get("suite_id") is not None:
         check_tenant_id(body["suite_id"], "suite_id")
@@ -228,11 +254,13 @@ def create(
             env.environment_id
         )  # a guard guards this environment, whatever becomes the default later
     replay = _replay(c, who, body)
+    suite_id = body.get("suite_id") or f"suite_{uuid.uuid4().hex[:12]}"
+    check_name_free(c, who.org_id, agent_id, suite_id, body.get("name") or "")
     suite = Suite(
         agent_id=agent_id,
-        suite_id=body.get("suite_id") or f"suite_{uuid.uuid4().hex[:12]}",
+        suite_id=suite_id,
         org_id=who.org_id,
-        name=body.get("name") or "",
+        name=shown_name(body.get("name") or ""),
         dataset_id=body["dataset_id"],
         dataset_version=body.get("dataset_version"),
         environment_id=env_id,
@@ -266,7 +294,7 @@ def _updated(
         if key in body and body[key] is None:
             raise InvalidInputError(f"{key} cannot be null", field=key)
         if key in body:
-            fields[key] = body[key]
+            fields[key] = shown_name(body[key]) if key == "name" else body[key]
     if "environment_id" in body:  # null: the organization's default environment
         fields["environment_id"] = body["environment_id"]
         environments.resolve(c, who.org_id, body["environment_id"])
@@ -383,6 +411,8 @@ def update(
     if body.get("dataset_id") and body["dataset_id"] != row.dataset_id:
         check_saver(who, body["dataset_id"], "changing a suite")
     parsed = _parse(body, partial=True)
+    if "name" in body and name_key(body["name"] or "") != name_key(row.name):
+        check_name_free(c, who.org_id, agent_id, suite_id, body["name"] or "")
     changed = change_suite(
         c, who.org_id, agent_id, suite_id, lambda row: _updated(c, who, row, body, parsed), tries=10
     )

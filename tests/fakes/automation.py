@@ -2,9 +2,10 @@
 and the minimal mailer the automation services need.
 
 Each honours the conditions of the store it stands for: a suite is written only while its
-`updated_at` stamp is as read, a promotion only while it waits with the guards as read. A test
-makes another worker win the next write with `interfere(...)`: the other write lands just before
-the service's own, which then finds the record changed, as a real race would.
+`updated_at` stamp is as read and its name is no other suite's of its agent, a promotion only
+while it waits with the guards as read. A test makes another worker win the next write with
+`interfere(...)`: the other write lands just before the service's own, which then finds the record
+changed, as a real race would.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from chalicelib.domain.enums import PromotionStatus
 from chalicelib.domain.records import Notification, Promotion, Suite, SuiteResultEntry
+from chalicelib.domain.suite_rules import name_key
 from chalicelib.errors import ConflictError
 from tests.fakes.catalog import Liveness
 
@@ -55,12 +57,30 @@ class FakeSuites:
     def _key(suite: Suite) -> tuple[str, str, str]:
         return suite.org_id, suite.agent_id, suite.suite_id
 
+    def _name_holder(self, suite: Suite) -> str | None:
+        """Another suite of `suite`'s agent with its name key (a blank name is nobody's)."""
+        key = name_key(suite.name)
+        if not key:
+            return None
+        return next(
+            (
+                s.suite_id
+                for k, s in self.kept.items()
+                if k[:2] == (suite.org_id, suite.agent_id)
+                and s.suite_id != suite.suite_id
+                and name_key(s.name) == key
+            ),
+            None,
+        )
+
     def create(self, suite: Suite) -> None:
         if self.live is not None:
             self.live.agent(suite.org_id, suite.agent_id)
             self.live.dataset(suite.org_id, suite.dataset_id)
         if self._key(suite) in self.kept:
             raise ConflictError(f"suite {suite.suite_id} already exists", field="suite_id")
+        if self._name_holder(suite) is not None:
+            raise ConflictError(f"a suite named {suite.name!r} exists", field="name")
         self.kept[self._key(suite)] = suite
 
     def get(self, org_id: str, agent_id: str, suite_id: str) -> Suite | None:
@@ -86,6 +106,8 @@ class FakeSuites:
         if stored is None or stored.updated_at != before.updated_at:
             self.lost += 1
             return False
+        if name_key(after.name) != name_key(before.name) and self._name_holder(after) is not None:
+            raise ConflictError(f"a suite named {after.name!r} exists", field="name")
         self.kept[key] = replace(stored, **_changed_fields(before, after))
         return True
 

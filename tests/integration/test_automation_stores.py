@@ -11,6 +11,7 @@ import pytest
 from assay_local.motoserver import MotoHandle
 from chalicelib import retrying
 from chalicelib.adapters import stores, tables
+from chalicelib.adapters.stores import suite_names
 from chalicelib.domain.records import Notification, Promotion, Suite, SuiteResultEntry
 from chalicelib.errors import ConflictError
 from tests.integration.conftest import seed_agent_and_dataset, store_tables
@@ -84,6 +85,41 @@ def test_a_suite_is_written_only_as_read_and_only_with_a_new_stamp(ddb):
     with pytest.raises(ValueError, match="new updated_at"):
         suites.replace(read, replace(read, name="unstamped"))
     assert suites.get("acme", "a", "s1").name == "first"
+
+
+def _reservations(ddb: Any) -> dict[str, str]:
+    """`{name key: suite id}` of the agent's name reservations, as stored."""
+    items = ddb.query(
+        TableName=tables.table_name(tables.SuiteRow),
+        KeyConditionExpression="agent_key = :k AND begins_with(suite_id, :p)",
+        ExpressionAttributeValues={":k": {"S": "acme#a"}, ":p": {"S": "name#"}},
+        ConsistentRead=True,
+    )["Items"]
+    return {i["name"]["S"]: i["reserved_by"]["S"] for i in items}
+
+
+def test_a_name_is_one_suite_s_by_a_conditional_write_moved_by_a_rename_freed_by_a_delete(ddb):
+    suites = stores.SuiteStore()
+    suites.create(_suite(name="Nightly"))
+    with pytest.raises(ConflictError) as taken:
+        suites.create(_suite(suite_id="s2", name=" NIGHTLY"))
+    assert (taken.value.field, taken.value.details["suite_id"]) == ("name", "s1")
+    suites.create(_suite(suite_id="s2", name="Weekly"))
+    assert _reservations(ddb) == {"nightly": "s1", "weekly": "s2"}
+    assert [s.suite_id for s in suites.of_agent("acme", "a")] == ["s1", "s2"]
+    assert suites.get("acme", "a", suite_names.item_id("nightly")) is None  # no suite
+
+    s2 = suites.get("acme", "a", "s2")
+    with pytest.raises(ConflictError) as renamed:
+        suites.replace(s2, replace(s2, name="nightly", updated_at=f"{T0}#2"))
+    assert renamed.value.field == "name"
+    assert suites.get("acme", "a", "s2") == s2  # nothing of the refused rename was written
+    assert suites.replace(s2, replace(s2, name="Monthly", updated_at=f"{T0}#2"))
+    assert _reservations(ddb) == {"nightly": "s1", "monthly": "s2"}
+    suites.delete("acme", "a", "s1")
+    assert _reservations(ddb) == {"monthly": "s2"}
+    suites.create(_suite(suite_id="s3", name="Nightly"))
+    assert _reservations(ddb) == {"nightly": "s3", "monthly": "s2"}
 
 
 def test_change_decides_again_after_a_write_it_lost(ddb):

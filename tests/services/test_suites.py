@@ -35,14 +35,15 @@ def members(c: FakeContainer) -> None:
 
 
 def _suite(c: FakeContainer, suite_id: str = "s1", **fields: Any) -> Suite:
-    """A suite of agent `a` checking what `prod` serves, owned by ana; `prod` serves nothing yet."""
+    """A suite of agent `a` checking what `prod` serves, owned by ana; `prod` serves nothing yet.
+    Named `nightly` (`s1`) or its id: names are unique per agent."""
     if not c.environments.list("acme"):
         environments.create(c, ANA, environment_id="prod")
     suite = Suite(
         suite_id=suite_id,
         org_id="acme",
         agent_id="a",
-        name="nightly",
+        name="nightly" if suite_id == "s1" else suite_id,
         dataset_id="d",
         environment_id="prod",
         owner=ANA.user_id,

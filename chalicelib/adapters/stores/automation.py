@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from pynamodb.exceptions import (
     DeleteError,
@@ -11,6 +12,7 @@ from pynamodb.exceptions import (
     TransactWriteError,
 )
 
+from chalicelib.adapters.stores import suite_names
 from chalicelib.adapters.stores.base import (
     TX,
     agent_live,
@@ -42,6 +44,7 @@ from chalicelib.domain.records import (
     Suite,
     SuiteResultEntry,
 )
+from chalicelib.domain.suite_rules import name_key
 from chalicelib.errors import ConflictError, NotFoundError
 
 # --- environments, suites, promotions, notifications -----------------------------------------
@@ -159,14 +162,19 @@ def _flags(next_fire_at_ms: int | None, due_at_ms: int | None) -> dict[str, str 
 
 class SuiteStore:
     """Suites and their results (port `ports.automation.Suites`). Every change of a suite is a
-    conditional write on its `updated_at` stamp as read."""
+    conditional write on its `updated_at` stamp as read; a suite's name is claimed in the same
+    write (`stores.suite_names`)."""
+
+    TRIES = 3
+    """Writes of one save that find a stale name reservation and take it over."""
 
     def create(self, suite: Suite) -> None:
         """Keep a new suite, checking in the same write that its agent and dataset exist and are
-        not being deleted.
+        not being deleted, and claiming its name (unless blank) among the agent's suites.
 
         Raises:
-            ConflictError: the agent has a suite with that id in the organization.
+            ConflictError: the agent has a suite with that id in the organization (`suite_id`),
+                or another suite of that name (`name`, `domain.suite_rules.name_key`).
             NotFoundError: its agent (`agent_id`) or dataset (`dataset_id`) is gone or being
                 deleted.
         """
@@ -176,22 +184,54 @@ class SuiteStore:
             agent_key=org_key(suite.org_id, suite.agent_id),
             **_flags(suite.next_fire_at_ms, suite.due_at_ms),
         )
-        try:
-            with TX.write() as t:
-                check_agent_live(t, suite.org_id, suite.agent_id)
-                check_dataset_live(t, suite.org_id, suite.dataset_id)
-                t.save(row, condition=SuiteRow.suite_id.does_not_exist())
-        except TransactWriteError as exc:
-            unless_condition_failed(exc)
-            if not agent_live(suite.org_id, suite.agent_id):
-                raise NotFoundError(f"agent {suite.agent_id} not found", field="agent_id") from exc
-            if not dataset_live(suite.org_id, suite.dataset_id):
-                raise NotFoundError(
-                    f"dataset {suite.dataset_id} not found", field="dataset_id"
-                ) from exc
-            raise ConflictError(f"suite {suite.suite_id} already exists", field="suite_id") from exc
+        key = name_key(suite.name)
+        stale: str | None = None
+        for _ in range(self.TRIES):
+            try:
+                with TX.write() as t:
+                    check_agent_live(t, suite.org_id, suite.agent_id)
+                    check_dataset_live(t, suite.org_id, suite.dataset_id)
+                    t.save(row, condition=SuiteRow.suite_id.does_not_exist())
+                    if key:
+                        suite_names.reserve(
+                            t, suite.org_id, suite.agent_id, suite.suite_id, key, stale=stale
+                        )
+                return
+            except TransactWriteError as exc:
+                unless_condition_failed(exc)
+                if not agent_live(suite.org_id, suite.agent_id):
+                    raise NotFoundError(
+                        f"agent {suite.agent_id} not found", field="agent_id"
+                    ) from exc
+                if not dataset_live(suite.org_id, suite.dataset_id):
+                    raise NotFoundError(
+                        f"dataset {suite.dataset_id} not found", field="dataset_id"
+                    ) from exc
+                if suite_names.failed_at(exc, 2) or not (key and suite_names.failed_at(exc, 3)):
+                    raise ConflictError(
+                        f"suite {suite.suite_id} already exists", field="suite_id"
+                    ) from exc
+                stale = self._stale_holder(suite, key)
+        raise suite_names.contested(suite.name)
+
+    @staticmethod
+    def _stale_holder(suite: Suite, key: str) -> str | None:
+        """After `suite`'s claim of the name `key` failed: the holder it may take the name from
+        (None: nobody holds it now).
+
+        Raises:
+            ConflictError: (field `name`) another suite of the agent holds the name.
+        """
+        holder = suite_names.holder(suite.org_id, suite.agent_id, key)
+        if holder is not None and suite_names.still_holds(
+            suite.org_id, suite.agent_id, holder, key
+        ):
+            raise suite_names.taken(suite.name, holder)
+        return holder
 
     def get(self, org_id: str, agent_id: str, suite_id: str) -> Suite | None:
+        if suite_names.is_name_item(suite_id):
+            return None
         try:
             row = SuiteRow.get(org_key(org_id, agent_id), suite_id, consistent_read=True)
         except DoesNotExist:
@@ -200,14 +240,16 @@ class SuiteStore:
 
     def of_agent(self, org_id: str, agent_id: str) -> list[Suite]:
         rows = SuiteRow.query(org_key(org_id, agent_id), consistent_read=True)
-        return [record_of(row, Suite) for row in rows]
+        return [record_of(row, Suite) for row in rows if not suite_names.is_name_item(row.suite_id)]
 
     def of_org(self, org_id: str) -> list[Suite]:
         return [record_of(row, Suite) for row in SuiteRow.org_index.query(org_id)]
 
     def replace(self, before: Suite, after: Suite) -> bool:
         """Raises ValueError when `after` keeps `before`'s stamp: the write would not tell later
-        writers that it happened."""
+        writers that it happened. A rename (another `name_key`) moves the name's reservation in
+        the same transaction: ConflictError (field `name`) when another suite of the agent holds
+        the new name."""
         if after.updated_at == before.updated_at:
             raise ValueError(f"suite {after.suite_id}: a change needs a new updated_at stamp")
         actions = changes(SuiteRow, before, after, fixed=SUITE_KEYS)
@@ -220,10 +262,57 @@ class SuiteStore:
                 flag = getattr(SuiteRow, name)
                 actions.append(flag.remove() if flags[name] is None else flag.set(flags[name]))
         row = SuiteRow(org_key(before.org_id, before.agent_id), before.suite_id)
-        return conditional_update(row, actions, SuiteRow.updated_at == before.updated_at)
+        as_read = SuiteRow.updated_at == before.updated_at
+        old_key, new_key = name_key(before.name), name_key(after.name)
+        if old_key == new_key:
+            return conditional_update(row, actions, as_read)
+        return self._rename(row, actions, as_read, before, after)
+
+    def _rename(
+        self, row: SuiteRow, actions: list, as_read: Any, before: Suite, after: Suite
+    ) -> bool:
+        """`replace` of a suite whose name key changes: the suite's update, the claim of its new
+        name (unless blank) and the release of its old one (when it holds it: a suite saved
+        before names were unique holds none), in one transaction."""
+        org_id, agent_id, suite_id = before.org_id, before.agent_id, before.suite_id
+        old_key, new_key = name_key(before.name), name_key(after.name)
+        stale: str | None = None
+        for _ in range(self.TRIES):
+            holds_old = bool(old_key) and suite_names.holder(org_id, agent_id, old_key) == suite_id
+            try:
+                with TX.write() as t:
+                    t.update(row, actions=actions, condition=as_read)
+                    if new_key:
+                        suite_names.reserve(t, org_id, agent_id, suite_id, new_key, stale=stale)
+                    if holds_old:
+                        suite_names.release(t, org_id, agent_id, suite_id, old_key)
+                return True
+            except TransactWriteError as exc:
+                unless_condition_failed(exc)
+                if suite_names.failed_at(exc, 0):
+                    return False  # changed since read (or gone): the caller reads it again
+                if new_key and suite_names.failed_at(exc, 1):
+                    stale = self._stale_holder(after, new_key)
+                # else the old name changed hands since read: read it again
+        raise suite_names.contested(after.name)
 
     def delete(self, org_id: str, agent_id: str, suite_id: str) -> None:
-        SuiteRow(org_key(org_id, agent_id), suite_id).delete()
+        """Forget the suite and free its name (in one transaction, when its reservation is its
+        own)."""
+        if suite_names.is_name_item(suite_id):
+            return
+        row = SuiteRow(org_key(org_id, agent_id), suite_id)
+        found = self.get(org_id, agent_id, suite_id)
+        key = name_key(found.name) if found is not None else ""
+        if key and suite_names.holder(org_id, agent_id, key) == suite_id:
+            try:
+                with TX.write() as t:
+                    t.delete(row)
+                    suite_names.release(t, org_id, agent_id, suite_id, key)
+                return
+            except TransactWriteError as exc:
+                unless_condition_failed(exc)  # the name changed hands meanwhile: not ours to free
+        row.delete()
 
     def due_to_fire(self, now_ms: int) -> list[Suite]:
         rows = SuiteRow.fire_index.query(FLAG, SuiteRow.next_fire_at_ms <= now_ms)

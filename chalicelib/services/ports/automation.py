@@ -24,8 +24,10 @@ class Suites(Protocol):
 
     def create(self, suite: Suite) -> None:
         """Keep a new suite. Raises ConflictError (field `suite_id`) when the organization's agent
-        has a suite of that id, NotFoundError (`agent_id`, `dataset_id`) when its agent or dataset
-        is gone or being deleted."""
+        has a suite of that id, ConflictError (field `name`) when it has another suite of that name
+        (`domain.suite_rules.name_key`; a blank name is nobody's), NotFoundError (`agent_id`,
+        `dataset_id`) when its agent or dataset is gone or being deleted. Of two creates of one
+        name at once, one is kept and the other refused."""
 
     def get(self, org_id: str, agent_id: str, suite_id: str) -> Suite | None:
         """The organization's agent's suite, None when it has none of that id."""
@@ -41,12 +43,17 @@ class Suites(Protocol):
         stored suite's `updated_at` still being `before`'s. False when another writer changed it
         (or it is gone).
 
+        A rename (`after.name` another name key than `before.name`) takes the new name in the same
+        write and frees the old one.
+
         Raises:
             ValueError: `after` keeps `before`'s `updated_at` stamp or changes a key (a bug).
+            ConflictError: (field `name`) another suite of the agent has `after`'s name.
         """
 
     def delete(self, org_id: str, agent_id: str, suite_id: str) -> None:
-        """Forget the suite (not its results: `delete_results`). Nothing when it is gone already."""
+        """Forget the suite (not its results: `delete_results`) and free its name. Nothing when it
+        is gone already."""
 
     def due_to_fire(self, now_ms: int) -> list[Suite]:
         """Every organization's suites whose schedule is due (`next_fire_at_ms` <= `now_ms`, epoch

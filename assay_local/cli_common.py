@@ -13,18 +13,31 @@ def dev_token(
     org: str = DEFAULT_ORG, user: str = DEFAULT_USER, ttl_seconds: int | None = None
 ) -> str:
     """An HS256 token for `org`/`user`, valid `ttl_seconds` (default
-    `ASSAY_TOKEN_TTL_SECONDS`, 8 h)."""
+    `ASSAY_TOKEN_TTL_SECONDS`, 8 h).
+
+    Raises:
+        ValueError: the lifetime is longer than the service accepts
+            (`ASSAY_JWT_MAX_LIFETIME_SECONDS`), or HS256 is off.
+    """
     from chalicelib.api.common import issue_token
     from chalicelib.config import get_settings
 
     s = get_settings()
+    ttl = ttl_seconds or s.assay_token_ttl_seconds
+    if ttl > s.assay_jwt_max_lifetime_seconds:
+        asked = "--ttl" if ttl_seconds else "ASSAY_TOKEN_TTL_SECONDS"
+        raise ValueError(
+            f"{asked}: {ttl} s is longer than a token may live here "
+            f"({s.assay_jwt_max_lifetime_seconds} s, ASSAY_JWT_MAX_LIFETIME_SECONDS): ask for "
+            "a shorter lifetime"
+        )
     return issue_token(
         org,
         user,
         secret=s.assay_jwt_secret,
         issuer=s.assay_jwt_issuer,
         audience=s.assay_jwt_audience,
-        ttl_seconds=ttl_seconds or s.assay_token_ttl_seconds,
+        ttl_seconds=ttl,
     )
 
 

@@ -94,6 +94,10 @@ class Settings(BaseModel):
     assay_token_ttl_seconds: int = Field(8 * 3600, ge=60)
     """Lifetime of the tokens `assay token` and `issue_token` sign, in seconds (`exp` is
     required)."""
+    assay_jwt_max_lifetime_seconds: int = Field(30 * 86400, ge=60)
+    """The longest lifetime of a token accepted, in seconds (30 days): `exp - iat`, or
+    `exp - now` for a token without `iat`; longer is a 401 naming `exp`. `assay token --ttl`
+    signs none longer."""
     assay_jwt_leeway_seconds: int = Field(30, ge=0, le=300)
     """Clock skew allowed when checking `exp`, `nbf` and `iat`, in seconds."""
     assay_oidc_jwks_url: str = ""

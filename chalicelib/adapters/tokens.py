@@ -11,7 +11,10 @@ Two kinds of token are accepted, chosen by the token's `alg` header and nothing 
   `ASSAY_OIDC_ORG_CLAIM` claim.
 Any other algorithm (`none` included) is refused before anything is verified. Every token must
 carry `exp`, `iss`, `aud` and `sub`; `nbf` and `iat` are honoured when present; times allow
-`ASSAY_JWT_LEEWAY_SECONDS` of clock skew. Every refusal says why, and never repeats the token.
+`ASSAY_JWT_LEEWAY_SECONDS` of clock skew. Times are checked by `domain.identity.check_token_times`
+once the signature verified, not by PyJWT (which reads `"exp": "1e14"` as a number): each is a JSON
+number, and a token lives at most `ASSAY_JWT_MAX_LIFETIME_SECONDS` (`exp - iat`, or `exp - now`).
+Every refusal says why, and never repeats the token.
 
 PyJWT (and `cryptography`, for RS256/ES256) are imported on first use: a cold start that serves
 no request pays for neither.
@@ -26,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chalicelib.config import Settings
-from chalicelib.domain.identity import Identity, from_claims
+from chalicelib.domain.identity import Identity, check_token_times, from_claims
 from chalicelib.errors import UnauthenticatedError
 
 HS256 = "HS256"
@@ -136,8 +139,10 @@ class TokenVerifier:
 
         Raises:
             UnauthenticatedError: the token is malformed, uses an algorithm not accepted here,
-                does not verify, lacks a required claim, is expired or not valid yet, has the wrong
-                issuer or audience, or names no valid organization or user.
+                does not verify, lacks a required claim, is expired or not valid yet, has a time
+                claim that is not a number or a lifetime over `ASSAY_JWT_MAX_LIFETIME_SECONDS`
+                (`claim` names the claim), has the wrong issuer or audience, or names no valid
+                organization or user.
         """
         claims, org_claim = self.verify(token)
         return from_claims(claims, org_claim=org_claim)
@@ -208,14 +213,15 @@ class TokenVerifier:
                 issuer=issuer,
                 audience=audience,
                 leeway=s.assay_jwt_leeway_seconds,
-                options={"require": list(REQUIRED_CLAIMS), "verify_signature": True},
+                options={
+                    "require": list(REQUIRED_CLAIMS),
+                    "verify_signature": True,
+                    # the times: `check_token_times` below, which also refuses a string
+                    "verify_exp": False,
+                    "verify_nbf": False,
+                    "verify_iat": False,
+                },
             )
-        except jwt.ExpiredSignatureError:
-            raise _refused("token has expired (exp)") from None
-        except jwt.ImmatureSignatureError:
-            raise _refused("token is not valid yet (nbf or iat is in the future)") from None
-        except jwt.InvalidIssuedAtError:
-            raise _refused("token iat is not a number") from None
         except jwt.MissingRequiredClaimError as exc:
             raise _refused(
                 f"token has no {exc.claim} claim (required: {', '.join(REQUIRED_CLAIMS)})"
@@ -230,4 +236,10 @@ class TokenVerifier:
             raise _refused("token is malformed or its signature does not verify") from None
         except jwt.PyJWTError:
             raise _refused("token is invalid") from None
+        check_token_times(
+            claims,
+            now_s=time.time(),
+            leeway_s=s.assay_jwt_leeway_seconds,
+            max_lifetime_s=s.assay_jwt_max_lifetime_seconds,
+        )
         return claims, org_claim

@@ -7,6 +7,7 @@ verified token is pure; verifying the token (signature, JWKS) is `adapters.token
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -117,6 +118,91 @@ class Identity:
             field="Authorization",
             permission="person",
         )
+
+
+TIME_CLAIMS = ("exp", "nbf", "iat")
+"""The claims of a token that are times (RFC 7519 NumericDate: seconds since 1970, a number)."""
+
+
+def _time_refused(claim: str, message: str) -> UnauthenticatedError:
+    return UnauthenticatedError(message, field="Authorization", claim=claim)
+
+
+def _numeric_date(claims: Mapping[str, Any], claim: str) -> float | None:
+    """A time claim as seconds since 1970; None when the token does not carry it.
+
+    Raises:
+        UnauthenticatedError: (`claim` named) a value that is not a finite JSON number: a string
+            (even "1700000000"), a boolean, null, NaN or an infinity, or an integer too large to
+            be a time.
+    """
+    if claim not in claims:
+        return None
+    value = claims[claim]
+    number: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:  # an integer of hundreds of digits
+            number = None
+    if number is None or not math.isfinite(number):
+        raise _time_refused(
+            claim,
+            f"token {claim} claim is not a number: RFC 7519 times (exp, nbf, iat) are JSON "
+            "numbers of seconds since 1970",
+        )
+    return number
+
+
+def check_token_times(
+    claims: Mapping[str, Any], *, now_s: float, leeway_s: float, max_lifetime_s: float
+) -> None:
+    """Check the times of a verified token's claims (pure; `adapters.tokens` calls it after the
+    signature, issuer and audience verified).
+
+    Rule: `exp` (required), and `nbf` and `iat` when present, are JSON numbers (RFC 7519
+    NumericDate). The token is refused once `exp` is past (`exp <= now - leeway`), before `nbf`
+    (`nbf > now + leeway`), and when it says it was issued in the future (`iat > now + leeway`).
+    Its lifetime - `exp - iat`, or `exp - now` without `iat` - is at most `max_lifetime_s`
+    (`ASSAY_JWT_MAX_LIFETIME_SECONDS`) plus the leeway: a token that never expires in practice
+    (`exp` 1e14) is refused however it was signed.
+
+    Args:
+        claims: the token's payload.
+        now_s: the time now, seconds since 1970.
+        leeway_s: the clock skew allowed, seconds.
+        max_lifetime_s: the longest lifetime accepted, seconds.
+    Raises:
+        UnauthenticatedError: (field `Authorization`, `claim` naming the claim at fault) a time
+            claim missing (`exp`), not a number, past, in the future, or a lifetime too long.
+    """
+    exp, nbf, iat = (_numeric_date(claims, claim) for claim in TIME_CLAIMS)
+    if exp is None:
+        raise _time_refused("exp", "token has no exp claim: every token must say when it expires")
+    if exp <= now_s - leeway_s:
+        raise _time_refused("exp", "token has expired (exp)")
+    if nbf is not None and nbf > now_s + leeway_s:
+        raise _time_refused("nbf", "token is not valid yet (nbf is in the future)")
+    if iat is not None and iat > now_s + leeway_s:
+        raise _time_refused("iat", "token is not valid yet (iat is in the future)")
+    lifetime = exp - (iat if iat is not None else now_s)
+    if lifetime > max_lifetime_s + leeway_s:
+        start = "iat" if iat is not None else "now"
+        raise _time_refused(
+            "exp",
+            f"token lifetime (exp - {start}) is {_duration(lifetime)}, more than the "
+            f"{_duration(max_lifetime_s)} this service accepts (ASSAY_JWT_MAX_LIFETIME_SECONDS): "
+            "sign a token that expires sooner",
+        )
+
+
+def _duration(seconds: float) -> str:
+    """A lifetime in seconds and, from a day on, days: `2,592,031 s (30 days)`; an absurd one as
+    `over 1,000 years`."""
+    if seconds >= 1000 * 365 * 86400:
+        return "over 1,000 years"
+    days = f" ({seconds / 86400:.4g} days)" if seconds >= 86400 else ""
+    return f"{seconds:,.0f} s{days}"
 
 
 def from_claims(claims: Mapping[str, Any], *, org_claim: str = "org") -> Identity:

@@ -105,6 +105,20 @@ def test_times_allow_the_configured_leeway():
     assert "expired" in refusal(verifier, hs256(good(exp=now - 120)))
 
 
+def test_a_string_time_pyjwt_would_read_as_a_number_and_an_endless_lifetime_are_refused():
+    verifier = TokenVerifier(settings)
+    now = int(time.time())
+    for claim in ("exp", "iat", "nbf"):
+        assert f"token {claim} claim is not a number" in refusal(
+            verifier, hs256(good(**{claim: str(now + 60)}))
+        )
+    for exp in (1e14, 1e300):
+        assert "lifetime (exp - iat)" in refusal(verifier, hs256(good(exp=exp)))
+    short = TokenVerifier(lambda: settings(assay_jwt_max_lifetime_seconds=3600))
+    assert "lifetime" in refusal(short, hs256(good(exp=now + 7200)))
+    assert short.identify(hs256(good(exp=now + 1800))).org_id == "org_a"
+
+
 def test_alg_none_and_every_other_algorithm_are_refused_before_anything_is_checked():
     verifier = TokenVerifier(settings)
     unsigned = jwt.encode(good(), None, algorithm="none")

@@ -1,0 +1,97 @@
+"""A bearer token's times through the HTTP API (docs/reference/access.md, "Tokens"): a time claim
+that is not a JSON number, or a lifetime over `ASSAY_JWT_MAX_LIFETIME_SECONDS` (30 days unless the
+operator says otherwise), is a 401 naming the claim, however well the token is signed."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import jwt
+import pytest
+
+from tests.support.e2e import Api
+
+DAY = 86_400
+OMIT = "omit"
+"""A claim `_token` leaves out."""
+
+
+def _token(stack, **over: Any) -> str:
+    """A token of the stack's own (HS256, its secret, issuer and audience) for a fresh
+    organization, with `over` replacing or adding claims (`OMIT` leaves one out)."""
+    s = stack.settings
+    now = int(time.time())
+    claims = {
+        "sub": "tester@example.com",
+        "org": f"org_tokens_{uuid.uuid4().hex[:10]}",
+        "iss": s.assay_jwt_issuer,
+        "aud": s.assay_jwt_audience,
+        "iat": now,
+        "exp": now + 600,
+        **over,
+    }
+    kept = {k: v for k, v in claims.items() if v != OMIT}
+    return jwt.encode(kept, s.assay_jwt_secret, algorithm="HS256")
+
+
+def _ask(stack, token: str) -> tuple[int, Any]:
+    return Api(stack.api_url, "org", "tester@example.com", token).call("GET", "/api/v1/me")
+
+
+def _refused(stack, token: str) -> dict[str, Any]:
+    status, body = _ask(stack, token)
+    assert status == 401, body
+    error = body["error"]
+    assert (error["code"], error["field"]) == ("unauthenticated", "Authorization"), error
+    assert token not in error["message"]
+    return error
+
+
+@pytest.mark.parametrize("claim", ["exp", "iat", "nbf"])
+def test_a_time_claim_written_as_a_string_is_refused_naming_it(stack, claim):
+    now = int(time.time())
+    value = {"exp": now + 600, "iat": now, "nbf": now}[claim]
+    error = _refused(stack, _token(stack, **{claim: str(value)}))
+    assert error["claim"] == claim
+    assert f"token {claim} claim is not a number" in error["message"]
+
+
+@pytest.mark.parametrize("exp", [1e14, 1e300])
+@pytest.mark.parametrize("iat", ["now", OMIT])
+def test_a_token_that_never_expires_in_practice_is_refused_naming_exp(stack, exp, iat):
+    token = _token(stack, exp=exp, iat=int(time.time()) if iat == "now" else OMIT)
+    error = _refused(stack, token)
+    start = "iat" if iat == "now" else "now"
+    assert error["claim"] == "exp" and f"lifetime (exp - {start})" in error["message"], error
+
+
+def test_a_lifetime_over_thirty_days_is_refused_and_thirty_days_is_not(stack):
+    now = int(time.time())
+    error = _refused(stack, _token(stack, iat=now, exp=now + 31 * DAY))
+    assert error["claim"] == "exp" and "(exp - iat)" in error["message"]
+    assert "ASSAY_JWT_MAX_LIFETIME_SECONDS" in error["message"]
+    status, me = _ask(stack, _token(stack, iat=now, exp=now + 30 * DAY))
+    assert status == 200, me
+
+
+def test_the_operator_s_maximum_is_the_one_applied(stack, operator):
+    operator(assay_jwt_max_lifetime_seconds=3600)
+    now = int(time.time())
+    error = _refused(stack, _token(stack, iat=now, exp=now + 2 * 3600))
+    assert error["claim"] == "exp"
+    assert "is 7,200 s, more than the 3,600 s" in error["message"], error
+    status, me = _ask(stack, _token(stack, iat=now, exp=now + 1800))
+    assert status == 200, me
+
+
+def test_assay_token_signs_no_token_longer_than_the_maximum(stack, cli):
+    refused = cli("token", "--org", "org_tokens_cli", "--ttl", "31d")
+    assert refused.code == 3 and refused.out == "", refused
+    assert refused.err.startswith("assay: --ttl: 2678400 s is longer"), refused.err
+    assert "ASSAY_JWT_MAX_LIFETIME_SECONDS" in refused.err
+    signed = cli("token", "--org", "org_tokens_cli", "--ttl", "30d")
+    assert signed.code == 0, signed
+    status, me = _ask(stack, signed.out.strip())
+    assert status == 200, me

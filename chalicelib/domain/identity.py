@@ -106,6 +106,20 @@ class Identity:
         self.require_sight(kind, resource_id, field_name)
         self.require(permission, what, resource_name(kind, resource_id))
 
+    def require_no_key(self, what: str) -> None:
+        """Raises ForbiddenError (403, `permission` "person") when an API key asks for what is a
+        person's own - their notices and their notice settings (docs/reference/access.md): a key
+        acts only within its scopes, and no scope reaches a person's own things. The person signed
+        in, or an administrator acting as them, may."""
+        if self.permissions is None or self.key_id is None:
+            return
+        raise ForbiddenError(
+            f"{what} is a person's own: it needs the person signed in, not an API key (a key "
+            "acts only within its scopes, and no scope reaches what is a person's own)",
+            field="Authorization",
+            permission="person",
+        )
+
     def require_person(self, what: str) -> None:
         """Raises ForbiddenError (403, `permission` "person") unless a person signed in as
         themselves asks: neither an API key nor an administrator acting as somebody

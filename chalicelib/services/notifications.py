@@ -38,7 +38,9 @@ class EmailSetting:
 
 def set_email(c: Container, who: Identity, on: bool) -> EmailSetting:
     """Turn email of notices on or off for the caller. Returns the choice as it works: `email` on
-    only for a user id that is an address."""
+    only for a user id that is an address. Raises ForbiddenError (403, `person`) for an API key:
+    a person's settings are theirs."""
+    who.require_no_key("turning email of notices on or off")
     c.notifications.set_email_preference(who.org_id, who.user_id, on, at=iso(c.clock.now()))
     address = who.user_id if _EMAIL.match(who.user_id) else None
     return EmailSetting(email=on and address is not None, address=address)
@@ -147,11 +149,15 @@ def suite_result_changed(c: Container, event: SuiteResultChanged) -> Notificatio
 
 
 def list_for(c: Container, who: Identity, *, unread: bool = False) -> list[Notification]:
-    """The caller's newest 100 notices (`unread`: only those not read yet), newest first."""
+    """The caller's newest 100 notices (`unread`: only those not read yet), newest first.
+    Raises ForbiddenError (403, `person`) for an API key: a person's notices are theirs."""
+    who.require_no_key("reading notices")
     return [n for n in c.notifications.of(who.org_id, who.user_id) if not (unread and n.read)]
 
 
 def mark_read(c: Container, who: Identity, notification_id: str) -> None:
-    """Raises NotFoundError for a notice the caller does not have."""
+    """Mark one of the caller's notices read. Raises ForbiddenError (403, `person`) for an API
+    key, NotFoundError for a notice the caller does not have."""
+    who.require_no_key("marking a notice read")
     if not c.notifications.mark_read(who.org_id, who.user_id, notification_id):
         raise NotFoundError(f"notification {notification_id} not found", field="notification_id")

@@ -179,6 +179,45 @@ def test_an_api_key_acts_within_its_scopes_and_its_creator_s_role_until_revoked(
     assert made["key"] not in str(api.ok("GET", "/api/v1/api-keys"))
 
 
+def test_a_key_cannot_read_or_change_what_is_its_creator_s_own(api, new_api, container):
+    """A key scoped `runs:view agents:view` reads runs and agents, never its creator's notices or
+    notice settings: those are the person's own, beyond every scope (issue 35)."""
+    from chalicelib.services import notifications
+
+    assert api.ok("PUT", "/api/v1/notifications/settings", json={"email": False})["email"] is False
+    notice = notifications.notify(
+        container, api.org_id, api.user_id, kind="test", title="t", body="b", links={}
+    )
+    made = api.ok("POST", "/api/v1/api-keys", json={"scopes": ["runs:view", "agents:view"]})
+    key = Api(api.http.base_url, api.org_id, api.user_id, made["key"])
+    assert key.ok("GET", "/api/v1/agents") == {"agents": []}  # within its scopes
+    for method, path, body in (
+        ("PUT", "/api/v1/notifications/settings", {"email": True}),
+        ("POST", f"/api/v1/notifications/{notice.notification_id}/read", None),
+        ("GET", "/api/v1/notifications", None),
+    ):
+        status, answer = key.call(method, path, json=body)
+        assert status == 403, (path, answer)
+        error = answer["error"]
+        assert (error["permission"], error["field"]) == ("person", "Authorization"), error
+        assert "not an API key" in error["message"], error
+    # nothing changed: email stays off, the notice unread
+    assert container.notifications.email_preference(api.org_id, api.user_id) is False
+    [kept] = api.ok("GET", "/api/v1/notifications")["notifications"]
+    assert kept["notification_id"] == notice.notification_id and kept["read"] is False
+    api.ok("POST", f"/api/v1/notifications/{notice.notification_id}/read")  # the person may
+    # an administrator acting as a member sees the member's notices, as the member would
+    editor = new_api(org_id=api.org_id, user_id="ed@example.com", role="editor")
+    secret = container.settings.assay_jwt_secret
+    acting = Api(
+        api.http.base_url,
+        api.org_id,
+        editor.user_id,
+        issue_token(api.org_id, editor.user_id, secret=secret, actor=api.user_id),
+    )
+    assert acting.ok("GET", "/api/v1/notifications") == {"notifications": []}
+
+
 def test_an_admin_acting_as_somebody_cannot_save_a_suite_and_only_an_admin_may_act(api, new_api):
     agent = agent_with_versions(api, 0)
     environment(api, agent, serving=1)

@@ -6,9 +6,9 @@ evaluation...). For each route the table below says, in the order the service ch
 needs; the test asks it once per permission with a caller holding everything but that permission
 (and what it implies) and expects a 403 naming the permission, or a 404 without a word of
 permissions where that permission is what makes the route's agent, dataset or run visible. Routes
-that spend as a person (a suite's changes, issuing a key) are also asked with an API key holding
-every scope, and refuse it. A route missing from the table fails the test, so a new route must say
-what it needs.
+only a person may use (a suite's changes and issuing a key spend as one; a person's notices and
+their settings are theirs) are also asked with an API key holding every scope, and refuse it. A
+route missing from the table fails the test, so a new route must say what it needs.
 
 Callers: an API key acts for its creator within its scopes, so "everything but p" is a key the
 organization's admin issues with every scope but p. A person (for the routes a key may not use) is
@@ -206,10 +206,10 @@ def _table(w: dict[str, str]) -> list[tuple[str, str, Any, list[tuple[str, int]]
         ("POST", f"/api/v1/agents/{a}/suites/{s}/resume", None, SUITE_CHANGE, True),
         ("POST", f"/api/v1/agents/{a}/suites/{s}/run", None, SUITE_CHANGE, True),
         ("GET", f"/api/v1/agents/{a}/suites/{s}/results", None, SUITE_READ, False),
-        # a person's own notices: any member
-        ("GET", "/api/v1/notifications", None, [], False),
-        ("POST", "/api/v1/notifications/n0/read", None, [], False),
-        ("PUT", "/api/v1/notifications/settings", {"email": False}, [], False),
+        # a person's own notices: any member signed in (or acting as them), never a key
+        ("GET", "/api/v1/notifications", None, [], True),
+        ("POST", "/api/v1/notifications/n0/read", None, [], True),
+        ("PUT", "/api/v1/notifications/settings", {"email": False}, [], True),
         # budgets
         ("GET", "/api/v1/budget", None, [("runs:view", 403)], False),
         ("PUT", "/api/v1/budget", {"monthly_usd": 10}, [("settings:manage", 403)], False),
@@ -597,7 +597,7 @@ def test_every_route_refuses_whoever_lacks_each_permission_it_needs(world):
     assert wrong == [], "\n".join(wrong)
 
 
-def test_routes_that_spend_as_a_person_refuse_an_api_key_with_every_scope(world):
+def test_routes_only_a_person_may_use_refuse_an_api_key_with_every_scope(world):
     wrong = []
     for method, path, body, _needs, person in _table(world["ids"]):
         if not person:

@@ -59,6 +59,17 @@ def test_an_api_key_never_exceeds_its_scopes_nor_is_a_person():
     _who("editor").require_person("saving a suite")  # a person as themselves
 
 
+def test_a_person_s_own_things_refuse_a_key_with_every_scope_but_not_an_acting_admin():
+    key = _who("admin", scopes=set(access.PERMISSIONS), key_id="key_1")
+    with pytest.raises(ForbiddenError) as refused:
+        key.require_no_key("reading notices")
+    assert refused.value.details["permission"] == "person"
+    assert refused.value.message.startswith("reading notices is a person's own")
+    _who("viewer", actor="root").require_no_key("reading notices")  # acting as ana: ana's
+    _who("guest").require_no_key("reading notices")
+    Identity("acme", "pipeline").require_no_key("reading notices")  # the service itself
+
+
 def test_the_service_may_do_everything_and_an_unresolved_token_nothing():
     assert Identity("acme", "pipeline").may("members:manage")
     nobody = Identity("acme", "x", permissions=frozenset(), member=False)

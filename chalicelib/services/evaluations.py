@@ -182,14 +182,22 @@ def update_evaluation(
     """Change an evaluation's `name`, `agent_id` or `version` selector (`PATCH`); its past runs
     keep the agent and version they pinned.
 
+    Access (docs/reference/access.md): what starting a run of it needs, and `agents:edit` on its
+    agent - on both agents when it moves to another, as deleting it needs on its agent: a runner
+    may run an evaluation, not change one somebody else made.
+
     Raises:
         NotFoundError: no such evaluation, agent (`agent_id`) or version (`version`).
+        ForbiddenError: a permission missing (403 naming it, `agents:edit` on the agent named).
         ConflictError: an implied evaluation. InvalidInputError: a bad selector.
     """
     before = _explicit(c, who, evaluation_id, "changed")
-    for agent_id in {before.agent_id, changes.get("agent_id") or before.agent_id}:
+    agents = dict.fromkeys((before.agent_id, changes.get("agent_id") or before.agent_id))
+    for agent_id in agents:
         # whoever moves an evaluation must be able to run it on both sides of the move
         access_service.check_start(who, agent_id, before.dataset_id, draft=False)
+    for agent_id in agents:
+        who.require(access.AGENTS_EDIT, "changing an evaluation", access.agent(agent_id))
     after = before
     if "name" in changes:
         after = replace(after, name=changes["name"] or "")

@@ -243,3 +243,42 @@ def test_another_organization_sees_404_on_every_route(api, new_api):
     assert other.ok("GET", E)["evaluations"] == []
     # Nothing of the first organization moved.
     assert [r["run_id"] for r in api.ok("GET", f"{E}/mine/runs")["runs"]] == [run["run_id"]]
+
+
+def test_changing_an_evaluation_needs_agents_edit_on_its_agent_and_on_the_one_it_moves_to(
+    api, new_api
+):
+    """A runner may run an evaluation an admin made, not rename or move it (issue 35)."""
+    ds = api.dataset(cases(2))
+    first, second = api.agent(sleepy_spec(), publish=1), api.agent(sleepy_spec(), publish=1)
+    api.ok(
+        "POST",
+        E,
+        json={"evaluation_id": "admins", "name": "Admin's", "agent_id": first, "dataset_id": ds},
+    )
+    runner = new_api(org_id=api.org_id, user_id="runner@example.com", role="runner")
+    status, body = runner.call("PATCH", f"{E}/admins", json={"name": "taken over"})
+    assert status == 403, body
+    assert (body["error"]["permission"], body["error"]["field"]) == ("agents:edit", "permissions")
+    assert f"needs the agents:edit permission on agent {first}" in body["error"]["message"]
+    run = runner.ok("POST", f"{E}/admins/runs", json={})  # running it is the runner's
+    runner.wait(run["run_id"])
+    # agents:edit on its agent only: moving it onto another needs the same there
+    api.ok(
+        "PUT",
+        f"/api/v1/members/{runner.user_id}/grants/agent/{first}",
+        json={"permissions": ["agents:edit"]},
+    )
+    status, body = runner.call("PATCH", f"{E}/admins", json={"agent_id": second})
+    assert status == 403 and body["error"]["permission"] == "agents:edit", body
+    assert f"on agent {second}" in body["error"]["message"]
+    assert api.ok("GET", f"{E}/admins")["agent_id"] == first  # nothing changed
+    assert api.ok("GET", f"{E}/admins")["name"] == "Admin's"
+    renamed = runner.ok("PATCH", f"{E}/admins", json={"name": "the runner's now"})
+    assert renamed["name"] == "the runner's now"
+    api.ok(
+        "PUT",
+        f"/api/v1/members/{runner.user_id}/grants/agent/{second}",
+        json={"permissions": ["agents:edit"]},
+    )
+    assert runner.ok("PATCH", f"{E}/admins", json={"agent_id": second})["agent_id"] == second

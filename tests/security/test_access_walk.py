@@ -385,7 +385,7 @@ def _table(w: dict[str, str]) -> list[tuple[str, str, Any, list[tuple[str, int]]
             "PATCH",
             f"/api/evaluations/{e}",
             {"name": "n"},
-            [*RUN_READ, ("datasets:run", 403), ("agents:run", 403)],
+            [*RUN_READ, ("datasets:run", 403), ("agents:run", 403), ("agents:edit", 403)],
             False,
         ),
         ("DELETE", f"/api/evaluations/{e}", None, [*RUN_READ, ("agents:edit", 403)], False),

@@ -6,9 +6,10 @@ inside the operator's network, where link-local and cloud-metadata addresses han
 credentials and loopback and private ranges reach what no tenant should. So every URL is checked
 twice:
 
-- when a spec is saved (`Egress.check`): its shape (http/https, no `user:pass@`), a literal
-  address, and the addresses a name resolves to right now (a name that does not resolve yet is
-  accepted: it is checked again when asked);
+- when a spec is saved (`Egress.check`): its shape (http/https, no `user:pass@`, a host that is
+  a valid hostname or IP address - never percent-encoded or NUL-bearing, `host_problem` - refused
+  before any lookup), a literal address, and the addresses a name resolves to right now (a name
+  that does not resolve yet is accepted: it is checked again when asked);
 - when it is asked (`Egress.addresses`), after DNS resolution and on every redirect hop. The
   caller connects to the checked address itself, never to the name again, so a name that
   resolves to a public address when checked and to a metadata address a moment later (DNS
@@ -210,6 +211,44 @@ def _why(cls: AddressClass) -> str:
 
 _NUMERIC_LABEL = re.compile(r"^(?:0x[0-9a-f]*|[0-9]+)$", re.IGNORECASE)
 
+_HOST_LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
+"""One label of a hostname as connected to (lower-case ASCII, IDNA already applied): 1-63
+letters, digits, `-` and `_`, not starting or ending with `-` (RFC 1123; `_` as service names
+and container hosts use it)."""
+
+MAX_HOSTNAME = 253
+"""The longest hostname DNS carries, in characters, without its trailing dot."""
+
+
+def host_problem(host: str) -> str | None:
+    """Why `host` (lower-case ASCII, no trailing dot, not an IPv6 literal) is no hostname and no
+    IPv4 address, None when it is one (pure; nothing is resolved).
+
+    A host is refused before any lookup when it holds a percent-encoded character (`%31%36%39`,
+    `169%2e254...`, a NUL as `%00`, a space as `%20`: the service never decodes a host, and a
+    resolver that did would reach what the check never saw), an empty label (`a..b`, `.a`), a
+    character no hostname holds, a label over 63 characters or a name over 253.
+    """
+    if "%" in host:
+        return (
+            "it holds a percent-encoded character (%xx, such as %00 or %2e): write the host "
+            "plainly, as letters, digits, '-', '_' and dots"
+        )
+    if len(host) > MAX_HOSTNAME:
+        return f"it is longer than the {MAX_HOSTNAME} characters a hostname may be"
+    for label in host.split("."):
+        if not label:
+            return "it has an empty label (two dots in a row, or a dot first)"
+        if _HOST_LABEL.match(label):
+            continue
+        if len(label) > 63:
+            return "it has a label longer than 63 characters"
+        odd = next((ch for ch in label if not (ch.isalnum() or ch in "-_")), None)
+        if odd is not None:
+            return f"it holds {odd!r}, which no hostname holds (letters, digits, '-', '_', dots)"
+        return "a label starts or ends with '-'"
+    return None
+
 
 def _legacy_ipv4(host: str) -> ipaddress.IPv4Address | None:
     """The address a numeric host in a form `inet_aton` accepts denotes (`0x7f.1`, `127.1`,
@@ -268,8 +307,9 @@ def parse_target(url: str | httpx.URL) -> Target:
     """Parse a URL the service may connect to.
 
     Raises:
-        ValueError: not an http(s) URL with a host, with `user:pass@`, a bad port, or a numeric
-            host written in a non-standard form (the message says which).
+        ValueError: not an http(s) URL with a host, with `user:pass@`, a bad port, a host that is
+            no valid hostname or IP address (`host_problem`: percent-encoded, NUL-bearing, an empty
+            label...), or a numeric host written in a non-standard form (the message says which).
     """
     try:
         parsed = url if isinstance(url, httpx.URL) else httpx.URL(url)
@@ -288,14 +328,19 @@ def parse_target(url: str | httpx.URL) -> Target:
     port = parsed.port if parsed.port is not None else (443 if parsed.scheme == "https" else 80)
     if not 1 <= port <= 65535:
         raise ValueError(f"port {port} is out of range")
-    host = raw.rstrip(".")
+    host = raw[:-1] if raw.endswith(".") else raw  # one trailing dot: a fully qualified name
     literal: IPAddress | None = None
     if ":" in host:
         try:
             literal = ipaddress.IPv6Address(host.split("%", 1)[0])
         except ValueError:
             raise ValueError(f"{host} is not a valid IPv6 address") from None
-    elif all(_NUMERIC_LABEL.match(label) for label in host.split(".")):
+        return Target(parsed, host, port, literal)
+    problem = host_problem(host)
+    if problem is not None:
+        shown = raw if len(raw) <= 100 else raw[:100] + "..."
+        raise ValueError(f"host {shown} is not a valid hostname or IP address: {problem}")
+    if all(_NUMERIC_LABEL.match(label) for label in host.split(".")):
         try:
             literal = ipaddress.IPv4Address(host)
         except ValueError:

@@ -121,6 +121,48 @@ def test_egress_refuses_a_connection_to_a_private_or_metadata_address_when_saved
     assert _connect(api, "shop", url="https://shop.test/tools")["url"] == "https://shop.test/tools"
 
 
+HOSTS_THAT_ARE_NO_HOSTNAME = [
+    "http://%31%36%39.254.169.254/latest/meta-data/",
+    "http://169%2e254%2e169%2e254/",
+    "http://169.254.169.254%00.x/",
+    "http://shop%2eexample.com/tools",
+    "http://shop example.com/tools",
+    "http://shop..example.com/tools",
+    "http://.shop.example.com/tools",
+    "https://shop.example.com../tools",
+]
+"""Hosts a hostile tester saved, to fail only at run time by DNS (issue 35)."""
+
+
+@pytest.mark.parametrize("kind", ["http", "mcp"])
+def test_a_host_that_is_no_hostname_or_address_is_a_400_at_save_before_any_lookup(
+    api, resolver, kind
+):
+    stub = resolver({"shop.example.com": ["93.184.216.34"]})
+    for url in HOSTS_THAT_ARE_NO_HOSTNAME:
+        body = {**SHOP, "kind": kind, "url": url}
+        status, refused = api.call("POST", "/api/v1/connections", json=body)
+        assert status == 400, (url, refused)
+        error = _error(refused)
+        assert error["field"] == "url", error
+        assert "is not a valid hostname or IP address" in error["message"], error
+    assert stub.asked == []  # refused by its shape: no name was looked up
+    assert api.ok("GET", "/api/v1/connections")["connections"] == []
+    assert _connect(api, "shop", kind=kind, url="https://shop.example.com./tools")
+    assert stub.asked == [("shop.example.com", 443)]
+
+
+def test_an_agent_url_whose_host_is_no_hostname_is_a_400_naming_spec_url(api, resolver):
+    stub = resolver({})
+    for url in HOSTS_THAT_ARE_NO_HOSTNAME[:3]:
+        spec = {"runtime": "http", "url": url}
+        status, refused = api.call("POST", "/api/v1/agents", json={"name": "a", "spec": spec})
+        assert status == 400 and _error(refused)["field"] == "spec.url", (url, refused)
+        assert "is not a valid hostname or IP address" in _error(refused)["message"]
+    assert stub.asked == []
+    assert api.ok("GET", "/api/v1/agents")["agents"] == []
+
+
 def test_another_organization_sees_none_of_them(api, new_api):
     _connect(api, "shop")
     other = new_api()

@@ -19,6 +19,7 @@ from chalicelib.adapters.egress import (
     Egress,
     EgressRefusedError,
     classify,
+    host_problem,
     parse_target,
     refused,
     system_resolver,
@@ -149,6 +150,20 @@ def test_the_system_resolver_answers_ip_strings() -> None:
         ("http://0xa9.0xfe.0xa9.0xfe/", "denotes 169.254.169.254, a cloud metadata address"),
         ("http://2852039166/", "denotes 169.254.169.254"),
         ("http://1.2.3.4.5/", "non-standard form"),
+        ("http://%31%36%39.254.169.254/", "percent-encoded"),
+        ("http://169%2e254%2e169%2e254/", "percent-encoded"),
+        ("http://169.254.169.254%00.x/", "percent-encoded"),
+        ("http://agent%2etest/", "percent-encoded"),
+        ("http://agent .test/", "percent-encoded"),  # a space arrives as %20
+        ("http://a..test/", "empty label"),
+        ("http://.agent.test/", "empty label"),
+        ("http://agent.test../", "empty label"),
+        ("http://agent;x.test/", "holds ';'"),
+        ("http://agent\\x.test/", "which no hostname holds"),
+        ("http://-agent.test/", "starts or ends with '-'"),
+        ("http://agent-.test/", "starts or ends with '-'"),
+        (f"http://{'a' * 64}.test/", "longer than 63"),
+        (f"http://{'a.' * 127}test/", "longer than the 253"),
     ],
 )
 def test_urls_the_service_does_not_follow_are_refused(url: str, words: str) -> None:
@@ -167,6 +182,30 @@ def test_a_target_keeps_the_name_and_knows_a_literal() -> None:
     literal = parse_target("http://[::ffff:169.254.169.254]:8080/x")
     assert str(literal.literal) == "::ffff:a9fe:a9fe" and literal.port == 8080
     assert parse_target("http://bücher.test/").host == "xn--bcher-kva.test"
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["agent.test", "my_service", "a", "a-b.c-d.test", "xn--bcher-kva.test", f"{'a' * 63}.test"],
+)
+def test_a_valid_hostname_has_no_problem(host: str) -> None:
+    assert host_problem(host) is None
+    assert parse_target(f"http://{host}:8080/").host == host
+
+
+@pytest.mark.parametrize("url", ["http://169.254.169.254%00.x/", "http://%31%36%39.254.169.254/"])
+def test_a_host_that_is_no_hostname_is_a_400_at_save_before_any_lookup(url: str) -> None:
+    asked: list[str] = []
+
+    def resolver(host: str, port: int) -> list[str]:
+        asked.append(host)
+        return ["93.184.216.34"]
+
+    with pytest.raises(InvalidInputError) as refused:
+        Egress(lambda: resolver).check(url, "url")
+    assert refused.value.field == "url"
+    assert "is not a valid hostname or IP address" in refused.value.message
+    assert asked == []
 
 
 # --- at save -------------------------------------------------------------------------------------

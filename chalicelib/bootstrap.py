@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # the adapters are built lazily, on first use; the ports name
     from chalicelib.services.ports.review import ReviewQueue
     from chalicelib.services.ports.telemetry import Metrics
     from chalicelib.services.ports.tenants import Budgets, Organizations
+    from chalicelib.services.ports.usage import Usage
     from chalicelib.services.ports.tools import (
         ConnectionStore,
         ToolSessions,
@@ -159,6 +160,12 @@ class Container:
         from chalicelib.adapters.stores import SpendStore
 
         return SpendStore()
+
+    @cached_property
+    def usage(self) -> Usage:
+        from chalicelib.adapters.stores.usage import UsageStore
+
+        return UsageStore()
 
     @cached_property
     def judges(self) -> Judges:

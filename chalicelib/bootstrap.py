@@ -37,13 +37,13 @@ if TYPE_CHECKING:  # the adapters are built lazily, on first use; the ports name
     from chalicelib.services.ports.review import ReviewQueue
     from chalicelib.services.ports.telemetry import Metrics
     from chalicelib.services.ports.tenants import Budgets, Organizations
-    from chalicelib.services.ports.usage import Usage
     from chalicelib.services.ports.tools import (
         ConnectionStore,
         ToolSessions,
         ToolTransport,
         Workspaces,
     )
+    from chalicelib.services.ports.usage import Usage
 
 
 class Container:

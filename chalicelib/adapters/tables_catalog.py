@@ -169,7 +169,7 @@ class SpendRow(_Base):
     production_input_tokens = NumberAttribute(default=0)
     production_output_tokens = NumberAttribute(default=0)
     eval_runs = NumberAttribute(default=0)
-    """Eval cases answered, counted when their eval run ends (its cost is live in `spent_micros`)."""
+    """Eval cases answered, counted when their eval run ends (their cost is in `spent_micros`)."""
     eval_input_tokens = NumberAttribute(default=0)
     eval_output_tokens = NumberAttribute(default=0)
     grader_runs = NumberAttribute(default=0)

@@ -13,7 +13,6 @@ run once), the bounds of a usage report and its validation.
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -48,7 +47,7 @@ MAX_REPORTED_TOKENS = 10**9
 ASKED_CHARS = 1000
 """How much of what a run was asked is kept on its row, in characters."""
 
-_KEY = re.compile(r"^[\x21-\x7e]{1,%d}$" % MAX_KEY_CHARS)
+_KEY = re.compile(r"^[\x21-\x7e]{1," + str(MAX_KEY_CHARS) + r"}$")
 _MODEL = re.compile(r"^[\x20-\x7e]{1,200}$")
 
 
@@ -156,7 +155,7 @@ def _count(raw: Any, field: str) -> int:
         raise InvalidInputError(
             f"{field} must be a whole number from 0 to {MAX_REPORTED_TOKENS}", field=field
         )
-    return raw
+    return int(raw)
 
 
 def parse_report(body: Any, *, is_agent_id: Any) -> list[ReportedRun]:
@@ -258,6 +257,6 @@ def usd(micros: int) -> float:
 
 
 def month_ok(month: str) -> bool:
-    """Whether `month` is `YYYY-MM` (years 2000-2999)."""
-    m = re.fullmatch(r"(2\d{3})-(\d{2})", month or "")
-    return bool(m) and 1 <= int(m.group(2)) <= 12 and not math.isnan(float(m.group(1)))
+    """Whether `month` is `YYYY-MM` (years 2000-2999, months 01-12)."""
+    m = re.fullmatch(r"2\d{3}-(\d{2})", month or "")
+    return m is not None and 1 <= int(m.group(1)) <= 12

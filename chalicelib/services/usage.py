@@ -25,6 +25,7 @@ from chalicelib.domain.agent_runs import (
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.events import RunEnded, SlotReleased
 from chalicelib.domain.identity import Identity
+from chalicelib.domain.records import Run
 from chalicelib.domain.ids import FORBIDDEN
 from chalicelib.errors import InvalidInputError, NotFoundError
 from chalicelib.services import budgets, redacting
@@ -196,15 +197,22 @@ def month_usage(c: Container, who: Identity, month: Any = None) -> dict[str, Any
     }
 
 
-def count_ended(c: Container, event: RunEnded | SlotReleased) -> None:
-    """An eval run ended, or a slot of one went back (an attempt in flight at its end was
-    recorded): count what it answered and graded since its last count in its month's usage."""
-    run = c.runs.get(event.org_id, event.run_id)
-    if run is None or not RunStatus(run.status).ended:
-        return
+def count(c: Container, run: Run) -> None:
+    """Count what `run` (as read) answered and graded since its last count in its month's usage
+    (`Usage.count_run`), reading it again after a count that lost to another."""
     for _ in range(3):
         if c.usage.count_run(run, budgets.month_of(c.clock.now())):
             return
-        run = c.runs.get(event.org_id, event.run_id)
-        if run is None:
-            return
+        again = c.runs.get(run.org_id, run.run_id)
+        if again is None or again.usage_counts == run.usage_counts:
+            return  # nothing new to count
+        run = again
+
+
+def count_ended(c: Container, event: RunEnded | SlotReleased) -> None:
+    """An eval run ended, or a slot of one went back (an attempt in flight at its end was
+    recorded since): count what it answered and graded since its last count. A completed run was
+    counted as it completed (`finalize`); this counts the runs that ended otherwise."""
+    run = c.runs.get(event.org_id, event.run_id)
+    if run is not None and RunStatus(run.status).ended:
+        count(c, run)

@@ -70,7 +70,7 @@ class FakeRuns(FakeRunLists):
         self.meanwhile: list[Callable[[], None]] = []
         self.leases: dict[tuple[str, str, str], Lease] = {}
         self.agent_runs_kept: dict[tuple[str, str], AgentRun] = {}
-        """Agent runs by (org_id, agent_run_id), put by `record_attempt` (`FakeUsage` reads them)."""
+        """Agent runs by (org_id, agent_run_id), as `record_attempt` puts them."""
         self.history_rows: dict[tuple[str, str, str], history.HistoryRow] = {}
         self.live: Liveness | None = None
         """What `create` checks of the run's agent and dataset (`FakeContainer` wires it)."""

@@ -38,6 +38,7 @@ from pynamodb.expressions.update import Action
 
 import chalicelib.adapters.stores.history as history
 from chalicelib import retrying
+from chalicelib.adapters.stores import usage
 from chalicelib.adapters.stores.base import (
     TX,
     agent_live,
@@ -57,7 +58,6 @@ from chalicelib.adapters.tables import (
     TrendRow,
     org_key,
 )
-from chalicelib.adapters.stores import usage
 from chalicelib.domain import history as rules
 from chalicelib.domain.agent_runs import AgentRun
 from chalicelib.domain.enums import RunPhase, RunStatus

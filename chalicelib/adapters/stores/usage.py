@@ -7,6 +7,7 @@ import heapq
 from collections.abc import Iterable, Sequence
 
 from pynamodb.exceptions import TransactWriteError
+from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 
 from chalicelib.adapters.stores.base import TX, delete_found, reason_codes
@@ -145,7 +146,9 @@ class UsageStore:
         Reads at most `limit + 1` rows per surface."""
         streams = []
         for surface in surfaces:
-            condition = AgentRunRow.agent_index.started_key < before if before else None
+            condition: Condition | None = (
+                AgentRunRow.started_key < before if before is not None else None
+            )
             rows = AgentRunRow.agent_index.query(
                 org_key(org_id, agent_id, surface),
                 condition,
@@ -182,7 +185,9 @@ class UsageStore:
                     codes = reason_codes(exc)
                     if "ConditionalCheckFailed" in codes:
                         chunk = [
-                            r for r, code in zip(chunk, codes) if code != "ConditionalCheckFailed"
+                            r
+                            for r, code in zip(chunk, codes[: len(chunk)], strict=True)
+                            if code != "ConditionalCheckFailed"
                         ]
                         continue
                     if "TransactionConflict" in codes:
@@ -196,11 +201,11 @@ class UsageStore:
         totals: dict[str, list[int]] = {}
         for run in chunk:
             for key in _month_keys(org_id, run.agent_id, month):
-                t = totals.setdefault(key, [0, 0, 0, 0])
-                t[0] += run.cost_micros
-                t[1] += run.input_tokens
-                t[2] += run.output_tokens
-                t[3] += 1
+                sums = totals.setdefault(key, [0, 0, 0, 0])
+                sums[0] += run.cost_micros
+                sums[1] += run.input_tokens
+                sums[2] += run.output_tokens
+                sums[3] += 1
         with TX.write() as t:
             for run in chunk:  # first, so a failed condition's index is the run's
                 t.save(row_of_run(run), condition=AgentRunRow.run_key.does_not_exist())
@@ -237,9 +242,9 @@ class UsageStore:
             return False
         month = kept.get("month", month)
         counts = int(run.usage_counts or 0)
-        condition = (
-            RunRow.usage_counts.does_not_exist() if not counts else RunRow.usage_counts == counts
-        )
+        condition = RunRow.usage_counts == counts
+        if not counts:  # a run kept before usage was counted has no `usage_counts`
+            condition = condition | RunRow.usage_counts.does_not_exist()
         try:
             with TX.write() as t:
                 t.update(

@@ -1,4 +1,4 @@
-"""The client's data methods: datasets, judges, budgets, usage, notifications, secrets, recordings."""
+"""The client's data methods: datasets, judges, budgets, usage, notices, secrets, recordings."""
 
 from __future__ import annotations
 

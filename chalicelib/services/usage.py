@@ -25,8 +25,8 @@ from chalicelib.domain.agent_runs import (
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.events import RunEnded, SlotReleased
 from chalicelib.domain.identity import Identity
-from chalicelib.domain.records import Run
 from chalicelib.domain.ids import FORBIDDEN
+from chalicelib.domain.records import Run
 from chalicelib.errors import InvalidInputError, NotFoundError
 from chalicelib.services import budgets, redacting
 

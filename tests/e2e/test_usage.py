@@ -8,6 +8,7 @@ $50 per million tokens an answer costs 100 x 10 + 20 x 50 = 2000 micro-USD ($0.0
 
 from __future__ import annotations
 
+from tests.e2e.test_judge import ANSWERS, fake, judge_setup  # noqa: F401 - fixtures
 from tests.support.e2e import Api, cases, sleepy_spec
 
 
@@ -161,3 +162,44 @@ def test_bad_reports_and_queries_name_their_field(api, new_api):
     other = new_api()
     assert other.call("GET", f"/api/v1/agents/{agent}/runs")[0] == 404
     assert other.ok("GET", "/api/v1/usage")["agents"] == []
+
+
+def test_deletes_leave_no_agent_run(api):
+    agent = api.agent(sleepy_spec())
+    ds = api.dataset(cases(2))
+    run = api.start(agent, ds)
+    api.wait(run["run_id"])
+    api.ok(
+        "POST",
+        "/api/v1/usage/runs",
+        json={"runs": [{"key": "p", "agent_id": agent, "cost_usd": 1}]},
+    )
+    ids = [r["agent_run_id"] for r in runs_of(api, agent, surface="eval")]
+    assert len(ids) == 2
+
+    api.ok("DELETE", f"/api/v1/eval-runs/{run['run_id']}")
+    assert runs_of(api, agent, surface="eval") == []
+    assert {api.call("GET", f"/api/v1/runs/{i}")[0] for i in ids} == {404}
+    [prod] = runs_of(api, agent)
+    assert prod["surface"] == "production"
+
+    api.ok("DELETE", f"/api/v1/agents/{agent}")
+    assert api.call("GET", f"/api/v1/runs/{prod['agent_run_id']}")[0] == 404
+
+
+def test_the_judge_s_gradings_are_agent_runs_on_the_grader_surface(api, fake, judge_setup):  # noqa: F811 - test_judge's fixtures, imported
+    _, ds = judge_setup
+    agent = api.agent(sleepy_spec(answers=ANSWERS))
+    run = api.start(agent, ds)
+    api.wait(run["run_id"])
+    view = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    graders = runs_of(api, agent, surface="grader")
+    # The judge was asked on 4 answers (c4's provider was down: no grading came back, 0 cost).
+    assert {r["label"] for r in graders} == {"Grader"}
+    assert sum(r["cost_usd"] for r in graders) == view["judge_cost_usd"] == 0.0048
+    assert all(r["asked"].startswith("Graded the answer to case ") for r in graders)
+    assert {r["model"] for r in graders} == {"judge-model"}
+    usage = api.ok("GET", "/api/v1/usage")
+    assert usage["cost"]["grader_usd"] == 0.0048 and usage["runs"]["grader"] == len(graders)
+    assert usage["runs"]["eval"] == len(runs_of(api, agent, surface="eval")) == 5
+    assert usage["cost"]["eval_usd"] == 0  # the agent is unpriced

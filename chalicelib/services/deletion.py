@@ -59,9 +59,9 @@ def delete_agent(c: Container, who: Identity, agent_id: str) -> Deleted:
     naming it with their runs (as deleting an evaluation does, its runs of another agent too); its
     promotions and their locks; its place in every environment's `serving`; the notices its
     suites' owners (past and present) were sent about it; its monthly spend counters since it was
-    created; its agent runs (production ones too); its history rows; its answers in every dataset's review queue (waiting, decided or
-    replaced, with the audit of people's decisions on them); its published versions; then the
-    agent itself (its draft and budget are on it).
+    created; its agent runs (production ones too); its history rows; its answers in every
+    dataset's review queue (waiting, decided or replaced, with the audit of people's decisions on
+    them); its published versions; then the agent itself (its draft and budget are on it).
 
     Raises:
         NotFoundError: (field `agent_id`) the organization has no such agent.

@@ -8,8 +8,9 @@ $50 per million tokens an answer costs 100 x 10 + 20 x 50 = 2000 micro-USD ($0.0
 
 from __future__ import annotations
 
+from tests.e2e.test_agents_and_publishing import AgentEvents
 from tests.e2e.test_judge import ANSWERS, fake, judge_setup  # noqa: F401 - fixtures
-from tests.support.e2e import Api, cases, sleepy_spec
+from tests.support.e2e import Api, cases, sleepy_spec, wait_for
 
 
 def priced(**kw) -> dict:
@@ -203,3 +204,41 @@ def test_the_judge_s_gradings_are_agent_runs_on_the_grader_surface(api, fake, ju
     assert usage["cost"]["grader_usd"] == 0.0048 and usage["runs"]["grader"] == len(graders)
     assert usage["runs"]["eval"] == len(runs_of(api, agent, surface="eval")) == 5
     assert usage["cost"]["eval_usd"] == 0  # the agent is unpriced
+
+
+def test_the_platform_reports_production_runs_on_the_signed_agent_events_queue(api, stack):
+    agent = api.agent(sleepy_spec())
+    events = AgentEvents(stack)
+    events.trust(api)
+    event = {
+        "type": "run_completed",
+        "org_id": api.org_id,
+        "agent_id": agent,
+        "version": 1,
+        "surface": "production",
+        "key": "conv-7#turn-3",
+        "cost_usd": "0.25",
+        "input_tokens": 812,
+        "output_tokens": 95,
+        "asked": "What is my balance?",
+    }
+    events.send(event)
+    events.send(event)  # a redelivery, or the platform sending twice
+    usage = wait_for(
+        lambda: (u := api.ok("GET", "/api/v1/usage"))["runs"]["production"] and u,
+        what="the production run counted",
+    )
+    assert usage["cost"]["production_usd"] == 0.25
+    assert usage["tokens"]["production"] == {"input": 812, "output": 95}
+    [run] = runs_of(api, agent)
+    assert (run["surface"], run["asked"], run["version"]) == (
+        "production",
+        "What is my balance?",
+        1,
+    )
+    # An eval surface is never reported (assay writes those itself); unsigned does nothing.
+    events.send({**event, "key": "x-eval", "surface": "eval"})
+    events.send({**event, "key": "x-unsigned"}, sign=False)
+    assert len(events.dead("x-eval", timeout_s=60)) == 1
+    assert len(events.dead("x-unsigned", timeout_s=60)) == 1
+    assert api.ok("GET", "/api/v1/usage")["runs"]["production"] == 1

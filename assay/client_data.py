@@ -75,6 +75,11 @@ class DataApi(ApiBase):
             params=_fields(**query),
         )
 
+    @operation("GET", "/api/v1/runs")
+    def activity(self, **query: Any) -> JSON:
+        """Every agent's runs, newest first (`surface`, `exclude_surface`, `before`, `limit`)."""
+        return self._json("GET", "/api/v1/runs", params=_fields(**query))
+
     @operation("GET", "/api/v1/runs/{agent_run_id}")
     def agent_run(self, agent_run_id: str) -> JSON:
         """One agent run, with what the model was given."""

@@ -66,6 +66,7 @@ from chalicelib.adapters.tables_runs import TrendDatasetIndex as TrendDatasetInd
 from chalicelib.adapters.tables_runs import TrendRow as TrendRow
 from chalicelib.adapters.tables_usage import AgentRunRow as AgentRunRow
 from chalicelib.adapters.tables_usage import AgentSurfaceIndex as AgentSurfaceIndex
+from chalicelib.adapters.tables_usage import OrgSurfaceIndex as OrgSurfaceIndex
 
 # --- access: members and API keys -------------------------------------------------------------
 

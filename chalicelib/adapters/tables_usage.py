@@ -30,6 +30,20 @@ class AgentSurfaceIndex(GlobalSecondaryIndex):
     """`<started_ms, 13 digits>#<agent_run_id>`: time order, ties broken by id."""
 
 
+class OrgSurfaceIndex(GlobalSecondaryIndex):
+    """One organization's runs of one surface across its agents, newest last (Activity)."""
+
+    ORG_KEY = "org_surface_key"
+
+    class Meta:
+        index_name = "org_surface"
+        projection = AllProjection()
+
+    org_surface_key = UnicodeAttribute(hash_key=True)
+    """`<org_id>#<surface>`."""
+    started_key = UnicodeAttribute(range_key=True)
+
+
 class AgentRunRow(_Base):
     """One agent run (`domain.agent_runs.AgentRun`); its id is derived from what it answered (an
     eval run's attempt, a production report's key), so it is written once."""
@@ -46,6 +60,7 @@ class AgentRunRow(_Base):
     agent_id = UnicodeAttribute()
     surface = UnicodeAttribute()
     surface_key = UnicodeAttribute()
+    org_surface_key = UnicodeAttribute()
     started_key = UnicodeAttribute()
     started_at = UnicodeAttribute()
     started_ms = NumberAttribute()
@@ -65,3 +80,4 @@ class AgentRunRow(_Base):
     """`{run_id, case_id, attempt, dataset_id}` of an eval or grader run."""
     key = UnicodeAttribute(null=True)
     agent_index = AgentSurfaceIndex()
+    org_index = OrgSurfaceIndex()

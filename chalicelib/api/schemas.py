@@ -576,7 +576,7 @@ class UsageQuery(Query):
 
 
 class AgentRunHistoryQuery(Query):
-    """`GET /api/v1/agents/{agent_id}/runs`."""
+    """`GET /api/v1/agents/{agent_id}/runs` and `GET /api/v1/runs`."""
 
     surface: Literal["production", "eval", "grader"] | None = None
     """Only runs of this surface."""

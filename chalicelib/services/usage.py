@@ -127,6 +127,18 @@ def get(c: Container, who: Identity, agent_run_id: str) -> dict[str, Any]:
     return view(c, who, run, full=True)
 
 
+def _page_size(limit: Any, before: Any) -> int:
+    try:
+        size = MAX_PAGE if limit in (None, "") else int(limit)
+    except (TypeError, ValueError):
+        size = 0
+    if not 1 <= size <= MAX_PAGE:
+        raise InvalidInputError(f"limit must be from 1 to {MAX_PAGE}", field="limit")
+    if before is not None and (not isinstance(before, str) or len(before) > 60):
+        raise InvalidInputError("before must be a cursor from an earlier page", field="before")
+    return size
+
+
 def history(
     c: Container,
     who: Identity,
@@ -144,20 +156,39 @@ def history(
     who.require(access.RUNS_VIEW, "reading an agent's runs")
     who.require_sight("agent", agent_id)
     c.agents.get(who.org_id, agent_id)
-    only = parse_surface(surface, "surface")
-    without = parse_surface(exclude_surface, "exclude_surface")
-    try:
-        size = MAX_PAGE if limit in (None, "") else int(limit)
-    except (TypeError, ValueError):
-        size = 0
-    if not 1 <= size <= MAX_PAGE:
-        raise InvalidInputError(f"limit must be from 1 to {MAX_PAGE}", field="limit")
-    if before is not None and (not isinstance(before, str) or len(before) > 60):
-        raise InvalidInputError("before must be a cursor from an earlier page", field="before")
+    surfaces = surfaces_listed(
+        parse_surface(surface, "surface"), parse_surface(exclude_surface, "exclude_surface")
+    )
+    size = _page_size(limit, before)
     runs, cursor = c.usage.list_for_agent(
-        who.org_id, agent_id, surfaces_listed(only, without), before=before or None, limit=size
+        who.org_id, agent_id, surfaces, before=before or None, limit=size
     )
     return {"runs": [view(c, who, r) for r in runs], "next": cursor}
+
+
+def activity(
+    c: Container,
+    who: Identity,
+    *,
+    surface: Any = None,
+    exclude_surface: Any = None,
+    before: Any = None,
+    limit: Any = None,
+) -> dict[str, Any]:
+    """The organization's runs across its agents, newest first (`GET /api/v1/runs`, the
+    console's Activity): `{runs, next}`, only those of agents the caller may see (a page may
+    hold fewer than `limit` runs and still have a `next`).
+
+    Raises InvalidInputError naming `surface`, `exclude_surface`, `limit` or `before`;
+    ForbiddenError without `runs:view`."""
+    who.require(access.RUNS_VIEW, "reading runs")
+    surfaces = surfaces_listed(
+        parse_surface(surface, "surface"), parse_surface(exclude_surface, "exclude_surface")
+    )
+    size = _page_size(limit, before)
+    runs, cursor = c.usage.list_for_org(who.org_id, surfaces, before=before or None, limit=size)
+    shown = [view(c, who, r) for r in runs if who.sees("agent", r.agent_id)]
+    return {"runs": shown, "next": cursor}
 
 
 def _figures(by_surface: dict[str, SurfaceUsage]) -> dict[str, Any]:

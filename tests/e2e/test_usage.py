@@ -242,3 +242,29 @@ def test_the_platform_reports_production_runs_on_the_signed_agent_events_queue(a
     assert len(events.dead("x-eval", timeout_s=60)) == 1
     assert len(events.dead("x-unsigned", timeout_s=60)) == 1
     assert api.ok("GET", "/api/v1/usage")["runs"]["production"] == 1
+
+
+def test_activity_lists_every_agent_s_runs_with_a_source_filter(api, new_api):
+    seen = api.agent(sleepy_spec())
+    hidden = api.agent(sleepy_spec())
+    ds = api.dataset(cases(1))
+    for agent in (seen, hidden):
+        api.wait(api.start(agent, ds)["run_id"])
+        api.ok(
+            "POST",
+            "/api/v1/usage/runs",
+            json={"runs": [{"key": f"p-{agent}", "agent_id": agent, "cost_usd": 0.1}]},
+        )
+    everything = api.ok("GET", "/api/v1/runs")["runs"]
+    assert sorted((r["agent_id"], r["surface"]) for r in everything) == sorted(
+        (a, s) for a in (seen, hidden) for s in ("eval", "production")
+    )
+    assert [r["started_at"] for r in everything] == sorted(
+        (r["started_at"] for r in everything), reverse=True
+    )
+    evals = api.ok("GET", "/api/v1/runs", params={"surface": "eval"})["runs"]
+    assert {r["label"] for r in evals} == {"Eval"} and len(evals) == 2
+    # Activity is a runs:view reader's: a guest (whatever agents it was granted) has none.
+    guest = new_api(org_id=api.org_id, user_id="guest@example.com", role="guest")
+    status, body = guest.call("GET", "/api/v1/runs")
+    assert status == 403 and body["error"]["permission"] == "runs:view"

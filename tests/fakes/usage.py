@@ -28,6 +28,21 @@ class FakeUsage:
     def list_for_agent(
         self, org_id: str, agent_id: str, surfaces: Sequence[str], *, before: str | None, limit: int
     ) -> tuple[list[AgentRun], str | None]:
+        return self._page(org_id, agent_id, surfaces, before, limit)
+
+    def list_for_org(
+        self, org_id: str, surfaces: Sequence[str], *, before: str | None, limit: int
+    ) -> tuple[list[AgentRun], str | None]:
+        return self._page(org_id, None, surfaces, before, limit)
+
+    def _page(
+        self,
+        org_id: str,
+        agent_id: str | None,
+        surfaces: Sequence[str],
+        before: str | None,
+        limit: int,
+    ) -> tuple[list[AgentRun], str | None]:
         def key(r: AgentRun) -> str:
             return f"{r.started_ms:013d}#{r.agent_run_id}"
 
@@ -36,7 +51,7 @@ class FakeUsage:
                 r
                 for (org, _), r in self.kept.items()
                 if org == org_id
-                and r.agent_id == agent_id
+                and agent_id in (None, r.agent_id)
                 and r.surface in surfaces
                 and (before is None or key(r) < before)
             ),

@@ -230,6 +230,7 @@ def _table(w: dict[str, str]) -> list[tuple[str, str, Any, list[tuple[str, int]]
             False,
         ),
         ("GET", "/api/v1/usage", None, [("runs:view", 403)], False),
+        ("GET", "/api/v1/runs", None, [("runs:view", 403)], False),
         ("GET", f"/api/v1/agents/{a}/runs", None, [("runs:view", 403), ("agents:view", V)], False),
         (
             "GET",

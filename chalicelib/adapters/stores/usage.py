@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from pynamodb.exceptions import TransactWriteError
 from pynamodb.expressions.condition import Condition
@@ -31,6 +32,7 @@ def row_of_run(run: AgentRun) -> AgentRunRow:
         agent_id=run.agent_id,
         surface=run.surface,
         surface_key=org_key(run.org_id, run.agent_id, run.surface),
+        org_surface_key=org_key(run.org_id, run.surface),
         started_key=f"{run.started_ms:013d}#{run.agent_run_id}",
         started_at=run.started_at,
         started_ms=run.started_ms,
@@ -122,6 +124,26 @@ def _usage_of(item: SpendRow | None) -> dict[str, SurfaceUsage]:
     }
 
 
+def _merged(
+    index: Any, hash_keys: Sequence[str], *, before: str | None, limit: int
+) -> tuple[list[AgentRun], str | None]:
+    """The newest `limit` rows under `hash_keys` of `index` older than `before`, merged by
+    `started_key`, with the next page's cursor: at most `limit + 1` rows read per key."""
+    streams = []
+    for hash_key in hash_keys:
+        condition: Condition | None = (
+            AgentRunRow.started_key < before if before is not None else None
+        )
+        rows = index.query(
+            hash_key, condition, scan_index_forward=False, limit=limit + 1, page_size=limit + 1
+        )
+        streams.append([(r.started_key, r) for r in rows])
+    merged = list(heapq.merge(*streams, key=lambda kr: kr[0], reverse=True))
+    page = merged[:limit]
+    more = len(merged) > limit
+    return [run_of_row(r) for _, r in page], (page[-1][0] if more and page else None)
+
+
 class UsageStore:
     """Agent runs (`agent_runs`) and the usage counters on the `spend` rows."""
 
@@ -144,23 +166,23 @@ class UsageStore:
         """The agent's runs of `surfaces`, newest first, `limit` at most, older than the cursor
         `before` (a row's `started_key`); with the cursor of the next page (None: the last).
         Reads at most `limit + 1` rows per surface."""
-        streams = []
-        for surface in surfaces:
-            condition: Condition | None = (
-                AgentRunRow.started_key < before if before is not None else None
-            )
-            rows = AgentRunRow.agent_index.query(
-                org_key(org_id, agent_id, surface),
-                condition,
-                scan_index_forward=False,
-                limit=limit + 1,
-                page_size=limit + 1,
-            )
-            streams.append([(r.started_key, r) for r in rows])
-        merged = list(heapq.merge(*streams, key=lambda kr: kr[0], reverse=True))
-        page = merged[:limit]
-        more = len(merged) > limit
-        return [run_of_row(r) for _, r in page], (page[-1][0] if more and page else None)
+        return _merged(
+            AgentRunRow.agent_index,
+            [org_key(org_id, agent_id, s) for s in surfaces],
+            before=before,
+            limit=limit,
+        )
+
+    def list_for_org(
+        self, org_id: str, surfaces: Sequence[str], *, before: str | None, limit: int
+    ) -> tuple[list[AgentRun], str | None]:
+        """The organization's runs of `surfaces` across its agents, as `list_for_agent`."""
+        return _merged(
+            AgentRunRow.org_index,
+            [org_key(org_id, s) for s in surfaces],
+            before=before,
+            limit=limit,
+        )
 
     def report(self, org_id: str, month: str, runs: Sequence[AgentRun]) -> int:
         """Write production runs not written before (by id) and add each to the organization's

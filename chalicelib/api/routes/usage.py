@@ -41,6 +41,19 @@ def agent_runs(c, who, agent_id, query):
     )
 
 
+@bp.route("/api/v1/runs", methods=["GET"])
+@api_view(bp, query=AgentRunHistoryQuery, needs=("runs:view",))
+def activity(c, who, query):
+    return usage_service.activity(
+        c,
+        who,
+        surface=query.surface,
+        exclude_surface=query.exclude_surface,
+        before=query.before,
+        limit=query.limit,
+    )
+
+
 @bp.route("/api/v1/runs/{agent_run_id}", methods=["GET"])
 @api_view(bp, needs=("runs:view",))
 def agent_run(c, who, agent_run_id):

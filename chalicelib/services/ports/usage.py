@@ -23,6 +23,12 @@ class Usage(Protocol):
         `before`; with the next page's cursor (None: the last page)."""
         ...
 
+    def list_for_org(
+        self, org_id: str, surfaces: Sequence[str], *, before: str | None, limit: int
+    ) -> tuple[list[AgentRun], str | None]:
+        """The organization's runs of `surfaces` across its agents, as `list_for_agent`."""
+        ...
+
     def report(self, org_id: str, month: str, runs: Sequence[AgentRun]) -> int:
         """Write production runs once each (by id) and add them to the month's usage and spend;
         how many were new. Raises ConflictError when the counters stay contended."""

@@ -67,7 +67,7 @@ class DataApi(ApiBase):
         return self._json("GET", "/api/v1/usage", params=_fields(month=month))
 
     @operation("GET", "/api/v1/agents/{agent_id}/runs")
-    def agent_runs(self, agent_id: str, **query: Any) -> JSON:
+    def agent_run_history(self, agent_id: str, **query: Any) -> JSON:
         """The agent's runs, newest first (`surface`, `exclude_surface`, `before`, `limit`)."""
         return self._json(
             "GET",

@@ -13,7 +13,7 @@ from chalicelib.domain.agent_runs import ASKED_CHARS, AgentRun, EvalCase, Surfac
 from chalicelib.domain.agent_runs import eval_run_id as eval_agent_run_id
 from chalicelib.domain.agent_runs import grader_run_id as grader_agent_run_id
 from chalicelib.domain.enums import AttemptState
-from chalicelib.domain.records import Run
+from chalicelib.domain.records import Attempt, Run
 from chalicelib.domain.run_rules import Task
 
 if TYPE_CHECKING:
@@ -101,6 +101,41 @@ def of_attempt(
     return runs
 
 
-def ids_of_attempt(run_id: str, attempt_key: str) -> tuple[str, str]:
-    """The ids an attempt's agent runs have (eval, grader), for deleting them with the run."""
-    return eval_agent_run_id(run_id, attempt_key), grader_agent_run_id(run_id, attempt_key)
+def of_grading(
+    run: Run, attempt: Attempt, *, cost_micros: int, grading: int, now_ms: int
+) -> AgentRun:
+    """The grader run of the judge grading `attempt` again in the run's `grading`-th "grade
+    again" pass (1, 2, ...), ending at `now_ms`."""
+    arm = next((a for a in run.arms if a.arm_id == attempt.arm_id), None)
+    return AgentRun(
+        agent_run_id=grader_agent_run_id(run.run_id, attempt.attempt_key, grading),
+        org_id=run.org_id,
+        agent_id=run.agent_id,
+        surface=Surface.GRADER.value,
+        started_at=iso(from_epoch_ms(now_ms)),
+        started_ms=now_ms,
+        version=arm.version if arm is not None else None,
+        draft=bool(arm.draft) if arm is not None else False,
+        model=(run.settings or {}).get("judge_model"),
+        asked=f"Graded again the answer to case {attempt.case_id}: {attempt.answer or ''}"[
+            :ASKED_CHARS
+        ],
+        cost_micros=cost_micros,
+        ran_as=None,
+        eval_case=EvalCase(
+            run_id=run.run_id,
+            case_id=attempt.case_id,
+            attempt=int(attempt.attempt),
+            dataset_id=run.dataset_id,
+        ),
+    )
+
+
+def ids_of_attempt(run: Run, attempt_key: str) -> list[str]:
+    """The ids an attempt's agent runs may have (eval, grader, and a grader per "grade again"
+    pass the run had, and one more for a pass cut short), for deleting them with the run."""
+    passes = len(run.gradings or []) + 1
+    return [
+        eval_agent_run_id(run.run_id, attempt_key),
+        *(grader_agent_run_id(run.run_id, attempt_key, g) for g in range(passes + 1)),
+    ]

@@ -79,7 +79,7 @@ def forget(c: Container, run: Run, *, borrowers_deleted_too: bool = False) -> No
         (
             agent_run_id
             for key in c.runs.attempt_keys(run.org_id, run.run_id)
-            for agent_run_id in eval_agent_runs.ids_of_attempt(run.run_id, key)
+            for agent_run_id in eval_agent_runs.ids_of_attempt(run, key)
         ),
     )
     c.runs.delete(run.org_id, run.run_id)

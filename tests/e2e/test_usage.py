@@ -9,7 +9,7 @@ $50 per million tokens an answer costs 100 x 10 + 20 x 50 = 2000 micro-USD ($0.0
 from __future__ import annotations
 
 from tests.e2e.test_agents_and_publishing import AgentEvents
-from tests.e2e.test_judge import ANSWERS, fake, judge_setup  # noqa: F401 - fixtures
+from tests.e2e.test_judge import ANSWERS, USAGE, fake, grades, judge_setup  # noqa: F401 - fixtures
 from tests.support.e2e import Api, cases, sleepy_spec, wait_for
 
 
@@ -204,6 +204,20 @@ def test_the_judge_s_gradings_are_agent_runs_on_the_grader_surface(api, fake, ju
     assert usage["cost"]["grader_usd"] == 0.0048 and usage["runs"]["grader"] == len(graders)
     assert usage["runs"]["eval"] == len(runs_of(api, agent, surface="eval")) == 5
     assert usage["cost"]["eval_usd"] == 0  # the agent is unpriced
+
+    # Grading again asks the judge again: each answer graded is one more grader run.
+    fake.set_script({"rules": [], "default": {"answer": grades(4), "usage": USAGE}})
+    again = api.ok("POST", f"/api/v1/eval-runs/{run['run_id']}/grade-again")
+    assert again["graded"] == 2  # c2 and c4, which the judge had not graded
+    graders = runs_of(api, agent, surface="grader")
+    regraded = [r for r in graders if r["asked"].startswith("Graded again")]
+    assert sorted(r["eval_case"]["case_id"] for r in regraded) == ["c2", "c4"]
+    usage = api.ok("GET", "/api/v1/usage")
+    assert usage["runs"]["grader"] == len(graders) == 6
+    assert usage["cost"]["grader_usd"] == round(sum(r["cost_usd"] for r in graders), 6) == 0.0072
+
+    api.ok("DELETE", f"/api/v1/eval-runs/{run['run_id']}")
+    assert runs_of(api, agent) == []
 
 
 def test_the_platform_reports_production_runs_on_the_signed_agent_events_queue(api, stack):

@@ -86,6 +86,13 @@ class FakeUsage:
             )
         return written
 
+    def add_grader(self, run: AgentRun, month: str) -> bool:
+        if (run.org_id, run.agent_run_id) in self.kept:
+            return False
+        self.kept[(run.org_id, run.agent_run_id)] = run
+        self._add(run.org_id, run.agent_id, month, grader_runs=1)
+        return True
+
     def count_run(self, run: Run, month: str) -> bool:
         kept = self.runs.get(run.org_id, run.run_id)
         if kept is None or int(kept.usage_counts) != int(run.usage_counts):

@@ -243,6 +243,28 @@ class UsageStore:
                     actions.append(SpendRow.month_key.set(org_key(org_id, month)))
                 t.update(SpendRow(key), actions=actions)
 
+    def add_grader(self, run: AgentRun, month: str) -> bool:
+        """Write a grader run of a "grade again" once (by id) and count it in the month's usage of
+        its organization and agent (its cost is charged with the request, as every judge's), in
+        one transaction. False when it was written before."""
+        for _ in range(CONFLICT_TRIES):
+            try:
+                with TX.write() as t:
+                    t.save(row_of_run(run), condition=AgentRunRow.run_key.does_not_exist())
+                    for key in _month_keys(run.org_id, run.agent_id, month):
+                        actions: list[Action] = [SpendRow.grader_runs.add(1)]
+                        if "#agent#" in key:
+                            actions.append(SpendRow.month_key.set(org_key(run.org_id, month)))
+                        t.update(SpendRow(key), actions=actions)
+                return True
+            except TransactWriteError as exc:
+                codes = reason_codes(exc)
+                if codes and codes[0] == "ConditionalCheckFailed":
+                    return False
+                if "TransactionConflict" not in codes:
+                    raise
+        raise ConflictError("usage counters are busy: grade again later", field="run_id")
+
     def count_run(self, run: Run, month: str) -> bool:
         """Add what `run` (as read) answered and graded since it was last counted to the
         month's usage of its organization and agent: its `asked`/`judged` attempts and tokens,

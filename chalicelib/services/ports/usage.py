@@ -34,6 +34,11 @@ class Usage(Protocol):
         how many were new. Raises ConflictError when the counters stay contended."""
         ...
 
+    def add_grader(self, run: AgentRun, month: str) -> bool:
+        """Write a grader run of a "grade again" once and count it in the month; False when it
+        was written before. Raises ConflictError when the counters stay contended."""
+        ...
+
     def count_run(self, run: Run, month: str) -> bool:
         """Add what an ended eval run answered and graded since its last count to its month's
         usage; False when nothing was new or another count moved first."""

@@ -121,9 +121,3 @@ def run_answers_prefix(org_id: str, run_id: str) -> str:
 def answer_key(org_id: str, run_id: str, attempt_key: str) -> str:
     """`<org>/answers/<run_id>/<attempt_key>.txt`: the results-bucket key of one long answer."""
     return f"{run_answers_prefix(org_id, run_id)}{attempt_key}.txt"
-
-
-def request_key(org_id: str, run_id: str, attempt_key: str) -> str:
-    """`<org>/answers/<run_id>/<attempt_key>.request.json`: what the model was given for one
-    attempt, when too long to keep on its agent run (deleted with the run's answers)."""
-    return f"{run_answers_prefix(org_id, run_id)}{attempt_key}.request.json"

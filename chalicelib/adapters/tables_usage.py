@@ -70,14 +70,13 @@ class AgentRunRow(_Base):
     status = UnicodeAttribute(default="completed")
     asked = UnicodeAttribute(null=True)
     request = JSONAttribute(null=True)
-    request_ref = UnicodeAttribute(null=True)
     cost_micros = NumberAttribute(default=0)
     input_tokens = NumberAttribute(default=0)
     output_tokens = NumberAttribute(default=0)
     latency_ms = NumberAttribute(default=0)
     ran_as = UnicodeAttribute(null=True)
     eval_case = JSONAttribute(null=True)
-    """`{run_id, case_id, attempt, dataset_id}` of an eval or grader run."""
+    """`{run_id, case_id, attempt, dataset_id, dataset_version}` of an eval or grader run."""
     key = UnicodeAttribute(null=True)
     agent_index = AgentSurfaceIndex()
     org_index = OrgSurfaceIndex()

@@ -34,7 +34,9 @@ function modelSaw(run) {
       body.append(full.request === undefined
         ? h("p", { class: "muted" }, "It asked a case of a dataset you may not see.")
         : full.request === null
-          ? h("p", { class: "muted" }, "What its model was given was not reported with it.")
+          ? h("p", { class: "muted" }, run.surface === "production"
+            ? "What its model was given was not reported with it."
+            : "What the judge was given is not kept.")
           : h("pre", { class: "request" }, JSON.stringify(full.request, null, 2)));
     } catch (err) {
       body.append(errorBox(err));

@@ -85,6 +85,7 @@ class EvalCase:
     case_id: str
     attempt: int
     dataset_id: str
+    dataset_version: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,8 +108,8 @@ class AgentRun:
     """What the run was asked: its first user turn, the eval case's question, or for the judge
     what it graded; redacted, at most `ASKED_CHARS` characters."""
     request: Any = None
-    """What the model was given (redacted), inline when small; else `request_ref` names it."""
-    request_ref: str | None = None
+    """What the model was given (redacted) when it was kept with the run; an eval run's is
+    rebuilt from its case when read (`services.usage.get`)."""
     cost_micros: int = 0
     input_tokens: int = 0
     output_tokens: int = 0

@@ -57,9 +57,9 @@ class AttemptResult:
     judge_calls: int = 0
     budget_exceeded: budgets.Exhausted | None = None
     """Set when a budget ran out before a model request: the run ends `budget_exceeded`."""
-    request: dict[str, Any] | None = None
-    """What the agent was given (the case request, redacted); None when it was never asked (the
-    attempt is then no agent run: docs/reference/usage.md)."""
+    asked: str | None = None
+    """The case's question when the agent was asked it (redacted when the case was saved); None
+    when it was never asked: the attempt is then no agent run (docs/reference/usage.md)."""
 
 
 def ask_and_grade(
@@ -71,14 +71,13 @@ def ask_and_grade(
     *,
     budget_read: BudgetReading | None = None,
 ) -> AttemptResult:
-    """`_ask_and_grade`, with what the agent was given (`AttemptResult.request`, redacted) when
-    it was asked: the attempt is then an agent run of the surface `eval`."""
+    """`_ask_and_grade`, with the question (`AttemptResult.asked`) when the agent was asked it:
+    the attempt is then an agent run of the surface `eval`."""
     given: list[CaseRequest] = []
     result = _ask_and_grade(c, run, arm, case, task, budget_read=budget_read, given=given)
     if not given or (result.budget_exceeded is not None and result.answer is None):
         return result  # never asked, or stopped by a budget before its first model request
-    request = redacting.for_org(c, run.org_id).value(given[0].model_dump(mode="json"))
-    return replace(result, request=request)
+    return replace(result, asked=case.input)
 
 
 def _ask_and_grade(

@@ -4,10 +4,8 @@ that records the attempt, so a delivery that comes again never writes two."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
-from chalicelib import names
 from chalicelib.clock import from_epoch_ms, iso
 from chalicelib.domain.agent_runs import ASKED_CHARS, AgentRun, EvalCase, Surface
 from chalicelib.domain.agent_runs import eval_run_id as eval_agent_run_id
@@ -17,12 +15,7 @@ from chalicelib.domain.records import Attempt, Run
 from chalicelib.domain.run_rules import Task
 
 if TYPE_CHECKING:
-    from chalicelib.bootstrap import Container
     from chalicelib.services.answering import AttemptResult
-
-REQUEST_INLINE_CHARS = 4000
-"""What the model was given is kept on the agent run up to this many characters of JSON; longer,
-in the results bucket under the eval run's answers (deleted with them)."""
 
 
 def _status(result: AttemptResult) -> str:
@@ -33,30 +26,21 @@ def _status(result: AttemptResult) -> str:
     return "incomplete"
 
 
-def _request_kept(c: Container, run: Run, task: Task, request: Any) -> tuple[Any, str | None]:
-    """`(inline request, None)`, or `(None, bucket key)` when its JSON is long."""
-    text = json.dumps(request, separators=(",", ":"), ensure_ascii=False)
-    if len(text) <= REQUEST_INLINE_CHARS:
-        return request, None
-    key = names.request_key(run.org_id, run.run_id, task.key)
-    return None, c.bucket.put_text(key, text)
-
-
-def of_attempt(
-    c: Container, run: Run, task: Task, result: AttemptResult, now_ms: int
-) -> list[AgentRun]:
-    """The agent runs `result` is: none when the agent was never asked (`result.request` None),
+def of_attempt(run: Run, task: Task, result: AttemptResult, now_ms: int) -> list[AgentRun]:
+    """The agent runs `result` is: none when the agent was never asked (`result.asked` None),
     else the eval run, and with it the grader run when a judge graded the answer. Ids derive from
     the eval run and the attempt; times end at `now_ms` (epoch ms)."""
-    if result.request is None:
+    if result.asked is None:
         return []
     arm = next((a for a in run.arms if a.arm_id == task.arm_id), None)
     started_ms = now_ms - int(result.latency_ms)
     case = EvalCase(
-        run_id=run.run_id, case_id=task.case_id, attempt=task.attempt, dataset_id=run.dataset_id
+        run_id=run.run_id,
+        case_id=task.case_id,
+        attempt=task.attempt,
+        dataset_id=run.dataset_id,
+        dataset_version=int(run.dataset_version),
     )
-    request, ref = _request_kept(c, run, task, result.request)
-    question = result.request.get("input") if isinstance(result.request, dict) else None
     common: dict[str, Any] = {
         "org_id": run.org_id,
         "agent_id": run.agent_id,
@@ -73,9 +57,7 @@ def of_attempt(
             started_ms=started_ms,
             model=result.model,
             status=_status(result),
-            asked=str(question)[:ASKED_CHARS] if question is not None else None,
-            request=request,
-            request_ref=ref,
+            asked=result.asked[:ASKED_CHARS],
             cost_micros=result.cost_micros,
             input_tokens=result.input_tokens,
             output_tokens=result.output_tokens,
@@ -127,6 +109,7 @@ def of_grading(
             case_id=attempt.case_id,
             attempt=int(attempt.attempt),
             dataset_id=run.dataset_id,
+            dataset_version=int(run.dataset_version),
         ),
     )
 

@@ -228,11 +228,11 @@ def record(
         "judge_calls": result.judge_calls,
         "input_tokens": result.input_tokens,
         "output_tokens": result.output_tokens,
-        "asked": int(result.request is not None),
+        "asked": int(result.asked is not None),
         "judged": int(bool(result.judge_calls)),
     }
     answer = _answer_kept(c, run, task, result.answer)
-    agent_runs = eval_agent_runs.of_attempt(c, run, task, result, epoch_ms(c.clock.now()))
+    agent_runs = eval_agent_runs.of_attempt(run, task, result, epoch_ms(c.clock.now()))
     beside = _budgets_beside(c, run) if carry is not None else None
     reads = iter([run])
     outcome = RecordOutcome(written=False)

@@ -4,7 +4,6 @@ agent and the month's figures, production apart from the eval traffic."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from chalicelib.bootstrap import Container
@@ -26,6 +25,7 @@ from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.events import RunEnded, SlotReleased
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import FORBIDDEN
+from chalicelib.domain.models import Case, CaseRequest
 from chalicelib.domain.records import Run
 from chalicelib.errors import InvalidInputError, NotFoundError
 from chalicelib.services import budgets, redacting
@@ -109,10 +109,30 @@ def view(c: Container, who: Identity, run: AgentRun, *, full: bool = False) -> d
     if case is not None and who.sees("dataset", case.dataset_id):
         out["eval_case"] = {"run_id": case.run_id, "case_id": case.case_id, "attempt": case.attempt}
     if full and (case is None or "eval_case" in out):  # what a case asked shows with its dataset
-        out["request"] = (
-            json.loads(c.bucket.get_text(run.request_ref)) if run.request_ref else run.request
-        )
+        out["request"] = _request(c, run)
     return out
+
+
+def _request(c: Container, run: AgentRun) -> Any:
+    """What the model was given: an eval run's case request, rebuilt from its case (a dataset
+    version never changes; its secrets were redacted when it was saved, and are again with the
+    organization's own values), else what was kept with the run (None: nothing)."""
+    case = run.eval_case
+    if run.surface != Surface.EVAL.value or case is None:
+        return run.request
+    raw = c.datasets.get_case(run.org_id, case.dataset_id, case.dataset_version, case.case_id)
+    if raw is None:
+        return None
+    kept = Case.model_validate(raw)
+    request = CaseRequest(
+        run_id=case.run_id,
+        case_id=case.case_id,
+        attempt=case.attempt,
+        input=kept.input,
+        history=kept.history,
+        metadata={"tags": kept.tags},
+    )
+    return redacting.for_org(c, run.org_id).value(request.model_dump(mode="json"))
 
 
 def get(c: Container, who: Identity, agent_run_id: str) -> dict[str, Any]:

@@ -42,7 +42,6 @@ def row_of_run(run: AgentRun) -> AgentRunRow:
         status=run.status,
         asked=run.asked,
         request=run.request,
-        request_ref=run.request_ref,
         cost_micros=run.cost_micros,
         input_tokens=run.input_tokens,
         output_tokens=run.output_tokens,
@@ -54,6 +53,7 @@ def row_of_run(run: AgentRun) -> AgentRunRow:
                 "case_id": run.eval_case.case_id,
                 "attempt": run.eval_case.attempt,
                 "dataset_id": run.eval_case.dataset_id,
+                "dataset_version": run.eval_case.dataset_version,
             }
             if run.eval_case is not None
             else None
@@ -78,7 +78,6 @@ def run_of_row(row: AgentRunRow) -> AgentRun:
         status=row.status,
         asked=row.asked,
         request=row.request,
-        request_ref=row.request_ref,
         cost_micros=int(row.cost_micros or 0),
         input_tokens=int(row.input_tokens or 0),
         output_tokens=int(row.output_tokens or 0),
@@ -90,6 +89,7 @@ def run_of_row(row: AgentRunRow) -> AgentRun:
                 case_id=ec["case_id"],
                 attempt=int(ec["attempt"]),
                 dataset_id=ec.get("dataset_id", ""),
+                dataset_version=int(ec.get("dataset_version", 0)),
             )
             if ec
             else None

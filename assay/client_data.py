@@ -1,4 +1,4 @@
-"""The client's data methods: datasets, judges, budgets, notifications, secrets, recordings."""
+"""The client's data methods: datasets, judges, budgets, usage, notices, secrets, recordings."""
 
 from __future__ import annotations
 
@@ -53,6 +53,37 @@ class DataApi(ApiBase):
             _path("/api/v1/agents/{agent_id}/budget", agent_id=agent_id),
             json=_fields(**body),
         )
+
+    # --- usage and agent runs ---------------------------------------------------------------
+
+    @operation("POST", "/api/v1/usage/runs")
+    def report_usage(self, runs: list[JSON]) -> JSON:
+        """Report production runs (each `{key, agent_id, cost_usd, ...}`, counted once per key)."""
+        return self._json("POST", "/api/v1/usage/runs", json={"runs": runs})
+
+    @operation("GET", "/api/v1/usage")
+    def usage(self, month: str | None = None) -> JSON:
+        """The month's usage: production, with the eval and grader traffic beside it."""
+        return self._json("GET", "/api/v1/usage", params=_fields(month=month))
+
+    @operation("GET", "/api/v1/agents/{agent_id}/runs")
+    def agent_run_history(self, agent_id: str, **query: Any) -> JSON:
+        """The agent's runs, newest first (`surface`, `exclude_surface`, `before`, `limit`)."""
+        return self._json(
+            "GET",
+            _path("/api/v1/agents/{agent_id}/runs", agent_id=agent_id),
+            params=_fields(**query),
+        )
+
+    @operation("GET", "/api/v1/runs")
+    def activity(self, **query: Any) -> JSON:
+        """Every agent's runs, newest first (`surface`, `exclude_surface`, `before`, `limit`)."""
+        return self._json("GET", "/api/v1/runs", params=_fields(**query))
+
+    @operation("GET", "/api/v1/runs/{agent_run_id}")
+    def agent_run(self, agent_run_id: str) -> JSON:
+        """One agent run, with what the model was given."""
+        return self._json("GET", _path("/api/v1/runs/{agent_run_id}", agent_run_id=agent_run_id))
 
     @operation("POST", "/api/v1/judges")
     def create_judge(self, **body: Any) -> JSON:

@@ -24,6 +24,7 @@ from assay.cli_review import register_review
 from assay.cli_runlist import register_runlist
 from assay.cli_runs import register_runs, report_run, wait_and_report, watch_progress
 from assay.cli_suites import register_suites
+from assay.cli_usage import register_usage
 
 __all__ = [
     "UsageError",
@@ -41,6 +42,7 @@ def register(sub: Any) -> None:
     register_runs(sub)
     register_cases(sub)
     register_runlist(sub)
+    register_usage(sub)
     register_suites(sub)
     register_access(sub)
     register_agents(sub)

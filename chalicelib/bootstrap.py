@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # the adapters are built lazily, on first use; the ports name
         ToolTransport,
         Workspaces,
     )
+    from chalicelib.services.ports.usage import Usage
 
 
 class Container:
@@ -159,6 +160,12 @@ class Container:
         from chalicelib.adapters.stores import SpendStore
 
         return SpendStore()
+
+    @cached_property
+    def usage(self) -> Usage:
+        from chalicelib.adapters.stores.usage import UsageStore
+
+        return UsageStore()
 
     @cached_property
     def judges(self) -> Judges:

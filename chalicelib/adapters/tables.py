@@ -64,6 +64,9 @@ from chalicelib.adapters.tables_runs import RunStatusIndex as RunStatusIndex
 from chalicelib.adapters.tables_runs import ToolSessionRow as ToolSessionRow
 from chalicelib.adapters.tables_runs import TrendDatasetIndex as TrendDatasetIndex
 from chalicelib.adapters.tables_runs import TrendRow as TrendRow
+from chalicelib.adapters.tables_usage import AgentRunRow as AgentRunRow
+from chalicelib.adapters.tables_usage import AgentSurfaceIndex as AgentSurfaceIndex
+from chalicelib.adapters.tables_usage import OrgSurfaceIndex as OrgSurfaceIndex
 
 # --- access: members and API keys -------------------------------------------------------------
 
@@ -130,6 +133,7 @@ ALL_MODELS: tuple[type[Model], ...] = (
     TrendRow,
     ReviewItemRow,
     ReviewAuditRow,
+    AgentRunRow,
     MemberRow,
     ApiKeyRow,
 )

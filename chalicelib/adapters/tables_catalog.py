@@ -126,6 +126,20 @@ class ModelProfileRow(_Base):
     created_by = UnicodeAttribute(default="")
 
 
+class SpendMonthIndex(GlobalSecondaryIndex):
+    """Sparse: an organization's agents' rows of one month (only agents' rows carry
+    `month_key`)."""
+
+    ORG_KEY = "month_key"
+
+    class Meta:
+        index_name = "month_agents"
+        projection = AllProjection()
+
+    month_key = UnicodeAttribute(hash_key=True)
+    key = UnicodeAttribute(range_key=True)
+
+
 class SpendRow(_Base):
     """One month's spend of an organization or an agent (the `spend` table of
     docs/architecture/tables.md), in micro-USD.
@@ -146,6 +160,21 @@ class SpendRow(_Base):
     """The part of `spent_micros` the judge spent."""
     requests = NumberAttribute(default=0)
     """Model requests charged."""
+    month_key = UnicodeAttribute(null=True)
+    """`<org_id>#<YYYY-MM>` on an agent's row (the hash key of `month_index`): the month's agents
+    are listed without a scan."""
+    production_micros = NumberAttribute(default=0)
+    """The part of `spent_micros` production runs spent (reported by the platform)."""
+    production_runs = NumberAttribute(default=0)
+    production_input_tokens = NumberAttribute(default=0)
+    production_output_tokens = NumberAttribute(default=0)
+    eval_runs = NumberAttribute(default=0)
+    """Eval cases answered, counted when their eval run ends (their cost is in `spent_micros`)."""
+    eval_input_tokens = NumberAttribute(default=0)
+    eval_output_tokens = NumberAttribute(default=0)
+    grader_runs = NumberAttribute(default=0)
+    """Answers the judge graded, counted when their eval run ends."""
+    month_index = SpendMonthIndex()
 
 
 class JudgeRow(_Base):

@@ -166,6 +166,14 @@ class RunRow(_Base):
     judge_calls = NumberAttribute(default=0)
     input_tokens = NumberAttribute(default=0)
     output_tokens = NumberAttribute(default=0)
+    asked = NumberAttribute(default=0)
+    """Attempts whose agent was asked (the run's `eval` agent runs)."""
+    judged = NumberAttribute(default=0)
+    """Attempts a judge graded (the run's `grader` agent runs)."""
+    usage_counted = JSONAttribute(null=True)
+    """What of the run was counted in its month's usage (`UsageStore.count_run`)."""
+    usage_counts = NumberAttribute(null=True)
+    """How many times the run was counted (each count is conditional on it)."""
     gradings: ListAttribute[Any] = ListAttribute(null=True)
     """Every "grade again" of the run: `[{by, at, graded, changed, judge_cost_usd}]`."""
     regrades = NumberAttribute(null=True)

@@ -65,6 +65,13 @@ def eval_runs() -> Response:
     return page(1)
 
 
+@bp.route("/activity", methods=["GET"])
+def activity() -> Response:
+    """Activity: every run of the organization's agents, production, eval and grader, newest
+    first (docs/guides/console.md)."""
+    return page(1)
+
+
 @bp.route("/agents", methods=["GET"])
 def agents() -> Response:
     """Agents: each one's live version, whether its draft differs, their verdicts, its last run."""

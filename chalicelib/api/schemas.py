@@ -558,3 +558,31 @@ class ReviewCriterion(Body):
     """The case tags the decision's note grades as a judge criterion (at least one)."""
     criterion_id: str | None = Field(None, pattern=CRITERION_ID_PATTERN)
     """An id of the caller's choosing; `note_` and a hash of the text and tags when absent."""
+
+
+class UsageReport(Body):
+    """The body of `POST /api/v1/usage/runs` (docs/reference/usage.md)."""
+
+    runs: list[Any] = Field(...)
+    """Production runs, at most 500: each `{key, agent_id, version?, model?, cost_usd,
+    input_tokens?, output_tokens?, asked?}`, counted once per `key` (checked by the service)."""
+
+
+class UsageQuery(Query):
+    """`GET /api/v1/usage`."""
+
+    month: str | None = Field(None, max_length=7)
+    """`YYYY-MM` (UTC); this month when absent."""
+
+
+class AgentRunHistoryQuery(Query):
+    """`GET /api/v1/agents/{agent_id}/runs` and `GET /api/v1/runs`."""
+
+    surface: Literal["production", "eval", "grader"] | None = None
+    """Only runs of this surface."""
+    exclude_surface: Literal["production", "eval", "grader"] | None = None
+    """Every surface but this one (`eval` leaves the eval traffic out)."""
+    before: str | None = Field(None, max_length=60)
+    """The `next` cursor of the page before."""
+    limit: int | None = Field(None, ge=1, le=100)
+    """Runs per page (100 at most, the default)."""

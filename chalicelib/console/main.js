@@ -4,6 +4,7 @@ import { signIn, signOut, get, h, show, errorBox, Access, BASE } from "./lib.js"
 const ROUTES = [
   [/^$/, () => import("./dashboard.js"), "dashboard"],
   [/^evals$/, () => import("./evals.js"), "evals"],
+  [/^activity$/, () => import("./activity.js"), "activity"],
   [/^agents$/, () => import("./agents.js"), "agents"],
   [/^datasets$/, () => import("./datasets.js"), "datasets"],
   [/^agents\/([^/]+)$/, () => import("./agent.js"), "agent"],

@@ -260,6 +260,7 @@ function sidesAndComparison(run, comparison, tag) {
 async function readCases(run, q) {
   const params = new URLSearchParams({ limit: "50" });
   for (const k of ["outcome", "tag", "cursor"]) if (q.get(k)) params.set(k, q.get(k));
+  if (q.get("case")) params.set("case_id", q.get("case"));  // Activity's eval case opens on it
   try {
     return { page: await get(`api/v1/eval-runs/${encodeURIComponent(run.run_id)}/cases?${params}`) };
   } catch (error) {
@@ -290,7 +291,7 @@ function casesSection(run, q, cases) {
     });
     return h("tr", { "data-case-id": c.case_id, "data-outcome": c.outcome || "" },
       h("td", {}, dots),
-      h("td", {}, caseDetails(c, arms)),
+      h("td", {}, caseDetails(c, arms, q.get("case") === c.case_id)),
       compares ? h("td", { class: "outcome" }, (c.outcome || "").replace(/_/g, " "))
         : h("td", { class: "result" }, settledWords(candidate && (c.arms || {})[candidate.arm_id])));
   });
@@ -313,9 +314,9 @@ function settledWords(side) {
 }
 
 // A case opens onto what it expects and every side's answers, calls and scorer reasons.
-function caseDetails(c, arms) {
+function caseDetails(c, arms, open = false) {
   const ex = c.expects || {};
-  return h("details", { class: "case" },
+  return h("details", { class: "case", open },
     h("summary", {}, h("span", { class: "case-id" }, c.case_id), " ",
       callCountWords(c.blocked_calls, c.divergent_calls) ? h("span", { class: "badge warn call-counts" }, callCountWords(c.blocked_calls, c.divergent_calls)) : null, " ",
       arms.map((a) => {

@@ -405,6 +405,15 @@ class Run:
     judge_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    asked: int = 0
+    """Attempts whose agent was asked: the run's agent runs of the surface `eval`."""
+    judged: int = 0
+    """Attempts a judge graded: the run's agent runs of the surface `grader`."""
+    usage_counted: dict[str, Any] | None = None
+    """What of the run was counted in its month's usage (`asked`, `judged`, tokens, `month`),
+    None before its end (docs/reference/usage.md)."""
+    usage_counts: int = 0
+    """How many times it was counted (a count is conditional on it)."""
     gradings: list[Any] | None = None
     regrades: int | None = None
     grading_until_ms: int | None = None

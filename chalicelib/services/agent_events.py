@@ -8,8 +8,14 @@ Schema (documented in the README):
      "dependency": {"kind": "skill" | "context_file" | "knowledge_base", "id": "...",
                     "change": "edited" | "added" | "reingested" | "deleted"}}
 
+    {"type": "run_completed", "org_id": "...", "agent_id": "...", "version": 3, "model": "...",
+     "surface": "production", "key": "<idempotency key>", "cost_usd": "0.0042",
+     "input_tokens": 812, "output_tokens": 95, "asked": "<first user turn>"}
+
 (`version` of a dependency change is the version that binds it; absent, the change concerns
-whatever version each suite checks.)
+whatever version each suite checks. A completed run is a production agent run reported by the
+platform that serves the agent, counted once per `key` and spent from the agent's and the
+organization's monthly budgets, as `POST /api/v1/usage/runs` does: docs/reference/usage.md.)
 
 Every message is signed with its organization's `SIGNING_SECRET` (`signature`): the queue is
 shared by every organization, and an unsigned or wrongly signed one does nothing.
@@ -38,9 +44,9 @@ from pydantic import (
 from chalicelib.bootstrap import Container
 from chalicelib.domain.identity import Identity, is_org_id
 from chalicelib.domain.spec import canonical_json
-from chalicelib.errors import AssayError, invalid_input
+from chalicelib.errors import AssayError, ConflictError, invalid_input
 from chalicelib.services import agents as agent_service
-from chalicelib.services import suites
+from chalicelib.services import suites, usage
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +93,26 @@ class DependencyChanged(BaseModel):
     agent_id: str = Field(min_length=1)
     version: StrictInt | None = Field(None, ge=1)
     dependency: Dependency
+    signature: str = ""
+
+
+class RunCompleted(BaseModel):
+    """A production run of `agent_id` the platform served (docs/reference/usage.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = Field(pattern="^run_completed$")
+    org_id: OrgId
+    agent_id: str = Field(min_length=1)
+    surface: str = Field("production", pattern="^production$")
+    """Only production runs are reported: assay writes the eval and grader runs itself."""
+    key: str = Field(min_length=1)
+    version: StrictInt | None = Field(None, ge=1)
+    model: str | None = None
+    cost_usd: Any = Field(...)
+    input_tokens: StrictInt | None = None
+    output_tokens: StrictInt | None = None
+    asked: str | None = None
     signature: str = ""
 
 
@@ -139,9 +165,12 @@ def handle(c: Container, body: str) -> dict[str, Any]:
     kind = data.get("type") if isinstance(data, dict) else None
     if kind == "dependency_changed":
         return _dependency_changed(c, data)
+    if kind == "run_completed":
+        return _run_completed(c, data)
     if kind != "version_published":
         raise MalformedEventError(
-            f"unknown event type {kind!r}; expected 'version_published' or 'dependency_changed'"
+            f"unknown event type {kind!r}; expected 'version_published', 'dependency_changed' "
+            "or 'run_completed'"
         )
     try:
         event = VersionPublished.model_validate(data)
@@ -183,3 +212,20 @@ def _dependency_changed(c: Container, data: dict[str, Any]) -> dict[str, Any]:
         taken,
     )
     return {"agent_id": event.agent_id, "version": event.version, "suites": taken}
+
+
+def _run_completed(c: Container, data: dict[str, Any]) -> dict[str, Any]:
+    """Count a production run once (`services.usage.report`), as the platform's key would."""
+    try:
+        event = RunCompleted.model_validate(data)
+    except ValidationError as exc:
+        raise MalformedEventError(invalid_input(exc).message) from None
+    _check_signature(c, event.org_id, data, event.signature)
+    run = event.model_dump(exclude={"type", "org_id", "surface", "signature"}, exclude_none=True)
+    try:
+        counted = usage.report(c, Identity(event.org_id, "pipeline"), {"runs": [run]})
+    except ConflictError:
+        raise  # the month's counters were busy: delivered again, it counts once
+    except AssayError as exc:
+        raise MalformedEventError(exc.message) from None
+    return {"agent_id": event.agent_id, "key": event.key, **counted}

@@ -8,7 +8,7 @@ the organization's secrets. `run_case` records the result once.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from chalicelib.bootstrap import Container
@@ -57,6 +57,9 @@ class AttemptResult:
     judge_calls: int = 0
     budget_exceeded: budgets.Exhausted | None = None
     """Set when a budget ran out before a model request: the run ends `budget_exceeded`."""
+    asked: str | None = None
+    """The case's question when the agent was asked it (redacted when the case was saved); None
+    when it was never asked: the attempt is then no agent run (docs/reference/usage.md)."""
 
 
 def ask_and_grade(
@@ -67,6 +70,25 @@ def ask_and_grade(
     task: Task,
     *,
     budget_read: BudgetReading | None = None,
+) -> AttemptResult:
+    """`_ask_and_grade`, with the question (`AttemptResult.asked`) when the agent was asked it:
+    the attempt is then an agent run of the surface `eval`."""
+    given: list[CaseRequest] = []
+    result = _ask_and_grade(c, run, arm, case, task, budget_read=budget_read, given=given)
+    if not given or (result.budget_exceeded is not None and result.answer is None):
+        return result  # never asked, or stopped by a budget before its first model request
+    return replace(result, asked=case.input)
+
+
+def _ask_and_grade(
+    c: Container,
+    run: Run,
+    arm: Arm,
+    case: Case,
+    task: Task,
+    *,
+    budget_read: BudgetReading | None = None,
+    given: list[CaseRequest],
 ) -> AttemptResult:
     """Ask the arm's agent the case (retrying provider errors), then grade the answer.
 
@@ -118,6 +140,7 @@ def ask_and_grade(
             reason=f"the agent's tools could not be listed: {exc}"[:500],
         )
     try:
+        given.append(request)
         asked = asking.ask(
             c,
             run.org_id,

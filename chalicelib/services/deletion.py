@@ -59,9 +59,9 @@ def delete_agent(c: Container, who: Identity, agent_id: str) -> Deleted:
     naming it with their runs (as deleting an evaluation does, its runs of another agent too); its
     promotions and their locks; its place in every environment's `serving`; the notices its
     suites' owners (past and present) were sent about it; its monthly spend counters since it was
-    created; its history rows; its answers in every dataset's review queue (waiting, decided or
-    replaced, with the audit of people's decisions on them); its published versions; then the
-    agent itself (its draft and budget are on it).
+    created; its agent runs (production ones too); its history rows; its answers in every
+    dataset's review queue (waiting, decided or replaced, with the audit of people's decisions on
+    them); its published versions; then the agent itself (its draft and budget are on it).
 
     Raises:
         NotFoundError: (field `agent_id`) the organization has no such agent.
@@ -97,6 +97,7 @@ def delete_agent(c: Container, who: Identity, agent_id: str) -> Deleted:
     for environment in c.environments.list(org_id):
         if agent_id in (environment.serving or {}):
             c.environments.stop_serving(org_id, environment.environment_id, agent_id)
+    c.usage.delete_agent(org_id, agent_id)  # its production runs (its eval runs' went with them)
     c.spend.forget_agent(org_id, agent_id, months_between(agent.created_at, now))
     c.runs.forget_history(org_id, agent_id)
     access_service.forget_resource(c, org_id, "agent", agent_id)

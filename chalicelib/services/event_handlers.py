@@ -34,6 +34,7 @@ from chalicelib.services import (
     runs,
     slots,
     suites,
+    usage,
 )
 
 
@@ -73,7 +74,7 @@ def _advance_phase(c: Any, event: SlotReleased) -> None:
 
 EVENT_HANDLERS: dict[type[Event], list[messagebus.Handler]] = {
     VersionPublished: [_check_published_version],
-    RunEnded: [_record_suite_result],
+    RunEnded: [_record_suite_result, usage.count_ended],
     SuiteResultChanged: [_tell_suite_owner],
     OutcomeStale: [_settle_stale_outcome],
     EnvironmentRemoved: [suites.on_environment_removed],
@@ -83,7 +84,8 @@ EVENT_HANDLERS: dict[type[Event], list[messagebus.Handler]] = {
     SlotReleased: [
         _hand_slots_on,
         _advance_phase,
-    ],  # the slot first, then whether the phase is over
+        usage.count_ended,
+    ],  # the slot first, then whether the phase is over; an ended run's late attempts counted
     BudgetExhausted: [runs.on_budget_exhausted],
     StarterRefused: [runs.on_starter_refused],
     TasksNotQueued: [run_case.on_tasks_not_queued],

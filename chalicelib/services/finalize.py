@@ -44,7 +44,7 @@ from chalicelib.domain.run_rules import (
     summarize_arm,
 )
 from chalicelib.domain.spec import spec_hash
-from chalicelib.services import messagebus, review, run_noise, slots, workspaces
+from chalicelib.services import messagebus, review, run_noise, slots, usage, workspaces
 from chalicelib.services.arm_tries import by_case
 from chalicelib.services.ports.telemetry import Metric
 
@@ -442,6 +442,8 @@ def finalize(c: Container, org_id: str, run_id: str, attempts: list[Attempt] | N
     # What it stands behind goes to review before the run reads completed (a finalize delivered
     # again sends nothing twice: every item's id is its answer's).
     routed = review.route_finished(c, replace(run, outcome=outcome), attempts)
+    # Counted before it reads completed: whoever sees it completed sees its usage.
+    usage.count(c, run)
     if not c.runs.complete(run, outcome, iso(c.clock.now()), routed):
         return False
     count_end(c, RunStatus.COMPLETED)

@@ -32,7 +32,7 @@ from chalicelib.errors import (
 )
 from chalicelib.retrying import change, jitter
 from chalicelib.services import access as access_service
-from chalicelib.services import finalize, redacting
+from chalicelib.services import budgets, eval_agent_runs, finalize, redacting
 from chalicelib.services.run_case import grade_answer
 
 
@@ -189,6 +189,17 @@ def _grade(c: Container, who: Identity, run: Run, targets: list[Attempt]) -> Gra
         if asker is not None and asker.exhausted is not None and not asker.calls:
             stopped = asker.exhausted.reason
             break
+        if asker is not None and asker.calls:  # the judge was asked: a grader run
+            c.usage.add_grader(
+                eval_agent_runs.of_grading(
+                    run,
+                    row,
+                    cost_micros=spent,
+                    grading=len(run.gradings or []) + 1,
+                    now_ms=epoch_ms(c.clock.now()),
+                ),
+                budgets.month_of(c.clock.now()),
+            )
         new_judge = next((s for s in grade.scores if s.scorer == JUDGE_SCORER), None)
         if new_judge is not None and new_judge.passed is None and not _undecided(row):
             # A judge that fails now never takes away a grade it gave before.

@@ -25,7 +25,7 @@ from chalicelib.domain.records import Attempt, BudgetReading, Lease, Run
 from chalicelib.domain.run_rules import Claim, Task
 from chalicelib.retrying import change, jitter
 from chalicelib.services import access as access_service
-from chalicelib.services import budgets, messagebus, slots
+from chalicelib.services import budgets, eval_agent_runs, messagebus, slots
 from chalicelib.services.answering import AttemptResult
 from chalicelib.services.heartbeats import LeaseHeld, _lease_ms
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome
@@ -228,8 +228,11 @@ def record(
         "judge_calls": result.judge_calls,
         "input_tokens": result.input_tokens,
         "output_tokens": result.output_tokens,
+        "asked": int(result.asked is not None),
+        "judged": int(bool(result.judge_calls)),
     }
     answer = _answer_kept(c, run, task, result.answer)
+    agent_runs = eval_agent_runs.of_attempt(run, task, result, epoch_ms(c.clock.now()))
     beside = _budgets_beside(c, run) if carry is not None else None
     reads = iter([run])
     outcome = RecordOutcome(written=False)
@@ -279,6 +282,7 @@ def record(
                 release_slot=after.release_slot,
                 now_ms=after.now_ms,
                 successor_lease=successor_lease,
+                agent_runs=agent_runs,
             )
         except RecordConflict:
             return False

@@ -14,7 +14,7 @@ from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Attempt, Run
 from chalicelib.errors import ConflictError
 from chalicelib.services import access as access_service
-from chalicelib.services import finalize
+from chalicelib.services import eval_agent_runs, finalize
 
 
 def delete_run(c: Container, who: Identity, run_id: str) -> None:
@@ -28,7 +28,8 @@ def delete_run(c: Container, who: Identity, run_id: str) -> None:
 
 
 def forget(c: Container, run: Run, *, borrowers_deleted_too: bool = False) -> None:
-    """Delete an ended run, every attempt it kept, the answers it kept in the results bucket
+    """Delete an ended run, every attempt it kept and the agent runs they were, the answers it
+    kept in the results bucket
     (`<org>/answers/<run_id>/`, docs/reference/data-protection.md) and the items of its answers in
     its dataset's review queue (their audit entries stay), but those of first answers a borrower
     keeps a copy of.
@@ -72,6 +73,15 @@ def forget(c: Container, run: Run, *, borrowers_deleted_too: bool = False) -> No
     # Its answers leave the review queue, but those a borrower keeps a copy of: a verdict on one
     # of them still moves that borrower's numbers, and Undo must be able to take it back.
     c.review.forget_run(run.org_id, run.dataset_id, run.run_id, frozenset(copied))
+    # The agent runs its attempts were (docs/reference/usage.md), by the ids they derive from.
+    c.usage.delete(
+        run.org_id,
+        (
+            agent_run_id
+            for key in c.runs.attempt_keys(run.org_id, run.run_id)
+            for agent_run_id in eval_agent_runs.ids_of_attempt(run, key)
+        ),
+    )
     c.runs.delete(run.org_id, run.run_id)
 
 

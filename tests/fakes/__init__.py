@@ -43,6 +43,7 @@ from tests.fakes.tools import (
     FakeToolTransport,
     FakeWorkspaces,
 )
+from tests.fakes.usage import FakeUsage
 
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 """Where a fake container's clock starts."""
@@ -109,6 +110,7 @@ class FakeContainer:
         # What a write of an agent's or a dataset's data checks, shared as the stores share it.
         live = Liveness(self.agents, self.datasets)
         self.spend = FakeBudgets(self.orgs, self.agents, self.runs)
+        self.usage = FakeUsage(self.runs, self.spend)
         self.secrets = FakeSecrets()
         self.resolver = lambda _host, _port: [PUBLIC_ADDRESS]
         # The real runtimes: validating a spec reads no network with the resolver above.

@@ -8,6 +8,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 from chalicelib.domain import history
+from chalicelib.domain.agent_runs import AgentRun
 from chalicelib.domain.enums import RunPhase, RunStatus
 from chalicelib.domain.outcome import Outcome
 from chalicelib.domain.records import ActiveRun, Attempt, Lease, Run
@@ -68,6 +69,8 @@ class FakeRuns(FakeRunLists):
         self.orgs = orgs if orgs is not None else FakeOrganizations()
         self.meanwhile: list[Callable[[], None]] = []
         self.leases: dict[tuple[str, str, str], Lease] = {}
+        self.agent_runs_kept: dict[tuple[str, str], AgentRun] = {}
+        """Agent runs by (org_id, agent_run_id), as `record_attempt` puts them."""
         self.history_rows: dict[tuple[str, str, str], history.HistoryRow] = {}
         self.live: Liveness | None = None
         """What `create` checks of the run's agent and dataset (`FakeContainer` wires it)."""
@@ -239,6 +242,7 @@ class FakeRuns(FakeRunLists):
         release_slot: bool,
         now_ms: int,
         successor_lease: Lease | None = None,
+        agent_runs: Sequence[AgentRun] = (),
     ) -> RecordOutcome:
         self._others_write()
         key = (run.org_id, run.run_id)
@@ -278,6 +282,8 @@ class FakeRuns(FakeRunLists):
         self._lease_done(run, attempt.attempt_key)
         if claim is not None and successor_lease is not None:
             self.leases[(run.org_id, run.run_id, successor_lease.attempt_key)] = successor_lease
+        for agent_run in agent_runs:
+            self.agent_runs_kept[(agent_run.org_id, agent_run.agent_run_id)] = agent_run
         return RecordOutcome(written=True)
 
     def take_lease(self, run: Run, key: str, holder: str, until_ms: int, now_ms: int) -> bool:

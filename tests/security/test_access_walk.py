@@ -221,6 +221,24 @@ def _table(w: dict[str, str]) -> list[tuple[str, str, Any, list[tuple[str, int]]
             [("agents:view", V), ("agents:edit", 403)],
             False,
         ),
+        # usage and agent runs
+        (
+            "POST",
+            "/api/v1/usage/runs",
+            {"runs": [{"key": "walk", "agent_id": a, "cost_usd": 0}]},
+            [("settings:manage", 403)],
+            False,
+        ),
+        ("GET", "/api/v1/usage", None, [("runs:view", 403)], False),
+        ("GET", "/api/v1/runs", None, [("runs:view", 403)], False),
+        ("GET", f"/api/v1/agents/{a}/runs", None, [("runs:view", 403), ("agents:view", V)], False),
+        (
+            "GET",
+            f"/api/v1/runs/{w['agent_run']}",
+            None,
+            [("runs:view", 403), ("agents:view", V)],
+            False,
+        ),
         # judges
         ("POST", "/api/v1/judges", {"name": "j"}, [("datasets:edit", 403)], False),
         ("GET", f"/api/v1/judges/{w['judge']}", None, [("datasets:view", 403)], False),
@@ -491,6 +509,7 @@ def world(stack, new_api_module) -> dict[str, Any]:
         "recording": recording,
         "promotion": promotion,
         "key": key,
+        "agent_run": admin.ok("GET", f"/api/v1/agents/{agent}/runs")["runs"][0]["agent_run_id"],
     }
     keys = {}
     persons = {}
@@ -567,6 +586,7 @@ def test_the_table_names_every_route(world):
             "{kind}": "agent",
             "{resource_id}": ids["agent"],
             "{item_id}": ITEM,
+            "{agent_run_id}": ids["agent_run"],
         }.items():
             filled = filled.replace(name, value)
         concrete.add((method, filled))

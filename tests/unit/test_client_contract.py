@@ -35,6 +35,19 @@ def test_every_documented_route_has_a_client_method_and_no_method_names_another(
     assert sorted(set(OPERATIONS) - documented) == [], "client methods of no route"
 
 
+def test_no_two_parts_of_the_client_name_a_method_alike() -> None:
+    # One part's method would hide the other's (the first base class wins).
+    seen: dict[str, str] = {}
+    clashes = []
+    for part in AssayClient.__bases__:
+        for name, value in vars(part).items():
+            if callable(value) and not name.startswith("__"):
+                if name in seen:
+                    clashes.append((name, seen[name], part.__name__))
+                seen[name] = part.__name__
+    assert clashes == []
+
+
 @pytest.mark.parametrize("route", sorted(OPERATIONS))
 def test_a_methods_arguments_start_with_its_paths_parameters(route: tuple[str, str]) -> None:
     _, path = route

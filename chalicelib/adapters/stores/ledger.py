@@ -38,6 +38,7 @@ from pynamodb.expressions.update import Action
 
 import chalicelib.adapters.stores.history as history
 from chalicelib import retrying
+from chalicelib.adapters.stores import usage
 from chalicelib.adapters.stores.base import (
     TX,
     agent_live,
@@ -58,6 +59,7 @@ from chalicelib.adapters.tables import (
     org_key,
 )
 from chalicelib.domain import history as rules
+from chalicelib.domain.agent_runs import AgentRun
 from chalicelib.domain.enums import RunPhase, RunStatus
 from chalicelib.domain.evaluations import evaluation_of
 from chalicelib.domain.outcome import Outcome
@@ -290,6 +292,7 @@ class RunStore(RunEnds, RunGrading, RunRemoval):
         release_slot: bool,
         now_ms: int,
         successor_lease: Lease | None = None,
+        agent_runs: Sequence[AgentRun] = (),
     ) -> RecordOutcome:
         """Write one attempt once, with the run's counters, in ONE transaction
         (docs/architecture/exactly-once.md).
@@ -308,6 +311,8 @@ class RunStore(RunEnds, RunGrading, RunRemoval):
                 (conditional on the lane holding one, so a swept run is never released twice).
             successor_lease: with `claim`, the claim on the task it starts (put in the same
                 transaction: the recording delivery carries on with that task itself).
+            agent_runs: the agent runs the attempt is (`services.eval_agent_runs`), put in the
+                same transaction (their ids derive from the attempt: written once with it).
         Returns:
             RecordOutcome(written=False) when the attempt existed already (a redelivery).
         Raises:
@@ -331,6 +336,8 @@ class RunStore(RunEnds, RunGrading, RunRemoval):
                 _lease_done(t, run, attempt.attempt_key, now_ms)
                 if claim is not None and successor_lease is not None:
                     t.save(_lease_row(run, successor_lease))
+                for agent_run in agent_runs:
+                    t.save(usage.row_of_run(agent_run))
                 if release_slot and claim is None and lane is not None:
                     t.update(
                         OrganizationRow(run.org_id),

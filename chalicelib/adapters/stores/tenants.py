@@ -270,10 +270,13 @@ class SpendStore:
         touches would make transactions conflict, and the money is spent whether or not the
         attempt is recorded later.
         """
-        for key in self.month_keys(org_id, agent_id, month):
+        org_month, agent_month = self.month_keys(org_id, agent_id, month)
+        for key in (org_month, agent_month):
             actions: list[Action] = [SpendRow.spent_micros.add(micros), SpendRow.requests.add(1)]
             if judge:
                 actions.append(SpendRow.judge_micros.add(micros))
+            if key == agent_month:  # listed with the month's agents (`SpendRow.month_index`)
+                actions.append(SpendRow.month_key.set(org_key(org_id, month)))
             SpendRow(key).update(actions=actions)
 
     def set_org_budget(self, org_id: str, micros: int | None) -> None:

@@ -18,6 +18,7 @@ from chalicelib.api.routes import (  # noqa: F401
     review,
     runs,
     secrets,
+    usage,
 )
 from chalicelib.api.routes.base import bp
 

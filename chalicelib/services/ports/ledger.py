@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from chalicelib.domain.agent_runs import AgentRun
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.records import ActiveRun, Attempt, Lease, Run
 from chalicelib.domain.run_rules import Claim
@@ -184,6 +185,7 @@ class Runs(Protocol):
         release_slot: bool,
         now_ms: int,
         successor_lease: Lease | None = None,
+        agent_runs: Sequence[AgentRun] = (),
     ) -> RecordOutcome:
         """Write `attempt` once, with the run's counters, at once
         (docs/architecture/exactly-once.md).
@@ -198,6 +200,10 @@ class Runs(Protocol):
                 past the task taken. None claims nothing.
             release_slot: no task to pass the slot to: give it back to the run and organization
                 (conditional on the lane holding one, so a swept run is never released twice).
+            agent_runs: the agent runs the attempt is (`services.eval_agent_runs`), put in the
+                same transaction.
+            agent_runs: the agent runs the attempt is (`services.eval_agent_runs`), written in
+                the same transaction.
             successor_lease: with `claim`, the claim on the task it starts, written in the
                 same write: the delivery that recorded carries on with that task itself, no
                 message sent (`run_case.handle_task`).

@@ -132,6 +132,10 @@ class Sized:
     """(seconds into the run, RSS kB by process), about one sample a second."""
     largest: dict[str, int] = field(default_factory=dict)
     """The largest item of each DynamoDB table after the run, in bytes as DynamoDB counts them."""
+    stored: tuple[int, int] = (0, 0)
+    """(items, bytes as DynamoDB counts them) in every table after the run."""
+    tail_s: float = float("nan")
+    """From the agent's last call's end to the run seen ended (its finalizing, mostly)."""
 
     def per_case_ms(self, cpu_s: float) -> float:
         return cpu_s * 1000 / max(self.attempts, 1)
@@ -153,6 +157,7 @@ def run_sized(cases: int, concurrency: int, poll_s: float = 1.0) -> Sized:
     membership each) and empty long-poll receives are left out of the request counts."""
     from assay_local.moto_http import EMPTY_RECEIVE_KEY
     from assay_local.stack import EmbeddedStack
+    from bench import agents
     from bench.client import api_caller
 
     env = {
@@ -164,7 +169,7 @@ def run_sized(cases: int, concurrency: int, poll_s: float = 1.0) -> Sized:
     ) as stack:
         call = api_caller(stack, "org_bench", "bench@assay.local", timeout=120)
         p0 = time.monotonic()
-        dataset_id, agent_id, _probe = prepare(call, cases, 0)
+        dataset_id, agent_id, probe = prepare(call, cases, 0)
         prepare_s = time.monotonic() - p0
         pids = {"bench": os.getpid()}
         if stack.moto.pid is not None:
@@ -186,11 +191,13 @@ def run_sized(cases: int, concurrency: int, poll_s: float = 1.0) -> Sized:
             if p["status"] not in ("queued", "running"):
                 break
             time.sleep(poll_s)
-        wall = time.monotonic() - t0
+        t1 = time.monotonic()
+        wall = t1 - t0
         watch.stop()
+        asked = agents.span(probe)
         cpu_all, cpu_moto = _cpu(stack) - cpu0, stack.moto.cpu_seconds() - moto0
         counts = stack.moto.requests()
-        largest = largest_items(stack.endpoint_url, stack.settings.aws_default_region)
+        largest, stored = largest_items(stack.endpoint_url, stack.settings.aws_default_region)
     empty = counts.get(EMPTY_RECEIVE_KEY, 0)
     per_op = {k: v for k, v in counts.items() if k != EMPTY_RECEIVE_KEY}
     if "sqs.ReceiveMessage" in per_op:
@@ -214,23 +221,29 @@ def run_sized(cases: int, concurrency: int, poll_s: float = 1.0) -> Sized:
         prepare_s,
         watch.timeline,
         largest,
+        stored,
+        t1 - asked[1] if asked else float("nan"),
     )
 
 
-def largest_items(endpoint_url: str, region: str) -> dict[str, int]:
+def largest_items(endpoint_url: str, region: str) -> tuple[dict[str, int], tuple[int, int]]:
     """The largest item of every DynamoDB table at `endpoint_url`, in bytes as DynamoDB counts
-    them (`bench.aws_prices.item_bytes`), by table name (scanned after the measurement)."""
+    them (`bench.aws_prices.item_bytes`), by table name; and (items, bytes) over every table
+    (scanned after the measurement)."""
     import boto3
 
     from bench.aws_prices import item_bytes
 
     client = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name=region)
     out: dict[str, int] = {}
+    items = total = 0
     for table in client.list_tables()["TableNames"]:
         for page in client.get_paginator("scan").paginate(TableName=table):
             for item in page.get("Items", ()):
-                out[table] = max(out.get(table, 0), item_bytes(item))
-    return out
+                size = item_bytes(item)
+                out[table] = max(out.get(table, 0), size)
+                items, total = items + 1, total + size
+    return out, (items, total)
 
 
 def _mb(kb: int) -> str:
@@ -258,6 +271,10 @@ def print_sized(m: Sized) -> None:
         "    largest items: "
         + ", ".join(f"{table} {size / 1024:.1f} KB" for table, size in big)
         + " (DynamoDB's limit: 400 KB)"
+    )
+    print(
+        f"    stored after the run: {m.stored[0]:,} items, {m.stored[1] / 2**20:.1f} MB as "
+        f"DynamoDB counts them; last agent call to the run seen ended: {m.tail_s:.1f} s"
     )
     for name in m.rss_before_kb:
         before, peak = m.rss_before_kb[name], m.rss_peak_kb[name]

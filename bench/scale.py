@@ -75,6 +75,7 @@ class RssWatch:
         self._thread = threading.Thread(target=self._loop, name="rss-watch", daemon=True)
 
     def start(self) -> None:
+        """Read each process's RSS as `before`, reset its `VmHWM` where allowed, start sampling."""
         self._t0 = time.monotonic()
         for name, pid in self.pids.items():
             self.before[name] = _status(pid).get("VmRSS", 0)
@@ -103,6 +104,7 @@ class RssWatch:
             self._sample()
 
     def stop(self) -> None:
+        """Stop sampling (one last sample first); `peak` holds the highest RSS seen."""
         self._done.set()
         self._thread.join()
         self._sample()
@@ -138,6 +140,7 @@ class Sized:
     """From the agent's last call's end to the run seen ended (its finalizing, mostly)."""
 
     def per_case_ms(self, cpu_s: float) -> float:
+        """`cpu_s` seconds in ms per recorded attempt."""
         return cpu_s * 1000 / max(self.attempts, 1)
 
     @property
@@ -147,6 +150,7 @@ class Sized:
 
     @property
     def requests_per_attempt(self) -> float:
+        """AWS requests per recorded attempt (the benchmark's own left out)."""
         return sum(self.per_op.values()) / max(self.attempts, 1)
 
 
@@ -251,6 +255,7 @@ def _mb(kb: int) -> str:
 
 
 def print_sized(m: Sized) -> None:
+    """Print one run of part (a): wall, CPU per attempt, requests, items, memory."""
     print(
         f"  {m.cases:,} cases: {m.status}, {m.attempts:,}/{m.expected:,} attempts recorded; "
         f"import and agent {m.prepare_s:.1f} s"

@@ -119,6 +119,11 @@ class MotoHandle:
         it runs in this process's threads (its time is this process's own)."""
         return 0.0
 
+    @property
+    def pid(self) -> int | None:
+        """The id of the process moto runs in when that is not this one (None here)."""
+        return None
+
 
 def start_moto_server(
     *,
@@ -293,6 +298,11 @@ class MotoProcessHandle(MotoHandle):
 
     def reset_counts(self) -> None:
         self._counts("POST")
+
+    @property
+    def pid(self) -> int | None:
+        """The child process's id (a benchmark reads its memory from `/proc/<pid>/status`)."""
+        return int(self._process.pid)
 
 
 def start_moto_process(

@@ -142,6 +142,13 @@ def span(key: str) -> tuple[float, float] | None:
         return _first[key], _last[key]
 
 
+def first(key: str) -> float | None:
+    """The first call's start under `key` (`time.monotonic()` seconds), or None before any call:
+    a benchmark tells how long a run waited for its first case."""
+    with _lock:
+        return _first.get(key)
+
+
 def peak(key: str) -> int:
     """Most calls seen in flight at once under `key`."""
     with _lock:

@@ -75,8 +75,14 @@ def _plain_updates() -> None:
     moto's validator. With `VERIFY`, moto's path runs on a copy and the two items are compared.
     """
     from moto.dynamodb import models as dynamodb_models
-    from moto.dynamodb.models.dynamo_type import DynamoType
+    from moto.dynamodb.exceptions import ItemSizeTooLarge
+    from moto.dynamodb.models.dynamo_type import DynamoType, LimitedSizeDict
+    from moto.dynamodb.models.utilities import bytesize
     from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+
+    def _size(value: Any) -> int:
+        # What `LimitedSizeDict.__setitem__` counts for a value.
+        return value.size() if type(value) is DynamoType else bytesize(str(value))  # type: ignore[no-any-return]
 
     validator_class = dynamodb_models.UpdateExpressionValidator
     executor_class = dynamodb_models.UpdateExpressionExecutor
@@ -129,17 +135,51 @@ def _plain_updates() -> None:
         return Plain(steps, tree)
 
     def apply(plain: Plain, item: Any) -> None:
+        attrs = item.attrs
+        if type(attrs) is not LimitedSizeDict:
+            return apply_checked(plain, attrs)
+        # moto's `LimitedSizeDict.__setitem__` sums every name and value of the item at each
+        # top-level set (a run's item holds its case ids): the sum is made once here and kept
+        # up to date, and each set refused exactly when moto's own check refuses it.
+        total: int | None = None
+        for verb, name, index, value in plain.steps:
+            old = attrs.get(name)
+            if verb == "REMOVE":
+                if old is not None:
+                    del attrs[name]
+                    if total is not None:
+                        total -= bytesize(name) + _size(old)
+                continue
+            if verb == "SET" and index is not None:
+                before = _size(old) if total is not None else 0
+                old[index] = value  # a list element: no size check (moto makes none either)
+                if total is not None:
+                    total += _size(old) - before
+                continue
+            new = value
+            if verb == "ADD":
+                new = (old if old is not None else DynamoType({"N": "0"})) + value
+            if total is None:
+                total = sum(bytesize(k) + _size(v) for k, v in attrs.items())
+            added = _size(new)
+            if total + bytesize(name) + added > motofast._ITEM_LIMIT:
+                raise ItemSizeTooLarge
+            dict.__setitem__(attrs, name, new)
+            total += added - _size(old) if old is not None else bytesize(name) + added
+
+    def apply_checked(plain: Plain, attrs: Any) -> None:
+        # moto's own dict assignments (an item whose attributes are not moto's sized dict).
         for verb, name, index, value in plain.steps:
             if verb == "REMOVE":
-                item.attrs.pop(name, None)
+                attrs.pop(name, None)
             elif verb == "ADD":
-                current = item.attrs.get(name)
+                current = attrs.get(name)
                 base = current if current is not None else DynamoType({"N": "0"})
-                item.attrs[name] = base + value
+                attrs[name] = base + value
             elif index is not None:
-                item.attrs[name][index] = value
+                attrs[name][index] = value
             else:
-                item.attrs[name] = value
+                attrs[name] = value
 
     class Validator:
         """moto's `UpdateExpressionValidator`, or a `Plain` plan when the update is one."""
@@ -192,7 +232,12 @@ def _plain_updates() -> None:
         # moto's own path and ours, each on a copy of the item, compared.
         expression, names, values, item, table = args
         theirs, ours = copy.deepcopy(item), copy.deepcopy(item)
-        apply(plain, ours)
+        try:
+            apply(plain, ours)
+        except Exception as exc:  # noqa: BLE001 - moto's path must fail the same way
+            ours_failed: Exception | None = exc
+        else:
+            ours_failed = None
         try:
             validated = validator_class(
                 expression,
@@ -204,13 +249,20 @@ def _plain_updates() -> None:
             validated.normalize()
             executor_class(validated, theirs, names).execute()
         except Exception as exc:  # noqa: BLE001 - a difference is what is recorded
-            motofast.MISMATCHES.append({"operation": "dynamodb.plain-update", "moto": repr(exc)})
+            if type(exc) is not type(ours_failed) or theirs.attrs != ours.attrs:
+                motofast.MISMATCHES.append(
+                    {
+                        "operation": "dynamodb.plain-update",
+                        "moto": repr(exc),
+                        "fast": repr(ours_failed),
+                    }
+                )
             return
-        if theirs.attrs != ours.attrs:
+        if ours_failed is not None or theirs.attrs != ours.attrs:
             motofast.MISMATCHES.append(
                 {
                     "operation": "dynamodb.plain-update",
-                    "fast": ours.to_json(),
+                    "fast": ours.to_json() if ours_failed is None else repr(ours_failed),
                     "moto": theirs.to_json(),
                 }
             )

@@ -21,7 +21,9 @@ What changes (each behind `check_moto_version`), and what does not:
 - `method_names_from_class`: the same list, computed once per handler class.
 - `Table.query` on the table's own hash key reads that key's items instead of every item.
 - Update expressions are parsed, and condition expressions lexed, once per text
-  (`moto_expressions._cache_expression_parsing`).
+  (`moto_expressions._cache_expression_parsing`); a condition's parse is reused for the same
+  text, names and values (`moto_expressions._cache_condition_parses`; compared with a fresh
+  parse under `VERIFY`).
 - A DynamoDB request with no binary and no null is read by `json.loads`, not by moto's
   shape-walking request parser (`_plain_parameters`; compared with moto's parse under `VERIFY`).
 - A plain update (`SET #n = :v`, `SET #n[i] = :v`, `ADD #n :v`, `REMOVE #n`) is checked and
@@ -357,6 +359,7 @@ def install() -> None:
     from assay_local import moto_expressions
 
     moto_expressions._cache_expression_parsing()
+    moto_expressions._cache_condition_parses()
     _cheaper_items()
     moto_expressions._plain_updates()
     _fast_results()

@@ -566,3 +566,54 @@ def _moto_size(item: dict[str, Any]) -> int:
     from moto.dynamodb.models.dynamo_type import DynamoType
 
     return sum(len(k.encode()) + DynamoType(v).size() for k, v in item.items())
+
+
+def test_a_condition_parse_is_reused_only_for_the_same_text_names_and_values(
+    aws_client: Client, verify: None
+) -> None:
+    """A condition's parse is kept by its text, names and values: the same condition decides
+    the same again (VERIFY parses each reuse afresh and compares), and the same text with other
+    values is parsed anew and decides by those values."""
+    from botocore.exceptions import ClientError
+
+    ddb = aws_client("dynamodb")
+    _table(ddb)
+    key = {"pk": ITEM["pk"], "sk": ITEM["sk"]}
+    new = {
+        "ConditionExpression": "attribute_not_exists(#k)",
+        "ExpressionAttributeNames": {"#k": "pk"},
+    }
+    ddb.put_item(TableName="t", Item={**key, "n": {"N": "1"}}, **new)
+    reused = motofast.FAST_HITS["dynamodb.condition-reused"]
+    with pytest.raises(ClientError) as caught:
+        ddb.put_item(TableName="t", Item={**key, "n": {"N": "9"}}, **new)
+    assert caught.value.response["Error"]["Code"] == "ConditionalCheckFailedException"
+    assert motofast.FAST_HITS["dynamodb.condition-reused"] > reused  # moto parses it thrice
+
+    def bump(expected: str) -> None:
+        # The handler's validation and the transaction each parse the condition.
+        ddb.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": "t",
+                        "Key": key,
+                        "ConditionExpression": "#n = :was",
+                        "UpdateExpression": "ADD #n :one",
+                        "ExpressionAttributeNames": {"#n": "n"},
+                        "ExpressionAttributeValues": {":was": {"N": expected}, ":one": {"N": "1"}},
+                    }
+                }
+            ]
+        )
+
+    reused = motofast.FAST_HITS["dynamodb.condition-reused"]
+    bump("1")
+    assert motofast.FAST_HITS["dynamodb.condition-reused"] == reused + 1  # the second parse
+    with pytest.raises(ClientError) as cancelled:
+        bump("1")  # the same text and values, a different item now: the condition fails
+    assert cancelled.value.response["Error"]["Code"] == "TransactionCanceledException"
+    bump("2")  # the same text, other values: parsed anew, and holds
+    got = ddb.get_item(TableName="t", Key=key, ConsistentRead=True)["Item"]
+    assert got["n"] == {"N": "3"}
+    assert motofast.MISMATCHES == []

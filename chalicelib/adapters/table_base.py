@@ -12,7 +12,7 @@ from typing import Any
 from pynamodb.connection import Connection, TableConnection
 from pynamodb.models import Model
 
-from chalicelib.adapters import dynamo_parser
+from chalicelib.adapters import dynamo_parser, dynamo_serializer
 
 KEY_SEPARATOR = "#"
 """Joins the parts of a composite key; no organization id and no id a tenant chooses contains it."""
@@ -45,7 +45,8 @@ def share_client(connection: Connection) -> Connection:
     PynamoDB makes a botocore client per model (per table), about 60 ms of CPU each: a worker
     touching a dozen tables spent most of a second of its first case making clients. One client,
     thread-safe like every botocore client, serves them all. (`_client` is PynamoDB's own cache
-    of it, read by `Connection.client`.) Its responses are parsed by `dynamo_parser`.
+    of it, read by `Connection.client`.) Its responses are parsed by `dynamo_parser`, its item
+    requests written by `dynamo_serializer`.
     """
     key = (connection.host, connection.region)
     with _CLIENTS_LOCK:
@@ -55,6 +56,7 @@ def share_client(connection: Connection) -> Connection:
                 "response_parser_factory", dynamo_parser.DynamoParserFactory()
             )
             client = _CLIENTS[key] = connection.client
+            dynamo_serializer.install(client)
     connection._client = client
     return connection
 

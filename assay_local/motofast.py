@@ -18,7 +18,9 @@ What changes (each behind `check_moto_version`), and what does not:
 - `assay_local.moto_direct` (beside this module): DynamoDB and JSON-protocol SQS requests go to
   the handler moto's URL map names for them, with the arguments moto's Flask view passes, without
   the Flask app around it.
-- `method_names_from_class`: the same list, computed once per handler class.
+- `method_names_from_class`: the same list, computed once per handler class; a request's
+  operation (`BaseResponse._get_action`, a match against the service's URL map) found once per
+  request, not at each of the five or more times moto asks (compared under `VERIFY`).
 - `Table.query` on the table's own hash key reads that key's items instead of every item.
 - Update expressions are parsed, and condition expressions lexed, once per text
   (`moto_expressions._cache_expression_parsing`); a condition's parse is reused for the same
@@ -234,6 +236,25 @@ def install() -> None:
         return 200, headers, body
 
     core_responses.BaseResponse.serialized = serialized  # type: ignore[method-assign]
+
+    original_action = core_responses.BaseResponse._get_action
+
+    def get_action(self: Any) -> str:
+        # moto matches the request against the service's whole URL map each time it asks for
+        # the operation, five times or more per request: the answer is kept with the request.
+        request = self.__dict__.get("normalized_request")
+        kept = self.__dict__.get("_assay_action")
+        if kept is not None and kept[0] is request:
+            action: str = kept[1]
+            if VERIFY and original_action(self) != action:
+                MISMATCHES.append({"operation": "_get_action", "fast": action})
+            return action
+        action = original_action(self)
+        if request is not None:
+            self.__dict__["_assay_action"] = (request, action)
+        return action
+
+    core_responses.BaseResponse._get_action = get_action  # type: ignore[method-assign]
 
     original_names = core_utils.method_names_from_class
     names: dict[type, list[str]] = {}

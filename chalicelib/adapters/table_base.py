@@ -12,7 +12,7 @@ from typing import Any
 from pynamodb.connection import Connection, TableConnection
 from pynamodb.models import Model
 
-from chalicelib.adapters import dynamo_parser, dynamo_serializer, local_http
+from chalicelib.adapters import dynamo_parser, dynamo_serializer, dynamo_signing, local_http
 
 KEY_SEPARATOR = "#"
 """Joins the parts of a composite key; no organization id and no id a tenant chooses contains it."""
@@ -46,8 +46,8 @@ def share_client(connection: Connection) -> Connection:
     touching a dozen tables spent most of a second of its first case making clients. One client,
     thread-safe like every botocore client, serves them all. (`_client` is PynamoDB's own cache
     of it, read by `Connection.client`.) Its responses are parsed by `dynamo_parser`, its item
-    requests written by `dynamo_serializer`, and against a loopback endpoint (the embedded
-    stack) its HTTP is `local_http`'s.
+    requests written by `dynamo_serializer` and signed by `dynamo_signing`, and against a
+    loopback endpoint (the embedded stack) its HTTP is `local_http`'s.
     """
     key = (connection.host, connection.region)
     with _CLIENTS_LOCK:
@@ -58,6 +58,7 @@ def share_client(connection: Connection) -> Connection:
             )
             client = _CLIENTS[key] = connection.client
             dynamo_serializer.install(client)
+            dynamo_signing.install(client)
             local_http.install(client)
     connection._client = client
     return connection

@@ -101,7 +101,9 @@ def _client(port: int, local: bool, **config: Any) -> Any:
 
 
 def _same_but_signing(request: bytes) -> bytes:
-    """A request with its time, signature and invocation id (each new per request) blanked."""
+    """A request with its time, signature, invocation id and idempotency token (each new per
+    request) blanked."""
+    request = re.sub(rb'"ClientRequestToken": "[\w-]+"', b'"ClientRequestToken": "-"', request)
     request = re.sub(rb"X-Amz-Date: \w+", b"X-Amz-Date: -", request)
     request = re.sub(rb"Signature=\w+", b"Signature=-", request)
     request = re.sub(rb"Credential=testing/\d+/", b"Credential=testing/-/", request)
@@ -199,3 +201,44 @@ def test_only_a_plain_http_loopback_endpoint_takes_it() -> None:
     assert not installed("http://10.0.0.5:8000")
     assert not installed("https://dynamodb.us-east-1.amazonaws.com")
     assert not installed("http://127.0.0.1:8000", proxies={"http": "http://127.0.0.1:3128"})
+
+
+def test_the_endpoint_is_kept_per_operation_and_the_requests_stay_the_same(
+    server: RawServer,
+) -> None:
+    """A DynamoDB client on a loopback endpoint resolves its endpoint once per operation: the
+    same answer as botocore's resolution, and the same request bytes (the user agent's
+    features included) on every later request."""
+    reply = OK + b"Content-Length: 2\r\n\r\n{}"
+    calls = [
+        ("batch_get_item", {"RequestItems": {"t": {"Keys": [{"pk": {"S": "a"}}]}}}),
+        (
+            "transact_write_items",
+            {
+                "TransactItems": [
+                    {"Put": {"TableName": "t", "Item": {"pk": {"S": "a"}}}},
+                    {"Delete": {"TableName": "u", "Key": {"pk": {"S": "b"}}}},
+                ]
+            },
+        ),
+    ]
+    sent: dict[bool, list[bytes]] = {}
+    for local in (False, True):
+        server.requests.clear()
+        server.replies = [reply] * 6
+        client = _client(server.port, local)
+        for _ in range(3):
+            for method, params in calls:
+                getattr(client, method)(**params)
+        sent[local] = [_same_but_signing(r) for r in server.requests]
+    assert sent[True] == sent[False]
+    local_client, plain = _client(server.port, True), _client(server.port, False)
+    for _ in range(2):
+        for operation, params in (
+            ("BatchGetItem", calls[0][1]),
+            ("TransactWriteItems", calls[1][1]),
+        ):
+            model = plain.meta.service_model.operation_model(operation)
+            assert local_client._resolve_endpoint_ruleset(
+                model, params, {}
+            ) == plain._resolve_endpoint_ruleset(model, params, {})

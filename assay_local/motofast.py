@@ -18,14 +18,19 @@ What changes (each behind `check_moto_version`), and what does not:
 - `assay_local.moto_direct` (beside this module): DynamoDB and JSON-protocol SQS requests go to
   the handler moto's URL map names for them, with the arguments moto's Flask view passes, without
   the Flask app around it.
-- `method_names_from_class`: the same list, computed once per handler class.
+- `method_names_from_class`: the same list, computed once per handler class; a request's
+  operation (`BaseResponse._get_action`, a match against the service's URL map) found once per
+  request, not at each of the five or more times moto asks (compared under `VERIFY`).
 - `Table.query` on the table's own hash key reads that key's items instead of every item.
-- Update expressions are parsed, and condition expressions lexed, once per text.
+- Update expressions are parsed, and condition expressions lexed, once per text
+  (`moto_expressions._cache_expression_parsing`); a condition's parse is reused for the same
+  text, names and values (`moto_expressions._cache_condition_parses`; compared with a fresh
+  parse under `VERIFY`).
 - A DynamoDB request with no binary and no null is read by `json.loads`, not by moto's
   shape-walking request parser (`_plain_parameters`; compared with moto's parse under `VERIFY`).
 - A plain update (`SET #n = :v`, `SET #n[i] = :v`, `ADD #n :v`, `REMOVE #n`) is checked and
-  applied directly, not by moto's validator (`_plain_updates`; compared with moto's own path under
-  `VERIFY`).
+  applied directly, not by moto's validator (`moto_expressions._plain_updates`; compared with
+  moto's own path under `VERIFY`).
 - An item's size is summed once as it is built, not at each attribute; `update_item` skips its
   copy of the item for a stream's old image while no table has a stream (`_cheaper_items`).
 - SQS's retention check reads the queue's retention period instead of building every attribute.
@@ -48,9 +53,8 @@ import inspect
 import json
 import logging
 import os
-import re
 import threading
-from collections import Counter, deque
+from collections import Counter
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -233,6 +237,25 @@ def install() -> None:
 
     core_responses.BaseResponse.serialized = serialized  # type: ignore[method-assign]
 
+    original_action = core_responses.BaseResponse._get_action
+
+    def get_action(self: Any) -> str:
+        # moto matches the request against the service's whole URL map each time it asks for
+        # the operation, five times or more per request: the answer is kept with the request.
+        request = self.__dict__.get("normalized_request")
+        kept = self.__dict__.get("_assay_action")
+        if kept is not None and kept[0] is request:
+            action: str = kept[1]
+            if VERIFY and original_action(self) != action:
+                MISMATCHES.append({"operation": "_get_action", "fast": action})
+            return action
+        action = original_action(self)
+        if request is not None:
+            self.__dict__["_assay_action"] = (request, action)
+        return action
+
+    core_responses.BaseResponse._get_action = get_action  # type: ignore[method-assign]
+
     original_names = core_utils.method_names_from_class
     names: dict[type, list[str]] = {}
 
@@ -354,9 +377,12 @@ def install() -> None:
         is_message_valid_based_on_retention_period
     )
 
-    _cache_expression_parsing()
+    from assay_local import moto_expressions
+
+    moto_expressions._cache_expression_parsing()
+    moto_expressions._cache_condition_parses()
     _cheaper_items()
-    _plain_updates()
+    moto_expressions._plain_updates()
     _fast_results()
     _plain_parameters()
 
@@ -400,6 +426,18 @@ def _plain_input(operation: str) -> frozenset[str] | None:
     return found
 
 
+def _holds_null(value: Any) -> bool:
+    """Whether a JSON value (as `json.loads` made it) holds a `null` anywhere."""
+    if value is None:
+        return True
+    kind = type(value)
+    if kind is dict:
+        return any(_holds_null(v) for v in value.values())
+    if kind is list:
+        return any(_holds_null(v) for v in value)
+    return False
+
+
 def _plain_parameters() -> None:
     """DynamoDB requests' parameters read by `json.loads` (issue 12: moto's request parser walks
     the operation's input shape member by member, ~11 % of its process under one lane of the
@@ -408,9 +446,10 @@ def _plain_parameters() -> None:
     For the JSON protocol the parser turns an input into what `json.loads` gives, except that it
     decodes blobs, parses timestamps and floats, and leaves out members that are null or not in
     the shape. A request takes the plain path when its operation's input has no timestamp, float
-    or blob but `AttributeValue`'s `B`/`BS`, its body names neither, holds no `null`, and its
-    top-level members are all the input's; anything else, and a body that is not a JSON object,
-    goes through moto's parser. With `VERIFY` on both are computed and compared."""
+    or blob but `AttributeValue`'s `B`/`BS`, its body names neither, holds no `null` (the text
+    inside a string is none), and its top-level members are all the input's; anything else, and
+    a body that is not a JSON object, goes through moto's parser. With `VERIFY` on both are
+    computed and compared."""
     from moto.dynamodb.responses import DynamoHandler
 
     from chalicelib.adapters.dynamo_parser import BINARY
@@ -424,7 +463,6 @@ def _plain_parameters() -> None:
         if (
             members is None
             or not isinstance(body, bytes)
-            or b"null" in body
             or BINARY.search(body)
             or "x-amz-json" not in (request.content_type or "")
         ):
@@ -434,6 +472,9 @@ def _plain_parameters() -> None:
         except ValueError:
             return original(self, request)
         if type(params) is not dict or not members.issuperset(params):
+            return original(self, request)
+        # The text `null` inside a string (an attempt's scores, as JSON text) is no null.
+        if b"null" in body and _holds_null(params):
             return original(self, request)
         FAST_HITS["dynamodb.plain-parameters"] += 1
         if VERIFY:
@@ -550,292 +591,5 @@ def _cheaper_items() -> None:
     dynamodb_models.copy = _StreamlessCopy  # type: ignore[attr-defined]
 
 
-# --- update expressions of plain SET / ADD / REMOVE actions ------------------------------------
-
-_CLAUSE = re.compile(r"\s*(SET|ADD|REMOVE)\s+", re.IGNORECASE)
-_SET_ACTION = re.compile(r"\s*(#[A-Za-z0-9_]+)(?:\[(\d+)\])?\s*=\s*(:[A-Za-z0-9_]+)\s*")
-_ADD_ACTION = re.compile(r"\s*(#[A-Za-z0-9_]+)\s+(:[A-Za-z0-9_]+)\s*")
-_REMOVE_ACTION = re.compile(r"\s*(#[A-Za-z0-9_]+)\s*")
-
-
-def plain_plan(expression: str) -> list[tuple[str, str, int | None, str | None]] | None:
-    """The actions of an update expression made only of `SET #n = :v`, `SET #n[i] = :v`,
-    `ADD #n :v` and `REMOVE #n` (names and values as placeholders, each clause once, each
-    attribute once: what PynamoDB writes), in the order written; None for anything else (moto's
-    own validator and executor handle it, errors included)."""
-    plan: list[tuple[str, str, int | None, str | None]] = []
-    seen_clauses: set[str] = set()
-    pos = 0
-    while pos < len(expression):
-        clause = _CLAUSE.match(expression, pos)
-        if clause is None:
-            return None
-        verb = clause.group(1).upper()
-        if verb in seen_clauses:
-            return None
-        seen_clauses.add(verb)
-        pos = clause.end()
-        pattern = {"SET": _SET_ACTION, "ADD": _ADD_ACTION, "REMOVE": _REMOVE_ACTION}[verb]
-        while True:
-            action = pattern.match(expression, pos)
-            if action is None:
-                return None
-            if verb == "SET":
-                name, index, value = action.group(1), action.group(2), action.group(3)
-                plan.append((verb, name, int(index) if index is not None else None, value))
-            elif verb == "ADD":
-                plan.append((verb, action.group(1), None, action.group(2)))
-            else:
-                plan.append((verb, action.group(1), None, None))
-            pos = action.end()
-            if pos < len(expression) and expression[pos] == ",":
-                pos += 1
-                continue
-            break
-    names = [name for _, name, _, _ in plan]
-    return plan if plan and len(set(names)) == len(names) else None
-
-
-def _plain_updates() -> None:
-    """Apply plain update expressions (`plain_plan`) directly to the item.
-
-    moto validates an update by running ten visitors over a copy of its parsed tree (about a
-    third of its process under the pipeline benchmark: every recording updates a run and a
-    lease), then executes the tree. For a plain plan, whose only checks are that its
-    placeholders resolve, that it leaves the table's key alone, that a `SET #n[i]` has a list to
-    set in and that an `ADD` meets a number or nothing, those checks are made here and the actions
-    applied in order as moto's executors do (a top-level set through the item's size-checked
-    dict, a list element through `DynamoType.__setitem__`, `ADD` by `DynamoType.__add__`).
-    Anything else, or a plan whose checks fail (so that moto raises its own error), goes to
-    moto's validator. With `VERIFY`, moto's path runs on a copy and the two items are compared.
-    """
-    from moto.dynamodb import models as dynamodb_models
-    from moto.dynamodb.models.dynamo_type import DynamoType
-    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
-
-    validator_class = dynamodb_models.UpdateExpressionValidator
-    executor_class = dynamodb_models.UpdateExpressionExecutor
-    plans: dict[int, Any] = {}
-    make = UpdateExpressionParser.make.__func__  # type: ignore[attr-defined]
-
-    def planned_make(cls: Any, expression_str: str) -> Any:
-        tree = make(cls, expression_str)
-        if id(tree) not in plans and len(plans) < _EXPRESSIONS_KEPT:
-            plans[id(tree)] = (tree, plain_plan(expression_str))
-        return tree
-
-    UpdateExpressionParser.make = classmethod(planned_make)  # type: ignore[assignment,method-assign]
-
-    class Plain:
-        """A validated plain plan: the steps `execute` applies, values as `DynamoType`s."""
-
-        def __init__(self, steps: list[tuple[str, str, int | None, Any]], tree: Any) -> None:
-            self.steps, self.tree = steps, tree
-
-        def normalize(self) -> None:
-            """The steps are in the order moto's `normalize` leaves distinct attributes."""
-
-    def checked(tree: Any, names: Any, values: Any, item: Any, table: Any) -> Plain | None:
-        kept = plans.get(id(tree))
-        if kept is None or kept[0] is not tree or kept[1] is None:
-            return None
-        names, values = names or {}, values or {}
-        # moto refuses an update of the table's own key; its type and empty-string checks of
-        # defined attributes compare the name as written, never a `#placeholder`: no-ops here.
-        keys = set(table.table_key_attrs)
-        steps: list[tuple[str, str, int | None, Any]] = []
-        for verb, placeholder, index, value in kept[1]:
-            name = names.get(placeholder)
-            if name is None or name in keys or (value is not None and value not in values):
-                return None
-            current = item.attrs.get(name)
-            typed = DynamoType(values[value]) if value is not None else None
-            if verb == "SET" and index is not None:
-                if current is None or not current.is_list():
-                    return None
-            elif verb == "ADD":
-                if (
-                    typed is None
-                    or typed.type != "N"
-                    or (current is not None and current.type != "N")
-                ):
-                    return None
-            steps.append((verb, name, index, typed))
-        return Plain(steps, tree)
-
-    def apply(plain: Plain, item: Any) -> None:
-        for verb, name, index, value in plain.steps:
-            if verb == "REMOVE":
-                item.attrs.pop(name, None)
-            elif verb == "ADD":
-                current = item.attrs.get(name)
-                base = current if current is not None else DynamoType({"N": "0"})
-                item.attrs[name] = base + value
-            elif index is not None:
-                item.attrs[name][index] = value
-            else:
-                item.attrs[name] = value
-
-    class Validator:
-        """moto's `UpdateExpressionValidator`, or a `Plain` plan when the update is one."""
-
-        def __init__(
-            self,
-            expression: Any,
-            expression_attribute_names: Any,
-            expression_attribute_values: Any,
-            item: Any,
-            table: Any,
-        ) -> None:
-            self.args = (
-                expression,
-                expression_attribute_names,
-                expression_attribute_values,
-                item,
-                table,
-            )
-
-        def validate(self) -> Any:
-            plain = checked(*self.args)
-            if plain is not None:
-                FAST_HITS["dynamodb.plain-update"] += 1
-                if VERIFY:
-                    verify(plain, self.args)
-                return plain
-            expression, names, values, item, table = self.args
-            return validator_class(
-                expression,
-                expression_attribute_names=names,
-                expression_attribute_values=values,
-                item=item,
-                table=table,
-            ).validate()
-
-    class Executor:
-        """moto's `UpdateExpressionExecutor`, or `apply` for a `Plain` plan."""
-
-        def __init__(self, validated: Any, item: Any, names: Any) -> None:
-            self.validated, self.item, self.names = validated, item, names
-
-        def execute(self) -> None:
-            if isinstance(self.validated, Plain):
-                apply(self.validated, self.item)
-            else:
-                executor_class(self.validated, self.item, self.names).execute()
-
-    def verify(plain: Plain, args: tuple[Any, ...]) -> None:
-        # moto's own path and ours, each on a copy of the item, compared.
-        expression, names, values, item, table = args
-        theirs, ours = copy.deepcopy(item), copy.deepcopy(item)
-        apply(plain, ours)
-        try:
-            validated = validator_class(
-                expression,
-                expression_attribute_names=names,
-                expression_attribute_values=values,
-                item=theirs,
-                table=table,
-            ).validate()
-            validated.normalize()
-            executor_class(validated, theirs, names).execute()
-        except Exception as exc:  # noqa: BLE001 - a difference is what is recorded
-            MISMATCHES.append({"operation": "dynamodb.plain-update", "moto": repr(exc)})
-            return
-        if theirs.attrs != ours.attrs:
-            MISMATCHES.append(
-                {
-                    "operation": "dynamodb.plain-update",
-                    "fast": ours.to_json(),
-                    "moto": theirs.to_json(),
-                }
-            )
-
-    dynamodb_models.UpdateExpressionValidator = Validator  # type: ignore[attr-defined,misc]
-    dynamodb_models.UpdateExpressionExecutor = Executor  # type: ignore[attr-defined,misc]
-
-
 _ITEM_LIMIT = 405_000
 """moto's item size limit in bytes (`LimitedSizeDict.__setitem__`)."""
-
-
-def _cache_expression_parsing() -> None:
-    """Parse each update expression, and lex each condition expression, once per text.
-
-    assay sends a handful of expression texts (values travel apart, as `:placeholders`), and moto
-    parses an update expression up to three times per request (validation in the handler, the
-    transaction, the update). moto only reads a parsed tree (`find_clauses`) except in its
-    `Validator`, which rewrites a deep copy of it: the cached tree is handed out as it is, and
-    the validator's copy is made by `_clone_tree` (`copy.deepcopy` cost as much as parsing).
-    """
-    import copy
-
-    from moto.dynamodb.comparisons import ConditionExpressionParser
-    from moto.dynamodb.parsing import validators
-    from moto.dynamodb.parsing.ast_nodes import Node
-    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
-
-    parsed: dict[str, Any] = {}
-    make = UpdateExpressionParser.make.__func__  # type: ignore[attr-defined]
-
-    def cached_make(cls: Any, expression_str: str) -> Any:
-        tree = parsed.get(expression_str)
-        if tree is None:
-            tree = make(cls, expression_str)  # a text that does not parse raises, uncached
-            if len(parsed) < _EXPRESSIONS_KEPT:
-                parsed[expression_str] = tree
-        return tree
-
-    UpdateExpressionParser.make = classmethod(cached_make)  # type: ignore[assignment,method-assign]
-
-    def leaf(value: Any) -> Any:
-        return value if type(value) in _IMMUTABLE else copy.deepcopy(value)
-
-    def clone(node: Any, parent: Any) -> Any:
-        # A parsed tree's nodes hold `type`, `children` and `parent`, their leaves names,
-        # placeholders and indexes: the nodes and children lists are copied, immutable leaves
-        # shared, and anything else deep-copied as before.
-        copied = object.__new__(type(node))
-        fields: dict[str, Any] = {}
-        for name, value in node.__dict__.items():
-            if name == "parent":
-                fields[name] = parent
-            elif name == "children" and type(value) is list:
-                fields[name] = [
-                    clone(child, copied) if isinstance(child, Node) else leaf(child)
-                    for child in value
-                ]
-            else:
-                fields[name] = leaf(value)
-        copied.__dict__.update(fields)
-        return copied
-
-    def validators_deepcopy(value: Any, memo: Any = None) -> Any:
-        if isinstance(value, Node):
-            return clone(value, value.parent)
-        return copy.deepcopy(value, memo)
-
-    validators.deepcopy = validators_deepcopy  # type: ignore[attr-defined]
-
-    lexed: dict[str, Any] = {}
-    lex = ConditionExpressionParser._lex_condition_expression
-
-    def cached_lex(self: Any) -> Any:
-        text = self.condition_expression
-        nodes = lexed.get(text)
-        if nodes is None:
-            nodes = lex(self)
-            if len(lexed) < _EXPRESSIONS_KEPT:
-                lexed[text] = nodes
-        # Lexed nodes are namedtuples of strings; only a children list could be changed later.
-        return deque(
-            n._replace(children=list(n.children)) if type(n.children) is list else n for n in nodes
-        )
-
-    ConditionExpressionParser._lex_condition_expression = cached_lex  # type: ignore[method-assign]
-
-
-_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
-
-_EXPRESSIONS_KEPT = 2048
-"""Distinct expression texts cached, at most (a client building texts with values inlined must
-not grow the server's memory without bound)."""

@@ -12,7 +12,7 @@ from typing import Any
 from pynamodb.connection import Connection, TableConnection
 from pynamodb.models import Model
 
-from chalicelib.adapters import dynamo_parser
+from chalicelib.adapters import dynamo_parser, dynamo_serializer, dynamo_signing, local_http
 
 KEY_SEPARATOR = "#"
 """Joins the parts of a composite key; no organization id and no id a tenant chooses contains it."""
@@ -45,7 +45,10 @@ def share_client(connection: Connection) -> Connection:
     PynamoDB makes a botocore client per model (per table), about 60 ms of CPU each: a worker
     touching a dozen tables spent most of a second of its first case making clients. One client,
     thread-safe like every botocore client, serves them all. (`_client` is PynamoDB's own cache
-    of it, read by `Connection.client`.) Its responses are parsed by `dynamo_parser`.
+    of it, read by `Connection.client`.) Its responses are parsed by `dynamo_parser`; against a
+    loopback endpoint (the embedded stack, where the service's CPU per case is measured) its item
+    requests are written by `dynamo_serializer`, signed by `dynamo_signing` and sent by
+    `local_http`, while AWS and LocalStack keep botocore's own steps.
     """
     key = (connection.host, connection.region)
     with _CLIENTS_LOCK:
@@ -55,6 +58,10 @@ def share_client(connection: Connection) -> Connection:
                 "response_parser_factory", dynamo_parser.DynamoParserFactory()
             )
             client = _CLIENTS[key] = connection.client
+            if local_http.is_local(client):  # AWS and LocalStack keep botocore's own steps
+                dynamo_serializer.install(client)
+                dynamo_signing.install(client)
+                local_http.install(client)
     connection._client = client
     return connection
 

@@ -7,6 +7,7 @@ mismatches (none) and the hits (each operation took the fast path).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -151,7 +152,8 @@ def test_dynamodb_parameters_read_plainly_equal_motos_parse(
     aws_client: Client, verify: None
 ) -> None:
     """A request with no binary and no null is read by `json.loads` (VERIFY compares it with
-    moto's parser); one with either goes through moto's parser and means the same."""
+    moto's parser), the text `null` inside a string too; one with a binary or a JSON null goes
+    through moto's parser and means the same."""
     ddb = aws_client("dynamodb")
     _table(ddb)
 
@@ -169,8 +171,29 @@ def test_dynamodb_parameters_read_plainly_equal_motos_parse(
     )
     assert hits() == before + 2
     ddb.put_item(TableName="t", Item={**plain, "sk": {"S": "bin"}, "b": ITEM["b"]})
-    ddb.put_item(TableName="t", Item={**plain, "sk": {"S": "null"}, "z": {"NULL": True}})
-    assert hits() == before + 2  # moto's parser read those two
+    assert hits() == before + 2  # moto's parser read it
+
+    def with_null(request: Any, **_: Any) -> None:
+        # botocore never writes a JSON null: one is put in before the request is signed.
+        body = json.loads(request.data)
+        body["ReturnValues"] = None
+        request.data = json.dumps(body).encode()
+
+    ddb.meta.events.register("before-sign.dynamodb.PutItem", with_null)
+    try:
+        ddb.put_item(TableName="t", Item={**plain, "sk": {"S": "json null"}})
+    finally:
+        ddb.meta.events.unregister("before-sign.dynamodb.PutItem", with_null)
+    assert hits() == before + 2  # moto's parser read the null
+    text = {"S": 'a "null", [null] and {"k": null}'}
+    ddb.put_item(TableName="t", Item={**plain, "sk": {"S": "null"}, "z": {"NULL": True}, "t": text})
+    assert hits() == before + 3  # `null` inside a string is text: read plainly
+    got_text = ddb.get_item(TableName="t", Key={"pk": ITEM["pk"], "sk": {"S": "null"}})["Item"]
+    assert got_text["t"] == text and got_text["z"] == {"NULL": True}
+    assert (
+        "sk"
+        in ddb.get_item(TableName="t", Key={"pk": ITEM["pk"], "sk": {"S": "json null"}})["Item"]
+    )
     got = ddb.get_item(TableName="t", Key={"pk": ITEM["pk"], "sk": {"S": "bin"}})["Item"]
     assert got["b"] == {"B": b"\x00\xffbytes"}  # decoded by moto's parser, not kept as text
     n = ddb.get_item(TableName="t", Key={"pk": ITEM["pk"], "sk": ITEM["sk"]})["Item"]["n"]
@@ -489,4 +512,108 @@ def test_plain_updates_change_the_item_as_motos_own_validator_and_executor(
     hits = motofast.FAST_HITS["dynamodb.plain-update"]
     assert _update(ddb, "SET #g = :v", {"#g": "gk"}, {":v": {"N": "1"}})["gk"] == {"N": "1"}
     assert motofast.FAST_HITS["dynamodb.plain-update"] == hits + 1
+    assert motofast.MISMATCHES == []
+
+
+def test_plain_updates_past_the_size_limit_are_refused_as_motos_own(
+    aws_client: Client, verify: None
+) -> None:
+    """A plain update keeps one running sum of the item's size instead of moto's sum at every
+    set: a set or an ADD that takes the item past moto's limit is refused and one that reaches
+    it exactly is kept, a list element grows the item unchecked (moto checks none), as moto's own
+    path decides (VERIFY compares each update with it)."""
+    from botocore.exceptions import ClientError
+
+    ddb = aws_client("dynamodb")
+    _table(ddb)
+    limit = 405_000  # moto's limit, in bytes of names and values
+    key = {"pk": ITEM["pk"], "sk": ITEM["sk"]}
+    item = {**key, "big": {"S": "x"}, "n": {"N": "1"}, "lanes": {"L": [{"N": "0"}]}}
+    ddb.put_item(TableName="t", Item=item)
+    room = limit - _moto_size(item)  # bytes left beside the item as it is
+
+    def refused(expression: str, names: dict[str, str], values: dict[str, Any]) -> None:
+        before = ddb.get_item(TableName="t", Key=key)["Item"]
+        with pytest.raises(ClientError) as caught:
+            _update(ddb, expression, names, values)
+        assert caught.value.response["Error"]["Code"] == "ValidationException", expression
+        assert ddb.get_item(TableName="t", Key=key)["Item"] == before, expression
+
+    hits = motofast.FAST_HITS["dynamodb.plain-update"]
+    # moto refuses a set when the item's names and values, the replaced value included, plus
+    # the set's name and new value pass the limit
+    refused("SET #f = :v", {"#f": "f"}, {":v": {"S": "y" * room}})  # 1 + room: one past
+    refused(
+        "SET #b = :v, #n = :two",
+        {"#b": "big", "#n": "n"},
+        {":v": {"S": "y" * (room - 2)}, ":two": {"N": "2"}},  # 3 + room - 2 on top: one past
+    )
+    full = _update(ddb, "SET #b = :v", {"#b": "big"}, {":v": {"S": "y" * (room - 3)}})
+    assert full["big"] == {"S": "y" * (room - 3)}  # 3 + room - 3 on top: exactly the limit
+    assert _moto_size(full) == limit - 4  # the 1-byte "x" it replaced is gone
+    assert _update(ddb, "ADD #n :one", {"#n": "n"}, {":one": {"N": "1"}})["n"] == {"N": "2"}
+    grown = _update(ddb, "SET #l[1] = :v", {"#l": "lanes"}, {":v": {"N": "7"}})
+    assert grown["lanes"] == {"L": [{"N": "0"}, {"N": "7"}]} and _moto_size(grown) == limit - 2
+    refused("ADD #n :one", {"#n": "n"}, {":one": {"N": "1"}})  # limit - 2 + 1 + 2: one past
+    after = _update(ddb, "REMOVE #b ADD #n :one", {"#b": "big", "#n": "n"}, {":one": {"N": "1"}})
+    assert after["n"] == {"N": "3"} and "big" not in after
+    assert motofast.FAST_HITS["dynamodb.plain-update"] >= hits + 7  # each was plain
+    assert motofast.MISMATCHES == []
+
+
+def _moto_size(item: dict[str, Any]) -> int:
+    """moto's size of an item given in its wire form: its names' bytes and its values' sizes."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    return sum(len(k.encode()) + DynamoType(v).size() for k, v in item.items())
+
+
+def test_a_condition_parse_is_reused_only_for_the_same_text_names_and_values(
+    aws_client: Client, verify: None
+) -> None:
+    """A condition's parse is kept by its text, names and values: the same condition decides
+    the same again (VERIFY parses each reuse afresh and compares), and the same text with other
+    values is parsed anew and decides by those values."""
+    from botocore.exceptions import ClientError
+
+    ddb = aws_client("dynamodb")
+    _table(ddb)
+    key = {"pk": ITEM["pk"], "sk": ITEM["sk"]}
+    new = {
+        "ConditionExpression": "attribute_not_exists(#k)",
+        "ExpressionAttributeNames": {"#k": "pk"},
+    }
+    ddb.put_item(TableName="t", Item={**key, "n": {"N": "1"}}, **new)
+    reused = motofast.FAST_HITS["dynamodb.condition-reused"]
+    with pytest.raises(ClientError) as caught:
+        ddb.put_item(TableName="t", Item={**key, "n": {"N": "9"}}, **new)
+    assert caught.value.response["Error"]["Code"] == "ConditionalCheckFailedException"
+    assert motofast.FAST_HITS["dynamodb.condition-reused"] > reused  # moto parses it thrice
+
+    def bump(expected: str) -> None:
+        # The handler's validation and the transaction each parse the condition.
+        ddb.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": "t",
+                        "Key": key,
+                        "ConditionExpression": "#n = :was",
+                        "UpdateExpression": "ADD #n :one",
+                        "ExpressionAttributeNames": {"#n": "n"},
+                        "ExpressionAttributeValues": {":was": {"N": expected}, ":one": {"N": "1"}},
+                    }
+                }
+            ]
+        )
+
+    reused = motofast.FAST_HITS["dynamodb.condition-reused"]
+    bump("1")
+    assert motofast.FAST_HITS["dynamodb.condition-reused"] == reused + 1  # the second parse
+    with pytest.raises(ClientError) as cancelled:
+        bump("1")  # the same text and values, a different item now: the condition fails
+    assert cancelled.value.response["Error"]["Code"] == "TransactionCanceledException"
+    bump("2")  # the same text, other values: parsed anew, and holds
+    got = ddb.get_item(TableName="t", Key=key, ConsistentRead=True)["Item"]
+    assert got["n"] == {"N": "3"}
     assert motofast.MISMATCHES == []

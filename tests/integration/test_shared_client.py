@@ -25,6 +25,10 @@ def test_every_model_and_the_transactions_use_one_client_per_endpoint(moto, monk
     assert all(_client(m) is first for m in tables.ALL_MODELS)
     assert TX._conn().client is first  # noqa: SLF001
     assert first.meta.endpoint_url == moto.url
+    # its item requests written as they are, its HTTP to the loopback endpoint local_http's
+    assert type(first._serializer).__name__ == "DynamoJSONSerializer"  # noqa: SLF001
+    assert type(first._endpoint.http_session).__name__ == "LocalHTTPSession"  # noqa: SLF001
+    assert "TableNames" in first.list_tables()  # and it answers
 
     # pointed elsewhere (no request is made: a client connects on its first call)
     tables.configure(prefix="other-", endpoint_url="http://127.0.0.1:9", region="eu-west-1")

@@ -179,6 +179,10 @@ class RunRow(_Base):
     regrades = NumberAttribute(null=True)
     """How many answers were graded again: the outcome is recomputed conditional on it."""
     grading_until_ms = NumberAttribute(null=True)
+    advancing_phase = UnicodeAttribute(null=True)
+    advancing_until_ms = NumberAttribute(null=True)
+    """Until when (epoch ms) one caller holds the claim to move the run on from `advancing_phase`
+    (`claim_advance`)."""
     """While somebody grades the run again: when their claim lapses (one at a time per run)."""
     heartbeat_at_ms = NumberAttribute()
     started_at = UnicodeAttribute(null=True)

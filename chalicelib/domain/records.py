@@ -417,6 +417,10 @@ class Run:
     gradings: list[Any] | None = None
     regrades: int | None = None
     grading_until_ms: int | None = None
+    advancing_phase: str | None = None
+    advancing_until_ms: int | None = None
+    """Until when (epoch ms) one caller holds the claim to move the run on from
+    `advancing_phase`; None: nobody ever claimed it."""
     heartbeat_at_ms: int
     started_at: str | None = None
     completed_at: str | None = None

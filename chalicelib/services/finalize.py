@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from chalicelib.bootstrap import Container
-from chalicelib.clock import iso
+from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain import compare
 from chalicelib.domain import judge_rules as judge_rules
 from chalicelib.domain import outcome as outcomes
@@ -306,6 +306,8 @@ def advance_if_done(c: Container, org_id: str, run_id: str) -> None:
     if run is None or run.status != RunStatus.RUNNING or int(run.recorded) < int(run.expected):
         return
     attempts: list[Attempt] | None = None
+    if run.phase in (RunPhase.ANSWERING, RunPhase.CONFIRMING) and not _advancing(c, run):
+        return  # the lane that claimed it reads the attempts, once (a 20,000-case run's ~5 s)
     if run.phase == RunPhase.ANSWERING:
         attempts = all_attempts(c, run)
         extra = confirming_tasks(c, run, attempts)
@@ -329,6 +331,22 @@ def advance_if_done(c: Container, org_id: str, run_id: str) -> None:
         # run cost ~0.3 s between its last answer and its verdict).
         finalize(c, org_id, run_id, attempts)
         ended(c, org_id, run_id)
+
+
+ADVANCE_CLAIM_SECONDS = 60
+"""How long one caller holds the claim to move a run on from its phase. A caller that dies holding
+it comes back with its message, which SQS delivers again once its visibility lapses (later than
+this: the case timeout and more), so the move is never left to nobody; one that outlives it only
+reads what a second caller reads again, the moves being conditional."""
+
+
+def _advancing(c: Container, run: Run) -> bool:
+    """Whether this caller takes the claim to move `run` on from its phase
+    (`Runs.claim_advance`)."""
+    now_ms = epoch_ms(c.clock.now())
+    return c.runs.claim_advance(
+        run.org_id, run.run_id, run.phase, now_ms + ADVANCE_CLAIM_SECONDS * 1000, now_ms
+    )
 
 
 def ended(c: Container, org_id: str, run_id: str) -> None:

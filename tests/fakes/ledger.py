@@ -442,6 +442,17 @@ class FakeRuns(FakeRunLists):
             completed_at=completed_at,
         )
 
+    def claim_advance(
+        self, org_id: str, run_id: str, phase: str, until_ms: int, now_ms: int
+    ) -> bool:
+        self._others_write()
+        kept = self.kept[(org_id, run_id)]
+        held = kept.advancing_until_ms
+        if held is not None and kept.advancing_phase == phase and held >= now_ms:
+            return False
+        self.set(org_id, run_id, advancing_phase=phase, advancing_until_ms=until_ms)
+        return True
+
     def claim_grading(self, org_id: str, run_id: str, until_ms: int, now_ms: int) -> bool:
         self._others_write()
         held = self.kept[(org_id, run_id)].grading_until_ms

@@ -230,3 +230,26 @@ def test_a_run_ending_without_flips_reads_its_attempts_once_between_its_last_ans
     assert run.status == RunStatus.COMPLETED.value
     assert run.outcome is not None and run.outcome.total == 4
     assert reads == ["r1"]
+
+
+def test_lanes_that_finish_together_read_the_attempts_once(
+    c: FakeContainer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every lane whose slot goes back after the last answer may move the phase on; one claims
+    it and reads the attempts, the others leave (a 20,000-case run's read is seconds and ~50 MB)."""
+    _start(c, cases=4)
+    (msg,) = c.case_queue.sent
+    run_case.handle_task(c, _body(msg), message_id="m1", remaining_ms=PLENTY)
+    reads: list[str] = []
+    real = c.runs.attempts
+    monkeypatch.setattr(c.runs, "attempts", lambda o, r: reads.append(r) or real(o, r))
+    now_ms = epoch_ms(c.clock.now())
+    # another lane took the claim a moment ago and is reading
+    assert c.runs.claim_advance("acme", "r1", "answering", now_ms + 60_000, now_ms)
+    finalize.advance_if_done(c, "acme", "r1")
+    assert reads == [] and c.runs.get_for_org("acme", "r1").status == RunStatus.RUNNING.value
+    # that lane died: once its claim lapsed, its message's next delivery (or any release) moves on
+    c.clock.advance(seconds=finalize.ADVANCE_CLAIM_SECONDS + 1)
+    finalize.advance_if_done(c, "acme", "r1")
+    assert reads == ["r1"]
+    assert c.runs.get_for_org("acme", "r1").status == RunStatus.COMPLETED.value

@@ -10,9 +10,11 @@ from typing import Any
 
 from pynamodb.expressions.condition import Condition
 
+from chalicelib.adapters.stores.base import conditional_update
 from chalicelib.adapters.tables import (
     OrganizationRow,
     RunRow,
+    org_key,
 )
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.records import Run
@@ -83,6 +85,20 @@ class RunEnds(RunCommit):
             return 2
 
         return self._commit(run, [], own, _nothing)
+
+    def claim_advance(
+        self, org_id: str, run_id: str, phase: str, until_ms: int, now_ms: int
+    ) -> bool:
+        """Take the claim to move a run on from `phase` until `until_ms` (epoch ms) unless another
+        caller's claim on the same phase holds past `now_ms`: the lanes that finish together read
+        the run's attempts once. A claim on an earlier phase never stands in the way."""
+        return conditional_update(
+            RunRow(org_key(org_id, run_id)),
+            [RunRow.advancing_phase.set(phase), RunRow.advancing_until_ms.set(until_ms)],
+            RunRow.advancing_until_ms.does_not_exist()
+            | (RunRow.advancing_phase != phase)
+            | (RunRow.advancing_until_ms < now_ms),
+        )
 
     def abandon(self, run: Run, reason: str, now_iso: str) -> bool:
         """Fail a running run unchanged since read (status, heartbeat, `recorded`); slots back."""

@@ -268,6 +268,13 @@ class Runs(Protocol):
         """Give back the slots an ended run still holds (its workers stopped), keeping it ended with
         `reason` and `completed_at`; False when its heartbeat or slots moved since read."""
 
+    def claim_advance(
+        self, org_id: str, run_id: str, phase: str, until_ms: int, now_ms: int
+    ) -> bool:
+        """Take the claim to move the run on from `phase` until `until_ms` (one caller at a time:
+        the lanes that finish together read its attempts once); False while another caller's
+        claim on that phase has not lapsed at `now_ms`."""
+
     def claim_grading(self, org_id: str, run_id: str, until_ms: int, now_ms: int) -> bool:
         """Take the run's grading claim until `until_ms` (one grader at a time); False while
         somebody else's claim has not lapsed at `now_ms`."""

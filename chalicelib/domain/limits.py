@@ -20,3 +20,17 @@ DynamoDB item, which takes at most 400 KB with its keys and redaction's longer m
 MAX_SPEC_BYTES = 48 * 1024
 """Largest agent spec, as JSON in UTF-8 bytes (48 KiB): a run keeps a copy of it on each of its
 sides (a candidate per model, up to six, and the baseline) in its one DynamoDB item of 400 KB."""
+
+MAX_CASE_IDS_BYTES = 256 * 1024
+"""Largest total of one dataset version's case ids, each in UTF-8 plus one byte (256 KiB: some
+37,000 ids of 6 characters, 1,000 of 250): the version and every eval run over it keep them in one
+DynamoDB item of 400 KB, beside the run's copies of its specs."""
+
+MAX_RUN_ITEM_BYTES = 350 * 1024
+"""Largest an eval run's item may be planned at (350 KiB): its case ids and its sides' specs (a
+copy of each), under DynamoDB's 400 KB with room for its settings, counters and outcome."""
+
+
+def case_ids_bytes(case_ids: list[str]) -> int:
+    """What `case_ids` take in a version's or a run's item: each id in UTF-8 plus one byte."""
+    return sum(len(cid.encode()) + 1 for cid in case_ids)

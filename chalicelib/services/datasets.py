@@ -26,9 +26,15 @@ from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.importers import Imported
 from chalicelib.domain.judge_rules import JUDGE_SCORER, Criterion, missing_criteria
+from chalicelib.domain.limits import MAX_CASE_IDS_BYTES, case_ids_bytes
 from chalicelib.domain.models import Case, ScoringConfig
 from chalicelib.domain.records import Dataset, DatasetCase
-from chalicelib.errors import ConflictError, InvalidInputError, invalid_input
+from chalicelib.errors import (
+    ConflictError,
+    InvalidInputError,
+    PayloadTooLargeError,
+    invalid_input,
+)
 from chalicelib.services import judges, redacting
 
 log = logging.getLogger(__name__)
@@ -347,6 +353,14 @@ def _write_version(c: Container, who: Identity, header: Dataset, prepared: _Prep
     the lines of its ungraded cases, why the first is not graded).
 
     Raises ConflictError when the number was claimed meanwhile (nothing is written then)."""
+    ids = [case.case_id for case in prepared.cases]
+    if case_ids_bytes(ids) > MAX_CASE_IDS_BYTES:
+        raise PayloadTooLargeError(
+            f"the version's {len(ids)} case ids take {case_ids_bytes(ids)} bytes; a version "
+            f"holds at most {MAX_CASE_IDS_BYTES} (each id in UTF-8 plus one): shorter case ids, "
+            "or fewer cases per dataset",
+            field="cases",
+        )
     version = c.datasets.next_version(who.org_id, header.dataset_id)
     row = Dataset(
         dataset_id=header.dataset_id,
@@ -356,7 +370,7 @@ def _write_version(c: Container, who: Identity, header: Dataset, prepared: _Prep
         created_at=iso(c.clock.now()),
         created_by=who.user_id,
         scoring=prepared.scoring.model_dump(mode="json"),
-        case_ids=[case.case_id for case in prepared.cases],
+        case_ids=ids,
         case_count=len(prepared.cases),
         ungraded_cases=prepared.ungraded,
     )

@@ -13,11 +13,12 @@ from chalicelib.domain.enums import RunPhase, RunPurpose, RunStatus
 from chalicelib.domain.evaluations import implied_id
 from chalicelib.domain.events import BudgetExhausted, OutcomeStale, StarterRefused
 from chalicelib.domain.identity import Identity
+from chalicelib.domain.limits import MAX_RUN_ITEM_BYTES, case_ids_bytes
 from chalicelib.domain.outcome import ArmResult
 from chalicelib.domain.records import Agent, Attempt, Run
 from chalicelib.domain.run_rules import Lanes
-from chalicelib.domain.spec import spec_hash
-from chalicelib.errors import BudgetExceededError, ConflictError
+from chalicelib.domain.spec import canonical_json, spec_hash
+from chalicelib.errors import BudgetExceededError, ConflictError, PayloadTooLargeError
 from chalicelib.services import access as access_service
 from chalicelib.services import estimates, finalize, messagebus, slots
 from chalicelib.services.planning import Plan
@@ -78,6 +79,16 @@ def start_run(
     settings = c.settings
     c.orgs.ensure(who.org_id, concurrency_limit=settings.eval_org_concurrency, now_iso=iso(now))
     arms, dataset_version = plan.arms, plan.dataset
+    planned_bytes = case_ids_bytes(list(dataset_version.case_ids or [])) + sum(
+        len(canonical_json(a.spec).encode()) for a in arms
+    )
+    if planned_bytes > MAX_RUN_ITEM_BYTES:
+        raise PayloadTooLargeError(
+            f"the run would keep {planned_bytes} bytes of case ids and specs (a copy of each "
+            f"side's spec); a run keeps at most {MAX_RUN_ITEM_BYTES}: fewer sides, smaller specs "
+            "or a dataset with shorter case ids",
+            field="dataset_id",
+        )
     total = sum(1 for a in arms if a.answers) * plan.case_count
     lanes = Lanes.start(settings.eval_run_concurrency)
     run = Run(

@@ -406,3 +406,60 @@ def test_the_list_gives_each_dataset_its_latest_version_s_cases_and_scoring(api,
         json={"permissions": ["datasets:view"]},
     )
     assert guest.ok("GET", "/api/v1/datasets")["datasets"] == [listed[grown]]
+
+
+def test_a_version_whose_case_ids_do_not_fit_one_item_is_a_413_naming_cases(api):
+    # 1,100 ids of 250 characters take 1,100 x 251 = 276,100 bytes: past the 262,144 a version
+    # (and every run over it) keeps in one item. Before, DynamoDB's refusal surfaced as a 500.
+    ds = api.ok("POST", "/api/v1/datasets", json={"name": "long ids"})["dataset_id"]
+    cases = [
+        {"case_id": f"{i:05d}" + "x" * 245, "input": "q", "reference": "a"} for i in range(1100)
+    ]
+    status, body = api.call(
+        "POST",
+        f"/api/v1/datasets/{ds}/versions",
+        json={"scoring": {"required": ["equals"]}, "cases": cases},
+    )
+    assert status == 413 and body["error"]["field"] == "cases", body
+    assert "276100 bytes" in body["error"]["message"]
+    fits = api.ok(
+        "POST",
+        f"/api/v1/datasets/{ds}/versions",
+        json={"scoring": {"required": ["equals"]}, "cases": cases[:1000]},  # 251,000 bytes
+    )
+    assert fits["version"]["case_count"] == 1000
+
+
+def test_a_run_whose_case_ids_and_specs_do_not_fit_its_item_is_a_413_naming_the_dataset(api):
+    # 1,000 ids of 250 characters (251,000 bytes) and three sides each keeping a copy of a
+    # ~45,000-byte spec: past the 358,400 bytes a run's item is planned at (one side fits).
+    ds = api.ok("POST", "/api/v1/datasets", json={"name": "long ids"})["dataset_id"]
+    api.ok(
+        "POST",
+        f"/api/v1/datasets/{ds}/versions",
+        json={
+            "scoring": {"required": ["equals"]},
+            "cases": [
+                {"case_id": f"{i:05d}" + "x" * 245, "input": "q", "reference": "a"}
+                for i in range(1000)
+            ],
+        },
+    )
+    for pid in ("small", "medium", "large"):
+        api.ok("POST", "/api/v1/model-profiles", json={"model_profile_id": pid, "model": pid})
+    big = {**sleepy_spec(), "notes": "n" * 45_000}
+    agent = api.agent(big, publish=1)
+    status, body = api.call(
+        "POST",
+        f"/api/v1/agents/{agent}/eval-runs",
+        json={
+            "dataset_id": ds,
+            "candidate": "version",
+            "version": 1,
+            "model_profile_ids": ["small", "medium", "large"],
+        },
+    )
+    assert status == 413 and body["error"]["field"] == "dataset_id", body
+    # one side fits, and its item keeps everything to the end
+    one = api.start(agent, ds, candidate="version", version=1)
+    assert api.wait(one["run_id"])["status"] == "completed"

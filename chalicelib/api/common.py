@@ -7,6 +7,7 @@ decorator on each view: `@api_view(bp)`.
 from __future__ import annotations
 
 import functools
+import hmac
 import logging
 import re
 from collections.abc import Callable, Mapping
@@ -244,6 +245,33 @@ def identity_from(headers: Mapping[str, str]) -> Identity:
     return access_service.identify(bootstrap.container(), token.strip())
 
 
+OPERATOR = "operator"
+"""The permission a 403 names when a tenant asks an operator route."""
+
+
+def operator_from(headers: Mapping[str, str], key: str, what: str) -> None:
+    """Check that the caller of an operator route is the operator: `Authorization: Bearer <key>`
+    with the deployment's operator key (`ASSAY_OPERATOR_KEY`, compared in constant time).
+
+    Raises:
+        UnauthenticatedError: no bearer value, or one that is neither the key nor a token or API
+            key that verifies (`identity_from`).
+        ForbiddenError: a tenant's token or API key, whatever its role (permission `operator`), or
+            no operator key set on this deployment.
+    """
+    given = bearer_of(headers)
+    if key and given is not None and hmac.compare_digest(given.encode(), key.encode()):
+        return
+    identity_from(headers)  # a caller who is nobody is told so first (401)
+    raise ForbiddenError(
+        f"{what} is the operator's, who runs this deployment: no token or API key of an "
+        "organization may, whatever its role"
+        + ("" if key else " (and this deployment sets no operator key: ASSAY_OPERATOR_KEY)"),
+        field="Authorization",
+        permission=OPERATOR,
+    )
+
+
 def bearer_of(headers: Mapping[str, str]) -> str | None:
     """The token of an `Authorization: Bearer <token>` header, None without one."""
     auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
@@ -375,6 +403,8 @@ class Contract:
         tool_token: True (with `auth` False): the view gets the `Authorization: Bearer` value as
             `token` (None without one), an eval attempt's tool gateway token that it checks
             itself; documented as the `toolToken` scheme.
+        operator: True: the route is the operator's (`operator_from`): the view gets None as
+            the identity; documented as the `operatorKey` scheme.
     """
 
     auth: bool = True
@@ -386,6 +416,7 @@ class Contract:
     too_large_field: str = "body"
     raw_body: bool = False
     tool_token: bool = False
+    operator: bool = False
 
 
 CONTRACT_ATTRIBUTE = "assay_contract"
@@ -455,6 +486,7 @@ def api_view(
     too_large_field: str = "body",
     raw_body: bool = False,
     tool_token: bool = False,
+    operator: bool = False,
     needs: tuple[Need, ...] = (),
 ) -> Callable[[F], F]:
     """Wrap a view: authenticate, check the path ids (`check_path_ids`), what the caller must hold
@@ -476,6 +508,7 @@ def api_view(
         too_large_field=too_large_field,
         raw_body=raw_body,
         tool_token=tool_token,
+        operator=operator,
     )
 
     def decorate(fn: F) -> F:
@@ -484,7 +517,12 @@ def api_view(
             try:
                 c = bootstrap.container()
                 request = bp.current_request
-                who = identity_from(request.headers or {}) if auth else None
+                who = None
+                if operator:
+                    key = c.settings.assay_operator_key
+                    operator_from(request.headers or {}, key, _what(fn.__name__))
+                elif auth:
+                    who = identity_from(request.headers or {})
                 check_path_ids(kwargs)
                 # Chalice hands path parameters on still percent-encoded (aws/chalice#511): the
                 # view sees what the id is (`ana%40example.com` is ana@example.com).

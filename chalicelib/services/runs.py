@@ -76,7 +76,7 @@ def start_run(
         raise BudgetExceededError(estimates.refusal(priced), field="budget", estimate=priced)
     now = c.clock.now()
     settings = c.settings
-    c.orgs.ensure(who.org_id, concurrency_limit=settings.eval_org_concurrency, now_iso=iso(now))
+    c.orgs.ensure(who.org_id, now_iso=iso(now))
     arms, dataset_version = plan.arms, plan.dataset
     total = sum(1 for a in arms if a.answers) * plan.case_count
     lanes = Lanes.start(settings.eval_run_concurrency)

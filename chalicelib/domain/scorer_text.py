@@ -14,7 +14,7 @@ from abc import abstractmethod
 from typing import Any
 
 from chalicelib.domain.models import AgentAnswer, Case, ScoreResult
-from chalicelib.domain.redaction import find, holds_placeholder, redact
+from chalicelib.domain.redaction import find, holds_placeholder, placeholders_literal, redact
 from chalicelib.domain.scorer_base import (
     Scorer,
     ScorerName,
@@ -248,6 +248,11 @@ class RegexScorer(Scorer):
     Patterns are Python `re` syntax, searched with the `regex` package (the same matching for that
     syntax) because it stops a search after `REGEX_SECONDS`: a search that takes longer raises, so
     the attempt is `incomplete` - the check's fault, not the agent's.
+
+    A pattern kept redacted (it named a secret: `[REDACTED:aws_access_key]` stands where the key
+    was) is searched for in the redacted space, as a text target is: each placeholder matches
+    itself as written (`redaction.placeholders_literal`), in the answer redacted by the same
+    rules; its failure's reason does not quote the answer.
     """
 
     name = ScorerName.REGEX
@@ -280,8 +285,11 @@ class RegexScorer(Scorer):
             # Flags not given on the check fall back to the settings' flags.
             flags = _regex_flags(params.get("flags", settings.get("flags")))
             pattern = str(params["pattern"])
+            secret = holds_placeholder(pattern)
+            searched = placeholders_literal(pattern) if secret else pattern
+            subject = redact(answer.answer) if secret else answer.answer
             try:
-                found = regex.search(pattern, answer.answer, int(flags), timeout=REGEX_SECONDS)
+                found = regex.search(searched, subject, int(flags), timeout=REGEX_SECONDS)
             except TimeoutError as exc:
                 raise ValueError(
                     f"the regex /{pattern}/ searched this answer for over {REGEX_SECONDS:g} s "
@@ -289,6 +297,14 @@ class RegexScorer(Scorer):
                 ) from exc
             if found:
                 verdicts.append((True, f"/{pattern}/ matched {_shown(found.group(0))}"))
+            elif secret:
+                verdicts.append(
+                    (
+                        False,
+                        f"no match for /{pattern}/ (the answer is not quoted: the pattern holds a "
+                        "secret, compared by its kind with the answer's secrets redacted)",
+                    )
+                )
             else:
                 verdicts.append(
                     (False, f"expected a match for /{pattern}/, got {_shown(answer.answer)}")

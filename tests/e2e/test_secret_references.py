@@ -34,8 +34,13 @@ def _dataset(api: Api) -> str:
             },
             {"case_id": "exact", "input": "q", "reference": f"the key is {KEY}"},
             {"case_id": "token", "input": "q", "checks": [{"scorer": "contains", "value": TOKEN}]},
+            {
+                "case_id": "pattern",
+                "input": "q",
+                "checks": [{"scorer": "regex", "pattern": f"^the key is {KEY}$"}],
+            },
         ],
-        required=["contains"],
+        required=["contains", "regex"],
     )
 
 
@@ -47,11 +52,16 @@ def test_a_check_naming_a_key_is_kept_redacted_and_passes_an_answer_holding_one(
 
     got = _results(api, ds, f"the key is {KEY}")
 
-    assert (got["bare"]["state"], got["said"]["state"], got["exact"]["state"]) == (
-        "passed",
-        "passed",
-        "passed",
-    )
+    states = {case_id: r["state"] for case_id, r in got.items()}
+    assert states == {
+        "bare": "passed",
+        "said": "passed",
+        "exact": "passed",
+        "pattern": "passed",
+        "token": "failed",
+    }
+    pattern = next(c for c in kept if c["case_id"] == "pattern")["checks"][0]["pattern"]
+    assert pattern == "^the key is [REDACTED:aws_access_key]$"
     bare = got["bare"]["scores"][0]
     assert bare["reason"] == (
         "answer contains '[REDACTED:aws_access_key]' (secrets compared by their kind)"
@@ -70,9 +80,9 @@ def test_an_answer_without_the_key_fails_and_its_reason_never_reads_as_a_pass(ap
 
     got = _results(api, ds, "I will not tell you any key.")
 
-    for case_id in ("bare", "said", "exact"):
+    for case_id in ("bare", "said", "exact", "pattern"):
         result = got[case_id]
         assert result["state"] == "failed", result
         reason = result["scores"][0]["reason"]
-        assert reason.startswith("the answer does not contain '"), reason
+        assert reason.startswith(("the answer does not contain '", "no match for /")), reason
         assert "not tell" not in reason and "got" not in reason, reason

@@ -90,3 +90,26 @@ def test_several_acceptable_texts_name_them_all_without_quoting() -> None:
 def test_a_target_without_secrets_keeps_quoting_the_answer() -> None:
     result = score("contains", "red and green", value="blue")
     assert result.reason == "expected the answer to contain 'blue', got 'red and green'"
+
+
+def test_a_regex_kept_redacted_matches_its_placeholder_not_a_character_class() -> None:
+    def regex(answer: str, pattern: str) -> ScoreResult:
+        case = Case(case_id="c1", input="q", checks=[Check(scorer="regex", pattern=pattern)])
+        result = grade(case, AgentAnswer(answer=answer), ScoringConfig(required=["regex"]))
+        return result.scores[0]
+
+    pattern = redact(f"^key: {KEY}$")
+    assert pattern == "^key: [REDACTED:aws_access_key]$"
+    passed = regex(f"key: {KEY}", pattern)
+    assert (passed.passed, passed.reason) == (
+        True,
+        "/^key: [REDACTED:aws_access_key]$/ matched 'key: [REDACTED:aws_access_key]'",
+    )
+    # read as a character class, the pattern would match "key: a"
+    failed = regex("key: a", pattern)
+    assert failed.passed is False
+    assert failed.reason == (
+        "no match for /^key: [REDACTED:aws_access_key]$/ (the answer is not quoted: the pattern "
+        "holds a secret, compared by its kind with the answer's secrets redacted)"
+    )
+    assert regex(f"key: {TOKEN}", pattern).passed is False

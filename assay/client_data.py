@@ -85,6 +85,17 @@ class DataApi(ApiBase):
         """One agent run, with what the model was given."""
         return self._json("GET", _path("/api/v1/runs/{agent_run_id}", agent_run_id=agent_run_id))
 
+    @operation("PUT", "/api/v1/organizations/{org_id}/limits")
+    def set_org_limits(self, org_id: str, *, concurrency: int | None) -> JSON:
+        """The operator's: give organization `org_id` its own concurrency limit (case attempts in
+        flight at once, 1-1000), or None to remove it (it follows `EVAL_ORG_CONCURRENCY` again).
+        The client's token must be the deployment's operator key (`ASSAY_OPERATOR_KEY`)."""
+        return self._json(
+            "PUT",
+            _path("/api/v1/organizations/{org_id}/limits", org_id=org_id),
+            json={"concurrency": concurrency},
+        )
+
     @operation("POST", "/api/v1/judges")
     def create_judge(self, **body: Any) -> JSON:
         """Create a judge."""

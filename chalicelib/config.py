@@ -100,6 +100,12 @@ class Settings(BaseModel):
     signs none longer."""
     assay_jwt_leeway_seconds: int = Field(30, ge=0, le=300)
     """Clock skew allowed when checking `exp`, `nbf` and `iat`, in seconds."""
+    assay_operator_key: str = Field("", pattern=r"^([\x21-\x7e]{32,512})?$")
+    """The operator's key: `Authorization: Bearer <it>` on an operator route
+    (`PUT /api/v1/organizations/{id}/limits`) is the operator, who runs the deployment and is no
+    tenant; no token or API key of an organization is, whatever its role (a 403 naming permission
+    `operator`). 32-512 printable ASCII characters without spaces (e.g. `openssl rand -hex 32`);
+    empty (the default): no operator route answers anyone but with that 403."""
     assay_oidc_jwks_url: str = ""
     """JWKS URL of an OpenID Connect identity provider; set, RS256/ES256 tokens it signs are
     accepted."""

@@ -106,7 +106,8 @@ def container(stack: EmbeddedStack) -> bootstrap.Container:
 
 @pytest.fixture
 def limits(container):
-    """Set the run and organization limits for organizations created from now on."""
+    """Set the run limit and the organizations' default limit (`EVAL_ORG_CONCURRENCY`, which every
+    organization without its own follows) for this test."""
     original = container.settings
 
     def apply(run_limit: int, org_limit: int) -> None:

@@ -44,7 +44,12 @@ class OrganizationRow(_Base):
 
     org_id = UnicodeAttribute(hash_key=True)
     name = UnicodeAttribute(default="")
-    concurrency_limit = NumberAttribute()
+    concurrency_limit = NumberAttribute(null=True)
+    """Never read: the default limit earlier releases copied here at first use (the default is
+    read live now, `own_concurrency_limit` is an operator's own)."""
+    own_concurrency_limit = NumberAttribute(null=True)
+    """The limit the operator set for this organization alone; absent: it follows
+    `EVAL_ORG_CONCURRENCY` as it is now (`Organization.concurrency_limit`)."""
     in_flight = NumberAttribute(default=0)
     waiting = ListAttribute(of=UnicodeAttribute, default=list)
     waiting_flag = UnicodeAttribute(null=True)

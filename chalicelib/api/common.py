@@ -7,9 +7,8 @@ decorator on each view: `@api_view(bp)`.
 from __future__ import annotations
 
 import functools
-import json
+import hmac
 import logging
-import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from chalice import Blueprint, Response
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from chalicelib import bootstrap, telemetry
+from chalicelib.api.json_text import loads_bounded
 from chalicelib.api.lazy import LazyModule
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import FORBIDDEN
@@ -245,6 +245,33 @@ def identity_from(headers: Mapping[str, str]) -> Identity:
     return access_service.identify(bootstrap.container(), token.strip())
 
 
+OPERATOR = "operator"
+"""The permission a 403 names when a tenant asks an operator route."""
+
+
+def operator_from(headers: Mapping[str, str], key: str, what: str) -> None:
+    """Check that the caller of an operator route is the operator: `Authorization: Bearer <key>`
+    with the deployment's operator key (`ASSAY_OPERATOR_KEY`, compared in constant time).
+
+    Raises:
+        UnauthenticatedError: no bearer value, or one that is neither the key nor a token or API
+            key that verifies (`identity_from`).
+        ForbiddenError: a tenant's token or API key, whatever its role (permission `operator`), or
+            no operator key set on this deployment.
+    """
+    given = bearer_of(headers)
+    if key and given is not None and hmac.compare_digest(given.encode(), key.encode()):
+        return
+    identity_from(headers)  # a caller who is nobody is told so first (401)
+    raise ForbiddenError(
+        f"{what} is the operator's, who runs this deployment: no token or API key of an "
+        "organization may, whatever its role"
+        + ("" if key else " (and this deployment sets no operator key: ASSAY_OPERATOR_KEY)"),
+        field="Authorization",
+        permission=OPERATOR,
+    )
+
+
 def bearer_of(headers: Mapping[str, str]) -> str | None:
     """The token of an `Authorization: Bearer <token>` header, None without one."""
     auth = next((v for k, v in headers.items() if k.lower() == "authorization"), None)
@@ -274,125 +301,14 @@ def check_needs(
             who.require_on(permission, _KIND_OF_PARAM[param], params[param], what, param)
 
 
-MAX_JSON_DEPTH = 24
-"""How deeply a request body's arrays and objects may nest: what is kept is stored inside items
-DynamoDB nests at most 32 levels deep, and deeper JSON only serves to exhaust the stack."""
-
 MAX_BODY_BYTES = 1024 * 1024
 """Largest request body of a route, in bytes (1 MiB), unless the route says otherwise: a dataset
 version and a recording take `MAX_RECORDING_BYTES` (5 MiB). A larger one is a 413 naming `body`
 before it is parsed. API Gateway itself takes 10 MiB, a Lambda behind it 6 MB."""
 
-MAX_INTEGER_DIGITS = 38
-"""Most digits of an integer anywhere in a JSON body: DynamoDB keeps numbers of at most 38
-significant digits, so a longer one could be accepted and then never written or read back."""
-
-MAX_NUMBER_MAGNITUDE = 1e126
-"""A number in a JSON body is 0 or has a magnitude in [`MIN_NUMBER_MAGNITUDE`, this): DynamoDB's
-range; beyond it a write fails (and a float past 1.8e308 would parse as infinity)."""
-
-MIN_NUMBER_MAGNITUDE = 1e-130
-"""Smallest magnitude of a non-zero number in a JSON body (DynamoDB's)."""
-
 MAX_PATH_ID_LENGTH = 200
 """Longest id in a URL path, in characters: no id assay keeps is longer (chosen ids are at most 64),
 and a DynamoDB key part is at most 2 KiB."""
-
-
-class _Refused:
-    """A number the parser met that a body may not hold, kept in place so that the walk after
-    parsing can name the field it sits in."""
-
-    def __init__(self, why: str) -> None:
-        self.why = why
-
-
-def _constant(name: str) -> _Refused:
-    return _Refused(f"{name} is not a JSON number (numbers must be finite)")
-
-
-def _integer(text: str) -> int | _Refused:
-    digits = len(text.lstrip("-"))
-    if digits > MAX_INTEGER_DIGITS:
-        return _Refused(
-            f"an integer of {digits} digits (integers have at most {MAX_INTEGER_DIGITS})"
-        )
-    return int(text)
-
-
-def _number(text: str) -> float | _Refused:
-    value = float(text)
-    if not math.isfinite(value) or (
-        value and not MIN_NUMBER_MAGNITUDE <= abs(value) < MAX_NUMBER_MAGNITUDE
-    ):
-        return _Refused(f"{text[:40]} is outside the range of numbers (0, or 1e-130 to 1e126)")
-    return value
-
-
-def _field_name(path: tuple[str | int, ...]) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
-    return out or "body"
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-"""A UTF-16 surrogate: JSON's `\\ud800` escapes can spell one alone, which is no Unicode text (it
-cannot be encoded to UTF-8, so nothing could store it)."""
-_NOT_TEXT = "holds a lone surrogate (a \\ud800-\\udfff escape without its pair), not text"
-
-
-def _check_parsed(body: Any) -> None:
-    """Raise for the first refused number or lone surrogate (naming its field), or for nesting past
-    the limit."""
-    stack: list[tuple[Any, tuple[str | int, ...]]] = [(body, ())]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, _Refused):
-            field = _field_name(path)
-            raise InvalidInputError(f"{field}: {node.why}", field=field)
-        if isinstance(node, str) and _SURROGATE.search(node):
-            field = _field_name(path)
-            raise InvalidInputError(f"{field}: {_NOT_TEXT}", field=field)
-        if isinstance(node, dict | list):
-            if len(path) >= MAX_JSON_DEPTH:
-                raise InvalidInputError(
-                    f"the JSON body nests deeper than {MAX_JSON_DEPTH} levels", field="body"
-                )
-            if isinstance(node, dict):
-                key = next((k for k in node if _SURROGATE.search(k)), None)
-                if key is not None:
-                    field = _field_name(path)
-                    raise InvalidInputError(f"{field}: a key {_NOT_TEXT}", field=field)
-            items = node.items() if isinstance(node, dict) else enumerate(node)
-            stack.extend((child, (*path, key)) for key, child in reversed(list(items)))
-
-
-def loads_bounded(raw: bytes | str) -> Any:
-    """Parse JSON text as a request body is parsed: standard JSON only, within DynamoDB's numbers.
-
-    Args:
-        raw: the JSON text (UTF-8 bytes or str).
-    Returns:
-        The parsed value.
-    Raises:
-        InvalidInputError: text that is not JSON, or nesting deeper than `MAX_JSON_DEPTH` (also
-            when it is deep enough to exhaust the parser's stack), field `body`; `NaN`,
-            `Infinity` or `-Infinity` (Python's json takes them, other JSON parsers do not), an
-            integer of more than `MAX_INTEGER_DIGITS` digits, a non-zero number outside
-            [`MIN_NUMBER_MAGNITUDE`, `MAX_NUMBER_MAGNITUDE`), or a string or key holding a lone
-            surrogate, naming the field it is in (`spec.options.n`, `cases[2].metadata`).
-    """
-    try:
-        body = json.loads(raw, parse_constant=_constant, parse_int=_integer, parse_float=_number)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(f"malformed JSON: {exc}", field="body") from None
-    except RecursionError:
-        raise InvalidInputError(
-            f"the JSON body nests deeper than {MAX_JSON_DEPTH} levels", field="body"
-        ) from None
-    _check_parsed(body)
-    return body
 
 
 def json_body(bp: Blueprint) -> Any:
@@ -487,6 +403,8 @@ class Contract:
         tool_token: True (with `auth` False): the view gets the `Authorization: Bearer` value as
             `token` (None without one), an eval attempt's tool gateway token that it checks
             itself; documented as the `toolToken` scheme.
+        operator: True: the route is the operator's (`operator_from`): the view gets None as
+            the identity; documented as the `operatorKey` scheme.
     """
 
     auth: bool = True
@@ -498,6 +416,7 @@ class Contract:
     too_large_field: str = "body"
     raw_body: bool = False
     tool_token: bool = False
+    operator: bool = False
 
 
 CONTRACT_ATTRIBUTE = "assay_contract"
@@ -567,6 +486,7 @@ def api_view(
     too_large_field: str = "body",
     raw_body: bool = False,
     tool_token: bool = False,
+    operator: bool = False,
     needs: tuple[Need, ...] = (),
 ) -> Callable[[F], F]:
     """Wrap a view: authenticate, check the path ids (`check_path_ids`), what the caller must hold
@@ -588,6 +508,7 @@ def api_view(
         too_large_field=too_large_field,
         raw_body=raw_body,
         tool_token=tool_token,
+        operator=operator,
     )
 
     def decorate(fn: F) -> F:
@@ -596,7 +517,12 @@ def api_view(
             try:
                 c = bootstrap.container()
                 request = bp.current_request
-                who = identity_from(request.headers or {}) if auth else None
+                who = None
+                if operator:
+                    key = c.settings.assay_operator_key
+                    operator_from(request.headers or {}, key, _what(fn.__name__))
+                elif auth:
+                    who = identity_from(request.headers or {})
                 check_path_ids(kwargs)
                 # Chalice hands path parameters on still percent-encoded (aws/chalice#511): the
                 # view sees what the id is (`ana%40example.com` is ana@example.com).

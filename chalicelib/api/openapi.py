@@ -232,7 +232,7 @@ def _responses(contract: Contract) -> dict[str, Any]:
         "404": ref("NotFound"),
         "4XX": ref("Refused"),
     }
-    if contract.auth or contract.tool_token:
+    if contract.auth or contract.tool_token or contract.operator:
         responses["401"] = ref("Unauthenticated")
     if contract.body is not None:
         responses["413"] = ref("TooLarge")
@@ -288,7 +288,9 @@ def build(app: Any) -> dict[str, Any]:
                     }
                 },
             }
-        if contract.tool_token:
+        if contract.operator:
+            operation["security"] = [{"operatorKey": []}]
+        elif contract.tool_token:
             operation["security"] = [{"toolToken": []}]
         elif not contract.auth:
             operation["security"] = []
@@ -312,6 +314,12 @@ def build(app: Any) -> dict[str, Any]:
             "responses": _RESPONSES,
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+                "operatorKey": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The deployment's operator key (`ASSAY_OPERATOR_KEY`): "
+                    "the operator's routes take it and no organization's token or API key.",
+                },
                 "toolToken": {
                     "type": "http",
                     "scheme": "bearer",

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from chalicelib.api.common import MAX_PATH_ID_LENGTH, Query
 from chalicelib.domain.judge_rules import CRITERION_ID_PATTERN, CRITERION_TEXT_CHARS
-from chalicelib.domain.limits import MAX_IMPORT_LIMIT, MAX_VERSION
+from chalicelib.domain.limits import MAX_IMPORT_LIMIT, MAX_ORG_CONCURRENCY, MAX_VERSION
 
 
 class Body(BaseModel):
@@ -226,6 +226,14 @@ class SetBudget(Body):
     monthly_usd: Any = Field(...)
     """The monthly budget in USD (a number or a decimal string); null removes it (checked by the
     service)."""
+
+
+class SetOrgLimits(Body):
+    """The body of `PUT /api/v1/organizations/{org_id}/limits` (the operator's)."""
+
+    concurrency: StrictInt | None = Field(..., ge=1, le=MAX_ORG_CONCURRENCY)
+    """Case attempts the organization may have in flight at once, across its runs (1-1000); null
+    removes its own limit: it follows `EVAL_ORG_CONCURRENCY` again."""
 
 
 class CreateJudge(Body):

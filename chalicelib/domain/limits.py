@@ -7,6 +7,10 @@ once and then made every read of its agent fail. The bounds sit far inside that 
 
 from __future__ import annotations
 
+MAX_ORG_CONCURRENCY = 1000
+"""Largest concurrency limit of an organization (case tasks in flight at once), its own as the
+operator sets it or the deployment's default (`EVAL_ORG_CONCURRENCY`); the smallest is 1."""
+
 MAX_VERSION = 2**31 - 1
 """Largest version number of an agent, a dataset or a judge (2,147,483,647); the smallest is 1."""
 

@@ -32,9 +32,13 @@ class Organization:
 
     org_id: str
     name: str = ""
-    concurrency_limit: int
+    own_concurrency_limit: int | None = None
+    """The limit an operator set for this organization alone
+    (`PUT /api/v1/organizations/{id}/limits`); None: it follows the deployment's default
+    (`EVAL_ORG_CONCURRENCY`) as that is now (`concurrency_limit`)."""
     in_flight: int = 0
-    """Slots (case tasks in flight) the organization holds now, at most `concurrency_limit`."""
+    """Slots (case tasks in flight) the organization holds now; a claim takes one only while it
+    holds fewer than `concurrency_limit(default)`."""
     waiting: list[str] = field(default_factory=list)
     """Ids of the runs waiting for a slot, oldest first."""
     waiting_flag: str | None = None
@@ -42,6 +46,13 @@ class Organization:
     monthly_budget_micros: int | None = None
     default_environment_id: str | None = None
     created_at: str
+
+    def concurrency_limit(self, default: int) -> int:
+        """Case tasks the organization may have in flight at once: its own limit, else `default`
+        (the deployment's `EVAL_ORG_CONCURRENCY`, read when a slot is claimed: a changed setting
+        or own limit holds from the next claim on)."""
+        own = self.own_concurrency_limit
+        return int(own) if own is not None else int(default)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -460,6 +460,19 @@ def secrets_in(*texts: str | None, known: Iterable[Known] = ()) -> list[tuple[st
 _PLACED = re.compile(r"\[REDACTED:([a-z_]+)\]")
 
 
+def holds_placeholder(text: str) -> bool:
+    """Whether `text` holds a redaction placeholder (`[REDACTED:<kind>]`): a text kept redacted
+    whose secret is gone, e.g. a dataset case's reference that named a key."""
+    return _PLACED.search(text) is not None
+
+
+def placeholders_literal(pattern: str) -> str:
+    """A regex `pattern` kept redacted with each placeholder escaped, so that it matches that
+    placeholder as written (`[REDACTED:jwt]` is otherwise a character class): the secret it
+    replaced was the pattern's literal text."""
+    return _PLACED.sub(lambda m: re.escape(m.group(0)), pattern)
+
+
 def first_secret(value: Any, known: Iterable[Known] = ()) -> tuple[str, str] | None:
     """Where the first secret inside a JSON-like value is: `(path, kind)`, the path relative to
     `value` (`".options.token"`, `".headers[0]"`, `""` for a string), or None when it holds none.

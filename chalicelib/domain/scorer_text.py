@@ -14,6 +14,7 @@ from abc import abstractmethod
 from typing import Any
 
 from chalicelib.domain.models import AgentAnswer, Case, ScoreResult
+from chalicelib.domain.redaction import find, holds_placeholder, placeholders_literal, redact
 from chalicelib.domain.scorer_base import (
     Scorer,
     ScorerName,
@@ -35,6 +36,15 @@ class _TextScorer(Scorer):
 
     A check's `value` is one text, or a list of texts of which ANY may match (an Inspect sample's
     several targets, promptfoo's `contains-any`); every check must pass, as for every scorer.
+
+    A target kept redacted (it holds a placeholder, `[REDACTED:aws_access_key]`: a case whose
+    reference named a secret is saved so) is compared in the redacted space: the answer is
+    redacted by the same rules first, so a secret of that kind in the answer stands where the
+    placeholder does (`redaction.redact`, by shape: an organization's own stored values, kept as
+    `[REDACTED:secret]`, are not known here). A failure's reason never reads as a pass: when the
+    target holds a placeholder or a secret, or the answer redacted would seem to match it, the
+    reason says the answer does not match and does not quote the answer (redacted, as every reason
+    is kept, it would show the very placeholder the target holds).
     """
 
     def applies(self, case: Case, settings: Settings) -> bool:
@@ -75,16 +85,49 @@ class _TextScorer(Scorer):
     def _any(self, answer: str, targets: list[str]) -> tuple[bool, str]:
         """(passed, reason) of `answer` against one check's acceptable texts: the first that
         matches passes it; with several and none matching, the reason names them all."""
-        verdicts = [self._verdict(answer, t) for t in targets]
-        passing = next((v for v in verdicts if v[0]), None)
-        if passing is not None or len(targets) == 1:
-            return passing or verdicts[0]
+        redacted: str | None = None
+        for target in targets:
+            if holds_placeholder(target):
+                redacted = redact(answer) if redacted is None else redacted
+                if self._matches(redacted, target):
+                    return True, f"{self._passed(target)} (secrets compared by their kind)"
+            elif self._matches(answer, target):
+                return True, self._passed(target)
         shown = ", ".join(_shown(t) for t in targets)
+        if not self._quotable(answer, targets):
+            return False, (
+                f"{self._missing(shown if len(targets) == 1 else f'any of {shown}')} (the answer "
+                "is not quoted: the reference holds a secret, compared by its kind with the "
+                "answer's secrets redacted)"
+            )
+        if len(targets) == 1:
+            return False, self._failed(answer, targets[0])
         return False, f"expected {self._expected_any(shown)}, got {_shown(answer)}"
 
+    def _quotable(self, answer: str, targets: list[str]) -> bool:
+        """Whether a failure's reason may quote `answer`: no target holds a placeholder or a
+        secret, and the answer redacted matches none (else, redacted as it is kept, the quote
+        would read as a match)."""
+        if any(holds_placeholder(t) or find(t) for t in targets):
+            return False
+        redacted = redact(answer)
+        return redacted == answer or not any(self._matches(redacted, t) for t in targets)
+
     @abstractmethod
-    def _verdict(self, answer: str, target: str) -> tuple[bool, str]:
-        """(passed, reason) of `answer` against one target."""
+    def _matches(self, answer: str, target: str) -> bool:
+        """Whether `answer` passes against one target."""
+
+    @abstractmethod
+    def _passed(self, target: str) -> str:
+        """The reason of a pass against `target`."""
+
+    @abstractmethod
+    def _failed(self, answer: str, target: str) -> str:
+        """The reason of a failure against one target, quoting the answer."""
+
+    @abstractmethod
+    def _missing(self, shown: str) -> str:
+        """The reason of a failure that does not quote the answer (`shown`: the target(s))."""
 
     @abstractmethod
     def _expected_any(self, shown: str) -> str:
@@ -96,11 +139,17 @@ class EqualsScorer(_TextScorer):
 
     name = ScorerName.EQUALS
 
-    def _verdict(self, answer: str, target: str) -> tuple[bool, str]:
-        got, want = answer.strip(), target.strip()
-        if got == want:
-            return True, f"answer equals {_shown(want)}"
-        return False, f"expected {_shown(want)}, got {_shown(got)}"
+    def _matches(self, answer: str, target: str) -> bool:
+        return answer.strip() == target.strip()
+
+    def _passed(self, target: str) -> str:
+        return f"answer equals {_shown(target.strip())}"
+
+    def _failed(self, answer: str, target: str) -> str:
+        return f"expected {_shown(target.strip())}, got {_shown(answer.strip())}"
+
+    def _missing(self, shown: str) -> str:
+        return f"the answer does not equal {shown}"
 
     def _expected_any(self, shown: str) -> str:
         return f"one of {shown}"
@@ -111,10 +160,17 @@ class ContainsScorer(_TextScorer):
 
     name = ScorerName.CONTAINS
 
-    def _verdict(self, answer: str, target: str) -> tuple[bool, str]:
-        if target in answer:
-            return True, f"answer contains {_shown(target)}"
-        return False, f"expected the answer to contain {_shown(target)}, got {_shown(answer)}"
+    def _matches(self, answer: str, target: str) -> bool:
+        return target in answer
+
+    def _passed(self, target: str) -> str:
+        return f"answer contains {_shown(target)}"
+
+    def _failed(self, answer: str, target: str) -> str:
+        return f"expected the answer to contain {_shown(target)}, got {_shown(answer)}"
+
+    def _missing(self, shown: str) -> str:
+        return f"the answer does not contain {shown}"
 
     def _expected_any(self, shown: str) -> str:
         return f"the answer to contain one of {shown}"
@@ -125,12 +181,19 @@ class IContainsScorer(_TextScorer):
 
     name = ScorerName.ICONTAINS
 
-    def _verdict(self, answer: str, target: str) -> tuple[bool, str]:
-        if target.casefold() in answer.casefold():
-            return True, f"answer contains {_shown(target)} (ignoring case)"
-        return False, (
+    def _matches(self, answer: str, target: str) -> bool:
+        return target.casefold() in answer.casefold()
+
+    def _passed(self, target: str) -> str:
+        return f"answer contains {_shown(target)} (ignoring case)"
+
+    def _failed(self, answer: str, target: str) -> str:
+        return (
             f"expected the answer to contain {_shown(target)} (ignoring case), got {_shown(answer)}"
         )
+
+    def _missing(self, shown: str) -> str:
+        return f"the answer does not contain {shown} (ignoring case)"
 
     def _expected_any(self, shown: str) -> str:
         return f"the answer to contain one of {shown} (ignoring case)"
@@ -185,6 +248,11 @@ class RegexScorer(Scorer):
     Patterns are Python `re` syntax, searched with the `regex` package (the same matching for that
     syntax) because it stops a search after `REGEX_SECONDS`: a search that takes longer raises, so
     the attempt is `incomplete` - the check's fault, not the agent's.
+
+    A pattern kept redacted (it named a secret: `[REDACTED:aws_access_key]` stands where the key
+    was) is searched for in the redacted space, as a text target is: each placeholder matches
+    itself as written (`redaction.placeholders_literal`), in the answer redacted by the same
+    rules; its failure's reason does not quote the answer.
     """
 
     name = ScorerName.REGEX
@@ -217,8 +285,11 @@ class RegexScorer(Scorer):
             # Flags not given on the check fall back to the settings' flags.
             flags = _regex_flags(params.get("flags", settings.get("flags")))
             pattern = str(params["pattern"])
+            secret = holds_placeholder(pattern)
+            searched = placeholders_literal(pattern) if secret else pattern
+            subject = redact(answer.answer) if secret else answer.answer
             try:
-                found = regex.search(pattern, answer.answer, int(flags), timeout=REGEX_SECONDS)
+                found = regex.search(searched, subject, int(flags), timeout=REGEX_SECONDS)
             except TimeoutError as exc:
                 raise ValueError(
                     f"the regex /{pattern}/ searched this answer for over {REGEX_SECONDS:g} s "
@@ -226,6 +297,14 @@ class RegexScorer(Scorer):
                 ) from exc
             if found:
                 verdicts.append((True, f"/{pattern}/ matched {_shown(found.group(0))}"))
+            elif secret:
+                verdicts.append(
+                    (
+                        False,
+                        f"no match for /{pattern}/ (the answer is not quoted: the pattern holds a "
+                        "secret, compared by its kind with the answer's secrets redacted)",
+                    )
+                )
             else:
                 verdicts.append(
                     (False, f"expected a match for /{pattern}/, got {_shown(answer.answer)}")

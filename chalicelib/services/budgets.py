@@ -135,7 +135,7 @@ def set_org_budget(c: Container, who: Identity, raw: Any) -> Budget:
     stands now."""
     micros = parse_budget(raw)
     now = c.clock.now()
-    c.orgs.ensure(who.org_id, concurrency_limit=c.settings.eval_org_concurrency, now_iso=iso(now))
+    c.orgs.ensure(who.org_id, now_iso=iso(now))
     c.spend.set_org_budget(who.org_id, micros)
     return org_budget(c, who)
 

@@ -48,7 +48,7 @@ def create(
         test_connections=mapped,
     )
     c.environments.create(row)
-    org = c.orgs.ensure(who.org_id, concurrency_limit=c.settings.eval_org_concurrency, now_iso=now)
+    org = c.orgs.ensure(who.org_id, now_iso=now)
     if default or not org.default_environment_id:
         # One attribute on the organization names the default: concurrent creates leave exactly one.
         c.orgs.set_default_environment(who.org_id, environment_id, only_if_unset=not default)

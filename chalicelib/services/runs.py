@@ -77,7 +77,7 @@ def start_run(
         raise BudgetExceededError(estimates.refusal(priced), field="budget", estimate=priced)
     now = c.clock.now()
     settings = c.settings
-    c.orgs.ensure(who.org_id, concurrency_limit=settings.eval_org_concurrency, now_iso=iso(now))
+    c.orgs.ensure(who.org_id, now_iso=iso(now))
     arms, dataset_version = plan.arms, plan.dataset
     planned_bytes = case_ids_bytes(list(dataset_version.case_ids or [])) + sum(
         len(canonical_json(a.spec).encode()) for a in arms

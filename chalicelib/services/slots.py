@@ -93,7 +93,8 @@ def _offer(c: Container, org_id: str) -> _Offer | None:
     org = c.orgs.get(org_id)
     if org is None or not org.waiting:
         return None
-    free = int(org.concurrency_limit) - int(org.in_flight)
+    limit = org.concurrency_limit(c.settings.eval_org_concurrency)
+    free = limit - int(org.in_flight)
     if free <= 0:
         return None
     for run_id in list(org.waiting):
@@ -105,7 +106,7 @@ def _offer(c: Container, org_id: str) -> _Offer | None:
         ):
             c.orgs.remove_waiting(org_id, run_id)
             continue
-        return _Offer(run, int(org.concurrency_limit), free)
+        return _Offer(run, limit, free)
     return None
 
 

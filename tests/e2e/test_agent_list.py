@@ -89,3 +89,51 @@ def test_a_run_over_a_dataset_the_reader_may_not_open_is_neither_counted_nor_nam
     seen = listed(key)[agent]
     assert verdict(seen, "live") == (1, "none", 0, 0) and seen["last_run"] is None
     assert verdict(listed(api)[agent], "live") == (1, "pass", 2, 2)
+
+
+def test_one_agent_reads_its_verdicts_as_the_list_does_with_evaluations_and_staleness(api):
+    one, two = api.dataset(cases(2)), api.dataset(cases(3))
+    agent = api.agent(sleepy_spec(answers={"c000": "x"}), publish=1)
+    run(api, agent, one, candidate="version", version=1)
+    run(api, agent, two, candidate="version", version=1)
+    run(api, agent, one)  # the draft, as it is now
+
+    read = api.ok("GET", f"/api/v1/agents/{agent}")
+    live, draft = read["verdicts"]["live"], read["verdicts"]["draft"]
+    # both evaluations of version 1 count: 1 of 2 and 2 of 3 passed
+    assert (live["verdict"], live["passed"], live["failed"], live["total"]) == ("partial", 3, 2, 5)
+    assert (live["evaluations"], live["stale"]) == (2, False)
+    assert (draft["verdict"], draft["passed"], draft["total"], draft["evaluations"]) == (
+        "partial",
+        1,
+        2,
+        1,
+    )
+    assert draft["stale"] is False and read["draft_differs"] is False
+    assert read["last_run"]["version"] == "draft"
+    assert read == listed(api)[agent]
+
+    # the draft changes: its verdict rests on runs of a draft that no longer exists
+    api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": sleepy_spec(answer="0")})
+    read = api.ok("GET", f"/api/v1/agents/{agent}")
+    assert (read["verdicts"]["draft"]["verdict"], read["verdicts"]["draft"]["stale"]) == (
+        "partial",
+        True,
+    )
+    assert read["verdicts"]["live"]["stale"] is False and read["draft_differs"] is True
+    assert listed(api)[agent]["verdicts"] == read["verdicts"]
+
+
+def test_one_agent_read_without_runs_view_carries_no_verdict(api, new_api):
+    ds = api.dataset(cases(1))
+    agent = api.agent(sleepy_spec(), publish=1)
+    run(api, agent, ds, candidate="version", version=1)
+    guest = new_api(org_id=api.org_id, user_id="guest@example.com", role="guest")
+    api.ok(
+        "PUT",
+        f"/api/v1/members/{guest.user_id}/grants/agent/{agent}",
+        json={"permissions": ["agents:view"]},
+    )
+    seen = guest.ok("GET", f"/api/v1/agents/{agent}")
+    assert (seen["verdicts"], seen["last_run"], seen["draft"]["spec"]) == (None, None, None)
+    assert api.ok("GET", f"/api/v1/agents/{agent}")["verdicts"]["live"]["verdict"] == "pass"

@@ -57,7 +57,10 @@ def test_a_new_agent_has_its_spec_as_draft_hashed_over_canonical_json(api):
     assert agent["draft"]["spec"] == SPEC
     assert agent["draft"]["spec_hash"] == sha256_of_canonical_json(SPEC)
     assert agent["draft"]["updated_at"].endswith("Z")
-    assert api.ok("GET", f"/api/v1/agents/{agent['agent_id']}") == agent
+    read = api.ok("GET", f"/api/v1/agents/{agent['agent_id']}")
+    assert {k: read[k] for k in agent} == agent
+    assert read["draft_differs"] is True and read["last_run"] is None
+    assert read["verdicts"]["live"] is None and read["verdicts"]["draft"]["verdict"] == "none"
     assert api.ok("GET", f"/api/v1/agents/{agent['agent_id']}/draft") == agent["draft"]
     assert [a["agent_id"] for a in api.ok("GET", "/api/v1/agents")["agents"]] == [agent["agent_id"]]
 

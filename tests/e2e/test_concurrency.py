@@ -46,7 +46,8 @@ def test_three_concurrent_runs_never_exceed_the_run_or_organization_limit(
     assert max(h.run_peak[r] for r in runs) == run_limit
     assert h.peak == org_limit, h.seen()
     org = container.orgs.get(api.org_id)
-    assert (org.in_flight, org.concurrency_limit, org.waiting) == (0, org_limit, [])
+    assert (org.in_flight, org.own_concurrency_limit, org.waiting) == (0, None, [])
+    assert org.concurrency_limit(container.settings.eval_org_concurrency) == org_limit
 
 
 def test_a_run_that_gets_no_slot_waits_queued_and_starts_when_one_frees(api, container, limits):

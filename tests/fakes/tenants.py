@@ -30,10 +30,14 @@ class FakeOrganizations:
     def get(self, org_id: str) -> Organization | None:
         return self.kept.get(org_id)
 
-    def ensure(self, org_id: str, *, concurrency_limit: int, now_iso: str) -> Organization:
+    def ensure(
+        self, org_id: str, *, now_iso: str, concurrency_limit: int | None = None
+    ) -> Organization:
         return self.kept.setdefault(
             org_id,
-            Organization(org_id=org_id, concurrency_limit=concurrency_limit, created_at=now_iso),
+            Organization(
+                org_id=org_id, own_concurrency_limit=concurrency_limit, created_at=now_iso
+            ),
         )
 
     def add_waiting(self, org_id: str, run_id: str, now_ms: int) -> None:
@@ -73,8 +77,8 @@ class FakeOrganizations:
         self.kept[org_id] = replace(org, default_environment_id=environment_id)
         return True
 
-    def set_limit(self, org_id: str, limit: int) -> None:
-        self.kept[org_id] = replace(self.kept[org_id], concurrency_limit=limit)
+    def set_limit(self, org_id: str, limit: int | None) -> None:
+        self.kept[org_id] = replace(self.kept[org_id], own_concurrency_limit=limit)
 
 
 class FakeBudgets:

@@ -67,6 +67,9 @@ def _table(w: dict[str, str]) -> list[tuple[str, str, Any, list[tuple[str, int]]
     start = {"dataset_id": d, "candidate": "version"}
     return [
         ("GET", "/api/v1/me", None, [], False),
+        # the operator's: no permission of an organization reaches it
+        # (test_the_operator_s_route_refuses_every_caller_of_an_organization)
+        ("PUT", f"/api/v1/organizations/{w['org']}/limits", {"concurrency": 1}, [], False),
         ("GET", "/api/v1/members", None, [("members:manage", 403)], False),
         (
             "POST",
@@ -497,6 +500,7 @@ def world(stack, new_api_module) -> dict[str, Any]:
     )["recording_id"]
     key = admin.ok("POST", "/api/v1/api-keys", json={"scopes": ["runs:view"]})["key_id"]
     ids = {
+        "org": admin.org_id,
         "admin": admin.user_id,
         "agent": agent,
         "dataset": dataset,
@@ -587,6 +591,7 @@ def test_the_table_names_every_route(world):
             "{resource_id}": ids["agent"],
             "{item_id}": ITEM,
             "{agent_run_id}": ids["agent_run"],
+            "{org_id}": ids["org"],
         }.items():
             filled = filled.replace(name, value)
         concrete.add((method, filled))
@@ -626,6 +631,38 @@ def test_routes_only_a_person_may_use_refuse_an_api_key_with_every_scope(world):
         if not (got == 403 and answer["error"].get("permission") == PERSON):
             wrong.append(f"{method} {path}: {got} {answer}")
     assert wrong == [], "\n".join(wrong)
+
+
+OPERATOR_KEY = "op-" + "k" * 40
+
+
+def test_the_operator_s_route_refuses_every_caller_of_an_organization(world, operator, container):
+    """`PUT /api/v1/organizations/{id}/limits` is the operator's: the organization's admin, a key
+    with every scope and every caller of the walk are refused (403 naming permission `operator`),
+    for their own organization and another, and nothing changes; the operator key is taken."""
+    operator(assay_operator_key=OPERATOR_KEY)
+    org = world["ids"]["org"]
+    callers = [world["admin"], world["full_key"], *world["keys"].values()]
+    callers += list(world["persons"].values())
+    wrong = []
+    for caller in callers:
+        for target in (org, "another-org"):
+            path = f"/api/v1/organizations/{target}/limits"
+            got, answer = caller.call("PUT", path, json={"concurrency": 1000})
+            error = answer.get("error", {}) if isinstance(answer, dict) else {}
+            if not (got == 403 and error.get("permission") == "operator"):
+                wrong.append(f"{caller.user_id} PUT {path}: {got} {answer}")
+    assert wrong == [], "\n".join(wrong)
+    assert container.orgs.get(org).own_concurrency_limit is None
+    assert container.orgs.get("another-org") is None
+    admin = world["admin"]
+    as_operator = Api(admin.http.base_url, org, "operator", OPERATOR_KEY)
+    assert (
+        as_operator.ok("PUT", f"/api/v1/organizations/{org}/limits", json={"concurrency": None})[
+            "concurrency"
+        ]
+        is None
+    )
 
 
 def test_nothing_changed_for_the_refusals(world):

@@ -39,7 +39,7 @@ def test_the_document_lists_every_route_and_method_and_nothing_else():
         (path, method.upper()) for path, ops in document["paths"].items() for method in ops
     }
     assert documented == _routes()
-    assert len(documented) == 119  # 118 routes of the API and the document's own
+    assert len(documented) == 120  # 119 routes of the API and the document's own
 
 
 def test_the_document_validates_as_openapi_3_1():
@@ -114,6 +114,24 @@ def test_the_tool_gateway_takes_an_attempts_tool_token_not_a_persons():
     assert call["post"]["requestBody"]["required"] is False
     schemes = document["components"]["securitySchemes"]
     assert schemes["toolToken"]["scheme"] == "bearer" and "bearerFormat" not in schemes["toolToken"]
+
+
+def test_the_operator_s_route_takes_the_operator_key_not_a_tenant_s_token():
+    document = openapi.build(app.app)
+    limits = document["paths"]["/api/v1/organizations/{org_id}/limits"]["put"]
+    assert limits["security"] == [{"operatorKey": []}]
+    assert {"401", "413"} <= set(limits["responses"])
+    schemes = document["components"]["securitySchemes"]
+    assert schemes["operatorKey"]["scheme"] == "bearer" and "ASSAY_OPERATOR_KEY" in str(
+        schemes["operatorKey"]["description"]
+    )
+    operator_routes = [
+        (path, method)
+        for path, ops in document["paths"].items()
+        for method, op in ops.items()
+        if op.get("security") == [{"operatorKey": []}]
+    ]
+    assert operator_routes == [("/api/v1/organizations/{org_id}/limits", "put")]
 
 
 def test_the_outcome_filter_takes_every_comparison_outcome_and_settled_state():

@@ -18,7 +18,7 @@ from chalicelib.domain.records import Organization
 def _org(*waiting: str) -> Organization:
     return Organization(
         org_id="acme",
-        concurrency_limit=3,
+        own_concurrency_limit=3,
         waiting=list(waiting),
         waiting_flag="1" if waiting else None,
         waiting_since_ms=5 if waiting else None,

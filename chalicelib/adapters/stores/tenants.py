@@ -60,13 +60,20 @@ class OrganizationStore:
         except DoesNotExist:
             return None
 
-    def ensure(self, org_id: str, *, concurrency_limit: int, now_iso: str) -> Organization:
-        """The organization, created on first use with `concurrency_limit` slots."""
+    def ensure(
+        self, org_id: str, *, now_iso: str, concurrency_limit: int | None = None
+    ) -> Organization:
+        """The organization, created on first use (with `concurrency_limit` as its own limit; None:
+        it follows the deployment's default)."""
         org = self.get(org_id)
         if org is not None:
             return org
         row = OrganizationRow(
-            org_id, concurrency_limit=concurrency_limit, in_flight=0, waiting=[], created_at=now_iso
+            org_id,
+            own_concurrency_limit=concurrency_limit,
+            in_flight=0,
+            waiting=[],
+            created_at=now_iso,
         )
         try:
             row.save(condition=OrganizationRow.org_id.does_not_exist())
@@ -152,9 +159,14 @@ class OrganizationStore:
             OrganizationRow.default_environment_id.does_not_exist() if only_if_unset else None,
         )
 
-    def set_limit(self, org_id: str, limit: int) -> None:
-        """Set the organization's concurrency limit (slots)."""
-        OrganizationRow(org_id).update(actions=[OrganizationRow.concurrency_limit.set(limit)])
+    def set_limit(self, org_id: str, limit: int | None) -> None:
+        """Set the organization's own concurrency limit (slots); None removes it (it follows the
+        deployment's default again). The row must exist (`ensure`)."""
+        own = OrganizationRow.own_concurrency_limit
+        OrganizationRow(org_id).update(
+            actions=[own.remove() if limit is None else own.set(limit)],
+            condition=OrganizationRow.org_id.exists(),
+        )
 
 
 # --- budgets and spend -----------------------------------------------------------------------

@@ -74,7 +74,12 @@ def list_agents(c, who):
 @bp.route("/api/v1/agents/{agent_id}", methods=["GET"])
 @api_view(bp, needs=(("agents:view", "agent_id"),))
 def get_agent(c, who, agent_id):
-    return views.agent_view(c.agents.get(who.org_id, agent_id), with_draft=edits(who, agent_id))
+    """One agent as the list shows it (`views.agent_listed_view`): with whether its draft differs,
+    the verdicts beside its live version and its draft, and its last run, read from its history
+    rows in one batch (`services.summaries.overview`)."""
+    row = c.agents.get(who.org_id, agent_id)
+    (seen,) = summary_service.overview(c, who, [row])
+    return views.agent_listed_view(row, seen, with_draft=edits(who, agent_id))
 
 
 @bp.route("/api/v1/agents/{agent_id}", methods=["DELETE"])

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from chalice import Response
 
-from chalicelib.api.common import api_view, loads_bounded
+from chalicelib.api.common import api_view
+from chalicelib.api.json_text import loads_bounded
 from chalicelib.api.lazy import LazyModule
 from chalicelib.api.routes.base import bp
 from chalicelib.api.schemas import ToolArguments

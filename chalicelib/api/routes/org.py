@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chalicelib.api.common import api_view
 from chalicelib.api.lazy import LazyModule
 from chalicelib.api.routes.base import bp, path_version
-from chalicelib.api.schemas import CreateJudge, EmailSettings, NotificationsQuery, SetBudget
+from chalicelib.api.schemas import (
+    CreateJudge,
+    EmailSettings,
+    NotificationsQuery,
+    SetBudget,
+    SetOrgLimits,
+)
 from chalicelib.domain.judge_rules import JudgeSpec
 
 if TYPE_CHECKING:
@@ -15,11 +21,14 @@ if TYPE_CHECKING:
     from chalicelib.services import budgets as budget_service
     from chalicelib.services import judges as judge_service
     from chalicelib.services import notifications as notification_service
+    from chalicelib.services import organizations as organization_service
+    from chalicelib.services.organizations import OrgLimits
 else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
     views = LazyModule("chalicelib.api.views")
     budget_service = LazyModule("chalicelib.services.budgets")
     judge_service = LazyModule("chalicelib.services.judges")
     notification_service = LazyModule("chalicelib.services.notifications")
+    organization_service = LazyModule("chalicelib.services.organizations")
 
 
 # --- notifications ---------------------------------------------------------------------------
@@ -70,6 +79,31 @@ def get_agent_budget(c, who, agent_id):
 @api_view(bp, body=SetBudget, needs=(("agents:edit", "agent_id"),))
 def set_agent_budget(c, who, agent_id, body):
     return views.budget_view(budget_service.set_agent_budget(c, who, agent_id, body.monthly_usd))
+
+
+# --- the operator's --------------------------------------------------------------------------
+
+
+@bp.route("/api/v1/organizations/{org_id}/limits", methods=["PUT"])
+@api_view(bp, body=SetOrgLimits, operator=True)
+def set_organization_limits(c, who, org_id, body):
+    """Set one organization's concurrency limit, or remove it (the operator's only)."""
+    limits = organization_service.set_concurrency(c, org_id, body.concurrency)
+    return _limits_view(limits)
+
+
+def _limits_view(limits: OrgLimits) -> dict[str, Any]:
+    """`{org_id, concurrency (its own limit, None: it follows the default), default_concurrency
+    (EVAL_ORG_CONCURRENCY now), effective_concurrency (what the next claim is held to), in_flight,
+    started (tasks the change started at once)}`."""
+    return {
+        "org_id": limits.org_id,
+        "concurrency": limits.own,
+        "default_concurrency": limits.default,
+        "effective_concurrency": limits.effective,
+        "in_flight": limits.in_flight,
+        "started": limits.started,
+    }
 
 
 # --- judges ----------------------------------------------------------------------------------

@@ -16,8 +16,11 @@ class Organizations(Protocol):
     def get(self, org_id: str) -> Organization | None:
         """The organization (a consistent read), None before its first use."""
 
-    def ensure(self, org_id: str, *, concurrency_limit: int, now_iso: str) -> Organization:
-        """The organization, created on first use with `concurrency_limit` slots at `now_iso`."""
+    def ensure(
+        self, org_id: str, *, now_iso: str, concurrency_limit: int | None = None
+    ) -> Organization:
+        """The organization, created on first use at `now_iso`; `concurrency_limit` its own limit
+        (None: it follows the deployment's default, `Organization.concurrency_limit`)."""
 
     def add_waiting(self, org_id: str, run_id: str, now_ms: int) -> None:
         """Put a run at the end of the organization's waiting line (`now_ms`: epoch ms, the line's
@@ -37,8 +40,9 @@ class Organizations(Protocol):
         """Name the default environment (None: none); with `only_if_unset` only while it names none,
         False when it named one."""
 
-    def set_limit(self, org_id: str, limit: int) -> None:
-        """Set the organization's concurrency limit (slots)."""
+    def set_limit(self, org_id: str, limit: int | None) -> None:
+        """Set the organization's own concurrency limit (slots); None removes it, so it follows
+        the deployment's default. The organization must exist (`ensure`)."""
 
 
 class Budgets(Protocol):

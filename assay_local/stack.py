@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
@@ -137,7 +138,8 @@ class EmbeddedStack:
 
     Attributes (after `start()`): `api_url` (`http://127.0.0.1:<port>`), `moto` (`MotoHandle`,
     or None when using an external endpoint), `endpoint_url`, `queue_urls` (by queue name),
-    `settings`, `app`, `pollers` (`Pollers` or None), `scheduler` (`Scheduler`).
+    `settings`, `app`, `pollers` (`Pollers` or None), `scheduler` (`Scheduler`), `phases`
+    (seconds each step of the start took, by step, in order: what `bench.startup` prints).
 
     Raises (from `start()`), the partly started stack stopped first:
         PortTakenError: `api_port` or `moto_port` is in use.
@@ -189,6 +191,8 @@ class EmbeddedStack:
         self.app: Any = None
         self.pollers: Any = None
         self.scheduler: Any = None
+        self.phases: dict[str, float] = {}
+        self._mark_at = 0.0
 
     @property
     def _workers(self) -> dict[str, int]:
@@ -215,6 +219,12 @@ class EmbeddedStack:
 
     # -- life ----------------------------------------------------------------------------------
 
+    def _mark(self, phase: str) -> None:
+        """Record the seconds since the last mark as `phase` (`phases`)."""
+        now = time.perf_counter()
+        self.phases[phase] = self.phases.get(phase, 0.0) + now - self._mark_at
+        self._mark_at = now
+
     def start(self) -> EmbeddedStack:
         """Start everything (see class doc); returns self."""
         try:
@@ -225,9 +235,13 @@ class EmbeddedStack:
         return self
 
     def _start(self) -> None:
+        self.phases.clear()
+        self._mark_at = time.perf_counter()
         from assay_local.motoserver import start_moto_process, start_moto_server
         from chalicelib.config import Settings
         from infra.resources import bootstrap
+
+        self._mark("import settings")
 
         for name, value in self._env_overrides.items():
             self._set_env(name, value)
@@ -244,6 +258,7 @@ class EmbeddedStack:
                 else start_moto_server(port=self._moto_port)
             )
             endpoint = self.moto.url
+            self._mark("moto")
             # Only moto's dummy keys: real ones (or a profile) must never reach a local endpoint.
             for name, value in _DUMMY_CREDENTIALS.items():
                 self._set_env(name, value)
@@ -262,6 +277,7 @@ class EmbeddedStack:
         from chalicelib.config import get_settings
 
         self.settings = settings = get_settings()
+        self._mark("settings")
         self.queue_urls = bootstrap(
             endpoint,
             settings.aws_default_region,
@@ -269,8 +285,10 @@ class EmbeddedStack:
             settings.evaluation_case_timeout_seconds,
             bucket=settings.assay_results_bucket,
         )
+        self._mark("bootstrap")
         module = self._module = self._app_module or importlib.import_module("app")
         self.app = module.app
+        self._mark("import app")
         self._serve_http()
         if not self._env_overrides.get(PUBLIC_URL_SETTING) and not os.environ.get(
             PUBLIC_URL_SETTING
@@ -280,6 +298,7 @@ class EmbeddedStack:
             self._set_env(PUBLIC_URL_SETTING, self.api_url)
             reset_process_state()
             self.settings = settings = get_settings()
+        self._mark("http server")
 
         # Owner notices are mailed from a verified sender: verify it on the local stack.
         from chalicelib import bootstrap as composition
@@ -288,6 +307,7 @@ class EmbeddedStack:
         # The queue a run's first tasks go to, found now: its client and URL were ~0.1 s of the
         # first run's start.
         _ = composition.container().case_queue.url
+        self._mark("mailer and queue")
 
         from assay_local.poller import start_pollers
         from assay_local.scheduler import Scheduler
@@ -309,6 +329,7 @@ class EmbeddedStack:
         )
         if self._run_scheduler:
             self.scheduler.start()
+        self._mark("pollers and scheduler")
         # What the process holds once the stack is up (its imports, the app, the clients' service
         # models) lives as long as the stack: the cyclic collector's full passes skip it until
         # `stop`. One such pass over it took ~0.23 s, in which every lane of the process waited

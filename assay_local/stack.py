@@ -237,7 +237,7 @@ class EmbeddedStack:
     def _start(self) -> None:
         self.phases.clear()
         self._mark_at = time.perf_counter()
-        from assay_local.motoserver import start_moto_process, start_moto_server
+        from assay_local.motoserver import spawn_moto_process, start_moto_server
         from chalicelib.config import Settings
         from infra.resources import bootstrap
 
@@ -250,15 +250,17 @@ class EmbeddedStack:
                 self._set_env(name, value)
         endpoint = Settings().aws_endpoint_url
         if endpoint is None:
+            # moto's process starts while this one imports what it needs (the settings' adapters,
+            # boto3, the app): it says it is ready only below, before the first AWS request.
             self.moto = (
-                start_moto_process(
+                spawn_moto_process(
                     port=self._moto_port, state=self._moto_state, pass_fds=self._moto_pass_fds
                 )
                 if self._moto_process
                 else start_moto_server(port=self._moto_port)
             )
             endpoint = self.moto.url
-            self._mark("moto")
+            self._mark("moto (spawn)")
             # Only moto's dummy keys: real ones (or a profile) must never reach a local endpoint.
             for name, value in _DUMMY_CREDENTIALS.items():
                 self._set_env(name, value)
@@ -278,6 +280,17 @@ class EmbeddedStack:
 
         self.settings = settings = get_settings()
         self._mark("settings")
+        # The app is imported before its tables exist: importing it makes no AWS request, and no
+        # handler runs before the HTTP server and the pollers start, after bootstrap.
+        module = self._module = self._app_module or importlib.import_module("app")
+        self.app = module.app
+        import boto3  # noqa: F401 - bootstrap's; imported while moto's process starts
+
+        self._mark("import app")
+        wait_ready = getattr(self.moto, "wait_ready", None)
+        if wait_ready is not None:
+            wait_ready()
+            self._mark("moto (wait for ready)")
         self.queue_urls = bootstrap(
             endpoint,
             settings.aws_default_region,
@@ -286,9 +299,6 @@ class EmbeddedStack:
             bucket=settings.assay_results_bucket,
         )
         self._mark("bootstrap")
-        module = self._module = self._app_module or importlib.import_module("app")
-        self.app = module.app
-        self._mark("import app")
         self._serve_http()
         if not self._env_overrides.get(PUBLIC_URL_SETTING) and not os.environ.get(
             PUBLIC_URL_SETTING

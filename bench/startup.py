@@ -13,15 +13,18 @@ in this order, so the machine's load falls on each alike:
   until it ends, and stops. Its wall is the process's whole life as the shell sees it,
   interpreter start and exit included.
 
-It prints the medians over `--rounds`, each with its range, and the machine line.
+It prints the medians over `--rounds`, each with its range, the machine line, and each process's
+CPU seconds (its own and its children's, moto's process included): a figure the machine's load
+moves less than the wall.
 
 Bytecode: `--bytecode cached` (the default) gives every process a private `PYTHONPYCACHEPREFIX`,
 written by a warm-up round that is not counted: what every command after a user's first sees.
 `--bytecode env` leaves the environment as it is (where `PYTHONDONTWRITEBYTECODE=1`, assay's own
 modules are compiled at every start).
 
-`--baseline DIR` measures another checkout (e.g. `git archive` of the commit before, unpacked) in
-the same interleaved rounds with this Python and prints both. Figures, never pass/fail.
+`--baseline DIR` (repeatable) measures another checkout (e.g. `git archive` of the commit before,
+unpacked) in the same interleaved rounds with this Python and prints each. Figures, never
+pass/fail.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -92,6 +96,7 @@ class Round:
     """One round's figures for one checkout, in seconds."""
 
     floor_s: float
+    floor_cpu_s: float
     stack_wall_s: float
     stack: dict[str, object]
     n1_wall_s: float
@@ -101,10 +106,12 @@ class Round:
 
 def _run(code: str | None, cwd: Path, env: dict[str, str]) -> tuple[float, dict[str, object]]:
     """Run `python -c code` (`pass` when None) in `cwd`; return its wall seconds (spawn to exit)
-    and the marks it printed, with `interpreter_s` (spawn to its first line of code) added.
+    and the marks it printed, with `interpreter_s` (spawn to its first line of code) and `cpu_s`
+    (CPU seconds, user and system, of the process and its children, moto's included) added.
 
     Raises RuntimeError when the process fails or prints no marks."""
     t = time.monotonic()
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(
         [sys.executable, "-c", code or "pass"],
         cwd=cwd,
@@ -114,27 +121,38 @@ def _run(code: str | None, cwd: Path, env: dict[str, str]) -> tuple[float, dict[
         check=False,
     )
     wall = time.monotonic() - t
+    now = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime
     if done.returncode != 0:
         raise RuntimeError(f"measured process failed ({done.returncode}): {done.stderr[-2000:]}")
     if code is None:
-        return wall, {}
+        return wall, {"cpu_s": cpu}
     line = next((x for x in done.stdout.splitlines() if x.startswith(MARK)), None)
     if line is None:
         raise RuntimeError(f"measured process printed no marks: {done.stdout[-2000:]}")
     marks: dict[str, object] = json.loads(line[len(MARK) :])
     marks["interpreter_s"] = float(marks["t0"]) - t  # type: ignore[arg-type]
+    marks["cpu_s"] = cpu
     return wall, marks
 
 
 def measure(cwd: Path, env: dict[str, str]) -> Round:
     """One round in checkout `cwd`: the floor, the stack's start and stop, the N = 1 wall."""
-    floor, _ = _run(None, cwd, env)
+    floor, floor_marks = _run(None, cwd, env)
     stack_wall, stack = _run(STACK_CODE, cwd, env)
     n1_wall, n1 = _run(N1_CODE, cwd, env)
     if n1.get("status") != "completed":
         raise RuntimeError(f"the N = 1 run ended {n1.get('status')!r}, not completed")
     phases = stack.get("phases")
-    return Round(floor, stack_wall, stack, n1_wall, n1, phases if isinstance(phases, dict) else {})
+    return Round(
+        floor,
+        float(floor_marks["cpu_s"]),  # type: ignore[arg-type]
+        stack_wall,
+        stack,
+        n1_wall,
+        n1,
+        phases if isinstance(phases, dict) else {},
+    )
 
 
 def _med(values: list[float]) -> str:
@@ -156,7 +174,9 @@ def report(label: str, rounds: list[Round]) -> None:
 
     print(f"{label}: medians over {len(rounds)} rounds (range)")
     print(f"  floor: python -c pass                {_med([r.floor_s for r in rounds])}")
+    print(f"    its CPU                            {_med([r.floor_cpu_s for r in rounds])}")
     print(f"  stack process, whole life            {_med([r.stack_wall_s for r in rounds])}")
+    print(f"    CPU of the process and moto's      {_med(stack('cpu_s'))}")
     print(f"    interpreter start                  {_med(stack('interpreter_s'))}")
     print(f"    import assay_local.stack           {_med(stack('import_s'))}")
     print(f"    start to ready                     {_med(stack('start_s'))}")
@@ -169,6 +189,7 @@ def report(label: str, rounds: list[Round]) -> None:
         for name in names:
             print(f"      {name:<32} {_med([r.phases.get(name, 0.0) for r in rounds])}")
     print(f"  N = 1 wall (process, shell's view)   {_med([r.n1_wall_s for r in rounds])}")
+    print(f"    CPU of the process and moto's      {_med(n1('cpu_s'))}")
     print(f"    to stack ready (from first line)   {_med(n1('start_s'))}")
     print(f"    dataset and agent                  {_med(n1('prepare_s'))}")
     print(f"    the eval run of 1 case             {_med(n1('run_s'))}")
@@ -192,12 +213,15 @@ def main(argv: list[str] | None = None) -> int:
         help="cached: a private bytecode cache, warmed first; env: the environment's setting",
     )
     parser.add_argument(
-        "--baseline", type=Path, default=None, help="another checkout, measured alike"
+        "--baseline",
+        type=Path,
+        action="append",
+        default=[],
+        help="another checkout, measured alike (repeat for more)",
     )
     args = parser.parse_args(argv)
-    targets = [("this checkout", ROOT)]
-    if args.baseline is not None:
-        targets.insert(0, ("baseline", args.baseline.resolve()))
+    targets = [(f"baseline {path}", path.resolve()) for path in args.baseline]
+    targets.append(("this checkout", ROOT))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ASSAY_"))}
     env.pop("PYTHONPATH", None)
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as cache:
@@ -220,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
             for label, cwd in targets:
                 target_env = env
                 if args.bytecode == "cached":
-                    target_env = env | {"PYTHONPYCACHEPREFIX": str(Path(cache) / label)}
+                    # the cache mirrors each source's absolute path: checkouts do not collide
+                    target_env = env | {"PYTHONPYCACHEPREFIX": cache}
                 measured = measure(cwd, target_env)
                 if args.bytecode == "cached" and i == 0:
                     continue  # the warm-up round writes the bytecode

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from assay_local import probes
+from assay_local import botodata, probes
 from assay_local.motoserver import port_taken
 
 log = logging.getLogger(__name__)
@@ -304,9 +304,12 @@ class EmbeddedStack:
         # handler runs before the HTTP server and the pollers start, after bootstrap.
         module = self._module = self._app_module or importlib.import_module("app")
         self.app = module.app
-        import boto3  # noqa: F401 - bootstrap's; imported while moto's process starts
-
         self._mark("import app")
+        # botocore's data for every client the stack makes, parsed once (`botodata`), while
+        # moto's process starts.
+        botodata.share()
+        botodata.warm(endpoint, settings.aws_default_region)
+        self._mark("botocore data")
         wait_ready = getattr(self.moto, "wait_ready", None)
         if wait_ready is not None:
             wait_ready()

@@ -36,6 +36,8 @@ otherwise: the project's example agents as `python` entrypoints, and agents on t
 PUBLIC_URL_SETTING = "ASSAY_PUBLIC_URL"
 """The API's address as agents reach it: the embedded stack sets its own `api_url` when the
 operator names none, so its `http` and `lambda` agents have a tool gateway."""
+SERVE_POLL_SECONDS = 0.05
+"""How often the API's HTTP server checks that it is asked to stop, in seconds."""
 API_LAMBDA_TIMEOUT_SECONDS = 29
 """API Gateway cuts requests at 29 s; the routes' Lambda context counts down from this."""
 
@@ -509,8 +511,13 @@ class EmbeddedStack:
         port = http.server.server_address[1]
         self.api_url = f"http://127.0.0.1:{port}"
         # Not LocalDevServer.serve_forever: it prints a banner with the requested port (0).
+        # `stop` waits for the loop to see its shutdown, which it checks every poll interval
+        # (socketserver's default, 0.5 s, was a quarter of a stop's wall).
         self._http_thread = threading.Thread(
-            target=http.server.serve_forever, name="api-http", daemon=True
+            target=http.server.serve_forever,
+            kwargs={"poll_interval": SERVE_POLL_SECONDS},
+            name="api-http",
+            daemon=True,
         )
         self._http_thread.start()
         self._http = http  # only now: shutdown() of a server that never served blocks forever

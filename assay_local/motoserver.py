@@ -1,6 +1,7 @@
 """moto's server for the embedded stack, in this process or a child of its own
-(docs/guides/local-stack.md): `start_moto_server`, `start_moto_process` and their handles
-(`MotoHandle`, `MotoProcessHandle`: URL, stop, reset, request counts, CPU).
+(docs/guides/local-stack.md): `start_moto_server`, `start_moto_process` (or
+`spawn_moto_process`, which returns before the child serves) and their handles (`MotoHandle`,
+`MotoProcessHandle`: URL, stop, reset, request counts, CPU).
 
 What assay changes in moto lives beside this module: the fixes to its internals
 (`assay_local.moto_patches`: transactions whose cost does not grow with the table, SQS receives

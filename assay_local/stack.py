@@ -273,7 +273,7 @@ class EmbeddedStack:
         endpoint = Settings().aws_endpoint_url
         if endpoint is None:
             # moto's process starts while this one imports what it needs (the settings' adapters,
-            # boto3, the app): it says it is ready only below, before the first AWS request.
+            # the app, botocore's data): it is waited for below, before the first AWS request.
             self.moto = (
                 spawn_moto_process(
                     port=self._moto_port, state=self._moto_state, pass_fds=self._moto_pass_fds

@@ -1,13 +1,16 @@
-"""One botocore data loader for every session of the embedded stack's process.
+"""botocore's parsed data shared by every session of the embedded stack's process.
 
 Each botocore session reads and parses botocore's data files - the endpoints, the partitions, each
 service's model and endpoint rules - on its own: ~40 ms for a session's first client, more under
 load. The stack's process makes several sessions as it starts (bootstrap's, the pollers', the
 container's, PynamoDB's), each parsing the same files. `share()` makes every session made after
-it use one loader per data path, so each file is parsed once per process; `warm()` has it parse
-what the stack's clients need while the process would otherwise wait (moto's process starting).
+it keep what its data loader parsed in one cache per data path, so each file is parsed once per
+process; `warm()` has it parse what the stack's clients need while the process would otherwise
+wait (moto's process starting).
 
-The data is read-only: a session's clients already share their session's loader, across threads.
+Each session keeps a loader of its own (boto3 adds its data folder to its session's loader's
+search path, once per session): only the parsed data is shared. It is read-only: a session's
+clients already share their session's loader, across threads.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import threading
 from typing import Any
 
 _lock = threading.Lock()
-_loaders: dict[Any, Any] = {}
+_caches: dict[str | None, dict[Any, Any]] = {}
 _shared: list[bool] = []
 
 STACK_SERVICES = ("dynamodb", "sqs", "s3", "ses")
@@ -24,8 +27,8 @@ STACK_SERVICES = ("dynamodb", "sqs", "s3", "ses")
 
 
 def share() -> None:
-    """Make every botocore session created from now on in this process share one data loader per
-    data path (`AWS_DATA_PATH`); idempotent."""
+    """Make every botocore session created from now on in this process share what its data
+    loader parses with the others of the same data path (`AWS_DATA_PATH`); idempotent."""
     import botocore.session
 
     with _lock:
@@ -34,18 +37,20 @@ def share() -> None:
         _shared.append(True)
         create = botocore.session.create_loader
 
-        def shared_loader(search_path_string: str | None = None) -> Any:
+        def sharing_loader(search_path_string: str | None = None) -> Any:
+            loader = create(search_path_string)
             with _lock:
-                loader = _loaders.get(search_path_string)
-                if loader is None:
-                    loader = _loaders[search_path_string] = create(search_path_string)
-                return loader
+                # botocore's `instance_cache` keeps what `load_service_model`,
+                # `load_data_with_path`... returned here, by method and arguments.
+                cache = _caches.setdefault(search_path_string, loader._cache)  # noqa: SLF001
+                loader._cache = cache  # noqa: SLF001
+            return loader
 
-        botocore.session.create_loader = shared_loader
+        botocore.session.create_loader = sharing_loader
 
 
 def warm(endpoint_url: str, region: str, services: tuple[str, ...] = STACK_SERVICES) -> None:
-    """Make one client of each of `services` (no request is sent), so the shared loader holds what
+    """Make one client of each of `services` (no request is sent), so the shared data holds what
     their clients need; `share()` first."""
     import boto3
 

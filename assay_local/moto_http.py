@@ -360,6 +360,7 @@ class KeepAliveWSGIServer(http.server.ThreadingHTTPServer):
             self.socket.close()
             self.socket = sock
             self.server_address = sock.getsockname()[:2]
+            self.server_name, self.server_port = self.server_address
 
 
 COUNTS_PATH = "/_assay/requests"

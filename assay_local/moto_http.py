@@ -14,6 +14,7 @@ import io
 import json
 import logging
 import re
+import socket
 import sys
 import threading
 from collections import Counter
@@ -442,13 +443,27 @@ class _KeepAliveHandler(http.server.BaseHTTPRequestHandler):
 
 
 class KeepAliveWSGIServer(http.server.ThreadingHTTPServer):
-    """A threaded HTTP server for a WSGI app, one thread per kept-alive connection."""
+    """A threaded HTTP server for a WSGI app, one thread per kept-alive connection.
+
+    `sock`: a socket already bound and listening (handed over by another process,
+    `motoserver.spawn_moto_process`) to serve instead of binding `address`.
+    """
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], app: Callable[..., Iterable[bytes]]) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        app: Callable[..., Iterable[bytes]],
+        sock: socket.socket | None = None,
+    ) -> None:
         self.app = app
-        super().__init__(address, _KeepAliveHandler)
+        super().__init__(address, _KeepAliveHandler, bind_and_activate=sock is None)
+        if sock is not None:
+            self.socket.close()
+            self.socket = sock
+            self.server_address = sock.getsockname()[:2]
+            self.server_name, self.server_port = self.server_address
 
 
 COUNTS_PATH = "/_assay/requests"

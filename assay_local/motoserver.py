@@ -1,6 +1,7 @@
 """moto's server for the embedded stack, in this process or a child of its own
-(docs/guides/local-stack.md): `start_moto_server`, `start_moto_process` and their handles
-(`MotoHandle`, `MotoProcessHandle`: URL, stop, reset, request counts, CPU).
+(docs/guides/local-stack.md): `start_moto_server`, `start_moto_process` (or
+`spawn_moto_process`, which returns before the child serves) and their handles (`MotoHandle`,
+`MotoProcessHandle`: URL, stop, reset, request counts, CPU).
 
 What assay changes in moto lives beside this module: the fixes to its internals
 (`assay_local.moto_patches`: transactions whose cost does not grow with the table, SQS receives
@@ -19,6 +20,7 @@ import errno
 import json
 import logging
 import os
+import socket
 import sys
 import urllib.request
 from typing import Any
@@ -39,6 +41,10 @@ from assay_local.moto_patches import (
 from assay_local.motostate import StateGate
 
 log = logging.getLogger(__name__)
+
+SERVE_POLL_SECONDS = 0.05
+"""How often moto's server checks that it is asked to stop (socketserver's default, 0.5 s, was
+most of a stop's wall)."""
 
 
 class PortTakenError(RuntimeError):
@@ -131,10 +137,13 @@ def start_moto_server(
     gate: StateGate | None = None,
     serialize_dynamodb: bool = True,
     patch_transactions: bool = True,
+    sock: socket.socket | None = None,
 ) -> MotoHandle:
     """Start moto's `ThreadedMotoServer` on 127.0.0.1 and return its handle.
 
-    `port`: 0 (the default) lets the OS pick a free one. `gate`: every AWS request passes it
+    `port`: 0 (the default) lets the OS pick a free one. `sock`: a socket already bound to
+    127.0.0.1 and listening, served instead of binding `port` (`spawn_moto_process` hands the
+    child one). `gate`: every AWS request passes it
     (`assay_local.motostate`, for a saved state), and moto's long polls step out of it while they
     wait. `serialize_dynamodb` and `patch_transactions` exist so the unpatched behaviour can be
     reproduced by hand; leave both on. `patch_transactions=False` does not remove a patch that an
@@ -189,13 +198,13 @@ def start_moto_server(
                 FastDispatcher(create_backend_app), counter, serialize_dynamodb, gate
             )
             try:
-                self._server = KeepAliveWSGIServer((self._ip_address, self._port), app)
+                self._server = KeepAliveWSGIServer((self._ip_address, self._port), app, sock)
             except OSError as exc:
                 self.bind_error = exc
                 self._server_ready_event.set()
                 return
             self._server_ready_event.set()
-            self._server.serve_forever()
+            self._server.serve_forever(poll_interval=SERVE_POLL_SECONDS)
 
     server = EmbeddedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
@@ -215,6 +224,10 @@ class MotoProcessHandle(MotoHandle):
     state (`start_moto_process(state=...)`), `restored` is the header of the snapshot it started
     from (None: it started empty), `stop()` lets the child save a last time and `stopped` is what
     it said: `{"saved": path, "bytes": n}`, `{"unchanged": path}` or `{"error": message}`.
+
+    A handle of `spawn_moto_process` is starting (`ready` False) until `wait_ready()` returns: its
+    `url` is known, but nothing is served there yet. `stop()` of a starting handle ends the child
+    (it has served nothing, so there is nothing to save).
     """
 
     def __init__(
@@ -225,6 +238,8 @@ class MotoProcessHandle(MotoHandle):
         persistent: bool = False,
         restored: dict[str, Any] | None = None,
         save_timeout_s: float = 300.0,
+        ready: bool = True,
+        port: int = 0,
     ) -> None:
         self._process = process
         self.url = url
@@ -233,11 +248,50 @@ class MotoProcessHandle(MotoHandle):
         self._save_timeout_s = save_timeout_s
         self.restored = restored
         self.stopped: dict[str, Any] | None = None
+        self.ready = ready
+        self._port = port
+
+    def wait_ready(self, timeout_s: float = 60.0) -> MotoProcessHandle:
+        """Wait until the child says it serves (at once when it already did); returns self.
+
+        Raises, the child ended first:
+            MotoStartError: it did not say so within `timeout_s` seconds, or it said why not (a
+                saved state it cannot restore: its one-line reason, naming --fresh).
+            PortTakenError: it could not listen on its port.
+        """
+        if self.ready:
+            return self
+        import select
+
+        line = ""
+        ready, _, _ = select.select([self._process.stdout], [], [], timeout_s)
+        if ready:
+            line = self._process.stdout.readline().strip()
+        try:
+            said = json.loads(line) if line.startswith("{") else {}
+        except ValueError:
+            said = {}
+        url = said.get("url", "")
+        if not isinstance(url, str) or not url.startswith("http://127.0.0.1:"):
+            self._stopped = True
+            self._process.kill()
+            self._process.wait()
+            if said.get("port_taken"):
+                raise port_taken(self._port)
+            raise MotoStartError(
+                said.get("error") or f"moto server process did not start ({line!r})"
+            )
+        self.url, self.restored, self.ready = url, said.get("restored"), True
+        return self
 
     def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
+        if not self.ready:
+            self._process.kill()
+            self._process.wait()
+            return
         if self._persistent:
             self._stop_saving()
             return
@@ -305,6 +359,66 @@ class MotoProcessHandle(MotoHandle):
         return int(self._process.pid)
 
 
+def _listen(port: int) -> socket.socket:
+    """A socket bound to 127.0.0.1:`port` (0: the OS picks) and listening, as moto's server binds
+    its own.
+
+    Raises:
+        PortTakenError: `port` is in use.
+        MotoStartError: it could not be bound for another reason (the OS's, one line).
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+        sock.listen(KeepAliveWSGIServer.request_queue_size)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise port_taken(port) from exc
+        raise MotoStartError(f"moto server could not listen on 127.0.0.1:{port}: {exc}") from exc
+    return sock
+
+
+def spawn_moto_process(
+    *,
+    port: int = 0,
+    state: os.PathLike[str] | str | None = None,
+    min_save_interval_s: float = 2.0,
+    pass_fds: tuple[int, ...] = (),
+) -> MotoProcessHandle:
+    """Start `start_moto_server()` in a child Python process and return its handle at once,
+    before the child serves: call `wait_ready()` before the first request. What the caller does
+    meanwhile (its own imports) overlaps the child's start (~0.5 s: its interpreter, moto, and the
+    first request of each service the stack uses, made before it says it is ready).
+
+    This process binds the port and hands the listening socket to the child, so `url` is known at
+    once and a port in use is refused here. Arguments as `start_moto_process`.
+
+    Raises:
+        PortTakenError: `port` is in use.
+        MotoStartError: the port could not be bound for another reason.
+    """
+    import subprocess
+
+    sock = _listen(port)
+    try:
+        command = [sys.executable, "-m", "assay_local.motoserver", "--fd", str(sock.fileno())]
+        if state is not None:
+            command += ["--state", os.fspath(state), "--save-interval", str(min_save_interval_s)]
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            pass_fds=(*pass_fds, sock.fileno()),
+        )
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        sock.close()  # the child holds it now
+    return MotoProcessHandle(process, url, persistent=state is not None, ready=False, port=port)
+
+
 def start_moto_process(
     timeout_s: float = 60.0,
     *,
@@ -313,7 +427,8 @@ def start_moto_process(
     min_save_interval_s: float = 2.0,
     pass_fds: tuple[int, ...] = (),
 ) -> MotoProcessHandle:
-    """Start `start_moto_server()` in a child Python process and return its handle.
+    """Start `start_moto_server()` in a child Python process and return its handle once it
+    serves (`spawn_moto_process`, then `wait_ready`).
 
     The embedded stack runs moto out of process so the server's CPU work (moto parses, evaluates
     and serializes every request in Python) does not compete for one GIL with the handlers it
@@ -321,7 +436,7 @@ def start_moto_process(
     parent stops it).
 
     Args:
-        timeout_s: how long the child may take to say where it listens (restoring a large state
+        timeout_s: how long the child may take to say it serves (restoring a large state
             included), in seconds.
         port: where it listens on 127.0.0.1; 0 lets the OS pick a free port.
         state: a snapshot file (`assay_local.motostate`): restored at start when it exists, saved
@@ -335,33 +450,52 @@ def start_moto_process(
             (its one-line reason, naming --fresh).
         PortTakenError: `port` is in use.
     """
-    import select
-    import subprocess
+    return spawn_moto_process(
+        port=port, state=state, min_save_interval_s=min_save_interval_s, pass_fds=pass_fds
+    ).wait_ready(timeout_s)
 
-    command = [sys.executable, "-m", "assay_local.motoserver", "--port", str(port)]
-    if state is not None:
-        command += ["--state", os.fspath(state), "--save-interval", str(min_save_interval_s)]
-    process = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, pass_fds=pass_fds
-    )
-    line = ""
-    ready, _, _ = select.select([process.stdout], [], [], timeout_s)
-    if ready:
-        line = process.stdout.readline().strip()  # type: ignore[union-attr]
+
+_WARM_UP = (
+    ("dynamodb", "POST", {"X-Amz-Target": "DynamoDB_20120810.ListTables"}, b"{}"),
+    ("sqs", "POST", {"X-Amz-Target": "AmazonSQS.ListQueues"}, b"{}"),
+    ("s3", "GET", {}, b""),
+    ("ses", "POST", {}, b"Action=ListIdentities&Version=2010-12-01"),
+)
+"""One read of each service the embedded stack uses (DynamoDB, SQS, S3, SES): what moto imports
+and builds on a service's first request."""
+
+
+def _warm_up(handle: MotoHandle) -> None:
+    """Serve `_WARM_UP` once over HTTP, so its cost is paid before the parent's first requests,
+    then zero the counts. Reads only: the state (and a saved state's `changes`) is left as it was.
+    A failure is left for the real request to meet."""
+    import http.client
+
+    host, port = handle.url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
     try:
-        said = json.loads(line) if line.startswith("{") else {}
-    except ValueError:
-        said = {}
-    url = said.get("url", "")
-    if not isinstance(url, str) or not url.startswith("http://127.0.0.1:"):
-        process.kill()
-        process.wait()
-        if said.get("port_taken"):
-            raise port_taken(port)
-        raise MotoStartError(said.get("error") or f"moto server process did not start ({line!r})")
-    return MotoProcessHandle(
-        process, url, persistent=state is not None, restored=said.get("restored")
-    )
+        for service, method, headers, body in _WARM_UP:
+            content_type = (
+                "application/x-amz-json-1.0"
+                if "X-Amz-Target" in headers
+                else "application/x-www-form-urlencoded"
+            )
+            auth = (
+                f"AWS4-HMAC-SHA256 Credential=testing/20200101/us-east-1/{service}/aws4_request, "
+                "SignedHeaders=host, Signature=0"
+            )
+            connection.request(
+                method,
+                "/",
+                body=body,
+                headers=headers | {"Content-Type": content_type, "Authorization": auth},
+            )
+            connection.getresponse().read()
+    except (OSError, http.client.HTTPException):
+        log.debug("moto warm-up failed", exc_info=True)
+    finally:
+        connection.close()
+        handle.reset_counts()
 
 
 class _Stop(Exception):
@@ -393,6 +527,7 @@ def _serve_in_child(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m assay_local.motoserver")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--fd", type=int, default=None, help="a listening socket to serve")
     parser.add_argument("--state", type=Path, default=None)
     parser.add_argument("--save-interval", type=float, default=2.0)
     args = parser.parse_args(argv)
@@ -405,7 +540,9 @@ def _serve_in_child(argv: list[str] | None = None) -> int:
     try:
         if args.state is not None and args.state.exists():
             restored = motostate.restore(args.state)
-        handle = start_moto_server(port=args.port, gate=gate)
+        sock = socket.socket(fileno=args.fd) if args.fd is not None else None
+        handle = start_moto_server(port=args.port, gate=gate, sock=sock)
+        _warm_up(handle)
     except PortTakenError as exc:
         _say({"error": str(exc), "port_taken": True})
         return 1

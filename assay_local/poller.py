@@ -461,11 +461,17 @@ def start_pollers(
         LookupError: a handler cannot be found.
     """
 
+    sessions: list[Any] = []
+
     def default_factory(pool: int) -> Any:
         import boto3
         from botocore.config import Config
 
-        session = boto3.session.Session()
+        # One session for every poller's client: a session loads botocore's endpoint and service
+        # data once (~40 ms each); its clients are independent and thread-safe.
+        if not sessions:
+            sessions.append(boto3.session.Session())
+        session = sessions[0]
         keys: dict[str, str] = {}
         if endpoint_url and session.get_credentials() is None:
             # moto and LocalStack take any key, but botocore refuses to sign without one.

@@ -7,6 +7,7 @@ HTTP, polls every queue that has an `on_sqs_message` handler and fires every `@a
 
 from __future__ import annotations
 
+import atexit
 import errno
 import gc
 import importlib
@@ -14,11 +15,12 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from assay_local import probes
+from assay_local import botodata, probes
 from assay_local.motoserver import port_taken
 
 log = logging.getLogger(__name__)
@@ -34,8 +36,28 @@ otherwise: the project's example agents as `python` entrypoints, and agents on t
 PUBLIC_URL_SETTING = "ASSAY_PUBLIC_URL"
 """The API's address as agents reach it: the embedded stack sets its own `api_url` when the
 operator names none, so its `http` and `lambda` agents have a tool gateway."""
+SERVE_POLL_SECONDS = 0.05
+"""How often the API's HTTP server checks that it is asked to stop, in seconds."""
 API_LAMBDA_TIMEOUT_SECONDS = 29
 """API Gateway cuts requests at 29 s; the routes' Lambda context counts down from this."""
+
+
+_exit_freeze: list[bool] = []
+
+
+def _freeze_at_exit() -> None:
+    """Have the interpreter's exit skip what the process still holds (once per process).
+
+    A process that ran a stack holds its imports, the app and botocore's models; the collector's
+    last passes as the interpreter exits walked all of it (~0.3 s of each `assay demo`'s wall)
+    only to free memory the OS takes back anyway. Frozen at exit (`gc.freeze`), they are left
+    to the OS. What is frozen is never collected, so the `__del__` of an object in a reference
+    cycle does not run at exit (Python does not promise that it does); `weakref.finalize` and
+    `atexit` callbacks still run.
+    """
+    if not _exit_freeze:
+        _exit_freeze.append(True)
+        atexit.register(gc.freeze)
 
 
 class EndpointUnreachableError(RuntimeError):
@@ -137,7 +159,8 @@ class EmbeddedStack:
 
     Attributes (after `start()`): `api_url` (`http://127.0.0.1:<port>`), `moto` (`MotoHandle`,
     or None when using an external endpoint), `endpoint_url`, `queue_urls` (by queue name),
-    `settings`, `app`, `pollers` (`Pollers` or None), `scheduler` (`Scheduler`).
+    `settings`, `app`, `pollers` (`Pollers` or None), `scheduler` (`Scheduler`), `phases`
+    (seconds each step of the start took, by step, in order: what `bench.startup` prints).
 
     Raises (from `start()`), the partly started stack stopped first:
         PortTakenError: `api_port` or `moto_port` is in use.
@@ -189,6 +212,8 @@ class EmbeddedStack:
         self.app: Any = None
         self.pollers: Any = None
         self.scheduler: Any = None
+        self.phases: dict[str, float] = {}
+        self._mark_at = 0.0
 
     @property
     def _workers(self) -> dict[str, int]:
@@ -215,8 +240,15 @@ class EmbeddedStack:
 
     # -- life ----------------------------------------------------------------------------------
 
+    def _mark(self, phase: str) -> None:
+        """Record the seconds since the last mark as `phase` (`phases`)."""
+        now = time.perf_counter()
+        self.phases[phase] = self.phases.get(phase, 0.0) + now - self._mark_at
+        self._mark_at = now
+
     def start(self) -> EmbeddedStack:
         """Start everything (see class doc); returns self."""
+        _freeze_at_exit()
         try:
             self._start()
         except BaseException:
@@ -225,9 +257,13 @@ class EmbeddedStack:
         return self
 
     def _start(self) -> None:
-        from assay_local.motoserver import start_moto_process, start_moto_server
+        self.phases.clear()
+        self._mark_at = time.perf_counter()
+        from assay_local.motoserver import spawn_moto_process, start_moto_server
         from chalicelib.config import Settings
         from infra.resources import bootstrap
+
+        self._mark("import settings")
 
         for name, value in self._env_overrides.items():
             self._set_env(name, value)
@@ -236,14 +272,17 @@ class EmbeddedStack:
                 self._set_env(name, value)
         endpoint = Settings().aws_endpoint_url
         if endpoint is None:
+            # moto's process starts while this one imports what it needs (the settings' adapters,
+            # the app, botocore's data): it is waited for below, before the first AWS request.
             self.moto = (
-                start_moto_process(
+                spawn_moto_process(
                     port=self._moto_port, state=self._moto_state, pass_fds=self._moto_pass_fds
                 )
                 if self._moto_process
                 else start_moto_server(port=self._moto_port)
             )
             endpoint = self.moto.url
+            self._mark("moto (spawn)")
             # Only moto's dummy keys: real ones (or a profile) must never reach a local endpoint.
             for name, value in _DUMMY_CREDENTIALS.items():
                 self._set_env(name, value)
@@ -262,6 +301,21 @@ class EmbeddedStack:
         from chalicelib.config import get_settings
 
         self.settings = settings = get_settings()
+        self._mark("settings")
+        # The app is imported before its tables exist: importing it makes no AWS request, and no
+        # handler runs before the HTTP server and the pollers start, after bootstrap.
+        module = self._module = self._app_module or importlib.import_module("app")
+        self.app = module.app
+        self._mark("import app")
+        # botocore's data for every client the stack makes, parsed once (`botodata`), while
+        # moto's process starts.
+        botodata.share()
+        botodata.warm(endpoint, settings.aws_default_region)
+        self._mark("botocore data")
+        wait_ready = getattr(self.moto, "wait_ready", None)
+        if wait_ready is not None:
+            wait_ready()
+            self._mark("moto (wait for ready)")
         self.queue_urls = bootstrap(
             endpoint,
             settings.aws_default_region,
@@ -269,8 +323,7 @@ class EmbeddedStack:
             settings.evaluation_case_timeout_seconds,
             bucket=settings.assay_results_bucket,
         )
-        module = self._module = self._app_module or importlib.import_module("app")
-        self.app = module.app
+        self._mark("bootstrap")
         self._serve_http()
         if not self._env_overrides.get(PUBLIC_URL_SETTING) and not os.environ.get(
             PUBLIC_URL_SETTING
@@ -280,6 +333,7 @@ class EmbeddedStack:
             self._set_env(PUBLIC_URL_SETTING, self.api_url)
             reset_process_state()
             self.settings = settings = get_settings()
+        self._mark("http server")
 
         # Owner notices are mailed from a verified sender: verify it on the local stack.
         from chalicelib import bootstrap as composition
@@ -288,6 +342,7 @@ class EmbeddedStack:
         # The queue a run's first tasks go to, found now: its client and URL were ~0.1 s of the
         # first run's start.
         _ = composition.container().case_queue.url
+        self._mark("mailer and queue")
 
         from assay_local.poller import start_pollers
         from assay_local.scheduler import Scheduler
@@ -309,6 +364,7 @@ class EmbeddedStack:
         )
         if self._run_scheduler:
             self.scheduler.start()
+        self._mark("pollers and scheduler")
         # What the process holds once the stack is up (its imports, the app, the clients' service
         # models) lives as long as the stack: the cyclic collector's full passes skip it until
         # `stop`. One such pass over it took ~0.23 s, in which every lane of the process waited
@@ -455,8 +511,13 @@ class EmbeddedStack:
         port = http.server.server_address[1]
         self.api_url = f"http://127.0.0.1:{port}"
         # Not LocalDevServer.serve_forever: it prints a banner with the requested port (0).
+        # `stop` waits for the loop to see its shutdown, which it checks every poll interval
+        # (socketserver's default, 0.5 s, was a quarter of a stop's wall).
         self._http_thread = threading.Thread(
-            target=http.server.serve_forever, name="api-http", daemon=True
+            target=http.server.serve_forever,
+            kwargs={"poll_interval": SERVE_POLL_SECONDS},
+            name="api-http",
+            daemon=True,
         )
         self._http_thread.start()
         self._http = http  # only now: shutdown() of a server that never served blocks forever

@@ -71,6 +71,12 @@ class Settings(BaseModel):
     tasks that no delivery ever claimed (a message lost with a worker that died between claiming
     a task and sending it). A copy of a task that was only slow to arrive asks nobody twice."""
     eval_suite_dependency_debounce_seconds: int = Field(600, ge=0)
+    eval_carry_slice_seconds: float = Field(0, ge=0, le=3600)
+    """Seconds a case worker carries on with its lane's next cases while other case tasks wait
+    for a worker; past them, the lane's next task goes to the back of the queue and the worker
+    takes the oldest waiting one (docs/architecture/slots.md). 0 (the default): every
+    organization's first case starts within a round of cases however many wait; larger trades
+    that for fewer queue messages while workers are all busy."""
 
     assay_resource_prefix: str = Field(DEFAULT_PREFIX, pattern=r"^[a-z0-9][a-z0-9-]{0,38}-$")
     """Prefix of every table, queue and bucket name, and (without its `-`) the root of the

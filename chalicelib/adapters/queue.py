@@ -79,3 +79,10 @@ class SqsQueue(LazyClient):
         self.client.change_message_visibility(
             QueueUrl=self.url, ReceiptHandle=receipt_handle, VisibilityTimeout=seconds
         )
+
+    def waiting(self) -> int:
+        """SQS's `ApproximateNumberOfMessages`: messages visible, waiting for a worker."""
+        attrs = self.client.get_queue_attributes(
+            QueueUrl=self.url, AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]
+        return int(attrs.get("ApproximateNumberOfMessages", 0))

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import uuid
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chalicelib import telemetry
 from chalicelib.bootstrap import Container
@@ -232,7 +234,7 @@ def handle_task(
     held: tuple[Run, str] = (found.run, found.task.key)
     try:
         while True:
-            recorded = _answer(c, found, holder, receipt_handle, remaining_ms)
+            recorded = _answer(c, found, holder, receipt_handle, remaining_ms, now_ms)
             if recorded.carried is None or recorded.run is None or recorded.reading is None:
                 return
             held = (recorded.run, slots.task_of(recorded.run, recorded.carried).key)
@@ -257,13 +259,52 @@ def _bind_task(org_id: str, run_id: str, task: Task) -> None:
     )
 
 
-def _carry(c: Container, holder: str, remaining_ms: Callable[[], int] | None) -> str | None:
-    """`holder` when this invocation has time for one more case after the one it records now,
-    else None."""
+BACKLOG_READ_EVERY_MS = 1000
+"""How often a process asks the queue how many case tasks wait (the lanes of a process share the
+answer: one request a second at most, not one per case)."""
+
+_BACKLOG: weakref.WeakKeyDictionary[Any, tuple[int, int]] = weakref.WeakKeyDictionary()
+"""`queue -> (when it was read, epoch ms; messages waiting)`."""
+_BACKLOG_LOCK = threading.Lock()
+
+
+def _others_wait(c: Container) -> bool:
+    """Whether case tasks wait for a worker (`CaseQueue.waiting`, read at most once a
+    `BACKLOG_READ_EVERY_MS` per process); a failed read counts as none waiting."""
+    now_ms = epoch_ms(c.clock.now())
+    key = c.case_queue
+    with _BACKLOG_LOCK:
+        seen = _BACKLOG.get(key)
+        if seen is not None and now_ms - seen[0] < BACKLOG_READ_EVERY_MS:
+            return seen[1] > 0
+        _BACKLOG[key] = (now_ms, seen[1] if seen else 0)  # one reader; the others use the last
+    try:
+        waiting = c.case_queue.waiting()
+    except Exception:  # noqa: BLE001 - fairness is a preference: carrying on is never wrong
+        log.warning("could not read the case queue's backlog", exc_info=True)
+        waiting = 0
+    with _BACKLOG_LOCK:
+        _BACKLOG[key] = (now_ms, waiting)
+    return waiting > 0
+
+
+def _carry(
+    c: Container, holder: str, remaining_ms: Callable[[], int] | None, since_ms: int
+) -> str | None:
+    """`holder` when this invocation carries on with one more case after the one it records now,
+    else None: it needs time for one (`remaining_ms`), and once it has carried on for
+    `EVAL_CARRY_SLICE_SECONDS` since `since_ms` (epoch ms), no other case task may be waiting for
+    a worker - else the lane's next task goes to the back of the queue, and every organization's
+    first case starts within a round of cases (docs/architecture/slots.md)."""
     if remaining_ms is None:
         return None
     needed_s = c.settings.evaluation_case_timeout_seconds + CARRY_MARGIN_SECONDS
-    return holder if remaining_ms() > needed_s * 1000 else None
+    if remaining_ms() <= needed_s * 1000:
+        return None
+    carried_ms = epoch_ms(c.clock.now()) - since_ms
+    if carried_ms >= c.settings.eval_carry_slice_seconds * 1000 and _others_wait(c):
+        return None
+    return holder
 
 
 def _carried(run: Run, index: int, beside: Future[BudgetReading]) -> _Found:
@@ -282,13 +323,14 @@ def _answer(
     holder: str,
     receipt_handle: str | None,
     remaining_ms: Callable[[], int] | None,
+    since_ms: int,
 ) -> Recorded:
     """Ask, grade and record the task this delivery holds the lease of (with what the recording
-    claimed for this delivery to carry on with)."""
+    claimed for this delivery to carry on with; `since_ms`: when the delivery began, epoch ms)."""
     run, task, index = found.run, found.task, found.index
 
     def finish(result: AttemptResult) -> Recorded:
-        carry = _carry(c, holder, remaining_ms)
+        carry = _carry(c, holder, remaining_ms, since_ms)
         return record(c, run, task, index, result, delivery=holder, carry=carry)
 
     status = RunStatus(run.status)

@@ -36,6 +36,9 @@ class FakeQueue:
     def __init__(self) -> None:
         self.sent: list[dict[str, Any]] = []
         self.refuse: Callable[[dict[str, Any]], bool] = lambda _body: False
+        self.backlog = 0
+        """What `waiting` answers: the messages a test says wait for a worker."""
+        self.waiting_reads = 0
 
     def send(self, bodies: list[dict[str, Any]]) -> None:
         failed = [b for b in bodies if self.refuse(b)]
@@ -45,6 +48,10 @@ class FakeQueue:
 
     def extend_visibility(self, receipt_handle: str, seconds: int) -> None:
         return None
+
+    def waiting(self) -> int:
+        self.waiting_reads += 1
+        return self.backlog
 
 
 class FakeRuns(FakeRunLists):

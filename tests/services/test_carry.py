@@ -253,3 +253,44 @@ def test_lanes_that_finish_together_read_the_attempts_once(
     finalize.advance_if_done(c, "acme", "r1")
     assert reads == ["r1"]
     assert c.runs.get_for_org("acme", "r1").status == RunStatus.COMPLETED.value
+
+
+def test_a_lane_hands_its_next_task_to_the_queue_while_other_tasks_wait_for_a_worker(
+    c: FakeContainer,
+) -> None:
+    """With every worker busy and case tasks waiting (another organization's first case), a lane
+    does not carry on: its next task goes to the back of the queue, and the worker it frees takes
+    the oldest waiting one (EVAL_CARRY_SLICE_SECONDS 0, the default)."""
+    _start(c, cases=3)
+    (msg,) = c.case_queue.sent
+    c.case_queue.backlog = 1
+    run_case.handle_task(c, _body(msg), message_id="m1", remaining_ms=PLENTY)
+    assert c.asked == ["c1"]
+    assert [m["case_id"] for m in c.case_queue.sent] == ["c1", "c2"]
+    lease = c.runs.lease_of(c.runs.get_for_org("acme", "r1"), "candidate#c2#001")
+    assert lease is None  # sent, not claimed: whichever delivery takes it claims it
+    # Nothing waits any more (a second later, when the backlog is read again): it carries on.
+    c.case_queue.backlog = 0
+    c.clock.advance(seconds=1)
+    run_case.handle_task(c, _body(c.case_queue.sent[-1]), message_id="m2", remaining_ms=PLENTY)
+    assert c.asked == ["c1", "c2", "c3"]
+    assert c.runs.get_for_org("acme", "r1").status == RunStatus.RUNNING.value  # phase next
+
+
+def test_a_lane_carries_on_for_its_slice_before_it_makes_way(c: FakeContainer) -> None:
+    c.settings = c.settings.model_copy(update={"eval_carry_slice_seconds": 30})
+    _start(c, cases=4)
+    (msg,) = c.case_queue.sent
+    c.case_queue.backlog = 5
+    c.hooks["c2"] = lambda: c.clock.advance(seconds=31)  # the slice is spent while c2 is asked
+    run_case.handle_task(c, _body(msg), message_id="m1", remaining_ms=PLENTY)
+    assert c.asked == ["c1", "c2"]
+    assert c.case_queue.sent[-1]["case_id"] == "c3"
+
+
+def test_the_backlog_is_read_once_a_second_by_a_process(c: FakeContainer) -> None:
+    _start(c, cases=5)
+    (msg,) = c.case_queue.sent
+    run_case.handle_task(c, _body(msg), message_id="m1", remaining_ms=PLENTY)
+    assert c.asked == ["c1", "c2", "c3", "c4", "c5"]
+    assert c.case_queue.waiting_reads == 1  # four carry decisions, the clock never moved

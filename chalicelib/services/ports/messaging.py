@@ -31,6 +31,9 @@ class CaseQueue(Protocol):
     def extend_visibility(self, receipt_handle: str, seconds: int) -> None:
         """Keep a message being worked on hidden for `seconds` more."""
 
+    def waiting(self) -> int:
+        """About how many messages wait for a worker (visible, not being handled)."""
+
 
 class DeadLetterQueue(Protocol):
     """Where a message that can never be handled goes, as it came, with the reason."""

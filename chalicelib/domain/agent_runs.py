@@ -128,6 +128,8 @@ class ReportedRun:
     key: str
     agent_id: str
     cost_micros: int
+    index: int = 0
+    """Where it was in the report (`runs[index]`), for an error about it."""
     version: int | None = None
     model: str | None = None
     input_tokens: int = 0
@@ -212,6 +214,7 @@ def parse_report(body: Any, *, is_agent_id: Any) -> list[ReportedRun]:
                 key=key,
                 agent_id=agent_id,
                 cost_micros=_micros(raw["cost_usd"], f"{at}.cost_usd"),
+                index=i,
                 version=version,
                 model=model,
                 input_tokens=_count(raw.get("input_tokens"), f"{at}.input_tokens"),

@@ -51,16 +51,16 @@ def report(c: Container, who: Identity, body: Any) -> dict[str, Any]:
     """
     who.require(access.SETTINGS_MANAGE, "reporting production usage")
     reported = parse_report(body, is_agent_id=is_agent_id)
-    known: dict[str, bool] = {}
-    for i, r in enumerate(reported):
+    known: set[str] = set()
+    for r in reported:
         if r.agent_id not in known:
             try:
                 c.agents.get(who.org_id, r.agent_id)
-                known[r.agent_id] = True
             except NotFoundError:
                 raise NotFoundError(
-                    f"agent {r.agent_id} not found", field=f"runs[{i}].agent_id"
+                    f"agent {r.agent_id} not found", field=f"runs[{r.index}].agent_id"
                 ) from None
+            known.add(r.agent_id)
     now = c.clock.now()
     redactor = redacting.for_org(c, who.org_id)
     runs = [
@@ -86,8 +86,8 @@ def report(c: Container, who: Identity, body: Any) -> dict[str, Any]:
 
 
 def view(c: Container, who: Identity, run: AgentRun, *, full: bool = False) -> dict[str, Any]:
-    """An agent run as the API shows it; `eval_case` only for a reader who may see the dataset,
-    what the model was given (`request`) only with `full`."""
+    """An agent run as the API shows it; `eval_case`, and what an eval case was asked, only for a
+    reader who may see its dataset; what the model was given (`request`) only with `full`."""
     out: dict[str, Any] = {
         "agent_run_id": run.agent_run_id,
         "agent_id": run.agent_id,
@@ -108,6 +108,8 @@ def view(c: Container, who: Identity, run: AgentRun, *, full: bool = False) -> d
     case = run.eval_case
     if case is not None and who.sees("dataset", case.dataset_id):
         out["eval_case"] = {"run_id": case.run_id, "case_id": case.case_id, "attempt": case.attempt}
+    elif case is not None:
+        out["asked"] = None  # a case's question is its dataset's
     if full and (case is None or "eval_case" in out):  # what a case asked shows with its dataset
         out["request"] = _request(c, run)
     return out

@@ -74,6 +74,7 @@ def test_a_reader_who_may_not_see_the_dataset_sees_no_eval_case(api, new_api):
     key = Api(api.http.base_url, api.org_id, api.user_id, made["key"])
     [seen] = key.ok("GET", f"/api/v1/agents/{agent}/runs")["runs"]
     assert "eval_case" not in seen and seen["surface"] == "eval"
+    assert seen["asked"] is None  # the case's question is the dataset's
     one = key.ok("GET", f"/api/v1/runs/{seen['agent_run_id']}")
     assert "eval_case" not in one and "request" not in one  # the case's question is the dataset's
     assert "eval_case" in api.ok("GET", f"/api/v1/runs/{seen['agent_run_id']}")

@@ -128,11 +128,13 @@ def build(org: Api, *, mark: str, wrong_c0: bool) -> dict[str, Any]:
         json={"dataset_id": i["dataset"], "candidate": "version", "version": 1},
     )
     org.wait(run["run_id"])
+    asked = org.ok("GET", f"/api/v1/agents/{i['agent']}/runs", params={"surface": "eval"})
     return {
         "promotion_id": promotion["promotion_id"],
         "suite_result": result,
         "run_id": run["run_id"],
         "suite_run_id": result["run_id"],
+        "agent_run_id": asked["runs"][0]["agent_run_id"],
     }
 
 
@@ -263,6 +265,10 @@ def routes_naming_a(world: dict[str, Any]) -> list[tuple[str, str, Any]]:
         ("GET", f"/api/evaluations/progress/{run}", None),
         ("GET", f"/api/evaluations/stream/{run}?wait=0", None),
         ("DELETE", f"/api/v1/eval-runs/{run}", None),
+        # agent runs and usage
+        ("GET", f"/api/v1/agents/{ag}/runs", None),
+        ("GET", f"/api/v1/runs/{world['agent_run_id']}", None),
+        ("POST", "/api/v1/usage/runs", {"runs": [{"key": "k", "agent_id": ag, "cost_usd": 1}]}),
         # verdicts
         ("POST", "/api/v1/agent-summaries", {"agents": [{"agentId": ag, "version": 1}]}),
         (
@@ -503,3 +509,18 @@ def test_the_same_ids_in_another_organization_are_its_own_things(world, a, b):
     assert summary(a)["run_ids"] == sorted(world["summary"]["run_ids"])
     assert set(summary(b)["run_ids"]) <= b_runs and summary(b)["passed"] == summary(b)["total"] == 3
     assert a.ok("GET", f"/api/v1/environments/{i['environment']}")["serving"] == {i["agent"]: 1}
+
+    # Their agent runs under the same agent id, and a production run reported under the same key
+    # by each, are each organization's own.
+    report = {"runs": [{"key": "same-key", "agent_id": i["agent"], "cost_usd": "0.5"}]}
+    assert a.ok("POST", "/api/v1/usage/runs", json=report)["accepted"] == 1
+    assert b.ok("POST", "/api/v1/usage/runs", json=report)["accepted"] == 1
+    seen = {
+        org.org_id: {
+            r["agent_run_id"] for r in org.ok("GET", f"/api/v1/agents/{i['agent']}/runs")["runs"]
+        }
+        for org in (a, b)
+    }
+    assert all(seen.values()) and not (seen[a.org_id] & seen[b.org_id])
+    for org in (a, b):
+        assert org.ok("GET", "/api/v1/usage")["runs"]["production"] == 1

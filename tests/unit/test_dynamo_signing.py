@@ -117,6 +117,8 @@ def test_only_the_embedded_stacks_client_takes_the_fast_paths(host, local) -> No
     from chalicelib.adapters.local_http import LocalHTTPSession
 
     with pytest.MonkeyPatch.context() as mp:
+        for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"):  # the stack's, in a test run
+            mp.delenv(name, raising=False)
         mp.setenv("AWS_ACCESS_KEY_ID", "testing")
         mp.setenv("AWS_SECRET_ACCESS_KEY", "testing")
         mp.setattr(table_base, "_CLIENTS", {})

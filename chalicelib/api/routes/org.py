@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from chalicelib.services import judges as judge_service
     from chalicelib.services import notifications as notification_service
     from chalicelib.services import organizations as organization_service
-    from chalicelib.services.organizations import OrgLimits
 else:  # imported by the first request that needs each (`chalicelib.api.lazy`)
     views = LazyModule("chalicelib.api.views")
     budget_service = LazyModule("chalicelib.services.budgets")
@@ -92,7 +91,7 @@ def set_organization_limits(c, who, org_id, body):
     return _limits_view(limits)
 
 
-def _limits_view(limits: OrgLimits) -> dict[str, Any]:
+def _limits_view(limits: organization_service.OrgLimits) -> dict[str, Any]:
     """`{org_id, concurrency (its own limit, None: it follows the default), default_concurrency
     (EVAL_ORG_CONCURRENCY now), effective_concurrency (what the next claim is held to), in_flight,
     started (tasks the change started at once)}`."""

@@ -176,7 +176,10 @@ def numbered(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]
 
 
 def crashing(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
-    """An agent whose tool raises on every case: its attempts are `failed` with `crash: true`."""
+    """An agent whose tool raises on every case (with `options["only"]`, a case id: on that case
+    only, answering `42` on the others): its attempts are `failed` with `crash: true`."""
+    if options.get("only") and request["case_id"] != options["only"]:
+        return {"answer": "42"}
     raise ValueError(f"tool lookup_order raised on {request['case_id']}")
 
 

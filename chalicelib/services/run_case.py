@@ -35,7 +35,7 @@ from chalicelib.domain.models import (
 from chalicelib.domain.records import BudgetReading, Run
 from chalicelib.domain.run_rules import Task
 from chalicelib.services import access as access_service
-from chalicelib.services import budgets, messagebus, slots
+from chalicelib.services import budgets, messagebus, redacting, slots, sweep
 from chalicelib.services.answering import AttemptResult as AttemptResult
 from chalicelib.services.answering import ask_and_grade as ask_and_grade
 from chalicelib.services.answering import grade_answer as grade_answer
@@ -366,11 +366,21 @@ def _answer(
 
 
 def handle_dead_task(
-    c: Container, body: str, *, receive_count: int | None = None, message_id: str | None = None
+    c: Container,
+    body: str,
+    *,
+    receive_count: int | None = None,
+    message_id: str | None = None,
+    error: str | None = None,
 ) -> None:
-    """A case task that kept failing reached the DLQ: record it `incomplete` and pass its slot
-    on, unless another delivery is answering it now or it is recorded (then only the hand-off of
-    the delivery that recorded it is finished)."""
+    """A case task that kept failing on assay's own error reached the DLQ (the agent's failures
+    and provider errors are recorded as attempts and never get here): its run ends `failed` at
+    once with the error named, redacted (`error`: the message's reason, else
+    `sweep.WORKER_ERROR`), its running cases failed and its slots freed (`sweep.fail_on_error`).
+
+    Exactly once: a task already recorded only finishes the hand-off of the delivery that
+    recorded it, one another delivery is answering now is left to it, and a task of a run that
+    ended changes nothing. `receive_count` is kept for the logs."""
     found = _found(c, body, dead=True)
     if found is None:
         return
@@ -386,14 +396,14 @@ def handle_dead_task(
         and lease.until_ms >= epoch_ms(c.clock.now())
     ):
         return
-    record(
-        c,
-        run,
-        task,
-        found.index,
-        AttemptResult(
-            AttemptState.INCOMPLETE,
-            reason=f"gave up after {receive_count or 'several'} deliveries",
-        ),
-        delivery=message_id,
+    if RunStatus(run.status).ended:
+        log.info("dead case task %s of ended run %s changes nothing", task.key, run.run_id)
+        return
+    log.error(
+        "case task %s of run %s dead after %s deliveries: the run fails",
+        task.key,
+        run.run_id,
+        receive_count or "several",
     )
+    named = redacting.for_org(c, run.org_id).text(error.strip() if error else "")
+    sweep.fail_on_error(c, run, named or sweep.WORKER_ERROR)

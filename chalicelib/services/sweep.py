@@ -2,7 +2,8 @@
 docs/architecture/slots.md).
 
 A running run whose heartbeat and progress stood still for `EVAL_ABANDONED_AFTER_MINUTES` is
-failed (conditional on the values read, so a run that moves meanwhile is left alone); its
+failed (conditional on the values read, so a run that moves meanwhile is left alone); so is a
+run whose worker cannot finish a case task (`fail_on_error`, from the dead-letter handler); its
 running cases are failed, the rest skipped, and its slots released exactly once; its attempts'
 workspaces are deleted (as at every run's end, and again when the sweep frees a slot a dead worker
 left under an ended run). A slow run that still heartbeats is never swept. Every recorded attempt
@@ -66,6 +67,46 @@ def fail_running_cases(c: Container, run: Run, reason: str, now: datetime) -> in
         )
         written += c.runs.put_attempt_counted(run, attempt, epoch_ms(now))
     return written
+
+
+WORKER_ERROR = "the case worker kept failing on this task"
+"""The error a dead-lettered case task is failed with when its message names none."""
+
+FAIL_TRIES = 5
+"""Times `fail_on_error` reads the run again when another lane moved its slots meanwhile."""
+
+
+def error_reason(error: str) -> str:
+    """The reason a run stopped on assay's own error `error` (already redacted) shows."""
+    return (
+        f"stopped on an error ({error[:300]}); the recorded results are kept, start the run again"
+    )
+
+
+def fail_on_error(c: Container, run: Run, error: str) -> bool:
+    """End the running `run` `failed` at once because its worker cannot finish a case task
+    (`error`: what failed, already redacted): its running cases are failed, the rest never start,
+    every slot it holds goes back to its organization and it is not resumed. Conditional on the
+    run running (read again, at most `FAIL_TRIES` times, when a lane moved its slots meanwhile);
+    False when it had ended already, which changes nothing."""
+    now = c.clock.now()
+    reason = error_reason(error)
+    for _ in range(FAIL_TRIES):
+        if run.status != RunStatus.RUNNING:
+            return False
+        if c.runs.fail_on_error(run, reason, iso(now)):
+            finalize.count_end(c, RunStatus.FAILED)
+            fail_running_cases(c, run, "the run stopped on an error while this case ran", now)
+            c.orgs.remove_waiting(run.org_id, run.run_id)
+            finalize.ended(c, run.org_id, run.run_id)
+            log.error("run %s failed: %s", run.run_id, reason)
+            return True
+        again = c.runs.get(run.org_id, run.run_id)
+        if again is None:
+            return False
+        run = again
+    log.error("run %s could not be failed: its slots kept moving", run.run_id)
+    return False
 
 
 TAKEOVER_BEATS = 3

@@ -1,5 +1,5 @@
 """The case worker: a case attempt per message of the case-tasks queue (and the tasks of its lane
-it carries on with), and the attempts its DLQ gives up on. `batch_size=1`: Chalice cannot report
+it carries on with), and the runs its DLQ's tasks fail. `batch_size=1`: Chalice cannot report
 partial batch failures.
 
 A Lambda entry point of its own (`chalicelib.startup` says why): importing it starts the worker.
@@ -33,6 +33,13 @@ def _receive_count(record) -> int:
         return 1
 
 
+def _reason(record) -> str | None:
+    """The `reason` attribute a message was sent with, if any (SQS's redrive keeps it)."""
+    attributes = (record.to_dict() or {}).get("messageAttributes") or {}
+    value = (attributes.get("reason") or {}).get("stringValue")
+    return value if isinstance(value, str) else None
+
+
 @bp.on_sqs_message(queue=NAMES.case_tasks_queue, batch_size=1)
 def handle_case_task(event):
     """One case attempt per message (docs/architecture/exactly-once.md), carrying on with the next
@@ -56,8 +63,8 @@ def handle_case_task(event):
 
 @bp.on_sqs_message(queue=NAMES.case_tasks_dlq, batch_size=1)
 def handle_dead_case(event):
-    """A case task that failed `maxReceiveCount` times: recorded `incomplete`, its slot passed
-    on."""
+    """A case task that failed `maxReceiveCount` times on assay's own error: its run ends `failed`
+    at once, the error named (`run_case.handle_dead_task`)."""
     c = bootstrap.container()
     with telemetry.invocation(c.settings, event.context, metrics=c.metrics):
         for record in event:
@@ -67,4 +74,5 @@ def handle_dead_case(event):
                     record.body,
                     receive_count=_receive_count(record),
                     message_id=_message_id(record),
+                    error=_reason(record),
                 )

@@ -162,24 +162,35 @@ def test_a_worker_killed_between_the_write_and_the_delete_counts_nothing_twice(
     assert container.orgs.get(api.org_id).in_flight == 0
 
 
-def test_a_message_that_keeps_failing_reaches_the_dlq_and_is_recorded_incomplete(
-    api, queue, container, monkeypatch, stack
+def test_a_task_that_keeps_failing_on_a_store_ends_its_run_failed_at_once_saying_so(
+    api, queue, container, limits, monkeypatch, stack
 ):
-    ds = api.dataset(cases(4))
+    """The datasets store fails on one case under a running run, on every delivery: its message
+    reaches the DLQ, whose handler ends the run `failed` with the error named; the case running
+    beside it is failed, the rest never start, its slots are freed, and it is not resumed."""
+    limits(2, 10)
+    ds = api.dataset(cases(6))
     run = api.start(api.agent({"runtime": "python", "entrypoint": "bench.agents:sleepy"}), ds)
-    real = run_case.ask_and_grade
+    real = container.datasets.get_case
 
-    def broken_for_c002(c, run_row, arm, case, task, **kw):
-        if case.case_id == "c002":
-            raise RuntimeError("worker bug on this case")
-        return real(c, run_row, arm, case, task, **kw)
+    def broken_for_c002(org_id, dataset_id, version, case_id):
+        if case_id == "c002":
+            raise RuntimeError("the datasets table is unreachable")
+        return real(org_id, dataset_id, version, case_id)
 
-    monkeypatch.setattr(run_case, "ask_and_grade", broken_for_c002)
+    monkeypatch.setattr(container.datasets, "get_case", broken_for_c002)
     dlq = Queue(stack, names.CASE_TASKS_DLQ)
     receives = 0
     dead = []
+    held = {}  # c001's worker is slow: its message stays in flight, its case running
+    rounds = 0
     while progress(api, run["run_id"])["status"] == "running":
+        rounds += 1
+        assert rounds < 200, "the run never ended"
         for d in queue.receive():
+            if d.task["case_id"] == "c001":
+                held[d.message_id] = d
+                continue
             try:
                 run_case.handle_task(
                     container, d.body, receive_count=d.receive_count, message_id=d.message_id
@@ -192,19 +203,58 @@ def test_a_message_that_keeps_failing_reaches_the_dlq_and_is_recorded_incomplete
         for d in dlq.receive():
             dead.append(d.task["case_id"])
             run_case.handle_dead_task(
-                container, d.body, receive_count=d.receive_count, message_id=d.message_id
+                container,
+                d.body,
+                receive_count=d.receive_count,
+                message_id=d.message_id,
+                error=d.attributes.get("reason"),
             )
             dlq.delete(d)
     assert receives == names.MAX_RECEIVE_COUNT
     assert dead == ["c002"]
+    monkeypatch.setattr(container.datasets, "get_case", real)  # the store is back for the reads
     full = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
-    assert full["status"] == "completed"
-    states = {r["case_id"]: r["state"] for r in full["results"]}
-    assert states == {"c000": "passed", "c001": "passed", "c002": "incomplete", "c003": "passed"}
-    c002 = next(r for r in full["results"] if r["case_id"] == "c002")
-    assert "gave up after" in c002["reason"]
-    assert full["outcome"]["incomplete"] == 1 and full["outcome"]["passed"] == 3
+    assert full["status"] == "failed"
+    assert full["reason"] == (
+        "stopped on an error (the case worker kept failing on this task); the recorded results "
+        "are kept, start the run again"
+    )
+    assert any("stopped on an error" in s for s in full["story"]["sentences"]), full["story"]
+    results = {r["case_id"]: (r["state"], r["reason"]) for r in full["results"]}
+    stopped = "the run stopped on an error while this case ran"
+    assert results == {
+        "c000": ("passed", results["c000"][1]),
+        "c001": ("failed", stopped),
+        "c002": ("failed", stopped),
+    }, results
     assert container.orgs.get(api.org_id).in_flight == 0
+    assert container.runs.get(api.org_id, run["run_id"]).slots == 0
+    # It is not resumed: the slow worker's answer, and whatever else is queued, start nothing.
+    for d in held.values():
+        _deliver(container, queue, d)
+    while batch := queue.receive():
+        for d in batch:
+            _deliver(container, queue, d)
+    after = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    assert after["status"] == "failed"
+    assert {r["case_id"]: (r["state"], r["reason"]) for r in after["results"]} == results
+    assert container.orgs.get(api.org_id).in_flight == 0
+
+
+def test_an_agent_that_crashes_fails_its_case_only_and_the_run_completes(api):
+    """The agent's own failure is no error of assay's: its case is `failed` with `crash`, and the
+    run completes."""
+    spec = {"runtime": "python", "entrypoint": "bench.agents:crashing", "options": {"only": "c001"}}
+    run = api.start(api.agent(spec), api.dataset(cases(3)))
+    assert api.wait(run["run_id"])["status"] == "completed"
+    full = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    states = {r["case_id"]: (r["state"], r["crash"]) for r in full["results"]}
+    assert states == {
+        "c000": ("passed", False),
+        "c001": ("failed", True),
+        "c002": ("passed", False),
+    }
+    assert full["status"] == "completed" and full["reason"] is None
 
 
 def _deliver(container, queue, d) -> None:

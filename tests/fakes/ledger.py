@@ -431,6 +431,15 @@ class FakeRuns(FakeRunLists):
             completed_at=now_iso,
         )
 
+    def fail_on_error(self, run: Run, reason: str, now_iso: str) -> bool:
+        return self._end_and_release(
+            run,
+            lambda kept: kept.status == RunStatus.RUNNING,
+            status=RunStatus.FAILED.value,
+            reason=reason,
+            completed_at=now_iso,
+        )
+
     def fail_unstarted(self, run: Run, reason: str, now_iso: str) -> bool:
         return self._end_and_release(
             run,

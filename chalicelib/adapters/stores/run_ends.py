@@ -1,8 +1,8 @@
 """Ending an eval run other than by completing it (docs/architecture/run-lifecycle.md, slots.md):
-an end as cancelled, budget exceeded or failed (its running cases keep their slots), the sweep's
-failing of a run that stopped beating or never started, and the slots an ended run still held
-given back to its organization. Each takes the run off the organization's active runs in the same
-transaction. A base of `stores.ledger.RunStore`."""
+an end as cancelled, budget exceeded or failed (its running cases keep their slots), the failing
+of a run that stopped beating, never started or whose worker cannot finish it, and the slots an
+ended run still held given back to its organization. Each takes the run off the organization's
+active runs in the same transaction. A base of `stores.ledger.RunStore`."""
 
 from __future__ import annotations
 
@@ -110,6 +110,17 @@ class RunEnds(RunCommit):
             condition=(RunRow.status == RunStatus.RUNNING.value)
             & (RunRow.heartbeat_at_ms == run.heartbeat_at_ms)
             & (RunRow.recorded == run.recorded),
+        )
+
+    def fail_on_error(self, run: Run, reason: str, now_iso: str) -> bool:
+        """Fail a running run its worker cannot finish (a case task dead-lettered on assay's own
+        error); slots back. False when it is not running any more or its slots moved since read."""
+        return self._end_and_release(
+            run,
+            status=RunStatus.FAILED.value,
+            reason=reason,
+            completed_at=now_iso,
+            condition=RunRow.status == RunStatus.RUNNING.value,
         )
 
     def fail_unstarted(self, run: Run, reason: str, now_iso: str) -> bool:

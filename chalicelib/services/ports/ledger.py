@@ -260,6 +260,11 @@ class Runs(Protocol):
         """Fail a running run that did not move since read (status, heartbeat, `recorded`) and give
         every slot it holds back to the organization; False when it moved."""
 
+    def fail_on_error(self, run: Run, reason: str, now_iso: str) -> bool:
+        """Fail a running run its worker cannot finish (a case task dead-lettered on assay's own
+        error) and give every slot it holds back to the organization; False when it is not
+        running any more or its slots moved since read."""
+
     def fail_unstarted(self, run: Run, reason: str, now_iso: str) -> bool:
         """Fail a queued run (nothing is left to run it), giving back any slot it holds; False when
         it is not queued any more."""

@@ -35,7 +35,7 @@ from chalicelib.domain.models import (
 from chalicelib.domain.records import BudgetReading, Run
 from chalicelib.domain.run_rules import Task
 from chalicelib.services import access as access_service
-from chalicelib.services import budgets, messagebus, redacting, slots, sweep
+from chalicelib.services import budgets, messagebus, redacting, slots
 from chalicelib.services.answering import AttemptResult as AttemptResult
 from chalicelib.services.answering import ask_and_grade as ask_and_grade
 from chalicelib.services.answering import grade_answer as grade_answer
@@ -405,5 +405,9 @@ def handle_dead_task(
         run.run_id,
         receive_count or "several",
     )
+    # Imported here: failing a run needs what ends runs (`finalize`), which a case worker's cold
+    # start does without (tests/unit/test_cold_start.py); a dead task is rare.
+    from chalicelib.services import sweep
+
     named = redacting.for_org(c, run.org_id).text(error.strip() if error else "")
     sweep.fail_on_error(c, run, named or sweep.WORKER_ERROR)

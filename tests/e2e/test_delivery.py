@@ -163,7 +163,7 @@ def test_a_worker_killed_between_the_write_and_the_delete_counts_nothing_twice(
 
 
 def test_a_task_that_keeps_failing_on_a_store_ends_its_run_failed_at_once_saying_so(
-    api, queue, container, limits, monkeypatch, stack
+    api, queue, container, limits, monkeypatch, stack, cli
 ):
     """The datasets store fails on one case under a running run, on every delivery: its message
     reaches the DLQ, whose handler ends the run `failed` with the error named; the case running
@@ -229,6 +229,9 @@ def test_a_task_that_keeps_failing_on_a_store_ends_its_run_failed_at_once_saying
     }, results
     assert container.orgs.get(api.org_id).in_flight == 0
     assert container.runs.get(api.org_id, run["run_id"]).slots == 0
+    gated = cli("gate", run["run_id"])  # the command line says so too
+    assert gated.code == 2, gated
+    assert f"the run ended failed: {full['reason']}" in gated.out, gated
     # It is not resumed: the slow worker's answer, and whatever else is queued, start nothing.
     for d in held.values():
         _deliver(container, queue, d)

@@ -380,7 +380,8 @@ def handle_dead_task(
 
     Exactly once: a task already recorded only finishes the hand-off of the delivery that
     recorded it, one another delivery is answering now is left to it, and a task of a run that
-    ended changes nothing. `receive_count` is kept for the logs."""
+    ended is recorded `incomplete` (its slot given back), the run left as it ended.
+    `receive_count` is kept for the logs."""
     found = _found(c, body, dead=True)
     if found is None:
         return
@@ -397,7 +398,19 @@ def handle_dead_task(
     ):
         return
     if RunStatus(run.status).ended:
-        log.info("dead case task %s of ended run %s changes nothing", task.key, run.run_id)
+        # Its run ended already (cancelled, over budget, failed): nothing else starts, and the
+        # task is recorded `incomplete` so that its slot goes back now, not at the sweep.
+        record(
+            c,
+            run,
+            task,
+            found.index,
+            AttemptResult(
+                AttemptState.INCOMPLETE,
+                reason=f"gave up after {receive_count or 'several'} deliveries",
+            ),
+            delivery=message_id,
+        )
         return
     log.error(
         "case task %s of run %s dead after %s deliveries: the run fails",

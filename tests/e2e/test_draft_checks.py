@@ -64,9 +64,10 @@ def test_a_draft_naming_what_its_starter_may_not_use_is_refused_with_each_proble
     assert api.wait(run["run_id"])["status"] == "completed"
 
 
-def test_a_draft_naming_what_the_organization_lacks_is_a_400_listing_both(api):
+def test_a_draft_naming_what_the_organization_lacks_is_a_400_listing_each(api):
     agent, ds = _organization(api)
-    api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": _spec("nowhere")})
+    named = {**_spec("nowhere"), "recording_id": "no-such", "model_profile_id": "no-such"}
+    api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": named})
     api.ok("DELETE", "/api/v1/connections/shop")
     status, error = _refusal(
         api, f"/api/v1/agents/{agent}/eval-runs", {"dataset_id": ds, "candidate": "draft"}
@@ -77,10 +78,14 @@ def test_a_draft_naming_what_the_organization_lacks_is_a_400_listing_both(api):
     assert [p["field"] for p in error["problems"]] == [
         "spec.api_key_secret",
         "spec.tools[0].connection_id",
+        "spec.recording_id",
+        "spec.model_profile_id",
     ]
     assert all("permission" not in p for p in error["problems"])
     assert "secret nowhere not found" in error["problems"][0]["message"]
     assert "connection shop not found" in error["problems"][1]["message"]
+    assert "recording no-such not found" in error["problems"][2]["message"]
+    assert "model profile no-such not found" in error["problems"][3]["message"]
 
 
 def test_a_published_version_is_not_checked_again_and_its_references_are_vetted(api, new_api):

@@ -70,6 +70,8 @@ def problems(
     version names, checked when it was published) needs no permission again, only to exist: an
     editor may change the prompt of an agent that uses the organization's key.
 
+    The service itself acting for a pipeline (`who.permissions` None) is refused nothing.
+
     Returns:
         `[{"field", "message", "permission"?}]`, in the spec's order; `permission` names what
         the starter lacks (a problem without it is a reference that does not exist).

@@ -27,6 +27,7 @@ from chalicelib.errors import InvalidInputError, NotFoundError
 from chalicelib.services import access as access_service
 from chalicelib.services import (
     baselines,
+    draft_checks,
     environments,
     estimates,
     judges,
@@ -223,6 +224,8 @@ def plan_run(
     Raises:
         NotFoundError: unknown agent, version, dataset, dataset version, environment or judge.
         InvalidInputError: a run that could tell nothing, refused before it starts.
+        ForbiddenError / InvalidInputError: (field `candidate`, with `problems`) a draft naming
+            what its starter may not use or what does not exist (`draft_checks.check`).
     """
     access_service.check_start(
         who, agent_id, body["dataset_id"], draft=body.get("candidate") == "draft"
@@ -230,6 +233,8 @@ def plan_run(
     spec, resolved, is_draft = resolve_candidate(
         c, who, agent_id, body.get("candidate"), body.get("version")
     )
+    if is_draft:  # checked as its starter: a published version was checked by its publish
+        draft_checks.check(c, who, agent_id, spec)
     if body.get("environment_id") not in (None, "default"):
         c.environments.get(who.org_id, body["environment_id"])
     dataset_version = dataset_service.resolve_version(

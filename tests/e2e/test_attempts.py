@@ -126,7 +126,9 @@ def test_a_secret_the_organization_never_stored_leaves_the_attempt_incomplete_sa
             "model": "m",
             "api_key_secret": "never-set",
         }
-        run = api.start(api.agent(spec), api.dataset(cases(1), required=["contains"]))
+        # a published version: a draft naming a secret nobody stored is refused at its start
+        agent = api.agent(spec, publish=1)
+        run = api.start(agent, api.dataset(cases(1), required=["contains"]), candidate="version")
         assert api.wait(run["run_id"])["status"] == "completed"
         assert fake.requests() == []  # nothing sent without the key
     attempt = results(api, run["run_id"])["c000"]

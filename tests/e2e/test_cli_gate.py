@@ -121,8 +121,9 @@ def test_cases_nobody_could_decide_are_inconclusive(api, cli):
         "model": "m",
         "api_key_secret": "never-set",  # nothing is sent without the key: every case incomplete
     }
-    agent = api.agent(spec)
-    done = cli("run", agent, "--dataset", ds, "--draft", "--yes", "--wait")
+    # a published version: a draft naming a secret the organization lacks is refused at its start
+    agent = api.agent(spec, publish=1)
+    done = cli("run", agent, "--dataset", ds, "--yes", "--wait")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "gate: inconclusive (exit 2)" in done.stdout
     assert "3 cases undecided" in done.stdout

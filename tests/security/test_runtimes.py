@@ -407,9 +407,10 @@ def test_a_secret_the_organization_lacks_fails_as_missing_credentials_without_a_
             "base_url": f"{fresh.url}/v1",
             "model": "m",
             "api_key_secret": "openai",
-        }
+        },
+        publish=1,  # a draft naming a secret the organization lacks is refused at its start
     )
-    got = run(api, agent, api.dataset(CASES))
+    got = run(api, agent, api.dataset(CASES), candidate="version")
     assert {r["state"] for r in got} == {"incomplete"}
     for r in got:
         assert "credentials missing: secret openai is not set in this organization" in r["error"]

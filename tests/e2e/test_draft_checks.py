@@ -1,0 +1,110 @@
+"""A draft is checked against its starter's own access before it runs or is priced
+(docs/guides/agents.md, "Running the draft"), over HTTP: the secrets and connections it names must
+be ones the starter may use and the organization has; a refusal says the draft cannot be
+evaluated and lists each field's problem; a published version is not checked again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.support.e2e import Api, cases, sleepy_spec
+
+SHOP = {"connection_id": "shop", "kind": "http", "url": "https://shop.example.com/tools"}
+
+
+@pytest.fixture(autouse=True)
+def no_dns(resolver):
+    """Names answered by a stub that knows none."""
+    return resolver({})
+
+
+def _spec(secret: str = "shop-token") -> dict[str, Any]:
+    """A draft naming the secret `secret` and a tool on the connection `shop`."""
+    tools = [{"name": "act_0", "effect": "write", "connection_id": "shop"}]
+    return {**sleepy_spec(), "api_key_secret": secret, "tools": tools}
+
+
+def _organization(api: Api) -> tuple[str, str]:
+    """The secret `shop-token`, the connection `shop`, an agent whose draft names both (never
+    published) and a dataset: `(agent_id, dataset_id)`."""
+    api.ok("PUT", "/api/v1/secrets/shop-token", json={"value": "tok-0123456789abcdef"})
+    status, made = api.call("POST", "/api/v1/connections", json=SHOP)
+    assert status == 201, made
+    return api.agent(_spec()), api.dataset(cases(2))
+
+
+def _refusal(api: Api, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    status, answer = api.call("POST", path, json=body)
+    return status, answer["error"]
+
+
+def test_a_draft_naming_what_its_starter_may_not_use_is_refused_with_each_problem(api, new_api):
+    agent, ds = _organization(api)
+    editor = new_api(org_id=api.org_id, user_id="editor@example.com", role="editor")
+    start = {"dataset_id": ds, "candidate": "draft"}
+    base = f"/api/v1/agents/{agent}/eval-runs"
+    for path in (base, f"{base}/estimate"):
+        status, error = _refusal(editor, path, start)
+        assert status == 403, error
+        assert error["code"] == "forbidden" and error["field"] == "candidate"
+        assert error["message"].startswith("the draft cannot be evaluated: ")
+        assert error["permission"] == "secrets:manage"
+        assert [(p["field"], p["permission"]) for p in error["problems"]] == [
+            ("spec.api_key_secret", "secrets:manage"),
+            ("spec.tools[0].connection_id", "settings:manage"),
+        ]
+        assert "secret shop-token" in error["problems"][0]["message"]
+        assert "connection shop" in error["problems"][1]["message"]
+    assert editor.ok("GET", "/api/v1/eval-runs")["runs"] == []  # nothing was started
+
+    # the same draft started by an admin runs
+    run = api.start(agent, ds)
+    assert api.wait(run["run_id"])["status"] == "completed"
+
+
+def test_a_draft_naming_what_the_organization_lacks_is_a_400_listing_each(api):
+    agent, ds = _organization(api)
+    named = {**_spec("nowhere"), "recording_id": "no-such", "model_profile_id": "no-such"}
+    api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": named})
+    api.ok("DELETE", "/api/v1/connections/shop")
+    status, error = _refusal(
+        api, f"/api/v1/agents/{agent}/eval-runs", {"dataset_id": ds, "candidate": "draft"}
+    )
+    assert status == 400, error
+    assert error["code"] == "invalid_input" and error["field"] == "candidate"
+    assert error["message"].startswith("the draft cannot be evaluated: ")
+    assert [p["field"] for p in error["problems"]] == [
+        "spec.api_key_secret",
+        "spec.tools[0].connection_id",
+        "spec.recording_id",
+        "spec.model_profile_id",
+    ]
+    assert all("permission" not in p for p in error["problems"])
+    assert "secret nowhere not found" in error["problems"][0]["message"]
+    assert "connection shop not found" in error["problems"][1]["message"]
+    assert "recording no-such not found" in error["problems"][2]["message"]
+    assert "model profile no-such not found" in error["problems"][3]["message"]
+
+
+def test_a_published_version_is_not_checked_again_and_its_references_are_vetted(api, new_api):
+    agent, ds = _organization(api)
+    api.ok("POST", f"/api/v1/agents/{agent}/versions")  # the admin publishes it
+    editor = new_api(org_id=api.org_id, user_id="editor@example.com", role="editor")
+
+    by_version = editor.start(agent, ds, candidate="version")
+    assert editor.wait(by_version["run_id"])["status"] == "completed"
+    # the draft names what the published version does: its publish checked that
+    by_draft = editor.start(agent, ds)
+    assert editor.wait(by_draft["run_id"])["status"] == "completed"
+
+    # another secret in the draft is the starter's to justify again
+    api.ok("PUT", "/api/v1/secrets/other-token", json={"value": "tok-fedcba9876543210"})
+    editor.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": _spec("other-token")})
+    status, error = _refusal(
+        editor, f"/api/v1/agents/{agent}/eval-runs", {"dataset_id": ds, "candidate": "draft"}
+    )
+    assert status == 403, error
+    assert [p["field"] for p in error["problems"]] == ["spec.api_key_secret"]
+    assert "secret other-token" in error["problems"][0]["message"]

@@ -309,8 +309,8 @@ def test_a_recording_is_immutable_while_it_exists(api: Api):
 def test_a_recording_deleted_is_gone_for_good(api: Api, stack, container):
     api.ok("POST", "/api/v1/recordings", json={"recording_id": "gsm", "content": RECORDING})
     ds = api.dataset([{"case_id": "c1", "input": "What is 2+2?", "reference": "4"}])
-    agent = api.agent({"runtime": "recorded", "recording_id": "gsm"})
-    run = api.start(agent, ds)
+    agent = api.agent({"runtime": "recorded", "recording_id": "gsm"}, publish=1)
+    run = api.start(agent, ds, candidate="version", version=1)
     assert api.wait(run["run_id"])["status"] == "completed"
     assert api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")["outcome"]["passed"] == 1
 
@@ -322,10 +322,14 @@ def test_a_recording_deleted_is_gone_for_good(api: Api, stack, container):
     versions = s3.list_object_versions(Bucket=names.RESULTS_BUCKET, Prefix=f"{api.org_id}/")
     assert versions.get("Versions", []) == [] and versions.get("DeleteMarkers", []) == []
     assert container.recordings.load(api.org_id, "gsm") is None
-    # A run that names it now has nothing to replay: the case fails, nothing is answered from a
-    # cache.
-    again = api.start(agent, ds)
+    # A version that names it now has nothing to replay: the case fails, nothing is answered from
+    # a cache; a draft that names it cannot be evaluated at all.
+    again = api.start(agent, ds, candidate="version", version=1)
     assert api.wait(again["run_id"])["status"] == "completed"
+    status, body = api.call(
+        "POST", f"/api/v1/agents/{agent}/eval-runs", json={"dataset_id": ds, "candidate": "draft"}
+    )
+    assert status == 400 and body["error"]["problems"][0]["field"] == "spec.recording_id"
     outcome = api.ok("GET", f"/api/v1/eval-runs/{again['run_id']}")["outcome"]
     assert outcome["passed"] == 0
     # The id is free again, for any content.

@@ -12,7 +12,7 @@ from pynamodb.exceptions import (
     TransactWriteError,
 )
 
-from chalicelib.adapters.stores import suite_names
+import chalicelib.adapters.stores.suite_names as suite_names
 from chalicelib.adapters.stores.base import (
     TX,
     agent_live,

@@ -38,7 +38,6 @@ from pynamodb.expressions.update import Action
 
 import chalicelib.adapters.stores.history as history
 from chalicelib import retrying
-from chalicelib.adapters.stores import usage
 from chalicelib.adapters.stores.base import (
     TX,
     agent_live,
@@ -50,6 +49,7 @@ from chalicelib.adapters.stores.base import (
     row_of,
     unless_condition_failed,
 )
+from chalicelib.adapters.stores.usage import row_of_run
 from chalicelib.adapters.tables import (
     AttemptRow,
     LeaseRow,
@@ -337,7 +337,7 @@ class RunStore(RunEnds, RunGrading, RunRemoval):
                 if claim is not None and successor_lease is not None:
                     t.save(_lease_row(run, successor_lease))
                 for agent_run in agent_runs:
-                    t.save(usage.row_of_run(agent_run))
+                    t.save(row_of_run(agent_run))
                 if release_slot and claim is None and lane is not None:
                     t.update(
                         OrganizationRow(run.org_id),

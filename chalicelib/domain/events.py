@@ -117,6 +117,16 @@ class BudgetExhausted(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class CaseTaskDead(Event):
+    """A case task of a running run kept failing on assay's own error and reached the dead-letter
+    queue: the run ends `failed` at once (docs/architecture/run-lifecycle.md). `error`: what
+    failed, redacted ("" when the message named nothing)."""
+
+    run_id: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
 class StarterRefused(Event):
     """A case found that the person the run runs as can no longer run it (docs/reference/access.md):
     the run ends `failed` with `reason`; running cases finish."""

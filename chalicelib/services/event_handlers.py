@@ -11,6 +11,7 @@ from typing import Any
 
 from chalicelib.domain.events import (
     BudgetExhausted,
+    CaseTaskDead,
     EnvironmentRemoved,
     Event,
     GateDecided,
@@ -34,6 +35,7 @@ from chalicelib.services import (
     runs,
     slots,
     suites,
+    sweep,
     usage,
 )
 
@@ -88,6 +90,7 @@ EVENT_HANDLERS: dict[type[Event], list[messagebus.Handler]] = {
     ],  # the slot first, then whether the phase is over; an ended run's late attempts counted
     BudgetExhausted: [runs.on_budget_exhausted],
     StarterRefused: [runs.on_starter_refused],
+    CaseTaskDead: [sweep.on_case_task_dead],
     TasksNotQueued: [run_case.on_tasks_not_queued],
 }
 

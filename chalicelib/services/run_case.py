@@ -26,6 +26,7 @@ from chalicelib.domain import judge_rules as judge_rules
 from chalicelib.domain.enums import AttemptState, RunStatus
 from chalicelib.domain.events import (
     BudgetExhausted,
+    CaseTaskDead,
     StarterRefused,
 )
 from chalicelib.domain.identity import is_org_id
@@ -418,9 +419,5 @@ def handle_dead_task(
         run.run_id,
         receive_count or "several",
     )
-    # Imported here: failing a run needs what ends runs (`finalize`), which a case worker's cold
-    # start does without (tests/unit/test_cold_start.py); a dead task is rare.
-    from chalicelib.services import sweep
-
     named = redacting.for_org(c, run.org_id).text(error.strip() if error else "")
-    sweep.fail_on_error(c, run, named or sweep.WORKER_ERROR)
+    messagebus.publish(c, CaseTaskDead(run.org_id, run.run_id, named))

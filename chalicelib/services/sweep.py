@@ -19,6 +19,7 @@ from datetime import datetime
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain.enums import AttemptState, RunPhase, RunStatus
+from chalicelib.domain.events import CaseTaskDead
 from chalicelib.domain.records import Attempt, Run
 from chalicelib.services import finalize, slots, workspaces
 
@@ -81,6 +82,14 @@ def error_reason(error: str) -> str:
     return (
         f"stopped on an error ({error[:300]}); the recorded results are kept, start the run again"
     )
+
+
+def on_case_task_dead(c: Container, event: CaseTaskDead) -> None:
+    """A case task of the run reached the dead-letter queue: the run fails at once
+    (`fail_on_error`), with the error its message named, else `WORKER_ERROR`."""
+    run = c.runs.get(event.org_id, event.run_id)
+    if run is not None:
+        fail_on_error(c, run, event.error or WORKER_ERROR)
 
 
 def fail_on_error(c: Container, run: Run, error: str) -> bool:

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
+from chalicelib.domain import events as domain_events
 from chalicelib.domain.enums import AttemptState, RunStatus
-from chalicelib.domain.events import Event
-from chalicelib.services import run_case, slots, sweep
+from chalicelib.domain.events import CaseTaskDead, Event
+from chalicelib.services import messagebus, run_case, slots, sweep
 from tests.fakes import FakeContainer
 from tests.fakes.ledger import a_run
 
@@ -33,7 +34,18 @@ def c(monkeypatch: pytest.MonkeyPatch, events: list[Event]) -> FakeContainer:
         return run_case.AttemptResult(AttemptState.PASSED, answer="4")
 
     monkeypatch.setattr(run_case, "ask_and_grade", ask_and_grade)
+    # Events are caught (`events`), but a dead task's is handled as wired: the run fails.
+    caught = {kind: [lambda _c, event: events.append(event)] for kind in _event_kinds()}
+    messagebus.wire({**caught, CaseTaskDead: [sweep.on_case_task_dead]})
     return c
+
+
+def _event_kinds() -> list[type[Event]]:
+    return [
+        k
+        for k in vars(domain_events).values()
+        if isinstance(k, type) and issubclass(k, Event) and k is not Event
+    ]
 
 
 def _start(c: FakeContainer, cases: int, limit: int) -> list[str]:

@@ -180,6 +180,17 @@ def _tries(side: JSON) -> str:
     return count(len(side.get("attempts") or []), "try", "tries")
 
 
+def positive_count(text: str) -> int:
+    """An argparse type: a whole number of runs of 1 or more (`--limit`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of runs of 1 or more")
+    return value
+
+
 def print_listing(
     args: argparse.Namespace,
     key: str,

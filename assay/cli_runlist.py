@@ -8,7 +8,7 @@ import argparse
 from collections.abc import Iterator
 from typing import Any
 
-from assay.cli_common import JSON, _remote, client_of, guarded, print_listing
+from assay.cli_common import JSON, _remote, client_of, guarded, positive_count, print_listing
 from assay.client import AssayClient
 from assay.text import run_state
 
@@ -78,16 +78,6 @@ def _row(run: JSON) -> list[Any]:
     ]
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of runs of 1 or more")
-    return value
-
-
 @guarded
 def cmd_runs(args: argparse.Namespace) -> int:
     """`runs list`: a table of eval runs, newest first, or `{"runs": [...]}` under `--json`."""
@@ -106,7 +96,7 @@ def register_runlist(sub: Any) -> None:
     q.add_argument("--agent", metavar="AGENT_ID", help="only this agent's runs")
     q.add_argument("--dataset", metavar="DATASET_ID", help="only runs on this dataset")
     q.add_argument(
-        "--limit", type=_positive, default=20, metavar="N", help="at most N runs (default 20)"
+        "--limit", type=positive_count, default=20, metavar="N", help="at most N runs (default 20)"
     )
     q.add_argument("--json", action="store_true", help="write only JSON to stdout")
     q.set_defaults(func=cmd_runs)

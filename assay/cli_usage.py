@@ -9,7 +9,15 @@ import argparse
 import re
 from typing import Any
 
-from assay.cli_common import JSON, _emit_json, _remote, client_of, guarded, print_listing
+from assay.cli_common import (
+    JSON,
+    _emit_json,
+    _remote,
+    client_of,
+    guarded,
+    positive_count,
+    print_listing,
+)
 from assay.client import AssayClient
 from assay.gate import PASSED
 from assay.text import table
@@ -134,16 +142,6 @@ def cmd_activity(args: argparse.Namespace) -> int:
     )
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of runs of 1 or more")
-    return value
-
-
 def register_usage(sub: Any) -> None:
     """Add `usage` and `activity`."""
     p = sub.add_parser(
@@ -161,7 +159,7 @@ def register_usage(sub: Any) -> None:
     p.add_argument("--surface", choices=SURFACES, help="only runs of this source")
     p.add_argument("--exclude-surface", choices=SURFACES, help="every source but this one")
     p.add_argument(
-        "--limit", type=_positive, default=20, metavar="N", help="at most N runs (default 20)"
+        "--limit", type=positive_count, default=20, metavar="N", help="at most N runs (default 20)"
     )
     p.add_argument("--json", action="store_true", help="write only JSON to stdout")
     p.set_defaults(func=cmd_activity)

@@ -122,11 +122,7 @@ def measure_requests(
         dataset_id, agent_id, _ = pipeline.prepare(call, cases, sleep_ms, price)
         tap.reset()
         t0 = time.perf_counter()
-        run = call(
-            "POST",
-            f"/api/v1/agents/{agent_id}/eval-runs",
-            json={"dataset_id": dataset_id, "candidate": "draft"},
-        )
+        run = pipeline.start_draft(call, agent_id, dataset_id)
         start_ms = (time.perf_counter() - t0) * 1000
         run_key = f"{ORG}#{run['run_id']}"
         status, attempts = _wait_ended(tap, RunRow.Meta.table_name, run_key, at_most_s=600)

@@ -156,6 +156,32 @@ def prepare(
     return ds["dataset_id"], agent["agent_id"], probe
 
 
+def start_draft(call: Any, agent_id: str, dataset_id: str) -> dict[str, Any]:
+    """Start an eval run of the agent's draft on the dataset through `call`; the run as started."""
+    return call(  # type: ignore[no-any-return]
+        "POST",
+        f"/api/v1/agents/{agent_id}/eval-runs",
+        json={"dataset_id": dataset_id, "candidate": "draft"},
+    )
+
+
+def wait_ended(call: Any, run_id: str, poll_s: float | None = None) -> tuple[dict[str, Any], int]:
+    """Poll the run's progress until it is neither queued nor running; (its last progress, how
+    many polls). `poll_s` None: every 0.2 s while cases are asked, every 10 ms once all are in,
+    so the run's end is seen within ~10 ms of it and the polls do not compete with the lanes."""
+    polls = 0
+    while True:
+        p = call("GET", f"/api/v1/eval-runs/{run_id}/progress")
+        polls += 1
+        if p["status"] not in ("queued", "running"):
+            return p, polls
+        if poll_s is None:
+            done = int(p.get("recorded") or 0) >= int(p.get("expected") or 1)
+            time.sleep(0.01 if done else 0.2)
+        else:
+            time.sleep(poll_s)
+
+
 def measure(
     cases: int,
     sleep_ms: float,
@@ -194,20 +220,8 @@ def measure(
         stack.moto.reset_counts()
         cpu0, moto0 = _cpu(stack), stack.moto.cpu_seconds()
         t0 = time.monotonic()
-        run = call(
-            "POST",
-            f"/api/v1/agents/{agent_id}/eval-runs",
-            json={"dataset_id": dataset_id, "candidate": "draft"},
-        )
-        polls = 0
-        while True:
-            p = call("GET", f"/api/v1/eval-runs/{run['run_id']}/progress")
-            polls += 1
-            if p["status"] not in ("queued", "running"):
-                break
-            # every 0.2 s while cases are asked, every 10 ms once all are in: the run's end is
-            # seen within ~10 ms of it, and the polls do not compete with the lanes meanwhile
-            time.sleep(0.01 if int(p.get("recorded") or 0) >= int(p.get("expected") or 1) else 0.2)
+        run = start_draft(call, agent_id, dataset_id)
+        p, polls = wait_ended(call, run["run_id"])
         t1 = time.monotonic()
         wall = t1 - t0
         asked = agents.span(probe)

@@ -42,7 +42,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from bench.pipeline import _cpu, _load, prepare
+from bench.pipeline import _cpu, _load, prepare, start_draft, wait_ended
 from bench.scale_math import cases_at_limit, quarters, ratio, status_kb
 from bench.scale_orgs import part_b
 
@@ -183,18 +183,8 @@ def run_sized(cases: int, concurrency: int, poll_s: float = 1.0) -> Sized:
         cpu0, moto0 = _cpu(stack), stack.moto.cpu_seconds()
         watch.start()
         t0 = time.monotonic()
-        run = call(
-            "POST",
-            f"/api/v1/agents/{agent_id}/eval-runs",
-            json={"dataset_id": dataset_id, "candidate": "draft"},
-        )
-        polls = 0
-        while True:
-            p = call("GET", f"/api/v1/eval-runs/{run['run_id']}/progress")
-            polls += 1
-            if p["status"] not in ("queued", "running"):
-                break
-            time.sleep(poll_s)
+        run = start_draft(call, agent_id, dataset_id)
+        p, polls = wait_ended(call, run["run_id"], poll_s)
         t1 = time.monotonic()
         wall = t1 - t0
         watch.stop()

@@ -140,6 +140,19 @@ class CaseRequest(Frozen):
     history: list[dict[str, Any]] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @classmethod
+    def of(cls, case: Case, run_id: str, attempt: int) -> CaseRequest:
+        """What attempt `attempt` of eval run `run_id` asks the agent of `case`: its input and
+        history, its tags as metadata."""
+        return cls(
+            run_id=run_id,
+            case_id=case.case_id,
+            attempt=attempt,
+            input=case.input,
+            history=case.history,
+            metadata={"tags": case.tags},
+        )
+
 
 class ScoreResult(Frozen):
     """One scorer's verdict on one answer (passed, score 0..1, reason;

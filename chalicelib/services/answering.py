@@ -104,14 +104,7 @@ def _ask_and_grade(
     `budget_read`: the budgets as read with the run a moment ago, used for the first try's check.
     """
     spec = arm.spec
-    request = CaseRequest(
-        run_id=run.run_id,
-        case_id=case.case_id,
-        attempt=task.attempt,
-        input=case.input,
-        history=case.history,
-        metadata={"tags": case.tags},
-    )
+    request = CaseRequest.of(case, run.run_id, task.attempt)
     session = None
     try:
         tools = tool_calls.toolbox_for(

@@ -125,15 +125,7 @@ def _request(c: Container, run: AgentRun) -> Any:
     raw = c.datasets.get_case(run.org_id, case.dataset_id, case.dataset_version, case.case_id)
     if raw is None:
         return None
-    kept = Case.model_validate(raw)
-    request = CaseRequest(
-        run_id=case.run_id,
-        case_id=case.case_id,
-        attempt=case.attempt,
-        input=kept.input,
-        history=kept.history,
-        metadata={"tags": kept.tags},
-    )
+    request = CaseRequest.of(Case.model_validate(raw), case.run_id, case.attempt)
     return redacting.for_org(c, run.org_id).value(request.model_dump(mode="json"))
 
 
@@ -149,7 +141,15 @@ def get(c: Container, who: Identity, agent_run_id: str) -> dict[str, Any]:
     return view(c, who, run, full=True)
 
 
-def _page_size(limit: Any, before: Any) -> int:
+def _listing(
+    surface: Any, exclude_surface: Any, before: Any, limit: Any
+) -> tuple[tuple[str, ...], int]:
+    """The surfaces a listing reads and its page size, from its query.
+
+    Raises InvalidInputError naming `surface`, `exclude_surface`, `limit` or `before`."""
+    surfaces = surfaces_listed(
+        parse_surface(surface, "surface"), parse_surface(exclude_surface, "exclude_surface")
+    )
     try:
         size = MAX_PAGE if limit in (None, "") else int(limit)
     except (TypeError, ValueError):
@@ -158,7 +158,7 @@ def _page_size(limit: Any, before: Any) -> int:
         raise InvalidInputError(f"limit must be from 1 to {MAX_PAGE}", field="limit")
     if before is not None and (not isinstance(before, str) or len(before) > 60):
         raise InvalidInputError("before must be a cursor from an earlier page", field="before")
-    return size
+    return surfaces, size
 
 
 def history(
@@ -178,10 +178,7 @@ def history(
     who.require(access.RUNS_VIEW, "reading an agent's runs")
     who.require_sight("agent", agent_id)
     c.agents.get(who.org_id, agent_id)
-    surfaces = surfaces_listed(
-        parse_surface(surface, "surface"), parse_surface(exclude_surface, "exclude_surface")
-    )
-    size = _page_size(limit, before)
+    surfaces, size = _listing(surface, exclude_surface, before, limit)
     runs, cursor = c.usage.list_for_agent(
         who.org_id, agent_id, surfaces, before=before or None, limit=size
     )
@@ -204,10 +201,7 @@ def activity(
     Raises InvalidInputError naming `surface`, `exclude_surface`, `limit` or `before`;
     ForbiddenError without `runs:view`."""
     who.require(access.RUNS_VIEW, "reading runs")
-    surfaces = surfaces_listed(
-        parse_surface(surface, "surface"), parse_surface(exclude_surface, "exclude_surface")
-    )
-    size = _page_size(limit, before)
+    surfaces, size = _listing(surface, exclude_surface, before, limit)
     runs, cursor = c.usage.list_for_org(who.org_id, surfaces, before=before or None, limit=size)
     shown = [view(c, who, r) for r in runs if who.sees("agent", r.agent_id)]
     return {"runs": shown, "next": cursor}

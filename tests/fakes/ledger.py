@@ -77,6 +77,7 @@ class FakeRuns(FakeRunLists):
         self.meanwhile: list[Callable[[], None]] = []
         self.leases: dict[tuple[str, str, str], Lease] = {}
         self.agent_runs_kept: dict[tuple[str, str], AgentRun] = {}
+        self.agent_pages_read = []
         """Agent runs by (org_id, agent_run_id), as `record_attempt` puts them."""
         self.history_rows: dict[tuple[str, str, str], history.HistoryRow] = {}
         self.live: Liveness | None = None

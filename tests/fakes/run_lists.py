@@ -24,6 +24,8 @@ class FakeRunLists:
     """The listing reads of `ports.ledger.Runs` over the runs `kept` by (org_id, run_id)."""
 
     kept: dict[tuple[str, str], Run]
+    agent_pages_read: list[int]
+    """How many runs each `list_by_agent` page held, in the order read (tests of bounded reads)."""
 
     def _newest(self, org_id: str, keep: Callable[[Run], bool]) -> list[Run]:
         runs = [r for (org, _), r in self.kept.items() if org == org_id and keep(r)]
@@ -48,7 +50,7 @@ class FakeRunLists:
         start: dict[str, Any] | None = None,
         before: str | None = None,
     ) -> RunPage:
-        return self._page(
+        page = self._page(
             self._newest(
                 org_id,
                 lambda r: r.agent_id == agent_id and (before is None or r.created_at < before),
@@ -58,6 +60,8 @@ class FakeRunLists:
             limit,
             start,
         )
+        self.agent_pages_read.append(len(page.runs))
+        return page
 
     def list_by_org(
         self, org_id: str, limit: int = 50, start: dict[str, Any] | None = None

@@ -145,15 +145,7 @@ def test_runs_started_after_the_compared_one_never_push_its_earlier_runs_out_of_
 
 def test_the_history_look_up_reads_at_most_two_pages_and_stops_at_three_runs() -> None:
     c = FakeContainer()
-    pages: list[int] = []
-    listed = c.runs.list_by_agent
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        page = listed(*args, **kwargs)
-        pages.append(len(page.runs))
-        return page
-
-    c.runs.list_by_agent = counted  # type: ignore[method-assign]
+    pages = c.runs.agent_pages_read
     c.runs.add(_earlier("far", 0, "base"))
     newer = noise_basis.PAGES * noise_basis.PAGE_SIZE
     for i in range(newer):

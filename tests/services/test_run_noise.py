@@ -89,6 +89,18 @@ def _assert_rests_on(
     assert measured["p_luck_regression"] == _expected(tries, basis).p_luck_regression
 
 
+def _stability_run(hour: int) -> Run:
+    """A completed stability run `stable` of spec v1, made at `hour` o'clock on 2026-12-01."""
+    return a_run(
+        "stable",
+        purpose="stability",
+        status="completed",
+        created_at=f"2026-12-01T{hour:02d}:00:00.000Z",
+        completed_at=f"2026-12-01T{hour:02d}:30:00.000Z",
+        arms=(an_arm(spec_hash="v1"),),
+    )
+
+
 def test_the_earlier_runs_of_the_baseline_spec_are_pooled_with_this_runs_baseline_only() -> None:
     c = FakeContainer()
     reads: list[str] = []
@@ -186,14 +198,7 @@ def test_a_stability_run_of_the_spec_wins_over_earlier_comparisons() -> None:
     c = FakeContainer()
     c.runs.add(_run("e1", 2))
     _answers(c, "e1", "baseline", ("c1", P, 1), ("c2", P, 1), ("c3", F, 1))
-    stable = a_run(
-        "stable",
-        purpose="stability",
-        status="completed",
-        created_at="2026-12-01T01:00:00.000Z",
-        completed_at="2026-12-01T01:30:00.000Z",
-        arms=(an_arm(spec_hash="v1"),),
-    )
+    stable = _stability_run(hour=1)
     c.runs.add(stable)
     _answers(c, "stable", "candidate", ("c1", P, 1), ("c1", P, 2))
     measured = _noise(c, _compared(c))
@@ -206,15 +211,7 @@ def test_an_agent_with_hundreds_of_runs_has_its_newest_two_pages_read_once() -> 
     """No stability run and no earlier run of either spec among 250 newer runs: the stability
     look-up and the history look-up walk the same two pages, read from the store once."""
     c = FakeContainer()
-    pages: list[int] = []
-    listed = c.runs.list_by_agent
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        page = listed(*args, **kwargs)
-        pages.append(len(page.runs))
-        return page
-
-    c.runs.list_by_agent = counted  # type: ignore[method-assign]
+    pages = c.runs.agent_pages_read
     run = _compared(c)
     for i in range(250):
         c.runs.add(
@@ -236,16 +233,7 @@ def test_a_stability_run_deleted_between_its_look_up_and_its_read_is_not_the_bas
     c = FakeContainer()
     c.runs.add(_run("e1", 2))
     _answers(c, "e1", "baseline", ("c1", P, 1), ("c2", P, 1), ("c3", F, 1))
-    c.runs.add(
-        a_run(
-            "stable",
-            purpose="stability",
-            status="completed",
-            created_at="2026-12-01T01:00:00.000Z",
-            completed_at="2026-12-01T01:30:00.000Z",
-            arms=(an_arm(spec_hash="v1"),),
-        )
-    )
+    c.runs.add(_stability_run(hour=1))
     _answers(c, "stable", "candidate", ("c1", P, 1), ("c1", P, 2))
     run = _compared(c)
     attempts = finalize.all_attempts(c, run)
@@ -314,16 +302,7 @@ def test_a_stability_run_without_a_decided_try_is_not_the_basis() -> None:
     c = FakeContainer()
     c.runs.add(_run("e1", 2))
     _answers(c, "e1", "baseline", ("c1", P, 1), ("c2", P, 1), ("c3", F, 1))
-    c.runs.add(
-        a_run(
-            "stable",
-            purpose="stability",
-            status="completed",
-            created_at="2026-12-01T03:00:00.000Z",
-            completed_at="2026-12-01T03:30:00.000Z",
-            arms=(an_arm(spec_hash="v1"),),
-        )
-    )
+    c.runs.add(_stability_run(hour=3))
     _answers(
         c,
         "stable",

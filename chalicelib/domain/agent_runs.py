@@ -20,6 +20,7 @@ from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from typing import Any
 
+from chalicelib.domain.ids import check_tenant_id
 from chalicelib.errors import InvalidInputError
 
 
@@ -44,6 +45,8 @@ MAX_REPORTED_COST_USD = Decimal(1000)
 """Largest cost of one reported run, in USD: past it the report is a mistake, not a run."""
 MAX_REPORTED_TOKENS = 10**9
 """Largest token count of one reported run."""
+MAX_AGENT_ID_CHARS = 200
+"""Longest agent id a report may name (as a path id)."""
 ASKED_CHARS = 1000
 """How much of what a run was asked is kept on its row, in characters."""
 
@@ -161,7 +164,7 @@ def _count(raw: Any, field: str) -> int:
     return int(raw)
 
 
-def parse_report(body: Any, *, is_agent_id: Any) -> list[ReportedRun]:
+def parse_report(body: Any) -> list[ReportedRun]:
     """The runs of a usage report body `{"runs": [{key, agent_id, version?, model?, cost_usd,
     input_tokens?, output_tokens?, asked?}]}`, at most `MAX_REPORTED_RUNS`; a key repeated within
     the report counts once (its first run).
@@ -191,8 +194,9 @@ def parse_report(body: Any, *, is_agent_id: Any) -> list[ReportedRun]:
                 field=f"{at}.key",
             )
         agent_id = raw.get("agent_id")
-        if not isinstance(agent_id, str) or not is_agent_id(agent_id):
+        if not isinstance(agent_id, str) or len(agent_id) > MAX_AGENT_ID_CHARS:
             raise InvalidInputError(f"{at}.agent_id must be an agent id", field=f"{at}.agent_id")
+        check_tenant_id(agent_id, f"{at}.agent_id")
         version = raw.get("version")
         if version is not None and (
             isinstance(version, bool) or not isinstance(version, int) or not 1 <= version < 2**31

@@ -24,7 +24,6 @@ from chalicelib.domain.agent_runs import (
 from chalicelib.domain.enums import RunStatus
 from chalicelib.domain.events import RunEnded, SlotReleased
 from chalicelib.domain.identity import Identity
-from chalicelib.domain.ids import FORBIDDEN
 from chalicelib.domain.models import Case, CaseRequest
 from chalicelib.domain.records import Run
 from chalicelib.errors import InvalidInputError, NotFoundError
@@ -36,11 +35,6 @@ MAX_PAGE = 100
 """Most runs one page of history carries."""
 
 
-def is_agent_id(value: str) -> bool:
-    """Whether `value` can name an agent (an id a tenant chose: no `#` or `/`)."""
-    return 0 < len(value) <= 200 and not any(ch in value for ch in FORBIDDEN)
-
-
 def report(c: Container, who: Identity, body: Any) -> dict[str, Any]:
     """Record production runs (`POST /api/v1/usage/runs`): each once by its `key`, spending from
     the agent's and the organization's monthly budgets this month.
@@ -50,7 +44,7 @@ def report(c: Container, who: Identity, body: Any) -> dict[str, Any]:
     organization does not have, naming `runs[i].agent_id`).
     """
     who.require(access.SETTINGS_MANAGE, "reporting production usage")
-    reported = parse_report(body, is_agent_id=is_agent_id)
+    reported = parse_report(body)
     known: set[str] = set()
     for r in reported:
         if r.agent_id not in known:

@@ -34,6 +34,7 @@ export class ApiError extends Error {
     this.code = err.code;
     this.field = err.field;
     this.permission = err.permission;
+    this.problems = Array.isArray(err.problems) ? err.problems : [];
     this.body = body;
   }
 }
@@ -158,8 +159,25 @@ export function showDialog(dialog, first) {
 export const cancelButton = () => h("button", { type: "submit", value: "cancel", formnovalidate: true }, "Cancel");
 export const cancelled = (event) => !!event.submitter && event.submitter.value === "cancel";
 
+// A refusal that lists its problems field by field (`problems`: `[{field, message, permission?}]`,
+// as a draft refused at start, estimate or publish): its message's lead words, then a list with
+// each field beside its own problem (the field's name is not said twice).
+function problemList(msg, problems) {
+  const at = msg.indexOf(problems[0].message);
+  const lead = at > 0 ? msg.slice(0, at).replace(/[\s:;]+$/, "") : msg;
+  return [h("p", { class: "problems-lead" }, `${lead.charAt(0).toUpperCase()}${lead.slice(1)}:`),
+    h("ul", { class: "problems" }, problems.map((p) => {
+      const field = String(p.field || "");
+      const text = String(p.message || "");
+      return h("li", { "data-field": field }, h("code", {}, field),
+        h("span", {}, text.startsWith(`${field}: `) ? text.slice(field.length + 2) : text));
+    }))];
+}
+
 export function errorBox(err) {
   const msg = err instanceof ApiError ? err.message : String(err && err.message || err);
+  const problems = (err && err.problems) || [];
+  if (problems.length) return h("div", { class: "error", role: "alert" }, problemList(msg, problems));
   return h("div", { class: "error", role: "alert" },
     err && err.status === 404 ? "Not found, or not yours to see." : msg,
     err && err.permission ? h("span", { class: "muted" }, ` (needs ${err.permission})`) : null);

@@ -16,7 +16,7 @@ from chalicelib.domain.limits import MAX_SPEC_BYTES
 from chalicelib.domain.records import Agent, AgentVersion
 from chalicelib.domain.spec import spec_hash
 from chalicelib.errors import InvalidInputError, NotFoundError, PayloadTooLargeError
-from chalicelib.services import connections, messagebus, redacting
+from chalicelib.services import connections, draft_checks, messagebus, redacting
 
 
 def _validate_spec(c: Container, who: Identity, spec: Any, field: str = "spec") -> dict[str, Any]:
@@ -115,20 +115,34 @@ def publish(
 ) -> tuple[AgentVersion, bool]:
     """Publish `spec` (default: the draft) as `version` (default: latest + 1).
 
+    What the published spec names is checked against `who`'s own access by the rule a start of
+    the draft uses (`draft_checks.check`): the same problems refuse both, so a person who may
+    edit the agent cannot publish, and so have run as a version, a secret or connection they
+    could not run in the draft. The service acting for a pipeline (`who.permissions` None) is
+    refused nothing there; its signed message is its authority.
+
     Returns:
         (the version row, created) — created is False when the same version with the same spec
         existed already (re-publishing is a no-op).
     Raises:
+        ForbiddenError / InvalidInputError: (field `draft`, with `problems`) "the draft cannot
+            be published": a reference `who` may not use (403 when every problem is a
+            permission) or one that does not exist (400); "the spec ...", field `spec`, for a
+            spec given.
         NotFoundError: unknown agent, or (field `spec.tools[i].connection_id`) a tool naming a
             connection the organization does not have. InvalidInputError: bad spec or
             version < 1.
         ConflictError: the version exists with another spec (versions are immutable).
     """
     agent = c.agents.get(who.org_id, agent_id)
-    if spec is not None:
-        spec = _validate_spec(c, who, spec)
-    else:  # the draft passed `_validate_spec` when saved; a connection may have gone since
-        spec = agent.draft_spec
+    if spec is None:  # the draft passed `_validate_spec` when saved; it is checked again below
+        spec, field = agent.draft_spec, "draft"
+    else:
+        spec, field = _validate_spec(c, who, spec), "spec"
+    draft_checks.check(
+        c, who, agent_id, spec, refusal=f"the {field} cannot be published", field=field
+    )
+    if field == "draft":  # a connection may have gone since it was saved (the service acting too)
         connections.check_spec_connections(c, who.org_id, spec)
     if version is None:
         version = int(agent.latest_version or 0) + 1

@@ -1,10 +1,13 @@
-"""What a draft names, checked against its starter's own access before it runs or is priced
-(docs/guides/agents.md, "Running the draft").
+"""What a draft names, checked against the access of whoever acts on it: its starter before it
+runs or is priced, its publisher before it becomes a version (docs/guides/agents.md, "Running the
+draft").
 
-A draft is whatever its last editor saved, and the person starting it may be somebody else, or
-the organization may have changed since: so the references it names - secrets, connections,
-recordings, a model profile - are checked again, as the starter, before anything is planned. A
-published version is not checked this way: its publisher's publish checked it.
+A draft is whatever its last editor saved, and the person starting or publishing it may be
+somebody else, or the organization may have changed since: so the references it names - secrets,
+connections, recordings, a model profile - are checked again, as that person, before anything is
+planned or published. Both use the one rule of `problems` and the one refusal of `check`, so what
+a start refuses a publish refuses too. A published version is not checked again when it runs: its
+publish checked it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from chalicelib.domain.identity import Identity
 from chalicelib.errors import ForbiddenError, InvalidInputError, NotFoundError
 
 REFUSAL = "the draft cannot be evaluated"
-"""The first words of every refusal of a draft's references."""
+"""The first words of every refusal of a draft's references when it is started or priced."""
 
 
 def _secret_refs(spec: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
@@ -54,7 +57,8 @@ def _connection_refs(spec: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
 def problems(
     c: Container, who: Identity, spec: Any, vetted: frozenset[tuple[str, str]] = frozenset()
 ) -> list[dict[str, str]]:
-    """Every problem of what the draft `spec` names, as the starter `who` may use it now.
+    """Every problem of what the draft `spec` names, as `who` may use it now: the person (or key)
+    starting, pricing or publishing it, called the starter below.
 
     The rule, per reference:
       - a secret (`spec.api_key_secret`, a header `{"secret": ...}`): the organization has it,
@@ -132,32 +136,46 @@ def problems(
     return out
 
 
-def check(c: Container, who: Identity, agent_id: str, spec: Any) -> None:
-    """Refuse a draft whose references the starter may not use (`problems`).
+def check(
+    c: Container,
+    who: Identity,
+    agent_id: str,
+    spec: Any,
+    *,
+    refusal: str = REFUSAL,
+    field: str = "candidate",
+) -> None:
+    """Refuse a draft whose references the actor `who` may not use (`problems_for_agent`).
+
+    A start or an estimate of the draft calls it with the defaults; a publish of the draft with
+    `refusal="the draft cannot be published", field="draft"`. Same rule, same problems, same
+    statuses.
 
     Raises:
-        ForbiddenError: (403, field `candidate`) every problem is a permission the starter lacks;
+        ForbiddenError: (403, field `field`) every problem is a permission the actor lacks;
             `permission` names the first, `problems` lists them all.
-        InvalidInputError: (400, field `candidate`) a reference does not exist (with any
+        InvalidInputError: (400, field `field`) a reference does not exist (with any
             permission problems beside it in `problems`).
-        Both say "the draft cannot be evaluated" and carry `problems`:
-        `[{"field", "message", "permission"?}]`.
+        Both say `refusal` ("the draft cannot be evaluated" by default), then each problem's
+        message, and carry `problems`: `[{"field", "message", "permission"?}]`.
     """
     found = problems_for_agent(c, who, agent_id, spec)
     if not found:
         return
-    message = f"{REFUSAL}: " + "; ".join(p["message"] for p in found)
+    message = f"{refusal}: " + "; ".join(p["message"] for p in found)
     if all("permission" in p for p in found):
         raise ForbiddenError(
-            message, field="candidate", permission=found[0]["permission"], problems=found
+            message, field=field, permission=found[0]["permission"], problems=found
         )
-    raise InvalidInputError(message, field="candidate", problems=found)
+    raise InvalidInputError(message, field=field, problems=found)
 
 
 def problems_for_agent(
     c: Container, who: Identity, agent_id: str, spec: Any
 ) -> list[dict[str, str]]:
-    """`problems`, with what the agent's latest published version names counted as checked."""
+    """`problems`, with what the agent's latest published version names counted as checked.
+
+    Raises NotFoundError for an unknown agent."""
     agent = c.agents.get(who.org_id, agent_id)
     latest = int(agent.latest_version or 0)
     row = c.agents.get_version(who.org_id, agent_id, latest) if latest else None

@@ -118,23 +118,26 @@ def test_provider_failures_after_retries_are_incomplete_and_a_rejected_key_says_
     assert (outcome["passed"], outcome["incomplete"], outcome["pass_rate"]) == (1, 2, 1.0)
 
 
-def test_a_secret_the_organization_never_stored_leaves_the_attempt_incomplete_saying_which(api):
+def test_a_secret_the_organization_no_longer_has_leaves_the_attempt_incomplete_saying_which(api):
     with FakeOpenAI({"rules": [{"contains": "question", "answer": "42"}]}) as fake:
         spec = {
             "runtime": "openai",
             "base_url": fake.base_url,
             "model": "m",
-            "api_key_secret": "never-set",
+            "api_key_secret": "gone-key",
         }
-        # a published version: a draft naming a secret nobody stored is refused at its start
+        # a published version whose secret was removed since: a draft (or a publish) naming a
+        # secret the organization lacks is refused before it runs
+        api.ok("PUT", "/api/v1/secrets/gone-key", json={"value": "tok-0123456789abcdef"})
         agent = api.agent(spec, publish=1)
+        api.ok("DELETE", "/api/v1/secrets/gone-key")
         run = api.start(agent, api.dataset(cases(1), required=["contains"]), candidate="version")
         assert api.wait(run["run_id"])["status"] == "completed"
         assert fake.requests() == []  # nothing sent without the key
     attempt = results(api, run["run_id"])["c000"]
     assert attempt["state"] == "incomplete"
     assert (
-        "credentials missing: secret never-set is not set in this organization" in attempt["reason"]
+        "credentials missing: secret gone-key is not set in this organization" in attempt["reason"]
     )
 
 

@@ -119,10 +119,13 @@ def test_cases_nobody_could_decide_are_inconclusive(api, cli):
         "runtime": "openai",
         "base_url": "https://api.openai.com/v1",
         "model": "m",
-        "api_key_secret": "never-set",  # nothing is sent without the key: every case incomplete
+        "api_key_secret": "gone-key",  # nothing is sent without the key: every case incomplete
     }
-    # a published version: a draft naming a secret the organization lacks is refused at its start
+    # a published version whose secret was removed since: a draft (or a publish) naming a secret
+    # the organization lacks is refused before it runs
+    api.ok("PUT", "/api/v1/secrets/gone-key", json={"value": "tok-0123456789abcdef"})
     agent = api.agent(spec, publish=1)
+    api.ok("DELETE", "/api/v1/secrets/gone-key")
     done = cli("run", agent, "--dataset", ds, "--yes", "--wait")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "gate: inconclusive (exit 2)" in done.stdout

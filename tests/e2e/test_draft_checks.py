@@ -1,7 +1,8 @@
-"""A draft is checked against its starter's own access before it runs or is priced
-(docs/guides/agents.md, "Running the draft"), over HTTP: the secrets and connections it names must
-be ones the starter may use and the organization has; a refusal says the draft cannot be
-evaluated and lists each field's problem; a published version is not checked again."""
+"""A draft is checked against its starter's own access before it runs or is priced, and against
+its publisher's before it is published (docs/guides/agents.md, "Running the draft"), over HTTP:
+the secrets and connections it names must be ones the person may use and the organization has; a
+refusal says the draft cannot be evaluated (or published) and lists each field's problem, the
+same problems for both; a published version is not checked again."""
 
 from __future__ import annotations
 
@@ -108,3 +109,66 @@ def test_a_published_version_is_not_checked_again_and_its_references_are_vetted(
     assert status == 403, error
     assert [p["field"] for p in error["problems"]] == ["spec.api_key_secret"]
     assert "secret other-token" in error["problems"][0]["message"]
+
+
+# --- publishing: the same rule, the same problems ---------------------------------------------
+
+
+def test_publishing_a_draft_naming_what_the_publisher_may_not_use_is_refused_with_each_problem(
+    api, new_api
+):
+    agent, ds = _organization(api)
+    editor = new_api(org_id=api.org_id, user_id="editor@example.com", role="editor")
+    # the editor may edit the agent: saving the draft again is theirs to do
+    editor.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": _spec()})
+    status, published = _refusal(editor, f"/api/v1/agents/{agent}/versions", {})
+    assert status == 403, published
+    assert published["code"] == "forbidden" and published["field"] == "draft"
+    assert published["message"].startswith("the draft cannot be published: ")
+    assert published["permission"] == "secrets:manage"
+    assert [(p["field"], p["permission"]) for p in published["problems"]] == [
+        ("spec.api_key_secret", "secrets:manage"),
+        ("spec.tools[0].connection_id", "settings:manage"),
+    ]
+    # what a start of the draft refuses, a publish refuses, problem for problem
+    status, started = _refusal(
+        editor, f"/api/v1/agents/{agent}/eval-runs", {"dataset_id": ds, "candidate": "draft"}
+    )
+    assert status == 403, started
+    assert published["problems"] == started["problems"]
+    assert editor.ok("GET", f"/api/v1/agents/{agent}/versions")["versions"] == []
+
+    # the admin may publish it; after that the editor publishes a change of prompt alone
+    assert api.ok("POST", f"/api/v1/agents/{agent}/versions")["version"] == 1
+    reworded = {**_spec(), "options": sleepy_spec(answer="43")["options"]}
+    editor.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": reworded})
+    assert editor.ok("POST", f"/api/v1/agents/{agent}/versions")["version"] == 2
+
+    # a secret the published versions never named is the publisher's to justify again
+    api.ok("PUT", "/api/v1/secrets/other-token", json={"value": "tok-fedcba9876543210"})
+    editor.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": _spec("other-token")})
+    status, error = _refusal(editor, f"/api/v1/agents/{agent}/versions", {"version": 3})
+    assert status == 403, error
+    assert [p["field"] for p in error["problems"]] == ["spec.api_key_secret"]
+    assert "secret other-token" in error["problems"][0]["message"]
+    versions = editor.ok("GET", f"/api/v1/agents/{agent}/versions")["versions"]
+    assert [v["version"] for v in versions] == [2, 1]
+
+
+def test_publishing_a_draft_naming_what_the_organization_lacks_is_a_400_listing_each(api):
+    agent, _ = _organization(api)
+    named = {**_spec("nowhere"), "recording_id": "no-such", "model_profile_id": "no-such"}
+    api.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": named})
+    api.ok("DELETE", "/api/v1/connections/shop")
+    status, error = _refusal(api, f"/api/v1/agents/{agent}/versions", {})
+    assert status == 400, error
+    assert error["code"] == "invalid_input" and error["field"] == "draft"
+    assert error["message"].startswith("the draft cannot be published: ")
+    assert [p["field"] for p in error["problems"]] == [
+        "spec.api_key_secret",
+        "spec.tools[0].connection_id",
+        "spec.recording_id",
+        "spec.model_profile_id",
+    ]
+    assert all("permission" not in p for p in error["problems"])
+    assert api.ok("GET", f"/api/v1/agents/{agent}/versions")["versions"] == []

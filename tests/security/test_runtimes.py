@@ -407,9 +407,16 @@ def test_a_secret_the_organization_lacks_fails_as_missing_credentials_without_a_
             "base_url": f"{fresh.url}/v1",
             "model": "m",
             "api_key_secret": "openai",
-        },
-        publish=1,  # a draft naming a secret the organization lacks is refused at its start
+        }
     )
+    # a publish, as a draft's start, refuses a secret its organization lacks, whoever else has one
+    status, refused = api.call("POST", f"/api/v1/agents/{agent}/versions")
+    assert status == 400, refused
+    assert [p["field"] for p in refused["error"]["problems"]] == ["spec.api_key_secret"]
+    # a version published while the secret was there, run after it was removed
+    secret(api, "openai")
+    api.ok("POST", f"/api/v1/agents/{agent}/versions")
+    api.ok("DELETE", "/api/v1/secrets/openai")
     got = run(api, agent, api.dataset(CASES), candidate="version")
     assert {r["state"] for r in got} == {"incomplete"}
     for r in got:

@@ -117,7 +117,36 @@ def plan_trigger(
     version, or - after a result that could not be compared - run the version before beside it;
     past `max_run_usd` the candidate runs alone against the last comparable run of the version
     before, else on its own numbers. Returns (plan, price) with `price["note"]` when it says so.
+
+    A guard grades with the judge publication it is pinned to, never another: when that one is
+    missing it raises NotFoundError (field `pins.judge_version`) saying so, and the suite does not
+    run. Raises what `runs.plan_run` raises otherwise.
     """
+    pins = row.pins if row.guards else None
+    try:
+        return _plan_trigger(c, who, row, entry)
+    except NotFoundError as exc:
+        pinned = (pins or {}).get("judge_version")
+        if pinned is None or exc.field != f"{PINNED_JUDGE_FIELD}.version":
+            raise
+        judge_id = (pins or {}).get("judge_id")
+        named = f"{judge_id} version {pinned}" if judge_id else f"version {pinned}"
+        raise NotFoundError(
+            f"the judge it is pinned to, {named}, is "
+            "missing: a guard never grades with another publication of it; moving its pins "
+            "(needs promotions:override) grades with the latest",
+            field="pins.judge_version",
+        ) from None
+
+
+PINNED_JUDGE_FIELD = "scoring.settings.judge"
+"""The field `judges.resolve` names for the judge a run's scoring names."""
+
+
+def _plan_trigger(
+    c: Container, who: Identity, row: Suite, entry: dict[str, Any]
+) -> tuple[Plan, estimates.Price]:
+    """`plan_trigger` without its account of a missing pinned judge."""
     version = int(entry["version"])
     pins = row.pins if row.guards else None
     body: dict[str, Any] = {

@@ -205,3 +205,78 @@ def test_a_republished_judge_makes_the_next_result_inconclusive_once_and_tells_t
     assert ran["reused_baseline_run_id"] == again["run_id"]
     assert judge_versions(api, last["run_id"]) == {"candidate": {2}, "baseline": {2}}
     assert len(notices(api)) == 2
+
+
+def test_a_guard_keeps_its_judge_and_a_missing_one_leaves_grading_incomplete(
+    api, judged, stack, monkeypatch
+):
+    from chalicelib.adapters.table_base import org_key
+    from chalicelib.adapters.tables_catalog import JudgeRow
+    from chalicelib.services import judges
+
+    judge, ds, agent = judged
+    guard = api.ok(
+        "POST",
+        f"/api/v1/agents/{agent}/suites",
+        json={"dataset_id": ds, "guards": True, "threshold": {"min_pass_rate": 0.6}},
+    )
+    sid = guard["suite_id"]
+    assert guard["pins"]["judge_version"] == 1
+    publish_judge(api, judge, f"The answer says {STRICT} what the reference says.")
+    # Republishing the judge changes neither the guard's runs nor grading their answers again:
+    # version 2 would fail c1's answer "fine"; version 1, the pinned one, passes it.
+    first = run_now(api, agent, sid)
+    assert first["result"] == "passed", first
+    assert judge_versions(api, first["run_id"]) == {"candidate": {1}}
+    c1 = f"{first['run_id']}:candidate#c1#001:judge"
+    graded = api.ok(
+        "POST", f"/api/v1/eval-runs/{first['run_id']}/grade-again", json={"score_ids": [c1]}
+    )
+    assert [s["state"] for s in graded["scores"]] == ["passed"]
+    assert judge_versions(api, first["run_id"]) == {"candidate": {1}}
+
+    # The pinned publication is gone by the time a run's answers are graded (and no process
+    # remembers it): they are left incomplete, never graded by the latest publication.
+    stack.pause_pollers()
+    try:
+        api.ok("POST", f"/api/v1/agents/{agent}/suites/{sid}/run")
+        JudgeRow.get(org_key(api.org_id, judge), 1).delete()
+        monkeypatch.setattr(judges, "_versions", {})
+    finally:
+        stack.resume_pollers()
+    missing = wait_for(lambda: (r := results(api, agent, sid)) and len(r) == 2 and r[0])
+    everything = ["c0", "c1", "c2", "c3", "c4"]
+    assert missing["result"] == "inconclusive", missing
+    assert missing["cases_undecided"] == everything
+    assert missing["reasons"] == ["5 cases left undecided: c0, c1, c2, c3, c4"]
+    run = api.ok("GET", f"/api/v1/eval-runs/{missing['run_id']}")
+    candidate = [r for r in run["results"] if r["arm_id"] == "candidate"]
+    assert {r["state"] for r in candidate} == {"incomplete"}
+    assert {s["reason"] for r in candidate for s in r["scores"]} == {
+        f"judge skipped: version 1 of judge {judge} not found"
+    }
+    assert judge_versions(api, missing["run_id"]) == {"baseline": {1}}  # the earlier pass's
+    # Grading them again does not fall back either; nor does grading the first run's again.
+    again = api.ok("POST", f"/api/v1/eval-runs/{missing['run_id']}/grade-again")
+    assert again["still_ungraded"] == [
+        f"{missing['run_id']}:candidate#{cid}#001:judge" for cid in everything
+    ]
+    assert {s["state"] for s in again["scores"]} == {"incomplete"}
+    kept = api.ok(
+        "POST", f"/api/v1/eval-runs/{first['run_id']}/grade-again", json={"score_ids": [c1]}
+    )
+    assert kept["scores"][0]["kept"] == "passed" and kept["graded"] == 0
+    assert judge_versions(api, missing["run_id"]) == {"baseline": {1}}
+    assert judge_versions(api, first["run_id"]) == {"candidate": {1}}
+
+    # Missing before the run starts: the guard does not run, and says why.
+    runs_before = len(api.ok("GET", f"/api/v1/agents/{agent}/eval-runs")["runs"])
+    api.ok("POST", f"/api/v1/agents/{agent}/suites/{sid}/run")
+    not_run = results(api, agent, sid)[0]
+    assert not_run["result"] == "not_run" and not_run["run_id"] is None, not_run
+    assert not_run["reasons"] == [
+        f"the judge it is pinned to, {judge} version 1, is missing: a guard never grades with "
+        "another publication of it; moving its pins (needs promotions:override) grades with the "
+        "latest"
+    ]
+    assert len(api.ok("GET", f"/api/v1/agents/{agent}/eval-runs")["runs"]) == runs_before

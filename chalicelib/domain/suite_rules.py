@@ -156,13 +156,11 @@ def _pct(x: float) -> str:
 def decide_result(threshold: Threshold, facts: RunFacts) -> SuiteDecision:
     """The result of a suite run (docs/guides/suites.md): `_decide`'s, whose reasons end with
     the run's noise sentence (`facts.noise`) when the run has confirmed regressions, whatever the
-    result, so whoever reads why knows how likely they are luck."""
+    result, so whoever reads why knows how likely they are luck. A result of a run that did not fail
+    whose comparison was invalid is a grading change (`grading_changed`), carrying the judge
+    published again when that is what changed (`republished`)."""
     decision = _decide(threshold, facts)
-    if (
-        facts.compared
-        and facts.invalid_reason is not None
-        and decision.result is not (SuiteResult.ERROR)
-    ):
+    if facts.compared and facts.invalid_reason is not None and decision.result != "error":
         decision = replace(decision, grading_changed=True, republished=facts.republished)
     if facts.noise and facts.confirmed_regressions:
         return replace(decision, reasons=[*decision.reasons, facts.noise])

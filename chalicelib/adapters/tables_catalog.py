@@ -376,6 +376,8 @@ class SuiteResultRow(_Base):
     stale = BooleanAttribute(null=True)
     measured = JSONAttribute(null=True)
     """What the result was measured on: dataset version, scoring, threshold and baseline."""
+    grading_changed = BooleanAttribute(null=True)
+    """Its comparison was invalid: the sides were graded differently."""
 
 
 class PromotionRow(_Base):

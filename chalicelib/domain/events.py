@@ -101,6 +101,21 @@ class SuiteResultChanged(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class SuiteJudgeRepublished(Event):
+    """A suite's result could not be compared with the run before it because the judge grading
+    its dataset was published again in between (`judge_id`: version `before` graded that run,
+    `after` graded this one; `run_id`: the result's run): its owner is told, even amid a run of
+    bad results already told."""
+
+    agent_id: str
+    suite_id: str
+    run_id: str
+    judge_id: str
+    before: int
+    after: int
+
+
+@dataclass(frozen=True, slots=True)
 class SlotReleased(Event):
     """A case attempt of `run_id` was recorded and its slot went back to the organization: the
     slot is handed on, and the run's phase may be over."""

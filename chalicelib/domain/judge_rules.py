@@ -12,6 +12,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import (
@@ -332,6 +333,52 @@ def invalid_reason(candidate_keys: Iterable[str], baseline_keys: Iterable[str]) 
             f"{next(iter(base))}): a flip would say something about the grading, not the agent"
         )
     return None
+
+
+@dataclass(frozen=True)
+class Republished:
+    """The one judge that graded both sides of a comparison, at two of its publications: `before`
+    graded the baseline, `after` the candidate."""
+
+    judge_id: str
+    before: int
+    after: int
+
+
+def score_publication(scores: Iterable[Mapping[str, Any]]) -> tuple[str, int] | None:
+    """`(judge_id, version)` of the judge score that decided among an attempt's scores (the one
+    `score_judge_key` keys), None when no judge decided it or its fingerprint names no version."""
+    for s in scores:
+        if s.get("scorer") == JUDGE_SCORER and s.get("fingerprint") and s.get("passed") is not None:
+            fp = s["fingerprint"]
+            version = fp.get("judge_version")
+            if not fp.get("judge_id") or isinstance(version, bool | str) or version is None:
+                return None
+            try:
+                number = int(version)
+            except (TypeError, ValueError, OverflowError):
+                return None
+            return (str(fp["judge_id"]), number) if number == version else None
+    return None
+
+
+def republished(
+    candidate: Iterable[tuple[str, int]], baseline: Iterable[tuple[str, int]]
+) -> Republished | None:
+    """The judge published again between two sides' gradings, or None (docs/guides/suites.md).
+
+    `candidate` and `baseline` are the `(judge_id, version)` publications that graded each side
+    (`score_publication`). Only one publication on each side, of the same judge at two versions,
+    is a republish: a judge that changed within a side, two different judges, the same
+    publication on both sides or a side no judge graded is None.
+    """
+    cand, base = set(candidate), set(baseline)
+    if len(cand) != 1 or len(base) != 1:
+        return None
+    (now_id, now), (then_id, then) = next(iter(cand)), next(iter(base))
+    if now_id != then_id or now == then:
+        return None
+    return Republished(now_id, before=then, after=now)
 
 
 def missing_criteria(have: Sequence[Criterion], wanted: Sequence[Criterion]) -> list[Criterion]:

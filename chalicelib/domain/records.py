@@ -273,6 +273,11 @@ class SuiteResultEntry:
     measured: Any = None
     """What the result was measured on (None for a result without a run): `{dataset_id,
     dataset_version, scoring_hash, threshold_hash, baseline_version}` (`domain.guard_rules`)."""
+    grading_changed: bool | None = None
+    """Its comparison was invalid: the sides were graded differently (a judge published again,
+    other scoring settings), so the next run of its version runs the version before beside it
+    (`domain.suite_rules.grading_changed_since`). None: a comparable result, or one kept before
+    results recorded this (its reasons say it)."""
 
 
 @dataclass(frozen=True, kw_only=True)

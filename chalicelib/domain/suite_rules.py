@@ -15,7 +15,9 @@ from typing import Any
 from pydantic import Field, StrictBool, StrictFloat, StrictInt
 
 from chalicelib.domain.enums import TriggerKind
+from chalicelib.domain.judge_rules import Republished
 from chalicelib.domain.models import Frozen
+from chalicelib.domain.records import SuiteResultEntry
 
 
 class SuiteResult(StrEnum):
@@ -114,6 +116,9 @@ class RunFacts:
     noise: str | None = None
     """The run's noise sentence (its `outcome.noise` `sentence`, docs/concepts/noise.md): how
     likely its confirmed regressions are luck; None without one."""
+    republished: Republished | None = None
+    """The judge published again between the baseline's grading and the candidate's (what made
+    the comparison invalid, when it is); None otherwise."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,11 @@ class SuiteDecision:
     broken: list[str] = field(default_factory=list)
     undecided: list[str] = field(default_factory=list)
     overall: str | None = None
+    grading_changed: bool = False
+    """Its comparison was invalid - the sides were graded differently - so the next run of the
+    version runs the version before beside it (`grading_changed_since`)."""
+    republished: Republished | None = None
+    """The judge published again since the run it was compared with (its owner is told)."""
 
 
 def rise_pct(new: float | None, old: float | None) -> float | None:
@@ -146,11 +156,48 @@ def _pct(x: float) -> str:
 def decide_result(threshold: Threshold, facts: RunFacts) -> SuiteDecision:
     """The result of a suite run (docs/guides/suites.md): `_decide`'s, whose reasons end with
     the run's noise sentence (`facts.noise`) when the run has confirmed regressions, whatever the
-    result, so whoever reads why knows how likely they are luck."""
+    result, so whoever reads why knows how likely they are luck. A result of a run that did not fail
+    whose comparison was invalid is a grading change (`grading_changed`), carrying the judge
+    published again when that is what changed (`republished`)."""
     decision = _decide(threshold, facts)
+    if facts.compared and facts.invalid_reason is not None and decision.result != "error":
+        decision = replace(decision, grading_changed=True, republished=facts.republished)
     if facts.noise and facts.confirmed_regressions:
         return replace(decision, reasons=[*decision.reasons, facts.noise])
     return decision
+
+
+def invalid_doubt(invalid_reason: str, republished: Republished | None) -> str:
+    """Why an invalid comparison leaves a result inconclusive: the judge published again since the
+    run it is compared with, named with both versions, else the comparison's own reason."""
+    if republished is None:
+        return f"the comparison is invalid: {invalid_reason}"
+    return (
+        f"the comparison is invalid: judge {republished.judge_id} was published again since the "
+        f"run it is compared with (version {republished.before} graded that run, version "
+        f"{republished.after} grades now), so a flip would say something about the grading, not "
+        f"the agent; the next run compares under version {republished.after}"
+    )
+
+
+def grading_changed_since(newer: Sequence[SuiteResultEntry]) -> bool:
+    """Whether a result of a version since its last good one (`newer`) could not be compared with
+    that run because the grading changed (docs/guides/suites.md): then the next run of the version
+    runs the version before beside it, graded the way it is now, rather than being compared with a
+    run graded another way again. A result kept before results recorded it says so in its
+    reasons."""
+    return any(
+        r.grading_changed or any("comparison is invalid" in str(x) for x in r.reasons or ())
+        for r in newer
+    )
+
+
+def tells_owner(decision: SuiteDecision, told_of_version: bool) -> bool:
+    """Whether a result's owner is told of it (docs/guides/suites.md): a bad result, once per run
+    of bad results of a version (`told_of_version`: the owner was told of this run already) - and
+    always when the judge was published again since the run it was compared with, which is news
+    even amid bad results."""
+    return decision.result.bad and (not told_of_version or decision.republished is not None)
 
 
 def _decide(threshold: Threshold, facts: RunFacts) -> SuiteDecision:
@@ -222,7 +269,7 @@ def _decide(threshold: Threshold, facts: RunFacts) -> SuiteDecision:
             + (f" ({facts.reason})" if facts.reason else "")
         )
     if facts.invalid_reason:
-        doubts.append(f"the comparison is invalid: {facts.invalid_reason}")
+        doubts.append(invalid_doubt(facts.invalid_reason, facts.republished))
     if facts.could_not_run:
         doubts.append(f"a side could not run: {facts.could_not_run}")
     if undecided:

@@ -21,6 +21,7 @@ from chalicelib.domain.events import (
     RunEnded,
     SlotReleased,
     StarterRefused,
+    SuiteJudgeRepublished,
     SuiteResultChanged,
     TasksNotQueued,
     VersionPublished,
@@ -54,6 +55,10 @@ def _tell_suite_owner(c: Any, event: SuiteResultChanged) -> None:
     notifications.suite_result_changed(c, event)
 
 
+def _tell_suite_owner_of_judge(c: Any, event: SuiteJudgeRepublished) -> None:
+    notifications.suite_judge_republished(c, event)
+
+
 def _record_suite_result(c: Any, event: RunEnded) -> None:
     suites.run_ended(c, event.org_id, event.run_id)
 
@@ -78,6 +83,7 @@ EVENT_HANDLERS: dict[type[Event], list[messagebus.Handler]] = {
     VersionPublished: [_check_published_version],
     RunEnded: [_record_suite_result, usage.count_ended],
     SuiteResultChanged: [_tell_suite_owner],
+    SuiteJudgeRepublished: [_tell_suite_owner_of_judge],
     OutcomeStale: [_settle_stale_outcome],
     EnvironmentRemoved: [suites.on_environment_removed],
     GuardWithdrawn: [_refuse_waiting_on_guard],

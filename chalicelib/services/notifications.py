@@ -10,7 +10,7 @@ from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
-from chalicelib.domain.events import SuiteResultChanged
+from chalicelib.domain.events import SuiteJudgeRepublished, SuiteResultChanged
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Notification, Suite, SuiteResultEntry
 from chalicelib.errors import NotFoundError
@@ -86,10 +86,9 @@ def notify(
     return notice
 
 
-def suite_result(c: Container, suite: Suite, result: SuiteResultEntry) -> Notification:
-    """Tell a suite's owner of a bad result, naming the cases that broke or went undecided."""
+def _result_lines(suite: Suite, result: SuiteResultEntry) -> list[str]:
+    """A bad result's notice body: its word, every reason, the cases behind it, its run."""
     name = suite.name or suite.suite_id
-    title = f"Suite {name}: {result.result.replace('_', ' ')} on version {result.version}"
     lines = [
         f"Suite {name} of agent {suite.agent_id} came out {result.result} on version "
         f"{result.version}."
@@ -104,19 +103,66 @@ def suite_result(c: Container, suite: Suite, result: SuiteResultEntry) -> Notifi
         )
     if result.run_id:
         lines.append(f"Eval run: {result.run_id}")
+    return lines
+
+
+def _links(suite: Suite, result: SuiteResultEntry) -> dict[str, Any]:
+    return {
+        "suite_id": suite.suite_id,
+        "agent_id": suite.agent_id,
+        "run_id": result.run_id,
+        "result_id": result.result_id,
+    }
+
+
+def suite_result(c: Container, suite: Suite, result: SuiteResultEntry) -> Notification:
+    """Tell a suite's owner of a bad result, naming the cases that broke or went undecided."""
+    name = suite.name or suite.suite_id
     return notify(
         c,
         suite.org_id,
         suite.owner,
         kind="suite_result",
-        title=title,
-        body="\n".join(lines),
-        links={
-            "suite_id": suite.suite_id,
-            "agent_id": suite.agent_id,
-            "run_id": result.run_id,
-            "result_id": result.result_id,
-        },
+        title=f"Suite {name}: {result.result.replace('_', ' ')} on version {result.version}",
+        body="\n".join(_result_lines(suite, result)),
+        links=_links(suite, result),
+    )
+
+
+def suite_judge_republished(c: Container, event: SuiteJudgeRepublished) -> Notification | None:
+    """Tell a suite's owner that its result `event.run_id` could not be compared because the judge
+    grading its dataset was published again since the run it was compared with, and what the next
+    run does (`SuiteJudgeRepublished`); nothing when the suite or the result is gone.
+
+    The notice (kind `suite_judge_republished`) names the judge and both versions above the
+    result's own lines (`suite_result`'s)."""
+    suite = c.suites.get(event.org_id, event.agent_id, event.suite_id)
+    result = (
+        c.suites.result_of_run(event.org_id, event.agent_id, event.suite_id, event.run_id)
+        if suite is not None
+        else None
+    )
+    if suite is None or result is None:
+        return None
+    name = suite.name or suite.suite_id
+    word = result.result.replace("_", " ")
+    headline = (
+        f"Judge {event.judge_id} was published again: version {event.before} graded the run this "
+        f"result is compared with, version {event.after} grades now. Answers are graded "
+        f"differently, so this result is not compared. The next run compares under version "
+        f"{event.after} and can pass again."
+    )
+    return notify(
+        c,
+        suite.org_id,
+        suite.owner,
+        kind="suite_judge_republished",
+        title=(
+            f"Suite {name}: {word} on version {result.version} - judge {event.judge_id} was "
+            "published again"
+        ),
+        body="\n".join([headline, *_result_lines(suite, result)]),
+        links=_links(suite, result),
     )
 
 

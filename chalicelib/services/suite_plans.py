@@ -18,6 +18,7 @@ from chalicelib.domain.identity import Identity
 from chalicelib.domain.records import Suite, SuiteResultEntry
 from chalicelib.domain.suite_rules import (
     SuiteResult,
+    grading_changed_since,
 )
 from chalicelib.errors import (
     AssayError,
@@ -85,16 +86,15 @@ def version_to_check(c: Container, row: Suite) -> int | None:
         return None
 
 
-def _last_result(
+def _last_good(
     c: Container, row: Suite, version: int
-) -> tuple[SuiteResultEntry | None, SuiteResultEntry | None]:
+) -> tuple[SuiteResultEntry | None, list[SuiteResultEntry]]:
     """(the last good result of `version` - passed, or the baseline a first measurement set - and
-    the last result of `version`)."""
-    last_pass = last = None
+    the results of `version` newer than it, newest first; results that did not run are left out)."""
+    newer: list[SuiteResultEntry] = []
     for result in c.suites.results(row.org_id, row.agent_id, row.suite_id, 200):
         if result.version != version or result.result == SuiteResult.NOT_RUN:
             continue
-        last = last or result
         if result.result in (SuiteResult.PASSED, SuiteResult.BASELINE_SET) and result.run_id:
             # Only a run that is still there, over the dataset the suite checks now, can stand in.
             run = c.runs.get(row.org_id, result.run_id)
@@ -103,9 +103,9 @@ def _last_result(
                 and run.dataset_id == row.dataset_id
                 and run.status == RunStatus.COMPLETED
             ):
-                last_pass = result
-                break
-    return last_pass, last
+                return result, newer
+        newer.append(result)
+    return None, newer
 
 
 def plan_trigger(
@@ -117,7 +117,36 @@ def plan_trigger(
     version, or - after a result that could not be compared - run the version before beside it;
     past `max_run_usd` the candidate runs alone against the last comparable run of the version
     before, else on its own numbers. Returns (plan, price) with `price["note"]` when it says so.
+
+    A guard grades with the judge publication it is pinned to, never another: when that one is
+    missing it raises NotFoundError (field `pins.judge_version`) saying so, and the suite does not
+    run. Raises what `runs.plan_run` raises otherwise.
     """
+    pins = row.pins if row.guards else None
+    try:
+        return _plan_trigger(c, who, row, entry)
+    except NotFoundError as exc:
+        pinned = (pins or {}).get("judge_version")
+        if pinned is None or exc.field != f"{PINNED_JUDGE_FIELD}.version":
+            raise
+        judge_id = (pins or {}).get("judge_id")
+        named = f"{judge_id} version {pinned}" if judge_id else f"version {pinned}"
+        raise NotFoundError(
+            f"the judge it is pinned to, {named}, is "
+            "missing: a guard never grades with another publication of it; moving its pins "
+            "(needs promotions:override) grades with the latest",
+            field="pins.judge_version",
+        ) from None
+
+
+PINNED_JUDGE_FIELD = "scoring.settings.judge"
+"""The field `judges.resolve` names for the judge a run's scoring names."""
+
+
+def _plan_trigger(
+    c: Container, who: Identity, row: Suite, entry: dict[str, Any]
+) -> tuple[Plan, estimates.Price]:
+    """`plan_trigger` without its account of a missing pinned judge."""
     version = int(entry["version"])
     pins = row.pins if row.guards else None
     body: dict[str, Any] = {
@@ -134,8 +163,10 @@ def plan_trigger(
     if kind in (TriggerKind.PUBLISH, TriggerKind.PROMOTION, TriggerKind.GATE):
         paired_with = entry.get("baseline_version")
     else:
-        last_pass, last = _last_result(c, row, version)
-        invalid = last is not None and "comparison is invalid" in " ".join(last.reasons or [])
+        last_pass, newer = _last_good(c, row, version)
+        # A result since could not be compared with it - the grading changed - so this one runs
+        # the version before beside it, graded the way it is now, instead of comparing again.
+        invalid = grading_changed_since(newer)
         if invalid or last_pass is None:
             paired_with = version - 1 if invalid and version > 1 else None
         if last_pass is not None and not invalid:

@@ -11,6 +11,7 @@ from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
+from chalicelib.domain import judge_rules
 from chalicelib.domain.enums import (
     ArmRole,
     AttemptState,
@@ -21,6 +22,7 @@ from chalicelib.domain.enums import (
 )
 from chalicelib.domain.events import (
     GateDecided,
+    SuiteJudgeRepublished,
 )
 from chalicelib.domain.guard_rules import Measured, measured
 from chalicelib.domain.identity import Identity
@@ -30,6 +32,7 @@ from chalicelib.domain.spec import spec_hash
 from chalicelib.domain.suite_rules import (
     RunFacts,
     SuiteDecision,
+    tells_owner,
 )
 from chalicelib.errors import (
     ConflictError,
@@ -92,6 +95,11 @@ def facts_of(c: Container, run: Run, attempts: list[Attempt] | None = None) -> R
     measured = kept.noise if kept is not None else None
     if comparison is not None and not any(counts.get(k) for k in compared):
         comparison = None  # no case in common with the baseline: nothing was compared
+    republished = None
+    if comparison is not None and comparison.invalid_reason is not None and base is not None:
+        republished = judge_rules.republished(
+            _publications(attempts, cand), _publications(attempts, base)
+        )
     return RunFacts(
         status=run.status,
         total=summary.cases,
@@ -123,7 +131,17 @@ def facts_of(c: Container, run: Run, attempts: list[Attempt] | None = None) -> R
         or None,
         reason=run.reason,
         note=(run.settings or {}).get("suite_note"),
+        republished=republished,
     )
+
+
+def _publications(attempts: list[Attempt], arm_id: str) -> set[tuple[str, int]]:
+    """The judge publications `(judge_id, version)` that graded an arm's answers."""
+    return {
+        found
+        for r in attempts
+        if r.arm_id == arm_id and (found := judge_rules.score_publication(r.scores or []))
+    }
 
 
 def with_last_result(
@@ -193,6 +211,7 @@ def record(
         started_at=started,
         completed_at=iso(c.clock.now()),
         measured=dict(measured_on(row, entry, run)) if run is not None else None,
+        grading_changed=True if decision.grading_changed else None,
     )
     if not c.suites.add_result(result):
         return
@@ -212,8 +231,22 @@ def record(
             "suite %s kept changing: its last result and notices were not updated", row.suite_id
         )
         told = c.suites.get(row.org_id, row.agent_id, row.suite_id) or row
-    if bad and not (told.notified or {}).get(str(version)):
-        notifications.suite_result(c, told, result)
+    if tells_owner(decision, bool((told.notified or {}).get(str(version)))):
+        if decision.republished is not None:
+            messagebus.publish(
+                c,
+                SuiteJudgeRepublished(
+                    row.org_id,
+                    row.agent_id,
+                    row.suite_id,
+                    result.result_id,  # a result of a run is kept under its run's id
+                    decision.republished.judge_id,
+                    decision.republished.before,
+                    decision.republished.after,
+                ),
+            )
+        else:
+            notifications.suite_result(c, told, result)
     if entry.get("kind") == TriggerKind.GATE and entry.get("promotion_id"):
         messagebus.publish(
             c,

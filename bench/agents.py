@@ -149,6 +149,15 @@ def first(key: str) -> float | None:
         return _first.get(key)
 
 
+def wait_calls(key: str, n: int, timeout_s: float) -> bool:
+    """Block until `n` calls under `key` were made and none is in flight (True), or `timeout_s`
+    passed (False): a benchmark waits for its run's asking to end without polling the API."""
+    with _changed:
+        return _changed.wait_for(
+            lambda: _calls[key] >= n and _in_flight[key] == 0, timeout=timeout_s
+        )
+
+
 def peak(key: str) -> int:
     """Most calls seen in flight at once under `key`."""
     with _lock:

@@ -20,6 +20,7 @@ import pytest
 
 from assay_local import demo, demo_text
 from tests.e2e.test_gsm8k_comparison import DATA, final_number
+from tests.localstack.check import demo_figures
 
 REPO = Path(__file__).resolve().parents[2]
 LIMIT = 40
@@ -151,10 +152,11 @@ def test_the_demo_names_the_embedded_moto_server_it_starts(output):
     )
 
 
-def test_the_demo_on_another_endpoint_names_it_and_counts_the_same(tmp_path):
+def test_the_demo_on_another_endpoint_names_it_and_counts_the_same(output):
     """`AWS_ENDPOINT_URL` (LocalStack, a moto server of one's own): the demo's first line names
     that endpoint, never the embedded moto server, and its figures are the recorded models'
-    exact pass counts, as on the embedded stack."""
+    exact pass counts, and every figure the same as on the embedded stack (what
+    `make test-localstack` compares on LocalStack)."""
     import boto3
 
     from assay_local.motoserver import start_moto_process
@@ -179,6 +181,10 @@ def test_the_demo_on_another_endpoint_names_it_and_counts_the_same(tmp_path):
         rows = table_rows(done.stdout, limit)
         passes = expected_passes(limit)
         assert {model: row[1] for model, row in rows.items()} == passes, done.stdout
+        figures = demo_figures(done.stdout)
+        assert len(figures["versions"]) == 4 and len(figures["guard"]) == 2, figures
+        assert len(figures["comparisons"]) == 2 and len(figures["summaries"]) == 4, figures
+        assert figures == demo_figures(output)
         # What the demo made is at that endpoint.
         dynamodb = boto3.client(
             "dynamodb",

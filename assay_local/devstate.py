@@ -34,6 +34,9 @@ DEFAULT_DATA_DIR = Path(".assay") / "dev"
 """The data folder of `assay dev`, under the current directory (`--data` chooses another)."""
 LOCALSTACK_ENDPOINT = "http://127.0.0.1:4566"
 """LocalStack's edge port as `localstack-compose.yml` publishes it."""
+DEV_POLL_WAIT_SECONDS = 5
+"""The long-poll wait of `assay dev`'s receives, in seconds: the longest its stop waits for the
+receives in flight once the running cases are done (`EmbeddedStack.stop`)."""
 STATE_FILE = "moto-state"
 SECRET_FILE = "signing-secret"
 LOCK_FILE = "lock"
@@ -351,11 +354,13 @@ def _start(
         overrides[SECRET_ENV] = folder.signing_secret()
     if external is not None:
         overrides["AWS_ENDPOINT_URL"] = external
-    # Long polls: an idle stack asks the queues a few times a minute, not a few times a second.
+    # Long polls: an idle stack asks each queue a few times a minute, not a few times a second;
+    # and short enough that a stop, which waits for the receives in flight (its queues outlive
+    # it: `EmbeddedStack.stop`), takes seconds.
     stack = EmbeddedStack(
         env=overrides,
         workers=workers,
-        poll_wait_seconds=10,
+        poll_wait_seconds=DEV_POLL_WAIT_SECONDS,
         api_port=port,
         moto_port=moto_port,
         moto_state=folder.state_file if external is None else None,

@@ -143,8 +143,8 @@ class EmbeddedStack:
         workers: threads polling the case-task queue: as many cases as may be in flight at once
             (`EVAL_ORG_CONCURRENCY`) is enough; each more is one more idle long poll.
         side_workers: threads for each other queue (dead case tasks, agent events).
-        poll_wait_seconds: long-poll wait of each receive (`pause_pollers` takes about this long;
-            `stop` does not wait for receives).
+        poll_wait_seconds: long-poll wait of each receive (`pause_pollers` takes about this long,
+            and `stop` when the queues outlive the stack: `queues_outlive_it`).
         tick_seconds: if set, every schedule fires this often instead of on its expression.
         scheduler: start the scheduler's background thread (`self.scheduler` exists either way,
             so `fire_all()` works).
@@ -522,16 +522,41 @@ class EmbeddedStack:
         self._http_thread.start()
         self._http = http  # only now: shutdown() of a server that never served blocks forever
 
+    @property
+    def queues_outlive_it(self) -> bool:
+        """True when the queues outlive this stack: an external endpoint (LocalStack, a moto
+        server of one's own) or a moto whose state is saved (`moto_state`, `assay dev`). `stop`
+        then waits for its pollers' receives to return (see there)."""
+        return bool(self.endpoint_url) and (self.moto is None or self._moto_state is not None)
+
+    @property
+    def poll_wait_seconds(self) -> int:
+        """The long-poll wait of each receive, in seconds: the longest `stop` waits for the
+        receives in flight when `queues_outlive_it`."""
+        return self._poll_wait_seconds
+
     def stop(self, *, grace_s: float | None = None) -> None:
         """Stop everything that was started, restore the environment; idempotent.
 
         Running handlers are left `grace_s` seconds to finish (default: the poll wait + 10 s),
         with no time to carry on with more (`SqsPoller.signal_stop`); the rest stops after.
+
+        When the queues outlive the stack (`queues_outlive_it`), the stop also waits for every
+        receive in flight to return (at most `poll_wait_seconds` after the handlers end): a long
+        poll the server still holds when this process is gone takes the next message sent to its
+        queue to a dead request, and that message stays hidden until its visibility timeout
+        lapses (the case bound + 120 s), stalling the run it belongs to. A receive that returns
+        after the stop hands its message back at once (`SqsPoller.stop`). A moto that stops with
+        the stack and keeps nothing has no next message to lose, so that stop does not wait (the
+        tests stop stacks many times).
         """
         if self.scheduler is not None:
             self.scheduler.stop()
         if self.pollers is not None:
-            self.pollers.stop(grace_s, wait_for_receives=False)
+            wait = self.queues_outlive_it
+            if wait and grace_s is not None:
+                grace_s = max(grace_s, self._poll_wait_seconds + 10.0)
+            self.pollers.stop(grace_s, wait_for_receives=wait)
             self.pollers = None
         if self._http is not None:
             self._http.shutdown()

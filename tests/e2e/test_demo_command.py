@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 
 from assay_local import demo, demo_text
 from tests.e2e.test_gsm8k_comparison import DATA, final_number
+from tests.localstack.check import demo_figures
 
 REPO = Path(__file__).resolve().parents[2]
 LIMIT = 40
@@ -68,14 +70,19 @@ def flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def test_the_demo_prints_each_recorded_model_s_exact_pass_count(output):
-    passes = expected_passes(LIMIT)
-    rows = {
+def table_rows(output: str, limit: int) -> dict[str, tuple[int, int, str]]:
+    """The demo's table of versions: model -> (version, passed, verdict)."""
+    return {
         m.group(2): (int(m.group(1)), int(m.group(3)), m.group(4))
         for m in re.finditer(
-            r"│ v(\d) +│ (\w+) +│ [\d.]+% +│ (\d+)/40 +│ (\w+) +│", output, re.MULTILINE
+            rf"│ v(\d) +│ (\w+) +│ [\d.]+% +│ (\d+)/{limit} +│ (\w+) +│", output, re.MULTILINE
         )
     }
+
+
+def test_the_demo_prints_each_recorded_model_s_exact_pass_count(output):
+    passes = expected_passes(LIMIT)
+    rows = table_rows(output, LIMIT)
     assert set(rows) == set(demo.MODELS), output
     for version, model in enumerate(demo.MODELS, start=1):
         assert rows[model][:2] == (version, passes[model]), model
@@ -137,3 +144,75 @@ def test_the_progress_counts_attempts_and_says_each_state_once(output):
     assert "completed done" not in said
     assert re.search(r"guard: v3 beside v2 \(40 cases\), attempts .*\d+/\d+", said), said
     assert "(reruns of flips included) completed" in said
+
+
+def test_the_demo_names_the_embedded_moto_server_it_starts(output):
+    assert output.splitlines()[0].startswith(
+        "assay demo: starting the embedded stack (moto server on 127.0.0.1)"
+    )
+
+
+def test_the_demo_on_another_endpoint_names_it_and_counts_the_same(output):
+    """`AWS_ENDPOINT_URL` (LocalStack, a moto server of one's own): the demo's first line names
+    that endpoint, never the embedded moto server, and its figures are the recorded models'
+    exact pass counts, and every figure the same as on the embedded stack (what
+    `make test-localstack` compares on LocalStack)."""
+    import boto3
+
+    from assay_local.motoserver import start_moto_process
+
+    limit = LIMIT  # at 40 cases the guard holds v3 back and promotes v4: the demo exits 0
+    external = start_moto_process()  # stands in for LocalStack: any AWS endpoint
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "assay_local.cli", "demo", "--limit", str(limit)],
+            cwd=REPO,
+            env=clean_env() | {"AWS_ENDPOINT_URL": external.url},
+            capture_output=True,
+            text=True,
+            timeout=600,  # a hang guard only
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        first = done.stdout.splitlines()[0]
+        assert first == (
+            f"assay demo: starting the embedded stack (AWS at {external.url}, AWS_ENDPOINT_URL)…"
+        )
+        assert "moto server" not in done.stdout
+        rows = table_rows(done.stdout, limit)
+        passes = expected_passes(limit)
+        assert {model: row[1] for model, row in rows.items()} == passes, done.stdout
+        figures = demo_figures(done.stdout)
+        assert len(figures["versions"]) == 4 and len(figures["guard"]) == 2, figures
+        assert len(figures["comparisons"]) == 2 and len(figures["summaries"]) == 4, figures
+        assert figures == demo_figures(output)
+        # What the demo made is at that endpoint.
+        dynamodb = boto3.client(
+            "dynamodb",
+            endpoint_url=external.url,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        assert any(name.endswith("datasets") for name in dynamodb.list_tables()["TableNames"])
+    finally:
+        external.stop()
+
+
+def test_the_demo_on_an_endpoint_that_does_not_answer_is_one_line():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    done = subprocess.run(
+        [sys.executable, "-m", "assay_local.cli", "demo", "--limit", "5"],
+        cwd=REPO,
+        env=clean_env() | {"AWS_ENDPOINT_URL": closed},
+        capture_output=True,
+        text=True,
+        timeout=600,  # a hang guard only
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"assay demo: AWS_ENDPOINT_URL={closed} does not answer")
+    assert "unset AWS_ENDPOINT_URL" in lines[0]
+    assert f"AWS at {closed}" in done.stdout

@@ -11,6 +11,7 @@ the API answering, a run's progress), with a hang guard only.
 
 from __future__ import annotations
 
+import inspect
 import os
 import signal
 import socket
@@ -23,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from assay_local.stack import EmbeddedStack
 from tests.support.agents import TEST_GUARD_S
 from tests.support.e2e import Api, cases, sleepy_spec, wait_for
 
@@ -376,5 +378,70 @@ def test_localstack_mode_uses_the_endpoint_given_instead_of_moto(
             tmp_path / "dev", "--localstack", "--endpoint", external.url, "--fresh"
         )
         assert "--fresh" in line and "LocalStack keeps its own" in line
+    finally:
+        external.stop()
+
+
+def receives_waiting(moto: Any) -> int:
+    """ReceiveMessage requests a moto server of ours holds now, while no queue has held a message:
+    every receive is counted as it arrives, and again (`EMPTY_RECEIVE_KEY`) as it answers empty."""
+    from assay_local.moto_http import EMPTY_RECEIVE_KEY
+
+    counts = moto.requests()
+    return counts.get("sqs.ReceiveMessage", 0) - counts.get(EMPTY_RECEIVE_KEY, 0)
+
+
+def poller_threads(case_workers: int) -> int:
+    """How many receives `assay dev --workers case_workers` keeps in flight: one per poller
+    thread, `case_workers` on the case-task queue and the stack's side workers on each other."""
+    import app
+    from assay_local.poller import sqs_event_sources
+    from chalicelib import names
+
+    side = inspect.signature(EmbeddedStack).parameters["side_workers"].default
+    queues = [source.queue for source in sqs_event_sources(app.app)]
+    return sum(case_workers if q == names.CASE_TASKS_QUEUE else side for q in queues)
+
+
+def test_a_stop_leaves_no_receive_behind_on_an_external_endpoint(
+    tmp_path: Path, running: list[Dev]
+) -> None:
+    """A long poll the endpoint still held after `assay dev` exited took the next message sent
+    to its queue to a dead request, hidden until its visibility lapsed (a run started after a
+    restart stalled ~2 minutes): the stop waits for its receives to return."""
+    import boto3
+
+    from assay_local.motoserver import start_moto_process
+    from chalicelib import names
+
+    external = start_moto_process()  # an endpoint that outlives the stack, as LocalStack does
+    try:
+        dev = Dev(tmp_path / "dev", "--port", free_port(), "--endpoint", external.url)
+        running.append(dev.ready())
+        threads = poller_threads(case_workers=8)
+        wait_for(
+            lambda: receives_waiting(external) == threads,
+            what=f"the {threads} pollers' long polls to reach the endpoint",
+        )
+        assert dev.stop() == 0
+        assert any("waiting up to 5 s for the queue receives" in line for line in dev.lines)
+        assert receives_waiting(external) == 0  # none is left behind at the endpoint
+
+        sqs = boto3.client(
+            "sqs",
+            endpoint_url=external.url,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        url = sqs.get_queue_url(QueueName=names.CASE_TASKS_QUEUE)["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody="sent after the stop")
+        hidden = sqs.get_queue_attributes(
+            QueueUrl=url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
+        )["Attributes"]["ApproximateNumberOfMessagesNotVisible"]
+        assert hidden == "0"
+        # The next consumer (the next start's poller) gets it at once, not after its visibility.
+        got = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0, MaxNumberOfMessages=1)
+        assert [m["Body"] for m in got.get("Messages", [])] == ["sent after the stop"]
     finally:
         external.stop()

@@ -328,7 +328,11 @@ def _regex_verdict(pattern: str, flags: re.RegexFlag, answer: str) -> tuple[bool
     A pattern holding a placeholder, escaped or not, is searched for in the answer redacted, each
     placeholder matching itself; its failure's reason does not quote the answer. Any other pattern
     is searched for in the answer as given; its failure's reason quotes the answer unless the
+    pattern's literal text holds a secret (a pattern kept before patterns were redacted), or the
     answer holds a secret and, redacted (as the reason is kept), would match the pattern.
+
+    Raises:
+        ValueError: a search ran past `REGEX_SECONDS`.
     """
     if pattern_holds_placeholder(pattern):
         found = _search(pattern, pattern_placeholders_literal(pattern), flags, redact(answer))

@@ -213,8 +213,8 @@ class JsonSchemaScorer(Scorer):
 
 _BY_KIND = " (secrets compared by their kind, with the answer's secrets redacted)"
 _NOT_QUOTED = (
-    " (the answer's values are not quoted: it holds a secret, and redacted as every reason is "
-    "kept it would seem to match)"
+    " (the answer's values are not quoted: they hold a secret, and redacted as every reason is "
+    "kept they could seem to match)"
 )
 
 
@@ -257,14 +257,15 @@ def _whole_matches(schema: Any, document: Any) -> tuple[bool, str]:
     so a value holding a secret of the placeholder's kind stands where the placeholder does; its
     reason then speaks of the redacted document, as kept. Otherwise the document is checked as
     given, and a failure's reason names where it fails without quoting it when the document
-    redacted would match (as kept, the reason would read as a pass).
+    redacted would match, or when the value that fails holds a secret (as kept, the reason could
+    read as a pass).
     """
     if schema_holds_placeholder(schema):
         found = _schema_error(schema_in_redacted_space(schema), redact_value(document))
         if found is None:
             return True, "answer matches the schema" + _BY_KIND
         return False, found[1] + _BY_KIND
-    found = _schema_error(schema, document)
+    found = _schema_error(schema, document, quoting_secrets=False)
     if found is None:
         return True, "answer matches the schema"
     redacted = redact_value(document)
@@ -288,8 +289,14 @@ def _any_matches(schema: Any, values: list[Any]) -> tuple[bool, str]:
     return False, f"{problems[0]}{many}"
 
 
-def _schema_error(schema: Any, document: Any) -> tuple[bool, str] | None:
+def _schema_error(
+    schema: Any, document: Any, *, quoting_secrets: bool = True
+) -> tuple[bool, str] | None:
     """None when `document` is valid against `schema`, else (False, where and why not).
+
+    With `quoting_secrets` False, a failure whose value holds a secret is named by where it is and
+    the keyword it fails (`at $.key (pattern)`), not by jsonschema's message, which quotes the
+    value: redacted as every reason is kept, it could read as a match.
 
     Raises:
         jsonschema.exceptions.SchemaError: a broken schema (the attempt is then `incomplete`).
@@ -303,4 +310,9 @@ def _schema_error(schema: Any, document: Any) -> tuple[bool, str] | None:
     if worst is None:
         return None
     where = _json_path(worst.absolute_path)
+    if not quoting_secrets and redact_value(worst.instance) != worst.instance:
+        return (
+            False,
+            f"answer does not match the schema at {where} ({worst.validator}){_NOT_QUOTED}",
+        )
     return False, f"answer does not match the schema at {where}: {worst.message}"

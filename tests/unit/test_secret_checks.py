@@ -130,6 +130,10 @@ def schema_check(answer: str, schema: dict[str, Any], *, embedded: bool = False)
     return _grade(case, AgentAnswer(answer=answer), "json_schema")
 
 
+SCHEMA_NOT_QUOTED = (
+    " (the answer's values are not quoted: they hold a secret, and redacted as every reason is "
+    "kept they could seem to match)"
+)
 KEPT_SCHEMA = {"type": "object", "properties": {"key": {"const": PLACED}}, "required": ["key"]}
 
 
@@ -174,13 +178,25 @@ def test_a_schema_failure_never_quotes_an_answer_that_redacted_would_match() -> 
     schema = {"properties": {"key": {"type": "string", "pattern": "REDACTED"}}}
     result = schema_check(f'{{"key": "{KEY}"}}', schema)
     assert result.passed is False
-    assert result.reason == (
-        "answer does not match the schema (the answer's values are not quoted: it holds a "
-        "secret, and redacted as every reason is kept it would seem to match)"
-    )
+    assert result.reason == f"answer does not match the schema{SCHEMA_NOT_QUOTED}"
     plain = schema_check('{"key": "abc"}', schema)
     assert (
         plain.reason == "answer does not match the schema at $.key: 'abc' does not match 'REDACTED'"
+    )
+
+
+def test_a_schema_failure_on_a_value_holding_a_secret_names_only_where_and_the_keyword() -> None:
+    schema = {"properties": {"key": {"maxLength": 5}, "n": {"type": "integer"}}}
+    result = schema_check(f'{{"key": "{KEY}", "n": 1}}', schema)
+    assert result.reason == (
+        f"answer does not match the schema at $.key (maxLength){SCHEMA_NOT_QUOTED}"
+    )
+    # a failing value without a secret is quoted as always, beside a value holding one
+    other = schema_check(
+        f'{{"key": "abc", "n": "{KEY}"}}', {"properties": {"key": {"type": "integer"}}}
+    )
+    assert other.reason == (
+        "answer does not match the schema at $.key: 'abc' is not of type 'integer'"
     )
 
 

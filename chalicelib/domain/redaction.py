@@ -466,11 +466,18 @@ def holds_placeholder(text: str) -> bool:
     return _PLACED.search(text) is not None
 
 
-def placeholders_literal(pattern: str) -> str:
-    """A regex `pattern` kept redacted with each placeholder escaped, so that it matches that
-    placeholder as written (`[REDACTED:jwt]` is otherwise a character class): the secret it
-    replaced was the pattern's literal text."""
-    return _PLACED.sub(lambda m: re.escape(m.group(0)), pattern)
+def value_holds_placeholder(value: Any) -> bool:
+    """Whether any string inside a JSON-like value (dict keys and values, lists) holds a
+    placeholder: e.g. an expected tool call or a JSON Schema kept redacted."""
+    if isinstance(value, str):
+        return holds_placeholder(value)
+    if isinstance(value, list | tuple):
+        return any(value_holds_placeholder(v) for v in value)
+    if isinstance(value, dict):
+        return any(
+            value_holds_placeholder(k) or value_holds_placeholder(v) for k, v in value.items()
+        )
+    return False
 
 
 def first_secret(value: Any, known: Iterable[Known] = ()) -> tuple[str, str] | None:

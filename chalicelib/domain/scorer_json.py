@@ -14,6 +14,11 @@ from functools import cache
 from typing import Any
 
 from chalicelib.domain.models import AgentAnswer, Case, ScoreResult
+from chalicelib.domain.redaction import redact_value, value_holds_placeholder
+from chalicelib.domain.redaction_patterns import (
+    pattern_holds_placeholder,
+    pattern_placeholders_literal,
+)
 from chalicelib.domain.scorer_base import Scorer, ScorerName, Settings, _combine, check_params
 from chalicelib.errors import InvalidInputError
 
@@ -145,6 +150,11 @@ class JsonSchemaScorer(Scorer):
     never elsewhere - jsonschema's default would fetch any URL (or `file:` path) the schema names,
     past every egress check (issue 9). Saving refuses other references; validating uses a registry
     that retrieves nothing, so one that slipped through is unresolvable (the attempt incomplete).
+
+    A schema kept redacted (a `const`, an `enum` or a `pattern` named a secret, saved as
+    `[REDACTED:aws_access_key]`) is checked in the redacted space, as a text check is: the answer's
+    JSON is redacted by the same rules first (`_whole_matches`). A failure's reason never reads as
+    a pass.
     """
 
     name = ScorerName.JSON_SCHEMA
@@ -193,31 +203,100 @@ class JsonSchemaScorer(Scorer):
             if params.get("embedded") is True:
                 if embedded is None:
                     embedded = _embedded_json(answer.answer)
-                verdicts.append(self._any_matches(schema, embedded))
+                verdicts.append(_any_matches(schema, embedded))
             elif error:
                 verdicts.append((False, error))
             else:
-                found = _schema_error(schema, whole)
-                verdicts.append((True, "answer matches the schema") if found is None else found)
+                verdicts.append(_whole_matches(schema, whole))
         return _combine(self.name, verdicts)
 
-    @staticmethod
-    def _any_matches(schema: Any, values: list[Any]) -> tuple[bool, str]:
-        """(passed, reason): whether any of the JSON values found in an answer matches."""
-        if not values:
-            return False, "the answer holds no JSON object or array"
-        problems = []
-        for value in values:
-            found = _schema_error(schema, value)
-            if found is None:
-                return True, "the answer holds JSON that matches the schema"
-            problems.append(found[1])
-        many = f" (the first of {len(values)} JSON values in it)" if len(values) > 1 else ""
-        return False, f"{problems[0]}{many}"
+
+_BY_KIND = " (secrets compared by their kind, with the answer's secrets redacted)"
+_NOT_QUOTED = (
+    " (the answer's values are not quoted: they hold a secret, and redacted as every reason is "
+    "kept they could seem to match)"
+)
 
 
-def _schema_error(schema: Any, document: Any) -> tuple[bool, str] | None:
+def schema_holds_placeholder(schema: Any) -> bool:
+    """Whether a JSON Schema was kept redacted: a string in it holds a placeholder, or a `pattern`
+    keyword holds one escaped (`\\[REDACTED:jwt\\]`)."""
+    if value_holds_placeholder(schema):
+        return True
+    if isinstance(schema, dict):
+        return any(
+            (key == "pattern" and isinstance(value, str) and pattern_holds_placeholder(value))
+            or schema_holds_placeholder(value)
+            for key, value in schema.items()
+        )
+    if isinstance(schema, list):
+        return any(schema_holds_placeholder(item) for item in schema)
+    return False
+
+
+def schema_in_redacted_space(schema: Any) -> Any:
+    """`schema` as it is checked against an answer redacted: each `pattern` keyword's placeholders
+    match themselves as written (`redaction_patterns.pattern_placeholders_literal`); `const`,
+    `enum` and the rest compare the placeholder's text as it is."""
+    if isinstance(schema, dict):
+        return {
+            key: pattern_placeholders_literal(value)
+            if key == "pattern" and isinstance(value, str)
+            else schema_in_redacted_space(value)
+            for key, value in schema.items()
+        }
+    if isinstance(schema, list):
+        return [schema_in_redacted_space(item) for item in schema]
+    return schema
+
+
+def _whole_matches(schema: Any, document: Any) -> tuple[bool, str]:
+    """(passed, reason) of the whole answer, read as JSON `document`, against `schema`.
+
+    A schema kept redacted (`schema_holds_placeholder`) is checked against the document redacted,
+    so a value holding a secret of the placeholder's kind stands where the placeholder does; its
+    reason then speaks of the redacted document, as kept. Otherwise the document is checked as
+    given, and a failure's reason names where it fails without quoting it when the document
+    redacted would match, or when the value that fails holds a secret (as kept, the reason could
+    read as a pass).
+    """
+    if schema_holds_placeholder(schema):
+        found = _schema_error(schema_in_redacted_space(schema), redact_value(document))
+        if found is None:
+            return True, "answer matches the schema" + _BY_KIND
+        return False, found[1] + _BY_KIND
+    found = _schema_error(schema, document, quoting_secrets=False)
+    if found is None:
+        return True, "answer matches the schema"
+    redacted = redact_value(document)
+    if redacted != document and _schema_error(schema, redacted) is None:
+        return False, f"answer does not match the schema{_NOT_QUOTED}"
+    return found
+
+
+def _any_matches(schema: Any, values: list[Any]) -> tuple[bool, str]:
+    """(passed, reason): whether any of the JSON values found in an answer matches `schema`, each
+    compared as `_whole_matches` compares a whole answer."""
+    if not values:
+        return False, "the answer holds no JSON object or array"
+    problems = []
+    for value in values:
+        ok, reason = _whole_matches(schema, value)
+        if ok:
+            return True, reason.replace("answer matches", "the answer holds JSON that matches", 1)
+        problems.append(reason)
+    many = f" (the first of {len(values)} JSON values in it)" if len(values) > 1 else ""
+    return False, f"{problems[0]}{many}"
+
+
+def _schema_error(
+    schema: Any, document: Any, *, quoting_secrets: bool = True
+) -> tuple[bool, str] | None:
     """None when `document` is valid against `schema`, else (False, where and why not).
+
+    With `quoting_secrets` False, a failure whose value holds a secret is named by where it is and
+    the keyword it fails (`at $.key (pattern)`), not by jsonschema's message, which quotes the
+    value: redacted as every reason is kept, it could read as a match.
 
     Raises:
         jsonschema.exceptions.SchemaError: a broken schema (the attempt is then `incomplete`).
@@ -231,4 +310,9 @@ def _schema_error(schema: Any, document: Any) -> tuple[bool, str] | None:
     if worst is None:
         return None
     where = _json_path(worst.absolute_path)
+    if not quoting_secrets and redact_value(worst.instance) != worst.instance:
+        return (
+            False,
+            f"answer does not match the schema at {where} ({worst.validator}){_NOT_QUOTED}",
+        )
     return False, f"answer does not match the schema at {where}: {worst.message}"

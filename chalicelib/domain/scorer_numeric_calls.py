@@ -11,6 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 from chalicelib.domain.models import AgentAnswer, Case, ExpectedCall, ScoreResult, ToolCall
+from chalicelib.domain.redaction import redact, redact_value, value_holds_placeholder
 from chalicelib.domain.scorer_base import (
     DEFAULT_TOLERANCE,
     Scorer,
@@ -146,14 +147,43 @@ def _show_call(call: ExpectedCall) -> str:
     return f"{call.name}({args})"
 
 
+def holds_secret(call: ExpectedCall) -> bool:
+    """Whether an expected call was kept redacted: its name or an argument (key or value, at any
+    depth) holds a placeholder (`{"key": "[REDACTED:aws_access_key]"}`)."""
+    return value_holds_placeholder(call.name) or value_holds_placeholder(call.arguments)
+
+
+def redacted_call(call: ToolCall) -> ToolCall:
+    """`call` as it is kept: its name and arguments redacted by the same rules as a case (an
+    argument's value read after its key, `redaction.redact_value`)."""
+    return call.model_copy(
+        update={"name": redact(call.name), "arguments": redact_value(call.arguments)}
+    )
+
+
+def compared_calls(
+    expected: Sequence[ExpectedCall], calls: Sequence[ToolCall]
+) -> list[Sequence[ToolCall]]:
+    """For each expected call, the calls it is compared with: in the redacted space
+    (`redacted_call`) when it holds a placeholder, so that a call with a secret of that kind
+    stands where the placeholder does; else the calls as made."""
+    if not any(holds_secret(e) for e in expected):
+        return [calls] * len(expected)
+    redacted = [redacted_call(c) for c in calls]
+    return [redacted if holds_secret(e) else calls for e in expected]
+
+
 def _match_unordered(expected: Sequence[ExpectedCall], calls: Sequence[ToolCall]) -> list[bool]:
     """Which expected calls can each be given a DIFFERENT actual call (maximum bipartite matching).
 
     A greedy pass is wrong here: a name-only expectation could take the one call a stricter
     expectation needed. Sizes are tens at most, so the simple augmenting-path search is fine.
+    An expected call holding a placeholder is compared in the redacted space (`compared_calls`).
     """
+    views = compared_calls(expected, calls)
     candidates = [
-        [j for j, call in enumerate(calls) if _call_matches(exp, call)] for exp in expected
+        [j for j, call in enumerate(views[i]) if _call_matches(exp, call)]
+        for i, exp in enumerate(expected)
     ]
     owner: dict[int, int] = {}  # actual call index -> expected index holding it
 
@@ -174,10 +204,12 @@ def _match_unordered(expected: Sequence[ExpectedCall], calls: Sequence[ToolCall]
 
 
 def _match_ordered(expected: Sequence[ExpectedCall], calls: Sequence[ToolCall]) -> list[bool]:
-    """Which expected calls appear, in order, as a subsequence of the calls (greedy is optimal)."""
+    """Which expected calls appear, in order, as a subsequence of the calls (greedy is optimal).
+    An expected call holding a placeholder is compared in the redacted space (`compared_calls`)."""
+    views = compared_calls(expected, calls)
     found = 0
-    for call in calls:
-        if found < len(expected) and _call_matches(expected[found], call):
+    for j in range(len(calls)):
+        if found < len(expected) and _call_matches(expected[found], views[found][j]):
             found += 1
     return [i < found for i in range(len(expected))]
 
@@ -189,6 +221,13 @@ class ToolCallsScorer(Scorer):
     call (two expected searches need two searches). Order is not required unless the setting
     `ordered` is true. Every call counts whatever its status (a blocked or intended call was
     still the agent's choice, which is what this judges).
+
+    An expected call kept redacted (its arguments named a secret, saved as
+    `[REDACTED:aws_access_key]`) is compared in the redacted space, as a text check is: each call's
+    name and arguments are redacted by the same rules first, so a call passing a key of that kind
+    matches (an organization's own stored values, kept as `[REDACTED:secret]`, are recognized by
+    shape only, so such an expectation cannot match). A failure's reason names the expected calls
+    as kept and the calls made by name only, never their arguments.
     """
 
     name = ScorerName.TOOL_CALLS
@@ -204,6 +243,7 @@ class ToolCallsScorer(Scorer):
         ordered = settings.get("ordered", False) is True
         match = _match_ordered if ordered else _match_unordered
         found = match(case.expected_calls, answer.calls)
+        secret = any(holds_secret(call) for call in case.expected_calls)
         missing = [
             _show_call(call) for call, ok in zip(case.expected_calls, found, strict=True) if not ok
         ]
@@ -214,9 +254,15 @@ class ToolCallsScorer(Scorer):
             made = ", ".join(call.name for call in answer.calls) or "none"
             reason = (
                 f"missing {how}{len(missing)} of {total} expected calls: {', '.join(missing)} "
-                f"(calls made: {made})"
+                f"(calls made: {made}{_BY_KIND if secret else ''})"
             )
             return ScoreResult(scorer=self.name, passed=False, score=score, reason=reason)
-        return ScoreResult(
-            scorer=self.name, passed=True, score=1.0, reason=f"all {total} expected calls made"
-        )
+        reason = f"all {total} expected calls made"
+        if secret:
+            reason += " (secrets compared by their kind)"
+        return ScoreResult(scorer=self.name, passed=True, score=1.0, reason=reason)
+
+
+_BY_KIND = (
+    "; arguments holding a secret are compared by their kind, with the calls' secrets redacted"
+)

@@ -14,7 +14,12 @@ from abc import abstractmethod
 from typing import Any
 
 from chalicelib.domain.models import AgentAnswer, Case, ScoreResult
-from chalicelib.domain.redaction import find, holds_placeholder, placeholders_literal, redact
+from chalicelib.domain.redaction import find, holds_placeholder, redact
+from chalicelib.domain.redaction_patterns import (
+    pattern_holds_placeholder,
+    pattern_placeholders_literal,
+    unescape_pattern,
+)
 from chalicelib.domain.scorer_base import (
     Scorer,
     ScorerName,
@@ -250,9 +255,12 @@ class RegexScorer(Scorer):
     the attempt is `incomplete` - the check's fault, not the agent's.
 
     A pattern kept redacted (it named a secret: `[REDACTED:aws_access_key]` stands where the key
-    was) is searched for in the redacted space, as a text target is: each placeholder matches
-    itself as written (`redaction.placeholders_literal`), in the answer redacted by the same
-    rules; its failure's reason does not quote the answer.
+    was) is searched for in the redacted space, as a text target is: each placeholder, written as
+    kept or escaped (`\\[REDACTED:aws_access_key\\]`), matches itself as written
+    (`redaction_patterns.pattern_placeholders_literal`), in the answer redacted by the same rules.
+    A failure's reason never reads as a pass: it does not quote the answer when the pattern holds a
+    placeholder or a secret, nor when the answer redacted (as every reason is kept) would match
+    the pattern (`REDACTED`, `^the key is .{25}$` against an answer holding a key).
     """
 
     name = ScorerName.REGEX
@@ -275,8 +283,6 @@ class RegexScorer(Scorer):
         self.check_settings(params, field)
 
     def score(self, case: Case, answer: AgentAnswer, settings: Settings) -> ScoreResult:
-        import regex
-
         sources = check_params(case, self.name) or [dict(settings)]
         verdicts = []
         for params in sources:
@@ -284,29 +290,63 @@ class RegexScorer(Scorer):
                 raise ValueError("a regex check has no pattern")
             # Flags not given on the check fall back to the settings' flags.
             flags = _regex_flags(params.get("flags", settings.get("flags")))
-            pattern = str(params["pattern"])
-            secret = holds_placeholder(pattern)
-            searched = placeholders_literal(pattern) if secret else pattern
-            subject = redact(answer.answer) if secret else answer.answer
-            try:
-                found = regex.search(searched, subject, int(flags), timeout=REGEX_SECONDS)
-            except TimeoutError as exc:
-                raise ValueError(
-                    f"the regex /{pattern}/ searched this answer for over {REGEX_SECONDS:g} s "
-                    "(a pattern that backtracks catastrophically?)"
-                ) from exc
-            if found:
-                verdicts.append((True, f"/{pattern}/ matched {_shown(found.group(0))}"))
-            elif secret:
-                verdicts.append(
-                    (
-                        False,
-                        f"no match for /{pattern}/ (the answer is not quoted: the pattern holds a "
-                        "secret, compared by its kind with the answer's secrets redacted)",
-                    )
-                )
-            else:
-                verdicts.append(
-                    (False, f"expected a match for /{pattern}/, got {_shown(answer.answer)}")
-                )
+            verdicts.append(_regex_verdict(str(params["pattern"]), flags, answer.answer))
         return _combine(self.name, verdicts)
+
+
+_NOT_QUOTED_PATTERN = (
+    " (the answer is not quoted: the pattern holds a secret, compared by its kind with the "
+    "answer's secrets redacted)"
+)
+_NOT_QUOTED_REDACTED = (
+    " (the answer is not quoted: it holds a secret, and redacted as every reason is kept it "
+    "would seem to match)"
+)
+
+
+def _search(pattern: str, searched: str, flags: re.RegexFlag, subject: str) -> Any:
+    """`regex.search` of `searched` (the pattern as run) in `subject`, stopped after
+    `REGEX_SECONDS`.
+
+    Raises:
+        ValueError: the search took longer (named by `pattern`, as the check gives it).
+    """
+    import regex
+
+    try:
+        return regex.search(searched, subject, int(flags), timeout=REGEX_SECONDS)
+    except TimeoutError as exc:
+        raise ValueError(
+            f"the regex /{pattern}/ searched this answer for over {REGEX_SECONDS:g} s "
+            "(a pattern that backtracks catastrophically?)"
+        ) from exc
+
+
+def _regex_verdict(pattern: str, flags: re.RegexFlag, answer: str) -> tuple[bool, str]:
+    """(passed, reason) of one regex check against `answer` (see `RegexScorer`).
+
+    A pattern holding a placeholder, escaped or not, is searched for in the answer redacted, each
+    placeholder matching itself; its failure's reason does not quote the answer. Any other pattern
+    is searched for in the answer as given; its failure's reason quotes the answer unless the
+    pattern's literal text holds a secret (a pattern kept before patterns were redacted), or the
+    answer holds a secret and, redacted (as the reason is kept), would match the pattern.
+
+    Raises:
+        ValueError: a search ran past `REGEX_SECONDS`.
+    """
+    if pattern_holds_placeholder(pattern):
+        found = _search(pattern, pattern_placeholders_literal(pattern), flags, redact(answer))
+        if found:
+            return True, f"/{pattern}/ matched {_shown(found.group(0))}"
+        return False, f"no match for /{pattern}/{_NOT_QUOTED_PATTERN}"
+    found = _search(pattern, pattern, flags, answer)
+    if found:
+        return True, f"/{pattern}/ matched {_shown(found.group(0))}"
+    if find(unescape_pattern(pattern)[0]):
+        # Kept redacted, the reason would show the pattern's secret as a placeholder beside the
+        # answer's.
+        return False, f"no match for /{pattern}/{_NOT_QUOTED_PATTERN}"
+    redacted = redact(answer)
+    if redacted != answer and _search(pattern, pattern, flags, redacted):
+        return False, f"no match for /{pattern}/{_NOT_QUOTED_REDACTED}"
+    return False, f"expected a match for /{pattern}/, got {_shown(answer)}"

@@ -86,13 +86,20 @@ _NOT_REDACTED = ("case_id", "split", "tags")
 def redact_cases(c: Container, org_id: str, cases: list[Case]) -> list[Case]:
     """The cases with every secret in what they say replaced (docs/reference/data-protection.md: the
     same placeholders as in results): input, history, reference, counter-example, checks, expected
-    calls, note and metadata. Scoring then reads the cases as kept."""
+    calls, note and metadata; a regex check's pattern also where it writes a secret with escapes.
+    Scoring then reads the cases as kept."""
     r = redacting.for_org(c, org_id)
     out: list[Case] = []
     for case in cases:
         raw = case.model_dump(mode="json")
         kept = {k: v for k, v in raw.items() if k in _NOT_REDACTED}
-        redacted = {**r.value({k: v for k, v in raw.items() if k not in _NOT_REDACTED}), **kept}
+        # A regex writes a secret with escapes (`re.escape(key)`): its patterns are read unescaped
+        # first, then everything as text.
+        patterns = r.patterns(raw)
+        redacted = {
+            **r.value({k: v for k, v in patterns.items() if k not in _NOT_REDACTED}),
+            **kept,
+        }
         out.append(case if redacted == raw else Case.model_validate(redacted))
     return out
 

@@ -20,6 +20,7 @@ from chalicelib.domain.redaction import (
     redact_value,
     secrets_in,
 )
+from chalicelib.domain.redaction_patterns import redact_case_patterns
 from chalicelib.errors import InvalidInputError
 
 T = TypeVar("T")
@@ -38,6 +39,11 @@ class Redactor:
     def value(self, value: Any) -> Any:
         """Every string inside a JSON-like value redacted (dict keys included)."""
         return redact_value(value, self.known)
+
+    def patterns(self, case: dict[str, Any]) -> dict[str, Any]:
+        """A case (as JSON) with the regex patterns of its checks redacted, secrets written with
+        escapes included (`redaction_patterns.redact_case_patterns`); the rest unchanged."""
+        return redact_case_patterns(case, self.known)
 
     def knowing(self, *known: Known) -> Redactor:
         """This redactor, knowing `known` values too (`(value, kind)`: e.g. an attempt's tool

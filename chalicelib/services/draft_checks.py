@@ -8,6 +8,13 @@ connections, recordings, a model profile - are checked again, as that person, be
 planned or published. Both use the one rule of `problems` and the one refusal of `check`, so what
 a start refuses a publish refuses too. A published version is not checked again when it runs: its
 publish checked it.
+
+A model profile laid over a run replaces the spec's keys, its URL and headers among them, so it is
+held to the same rule of a secret (docs/guides/agents.md, "Model profiles and secrets"): saving
+one that names a secret (`check_profile_settings`), laying profiles over a start's arms
+(`check_profiles`, as the starter, for every secret they send elsewhere than the spec does) and
+asking a judge on one. A secret is vetted - checked before, so needing no permission again - only
+where it was sent: the same key or header to the same URL (`SecretRef.aim`).
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ PROFILES_REFUSAL = "the model profiles cannot be laid over this run"
 SAVE_PROFILE_REFUSAL = "the model profile cannot be saved"
 """The first words of a refusal of a model profile's settings when it is created."""
 
-Vetted = frozenset[tuple[str, ...] | tuple[str, str, str, str | None]]
+Vetted = frozenset[tuple[Any, ...]]
 """References checked before, so needing no permission again: `("connection", id)` and
 `SecretRef.aim` (`("secret", name, sent_as, url)`)."""
 

@@ -129,6 +129,7 @@ class ModelProfileRow(_Base):
     price = JSONAttribute(null=True)
     created_at = UnicodeAttribute()
     created_by = UnicodeAttribute(default="")
+    secrets_vetted = BooleanAttribute(default=False)
 
 
 class SpendMonthIndex(GlobalSecondaryIndex):

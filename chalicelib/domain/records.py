@@ -121,6 +121,11 @@ class ModelProfile:
     price: Any = None
     created_at: str
     created_by: str = ""
+    secrets_vetted: bool = False
+    """Whether whoever saved it held `secrets:manage` (the service acting for a pipeline
+    counts): then where its settings send the secrets they name is that person's choice, and a
+    starter without the permission may still run on it. False for a profile saved before that was
+    checked (docs/guides/agents.md, "Running the draft")."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,35 +8,101 @@ connections, recordings, a model profile - are checked again, as that person, be
 planned or published. Both use the one rule of `problems` and the one refusal of `check`, so what
 a start refuses a publish refuses too. A published version is not checked again when it runs: its
 publish checked it.
+
+A model profile laid over a run replaces the spec's keys, its URL and headers among them, so it is
+held to the same rule of a secret (docs/guides/agents.md, "Model profiles and secrets"): saving
+one that names a secret (`check_profile_settings`), laying profiles over a start's arms
+(`check_profiles`, as the starter, for every secret they send elsewhere than the spec does) and
+asking a judge on one. A secret is vetted - checked before, so needing no permission again - only
+where it was sent: the same key or header to the same URL (`SecretRef.aim`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.domain import access, tools
 from chalicelib.domain.identity import Identity
+from chalicelib.domain.records import ModelProfile
 from chalicelib.errors import ForbiddenError, InvalidInputError, NotFoundError
 
 REFUSAL = "the draft cannot be evaluated"
 """The first words of every refusal of a draft's references when it is started or priced."""
 
+PROFILES_REFUSAL = "the model profiles cannot be laid over this run"
+"""The first words of a refusal of the model profiles a start or an estimate lays over its arms."""
 
-def _secret_refs(spec: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """`(field, secret name)` of every secret the spec names: `api_key_secret` and each header
-    `{"secret": name}` of `headers` and `extra_headers`."""
+SAVE_PROFILE_REFUSAL = "the model profile cannot be saved"
+"""The first words of a refusal of a model profile's settings when it is created."""
+
+Vetted = frozenset[tuple[Any, ...]]
+"""References checked before, so needing no permission again: `("connection", id)` and
+`SecretRef.aim` (`("secret", name, sent_as, url)`)."""
+
+
+@dataclass(frozen=True)
+class SecretRef:
+    """One secret a spec (or a model profile's settings) sends, and where it sends it."""
+
+    field: str
+    """Where it is named: `spec.api_key_secret`, `spec.headers.<name>`,
+    `settings.extra_headers.<name>`."""
+    name: str
+    """The secret's name."""
+    sent_as: str
+    """How it is sent: `api_key_secret`, `headers.<name>` or `extra_headers.<name>` (a header name
+    in lower case: headers are the same whatever their case)."""
+    url: str | None
+    """Where it is sent: the spec's `url` for `headers` (the `http` runtime), its `base_url` for
+    `api_key_secret` and `extra_headers` (the `openai` runtime); None when the spec has none."""
+
+    @property
+    def aim(self) -> tuple[str, str, str, str | None]:
+        """`("secret", name, sent_as, url)`: what `vetted` holds of a secret checked before."""
+        return ("secret", self.name, self.sent_as, self.url)
+
+
+def _url(spec: Mapping[str, Any], key: str) -> str | None:
+    value = spec.get(key)
+    return value if isinstance(value, str) else None
+
+
+def secret_refs(spec: Any, prefix: str = "spec") -> list[SecretRef]:
+    """Every secret `spec` names, in its order: `api_key_secret` and each header
+    `{"secret": name}` of `headers` and `extra_headers`, with where each is sent. `prefix` starts
+    each `field` ("spec", or "settings" for a model profile's settings). Nothing for what is not
+    a mapping."""
+    if not isinstance(spec, Mapping):
+        return []
+    out: list[SecretRef] = []
     name = spec.get("api_key_secret")
     if isinstance(name, str):
-        yield "spec.api_key_secret", name
-    for key in ("headers", "extra_headers"):
+        out.append(
+            SecretRef(f"{prefix}.api_key_secret", name, "api_key_secret", _url(spec, "base_url"))
+        )
+    for key, url_key in (("headers", "url"), ("extra_headers", "base_url")):
         headers = spec.get(key)
         if not isinstance(headers, Mapping):
             continue
         for header, value in headers.items():
             if isinstance(value, Mapping) and isinstance(value.get("secret"), str):
-                yield f"spec.{key}.{header}", value["secret"]
+                out.append(
+                    SecretRef(
+                        f"{prefix}.{key}.{header}",
+                        value["secret"],
+                        f"{key}.{str(header).lower()}",
+                        _url(spec, url_key),
+                    )
+                )
+    return out
+
+
+def aims(spec: Any) -> frozenset[tuple[str, str, str, str | None]]:
+    """`SecretRef.aim` of every secret `spec` names: where it sends each."""
+    return frozenset(ref.aim for ref in secret_refs(spec))
 
 
 def _connection_refs(spec: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
@@ -54,25 +120,95 @@ def _connection_refs(spec: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     ] + [(f"spec.mcp_connections[{i}]", s, True) for i, s in enumerate(servers)]
 
 
+class _Found:
+    """The problems found so far, each `{"field", "message", "permission"?}`."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, str]] = []
+
+    def missing(self, field: str, message: str) -> None:
+        self.items.append({"field": field, "message": f"{field}: {message}"})
+
+    def refused(self, field: str, message: str, permission: str) -> None:
+        self.items.append(
+            {
+                "field": field,
+                "message": f"{field}: {message} needs the {permission} permission",
+                "permission": permission,
+            }
+        )
+
+
+def _secret_problems(
+    c: Container,
+    who: Identity,
+    refs: Sequence[SecretRef],
+    vetted: Vetted,
+    found: _Found,
+    *,
+    using: str,
+    field: str | None = None,
+    exists: bool = True,
+) -> None:
+    """The one rule of a secret sent by what is checked (a draft, a profile laid over a run, a
+    profile's settings): a secret sent where it was checked before (its `aim` in `vetted`) needs
+    only to exist; any other needs `secrets:manage` of `who`, since what sends a secret sends it
+    where its author chose. Whoever lacks the permission is refused whether or not the
+    organization has the secret: they may not list secrets, so the answer tells them nothing of
+    which exist. With `exists` False a secret is not looked for (what is saved, not run).
+
+    Each problem names `field` (the reference's own without one) and says `using` ("using secret
+    X in a draft"); with `field` the message names the reference's own field after it."""
+    known: set[str] | None = None
+    checked_names = {aim[1] for aim in vetted if aim[0] == "secret"}
+    for ref in refs:
+        at = field or ref.field
+        named = f"{ref.field}: " if field else ""
+        if ref.aim not in vetted and not who.may(access.SECRETS_MANAGE):
+            moved = (
+                f" (sent as {ref.sent_as} to {ref.url or 'an address it does not fix'}, not where "
+                "it was checked)"
+                if ref.name in checked_names
+                else ""
+            )
+            found.refused(
+                at, f"{named}{using.format(secret=ref.name)}{moved}", access.SECRETS_MANAGE
+            )
+            continue
+        if not exists:
+            continue
+        if known is None:
+            known = {m.name for m in c.secrets.list(who.org_id)}
+        if ref.name not in known:
+            found.missing(
+                at,
+                f"{named}secret {ref.name} not found: store it first "
+                f"(PUT /api/v1/secrets/{ref.name})",
+            )
+
+
 def problems(
-    c: Container, who: Identity, spec: Any, vetted: frozenset[tuple[str, str]] = frozenset()
+    c: Container, who: Identity, spec: Any, vetted: Vetted = frozenset()
 ) -> list[dict[str, str]]:
     """Every problem of what the draft `spec` names, as `who` may use it now: the person (or key)
     starting, pricing or publishing it, called the starter below.
 
     The rule, per reference:
-      - a secret (`spec.api_key_secret`, a header `{"secret": ...}`): the organization has it,
-        and the starter holds `secrets:manage` (a spec that sends a secret sends it where its
-        author chose, so only who may manage secrets may aim one);
+      - a secret (`spec.api_key_secret`, a header `{"secret": ...}`): the starter holds
+        `secrets:manage` (a spec that sends a secret sends it where its author chose, so only who
+        may manage secrets may aim one), and the organization has it. A starter without the
+        permission is refused whether or not the secret exists (they may not list secrets);
       - a connection (`spec.tools[i].connection_id`, `spec.mcp_connections[i]`): the
         organization has it (an MCP server's is of kind `mcp`), and the starter holds
         `settings:manage` (who manages connections);
       - a recording (`spec.recording_id`): the organization has it, and the starter may see it
         (`datasets:view`);
       - a model profile (`spec.model_profile_id`): the organization has it.
-    A reference in `vetted` (`("secret" | "connection", name)`: what the agent's latest published
-    version names, checked when it was published) needs no permission again, only to exist: an
-    editor may change the prompt of an agent that uses the organization's key.
+    A reference in `vetted` (what the agent's latest published version names, checked when it was
+    published) needs no permission again, only to exist: an editor may change the prompt of an
+    agent that uses the organization's key. A secret is vetted only where it was sent: the same
+    secret as the same header (or `api_key_secret`) to the same `url`/`base_url`; a draft that
+    sends it to another address, or as another header, is checked as a new secret.
 
     The service itself acting for a pipeline (`who.permissions` None) is refused nothing.
 
@@ -82,58 +218,56 @@ def problems(
     """
     if not isinstance(spec, Mapping) or who.permissions is None:
         return []
-    out: list[dict[str, str]] = []
-
-    def missing(field: str, message: str) -> None:
-        out.append({"field": field, "message": f"{field}: {message}"})
-
-    def refused(field: str, message: str, permission: str) -> None:
-        out.append(
-            {
-                "field": field,
-                "message": f"{field}: {message} needs the {permission} permission",
-                "permission": permission,
-            }
-        )
-
-    published = vetted
-    secrets = _secret_refs(spec)
-    known_secrets: set[str] | None = None
-    for field, name in secrets:
-        if known_secrets is None:
-            known_secrets = {m.name for m in c.secrets.list(who.org_id)}
-        if name not in known_secrets:
-            missing(field, f"secret {name} not found: store it first (PUT /api/v1/secrets/{name})")
-        elif ("secret", name) not in published and not who.may(access.SECRETS_MANAGE):
-            refused(field, f"using secret {name} in a draft", access.SECRETS_MANAGE)
+    found = _Found()
+    _secret_problems(
+        c, who, secret_refs(spec), vetted, found, using="using secret {secret} in a draft"
+    )
     named = _connection_refs(spec)
     if named:
         known = {r.connection_id: r for r in c.connections.list(who.org_id)}
         for field, connection_id, mcp in named:
             row = known.get(connection_id)
             if row is None:
-                missing(field, f"connection {connection_id} not found: create it first")
+                found.missing(field, f"connection {connection_id} not found: create it first")
             elif mcp and row.kind != "mcp":
-                missing(field, f"connection {connection_id} is of kind {row.kind!r}, not mcp")
-            elif ("connection", connection_id) not in published and not who.may(
+                found.missing(field, f"connection {connection_id} is of kind {row.kind!r}, not mcp")
+            elif ("connection", connection_id) not in vetted and not who.may(
                 access.SETTINGS_MANAGE
             ):
-                refused(
+                found.refused(
                     field, f"using connection {connection_id} in a draft", access.SETTINGS_MANAGE
                 )
     recording_id = spec.get("recording_id")
     if isinstance(recording_id, str):
         if c.recordings.meta(who.org_id, recording_id) is None:
-            missing("spec.recording_id", f"recording {recording_id} not found: upload it first")
+            found.missing(
+                "spec.recording_id", f"recording {recording_id} not found: upload it first"
+            )
         elif not who.may(access.DATASETS_VIEW):
-            refused("spec.recording_id", f"using recording {recording_id}", access.DATASETS_VIEW)
+            found.refused(
+                "spec.recording_id", f"using recording {recording_id}", access.DATASETS_VIEW
+            )
     profile_id = spec.get("model_profile_id")
     if isinstance(profile_id, str):
         try:
             c.model_profiles.get(who.org_id, profile_id, field="spec.model_profile_id")
         except NotFoundError:
-            missing("spec.model_profile_id", f"model profile {profile_id} not found")
-    return out
+            found.missing("spec.model_profile_id", f"model profile {profile_id} not found")
+    return found.items
+
+
+def _refuse(found: list[dict[str, str]], refusal: str, field: str) -> None:
+    """The one refusal of every check here: 403 when every problem is a permission the actor
+    lacks (`permission` the first), else 400; both say `refusal`, then each problem's message,
+    and carry `problems`."""
+    if not found:
+        return
+    message = f"{refusal}: " + "; ".join(p["message"] for p in found)
+    if all("permission" in p for p in found):
+        raise ForbiddenError(
+            message, field=field, permission=found[0]["permission"], problems=found
+        )
+    raise InvalidInputError(message, field=field, problems=found)
 
 
 def check(
@@ -159,28 +293,136 @@ def check(
         Both say `refusal` ("the draft cannot be evaluated" by default), then each problem's
         message, and carry `problems`: `[{"field", "message", "permission"?}]`.
     """
-    found = problems_for_agent(c, who, agent_id, spec)
-    if not found:
-        return
-    message = f"{refusal}: " + "; ".join(p["message"] for p in found)
-    if all("permission" in p for p in found):
-        raise ForbiddenError(
-            message, field=field, permission=found[0]["permission"], problems=found
-        )
-    raise InvalidInputError(message, field=field, problems=found)
+    _refuse(problems_for_agent(c, who, agent_id, spec), refusal, field)
 
 
 def problems_for_agent(
     c: Container, who: Identity, agent_id: str, spec: Any
 ) -> list[dict[str, str]]:
-    """`problems`, with what the agent's latest published version names counted as checked.
+    """`problems`, with what the agent's latest published version names counted as checked (its
+    secrets where it sends them, its connections).
 
     Raises NotFoundError for an unknown agent."""
     agent = c.agents.get(who.org_id, agent_id)
     latest = int(agent.latest_version or 0)
     row = c.agents.get_version(who.org_id, agent_id, latest) if latest else None
-    vetted: set[tuple[str, str]] = set()
+    vetted: set[Any] = set()
     if row is not None and isinstance(row.spec, Mapping):
-        vetted |= {("secret", name) for _, name in _secret_refs(row.spec)}
+        vetted |= aims(row.spec)
         vetted |= {("connection", cid) for _, cid, _ in _connection_refs(row.spec)}
     return problems(c, who, spec, frozenset(vetted))
+
+
+# --- model profiles ------------------------------------------------------------------------------
+
+
+def check_profile_settings(c: Container, who: Identity, settings: Mapping[str, Any]) -> None:
+    """Refuse model profile `settings` naming a secret unless `who` holds `secrets:manage`: the
+    rule of a secret in a draft (`problems`), since a profile laid over a run sends its secrets to
+    the `url`/`base_url` it names. Whether the secret exists is checked when the profile is used.
+
+    Raises:
+        ForbiddenError: (403, field `settings`, `permission` "secrets:manage", with `problems`
+            naming each `settings.<key>`) "the model profile cannot be saved: ...".
+    """
+    if who.permissions is None:
+        return
+    found = _Found()
+    _secret_problems(
+        c,
+        who,
+        secret_refs(settings, "settings"),
+        frozenset(),
+        found,
+        using="naming secret {secret} in a model profile",
+        exists=False,
+    )
+    _refuse(found.items, SAVE_PROFILE_REFUSAL, "settings")
+
+
+def profile_aims(profile: ModelProfile) -> frozenset[Any]:
+    """Where `profile` itself sends the secrets its settings name, when somebody who held
+    `secrets:manage` saved it (`ModelProfile.secrets_vetted`): each `SecretRef.aim` of its
+    settings, the URL being the one the settings fix (a secret of a profile that fixes no URL is
+    sent where the spec points, so it is vetted for no address). Empty for a profile saved before
+    that was checked."""
+    return aims(profile.settings) if profile.secrets_vetted else frozenset()
+
+
+def profile_problems(
+    c: Container,
+    who: Identity,
+    laid: Sequence[tuple[str, Mapping[str, Any], ModelProfile]],
+    *,
+    exists: bool = True,
+) -> list[dict[str, str]]:
+    """Every problem of model profiles laid over specs, as `who` may use them now.
+
+    `laid` is `(field, spec, profile)` per arm the profile runs: `field` names the profile in the
+    request (`model_profile_ids[0]`), `spec` is what it is laid over (a published version was
+    checked by its publish, a draft by `check`). A profile's settings replace the spec's keys, so
+    what is checked is every secret the arm sends that the spec alone does not send to the same
+    place: a secret the profile names, or one of the spec's own now sent to the profile's URL.
+    Each is vetted (needs only to exist) where the profile itself sends it (`profile_aims`);
+    anything else is the rule of a secret in a draft: `secrets:manage`. With `exists` False a
+    secret is not looked for (a judge's, asked later). The service acting for a pipeline
+    (`who.permissions` None) is refused nothing.
+
+    Returns:
+        `[{"field", "message", "permission"?}]`, each `field` the profile's, each message naming
+        the settings or spec key (`model_profile_ids[0]: spec.headers.X-Key: ...`); the same
+        problem found for two arms is listed once.
+    """
+    if who.permissions is None:
+        return []
+    found = _Found()
+    for field, spec, profile in laid:
+        before = aims(spec)
+        settings = profile.settings or {}
+        refs = [
+            _as_setting(ref) if ref.field.split(".")[1] in settings else ref
+            for ref in secret_refs({**spec, **settings})
+            if ref.aim not in before
+        ]
+        _secret_problems(
+            c,
+            who,
+            refs,
+            profile_aims(profile),
+            found,
+            using=f"sending secret {{secret}} where model profile {profile.model_profile_id} "
+            "points",
+            field=field,
+            exists=exists,
+        )
+    unique: dict[str, dict[str, str]] = {}
+    for item in found.items:
+        unique.setdefault(item["message"], item)
+    return list(unique.values())
+
+
+def _as_setting(ref: SecretRef) -> SecretRef:
+    """`ref` named by the profile's settings rather than the spec."""
+    return SecretRef("settings." + ref.field.removeprefix("spec."), ref.name, ref.sent_as, ref.url)
+
+
+def check_profiles(
+    c: Container,
+    who: Identity,
+    laid: Sequence[tuple[str, Mapping[str, Any], ModelProfile]],
+    *,
+    field: str = "model_profile_ids",
+    refusal: str = PROFILES_REFUSAL,
+    exists: bool = True,
+) -> None:
+    """Refuse the model profiles a start or an estimate lays over its arms (`profile_problems`);
+    a judge's publish calls it for the profile it is asked on (`field="model_profile_id"`,
+    `exists=False`).
+
+    Raises:
+        ForbiddenError: (403, field `field`) every problem is a permission the starter lacks.
+        InvalidInputError: (400, field `field`) a secret they send does not exist.
+        Both say `refusal` ("the model profiles cannot be laid over this run" by default), then
+        each problem, and carry `problems`.
+    """
+    _refuse(profile_problems(c, who, laid, exists=exists), refusal, field)

@@ -31,7 +31,7 @@ from chalicelib.domain.models import (
 )
 from chalicelib.domain.records import Judge
 from chalicelib.errors import ConflictError, InvalidInputError, NotFoundError, invalid_input
-from chalicelib.services import asking, budgets, redacting
+from chalicelib.services import asking, budgets, draft_checks, redacting
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +116,9 @@ def publish(
     version would drop what the newer one changed.
     Raises:
         InvalidInputError: a malformed spec, or a model profile the `openai` runtime cannot ask.
+        ForbiddenError: (field `model_profile_id`, permission `secrets:manage`) a profile whose
+            secrets were not named by somebody holding `secrets:manage`, published by somebody
+            without it (`draft_checks.check_profiles`).
         NotFoundError: unknown judge or model profile.
         NewerVersion: (field `judge_id`) `based_on` is no longer the latest version.
         ConflictError: (field `judge_id`) `PUBLISH_TRIES` publishes in a row lost to others.
@@ -130,6 +133,16 @@ def publish(
         raise invalid_input(exc) from None
     redacting.refuse_secrets(c, who.org_id, body, "")
     profile = c.model_profiles.get(who.org_id, spec.model_profile_id, field="model_profile_id")
+    # the judge sends the profile's secrets where its settings point: the rule of a profile laid
+    # over a run, checked as the publisher
+    draft_checks.check_profiles(
+        c,
+        who,
+        [("model_profile_id", {}, profile)],
+        field="model_profile_id",
+        refusal=f"the judge cannot be asked on model profile {profile.model_profile_id}",
+        exists=False,
+    )
     runtime = {
         "runtime": "openai",
         **(profile.settings or {}),

@@ -13,12 +13,13 @@ from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
+from chalicelib.domain import access
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.money import MAX_PRICE_PER_MTOK_USD, to_decimal
 from chalicelib.domain.records import ModelProfile
 from chalicelib.errors import ConflictError, InvalidInputError
-from chalicelib.services import redacting
+from chalicelib.services import draft_checks, redacting
 from chalicelib.services.environments import active_runs_using
 
 PRICE_KEYS = ("input_per_mtok_usd", "output_per_mtok_usd")
@@ -35,13 +36,23 @@ def create(
     temperature: float | None = None,
     price: dict[str, Any] | None = None,
 ) -> ModelProfile:
-    """Create a profile. Raises InvalidInputError for a bad price, an id with `#` or `/`, or
-    settings that are not connection keys or not valid as a spec's (field `settings.<key>`),
-    ConflictError for an id the organization has already."""
+    """Create a profile. A profile laid over a run sends the secrets its settings name to the
+    URL they give, so naming a secret needs what naming one in a draft needs
+    (`draft_checks.check_profile_settings`: `secrets:manage`); the profile records that its
+    saver held it (`secrets_vetted`), which lets a starter without it run on the profile.
+
+    Raises:
+        InvalidInputError: a bad price, an id with `#` or `/`, or settings that are not
+            connection keys or not valid as a spec's (field `settings.<key>`).
+        ForbiddenError: (403, field `settings`, permission `secrets:manage`) settings naming a
+            secret, from somebody without `secrets:manage`.
+        ConflictError: an id the organization has already.
+    """
 
     check_tenant_id(model_profile_id, "model_profile_id")
     settings = c.runtimes.validate_profile_settings(settings or {})
     redacting.refuse_secrets(c, who.org_id, settings, "settings")
+    draft_checks.check_profile_settings(c, who, settings)
     if price is not None:
         if set(price) != set(PRICE_KEYS):
             raise InvalidInputError(
@@ -64,6 +75,7 @@ def create(
         price=price,
         created_at=iso(c.clock.now()),
         created_by=who.user_id,
+        secrets_vetted=who.may(access.SECRETS_MANAGE),
     )
     c.model_profiles.create(row)
     return row

@@ -225,7 +225,10 @@ def plan_run(
         NotFoundError: unknown agent, version, dataset, dataset version, environment or judge.
         InvalidInputError: a run that could tell nothing, refused before it starts.
         ForbiddenError / InvalidInputError: (field `candidate`, with `problems`) a draft naming
-            what its starter may not use or what does not exist (`draft_checks.check`).
+            what its starter may not use or what does not exist (`draft_checks.check`); (field
+            `model_profile_ids`, with `problems`) model profiles that would send a secret where
+            the starter may not aim one, or one that does not exist
+            (`draft_checks.check_profiles`).
     """
     access_service.check_start(
         who, agent_id, body["dataset_id"], draft=body.get("candidate") == "draft"
@@ -271,6 +274,11 @@ def plan_run(
     ]
     if len({p.model_profile_id for p in profiles}) < len(profiles):
         raise InvalidInputError("a model profile is named twice", field="model_profile_ids")
+    # checked as its starter, like a draft: a profile laid over the spec may send its secrets
+    # elsewhere than the spec (or the version) was checked for
+    draft_checks.check_profiles(
+        c, who, [(f"model_profile_ids[{i}]", spec, p) for i, p in enumerate(profiles)]
+    )
     arms = [
         _arm(
             "candidate" if i == 0 else f"candidate:{p.model_profile_id}",
@@ -317,6 +325,9 @@ def plan_run(
     ):
         before_spec = before[1] if before else None
         if before_spec is not None and profiles and body.get("paired_baseline"):
+            draft_checks.check_profiles(
+                c, who, [("model_profile_ids[0]", before_spec, profiles[0])]
+            )
             before_spec = profile_service.apply(
                 before_spec, profiles[0]
             )  # the baseline runs on the first model

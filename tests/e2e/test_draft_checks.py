@@ -172,3 +172,101 @@ def test_publishing_a_draft_naming_what_the_organization_lacks_is_a_400_listing_
     ]
     assert all("permission" not in p for p in error["problems"])
     assert api.ok("GET", f"/api/v1/agents/{agent}/versions")["versions"] == []
+
+
+# --- where a vetted secret is sent ---------------------------------------------------------------
+
+
+def test_a_published_secret_is_vetted_only_where_the_published_version_sends_it(api, new_api):
+    """A draft keeping the published version's secret but changing where it goes (another URL,
+    another header, another base URL) is checked as if it named a new secret, by a start, an
+    estimate and a publish alike; the same secret sent the same way is still the editor's to
+    run."""
+    api.ok("PUT", "/api/v1/secrets/shop-token", json={"value": "tok-0123456789abcdef"})
+    ds = api.dataset(cases(1))
+    sent = {
+        "runtime": "http",
+        "url": "http://127.0.0.1:9/agent",
+        "headers": {"X-Key": {"secret": "shop-token"}, "X-Team": "blue"},
+    }
+    keyed = {
+        "runtime": "openai",
+        "model": "m",
+        "base_url": "http://127.0.0.1:9/v1",
+        "api_key_secret": "shop-token",
+    }
+    http_agent, openai_agent = api.agent(sent, publish=1), api.agent(keyed, publish=1)
+    editor = new_api(org_id=api.org_id, user_id="editor@example.com", role="editor")
+
+    def refused(agent: str, spec: dict[str, Any], field: str) -> None:
+        editor.ok("PUT", f"/api/v1/agents/{agent}/draft", json={"spec": spec})
+        base = f"/api/v1/agents/{agent}"
+        for path, body in (
+            (f"{base}/eval-runs", {"dataset_id": ds, "candidate": "draft"}),
+            (f"{base}/eval-runs/estimate", {"dataset_id": ds, "candidate": "draft"}),
+            (f"{base}/versions", {}),
+        ):
+            status, error = _refusal(editor, path, body)
+            assert status == 403, (spec, path, error)
+            assert [(p["field"], p["permission"]) for p in error["problems"]] == [
+                (field, "secrets:manage")
+            ]
+            assert "secret shop-token" in error["problems"][0]["message"]
+            assert "not where it was checked" in error["problems"][0]["message"]
+
+    refused(http_agent, {**sent, "url": "http://127.0.0.1:9/elsewhere"}, "spec.headers.X-Key")
+    moved = {"X-Other": {"secret": "shop-token"}, "X-Team": "blue"}
+    refused(http_agent, {**sent, "headers": moved}, "spec.headers.X-Other")
+    refused(openai_agent, {**keyed, "base_url": "http://127.0.0.1:9/v2"}, "spec.api_key_secret")
+    extra = {"extra_headers": {"X-Key": {"secret": "shop-token"}}}
+    refused(openai_agent, {**keyed, **extra}, "spec.extra_headers.X-Key")
+
+    # the same secret sent the same way (a header's name in any case), the rest changed, runs
+    same = {**sent, "headers": {"x-key": {"secret": "shop-token"}, "X-Team": "green"}}
+    editor.ok("PUT", f"/api/v1/agents/{http_agent}/draft", json={"spec": same})
+    editor.ok(
+        "POST",
+        f"/api/v1/agents/{http_agent}/eval-runs/estimate",
+        json={"dataset_id": ds, "candidate": "draft"},
+    )
+    assert editor.ok("POST", f"/api/v1/agents/{http_agent}/versions")["version"] == 2
+    # and an admin may send it anywhere
+    editor.ok(
+        "PUT",
+        f"/api/v1/agents/{openai_agent}/draft",
+        json={"spec": {**keyed, "base_url": "http://127.0.0.1:9/v2"}},
+    )
+    assert api.ok("POST", f"/api/v1/agents/{openai_agent}/versions")["version"] == 2
+
+
+# --- what a refusal tells of the organization's secrets ---------------------------------------
+
+
+def test_a_refusal_tells_who_may_not_list_secrets_nothing_of_which_exist(api, new_api):
+    api.ok("PUT", "/api/v1/secrets/shop-token", json={"value": "tok-0123456789abcdef"})
+    ds = api.dataset(cases(1))
+    editor = new_api(org_id=api.org_id, user_id="editor@example.com", role="editor")
+    assert editor.call("GET", "/api/v1/secrets")[0] == 403
+    answers = {}
+    for name in ("shop-token", "no-such-token"):
+        agent = editor.agent({**sleepy_spec(), "api_key_secret": name})
+        status, error = _refusal(
+            editor, f"/api/v1/agents/{agent}/eval-runs", {"dataset_id": ds, "candidate": "draft"}
+        )
+        assert status == 403, error
+        assert error["permission"] == "secrets:manage"
+        answers[name] = (error["code"], [p["permission"] for p in error["problems"]])
+        assert error["message"] == (
+            "the draft cannot be evaluated: spec.api_key_secret: using secret "
+            f"{name} in a draft needs the secrets:manage permission"
+        )
+        status, error = _refusal(editor, f"/api/v1/agents/{agent}/versions", {})
+        assert status == 403 and error["permission"] == "secrets:manage", error
+    assert answers["shop-token"] == answers["no-such-token"]
+    # who may list secrets is told which is missing
+    agent = api.agent({**sleepy_spec(), "api_key_secret": "no-such-token"})
+    status, error = _refusal(
+        api, f"/api/v1/agents/{agent}/eval-runs", {"dataset_id": ds, "candidate": "draft"}
+    )
+    assert status == 400, error
+    assert "secret no-such-token not found" in error["problems"][0]["message"]

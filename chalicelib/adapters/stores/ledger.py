@@ -62,8 +62,9 @@ from chalicelib.domain import history as rules
 from chalicelib.domain.agent_runs import AgentRun
 from chalicelib.domain.enums import RunPhase, RunStatus
 from chalicelib.domain.evaluations import evaluation_of
+from chalicelib.domain.leases import Lease
 from chalicelib.domain.outcome import Outcome
-from chalicelib.domain.records import Attempt, Lease, Run
+from chalicelib.domain.records import Attempt, Run
 from chalicelib.domain.run_rules import Claim, Lanes
 from chalicelib.errors import ConflictError, NotFoundError
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from chalicelib.domain.agent_runs import AgentRun
 from chalicelib.domain.enums import RunStatus
-from chalicelib.domain.records import ActiveRun, Attempt, Lease, Run
+from chalicelib.domain.leases import Lease
+from chalicelib.domain.records import ActiveRun, Attempt, Run
 from chalicelib.domain.run_rules import Claim
 
 if TYPE_CHECKING:  # annotations only: the case worker need not import them to start

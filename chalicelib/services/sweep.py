@@ -148,7 +148,12 @@ def resend_unclaimed(c: Container, run: Run, *, take_over: bool = False) -> int:
                 if c.runs.release_lease(run, task.key, lease.holder):
                     lost.append(slots.message(run, task, index))
     if lost:
-        log.warning("run %s: %d running task(s) never claimed: sent again", run.run_id, len(lost))
+        log.warning(
+            "run %s: %d running task(s) never claimed%s: sent again",
+            run.run_id,
+            len(lost),
+            " or left by a silent delivery" if take_over else "",
+        )
         c.case_queue.send(lost)
     return len(lost)
 

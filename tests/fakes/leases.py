@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from chalicelib.domain.leases import Lease
+from chalicelib.domain.leases import ERROR_CHARS, Lease
 from chalicelib.domain.records import Run
 
 
@@ -23,8 +23,8 @@ class FakeLeases:
         kept = self.leases.get((run.org_id, run.run_id, key))
         if kept is not None and (kept.done or kept.until_ms >= now_ms):
             return False
-        self.leases[(run.org_id, run.run_id, key)] = Lease(
-            attempt_key=key, holder=holder, until_ms=until_ms
+        self.leases[(run.org_id, run.run_id, key)] = replace(
+            kept or Lease(attempt_key=key), holder=holder, until_ms=until_ms
         )
         return True
 
@@ -41,6 +41,16 @@ class FakeLeases:
             return False
         self.leases[(run.org_id, run.run_id, key)] = replace(kept, until_ms=0)
         return True
+
+    def fail_lease(self, run: Run, key: str, holder: str, error: str) -> Lease | None:
+        kept = self.leases.get((run.org_id, run.run_id, key))
+        if kept is None or kept.holder != holder or kept.done:
+            return None
+        failed = replace(
+            kept, until_ms=0, failures=kept.failures + 1, last_error=error[:ERROR_CHARS]
+        )
+        self.leases[(run.org_id, run.run_id, key)] = failed
+        return failed
 
     def lease_of(self, run: Run, key: str) -> Lease | None:
         return self.leases.get((run.org_id, run.run_id, key))

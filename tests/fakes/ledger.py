@@ -41,6 +41,8 @@ class FakeQueue:
         self.backlog = 0
         """What `waiting` answers: the messages a test says wait for a worker."""
         self.waiting_reads = 0
+        self.visibility: list[tuple[str, int]] = []
+        """Every `extend_visibility` as (receipt, seconds), in order."""
 
     def send(self, bodies: list[dict[str, Any]]) -> None:
         failed = [b for b in bodies if self.refuse(b)]
@@ -49,7 +51,7 @@ class FakeQueue:
             raise QueueSendError(failed)
 
     def extend_visibility(self, receipt_handle: str, seconds: int) -> None:
-        return None
+        self.visibility.append((receipt_handle, seconds))
 
     def waiting(self) -> int:
         self.waiting_reads += 1

@@ -180,6 +180,12 @@ def test_an_attempt_failing_on_assay_s_own_error_ends_its_run_at_the_third_failu
     run_case.handle_task(c, first, message_id="m1")
     assert c.runs.get_for_org("acme", "r-dead").reason == run.reason
     assert len(_states(c)) == 2 and c.orgs.get("acme").in_flight == 0
+    # However long it then stands still, the sweep sends none of its tasks again.
+    sent = len(c.case_queue.sent)
+    c.clock.advance(minutes=30)
+    report = sweep.sweep(c)
+    assert "r-dead" not in report.resent and len(c.case_queue.sent) == sent
+    assert sweep.resend_unclaimed(c, run, take_over=True) == 0
 
 
 @pytest.mark.parametrize("tries", [1, 5])

@@ -260,8 +260,9 @@ def handle_task(
 
 ERROR_RETRY_SECONDS = 30
 """After a delivery's `n`-th failure on assay's own error, its message is delivered again in
-`n` times this many seconds (rather than after the queue's visibility timeout): a run whose
-worker cannot finish a case ends within minutes, and a throttled request gets a pause."""
+`n` times this many seconds (rather than after the queue's visibility timeout, when that is
+longer): a run whose worker cannot finish a case ends within minutes, and a throttled request
+gets a pause."""
 
 
 def _failed_on_error(
@@ -296,7 +297,11 @@ def _failed_on_error(
                 lease.failures,
                 c.settings.eval_case_error_tries,
             )
-            _deliver_again_in(c, receipt, ERROR_RETRY_SECONDS * lease.failures)
+            _deliver_again_in(
+                c,
+                receipt,
+                min(ERROR_RETRY_SECONDS * lease.failures, c.settings.visibility_timeout_seconds),
+            )
             return False
         log.error(
             "attempt %s of run %s failed %d times on assay's own error: the run fails",

@@ -70,6 +70,11 @@ class Settings(BaseModel):
     """Seconds a running run may stand still before the sweep sends again each of its running
     tasks that no delivery ever claimed (a message lost with a worker that died between claiming
     a task and sending it). A copy of a task that was only slow to arrive asks nobody twice."""
+    eval_case_error_tries: int = Field(3, ge=1, le=100)
+    """Deliveries of one case attempt that may fail on assay's own error (an exception in the
+    service, a store or queue unreachable past the SDK's retries) before its run ends `failed`
+    with the error named: counted per attempt, so a copy of the task sent again counts too. Fewer
+    are delivered again (a throttled request succeeds on a later one)."""
     eval_suite_dependency_debounce_seconds: int = Field(600, ge=0)
     eval_carry_slice_seconds: float = Field(0, ge=0, le=3600)
     """Seconds a case worker carries on with its lane's next cases while other case tasks wait

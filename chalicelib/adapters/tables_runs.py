@@ -384,6 +384,11 @@ class LeaseRow(_Base):
     until_ms = NumberAttribute(null=True)
     done = BooleanAttribute(null=True)
     """True once the attempt is recorded, written by the recording's own transaction."""
+    failures = NumberAttribute(null=True)
+    """Deliveries of the attempt that failed on assay's own error (`Runs.fail_lease`), whatever
+    message carried them; None: none."""
+    last_error = UnicodeAttribute(null=True)
+    """The last of those errors, redacted, at most 300 characters."""
     expires_at = NumberAttribute()
     """Epoch seconds when DynamoDB may drop the row (TTL)."""
 

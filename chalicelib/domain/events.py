@@ -133,9 +133,10 @@ class BudgetExhausted(Event):
 
 @dataclass(frozen=True, slots=True)
 class CaseTaskDead(Event):
-    """A case task of a running run kept failing on assay's own error and reached the dead-letter
-    queue: the run ends `failed` at once (docs/architecture/run-lifecycle.md). `error`: what
-    failed, redacted ("" when the message named nothing)."""
+    """A case task of a running run kept failing on assay's own error - its attempt's
+    `EVAL_CASE_ERROR_TRIES`-th failure, or its message reached the dead-letter queue: the run
+    ends `failed` at once (docs/architecture/run-lifecycle.md). `error`: what failed, redacted
+    ("" when nothing named it)."""
 
     run_id: str
     error: str

@@ -583,18 +583,6 @@ class Attempt:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Lease:
-    """A delivery's claim on one attempt while it asks the agent (issue 11 "One ask per
-    attempt"): `holder` the SQS message id, `until_ms` when it lapses (epoch ms); `done` once the
-    attempt is recorded (then it never lapses: nobody asks a recorded attempt again)."""
-
-    attempt_key: str
-    holder: str | None = None
-    until_ms: int = 0
-    done: bool = False
-
-
-@dataclass(frozen=True, kw_only=True)
 class ToolSession:
     """One eval attempt's session at the tool gateway (docs/guides/tools.md): what an `http` or
     `lambda` agent's call needs, read in one request.

@@ -21,7 +21,8 @@ from chalicelib.clock import epoch_ms, iso
 from chalicelib.domain import text
 from chalicelib.domain.enums import AttemptState, RunStatus
 from chalicelib.domain.events import SlotReleased, TasksNotQueued
-from chalicelib.domain.records import Attempt, BudgetReading, Lease, Run
+from chalicelib.domain.leases import Lease
+from chalicelib.domain.records import Attempt, BudgetReading, Run
 from chalicelib.domain.run_rules import Claim, Task
 from chalicelib.retrying import change, jitter
 from chalicelib.services import access as access_service

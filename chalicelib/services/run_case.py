@@ -30,6 +30,7 @@ from chalicelib.domain.events import (
     StarterRefused,
 )
 from chalicelib.domain.identity import is_org_id
+from chalicelib.domain.leases import ERROR_CHARS, error_text, stops_run
 from chalicelib.domain.models import (
     Case,
 )
@@ -222,7 +223,10 @@ def handle_task(
     to the task left unrecorded.
 
     Raises only for bugs, AWS failures and `LeaseHeld` (so SQS delivers again); every expected
-    outcome is recorded as an attempt state. `receive_count` is kept for the handlers' logs.
+    outcome is recorded as an attempt state. A failure of assay's own (not `LeaseHeld`) is
+    counted on the attempt's lease (`_failed_on_error`): the `EVAL_CASE_ERROR_TRIES`-th ends the
+    run `failed` with the error named, and then returns (the message is done with).
+    `receive_count` is kept for the handlers' logs.
     """
     found = _found(c, body)
     if found is None:
@@ -241,12 +245,96 @@ def handle_task(
             held = (recorded.run, slots.task_of(recorded.run, recorded.carried).key)
             found = _carried(recorded.run, recorded.carried, recorded.reading)
             _bind_task(found.run.org_id, found.run.run_id, found.task)
-    except Exception:
-        # A failure in this process (a bug, AWS): the next delivery need not wait for the claim
-        # to lapse. A worker that is killed never gets here; its claim lapses with the message's
-        # visibility.
+    except LeaseHeld:
+        # Expected: a task this delivery carried on with is held; no failure of assay's.
         c.runs.release_lease(*held, holder)
         raise
+    except Exception as exc:
+        # A failure in this process (a bug, AWS): the next delivery need not wait for the claim
+        # to lapse, and the failure is counted on the attempt; at `EVAL_CASE_ERROR_TRIES` its run
+        # ends `failed` and the message is done with. A worker that is killed never gets here;
+        # its claim lapses with the message's visibility.
+        if not _failed_on_error(c, *held, holder, exc, receipt_handle):
+            raise
+
+
+ERROR_RETRY_SECONDS = 30
+"""After a delivery's `n`-th failure on assay's own error, its message is delivered again in
+`n` times this many seconds (rather than after the queue's visibility timeout, when that is
+longer): a run whose worker cannot finish a case ends within minutes, and a throttled request
+gets a pause."""
+
+
+def _failed_on_error(
+    c: Container, run: Run, key: str, holder: str, exc: Exception, receipt: str | None
+) -> bool:
+    """Count the failure `exc` of the delivery `holder` on the attempt `key` of `run` - an
+    error of assay's own: the agent's failures and provider errors are recorded as attempts and
+    never raise - and let its claim go in the same write (`Runs.fail_lease`). The count lives
+    on the attempt's lease, not on the SQS message: a copy of the task the sweep sent again
+    (whose receive count starts over) counts on the same attempt.
+
+    Below `EVAL_CASE_ERROR_TRIES` failures the message is made visible again in
+    `ERROR_RETRY_SECONDS` times the count and False is returned (the caller raises: SQS delivers
+    it again). From there on the run ends `failed` at once, the error named, redacted and cut to
+    `leases.ERROR_CHARS` (`CaseTaskDead`, `sweep.fail_on_error`), and True is returned once the
+    attempt has its `failed` record (the message is done with); a run that ended otherwise
+    meanwhile leaves the attempt to the next delivery, which records it `incomplete`.
+
+    Never raises: a failure to count (the store unreachable too) is logged and False returned,
+    and the message's own redelivery, then the dead-letter queue and the sweep, take it from
+    there."""
+    try:
+        error = _redacted_error(c, run.org_id, exc)
+        lease = c.runs.fail_lease(run, key, holder, error)
+        if lease is None:  # not this delivery's claim any more, or recorded meanwhile
+            return False
+        if not stops_run(lease.failures, c.settings.eval_case_error_tries):
+            log.warning(
+                "attempt %s of run %s failed on assay's own error (%d of %d): delivered again",
+                key,
+                run.run_id,
+                lease.failures,
+                c.settings.eval_case_error_tries,
+            )
+            _deliver_again_in(
+                c,
+                receipt,
+                min(ERROR_RETRY_SECONDS * lease.failures, c.settings.visibility_timeout_seconds),
+            )
+            return False
+        log.error(
+            "attempt %s of run %s failed %d times on assay's own error: the run fails",
+            key,
+            run.run_id,
+            lease.failures,
+        )
+        messagebus.publish(c, CaseTaskDead(run.org_id, run.run_id, lease.last_error or error))
+        return c.runs.attempt_exists(run.org_id, run.run_id, key)
+    except Exception:  # noqa: BLE001 - the delivery's own error is raised by the caller
+        log.warning("could not count a failure of attempt %s of run %s", key, run.run_id)
+        return False
+
+
+def _deliver_again_in(c: Container, receipt: str | None, seconds: int) -> None:
+    """Make the message of `receipt` visible again in `seconds` (None: a caller outside SQS)."""
+    if receipt:
+        try:
+            c.case_queue.extend_visibility(receipt, seconds)
+        except Exception:  # noqa: BLE001 - a stale receipt: SQS delivers it again all the same
+            log.info("could not move the visibility of a failed delivery")
+
+
+def _redacted_error(c: Container, org_id: str, exc: Exception) -> str:
+    """`exc` named as a run's reason may show it: its class and message, redacted with the
+    organization's secrets and cut to `leases.ERROR_CHARS`; its class alone when the secrets
+    cannot be read (nothing is kept half-redacted)."""
+    kind = type(exc).__name__
+    try:
+        redactor = redacting.for_org(c, org_id)
+    except Exception:  # noqa: BLE001 - the secrets store unreachable too
+        return kind
+    return redactor.text(error_text(kind, str(exc)[: 20 * ERROR_CHARS]))[:ERROR_CHARS]
 
 
 def _bind_task(org_id: str, run_id: str, task: Task) -> None:
@@ -376,8 +464,12 @@ def handle_dead_task(
 ) -> None:
     """A case task that kept failing on assay's own error reached the DLQ (the agent's failures
     and provider errors are recorded as attempts and never get here): its run ends `failed` at
-    once with the error named, redacted (`error`: the message's reason, else
-    `sweep.WORKER_ERROR`), its running cases failed and its slots freed (`sweep.fail_on_error`).
+    once with the error named, redacted (`error`: the message's reason; else the last error its
+    deliveries counted on the attempt's lease, `Lease.last_error`; else `sweep.WORKER_ERROR`, as
+    for a worker that died on every delivery), its running cases failed and its slots freed
+    (`sweep.fail_on_error`). Most such tasks never get here: `EVAL_CASE_ERROR_TRIES` failures
+    of an attempt end its run first (`handle_task`); the queue's `maxReceiveCount` is the
+    fallback for failures that could not be counted.
 
     Exactly once: a task already recorded only finishes the hand-off of the delivery that
     recorded it, one another delivery is answering now is left to it, and a task of a run that
@@ -419,5 +511,6 @@ def handle_dead_task(
         run.run_id,
         receive_count or "several",
     )
-    named = redacting.for_org(c, run.org_id).text(error.strip() if error else "")
+    error = (error or "").strip() or (lease.last_error if lease is not None else None)
+    named = redacting.for_org(c, run.org_id).text(error or "")[:ERROR_CHARS]
     messagebus.publish(c, CaseTaskDead(run.org_id, run.run_id, named))

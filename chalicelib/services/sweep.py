@@ -3,7 +3,7 @@ docs/architecture/slots.md).
 
 A running run whose heartbeat and progress stood still for `EVAL_ABANDONED_AFTER_MINUTES` is
 failed (conditional on the values read, so a run that moves meanwhile is left alone); so is a
-run whose worker cannot finish a case task (`fail_on_error`, from the dead-letter handler); its
+run whose worker cannot finish a case task (`fail_on_error`, on `CaseTaskDead`); its
 running cases are failed, the rest skipped, and its slots released exactly once; its attempts'
 workspaces are deleted (as at every run's end, and again when the sweep frees a slot a dead worker
 left under an ended run). A slow run that still heartbeats is never swept. Every recorded attempt
@@ -71,7 +71,8 @@ def fail_running_cases(c: Container, run: Run, reason: str, now: datetime) -> in
 
 
 WORKER_ERROR = "the case worker kept failing on this task"
-"""The error a dead-lettered case task is failed with when its message names none."""
+"""The error a dead-lettered case task is failed with when nothing named one (its deliveries
+died, or their failures could not be counted)."""
 
 FAIL_TRIES = 5
 """Times `fail_on_error` reads the run again when another lane moved its slots meanwhile."""
@@ -85,8 +86,10 @@ def error_reason(error: str) -> str:
 
 
 def on_case_task_dead(c: Container, event: CaseTaskDead) -> None:
-    """A case task of the run reached the dead-letter queue: the run fails at once
-    (`fail_on_error`), with the error its message named, else `WORKER_ERROR`."""
+    """A case task of the run kept failing on assay's own error (`run_case.handle_task` counted
+    its attempt's `EVAL_CASE_ERROR_TRIES`-th failure, or `run_case.handle_dead_task` read it off
+    the dead-letter queue): the run fails at once (`fail_on_error`), with the error named, else
+    `WORKER_ERROR`."""
     run = c.runs.get(event.org_id, event.run_id)
     if run is not None:
         fail_on_error(c, run, event.error or WORKER_ERROR)
@@ -132,9 +135,9 @@ def resend_unclaimed(c: Container, run: Run, *, take_over: bool = False) -> int:
     delivery claimed and never recorded is sent too, its claim let go: its worker died, perhaps
     between two cases of a lane it carried on with (issue 12), whose message SQS would only
     deliver again after its visibility timeout - past the sweep's abandonment. Returns how many
-    were sent."""
+    were sent. A run no longer running (one that just failed on an error, say) sends nothing."""
     lanes = run.lanes
-    if not run.lane_next:
+    if not run.lane_next or run.status != RunStatus.RUNNING:
         return 0
     lost = []
     for j in range(lanes.n):
@@ -148,7 +151,12 @@ def resend_unclaimed(c: Container, run: Run, *, take_over: bool = False) -> int:
                 if c.runs.release_lease(run, task.key, lease.holder):
                     lost.append(slots.message(run, task, index))
     if lost:
-        log.warning("run %s: %d running task(s) never claimed: sent again", run.run_id, len(lost))
+        log.warning(
+            "run %s: %d running task(s) never claimed%s: sent again",
+            run.run_id,
+            len(lost),
+            " or left by a silent delivery" if take_over else "",
+        )
         c.case_queue.send(lost)
     return len(lost)
 

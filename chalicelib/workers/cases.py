@@ -34,7 +34,8 @@ def _receive_count(record) -> int:
 
 
 def _reason(record) -> str | None:
-    """The `reason` attribute a message was sent with, if any (SQS's redrive keeps it)."""
+    """The `reason` attribute a message was sent with, if any (SQS's redrive keeps it): a task
+    the worker refused carries one; a case task redriven after its receives carries none."""
     attributes = (record.to_dict() or {}).get("messageAttributes") or {}
     value = (attributes.get("reason") or {}).get("stringValue")
     return value if isinstance(value, str) else None
@@ -63,8 +64,10 @@ def handle_case_task(event):
 
 @bp.on_sqs_message(queue=NAMES.case_tasks_dlq, batch_size=1)
 def handle_dead_case(event):
-    """A case task that failed `maxReceiveCount` times on assay's own error: its run ends `failed`
-    at once, the error named (`run_case.handle_dead_task`)."""
+    """A case task that failed `maxReceiveCount` times on assay's own error (one whose failures
+    could not all be counted on its attempt: `EVAL_CASE_ERROR_TRIES` counted ends its run first):
+    its run ends `failed` at once, the error named - the message's `reason` when it carries one,
+    else the last error counted on the attempt (`run_case.handle_dead_task`)."""
     c = bootstrap.container()
     with telemetry.invocation(c.settings, event.context, metrics=c.metrics):
         for record in event:

@@ -16,7 +16,7 @@ import pytest
 from bench import agents
 from chalicelib import names
 from chalicelib.domain.run_rules import attempt_key
-from chalicelib.services import run_case
+from chalicelib.services import run_case, sweep
 from tests.e2e.conftest import cases
 from tests.e2e.manual import Queue
 
@@ -30,6 +30,9 @@ def queue(stack):
     q.drain()
     Queue(stack, names.CASE_TASKS_DLQ).drain()
     stack.resume_pollers()
+
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 
 
 def numbered_spec(probe: str) -> dict:
@@ -162,13 +165,19 @@ def test_a_worker_killed_between_the_write_and_the_delete_counts_nothing_twice(
     assert container.orgs.get(api.org_id).in_flight == 0
 
 
-def test_a_task_that_keeps_failing_on_a_store_ends_its_run_failed_at_once_saying_so(
-    api, queue, container, limits, monkeypatch, stack, cli
+def test_a_task_dead_lettered_before_its_failures_end_the_run_ends_it_naming_the_error(
+    api, queue, container, operator, monkeypatch, stack, cli
 ):
-    """The datasets store fails on one case under a running run, on every delivery: its message
-    reaches the DLQ, whose handler ends the run `failed` with the error named; the case running
-    beside it is failed, the rest never start, its slots are freed, and it is not resumed."""
-    limits(2, 10)
+    """The datasets store fails on one case under a running run, on every delivery, and
+    `EVAL_CASE_ERROR_TRIES` is past the queue's `maxReceiveCount`: its message reaches the DLQ,
+    whose handler ends the run `failed` naming the error its deliveries counted on the attempt
+    (the dead letter carries none); the case running beside it is failed, the rest never start,
+    its slots are freed, and it is not resumed."""
+    operator(
+        eval_run_concurrency=2,
+        eval_org_concurrency=10,
+        eval_case_error_tries=names.MAX_RECEIVE_COUNT + 5,
+    )
     ds = api.dataset(cases(6))
     run = api.start(api.agent({"runtime": "python", "entrypoint": "bench.agents:sleepy"}), ds)
     real = container.datasets.get_case
@@ -216,8 +225,8 @@ def test_a_task_that_keeps_failing_on_a_store_ends_its_run_failed_at_once_saying
     full = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
     assert full["status"] == "failed"
     assert full["reason"] == (
-        "stopped on an error (the case worker kept failing on this task); the recorded results "
-        "are kept, start the run again"
+        "stopped on an error (RuntimeError: the datasets table is unreachable); the recorded "
+        "results are kept, start the run again"
     )
     assert any("stopped on an error" in s for s in full["story"]["sentences"]), full["story"]
     results = {r["case_id"]: (r["state"], r["reason"]) for r in full["results"]}
@@ -242,6 +251,98 @@ def test_a_task_that_keeps_failing_on_a_store_ends_its_run_failed_at_once_saying
     assert after["status"] == "failed"
     assert {r["case_id"]: (r["state"], r["reason"]) for r in after["results"]} == results
     assert container.orgs.get(api.org_id).in_flight == 0
+
+
+def test_a_case_failing_on_assay_s_own_error_ends_its_run_failed_at_its_second_failure(
+    api, queue, container, operator, frozen, monkeypatch, stack, cli
+):
+    """`EVAL_CASE_ERROR_TRIES=2`: the datasets store raises for one case under a running run,
+    with an AWS key in its message. The first failure is counted on the attempt; the sweep sends
+    the task again as a new message (whose receive count starts over), and that copy's failure
+    is the second: the run ends `failed` at once, saying it stopped on an error and naming it
+    with the key redacted. The case running beside it is failed, the rest never start, its
+    slots are freed; the run read and the CLI say so, and the sweep sends nothing of it again."""
+    operator(eval_run_concurrency=2, eval_org_concurrency=10, eval_case_error_tries=2)
+    ds = api.dataset(cases(6))
+    run = api.start(api.agent({"runtime": "python", "entrypoint": "bench.agents:sleepy"}), ds)
+    run_id = run["run_id"]
+    real = container.datasets.get_case
+    broken = []
+
+    def broken_for_c002(org_id, dataset_id, version, case_id):
+        if case_id == "c002":
+            broken.append(case_id)
+            raise RuntimeError(f"the datasets table refused key {AWS_KEY}")
+        return real(org_id, dataset_id, version, case_id)
+
+    monkeypatch.setattr(container.datasets, "get_case", broken_for_c002)
+    held = {}  # c001's worker is slow: its messages stay in flight, its case running
+    first = None  # c002's first delivery, which failed
+    while first is None:
+        batch = queue.receive()
+        assert batch, "c002 was never sent"
+        for d in batch:
+            if d.task["case_id"] == "c001":
+                held[d.message_id] = d
+            elif d.task["case_id"] == "c002":
+                with pytest.raises(RuntimeError):
+                    run_case.handle_task(
+                        container, d.body, message_id=d.message_id, receipt_handle=d.receipt
+                    )
+                first = d
+            else:
+                _deliver(container, queue, d)
+    assert progress(api, run_id)["status"] == "running", "one failure is delivered again"
+    # Its own redelivery is far off (as with the queue's visibility timeout): the run stands
+    # still, and the sweep takes its running tasks over, sending each as a new message.
+    queue.sqs.change_message_visibility(
+        QueueUrl=queue.url, ReceiptHandle=first.receipt, VisibilityTimeout=3600
+    )
+    frozen.advance(minutes=4)
+    assert run_id in sweep.sweep(container).resent
+    copies = {d.task["case_id"]: d for d in queue.receive()}
+    assert sorted(copies) == ["c001", "c002"] and copies["c002"].message_id != first.message_id
+    held[copies["c001"].message_id] = copies["c001"]
+    run_case.handle_task(  # the copy's failure is the attempt's second: the run fails, no raise
+        container, copies["c002"].body, message_id=copies["c002"].message_id
+    )
+    queue.delete(copies["c002"])
+    assert broken == ["c002", "c002"]
+
+    monkeypatch.setattr(container.datasets, "get_case", real)  # the store is back for the reads
+    full = api.ok("GET", f"/api/v1/eval-runs/{run_id}")
+    error = "RuntimeError: the datasets table refused key [REDACTED:aws_access_key]"
+    assert full["status"] == "failed"
+    assert full["reason"] == sweep.error_reason(error), full["reason"]
+    assert AWS_KEY not in json.dumps(full)
+    assert any(error in s for s in full["story"]["sentences"]), full["story"]
+    results = {r["case_id"]: (r["state"], r["reason"]) for r in full["results"]}
+    stopped = "the run stopped on an error while this case ran"
+    assert results == {
+        "c000": ("passed", results["c000"][1]),
+        "c001": ("failed", stopped),
+        "c002": ("failed", stopped),
+    }, results
+    assert container.orgs.get(api.org_id).in_flight == 0
+    assert container.runs.get(api.org_id, run_id).slots == 0
+    gated = cli("gate", run_id)  # the command line says so too
+    assert gated.code == 2, gated
+    assert f"the run ended failed: {full['reason']}" in gated.out, gated
+    assert AWS_KEY not in gated.out + gated.err
+    # The sweep sends nothing of a run that failed, however long it stands still.
+    frozen.advance(minutes=4)
+    report = sweep.sweep(container)
+    assert run_id not in report.resent and run_id not in report.failed
+    assert queue.receive() == []
+    # Nor is it resumed: the slow worker's answers and the first failure's message start nothing.
+    queue.release(first)
+    for d in [*held.values(), *queue.receive()]:
+        _deliver(container, queue, d)
+    after = api.ok("GET", f"/api/v1/eval-runs/{run_id}")
+    assert (after["status"], after["reason"]) == ("failed", full["reason"])
+    assert {r["case_id"]: (r["state"], r["reason"]) for r in after["results"]} == results
+    assert container.orgs.get(api.org_id).in_flight == 0
+    assert broken == ["c002", "c002"], "a failed run's task reads nothing more"
 
 
 def test_an_agent_that_crashes_fails_its_case_only_and_the_run_completes(api):

@@ -5,7 +5,8 @@ behaviour the default would not give; every figure is hand-computed beside it.
 
 At other values elsewhere: `EVAL_RUN_CONCURRENCY` and `EVAL_ORG_CONCURRENCY` in
 test_concurrency.py (2 and 3, 4 and 5) and test_org_limits.py (a default lowered to 1 for an
-organization used before), `EVAL_HEARTBEAT_SECONDS` in test_attempts.py (0.3 s).
+organization used before), `EVAL_HEARTBEAT_SECONDS` in test_attempts.py (0.3 s),
+`EVAL_CASE_ERROR_TRIES` in test_delivery.py (2, and past the queue's `maxReceiveCount`).
 """
 
 from __future__ import annotations

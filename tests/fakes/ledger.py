@@ -10,8 +10,9 @@ from typing import Any
 from chalicelib.domain import history
 from chalicelib.domain.agent_runs import AgentRun
 from chalicelib.domain.enums import RunPhase, RunStatus
+from chalicelib.domain.leases import Lease
 from chalicelib.domain.outcome import Outcome
-from chalicelib.domain.records import ActiveRun, Attempt, Lease, Run
+from chalicelib.domain.records import ActiveRun, Attempt, Run
 from chalicelib.domain.run_rules import Claim, Lanes
 from chalicelib.errors import ConflictError, NotFoundError
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome
@@ -22,6 +23,7 @@ from tests.fakes.builders import an_arm_result as an_arm_result
 from tests.fakes.builders import an_attempt as an_attempt
 from tests.fakes.builders import an_outcome as an_outcome
 from tests.fakes.catalog import Liveness
+from tests.fakes.leases import FakeLeases
 from tests.fakes.run_lists import FakeRunLists
 from tests.fakes.tenants import FakeOrganizations
 
@@ -39,6 +41,8 @@ class FakeQueue:
         self.backlog = 0
         """What `waiting` answers: the messages a test says wait for a worker."""
         self.waiting_reads = 0
+        self.visibility: list[tuple[str, int]] = []
+        """Every `extend_visibility` as (receipt, seconds), in order."""
 
     def send(self, bodies: list[dict[str, Any]]) -> None:
         failed = [b for b in bodies if self.refuse(b)]
@@ -47,14 +51,14 @@ class FakeQueue:
             raise QueueSendError(failed)
 
     def extend_visibility(self, receipt_handle: str, seconds: int) -> None:
-        return None
+        self.visibility.append((receipt_handle, seconds))
 
     def waiting(self) -> int:
         self.waiting_reads += 1
         return self.backlog
 
 
-class FakeRuns(FakeRunLists):
+class FakeRuns(FakeLeases, FakeRunLists):
     """`ports.ledger.Runs` in dicts: runs by (org_id, run_id), attempts by (org_id, run_id) then
     key.
 
@@ -293,37 +297,6 @@ class FakeRuns(FakeRunLists):
         for agent_run in agent_runs:
             self.agent_runs_kept[(agent_run.org_id, agent_run.agent_run_id)] = agent_run
         return RecordOutcome(written=True)
-
-    def take_lease(self, run: Run, key: str, holder: str, until_ms: int, now_ms: int) -> bool:
-        self._others_write()
-        kept = self.leases.get((run.org_id, run.run_id, key))
-        if kept is not None and (kept.done or kept.until_ms >= now_ms):
-            return False
-        self.leases[(run.org_id, run.run_id, key)] = Lease(
-            attempt_key=key, holder=holder, until_ms=until_ms
-        )
-        return True
-
-    def extend_lease(self, run: Run, key: str, holder: str, until_ms: int) -> bool:
-        kept = self.leases.get((run.org_id, run.run_id, key))
-        if kept is None or kept.holder != holder:
-            return False
-        self.leases[(run.org_id, run.run_id, key)] = replace(kept, until_ms=until_ms)
-        return True
-
-    def release_lease(self, run: Run, key: str, holder: str) -> bool:
-        kept = self.leases.get((run.org_id, run.run_id, key))
-        if kept is None or kept.holder != holder or kept.done:
-            return False
-        self.leases[(run.org_id, run.run_id, key)] = replace(kept, until_ms=0)
-        return True
-
-    def lease_of(self, run: Run, key: str) -> Lease | None:
-        return self.leases.get((run.org_id, run.run_id, key))
-
-    def _lease_done(self, run: Run, key: str) -> None:
-        kept = self.leases.get((run.org_id, run.run_id, key)) or Lease(attempt_key=key)
-        self.leases[(run.org_id, run.run_id, key)] = replace(kept, done=True)
 
     def beat(self, org_id: str, run_id: str, now_ms: int) -> bool:
         if self.kept[(org_id, run_id)].status != RunStatus.RUNNING:

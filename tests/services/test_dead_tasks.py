@@ -13,6 +13,7 @@ import pytest
 from chalicelib.domain import events as domain_events
 from chalicelib.domain.enums import AttemptState, RunStatus
 from chalicelib.domain.events import CaseTaskDead, Event
+from chalicelib.domain.run_rules import attempt_key
 from chalicelib.services import messagebus, run_case, slots, sweep
 from tests.fakes import FakeContainer
 from tests.fakes.ledger import a_run
@@ -113,3 +114,175 @@ def test_a_dead_task_of_a_run_that_ended_leaves_it_as_it_ended_and_gives_its_slo
     assert (after.status, after.reason) == (RunStatus.CANCELLED, "cancelled by a test")
     assert after.slots == before.slots - 1  # its slot went back with the recording
     assert {s for s, _ in _states(c).values()} == {AttemptState.INCOMPLETE.value}
+
+
+# --- failures of assay's own counted per attempt (`run_case._failed_on_error`) ---------------
+
+KEY = "AKIAIOSFODNN7EXAMPLE"
+
+
+def _breaking(c: FakeContainer, case_id: str, error: Exception) -> list[int]:
+    """Make the datasets store raise `error` on `case_id` (every other case read as before);
+    the list counts the reads that raised."""
+    raised: list[int] = []
+    real = c.datasets.get_case
+
+    def get_case(org_id: str, dataset_id: str, version: int, cid: str) -> Any:
+        if cid == case_id:
+            raised.append(1)
+            raise error
+        return real(org_id, dataset_id, version, cid)
+
+    c.datasets = SimpleNamespace(get_case=get_case)  # type: ignore[assignment]
+    return raised
+
+
+def _lease(c: FakeContainer, case_id: str) -> Any:
+    run = c.runs.get_for_org("acme", "r-dead")
+    return c.runs.lease_of(run, attempt_key("candidate", case_id, 1))
+
+
+def _tries(c: FakeContainer, tries: int) -> None:
+    c.settings = c.settings.model_copy(update={"eval_case_error_tries": tries})
+
+
+def test_an_attempt_failing_on_assay_s_own_error_ends_its_run_at_the_third_failure(
+    c: FakeContainer,
+) -> None:
+    """`EVAL_CASE_ERROR_TRIES` (3): the first two failures are delivered again soon, the third
+    ends the run `failed` at once naming the error, redacted, and the message is done with."""
+    first, second = _start(c, cases=4, limit=2)
+    _breaking(c, "c1", RuntimeError(f"the datasets table said no ({KEY}, {SECRET})"))
+    for n in (1, 2):
+        with pytest.raises(RuntimeError):
+            run_case.handle_task(c, first, message_id="m1", receipt_handle=f"rh{n}")
+        lease = _lease(c, "c1")
+        assert (lease.failures, lease.until_ms) == (n, 0), "counted, and the claim let go"
+        assert c.runs.get_for_org("acme", "r-dead").status == RunStatus.RUNNING
+    # Delivered again within a minute or two, not after the queue's visibility timeout.
+    assert c.case_queue.visibility == [("rh1", 30), ("rh2", 60)]
+    run_case.handle_task(c, first, message_id="m1", receipt_handle="rh3")  # does not raise
+    run = c.runs.get_for_org("acme", "r-dead")
+    assert run.status == RunStatus.FAILED
+    assert run.reason == sweep.error_reason(
+        "RuntimeError: the datasets table said no ([REDACTED:aws_access_key], [REDACTED:secret])"
+    ), run.reason
+    assert KEY not in run.reason and SECRET not in run.reason
+    assert _lease(c, "c1").last_error is not None and KEY not in _lease(c, "c1").last_error
+    assert run.slots == 0 and c.orgs.get("acme").in_flight == 0
+    stopped = "the run stopped on an error while this case ran"
+    assert _states(c) == {
+        "c1": (AttemptState.FAILED.value, stopped),
+        "c2": (AttemptState.FAILED.value, stopped),
+    }, "the running cases failed, the rest never start"
+    # The other running case's message, and the broken one's again, change nothing.
+    run_case.handle_task(c, second, message_id="m2")
+    run_case.handle_task(c, first, message_id="m1")
+    assert c.runs.get_for_org("acme", "r-dead").reason == run.reason
+    assert len(_states(c)) == 2 and c.orgs.get("acme").in_flight == 0
+    # However long it then stands still, the sweep sends none of its tasks again.
+    sent = len(c.case_queue.sent)
+    c.clock.advance(minutes=30)
+    report = sweep.sweep(c)
+    assert "r-dead" not in report.resent and len(c.case_queue.sent) == sent
+    assert sweep.resend_unclaimed(c, run, take_over=True) == 0
+
+
+@pytest.mark.parametrize("tries", [1, 5])
+def test_eval_case_error_tries_is_how_many_failures_of_an_attempt_end_its_run(
+    c: FakeContainer, tries: int
+) -> None:
+    _tries(c, tries)
+    first, _ = _start(c, cases=3, limit=2)
+    raised = _breaking(c, "c1", OSError("the queue is unreachable"))
+    for _ in range(tries - 1):
+        with pytest.raises(OSError):
+            run_case.handle_task(c, first, message_id="m1")
+        assert c.runs.get_for_org("acme", "r-dead").status == RunStatus.RUNNING
+    run_case.handle_task(c, first, message_id="m1")
+    run = c.runs.get_for_org("acme", "r-dead")
+    assert len(raised) == tries
+    assert run.status == RunStatus.FAILED
+    assert run.reason == sweep.error_reason("OSError: the queue is unreachable")
+
+
+def test_the_count_is_the_attempt_s_so_copies_sent_as_new_messages_count_on_it(
+    c: FakeContainer,
+) -> None:
+    """The sweep sends a task again as a new message (its receive count starts over): each
+    delivery of any copy counts on the attempt."""
+    first, _ = _start(c, cases=3, limit=2)
+    _breaking(c, "c1", RuntimeError("boom"))
+    for message_id in ("m1", "m1-copy"):
+        with pytest.raises(RuntimeError):
+            run_case.handle_task(c, first, message_id=message_id)
+    assert _lease(c, "c1").failures == 2
+    run_case.handle_task(c, first, message_id="m1-copy-2")
+    assert c.runs.get_for_org("acme", "r-dead").status == RunStatus.FAILED
+
+
+def test_a_throttled_request_that_succeeds_on_redelivery_does_not_fail_the_run(
+    c: FakeContainer,
+) -> None:
+    first, _ = _start(c, cases=3, limit=2)
+    real = c.datasets.get_case
+    raised = _breaking(c, "c1", RuntimeError("ThrottlingException: Rate exceeded"))
+    with pytest.raises(RuntimeError):
+        run_case.handle_task(c, first, message_id="m1")
+    c.datasets = SimpleNamespace(get_case=real)  # type: ignore[assignment]
+    run_case.handle_task(c, first, message_id="m1")
+    run = c.runs.get_for_org("acme", "r-dead")
+    assert (len(raised), run.status, run.reason) == (1, RunStatus.RUNNING, None)
+    assert _states(c)["c1"][0] == AttemptState.PASSED.value
+    assert _lease(c, "c1").done and _lease(c, "c1").failures == 1
+
+
+def test_an_expected_outcome_is_no_failure_and_counts_nothing(
+    c: FakeContainer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`LeaseHeld` (a task this delivery carried on with is still held) only lets the claim
+    go: it is raised for SQS to deliver again, and never fails a run however often."""
+    _tries(c, 1)
+    first, _ = _start(c, cases=3, limit=2)
+
+    def held(*_: Any, **__: Any) -> Any:
+        raise run_case.LeaseHeld(attempt_key("candidate", "c1", 1), 5)
+
+    monkeypatch.setattr(run_case, "_answer", held)
+    for _ in range(3):
+        with pytest.raises(run_case.LeaseHeld):
+            run_case.handle_task(c, first, message_id="m1")
+    assert _lease(c, "c1").failures == 0 and _lease(c, "c1").until_ms == 0
+    assert c.runs.get_for_org("acme", "r-dead").status == RunStatus.RUNNING
+
+
+def test_a_failure_that_cannot_be_counted_is_raised_as_it_was(
+    c: FakeContainer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lease table unreachable too: the delivery's own error is raised (SQS delivers it
+    again; the dead-letter queue and the sweep are the fallbacks), never the store's."""
+    _tries(c, 1)
+    first, _ = _start(c, cases=3, limit=2)
+    _breaking(c, "c1", RuntimeError("the datasets table is unreachable"))
+
+    def unreachable(*_: Any) -> Any:
+        raise ConnectionError("the lease table is unreachable")
+
+    monkeypatch.setattr(c.runs, "fail_lease", unreachable)
+    with pytest.raises(RuntimeError, match="datasets table"):
+        run_case.handle_task(c, first, message_id="m1")
+    assert c.runs.get_for_org("acme", "r-dead").status == RunStatus.RUNNING
+
+
+def test_a_dead_task_names_the_last_error_its_deliveries_counted(c: FakeContainer) -> None:
+    """A task dead-lettered before `EVAL_CASE_ERROR_TRIES` (its message carries no reason) is
+    failed with the error its attempt's lease kept, not the generic text."""
+    _tries(c, 10)
+    first, _ = _start(c, cases=3, limit=2)
+    _breaking(c, "c1", RuntimeError(f"boom {KEY}"))
+    with pytest.raises(RuntimeError):
+        run_case.handle_task(c, first, message_id="m1")
+    run_case.handle_dead_task(c, first, receive_count=5, message_id="m1")
+    run = c.runs.get_for_org("acme", "r-dead")
+    assert run.status == RunStatus.FAILED
+    assert run.reason == sweep.error_reason("RuntimeError: boom [REDACTED:aws_access_key]")

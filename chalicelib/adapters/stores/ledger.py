@@ -30,7 +30,6 @@ from typing import Any
 
 from pynamodb.exceptions import (
     DoesNotExist,
-    PutError,
     TransactWriteError,
 )
 from pynamodb.expressions.condition import Condition
@@ -62,8 +61,9 @@ from chalicelib.domain import history as rules
 from chalicelib.domain.agent_runs import AgentRun
 from chalicelib.domain.enums import RunPhase, RunStatus
 from chalicelib.domain.evaluations import evaluation_of
+from chalicelib.domain.leases import ERROR_CHARS, Lease
 from chalicelib.domain.outcome import Outcome
-from chalicelib.domain.records import Attempt, Lease, Run
+from chalicelib.domain.records import Attempt, Run
 from chalicelib.domain.run_rules import Claim, Lanes
 from chalicelib.errors import ConflictError, NotFoundError
 from chalicelib.services.ports.ledger import RecordConflict, RecordOutcome
@@ -359,17 +359,18 @@ class RunStore(RunEnds, RunGrading, RunRemoval):
 
     def take_lease(self, run: Run, key: str, holder: str, until_ms: int, now_ms: int) -> bool:
         """Claim the attempt `key` of `run` for `holder` until `until_ms` (epoch ms), unless
-        another claim lives past `now_ms`; True when taken."""
-        row = _lease_row(run, Lease(attempt_key=key, holder=holder, until_ms=until_ms))
-        try:
-            row.save(
-                condition=(LeaseRow.attempt_key.does_not_exist() | (LeaseRow.until_ms < now_ms))
-                & LeaseRow.done.does_not_exist()
-            )
-            return True
-        except PutError as exc:
-            unless_condition_failed(exc)
-            return False
+        another claim lives past `now_ms`; True when taken. An update, not a put: the attempt's
+        count of failures (`fail_lease`) outlives the claims of its deliveries."""
+        return conditional_update(
+            LeaseRow(_key(run), key),
+            [
+                LeaseRow.holder.set(holder),
+                LeaseRow.until_ms.set(until_ms),
+                LeaseRow.expires_at.set(until_ms // 1000 + LEASE_KEPT_SECONDS),
+            ],
+            (LeaseRow.attempt_key.does_not_exist() | (LeaseRow.until_ms < now_ms))
+            & LeaseRow.done.does_not_exist(),
+        )
 
     def extend_lease(self, run: Run, key: str, holder: str, until_ms: int) -> bool:
         """Move `holder`'s claim on the attempt `key` to `until_ms`; False when it is not theirs."""
@@ -392,18 +393,30 @@ class RunStore(RunEnds, RunGrading, RunRemoval):
             (LeaseRow.holder == holder) & LeaseRow.done.does_not_exist(),
         )
 
+    def fail_lease(self, run: Run, key: str, holder: str, error: str) -> Lease | None:
+        """Let `holder`'s claim on the attempt `key` lapse now, counting its delivery's failure on
+        assay's own error `error` (redacted) in the same conditional write; the lease as written,
+        or None when the claim is not theirs or the attempt is recorded."""
+        row = LeaseRow(_key(run), key)
+        if not conditional_update(
+            row,
+            [
+                LeaseRow.until_ms.set(0),
+                LeaseRow.failures.add(1),
+                LeaseRow.last_error.set(error[:ERROR_CHARS]),
+            ],
+            (LeaseRow.holder == holder) & LeaseRow.done.does_not_exist(),
+        ):
+            return None
+        return _lease_of(key, row)  # the update read the row back as it left it
+
     def lease_of(self, run: Run, key: str) -> Lease | None:
         """The claim on the attempt `key` (consistent), or None."""
         try:
             row = LeaseRow.get(_key(run), key, consistent_read=True)
         except DoesNotExist:
             return None
-        return Lease(
-            attempt_key=key,
-            holder=row.holder,
-            until_ms=int(row.until_ms or 0),
-            done=bool(row.done),
-        )
+        return _lease_of(key, row)
 
     def beat(self, org_id: str, run_id: str, now_ms: int) -> bool:
         """Heartbeat a running run; False when it is not running (any more)."""
@@ -550,3 +563,15 @@ def _claim(run: Run, claim: Claim) -> tuple[list[Action], Condition]:
     actions += [RunRow.lane_end[j].set(claim.victim_end), RunRow.lane_end[v].set(claim.index)]
     condition &= (RunRow.lane_end[v] == claim.victim_end) & (RunRow.lane_next[v] <= claim.index)
     return actions, condition
+
+
+def _lease_of(key: str, row: LeaseRow) -> Lease:
+    """The lease record of the row of the attempt `key`."""
+    return Lease(
+        attempt_key=key,
+        holder=row.holder,
+        until_ms=int(row.until_ms or 0),
+        done=bool(row.done),
+        failures=int(row.failures or 0),
+        last_error=row.last_error,
+    )

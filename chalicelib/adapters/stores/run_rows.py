@@ -24,8 +24,9 @@ from chalicelib.domain import history as rules
 from chalicelib.domain.chart import TrendRun
 from chalicelib.domain.enums import ArmRole, RunStatus
 from chalicelib.domain.evaluations import is_implied
+from chalicelib.domain.leases import Lease
 from chalicelib.domain.outcome import Outcome
-from chalicelib.domain.records import ActiveRun, Arm, Lease, Run
+from chalicelib.domain.records import ActiveRun, Arm, Run
 from chalicelib.domain.replay import Replay
 from chalicelib.services.ports.ledger import RunPage
 

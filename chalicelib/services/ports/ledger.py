@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from chalicelib.domain.agent_runs import AgentRun
 from chalicelib.domain.enums import RunStatus
-from chalicelib.domain.records import ActiveRun, Attempt, Lease, Run
+from chalicelib.domain.leases import Lease
+from chalicelib.domain.records import ActiveRun, Attempt, Run
 from chalicelib.domain.run_rules import Claim
 
 if TYPE_CHECKING:  # annotations only: the case worker need not import them to start
@@ -216,7 +217,8 @@ class Runs(Protocol):
     def take_lease(self, run: Run, key: str, holder: str, until_ms: int, now_ms: int) -> bool:
         """Claim the attempt `key` for `holder` (a delivery's message id) until `until_ms` (epoch
         ms) unless another claim lives past `now_ms` or the attempt is recorded (every recording
-        marks its lease done in its own write); True when taken."""
+        marks its lease done in its own write); True when taken. The attempt's `failures` and
+        `last_error` are kept (`fail_lease`)."""
 
     def extend_lease(self, run: Run, key: str, holder: str, until_ms: int) -> bool:
         """Move `holder`'s claim on the attempt `key` to `until_ms`; False when not theirs."""
@@ -224,6 +226,13 @@ class Runs(Protocol):
     def release_lease(self, run: Run, key: str, holder: str) -> bool:
         """Let `holder`'s claim on the attempt `key` lapse now (its delivery failed); False when
         the claim is not theirs or the attempt is recorded."""
+
+    def fail_lease(self, run: Run, key: str, holder: str, error: str) -> Lease | None:
+        """Let `holder`'s claim on the attempt `key` lapse now because its delivery failed on
+        assay's own error `error` (redacted, at most `leases.ERROR_CHARS` characters), counting
+        the failure in the same conditional write: the lease as that write left it (`failures`
+        one more, `last_error` = `error`), or None when the claim is not theirs or the attempt is
+        recorded (nothing counted). A later claim of the attempt keeps the count."""
 
     def lease_of(self, run: Run, key: str) -> Lease | None:
         """The claim on the attempt `key` (consistent; `done` once it is recorded), or None when

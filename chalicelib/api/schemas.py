@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic_core import PydanticCustomError
 
 from chalicelib.api.common import MAX_PATH_ID_LENGTH
+from chalicelib.domain.display_names import name_problem
 from chalicelib.domain.judge_rules import CRITERION_ID_PATTERN, CRITERION_TEXT_CHARS
 from chalicelib.domain.limits import MAX_IMPORT_LIMIT, MAX_ORG_CONCURRENCY, MAX_VERSION
 
@@ -32,8 +34,30 @@ Version = Annotated[StrictInt, Field(ge=1, le=MAX_VERSION)]
 """A version number: 1 to `MAX_VERSION` (2,147,483,647)."""
 
 
+def _no_control_characters(value: str) -> str:
+    problem = name_problem(value)
+    if problem is not None:
+        raise PydanticCustomError("name_control_character", problem)
+    return value
+
+
+NO_CONTROL = AfterValidator(_no_control_characters)
+"""A person's name for something (an agent, dataset, judge, evaluation, model profile,
+environment, suite or API key) is kept as written, but a control character in it (NUL, ESC, a
+line break: `domain.display_names.name_problem`) is a 400 naming the field."""
+
+Name = Annotated[str, Field(max_length=200), NO_CONTROL]
+"""A name of at most 200 characters, blank allowed (`NO_CONTROL`)."""
+
+RequiredName = Annotated[str, Field(min_length=1, max_length=200), NO_CONTROL]
+"""A name of 1-200 characters (`NO_CONTROL`)."""
+
+KeyName = Annotated[str, Field(max_length=100), NO_CONTROL]
+"""An API key's name: at most 100 characters, blank allowed (`NO_CONTROL`)."""
+
+
 class CreateAgent(Body):
-    name: str = Field(min_length=1, max_length=200)
+    name: RequiredName
     """A person's name for the agent."""
     spec: dict[str, Any]
     """The draft spec (`runtime` plus what that runtime needs)."""
@@ -44,7 +68,8 @@ class CreateAgent(Body):
 class UpdateDraft(Body):
     spec: dict[str, Any] | None = None
     """The new draft spec."""
-    name: str | None = Field(None, min_length=1, max_length=200)
+    name: RequiredName | None = None
+    """A new name for the agent."""
 
 
 class Publish(Body):
@@ -81,7 +106,7 @@ class AddDatasetVersion(Body):
 
 
 class CreateDataset(Body):
-    name: str = Field(min_length=1, max_length=200)
+    name: RequiredName
     dataset_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-]{1,64}$")
     scoring: dict[str, Any] | None = None
     """With `cases` or `source`: the first version's scoring, as `POST …/versions` takes it."""
@@ -177,7 +202,7 @@ class CreateEvaluation(Body):
     version: VersionSelector = "latest"
     """Which version a run picks, resolved when the run is created: `latest` (default),
     `published` (the version served, else the latest) or a number."""
-    name: str = Field("", max_length=200)
+    name: Name = ""
     """A person's name for the evaluation."""
     evaluation_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-]{1,64}$")
     """An id of the caller's choosing; generated when absent."""
@@ -190,7 +215,7 @@ class UpdateEvaluation(Body):
     """Another agent to evaluate (past runs keep the agent they pinned)."""
     version: VersionSelector | None = None
     """Another version selector (past runs keep the version they pinned)."""
-    name: str | None = Field(None, max_length=200)
+    name: Name | None = None
     """A new name."""
 
 
@@ -199,7 +224,8 @@ class CreateModelProfile(Body):
     """The profile's id, chosen by the caller."""
     model: str = Field(min_length=1)
     """The provider's model name."""
-    name: str = ""
+    name: Name = ""
+    """A person's name for the profile."""
     settings: dict[str, Any] = Field(default_factory=dict)
     """Connection keys laid over an agent's spec on this profile (`base_url`, `api_key_secret`,
     `extra_headers`, `max_tokens`, `system_prompt`, `url`, `headers`); nothing else is accepted."""
@@ -237,7 +263,7 @@ class SetOrgLimits(Body):
 
 
 class CreateJudge(Body):
-    name: str = Field(min_length=1, max_length=200)
+    name: RequiredName
     judge_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-]{1,64}$")
 
 
@@ -280,7 +306,7 @@ TestConnections = Annotated[dict[Ref, Ref], Field(max_length=100)]
 
 class CreateEnvironment(Body):
     environment_id: Id
-    name: str = Field("", max_length=200)
+    name: Name = ""
     default: StrictBool = False
     """The organization's default environment (its first one is)."""
     test_connections: TestConnections | None = None
@@ -323,7 +349,7 @@ class SuiteBody(Body):
     """A suite (create: `dataset_id` required; update: any subset)."""
 
     suite_id: Id | None = None
-    name: str | None = Field(None, max_length=200)
+    name: Name | None = None
     dataset_id: Ref | None = None
     dataset_version: Version | None = None
     """Pinned dataset version; absent or null: the latest when a run starts."""
@@ -381,7 +407,7 @@ class PutGrant(Body):
 class CreateApiKey(Body):
     """`POST /api/v1/api-keys`: a name to know it by and what it may do (a subset of yours)."""
 
-    name: str = Field(default="", max_length=100)
+    name: KeyName = ""
     scopes: list[Permission] = Field(min_length=1, max_length=20)
 
 

@@ -9,11 +9,14 @@ Two kinds of token are accepted, chosen by the token's `alg` header and nothing 
   again for an unknown `kid`, which is how a rotated key is picked up). `iss` must be
   `ASSAY_OIDC_ISSUER`, `aud` `ASSAY_OIDC_AUDIENCE`, and the organization is the
   `ASSAY_OIDC_ORG_CLAIM` claim.
-Any other algorithm (`none` included) is refused before anything is verified. Every token must
-carry `exp`, `iss`, `aud` and `sub`; `nbf` and `iat` are honoured when present; times allow
-`ASSAY_JWT_LEEWAY_SECONDS` of clock skew. Times are checked by `domain.identity.check_token_times`
-once the signature verified, not by PyJWT (which reads `"exp": "1e14"` as a number): each is a JSON
-number, and a token lives at most `ASSAY_JWT_MAX_LIFETIME_SECONDS` (`exp - iat`, or `exp - now`).
+Any other algorithm (`none` included) is refused before anything is verified, and so is a header
+with `crit` (critical extensions, RFC 7515: assay understands none). Every token must carry `exp`,
+`iss`, `aud` and `sub` (a refusal names the `claim` missing or null); `nbf` and `iat` are
+honoured when present; times allow `ASSAY_JWT_LEEWAY_SECONDS` of clock skew. Times are checked
+by `domain.identity.check_token_times` once the signature verified, not by PyJWT (which reads
+`"exp": "1e14"` as a number): each is a JSON number, and a token lives at most
+`ASSAY_JWT_MAX_LIFETIME_SECONDS` (`exp - iat`, or `exp - now`). The user (`sub`) is a user id
+(`domain.access.user_id_problem`).
 Every refusal says why, and never repeats the token.
 
 PyJWT (and `cryptography`, for RS256/ES256) are imported on first use: a cold start that serves
@@ -105,6 +108,33 @@ def jwks_client(url: str) -> Any:
         return client
 
 
+def _raw_header(token: str) -> Any:
+    """The JSON of a token's first part as it is, before PyJWT checks it; None when that part is
+    not base64url JSON (`verify` then says the token is not a JWT)."""
+    import json
+
+    from jwt.utils import base64url_decode
+
+    try:
+        return json.loads(base64url_decode(token.split(".", 1)[0]))
+    except (ValueError, TypeError, UnicodeDecodeError, RecursionError):
+        return None
+
+
+def _refuse_critical_extensions(token: str) -> None:
+    """Refuse a token whose header has `crit` (RFC 7515 4.1.11): it says the token must not be
+    accepted by a verifier that does not understand the extensions it lists, and assay
+    understands none. Raises UnauthenticatedError (field `Authorization`, `header` "crit")."""
+    header = _raw_header(token)
+    if isinstance(header, dict) and "crit" in header:
+        raise UnauthenticatedError(
+            "token header crit is not supported: it lists critical extensions (RFC 7515), and "
+            "this service accepts a token only without any",
+            field="Authorization",
+            header="crit",
+        )
+
+
 def _shown_alg(alg: Any) -> str:
     return (
         repr(alg)
@@ -138,11 +168,13 @@ class TokenVerifier:
         """The identity a bearer token names.
 
         Raises:
-            UnauthenticatedError: the token is malformed, uses an algorithm not accepted here,
-                does not verify, lacks a required claim, is expired or not valid yet, has a time
-                claim that is not a number or a lifetime over `ASSAY_JWT_MAX_LIFETIME_SECONDS`
-                (`claim` names the claim), has the wrong issuer or audience, or names no valid
-                organization or user.
+            UnauthenticatedError: the token is malformed, has a `crit` header (`header` names
+                it), uses an algorithm not accepted here, does not verify, lacks a required claim
+                (or holds it null), is expired or not valid yet, has a time claim that is not a
+                number or a lifetime over `ASSAY_JWT_MAX_LIFETIME_SECONDS`, has the wrong issuer
+                or audience, or names no valid organization or user (`sub` with control, format
+                or bidirectional characters or spaces at either end); `claim` names the claim at
+                fault.
         """
         claims, org_claim = self.verify(token)
         return from_claims(claims, org_claim=org_claim)
@@ -154,6 +186,7 @@ class TokenVerifier:
         s = self._settings()
         if len(token) > MAX_TOKEN_CHARS:
             raise _refused(f"token is longer than {MAX_TOKEN_CHARS} characters")
+        _refuse_critical_extensions(token)
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
@@ -223,8 +256,11 @@ class TokenVerifier:
                 },
             )
         except jwt.MissingRequiredClaimError as exc:
-            raise _refused(
-                f"token has no {exc.claim} claim (required: {', '.join(REQUIRED_CLAIMS)})"
+            raise UnauthenticatedError(
+                f"token has no {exc.claim} claim, or it is null (required: "
+                f"{', '.join(REQUIRED_CLAIMS)})",
+                field="Authorization",
+                claim=exc.claim,
             ) from None
         except jwt.InvalidIssuerError:
             raise _refused(f"token issuer (iss) is not {issuer!r}") from None

@@ -1,7 +1,7 @@
 """The OpenAPI 3.1 document of the HTTP API (issue 11 scope 9), built from the app's route table and
-each view's `Contract` (`api.common.api_view`): its body and query models in `api.schemas` (and
-the judge spec the service validates), so the document cannot describe other routes or other
-fields than the ones the views check.
+each view's `Contract` (`api.common.api_view`): its body models in `api.schemas` and query models
+in `api.query_schemas` (and the judge spec the service validates), so the document cannot
+describe other routes or other fields than the ones the views check.
 
 `GET /openapi.json` serves it; clients and `tests/fuzz/` read it. It is built on the first request
 and kept: pydantic's JSON-schema generation is not paid at a cold start that never asks for it.

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic_core import PydanticCustomError
 
-from chalicelib.api.common import MAX_PATH_ID_LENGTH, Query
+from chalicelib.api.common import MAX_PATH_ID_LENGTH
+from chalicelib.domain.display_names import name_problem
 from chalicelib.domain.judge_rules import CRITERION_ID_PATTERN, CRITERION_TEXT_CHARS
 from chalicelib.domain.limits import MAX_IMPORT_LIMIT, MAX_ORG_CONCURRENCY, MAX_VERSION
 
@@ -32,8 +34,30 @@ Version = Annotated[StrictInt, Field(ge=1, le=MAX_VERSION)]
 """A version number: 1 to `MAX_VERSION` (2,147,483,647)."""
 
 
+def _no_control_characters(value: str) -> str:
+    problem = name_problem(value)
+    if problem is not None:
+        raise PydanticCustomError("name_control_character", problem)
+    return value
+
+
+NO_CONTROL = AfterValidator(_no_control_characters)
+"""A person's name for something (an agent, dataset, judge, evaluation, model profile,
+environment, suite or API key) is kept as written, but a control character in it (NUL, ESC, a
+line break: `domain.display_names.name_problem`) is a 400 naming the field."""
+
+Name = Annotated[str, Field(max_length=200), NO_CONTROL]
+"""A name of at most 200 characters, blank allowed (`NO_CONTROL`)."""
+
+RequiredName = Annotated[str, Field(min_length=1, max_length=200), NO_CONTROL]
+"""A name of 1-200 characters (`NO_CONTROL`)."""
+
+KeyName = Annotated[str, Field(max_length=100), NO_CONTROL]
+"""An API key's name: at most 100 characters, blank allowed (`NO_CONTROL`)."""
+
+
 class CreateAgent(Body):
-    name: str = Field(min_length=1, max_length=200)
+    name: RequiredName
     """A person's name for the agent."""
     spec: dict[str, Any]
     """The draft spec (`runtime` plus what that runtime needs)."""
@@ -44,7 +68,8 @@ class CreateAgent(Body):
 class UpdateDraft(Body):
     spec: dict[str, Any] | None = None
     """The new draft spec."""
-    name: str | None = Field(None, min_length=1, max_length=200)
+    name: RequiredName | None = None
+    """A new name for the agent."""
 
 
 class Publish(Body):
@@ -81,7 +106,7 @@ class AddDatasetVersion(Body):
 
 
 class CreateDataset(Body):
-    name: str = Field(min_length=1, max_length=200)
+    name: RequiredName
     dataset_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-]{1,64}$")
     scoring: dict[str, Any] | None = None
     """With `cases` or `source`: the first version's scoring, as `POST …/versions` takes it."""
@@ -177,7 +202,7 @@ class CreateEvaluation(Body):
     version: VersionSelector = "latest"
     """Which version a run picks, resolved when the run is created: `latest` (default),
     `published` (the version served, else the latest) or a number."""
-    name: str = Field("", max_length=200)
+    name: Name = ""
     """A person's name for the evaluation."""
     evaluation_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-]{1,64}$")
     """An id of the caller's choosing; generated when absent."""
@@ -190,7 +215,7 @@ class UpdateEvaluation(Body):
     """Another agent to evaluate (past runs keep the agent they pinned)."""
     version: VersionSelector | None = None
     """Another version selector (past runs keep the version they pinned)."""
-    name: str | None = Field(None, max_length=200)
+    name: Name | None = None
     """A new name."""
 
 
@@ -199,7 +224,8 @@ class CreateModelProfile(Body):
     """The profile's id, chosen by the caller."""
     model: str = Field(min_length=1)
     """The provider's model name."""
-    name: str = ""
+    name: Name = ""
+    """A person's name for the profile."""
     settings: dict[str, Any] = Field(default_factory=dict)
     """Connection keys laid over an agent's spec on this profile (`base_url`, `api_key_secret`,
     `extra_headers`, `max_tokens`, `system_prompt`, `url`, `headers`); nothing else is accepted."""
@@ -237,7 +263,7 @@ class SetOrgLimits(Body):
 
 
 class CreateJudge(Body):
-    name: str = Field(min_length=1, max_length=200)
+    name: RequiredName
     judge_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_\-]{1,64}$")
 
 
@@ -280,7 +306,7 @@ TestConnections = Annotated[dict[Ref, Ref], Field(max_length=100)]
 
 class CreateEnvironment(Body):
     environment_id: Id
-    name: str = Field("", max_length=200)
+    name: Name = ""
     default: StrictBool = False
     """The organization's default environment (its first one is)."""
     test_connections: TestConnections | None = None
@@ -323,7 +349,7 @@ class SuiteBody(Body):
     """A suite (create: `dataset_id` required; update: any subset)."""
 
     suite_id: Id | None = None
-    name: str | None = Field(None, max_length=200)
+    name: Name | None = None
     dataset_id: Ref | None = None
     dataset_version: Version | None = None
     """Pinned dataset version; absent or null: the latest when a run starts."""
@@ -381,7 +407,7 @@ class PutGrant(Body):
 class CreateApiKey(Body):
     """`POST /api/v1/api-keys`: a name to know it by and what it may do (a subset of yours)."""
 
-    name: str = Field(default="", max_length=100)
+    name: KeyName = ""
     scopes: list[Permission] = Field(min_length=1, max_length=20)
 
 
@@ -413,139 +439,6 @@ class UploadRecording(Body):
     service)."""
 
 
-# --- query parameters ----------------------------------------------------------------------------
-
-Cursor = Annotated[str, Field(max_length=4096)]
-"""A listing's `next_cursor`, passed back as it was given (checked by the service)."""
-
-
-class Page(Query):
-    """`?limit=&cursor=` of a listing of runs."""
-
-    limit: int = Field(50, ge=1, le=200)
-    """Runs per page."""
-    cursor: Cursor | None = None
-    """The previous page's `next_cursor`; absent: the first page."""
-
-
-class AgentRunsQuery(Page):
-    """`GET /api/v1/agents/{agent_id}/eval-runs`."""
-
-    draft: Literal["current", "earlier"] | None = None
-    """Only runs of the draft as it stands now (`current`) or of earlier drafts (`earlier`)."""
-
-
-class ChartQuery(Query):
-    """`GET …/eval-runs/chart` (docs/guides/console.md)."""
-
-    last: Literal["10", "30", "all"] = "10"
-    """Which measured runs the chart shows: the last 10, the last 30 or every one."""
-
-
-class ResultsQuery(Query):
-    """`GET …/suites/{suite_id}/results`."""
-
-    limit: int = Field(50, ge=1, le=200)
-    """Results, newest first."""
-
-
-class NotificationsQuery(Query):
-    """`GET /api/v1/notifications`."""
-
-    unread: Literal["true", "false"] | None = None
-    """`true`: only notices not read yet."""
-
-
-class ComparisonQuery(Query):
-    """`GET /api/v1/eval-runs/{run_id}/comparison`."""
-
-    arm_id: Ref | None = None
-    """The candidate arm to compare (a run on several model profiles has one per profile)."""
-    tag: str | None = Field(None, max_length=200)
-    """Only the cases carrying this tag (the run's verdict stays over every case)."""
-
-
-CaseFilter = Literal[
-    "regression",
-    "fixed",
-    "unchanged",
-    "incomplete",
-    "not_compared",
-    "changed",
-    "passed",
-    "failed",
-    "ungraded",
-]
-"""A comparison outcome (`CaseOutcome`) or a settled state (`AttemptState`): the values `?outcome=`
-filters on (a unit test keeps this list equal to the two enums)."""
-
-
-class CasesQuery(Query):
-    """`GET /api/v1/eval-runs/{run_id}/cases`."""
-
-    limit: int = Field(50, ge=1, le=200)
-    """Cases per page, in the run's order."""
-    cursor: Cursor | None = None
-    """The previous page's `next_cursor`; absent: the first page."""
-    outcome: CaseFilter | None = None
-    """Only cases with this comparison outcome, or settled in this state on some arm."""
-    tag: str | None = Field(None, max_length=200)
-    """Only cases carrying this tag."""
-    arm_id: Ref | None = None
-    """Only this arm's side of each case."""
-    case_id: str | None = Field(None, max_length=MAX_PATH_ID_LENGTH)
-    """Only this case."""
-
-
-class DatasetCasesQuery(Query):
-    """`GET /api/v1/datasets/{dataset_id}/versions/{version}/cases`."""
-
-    limit: int = Field(100, ge=1, le=500)
-    """Cases per page, by case id."""
-    cursor: Cursor | None = None
-    """The previous page's `next_cursor`; absent: the first page."""
-
-
-class AnswerQuery(Query):
-    """`GET /api/v1/eval-runs/{run_id}/answer`."""
-
-    attempt_key: str = Field("", max_length=1024)
-    """The attempt whose kept answer is read whole: `<arm_id>#<case_id>#<attempt, 3 digits>` (a
-    query parameter: a `#` or `/` in a path segment is decoded differently by API Gateway and by
-    Chalice's local server)."""
-
-
-class EventsQuery(Query):
-    """`GET /api/v1/eval-runs/{run_id}/events` (and `/api/evaluations/stream/{run_id}`)."""
-
-    after: str = Field("", max_length=1024, pattern=r"^(\d{13}#.+)?$")
-    """The `cursor` of the previous answer (`<13-digit ms>#<attempt key>`); empty: from the
-    start."""
-    wait: float | None = Field(None, ge=0, le=25)
-    """Seconds to wait for an attempt when none is there yet (default `ASSAY_EVENTS_WAIT_SECONDS`,
-    20)."""
-    limit: int = Field(100, ge=1, le=1000)
-    """Attempts per answer."""
-
-
-# --- the review queue ------------------------------------------------------------------------
-
-
-class ReviewQuery(Query):
-    """`GET /api/v1/datasets/{dataset_id}/review`."""
-
-    state: Literal["waiting", "decided", "replaced"] | None = None
-    """Only items in this state; absent: every item."""
-    agent_id: Ref | None = None
-    """Only answers of this agent."""
-    tag: str | None = Field(None, min_length=1, max_length=200)
-    """Only answers to cases carrying this tag."""
-    limit: int = Field(50, ge=1, le=200)
-    """Items per page, newest answer first."""
-    cursor: Cursor | None = None
-    """The previous page's `next_cursor`; absent: the first page."""
-
-
 class ReviewDecision(Body):
     verdict: Literal["pass", "fail"]
     """The person's verdict on the answer: it stands for the scorers' over every try of its
@@ -574,23 +467,3 @@ class UsageReport(Body):
     runs: list[Any] = Field(...)
     """Production runs, at most 500: each `{key, agent_id, version?, model?, cost_usd,
     input_tokens?, output_tokens?, asked?}`, counted once per `key` (checked by the service)."""
-
-
-class UsageQuery(Query):
-    """`GET /api/v1/usage`."""
-
-    month: str | None = Field(None, max_length=7)
-    """`YYYY-MM` (UTC); this month when absent."""
-
-
-class AgentRunHistoryQuery(Query):
-    """`GET /api/v1/agents/{agent_id}/runs` and `GET /api/v1/runs`."""
-
-    surface: Literal["production", "eval", "grader"] | None = None
-    """Only runs of this surface."""
-    exclude_surface: Literal["production", "eval", "grader"] | None = None
-    """Every surface but this one (`eval` leaves the eval traffic out)."""
-    before: str | None = Field(None, max_length=60)
-    """The `next` cursor of the page before."""
-    limit: int | None = Field(None, ge=1, le=100)
-    """Runs per page (100 at most, the default)."""

@@ -8,7 +8,7 @@ one thing on one agent or dataset (`domain.identity.Identity.may`).
 
 from __future__ import annotations
 
-import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -74,8 +74,36 @@ _IMPLIES_VIEW = {
     DATASETS_EDIT: DATASETS_VIEW,
 }
 
-USER_ID = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
-"""A member's user id (a token's `sub`): 1-200 characters, no control character."""
+MAX_USER_ID_CHARS = 200
+"""The longest user id (a token's `sub`), in characters."""
+
+UNSEEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+"""Unicode general categories a user id never holds: control characters (NUL, ESC, DEL, C1),
+format characters (zero-width spaces and joiners, the bidirectional controls U+202A-U+202E and
+U+2066-U+2069, a byte order mark) and line or paragraph separators."""
+
+
+def user_id_problem(user_id: object) -> str | None:
+    """Why `user_id` cannot be a member's user id (a token's `sub`), None when it can.
+
+    Rule: a string of 1-`MAX_USER_ID_CHARS` characters, without spaces at either end and without a
+    character of `UNSEEN_CATEGORIES`, so two user ids that read the same are the same string:
+    `" tester@example.com "` and `"admin\u202e@x"` are refused, `"Ana María"` is not. The message
+    names a refused character as `U+XXXX`, never the character itself.
+    """
+    if not isinstance(user_id, str) or not 1 <= len(user_id) <= MAX_USER_ID_CHARS:
+        return f"must be a string of 1-{MAX_USER_ID_CHARS} characters"
+    unseen = [ch for ch in user_id if unicodedata.category(ch) in UNSEEN_CATEGORIES]
+    if unseen:
+        found = ", ".join(f"U+{ord(ch):04X}" for ch in dict.fromkeys(unseen))
+        return (
+            f"must not contain control, format or bidirectional characters (found {found}): "
+            "a user id reads as it is"
+        )
+    if user_id != user_id.strip():
+        return "must not start or end with a space"
+    return None
+
 
 API_KEY_PREFIX = "assay_"
 """An API key reads `assay_<org>.<key id>.<secret>`: the organization first, so the key's row is
@@ -116,11 +144,11 @@ def role_permissions(role: str) -> frozenset[str]:
 
 
 def check_user_id(user_id: object) -> str:
-    """A member's user id as given (`USER_ID`). Raises InvalidInputError (field `user_id`)."""
-    if not isinstance(user_id, str) or not USER_ID.fullmatch(user_id):
-        raise InvalidInputError(
-            "user_id must be 1-200 characters without control characters", field="user_id"
-        )
+    """A member's user id as given (`user_id_problem`). Raises InvalidInputError (field
+    `user_id`)."""
+    problem = user_id_problem(user_id)
+    if problem is not None or not isinstance(user_id, str):
+        raise InvalidInputError(f"user_id {problem}", field="user_id")
     return user_id
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from chalicelib.domain.access import USER_ID, resource_name
+from chalicelib.domain.access import resource_name, user_id_problem
 from chalicelib.errors import ForbiddenError, NotFoundError, UnauthenticatedError
 
 ORG_ID = re.compile(r"^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
@@ -228,31 +228,37 @@ def from_claims(claims: Mapping[str, Any], *, org_claim: str = "org") -> Identit
             provider's may be another, `ASSAY_OIDC_ORG_CLAIM`).
     Raises:
         UnauthenticatedError: no organization or user as a string, an organization id that is
-            not `ORG_ID`, or an `act` claim (RFC 8693: an administrator signed in as `sub`) that
-            names nobody.
+            not `ORG_ID`, a `sub` that is no user id (`access.user_id_problem`: control, format or
+            bidirectional characters, spaces at either end; `claim` "sub"), or an `act` claim
+            (RFC 8693: an administrator signed in as `sub`) that names nobody (`claim` "act").
     """
     org, sub = claims.get(org_claim), claims.get("sub")
     if not isinstance(org, str) or not isinstance(sub, str) or not sub:
         raise UnauthenticatedError(
             f"token must name the organization ({org_claim}) and the user (sub) as strings",
             field="Authorization",
+            claim=org_claim if not isinstance(org, str) else "sub",
         )
     if not is_org_id(org):
         raise UnauthenticatedError(
             "token names no valid organization: an organization id is 1-100 letters, "
             "digits, '_', '.', '@' or '-', starting with a letter or digit",
             field="Authorization",
+            claim=org_claim,
         )
-    if not USER_ID.fullmatch(sub):
+    problem = user_id_problem(sub)
+    if problem is not None:
         raise UnauthenticatedError(
-            "token's user (sub) must be 1-200 characters without control characters",
-            field="Authorization",
+            f"token's user (sub) {problem}", field="Authorization", claim="sub"
         )
     act = claims.get("act")
     actor = act.get("sub") if isinstance(act, Mapping) else None
-    if act is not None and (not isinstance(actor, str) or not USER_ID.fullmatch(actor)):
+    actor_problem = user_id_problem(actor) if act is not None else None
+    if actor_problem is not None:
         raise UnauthenticatedError(
-            "token act claim must name who acts (act.sub) as a string", field="Authorization"
+            f"token act claim must name who acts: act.sub {actor_problem}",
+            field="Authorization",
+            claim="act",
         )
     # What the caller may do is resolved from their membership when the request is served
     # (`services.access`): a `permissions` claim is not read, and until then they may do nothing.

@@ -6,7 +6,6 @@ Pure: the service turns a finished eval run into `RunFacts` and stores the `Suit
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -14,10 +13,12 @@ from typing import Any
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt
 
+from chalicelib.domain.display_names import comparison_key
 from chalicelib.domain.enums import TriggerKind
 from chalicelib.domain.judge_rules import Republished
 from chalicelib.domain.models import Frozen
 from chalicelib.domain.records import SuiteResultEntry
+from chalicelib.errors import ConflictError
 
 
 class SuiteResult(StrEnum):
@@ -44,14 +45,27 @@ def shown_name(name: str) -> str:
 def name_key(name: str) -> str:
     """What a suite name is compared by: unique among one agent's suites (docs/guides/suites.md).
 
-    Two names are the same name when they read the same to a person: compared case-insensitively
-    (Unicode case folding: "Nightly", "NIGHTLY" and "nightly" are one name), in Unicode's
-    compatibility form (NFKC: a full-width "Ｎｉｇｈｔｌｙ" is "Nightly"), with the spaces at
-    either end trimmed and every run of spaces inside counted as one space. The empty string for a
-    name that is blank: a suite without a name holds none, and any number of suites may have none.
+    Two names are the same name when they read the same to a person
+    (`display_names.comparison_key`): invisible format characters left out ("Night\\u200bly" is
+    "Nightly"), compared case-insensitively (Unicode case folding: "Nightly", "NIGHTLY" and
+    "nightly" are one name), in Unicode's compatibility form (NFKC: a full-width "Ｎｉｇｈｔｌｙ"
+    is "Nightly"), with the spaces at either end trimmed and every run of spaces inside counted as
+    one space. The empty string for a name that is blank: a suite without a name holds none, and
+    any number of suites may have none.
     """
-    folded = unicodedata.normalize("NFKC", name).casefold()
-    return " ".join(unicodedata.normalize("NFKC", folded).split())
+    return comparison_key(name)
+
+
+def name_taken(name: str, suite_id: str) -> ConflictError:
+    """The 409 (field `name`, `suite_id` the holder) of a name another suite of the agent holds,
+    quoting that suite's name as it is kept (`name`), whatever spelling the refused save used."""
+    return ConflictError(
+        f"name: this agent already has a suite named {name!r} ({suite_id}); suite names are "
+        "unique per agent, compared without case, surrounding spaces or invisible characters: "
+        "choose another name",
+        field="name",
+        suite_id=suite_id,
+    )
 
 
 class Threshold(Frozen):

@@ -33,6 +33,7 @@ from chalicelib.domain.suite_rules import (
     Threshold,
     Triggers,
     name_key,
+    name_taken,
     shown_name,
 )
 from chalicelib.errors import (
@@ -106,13 +107,7 @@ def check_name_free(c: Container, org_id: str, agent_id: str, suite_id: str, nam
         return
     for other in c.suites.of_agent(org_id, agent_id):
         if other.suite_id != suite_id and name_key(other.name) == key:
-            raise ConflictError(
-                f"name: this agent already has a suite named {other.name!r} ({other.suite_id}); "
-                "suite names are unique per agent, compared without case and surrounding "
-                "spaces: choose another name",
-                field="name",
-                suite_id=other.suite_id,
-            )
+            raise name_taken(other.name, other.suite_id)
 
 
 def check_saver(who: Identity, dataset_id: str, what: str) -> None:

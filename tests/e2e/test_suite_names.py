@@ -1,8 +1,9 @@
 """A suite's name is unique among its agent's suites, through the HTTP API (docs/guides/suites.md,
 "A suite's name"): two creates or renames of one name at once keep one and refuse the other (409
-naming `name`), names compare without case and surrounding spaces, a rename or a delete frees the
-old name, and a suite saved before names were unique (no reservation item) keeps working and takes
-its reservation at its next rename.
+naming `name` and quoting the kept suite's name), names compare without case, surrounding spaces
+or invisible format characters, a name with a control character is a 400 naming `name`, a rename
+or a delete frees the old name, and a suite saved before names were unique (no reservation
+item) keeps working and takes its reservation at its next rename.
 
 A suite saved before this rule is made here as it was kept then: its reservation item removed from
 the suites table (`stores.suite_names`)."""
@@ -11,7 +12,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
+
+import pytest
 
 from chalicelib.adapters.stores import suite_names
 from chalicelib.adapters.tables import SuiteRow, org_key
@@ -185,3 +189,132 @@ def test_a_reservation_whose_suite_is_gone_is_taken_over(api):
     assert status == 201, made
     assert suite_names.holder(api.org_id, agent, "ghost") == made["suite_id"]
     assert _names(api, agent) == ["Ghost"]  # the reservation is never listed as a suite
+
+
+LOOK_ALIKES = [
+    "Night\u200bly",  # a zero-width space inside
+    "Nightly\u200b",  # ... at the end
+    "\ufeffNightly",  # a byte order mark first
+    "Nig\u00adhtly",  # a soft hyphen
+    "Nightly\u200d",  # a zero-width joiner
+    "\u202aNightly\u202c",  # a bidirectional embedding around it
+]
+"""Names that read as "Nightly": each holds an invisible format character (Unicode Cf)."""
+
+
+@pytest.mark.parametrize("look_alike", LOOK_ALIKES)
+def test_a_name_that_differs_only_by_invisible_characters_is_the_same_name(api, look_alike):
+    agent, ds = _agent_and_dataset(api)
+    nightly = _create(api, agent, ds, "Nightly")[1]["suite_id"]
+    status, body = _create(api, agent, ds, look_alike)
+    assert status == 409, body
+    assert (body["error"]["field"], body["error"]["suite_id"]) == ("name", nightly), body
+    assert "already has a suite named 'Nightly'" in body["error"]["message"], body
+    other = _create(api, agent, ds, "Other")[1]["suite_id"]
+    status, body = _rename(api, agent, other, look_alike)
+    assert status == 409 and body["error"]["suite_id"] == nightly, body
+    assert _names(api, agent) == ["Nightly", "Other"]
+
+
+def test_a_name_with_an_invisible_character_is_kept_as_written(api):
+    agent, ds = _agent_and_dataset(api)
+    status, made = _create(api, agent, ds, " Night\u200bly ")
+    assert status == 201 and made["name"] == "Night\u200bly", made
+    assert _create(api, agent, ds, "NIGHTLY")[0] == 409
+    renamed = api.ok(
+        "PATCH", f"/api/v1/agents/{agent}/suites/{made['suite_id']}", json={"name": "Weekly"}
+    )
+    assert renamed["name"] == "Weekly"
+    assert _create(api, agent, ds, "Nightly")[0] == 201  # the old name was freed
+
+
+@pytest.mark.parametrize("name", ["Nightly\x00\x07\x1b[31m", "Night\nly", "Nightly\x9b"])
+def test_a_name_with_control_characters_is_refused_naming_the_field(api, name):
+    agent, ds = _agent_and_dataset(api)
+    status, body = _create(api, agent, ds, name)
+    assert status == 400, body
+    assert (body["error"]["code"], body["error"]["field"]) == ("invalid_input", "name"), body
+    assert "must not contain control characters (found U+" in body["error"]["message"]
+    assert _names(api, agent) == []
+    suite = _create(api, agent, ds, "Nightly")[1]["suite_id"]
+    status, body = _rename(api, agent, suite, name)
+    assert status == 400 and body["error"]["field"] == "name", body
+    assert _names(api, agent) == ["Nightly"]
+
+
+def test_the_control_characters_are_named_as_code_points(api):
+    agent, ds = _agent_and_dataset(api)
+    status, body = _create(api, agent, ds, "Nightly\x00\x07\x1b[31m")
+    assert status == 400, body
+    assert "(found U+0000, U+0007, U+001B)" in body["error"]["message"], body
+
+
+def _hiding(container: Any, monkeypatch: Any, hidden: str) -> None:
+    """Make each save's read of the agent's suites miss the suite `hidden`, as a save whose read
+    ran just before `hidden` was written would: the save then meets the name's reservation in its
+    conditional write (the race path), not in the read."""
+    real = container.suites.of_agent
+
+    def before_the_other_save(org_id: str, agent_id: str) -> list[Any]:
+        return [s for s in real(org_id, agent_id) if s.suite_id != hidden]
+
+    monkeypatch.setattr(container.suites, "of_agent", before_the_other_save)
+
+
+def test_a_create_that_loses_the_race_quotes_the_kept_suite_s_name(api, container, monkeypatch):
+    agent, ds = _agent_and_dataset(api)
+    kept = _create(api, agent, ds, "race0")[1]["suite_id"]
+    _hiding(container, monkeypatch, kept)
+    status, body = _create(api, agent, ds, " RACE0 ")
+    assert status == 409, body
+    assert (body["error"]["field"], body["error"]["suite_id"]) == ("name", kept), body
+    assert "already has a suite named 'race0'" in body["error"]["message"], body
+    assert "RACE0" not in body["error"]["message"]
+
+
+def test_a_rename_that_loses_the_race_quotes_the_kept_suite_s_name(api, container, monkeypatch):
+    agent, ds = _agent_and_dataset(api)
+    kept = _create(api, agent, ds, "Weekly run")[1]["suite_id"]
+    other = _create(api, agent, ds, "Other")[1]["suite_id"]
+    _hiding(container, monkeypatch, kept)
+    status, body = _rename(api, agent, other, "WEEKLY\u200b  RUN")
+    assert status == 409, body
+    assert (body["error"]["field"], body["error"]["suite_id"]) == ("name", kept), body
+    assert "already has a suite named 'Weekly run'" in body["error"]["message"], body
+    monkeypatch.undo()
+    assert _names(api, agent) == ["Other", "Weekly run"]
+
+
+def test_two_creates_at_once_quote_the_kept_suite_s_name_whichever_path_refused(api):
+    agent, ds = _agent_and_dataset(api)
+    for round_ in range(3):
+        name = f"race{round_}"
+        answers = _at_once(
+            lambda n=name: _create(api, agent, ds, n),
+            lambda n=name: _create(api, agent, ds, n.upper()),
+        )
+        assert sorted(status for status, _ in answers) == [201, 409], answers
+        kept = next(body for status, body in answers if status == 201)
+        refused = next(body for status, body in answers if status == 409)
+        assert f"already has a suite named {kept['name']!r}" in refused["error"]["message"]
+
+
+def test_a_rename_meeting_another_change_reads_the_suite_again(api, container, monkeypatch):
+    agent, ds = _agent_and_dataset(api)
+    suite = _create(api, agent, ds, "Nightly")[1]["suite_id"]
+    real = container.suites.replace
+    others: list[str] = []
+
+    def another_writer_first(before: Any, after: Any) -> bool:
+        if not others:  # another save changes the suite between this save's read and its write
+            other = replace(before, threshold={"min_pass_rate": 0.5}, updated_at="other-stamp")
+            assert real(before, other)
+            others.append(other.updated_at)
+        return real(before, after)
+
+    monkeypatch.setattr(container.suites, "replace", another_writer_first)
+    status, body = _rename(api, agent, suite, "Weekly")
+    assert status == 200, body
+    assert body["name"] == "Weekly" and body["threshold"]["min_pass_rate"] == 0.5, body
+    assert suite_names.holder(api.org_id, agent, name_key("weekly")) == suite
+    assert suite_names.holder(api.org_id, agent, name_key("nightly")) is None

@@ -1,6 +1,8 @@
-"""A bearer token's times through the HTTP API (docs/reference/access.md, "Tokens"): a time claim
-that is not a JSON number, or a lifetime over `ASSAY_JWT_MAX_LIFETIME_SECONDS` (30 days unless the
-operator says otherwise), is a 401 naming the claim, however well the token is signed."""
+"""A bearer token's claims through the HTTP API (docs/reference/api-overview.md, "Tokens"): a time
+claim that is not a JSON number, or a lifetime over `ASSAY_JWT_MAX_LIFETIME_SECONDS` (30 days
+unless the operator says otherwise), is a 401 naming the claim, however well the token is signed;
+so is a required claim missing or null, and a `sub` with control, format or bidirectional
+characters or spaces at either end. A `crit` header is a 401 naming the header."""
 
 from __future__ import annotations
 
@@ -95,3 +97,61 @@ def test_assay_token_signs_no_token_longer_than_the_maximum(stack, cli):
     assert signed.code == 0, signed
     status, me = _ask(stack, signed.out.strip())
     assert status == 200, me
+
+
+@pytest.mark.parametrize("exp", [OMIT, None])
+def test_a_token_without_exp_or_with_exp_null_is_refused_naming_exp(stack, exp):
+    error = _refused(stack, _token(stack, exp=exp))
+    assert error["claim"] == "exp", error
+    assert error["message"].startswith("token has no exp claim, or it is null"), error
+
+
+@pytest.mark.parametrize("claim", ["iss", "aud", "sub"])
+def test_every_required_claim_missing_is_named(stack, claim):
+    error = _refused(stack, _token(stack, **{claim: OMIT}))
+    assert error["claim"] == claim, error
+
+
+@pytest.mark.parametrize("crit", [["exp"], ["b64"], ["urn:example:ext"], []])
+def test_a_token_with_a_crit_header_is_refused_naming_the_header(stack, crit):
+    s = stack.settings
+    claims = jwt.decode(_token(stack), options={"verify_signature": False})
+    token = jwt.encode(claims, s.assay_jwt_secret, algorithm="HS256", headers={"crit": crit})
+    error = _refused(stack, token)
+    assert error["header"] == "crit", error
+    assert error["message"].startswith("token header crit is not supported"), error
+    assert "not a JWT" not in error["message"]
+
+
+@pytest.mark.parametrize(
+    "sub",
+    [
+        "admin\u202e@x",  # a right-to-left override
+        " tester@example.com ",
+        "tester@example.com ",
+        "tester@example.com\u200b",  # a zero-width space
+        "\u2066tester@example.com\u2069",  # a bidirectional isolate
+        "tester\x85@example.com",  # a C1 control
+        "tester\u2028@example.com",  # a line separator
+    ],
+)
+def test_a_sub_that_reads_as_another_user_is_refused_naming_sub(stack, sub):
+    error = _refused(stack, _token(stack, sub=sub))
+    assert error["claim"] == "sub", error
+    assert error["message"].startswith("token's user (sub) must not"), error
+    assert sub not in error["message"]
+
+
+def test_a_sub_with_inner_spaces_and_letters_of_any_script_is_a_user(stack):
+    status, me = _ask(stack, _token(stack, sub="Ana María Ødegård"))
+    assert status == 200, me
+    assert me["user_id"] == "Ana María Ødegård", me
+
+
+@pytest.mark.parametrize("user_id", [" rui@example.com ", "rui\u202e@example.com"])
+def test_a_member_s_user_id_is_held_to_the_same_rule(api, user_id):
+    status, body = api.call("POST", "/api/v1/members", json={"user_id": user_id, "role": "viewer"})
+    assert status == 400, body
+    assert (body["error"]["code"], body["error"]["field"]) == ("invalid_input", "user_id"), body
+    listed = api.ok("GET", "/api/v1/members")
+    assert all(m["user_id"] != user_id for m in listed["members"])

@@ -15,7 +15,7 @@ from openapi_spec_validator import OpenAPIV31SpecValidator
 from pydantic import BaseModel
 
 import app
-from chalicelib.api import openapi, routes, schemas
+from chalicelib.api import openapi, query_schemas, routes
 from chalicelib.api.common import CONTRACT_ATTRIBUTE, Query
 from chalicelib.api.schemas import Body
 from chalicelib.domain.enums import AttemptState, CaseOutcome
@@ -135,7 +135,7 @@ def test_the_operator_s_route_takes_the_operator_key_not_a_tenant_s_token():
 
 
 def test_the_outcome_filter_takes_every_comparison_outcome_and_settled_state():
-    assert set(get_args(schemas.CaseFilter)) == {*CaseOutcome, *AttemptState}
+    assert set(get_args(query_schemas.CaseFilter)) == {*CaseOutcome, *AttemptState}
 
 
 def test_importing_the_app_builds_no_document():

@@ -4,6 +4,7 @@ a fake holding a key made here."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import jwt
@@ -237,3 +238,33 @@ def test_a_deployed_stage_refuses_to_start_with_the_built_in_secret():
     check_deployment(settings(**deployed))
     check_deployment(oidc_settings(**deployed))
     check_deployment(settings(assay_jwt_secret=DEV_JWT_SECRET, aws_lambda_function_name=None))
+
+
+@pytest.mark.parametrize("claim", ["exp", "iss", "aud", "sub"])
+@pytest.mark.parametrize("how", ["missing", "null"])
+def test_a_required_claim_missing_or_null_is_named(claim, how):
+    claims = {k: v for k, v in good().items() if k != claim}
+    if how == "null":
+        claims[claim] = None
+    # signed as JSON by hand: PyJWT's own encode refuses a null `iss`
+    token = jwt.api_jws.encode(json.dumps(claims).encode(), SECRET, algorithm="HS256")
+    with pytest.raises(UnauthenticatedError) as caught:
+        TokenVerifier(settings).identify(token)
+    assert caught.value.details == {"claim": claim}
+    assert caught.value.message == (
+        f"token has no {claim} claim, or it is null (required: exp, iss, aud, sub)"
+    )
+
+
+@pytest.mark.parametrize("crit", [["exp"], ["b64"], [], "b64", None])
+def test_a_crit_header_is_refused_naming_it_before_anything_is_checked(crit):
+    # signed with another secret: the header is refused before the signature is looked at
+    token = hs256(good(), secret="x" * 40, headers={"crit": crit})
+    with pytest.raises(UnauthenticatedError) as caught:
+        TokenVerifier(settings).identify(token)
+    assert caught.value.details == {"header": "crit"}
+    assert caught.value.message.startswith("token header crit is not supported")
+
+
+def test_a_header_that_is_not_json_is_still_not_a_jwt():
+    assert "not a JWT" in refusal(TokenVerifier(settings), "bm90IGpzb24.e30.c2ln")

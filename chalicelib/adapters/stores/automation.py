@@ -44,7 +44,7 @@ from chalicelib.domain.records import (
     Suite,
     SuiteResultEntry,
 )
-from chalicelib.domain.suite_rules import name_key
+from chalicelib.domain.suite_rules import name_key, name_taken
 from chalicelib.errors import ConflictError, NotFoundError
 
 # --- environments, suites, promotions, notifications -----------------------------------------
@@ -223,10 +223,11 @@ class SuiteStore:
             ConflictError: (field `name`) another suite of the agent holds the name.
         """
         holder = suite_names.holder(suite.org_id, suite.agent_id, key)
-        if holder is not None and suite_names.still_holds(
-            suite.org_id, suite.agent_id, holder, key
-        ):
-            raise suite_names.taken(suite.name, holder)
+        if holder is None:
+            return None
+        kept = suite_names.held_name(suite.org_id, suite.agent_id, holder, key)
+        if kept is not None:
+            raise name_taken(kept, holder)  # its name as kept, not this save's spelling
         return holder
 
     def get(self, org_id: str, agent_id: str, suite_id: str) -> Suite | None:
@@ -289,9 +290,12 @@ class SuiteStore:
                 return True
             except TransactWriteError as exc:
                 unless_condition_failed(exc)
-                if suite_names.failed_at(exc, 0):
+                # PynamoDB sends a transaction's items by kind, deletes before updates: the
+                # release (when there is one) comes first, then the suite, then the claim.
+                suite_at = 1 if holds_old else 0
+                if suite_names.failed_at(exc, suite_at):
                     return False  # changed since read (or gone): the caller reads it again
-                if new_key and suite_names.failed_at(exc, 1):
+                if new_key and suite_names.failed_at(exc, suite_at + 1):
                     stale = self._stale_holder(after, new_key)
                 # else the old name changed hands since read: read it again
         raise suite_names.contested(after.name)

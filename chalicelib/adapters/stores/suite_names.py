@@ -91,9 +91,10 @@ def holder(org_id: str, agent_id: str, key: str) -> str | None:
     return row.reserved_by
 
 
-def still_holds(org_id: str, agent_id: str, suite_id: str, key: str) -> bool:
-    """Whether the suite `suite_id` exists and its name is still `key` (a consistent read): a
-    reservation naming a suite that does not is stale, and may be taken over."""
+def held_name(org_id: str, agent_id: str, suite_id: str, key: str) -> str | None:
+    """The name of the suite `suite_id` as it is kept, when the suite exists and its name is still
+    `key` (a consistent read); None when it does not: a reservation naming such a suite is stale,
+    and may be taken over."""
     try:
         row = SuiteRow.get(
             org_key(org_id, agent_id),
@@ -102,24 +103,15 @@ def still_holds(org_id: str, agent_id: str, suite_id: str, key: str) -> bool:
             attributes_to_get=["suite_id", "name"],
         )
     except DoesNotExist:
-        return False
-    return name_key(row.name or "") == key
+        return None
+    name = row.name or ""
+    return name if name_key(name) == key else None
 
 
 def failed_at(exc: TransactWriteError, index: int) -> bool:
     """Whether the item at `index` of a cancelled transaction failed its condition."""
     codes = reason_codes(exc)
     return index < len(codes) and codes[index] == CONDITION_FAILED
-
-
-def taken(name: str, by: str) -> ConflictError:
-    """The 409 (field `name`) of a name another suite of the agent holds."""
-    return ConflictError(
-        f"name: this agent already has a suite named {name.strip()!r} ({by}); suite names are "
-        "unique per agent, compared without case and surrounding spaces: choose another name",
-        field="name",
-        suite_id=by,
-    )
 
 
 def contested(name: str) -> ConflictError:

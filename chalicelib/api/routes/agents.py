@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from chalicelib.api.common import api_view
 from chalicelib.api.lazy import LazyModule
+from chalicelib.api.query_schemas import ResultsQuery
 from chalicelib.api.routes.base import AGENT_RUNS, SUITE_CHANGE, bp, edits, path_version
 from chalicelib.api.schemas import (
     CreateAgent,
@@ -14,7 +15,6 @@ from chalicelib.api.schemas import (
     CreateModelProfile,
     Promote,
     Publish,
-    ResultsQuery,
     SuiteBody,
     UpdateDraft,
 )

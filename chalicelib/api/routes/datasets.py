@@ -7,16 +7,9 @@ from typing import TYPE_CHECKING
 
 from chalicelib.api.common import api_view
 from chalicelib.api.lazy import LazyModule
+from chalicelib.api.query_schemas import ChartQuery, DatasetCasesQuery, Page
 from chalicelib.api.routes.base import bp, is_number, path_version
-from chalicelib.api.schemas import (
-    AddCriterion,
-    AddDatasetVersion,
-    ChartQuery,
-    CreateDataset,
-    DatasetCasesQuery,
-    Page,
-    Rescore,
-)
+from chalicelib.api.schemas import AddCriterion, AddDatasetVersion, CreateDataset, Rescore
 from chalicelib.domain.ids import MAX_RECORDING_BYTES
 
 if TYPE_CHECKING:

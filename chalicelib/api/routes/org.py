@@ -6,14 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 from chalicelib.api.common import api_view
 from chalicelib.api.lazy import LazyModule
+from chalicelib.api.query_schemas import NotificationsQuery
 from chalicelib.api.routes.base import bp, path_version
-from chalicelib.api.schemas import (
-    CreateJudge,
-    EmailSettings,
-    NotificationsQuery,
-    SetBudget,
-    SetOrgLimits,
-)
+from chalicelib.api.schemas import CreateJudge, EmailSettings, SetBudget, SetOrgLimits
 from chalicelib.domain.judge_rules import JudgeSpec
 
 if TYPE_CHECKING:

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 from chalicelib.api.common import api_view
 from chalicelib.api.lazy import LazyModule
+from chalicelib.api.query_schemas import ReviewQuery
 from chalicelib.api.routes.base import bp
-from chalicelib.api.schemas import ReviewCriterion, ReviewDecision, ReviewQuery, SendToReview
+from chalicelib.api.schemas import ReviewCriterion, ReviewDecision, SendToReview
 from chalicelib.errors import InvalidInputError
 
 if TYPE_CHECKING:

@@ -7,18 +7,20 @@ from typing import TYPE_CHECKING
 
 from chalicelib.api.common import api_view
 from chalicelib.api.lazy import LazyModule
-from chalicelib.api.routes.base import AGENT_RUNS, bp
-from chalicelib.api.schemas import (
+from chalicelib.api.query_schemas import (
     AgentRunsQuery,
-    AgentSummaries,
     AnswerQuery,
     CasesQuery,
     ChartQuery,
     ComparisonQuery,
-    CreateEvaluation,
     EventsQuery,
-    GradeAgain,
     Page,
+)
+from chalicelib.api.routes.base import AGENT_RUNS, bp
+from chalicelib.api.schemas import (
+    AgentSummaries,
+    CreateEvaluation,
+    GradeAgain,
     StartEvaluationRun,
     StartRun,
     UpdateEvaluation,

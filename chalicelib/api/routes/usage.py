@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING
 
 from chalicelib.api.common import api_view
 from chalicelib.api.lazy import LazyModule
+from chalicelib.api.query_schemas import AgentRunHistoryQuery, UsageQuery
 from chalicelib.api.routes.base import bp
-from chalicelib.api.schemas import AgentRunHistoryQuery, UsageQuery, UsageReport
+from chalicelib.api.schemas import UsageReport
 
 if TYPE_CHECKING:
     from chalicelib.services import usage as usage_service

@@ -35,7 +35,9 @@ def org(api: Api, new_api: Any) -> tuple[Api, Api]:
 
 def _leaked(capture: LocalServer, path: str) -> list[str]:
     """The secret's value as every request to `path` carried it, in any header."""
-    return [v for p, headers in capture.received if p == path for v in headers.values() if SECRET in v]
+    return [
+        v for p, headers in capture.received if p == path for v in headers.values() if SECRET in v
+    ]
 
 
 def _profile(api: Api, profile_id: str, **settings: Any) -> tuple[int, Any]:

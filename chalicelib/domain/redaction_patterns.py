@@ -8,6 +8,12 @@ backslash before any character that is not a letter, a digit or `_`; `\\n`, `\\t
 `\\v`; `\\xhh`, `\\uhhhh`), finds the secrets in that text, and replaces the escaped span each
 covers with its placeholder, written unescaped as in any kept text (`token=[REDACTED:jwt]`).
 
+A JSON Schema is redacted the same way (`redact_schema`): its `pattern`s, and under a property
+whose name labels a secret (`aws_secret_access_key`) the property's `const`, `enum`, `default`,
+`examples` and `pattern` read after that name, as a `key=value` is. A case's checks
+(`redact_case_patterns`) and a dataset's scoring settings (`redact_scoring_patterns`) go through
+the one rule, `redact_check_patterns`.
+
 A pattern kept so is read back with its placeholders escaped or not: `\\[REDACTED:jwt\\]` (the
 placeholder written literally) and `[REDACTED:jwt]` (as kept) are the same placeholder
 (`pattern_holds_placeholder`, `pattern_placeholders_literal`).
@@ -21,7 +27,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from chalicelib.domain.redaction import PLACEHOLDER, Known, find
+from chalicelib.domain.redaction import PLACEHOLDER, Known, find, redact
 
 _PLACED_IN_PATTERN = re.compile(r"\\?\[REDACTED\\?:([a-z_]+)\\?\]")
 """A placeholder in a pattern, each of its brackets (and its colon) perhaps escaped."""
@@ -91,7 +97,7 @@ def unescape_pattern(pattern: str) -> tuple[str, list[int], list[int]]:
     return "".join(text), starts, ends
 
 
-def redact_pattern(pattern: str, known: Iterable[Known] = ()) -> str:
+def redact_pattern(pattern: str, known: Iterable[Known] = (), *, context: str = "") -> str:
     """A regex `pattern` with every secret it names, escaped or not, replaced by its placeholder.
 
     The secrets are found (`redaction.find`, with `known`: the organization's stored values and
@@ -99,11 +105,23 @@ def redact_pattern(pattern: str, known: Iterable[Known] = ()) -> str:
     the pattern each covers is replaced: `token=eyJ...\\.eyJ...\\.doz...` -> `token=[REDACTED:jwt]`,
     `orgvalue\\-Qx7Lm2Pz9` (a stored value) -> `[REDACTED:secret]`. A pattern without escapes is
     redacted as `redaction.redact` would.
+
+    Args:
+        context: what the pattern is read after, never changed or returned (as `redaction.redact`
+            takes it): `"aws_secret_access_key="` for the pattern of a schema's property of that
+            name. An anchor at the pattern's start (`^`, `\\A`) is read as standing before the
+            context, so `^<key>$` after that context is a secret access key.
     """
     if not pattern:
         return pattern
     text, starts, ends = unescape_pattern(pattern)
-    spans = find(text, tuple(known))
+    skip = 1 if context and (text[:1] == "^" or pattern.startswith("\\A")) else 0
+    offset = len(context) - skip
+    spans = [
+        (max(start - offset, skip), end - offset, kind)
+        for start, end, kind in find(context + text[skip:], tuple(known))
+        if end - offset > skip
+    ]
     if not spans:
         return pattern
     out: list[str] = []
@@ -116,37 +134,109 @@ def redact_pattern(pattern: str, known: Iterable[Known] = ()) -> str:
     return "".join(out)
 
 
-def _schema_patterns(node: Any, known: tuple[Known, ...]) -> Any:
-    """A JSON Schema with each `pattern` keyword's string redacted by `redact_pattern`."""
-    if isinstance(node, dict):
-        return {
-            key: redact_pattern(value, known)
-            if key == "pattern" and isinstance(value, str)
-            else _schema_patterns(value, known)
-            for key, value in node.items()
-        }
+_VALUE_KEYWORDS = ("const", "enum", "default", "examples")
+"""The keywords of a schema whose strings are values the schema's property may take."""
+_NAMING_KEYWORDS = ("properties", "$defs", "definitions")
+"""The keywords of a schema whose keys name the schemas under them (a property, a definition)."""
+
+
+def _labelled(value: Any, known: tuple[Known, ...], label: str) -> Any:
+    """A value a schema gives its property `label` (a `const`, an `enum`'s list...) with each string
+    in it read after `label=`: `redaction.redact(value, context="aws_secret_access_key=")`."""
+    if isinstance(value, str):
+        return redact(value, known, context=f"{label}=") if label else value
+    if isinstance(value, list):
+        return [_labelled(item, known, label) for item in value]
+    return value
+
+
+def redact_schema(schema: Any, known: Iterable[Known] = ()) -> Any:
+    """A JSON Schema with the secrets its keywords name replaced where their place gives them away:
+    each `pattern` keyword's string by `redact_pattern`; and, under a property (or a definition)
+    whose name labels a secret, the property's own strings read after that name as a `key=value`
+    is read (`redaction.redact` with `context`): its `pattern`, and the strings of its `const`,
+    `enum`, `default` and `examples`. `{"aws_secret_access_key": {"const": "<40 characters>"}}`
+    under `properties` is checked as `aws_secret_access_key=<40 characters>` and kept as
+    `{"const": "[REDACTED:aws_secret_key]"}`: an AWS secret access key, recognized only after such a
+    name, is redacted here too. Which names label a secret is whatever the redaction rules read as
+    one (`redaction.rules`): no list of its own.
+
+    Everything else is left as it is (`redaction.redact_value` redacts the rest by shape). Returns
+    a new value; `schema` is not changed.
+    """
+    return _schema_node(schema, tuple(known), "")
+
+
+def _schema_node(node: Any, known: tuple[Known, ...], label: str) -> Any:
+    """`redact_schema` of one node, `label` the name of the property it describes ("": none)."""
     if isinstance(node, list):
-        return [_schema_patterns(item, known) for item in node]
-    return node
+        return [_schema_node(item, known, label) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[Any, Any] = {}
+    for key, value in node.items():
+        if key == "pattern" and isinstance(value, str):
+            out[key] = redact_pattern(value, known, context=f"{label}=" if label else "")
+        elif key in _VALUE_KEYWORDS:
+            out[key] = _labelled(value, known, label)
+        elif key in _NAMING_KEYWORDS and isinstance(value, dict):
+            out[key] = {
+                name: _schema_node(sub, known, name if isinstance(name, str) else "")
+                for name, sub in value.items()
+            }
+        else:
+            # A subschema (`items`, `anyOf`, `not`...) still describes the same property.
+            out[key] = _schema_node(value, known, label)
+    return out
+
+
+def redact_check_patterns(
+    scorer: str, params: dict[str, Any], known: Iterable[Known] = ()
+) -> dict[str, Any]:
+    """A check's parameters, or a scorer's settings (`ScoringConfig.settings[scorer]`: the same
+    keys), with what only the pattern rules see redacted: a `regex` one's `pattern` by
+    `redact_pattern`, a `json_schema` one's `schema` by `redact_schema`. Other scorers' parameters,
+    and the rest of these, are returned as they are (`redaction.redact_value` redacts them).
+    Returns a new dict when anything changed; `params` is not changed."""
+    known = tuple(known)
+    if scorer == "regex" and isinstance(params.get("pattern"), str):
+        return {**params, "pattern": redact_pattern(params["pattern"], known)}
+    if scorer == "json_schema" and "schema" in params:
+        return {**params, "schema": redact_schema(params["schema"], known)}
+    return params
 
 
 def redact_case_patterns(case: dict[str, Any], known: Iterable[Known] = ()) -> dict[str, Any]:
-    """A case (as JSON: `Case.model_dump(mode="json")`) with the regex patterns of its checks
-    redacted by `redact_pattern`: each `regex` check's `pattern`, and each `pattern` keyword in a
-    `json_schema` check's `schema`. Everything else is left as it is (`redaction.redact_value`
-    redacts the rest). Returns a new dict; `case` is not changed."""
+    """A case (as JSON: `Case.model_dump(mode="json")`) with its checks' parameters redacted by
+    `redact_check_patterns` (each `regex` check's `pattern`, each `json_schema` check's `schema`).
+    Everything else is left as it is (`redaction.redact_value` redacts the rest). Returns a new
+    dict; `case` is not changed."""
     checks = case.get("checks")
     if not isinstance(checks, list):
         return case
     known = tuple(known)
-    out = []
-    for check in checks:
-        if not isinstance(check, dict):
-            out.append(check)
-        elif check.get("scorer") == "regex" and isinstance(check.get("pattern"), str):
-            out.append({**check, "pattern": redact_pattern(check["pattern"], known)})
-        elif check.get("scorer") == "json_schema" and "schema" in check:
-            out.append({**check, "schema": _schema_patterns(check["schema"], known)})
-        else:
-            out.append(check)
+    out = [
+        redact_check_patterns(str(check.get("scorer")), check, known)
+        if isinstance(check, dict)
+        else check
+        for check in checks
+    ]
     return {**case, "checks": out}
+
+
+def redact_scoring_patterns(scoring: dict[str, Any], known: Iterable[Known] = ()) -> dict[str, Any]:
+    """A dataset's scoring (as JSON: `ScoringConfig.model_dump(mode="json")`) with each scorer's
+    settings redacted by `redact_check_patterns`, the rule a case's checks are redacted by: the
+    `regex` settings' `pattern`, the `json_schema` settings' `schema`. Everything else is left as
+    it is. Returns a new dict; `scoring` is not changed."""
+    settings = scoring.get("settings")
+    if not isinstance(settings, dict):
+        return scoring
+    known = tuple(known)
+    return {
+        **scoring,
+        "settings": {
+            name: redact_check_patterns(name, params, known) if isinstance(params, dict) else params
+            for name, params in settings.items()
+        },
+    }

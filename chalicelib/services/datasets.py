@@ -104,6 +104,27 @@ def redact_cases(c: Container, org_id: str, cases: list[Case]) -> list[Case]:
     return out
 
 
+def redact_scoring(c: Container, org_id: str, scoring: ScoringConfig) -> ScoringConfig:
+    """The scoring with every secret its settings name replaced (docs/reference/data-protection.md),
+    by the rules a case's checks are redacted by: a `regex` pattern and a `json_schema` schema read
+    as `redact_cases` reads a check's (escapes undone, a property's values read after its name),
+    then every setting as text. The required scorers' names and the judge's settings (a judge's
+    id and version: identifiers) are kept as written. Runs, suites and evaluations grade with a
+    version's scoring as kept (they copy or hash it), so this is the one place scoring is saved.
+
+    Raises whatever `redacting.for_org` raises when the secrets store cannot be read."""
+    r = redacting.for_org(c, org_id)
+    raw = scoring.model_dump(mode="json")
+    settings = r.scoring_patterns(raw)["settings"]
+    redacted = {
+        name: params if name == JUDGE_SCORER else r.value(params)
+        for name, params in settings.items()
+    }
+    if redacted == raw["settings"]:
+        return scoring
+    return ScoringConfig.model_validate({**raw, "settings": redacted})
+
+
 def _header(c: Container, who: Identity, name: str, dataset_id: str | None) -> Dataset:
     if dataset_id is not None:
         check_tenant_id(dataset_id, "dataset_id")
@@ -333,7 +354,7 @@ def _prepare(
         _source_cases(source, scoring) if source is not None else Imported(parse_cases(cases))
     )
     _name_a_judge(scoring, imported)
-    scoring_cfg = parse_scoring(_with_required(scoring, imported))
+    scoring_cfg = redact_scoring(c, who.org_id, parse_scoring(_with_required(scoring, imported)))
     if not imported.cases:
         raise InvalidInputError("a dataset version needs at least one case", field="cases")
     parsed = redact_cases(c, who.org_id, imported.cases)

@@ -4,7 +4,7 @@
 (`c.secrets.values(org_id)`) are recognized by their value as well, wherever they appear. Every
 use case that keeps or shows text an agent, a judge or a tenant wrote passes it through
 `for_org(c, org_id)` first: answers, calls, errors, reasons, `model`, `guardrail`, notices and
-email, suite results and dataset cases.
+email, suite results, dataset cases and a dataset's scoring settings.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from chalicelib.domain.redaction import (
     redact_value,
     secrets_in,
 )
-from chalicelib.domain.redaction_patterns import redact_case_patterns
+from chalicelib.domain.redaction_patterns import redact_case_patterns, redact_scoring_patterns
 from chalicelib.errors import InvalidInputError
 
 T = TypeVar("T")
@@ -44,6 +44,12 @@ class Redactor:
         """A case (as JSON) with the regex patterns of its checks redacted, secrets written with
         escapes included (`redaction_patterns.redact_case_patterns`); the rest unchanged."""
         return redact_case_patterns(case, self.known)
+
+    def scoring_patterns(self, scoring: dict[str, Any]) -> dict[str, Any]:
+        """A dataset's scoring (as JSON) with its `regex` and `json_schema` settings redacted by the
+        rule a case's checks are (`redaction_patterns.redact_scoring_patterns`); the rest
+        unchanged."""
+        return redact_scoring_patterns(scoring, self.known)
 
     def knowing(self, *known: Known) -> Redactor:
         """This redactor, knowing `known` values too (`(value, kind)`: e.g. an attempt's tool

@@ -36,7 +36,11 @@ def org(api: Api, new_api: Any) -> tuple[Api, Api]:
 def _leaked(capture: LocalServer, path: str) -> list[str]:
     """The secret's value as every request to `path` carried it, in any header."""
     return [
-        v for p, headers in capture.received if p == path for v in headers.values() if SECRET in v
+        v
+        for p, headers in capture.request_log
+        if p == path
+        for v in headers.values()
+        if SECRET in v
     ]
 
 

@@ -14,12 +14,12 @@ from typing import Any, Self
 
 class LocalServer:
     """`with LocalServer(answer) as s:` serves `s.base` (`http://127.0.0.1:<port>`) until the
-    block ends; `s.received` keeps the path and headers of every request, in order (header names in
+    block ends; `s.request_log` keeps the path and headers of every request, in order (header names in
     lower case)."""
 
     def __init__(self, answer: Callable[[str, bytes], tuple[int, Any]]) -> None:
-        received: list[tuple[str, dict[str, str]]] = []
-        self.received = received
+        request_log: list[tuple[str, dict[str, str]]] = []
+        self.request_log = request_log
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -30,7 +30,7 @@ class LocalServer:
 
             def do_POST(self) -> None:  # noqa: N802 - stdlib name
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-                received.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+                request_log.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
                 status, body = answer(self.path, raw)
                 data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)

@@ -117,7 +117,7 @@ class CreateDataset(Body):
 
 
 class StartRun(Body):
-    """The body of `/eval-runs` and (issue 4) `/eval-runs/estimate`."""
+    """The body of `/eval-runs` and `/eval-runs/estimate`."""
 
     dataset_id: Ref
     dataset_version: Version | Literal["latest"] | None = None

@@ -215,7 +215,7 @@ function specChanges(run) {
             c.change !== "added" ? h("div", { class: "del" }, h("span", { class: "muted" }, "before: "), shown(c.before)) : null,
             c.change !== "removed" ? h("div", { class: "add" }, h("span", { class: "muted" }, "after: "), shown(c.after)) : null),
         c.cut ? h("div", { class: "why" }, "Shown cut: the value is too long to show whole.") : null))),
-      found.left_out ? h("p", { class: "why", id: "changes-left-out" }, `And ${plural(found.left_out, "more change")}, not shown.`) : null);
+      ...(found.left_out ? [h("p", { class: "why", id: "changes-left-out" }, `And ${plural(found.left_out, "more change")}, not shown.`)] : []));
   }).catch((err) => box.replaceChildren(heading(), errorBox(err)));
   return box;
 }

@@ -76,6 +76,7 @@ def test_the_publish_dialog_says_how_the_draft_was_tested_and_publishes_anyway(
     expect(answers).to_have_attribute("data-change", "added")
     expect(answers.locator(".add")).to_have_text('after: {"c000":"7"}')
     expect(answers.locator(".del")).to_have_count(0)
+    expect(changes).not_to_contain_text("null")  # nothing left out: nothing under the list
     shot(page, "run-spec-changes")
 
     # the run's Publish opens the same dialog: the test it had is out of date now

@@ -42,6 +42,20 @@ def test_the_document_lists_every_route_and_method_and_nothing_else():
     assert len(documented) == 120  # 119 routes of the API and the document's own
 
 
+def test_the_document_speaks_in_assays_own_words():
+    """Operation ids and descriptions come from the code's names and docstrings: none may cite the
+    work items or design notes behind them (users have neither)."""
+    import json
+    import re
+
+    text = json.dumps(openapi.build(app.app))
+    for pattern in (r"\bseed", r"\bissues? \d", r"\bscope \d", r"DESIGN\.md", r"\.\./shared"):
+        found = [
+            text[max(0, m.start() - 60) : m.end() + 40] for m in re.finditer(pattern, text, re.I)
+        ]
+        assert not found, (pattern, found[:3])
+
+
 def test_the_document_validates_as_openapi_3_1():
     document = openapi.build(app.app)
     assert document["openapi"] == "3.1.0"

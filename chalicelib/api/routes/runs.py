@@ -182,13 +182,13 @@ def run_events(c, who, run_id, query):
 # The same routes under the evaluation paths (docs/guides/by-hand.md).
 @bp.route("/api/evaluations/progress/{run_id}", methods=["GET"])
 @api_view(bp)
-def seed_progress(c, who, run_id):
+def evaluation_progress(c, who, run_id):
     return run_views.progress_view(access_service.readable_run(c, who, run_id))
 
 
 @bp.route("/api/evaluations/stream/{run_id}", methods=["GET"])
 @api_view(bp, query=EventsQuery)
-def seed_stream(c, who, run_id, query):
+def evaluation_stream(c, who, run_id, query):
     return _events(c, who, run_id, query)
 
 
@@ -295,5 +295,5 @@ def agent_summaries(c, who, body):
 
 @bp.route("/api/evaluations/agent-summaries", methods=["POST"])
 @api_view(bp, body=AgentSummaries)
-def seed_agent_summaries(c, who, body):
+def evaluation_agent_summaries(c, who, body):
     return _summaries(c, who, body)

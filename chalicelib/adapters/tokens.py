@@ -11,7 +11,8 @@ Two kinds of token are accepted, chosen by the token's `alg` header and nothing 
   `ASSAY_OIDC_ORG_CLAIM` claim.
 Any other algorithm (`none` included) is refused before anything is verified, and so is a header
 with `crit` (critical extensions, RFC 7515: assay understands none). Every token must carry `exp`,
-`iss`, `aud` and `sub` (a refusal names the `claim` missing or null); `nbf` and `iat` are
+`iss`, `aud` and `sub` (a refusal names the `claim` missing or null, or of the wrong JSON type:
+`iss` and `sub` strings, `aud` a string or a list of strings, RFC 7519); `nbf` and `iat` are
 honoured when present; times allow `ASSAY_JWT_LEEWAY_SECONDS` of clock skew. Times are checked
 by `domain.identity.check_token_times` once the signature verified, not by PyJWT (which reads
 `"exp": "1e14"` as a number): each is a JSON number, and a token lives at most
@@ -135,6 +136,32 @@ def _refuse_critical_extensions(token: str) -> None:
         )
 
 
+def _claims_of(token: str) -> Any:
+    """The JSON of a token's second part as it is, unverified (only to say why a token whose
+    signature verified was refused); None when it is not base64url JSON."""
+    import json
+
+    from jwt.utils import base64url_decode
+
+    try:
+        return json.loads(base64url_decode(token.split(".")[1]))
+    except (ValueError, TypeError, UnicodeDecodeError, RecursionError, IndexError):
+        return None
+
+
+def _claim_refused(claims: Any, claim: str, what: str, expected: str) -> UnauthenticatedError:
+    """The refusal (`claim` named) of a token whose `iss` or `aud` is not the one expected: of
+    the wrong JSON type (`iss` a string; `aud` a string or a list of strings, RFC 7519 4.1.3), or
+    another value."""
+    value = claims.get(claim) if isinstance(claims, dict) else None
+    well_typed = isinstance(value, str) or (
+        claim == "aud" and isinstance(value, list) and all(isinstance(v, str) for v in value)
+    )
+    shape = "a string or a list of strings" if claim == "aud" else "a string"
+    message = f"{what} is not {expected!r}" if well_typed else f"{what} must be {shape}"
+    return UnauthenticatedError(message, field="Authorization", claim=claim)
+
+
 def _shown_alg(alg: Any) -> str:
     return (
         repr(alg)
@@ -172,9 +199,9 @@ class TokenVerifier:
                 it), uses an algorithm not accepted here, does not verify, lacks a required claim
                 (or holds it null), is expired or not valid yet, has a time claim that is not a
                 number or a lifetime over `ASSAY_JWT_MAX_LIFETIME_SECONDS`, has the wrong issuer
-                or audience, or names no valid organization or user (`sub` with control, format
-                or bidirectional characters or spaces at either end); `claim` names the claim at
-                fault.
+                or audience (or one of the wrong JSON type), or names no valid organization or
+                user (`sub` not a string, or with control, format, bidirectional or invisible
+                characters or spaces at either end); `claim` names the claim at fault.
         """
         claims, org_claim = self.verify(token)
         return from_claims(claims, org_claim=org_claim)
@@ -263,9 +290,19 @@ class TokenVerifier:
                 claim=exc.claim,
             ) from None
         except jwt.InvalidIssuerError:
-            raise _refused(f"token issuer (iss) is not {issuer!r}") from None
+            raise _claim_refused(_claims_of(token), "iss", "token issuer (iss)", issuer) from None
         except jwt.InvalidAudienceError:
-            raise _refused(f"token audience (aud) is not {audience!r}") from None
+            raise _claim_refused(
+                _claims_of(token), "aud", "token audience (aud)", audience
+            ) from None
+        except jwt.exceptions.InvalidSubjectError:
+            raise UnauthenticatedError(
+                "token's user (sub) must be a string", field="Authorization", claim="sub"
+            ) from None
+        except jwt.exceptions.InvalidJTIError:
+            raise UnauthenticatedError(
+                "token id (jti) must be a string", field="Authorization", claim="jti"
+            ) from None
         except jwt.InvalidSignatureError:
             raise _refused("token signature does not verify") from None
         except jwt.DecodeError:

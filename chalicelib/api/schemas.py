@@ -34,17 +34,18 @@ Version = Annotated[StrictInt, Field(ge=1, le=MAX_VERSION)]
 """A version number: 1 to `MAX_VERSION` (2,147,483,647)."""
 
 
-def _no_control_characters(value: str) -> str:
+def _readable_name(value: str) -> str:
     problem = name_problem(value)
     if problem is not None:
-        raise PydanticCustomError("name_control_character", problem)
+        raise PydanticCustomError("name_unreadable", problem)
     return value
 
 
-NO_CONTROL = AfterValidator(_no_control_characters)
+NO_CONTROL = AfterValidator(_readable_name)
 """A person's name for something (an agent, dataset, judge, evaluation, model profile,
 environment, suite or API key) is kept as written, but a control character in it (NUL, ESC, a
-line break: `domain.display_names.name_problem`) is a 400 naming the field."""
+line break), a line or paragraph separator, U+FFFC, or only invisible characters
+(`domain.display_names.name_problem`) is a 400 naming the field."""
 
 Name = Annotated[str, Field(max_length=200), NO_CONTROL]
 """A name of at most 200 characters, blank allowed (`NO_CONTROL`)."""

@@ -12,6 +12,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from chalicelib.domain.display_names import BLANK_LOOKING, code_points, is_default_ignorable
 from chalicelib.errors import InvalidInputError
 
 RUNS_VIEW = "runs:view"
@@ -87,8 +88,10 @@ def user_id_problem(user_id: object) -> str | None:
     """Why `user_id` cannot be a member's user id (a token's `sub`), None when it can.
 
     Rule: a string of 1-`MAX_USER_ID_CHARS` characters, without spaces at either end and without a
-    character of `UNSEEN_CATEGORIES`, so two user ids that read the same are the same string:
-    `" tester@example.com "` and `"admin\u202e@x"` are refused, `"Ana María"` is not. The message
+    character of `UNSEEN_CATEGORIES` nor an invisible or blank-looking one (`_invisible_problem`:
+    a variation selector, a Hangul filler, U+2800), so two user ids that read the same are the
+    same string: `" tester@example.com "`, `"admin\u202e@x"` and `"tester@example.com\ufe0f"`
+    are refused, `"Ana María"` is not. The message
     names a refused character as `U+XXXX`, never the character itself.
     """
     if not isinstance(user_id, str) or not 1 <= len(user_id) <= MAX_USER_ID_CHARS:
@@ -100,9 +103,27 @@ def user_id_problem(user_id: object) -> str | None:
             f"must not contain control, format or bidirectional characters (found {found}): "
             "a user id reads as it is"
         )
+    invisible = _invisible_problem(user_id)
+    if invisible is not None:
+        return invisible
     if user_id != user_id.strip():
         return "must not start or end with a space"
     return None
+
+
+def _invisible_problem(user_id: str) -> str | None:
+    """Why `user_id` does not read as it is for a character outside `UNSEEN_CATEGORIES`, None
+    when it does: a default-ignorable code point (`display_names.is_default_ignorable`: a
+    variation selector U+FE0F, U+034F, a Hangul filler U+3164 or U+115F, a tag or variation
+    selector U+E0100) or a blank-looking one (`display_names.BLANK_LOOKING`: U+2800, U+FFFC).
+    `"tester@example.com\ufe0f"` would read as `"tester@example.com"`."""
+    found = [ch for ch in user_id if is_default_ignorable(ch) or ch in BLANK_LOOKING]
+    if not found:
+        return None
+    return (
+        f"must not contain invisible or blank characters (found {code_points(found)}): "
+        "a user id reads as it is"
+    )
 
 
 API_KEY_PREFIX = "assay_"

@@ -1,7 +1,9 @@
 """The names a person gives things, through the HTTP API (docs/reference/limits.md, the row
 "names"): a name holding a control character (NUL, BEL, ESC, a line break, DEL, U+0085) is a 400
-naming the field `name` and the characters as `U+XXXX`, and nothing is saved; a name holding an
-invisible format character (a zero-width joiner) is kept as written. Suites' names are
+naming the field `name` and the characters as `U+XXXX`, and nothing is saved; so is one holding a
+line or paragraph separator (U+2028, U+2029), or one that reads as blank (only invisible characters
+or braille blanks). A name holding an invisible character (a zero-width joiner, a variation
+selector) is kept as written. Suites' names are
 `test_suite_names.py`."""
 
 from __future__ import annotations
@@ -98,3 +100,29 @@ def test_a_name_with_a_format_character_is_kept_as_written(api, what):
     status, body = SAVES[what](api, JOINED)
     assert 200 <= status < 300, body
     assert body["name"] == JOINED, body
+
+
+@pytest.mark.parametrize("what", sorted(SAVES))
+@pytest.mark.parametrize("name", ["a\u2028b", "x\u2029y"])
+def test_a_name_with_a_line_or_paragraph_separator_is_refused_naming_the_field(api, what, name):
+    status, body = SAVES[what](api, name)
+    assert status == 400, body
+    error = body["error"]
+    assert (error["code"], error["field"]) == ("invalid_input", "name"), error
+    assert "line or paragraph separators (found U+202" in error["message"], error
+
+
+@pytest.mark.parametrize("what", sorted(SAVES))
+def test_a_name_that_reads_as_blank_is_refused_naming_the_field(api, what):
+    status, body = SAVES[what](api, "\u3164\u2800")
+    assert status == 400, body
+    error = body["error"]
+    assert (error["code"], error["field"]) == ("invalid_input", "name"), error
+    assert "(found only U+3164, U+2800 and spaces, which read as blank)" in error["message"]
+
+
+@pytest.mark.parametrize("what", sorted(SAVES))
+def test_a_name_with_a_variation_selector_is_kept_as_written(api, what):
+    status, body = SAVES[what](api, "Team \u2764\ufe0f")
+    assert 200 <= status < 300, body
+    assert body["name"] == "Team \u2764\ufe0f", body

@@ -1,7 +1,9 @@
 """A suite's name is unique among its agent's suites, through the HTTP API (docs/guides/suites.md,
 "A suite's name"): two creates or renames of one name at once keep one and refuse the other (409
 naming `name` and quoting the kept suite's name), names compare without case, surrounding spaces
-or invisible format characters, a name with a control character is a 400 naming `name`, a rename
+or invisible characters (format characters and default-ignorable code points), a name with a
+control character, a line or paragraph separator or U+FFFC, or one that reads as blank, is a 400
+naming `name`, a rename
 or a delete frees the old name, and a suite saved before names were unique (no reservation
 item) keeps working and takes its reservation at its next rename.
 
@@ -200,6 +202,55 @@ LOOK_ALIKES = [
     "\u202aNightly\u202c",  # a bidirectional embedding around it
 ]
 """Names that read as "Nightly": each holds an invisible format character (Unicode Cf)."""
+
+IGNORABLE_LOOK_ALIKES = [
+    "Nightly\ufe0f",  # VARIATION SELECTOR-16
+    "Night\ufe00ly",  # VARIATION SELECTOR-1
+    "Night\u034fly",  # COMBINING GRAPHEME JOINER
+    "Nightly\u3164",  # HANGUL FILLER
+    "\u115fNightly",  # HANGUL CHOSEONG FILLER
+    "Nightly\U000e0100",  # VARIATION SELECTOR-17
+    "Nightly\u2800",  # BRAILLE PATTERN BLANK, compared as a space
+]
+"""Names that read as "Nightly" with a character that is no format character: default-ignorable
+code points (Unicode's Default_Ignorable_Code_Point) and a braille blank."""
+
+
+def test_names_differing_only_by_default_ignorable_characters_are_one_name(api):
+    agent, ds = _agent_and_dataset(api)
+    nightly = _create(api, agent, ds, "Nightly")[1]["suite_id"]
+    for look_alike in IGNORABLE_LOOK_ALIKES:
+        status, body = _create(api, agent, ds, look_alike)
+        assert status == 409, (look_alike, body)
+        assert (body["error"]["field"], body["error"]["suite_id"]) == ("name", nightly), body
+    other = _create(api, agent, ds, "Other")[1]["suite_id"]
+    for look_alike in IGNORABLE_LOOK_ALIKES:
+        status, body = _rename(api, agent, other, look_alike)
+        assert status == 409 and body["error"]["suite_id"] == nightly, (look_alike, body)
+    assert _names(api, agent) == ["Nightly", "Other"]
+
+
+@pytest.mark.parametrize("blank", ["\u3164", "\u2800", "\u200b", " \ufe0f "])
+def test_a_name_that_reads_as_blank_is_refused_naming_the_field(api, blank):
+    agent, ds = _agent_and_dataset(api)
+    status, body = _create(api, agent, ds, blank)
+    assert status == 400, body
+    assert (body["error"]["code"], body["error"]["field"]) == ("invalid_input", "name"), body
+    assert "must hold a character a person can see" in body["error"]["message"], body
+    assert _names(api, agent) == []
+    suite = _create(api, agent, ds, "Nightly")[1]["suite_id"]
+    status, body = _rename(api, agent, suite, blank)
+    assert status == 400 and body["error"]["field"] == "name", body
+    assert _names(api, agent) == ["Nightly"]
+
+
+@pytest.mark.parametrize("name", ["Night\u2028ly", "Nightly\u2029", "Nightly\ufffc"])
+def test_a_separator_or_an_object_replacement_is_refused_naming_the_field(api, name):
+    agent, ds = _agent_and_dataset(api)
+    status, body = _create(api, agent, ds, name)
+    assert status == 400, body
+    assert (body["error"]["code"], body["error"]["field"]) == ("invalid_input", "name"), body
+    assert _names(api, agent) == []
 
 
 @pytest.mark.parametrize("look_alike", LOOK_ALIKES)

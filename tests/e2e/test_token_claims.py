@@ -1,17 +1,22 @@
 """A bearer token's claims through the HTTP API (docs/reference/api-overview.md, "Tokens"): a time
 claim that is not a JSON number, or a lifetime over `ASSAY_JWT_MAX_LIFETIME_SECONDS` (30 days
 unless the operator says otherwise), is a 401 naming the claim, however well the token is signed;
-so is a required claim missing or null, and a `sub` with control, format or bidirectional
-characters or spaces at either end. A `crit` header is a 401 naming the header."""
+so is a required claim missing or null or of the wrong JSON type (`sub`, `iss`, `jti` strings,
+`aud` a string or a list of strings, `act` an object naming a user id), and a `sub` with control,
+format, bidirectional or invisible characters (a variation selector, a Hangul filler, a braille
+blank) or spaces at either end; a member's `user_id` is held to the same rule (400). A `crit`
+header is a 401 naming the header."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import Any
 
 import jwt
 import pytest
+from jwt.api_jws import PyJWS
 
 from tests.support.e2e import Api
 
@@ -153,5 +158,81 @@ def test_a_member_s_user_id_is_held_to_the_same_rule(api, user_id):
     status, body = api.call("POST", "/api/v1/members", json={"user_id": user_id, "role": "viewer"})
     assert status == 400, body
     assert (body["error"]["code"], body["error"]["field"]) == ("invalid_input", "user_id"), body
+    listed = api.ok("GET", "/api/v1/members")
+    assert all(m["user_id"] != user_id for m in listed["members"])
+
+
+@pytest.mark.parametrize(
+    "sub",
+    [
+        "tester@example.com\ufe0f",  # a variation selector
+        "tester@exam\u034fple.com",  # a combining grapheme joiner
+        "tester@example.com\u3164",  # a Hangul filler
+        "\u115ftester@example.com",  # a Hangul choseong filler
+        "tester@example.com\u2800",  # a braille blank
+        "tester@example.com\U000e0100",  # a supplementary variation selector
+        "\u3164",  # nothing but a Hangul filler
+    ],
+)
+def test_a_sub_with_an_invisible_or_blank_character_is_refused_naming_sub(stack, sub):
+    error = _refused(stack, _token(stack, sub=sub))
+    assert error["claim"] == "sub", error
+    assert error["message"].startswith(
+        "token's user (sub) must not contain invisible or blank characters (found U+"
+    ), error
+    assert sub not in error["message"]
+
+
+def _signed(stack, claims: dict[str, Any]) -> str:
+    """A token of the stack's secret over `claims` as they are (PyJWT's `encode` refuses some
+    wrongly typed claims before signing)."""
+    payload = json.dumps(claims).encode()
+    return PyJWS().encode(payload, stack.settings.assay_jwt_secret, algorithm="HS256")
+
+
+def _claims(stack, **over: Any) -> dict[str, Any]:
+    return jwt.decode(_token(stack), options={"verify_signature": False}) | over
+
+
+@pytest.mark.parametrize(
+    ("claim", "value", "message"),
+    [
+        ("sub", ["tester@example.com"], "token's user (sub) must be a string"),
+        ("sub", 5, "token's user (sub) must be a string"),
+        ("iss", ["assay"], "token issuer (iss) must be a string"),
+        ("iss", {"iss": "x"}, "token issuer (iss) must be a string"),
+        ("aud", 5, "token audience (aud) must be a string or a list of strings"),
+        ("aud", ["assay", 5], "token audience (aud) must be a string or a list of strings"),
+        ("iss", "someone-else", "token issuer (iss) is not "),
+        ("aud", ["someone-else"], "token audience (aud) is not "),
+        ("jti", 5, "token id (jti) must be a string"),
+    ],
+)
+def test_a_claim_of_the_wrong_type_or_value_is_refused_naming_it(stack, claim, value, message):
+    error = _refused(stack, _signed(stack, _claims(stack, **{claim: value})))
+    assert error["claim"] == claim, error
+    assert error["message"].startswith(message), error
+
+
+@pytest.mark.parametrize("act", [["boss@example.com"], "boss@example.com", {"sub": ["boss"]}])
+def test_an_act_claim_of_the_wrong_type_is_refused_naming_act(stack, act):
+    error = _refused(stack, _signed(stack, _claims(stack, act=act)))
+    assert error["claim"] == "act", error
+
+
+def test_an_audience_list_holding_the_service_s_audience_is_accepted(stack):
+    audience = stack.settings.assay_jwt_audience
+    status, me = _ask(stack, _signed(stack, _claims(stack, aud=["another", audience])))
+    assert status == 200, me
+
+
+@pytest.mark.parametrize(
+    "user_id", ["tester@example.com\ufe0f", "b\u034fob@example.com", "\u3164", "bob\u2800"]
+)
+def test_a_member_s_user_id_with_an_invisible_character_is_refused(api, user_id):
+    status, body = api.call("POST", "/api/v1/members", json={"user_id": user_id, "role": "viewer"})
+    assert status == 400, body
+    assert (body["error"]["code"], body["error"]["field"]) == ("invalid_input", "user_id"), body
+    assert "must not contain invisible or blank characters" in body["error"]["message"], body
     listed = api.ok("GET", "/api/v1/members")
     assert all(m["user_id"] != user_id for m in listed["members"])

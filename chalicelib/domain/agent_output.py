@@ -60,6 +60,9 @@ MAX_NAME_CHARS = 200
 MAX_TEXT_CHARS = 1_000
 """The most characters of a guardrail's reason, or a call's error or reason, kept."""
 
+MAX_ERROR_CHARS = 2_000
+"""The most characters of an agent's error message (a crash's or a provider error's) kept."""
+
 TOO_DEEP = "[nested too deeply]"
 """What a value nested past `MAX_NESTING` is kept as."""
 
@@ -133,6 +136,16 @@ class _Walk:
             return None
         self.fail(f"holds a key that is a {type(key).__name__}, not a string")
         return None
+
+
+def printed(value: Any) -> str:
+    """`str(value)` of what an agent sent, or a description of it when it cannot be printed (an
+    integer past Python's 4,300 digits, an object whose `__str__` raises): a `python` agent sends
+    Python objects and raises exceptions of its own, and printing one must not fail assay."""
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - the agent's object, whatever its __str__ does
+        return f"a {type(value).__name__} that cannot be printed"
 
 
 def bound_value(value: Any) -> tuple[Any, str | None]:

@@ -178,9 +178,13 @@ def _bound_and_charge(
 
 
 def _clean_error(error: Exception) -> None:
-    """The error's message (which may quote what the agent sent) cleaned in place: the error keeps
-    its type and its facts (a `ProviderError`'s `status`, `credentials_missing`)."""
-    error.args = tuple(clean_text(a) if isinstance(a, str) else a for a in error.args)
+    """The error's message (which may quote what the agent sent) cleaned and cut to
+    `agent_output.MAX_ERROR_CHARS` in place: the error keeps its type and its facts (a
+    `ProviderError`'s `status`, `credentials_missing`). A `python` agent may raise an error of its
+    own with any message."""
+    error.args = tuple(
+        clean_text(agent_output.printed(a))[: agent_output.MAX_ERROR_CHARS] for a in error.args
+    )
 
 
 def context(

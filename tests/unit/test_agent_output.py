@@ -192,3 +192,14 @@ def test_an_answer_is_cleaned_in_its_text_calls_model_and_guardrail():
     assert cleaned.calls[0].name == "look\ufffdup"
     assert cleaned.calls[0].arguments == {"q": "\ufffd"} and cleaned.calls[0].result == ["r\ufffd"]
     _kept_json(cleaned)
+
+
+class _Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("no")
+
+
+def test_what_cannot_be_printed_is_described_instead():
+    assert agent_output.printed("tool failed") == "tool failed"
+    assert agent_output.printed(10**5000) == "a int that cannot be printed"
+    assert agent_output.printed(_Unprintable()) == "a _Unprintable that cannot be printed"

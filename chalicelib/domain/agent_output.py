@@ -22,9 +22,10 @@ The rule, for each call's `arguments` and `result`:
   `{"_truncated": true, "text": <its first bytes of JSON>}` (not a failure; the agent said it).
 
 Names, models, guardrails and call errors or reasons are cleaned and cut to `MAX_NAME_CHARS` or
-`MAX_TEXT_CHARS`. All of an answer's calls together take at most `MAX_CALLS_BYTES` of JSON
-(`bound_calls`): past it a call is kept without its result, then without its arguments, then left
-out. The answer's text is cleaned, not cut (its attempt keeps it cut, `ASSAY_ANSWER_MAX_BYTES`).
+`MAX_TEXT_CHARS`. All of an answer's calls together take at most `MAX_CALLS_BYTES` of JSON as
+stored (`bound_calls`): past it a call is kept without its result, then without its arguments,
+then left out. The answer's text is cleaned, not cut (its attempt keeps it cut,
+`ASSAY_ANSWER_MAX_BYTES`).
 
 Pure: no I/O.
 """
@@ -52,7 +53,7 @@ MAX_VALUE_BYTES = 16_384
 cut."""
 
 MAX_CALLS_BYTES = 300_000
-"""The most bytes of JSON all of one answer's calls are kept as."""
+"""The most bytes of JSON all of one answer's calls are kept as (as stored, `stored_bytes`)."""
 
 MAX_NAME_CHARS = 200
 """The most characters of a call's name or the model's name kept."""
@@ -161,6 +162,12 @@ def _json_bytes(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
 
 
+def stored_bytes(value: Any) -> int:
+    """Bytes a JSON value takes as it is stored (`json.dumps` with its default ASCII escapes: a
+    character past ASCII takes 6 or 12 bytes)."""
+    return len(json.dumps(value))
+
+
 def _cut(value: Any) -> Any:
     """A bounded value, kept cut when its JSON takes more than `MAX_VALUE_BYTES`."""
     if value is None or isinstance(value, bool | int | float) or _fits(value, MAX_VALUE_BYTES):
@@ -219,7 +226,7 @@ def bound_calls(calls: Sequence[ToolCall]) -> list[ToolCall]:
             call.model_copy(update={"result": _DROPPED}),
             call.model_copy(update={"result": _DROPPED, "arguments": _DROPPED}),
         ):
-            size = _json_bytes(kept.model_dump(mode="json"))
+            size = stored_bytes(kept.model_dump(mode="json"))
             if used + size <= MAX_CALLS_BYTES:
                 out.append(kept)
                 used += size

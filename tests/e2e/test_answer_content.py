@@ -182,3 +182,19 @@ def test_calls_nested_too_deeply_are_the_agents_malformed_answer_and_the_run_com
     assert got["c002"]["state"] == "passed"
     assert got["c002"]["calls"][0]["arguments"] == {"x": 1e60}
     assert got["c003"]["state"] == "passed" and got["c003"]["calls"] == []
+
+
+def test_an_answer_and_calls_too_large_for_one_row_together_are_kept_and_the_run_completes(api):
+    # 40 calls of 15 KB results (600 KB) and a 250 KB answer: each within its own bound.
+    options = {"answer_bytes": 250_000, "calls": 40, "result_bytes": 15_000}
+    spec = {"runtime": "python", "entrypoint": "tests.support.agents:bulky", "options": options}
+    run = api.start(api.agent(spec), api.dataset(cases(2), required=["contains"]))
+    progress = api.wait(run["run_id"])
+    assert progress["status"] == "completed" and progress["recorded"] == 2, progress
+    got = attempts(api, run["run_id"])["c000"]
+    assert got["state"] == "passed"
+    kept = json.dumps(got["calls"])
+    assert len(kept) <= 300_000 and "_dropped" in kept
+    view = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/cases?case_id=c000")
+    [attempt] = view["cases"][0]["arms"]["candidate"]["attempts"]
+    assert attempt["answer_bytes"] == 250_003 and attempt["answer_whole"] is False

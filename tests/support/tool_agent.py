@@ -21,11 +21,10 @@ class ToolServer(LocalServer):
     `calls(where, connection)` lists `(tool, arguments)` in the order received."""
 
     def __init__(self) -> None:
+        self.received: Counter[tuple[str, str, str]] = Counter()
         self._made: list[tuple[str, str, str, Any]] = []
         self._lock = threading.Lock()
         super().__init__(self._answer)
-        # After the server's own `received` (its requests' paths and headers): this one counts.
-        self.received: Counter[tuple[str, str, str]] = Counter()  # type: ignore[assignment]
 
     def calls(self, where: str, connection: str) -> list[tuple[str, Any]]:
         """`(tool, arguments)` of every call the endpoint of `where` for `connection` received."""

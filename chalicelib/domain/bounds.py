@@ -22,6 +22,14 @@ def usd_reported(micros: int) -> str:
     return f"${Decimal(micros) / MICROS_PER_USD:.3E}".replace(".000E", "E")
 
 
+def count_reported(count: int) -> str:
+    """A reported count as a person reads it: `1,500,000`, or `1.235E+40` for one too long to
+    print (an agent may report any integer; Python refuses to print one past 4,300 digits)."""
+    if count < 10**18:
+        return f"{count:,}"
+    return f"{Decimal(count):.3E}".replace(".000E", "E")
+
+
 def tokens_over_bound(
     input_tokens: int, output_tokens: int, max_tokens: int, who: str
 ) -> str | None:
@@ -36,7 +44,8 @@ def tokens_over_bound(
     if total <= max_tokens:
         return None
     return (
-        f"{who} reported {total:,} tokens for one request, over ASSAY_REQUEST_MAX_TOKENS "
+        f"{who} reported {count_reported(total)} tokens for one request, over "
+        f"ASSAY_REQUEST_MAX_TOKENS "
         f"({max_tokens:,}): not believed, nothing charged"
     )
 

@@ -18,8 +18,6 @@ import math
 import re
 from typing import Any
 
-from chalicelib.domain.models import AgentAnswer
-
 REPLACEMENT = "\ufffd"
 """U+FFFD REPLACEMENT CHARACTER: what every unsafe character or byte is kept as."""
 
@@ -59,14 +57,6 @@ def clean_value(value: Any) -> Any:
 def clean_optional(text: str | None) -> str | None:
     """`clean_text` of a string, None kept."""
     return None if text is None else clean_text(text)
-
-
-def clean_answer(answer: AgentAnswer) -> AgentAnswer:
-    """An answer whose text, calls (names, arguments, results), model and guardrail are all
-    cleaned; the same object when nothing needed it."""
-    data = answer.model_dump(mode="python")
-    cleaned = clean_value(data)
-    return answer if cleaned == data else AgentAnswer.model_validate(cleaned)
 
 
 def json_of_bytes(body: bytes) -> Any:

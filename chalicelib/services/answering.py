@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from chalicelib.bootstrap import Container
+from chalicelib.domain import agent_output, scorers
 from chalicelib.domain import judge_rules as judge_rules
-from chalicelib.domain import scorers
 from chalicelib.domain.enums import AttemptState
 from chalicelib.domain.models import (
     AgentAnswer,
@@ -177,7 +177,10 @@ def _ask_and_grade(
             error=crash,
             reason=r.text(f"agent crashed: {crash}"[:500]),
             latency_ms=latency,
-            calls=[r.value(call) for call in tool_calls.calls_json(tools.calls)],
+            calls=[
+                r.value(call)
+                for call in tool_calls.calls_json(agent_output.bound_calls(tools.calls))
+            ],
             cost_micros=asked.cost_micros,  # charged already when a loop made the answer a crash
         )
     if asked.divergent is not None:
@@ -208,7 +211,10 @@ def _ask_and_grade(
         )
     # The calls the service decided come first; what the agent only reported is kept beside them,
     # unverified (it may not have made them, or may have made them anywhere).
-    answer = answer.model_copy(update={"calls": tool_calls.kept_calls(tools, answer.calls, spec)})
+    # Each call was bounded as it was kept or received (`domain.agent_output`); all together are
+    # bounded here.
+    kept = agent_output.bound_calls(tool_calls.kept_calls(tools, answer.calls, spec))
+    answer = answer.model_copy(update={"calls": kept})
     calls = tool_calls.calls_json(answer.calls)
     # Reasons may quote the original answer, cut short: what is secret in it is redacted there too.
     r = r.learning(answer.answer, json.dumps(calls), answer.model, answer.guardrail)

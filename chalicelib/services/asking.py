@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.bootstrap import Container
-from chalicelib.domain import bounds
+from chalicelib.domain import agent_output, bounds
 from chalicelib.domain.models import AgentAnswer, CaseRequest
 from chalicelib.domain.money import token_cost_micros
 from chalicelib.domain.records import BudgetReading
-from chalicelib.domain.text import clean_answer, clean_text
+from chalicelib.domain.text import clean_text
 from chalicelib.errors import (
     AgentCrashError,
     DivergentCallError,
@@ -74,9 +74,13 @@ def ask(
     expected failure: see `Asked`.
 
     This is where an agent's and a judge's text enters assay: the answer (text, calls, model,
-    guardrail) and the message of a crash or provider error are cleaned here (`domain.text`: NUL,
-    lone surrogates and bytes that are not UTF-8 become U+FFFD), so nothing written from them can
-    fail to encode (issue 11, scope 6).
+    guardrail) is bounded here (`domain.agent_output`: strings cleaned - NUL, lone surrogates and
+    bytes that are not UTF-8 become U+FFFD - sizes cut, numbers and keys made JSON), and the
+    message of a crash or provider error cleaned (`domain.text`), so nothing later can fail to
+    serialise, measure, redact or write them (issue 11, scope 6). An answer that cannot be kept
+    faithfully (nesting deeper than `agent_output.MAX_NESTING`, values that are not JSON) is the
+    agent's failure: `crash` says "returned a malformed answer" and names the place, and nothing is
+    charged (as for any malformed payload).
 
     `tools`: an eval attempt's tools, for a runtime that runs the agent's tool loop itself;
     `gateway`: its open session at the tool gateway, for an agent that calls its tools itself
@@ -134,8 +138,16 @@ def ask(
         if error is not None:
             _clean_error(error)
     if out.answer is not None:
-        out.answer = clean_answer(out.answer)
-        _bound_and_charge(c, org_id, agent_id, spec, out, judge=judge)
+        bounded = agent_output.bound_answer(out.answer)
+        if bounded.problem is not None:
+            out.answer = None
+            out.crash = AgentCrashError(
+                f"{'the judge' if judge else 'the agent'} returned a malformed answer: "
+                f"{bounded.problem}"
+            )
+        else:
+            out.answer = bounded.answer
+            _bound_and_charge(c, org_id, agent_id, spec, out, judge=judge)
     return out
 
 
@@ -166,9 +178,13 @@ def _bound_and_charge(
 
 
 def _clean_error(error: Exception) -> None:
-    """The error's message (which may quote what the agent sent) cleaned in place: the error keeps
-    its type and its facts (a `ProviderError`'s `status`, `credentials_missing`)."""
-    error.args = tuple(clean_text(a) if isinstance(a, str) else a for a in error.args)
+    """The error's message (which may quote what the agent sent) cleaned and cut to
+    `agent_output.MAX_ERROR_CHARS` in place: the error keeps its type and its facts (a
+    `ProviderError`'s `status`, `credentials_missing`). A `python` agent may raise an error of its
+    own with any message."""
+    error.args = tuple(
+        clean_text(agent_output.printed(a))[: agent_output.MAX_ERROR_CHARS] for a in error.args
+    )
 
 
 def context(

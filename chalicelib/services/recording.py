@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from chalicelib import names
 from chalicelib.bootstrap import Container
 from chalicelib.clock import epoch_ms, iso
-from chalicelib.domain import text
+from chalicelib.domain import agent_output, text
 from chalicelib.domain.enums import AttemptState, RunStatus
 from chalicelib.domain.events import SlotReleased, TasksNotQueued
 from chalicelib.domain.leases import Lease
@@ -74,19 +74,29 @@ class KeptAnswer(NamedTuple):
     """True when the whole answer was longer than `ASSAY_ANSWER_MAX_BYTES` and is kept cut."""
 
 
-def _answer_kept(c: Container, run: Run, task: Task, answer: str | None) -> KeptAnswer:
+ATTEMPT_ROOM_BYTES = 360_000
+"""Bytes an attempt row's answer, calls and scores may take together: DynamoDB's items hold
+400 KB, and the rest of the row (ids, reason, error, figures) takes less than 40 KB."""
+
+
+def _answer_kept(
+    c: Container, run: Run, task: Task, answer: str | None, beside: int = 0
+) -> KeptAnswer:
     """The answer as the attempt keeps it: its first `ASSAY_ANSWER_MAX_BYTES` bytes (cut at a
     character boundary, `answer_truncated`), in the bucket when that is more than
-    `ASSAY_ANSWER_INLINE_BYTES` - under the organization's prefix like everything of a tenant
-    there (docs/architecture/tables.md) - with its first 1,000 characters inline."""
+    `ASSAY_ANSWER_INLINE_BYTES`, or more than what `ATTEMPT_ROOM_BYTES` leaves beside the
+    attempt's calls and scores (`beside`, in bytes as stored) - under the organization's prefix
+    like everything of a tenant there (docs/architecture/tables.md) - with its first 1,000
+    characters inline."""
     if answer is None:
         return KeptAnswer(None, None, 0, False)
+    inline = min(c.settings.assay_answer_inline_bytes, max(0, ATTEMPT_ROOM_BYTES - beside))
     whole = text.utf8_length(answer)
     truncated = whole > c.settings.assay_answer_max_bytes
     kept = text.cut_utf8(answer, c.settings.assay_answer_max_bytes) if truncated else answer
-    if not truncated and whole <= c.settings.assay_answer_inline_bytes:
+    if not truncated and whole <= inline:
         return KeptAnswer(kept, None, whole, False)
-    if text.utf8_length(kept) <= c.settings.assay_answer_inline_bytes:
+    if text.utf8_length(kept) <= inline:
         return KeptAnswer(kept, None, whole, truncated)
     ref = c.bucket.put_text(names.answer_key(run.org_id, run.run_id, task.key), kept)
     return KeptAnswer(kept[:ANSWER_PREVIEW_CHARS], ref, whole, truncated)
@@ -232,7 +242,8 @@ def record(
         "asked": int(result.asked is not None),
         "judged": int(bool(result.judge_calls)),
     }
-    answer = _answer_kept(c, run, task, result.answer)
+    taken = agent_output.stored_bytes(result.calls) + agent_output.stored_bytes(result.scores)
+    answer = _answer_kept(c, run, task, result.answer, taken)
     agent_runs = eval_agent_runs.of_attempt(run, task, result, epoch_ms(c.clock.now()))
     beside = _budgets_beside(c, run) if carry is not None else None
     reads = iter([run])

@@ -12,12 +12,12 @@ the attempt's own disposable workspace.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from chalicelib.bootstrap import Container
+from chalicelib.domain.agent_output import bound_call
 from chalicelib.domain.enums import CallStatus, ToolEffect
 from chalicelib.domain.models import CaseRequest, ToolCall
 from chalicelib.domain.records import Arm, Connection, Run
@@ -45,10 +45,6 @@ from chalicelib.services.ports.tools import ToolCallFailed
 LOOP_REPEATS = 3
 """The same call (tool and canonically equal arguments) this many times in a row is a loop: the
 attempt is a crash."""
-
-MAX_KEPT_RESULT_BYTES = 16_384
-"""The largest result kept on the attempt for one call, as JSON in bytes; a larger one is kept cut
-(the agent still gets all of it)."""
 
 TOOL_TIMEOUT_S = 30.0
 """Bound on one call made on a connection, in seconds."""
@@ -81,20 +77,6 @@ def recorded_calls(entry: Mapping[str, Any] | None) -> tuple[RecordedCall, ...] 
                 )
             )
     return tuple(out)
-
-
-def _kept(result: Any) -> Any:
-    """`result` as kept on the attempt: cut to `MAX_KEPT_RESULT_BYTES` of JSON when larger."""
-    try:
-        text = json.dumps(result, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return {"_unserializable": True}
-    if len(text.encode("utf-8")) <= MAX_KEPT_RESULT_BYTES:
-        return result
-    return {
-        "_truncated": True,
-        "text": text.encode("utf-8")[:MAX_KEPT_RESULT_BYTES].decode("utf-8", "ignore"),
-    }
 
 
 @dataclass
@@ -179,17 +161,19 @@ class ToolBox:
         return reply
 
     def _keep(self, name: str, arguments: dict[str, Any], reply: ToolReply) -> None:
-        self.calls.append(
-            ToolCall(
-                name=name,
-                arguments=arguments,
-                status=reply.status,
-                result=_kept(reply.result),
-                connection_id=reply.connection_id,
-                error=reply.error,
-                reason=reply.reason or None,
-            )
+        """Keep one call, bounded as an answer's calls are (`domain.agent_output.bound_call`:
+        arguments or a result too deep or not JSON are kept as a marker, one too large cut; the
+        agent still got all of the result)."""
+        call = ToolCall.model_construct(
+            name=name,
+            arguments=arguments,
+            status=reply.status,
+            result=reply.result,
+            connection_id=reply.connection_id,
+            error=reply.error,
+            reason=reply.reason or None,
         )
+        self.calls.append(bound_call(call)[0])
 
     def _execute(
         self, name: str, arguments: Mapping[str, Any], connection_id: str, reason: str

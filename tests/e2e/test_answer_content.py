@@ -147,3 +147,54 @@ def test_a_long_answer_shows_its_size_and_cut_and_the_answer_route_gives_it_back
     assert status == 404 and body["error"]["field"] == "attempt_key"
     status, body = api.call("GET", f"/api/v1/eval-runs/{run_id}/answer")
     assert status == 400 and body["error"]["field"] == "attempt_key"
+
+
+def test_calls_nested_too_deeply_are_the_agents_malformed_answer_and_the_run_completes(api):
+    def nested(levels: int) -> str:
+        return "[" * levels + "]" * levels
+
+    # The agent's JSON text, decoded by the agent as it answers (`tests.support.agents:scripted`).
+    def answer(call: str) -> str:
+        return '{"answer": "42", "calls": [' + call + "]}"
+
+    texts = {
+        # A call's result 300 levels deep, its arguments 900 deep: past what is kept (24).
+        "c000": answer('{"name": "t", "arguments": {}, "result": ' + nested(300) + "}"),
+        "c001": answer('{"name": "s", "arguments": {"a": ' + nested(900) + "}}"),
+        # A number too long to keep exactly: kept as the nearest float, not malformed.
+        "c002": answer('{"name": "t", "arguments": {"x": 1' + "0" * 60 + "}}"),
+    }
+    spec = scripted_spec({}, f"deep-{api.org_id}")
+    spec["options"]["payloads"] = texts
+    spec["options"]["payload"] = '{"answer": "42"}'
+    agent = api.agent(spec)
+    run = api.start(agent, api.dataset(cases(4), required=["contains"]))
+    progress = api.wait(run["run_id"])
+    assert progress["status"] == "completed" and progress["recorded"] == 4, progress
+    got = attempts(api, run["run_id"])
+    for case_id, where in (("c000", "call 1 (t) result"), ("c001", "call 1 (s) arguments")):
+        attempt = got[case_id]
+        assert attempt["state"] == "failed" and attempt["crash"] is True, attempt
+        assert attempt["reason"] == (
+            f"agent crashed: the agent returned a malformed answer: {where} nests deeper than "
+            "24 levels"
+        )
+    assert got["c002"]["state"] == "passed"
+    assert got["c002"]["calls"][0]["arguments"] == {"x": 1e60}
+    assert got["c003"]["state"] == "passed" and got["c003"]["calls"] == []
+
+
+def test_an_answer_and_calls_too_large_for_one_row_together_are_kept_and_the_run_completes(api):
+    # 40 calls of 15 KB results (600 KB) and a 250 KB answer: each within its own bound.
+    options = {"answer_bytes": 250_000, "calls": 40, "result_bytes": 15_000}
+    spec = {"runtime": "python", "entrypoint": "tests.support.agents:bulky", "options": options}
+    run = api.start(api.agent(spec), api.dataset(cases(2), required=["contains"]))
+    progress = api.wait(run["run_id"])
+    assert progress["status"] == "completed" and progress["recorded"] == 2, progress
+    got = attempts(api, run["run_id"])["c000"]
+    assert got["state"] == "passed"
+    kept = json.dumps(got["calls"])
+    assert len(kept) <= 300_000 and "_dropped" in kept
+    view = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/cases?case_id=c000")
+    [attempt] = view["cases"][0]["arms"]["candidate"]["attempts"]
+    assert attempt["answer_bytes"] == 250_003 and attempt["answer_whole"] is False

@@ -126,3 +126,15 @@ def test_deleting_a_run_deletes_its_long_answers_and_no_other_runs(c):
         "s3://results/acme/answers/r10/candidate#c1#001.txt",
         "s3://results/other/answers/r1/candidate#c1#001.txt",
     ]
+
+
+def test_an_answer_goes_to_the_bucket_when_the_attempt_s_calls_leave_no_room_inline():
+    c = FakeContainer(
+        settings=Settings(assay_answer_inline_bytes=300_000, assay_answer_max_bytes=1_000_000),
+        bucket=FakeBucket(),
+    )
+    answer = "a" * 200_000  # within the inline size, but not beside 300 KB of calls
+    assert _answer_kept(c, a_run(), TASK, answer, 0).answer_ref is None
+    kept = _answer_kept(c, a_run(), TASK, answer, 300_000)
+    assert kept.answer_ref is not None and kept.answer == "a" * 1_000
+    assert c.bucket.texts[kept.answer_ref] == answer

@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 
 from chalicelib.config import Settings
+from chalicelib.domain import agent_output
 from chalicelib.domain.models import CaseRequest
 from chalicelib.services import asking
 from tests.fakes import FakeContainer
+from tests.support import leaky_agent
 
 MONTH = "2026-12"
 REQUEST = CaseRequest(run_id="r1", case_id="c1", attempt=1, input="What is 6 x 7?")
@@ -109,3 +111,28 @@ def test_the_bounds_are_the_operator_s(c):
     wordy = {**cheap, "usage": {"input_tokens": 61, "output_tokens": 40}}
     assert "(100)" in str(asking.ask(c, "acme", "a1", scripted(wordy), REQUEST).over_bound)
     assert spent(c) == 500_000
+
+
+def test_an_answer_nested_too_deeply_is_the_agent_s_crash_and_nothing_is_charged(c):
+    deep = "[" * 900 + "]" * 900
+    spec = scripted(
+        '{"answer": "42", "cost_usd": "0.01", "calls": [{"name": "t", "result": ' + deep + "}]}"
+    )
+    asked = asking.ask(c, "acme", "a1", spec, REQUEST)
+    assert asked.answer is None and asked.crash is not None
+    assert str(asked.crash) == (
+        "the agent returned a malformed answer: call 1 (t) result nests deeper than 24 levels"
+    )
+    assert asked.cost_micros == 0 and spent(c) == 0
+
+
+def test_an_agent_s_own_error_with_a_huge_message_is_kept_cut(c):
+    spec = {
+        "runtime": "python",
+        "entrypoint": "tests.support.leaky_agent:leaky",
+        "options": {"payload_b64": leaky_agent.encode({"provider_error": "x" * 1_000_000})},
+    }
+    asked = asking.ask(c, "acme", "a1", spec, REQUEST)
+    assert asked.provider_error is not None
+    assert len(str(asked.provider_error)) == agent_output.MAX_ERROR_CHARS
+    assert asked.provider_error.status == 503

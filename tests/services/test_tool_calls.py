@@ -3,10 +3,12 @@ only where the rule allows (never on production for a write), and kept with its 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from chalicelib.domain import agent_output
 from chalicelib.domain.enums import CallStatus, ToolEffect
 from chalicelib.domain.models import ToolCall
 from chalicelib.domain.records import Connection
@@ -217,7 +219,17 @@ def test_a_large_result_is_kept_cut_but_given_whole_to_the_agent(c):
     assert reply.result == {"rows": "x" * 40_000}
     kept = tools.calls[0].result
     assert kept["_truncated"] is True
-    assert len(kept["text"]) <= tool_calls.MAX_KEPT_RESULT_BYTES
+    assert len(kept["text"]) <= agent_output.MAX_VALUE_BYTES
+
+
+def test_a_result_nested_too_deeply_is_kept_with_a_marker_and_serialises(c):
+    deep = json.loads("[" * 900 + "]" * 900)
+    c.tool_transport.answer = lambda *_: deep
+    tools = box(c)
+    reply = tools.call("lookup", {})
+    assert reply.result is deep  # the agent gets what the tool said
+    [kept] = tool_calls.calls_json(tools.calls)
+    assert agent_output.TOO_DEEP in json.dumps(kept["result"])
 
 
 @pytest.mark.parametrize(

@@ -274,3 +274,14 @@ def barred(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
     if case_id in options.get("barred", []) and not barrier(name).wait(SAFETY_S):
         raise RuntimeError(f"barrier {name!r} was never set")
     return {"answer": "42", "usage": {"input_tokens": 100, "output_tokens": 20}}
+
+
+def bulky(request: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """Answers "42 " and `options["answer_bytes"]` more ASCII bytes, with `options["calls"]` calls
+    each reporting a result of `options["result_bytes"]` bytes: an answer as large as a test
+    wants from a spec of a few bytes."""
+    result = "r" * int(options["result_bytes"])
+    return {
+        "answer": "42 " + "a" * int(options["answer_bytes"]),
+        "calls": [{"name": f"t{i}", "result": result} for i in range(int(options["calls"]))],
+    }

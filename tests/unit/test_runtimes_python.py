@@ -63,6 +63,12 @@ def slow_agent(request, options):
 def weird_agent(request, options):
     return 42
 
+def huge_error_agent(request, options):
+    raise ValueError(10 ** 5000)
+
+def huge_reported_error_agent(request, options):
+    return {"error": 10 ** 5000}
+
 def _private_agent(request, options):
     return "private"
 
@@ -135,6 +141,12 @@ def test_attribute_paths_are_refused(module: str) -> None:
 def test_raising_is_a_crash_with_the_text(module: str) -> None:
     with pytest.raises(AgentCrashError, match="KeyError: 'missing tool'"):
         rt(module).ask(spec(module, "crashing_agent"), request(), timeout_s=2, ctx=CTX)
+
+
+@pytest.mark.parametrize("function", ["huge_error_agent", "huge_reported_error_agent"])
+def test_an_error_too_large_to_print_is_a_crash_saying_so(module: str, function: str) -> None:
+    with pytest.raises(AgentCrashError, match="a .* that cannot be printed"):
+        rt(module).ask(spec(module, function), request(), timeout_s=2, ctx=CTX)
 
 
 def test_provider_error_propagates(module: str) -> None:

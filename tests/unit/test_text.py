@@ -7,10 +7,8 @@ import json
 
 import pytest
 
-from chalicelib.domain.models import AgentAnswer, ToolCall
 from chalicelib.domain.text import (
     REPLACEMENT,
-    clean_answer,
     clean_text,
     clean_value,
     cut_utf8,
@@ -47,26 +45,6 @@ def test_every_string_of_a_json_value_is_cleaned_keys_too_and_nan_is_kept_as_nul
         "k": 1,
         "f": 0.5,
     }
-
-
-def test_an_answer_is_cleaned_in_its_text_calls_model_and_guardrail():
-    answer = AgentAnswer(
-        answer="42\ud800",
-        calls=[ToolCall(name="look\x00up", arguments={"q": "\udc80"}, result=["r\ud800"])],
-        model="m\ud800",
-        guardrail="g\x00",
-    )
-    cleaned = clean_answer(answer)
-    assert cleaned.answer == "42\ufffd" and cleaned.model == "m\ufffd"
-    assert cleaned.guardrail == "g\ufffd"
-    assert cleaned.calls[0].name == "look\ufffdup"
-    assert cleaned.calls[0].arguments == {"q": "\ufffd"} and cleaned.calls[0].result == ["r\ufffd"]
-    json.dumps(cleaned.model_dump(mode="json"), ensure_ascii=False).encode("utf-8")
-
-
-def test_a_clean_answer_is_returned_as_is():
-    answer = AgentAnswer(answer="42", calls=[ToolCall(name="t", arguments={"a": 1})])
-    assert clean_answer(answer) is answer
 
 
 def test_a_body_with_bytes_that_are_not_utf8_is_read_with_replacement_characters():

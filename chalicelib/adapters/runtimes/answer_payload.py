@@ -38,6 +38,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from chalicelib.adapters.runtimes.transport import clip
+from chalicelib.domain.agent_output import printed
 from chalicelib.domain.enums import CallStatus
 from chalicelib.domain.models import AgentAnswer, ToolCall, Usage
 from chalicelib.errors import AgentCrashError, ProviderError
@@ -101,7 +102,7 @@ def answer_from_payload(
     if not isinstance(payload, dict):
         raise AgentCrashError(f"{source} returned {type(payload).__name__}, not a JSON object")
     if payload.get("error") not in (None, "", False):
-        message = f"{source} reported an error: {clip(str(payload['error']))}"
+        message = f"{source} reported an error: {clip(printed(payload['error']))}"
         if payload.get("crash", True) is False:
             raise ProviderError(message)
         raise AgentCrashError(message)

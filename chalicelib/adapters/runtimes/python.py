@@ -44,6 +44,7 @@ from typing import Any
 
 from chalicelib.adapters.runtimes.answer_payload import answer_from_payload
 from chalicelib.adapters.runtimes.transport import check_timeout, clip, run_with_timeout
+from chalicelib.domain.agent_output import printed
 from chalicelib.domain.models import AgentAnswer, CaseRequest
 from chalicelib.errors import AgentCrashError, InvalidInputError, ProviderError
 from chalicelib.services.ports import AskContext, ToolCaller
@@ -175,7 +176,7 @@ class PythonRuntime:
                 raise
             except Exception as exc:  # noqa: BLE001 - the agent's own failure, whatever it is
                 raise AgentCrashError(
-                    f"{source} raised {type(exc).__name__}: {clip(str(exc))}"
+                    f"{source} raised {type(exc).__name__}: {clip(printed(exc))}"
                 ) from exc
 
         result = run_with_timeout(call, timeout_s, source)

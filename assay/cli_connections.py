@@ -122,7 +122,8 @@ def register_connections(sub: Any) -> None:
         "--auth-secret",
         default=None,
         metavar="NAME",
-        help="the organization's secret sent as the Authorization header (assay secrets set)",
+        help="the organization's secret sent as the Authorization header (assay secrets set); "
+        "naming one needs the secrets:manage permission",
     )
     q.add_argument("--description", default=None, help="what it is, for people")
     q.add_argument("--json", action="store_true", help="write only JSON to stdout")

@@ -241,6 +241,7 @@ class ConnectionRow(_Base):
     description = UnicodeAttribute(default="")
     created_at = UnicodeAttribute()
     created_by = UnicodeAttribute(default="")
+    secrets_vetted = BooleanAttribute(default=False)
 
 
 class SuiteFireIndex(GlobalSecondaryIndex):

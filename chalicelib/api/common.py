@@ -343,6 +343,13 @@ def query_params(bp: Blueprint) -> dict[str, str]:
     return {name: params[name] for name in params} if params else {}
 
 
+LEGACY_PATH_IDS = frozenset({"user_id"})
+"""Path ids `check_path_ids` lets hold `#` or `/` (percent-encoded): a member's user id, since a
+member stored before user ids were held to what a path can name (`access.user_id_problem`) may
+hold either and must still be read, changed or removed. It is the whole tail of the member's key
+(`u#<user_id>`), never joined before another part, and naming nobody is a 404."""
+
+
 def check_path_ids(params: Mapping[str, Any]) -> None:
     """Refuse URL path ids nothing can be named by, before any store is asked.
 
@@ -351,7 +358,7 @@ def check_path_ids(params: Mapping[str, Any]) -> None:
             empty keys), naming it.
         InvalidInputError: an id longer than `MAX_PATH_ID_LENGTH`, or containing `#` or `/`, also
             percent-encoded (no id does: the stores' keys join parts with `#`, so `a%23b` could
-            otherwise run into another key's parts), naming it.
+            otherwise run into another key's parts), naming it; but for `LEGACY_PATH_IDS`.
     """
     for name, value in params.items():
         if not isinstance(value, str):
@@ -365,7 +372,7 @@ def check_path_ids(params: Mapping[str, Any]) -> None:
         # Chalice's local server passes `%23` on as it came; a gateway may decode it: either way
         # it spells `#` (no id holds a `%`).
         bad = [ch for ch in FORBIDDEN if ch in unquote(value)]
-        if bad:
+        if bad and name not in LEGACY_PATH_IDS:
             raise InvalidInputError(
                 f"{name} must not contain {' or '.join(repr(ch) for ch in bad)}", field=name
             )

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from chalicelib.domain.display_names import BLANK_LOOKING, code_points, is_default_ignorable
+from chalicelib.domain.ids import path_segment_problem
 from chalicelib.errors import InvalidInputError
 
 RUNS_VIEW = "runs:view"
@@ -92,7 +93,9 @@ def user_id_problem(user_id: object) -> str | None:
     a variation selector, a Hangul filler, U+2800), so two user ids that read the same are the
     same string: `" tester@example.com "`, `"admin\u202e@x"` and `"tester@example.com\ufe0f"`
     are refused, `"Ana María"` is not. The message
-    names a refused character as `U+XXXX`, never the character itself.
+    names a refused character as `U+XXXX`, never the character itself. And one that
+    `/api/v1/members/{user_id}` can address (`ids.path_segment_problem`): no `/`, `#` or `%`, not
+    `.` or `..` alone, so every member can be read, changed and removed.
     """
     if not isinstance(user_id, str) or not 1 <= len(user_id) <= MAX_USER_ID_CHARS:
         return f"must be a string of 1-{MAX_USER_ID_CHARS} characters"
@@ -108,7 +111,7 @@ def user_id_problem(user_id: object) -> str | None:
         return invisible
     if user_id != user_id.strip():
         return "must not start or end with a space"
-    return None
+    return path_segment_problem(user_id)
 
 
 def _invisible_problem(user_id: str) -> str | None:

@@ -230,7 +230,7 @@ def from_claims(claims: Mapping[str, Any], *, org_claim: str = "org") -> Identit
         UnauthenticatedError: no organization or user as a string, an organization id that is
             not `ORG_ID`, a `sub` that is no user id (`access.user_id_problem`: control, format or
             bidirectional characters, invisible or blank ones such as U+FE0F or U+3164, spaces at
-            either end; `claim` "sub"), or an `act` claim
+            either end, what a URL path cannot name; `claim` "sub"), or an `act` claim
             (RFC 8693: an administrator signed in as `sub`) that names nobody (`claim` "act").
     """
     org, sub = claims.get(org_claim), claims.get("sub")

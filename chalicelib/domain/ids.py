@@ -24,6 +24,31 @@ PATTERN = r"^[^#/]+$"
 other characters."""
 
 
+PATH_UNSAFE = ("/", "#", "%")
+"""Characters a `{user_id}` route cannot take as themselves: `/` and `#` (refused in every path
+id, also percent-encoded) and `%` (a route decodes what it is given, and a gateway may have
+decoded it once already, so `a%2Fb` could reach it as `a/b`)."""
+
+PATH_DOTS = (".", "..")
+"""Path segments a URL cannot carry as themselves: clients and servers resolve them as steps
+(`/members/..` is `/`), so no route is reached with them."""
+
+
+def path_segment_problem(value: str) -> str | None:
+    """Why `value` cannot be addressed as one `{id}` of a route's path (a member's user id in
+    `/api/v1/members/{user_id}`), None when it can: it holds a character of `PATH_UNSAFE`, or is
+    `.` or `..` alone (`PATH_DOTS`). Whatever else it holds is percent-encoded by the client and
+    reaches the route as itself."""
+    bad = [ch for ch in PATH_UNSAFE if ch in value]
+    if bad:
+        return (
+            f"must not contain {' or '.join(repr(ch) for ch in bad)}: a URL path could not name it"
+        )
+    if value in PATH_DOTS:
+        return f"must not be {value!r}: a URL path could not name it"
+    return None
+
+
 def check_tenant_id(value: str, field: str) -> str:
     """`value` if it can be a tenant-chosen id.
 

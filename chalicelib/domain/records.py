@@ -204,6 +204,12 @@ class Connection:
     description: str = ""
     created_at: str
     created_by: str = ""
+    secrets_vetted: bool = False
+    """Whether whoever saved it held `secrets:manage` (the service acting for a pipeline counts):
+    then sending `auth_secret` to `url` is that person's choice, and a starter without the
+    permission may still run tools on it. False for a connection saved before that was checked:
+    its secret is then sent only for a starter who holds `secrets:manage`
+    (docs/guides/tools.md, "Connections and secrets")."""
 
 
 @dataclass(frozen=True, kw_only=True)

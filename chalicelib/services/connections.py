@@ -21,12 +21,12 @@ from typing import Any
 
 from chalicelib.bootstrap import Container
 from chalicelib.clock import iso
-from chalicelib.domain import tools
+from chalicelib.domain import access, tools
 from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id, name_problem
 from chalicelib.domain.records import ActiveRun, Connection
 from chalicelib.errors import ConflictError, InvalidInputError, NotFoundError
-from chalicelib.services import redacting
+from chalicelib.services import draft_checks, redacting
 
 KINDS = ("http", "mcp")
 """The kinds of connection: `http` (a call is a POST of its arguments) and `mcp` (an MCP server
@@ -67,6 +67,10 @@ def create(
             not http(s), too long, or whose address egress refuses (private, link-local,
             metadata; `url`), a secret name no secret can have (`auth_secret`), a URL or
             description that holds one of the organization's secret values.
+        ForbiddenError: (403, field `auth_secret`, permission `secrets:manage`) a secret named
+            by somebody without `secrets:manage` (`draft_checks.check_connection_secret`): every
+            call sends it to `url`. The connection records that its saver held the permission
+            (`secrets_vetted`).
         ConflictError: (field `connection_id`) the organization has a connection of that id.
     """
     check_tenant_id(connection_id, "connection_id")
@@ -91,6 +95,8 @@ def create(
             f"description must be text of at most {MAX_DESCRIPTION_LENGTH} characters",
             field="description",
         )
+    # Every call sends the secret to the URL: aiming a secret needs secrets:manage.
+    draft_checks.check_connection_secret(c, who, auth_secret, url)
     # The URL and description are shown as written: a secret pasted in would be read back.
     redacting.refuse_secrets(c, who.org_id, {"url": url, "description": description}, "")
     # Last: egress may resolve the URL's name.
@@ -104,6 +110,7 @@ def create(
         description=description,
         created_at=iso(c.clock.now()),
         created_by=who.user_id,
+        secrets_vetted=who.may(access.SECRETS_MANAGE),
     )
     c.connections.create(row)
     return row

@@ -15,6 +15,13 @@ one that names a secret (`check_profile_settings`), laying profiles over a start
 (`check_profiles`, as the starter, for every secret they send elsewhere than the spec does) and
 asking a judge on one. A secret is vetted - checked before, so needing no permission again - only
 where it was sent: the same key or header to the same URL (`SecretRef.aim`).
+
+A connection sends its `auth_secret` to its URL on every tool call, so it is held to the same
+rule (docs/guides/tools.md, "Connections and secrets"): saving one that names a secret
+(`check_connection_secret`), mapping an environment's connections to test connections
+(`check_test_connections`), and, for a connection saved before that was checked
+(`Connection.secrets_vetted` False), every start and publish that would call it
+(`check_connections`, `problems`).
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from typing import Any
 from chalicelib.bootstrap import Container
 from chalicelib.domain import access, tools
 from chalicelib.domain.identity import Identity
-from chalicelib.domain.records import ModelProfile
+from chalicelib.domain.records import Connection, ModelProfile
 from chalicelib.errors import ForbiddenError, InvalidInputError, NotFoundError
 
 REFUSAL = "the draft cannot be evaluated"
@@ -37,6 +44,16 @@ PROFILES_REFUSAL = "the model profiles cannot be laid over this run"
 
 SAVE_PROFILE_REFUSAL = "the model profile cannot be saved"
 """The first words of a refusal of a model profile's settings when it is created."""
+
+SAVE_CONNECTION_REFUSAL = "the connection cannot be saved"
+"""The first words of a refusal of a connection's `auth_secret` when it is created."""
+
+TEST_CONNECTIONS_REFUSAL = "the test connections cannot be saved"
+"""The first words of a refusal of an environment's test connections."""
+
+CONNECTIONS_REFUSAL = "the connections cannot be used in this run"
+"""The first words of a refusal of the connections a start's arms (or its environment's test
+connections) would send a secret through."""
 
 Vetted = frozenset[tuple[Any, ...]]
 """References checked before, so needing no permission again: `("connection", id)` and
@@ -237,6 +254,8 @@ def problems(
                 found.refused(
                     field, f"using connection {connection_id} in a draft", access.SETTINGS_MANAGE
                 )
+            else:
+                _connection_secret_problems(c, who, [(field, row)], found)
     recording_id = spec.get("recording_id")
     if isinstance(recording_id, str):
         if c.recordings.meta(who.org_id, recording_id) is None:
@@ -426,3 +445,141 @@ def check_profiles(
         each problem, and carry `problems`.
     """
     _refuse(profile_problems(c, who, laid, exists=exists), refusal, field)
+
+
+# --- connections ---------------------------------------------------------------------------------
+
+
+def connection_ref(field: str, auth_secret: str, url: str) -> SecretRef:
+    """The secret a connection sends: `auth_secret` as its `Authorization` header to `url`."""
+    return SecretRef(field, auth_secret, "authorization", url)
+
+
+def check_connection_secret(c: Container, who: Identity, auth_secret: str | None, url: str) -> None:
+    """Refuse a new connection naming a secret (`auth_secret`) unless `who` holds
+    `secrets:manage`: the rule of a secret in a draft (`problems`), since every tool call on the
+    connection sends the secret to the `url` its saver chose. Whether the secret exists is
+    checked when a tool call is made.
+
+    Raises:
+        ForbiddenError: (403, field `auth_secret`, `permission` "secrets:manage", with
+            `problems`) "the connection cannot be saved: auth_secret: naming secret X in a
+            connection needs the secrets:manage permission".
+    """
+    if who.permissions is None or auth_secret is None:
+        return
+    found = _Found()
+    _secret_problems(
+        c,
+        who,
+        [connection_ref("auth_secret", auth_secret, url)],
+        frozenset(),
+        found,
+        using="naming secret {secret} in a connection",
+        exists=False,
+    )
+    _refuse(found.items, SAVE_CONNECTION_REFUSAL, "auth_secret")
+
+
+def _connection_secret_problems(
+    c: Container, who: Identity, named: Sequence[tuple[str, Connection]], found: _Found
+) -> None:
+    """Add to `found` the secret of every connection in `named` (`(field, connection)`) that
+    `who` may not have sent: a connection sends its `auth_secret` to its `url`, vetted there when
+    whoever saved it held `secrets:manage` (`Connection.secrets_vetted`); a connection saved
+    before that was checked is held to the rule of a secret in a draft (`_secret_problems`)."""
+    for field, row in named:
+        if not row.auth_secret:
+            continue
+        ref = connection_ref(field, row.auth_secret, row.url)
+        _secret_problems(
+            c,
+            who,
+            [ref],
+            frozenset({ref.aim}) if row.secrets_vetted else frozenset(),
+            found,
+            using=f"sending secret {{secret}} through connection {row.connection_id} (saved "
+            "before its secret was checked: re-create it as somebody who holds secrets:manage)",
+            exists=False,
+        )
+
+
+def connection_problems(
+    c: Container,
+    who: Identity,
+    specs: Sequence[tuple[str, Any]],
+    test_connections: Mapping[str, str],
+) -> list[dict[str, str]]:
+    """Every secret the connections of `specs` (`(field, spec)`: the arms a start runs) would send
+    that `who` may not send: each connection a spec's tools or MCP servers name, and the test
+    connection `test_connections` maps it to (the run's environment's), checked by
+    `_connection_secret_problems`. A connection the organization does not have is left to the
+    spec's own checks. The service acting for a pipeline (`who.permissions` None) is refused
+    nothing.
+
+    Returns:
+        `[{"field", "message", "permission"}]`, each `field` the spec's reference
+        (`candidate.tools[0].connection_id`), listed once."""
+    if who.permissions is None:
+        return []
+    named = [
+        (f"{where}.{field.removeprefix('spec.')}", connection_id)
+        for where, spec in specs
+        if isinstance(spec, Mapping)
+        for field, connection_id, _ in _connection_refs(spec)
+    ]
+    if not named:
+        return []
+    known = {r.connection_id: r for r in c.connections.list(who.org_id)}
+    rows: list[tuple[str, Connection]] = []
+    for field, connection_id in named:
+        for cid, at in ((connection_id, field), (test_connections.get(connection_id), field)):
+            if cid is not None and cid in known:
+                at = at if cid == connection_id else f"{field} (test connection {cid})"
+                rows.append((at, known[cid]))
+    found = _Found()
+    _connection_secret_problems(c, who, rows, found)
+    unique: dict[str, dict[str, str]] = {}
+    for item in found.items:
+        unique.setdefault(item["message"], item)
+    return list(unique.values())
+
+
+def check_connections(
+    c: Container,
+    who: Identity,
+    specs: Sequence[tuple[str, Any]],
+    test_connections: Mapping[str, str],
+) -> None:
+    """Refuse a start whose arms would send a secret through a connection `who` may not send it
+    through (`connection_problems`).
+
+    Raises:
+        ForbiddenError: (403, field `candidate`, permission `secrets:manage`, with `problems`)
+            "the connections cannot be used in this run: ...".
+    """
+    _refuse(connection_problems(c, who, specs, test_connections), CONNECTIONS_REFUSAL, "candidate")
+
+
+def check_test_connections(
+    c: Container, who: Identity, mapped: Mapping[str, str], field: str = "test_connections"
+) -> None:
+    """Refuse an environment's test connections mapping a connection to one that sends a secret
+    `who` may not send (`_connection_secret_problems`): during an eval run in the environment
+    every call on the key is made on the value, with the value's secret.
+
+    Raises:
+        ForbiddenError: (403, field `field`, permission `secrets:manage`, with `problems` naming
+            `<field>.<key>`) "the test connections cannot be saved: ...".
+    """
+    if who.permissions is None or not mapped:
+        return
+    known = {r.connection_id: r for r in c.connections.list(who.org_id)}
+    found = _Found()
+    _connection_secret_problems(
+        c,
+        who,
+        [(f"{field}.{key}", known[value]) for key, value in mapped.items() if value in known],
+        found,
+    )
+    _refuse(found.items, TEST_CONNECTIONS_REFUSAL, field)

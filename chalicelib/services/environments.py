@@ -13,7 +13,7 @@ from chalicelib.domain.identity import Identity
 from chalicelib.domain.ids import check_tenant_id
 from chalicelib.domain.records import Environment
 from chalicelib.errors import ConflictError, NotFoundError
-from chalicelib.services import connections, messagebus
+from chalicelib.services import connections, draft_checks, messagebus
 
 
 def create(
@@ -33,10 +33,14 @@ def create(
             connection ids, or map one to itself (field `test_connections.<key>`).
         NotFoundError: (field `test_connections.<key>`) a connection the organization does not
             have.
+        ForbiddenError: (field `test_connections`, permission `secrets:manage`) a test
+            connection that sends a secret and was saved before its secret was checked, mapped by
+            somebody without `secrets:manage` (`draft_checks.check_test_connections`).
         ConflictError: an id the organization has already.
     """
     check_tenant_id(environment_id, "environment_id")
     mapped = connections.check_test_connections(c, who.org_id, test_connections or {})
+    draft_checks.check_test_connections(c, who, mapped)
     now = iso(c.clock.now())
     row = Environment(
         org_id=who.org_id,
@@ -150,11 +154,13 @@ def set_test_connections(
             `test_connections.<key>`) a key or value the organization has no connection of.
         InvalidInputError: (field `test_connections` or `test_connections.<key>`) not a map of
             connection ids, or a connection mapped to itself.
+        ForbiddenError: (field `test_connections`, permission `secrets:manage`) as `create`.
         ConflictError: (field `environment_id`) a queued or running eval run uses the environment
             (`run_ids`): it keeps the test connections it started with.
     """
     c.environments.get(who.org_id, environment_id)
     mapped = connections.check_test_connections(c, who.org_id, test_connections)
+    draft_checks.check_test_connections(c, who, mapped)
     busy = active_runs_using(c, who.org_id, environment_id=environment_id)
     if busy:
         raise ConflictError(

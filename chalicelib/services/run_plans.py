@@ -228,7 +228,9 @@ def plan_run(
             what its starter may not use or what does not exist (`draft_checks.check`); (field
             `model_profile_ids`, with `problems`) model profiles that would send a secret where
             the starter may not aim one, or one that does not exist
-            (`draft_checks.check_profiles`).
+            (`draft_checks.check_profiles`); (field `candidate`, 403) a connection the arms
+            would call that sends a secret and was saved before its secret was checked, for a
+            starter without `secrets:manage` (`draft_checks.check_connections`).
     """
     access_service.check_start(
         who, agent_id, body["dataset_id"], draft=body.get("candidate") == "draft"
@@ -351,6 +353,13 @@ def plan_run(
         if base_arm is not None:
             c.runtimes.validate_spec(base_arm.spec)
             arms.append(base_arm)
+    # a connection saved before its secret was checked sends it only for who may aim a secret
+    draft_checks.check_connections(
+        c,
+        who,
+        [("baseline" if a.role is ArmRole.BASELINE else "candidate", a.spec) for a in arms],
+        isolation(c, who.org_id, body.get("environment_id"))["test_connections"],
+    )
     warnings = [_ungraded_warning(ungraded)] if ungraded else []
     reruns_auto = None
     if auto:

@@ -14,6 +14,13 @@ whose name labels a secret (`aws_secret_access_key`) the property's `const`, `en
 (`redact_case_patterns`) and a dataset's scoring settings (`redact_scoring_patterns`) go through
 the one rule, `redact_check_patterns`.
 
+A pattern may also spell a secret in a way no escape rule reads (`[A]KIA...`, `(?:A)KIA...`,
+`A{1}KIA...`, `\\101KIA...`, `\\N{...}`, `(?x) A K I A ...`, `(?i)akia...`, `orgvalue[-]...`):
+`hidden_secrets` reads the texts the pattern's literal parts spell in a row as Python's regex
+parser reads them (`pattern_literals.literal_texts`) and finds the secrets in those. A pattern
+that spells one so is kept as a whole as its secrets' placeholders (`[REDACTED:aws_access_key]`,
+several joined by `[\\s\\S]*`): what else it said cannot be told apart from the secret.
+
 A pattern kept so is read back with its placeholders escaped or not: `\\[REDACTED:jwt\\]` (the
 placeholder written literally) and `[REDACTED:jwt]` (as kept) are the same placeholder
 (`pattern_holds_placeholder`, `pattern_placeholders_literal`).
@@ -27,7 +34,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from chalicelib.domain.redaction import PLACEHOLDER, Known, find, redact
+from chalicelib.domain.pattern_literals import literal_texts
+from chalicelib.domain.redaction import MIN_KNOWN_CHARS, PLACEHOLDER, Known, find, redact
 
 _PLACED_IN_PATTERN = re.compile(r"\\?\[REDACTED\\?:([a-z_]+)\\?\]")
 """A placeholder in a pattern, each of its brackets (and its colon) perhaps escaped."""
@@ -97,7 +105,61 @@ def unescape_pattern(pattern: str) -> tuple[str, list[int], list[int]]:
     return "".join(text), starts, ends
 
 
-def redact_pattern(pattern: str, known: Iterable[Known] = (), *, context: str = "") -> str:
+def _read_flags(flags: Any) -> int:
+    """A check's `flags` (`"ix"`, `["IGNORECASE", "x"]`) as the `re` flags that change how a
+    pattern is read for its texts: `re.IGNORECASE` and `re.VERBOSE`; anything else is ignored
+    (the scorer refuses bad flags)."""
+    words: list[str] = []
+    if isinstance(flags, str):
+        low = flags.lower()
+        words = [low] if low in ("ignorecase", "verbose") else list(low)
+    elif isinstance(flags, list):
+        words = [str(f).lower() for f in flags]
+    result = 0
+    for word in words:
+        if word in ("i", "ignorecase"):
+            result |= re.IGNORECASE
+        elif word in ("x", "verbose"):
+            result |= re.VERBOSE
+    return result
+
+
+def hidden_secrets(
+    pattern: str, known: Iterable[Known] = (), *, context: str = "", flags: int = 0
+) -> list[str]:
+    """The kinds of the secrets `pattern` spells in its literal parts however it writes them
+    (`pattern_literals.literal_texts`: `[A]KIA...`, `(?:A)KIA...`, `(?x) A K I A ...`), in the
+    order found, without repeats; [] for a pattern that spells none or cannot be read.
+
+    A text read with the pattern ignoring case is searched for as written, in upper case and in
+    lower case, and a stored value (`known`) is found in it ignoring case. A text the pattern can
+    start with is also read after `context` (as `redact_pattern` reads the pattern).
+    """
+    read = literal_texts(pattern, flags)
+    if read is None:
+        return []
+    known = tuple(known)
+    kinds: list[str] = []
+    for text in sorted(read.texts):
+        spellings = {text, text.upper(), text.lower()} if read.ignorecase else {text}
+        for spelling in sorted(spellings):
+            kinds.extend(kind for _, _, kind in find(spelling, known))
+        if read.ignorecase:
+            folded = text.casefold()
+            for item in known:
+                value, kind = (item, "secret") if isinstance(item, str) else item
+                if len(value) >= MIN_KNOWN_CHARS and value.casefold() in folded:
+                    kinds.append(kind)
+    if context:
+        for head in sorted(read.heads):
+            found = find(context + head, known)
+            kinds.extend(kind for _, end, kind in found if end > len(context))
+    return list(dict.fromkeys(kinds))
+
+
+def redact_pattern(
+    pattern: str, known: Iterable[Known] = (), *, context: str = "", flags: int = 0
+) -> str:
     """A regex `pattern` with every secret it names, escaped or not, replaced by its placeholder.
 
     The secrets are found (`redaction.find`, with `known`: the organization's stored values and
@@ -106,14 +168,30 @@ def redact_pattern(pattern: str, known: Iterable[Known] = (), *, context: str = 
     `orgvalue\\-Qx7Lm2Pz9` (a stored value) -> `[REDACTED:secret]`. A pattern without escapes is
     redacted as `redaction.redact` would.
 
+    Then a pattern that still spells a secret in its literal parts, written some other way
+    (`hidden_secrets`: `[A]KIA...`, `(?x) A K I A ...`), is replaced as a whole by its secrets'
+    placeholders (joined by `[\\s\\S]*` when there are several): `[REDACTED:aws_access_key]`.
+
     Args:
         context: what the pattern is read after, never changed or returned (as `redaction.redact`
             takes it): `"aws_secret_access_key="` for the pattern of a schema's property of that
             name. An anchor at the pattern's start (`^`, `\\A`) is read as standing before the
             context, so `^<key>$` after that context is a secret access key.
+        flags: the `re` flags the pattern is searched with (`re.IGNORECASE`, `re.VERBOSE`).
     """
     if not pattern:
         return pattern
+    known = tuple(known)
+    escaped = _redact_escaped(pattern, known, context)
+    kinds = hidden_secrets(escaped, known, context=context, flags=flags)
+    if not kinds:
+        return escaped
+    return r"[\s\S]*".join(PLACEHOLDER.format(kind=kind) for kind in kinds)
+
+
+def _redact_escaped(pattern: str, known: tuple[Known, ...], context: str) -> str:
+    """`redact_pattern`'s first pass: the secrets of the pattern's literal text with its escapes
+    read (`unescape_pattern`), each escaped span replaced by its placeholder."""
     text, starts, ends = unescape_pattern(pattern)
     skip = 1 if context and (text[:1] == "^" or pattern.startswith("\\A")) else 0
     offset = len(context) - skip
@@ -200,7 +278,8 @@ def redact_check_patterns(
     Returns a new dict when anything changed; `params` is not changed."""
     known = tuple(known)
     if scorer == "regex" and isinstance(params.get("pattern"), str):
-        return {**params, "pattern": redact_pattern(params["pattern"], known)}
+        flags = _read_flags(params.get("flags"))
+        return {**params, "pattern": redact_pattern(params["pattern"], known, flags=flags)}
     if scorer == "json_schema" and "schema" in params:
         return {**params, "schema": redact_schema(params["schema"], known)}
     return params

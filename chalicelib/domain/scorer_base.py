@@ -5,7 +5,8 @@
 - final numbers: `final_number` reads the number an answer or a reference ends on,
   `format_number` writes one for a reason (`numeric_answer` and the importers use both);
 - `check_params` (a case's checks that feed a scorer), `_combine` (one verdict from several
-  checks'), `_shown` (an answer quoted in a reason);
+  checks'), `_shown` (a text quoted in a reason), `AnswerSecrets` (the secrets an answer holds,
+  and the answer quoted with each of them written as its placeholder);
 - the `Scorer` ABC every scorer subclasses.
 
 The concrete scorers live in `scorer_text`, `scorer_json`, `scorer_numeric_calls` and
@@ -17,12 +18,14 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
 from typing import Any, ClassVar
 
 from chalicelib.domain.models import AgentAnswer, Case, ScoreResult
+from chalicelib.domain.redaction import PLACEHOLDER, Known, find
 
 Settings = Mapping[str, Any]
 """One scorer's settings (`ScoringConfig.settings[name]`) or one check's parameters."""
@@ -108,14 +111,22 @@ def final_number(text: str | None) -> Fraction | None:
         text has no number (or has a marker with no number after it: the agent committed to a
         non-numeric final answer, and a number from its working is not its answer).
     """
+    found = final_number_at(text)
+    return found[0] if found else None
+
+
+def final_number_at(text: str | None) -> tuple[Fraction, int, int] | None:
+    """`final_number` with where it is written: `(number, start, end)`, `text[start:end]` being
+    the number as written ("-$1,234.50"); None when `final_number` is None."""
     if not text:
         return None
     markers = list(_MARKER.finditer(text))
     if markers:
         match = _NUMBER.search(text, markers[-1].end())
-        return _number_value(match) if match else None
-    found = list(_NUMBER.finditer(text))
-    return _number_value(found[-1]) if found else None
+    else:
+        found = list(_NUMBER.finditer(text))
+        match = found[-1] if found else None
+    return (_number_value(match), match.start(), match.end()) if match else None
 
 
 def format_number(value: Fraction) -> str:
@@ -151,10 +162,73 @@ def _as_number(value: Any, what: str) -> Fraction:
 
 
 def _shown(text: str) -> str:
-    """`text` quoted for a reason, cut to `_SHOWN_CHARS` characters."""
+    """`text` quoted for a reason, cut to `_SHOWN_CHARS` characters (never inside a placeholder:
+    a cut that would split `[REDACTED:aws_access_key]` falls before it)."""
     if len(text) > _SHOWN_CHARS:
-        return repr(text[:_SHOWN_CHARS]) + "..."
+        cut = _SHOWN_CHARS
+        for placed in _PLACED.finditer(text, 0, _SHOWN_CHARS + len(_LONGEST_PLACEHOLDER)):
+            if placed.start() < cut < placed.end():
+                cut = placed.start()
+        return repr(text[:cut]) + "..."
     return repr(text)
+
+
+_PLACED = re.compile(r"\[REDACTED:[a-z_]+\]")
+_LONGEST_PLACEHOLDER = PLACEHOLDER.format(kind="x" * 40)
+
+
+@dataclass(frozen=True)
+class AnswerSecrets:
+    """The secrets an answer holds, for the reasons that quote it
+    (docs/reference/data-protection.md).
+
+    A reason is kept redacted, but redaction recognizes a secret whole: a piece of one
+    (`Z3Q7M2P9X4K8LW5R` of an AWS key id, the tail of an organization's stored value) reads as
+    ordinary text. A check's author picks what a reason quotes (a regex's match:
+    `(?<=AKIA)[A-Z0-9]{16}`), so a reason never quotes the answer's text as it is: it quotes
+    `redacted(start, end)`, the span widened to every secret it touches, each written as its
+    placeholder (`[REDACTED:aws_access_key]`).
+
+    Attributes:
+        text: the answer's text (or the text a scorer searched: the answer redacted).
+        spans: its secrets as sorted, non-overlapping `(start, end, kind)` character spans
+            (`redaction.find` with the organization's stored values and the secrets learned).
+    """
+
+    text: str
+    spans: tuple[tuple[int, int, str], ...]
+
+    @classmethod
+    def of(cls, text: str, known: Iterable[Known] = ()) -> AnswerSecrets:
+        """The secrets of `text`, found by shape and among `known` (`redaction.Known`)."""
+        return cls(text, tuple(find(text, tuple(known))) if text else ())
+
+    def touches(self, start: int, end: int) -> bool:
+        """Whether `text[start:end]` shares a character with a secret (an empty span: none)."""
+        return start < end and any(s < end and start < e for s, e, _ in self.spans)
+
+    def redacted(self, start: int = 0, end: int | None = None) -> str:
+        """`text[start:end]` widened to the whole of each secret it touches, each secret written
+        as its placeholder: the part of the answer a reason may quote."""
+        end = len(self.text) if end is None else end
+        if start >= end:
+            return ""
+        for s, e, _ in self.spans:
+            if s < end and start < e:
+                start, end = min(start, s), max(end, e)
+        out: list[str] = []
+        at = start
+        for s, e, kind in self.spans:
+            if start <= s and e <= end:
+                out.append(self.text[at:s])
+                out.append(PLACEHOLDER.format(kind=kind))
+                at = e
+        out.append(self.text[at:end])
+        return "".join(out)
+
+    def quote(self, start: int = 0, end: int | None = None) -> str:
+        """`redacted(start, end)` quoted for a reason (`_shown`: cut to `_SHOWN_CHARS`)."""
+        return _shown(self.redacted(start, end))
 
 
 def check_params(case: Case, scorer: str) -> list[dict[str, Any]]:
@@ -191,8 +265,14 @@ class Scorer(ABC):
         """True when this scorer can decide answers to `case` with these settings."""
 
     @abstractmethod
-    def score(self, case: Case, answer: AgentAnswer, settings: Settings) -> ScoreResult:
-        """Grade `answer`. May raise on broken parameters; `grade` records that as an error."""
+    def score(
+        self, case: Case, answer: AgentAnswer, settings: Settings, known: Sequence[Known] = ()
+    ) -> ScoreResult:
+        """Grade `answer`. May raise on broken parameters; `grade` records that as an error.
+
+        `known`: the organization's stored secret values and the secrets learned from the answer
+        (`redaction.Known`): a reason that quotes the answer writes each secret of the answer,
+        by shape or among these, as its placeholder (`AnswerSecrets`), never a piece of one."""
 
     def check_settings(self, settings: Settings, field: str) -> None:  # noqa: B027 - an optional hook: most scorers take any settings
         """Raise `InvalidInputError` (field under `field`) for settings this scorer cannot use."""

@@ -14,12 +14,19 @@ from functools import cache
 from typing import Any
 
 from chalicelib.domain.models import AgentAnswer, Case, ScoreResult
-from chalicelib.domain.redaction import redact_value, value_holds_placeholder
+from chalicelib.domain.redaction import Known, redact, redact_value, value_holds_placeholder
 from chalicelib.domain.redaction_patterns import (
     pattern_holds_placeholder,
     pattern_placeholders_literal,
 )
-from chalicelib.domain.scorer_base import Scorer, ScorerName, Settings, _combine, check_params
+from chalicelib.domain.scorer_base import (
+    AnswerSecrets,
+    Scorer,
+    ScorerName,
+    Settings,
+    _combine,
+    check_params,
+)
 from chalicelib.errors import InvalidInputError
 
 
@@ -41,7 +48,9 @@ class JsonValidScorer(Scorer):
     def applies(self, case: Case, settings: Settings) -> bool:
         return True
 
-    def score(self, case: Case, answer: AgentAnswer, settings: Settings) -> ScoreResult:
+    def score(
+        self, case: Case, answer: AgentAnswer, settings: Settings, known: Sequence[Known] = ()
+    ) -> ScoreResult:
         _, error = _parse_json(answer.answer)
         if error:
             return ScoreResult(scorer=self.name, passed=False, score=0.0, reason=error)
@@ -154,7 +163,9 @@ class JsonSchemaScorer(Scorer):
     A schema kept redacted (a `const`, an `enum` or a `pattern` named a secret, saved as
     `[REDACTED:aws_access_key]`) is checked in the redacted space, as a text check is: the answer's
     JSON is redacted by the same rules first (`_whole_matches`). A failure's reason never reads as
-    a pass.
+    a pass. When the answer holds a secret (by shape, or an organization's stored value), a
+    failure's reason names where the answer fails and the keyword, never the value (jsonschema's
+    message quotes it, and a value may be a piece of a secret: `{"tail": "Qx7Lm2Pz9Wk3Hh"}`).
     """
 
     name = ScorerName.JSON_SCHEMA
@@ -191,8 +202,16 @@ class JsonSchemaScorer(Scorer):
             raise InvalidInputError("embedded must be true or false", field=f"{field}.embedded")
         self.check_settings(params, field)
 
-    def score(self, case: Case, answer: AgentAnswer, settings: Settings) -> ScoreResult:
+    def score(
+        self, case: Case, answer: AgentAnswer, settings: Settings, known: Sequence[Known] = ()
+    ) -> ScoreResult:
         checks = check_params(case, self.name) or [{"schema": settings.get("schema")}]
+        # The answer's secrets as given, and as redacted by shape (a schema kept redacted is
+        # checked so): a failing value that touches one is not quoted.
+        secrets = (
+            AnswerSecrets.of(answer.answer, known),
+            AnswerSecrets.of(redact(answer.answer), known),
+        )
         whole, error = _parse_json(answer.answer)
         embedded: list[Any] | None = None
         verdicts = []
@@ -203,11 +222,11 @@ class JsonSchemaScorer(Scorer):
             if params.get("embedded") is True:
                 if embedded is None:
                     embedded = _embedded_json(answer.answer)
-                verdicts.append(_any_matches(schema, embedded))
+                verdicts.append(_any_matches(schema, embedded, secrets))
             elif error:
                 verdicts.append((False, error))
             else:
-                verdicts.append(_whole_matches(schema, whole))
+                verdicts.append(_whole_matches(schema, whole, secrets))
         return _combine(self.name, verdicts)
 
 
@@ -215,6 +234,10 @@ _BY_KIND = " (secrets compared by their kind, with the answer's secrets redacted
 _NOT_QUOTED = (
     " (the answer's values are not quoted: they hold a secret, and redacted as every reason is "
     "kept they could seem to match)"
+)
+_NOT_QUOTED_PIECE = (
+    " (the answer's values are not quoted: the answer holds a secret, and a value may be a piece "
+    "of it)"
 )
 
 
@@ -250,7 +273,9 @@ def schema_in_redacted_space(schema: Any) -> Any:
     return schema
 
 
-def _whole_matches(schema: Any, document: Any) -> tuple[bool, str]:
+def _whole_matches(
+    schema: Any, document: Any, secrets: tuple[AnswerSecrets, AnswerSecrets] | None = None
+) -> tuple[bool, str]:
     """(passed, reason) of the whole answer, read as JSON `document`, against `schema`.
 
     A schema kept redacted (`schema_holds_placeholder`) is checked against the document redacted,
@@ -258,14 +283,21 @@ def _whole_matches(schema: Any, document: Any) -> tuple[bool, str]:
     reason then speaks of the redacted document, as kept. Otherwise the document is checked as
     given, and a failure's reason names where it fails without quoting it when the document
     redacted would match, or when the value that fails holds a secret (as kept, the reason could
-    read as a pass).
+    read as a pass), or when the value that fails may be a piece of a secret the answer holds
+    (`secrets`: the answer's, as given and as redacted by shape; `_touches_secret`).
     """
     if schema_holds_placeholder(schema):
-        found = _schema_error(schema_in_redacted_space(schema), redact_value(document))
+        found = _schema_error(
+            schema_in_redacted_space(schema),
+            redact_value(document),
+            secrets=secrets[1] if secrets else None,
+        )
         if found is None:
             return True, "answer matches the schema" + _BY_KIND
         return False, found[1] + _BY_KIND
-    found = _schema_error(schema, document, quoting_secrets=False)
+    found = _schema_error(
+        schema, document, quoting_secrets=False, secrets=secrets[0] if secrets else None
+    )
     if found is None:
         return True, "answer matches the schema"
     redacted = redact_value(document)
@@ -274,14 +306,16 @@ def _whole_matches(schema: Any, document: Any) -> tuple[bool, str]:
     return found
 
 
-def _any_matches(schema: Any, values: list[Any]) -> tuple[bool, str]:
+def _any_matches(
+    schema: Any, values: list[Any], secrets: tuple[AnswerSecrets, AnswerSecrets] | None = None
+) -> tuple[bool, str]:
     """(passed, reason): whether any of the JSON values found in an answer matches `schema`, each
-    compared as `_whole_matches` compares a whole answer."""
+    compared as `_whole_matches` compares a whole answer (`secrets` as there)."""
     if not values:
         return False, "the answer holds no JSON object or array"
     problems = []
     for value in values:
-        ok, reason = _whole_matches(schema, value)
+        ok, reason = _whole_matches(schema, value, secrets)
         if ok:
             return True, reason.replace("answer matches", "the answer holds JSON that matches", 1)
         problems.append(reason)
@@ -290,13 +324,19 @@ def _any_matches(schema: Any, values: list[Any]) -> tuple[bool, str]:
 
 
 def _schema_error(
-    schema: Any, document: Any, *, quoting_secrets: bool = True
+    schema: Any,
+    document: Any,
+    *,
+    quoting_secrets: bool = True,
+    secrets: AnswerSecrets | None = None,
 ) -> tuple[bool, str] | None:
     """None when `document` is valid against `schema`, else (False, where and why not).
 
     With `quoting_secrets` False, a failure whose value holds a secret is named by where it is and
     the keyword it fails (`at $.key (pattern)`), not by jsonschema's message, which quotes the
-    value: redacted as every reason is kept, it could read as a match.
+    value: redacted as every reason is kept, it could read as a match. Nor is a failing value
+    that may be a piece of one of `secrets` (the secrets of the text `document` was read from:
+    `_touches_secret`).
 
     Raises:
         jsonschema.exceptions.SchemaError: a broken schema (the attempt is then `incomplete`).
@@ -315,4 +355,39 @@ def _schema_error(
             False,
             f"answer does not match the schema at {where} ({worst.validator}){_NOT_QUOTED}",
         )
+    if secrets is not None and _touches_secret(worst.instance, secrets):
+        return (
+            False,
+            f"answer does not match the schema at {where} ({worst.validator}){_NOT_QUOTED_PIECE}",
+        )
     return False, f"answer does not match the schema at {where}: {worst.message}"
+
+
+def _scalars(value: Any) -> list[str]:
+    """Every key and scalar inside a JSON value, written as it is inside JSON text (a string
+    without its quotes)."""
+    if isinstance(value, dict):
+        return [part for k, v in value.items() for part in (*_scalars(str(k)), *_scalars(v))]
+    if isinstance(value, list):
+        return [part for item in value for part in _scalars(item)]
+    text = json.dumps(value, ensure_ascii=False)
+    return [text[1:-1] if isinstance(value, str) else text]
+
+
+def _touches_secret(instance: Any, secrets: AnswerSecrets) -> bool:
+    """Whether a JSON value read from `secrets.text` may be (or hold) a piece of one of its
+    secrets: a key or scalar of it is written where a secret is, or is found nowhere in the text
+    as written (escaped some other way: it cannot be placed, so it is not quoted)."""
+    if not secrets.spans:
+        return False
+    for part in _scalars(instance):
+        if not part:
+            continue
+        at = secrets.text.find(part)
+        if at == -1:
+            return True
+        while at != -1:
+            if secrets.touches(at, at + len(part)):
+                return True
+            at = secrets.text.find(part, at + 1)
+    return False

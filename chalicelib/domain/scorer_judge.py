@@ -7,9 +7,10 @@ This module never asks a model: the service does, through the `JudgeFn` it hands
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from chalicelib.domain.models import AgentAnswer, Case, ScoreResult
+from chalicelib.domain.redaction import Known
 from chalicelib.domain.scorer_base import Scorer, Settings
 from chalicelib.errors import InvalidInputError
 
@@ -35,7 +36,9 @@ class JudgeScorer(Scorer):
             return True
         return bool(applicable_criteria(case, JudgeSpec.model_validate(resolved["spec"]).criteria))
 
-    def score(self, case: Case, answer: AgentAnswer, settings: Settings) -> ScoreResult:
+    def score(
+        self, case: Case, answer: AgentAnswer, settings: Settings, known: Sequence[Known] = ()
+    ) -> ScoreResult:
         raise RuntimeError("the judge is asked through grade(judge=...)")
 
     def check_settings(self, settings: Settings, field: str) -> None:

@@ -11,9 +11,10 @@ from fractions import Fraction
 from typing import Any
 
 from chalicelib.domain.models import AgentAnswer, Case, ExpectedCall, ScoreResult, ToolCall
-from chalicelib.domain.redaction import redact, redact_value, value_holds_placeholder
+from chalicelib.domain.redaction import Known, redact, redact_value, value_holds_placeholder
 from chalicelib.domain.scorer_base import (
     DEFAULT_TOLERANCE,
+    AnswerSecrets,
     Scorer,
     ScorerName,
     Settings,
@@ -21,6 +22,7 @@ from chalicelib.domain.scorer_base import (
     _combine,
     check_params,
     final_number,
+    final_number_at,
     format_number,
 )
 from chalicelib.errors import InvalidInputError
@@ -49,6 +51,9 @@ class NumericAnswerScorer(Scorer):
     final number of the case's reference. Both sides are read by `final_number`, so a
     reference "#### 1,000" and an answer "... A: $1000." agree. Tolerance: the check's
     `tolerance`, else the settings' `tolerance`, else `DEFAULT_TOLERANCE` (absolute).
+
+    The reason quotes the answer's final number unless it is written inside a secret the answer
+    holds (the digits of an organization's stored value `pin-83920174`): then it says so instead.
     """
 
     name = ScorerName.NUMERIC_ANSWER
@@ -74,7 +79,9 @@ class NumericAnswerScorer(Scorer):
             ) from exc
         self.check_settings(params, field)
 
-    def score(self, case: Case, answer: AgentAnswer, settings: Settings) -> ScoreResult:
+    def score(
+        self, case: Case, answer: AgentAnswer, settings: Settings, known: Sequence[Known] = ()
+    ) -> ScoreResult:
         default = _tolerance(settings.get("tolerance", DEFAULT_TOLERANCE))
         checks = [p for p in check_params(case, self.name) if p.get("value") is not None]
         if checks:
@@ -90,7 +97,11 @@ class NumericAnswerScorer(Scorer):
             if expected is None:
                 raise ValueError("the reference has no number")
             expectations = [(expected, default)]
-        got = final_number(answer.answer)
+        at = final_number_at(answer.answer)
+        got = at[0] if at else None
+        shown = format_number(got) if got is not None else ""
+        if at and AnswerSecrets.of(answer.answer, known).touches(at[1], at[2]):
+            shown = "a number written inside a secret the answer holds (not quoted)"
         verdicts = []
         for expected, tolerance in expectations:
             if got is None:
@@ -101,13 +112,9 @@ class NumericAnswerScorer(Scorer):
                     )
                 )
             elif abs(got - expected) <= tolerance:
-                verdicts.append(
-                    (True, f"expected {format_number(expected)}, got {format_number(got)}")
-                )
+                verdicts.append((True, f"expected {format_number(expected)}, got {shown}"))
             else:
-                verdicts.append(
-                    (False, f"expected {format_number(expected)}, got {format_number(got)}")
-                )
+                verdicts.append((False, f"expected {format_number(expected)}, got {shown}"))
         return _combine(self.name, verdicts)
 
 
@@ -239,7 +246,9 @@ class ToolCallsScorer(Scorer):
         if not isinstance(settings.get("ordered", False), bool):
             raise InvalidInputError("ordered must be true or false", field=f"{field}.ordered")
 
-    def score(self, case: Case, answer: AgentAnswer, settings: Settings) -> ScoreResult:
+    def score(
+        self, case: Case, answer: AgentAnswer, settings: Settings, known: Sequence[Known] = ()
+    ) -> ScoreResult:
         ordered = settings.get("ordered", False) is True
         match = _match_ordered if ordered else _match_unordered
         found = match(case.expected_calls, answer.calls)

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import re
 from abc import abstractmethod
+from collections.abc import Sequence
 from typing import Any
 
 from chalicelib.domain.models import AgentAnswer, Case, ScoreResult
-from chalicelib.domain.redaction import find, holds_placeholder, redact
+from chalicelib.domain.redaction import Known, find, holds_placeholder, redact
 from chalicelib.domain.redaction_patterns import (
     pattern_holds_placeholder,
     pattern_placeholders_literal,
     unescape_pattern,
 )
 from chalicelib.domain.scorer_base import (
+    AnswerSecrets,
     Scorer,
     ScorerName,
     Settings,
@@ -49,7 +51,9 @@ class _TextScorer(Scorer):
     `[REDACTED:secret]`, are not known here). A failure's reason never reads as a pass: when the
     target holds a placeholder or a secret, or the answer redacted would seem to match it, the
     reason says the answer does not match and does not quote the answer (redacted, as every reason
-    is kept, it would show the very placeholder the target holds).
+    is kept, it would show the very placeholder the target holds). A reason that quotes the answer
+    writes each of its secrets (by shape, or among the organization's stored values) as its
+    placeholder (`AnswerSecrets`).
     """
 
     def applies(self, case: Case, settings: Settings) -> bool:
@@ -84,10 +88,15 @@ class _TextScorer(Scorer):
                 f"a {self.name} check's value is a text, not an object", field=f"{field}.value"
             )
 
-    def score(self, case: Case, answer: AgentAnswer, settings: Settings) -> ScoreResult:
-        return _combine(self.name, [self._any(answer.answer, t) for t in self._targets(case)])
+    def score(
+        self, case: Case, answer: AgentAnswer, settings: Settings, known: Sequence[Known] = ()
+    ) -> ScoreResult:
+        secrets = AnswerSecrets.of(answer.answer, known)
+        return _combine(
+            self.name, [self._any(answer.answer, t, secrets) for t in self._targets(case)]
+        )
 
-    def _any(self, answer: str, targets: list[str]) -> tuple[bool, str]:
+    def _any(self, answer: str, targets: list[str], secrets: AnswerSecrets) -> tuple[bool, str]:
         """(passed, reason) of `answer` against one check's acceptable texts: the first that
         matches passes it; with several and none matching, the reason names them all."""
         redacted: str | None = None
@@ -99,23 +108,28 @@ class _TextScorer(Scorer):
             elif self._matches(answer, target):
                 return True, self._passed(target)
         shown = ", ".join(_shown(t) for t in targets)
-        if not self._quotable(answer, targets):
+        if not self._quotable(answer, targets, secrets):
             return False, (
                 f"{self._missing(shown if len(targets) == 1 else f'any of {shown}')} (the answer "
                 "is not quoted: the reference holds a secret, compared by its kind with the "
                 "answer's secrets redacted)"
             )
+        got = self._got(secrets)
         if len(targets) == 1:
-            return False, self._failed(answer, targets[0])
-        return False, f"expected {self._expected_any(shown)}, got {_shown(answer)}"
+            return False, self._failed(got, targets[0])
+        return False, f"expected {self._expected_any(shown)}, got {got}"
 
-    def _quotable(self, answer: str, targets: list[str]) -> bool:
+    def _got(self, secrets: AnswerSecrets) -> str:
+        """The answer as a failure's reason quotes it, its secrets as placeholders."""
+        return secrets.quote()
+
+    def _quotable(self, answer: str, targets: list[str], secrets: AnswerSecrets) -> bool:
         """Whether a failure's reason may quote `answer`: no target holds a placeholder or a
-        secret, and the answer redacted matches none (else, redacted as it is kept, the quote
+        secret, and the answer redacted (as the reason quotes it) matches none (else the quote
         would read as a match)."""
         if any(holds_placeholder(t) or find(t) for t in targets):
             return False
-        redacted = redact(answer)
+        redacted = secrets.redacted()
         return redacted == answer or not any(self._matches(redacted, t) for t in targets)
 
     @abstractmethod
@@ -127,8 +141,8 @@ class _TextScorer(Scorer):
         """The reason of a pass against `target`."""
 
     @abstractmethod
-    def _failed(self, answer: str, target: str) -> str:
-        """The reason of a failure against one target, quoting the answer."""
+    def _failed(self, got: str, target: str) -> str:
+        """The reason of a failure against one target, quoting the answer (`got`, quoted)."""
 
     @abstractmethod
     def _missing(self, shown: str) -> str:
@@ -150,8 +164,12 @@ class EqualsScorer(_TextScorer):
     def _passed(self, target: str) -> str:
         return f"answer equals {_shown(target.strip())}"
 
-    def _failed(self, answer: str, target: str) -> str:
-        return f"expected {_shown(target.strip())}, got {_shown(answer.strip())}"
+    def _got(self, secrets: AnswerSecrets) -> str:
+        text = secrets.text
+        return secrets.quote(len(text) - len(text.lstrip()), len(text.rstrip()))
+
+    def _failed(self, got: str, target: str) -> str:
+        return f"expected {_shown(target.strip())}, got {got}"
 
     def _missing(self, shown: str) -> str:
         return f"the answer does not equal {shown}"
@@ -171,8 +189,8 @@ class ContainsScorer(_TextScorer):
     def _passed(self, target: str) -> str:
         return f"answer contains {_shown(target)}"
 
-    def _failed(self, answer: str, target: str) -> str:
-        return f"expected the answer to contain {_shown(target)}, got {_shown(answer)}"
+    def _failed(self, got: str, target: str) -> str:
+        return f"expected the answer to contain {_shown(target)}, got {got}"
 
     def _missing(self, shown: str) -> str:
         return f"the answer does not contain {shown}"
@@ -192,10 +210,8 @@ class IContainsScorer(_TextScorer):
     def _passed(self, target: str) -> str:
         return f"answer contains {_shown(target)} (ignoring case)"
 
-    def _failed(self, answer: str, target: str) -> str:
-        return (
-            f"expected the answer to contain {_shown(target)} (ignoring case), got {_shown(answer)}"
-        )
+    def _failed(self, got: str, target: str) -> str:
+        return f"expected the answer to contain {_shown(target)} (ignoring case), got {got}"
 
     def _missing(self, shown: str) -> str:
         return f"the answer does not contain {shown} (ignoring case)"
@@ -261,6 +277,12 @@ class RegexScorer(Scorer):
     A failure's reason never reads as a pass: it does not quote the answer when the pattern holds a
     placeholder or a secret, nor when the answer redacted (as every reason is kept) would match
     the pattern (`REDACTED`, `^the key is .{25}$` against an answer holding a key).
+
+    A reason never quotes a piece of a secret the answer holds: a match that touches one
+    (`(?<=AKIA)[A-Z0-9]{16}` matching an AWS key id's last 16 characters, `(?<=orgvalue-).{14}` the
+    tail of an organization's stored value) is quoted widened to the whole secret, written as its
+    placeholder (`matched '[REDACTED:aws_access_key]'`), and so is an answer a failure quotes
+    (`AnswerSecrets`).
     """
 
     name = ScorerName.REGEX
@@ -282,7 +304,9 @@ class RegexScorer(Scorer):
             raise InvalidInputError("a regex check needs a pattern", field=f"{field}.pattern")
         self.check_settings(params, field)
 
-    def score(self, case: Case, answer: AgentAnswer, settings: Settings) -> ScoreResult:
+    def score(
+        self, case: Case, answer: AgentAnswer, settings: Settings, known: Sequence[Known] = ()
+    ) -> ScoreResult:
         sources = check_params(case, self.name) or [dict(settings)]
         verdicts = []
         for params in sources:
@@ -290,7 +314,7 @@ class RegexScorer(Scorer):
                 raise ValueError("a regex check has no pattern")
             # Flags not given on the check fall back to the settings' flags.
             flags = _regex_flags(params.get("flags", settings.get("flags")))
-            verdicts.append(_regex_verdict(str(params["pattern"]), flags, answer.answer))
+            verdicts.append(_regex_verdict(str(params["pattern"]), flags, answer.answer, known))
         return _combine(self.name, verdicts)
 
 
@@ -322,31 +346,38 @@ def _search(pattern: str, searched: str, flags: re.RegexFlag, subject: str) -> A
         ) from exc
 
 
-def _regex_verdict(pattern: str, flags: re.RegexFlag, answer: str) -> tuple[bool, str]:
+def _regex_verdict(
+    pattern: str, flags: re.RegexFlag, answer: str, known: Sequence[Known] = ()
+) -> tuple[bool, str]:
     """(passed, reason) of one regex check against `answer` (see `RegexScorer`).
 
     A pattern holding a placeholder, escaped or not, is searched for in the answer redacted, each
     placeholder matching itself; its failure's reason does not quote the answer. Any other pattern
     is searched for in the answer as given; its failure's reason quotes the answer unless the
     pattern's literal text holds a secret (a pattern kept before patterns were redacted), or the
-    answer holds a secret and, redacted (as the reason is kept), would match the pattern.
+    answer holds a secret and, redacted (as the reason quotes it), would match the pattern. A
+    match, and an answer, are quoted with each secret they touch (by shape, or among `known`)
+    widened and written as its placeholder (`AnswerSecrets`): never a piece of a secret.
 
     Raises:
         ValueError: a search ran past `REGEX_SECONDS`.
     """
     if pattern_holds_placeholder(pattern):
-        found = _search(pattern, pattern_placeholders_literal(pattern), flags, redact(answer))
+        searched = redact(answer)
+        found = _search(pattern, pattern_placeholders_literal(pattern), flags, searched)
         if found:
-            return True, f"/{pattern}/ matched {_shown(found.group(0))}"
+            shown = AnswerSecrets.of(searched, known).quote(*found.span())
+            return True, f"/{pattern}/ matched {shown}"
         return False, f"no match for /{pattern}/{_NOT_QUOTED_PATTERN}"
+    secrets = AnswerSecrets.of(answer, known)
     found = _search(pattern, pattern, flags, answer)
     if found:
-        return True, f"/{pattern}/ matched {_shown(found.group(0))}"
+        return True, f"/{pattern}/ matched {secrets.quote(*found.span())}"
     if find(unescape_pattern(pattern)[0]):
         # Kept redacted, the reason would show the pattern's secret as a placeholder beside the
         # answer's.
         return False, f"no match for /{pattern}/{_NOT_QUOTED_PATTERN}"
-    redacted = redact(answer)
+    redacted = secrets.redacted()
     if redacted != answer and _search(pattern, pattern, flags, redacted):
         return False, f"no match for /{pattern}/{_NOT_QUOTED_REDACTED}"
-    return False, f"expected a match for /{pattern}/, got {_shown(answer)}"
+    return False, f"expected a match for /{pattern}/, got {secrets.quote()}"

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 
 from chalicelib.domain.enums import AttemptState
 from chalicelib.domain.models import AgentAnswer, Case, Grade, ScoreResult, ScoringConfig
+from chalicelib.domain.redaction import Known
 from chalicelib.domain.scorer_base import (
     DEFAULT_TOLERANCE,
     Scorer,
@@ -205,7 +206,12 @@ def _error(name: str, exc: Exception) -> ScoreResult:
 
 
 def grade(
-    case: Case, answer: AgentAnswer, scoring: ScoringConfig, *, judge: JudgeFn | None = None
+    case: Case,
+    answer: AgentAnswer,
+    scoring: ScoringConfig,
+    *,
+    judge: JudgeFn | None = None,
+    known: Sequence[Known] = (),
 ) -> Grade:
     """Grade one answer to one case (docs/concepts/verdicts.md: the attempt's `state`).
 
@@ -220,6 +226,9 @@ def grade(
         scoring: the dataset version's scoring config.
         judge: asks the model judge when `judge` is required and applies; without one the judge
             is skipped and the answer is not graded by it (`passed` None).
+        known: the organization's stored secret values and the secrets learned from the answer
+            (`redaction.Known`): a reason quoting the answer writes each of its secrets as its
+            placeholder, never a piece of one (`scorer_base.AnswerSecrets`).
 
     Returns:
         The `Grade`: its state, every `ScoreResult` (only scorers that applied), and a reason
@@ -247,7 +256,7 @@ def grade(
                     else ScoreResult(scorer=name, passed=None, reason="judge skipped: not asked")
                 )
                 continue
-            scores.append(scorer.score(case, answer, settings))
+            scores.append(scorer.score(case, answer, settings, tuple(known)))
         except Exception as exc:  # noqa: BLE001 - a scorer raising must stay this attempt's problem
             scores.append(_error(name, exc))
 

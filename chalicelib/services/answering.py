@@ -24,6 +24,7 @@ from chalicelib.domain.models import (
     ScoringConfig,
 )
 from chalicelib.domain.records import Arm, BudgetReading, Run
+from chalicelib.domain.redaction import Known
 from chalicelib.domain.run_rules import Task
 from chalicelib.errors import AgentCrashError, AssayError, InvalidInputError
 from chalicelib.services import asking, budgets, judges, redacting, tool_calls
@@ -230,7 +231,7 @@ def _ask_and_grade(
             model=r.text(answer.model),
             guardrail=r.text(answer.guardrail),
         )
-    grade, asker = grade_answer(c, run, case, answer)
+    grade, asker = grade_answer(c, run, case, answer, known=r.known)
     return AttemptResult(
         state=grade.state,
         answer=r.text(answer.answer),
@@ -255,12 +256,15 @@ def grade_answer(
     case: Case,
     answer: AgentAnswer,
     scores: list[dict[str, Any]] | None = None,
+    *,
+    known: tuple[Known, ...] = (),
 ) -> tuple[Grade, judges.Asker | None]:
     """Grade an answer with the run's scoring and, when it names one, the judge grading now.
 
     A judge that cannot be resolved leaves the answer not graded by it (`incomplete`), saying
     why. With `scores` (grading again) only the judge is asked again: the other scorers' verdicts
-    are kept.
+    are kept. `known`: the organization's stored values and the secrets learned from the answer
+    (`Redactor.known`): a scorer's reason never quotes a piece of one (`scorers.grade`).
     Returns the grade and the judge's asker (its cost and calls), None without a judge.
     """
     scoring = ScoringConfig.model_validate(run.scoring)
@@ -274,7 +278,7 @@ def grade_answer(
         judge_fn = lambda *_: judge_rules.not_graded(f"judge skipped: {problem}", None)  # noqa: E731
     effective = judges.effective_scoring(scoring, asker.judge if asker else None)
     if scores is None:
-        return scorers.grade(case, answer, effective, judge=judge_fn), asker
+        return scorers.grade(case, answer, effective, judge=judge_fn, known=known), asker
     kept = [
         ScoreResult.model_validate(s) for s in scores if s.get("scorer") != judge_rules.JUDGE_SCORER
     ]
@@ -283,5 +287,6 @@ def grade_answer(
         answer,
         ScoringConfig(required=[judge_rules.JUDGE_SCORER], settings=effective.settings),
         judge=judge_fn,
+        known=known,
     )
     return scorers.combine(kept + fresh.scores, scoring), asker

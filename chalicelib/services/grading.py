@@ -176,7 +176,12 @@ def _grade(c: Container, who: Identity, run: Run, targets: list[Attempt]) -> Gra
             answer=answer_text, calls=[ToolCall.model_validate(x) for x in row.calls or []]
         )
         grade, asker = grade_answer(
-            c, run, Case.model_validate(cases[row.case_id]), answer, scores=row.scores or []
+            c,
+            run,
+            Case.model_validate(cases[row.case_id]),
+            answer,
+            scores=row.scores or [],
+            known=r.known,
         )
         grade = Grade(
             state=grade.state,

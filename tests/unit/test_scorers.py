@@ -412,7 +412,7 @@ class Exploding(Scorer):
     def applies(self, case: Case, settings: Any) -> bool:
         return True
 
-    def score(self, case: Case, answer: AgentAnswer, settings: Any) -> ScoreResult:
+    def score(self, case: Case, answer: AgentAnswer, settings: Any, known: Any = ()) -> ScoreResult:
         raise RuntimeError("judge timed out")
 
 
@@ -422,7 +422,7 @@ class Undecided(Scorer):
     def applies(self, case: Case, settings: Any) -> bool:
         return True
 
-    def score(self, case: Case, answer: AgentAnswer, settings: Any) -> ScoreResult:
+    def score(self, case: Case, answer: AgentAnswer, settings: Any, known: Any = ()) -> ScoreResult:
         return ScoreResult(scorer=self.name, passed=None, reason="judge skipped")
 
 

@@ -22,7 +22,7 @@ from chalicelib.domain.models import (
     ScoringConfig,
     ToolCall,
 )
-from chalicelib.domain.redaction import redact_value, value_holds_placeholder
+from chalicelib.domain.redaction import redact, redact_value, value_holds_placeholder
 from chalicelib.domain.redaction_patterns import (
     pattern_holds_placeholder,
     pattern_placeholders_literal,
@@ -251,7 +251,9 @@ def test_a_failure_the_redacted_answer_would_match_does_not_quote_it(pattern: st
 
 def test_a_failure_the_redacted_answer_does_not_match_still_quotes_it() -> None:
     result = regex(ANSWER, "^the lock")
-    assert result.reason == f"expected a match for /^the lock/, got '{ANSWER}'"
+    # Quoted as kept: the answer's key written as its placeholder, never a piece of it.
+    assert result.reason == (f"expected a match for /^the lock/, got '{redact(ANSWER)}'")
+    assert KEY not in result.reason
     assert regex("no key", "REDACTED").reason == "expected a match for /REDACTED/, got 'no key'"
 
 

@@ -42,6 +42,25 @@ class _Parser(argparse.ArgumentParser):
         self.exit(3, f"{self.prog}: error: {did_you_mean(message)}\n")
 
 
+SETTINGS_COMMANDS = (*STACK_COMMANDS, "token")
+"""The `assay` commands that read assay's settings (`chalicelib.config.Settings`) from the
+environment: a bad one refuses them before they start (`settings_refusal`)."""
+
+
+def settings_refusal() -> str | None:
+    """None when the environment's settings validate; else one line naming each bad one by its
+    variable, its value and the rule (`EVAL_RERUNS=9: must be 0-5`)."""
+    from pydantic import ValidationError
+
+    from chalicelib.config import Settings, settings_error_line
+
+    try:
+        Settings()
+    except ValidationError as exc:
+        return settings_error_line(exc)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="assay", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -219,6 +238,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command in STACK_COMMANDS:
         require_local_stack(args.command)
+    if args.command in SETTINGS_COMMANDS:
+        refused = settings_refusal()
+        if refused:
+            print(f"assay {args.command}: {refused}", file=sys.stderr)
+            return 2  # cannot start (docs/guides/local-stack.md)
     try:
         return int(args.func(args))
     except (ApiError, ApiUnreachable, UsageError, OSError) as exc:

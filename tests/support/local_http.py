@@ -14,8 +14,8 @@ from typing import Any, Self
 
 class LocalServer:
     """`with LocalServer(answer) as s:` serves `s.base` (`http://127.0.0.1:<port>`) until the
-    block ends; `s.request_log` keeps the path and headers of every request, in order (header names in
-    lower case)."""
+    block ends; `s.request_log` keeps the path and headers of every request, in order (header
+    names in lower case)."""
 
     def __init__(self, answer: Callable[[str, bytes], tuple[int, Any]]) -> None:
         request_log: list[tuple[str, dict[str, str]]] = []

@@ -63,6 +63,46 @@ def test_a_refused_token_is_forgotten_and_the_form_shown(page, stack):
     assert page.evaluate("sessionStorage.getItem('assay.token')") is None
 
 
+def api_message(stack, token: str) -> str:
+    """The API's 401 message for `token` (what the sign-in form must say)."""
+    r = httpx.get(f"{stack.api_url}/api/v1/me", headers={"Authorization": f"Bearer {token}"})
+    assert r.status_code == 401, r.text
+    return str(r.json()["error"]["message"])
+
+
+def test_the_sign_in_form_says_why_a_token_was_refused(page, stack, shot):
+    page.goto(f"{stack.api_url}/agents#token=garbage")
+    refused = page.get_by_role("alert")
+    expect(refused).to_have_text(f"That token was refused: {api_message(stack, 'garbage')}")
+    expect(page.get_by_label("Token or API key")).to_be_focused()
+    shot(page, "sign-in-refused")
+
+    page.get_by_label("Token or API key").fill("not-a-token")
+    page.get_by_role("button", name="Sign in").click()
+    expect(refused).to_have_text(f"That token was refused: {api_message(stack, 'not-a-token')}")
+    assert page.evaluate("sessionStorage.getItem('assay.token')") is None
+
+
+def test_the_sign_in_form_says_an_expired_token_was_refused(page, stack):
+    import time
+
+    from chalicelib.api.common import issue_token
+
+    s = stack.settings
+    expired = issue_token(
+        "org_default",
+        "dev@assay.local",
+        secret=s.assay_jwt_secret,
+        issuer=s.assay_jwt_issuer,
+        ttl_seconds=60,
+        now_s=int(time.time()) - 3600,  # signed an hour ago for a minute
+    )
+    said = api_message(stack, expired)
+    assert "exp" in said
+    page.goto(f"{stack.api_url}/#token={expired}")
+    expect(page.get_by_role("alert")).to_have_text(f"That token was refused: {said}")
+
+
 def test_the_skip_link_is_the_first_tab_stop_and_moves_to_the_content(
     page, console_url, agent_world: World
 ):

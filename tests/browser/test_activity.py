@@ -59,9 +59,10 @@ def test_the_dashboard_counts_production_with_the_eval_traffic_beside_it(
     expect(card.locator("#usage-production")).to_have_text(
         "$1.25 in production · 1 run · 1000 tokens"
     )
-    # Two eval answers at $0.002 each: beside production, never added to it.
+    # Two eval answers at $0.002 each: beside production, never added to it. What is counted is
+    # attempts (a rerun of a flip is one more), not cases: two runs of 10 cases are 20 or more.
     expect(card.locator("#usage-beside")).to_have_text(
-        "Beside it, not counted in it: evals $0.0040 (2 cases) · grader $0.00 (0 gradings)"
+        "Beside it, not counted in it: evals $0.0040 (2 attempts) · grader $0.00 (0 gradings)"
     )
     shot(page, "usage-dashboard")
 

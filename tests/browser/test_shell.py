@@ -139,3 +139,37 @@ def test_only_the_consoles_own_assets_are_served(stack):
         assert r.json()["error"]["code"] == "not_found"
     unknown = httpx.get(f"{stack.api_url}/agents/a/b/c")  # no page: no shell, no script
     assert unknown.status_code == 404 and "error" in unknown.json()
+
+
+@pytest.mark.parametrize("path", ["/nonexistent-page", "/agents/a/b/c", "/runs/r/nope/"])
+def test_an_unknown_console_path_is_the_consoles_not_found_page_in_a_browser(
+    page, console_url, shot, agent_world: World, path
+):
+    answered = page.goto(console_url(agent_world.api, path))
+    assert answered is not None and answered.status == 404
+    assert answered.headers["content-type"].startswith("text/html")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Not found")
+    back = page.get_by_role("link", name="Back to the dashboard")
+    back.click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Dashboard")
+    if path == "/nonexistent-page":
+        shot(page, "not-found")
+
+
+def test_an_unknown_path_stays_json_for_api_clients_and_under_the_api(stack):
+    html = {"Accept": "text/html,application/xhtml+xml"}
+    for path, headers in [
+        ("/nonexistent-page", {}),
+        ("/nonexistent-page", {"Accept": "application/json"}),
+        ("/api/v1/nonexistent", html),
+        ("/api", html),
+    ]:
+        r = httpx.get(f"{stack.api_url}{path}", headers=headers)
+        assert r.status_code == 404, path
+        assert r.headers["content-type"].startswith("application/json"), path
+        assert r.json()["error"]["code"] == "not_found"
+    posted = httpx.post(f"{stack.api_url}/nonexistent-page", headers=html)
+    assert posted.status_code == 404 and posted.json()["error"]["code"] == "not_found"
+    shell = httpx.get(f"{stack.api_url}/nonexistent-page?x=1", headers=html)
+    assert shell.status_code == 404 and "<script" in shell.text
+    assert shell.headers["content-security-policy"].startswith("default-src 'none'")

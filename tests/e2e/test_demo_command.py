@@ -249,3 +249,20 @@ def test_a_bad_setting_in_the_shell_is_one_line_naming_its_variable(
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stdout == ""
     assert done.stderr.splitlines() == [said]
+
+
+def test_a_bench_concurrency_the_setting_refuses_is_a_usage_error_naming_its_bounds():
+    done = subprocess.run(
+        [sys.executable, "-m", "assay_local.cli", "bench", "--concurrency", "0"],
+        cwd=REPO,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,  # a hang guard only
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        "assay bench: error: argument --concurrency: '0' is not a concurrency "
+        "EVAL_RUN_CONCURRENCY takes: give 1-100"
+    )

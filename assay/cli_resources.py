@@ -1,6 +1,6 @@
 """The CLI's commands for what runs use: `environments create|list|delete|test-connections`,
-`datasets list|show|add-criterion` and `profiles create|list` (model profiles), each through the
-API."""
+`datasets list|show|add-criterion` and `profiles create|list|delete` (model profiles), each
+through the API."""
 
 from __future__ import annotations
 
@@ -232,8 +232,24 @@ def price_text(price: Any) -> str:
 
 @guarded
 def cmd_profiles(args: argparse.Namespace) -> int:
-    """`profiles create|list`: model profiles."""
+    """`profiles create|list|delete`: model profiles (never changed in place: to point one
+    elsewhere, delete it and create it again). A delete needs `--yes` (a `UsageError` without)."""
     api = client_of(args)
+    if args.profiles_command == "delete":
+        if not args.yes:
+            raise UsageError(
+                f"not deleted: pass --yes to delete model profile {args.profile_id} (assay "
+                f"profiles create {args.profile_id} FILE makes it again)"
+            )
+        gone = api.delete_model_profile(args.profile_id)
+        if args.json:
+            _emit_json(gone if isinstance(gone, dict) else {"model_profile_id": args.profile_id})
+        else:
+            print(
+                f"deleted model profile {args.profile_id} (assay profiles create "
+                f"{args.profile_id} FILE makes it again)"
+            )
+        return gates.PASSED
     if args.profiles_command == "create":
         body = load_document(
             args.file,
@@ -340,7 +356,7 @@ def register_resources(sub: Any) -> None:
     q.add_argument("--json", action="store_true", help="write only JSON to stdout")
     p.set_defaults(func=cmd_datasets)
 
-    p = sub.add_parser("profiles", help="model profiles: create, list")
+    p = sub.add_parser("profiles", help="model profiles: create, list, delete")
     profiles = p.add_subparsers(dest="profiles_command", required=True)
     q = profiles.add_parser(
         "create", help="create a model profile from a JSON or YAML file of its fields"
@@ -353,5 +369,14 @@ def register_resources(sub: Any) -> None:
     q.add_argument("--json", action="store_true", help="write only JSON to stdout")
     q = profiles.add_parser("list", help="every model profile: model, temperature, price")
     _remote(q)
+    q.add_argument("--json", action="store_true", help="write only JSON to stdout")
+    q = profiles.add_parser(
+        "delete",
+        help="delete a model profile (needs --yes; refused while a queued or running eval run "
+        "uses it)",
+    )
+    _remote(q)
+    q.add_argument("profile_id")
+    q.add_argument("--yes", action="store_true", help="yes, delete it")
     q.add_argument("--json", action="store_true", help="write only JSON to stdout")
     p.set_defaults(func=cmd_profiles)

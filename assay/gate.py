@@ -79,6 +79,12 @@ def chance(value: float) -> str:
     return f"{round(points)} %"
 
 
+def bound_text(value: float) -> str:
+    """A bound the user gave (a fraction 0..1) as the percentage they wrote, never rounded away:
+    `0.0005` -> `0.05 %`, `0.01` -> `1 %`, `0.125` -> `12.5 %`."""
+    return f"{round(100 * float(value), 6):g} %"
+
+
 MAX_RERUNS = 5
 """The most reruns a run may ask for (0-5)."""
 
@@ -105,12 +111,12 @@ def luck_reason(run: JSON, max_luck: float) -> str | None:
     settles = next((r for r in range(1, len(by_reruns)) if by_reruns[r] < max_luck), None)
     said = (
         f"a candidate that changed nothing would show a confirmed regression in {chance(luck)} "
-        f"of runs, over --max-luck {chance(max_luck)}"
+        f"of runs, over --max-luck {bound_text(max_luck)}"
     )
     if settles is not None:
         reruns = "1 rerun" if settles == 1 else f"{settles} reruns"
-        return f"{said}; {reruns} would bring that under {chance(max_luck)}"
-    said += f"; no count of reruns up to {MAX_RERUNS} brings that under {chance(max_luck)}"
+        return f"{said}; {reruns} would bring that under {bound_text(max_luck)}"
+    said += f"; no count of reruns up to {MAX_RERUNS} brings that under {bound_text(max_luck)}"
     advice = noise.get("advice")
     if advice and float(noise.get("bound") or 0) == max_luck:
         return f"{said}. {advice}"

@@ -42,6 +42,40 @@ class _Parser(argparse.ArgumentParser):
         self.exit(3, f"{self.prog}: error: {did_you_mean(message)}\n")
 
 
+SETTINGS_COMMANDS = (*STACK_COMMANDS, "token")
+"""The `assay` commands that read assay's settings (`chalicelib.config.Settings`) from the
+environment: a bad one refuses them before they start (`settings_refusal`)."""
+
+
+def run_concurrency(text: str) -> int:
+    """`assay bench --concurrency`: a whole number the setting it sets, `EVAL_RUN_CONCURRENCY`,
+    takes (1-100). Raises `argparse.ArgumentTypeError` naming the bounds."""
+    from chalicelib.config import Settings
+
+    field = Settings.model_fields["eval_run_concurrency"]
+    low = next(m.ge for m in field.metadata if getattr(m, "ge", None) is not None)
+    high = next(m.le for m in field.metadata if getattr(m, "le", None) is not None)
+    if not text.strip().isdigit() or not low <= int(text) <= high:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a concurrency EVAL_RUN_CONCURRENCY takes: give {low}-{high}"
+        )
+    return int(text)
+
+
+def settings_refusal() -> str | None:
+    """None when the environment's settings validate; else one line naming each bad one by its
+    variable, its value and the rule (`EVAL_RERUNS=9: must be 0-5`)."""
+    from pydantic import ValidationError
+
+    from chalicelib.config import Settings, settings_error_line
+
+    try:
+        Settings()
+    except ValidationError as exc:
+        return settings_error_line(exc)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="assay", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -213,12 +247,19 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("bench", help="the pipeline benchmark (bench/pipeline.py)")
     p.add_argument("--cases", type=int, default=500, help="cases in the run")
     p.add_argument("--sleep-ms", type=float, default=200, help="the agent's latency per case")
-    p.add_argument("--concurrency", type=int, default=6, help="EVAL_RUN_CONCURRENCY")
+    p.add_argument(
+        "--concurrency", type=run_concurrency, default=6, help="EVAL_RUN_CONCURRENCY (1-100)"
+    )
     p.set_defaults(func=cmd_bench)
 
     args = parser.parse_args(argv)
     if args.command in STACK_COMMANDS:
         require_local_stack(args.command)
+    if args.command in SETTINGS_COMMANDS:
+        refused = settings_refusal()
+        if refused:
+            print(f"assay {args.command}: {refused}", file=sys.stderr)
+            return 2  # cannot start (docs/guides/local-stack.md)
     try:
         return int(args.func(args))
     except (ApiError, ApiUnreachable, UsageError, OSError) as exc:

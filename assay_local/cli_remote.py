@@ -64,7 +64,12 @@ def cmd_secrets(args: argparse.Namespace) -> int:
 
     api = _api(args)
     if args.action == "list":
-        for secret in api.request("GET", "/api/v1/secrets")["secrets"]:
+        secrets = api.request("GET", "/api/v1/secrets")["secrets"]
+        if not secrets:
+            print(
+                "no secrets yet: assay secrets set NAME --from-env VAR (or --value-stdin) adds one"
+            )
+        for secret in secrets:
             print(f"{secret['name']}\t{secret['updated_at']}")
         return 0
     path = f"/api/v1/secrets/{quote(args.name, safe='')}"
@@ -76,14 +81,24 @@ def cmd_secrets(args: argparse.Namespace) -> int:
         # The operator copies one variable of their own shell in, explicitly; the service never
         # reads it.
         value = os.environ.get(args.from_env)
-        if value is None:
-            print(f"assay: environment variable {args.from_env} is not set", file=sys.stderr)
+        if not value:
+            state = "is not set" if value is None else "is empty"
+            print(
+                f"assay: --from-env {args.from_env}: that variable {state} in this shell: export "
+                f"{args.from_env}=<the value> first, or pipe the value in with --value-stdin",
+                file=sys.stderr,
+            )
             return 3  # an error (`assay.gate`)
     else:
         value = sys.stdin.read().rstrip("\r\n")
-    if not value:
-        print("assay: the secret's value is empty", file=sys.stderr)
-        return 3  # an error (`assay.gate`)
+        if not value:
+            print(
+                "assay: --value-stdin: standard input was empty: pipe the value in (e.g. "
+                f'printf %s "$KEY" | assay secrets set {args.name} --value-stdin), or use '
+                "--from-env VAR",
+                file=sys.stderr,
+            )
+            return 3  # an error (`assay.gate`)
     out = api.request("PUT", path, json={"value": value})
     print(f"secret {out['name']} set at {out['updated_at']}")
     return 0

@@ -407,7 +407,7 @@ class EmbeddedStack:
         class RouteNotFound(LocalGatewayException):
             CODE = 404
 
-        from chalicelib.telemetry import new_request_id
+        from chalicelib.telemetry import REQUEST_ID_HEADER, new_request_id
 
         class JsonErrorGateway(LocalGateway):
             """Chalice's LocalGateway, but an unknown route is a 404 in the API's error shape, as on
@@ -423,6 +423,15 @@ class EmbeddedStack:
                 try:
                     self.event_converter._route_matcher.match_route(path)  # noqa: SLF001 - Chalice's matcher
                 except ValueError:
+                    from chalicelib.api.console import not_found_page
+
+                    accept = next((v for k, v in headers.items() if k.lower() == "accept"), "")
+                    shell = not_found_page(method, path, accept)
+                    if shell is not None:  # a browser's navigation: the console's Not found
+                        raise RouteNotFound(
+                            {**shell.headers, REQUEST_ID_HEADER: self.request_id},
+                            str(shell.body).encode(),
+                        ) from None
                     raise RouteNotFound(
                         gateway_error_headers(self.request_id),
                         json.dumps(gateway_error_body(404, self.request_id)).encode(),

@@ -16,7 +16,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from chalicelib.names import DEFAULT_PREFIX, StackNames
 
@@ -228,3 +228,62 @@ class Settings(BaseModel):
 def get_settings() -> Settings:
     """The process's settings, read from the environment once."""
     return Settings()
+
+
+_HIDDEN_VALUE = ("secret", "key")
+"""A setting whose name holds one of these words has its value left out of an error line."""
+_KINDS = {int: "a whole number", float: "a number", Decimal: "a number", bool: "true or false"}
+
+
+def _bounds(name: str) -> dict[str, Any]:
+    """The field's numeric bounds as `{"ge": 0, "le": 5, ...}` (those it has)."""
+    found: dict[str, Any] = {}
+    for meta in Settings.model_fields[name].metadata:
+        for bound in ("ge", "gt", "le", "lt"):
+            if getattr(meta, bound, None) is not None:
+                found[bound] = getattr(meta, bound)
+    return found
+
+
+def _rule(name: str, error_type: str, message: str) -> str:
+    """What a valid value of setting `name` is, as "must be ..." (`settings_error_line`)."""
+    field = Settings.model_fields[name]
+    annotation = field.annotation
+    choices = getattr(annotation, "__args__", ())
+    literal = [a for c in choices for a in getattr(c, "__args__", ()) if isinstance(a, str)]
+    if literal:
+        return "must be one of " + ", ".join(literal) + " (or unset)"
+    if annotation is bool:
+        return "must be true or false"
+    if error_type == "string_pattern_mismatch":
+        pattern = next((m.pattern for m in field.metadata if getattr(m, "pattern", None)), "")
+        return f"must match {pattern}" if pattern else message
+    kind = _KINDS.get(annotation)  # type: ignore[arg-type]
+    if kind is None:
+        return f"must be valid: {message[:1].lower()}{message[1:]}"
+    b = _bounds(name)
+    if annotation is int and "ge" in b and "le" in b:
+        return f"must be {b['ge']}-{b['le']}"
+    said = [
+        f"{word} {b[bound]}"
+        for bound, word in (("ge", "at least"), ("gt", "over"), ("le", "at most"), ("lt", "under"))
+        if bound in b
+    ]
+    return f"must be {kind}" + (f", {' and '.join(said)}" if said else "")
+
+
+def settings_error_line(exc: ValidationError) -> str:
+    """One line for a `Settings` that did not validate, naming each bad setting by its
+    environment variable, the value given and the rule: `EVAL_RERUNS=9: must be 0-5` (two bad
+    settings: the two joined with `; `). The value of a setting whose name says `secret` or
+    `key` is shown as `(hidden)`. An error of no field of `Settings` keeps pydantic's message."""
+    said = []
+    for error in exc.errors():
+        name = str(error["loc"][0]) if error.get("loc") else ""
+        if name not in Settings.model_fields:
+            said.append(str(error.get("msg", "invalid")))
+            continue
+        value = error.get("input")
+        shown = "(hidden)" if any(w in name for w in _HIDDEN_VALUE) else str(value)
+        said.append(f"{name.upper()}={shown}: {_rule(name, str(error['type']), str(error['msg']))}")
+    return "; ".join(said)

@@ -53,6 +53,26 @@ def page(depth: int) -> Response:
     )
 
 
+def not_found_page(method: str, path: str, accept: str) -> Response | None:
+    """What an unknown path answers a browser's navigation: the shell with status 404, whose
+    router shows the console's Not found page (with a way back to the dashboard), for a GET or
+    HEAD that accepts `text/html` of a path outside `/api/` (the console's paths); None for any
+    other request (an API client's, or under `/api/`), which keeps the gateway's JSON 404.
+
+    `path`: the request's path, with or without its query string; `accept`: its Accept header
+    ("" when it sent none)."""
+    from urllib.parse import urlsplit
+
+    route = urlsplit(path).path or "/"
+    if method.upper() not in ("GET", "HEAD") or "text/html" not in accept.lower():
+        return None
+    if route == "/api" or route.startswith("/api/"):
+        return None
+    shell = page(max(1, route.count("/")))  # its assets' addresses relative to its depth
+    shell.status_code = 404
+    return shell
+
+
 @bp.route("/", methods=["GET"])
 def dashboard() -> Response:
     """The dashboard: its Eval runs card (docs/guides/console.md)."""

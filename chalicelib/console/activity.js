@@ -52,6 +52,19 @@ function caseLink(run) {
   return h("a", { href: url, class: "eval-case" }, `Case ${c.case_id} of its eval run`);
 }
 
+// What an empty Activity says, by Source: none yet, and the next step that makes one.
+function emptyWords(source) {
+  const agents = h("a", { href: href("agents") }, "Agents");
+  const evals = ["open an agent on ", agents, " and choose Run evals: each case it answers shows here as Eval"];
+  const production = ["the platform that serves your agent reports each request it served (",
+    h("code", {}, "POST /api/v1/usage/runs"), ") and it shows here as Production"];
+  if (source === "production") return ["No production runs yet: ", ...production, "."];
+  if (source === "eval") return ["No eval cases yet: ", ...evals, "."];
+  if (source === "grader") return ["No gradings yet: an eval run on a dataset a judge scores shows each grading here; ",
+    ...evals, "."];
+  return ["No runs yet. To see some, ", ...evals, "; ", ...production, "."];
+}
+
 export async function render(ctx) {
   const params = new URLSearchParams(location.search);
   const source = SOURCES.some(([v]) => v === params.get("source")) ? params.get("source") || "" : "";
@@ -72,7 +85,7 @@ export async function render(ctx) {
     ? h("div", { class: "scroll" }, h("table", { class: "activity", "aria-label": "Runs, newest first" },
       h("thead", {}, h("tr", {}, ["Source", "Agent", "Asked", "Cost", "Started (UTC)"].map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, rows)))
-    : h("p", { class: "muted", id: "activity-empty" }, before ? "No more runs." : "No runs yet.");
+    : h("p", { class: "muted", id: "activity-empty" }, before ? "No more runs." : emptyWords(source));
   const nav = h("nav", { class: "actions pager", "aria-label": "Pages of runs" },
     before ? h("a", { href: address(source, null), onclick: go(address(source, null), ctx) }, "First page") : null,
     page.next ? h("a", { href: address(source, page.next), class: "button", id: "next-page", onclick: go(address(source, page.next), ctx) }, "Next page") : null);

@@ -41,7 +41,7 @@ async function usageCard() {
       h("p", { class: "figure", id: "usage-production" }, h("strong", {}, usd(u.cost.production_usd)),
         ` in production · ${plural(u.runs.production, "run")} · ${plural((tokens.input || 0) + (tokens.output || 0), "token")}`),
       h("p", { class: "muted", id: "usage-beside" }, `Beside it, not counted in it: evals ${usd(u.cost.eval_usd)}`,
-        ` (${plural(u.runs.eval, "case")}) · grader ${usd(u.cost.grader_usd)} (${plural(u.runs.grader, "grading")})`),
+        ` (${plural(u.runs.eval, "attempt")}) · grader ${usd(u.cost.grader_usd)} (${plural(u.runs.grader, "grading")})`),
       h("p", {}, h("a", { href: href("activity") }, "Activity")));
   } catch (err) {
     card.append(errorBox(err));

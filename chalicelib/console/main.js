@@ -13,7 +13,9 @@ const ROUTES = [
   [/^datasets\/([^/]+)$/, () => import("./dataset.js"), "dataset"],
 ];
 
-function signInForm() {
+// The sign-in form; `refused`: the API's reason the last token was not taken (a 401's message),
+// shown above it.
+function signInForm(refused) {
   const input = h("input", { id: "token", type: "password", autocomplete: "off", required: true });
   const form = h("form", { class: "signin", onsubmit: (e) => {
     e.preventDefault();
@@ -21,6 +23,7 @@ function signInForm() {
     start();
   } },
     h("h1", {}, "Sign in to assay"),
+    refused ? h("p", { class: "error", role: "alert", id: "signin-refused" }, `That token was refused: ${refused}`) : null,
     h("p", {}, "Paste a token or an API key. ", h("code", {}, "assay dev"), " and ", h("code", {}, "make demo"),
       " print an address that signs you in."),
     h("label", { for: "token" }, "Token or API key"), input,
@@ -51,7 +54,7 @@ export async function start() {
   } catch (err) {
     if (err.status === 401) {
       signOut();
-      return signInForm();
+      return signInForm(err.message || "not a token this assay accepts");
     }
     return show("Error", errorBox(err));
   }

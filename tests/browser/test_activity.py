@@ -59,9 +59,10 @@ def test_the_dashboard_counts_production_with_the_eval_traffic_beside_it(
     expect(card.locator("#usage-production")).to_have_text(
         "$1.25 in production · 1 run · 1000 tokens"
     )
-    # Two eval answers at $0.002 each: beside production, never added to it.
+    # Two eval answers at $0.002 each: beside production, never added to it. What is counted is
+    # attempts (a rerun of a flip is one more), not cases: two runs of 10 cases are 20 or more.
     expect(card.locator("#usage-beside")).to_have_text(
-        "Beside it, not counted in it: evals $0.0040 (2 cases) · grader $0.00 (0 gradings)"
+        "Beside it, not counted in it: evals $0.0040 (2 attempts) · grader $0.00 (0 gradings)"
     )
     shot(page, "usage-dashboard")
 
@@ -99,3 +100,22 @@ def test_activity_lists_every_run_with_its_source_and_what_it_was_asked(
     expect(detail).to_have_attribute("open", "")
     expect(page.locator("table.cases tbody tr")).to_have_count(1)
     shot(page, "activity-eval-case")
+
+
+def test_an_empty_activity_names_the_next_step(page, console_url, shot, stack):
+    fresh = make_api(stack)
+    page.goto(console_url(fresh, "/activity"))
+    empty = page.locator("#activity-empty")
+    expect(empty).to_contain_text(
+        "No runs yet. To see some, open an agent on Agents and choose Run evals"
+    )
+    expect(empty).to_contain_text("POST /api/v1/usage/runs")
+    expect(empty.get_by_role("link", name="Agents")).to_have_attribute("href", "/agents")
+    shot(page, "activity-empty")
+
+    page.locator("#source").select_option("production")
+    page.wait_for_url("**/activity?source=production")
+    expect(empty).to_have_text(
+        "No production runs yet: the platform that serves your agent reports each request it "
+        "served (POST /api/v1/usage/runs) and it shows here as Production."
+    )

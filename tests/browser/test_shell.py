@@ -63,6 +63,46 @@ def test_a_refused_token_is_forgotten_and_the_form_shown(page, stack):
     assert page.evaluate("sessionStorage.getItem('assay.token')") is None
 
 
+def api_message(stack, token: str) -> str:
+    """The API's 401 message for `token` (what the sign-in form must say)."""
+    r = httpx.get(f"{stack.api_url}/api/v1/me", headers={"Authorization": f"Bearer {token}"})
+    assert r.status_code == 401, r.text
+    return str(r.json()["error"]["message"])
+
+
+def test_the_sign_in_form_says_why_a_token_was_refused(page, stack, shot):
+    page.goto(f"{stack.api_url}/agents#token=garbage")
+    refused = page.get_by_role("alert")
+    expect(refused).to_have_text(f"That token was refused: {api_message(stack, 'garbage')}")
+    expect(page.get_by_label("Token or API key")).to_be_focused()
+    shot(page, "sign-in-refused")
+
+    page.get_by_label("Token or API key").fill("not-a-token")
+    page.get_by_role("button", name="Sign in").click()
+    expect(refused).to_have_text(f"That token was refused: {api_message(stack, 'not-a-token')}")
+    assert page.evaluate("sessionStorage.getItem('assay.token')") is None
+
+
+def test_the_sign_in_form_says_an_expired_token_was_refused(page, stack):
+    import time
+
+    from chalicelib.api.common import issue_token
+
+    s = stack.settings
+    expired = issue_token(
+        "org_default",
+        "dev@assay.local",
+        secret=s.assay_jwt_secret,
+        issuer=s.assay_jwt_issuer,
+        ttl_seconds=60,
+        now_s=int(time.time()) - 3600,  # signed an hour ago for a minute
+    )
+    said = api_message(stack, expired)
+    assert "exp" in said
+    page.goto(f"{stack.api_url}/#token={expired}")
+    expect(page.get_by_role("alert")).to_have_text(f"That token was refused: {said}")
+
+
 def test_the_skip_link_is_the_first_tab_stop_and_moves_to_the_content(
     page, console_url, agent_world: World
 ):
@@ -99,3 +139,37 @@ def test_only_the_consoles_own_assets_are_served(stack):
         assert r.json()["error"]["code"] == "not_found"
     unknown = httpx.get(f"{stack.api_url}/agents/a/b/c")  # no page: no shell, no script
     assert unknown.status_code == 404 and "error" in unknown.json()
+
+
+@pytest.mark.parametrize("path", ["/nonexistent-page", "/agents/a/b/c", "/runs/r/nope/"])
+def test_an_unknown_console_path_is_the_consoles_not_found_page_in_a_browser(
+    page, console_url, shot, agent_world: World, path
+):
+    answered = page.goto(console_url(agent_world.api, path))
+    assert answered is not None and answered.status == 404
+    assert answered.headers["content-type"].startswith("text/html")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Not found")
+    back = page.get_by_role("link", name="Back to the dashboard")
+    back.click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Dashboard")
+    if path == "/nonexistent-page":
+        shot(page, "not-found")
+
+
+def test_an_unknown_path_stays_json_for_api_clients_and_under_the_api(stack):
+    html = {"Accept": "text/html,application/xhtml+xml"}
+    for path, headers in [
+        ("/nonexistent-page", {}),
+        ("/nonexistent-page", {"Accept": "application/json"}),
+        ("/api/v1/nonexistent", html),
+        ("/api", html),
+    ]:
+        r = httpx.get(f"{stack.api_url}{path}", headers=headers)
+        assert r.status_code == 404, path
+        assert r.headers["content-type"].startswith("application/json"), path
+        assert r.json()["error"]["code"] == "not_found"
+    posted = httpx.post(f"{stack.api_url}/nonexistent-page", headers=html)
+    assert posted.status_code == 404 and posted.json()["error"]["code"] == "not_found"
+    shell = httpx.get(f"{stack.api_url}/nonexistent-page?x=1", headers=html)
+    assert shell.status_code == 404 and "<script" in shell.text
+    assert shell.headers["content-security-policy"].startswith("default-src 'none'")

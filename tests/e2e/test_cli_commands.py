@@ -44,6 +44,28 @@ def test_secrets_are_set_listed_and_deleted_and_never_printed(cli):
     assert cli("secrets", "set", "x", "--from-env", "NOT_SET_ANYWHERE").returncode == 3
 
 
+def test_a_secret_without_a_value_names_the_flag_and_the_fix_and_none_listed_says_how(cli):
+    listed = cli("secrets", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines() == [
+        "no secrets yet: assay secrets set NAME --from-env VAR (or --value-stdin) adds one"
+    ]
+
+    unset = cli("secrets", "set", "k2", "--from-env", "NOPE_UNSET_VAR")
+    assert unset.returncode == 3
+    assert unset.stderr.splitlines() == [
+        "assay: --from-env NOPE_UNSET_VAR: that variable is not set in this shell: export "
+        "NOPE_UNSET_VAR=<the value> first, or pipe the value in with --value-stdin"
+    ]
+
+    empty = cli("secrets", "set", "k2", "--value-stdin", stdin="\n")
+    assert empty.returncode == 3
+    (line,) = empty.stderr.splitlines()
+    assert line.startswith("assay: --value-stdin: standard input was empty: pipe the value in")
+    assert "assay secrets set k2 --value-stdin" in line and "--from-env VAR" in line
+    assert cli("secrets", "list").stdout.startswith("no secrets yet")  # neither was set
+
+
 def test_recordings_upload_list_delete_and_a_run_replays_one(cli, api, tmp_path):
     answers = tmp_path / "answers.jsonl"
     answers.write_text('{"case_id": "c000", "answer": "42"}\n{"case_id": "c001", "answer": "7"}\n')

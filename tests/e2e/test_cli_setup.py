@@ -297,6 +297,28 @@ def test_a_failed_case_shows_the_scorers_reason_and_profiles_are_listed(cli, tmp
     )
 
 
+def test_a_model_profile_is_deleted_with_yes_and_made_again(cli, tmp_path):
+    profile = _yaml(tmp_path / "profile.yaml", {"model": "gpt-4o-mini", "temperature": 0})
+    assert cli("profiles", "create", "small", profile).code == 0
+
+    refused = cli("profiles", "delete", "small")
+    assert refused.code == 3 and "pass --yes" in refused.err, refused.err
+    assert "small" in cli("profiles", "list").out  # still there
+
+    gone = cli("profiles", "delete", "small", "--yes")
+    assert gone.code == 0, gone.err
+    assert gone.out.startswith("deleted model profile small")
+    assert cli("profiles", "list").out.strip().startswith("no model profiles yet")
+    again = cli("profiles", "delete", "small", "--yes")
+    assert again.code == 3 and "small" in again.err and len(again.err.splitlines()) == 1
+
+    elsewhere = _yaml(tmp_path / "other.yaml", {"model": "gpt-4o", "temperature": 0})
+    assert cli("profiles", "create", "small", elsewhere).code == 0  # the id is free again
+    listed = json.loads(cli("profiles", "delete", "small", "--yes", "--json").out)
+    assert listed == {"model_profile_id": "small", "deleted": True}
+    assert "delete" in cli("profiles", "--help").out
+
+
 def test_no_api_at_the_url_is_said_plainly_by_the_real_command():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -216,3 +216,53 @@ def test_the_demo_on_an_endpoint_that_does_not_answer_is_one_line():
     assert lines[0].startswith(f"assay demo: AWS_ENDPOINT_URL={closed} does not answer")
     assert "unset AWS_ENDPOINT_URL" in lines[0]
     assert f"AWS at {closed}" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("command", "setting", "said"),
+    [
+        (["demo", "--limit", "5"], "EVAL_RERUNS=9", "assay demo: EVAL_RERUNS=9: must be 0-5"),
+        (
+            ["bench"],
+            "EVAL_MAX_LUCK=2",
+            "assay bench: EVAL_MAX_LUCK=2: must be a number, over 0 and under 1",
+        ),
+        (
+            ["token"],
+            "ASSAY_TOKEN_TTL_SECONDS=",
+            "assay token: ASSAY_TOKEN_TTL_SECONDS=: must be a whole number, at least 60",
+        ),
+    ],
+)
+def test_a_bad_setting_in_the_shell_is_one_line_naming_its_variable(
+    command: list[str], setting: str, said: str
+):
+    name, _, value = setting.partition("=")
+    done = subprocess.run(
+        [sys.executable, "-m", "assay_local.cli", *command],
+        cwd=REPO,
+        env=clean_env() | {name: value},
+        capture_output=True,
+        text=True,
+        timeout=600,  # a hang guard only
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [said]
+
+
+def test_a_bench_concurrency_the_setting_refuses_is_a_usage_error_naming_its_bounds():
+    done = subprocess.run(
+        [sys.executable, "-m", "assay_local.cli", "bench", "--concurrency", "0"],
+        cwd=REPO,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,  # a hang guard only
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        "assay bench: error: argument --concurrency: '0' is not a concurrency "
+        "EVAL_RUN_CONCURRENCY takes: give 1-100"
+    )

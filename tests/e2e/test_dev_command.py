@@ -315,6 +315,26 @@ def test_an_aws_endpoint_url_that_does_not_answer_is_one_line(tmp_path: Path) ->
     assert "docker compose -f localstack-compose.yml up -d" in line
 
 
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ("EVAL_RERUNS=9", "assay dev: EVAL_RERUNS=9: must be 0-5"),
+        (
+            "ASSAY_ALLOW_PRIVATE_NETWORK=maybe",
+            "assay dev: ASSAY_ALLOW_PRIVATE_NETWORK=maybe: must be true",
+        ),
+    ],
+)
+def test_a_bad_setting_in_the_shell_is_one_line_naming_its_variable(
+    tmp_path: Path, setting: str, said: str
+) -> None:
+    name, _, value = setting.partition("=")
+    line = one_line_refusal(tmp_path / "dev", "--port", 0, env=clean_env(**{name: value}))
+    assert line.startswith(said), line
+    assert "Traceback" not in line and "eval_reruns" not in line
+    assert not (tmp_path / "dev").exists()  # checked before anything else
+
+
 def test_an_aws_endpoint_url_of_another_assay_devs_moto_is_refused(tmp_path: Path) -> None:
     from assay_local.motoserver import start_moto_process
 

@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from pydantic import ValidationError
 
-from chalicelib.config import Settings, get_settings
+from chalicelib.config import Settings, get_settings, settings_error_line
 
 
 def test_each_setting_is_read_from_its_variable_in_either_case(monkeypatch):
@@ -65,3 +65,41 @@ def test_settings_are_frozen_and_read_once(monkeypatch):
     with pytest.raises(ValidationError):
         first.eval_reruns = 4  # type: ignore[misc]  # the point: it cannot change
     get_settings.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "line"),
+    [
+        ("EVAL_RERUNS", "9", "EVAL_RERUNS=9: must be 0-5"),
+        (
+            "ASSAY_ALLOW_PRIVATE_NETWORK",
+            "maybe",
+            "ASSAY_ALLOW_PRIVATE_NETWORK=maybe: must be true or false",
+        ),
+        (
+            "ASSAY_TOKEN_TTL_SECONDS",
+            "",
+            "ASSAY_TOKEN_TTL_SECONDS=: must be a whole number, at least 60",
+        ),
+        ("EVAL_MAX_LUCK", "1.5", "EVAL_MAX_LUCK=1.5: must be a number, over 0 and under 1"),
+        ("ASSAY_LOG_FORMAT", "xml", "ASSAY_LOG_FORMAT=xml: must be one of json, text (or unset)"),
+        ("ASSAY_OPERATOR_KEY", "too-short", "ASSAY_OPERATOR_KEY=(hidden): must match"),
+    ],
+)
+def test_a_bad_setting_is_one_line_naming_its_variable_value_and_rule(
+    monkeypatch, variable, value, line
+):
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ValidationError) as refused:
+        Settings()
+    said = settings_error_line(refused.value)
+    assert said.startswith(line) and "\n" not in said
+
+
+def test_two_bad_settings_are_both_named_on_the_one_line(monkeypatch):
+    monkeypatch.setenv("EVAL_RERUNS", "-1")
+    monkeypatch.setenv("EVAL_RUN_CONCURRENCY", "0")
+    with pytest.raises(ValidationError) as refused:
+        Settings()
+    said = settings_error_line(refused.value)
+    assert "EVAL_RERUNS=-1: must be 0-5" in said and "EVAL_RUN_CONCURRENCY=0: must be 1-100" in said

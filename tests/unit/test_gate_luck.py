@@ -106,3 +106,16 @@ def test_the_bound_reads_like_min_pass_rate(text: str, value: float) -> None:
 def test_a_bound_outside_0_to_1_is_refused_naming_it(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match="not a fraction between 0 and 1"):
         _fraction(text)
+
+
+def test_a_bound_under_a_tenth_of_a_percent_is_named_as_given_and_said_once() -> None:
+    tiny = [0.0, 0.6, 0.2, 0.04, 0.008, 0.002]  # no count of reruns up to 5 goes under 0.05 %
+    max_luck = _fraction("0.05%")  # as `assay gate RUN --max-luck 0.05%` reads it
+    g = gate.decide_run(_run(_noise(tiny)), COMPARISON, max_luck=max_luck)
+    assert g.code == INCONCLUSIVE
+    (reason,) = g.reasons
+    assert "over --max-luck 0.05 %;" in reason
+    assert "no count of reruns up to 5 brings that under 0.05 %" in reason
+    assert "under under" not in reason and "under 0.1 %" not in reason
+    assert gate.bound_text(max_luck) == "0.05 %"
+    assert [gate.bound_text(v) for v in (0.01, 0.125, 0.5)] == ["1 %", "12.5 %", "50 %"]

@@ -258,7 +258,7 @@ def _rule(name: str, error_type: str, message: str) -> str:
     if error_type == "string_pattern_mismatch":
         pattern = next((m.pattern for m in field.metadata if getattr(m, "pattern", None)), "")
         return f"must match {pattern}" if pattern else message
-    kind = _KINDS.get(annotation)  # type: ignore[arg-type]
+    kind = _KINDS.get(annotation) if annotation is not None else None
     if kind is None:
         return f"must be valid: {message[:1].lower()}{message[1:]}"
     b = _bounds(name)

@@ -232,7 +232,12 @@ def get_settings() -> Settings:
 
 _HIDDEN_VALUE = ("secret", "key")
 """A setting whose name holds one of these words has its value left out of an error line."""
-_KINDS = {int: "a whole number", float: "a number", Decimal: "a number", bool: "true or false"}
+_KINDS: dict[Any, str] = {
+    int: "a whole number",
+    float: "a number",
+    Decimal: "a number",
+    bool: "true or false",
+}
 
 
 def _bounds(name: str) -> dict[str, Any]:
@@ -258,7 +263,7 @@ def _rule(name: str, error_type: str, message: str) -> str:
     if error_type == "string_pattern_mismatch":
         pattern = next((m.pattern for m in field.metadata if getattr(m, "pattern", None)), "")
         return f"must match {pattern}" if pattern else message
-    kind = _KINDS.get(annotation) if annotation is not None else None
+    kind = _KINDS.get(annotation)
     if kind is None:
         return f"must be valid: {message[:1].lower()}{message[1:]}"
     b = _bounds(name)

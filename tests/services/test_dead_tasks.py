@@ -133,7 +133,7 @@ def _breaking(c: FakeContainer, case_id: str, error: Exception) -> list[int]:
             raise error
         return real(org_id, dataset_id, version, cid)
 
-    c.datasets = SimpleNamespace(get_case=get_case)  # type: ignore[assignment]
+    c.datasets = SimpleNamespace(get_case=get_case)  # type: ignore[assignment]  # a stand-in store with the one method used
     return raised
 
 
@@ -229,7 +229,7 @@ def test_a_throttled_request_that_succeeds_on_redelivery_does_not_fail_the_run(
     raised = _breaking(c, "c1", RuntimeError("ThrottlingException: Rate exceeded"))
     with pytest.raises(RuntimeError):
         run_case.handle_task(c, first, message_id="m1")
-    c.datasets = SimpleNamespace(get_case=real)  # type: ignore[assignment]
+    c.datasets = SimpleNamespace(get_case=real)  # type: ignore[assignment]  # the real store put back
     run_case.handle_task(c, first, message_id="m1")
     run = c.runs.get_for_org("acme", "r-dead")
     assert (len(raised), run.status, run.reason) == (1, RunStatus.RUNNING, None)

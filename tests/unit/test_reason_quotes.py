@@ -18,7 +18,7 @@ PLACED_ORG = "[REDACTED:secret]"
 
 
 def _reason(answer: str, check: dict[str, object], known: tuple[str, ...] = (ORG,)) -> str:
-    case = Case(case_id="c", input="q", checks=[check])  # type: ignore[list-item]
+    case = Case(case_id="c", input="q", checks=[check])  # type: ignore[list-item]  # a plain dict as a check, as a stored case holds it
     result = grade(
         case,
         AgentAnswer(answer=answer),

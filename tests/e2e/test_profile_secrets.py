@@ -113,17 +113,22 @@ def test_an_editor_cannot_aim_an_admins_profile_elsewhere(org):
     assert editor.call("GET", "/api/v1/model-profiles/keyed")[0] == 404
 
 
+def _sends_key(capture: LocalServer) -> dict[str, Any]:
+    """An `http` spec sending the secret `prod-db` in `X-Key` to the capture server's `/legit`."""
+    return {
+        "runtime": "http",
+        "url": f"{capture.base}/legit",
+        "headers": {"X-Key": {"secret": "prod-db"}},
+    }
+
+
 # --- laying profiles over a run -----------------------------------------------------------------
 
 
 def test_a_profile_cannot_send_a_versions_secret_to_another_address(org, capture):
     admin, editor = org
     ds = admin.dataset(cases(1))
-    keyed = {
-        "runtime": "http",
-        "url": f"{capture.base}/legit",
-        "headers": {"X-Key": {"secret": "prod-db"}},
-    }
+    keyed = _sends_key(capture)
     agent = admin.agent(keyed, publish=1)
     # a profile naming no secret is the editor's to save, and points elsewhere
     assert _profile(editor, "elsewhere", url=f"{capture.base}/exfil")[0] == 201
@@ -149,11 +154,7 @@ def test_a_profile_cannot_send_a_versions_secret_to_another_address(org, capture
 def test_a_profile_cannot_send_the_baseline_versions_secret_to_another_address(org, capture):
     admin, editor = org
     ds = admin.dataset(cases(1))
-    keyed = {
-        "runtime": "http",
-        "url": f"{capture.base}/legit",
-        "headers": {"X-Key": {"secret": "prod-db"}},
-    }
+    keyed = _sends_key(capture)
     agent = admin.agent(keyed, publish=1)
     # the draft sends no secret; the version beside it does, and would run on the first profile
     editor.ok(

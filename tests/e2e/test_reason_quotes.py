@@ -6,11 +6,9 @@ matching the secret's placeholder, and a failure quotes the answer with its secr
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tests.support import leaky_agent
-from tests.support.e2e import Api
 
 KEY = "AKIAZ3Q7M2P9X4K8LW5R"
 KEY_TAIL = "Z3Q7M2P9X4K8LW5R"
@@ -19,14 +17,7 @@ ORG_TAIL = "Qx7Lm2Pz9Wk3Hh"
 ANSWER = f"the key is {KEY} and {ORG_VALUE}"
 
 
-def _run(api: Api, ds: str, payload: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], str]:
-    """Run the draft of an agent answering `payload` to every case of `ds`: each case's result,
-    and the whole run as the API shows it (JSON text)."""
-    agent = api.agent(leaky_agent.spec(payload))
-    run = api.start(agent, ds)
-    api.wait(run["run_id"])
-    view = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
-    return {r["case_id"]: r for r in view["results"]}, json.dumps(view)
+_run = leaky_agent.run_results
 
 
 def _reason(result: dict[str, Any]) -> str:

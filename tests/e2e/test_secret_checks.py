@@ -23,14 +23,7 @@ ORG_VALUE = "orgvalue-Qx7Lm2Pz9"
 PLACED = "[REDACTED:aws_access_key]"
 
 
-def _run(api: Api, ds: str, payload: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], str]:
-    """Run the draft of an agent answering `payload` to every case of `ds`: each case's result,
-    and the whole run as the API shows it (JSON text)."""
-    agent = api.agent(leaky_agent.spec(payload))
-    run = api.start(agent, ds)
-    api.wait(run["run_id"])
-    view = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
-    return {r["case_id"]: r for r in view["results"]}, json.dumps(view)
+_run = leaky_agent.run_results
 
 
 def _kept(api: Api, ds: str) -> dict[str, dict[str, Any]]:

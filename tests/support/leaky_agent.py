@@ -33,3 +33,16 @@ def spec(payload: dict[str, Any]) -> dict[str, Any]:
         "entrypoint": "tests.support.leaky_agent:leaky",
         "options": {"payload_b64": encode(payload)},
     }
+
+
+def run_results(
+    api: Any, ds: str, payload: dict[str, Any]
+) -> tuple[dict[str, dict[str, Any]], str]:
+    """Run the draft of an agent answering `payload` to every case of dataset `ds` through `api`
+    (a `tests.support.e2e.Api`): each case's result by case id, and the whole run as the API
+    shows it (JSON text, for checking that no secret appears anywhere in it)."""
+    agent = api.agent(spec(payload))
+    run = api.start(agent, ds)
+    api.wait(run["run_id"])
+    view = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}")
+    return {r["case_id"]: r for r in view["results"]}, json.dumps(view)

@@ -24,7 +24,7 @@ function signInForm(refused) {
   } },
     h("h1", {}, "Sign in to assay"),
     refused ? h("p", { class: "error", role: "alert", id: "signin-refused" }, `That token was refused: ${refused}`) : null,
-    h("p", {}, "Paste a token or an API key. ", h("code", {}, "assay dev"), " and ", h("code", {}, "make demo"),
+    h("p", {}, "Paste a token or an API key. ", h("code", {}, "assay dev"), " and ", h("code", {}, "make demo ARGS=--serve"),
       " print an address that signs you in."),
     h("label", { for: "token" }, "Token or API key"), input,
     h("button", { type: "submit", class: "primary" }, "Sign in"));

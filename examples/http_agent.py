@@ -172,7 +172,7 @@ class AgentHandler(BaseHTTPRequestHandler):
             self._reply(404, {"error": f"no agent at {path}; POST / or /integer", "crash": True})
             return
         if self.token is not None and self.headers.get("Authorization") != f"Bearer {self.token}":
-            self._reply(401, {"error": "a bearer token is required", "crash": True})
+            self._reply(401, {"error": "a bearer token is required"})
             return
         length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_BODY_BYTES:

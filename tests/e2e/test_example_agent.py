@@ -30,10 +30,17 @@ NOT_WHOLE = ["div-fifth", "div-half", "div-quarter"]
 def agent_url() -> Iterator[str]:
     """The example agent's base URL: the process started on a free port of 127.0.0.1 (it prints
     the address once it listens), stopped after the test."""
+    yield from _example_agent()
+
+
+def _example_agent(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Start `examples/http_agent.py` with `args` (and `env`) on a free port; yield its base URL,
+    then stop it."""
     process = subprocess.Popen(
-        [sys.executable, str(EXAMPLES / "http_agent.py"), "--port", "0", "--quiet"],
+        [sys.executable, str(EXAMPLES / "http_agent.py"), "--port", "0", "--quiet", *args],
         stdout=subprocess.PIPE,
         text=True,
+        env=env,
     )
     try:
         assert process.stdout is not None
@@ -126,3 +133,17 @@ def test_a_draft_on_integer_division_is_held_back_with_three_confirmed_regressio
     full = api.ok("GET", f"/api/v1/eval-runs/{result['run']['run_id']}")
     candidate, baseline = full["summaries"]["candidate"], full["summaries"]["baseline"]
     assert (candidate["quality"]["passed"], baseline["quality"]["passed"]) == (7, 10)
+
+
+def test_the_example_agent_started_with_a_token_rejects_a_spec_without_it_as_credentials(api):
+    """The example's 401 is what the agent contract calls credentials rejected, not a crash of
+    its own (docs/guides/agents.md)."""
+    env = {**os.environ, "EXAMPLE_AGENT_TOKEN": "s3cret-token-for-the-example"}
+    for url in _example_agent("--token-env", "EXAMPLE_AGENT_TOKEN", env=env):
+        dataset = import_arith(api)
+        agent = api.agent(spec_file("http-agent.json", url))  # sends no Authorization header
+        run = api.start(agent, dataset)
+        assert api.wait(run["run_id"])["status"] == "completed"
+        page = api.ok("GET", f"/api/v1/eval-runs/{run['run_id']}/cases?case_id=div-half")
+        [attempt] = page["cases"][0]["arms"]["candidate"]["attempts"]
+        assert attempt["state"] == "failed" and "credentials rejected" in attempt["reason"], attempt

@@ -171,6 +171,13 @@ RULES: list[Rule] = [
     ),
     (
         400,
+        re.compile(r"secret (\S+) not found: store it first"),
+        lambda m, e: (
+            f"store it: assay secrets set {m.group(1)} --from-env VARIABLE (or --value-stdin)"
+        ),
+    ),
+    (
+        400,
         re.compile(r"PUT /api/v1/secrets/\{name\}"),
         lambda m, e: (
             "store the value as a secret: assay secrets set NAME --from-env VARIABLE (or "

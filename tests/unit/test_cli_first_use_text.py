@@ -184,6 +184,22 @@ def test_a_plain_text_credential_is_answered_with_assay_secrets_set() -> None:
     assert fix is not None and "assay secrets set NAME" in fix
 
 
+def test_a_draft_naming_a_missing_secret_is_answered_with_assay_secrets_set() -> None:
+    message = (
+        "the draft cannot be evaluated: spec.headers.Authorization: secret agent-key not found: "
+        "store it first (PUT /api/v1/secrets/agent-key)"
+    )
+    err = ApiError(
+        "POST",
+        "/api/v1/agents/a/eval-runs",
+        400,
+        {"error": {"code": "invalid_input", "message": message}},
+    )
+    assert hints.fix_for(err) == (
+        "store it: assay secrets set agent-key --from-env VARIABLE (or --value-stdin)"
+    )
+
+
 def test_the_demo_s_end_prints_no_dead_link_and_serve_ends_on_the_live_one() -> None:
     url = "http://127.0.0.1:8000/agents/a#token=t"
     lines = demo_text.closing_lines(url, serve=False, seconds=184.94)

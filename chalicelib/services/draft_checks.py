@@ -155,6 +155,13 @@ class _Found:
             }
         )
 
+    def unique(self) -> list[dict[str, str]]:
+        """The problems, each message once (the same problem found for two arms is one)."""
+        kept: dict[str, dict[str, str]] = {}
+        for item in self.items:
+            kept.setdefault(item["message"], item)
+        return list(kept.values())
+
 
 def _secret_problems(
     c: Container,
@@ -344,19 +351,7 @@ def check_profile_settings(c: Container, who: Identity, settings: Mapping[str, A
         ForbiddenError: (403, field `settings`, `permission` "secrets:manage", with `problems`
             naming each `settings.<key>`) "the model profile cannot be saved: ...".
     """
-    if who.permissions is None:
-        return
-    found = _Found()
-    _secret_problems(
-        c,
-        who,
-        secret_refs(settings, "settings"),
-        frozenset(),
-        found,
-        using="naming secret {secret} in a model profile",
-        exists=False,
-    )
-    _refuse(found.items, SAVE_PROFILE_REFUSAL, "settings")
+    _check_saving(c, who, secret_refs(settings, "settings"), "a model profile", "settings")
 
 
 def profile_aims(profile: ModelProfile) -> frozenset[Any]:
@@ -414,10 +409,7 @@ def profile_problems(
             field=field,
             exists=exists,
         )
-    unique: dict[str, dict[str, str]] = {}
-    for item in found.items:
-        unique.setdefault(item["message"], item)
-    return list(unique.values())
+    return found.unique()
 
 
 def _as_setting(ref: SecretRef) -> SecretRef:
@@ -466,19 +458,32 @@ def check_connection_secret(c: Container, who: Identity, auth_secret: str | None
             `problems`) "the connection cannot be saved: auth_secret: naming secret X in a
             connection needs the secrets:manage permission".
     """
-    if who.permissions is None or auth_secret is None:
+    if auth_secret is not None:
+        refs = [connection_ref("auth_secret", auth_secret, url)]
+        _check_saving(c, who, refs, "a connection", "auth_secret")
+
+
+_SAVE_REFUSALS = {"a model profile": SAVE_PROFILE_REFUSAL, "a connection": SAVE_CONNECTION_REFUSAL}
+
+
+def _check_saving(
+    c: Container, who: Identity, refs: Sequence[SecretRef], thing: str, field: str
+) -> None:
+    """Refuse saving `thing` (a model profile, a connection) whose secrets `refs` would go where
+    its saver chose, unless `who` holds `secrets:manage` (`_secret_problems`, nothing vetted;
+    whether a secret exists is checked when it is used). The service acting for a pipeline
+    (`who.permissions` None) is refused nothing.
+
+    Raises:
+        ForbiddenError: (403, field `field`, with `problems`) `_SAVE_REFUSALS[thing]`.
+    """
+    if who.permissions is None or not refs:
         return
     found = _Found()
     _secret_problems(
-        c,
-        who,
-        [connection_ref("auth_secret", auth_secret, url)],
-        frozenset(),
-        found,
-        using="naming secret {secret} in a connection",
-        exists=False,
+        c, who, refs, frozenset(), found, using=f"naming secret {{secret}} in {thing}", exists=False
     )
-    _refuse(found.items, SAVE_CONNECTION_REFUSAL, "auth_secret")
+    _refuse(found.items, _SAVE_REFUSALS[thing], field)
 
 
 def _connection_secret_problems(
@@ -539,10 +544,7 @@ def connection_problems(
                 rows.append((at, known[cid]))
     found = _Found()
     _connection_secret_problems(c, who, rows, found)
-    unique: dict[str, dict[str, str]] = {}
-    for item in found.items:
-        unique.setdefault(item["message"], item)
-    return list(unique.values())
+    return found.unique()
 
 
 def check_connections(

@@ -184,11 +184,7 @@ def _held_elsewhere(c: Container, found: _Found, holder: str, receipt: str | Non
             return
         raise LeaseHeld(task.key, max(1, -(-(lease.until_ms - epoch_ms(c.clock.now())) // 1000)))
     except LeaseHeld as held:
-        if receipt:
-            try:
-                c.case_queue.extend_visibility(receipt, min(held.seconds, 43_200))
-            except Exception:  # noqa: BLE001 - a stale receipt: SQS delivers it again all the same
-                log.info("could not move the visibility of a held attempt %s", task.key)
+        _deliver_again_in(c, receipt, min(held.seconds, 43_200))
         raise
 
 
@@ -322,7 +318,7 @@ def _deliver_again_in(c: Container, receipt: str | None, seconds: int) -> None:
         try:
             c.case_queue.extend_visibility(receipt, seconds)
         except Exception:  # noqa: BLE001 - a stale receipt: SQS delivers it again all the same
-            log.info("could not move the visibility of a failed delivery")
+            log.info("could not move the visibility of a case-task message")
 
 
 def _redacted_error(c: Container, org_id: str, exc: Exception) -> str:

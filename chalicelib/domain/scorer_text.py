@@ -182,42 +182,33 @@ class ContainsScorer(_TextScorer):
     """The answer contains the target verbatim."""
 
     name = ScorerName.CONTAINS
+    _note = ""
+    """What each reason adds after the target (the case-insensitive form's "(ignoring case)")."""
 
     def _matches(self, answer: str, target: str) -> bool:
         return target in answer
 
     def _passed(self, target: str) -> str:
-        return f"answer contains {_shown(target)}"
+        return f"answer contains {_shown(target)}{self._note}"
 
     def _failed(self, got: str, target: str) -> str:
-        return f"expected the answer to contain {_shown(target)}, got {got}"
+        return f"expected the answer to contain {_shown(target)}{self._note}, got {got}"
 
     def _missing(self, shown: str) -> str:
-        return f"the answer does not contain {shown}"
+        return f"the answer does not contain {shown}{self._note}"
 
     def _expected_any(self, shown: str) -> str:
-        return f"the answer to contain one of {shown}"
+        return f"the answer to contain one of {shown}{self._note}"
 
 
-class IContainsScorer(_TextScorer):
+class IContainsScorer(ContainsScorer):
     """The answer contains the target, ignoring case (Unicode casefold, so "STRASSE" ~ "straße")."""
 
     name = ScorerName.ICONTAINS
+    _note = " (ignoring case)"
 
     def _matches(self, answer: str, target: str) -> bool:
         return target.casefold() in answer.casefold()
-
-    def _passed(self, target: str) -> str:
-        return f"answer contains {_shown(target)} (ignoring case)"
-
-    def _failed(self, got: str, target: str) -> str:
-        return f"expected the answer to contain {_shown(target)} (ignoring case), got {got}"
-
-    def _missing(self, shown: str) -> str:
-        return f"the answer does not contain {shown} (ignoring case)"
-
-    def _expected_any(self, shown: str) -> str:
-        return f"the answer to contain one of {shown} (ignoring case)"
 
 
 # ---------------------------------------------------------------------------------------

@@ -101,9 +101,9 @@ def user_id_problem(user_id: object) -> str | None:
         return f"must be a string of 1-{MAX_USER_ID_CHARS} characters"
     unseen = [ch for ch in user_id if unicodedata.category(ch) in UNSEEN_CATEGORIES]
     if unseen:
-        found = ", ".join(f"U+{ord(ch):04X}" for ch in dict.fromkeys(unseen))
         return (
-            f"must not contain control, format or bidirectional characters (found {found}): "
+            "must not contain control, format or bidirectional characters (found "
+            f"{code_points(unseen)}): "
             "a user id reads as it is"
         )
     invisible = _invisible_problem(user_id)

@@ -13,15 +13,8 @@ import math
 import re
 from typing import Any
 
+from chalicelib.domain.text import MAX_INTEGER_DIGITS, MAX_JSON_DEPTH
 from chalicelib.errors import InvalidInputError
-
-MAX_JSON_DEPTH = 24
-"""How deeply a request body's arrays and objects may nest: what is kept is stored inside items
-DynamoDB nests at most 32 levels deep, and deeper JSON only serves to exhaust the stack."""
-
-MAX_INTEGER_DIGITS = 38
-"""Most digits of an integer anywhere in a JSON body: DynamoDB keeps numbers of at most 38
-significant digits, so a longer one could be accepted and then never written or read back."""
 
 MAX_NUMBER_MAGNITUDE = 1e126
 """A number in a JSON body is 0 or has a magnitude in [`MIN_NUMBER_MAGNITUDE`, this): DynamoDB's

@@ -39,14 +39,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.domain.models import AgentAnswer, ToolCall
-from chalicelib.domain.text import clean_text, cut_utf8
+from chalicelib.domain.text import MAX_INTEGER_DIGITS, MAX_JSON_DEPTH, clean_text, cut_utf8
 
-MAX_NESTING = 24
-"""How deeply a call's arguments or result may nest, counting the outermost object or array as 1
-(the bound a request body to the API has)."""
-
-MAX_INTEGER_DIGITS = 38
-"""Most digits of an integer kept exactly; a longer one is kept as the nearest float."""
+MAX_NESTING = MAX_JSON_DEPTH
+"""How deeply a call's arguments or result may nest (the bound a request body to the API has)."""
 
 MAX_VALUE_BYTES = 16_384
 """The most bytes of JSON one call's arguments, or its result, is kept as; a larger one is kept

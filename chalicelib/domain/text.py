@@ -25,6 +25,16 @@ _UNSAFE = re.compile("[\x00\ud800-\udfff]")
 """NUL and UTF-16 surrogates: the code points a kept text must not hold."""
 
 
+MAX_JSON_DEPTH = 24
+"""How deeply JSON from outside (a request body, an agent's call arguments or result) may nest,
+the outermost object or array counting as 1: what is kept is stored inside items DynamoDB nests at
+most 32 levels deep, and deeper JSON only serves to exhaust the stack."""
+
+MAX_INTEGER_DIGITS = 38
+"""Most digits of an integer kept exactly: DynamoDB keeps numbers of at most 38 significant
+digits, so a longer one could be accepted and then never written or read back."""
+
+
 def clean_text(text: str) -> str:
     """`text` with every NUL and lone surrogate replaced by U+FFFD.
 

@@ -60,19 +60,24 @@ def _org_id(value: str) -> str:
 OrgId = Annotated[str, AfterValidator(_org_id)]
 
 
-class VersionPublished(BaseModel):
-    """A publish pipeline published `version` of `agent_id` with `spec`."""
+class _Signed(BaseModel):
+    """What every event carries: its organization and the signature over the message."""
 
     model_config = ConfigDict(extra="forbid")
 
-    type: str = Field(pattern="^version_published$")
     org_id: OrgId
+    signature: str = ""
+
+
+class VersionPublished(_Signed):
+    """A publish pipeline published `version` of `agent_id` with `spec`."""
+
+    type: str = Field(pattern="^version_published$")
     agent_id: str = Field(min_length=1)
     version: StrictInt = Field(ge=1)
     """A JSON number: `true` or `"3"` is malformed, not version 1 or 3."""
     spec: dict[str, Any]
     published_by: str = "pipeline"
-    signature: str = ""
 
 
 class Dependency(BaseModel):
@@ -83,26 +88,19 @@ class Dependency(BaseModel):
     change: str = Field("edited", pattern="^(edited|added|reingested|deleted)$")
 
 
-class DependencyChanged(BaseModel):
+class DependencyChanged(_Signed):
     """A skill, context file or knowledge-base document a version binds changed."""
 
-    model_config = ConfigDict(extra="forbid")
-
     type: str = Field(pattern="^dependency_changed$")
-    org_id: OrgId
     agent_id: str = Field(min_length=1)
     version: StrictInt | None = Field(None, ge=1)
     dependency: Dependency
-    signature: str = ""
 
 
-class RunCompleted(BaseModel):
+class RunCompleted(_Signed):
     """A production run of `agent_id` the platform served (docs/reference/usage.md)."""
 
-    model_config = ConfigDict(extra="forbid")
-
     type: str = Field(pattern="^run_completed$")
-    org_id: OrgId
     agent_id: str = Field(min_length=1)
     surface: str = Field("production", pattern="^production$")
     """Only production runs are reported: assay writes the eval and grader runs itself."""
@@ -113,7 +111,6 @@ class RunCompleted(BaseModel):
     input_tokens: StrictInt | None = None
     output_tokens: StrictInt | None = None
     asked: str | None = None
-    signature: str = ""
 
 
 class MalformedEventError(Exception):
@@ -125,6 +122,21 @@ SIGNING_SECRET = "pipeline-signing-key"
 publish pipeline signs its messages with: the queue is shared, so a message names its organization
 and proves it with `signature`, `sha256=` and the hex HMAC-SHA256 of the message's canonical JSON
 without `signature` (`assay.client.sign_event`)."""
+
+
+def _signed[E: _Signed](c: Container, model: type[E], data: dict[str, Any]) -> E:
+    """The message `data` as the event `model`, once it parsed and carries its organization's
+    signature (`_check_signature`).
+
+    Raises:
+        MalformedEventError: it does not parse (naming the field), or its signature is wrong.
+    """
+    try:
+        event = model.model_validate(data)
+    except ValidationError as exc:
+        raise MalformedEventError(invalid_input(exc).message) from None
+    _check_signature(c, event.org_id, data, event.signature)
+    return event
 
 
 def _check_signature(c: Container, org_id: str, data: dict[str, Any], signature: str) -> None:
@@ -172,11 +184,7 @@ def handle(c: Container, body: str) -> dict[str, Any]:
             f"unknown event type {kind!r}; expected 'version_published', 'dependency_changed' "
             "or 'run_completed'"
         )
-    try:
-        event = VersionPublished.model_validate(data)
-    except ValidationError as exc:
-        raise MalformedEventError(invalid_input(exc).message) from None
-    _check_signature(c, event.org_id, data, event.signature)
+    event = _signed(c, VersionPublished, data)
     who = Identity(event.org_id, event.published_by)
     try:
         row, created = agent_service.publish(
@@ -194,11 +202,7 @@ def handle(c: Container, body: str) -> dict[str, Any]:
 
 
 def _dependency_changed(c: Container, data: dict[str, Any]) -> dict[str, Any]:
-    try:
-        event = DependencyChanged.model_validate(data)
-    except ValidationError as exc:
-        raise MalformedEventError(invalid_input(exc).message) from None
-    _check_signature(c, event.org_id, data, event.signature)
+    event = _signed(c, DependencyChanged, data)
     try:
         c.agents.get(event.org_id, event.agent_id)
     except AssayError as exc:
@@ -216,11 +220,7 @@ def _dependency_changed(c: Container, data: dict[str, Any]) -> dict[str, Any]:
 
 def _run_completed(c: Container, data: dict[str, Any]) -> dict[str, Any]:
     """Count a production run once (`services.usage.report`), as the platform's key would."""
-    try:
-        event = RunCompleted.model_validate(data)
-    except ValidationError as exc:
-        raise MalformedEventError(invalid_input(exc).message) from None
-    _check_signature(c, event.org_id, data, event.signature)
+    event = _signed(c, RunCompleted, data)
     run = event.model_dump(exclude={"type", "org_id", "surface", "signature"}, exclude_none=True)
     try:
         counted = usage.report(c, Identity(event.org_id, "pipeline"), {"runs": [run]})

@@ -91,14 +91,14 @@ class _TextScorer(Scorer):
     def score(
         self, case: Case, answer: AgentAnswer, settings: Settings, known: Sequence[Known] = ()
     ) -> ScoreResult:
-        secrets = AnswerSecrets.of(answer.answer, known)
         return _combine(
-            self.name, [self._any(answer.answer, t, secrets) for t in self._targets(case)]
+            self.name, [self._any(answer.answer, t, known) for t in self._targets(case)]
         )
 
-    def _any(self, answer: str, targets: list[str], secrets: AnswerSecrets) -> tuple[bool, str]:
+    def _any(self, answer: str, targets: list[str], known: Sequence[Known]) -> tuple[bool, str]:
         """(passed, reason) of `answer` against one check's acceptable texts: the first that
-        matches passes it; with several and none matching, the reason names them all."""
+        matches passes it; with several and none matching, the reason names them all (the
+        answer's secrets are looked for only then: a pass quotes no answer)."""
         redacted: str | None = None
         for target in targets:
             if holds_placeholder(target):
@@ -108,6 +108,7 @@ class _TextScorer(Scorer):
             elif self._matches(answer, target):
                 return True, self._passed(target)
         shown = ", ".join(_shown(t) for t in targets)
+        secrets = AnswerSecrets.of(answer, known)
         if not self._quotable(answer, targets, secrets):
             return False, (
                 f"{self._missing(shown if len(targets) == 1 else f'any of {shown}')} (the answer "

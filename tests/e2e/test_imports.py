@@ -17,6 +17,7 @@ import pytest
 from assay_local import cli
 from tests.e2e.conftest import sleepy_spec
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.judges import grader_profile
 
 PROMPTFOO = """\
 description: greeting and arithmetic checks
@@ -275,15 +276,7 @@ def fake() -> Iterator[FakeOpenAI]:
 
 
 def test_llm_rubric_assertions_are_graded_by_a_judge_that_has_their_criteria(api, fake):
-    api.ok(
-        "POST",
-        "/api/v1/model-profiles",
-        json={
-            "model_profile_id": "grader",
-            "model": "judge-model",
-            "settings": {"base_url": fake.base_url},
-        },
-    )
+    grader_profile(api, fake.base_url)
     judge = api.ok("POST", "/api/v1/judges", json={"name": "tone"})["judge_id"]
     api.ok(
         "POST",

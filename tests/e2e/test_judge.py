@@ -16,6 +16,7 @@ import pytest
 from tests.e2e.conftest import sleepy_spec
 from tests.support.agents import held_spec, hold
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.judges import grader_profile
 
 USAGE = {"prompt_tokens": 1000, "completion_tokens": 100}
 """Every judge reply's usage: at 1 and 2 USD per 1M tokens, 1000 + 200 = 1200 micro-USD a call."""
@@ -63,15 +64,8 @@ def judge_setup(api, fake):
     model, and a dataset graded by it (latest version)."""
     fake.set_script(SCRIPT)
     fake.reset()
-    api.ok(
-        "POST",
-        "/api/v1/model-profiles",
-        json={
-            "model_profile_id": "grader",
-            "model": "judge-model",
-            "settings": {"base_url": fake.base_url},
-            "price": {"input_per_mtok_usd": "1", "output_per_mtok_usd": "2"},
-        },
+    grader_profile(
+        api, fake.base_url, price={"input_per_mtok_usd": "1", "output_per_mtok_usd": "2"}
     )
     judge = api.ok("POST", "/api/v1/judges", json={"name": "quality"})["judge_id"]
     publish_judge(api, judge)

@@ -15,6 +15,7 @@ import pytest
 
 from tests.e2e.conftest import sleepy_spec
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.judges import grader_profile
 
 NOTE = "The reply names the 30-day refund window."
 GRADES = {
@@ -43,15 +44,7 @@ def judged(api, fake) -> tuple[str, str, str]:
     by its latest version and dataset `pinned` pinned to v1."""
     fake.set_script(SCRIPT)
     fake.reset()
-    api.ok(
-        "POST",
-        "/api/v1/model-profiles",
-        json={
-            "model_profile_id": "grader",
-            "model": "judge-model",
-            "settings": {"base_url": fake.base_url},
-        },
-    )
+    grader_profile(api, fake.base_url)
     judge = api.ok("POST", "/api/v1/judges", json={"name": "quality"})["judge_id"]
     api.ok(
         "POST",

@@ -17,6 +17,7 @@ import pytest
 from chalicelib.services import suites
 from tests.e2e.conftest import Api, sleepy_spec, wait_for
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.judges import grader_profile
 
 
 def grades(score: int) -> dict[str, Any]:
@@ -70,15 +71,7 @@ def judged(api, fake) -> tuple[str, str, str]:
     with two published versions answering alike, version 2 served in production. Returns (judge,
     dataset, agent)."""
     fake.set_script(SCRIPT)
-    api.ok(
-        "POST",
-        "/api/v1/model-profiles",
-        json={
-            "model_profile_id": "grader",
-            "model": "judge-model",
-            "settings": {"base_url": fake.base_url},
-        },
-    )
+    grader_profile(api, fake.base_url)
     judge = api.ok("POST", "/api/v1/judges", json={"name": "quality"})["judge_id"]
     publish_judge(api, judge, "The answer says what the reference says.")
     ds = api.ok("POST", "/api/v1/datasets", json={"name": "judged"})["dataset_id"]

@@ -29,6 +29,7 @@ from chalicelib.services import notifications, suites
 from tests.support import leaky_agent
 from tests.support.e2e import Api, wait_for
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.judges import grader_profile
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 BEARER = "abc123def456ghi789jklmno"
@@ -344,15 +345,7 @@ def test_a_judge_s_reason_is_kept_redacted_and_grading_again_reads_the_redacted_
     api, org_secret, aws, judge_server
 ):
     short = planted(org_secret, short=True)
-    api.ok(
-        "POST",
-        "/api/v1/model-profiles",
-        json={
-            "model_profile_id": "grader",
-            "model": "judge-model",
-            "settings": {"base_url": judge_server.base_url},
-        },
-    )
+    grader_profile(api, judge_server.base_url)
     judge = api.ok("POST", "/api/v1/judges", json={"name": "quality"})["judge_id"]
     api.ok(
         "POST",

@@ -76,13 +76,7 @@ def test_a_draft_naming_what_the_organization_lacks_is_a_400_listing_each(api):
     assert status == 400, error
     assert error["code"] == "invalid_input" and error["field"] == "candidate"
     assert error["message"].startswith("the draft cannot be evaluated: ")
-    assert [p["field"] for p in error["problems"]] == [
-        "spec.api_key_secret",
-        "spec.tools[0].connection_id",
-        "spec.recording_id",
-        "spec.model_profile_id",
-    ]
-    assert all("permission" not in p for p in error["problems"])
+    _lacks_all_four(error)
     assert "secret nowhere not found" in error["problems"][0]["message"]
     assert "connection shop not found" in error["problems"][1]["message"]
     assert "recording no-such not found" in error["problems"][2]["message"]
@@ -155,6 +149,18 @@ def test_publishing_a_draft_naming_what_the_publisher_may_not_use_is_refused_wit
     assert [v["version"] for v in versions] == [2, 1]
 
 
+def _lacks_all_four(error: dict[str, Any]) -> None:
+    """The refusal lists, in order, the secret, connection, recording and model profile the
+    organization lacks, none of them a permission."""
+    assert [p["field"] for p in error["problems"]] == [
+        "spec.api_key_secret",
+        "spec.tools[0].connection_id",
+        "spec.recording_id",
+        "spec.model_profile_id",
+    ]
+    assert all("permission" not in p for p in error["problems"])
+
+
 def test_publishing_a_draft_naming_what_the_organization_lacks_is_a_400_listing_each(api):
     agent, _ = _organization(api)
     named = {**_spec("nowhere"), "recording_id": "no-such", "model_profile_id": "no-such"}
@@ -164,13 +170,7 @@ def test_publishing_a_draft_naming_what_the_organization_lacks_is_a_400_listing_
     assert status == 400, error
     assert error["code"] == "invalid_input" and error["field"] == "draft"
     assert error["message"].startswith("the draft cannot be published: ")
-    assert [p["field"] for p in error["problems"]] == [
-        "spec.api_key_secret",
-        "spec.tools[0].connection_id",
-        "spec.recording_id",
-        "spec.model_profile_id",
-    ]
-    assert all("permission" not in p for p in error["problems"])
+    _lacks_all_four(error)
     assert api.ok("GET", f"/api/v1/agents/{agent}/versions")["versions"] == []
 
 
